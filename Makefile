@@ -1,0 +1,98 @@
+# spirt - serverless peer-to-peer training tools
+# See LICENSE file for copyright and license details.
+.POSIX:
+.SUFFIXES:
+.SUFFIXES: .c .o
+
+include config.mk
+
+ALLCFLAGS = $(SPIRT_CPPFLAGS) $(CPPFLAGS) $(INCS) $(SPIRT_CFLAGS) $(CFLAGS)
+
+LIBHDR = lib/spirt.h lib/tensor.h lib/store.h lib/io.h lib/parse.h \
+	lib/npy.h lib/tool.h
+LIBOBJ = lib/spirt.o lib/tensor.o lib/store.o lib/io.o lib/parse.o \
+	lib/npy.o lib/tool.o
+
+BIN = spirt-store
+MAN1 = man/spirt-store.1
+MAN5 = man/spirt-tensor.5 man/spirt-store.5
+MAN7 = man/spirt.7
+UNIT = tests/unit/test_tensor tests/unit/test_store tests/unit/test_parse \
+	tests/unit/test_npy
+BENCH = bench/store_bench
+
+BASE_LIBS = $(LMDB_LIBS) $(XXHASH_LIBS) -lm
+
+all: $(BIN)
+
+.c.o:
+	$(CC) $(ALLCFLAGS) -c -o $@ $<
+
+$(LIBOBJ): $(LIBHDR) config.mk
+cmd/spirt-store.o: $(LIBHDR) config.mk
+
+lib/libspirt.a: $(LIBOBJ)
+	rm -f $@
+	$(AR) $(ARFLAGS) $@ $(LIBOBJ)
+
+# one link line per tool, as LMDB does
+spirt-store: cmd/spirt-store.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-store.o lib/libspirt.a $(BASE_LIBS)
+
+# unit tests
+tests/unit/test_tensor: tests/unit/test_tensor.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_tensor.o lib/libspirt.a $(BASE_LIBS)
+tests/unit/test_store: tests/unit/test_store.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_store.o lib/libspirt.a $(BASE_LIBS)
+tests/unit/test_parse: tests/unit/test_parse.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_parse.o lib/libspirt.a $(BASE_LIBS)
+tests/unit/test_npy: tests/unit/test_npy.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_npy.o lib/libspirt.a $(BASE_LIBS)
+tests/unit/test_tensor.o tests/unit/test_store.o tests/unit/test_parse.o \
+tests/unit/test_npy.o: tests/unit/check.h $(LIBHDR)
+
+# benchmarks (not part of check): make bench
+bench/store_bench: bench/store_bench.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/store_bench.o lib/libspirt.a $(BASE_LIBS)
+bench/store_bench.o: $(LIBHDR)
+
+deps:
+	sh ./bootstrap
+
+check: deps
+	$(MAKE) all $(UNIT)
+	sh tests/run $(UNIT)
+
+test: check
+
+lint:
+	mandoc -Tlint -W warning $(MAN1) $(MAN5) $(MAN7)
+
+bench: all $(BENCH)
+	sh bench/run
+
+install: all
+	mkdir -p $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANPREFIX)/man1 \
+		$(DESTDIR)$(MANPREFIX)/man5 $(DESTDIR)$(MANPREFIX)/man7
+	cp -f $(BIN) $(DESTDIR)$(PREFIX)/bin
+	cd $(DESTDIR)$(PREFIX)/bin && chmod 755 $(BIN)
+	cp -f $(MAN1) $(DESTDIR)$(MANPREFIX)/man1
+	cp -f $(MAN5) $(DESTDIR)$(MANPREFIX)/man5
+	cp -f $(MAN7) $(DESTDIR)$(MANPREFIX)/man7
+
+uninstall:
+	cd $(DESTDIR)$(PREFIX)/bin && rm -f $(BIN)
+	cd $(DESTDIR)$(MANPREFIX) && rm -f $(MAN1) $(MAN5) $(MAN7)
+
+clean:
+	rm -f $(BIN) lib/libspirt.a $(LIBOBJ) cmd/*.o tests/unit/*.o $(UNIT) \
+		bench/*.o $(BENCH)
+
+dist: clean
+	mkdir -p spirt-$(VERSION)
+	cp -R LICENSE Makefile README.md config.mk bootstrap deps cmd lib man \
+		tests examples contrib bench spirt-$(VERSION)
+	tar -cf - spirt-$(VERSION) | gzip > spirt-$(VERSION).tar.gz
+	rm -rf spirt-$(VERSION)
+
+.PHONY: all deps check test lint bench install uninstall clean dist

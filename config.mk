@@ -1,0 +1,34 @@
+# spirt version
+VERSION = 0.1.0
+
+# paths
+PREFIX = /usr/local
+MANPREFIX = $(PREFIX)/share/man
+
+# dependencies (Debian 12 package names are listed in deps/debian)
+PKG_CONFIG = pkg-config
+# upstream LMDB ships no .pc file
+LMDB_LIBS = -llmdb
+XXHASH_CFLAGS = `$(PKG_CONFIG) --cflags libxxhash`
+XXHASH_LIBS = `$(PKG_CONFIG) --libs libxxhash`
+# older OpenBLAS installs lack openblas.pc: override both when needed
+BLAS_CFLAGS = `$(PKG_CONFIG) --cflags openblas`
+BLAS_LIBS = `$(PKG_CONFIG) --libs openblas`
+ZLIB_LIBS = -lz
+SODIUM_CFLAGS = `$(PKG_CONFIG) --cflags libsodium`
+SODIUM_LIBS = `$(PKG_CONFIG) --libs libsodium`
+CURL_CFLAGS = `$(PKG_CONFIG) --cflags libcurl`
+CURL_LIBS = `$(PKG_CONFIG) --libs libcurl`
+MHD_CFLAGS = `$(PKG_CONFIG) --cflags libmicrohttpd`
+MHD_LIBS = `$(PKG_CONFIG) --libs libmicrohttpd`
+
+INCS = $(XXHASH_CFLAGS) $(BLAS_CFLAGS)
+
+# flags: CFLAGS, CPPFLAGS, LDFLAGS are the user's; warnings stay on
+CC = cc
+CFLAGS = -O2 -g
+SPIRT_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -DSPIRT_VERSION_MK=\"$(VERSION)\"
+SPIRT_CFLAGS = -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wvla -Werror
+LDFLAGS =
+AR = ar
+ARFLAGS = rcs

@@ -1,0 +1,27 @@
+/* parse.h - checked number, size and duration parsing (strtonum-style) */
+#ifndef SPIRT_PARSE_H
+#define SPIRT_PARSE_H
+
+#include <stdint.h>
+
+#include "spirt.h"
+
+/*
+ * Each returns 0 and stores the value, or SPIRT_EINVAL (not a number, junk
+ * after it) or ERANGE (outside [min, max]).  No locale: '.' is the decimal
+ * separator.
+ */
+SPIRT_MUST_CHECK int spirt_parse_i64(int64_t *out, const char *s,
+    int64_t min, int64_t max);
+SPIRT_MUST_CHECK int spirt_parse_u64(uint64_t *out, const char *s,
+    uint64_t min, uint64_t max);
+SPIRT_MUST_CHECK int spirt_parse_double(double *out, const char *s,
+    double min, double max);
+/* Sizes: a number with an optional k, M, G, T suffix (powers of 1024). */
+SPIRT_MUST_CHECK int spirt_parse_size(uint64_t *out, const char *s,
+    uint64_t min, uint64_t max);
+/* Durations in seconds: a number with an optional ms, s, m, h suffix. */
+SPIRT_MUST_CHECK int spirt_parse_duration(double *out, const char *s,
+    double min, double max);
+
+#endif

@@ -1,0 +1,73 @@
+/* spirt.h - version, error codes, exit codes (ISC licence, see LICENSE) */
+#ifndef SPIRT_H
+#define SPIRT_H
+
+#define SPIRT_VERSION "0.1.0"
+
+#if defined(__GNUC__)
+#define SPIRT_MUST_CHECK __attribute__((warn_unused_result))
+#define SPIRT_NONNULL(...) __attribute__((nonnull(__VA_ARGS__)))
+#else
+#define SPIRT_MUST_CHECK
+#define SPIRT_NONNULL(...)
+#endif
+
+/*
+ * Exit codes: the sysexits(3) numbers, documented once in spirt(7).
+ * Tools never pick codes ad hoc: they pass a library return code to
+ * spirt_exit().
+ */
+#define SPIRT_EX_OK          0
+#define SPIRT_EX_NO          1   /* predicate tools only */
+#define SPIRT_EX_USAGE       64
+#define SPIRT_EX_DATAERR     65
+#define SPIRT_EX_NOINPUT     66
+#define SPIRT_EX_UNAVAILABLE 69
+#define SPIRT_EX_SOFTWARE    70
+#define SPIRT_EX_OSERR       71
+#define SPIRT_EX_CANTCREAT   73
+#define SPIRT_EX_IOERR       74
+#define SPIRT_EX_TEMPFAIL    75
+
+/*
+ * Library return codes.  Every fallible function returns an int: 0 on
+ * success, a positive errno value, an LMDB code (MDB_*, -30799..-30780),
+ * or one of these negative SPIRT_E* codes.  spirt_strerror() covers all
+ * three, as mdb_strerror() does.
+ */
+enum {
+	SPIRT_EOF = -1000,      /* clean end of a record stream */
+	SPIRT_EMAGIC,           /* bad magic */
+	SPIRT_EVERSION,         /* unsupported format version */
+	SPIRT_EDTYPE,           /* unknown or unexpected dtype */
+	SPIRT_ESHAPE,           /* bad or mismatched shape */
+	SPIRT_EHEADER,          /* malformed header / header checksum */
+	SPIRT_ECHECKSUM,        /* payload checksum mismatch */
+	SPIRT_ETRUNC,           /* truncated record or file */
+	SPIRT_ETORN,            /* torn or interleaved record */
+	SPIRT_ENOTFOUND,        /* no such key in the store */
+	SPIRT_EEXIST,           /* key exists (no-overwrite put) */
+	SPIRT_EFULL,            /* store map full and cannot grow */
+	SPIRT_ENOTSUP,          /* not supported (yet), e.g. remote stores */
+	SPIRT_EURL,             /* malformed store URL */
+	SPIRT_ENAN,             /* NaN or Inf in data */
+	SPIRT_ENPY,             /* malformed .npy file */
+	SPIRT_EKEY,             /* invalid store key */
+	SPIRT_ESTEP,            /* wrong or unknown step */
+	SPIRT_EDONE,            /* step already applied (exactly-once) */
+	SPIRT_EMAC,             /* MAC or signature failure */
+	SPIRT_EBUSY,            /* transient: lock busy, timeout */
+	SPIRT_EINVAL,           /* invalid argument or data value */
+	SPIRT_EMODEL,           /* malformed model spec */
+	SPIRT_EDATA,            /* malformed input data (generic) */
+	SPIRT_EBUG,             /* internal invariant violated */
+	SPIRT_ELAST
+};
+
+/* Message for any library return code (errno, MDB_*, SPIRT_E*). */
+const char *spirt_strerror(int rc);
+
+/* Exit code (SPIRT_EX_*) for a library return code; 0 maps to 0. */
+int spirt_exit(int rc);
+
+#endif

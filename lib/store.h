@@ -1,0 +1,119 @@
+/* store.h - the spirt tensor store: LMDB underneath, URL seam for peers */
+#ifndef SPIRT_STORE_H
+#define SPIRT_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spirt.h"
+#include "tensor.h"
+
+/*
+ * A store is an LMDB environment in a directory (default ./spirt.db, or
+ * $SPIRT_STORE) holding one named database of key -> tensor record.  Keys
+ * are printable strings such as "model/mlp@12", "grad/12/3", "agg/12"; see
+ * spirt-store(5).  A "http://" or "https://" location names a store served
+ * by a peer (spirt-peer serve); that backend is not built yet and opening
+ * one returns SPIRT_ENOTSUP.
+ *
+ * Concurrency follows LMDB: any number of processes may open the same store
+ * and read concurrently with one writer at a time; one struct spirt_store per
+ * process; never carry one across fork(); one thread per transaction.
+ *
+ * Map growth: the map starts at $SPIRT_MAPSIZE (default 1 GiB) and doubles
+ * when a write fills it, up to $SPIRT_MAPSIZE_MAX (default 1 TiB).  Growth
+ * needs every transaction of this process closed, so writes that may grow go
+ * through spirt_store_write(), which reruns the body after growing.
+ */
+
+struct spirt_store;
+struct spirt_txn;
+
+/* spirt_store_open flags */
+#define SPIRT_STORE_RDONLY 0x1  /* read-only: MDB_RDONLY */
+#define SPIRT_STORE_CREATE 0x2  /* create the directory if missing */
+#define SPIRT_STORE_NOSYNC 0x4  /* no fsync at commit (see spirt-store(5)) */
+
+/* spirt_txn_begin flags */
+#define SPIRT_TXN_RDONLY 0x1
+
+/* put flags */
+#define SPIRT_PUT_NOOVERWRITE 0x1       /* SPIRT_EEXIST if the key exists */
+
+#define SPIRT_KEY_MAX 511               /* LMDB's default max key size */
+
+/* $SPIRT_STORE if set and non-empty, else "spirt.db". */
+const char *spirt_store_default(void);
+
+/* 1 if loc names a remote store (a URL), else 0. */
+int spirt_store_is_url(const char *loc);
+
+/*
+ * Open the store at loc (a directory path or URL).  Without
+ * SPIRT_STORE_CREATE a missing store is ENOENT.  Returns 0, errno, an MDB_*
+ * code, SPIRT_ENOTSUP (URL), SPIRT_EURL.
+ */
+SPIRT_MUST_CHECK int spirt_store_open(struct spirt_store **out,
+    const char *loc, unsigned flags);
+void spirt_store_close(struct spirt_store *s);
+/* Location as given to open. */
+const char *spirt_store_location(const struct spirt_store *s);
+
+SPIRT_MUST_CHECK int spirt_txn_begin(struct spirt_txn **out,
+    struct spirt_store *s, unsigned flags);
+SPIRT_MUST_CHECK int spirt_txn_commit(struct spirt_txn *t);
+void spirt_txn_abort(struct spirt_txn *t);
+
+/*
+ * Run fn(txn, arg) in one write transaction and commit.  If the map fills
+ * (in fn or at commit), abort, grow the map and run fn again from scratch,
+ * so fn must not keep state between calls other than through arg it resets.
+ * fn returning non-zero aborts the transaction and that code is returned.
+ * Returns 0, fn's code, SPIRT_EFULL (cannot grow further), errno, MDB_*.
+ */
+SPIRT_MUST_CHECK int spirt_store_write(struct spirt_store *s,
+    int (*fn)(struct spirt_txn *txn, void *arg), void *arg);
+
+/* Validate a key: 1..SPIRT_KEY_MAX printable ASCII bytes, no spaces. */
+SPIRT_MUST_CHECK int spirt_key_check(const char *key);
+
+/* Raw values.  Pointers from get are valid until the txn ends. */
+SPIRT_MUST_CHECK int spirt_store_get(struct spirt_txn *t, const char *key,
+    const void **val, size_t *len);
+SPIRT_MUST_CHECK int spirt_store_put(struct spirt_txn *t, const char *key,
+    const void *val, size_t len, unsigned flags);
+/* Reserve len bytes for key and return where to write them (MDB_RESERVE). */
+SPIRT_MUST_CHECK int spirt_store_reserve(struct spirt_txn *t, const char *key,
+    size_t len, void **dst, unsigned flags);
+/* SPIRT_ENOTFOUND if missing. */
+SPIRT_MUST_CHECK int spirt_store_del(struct spirt_txn *t, const char *key);
+
+/*
+ * Call fn for each key starting with prefix ("" for all), in key order.
+ * fn returning non-zero stops the walk; that value is returned.
+ */
+SPIRT_MUST_CHECK int spirt_store_list(struct spirt_txn *t, const char *prefix,
+    int (*fn)(void *arg, const char *key, const void *val, size_t len),
+    void *arg);
+
+/*
+ * Tensor values.  get decodes in place: *payload points into the map
+ * (zero-copy) and is valid until the txn ends.  verify=1 also checks the
+ * payload checksum.  put encodes straight into the map (MDB_RESERVE).
+ */
+SPIRT_MUST_CHECK int spirt_store_get_tensor(struct spirt_txn *t,
+    const char *key, struct spirt_tensor *hdr, const void **payload,
+    int verify);
+SPIRT_MUST_CHECK int spirt_store_put_tensor(struct spirt_txn *t,
+    const char *key, struct spirt_tensor *hdr, const void *payload,
+    unsigned flags);
+
+/* Environment facts for spirt-store stat. */
+struct spirt_store_info {
+	uint64_t mapsize, used, entries, readers, maxreaders;
+	unsigned psize;
+};
+SPIRT_MUST_CHECK int spirt_store_info(struct spirt_store *s,
+    struct spirt_store_info *info);
+
+#endif

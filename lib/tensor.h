@@ -1,0 +1,166 @@
+/* tensor.h - the spirt tensor record: pack, unpack, checksums, streams */
+#ifndef SPIRT_TENSOR_H
+#define SPIRT_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spirt.h"
+
+/*
+ * One record format for everything that moves: pipes, files, store values,
+ * HTTP bodies.  Byte layout (all little-endian) is in spirt-tensor(5):
+ *
+ *   fixed header (56 bytes) | dims (8*rank) | name, zero-padded to 8 |
+ *   header checksum (8) | payload | trailer "SPRE" 0000 payload-checksum (16)
+ *
+ * The header checksum is XXH3-64 of every header byte before it; the payload
+ * checksum is XXH3-64 of the payload seeded with the header checksum, so a
+ * payload cannot be paired with another record's header.
+ */
+
+#define SPIRT_TENSOR_MAGIC    "SPRT"
+#define SPIRT_TENSOR_ENDMAGIC "SPRE"
+#define SPIRT_TENSOR_VERSION  1
+#define SPIRT_TENSOR_FIXED    56        /* fixed header bytes */
+#define SPIRT_TENSOR_TRAILER  16
+#define SPIRT_MAXRANK         8
+#define SPIRT_NAME_MAX        255
+
+#define SPIRT_NOSTEP   UINT64_MAX       /* step field unset */
+#define SPIRT_NOORIGIN UINT32_MAX       /* origin field unset */
+
+enum spirt_dtype {
+	SPIRT_F32 = 1,
+	SPIRT_F64 = 2,
+	SPIRT_I32 = 3,
+	SPIRT_U8  = 4,
+	SPIRT_I64 = 5
+};
+
+/* Flags: none defined in version 1; readers reject unknown bits. */
+#define SPIRT_TF_KNOWN 0x0000u
+
+/* Parsed header.  A plain struct in memory, never written as is. */
+struct spirt_tensor {
+	uint8_t  dtype;                 /* enum spirt_dtype */
+	uint8_t  rank;                  /* 0..SPIRT_MAXRANK */
+	uint16_t flags;
+	uint64_t dims[SPIRT_MAXRANK];
+	uint64_t step;                  /* SPIRT_NOSTEP when unset */
+	uint64_t samples;               /* sample count (0 when unset) */
+	double   loss;                  /* NaN when unset */
+	uint32_t origin;                /* SPIRT_NOORIGIN when unset */
+	uint32_t count;                 /* inputs aggregated into it (0 unset) */
+	char     name[SPIRT_NAME_MAX + 1];
+	/* derived by spirt_tensor_init / pack / unpack: */
+	uint64_t nelem;                 /* product of dims */
+	uint64_t nbytes;                /* payload bytes */
+	uint32_t hdrlen;                /* header bytes incl. checksum */
+	uint64_t hsum;                  /* header checksum */
+};
+
+/* Size in bytes of one element of dtype, or 0 if unknown. */
+size_t spirt_dtype_size(int dtype);
+/* "f32", "f64", "i32", "u8", "i64", or NULL if unknown. */
+const char *spirt_dtype_name(int dtype);
+/* dtype for a name as above, or 0. */
+int spirt_dtype_parse(const char *name);
+
+/*
+ * Initialise t for a tensor of the given dtype and shape: metadata unset,
+ * nelem/nbytes/hdrlen computed.  Returns 0, SPIRT_EDTYPE, SPIRT_ESHAPE
+ * (rank too large or byte size overflows).
+ */
+SPIRT_MUST_CHECK int spirt_tensor_init(struct spirt_tensor *t, int dtype,
+    unsigned rank, const uint64_t *dims);
+
+/* Set the name (truncates nothing: SPIRT_EINVAL when too long). */
+SPIRT_MUST_CHECK int spirt_tensor_set_name(struct spirt_tensor *t,
+    const char *name);
+
+/* Header bytes for t as it stands (recomputes t->hdrlen). */
+size_t spirt_tensor_hdrlen(struct spirt_tensor *t);
+/* Whole record bytes: header + payload + trailer. */
+size_t spirt_tensor_reclen(struct spirt_tensor *t);
+
+/*
+ * Pack t's header into out (cap bytes, at least spirt_tensor_hdrlen(t)).
+ * Fills t->hdrlen and t->hsum.  Returns 0 or SPIRT_EINVAL.
+ */
+SPIRT_MUST_CHECK int spirt_tensor_pack_header(void *out, size_t cap,
+    struct spirt_tensor *t);
+
+/*
+ * Parse a header from buf.  With len < SPIRT_TENSOR_FIXED, or len below the
+ * header length the fixed part announces, returns SPIRT_ETRUNC and, when
+ * known, sets *need to the bytes required.  Other errors: SPIRT_EMAGIC,
+ * SPIRT_EVERSION, SPIRT_EDTYPE, SPIRT_ESHAPE, SPIRT_EHEADER.
+ */
+SPIRT_MUST_CHECK int spirt_tensor_unpack_header(struct spirt_tensor *t,
+    const void *buf, size_t len, size_t *need);
+
+/* Trailer for payload under header t (t->hsum must be set). */
+void spirt_tensor_pack_trailer(unsigned char out[SPIRT_TENSOR_TRAILER],
+    const struct spirt_tensor *t, const void *payload);
+/* 0, SPIRT_ETORN (no end magic) or SPIRT_ECHECKSUM. */
+SPIRT_MUST_CHECK int spirt_tensor_check_trailer(const struct spirt_tensor *t,
+    const void *payload, const unsigned char tr[SPIRT_TENSOR_TRAILER]);
+
+/* ---- whole records in memory (store values, HTTP bodies) ---- */
+
+/*
+ * Encode t and payload into out (cap >= spirt_tensor_reclen(t)).
+ * Returns 0 or SPIRT_EINVAL.
+ */
+SPIRT_MUST_CHECK int spirt_tensor_encode(void *out, size_t cap,
+    struct spirt_tensor *t, const void *payload);
+
+/*
+ * Decode the record in rec[0..len): fills t, points *payload into rec
+ * (zero-copy).  verify=1 checks the payload checksum (one pass over the
+ * payload); the header checksum is always checked.  Extra bytes after the
+ * record are SPIRT_ETORN.  Note: *payload is aligned to 8 bytes only if rec
+ * is (see spirt_aligned()).
+ */
+SPIRT_MUST_CHECK int spirt_tensor_decode(struct spirt_tensor *t,
+    const void **payload, const void *rec, size_t len, int verify);
+
+/* 1 if p is suitably aligned for elements of dtype. */
+int spirt_aligned(const void *p, int dtype);
+
+/* ---- streams: several records back to back on a file descriptor ---- */
+
+/*
+ * Write one record to fd (header, payload, trailer), retrying short writes.
+ * Returns 0 or errno (EPIPE included).  Not atomic on a pipe above PIPE_BUF:
+ * never share one pipe between several writers.
+ */
+SPIRT_MUST_CHECK int spirt_tensor_write(int fd, struct spirt_tensor *t,
+    const void *payload);
+
+/*
+ * Read the next record from fd.  On success *payload is a fresh buffer
+ * (64-byte aligned, free with free()) holding t->nbytes bytes.  Returns 0,
+ * SPIRT_EOF at a clean end of stream (no byte read), SPIRT_ETRUNC when the
+ * stream ends inside a record, SPIRT_ETORN/SPIRT_ECHECKSUM for torn or
+ * interleaved data, header errors as spirt_tensor_unpack_header, ENOMEM or
+ * another errno.  maxbytes (0: no limit) bounds the payload accepted.
+ */
+SPIRT_MUST_CHECK int spirt_tensor_read(int fd, struct spirt_tensor *t,
+    void **payload, uint64_t maxbytes);
+
+/* ---- helpers ---- */
+
+/* Summary statistics of a payload converted to double. */
+struct spirt_tensor_stats {
+	double min, max, mean, l2;
+	uint64_t nan, inf;
+};
+void spirt_tensor_stats(struct spirt_tensor_stats *st,
+    const struct spirt_tensor *t, const void *payload);
+
+/* Count NaN/Inf in a float32 vector (0 if none). */
+size_t spirt_count_nonfinite_f32(const float *x, size_t n);
+
+#endif

@@ -1,0 +1,65 @@
+/* tool.h - tool-only helpers: messages, e* wrappers (may exit) */
+#ifndef SPIRT_TOOL_H
+#define SPIRT_TOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spirt.h"
+
+/* Set by each tool's main() from a constant, never from argv[0]. */
+extern const char *progname;
+extern int spirt_quiet;         /* -q: silence warnings */
+extern int spirt_verbose;       /* -v: count */
+
+/*
+ * Messages: "prog: fmt\n" on stderr.  A fmt ending in ':' gets
+ * " strerror(errno)" appended (sbase).  The *rc variants append
+ * ": spirt_strerror(rc)".
+ */
+void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void warn_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void warnrc(int rc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "prog: warning: ..." unless -q */
+void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void die(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* die(spirt_exit(rc), "...: spirt_strerror(rc)") */
+_Noreturn void dierc(int rc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+void *emalloc(size_t n);
+void *ecalloc(size_t n, size_t m);
+char *estrdup(const char *s);
+
+/* Option parsing: die with 64 and a message naming the option on error. */
+int64_t eparse_i64(const char *opt, const char *s, int64_t min, int64_t max);
+uint64_t eparse_u64(const char *opt, const char *s, uint64_t min,
+    uint64_t max);
+double eparse_double(const char *opt, const char *s, double min, double max);
+uint64_t eparse_size(const char *opt, const char *s, uint64_t min,
+    uint64_t max);
+double eparse_duration(const char *opt, const char *s, double min,
+    double max);
+
+/* Option if set, else $env if set and non-empty, else def. */
+const char *opt_env(const char *opt, const char *env, const char *def);
+
+/* Make sure fds 0-2 are open (curl main_checkfds). */
+void checkfds(void);
+
+/* 1 if fd is a terminal: refuse binary output there unless forced. */
+int isterm(int fd);
+
+/*
+ * Flush and close stdout; on failure print "prog: stdout: ..." and return
+ * SPIRT_EX_IOERR, else return code unchanged (sbase fshut).
+ */
+int fshut_stdout(int code);
+
+/* Print "prog VERSION" to stdout and exit 0. */
+_Noreturn void print_version(void);
+
+#endif
