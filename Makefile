@@ -5,21 +5,26 @@
 .SUFFIXES: .c .o
 
 include config.mk
+include mk/data.mk
+include mk/model.mk
+include mk/agg.mk
 
 ALLCFLAGS = $(SPIRT_CPPFLAGS) $(CPPFLAGS) $(INCS) $(SPIRT_CFLAGS) $(CFLAGS)
 
-LIBHDR = lib/spirt.h lib/tensor.h lib/store.h lib/io.h lib/parse.h \
+CORE_LIBHDR = lib/spirt.h lib/tensor.h lib/store.h lib/io.h lib/parse.h \
 	lib/npy.h lib/tool.h
+LIBHDR = $(CORE_LIBHDR) $(DATA_LIBHDR) $(MODEL_LIBHDR) $(AGG_LIBHDR)
 LIBOBJ = lib/spirt.o lib/tensor.o lib/store.o lib/io.o lib/parse.o \
-	lib/npy.o lib/tool.o
+	lib/npy.o lib/tool.o $(DATA_LIBOBJ) $(MODEL_LIBOBJ) $(AGG_LIBOBJ)
 
-BIN = spirt-store
-MAN1 = man/spirt-store.1
-MAN5 = man/spirt-tensor.5 man/spirt-store.5
+BIN = spirt-store $(DATA_BIN) $(MODEL_BIN) $(AGG_BIN)
+MAN1 = man/spirt-store.1 $(DATA_MAN1) $(MODEL_MAN1) $(AGG_MAN1)
+MAN5 = man/spirt-tensor.5 man/spirt-store.5 $(DATA_MAN5) $(MODEL_MAN5) \
+	$(AGG_MAN5)
 MAN7 = man/spirt.7
 UNIT = tests/unit/test_tensor tests/unit/test_store tests/unit/test_parse \
-	tests/unit/test_npy
-BENCH = bench/store_bench
+	tests/unit/test_npy $(DATA_UNIT) $(MODEL_UNIT) $(AGG_UNIT)
+BENCH = bench/store_bench $(DATA_BENCH) $(MODEL_BENCH) $(AGG_BENCH)
 
 BASE_LIBS = $(LMDB_LIBS) $(XXHASH_LIBS) -lm
 
@@ -82,7 +87,9 @@ install: all
 
 uninstall:
 	cd $(DESTDIR)$(PREFIX)/bin && rm -f $(BIN)
-	cd $(DESTDIR)$(MANPREFIX) && rm -f $(MAN1) $(MAN5) $(MAN7)
+	for m in $(MAN1) $(MAN5) $(MAN7); do \
+		s=$${m##*.}; rm -f $(DESTDIR)$(MANPREFIX)/man$$s/$${m#man/}; \
+	done
 
 clean:
 	rm -f $(BIN) lib/libspirt.a $(LIBOBJ) cmd/*.o tests/unit/*.o $(UNIT) \
@@ -90,7 +97,7 @@ clean:
 
 dist: clean
 	mkdir -p spirt-$(VERSION)
-	cp -R LICENSE Makefile README.md config.mk bootstrap deps cmd lib man \
+	cp -R LICENSE Makefile README.md config.mk bootstrap deps mk cmd lib man \
 		tests examples contrib bench spirt-$(VERSION)
 	tar -cf - spirt-$(VERSION) | gzip > spirt-$(VERSION).tar.gz
 	rm -rf spirt-$(VERSION)

@@ -27,7 +27,7 @@ INCS = $(XXHASH_CFLAGS) $(BLAS_CFLAGS)
 # flags: CFLAGS, CPPFLAGS, LDFLAGS are the user's; warnings stay on
 CC = cc
 CFLAGS = -O2 -g
-SPIRT_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -DSPIRT_VERSION_MK=\"$(VERSION)\"
+SPIRT_CPPFLAGS = -Ilib -D_POSIX_C_SOURCE=200809L -DSPIRT_VERSION_MK=\"$(VERSION)\"
 SPIRT_CFLAGS = -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wvla -Werror
 LDFLAGS =
 AR = ar

@@ -1,0 +1,109 @@
+/* spirt.c - error strings and the one exit-code map (ISC licence) */
+#include <errno.h>
+#include <string.h>
+
+#include <lmdb.h>
+
+#include "spirt.h"
+
+static const char *const msgs[] = {
+	[SPIRT_EOF - SPIRT_EOF]       = "end of stream",
+	[SPIRT_EMAGIC - SPIRT_EOF]    = "bad magic (not a spirt record)",
+	[SPIRT_EVERSION - SPIRT_EOF]  = "unsupported format version",
+	[SPIRT_EDTYPE - SPIRT_EOF]    = "unknown or unexpected dtype",
+	[SPIRT_ESHAPE - SPIRT_EOF]    = "bad or mismatched shape",
+	[SPIRT_EHEADER - SPIRT_EOF]   = "corrupt record header",
+	[SPIRT_ECHECKSUM - SPIRT_EOF] = "payload checksum mismatch",
+	[SPIRT_ETRUNC - SPIRT_EOF]    = "truncated record",
+	[SPIRT_ETORN - SPIRT_EOF]     = "torn or interleaved record",
+	[SPIRT_ENOTFOUND - SPIRT_EOF] = "no such key",
+	[SPIRT_EEXIST - SPIRT_EOF]    = "key exists",
+	[SPIRT_EFULL - SPIRT_EOF]     = "store full (map cannot grow)",
+	[SPIRT_ENOTSUP - SPIRT_EOF]   = "not supported",
+	[SPIRT_EURL - SPIRT_EOF]      = "malformed store URL",
+	[SPIRT_ENAN - SPIRT_EOF]      = "NaN or Inf in data",
+	[SPIRT_ENPY - SPIRT_EOF]      = "malformed .npy file",
+	[SPIRT_EKEY - SPIRT_EOF]      = "invalid key",
+	[SPIRT_ESTEP - SPIRT_EOF]     = "wrong or unknown step",
+	[SPIRT_EDONE - SPIRT_EOF]     = "step already applied",
+	[SPIRT_EMAC - SPIRT_EOF]      = "authentication failed (bad MAC)",
+	[SPIRT_EBUSY - SPIRT_EOF]     = "busy, try again",
+	[SPIRT_EINVAL - SPIRT_EOF]    = "invalid argument",
+	[SPIRT_EMODEL - SPIRT_EOF]    = "malformed model spec",
+	[SPIRT_EDATA - SPIRT_EOF]     = "malformed input data",
+	[SPIRT_EBUG - SPIRT_EOF]      = "internal error",
+};
+
+const char *
+spirt_strerror(int rc)
+{
+	if (rc == 0)
+		return "success";
+	if (rc > 0)
+		return strerror(rc);
+	if (rc >= SPIRT_EOF && rc < SPIRT_ELAST)
+		return msgs[rc - SPIRT_EOF];
+	if (rc >= MDB_KEYEXIST && rc <= MDB_LAST_ERRCODE)
+		return mdb_strerror(rc);
+	return "unknown error";
+}
+
+int
+spirt_exit(int rc)
+{
+	if (rc == 0)
+		return SPIRT_EX_OK;
+	if (rc > 0) {
+		switch (rc) {
+		case ENOENT: case ENOTDIR: case EACCES: case EPERM:
+		case ELOOP: case ENAMETOOLONG:
+			return SPIRT_EX_NOINPUT;
+		case ENOMEM: case EAGAIN: case EMFILE: case ENFILE:
+			return SPIRT_EX_OSERR;
+		case EINVAL: case ERANGE:
+			return SPIRT_EX_USAGE;
+		case EEXIST: case EROFS: case EISDIR:
+			return SPIRT_EX_CANTCREAT;
+		case ETIMEDOUT: case EINTR: case EBUSY:
+			return SPIRT_EX_TEMPFAIL;
+		case ECONNREFUSED: case EHOSTUNREACH: case ENETUNREACH:
+			return SPIRT_EX_UNAVAILABLE;
+		default:        /* EIO, ENOSPC, EPIPE, EDQUOT, EFBIG, ... */
+			return SPIRT_EX_IOERR;
+		}
+	}
+	switch (rc) {
+	case SPIRT_EMAGIC: case SPIRT_EVERSION: case SPIRT_EDTYPE:
+	case SPIRT_ESHAPE: case SPIRT_EHEADER: case SPIRT_ECHECKSUM:
+	case SPIRT_ETRUNC: case SPIRT_ETORN: case SPIRT_ENAN:
+	case SPIRT_ENPY: case SPIRT_ESTEP: case SPIRT_EMAC:
+	case SPIRT_EMODEL: case SPIRT_EDATA: case SPIRT_EOF:
+		return SPIRT_EX_DATAERR;
+	case SPIRT_ENOTFOUND:
+		return SPIRT_EX_NOINPUT;
+	case SPIRT_EEXIST: case SPIRT_EDONE:
+		return SPIRT_EX_CANTCREAT;
+	case SPIRT_EFULL:
+		return SPIRT_EX_IOERR;
+	case SPIRT_EURL: case SPIRT_EKEY: case SPIRT_EINVAL:
+		return SPIRT_EX_USAGE;
+	case SPIRT_ENOTSUP:
+		return SPIRT_EX_UNAVAILABLE;
+	case SPIRT_EBUSY:
+		return SPIRT_EX_TEMPFAIL;
+	/* LMDB */
+	case MDB_NOTFOUND:
+		return SPIRT_EX_NOINPUT;
+	case MDB_KEYEXIST:
+		return SPIRT_EX_CANTCREAT;
+	case MDB_MAP_FULL:
+		return SPIRT_EX_IOERR;
+	case MDB_READERS_FULL: case MDB_TXN_FULL: case MDB_MAP_RESIZED:
+		return SPIRT_EX_TEMPFAIL;
+	case MDB_CORRUPTED: case MDB_PAGE_NOTFOUND: case MDB_INVALID:
+	case MDB_VERSION_MISMATCH: case MDB_INCOMPATIBLE:
+		return SPIRT_EX_DATAERR;
+	default:
+		return SPIRT_EX_SOFTWARE;
+	}
+}

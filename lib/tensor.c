@@ -1,0 +1,522 @@
+/* tensor.c - pack, unpack and stream spirt tensor records (ISC licence) */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "io.h"
+#include "tensor.h"
+
+/* ---- little-endian packing, field by field (s6 uint64_pack) ---- */
+
+static void
+put16(unsigned char *p, uint16_t v)
+{
+	p[0] = v & 0xff;
+	p[1] = v >> 8;
+}
+
+static void
+put32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (v >> (8 * i)) & 0xff;
+}
+
+static void
+put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (v >> (8 * i)) & 0xff;
+}
+
+static uint16_t
+get16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t
+get32(const unsigned char *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 3; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint64_t
+get64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* ---- dtypes ---- */
+
+static const struct {
+	const char *name;
+	size_t size;
+} dtypes[] = {
+	[SPIRT_F32] = { "f32", 4 },
+	[SPIRT_F64] = { "f64", 8 },
+	[SPIRT_I32] = { "i32", 4 },
+	[SPIRT_U8]  = { "u8", 1 },
+	[SPIRT_I64] = { "i64", 8 },
+};
+#define NDTYPES (sizeof dtypes / sizeof dtypes[0])
+
+size_t
+spirt_dtype_size(int dtype)
+{
+	return dtype > 0 && (size_t)dtype < NDTYPES ? dtypes[dtype].size : 0;
+}
+
+const char *
+spirt_dtype_name(int dtype)
+{
+	return dtype > 0 && (size_t)dtype < NDTYPES ? dtypes[dtype].name : NULL;
+}
+
+int
+spirt_dtype_parse(const char *name)
+{
+	for (size_t i = 1; i < NDTYPES; i++)
+		if (!strcmp(name, dtypes[i].name))
+			return (int)i;
+	return 0;
+}
+
+/* ---- header ---- */
+
+/* nelem and nbytes from dtype and dims; SPIRT_ESHAPE on overflow */
+static int
+sizes(struct spirt_tensor *t)
+{
+	size_t es = spirt_dtype_size(t->dtype);
+	uint64_t n = 1;
+
+	if (!es)
+		return SPIRT_EDTYPE;
+	if (t->rank > SPIRT_MAXRANK)
+		return SPIRT_ESHAPE;
+	for (unsigned i = 0; i < t->rank; i++) {
+		if (t->dims[i] && n > (UINT64_MAX >> 8) / t->dims[i])
+			return SPIRT_ESHAPE;
+		n *= t->dims[i];
+	}
+	/* payload must fit a size_t and leave room for the rest */
+	if (n > (uint64_t)(SIZE_MAX / 2) / es)
+		return SPIRT_ESHAPE;
+	t->nelem = n;
+	t->nbytes = n * es;
+	return 0;
+}
+
+int
+spirt_tensor_init(struct spirt_tensor *t, int dtype, unsigned rank,
+    const uint64_t *dims)
+{
+	memset(t, 0, sizeof *t);
+	if (!spirt_dtype_size(dtype))
+		return SPIRT_EDTYPE;
+	if (rank > SPIRT_MAXRANK)
+		return SPIRT_ESHAPE;
+	t->dtype = (uint8_t)dtype;
+	t->rank = (uint8_t)rank;
+	for (unsigned i = 0; i < rank; i++)
+		t->dims[i] = dims[i];
+	t->step = SPIRT_NOSTEP;
+	t->origin = SPIRT_NOORIGIN;
+	t->loss = NAN;
+	spirt_tensor_hdrlen(t);
+	return sizes(t);
+}
+
+int
+spirt_tensor_set_name(struct spirt_tensor *t, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n > SPIRT_NAME_MAX)
+		return SPIRT_EINVAL;
+	memcpy(t->name, name, n + 1);
+	spirt_tensor_hdrlen(t);
+	return 0;
+}
+
+static size_t
+pad8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+size_t
+spirt_tensor_hdrlen(struct spirt_tensor *t)
+{
+	size_t n = SPIRT_TENSOR_FIXED + 8 * (size_t)t->rank +
+	    pad8(strnlen(t->name, SPIRT_NAME_MAX)) + 8;
+
+	t->hdrlen = (uint32_t)n;
+	return n;
+}
+
+size_t
+spirt_tensor_reclen(struct spirt_tensor *t)
+{
+	return spirt_tensor_hdrlen(t) + (size_t)t->nbytes +
+	    SPIRT_TENSOR_TRAILER;
+}
+
+int
+spirt_tensor_pack_header(void *out, size_t cap, struct spirt_tensor *t)
+{
+	unsigned char *p = out;
+	size_t namelen = strnlen(t->name, SPIRT_NAME_MAX), n, off;
+	uint64_t lossbits;
+
+	if (t->rank > SPIRT_MAXRANK || sizes(t) || t->flags & ~SPIRT_TF_KNOWN)
+		return SPIRT_EINVAL;
+	n = spirt_tensor_hdrlen(t);
+	if (cap < n)
+		return SPIRT_EINVAL;
+	memset(p, 0, n);
+	memcpy(p, SPIRT_TENSOR_MAGIC, 4);
+	put16(p + 4, SPIRT_TENSOR_VERSION);
+	p[6] = t->dtype;
+	p[7] = t->rank;
+	put32(p + 8, t->hdrlen);
+	put16(p + 12, (uint16_t)namelen);
+	put16(p + 14, t->flags);
+	put64(p + 16, t->step);
+	put64(p + 24, t->samples);
+	memcpy(&lossbits, &t->loss, 8);
+	put64(p + 32, lossbits);
+	put32(p + 40, t->origin);
+	put32(p + 44, t->count);
+	put64(p + 48, t->nbytes);
+	off = SPIRT_TENSOR_FIXED;
+	for (unsigned i = 0; i < t->rank; i++, off += 8)
+		put64(p + off, t->dims[i]);
+	memcpy(p + off, t->name, namelen);
+	off = n - 8;
+	t->hsum = XXH3_64bits(p, off);
+	put64(p + off, t->hsum);
+	return 0;
+}
+
+int
+spirt_tensor_unpack_header(struct spirt_tensor *t, const void *buf,
+    size_t len, size_t *need)
+{
+	const unsigned char *p = buf;
+	uint32_t hdrlen;
+	uint64_t nbytes, lossbits;
+	unsigned namelen, rank;
+	size_t off;
+	int rc;
+
+	if (need)
+		*need = SPIRT_TENSOR_FIXED;
+	if (len < 4)
+		return len && memcmp(p, SPIRT_TENSOR_MAGIC, len) ?
+		    SPIRT_EMAGIC : SPIRT_ETRUNC;
+	if (memcmp(p, SPIRT_TENSOR_MAGIC, 4))
+		return SPIRT_EMAGIC;
+	if (len < 6)
+		return SPIRT_ETRUNC;
+	if (get16(p + 4) != SPIRT_TENSOR_VERSION)
+		return SPIRT_EVERSION;
+	if (len < SPIRT_TENSOR_FIXED)
+		return SPIRT_ETRUNC;
+	hdrlen = get32(p + 8);
+	rank = p[7];
+	namelen = get16(p + 12);
+	if (rank > SPIRT_MAXRANK || namelen > SPIRT_NAME_MAX ||
+	    hdrlen != SPIRT_TENSOR_FIXED + 8 * rank + pad8(namelen) + 8)
+		return SPIRT_EHEADER;
+	if (need)
+		*need = hdrlen;
+	if (len < hdrlen)
+		return SPIRT_ETRUNC;
+	if (XXH3_64bits(p, hdrlen - 8) != get64(p + hdrlen - 8))
+		return SPIRT_EHEADER;
+
+	memset(t, 0, sizeof *t);
+	t->dtype = p[6];
+	t->rank = (uint8_t)rank;
+	t->flags = get16(p + 14);
+	t->step = get64(p + 16);
+	t->samples = get64(p + 24);
+	lossbits = get64(p + 32);
+	memcpy(&t->loss, &lossbits, 8);
+	t->origin = get32(p + 40);
+	t->count = get32(p + 44);
+	nbytes = get64(p + 48);
+	off = SPIRT_TENSOR_FIXED;
+	for (unsigned i = 0; i < rank; i++, off += 8)
+		t->dims[i] = get64(p + off);
+	memcpy(t->name, p + off, namelen);
+	if (memchr(t->name, '\0', namelen))
+		return SPIRT_EHEADER;
+	t->name[namelen] = '\0';
+	t->hdrlen = hdrlen;
+	t->hsum = get64(p + hdrlen - 8);
+	if (t->flags & ~SPIRT_TF_KNOWN)
+		return SPIRT_EVERSION;
+	if ((rc = sizes(t)))
+		return rc;
+	if (nbytes != t->nbytes)
+		return SPIRT_ESHAPE;
+	return 0;
+}
+
+void
+spirt_tensor_pack_trailer(unsigned char out[SPIRT_TENSOR_TRAILER],
+    const struct spirt_tensor *t, const void *payload)
+{
+	memcpy(out, SPIRT_TENSOR_ENDMAGIC, 4);
+	put32(out + 4, 0);
+	put64(out + 8, XXH3_64bits_withSeed(payload, t->nbytes, t->hsum));
+}
+
+int
+spirt_tensor_check_trailer(const struct spirt_tensor *t, const void *payload,
+    const unsigned char tr[SPIRT_TENSOR_TRAILER])
+{
+	if (memcmp(tr, SPIRT_TENSOR_ENDMAGIC, 4) || get32(tr + 4))
+		return SPIRT_ETORN;
+	if (XXH3_64bits_withSeed(payload, t->nbytes, t->hsum) != get64(tr + 8))
+		return SPIRT_ECHECKSUM;
+	return 0;
+}
+
+/* ---- whole records ---- */
+
+int
+spirt_tensor_encode(void *out, size_t cap, struct spirt_tensor *t,
+    const void *payload)
+{
+	unsigned char *p = out;
+	int rc;
+
+	if (cap < spirt_tensor_reclen(t))
+		return SPIRT_EINVAL;
+	if ((rc = spirt_tensor_pack_header(p, cap, t)))
+		return rc;
+	if (t->nbytes && payload != p + t->hdrlen)
+		memcpy(p + t->hdrlen, payload, t->nbytes);
+	spirt_tensor_pack_trailer(p + t->hdrlen + t->nbytes, t,
+	    p + t->hdrlen);
+	return 0;
+}
+
+int
+spirt_tensor_decode(struct spirt_tensor *t, const void **payload,
+    const void *rec, size_t len, int verify)
+{
+	const unsigned char *p = rec, *tr;
+	size_t need;
+	int rc;
+
+	if ((rc = spirt_tensor_unpack_header(t, p, len, &need)))
+		return rc;
+	if (len - t->hdrlen < t->nbytes + SPIRT_TENSOR_TRAILER)
+		return SPIRT_ETRUNC;
+	if (len - t->hdrlen > t->nbytes + SPIRT_TENSOR_TRAILER)
+		return SPIRT_ETORN;
+	tr = p + t->hdrlen + t->nbytes;
+	if (memcmp(tr, SPIRT_TENSOR_ENDMAGIC, 4) || get32(tr + 4))
+		return SPIRT_ETORN;
+	if (verify && (rc = spirt_tensor_check_trailer(t, p + t->hdrlen, tr)))
+		return rc;
+	*payload = p + t->hdrlen;
+	return 0;
+}
+
+int
+spirt_aligned(const void *p, int dtype)
+{
+	size_t a = spirt_dtype_size(dtype);
+
+	return a && ((uintptr_t)p % a) == 0;
+}
+
+/* ---- streams ---- */
+
+int
+spirt_tensor_write(int fd, struct spirt_tensor *t, const void *payload)
+{
+	unsigned char hdr[SPIRT_TENSOR_FIXED + 8 * SPIRT_MAXRANK +
+	    SPIRT_NAME_MAX + 1 + 16];
+	unsigned char tr[SPIRT_TENSOR_TRAILER];
+	struct iovec iov[3];
+	size_t left;
+	int rc, i = 0;
+
+	if ((rc = spirt_tensor_pack_header(hdr, sizeof hdr, t)))
+		return rc;
+	spirt_tensor_pack_trailer(tr, t, payload);
+	iov[0].iov_base = hdr;
+	iov[0].iov_len = t->hdrlen;
+	iov[1].iov_base = (void *)(uintptr_t)payload;
+	iov[1].iov_len = t->nbytes;
+	iov[2].iov_base = tr;
+	iov[2].iov_len = sizeof tr;
+	left = t->hdrlen + t->nbytes + sizeof tr;
+	/* one writev when it all goes; finish short writes piecewise */
+	while (left > 0) {
+		ssize_t w = writev(fd, iov + i, 3 - i);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		left -= (size_t)w;
+		while (w > 0) {
+			size_t k = (size_t)w < iov[i].iov_len ?
+			    (size_t)w : iov[i].iov_len;
+			iov[i].iov_base = (char *)iov[i].iov_base + k;
+			iov[i].iov_len -= k;
+			w -= (ssize_t)k;
+			if (iov[i].iov_len == 0 && i < 2)
+				i++;
+		}
+		while (i < 2 && iov[i].iov_len == 0)
+			i++;
+	}
+	return 0;
+}
+
+int
+spirt_tensor_read(int fd, struct spirt_tensor *t, void **payload,
+    uint64_t maxbytes)
+{
+	unsigned char hdr[SPIRT_TENSOR_FIXED + 8 * SPIRT_MAXRANK +
+	    SPIRT_NAME_MAX + 1 + 16];
+	unsigned char tr[SPIRT_TENSOR_TRAILER];
+	size_t need, have;
+	ssize_t r;
+	void *buf = NULL;
+	int rc;
+
+	*payload = NULL;
+	r = spirt_readall(fd, hdr, SPIRT_TENSOR_FIXED);
+	if (r < 0)
+		return errno;
+	if (r == 0)
+		return SPIRT_EOF;
+	have = (size_t)r;
+	rc = spirt_tensor_unpack_header(t, hdr, have, &need);
+	if (rc == SPIRT_ETRUNC && have == SPIRT_TENSOR_FIXED &&
+	    need > have && need <= sizeof hdr) {
+		if ((r = spirt_readall(fd, hdr + have, need - have)) < 0)
+			return errno;
+		have += (size_t)r;
+		rc = spirt_tensor_unpack_header(t, hdr, have, &need);
+	}
+	if (rc)
+		return rc;
+	if (maxbytes && t->nbytes > maxbytes)
+		return SPIRT_ESHAPE;
+	if (posix_memalign(&buf, 64, t->nbytes ? t->nbytes : 1))
+		return ENOMEM;
+	if ((r = spirt_readall(fd, buf, t->nbytes)) < 0) {
+		rc = errno;
+		goto fail;
+	}
+	if ((size_t)r < t->nbytes) {
+		rc = SPIRT_ETRUNC;
+		goto fail;
+	}
+	if ((r = spirt_readall(fd, tr, sizeof tr)) < 0) {
+		rc = errno;
+		goto fail;
+	}
+	if ((size_t)r < sizeof tr) {
+		rc = r >= 4 && memcmp(tr, SPIRT_TENSOR_ENDMAGIC, 4) ?
+		    SPIRT_ETORN : SPIRT_ETRUNC;
+		goto fail;
+	}
+	if ((rc = spirt_tensor_check_trailer(t, buf, tr)))
+		goto fail;
+	*payload = buf;
+	return 0;
+fail:
+	free(buf);
+	return rc;
+}
+
+/* ---- helpers ---- */
+
+static double
+elem(const struct spirt_tensor *t, const void *p, uint64_t i)
+{
+	const unsigned char *b = (const unsigned char *)p +
+	    i * spirt_dtype_size(t->dtype);
+	float f;
+	double d;
+	int32_t i32;
+	int64_t i64;
+
+	switch (t->dtype) {
+	case SPIRT_F32: memcpy(&f, b, 4); return f;
+	case SPIRT_F64: memcpy(&d, b, 8); return d;
+	case SPIRT_I32: memcpy(&i32, b, 4); return i32;
+	case SPIRT_I64: memcpy(&i64, b, 8); return (double)i64;
+	case SPIRT_U8: return *b;
+	}
+	return NAN;
+}
+
+void
+spirt_tensor_stats(struct spirt_tensor_stats *st,
+    const struct spirt_tensor *t, const void *payload)
+{
+	double sum = 0, sq = 0;
+	uint64_t finite = 0;
+
+	memset(st, 0, sizeof *st);
+	st->min = INFINITY;
+	st->max = -INFINITY;
+	for (uint64_t i = 0; i < t->nelem; i++) {
+		double v = elem(t, payload, i);
+		if (isnan(v)) {
+			st->nan++;
+			continue;
+		}
+		if (isinf(v)) {
+			st->inf++;
+			continue;
+		}
+		finite++;
+		sum += v;
+		sq += v * v;
+		if (v < st->min)
+			st->min = v;
+		if (v > st->max)
+			st->max = v;
+	}
+	st->mean = finite ? sum / (double)finite : NAN;
+	st->l2 = sqrt(sq);
+	if (!finite)
+		st->min = st->max = NAN;
+}
+
+size_t
+spirt_count_nonfinite_f32(const float *x, size_t n)
+{
+	size_t bad = 0;
+
+	for (size_t i = 0; i < n; i++)
+		bad += !isfinite(x[i]);
+	return bad;
+}

@@ -1,0 +1,255 @@
+/* tool.c - messages and e* wrappers for the tools only (ISC licence) */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "parse.h"
+#include "tool.h"
+
+const char *progname = "spirt";
+int spirt_quiet;
+int spirt_verbose;
+
+static void
+vmsg(const char *pre, const char *cause, const char *fmt, va_list ap)
+{
+	size_t n = strlen(fmt);
+	int colon = n > 0 && fmt[n - 1] == ':';
+	int saved = errno;
+
+	fflush(stdout);
+	fprintf(stderr, "%s: %s", progname, pre);
+	vfprintf(stderr, fmt, ap);
+	if (cause)
+		fprintf(stderr, "%s%s", colon ? " " : ": ", cause);
+	else if (colon)
+		fprintf(stderr, " %s", strerror(saved));
+	fputc('\n', stderr);
+}
+
+void
+warnx_(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", NULL, fmt, ap);
+	va_end(ap);
+}
+
+void
+warn_(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", NULL, fmt, ap);
+	va_end(ap);
+}
+
+void
+warnrc(int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", spirt_strerror(rc), fmt, ap);
+	va_end(ap);
+}
+
+void
+info(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (spirt_quiet)
+		return;
+	va_start(ap, fmt);
+	vmsg("", NULL, fmt, ap);
+	va_end(ap);
+}
+
+void
+warning(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (spirt_quiet)
+		return;
+	va_start(ap, fmt);
+	vmsg("warning: ", NULL, fmt, ap);
+	va_end(ap);
+}
+
+void
+die(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", NULL, fmt, ap);
+	va_end(ap);
+	exit(code);
+}
+
+void
+dierc(int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", spirt_strerror(rc), fmt, ap);
+	va_end(ap);
+	exit(spirt_exit(rc));
+}
+
+void *
+emalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p)
+		die(SPIRT_EX_OSERR, "malloc:");
+	return p;
+}
+
+void *
+ecalloc(size_t n, size_t m)
+{
+	void *p = calloc(n ? n : 1, m ? m : 1);
+
+	if (!p)
+		die(SPIRT_EX_OSERR, "calloc:");
+	return p;
+}
+
+char *
+estrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (!p)
+		die(SPIRT_EX_OSERR, "strdup:");
+	return p;
+}
+
+static _Noreturn void
+badopt(const char *opt, const char *s, int rc)
+{
+	die(SPIRT_EX_USAGE, "%s: %s \"%s\"", opt,
+	    rc == ERANGE ? "value out of range" : "invalid value", s);
+}
+
+int64_t
+eparse_i64(const char *opt, const char *s, int64_t min, int64_t max)
+{
+	int64_t v;
+	int rc = spirt_parse_i64(&v, s, min, max);
+
+	if (rc)
+		badopt(opt, s, rc);
+	return v;
+}
+
+uint64_t
+eparse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
+{
+	uint64_t v;
+	int rc = spirt_parse_u64(&v, s, min, max);
+
+	if (rc)
+		badopt(opt, s, rc);
+	return v;
+}
+
+double
+eparse_double(const char *opt, const char *s, double min, double max)
+{
+	double v;
+	int rc = spirt_parse_double(&v, s, min, max);
+
+	if (rc)
+		badopt(opt, s, rc);
+	return v;
+}
+
+uint64_t
+eparse_size(const char *opt, const char *s, uint64_t min, uint64_t max)
+{
+	uint64_t v;
+	int rc = spirt_parse_size(&v, s, min, max);
+
+	if (rc)
+		badopt(opt, s, rc);
+	return v;
+}
+
+double
+eparse_duration(const char *opt, const char *s, double min, double max)
+{
+	double v;
+	int rc = spirt_parse_duration(&v, s, min, max);
+
+	if (rc)
+		badopt(opt, s, rc);
+	return v;
+}
+
+const char *
+opt_env(const char *opt, const char *env, const char *def)
+{
+	const char *v;
+
+	if (opt)
+		return opt;
+	if (env && (v = getenv(env)) && *v)
+		return v;
+	return def;
+}
+
+void
+checkfds(void)
+{
+	int fd;
+
+	/* open /dev/null on any of 0-2 that is closed */
+	for (fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF)
+			if (open("/dev/null", fd ? O_WRONLY : O_RDONLY) != fd)
+				exit(SPIRT_EX_OSERR);
+}
+
+int
+isterm(int fd)
+{
+	return isatty(fd);
+}
+
+int
+fshut_stdout(int code)
+{
+	int bad = 0;
+
+	if (fflush(stdout) == EOF || ferror(stdout))
+		bad = 1;
+	if (fclose(stdout) == EOF)
+		bad = 1;
+	if (bad) {
+		/* EPIPE: the reader went away; quiet, still an I/O error */
+		if (errno != EPIPE)
+			warn_("stdout:");
+		return code ? code : SPIRT_EX_IOERR;
+	}
+	return code;
+}
+
+void
+print_version(void)
+{
+	printf("%s %s\n", progname, SPIRT_VERSION);
+	exit(fshut_stdout(0));
+}

@@ -1,0 +1,25 @@
+# tests/helper.bash - common set-up for the bats CLI tests
+bats_require_minimum_version 1.5.0
+
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+SPIRT_ROOT=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+PATH="$SPIRT_ROOT:$PATH"
+# Debian's python3 (with python3-numpy), never a user's pyenv or venv one
+PYTHON=${PYTHON:-/usr/bin/python3}
+DATA="$SPIRT_ROOT/tests/data"
+FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
+export PATH PYTHON
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	export SPIRT_STORE="$BATS_TEST_TMPDIR/spirt.db"
+	unset SPIRT_MAPSIZE SPIRT_MAPSIZE_MAX
+}
+
+# store_digest STORE: one line per key with a hash of its value, to show a
+# failed command changed nothing ("nothing written to the store")
+store_digest() {
+	mdb_dump -n -a "$1" 2>/dev/null | md5sum
+}

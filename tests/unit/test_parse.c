@@ -1,0 +1,57 @@
+/* test_parse.c - checked number parsing */
+#include <errno.h>
+#include <stdint.h>
+
+#include "check.h"
+#include "parse.h"
+
+int
+main(void)
+{
+	int64_t i;
+	uint64_t u;
+	double d;
+
+	CHECK_RC(spirt_parse_i64(&i, "-12", -100, 100));
+	CHECK(i == -12);
+	CHECK_EQ_RC(spirt_parse_i64(&i, "12x", 0, 100), SPIRT_EINVAL);
+	CHECK_EQ_RC(spirt_parse_i64(&i, "", 0, 100), SPIRT_EINVAL);
+	CHECK_EQ_RC(spirt_parse_i64(&i, "101", 0, 100), ERANGE);
+	CHECK_EQ_RC(spirt_parse_i64(&i, "99999999999999999999", 0, INT64_MAX),
+	    ERANGE);
+	CHECK_RC(spirt_parse_u64(&u, "18446744073709551615", 0, UINT64_MAX));
+	CHECK(u == UINT64_MAX);
+	CHECK_EQ_RC(spirt_parse_u64(&u, "-1", 0, UINT64_MAX), SPIRT_EINVAL);
+	CHECK_RC(spirt_parse_double(&d, "0.25", 0, 1));
+	CHECK(d == 0.25);
+	CHECK_RC(spirt_parse_double(&d, "1e-3", 0, 1));
+	CHECK(d == 1e-3);
+	CHECK_EQ_RC(spirt_parse_double(&d, "nan", 0, 1), SPIRT_EINVAL);
+	CHECK_EQ_RC(spirt_parse_double(&d, "0,5", 0, 1), SPIRT_EINVAL);
+	CHECK_EQ_RC(spirt_parse_double(&d, "2", 0, 1), ERANGE);
+	CHECK_RC(spirt_parse_size(&u, "64M", 0, UINT64_MAX));
+	CHECK(u == 64 << 20);
+	CHECK_RC(spirt_parse_size(&u, "2GiB", 0, UINT64_MAX));
+	CHECK(u == (uint64_t)2 << 30);
+	CHECK_RC(spirt_parse_size(&u, "4096", 0, UINT64_MAX));
+	CHECK(u == 4096);
+	CHECK_EQ_RC(spirt_parse_size(&u, "4X", 0, UINT64_MAX), SPIRT_EINVAL);
+	CHECK_EQ_RC(spirt_parse_size(&u, "99999999T", 0, UINT64_MAX), ERANGE);
+	CHECK_RC(spirt_parse_duration(&d, "250ms", 0, 100));
+	CHECK(d == 0.25);
+	CHECK_RC(spirt_parse_duration(&d, "2m", 0, 1000));
+	CHECK(d == 120);
+	CHECK_RC(spirt_parse_duration(&d, "1.5", 0, 1000));
+	CHECK(d == 1.5);
+	CHECK_EQ_RC(spirt_parse_duration(&d, "3 days", 0, 1e9), SPIRT_EINVAL);
+	CHECK(spirt_exit(0) == 0);
+	CHECK(spirt_exit(ENOENT) == SPIRT_EX_NOINPUT);
+	CHECK(spirt_exit(ENOSPC) == SPIRT_EX_IOERR);
+	CHECK(spirt_exit(SPIRT_ECHECKSUM) == SPIRT_EX_DATAERR);
+	CHECK(spirt_exit(SPIRT_EBUSY) == SPIRT_EX_TEMPFAIL);
+	for (int rc = SPIRT_EOF; rc < SPIRT_ELAST; rc++) {
+		CHECK(spirt_strerror(rc) != NULL);
+		CHECK(spirt_exit(rc) >= 1 && spirt_exit(rc) < 126);
+	}
+	CHECK_DONE();
+}

@@ -1,0 +1,201 @@
+/* test_store.c - LMDB tensor store: put/get/list/del, growth, processes */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "store.h"
+
+static char dir[256];
+
+struct w {
+	const char *key;
+	struct spirt_tensor *t;
+	const float *x;
+	int n;          /* how many keys: key0..keyN-1 */
+};
+
+static int
+put_many(struct spirt_txn *txn, void *arg)
+{
+	struct w *a = arg;
+	char key[64];
+	int rc;
+
+	for (int i = 0; i < a->n; i++) {
+		snprintf(key, sizeof key, "%s%d", a->key, i);
+		if ((rc = spirt_store_put_tensor(txn, key, a->t, a->x, 0)))
+			return rc;
+	}
+	return 0;
+}
+
+static int
+count(void *arg, const char *key, const void *val, size_t len)
+{
+	(void)key; (void)val; (void)len;
+	++*(int *)arg;
+	return 0;
+}
+
+static void
+basics(void)
+{
+	struct spirt_store *s;
+	struct spirt_txn *txn;
+	struct spirt_tensor t, u;
+	uint64_t dims[1] = { 256 };
+	float x[256];
+	const void *pl;
+	int n;
+
+	for (int i = 0; i < 256; i++)
+		x[i] = (float)i;
+	CHECK_EQ_RC(spirt_store_open(&s, dir, 0), ENOENT);
+	CHECK_EQ_RC(spirt_store_open(&s, "http://127.0.0.1:1/", 0),
+	    SPIRT_ENOTSUP);
+	CHECK_RC(spirt_store_open(&s, dir, SPIRT_STORE_CREATE));
+	CHECK_RC(spirt_tensor_init(&t, SPIRT_F32, 1, dims));
+	t.step = 3;
+	CHECK_RC(spirt_txn_begin(&txn, s, 0));
+	CHECK_RC(spirt_store_put_tensor(txn, "grad/3/0", &t, x, 0));
+	CHECK_RC(spirt_store_put_tensor(txn, "grad/3/1", &t, x, 0));
+	CHECK_RC(spirt_store_put_tensor(txn, "grad/30/0", &t, x, 0));
+	CHECK_RC(spirt_store_put_tensor(txn, "model/m@3", &t, x, 0));
+	CHECK_EQ_RC(spirt_store_put_tensor(txn, "model/m@3", &t, x,
+	    SPIRT_PUT_NOOVERWRITE), SPIRT_EEXIST);
+	CHECK_EQ_RC(spirt_store_put_tensor(txn, "bad key", &t, x, 0),
+	    SPIRT_EKEY);
+	CHECK_EQ_RC(spirt_store_put_tensor(txn, "", &t, x, 0), SPIRT_EKEY);
+	CHECK_RC(spirt_txn_commit(txn));
+
+	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY));
+	CHECK_RC(spirt_store_get_tensor(txn, "grad/3/1", &u, &pl, 1));
+	CHECK(u.step == 3 && u.nelem == 256 && !memcmp(pl, x, sizeof x));
+	/* zero-copy: large values sit in the map, 8-byte aligned */
+	CHECK(spirt_aligned(pl, SPIRT_F32));
+	CHECK_EQ_RC(spirt_store_get_tensor(txn, "grad/3/9", &u, &pl, 1),
+	    SPIRT_ENOTFOUND);
+	n = 0;
+	CHECK_RC(spirt_store_list(txn, "grad/3/", count, &n));
+	CHECK(n == 2);
+	n = 0;
+	CHECK_RC(spirt_store_list(txn, "", count, &n));
+	CHECK(n == 4);
+	spirt_txn_abort(txn);
+
+	CHECK_RC(spirt_txn_begin(&txn, s, 0));
+	CHECK_RC(spirt_store_del(txn, "grad/30/0"));
+	CHECK_EQ_RC(spirt_store_del(txn, "grad/30/0"), SPIRT_ENOTFOUND);
+	spirt_txn_abort(txn);   /* the delete never happened */
+	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY));
+	CHECK_RC(spirt_store_get_tensor(txn, "grad/30/0", &u, &pl, 1));
+	spirt_txn_abort(txn);
+	spirt_store_close(s);
+
+	CHECK_RC(spirt_store_open(&s, dir, SPIRT_STORE_RDONLY));
+	CHECK_EQ_RC(spirt_txn_begin(&txn, s, 0), EROFS);
+	spirt_store_close(s);
+}
+
+/* several processes write one store at once; every write lands */
+static void
+processes(void)
+{
+	struct spirt_store *s;
+	struct spirt_txn *txn;
+	int n = 0, status;
+	pid_t kids[4];
+
+	for (int k = 0; k < 4; k++) {
+		if ((kids[k] = fork()) == 0) {
+			uint64_t dims[1] = { 1000 };
+			struct spirt_tensor t;
+			float x[1000] = { 0 };
+			char key[32];
+			struct w a = { key, &t, x, 25 };
+			int rc;
+			/* a fresh environment per process, never inherited */
+			if ((rc = spirt_store_open(&s, dir, 0)))
+				_exit(2);
+			if (spirt_tensor_init(&t, SPIRT_F32, 1, dims))
+				_exit(3);
+			for (int r = 0; r < 5; r++) {
+				snprintf(key, sizeof key, "proc/%d/%d/", k, r);
+				if ((rc = spirt_store_write(s, put_many, &a)))
+					_exit(4);
+			}
+			spirt_store_close(s);
+			_exit(0);
+		}
+	}
+	for (int k = 0; k < 4; k++) {
+		CHECK(waitpid(kids[k], &status, 0) == kids[k]);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	CHECK_RC(spirt_store_open(&s, dir, SPIRT_STORE_RDONLY));
+	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY));
+	CHECK_RC(spirt_store_list(txn, "proc/", count, &n));
+	CHECK(n == 4 * 5 * 25);
+	spirt_txn_abort(txn);
+	spirt_store_close(s);
+}
+
+/* the map grows when full; at its limit the error is clear, data intact */
+static void
+growth(void)
+{
+	char gdir[300];
+	struct spirt_store *s;
+	struct spirt_store_info info;
+	struct spirt_txn *txn;
+	struct spirt_tensor t, u;
+	uint64_t dims[1] = { 256 * 1024 };      /* 1 MiB */
+	float *x = calloc(256 * 1024, 4);
+	const void *pl;
+	struct w a = { "big/", &t, x, 8 };
+	int n = 0;
+
+	snprintf(gdir, sizeof gdir, "%s-grow", dir);
+	setenv("SPIRT_MAPSIZE", "1M", 1);
+	setenv("SPIRT_MAPSIZE_MAX", "64M", 1);
+	CHECK_RC(spirt_store_open(&s, gdir, SPIRT_STORE_CREATE));
+	CHECK_RC(spirt_tensor_init(&t, SPIRT_F32, 1, dims));
+	CHECK_RC(spirt_store_write(s, put_many, &a));
+	CHECK_RC(spirt_store_info(s, &info));
+	CHECK(info.mapsize >= 8 << 20 && info.mapsize <= 64 << 20);
+	/* 80 MiB more cannot fit under a 64 MiB limit: nothing of it lands */
+	a.key = "huge/";
+	a.n = 80;
+	CHECK_EQ_RC(spirt_store_write(s, put_many, &a), SPIRT_EFULL);
+	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY));
+	CHECK_RC(spirt_store_list(txn, "huge/", count, &n));
+	CHECK(n == 0);
+	CHECK_RC(spirt_store_get_tensor(txn, "big/7", &u, &pl, 1));
+	spirt_txn_abort(txn);
+	spirt_store_close(s);
+	unsetenv("SPIRT_MAPSIZE");
+	unsetenv("SPIRT_MAPSIZE_MAX");
+	free(x);
+}
+
+int
+main(void)
+{
+	char tmpl[] = "/tmp/spirt-test-store.XXXXXX";
+	char cmd[400];
+
+	if (!mkdtemp(tmpl))
+		return 1;
+	snprintf(dir, sizeof dir, "%s/db", tmpl);
+	basics();
+	processes();
+	growth();
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
+	if (system(cmd) != 0)
+		return 1;
+	CHECK_DONE();
+}
