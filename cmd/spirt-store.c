@@ -285,8 +285,11 @@ main(int argc, char **argv)
 		fd = strcmp(in, "-") ? open(in, O_RDONLY) : 0;
 		if (fd < 0)
 			dierc(errno, "open %s", in);
-		if ((rc = spirt_tensor_read(fd, &t, &buf, 0)))
+		if ((rc = spirt_tensor_read(fd, &t, &buf, 0))) {
+			if (rc == SPIRT_EOF)
+				rc = SPIRT_ETRUNC;      /* empty: no record */
 			goto fail;
+		}
 		if ((rc = spirt_tensor_read(fd, &t2, &extra, 0)) !=
 		    SPIRT_EOF) {
 			free(extra);

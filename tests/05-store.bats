@@ -1,0 +1,295 @@
+#!/usr/bin/env bats
+# 05-store: spirt-store commands, numpy interop, and bad input refused with
+# the documented exit code and the store unchanged.
+
+load helper
+
+# mknpy FILE EXPR: save the numpy array EXPR to FILE
+mknpy() {
+	"$PYTHON" -c "import numpy as np; np.save('$1', $2)"
+}
+
+# flip BYTE-OFFSET FILE: xor one byte of FILE with 0xff
+flip() {
+	"$PYTHON" - "$1" "$2" <<'PY'
+import sys
+off, path = int(sys.argv[1]), sys.argv[2]
+b = bytearray(open(path, 'rb').read())
+b[off] ^= 0xff
+open(path, 'wb').write(b)
+PY
+}
+
+seed_store() {
+	mknpy a.npy 'np.arange(12, dtype=np.float32).reshape(3, 4)'
+	spirt-store import -t 5 model/m@5 a.npy
+	spirt-store get model/m@5 > a.rec
+}
+
+@test "import from numpy, export back: identical array, dtype, shape" {
+	for dt in float32 float64 int32 int64 uint8; do
+		mknpy "in-$dt.npy" \
+		    "(np.random.default_rng(1).random((4, 5, 6)) * 100).astype(np.$dt)"
+		run -0 spirt-store import "t/$dt" "in-$dt.npy"
+		run -0 spirt-store export "t/$dt" "out-$dt.npy"
+		run -0 "$PYTHON" -c "
+import numpy as np
+a, b = np.load('in-$dt.npy'), np.load('out-$dt.npy')
+assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype)
+assert np.array_equal(a, b)"
+	done
+}
+
+@test "export to stdout pipes into numpy" {
+	mknpy x.npy 'np.linspace(-1, 1, 7, dtype=np.float32)'
+	spirt-store import x x.npy
+	run -0 bash -c "spirt-store export x | $PYTHON -c '
+import io, numpy as np, sys
+a = np.load(io.BytesIO(sys.stdin.buffer.read()))
+print(a.dtype, a.shape, a[0], a[-1])'"
+	assert_output 'float32 (7,) -1.0 1.0'
+}
+
+@test "ls prints key, dtype, shape, bytes, step, origin" {
+	seed_store
+	mknpy s.npy 'np.float64(2.5)'
+	spirt-store import s s.npy
+	run -0 --separate-stderr spirt-store ls
+	assert_line --index 0 "$(printf 'model/m@5\tf32\t3x4\t48\t5\t-')"
+	assert_line --index 1 "$(printf 's\tf64\tscalar\t8\t-\t-')"
+	run -0 spirt-store ls model/
+	assert_output "$(printf 'model/m@5\tf32\t3x4\t48\t5\t-')"
+	run -0 spirt-store ls nothing/
+	assert_output ''
+}
+
+@test "show prints header and summary" {
+	seed_store
+	run -0 spirt-store show model/m@5
+	assert_line 'key=model/m@5'
+	assert_line 'dtype=f32'
+	assert_line 'shape=3x4'
+	assert_line 'step=5'
+	assert_line 'min=0'
+	assert_line 'max=11'
+	assert_line 'mean=5.5'
+	assert_line 'l2=22.4944438'
+	assert_line 'nan=0'
+	assert_line 'checksum=ok'
+}
+
+@test "show counts NaN and Inf" {
+	mknpy n.npy 'np.array([1, np.nan, np.inf, -np.inf, 3], dtype=np.float32)'
+	spirt-store import n n.npy
+	run -0 spirt-store show n
+	assert_line 'nan=1'
+	assert_line 'inf=2'
+	assert_line 'mean=2'
+}
+
+@test "get and put round-trip a record; inspect reads it" {
+	seed_store
+	run -0 spirt-store put copy a.rec
+	spirt-store get copy > b.rec
+	cmp a.rec b.rec
+	run -0 spirt-store -s "$SPIRT_STORE" put viastdin < a.rec
+	run -0 spirt-store inspect a.rec b.rec
+	assert_line 'record=0'
+	assert_line 'shape=3x4'
+	run -0 bash -c 'cat a.rec b.rec | spirt-store inspect | grep -c ^record='
+	assert_output 2
+}
+
+@test "-s and SPIRT_STORE select the store" {
+	mknpy a.npy 'np.zeros(3, dtype=np.float32)'
+	run -0 spirt-store -s other.db import k a.npy
+	run -0 spirt-store --store=other.db ls
+	assert_output --partial 'k'
+	run -66 spirt-store ls          # $SPIRT_STORE does not exist yet
+	SPIRT_STORE=other.db run -0 spirt-store show k
+}
+
+@test "put -n and import -n refuse to overwrite: exit 73" {
+	seed_store
+	run -73 --separate-stderr spirt-store put -n model/m@5 a.rec
+	assert_equal "$stderr" 'spirt-store: model/m@5: key exists'
+	run -73 spirt-store import -n model/m@5 a.npy
+	run -0 spirt-store put model/m@5 a.rec
+}
+
+@test "rm deletes all keys or none" {
+	seed_store
+	spirt-store put b a.rec
+	before=$(store_digest "$SPIRT_STORE")
+	run -66 --separate-stderr spirt-store rm b missing
+	assert_equal "$stderr" 'spirt-store: missing: no such key'
+	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
+	run -0 spirt-store rm b model/m@5
+	run -0 spirt-store ls
+	assert_output ''
+}
+
+@test "stat reports entries and map size" {
+	seed_store
+	run -0 spirt-store stat
+	assert_line 'entries=1'
+	assert_line --regexp '^map_size=[0-9]+$'
+}
+
+@test "get refuses a terminal without -f; usage errors exit 64" {
+	seed_store
+	run -64 spirt-store
+	run -64 spirt-store frobnicate
+	run -64 spirt-store get
+	run -64 spirt-store show
+	run -64 spirt-store import k
+	run -64 spirt-store ls a b
+	run -64 --separate-stderr spirt-store show 'bad key'
+	assert_equal "$stderr" 'spirt-store: invalid key "bad key"'
+	run -64 spirt-store import -t x k a.npy
+	if command -v script >/dev/null; then
+		run -64 script -qec "spirt-store get model/m@5" /dev/null
+		assert_output --partial 'stdout is a terminal'
+	fi
+}
+
+@test "missing store, key or file: exit 66" {
+	run -66 --separate-stderr spirt-store -s nope.db ls
+	assert_equal "$stderr" 'spirt-store: nope.db: No such file or directory'
+	[ ! -e nope.db ]
+	seed_store
+	run -66 --separate-stderr spirt-store show nokey
+	assert_equal "$stderr" 'spirt-store: nokey: no such key'
+	run -66 --separate-stderr spirt-store put k missing.rec
+	assert_equal "$stderr" \
+	    'spirt-store: open missing.rec: No such file or directory'
+	run -66 spirt-store import k missing.npy
+	touch plain
+	run -66 --separate-stderr spirt-store -s plain ls
+	assert_equal "$stderr" 'spirt-store: plain: Not a directory'
+}
+
+@test "unreadable store: exit 66" {
+	[ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null ||
+		skip "needs root and setpriv to drop privileges"
+	seed_store
+	chmod 700 "$SPIRT_STORE"
+	run -66 --separate-stderr setpriv --reuid=65534 --regid=65534 \
+	    --clear-groups "$SPIRT_ROOT/spirt-store" -s "$SPIRT_STORE" ls
+	assert_equal "$stderr" "spirt-store: $SPIRT_STORE: Permission denied"
+}
+
+@test "a file that is not an LMDB store: exit 65" {
+	mkdir junk.db
+	head -c 65536 /dev/urandom > junk.db/data.mdb
+	run -65 --separate-stderr spirt-store -s junk.db ls
+	assert_equal "$stderr" \
+	    'spirt-store: junk.db: MDB_INVALID: File is not an LMDB file'
+}
+
+# each bad record: message naming the input, exit 65, store unchanged
+bad_put() {
+	before=$(store_digest "$SPIRT_STORE")
+	run -65 --separate-stderr spirt-store put victim "$1"
+	assert_equal "$stderr" "spirt-store: $1: $2"
+	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
+	run -66 spirt-store show victim
+}
+
+@test "truncated record: 65, store unchanged" {
+	seed_store
+	head -c 100 a.rec > cut.rec
+	bad_put cut.rec 'truncated record'
+	head -c 20 a.rec > cut2.rec
+	bad_put cut2.rec 'truncated record'
+	: > empty.rec
+	bad_put empty.rec 'truncated record'
+}
+
+@test "flipped payload byte: 65, store unchanged" {
+	seed_store
+	cp a.rec f.rec
+	flip 90 f.rec           # header is 80 bytes for rank 2, no name
+	bad_put f.rec 'payload checksum mismatch (corrupt, torn or interleaved)'
+	cp a.rec h.rec
+	flip 20 h.rec
+	bad_put h.rec 'corrupt record header'
+}
+
+@test "wrong magic and unknown version: 65, store unchanged" {
+	seed_store
+	cp a.rec m.rec
+	flip 0 m.rec
+	bad_put m.rec 'bad magic (not a spirt record)'
+	mknpy a.npy 'np.zeros(2)'
+	bad_put a.npy 'bad magic (not a spirt record)'
+	cp a.rec v.rec
+	flip 4 v.rec
+	bad_put v.rec 'unsupported format version'
+}
+
+@test "two records interleaved mid-stream: 65, store unchanged" {
+	seed_store
+	mknpy big.npy 'np.arange(20000, dtype=np.float32)'
+	spirt-store import big big.npy
+	spirt-store get big > big.rec
+	{ head -c 1000 big.rec; cat a.rec; tail -c +1001 big.rec; } > il.rec
+	bad_put il.rec 'torn or interleaved record'
+	run -65 --separate-stderr spirt-store inspect il.rec
+	assert_equal "$stderr" \
+	    'spirt-store: il.rec: record 0: torn or interleaved record'
+	# cut inside the payload, the rest of another record follows
+	{ head -c 1000 big.rec; tail -c +1001 a.rec; cat big.rec; } > il2.rec
+	run -65 spirt-store inspect il2.rec
+	# a second record after the first is not silently dropped
+	cat a.rec a.rec > two.rec
+	before=$(store_digest "$SPIRT_STORE")
+	run -65 --separate-stderr spirt-store put victim two.rec
+	assert_equal "$stderr" 'spirt-store: two.rec: more than one record'
+	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
+}
+
+@test "bad .npy header or dtype: 65, store unchanged" {
+	seed_store
+	before=$(store_digest "$SPIRT_STORE")
+	printf '\223NUMPY\001\000\020\000{garbage}      \n' > g.npy
+	run -65 --separate-stderr spirt-store import k g.npy
+	assert_equal "$stderr" 'spirt-store: g.npy: malformed .npy file'
+	mknpy c.npy 'np.zeros(3, dtype=np.complex64)'
+	run -65 --separate-stderr spirt-store import k c.npy
+	assert_equal "$stderr" 'spirt-store: c.npy: unknown or unexpected dtype'
+	mknpy be.npy 'np.zeros(3, dtype=">f4")'
+	run -65 spirt-store import k be.npy
+	mknpy t.npy 'np.zeros(1000, dtype=np.float32)'
+	head -c 500 t.npy > tc.npy
+	run -65 --separate-stderr spirt-store import k tc.npy
+	assert_equal "$stderr" 'spirt-store: tc.npy: truncated record'
+	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
+}
+
+@test "a full map grows; at its limit: 74, store unchanged" {
+	mknpy m1.npy 'np.ones(300000, dtype=np.float32)'   # 1.2 MB
+	SPIRT_MAPSIZE=256k run -0 spirt-store import first m1.npy
+	SPIRT_MAPSIZE=256k run -0 spirt-store stat
+	assert_line --regexp '^map_size=(2097152|4194304)$'
+	before=$(store_digest "$SPIRT_STORE")
+	mknpy m8.npy 'np.ones(2500000, dtype=np.float32)'  # 10 MB
+	SPIRT_MAPSIZE=256k SPIRT_MAPSIZE_MAX=4M \
+	    run -74 --separate-stderr spirt-store import second m8.npy
+	assert_equal "$stderr" 'spirt-store: second: store full (map cannot grow)'
+	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
+	run -0 spirt-store show first
+}
+
+@test "a store URL is refused until peers serve stores: 69" {
+	run -69 --separate-stderr spirt-store -s http://127.0.0.1:9/ ls
+	assert_equal "$stderr" 'spirt-store: http://127.0.0.1:9/: not supported'
+}
+
+@test "write error on stdout: 74" {
+	[ -e /dev/full ] || skip "no /dev/full"
+	seed_store
+	run -74 bash -c 'spirt-store get model/m@5 > /dev/full'
+	run -74 bash -c 'spirt-store export model/m@5 - > /dev/full'
+	run -74 bash -c 'spirt-store ls > /dev/full'
+}
