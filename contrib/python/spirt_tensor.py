@@ -1,0 +1,134 @@
+"""spirt_tensor.py - read and write spirt tensor records (spirt-tensor(5)).
+
+A reference implementation, independent of the C library, for getting
+records into and out of NumPy:
+
+    import spirt_tensor
+    with open("grad.rec", "rb") as f:
+        for rec in spirt_tensor.read_records(f):
+            print(rec.name, rec.step, rec.array.shape)
+
+    spirt_tensor.write_record(sys.stdout.buffer, numpy.ones(3, "f4"), step=7)
+
+Checksums are verified when the xxhash module (Debian: python3-xxhash) is
+installed; without it records are still parsed, not verified.
+"""
+import struct
+import sys
+
+import numpy
+
+try:
+    import xxhash
+except ImportError:  # pragma: no cover
+    xxhash = None
+
+MAGIC, ENDMAGIC, VERSION = b"SPRT", b"SPRE", 1
+FIXED = struct.Struct("<4sHBBIHHQQdIIQ")       # 56 bytes
+NOSTEP, NOORIGIN = 2**64 - 1, 2**32 - 1
+DTYPES = {1: "<f4", 2: "<f8", 3: "<i4", 4: "u1", 5: "<i8"}
+CODES = {numpy.dtype(v).str if k != 4 else "|u1": k
+         for k, v in DTYPES.items()}
+
+
+class Record:
+    def __init__(self, array, name="", step=None, origin=None, samples=0,
+                 loss=float("nan"), count=0):
+        self.array, self.name, self.step, self.origin = array, name, step, origin
+        self.samples, self.loss, self.count = samples, loss, count
+
+    def __repr__(self):
+        return ("Record(name=%r, step=%r, origin=%r, dtype=%s, shape=%r)"
+                % (self.name, self.step, self.origin, self.array.dtype,
+                   self.array.shape))
+
+
+class RecordError(ValueError):
+    pass
+
+
+def _read(f, n, what):
+    b = f.read(n)
+    if len(b) != n:
+        raise RecordError("truncated record (%s)" % what)
+    return b
+
+
+def read_record(f):
+    """Next record from binary file f, or None at a clean end of stream."""
+    fixed = f.read(FIXED.size)
+    if not fixed:
+        return None
+    if len(fixed) < FIXED.size:
+        raise RecordError("truncated record (header)")
+    (magic, ver, dtype, rank, hlen, nlen, flags, step, samples, loss,
+     origin, count, plen) = FIXED.unpack(fixed)
+    if magic != MAGIC:
+        raise RecordError("bad magic")
+    if ver != VERSION:
+        raise RecordError("unsupported version %d" % ver)
+    rest = _read(f, hlen - FIXED.size, "header")
+    header = fixed + rest
+    hsum = struct.unpack("<Q", header[-8:])[0]
+    if xxhash and xxhash.xxh3_64_intdigest(header[:-8]) != hsum:
+        raise RecordError("corrupt record header")
+    dims = struct.unpack("<%dQ" % rank, rest[:8 * rank])
+    name = rest[8 * rank:8 * rank + nlen].decode()
+    payload = _read(f, plen, "payload")
+    trailer = _read(f, 16, "trailer")
+    if trailer[:4] != ENDMAGIC:
+        raise RecordError("torn or interleaved record")
+    if xxhash and xxhash.xxh3_64_intdigest(payload, seed=hsum) != \
+            struct.unpack("<Q", trailer[8:])[0]:
+        raise RecordError("payload checksum mismatch")
+    a = numpy.frombuffer(payload, DTYPES[dtype]).reshape(dims)
+    return Record(a, name, None if step == NOSTEP else step,
+                  None if origin == NOORIGIN else origin, samples, loss, count)
+
+
+def read_records(f):
+    while True:
+        r = read_record(f)
+        if r is None:
+            return
+        yield r
+
+
+def encode(array, name="", step=None, origin=None, samples=0,
+           loss=float("nan"), count=0):
+    """The bytes of one record holding array (C order, little-endian)."""
+    a = numpy.ascontiguousarray(array)
+    code = CODES.get(a.dtype.str)
+    if code is None:
+        a = a.astype(a.dtype.newbyteorder("<"))
+        code = CODES.get(a.dtype.str)
+    if code is None:
+        raise ValueError("unsupported dtype %s" % array.dtype)
+    nb = name.encode()
+    pad = (-len(nb)) % 8
+    hlen = FIXED.size + 8 * a.ndim + len(nb) + pad + 8
+    payload = a.tobytes()
+    header = FIXED.pack(MAGIC, VERSION, code, a.ndim, hlen, len(nb), 0,
+                        NOSTEP if step is None else step, samples, loss,
+                        NOORIGIN if origin is None else origin, count,
+                        len(payload))
+    header += struct.pack("<%dQ" % a.ndim, *a.shape) + nb + b"\0" * pad
+    if xxhash is None:
+        raise RuntimeError("writing records needs python3-xxhash")
+    hsum = xxhash.xxh3_64_intdigest(header)
+    header += struct.pack("<Q", hsum)
+    trailer = ENDMAGIC + b"\0" * 4 + struct.pack(
+        "<Q", xxhash.xxh3_64_intdigest(payload, seed=hsum))
+    return header + payload + trailer
+
+
+def write_record(f, array, **meta):
+    f.write(encode(array, **meta))
+
+
+if __name__ == "__main__":
+    # spirt_tensor.py FILE...: print every record's metadata and shape
+    for path in sys.argv[1:] or ["-"]:
+        with (sys.stdin.buffer if path == "-" else open(path, "rb")) as f:
+            for i, r in enumerate(read_records(f)):
+                print("%s: record %d: %r" % (path, i, r))
