@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <lmdb.h>
 
@@ -223,6 +224,20 @@ grow(struct spirt_store *s)
 	return mdb_env_set_mapsize(s->env, want);
 }
 
+/*
+ * LMDB reports a short write as EIO; when the store's file system has no
+ * room left, say so (ENOSPC) instead.
+ */
+static int
+diskfull(const struct spirt_store *s, int rc)
+{
+	struct statvfs vf;
+
+	if (rc != EIO || statvfs(s->loc, &vf) < 0)
+		return rc;
+	return (uint64_t)vf.f_bavail * vf.f_frsize < (1 << 20) ? ENOSPC : rc;
+}
+
 int
 spirt_store_write(struct spirt_store *s,
     int (*fn)(struct spirt_txn *txn, void *arg), void *arg)
@@ -236,11 +251,11 @@ spirt_store_write(struct spirt_store *s,
 		if ((rc = fn(t, arg))) {
 			spirt_txn_abort(t);
 			if (rc != MDB_MAP_FULL)
-				return rc;
+				return diskfull(s, rc);
 		} else if (!(rc = spirt_txn_commit(t)))
 			return 0;
 		else if (rc != MDB_MAP_FULL)
-			return rc;
+			return diskfull(s, rc);
 		if ((rc = grow(s)))
 			return rc;
 	}

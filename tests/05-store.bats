@@ -322,3 +322,25 @@ with open('py.rec', 'wb') as f:
 import spirt_tensor as st; st.read_record(open('bad.rec', 'rb'))"
 	assert_output --partial 'checksum mismatch'
 }
+
+@test "a full disk: 74 'No space left on device', earlier data intact" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to mount a small tmpfs"
+	mkdir small
+	mount -t tmpfs -o size=3m tmpfs small 2>/dev/null ||
+		skip "cannot mount tmpfs here"
+	mknpy s.npy 'np.arange(1000, dtype=np.float32)'
+	mknpy b.npy 'np.ones(1000000, dtype=np.float32)'    # 4 MB
+	run -0 spirt-store -s small/db import first s.npy
+	run -74 --separate-stderr spirt-store -s small/db import big b.npy
+	assert_equal "$stderr" 'spirt-store: big: No space left on device'
+	run -0 spirt-store -s small/db ls
+	assert_output "$(printf 'first\tf32\t1000\t4000\t-\t-')"
+	run -0 spirt-store -s small/db show first
+	umount small
+}
+
+teardown() {
+	mountpoint -q "$BATS_TEST_TMPDIR/small" 2>/dev/null &&
+		umount "$BATS_TEST_TMPDIR/small"
+	return 0
+}
