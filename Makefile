@@ -5,6 +5,10 @@
 .SUFFIXES: .c .o
 
 include config.mk
+
+# the default target, before the fragments can define a rule
+all:
+
 include mk/data.mk
 include mk/model.mk
 include mk/agg.mk

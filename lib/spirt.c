@@ -56,13 +56,13 @@ spirt_exit(int rc)
 	if (rc > 0) {
 		switch (rc) {
 		case ENOENT: case ENOTDIR: case EACCES: case EPERM:
-		case ELOOP: case ENAMETOOLONG:
+		case ELOOP: case ENAMETOOLONG: case EISDIR:
 			return SPIRT_EX_NOINPUT;
 		case ENOMEM: case EAGAIN: case EMFILE: case ENFILE:
 			return SPIRT_EX_OSERR;
 		case EINVAL: case ERANGE:
 			return SPIRT_EX_USAGE;
-		case EEXIST: case EROFS: case EISDIR:
+		case EEXIST: case EROFS:
 			return SPIRT_EX_CANTCREAT;
 		case ETIMEDOUT: case EINTR: case EBUSY:
 			return SPIRT_EX_TEMPFAIL;

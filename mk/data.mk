@@ -1,8 +1,19 @@
 # mk/data.mk - build fragment for the data tools (included by Makefile)
-DATA_LIBHDR =
-DATA_LIBOBJ =
-DATA_BIN =
-DATA_MAN1 =
+DATA_LIBHDR = lib/data.h
+DATA_LIBOBJ = lib/data.o
+DATA_BIN = spirt-shard
+DATA_MAN1 = man/spirt-shard.1
 DATA_MAN5 =
-DATA_UNIT =
+DATA_UNIT = tests/unit/test_data
 DATA_BENCH =
+
+
+
+
+cmd/spirt-shard.o: $(LIBHDR) config.mk
+spirt-shard: cmd/spirt-shard.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-shard.o lib/libspirt.a $(BASE_LIBS) $(ZLIB_LIBS)
+
+tests/unit/test_data.o: tests/unit/check.h $(LIBHDR)
+tests/unit/test_data: tests/unit/test_data.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_data.o lib/libspirt.a $(BASE_LIBS) $(ZLIB_LIBS)

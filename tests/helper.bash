@@ -21,5 +21,8 @@ setup() {
 # store_digest STORE: one line per key with a hash of its value, to show a
 # failed command changed nothing ("nothing written to the store")
 store_digest() {
-	mdb_dump -n -a "$1" 2>/dev/null | md5sum
+	local d
+	d=$(mdb_dump "$1") || { echo "store_digest: cannot dump $1" >&2; return 1; }
+	[ -n "$d" ] || return 1
+	printf '%s\n' "$d" | md5sum
 }

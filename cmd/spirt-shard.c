@@ -1,0 +1,271 @@
+/* spirt-shard.c - split a data set into shards in the store */
+/* ISC licence, see LICENSE */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "data.h"
+#include "store.h"
+#include "tool.h"
+
+#define USAGE \
+"usage: spirt-shard [-qv] [-d name] [-f format] [-n shards] [-s store]\n" \
+"                   [--classes k] [--dim d] [--label-col col] [--seed n]\n" \
+"                   [--stats] file [labels]\n" \
+"       spirt-shard [-qv] [-d name] [-s store] --dead worker ... [--stats]\n" \
+"       spirt-shard [-qv] [-d name] [-s store] --stats\n"
+
+enum { O_CLASSES = 256, O_DEAD, O_DIM, O_LABEL, O_SEED, O_STATS };
+
+#define MAXDEAD 1024
+
+static struct {
+	const char *store, *name;
+	struct spirt_data_opts d;
+	size_t nshards;
+	uint64_t seed;
+	int stats;
+	int64_t dead[MAXDEAD];
+	size_t ndead;
+} o = { NULL, "train", { SPIRT_FMT_AUTO, 0, 0, 0 }, 1, 0, 0, { 0 }, 0 };
+
+static _Noreturn void
+usage(int code)
+{
+	fputs(USAGE, code ? stderr : stdout);
+	if (!code)
+		fputs("\n"
+		    "  -d, --dataset NAME   data set name (default train)\n"
+		    "  -f, --format FMT     idx, csv or libsvm (default: by "
+		    "name)\n"
+		    "  -n, --shards N       number of shards (default 1)\n"
+		    "  -s, --store PATH     store (default $SPIRT_STORE or "
+		    "./spirt.db)\n"
+		    "      --classes K      labels lie in 0..K-1 (default: "
+		    "largest + 1)\n"
+		    "      --dead W         spread worker W's ranges over the "
+		    "others\n"
+		    "      --dim D          features per sample (LIBSVM: "
+		    "densify to D)\n"
+		    "      --label-col COL  CSV label column, 1-based or last "
+		    "(default 1)\n"
+		    "      --seed N         shuffle seed (default 0)\n"
+		    "      --stats          print shard sizes and class "
+		    "counts\n"
+		    "  -q, --quiet          no warnings\n"
+		    "  -v, --verbose        report progress and timings\n"
+		    "  -h, --help           this help\n"
+		    "  -V, --version        print version\n", stdout);
+	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+}
+
+static void
+options(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "classes", required_argument, NULL, O_CLASSES },
+		{ "dataset", required_argument, NULL, 'd' },
+		{ "dead", required_argument, NULL, O_DEAD },
+		{ "dim", required_argument, NULL, O_DIM },
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "label-col", required_argument, NULL, O_LABEL },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "shards", required_argument, NULL, 'n' },
+		{ "stats", no_argument, NULL, O_STATS },
+		{ "store", required_argument, NULL, 's' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "d:f:hn:qs:vV", lo, NULL)) != -1)
+		switch (c) {
+		case 'd': o.name = optarg; break;
+		case 'f':
+			if (!(o.d.format = spirt_data_format_parse(optarg)))
+				die(SPIRT_EX_USAGE, "-f: unknown format \"%s\" "
+				    "(idx, csv, libsvm)", optarg);
+			break;
+		case 'h': usage(0);
+		case 'n': o.nshards = eparse_u64("-n", optarg, 1, 1 << 20);
+			  break;
+		case 'q': spirt_quiet = 1; break;
+		case 's': o.store = optarg; break;
+		case 'v': spirt_verbose++; break;
+		case 'V': print_version();
+		case O_CLASSES: o.d.classes = (int32_t)eparse_i64("--classes",
+			  optarg, 1, INT32_MAX); break;
+		case O_DEAD:
+			if (o.ndead == MAXDEAD)
+				die(SPIRT_EX_USAGE, "--dead: more than %d",
+				    MAXDEAD);
+			o.dead[o.ndead++] = eparse_i64("--dead", optarg, 0,
+			    INT64_MAX);
+			break;
+		case O_DIM: o.d.dim = eparse_u64("--dim", optarg, 1,
+			  UINT32_MAX); break;
+		case O_LABEL:
+			o.d.label_col = strcmp(optarg, "last") == 0 ?
+			    SPIRT_LABEL_LAST : (int)eparse_i64("--label-col",
+			    optarg, 1, 1 << 24) - 1;
+			break;
+		case O_SEED: o.seed = eparse_u64("--seed", optarg, 0,
+			  UINT64_MAX); break;
+		case O_STATS: o.stats = 1; break;
+		default: usage(1);
+		}
+}
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* per-shard sample counts and class histograms, then the assignment */
+static int
+print_stats(struct spirt_store *s)
+{
+	struct spirt_data_stats st;
+	int64_t k, c, *tot;
+	unsigned r;
+	size_t i;
+	int rc;
+
+	if ((rc = spirt_data_stats(&st, s, o.name)))
+		return rc;
+	printf("dataset %s samples %lld classes %lld features %lld "
+	    "dtype %s shape ", o.name, (long long)st.nsamples,
+	    (long long)st.nclasses, (long long)st.features,
+	    spirt_dtype_name(st.xdtype));
+	for (r = 1; r < st.xrank; r++)
+		printf("%s%llu", r > 1 ? "x" : "",
+		    (unsigned long long)st.xdims[r]);
+	printf(" shards %lld revision %llu\n", (long long)st.nshards,
+	    (unsigned long long)st.revision);
+	tot = ecalloc((size_t)st.nclasses, sizeof(*tot));
+	for (k = 0; k < st.nshards; k++) {
+		const int64_t *h = st.hist + k * st.nclasses;
+
+		printf("shard %lld samples %lld hist", (long long)k,
+		    (long long)st.counts[k]);
+		for (c = 0; c < st.nclasses; c++) {
+			tot[c] += h[c];
+			printf(" %lld", (long long)h[c]);
+		}
+		putchar('\n');
+	}
+	printf("total samples %lld hist", (long long)st.nsamples);
+	for (c = 0; c < st.nclasses; c++)
+		printf(" %lld", (long long)tot[c]);
+	putchar('\n');
+	for (i = 0; i < st.nassign; i++) {
+		const int64_t *a = st.assign + 4 * i;
+
+		printf("assign worker %lld shard %lld start %lld count %lld\n",
+		    (long long)a[0], (long long)a[1], (long long)a[2],
+		    (long long)a[3]);
+	}
+	free(tot);
+	spirt_data_stats_free(&st);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct spirt_dataset ds = { 0 };
+	struct spirt_data_err err;
+	struct spirt_store *s = NULL;
+	const char *act = "open", *loc;
+	char msg[512];
+	uint64_t rev;
+	double t0 = now(), t1;
+	int rc;
+
+	progname = "spirt-shard";
+	checkfds();
+
+	options(argc, argv);
+	argc -= optind;
+	argv += optind;
+	if (o.ndead ? argc != 0 : argc > 2 || (argc == 0 && !o.stats))
+		usage(1);
+	if (spirt_data_name_check(o.name))
+		die(SPIRT_EX_USAGE, "-d: invalid data set name \"%s\"", o.name);
+	loc = o.store ? o.store : spirt_store_default();
+
+	if (argc > 0) {         /* read everything before touching the store */
+		if ((rc = spirt_data_read(&ds, &err, (const char *const *)argv,
+		    (size_t)argc, &o.d))) {
+			warnx_("%s", spirt_data_errstr(msg, sizeof(msg), &err,
+			    rc));
+			if (rc == SPIRT_EINVAL && !o.d.format)
+				warnx_("hint: name the format with -f");
+			return spirt_exit(rc);
+		}
+		if (o.nshards > ds.n) {
+			warnx_("%s: %zu shards for %zu samples", argv[0],
+			    o.nshards, ds.n);
+			rc = SPIRT_EINVAL;
+			goto out;
+		}
+		t1 = now();
+		if (spirt_verbose)
+			info("read %zu samples, %zu features, %ld classes "
+			    "in %.3f s", ds.n, ds.feat, (long)ds.nclasses,
+			    t1 - t0);
+		spirt_data_shuffle(&ds, o.seed);
+	}
+
+	if ((rc = spirt_store_open(&s, loc, argc > 0 ? SPIRT_STORE_CREATE :
+	    o.ndead ? 0 : SPIRT_STORE_RDONLY)))
+		goto fail;
+
+	if (argc > 0) {
+		act = "write shards";
+		if ((rc = spirt_data_store(s, o.name, &ds, o.nshards)))
+			goto fail;
+		if (spirt_verbose)
+			info("wrote %zu shards of data/%s/ in %.3f s "
+			    "(%.3f s in all)", o.nshards, o.name, now() - t1,
+			    now() - t0);
+	} else if (o.ndead) {
+		act = "rebalance";
+		rc = spirt_data_rebalance(s, o.name, o.dead, o.ndead, &rev);
+		if (rc == SPIRT_EINVAL) {
+			warnx_("data/%s/assign: cannot rebalance: no live "
+			    "worker would remain", o.name);
+			goto out;
+		} else if (rc == SPIRT_EDONE) {
+			warning("data/%s/assign: no range of a dead worker: "
+			    "nothing to do", o.name);
+			rc = 0;
+		} else if (rc)
+			goto fail;
+		else if (spirt_verbose)
+			info("data/%s/assign: revision %llu", o.name,
+			    (unsigned long long)rev);
+	}
+	if (o.stats) {
+		act = "stats";
+		if ((rc = print_stats(s)))
+			goto fail;
+	}
+	goto out;
+
+fail:
+	warnrc(rc, "%s: %s data/%s", loc, act, o.name);
+out:
+	spirt_store_close(s);
+	spirt_dataset_free(&ds);
+	return fshut_stdout(spirt_exit(rc));
+}

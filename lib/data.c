@@ -1,0 +1,1545 @@
+/* data.c - data sets: IDX, CSV and LIBSVM readers, shuffle, shards */
+/* ISC licence, see LICENSE */
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "data.h"
+
+/* refuse absurd sizes before malloc: 64 GiB of samples */
+#define DATA_MAXBYTES ((uint64_t)1 << 36)
+#define GZ_CHUNK      (1u << 30)
+#define IDX_FIRSTREAD ((size_t)1 << 26)  /* 64 MiB: MNIST in one read */
+
+/* ---- errors ---- */
+
+static int
+seterr(struct spirt_data_err *err, int rc, uint64_t line, int has_rec,
+    uint64_t rec, const char *fmt, ...)
+{
+	va_list ap;
+
+	err->line = line;
+	err->has_record = has_rec;
+	err->record = rec;
+	err->msg[0] = '\0';
+	if (fmt) {
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+char *
+spirt_data_errstr(char *buf, size_t cap, const struct spirt_data_err *err,
+    int rc)
+{
+	const char *file = err->file ? err->file : "-";
+	const char *msg = err->msg[0] ? err->msg : spirt_strerror(rc);
+
+	if (err->line)
+		snprintf(buf, cap, "%s:%llu: %s", file,
+		    (unsigned long long)err->line, msg);
+	else if (err->has_record)
+		snprintf(buf, cap, "%s: record %llu: %s", file,
+		    (unsigned long long)err->record, msg);
+	else
+		snprintf(buf, cap, "%s: %s", file, msg);
+	return buf;
+}
+
+/* ---- names and formats ---- */
+
+static int
+endswith(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+
+	return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+int
+spirt_data_format_guess(const char *path)
+{
+	static const struct {
+		const char *suf;
+		int fmt;
+	} tab[] = {
+		{ "-ubyte", SPIRT_FMT_IDX }, { ".idx", SPIRT_FMT_IDX },
+		{ ".idx1", SPIRT_FMT_IDX }, { ".idx3", SPIRT_FMT_IDX },
+		{ ".csv", SPIRT_FMT_CSV },
+		{ ".svm", SPIRT_FMT_LIBSVM }, { ".libsvm", SPIRT_FMT_LIBSVM },
+		{ ".svmlight", SPIRT_FMT_LIBSVM },
+	};
+	char buf[PATH_MAX];
+	size_t i, n = strlen(path);
+
+	if (n >= sizeof(buf))
+		return SPIRT_FMT_AUTO;
+	memcpy(buf, path, n + 1);
+	if (endswith(buf, ".gz"))
+		buf[n - 3] = '\0';
+	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
+		if (endswith(buf, tab[i].suf))
+			return tab[i].fmt;
+	return SPIRT_FMT_AUTO;
+}
+
+int
+spirt_data_format_parse(const char *name)
+{
+	if (strcmp(name, "idx") == 0)
+		return SPIRT_FMT_IDX;
+	if (strcmp(name, "csv") == 0)
+		return SPIRT_FMT_CSV;
+	if (strcmp(name, "libsvm") == 0 || strcmp(name, "svmlight") == 0)
+		return SPIRT_FMT_LIBSVM;
+	return SPIRT_FMT_AUTO;
+}
+
+int
+spirt_data_name_check(const char *name)
+{
+	size_t i, n = strlen(name);
+
+	if (n == 0 || n > SPIRT_DATA_NAME_MAX || name[0] == '.')
+		return SPIRT_EINVAL;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+			return SPIRT_EINVAL;
+	}
+	return 0;
+}
+
+void
+spirt_dataset_free(struct spirt_dataset *ds)
+{
+	free(ds->x);
+	free(ds->y);
+	memset(ds, 0, sizeof(*ds));
+}
+
+/* ---- gzip or plain input ---- */
+
+static int
+gz_open(gzFile *out, struct spirt_data_err *err, const char *path)
+{
+	gzFile f;
+	int fd;
+
+	errno = 0;
+	if (strcmp(path, "-") == 0) {
+		if ((fd = dup(STDIN_FILENO)) < 0)
+			return seterr(err, errno, 0, 0, 0, NULL);
+		if ((f = gzdopen(fd, "rb")) == NULL) {
+			close(fd);
+			return seterr(err, ENOMEM, 0, 0, 0, NULL);
+		}
+	} else if ((f = gzopen(path, "rb")) == NULL) {
+		return seterr(err, errno ? errno : ENOMEM, 0, 0, 0, NULL);
+	}
+	gzbuffer(f, 1u << 17);
+	*out = f;
+	return 0;
+}
+
+/* map a zlib error state to a return code with a message */
+static int
+gz_fail(gzFile f, struct spirt_data_err *err, int zerr)
+{
+	const char *m;
+	int e = errno;
+
+	m = gzerror(f, &zerr);
+	switch (zerr) {
+	case Z_ERRNO:
+		return seterr(err, e ? e : EIO, 0, 0, 0, NULL);
+	case Z_MEM_ERROR:
+		return seterr(err, ENOMEM, 0, 0, 0, NULL);
+	case Z_BUF_ERROR:
+		return seterr(err, SPIRT_ETRUNC, 0, 0, 0,
+		    "truncated gzip data");
+	default:
+		/* zlib prefixes the path: drop it, the caller names the file */
+		if (err->file && strncmp(m, err->file, strlen(err->file)) == 0
+		    && strncmp(m + strlen(err->file), ": ", 2) == 0)
+			m += strlen(err->file) + 2;
+		return seterr(err, SPIRT_EDATA, 0, 0, 0, "gzip: %s", m);
+	}
+}
+
+/*
+ * Read up to n bytes; *got gets the count (< n only at the end of data).
+ * A stream that ends inside a gzip member is SPIRT_ETRUNC.
+ */
+static int
+gz_read(gzFile f, struct spirt_data_err *err, void *buf, size_t n,
+    size_t *got)
+{
+	unsigned char *p = buf;
+	size_t done = 0;
+	int zerr, r;
+
+	while (done < n) {
+		size_t want = n - done > GZ_CHUNK ? GZ_CHUNK : n - done;
+
+		errno = 0;
+		r = gzread(f, p + done, (unsigned)want);
+		if (r < 0)
+			return gz_fail(f, err, 0);
+		if (r == 0) {
+			gzerror(f, &zerr);
+			if (zerr != Z_OK)
+				return gz_fail(f, err, zerr);
+			break;
+		}
+		done += (size_t)r;
+	}
+	*got = done;
+	return 0;
+}
+
+static int
+gz_close(gzFile f, struct spirt_data_err *err, int rc)
+{
+	int z = gzclose_r(f);
+
+	if (rc)
+		return rc;
+	if (z == Z_BUF_ERROR)
+		return seterr(err, SPIRT_ETRUNC, 0, 0, 0,
+		    "truncated gzip data");
+	if (z == Z_ERRNO)
+		return seterr(err, errno ? errno : EIO, 0, 0, 0, NULL);
+	if (z != Z_OK)
+		return seterr(err, SPIRT_EDATA, 0, 0, 0, "gzip: bad data");
+	return 0;
+}
+
+/* Whole file into a NUL-terminated buffer. */
+static int
+slurp(char **out, size_t *len, struct spirt_data_err *err, const char *path)
+{
+	gzFile f;
+	char *buf = NULL, *nb;
+	size_t cap = 1u << 16, n = 0, got;
+	int rc;
+
+	if ((rc = gz_open(&f, err, path)))
+		return rc;
+	for (;;) {
+		if ((nb = realloc(buf, cap + 1)) == NULL) {
+			rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
+			break;
+		}
+		buf = nb;
+		if ((rc = gz_read(f, err, buf + n, cap - n, &got)))
+			break;
+		n += got;
+		if (n < cap)
+			break;
+		cap *= 2;
+	}
+	if ((rc = gz_close(f, err, rc))) {
+		free(buf);
+		return rc;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+/* ---- labels ---- */
+
+int
+spirt_data_check_labels(struct spirt_dataset *ds, struct spirt_data_err *err,
+    const char *file, int32_t classes)
+{
+	int32_t max = -1;
+	size_t i;
+
+	err->file = file;
+	for (i = 0; i < ds->n; i++) {
+		int32_t v = ds->y[i];
+		if (v < 0)
+			return seterr(err, SPIRT_EDATA, 0, 1, i,
+			    "negative label");
+		if (classes > 0 && v >= classes)
+			return seterr(err, SPIRT_EDATA, 0, 1, i,
+			    "label %ld outside 0..%ld", (long)v,
+			    (long)classes - 1);
+		if (v > max)
+			max = v;
+	}
+	ds->nclasses = classes > 0 ? classes : max + 1;
+	return 0;
+}
+
+/* Check a text label: integral, 0..classes-1.  0 or SPIRT_EDATA. */
+static int
+text_label(int32_t *out, struct spirt_data_err *err, uint64_t line,
+    double v, int32_t classes)
+{
+	if (v < 0)
+		return seterr(err, SPIRT_EDATA, line, 0, 0,
+		    "negative label %g (labels are 0..classes-1)", v);
+	if (v != floor(v) || v > INT32_MAX)
+		return seterr(err, SPIRT_EDATA, line, 0, 0,
+		    "label %g is not a class number", v);
+	if (classes > 0 && v >= classes)
+		return seterr(err, SPIRT_EDATA, line, 0, 0,
+		    "label %g outside 0..%ld", v, (long)classes - 1);
+	*out = (int32_t)v;
+	return 0;
+}
+
+/* ---- IDX ---- */
+
+static size_t
+idx_esize(int type)
+{
+	switch (type) {
+	case 0x08: case 0x09: return 1;
+	case 0x0B: return 2;
+	case 0x0C: case 0x0D: return 4;
+	case 0x0E: return 8;
+	default: return 0;
+	}
+}
+
+static uint32_t
+be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	    (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint64_t
+be64(const unsigned char *p)
+{
+	return (uint64_t)be32(p) << 32 | be32(p + 4);
+}
+
+struct idx {
+	int type;
+	unsigned rank;
+	uint64_t dims[SPIRT_MAXRANK];
+	size_t n, per;                  /* items, elements per item */
+	void *data;                     /* raw big-endian elements */
+};
+
+/* Read one IDX file whole: header, then exactly n*per elements. */
+static int
+idx_load(struct idx *ix, struct spirt_data_err *err, const char *path)
+{
+	unsigned char h[4 + 4 * SPIRT_MAXRANK], extra;
+	uint64_t per = 1, bytes;
+	size_t got, es, i, cap, have;
+	gzFile f;
+	int rc;
+
+	memset(ix, 0, sizeof(*ix));
+	err->file = path;
+	if ((rc = gz_open(&f, err, path)))
+		return rc;
+	if ((rc = gz_read(f, err, h, 4, &got)))
+		goto out;
+	if (got < 4) {
+		rc = seterr(err, SPIRT_ETRUNC, 0, 0, 0, "truncated IDX header");
+		goto out;
+	}
+	ix->type = h[2];
+	ix->rank = h[3];
+	es = idx_esize(ix->type);
+	if (h[0] || h[1] || !es || ix->rank == 0 ||
+	    ix->rank >= SPIRT_MAXRANK) {
+		rc = seterr(err, SPIRT_EMAGIC, 0, 0, 0,
+		    "bad IDX magic 0x%02x%02x%02x%02x", h[0], h[1], h[2], h[3]);
+		goto out;
+	}
+	if ((rc = gz_read(f, err, h + 4, 4 * ix->rank, &got)))
+		goto out;
+	if (got < 4 * ix->rank) {
+		rc = seterr(err, SPIRT_ETRUNC, 0, 0, 0, "truncated IDX header");
+		goto out;
+	}
+	for (i = 0; i < ix->rank; i++) {
+		ix->dims[i] = be32(h + 4 + 4 * i);
+		if (i > 0) {
+			if (ix->dims[i] == 0 ||
+			    per > DATA_MAXBYTES / ix->dims[i])
+				goto shape;
+			per *= ix->dims[i];
+		}
+	}
+	if (ix->dims[0] == 0) {
+		rc = seterr(err, SPIRT_ESHAPE, 0, 0, 0, "no items");
+		goto out;
+	}
+	if (per * es > DATA_MAXBYTES / ix->dims[0])
+		goto shape;
+	ix->n = ix->dims[0];
+	ix->per = per;
+	bytes = ix->n * per * es;
+	/* grow towards what the header claims: a lying header costs no more
+	 * memory than the data that is really there */
+	for (cap = 0, have = 0; have < bytes; have += got) {
+		unsigned char *nb;
+		if (have == cap) {
+			cap = cap ? cap * 2 : IDX_FIRSTREAD;
+			if (cap > bytes)
+				cap = bytes;
+			if ((nb = realloc(ix->data, cap)) == NULL) {
+				rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
+				goto out;
+			}
+			ix->data = nb;
+		}
+		if ((rc = gz_read(f, err, (unsigned char *)ix->data + have,
+		    cap - have, &got)))
+			goto out;
+		if (got < cap - have) {
+			have += got;
+			break;
+		}
+	}
+	got = have;
+	if (got < bytes) {
+		rc = seterr(err, SPIRT_ETRUNC, 0, 1, got / (per * es),
+		    "truncated IDX data (header says %zu items)", ix->n);
+		goto out;
+	}
+	if ((rc = gz_read(f, err, &extra, 1, &got)))
+		goto out;
+	if (got)
+		rc = seterr(err, SPIRT_EDATA, 0, 0, 0,
+		    "data after the last of %zu items", ix->n);
+	goto out;
+shape:
+	rc = seterr(err, SPIRT_ESHAPE, 0, 0, 0, "IDX dimensions too large");
+out:
+	rc = gz_close(f, err, rc);
+	if (rc) {
+		free(ix->data);
+		ix->data = NULL;
+	}
+	return rc;
+}
+
+/* Element i of a raw IDX array as a double. */
+static double
+idx_get(const struct idx *ix, size_t i)
+{
+	const unsigned char *p = ix->data;
+	union { uint32_t u; float f; } u32;
+	union { uint64_t u; double d; } u64;
+
+	switch (ix->type) {
+	case 0x08: return p[i];
+	case 0x09: return (int8_t)p[i];
+	case 0x0B: return (int16_t)(uint16_t)(p[2 * i] << 8 | p[2 * i + 1]);
+	case 0x0C: return (int32_t)be32(p + 4 * i);
+	case 0x0D: u32.u = be32(p + 4 * i); return u32.f;
+	default: u64.u = be64(p + 8 * i); return u64.d;
+	}
+}
+
+int
+spirt_data_read_idx(struct spirt_dataset *ds, struct spirt_data_err *err,
+    const char *images, const char *labels)
+{
+	struct idx im, lb;
+	size_t i, total;
+	unsigned r;
+	int rc;
+
+	memset(ds, 0, sizeof(*ds));
+	memset(&lb, 0, sizeof(lb));
+	if ((rc = idx_load(&im, err, images)))
+		return rc;
+	if ((rc = idx_load(&lb, err, labels)))
+		goto out;
+	if (lb.rank != 1 || lb.type == 0x0D || lb.type == 0x0E) {
+		rc = seterr(err, SPIRT_ESHAPE, 0, 0, 0, "labels must be "
+		    "integers of rank 1, not rank %u%s", lb.rank,
+		    lb.rank > 1 ? " (images and labels swapped?)" : "");
+		goto out;
+	}
+	if (lb.n != im.n) {
+		rc = seterr(err, SPIRT_ESHAPE, 0, 0, 0,
+		    "%zu labels for %zu images in %s", lb.n, im.n, images);
+		goto out;
+	}
+	ds->n = im.n;
+	ds->feat = im.per;
+	ds->dims[0] = im.n;
+	if (im.rank == 3) {             /* [n, rows, cols] -> [n, 1, r, c] */
+		ds->rank = 4;
+		ds->dims[1] = 1;
+		ds->dims[2] = im.dims[1];
+		ds->dims[3] = im.dims[2];
+	} else if (im.rank == 1) {
+		ds->rank = 2;
+		ds->dims[1] = 1;
+	} else {
+		ds->rank = im.rank;
+		for (r = 1; r < im.rank; r++)
+			ds->dims[r] = im.dims[r];
+	}
+	total = im.n * im.per;
+	if (im.type == 0x08) {
+		ds->xdtype = SPIRT_U8;
+		ds->x = im.data;
+		im.data = NULL;
+	} else {
+		float *x = malloc(total * sizeof(float));
+		err->file = images;
+		if (x == NULL) {
+			rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
+			goto out;
+		}
+		ds->xdtype = SPIRT_F32;
+		ds->x = x;
+		for (i = 0; i < total; i++) {
+			x[i] = (float)idx_get(&im, i);
+			if (!isfinite(x[i])) {
+				rc = seterr(err, SPIRT_ENAN, 0, 1, i / im.per,
+				    "value not finite");
+				goto out;
+			}
+		}
+	}
+	if ((ds->y = malloc(im.n * sizeof(int32_t))) == NULL) {
+		rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
+		goto out;
+	}
+	for (i = 0; i < lb.n; i++) {
+		double v = idx_get(&lb, i);
+		ds->y[i] = v < 0 ? -1 : (int32_t)v;
+	}
+out:
+	free(im.data);
+	free(lb.data);
+	if (rc)
+		spirt_dataset_free(ds);
+	return rc;
+}
+
+/* ---- text formats ---- */
+
+/* growing f32 rows and i32 labels */
+struct rows {
+	float *x;
+	int32_t *y;
+	size_t n, cap, feat;
+};
+
+static int
+rows_grow(struct rows *r)
+{
+	float *x;
+	int32_t *y;
+	size_t cap;
+
+	if (r->n < r->cap)
+		return 0;
+	cap = r->cap ? r->cap * 2 : 1024;
+	if (r->feat && cap > DATA_MAXBYTES / sizeof(float) / r->feat)
+		return ENOMEM;
+	if ((x = realloc(r->x, cap * (r->feat ? r->feat : 1) *
+	    sizeof(float))) == NULL)
+		return ENOMEM;
+	r->x = x;
+	if ((y = realloc(r->y, cap * sizeof(int32_t))) == NULL)
+		return ENOMEM;
+	r->y = y;
+	r->cap = cap;
+	return 0;
+}
+
+static const char *
+skipblank(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	return p;
+}
+
+/*
+ * Parse a number at p (not past end); *pp is left after it and any blanks.
+ * Only what strtod reads from a sign, digit or '.' counts: that keeps
+ * strtod from skipping newlines or reading "nan".  0, SPIRT_EDATA, or
+ * SPIRT_ENAN (Inf, overflow).
+ */
+static int
+parse_num(const char **pp, const char *end, double *v)
+{
+	const char *p = skipblank(*pp, end);
+	char *e;
+	char c;
+
+	if (p >= end)
+		return SPIRT_EDATA;
+	c = *p;
+	if (!((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.'))
+		return SPIRT_EDATA;
+	errno = 0;
+	*v = strtod(p, &e);
+	if (e == p || e > end)
+		return SPIRT_EDATA;
+	if (!isfinite(*v) || fabs(*v) > FLT_MAX)
+		return SPIRT_ENAN;
+	*pp = skipblank(e, end);
+	return 0;
+}
+
+/* length of the token at p for messages: up to a stop byte, at most 32 */
+static int
+toklen(const char *p, const char *end, const char *stop)
+{
+	const char *q = p;
+
+	while (q < end && !strchr(stop, *q) && q - p < 32)
+		q++;
+	return (int)(q - p);
+}
+
+/* 1 if CSV field k of the line [p, le) is a number */
+static int
+isnumfield(const char *p, const char *le, size_t k)
+{
+	double v;
+
+	for (; k > 0 && p < le; p++)
+		if (*p == ',')
+			k--;
+	return parse_num(&p, le, &v) == 0 && (p == le || *p == ',');
+}
+
+static void
+rows_done(struct spirt_dataset *ds, struct rows *r)
+{
+	float *x;
+
+	if (r->n < r->cap && (x = realloc(r->x, r->n * r->feat *
+	    sizeof(float))) != NULL)
+		r->x = x;
+	ds->xdtype = SPIRT_F32;
+	ds->x = r->x;
+	ds->y = r->y;
+	ds->n = r->n;
+	ds->feat = r->feat;
+	ds->rank = 2;
+	ds->dims[0] = r->n;
+	ds->dims[1] = r->feat;
+	memset(r, 0, sizeof(*r));
+}
+
+int
+spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
+    const char *path, const struct spirt_data_opts *opts)
+{
+	struct rows r;
+	const char *p, *q, *end, *eol, *le;
+	char *buf;
+	uint64_t line = 0;
+	size_t len, ncols = 0, lc = 0, c, nf;
+	int first, rc;
+
+	memset(ds, 0, sizeof(*ds));
+	memset(&r, 0, sizeof(r));
+	err->file = path;
+	if ((rc = slurp(&buf, &len, err, path)))
+		return rc;
+	end = buf + len;
+	for (p = buf; p < end; p = eol + 1) {
+		line++;
+		if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			eol = end;
+		le = eol;
+		if (le > p && le[-1] == '\r')
+			le--;
+		if (skipblank(p, le) == le)
+			continue;
+		for (nf = 1, q = p; q < le; q++)
+			nf += *q == ',';
+		first = ncols == 0;
+		if (first) {
+			if (nf < 2) {
+				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
+				    "need a label and at least one feature");
+				goto out;
+			}
+			if (opts->label_col == SPIRT_LABEL_LAST)
+				lc = nf - 1;
+			else if (opts->label_col < 0 ||
+			    (size_t)opts->label_col >= nf) {
+				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
+				    "no label column %d in %zu fields",
+				    opts->label_col + 1, nf);
+				goto out;
+			} else
+				lc = (size_t)opts->label_col;
+			ncols = nf;
+			r.feat = nf - 1;
+		} else if (nf != ncols) {
+			rc = seterr(err, SPIRT_EDATA, line, 0, 0,
+			    "%zu fields, expected %zu", nf, ncols);
+			goto out;
+		}
+		if ((rc = rows_grow(&r))) {
+			rc = seterr(err, rc, 0, 0, 0, NULL);
+			goto out;
+		}
+		for (c = 0, q = p; c < ncols; c++, q++) {
+			float *x = r.x + r.n * r.feat;
+			const char *f = skipblank(q, le);
+			double v;
+
+			rc = parse_num(&q, le, &v);
+			if (rc == 0 && q < le && *q != ',')
+				rc = SPIRT_EDATA;
+			if (rc == SPIRT_EDATA && first &&
+			    !isnumfield(p, le, lc))
+				break;          /* a header line */
+			if (rc) {
+				rc = seterr(err, rc, line, 0, 0, "field %zu: "
+				    "%s: \"%.*s\"", c + 1, rc == SPIRT_ENAN ?
+				    "not a finite float" : "not a number",
+				    toklen(f, le, ","), f);
+				goto out;
+			}
+			if (c == lc) {
+				if ((rc = text_label(&r.y[r.n], err, line, v,
+				    opts->classes)))
+					goto out;
+			} else
+				x[c < lc ? c : c - 1] = (float)v;
+		}
+		if (c == ncols)
+			r.n++;
+		rc = 0;
+		if (eol == end)
+			break;
+	}
+	if (r.n == 0)
+		rc = seterr(err, SPIRT_EDATA, 0, 0, 0, "no samples");
+out:
+	free(buf);
+	if (rc) {
+		free(r.x);
+		free(r.y);
+		return rc;
+	}
+	rows_done(ds, &r);
+	return 0;
+}
+
+/* sparse rows before densifying */
+struct sparse {
+	size_t *ptr;                    /* [n + 1] */
+	uint32_t *idx;                  /* 0-based */
+	float *val;
+	size_t nnz, capz;
+};
+
+int
+spirt_data_read_libsvm(struct spirt_dataset *ds, struct spirt_data_err *err,
+    const char *path, const struct spirt_data_opts *opts)
+{
+	struct rows r;
+	struct sparse sp;
+	const char *p, *q, *end, *eol, *le, *hash;
+	char *buf;
+	uint64_t line = 0, maxidx = 0;
+	size_t len, i, k, dim;
+	int rc;
+
+	memset(ds, 0, sizeof(*ds));
+	memset(&r, 0, sizeof(r));
+	memset(&sp, 0, sizeof(sp));
+	err->file = path;
+	if ((rc = slurp(&buf, &len, err, path)))
+		return rc;
+	end = buf + len;
+	r.feat = 0;                     /* rows holds labels only here */
+	for (p = buf; p < end; p = eol + 1) {
+		uint64_t prev = 0;
+		double v;
+
+		line++;
+		if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			eol = end;
+		le = eol;
+		if ((hash = memchr(p, '#', (size_t)(le - p))) != NULL)
+			le = hash;
+		while (le > p && (le[-1] == '\r' || le[-1] == ' ' ||
+		    le[-1] == '\t'))
+			le--;
+		q = skipblank(p, le);
+		if (q == le)
+			goto next;
+		if ((rc = rows_grow(&r)) || (r.n + 2 > SIZE_MAX / 2)) {
+			rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
+			goto out;
+		}
+		if (r.n % 1024 == 0) {
+			size_t *np = realloc(sp.ptr, (r.n + 1025) *
+			    sizeof(size_t));
+			if (np == NULL) {
+				rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
+				goto out;
+			}
+			sp.ptr = np;
+		}
+		sp.ptr[r.n] = sp.nnz;
+		if ((rc = parse_num(&q, le, &v)) || (q < le && q[-1] != ' ' &&
+		    q[-1] != '\t')) {
+			const char *f = skipblank(p, le);
+			rc = seterr(err, SPIRT_EDATA, line, 0, 0,
+			    "bad label \"%.*s\"", toklen(f, le, " \t"), f);
+			goto out;
+		}
+		if ((rc = text_label(&r.y[r.n], err, line, v, opts->classes)))
+			goto out;
+		while (q < le) {
+			const char *f = q;
+			uint64_t ix = 0;
+
+			if (*q < '0' || *q > '9')
+				goto bad;
+			for (; q < le && *q >= '0' && *q <= '9'; q++) {
+				ix = ix * 10 + (uint64_t)(*q - '0');
+				if (ix > UINT32_MAX)
+					goto range;
+			}
+			if (q >= le || *q != ':')
+				goto bad;
+			q++;
+			if ((rc = parse_num(&q, le, &v)) || (q < le &&
+			    q[-1] != ' ' && q[-1] != '\t')) {
+				if (rc == SPIRT_ENAN)
+					goto nan;
+				goto bad;
+			}
+			if (ix == 0 || (opts->dim && ix > opts->dim))
+				goto range;
+			if (ix <= prev) {
+				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
+				    "index %llu after %llu: indices must "
+				    "ascend", (unsigned long long)ix,
+				    (unsigned long long)prev);
+				goto out;
+			}
+			prev = ix;
+			if (ix > maxidx)
+				maxidx = ix;
+			if (sp.nnz == sp.capz) {
+				size_t cap = sp.capz ? sp.capz * 2 : 4096;
+				uint32_t *ni = realloc(sp.idx, cap *
+				    sizeof(uint32_t));
+				float *nv;
+				if (ni)
+					sp.idx = ni;
+				nv = ni ? realloc(sp.val, cap * sizeof(float))
+				    : NULL;
+				if (nv == NULL) {
+					rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
+					goto out;
+				}
+				sp.val = nv;
+				sp.capz = cap;
+			}
+			sp.idx[sp.nnz] = (uint32_t)(ix - 1);
+			sp.val[sp.nnz++] = (float)v;
+			continue;
+		bad:
+			rc = seterr(err, SPIRT_EDATA, line, 0, 0,
+			    "bad feature \"%.*s\" (want index:value)",
+			    toklen(f, le, " \t"), f);
+			goto out;
+		nan:
+			rc = seterr(err, SPIRT_ENAN, line, 0, 0,
+			    "feature \"%.*s\": not a finite float",
+			    toklen(f, le, " \t"), f);
+			goto out;
+		range:
+			if (ix == 0)
+				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
+				    "index 0: indices start at 1");
+			else
+				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
+				    "index %.*s outside 1..%llu",
+				    toklen(f, le, ": \t"), f, opts->dim ?
+				    (unsigned long long)opts->dim :
+				    (unsigned long long)UINT32_MAX);
+			goto out;
+		}
+		r.n++;
+		sp.ptr[r.n] = sp.nnz;
+	next:
+		if (eol == end)
+			break;
+	}
+	if (r.n == 0) {
+		rc = seterr(err, SPIRT_EDATA, 0, 0, 0, "no samples");
+		goto out;
+	}
+	dim = opts->dim ? opts->dim : (size_t)maxidx;
+	if (dim == 0) {
+		rc = seterr(err, SPIRT_EDATA, 0, 0, 0, "no features");
+		goto out;
+	}
+	if (dim > DATA_MAXBYTES / sizeof(float) / r.n) {
+		rc = seterr(err, SPIRT_ESHAPE, 0, 0, 0,
+		    "%zu x %zu dense features too large", r.n, dim);
+		goto out;
+	}
+	free(r.x);
+	if ((r.x = calloc(r.n * dim, sizeof(float))) == NULL) {
+		rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
+		goto out;
+	}
+	for (i = 0; i < r.n; i++)
+		for (k = sp.ptr[i]; k < sp.ptr[i + 1]; k++)
+			r.x[i * dim + sp.idx[k]] = sp.val[k];
+	r.feat = dim;
+	r.cap = r.n;
+	rc = 0;
+out:
+	free(buf);
+	free(sp.ptr);
+	free(sp.idx);
+	free(sp.val);
+	if (rc) {
+		free(r.x);
+		free(r.y);
+		return rc;
+	}
+	rows_done(ds, &r);
+	return 0;
+}
+
+int
+spirt_data_read(struct spirt_dataset *ds, struct spirt_data_err *err,
+    const char *const *paths, size_t npaths,
+    const struct spirt_data_opts *opts)
+{
+	const char *lfile = paths[npaths - 1];
+	int fmt = opts->format, rc;
+
+	memset(err, 0, sizeof(*err));
+	memset(ds, 0, sizeof(*ds));
+	err->file = paths[0];
+	if (fmt == SPIRT_FMT_AUTO)
+		fmt = npaths == 2 ? SPIRT_FMT_IDX :
+		    spirt_data_format_guess(paths[0]);
+	if (fmt == SPIRT_FMT_AUTO)
+		return seterr(err, SPIRT_EINVAL, 0, 0, 0,
+		    "cannot tell the format from the name");
+	if ((fmt == SPIRT_FMT_IDX) != (npaths == 2))
+		return seterr(err, SPIRT_EINVAL, 0, 0, 0, "IDX takes two files "
+		    "(images, labels), CSV and LIBSVM one");
+	if (fmt == SPIRT_FMT_IDX)
+		rc = spirt_data_read_idx(ds, err, paths[0], paths[1]);
+	else if (fmt == SPIRT_FMT_CSV)
+		rc = spirt_data_read_csv(ds, err, paths[0], opts);
+	else
+		rc = spirt_data_read_libsvm(ds, err, paths[0], opts);
+	if (rc)
+		return rc;
+	if ((rc = spirt_data_check_labels(ds, err, lfile, opts->classes)))
+		goto fail;
+	if (opts->dim && ds->feat != opts->dim) {
+		err->file = paths[0];
+		rc = seterr(err, SPIRT_ESHAPE, 0, 0, 0,
+		    "%zu features per sample, not %zu", ds->feat, opts->dim);
+		goto fail;
+	}
+	return 0;
+fail:
+	spirt_dataset_free(ds);
+	return rc;
+}
+
+/* ---- shuffle and split ---- */
+
+static uint64_t
+splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+void
+spirt_rng_seed(struct spirt_rng *r, uint64_t seed)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t
+rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+uint64_t
+spirt_rng_next(struct spirt_rng *r)
+{
+	uint64_t *s = r->s;
+	uint64_t res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl(s[3], 45);
+	return res;
+}
+
+uint64_t
+spirt_rng_below(struct spirt_rng *r, uint64_t m)
+{
+	uint64_t v, min;
+
+	if (m < 2)
+		return 0;
+	min = -m % m;                   /* 2^64 mod m */
+	do
+		v = spirt_rng_next(r);
+	while (v < min);
+	return v % m;
+}
+
+/* swap two disjoint rows of n bytes through a small stack buffer */
+static void
+swaprows(unsigned char *a, unsigned char *b, size_t n)
+{
+	unsigned char t[256];
+	size_t k;
+
+	while (n) {
+		k = n < sizeof(t) ? n : sizeof(t);
+		memcpy(t, a, k);
+		memcpy(a, b, k);
+		memcpy(b, t, k);
+		a += k;
+		b += k;
+		n -= k;
+	}
+}
+
+void
+spirt_data_shuffle(struct spirt_dataset *ds, uint64_t seed)
+{
+	struct spirt_rng r;
+	size_t row = ds->feat * spirt_dtype_size(ds->xdtype), i, j;
+	unsigned char *x = ds->x;
+	int32_t t;
+
+	spirt_rng_seed(&r, seed);
+	for (i = ds->n; i > 1; i--) {
+		j = (size_t)spirt_rng_below(&r, i);
+		if (j == i - 1)
+			continue;
+		swaprows(x + (i - 1) * row, x + j * row, row);
+		t = ds->y[i - 1];
+		ds->y[i - 1] = ds->y[j];
+		ds->y[j] = t;
+	}
+}
+
+void
+spirt_data_split(size_t *counts, size_t n, size_t nshards)
+{
+	size_t k;
+
+	for (k = 0; k < nshards; k++)
+		counts[k] = n / nshards + (k < n % nshards);
+}
+
+/* ---- store ---- */
+
+struct keylist {
+	const char *prefix;
+	char **keys;
+	size_t n, cap;
+};
+
+static int
+collect(void *arg, const char *key, const void *val, size_t len)
+{
+	struct keylist *kl = arg;
+	char **nk;
+
+	(void)val;
+	(void)len;
+	if (strncmp(key, kl->prefix, strlen(kl->prefix)) != 0)
+		return 0;
+	if (kl->n == kl->cap) {
+		size_t cap = kl->cap ? kl->cap * 2 : 64;
+		if ((nk = realloc(kl->keys, cap * sizeof(*nk))) == NULL)
+			return ENOMEM;
+		kl->keys = nk;
+		kl->cap = cap;
+	}
+	if ((kl->keys[kl->n] = strdup(key)) == NULL)
+		return ENOMEM;
+	kl->n++;
+	return 0;
+}
+
+/* delete every key under prefix */
+static int
+delete_prefix(struct spirt_txn *txn, const char *prefix)
+{
+	struct keylist kl;
+	size_t i;
+	int rc;
+
+	memset(&kl, 0, sizeof(kl));
+	kl.prefix = prefix;
+	rc = spirt_store_list(txn, prefix, collect, &kl);
+	for (i = 0; i < kl.n; i++) {
+		if (rc == 0)
+			rc = spirt_store_del(txn, kl.keys[i]);
+		free(kl.keys[i]);
+	}
+	free(kl.keys);
+	return rc;
+}
+
+static int
+put(struct spirt_txn *txn, const char *key, struct spirt_tensor *t,
+    const void *payload)
+{
+	return spirt_store_put_tensor(txn, key, t, payload, 0);
+}
+
+struct store_arg {
+	const char *name;
+	const struct spirt_dataset *ds;
+	size_t nshards;
+	const size_t *counts;
+	int64_t *assign;                /* [nshards * 4] */
+};
+
+static int
+store_fn(struct spirt_txn *txn, void *arg)
+{
+	const struct store_arg *a = arg;
+	const struct spirt_dataset *ds = a->ds;
+	struct spirt_tensor t;
+	char key[SPIRT_KEY_MAX + 1];
+	const unsigned char *x = ds->x;
+	size_t row = ds->feat * spirt_dtype_size(ds->xdtype), off = 0, k;
+	uint64_t dims[SPIRT_MAXRANK];
+	int64_t info[4];
+	int rc;
+
+	snprintf(key, sizeof(key), "data/%s/", a->name);
+	if ((rc = delete_prefix(txn, key)))
+		return rc;
+
+	info[0] = (int64_t)a->nshards;
+	info[1] = (int64_t)ds->n;
+	info[2] = ds->nclasses;
+	info[3] = (int64_t)ds->feat;
+	dims[0] = 4;
+	snprintf(key, sizeof(key), "data/%s/info", a->name);
+	if ((rc = spirt_tensor_init(&t, SPIRT_I64, 1, dims)) ||
+	    (rc = spirt_tensor_set_name(&t, a->name)) ||
+	    (rc = put(txn, key, &t, info)))
+		return rc;
+
+	memcpy(dims, ds->dims, sizeof(dims));
+	for (k = 0; k < a->nshards; k++) {
+		dims[0] = a->counts[k];
+		snprintf(key, sizeof(key), "data/%s/%zu/x", a->name, k);
+		if ((rc = spirt_tensor_init(&t, ds->xdtype, ds->rank, dims)) ||
+		    (rc = spirt_tensor_set_name(&t, a->name)))
+			return rc;
+		t.samples = a->counts[k];
+		if ((rc = put(txn, key, &t, x + off * row)))
+			return rc;
+		snprintf(key, sizeof(key), "data/%s/%zu/y", a->name, k);
+		if ((rc = spirt_tensor_init(&t, SPIRT_I32, 1, dims)) ||
+		    (rc = spirt_tensor_set_name(&t, a->name)))
+			return rc;
+		t.samples = a->counts[k];
+		if ((rc = put(txn, key, &t, ds->y + off)))
+			return rc;
+		off += a->counts[k];
+	}
+
+	dims[0] = a->nshards;
+	dims[1] = 4;
+	snprintf(key, sizeof(key), "data/%s/assign", a->name);
+	if ((rc = spirt_tensor_init(&t, SPIRT_I64, 2, dims)))
+		return rc;
+	t.step = 0;
+	return put(txn, key, &t, a->assign);
+}
+
+int
+spirt_data_store(struct spirt_store *s, const char *name,
+    const struct spirt_dataset *ds, size_t nshards)
+{
+	struct store_arg a;
+	size_t *counts, k;
+	int64_t *assign;
+	int rc;
+
+	if (spirt_data_name_check(name) || nshards == 0 || nshards > ds->n)
+		return SPIRT_EINVAL;
+	counts = calloc(nshards, sizeof(*counts));
+	assign = calloc(nshards * 4, sizeof(*assign));
+	if (counts == NULL || assign == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	spirt_data_split(counts, ds->n, nshards);
+	for (k = 0; k < nshards; k++) {
+		assign[4 * k] = (int64_t)k;
+		assign[4 * k + 1] = (int64_t)k;
+		assign[4 * k + 2] = 0;
+		assign[4 * k + 3] = (int64_t)counts[k];
+	}
+	a.name = name;
+	a.ds = ds;
+	a.nshards = nshards;
+	a.counts = counts;
+	a.assign = assign;
+	rc = spirt_store_write(s, store_fn, &a);
+out:
+	free(counts);
+	free(assign);
+	return rc;
+}
+
+/* ---- assignment ---- */
+
+static int
+rowcmp(const void *a, const void *b)
+{
+	const int64_t *x = a, *y = b;
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (x[i] != y[i])
+			return x[i] < y[i] ? -1 : 1;
+	return 0;
+}
+
+static int
+i64cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int
+isdead(int64_t w, const int64_t *dead, size_t ndead)
+{
+	size_t i;
+
+	for (i = 0; i < ndead; i++)
+		if (dead[i] == w)
+			return 1;
+	return 0;
+}
+
+int
+spirt_assign_rebalance(int64_t **out, size_t *nout, const int64_t *rows,
+    size_t nrows, const int64_t *dead, size_t ndead)
+{
+	int64_t *live = NULL, *o = NULL;
+	size_t nlive = 0, nd = 0, no = 0, i, j, rot = 0, cap;
+	int rc = 0;
+
+	*out = NULL;
+	*nout = 0;
+	for (i = 0; i < nrows; i++) {
+		const int64_t *r = rows + 4 * i;
+		if (r[0] < 0 || r[1] < 0 || r[2] < 0 || r[3] < 0)
+			return SPIRT_EDATA;
+		nd += isdead(r[0], dead, ndead);
+	}
+	if (nd == 0)
+		return SPIRT_EDONE;
+	if ((live = malloc((nrows ? nrows : 1) * sizeof(*live))) == NULL)
+		return ENOMEM;
+	for (i = 0; i < nrows; i++)
+		if (!isdead(rows[4 * i], dead, ndead))
+			live[nlive++] = rows[4 * i];
+	qsort(live, nlive, sizeof(*live), i64cmp);
+	for (i = j = 0; i < nlive; i++)
+		if (j == 0 || live[j - 1] != live[i])
+			live[j++] = live[i];
+	nlive = j;
+	if (nlive == 0) {
+		rc = SPIRT_EINVAL;
+		goto out;
+	}
+	/* live rows stay; each dead row becomes at most nlive pieces */
+	cap = nrows - nd + nd * nlive;
+	if (nd > (SIZE_MAX / 32 - nrows) / nlive ||
+	    (o = malloc(cap * 4 * sizeof(*o))) == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < nrows; i++) {
+		const int64_t *r = rows + 4 * i;
+		int64_t base, rem, start;
+
+		if (!isdead(r[0], dead, ndead)) {
+			memcpy(o + 4 * no++, r, 4 * sizeof(*o));
+			continue;
+		}
+		base = r[3] / (int64_t)nlive;
+		rem = r[3] % (int64_t)nlive;
+		start = r[2];
+		for (j = 0; j < nlive; j++) {
+			int64_t c = base + ((int64_t)j < rem);
+			if (c == 0)
+				continue;
+			o[4 * no] = live[(rot + j) % nlive];
+			o[4 * no + 1] = r[1];
+			o[4 * no + 2] = start;
+			o[4 * no + 3] = c;
+			no++;
+			start += c;
+		}
+		rot = (rot + (size_t)rem) % nlive;
+	}
+	qsort(o, no, 4 * sizeof(*o), rowcmp);
+	for (i = j = 0; i < no; i++) {
+		int64_t *p = o + 4 * (j - 1), *r = o + 4 * i;
+		if (j > 0 && p[0] == r[0] && p[1] == r[1] &&
+		    p[2] + p[3] == r[2])
+			p[3] += r[3];
+		else
+			memmove(o + 4 * j++, r, 4 * sizeof(*o));
+	}
+	*out = o;
+	*nout = j;
+	o = NULL;
+out:
+	free(live);
+	free(o);
+	return rc;
+}
+
+struct rebal_arg {
+	const char *name;
+	const int64_t *dead;
+	size_t ndead;
+	uint64_t revision;
+};
+
+/* Copy a tensor payload that may be unaligned in the map. */
+static int
+get_i64(struct spirt_txn *txn, const char *key, struct spirt_tensor *t,
+    int64_t **out)
+{
+	const void *p;
+	int rc;
+
+	*out = NULL;
+	if ((rc = spirt_store_get_tensor(txn, key, t, &p, 1)))
+		return rc;
+	if (t->dtype != SPIRT_I64)
+		return SPIRT_EDTYPE;
+	if ((*out = malloc(t->nbytes ? t->nbytes : 1)) == NULL)
+		return ENOMEM;
+	memcpy(*out, p, t->nbytes);
+	return 0;
+}
+
+static int
+rebal_fn(struct spirt_txn *txn, void *arg)
+{
+	struct rebal_arg *a = arg;
+	struct spirt_tensor t;
+	char key[SPIRT_KEY_MAX + 1];
+	int64_t *rows = NULL, *o = NULL;
+	size_t no;
+	uint64_t dims[2];
+	int rc;
+
+	snprintf(key, sizeof(key), "data/%s/assign", a->name);
+	if ((rc = get_i64(txn, key, &t, &rows)))
+		goto out;
+	if (t.rank != 2 || t.dims[1] != 4) {
+		rc = SPIRT_ESHAPE;
+		goto out;
+	}
+	a->revision = (t.step == SPIRT_NOSTEP ? 0 : t.step) + 1;
+	if ((rc = spirt_assign_rebalance(&o, &no, rows, (size_t)t.dims[0],
+	    a->dead, a->ndead)))
+		goto out;
+	dims[0] = no;
+	dims[1] = 4;
+	if ((rc = spirt_tensor_init(&t, SPIRT_I64, 2, dims)))
+		goto out;
+	t.step = a->revision;
+	rc = put(txn, key, &t, o);
+out:
+	free(rows);
+	free(o);
+	return rc;
+}
+
+int
+spirt_data_rebalance(struct spirt_store *s, const char *name,
+    const int64_t *dead, size_t ndead, uint64_t *revision)
+{
+	struct rebal_arg a;
+	int rc;
+
+	if (spirt_data_name_check(name))
+		return SPIRT_EINVAL;
+	a.name = name;
+	a.dead = dead;
+	a.ndead = ndead;
+	a.revision = 0;
+	rc = spirt_store_write(s, rebal_fn, &a);
+	*revision = a.revision;
+	return rc;
+}
+
+/* ---- stats ---- */
+
+void
+spirt_data_stats_free(struct spirt_data_stats *st)
+{
+	free(st->counts);
+	free(st->hist);
+	free(st->assign);
+	memset(st, 0, sizeof(*st));
+}
+
+static int
+stats_shard(struct spirt_data_stats *st, struct spirt_txn *txn,
+    const char *name, int64_t k)
+{
+	struct spirt_tensor tx, ty;
+	const void *px, *py;
+	const unsigned char *y;
+	char key[SPIRT_KEY_MAX + 1];
+	int64_t *h = st->hist + k * st->nclasses;
+	uint64_t i;
+	int rc;
+
+	snprintf(key, sizeof(key), "data/%s/%lld/x", name, (long long)k);
+	if ((rc = spirt_store_get_tensor(txn, key, &tx, &px, 1)))
+		return rc;
+	snprintf(key, sizeof(key), "data/%s/%lld/y", name, (long long)k);
+	if ((rc = spirt_store_get_tensor(txn, key, &ty, &py, 1)))
+		return rc;
+	if (ty.dtype != SPIRT_I32 || (tx.dtype != SPIRT_U8 &&
+	    tx.dtype != SPIRT_F32))
+		return SPIRT_EDTYPE;
+	if (ty.rank != 1 || tx.rank < 2 || tx.dims[0] != ty.dims[0] ||
+	    tx.nelem / (tx.dims[0] ? tx.dims[0] : 1) != (uint64_t)st->features)
+		return SPIRT_ESHAPE;
+	if (k == 0) {
+		st->xdtype = tx.dtype;
+		st->xrank = tx.rank;
+		memcpy(st->xdims, tx.dims, sizeof(st->xdims));
+	} else if (tx.dtype != st->xdtype || tx.rank != st->xrank ||
+	    memcmp(tx.dims + 1, st->xdims + 1,
+	    (tx.rank - 1) * sizeof(uint64_t)))
+		return SPIRT_ESHAPE;
+	st->counts[k] = (int64_t)ty.dims[0];
+	y = py;
+	for (i = 0; i < ty.dims[0]; i++) {
+		int32_t v;
+		memcpy(&v, y + 4 * i, 4);
+		if (v < 0 || v >= st->nclasses)
+			return SPIRT_EDATA;
+		h[v]++;
+	}
+	return 0;
+}
+
+int
+spirt_data_stats(struct spirt_data_stats *st, struct spirt_store *s,
+    const char *name)
+{
+	struct spirt_txn *txn;
+	struct spirt_tensor t;
+	char key[SPIRT_KEY_MAX + 1];
+	int64_t *info = NULL, k, sum = 0;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if (spirt_data_name_check(name))
+		return SPIRT_EINVAL;
+	if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)))
+		return rc;
+	snprintf(key, sizeof(key), "data/%s/info", name);
+	if ((rc = get_i64(txn, key, &t, &info)))
+		goto out;
+	if (t.nelem != 4 || info[0] < 1 || info[1] < info[0] ||
+	    info[2] < 1 || info[2] > INT32_MAX || info[3] < 1 ||
+	    (uint64_t)info[0] > SIZE_MAX / 8 / (uint64_t)info[2]) {
+		rc = SPIRT_EDATA;
+		goto out;
+	}
+	st->nshards = info[0];
+	st->nsamples = info[1];
+	st->nclasses = info[2];
+	st->features = info[3];
+	st->counts = calloc((size_t)st->nshards, sizeof(int64_t));
+	st->hist = calloc((size_t)(st->nshards * st->nclasses),
+	    sizeof(int64_t));
+	if (st->counts == NULL || st->hist == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	for (k = 0; k < st->nshards; k++) {
+		if ((rc = stats_shard(st, txn, name, k)))
+			goto out;
+		sum += st->counts[k];
+	}
+	if (sum != st->nsamples) {
+		rc = SPIRT_EDATA;
+		goto out;
+	}
+	snprintf(key, sizeof(key), "data/%s/assign", name);
+	if ((rc = get_i64(txn, key, &t, &st->assign)))
+		goto out;
+	if (t.rank != 2 || t.dims[1] != 4) {
+		rc = SPIRT_ESHAPE;
+		goto out;
+	}
+	st->nassign = (size_t)t.dims[0];
+	st->revision = t.step == SPIRT_NOSTEP ? 0 : t.step;
+out:
+	spirt_txn_abort(txn);
+	free(info);
+	if (rc)
+		spirt_data_stats_free(st);
+	return rc;
+}

@@ -1,0 +1,199 @@
+/* data.h - data sets: IDX, CSV and LIBSVM readers, shuffle, shards */
+#ifndef SPIRT_DATA_H
+#define SPIRT_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spirt.h"
+#include "tensor.h"
+#include "store.h"
+
+/*
+ * A data set in memory: n samples, x row-major with feat elements per
+ * sample (u8 for IDX byte images, else f32), y one i32 label per sample.
+ * The store layout written from it is in docs/contracts.md and
+ * spirt-store(5):
+ *
+ *   data/<ds>/info     i64 [4]: nshards, nsamples, nclasses, features
+ *   data/<ds>/<k>/x    u8 or f32 [n_k, ...]      (name = ds, samples = n_k)
+ *   data/<ds>/<k>/y    i32 [n_k]                 (name = ds, samples = n_k)
+ *   data/<ds>/assign   i64 [m, 4]: (worker, shard, start, count) rows,
+ *                      step = revision
+ */
+
+enum spirt_data_format {
+	SPIRT_FMT_AUTO = 0,
+	SPIRT_FMT_IDX,
+	SPIRT_FMT_CSV,
+	SPIRT_FMT_LIBSVM
+};
+
+#define SPIRT_DATA_NAME_MAX 64          /* data set name bytes */
+#define SPIRT_LABEL_LAST    (-1)        /* label_col: the last column */
+
+struct spirt_dataset {
+	int      xdtype;                /* SPIRT_U8 or SPIRT_F32 */
+	unsigned rank;                  /* rank of x, with the sample axis */
+	uint64_t dims[SPIRT_MAXRANK];   /* dims[0] == n */
+	size_t   n;                     /* samples */
+	size_t   feat;                  /* elements per sample */
+	void    *x;                     /* n * feat elements */
+	int32_t *y;                     /* n labels */
+	int32_t  nclasses;              /* set by spirt_data_check_labels */
+};
+
+/* Reader options; zero them, then set what differs. */
+struct spirt_data_opts {
+	int      format;                /* enum spirt_data_format */
+	int      label_col;             /* CSV: 0-based column or LABEL_LAST */
+	size_t   dim;                   /* features: 0 infers; LIBSVM densifies
+	                                   to it, other formats must match it */
+	int32_t  classes;               /* labels must lie in 0..classes-1;
+	                                   0 infers largest label + 1 */
+};
+
+/*
+ * Where a reader found bad data.  The reader fills it whenever it returns
+ * non-zero; spirt_data_errstr() formats it as "FILE:LINE: msg",
+ * "FILE: record N: msg" or "FILE: msg".  Records count from 0 in file
+ * order; lines count from 1.
+ */
+struct spirt_data_err {
+	const char *file;               /* operand as given, "-" for stdin */
+	uint64_t line;                  /* 0 when not a text line */
+	uint64_t record;                /* valid when has_record */
+	int has_record;
+	char msg[192];                  /* "" means spirt_strerror(rc) */
+};
+
+/* Format the error (see above) into buf; returns buf. */
+char *spirt_data_errstr(char *buf, size_t cap,
+    const struct spirt_data_err *err, int rc);
+
+/* Guess a format from a file name, or SPIRT_FMT_AUTO when unsure. */
+int spirt_data_format_guess(const char *path);
+/* "idx", "csv", "libsvm" -> format, or SPIRT_FMT_AUTO (0) if unknown. */
+int spirt_data_format_parse(const char *name);
+
+/* 0 if name is a valid data set name ([A-Za-z0-9._-], 1..64, no leading
+ * '.'), else SPIRT_EINVAL. */
+SPIRT_MUST_CHECK int spirt_data_name_check(const char *name);
+
+/*
+ * Read a data set.  IDX takes two paths (images, labels); CSV and LIBSVM
+ * one ("-" is stdin).  Each file may be gzip-compressed or plain.  On
+ * success ds owns fresh buffers (free with spirt_dataset_free()).  Returns
+ * 0, errno (ENOENT for a missing file: nothing read), ENOMEM, or for bad
+ * data SPIRT_EMAGIC, SPIRT_ETRUNC, SPIRT_ESHAPE, SPIRT_ENAN, SPIRT_EDATA
+ * with err filled.  On failure ds is left empty.
+ */
+SPIRT_MUST_CHECK int spirt_data_read(struct spirt_dataset *ds,
+    struct spirt_data_err *err, const char *const *paths, size_t npaths,
+    const struct spirt_data_opts *opts);
+SPIRT_MUST_CHECK int spirt_data_read_idx(struct spirt_dataset *ds,
+    struct spirt_data_err *err, const char *images, const char *labels);
+SPIRT_MUST_CHECK int spirt_data_read_csv(struct spirt_dataset *ds,
+    struct spirt_data_err *err, const char *path,
+    const struct spirt_data_opts *opts);
+SPIRT_MUST_CHECK int spirt_data_read_libsvm(struct spirt_dataset *ds,
+    struct spirt_data_err *err, const char *path,
+    const struct spirt_data_opts *opts);
+
+void spirt_dataset_free(struct spirt_dataset *ds);
+
+/*
+ * Check every label lies in 0..classes-1 and set ds->nclasses; classes 0
+ * infers it as the largest label + 1.  Returns 0 or SPIRT_EDATA with err
+ * naming the first bad record (err->file set to file).  The readers call
+ * it with opts->classes; CSV and LIBSVM check each line as they parse.
+ */
+SPIRT_MUST_CHECK int spirt_data_check_labels(struct spirt_dataset *ds,
+    struct spirt_data_err *err, const char *file, int32_t classes);
+
+/*
+ * The shuffle PRNG: xoshiro256** seeded by four splitmix64 outputs of seed.
+ * spirt_rng_below(r, m) is uniform on [0, m): draws v, rejects v < 2^64 mod
+ * m, returns v mod m (as OpenBSD arc4random_uniform does).
+ */
+struct spirt_rng {
+	uint64_t s[4];
+};
+void spirt_rng_seed(struct spirt_rng *r, uint64_t seed);
+uint64_t spirt_rng_next(struct spirt_rng *r);
+uint64_t spirt_rng_below(struct spirt_rng *r, uint64_t m);
+
+/*
+ * Shuffle the samples of ds in place (x rows and y together): Fisher-Yates
+ * from the last sample down, swapping i with spirt_rng_below(r, i + 1).
+ * The same seed gives the same order on every machine.
+ */
+void spirt_data_shuffle(struct spirt_dataset *ds, uint64_t seed);
+
+/*
+ * Even split: counts[k] (k < nshards) = n / nshards, plus one for the
+ * first n % nshards shards.
+ */
+void spirt_data_split(size_t *counts, size_t n, size_t nshards);
+
+/*
+ * Write ds as nshards shards under data/<name>/ with the initial assignment
+ * (worker k reads shard k whole, revision 0), all in one write transaction
+ * that first deletes every earlier key under data/<name>/.  Shard k holds
+ * the samples after those of shards 0..k-1 in ds order.  Returns 0,
+ * SPIRT_EINVAL (bad name, nshards 0 or above n), or a store error; on error
+ * the store is unchanged.
+ */
+SPIRT_MUST_CHECK int spirt_data_store(struct spirt_store *s,
+    const char *name, const struct spirt_dataset *ds, size_t nshards);
+
+/*
+ * Assignment rows are int64 quadruples (worker, shard, start, count).
+ *
+ * Spread the rows of the dead workers over the remaining workers (every
+ * worker that has a row and is not dead): each dead row's range is split
+ * evenly over them in worker order, remainders rotating so the extra
+ * samples go to different workers.  Output rows are sorted by (worker,
+ * shard, start) and adjacent ranges of one worker are merged.  *out is
+ * malloc'ed (free()).  Returns 0, ENOMEM, SPIRT_EDONE (no dead worker
+ * has a row: nothing to do), SPIRT_EINVAL (no worker would remain),
+ * SPIRT_EDATA (a negative field).
+ */
+SPIRT_MUST_CHECK int spirt_assign_rebalance(int64_t **out, size_t *nout,
+    const int64_t *rows, size_t nrows, const int64_t *dead, size_t ndead);
+
+/*
+ * Rebalance data/<name>/assign in the store in one write transaction
+ * (read, spread, write revision + 1).  *revision gets the new revision.
+ * Returns 0, SPIRT_ENOTFOUND (no such data set), SPIRT_EDONE (no dead
+ * worker has a row: nothing to do, store unchanged), SPIRT_EINVAL (no
+ * worker would remain), SPIRT_EDATA/ESHAPE/EDTYPE (malformed assignment),
+ * store errors.
+ */
+SPIRT_MUST_CHECK int spirt_data_rebalance(struct spirt_store *s,
+    const char *name, const int64_t *dead, size_t ndead, uint64_t *revision);
+
+/* Per-shard facts read back from the store (spirt-shard --stats). */
+struct spirt_data_stats {
+	int64_t nshards, nsamples, nclasses, features;
+	int xdtype;
+	unsigned xrank;
+	uint64_t xdims[SPIRT_MAXRANK];  /* shape of one sample: xdims[1..] */
+	int64_t *counts;                /* [nshards] samples per shard */
+	int64_t *hist;                  /* [nshards * nclasses] */
+	int64_t *assign;                /* [nassign * 4] */
+	size_t nassign;
+	uint64_t revision;
+};
+
+/*
+ * Read info, every shard's y and the assignment of data set name, and
+ * check they agree (shape, sample counts, labels in range).  Free with
+ * spirt_data_stats_free().  Returns 0, SPIRT_ENOTFOUND (no such data set),
+ * SPIRT_EDATA/ESHAPE/EDTYPE (inconsistent store), ENOMEM, store errors.
+ */
+SPIRT_MUST_CHECK int spirt_data_stats(struct spirt_data_stats *st,
+    struct spirt_store *s, const char *name);
+void spirt_data_stats_free(struct spirt_data_stats *st);
+
+#endif

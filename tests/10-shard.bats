@@ -1,0 +1,347 @@
+#!/usr/bin/env bats
+# 10-shard: spirt-shard reads IDX, CSV and LIBSVM, shards them in the store
+# in the documented order, rebalances, prints stats, and refuses bad input
+# with one message, the documented exit code and the store unchanged.
+# Fixtures: contrib/python/make_shard_fixtures.py.
+
+load helper
+
+SH="$DATA/shard"
+IMG="$SH/tiny-images-idx3-ubyte"
+LAB="$SH/tiny-labels-idx1-ubyte"
+
+# digest STORE: hash of every key and value.  (helper.bash's store_digest
+# runs mdb_dump -n -a, which fails on a store directory and hashes nothing.)
+digest() {
+	local d
+	d=$(mdb_dump "$1") || fail "mdb_dump $1 failed"
+	printf '%s\n' "$d" | md5sum
+}
+
+# an existing store, so "unchanged" means something
+seed_store() {
+	spirt-shard -n 2 "$IMG" "$LAB"
+	before=$(digest "$SPIRT_STORE")
+}
+
+unchanged() {
+	[ "$(digest "$SPIRT_STORE")" = "$before" ] ||
+		fail "the store changed"
+}
+
+# shard_col KEY: the first pixel of every sample of KEY (image i starts at
+# i*10 % 256), or every label, as one line
+shard_col() {
+	spirt-store export "$1" "$BATS_TEST_TMPDIR/c.npy" &&
+	"$PYTHON" -c "
+import numpy as np
+a = np.load('$BATS_TEST_TMPDIR/c.npy')
+v = a.reshape(a.shape[0], -1)[:, 0] if a.ndim > 1 else a
+print(' '.join(str(int(x)) for x in v))"
+}
+
+@test "usage: no operand, too many, bad values exit 64" {
+	run -64 --separate-stderr spirt-shard
+	assert_output ''
+	[[ "$stderr" == "usage: spirt-shard"* ]]
+	run -64 spirt-shard a b c
+	run -64 spirt-shard --dead 1 "$IMG" "$LAB"
+	run -64 --separate-stderr spirt-shard -n 0 "$IMG" "$LAB"
+	[[ "$stderr" == *"-n"* ]]
+	run -64 spirt-shard -n x "$IMG" "$LAB"
+	run -64 spirt-shard --seed -1 "$IMG" "$LAB"
+	run -64 spirt-shard --classes 0 "$IMG" "$LAB"
+	run -64 spirt-shard --dim 0 "$SH/tiny.svm"
+	run -64 spirt-shard --label-col 0 "$SH/tiny.csv"
+	run -64 spirt-shard --dead -3
+	run -64 --separate-stderr spirt-shard -f npy "$SH/tiny.csv"
+	assert_equal "$stderr" 'spirt-shard: -f: unknown format "npy" (idx, csv, libsvm)'
+	run -64 --separate-stderr spirt-shard -d a/b "$IMG" "$LAB"
+	assert_equal "$stderr" 'spirt-shard: -d: invalid data set name "a/b"'
+	[ ! -e "$SPIRT_STORE" ]
+}
+
+@test "-h, -V" {
+	run -0 --separate-stderr spirt-shard -h
+	assert_line --index 0 --partial 'usage: spirt-shard [-qv]'
+	assert_line --partial '--label-col COL'
+	run -0 spirt-shard -V
+	assert_output --regexp '^spirt-shard [0-9]+\.[0-9]+\.[0-9]+'
+}
+
+@test "IDX: layout, info, stats of the tiny set" {
+	run -0 --separate-stderr spirt-shard -n 3 --seed 7 "$IMG" "$LAB"
+	assert_output ''
+	assert_equal "$stderr" ''
+	run -0 spirt-store ls data/
+	assert_output "$(printf '%s\n' \
+	    "data/train/0/x	u8	4x1x4x3	48	-	-" \
+	    "data/train/0/y	i32	4	16	-	-" \
+	    "data/train/1/x	u8	3x1x4x3	36	-	-" \
+	    "data/train/1/y	i32	3	12	-	-" \
+	    "data/train/2/x	u8	3x1x4x3	36	-	-" \
+	    "data/train/2/y	i32	3	12	-	-" \
+	    "data/train/assign	i64	3x4	96	0	-" \
+	    "data/train/info	i64	4	32	-	-")"
+	run -0 spirt-store show data/train/0/x
+	assert_line 'name=train'
+	assert_line 'samples=4'
+	run -0 spirt-store export data/train/info info.npy
+	run -0 "$PYTHON" -c "import numpy as np; print(np.load('info.npy'))"
+	assert_output '[ 3 10  3 12]'
+	run -0 --separate-stderr spirt-shard --stats
+	assert_output "$(printf '%s\n' \
+	    'dataset train samples 10 classes 3 features 12 dtype u8 shape 1x4x3 shards 3 revision 0' \
+	    'shard 0 samples 4 hist 3 0 1' \
+	    'shard 1 samples 3 hist 0 2 1' \
+	    'shard 2 samples 3 hist 1 1 1' \
+	    'total samples 10 hist 4 3 3' \
+	    'assign worker 0 shard 0 start 0 count 4' \
+	    'assign worker 1 shard 1 start 0 count 3' \
+	    'assign worker 2 shard 2 start 0 count 3')"
+}
+
+@test "shuffle: the documented order (reference from Python)" {
+	spirt-shard -n 3 --seed 7 "$IMG.gz" "$LAB.gz"
+	for k in 0 1 2; do
+		run -0 shard_col "data/train/$k/x"
+		want=$(sed -n "s/^shard $k: //p" "$SH/tiny.n3.seed7.exp")
+		# pixel 0 of image i is i*10
+		assert_output "$(for i in $want; do printf '%s ' $((i * 10)); done | sed 's/ $//')"
+		run -0 shard_col "data/train/$k/y"
+		assert_output "$(sed -n "s/^labels $k: //p" "$SH/tiny.n3.seed7.exp")"
+	done
+}
+
+@test "same seed, same store; other seed, other order; gzip = plain" {
+	spirt-shard -s a.db -n 2 --seed 5 "$IMG" "$LAB"
+	spirt-shard -s b.db -n 2 --seed 5 "$IMG.gz" "$LAB.gz"
+	spirt-shard -s c.db -n 2 --seed 6 "$IMG" "$LAB"
+	assert_equal "$(digest a.db)" "$(digest b.db)"
+	[ "$(digest a.db)" != "$(digest c.db)" ]
+	SPIRT_STORE=b.db spirt-shard --seed 5 -n 2 "$IMG" "$LAB"
+	assert_equal "$(digest a.db)" "$(digest b.db)"
+}
+
+@test "resharding replaces the data set; others stay" {
+	spirt-shard -n 5 "$IMG" "$LAB"
+	spirt-shard -d test "$IMG" "$LAB"
+	spirt-shard -n 2 "$IMG" "$LAB"
+	run -0 bash -c 'spirt-store ls data/train/ | cut -f1'
+	assert_output "$(printf '%s\n' data/train/0/x data/train/0/y \
+	    data/train/1/x data/train/1/y data/train/assign data/train/info)"
+	run -0 spirt-store ls data/test/0/x
+}
+
+@test "-n larger than the sample count exits 64, store unchanged" {
+	seed_store
+	run -64 --separate-stderr spirt-shard -n 11 "$IMG" "$LAB"
+	assert_equal "$stderr" "spirt-shard: $IMG: 11 shards for 10 samples"
+	unchanged
+}
+
+@test "--classes: test set; a label outside exits 65 naming the record" {
+	run -0 spirt-shard -d test --classes 5 "$IMG" "$LAB"
+	run -0 bash -c 'spirt-shard -d test --stats | head -n 1'
+	assert_output --partial 'classes 5 features 12'
+	seed_store
+	run -65 --separate-stderr spirt-shard --classes 2 "$IMG" "$LAB"
+	assert_equal "$stderr" "spirt-shard: $LAB: record 2: label 2 outside 0..1"
+	unchanged
+}
+
+@test "bad IDX input exits 65 with one message, store unchanged" {
+	seed_store
+	while IFS='|' read -r img lab msg; do
+		run -65 --separate-stderr spirt-shard "$SH/$img" "$SH/$lab"
+		assert_equal "$stderr" "spirt-shard: $msg"
+		assert_output ''
+		unchanged
+	done <<EOF
+trunc-images-idx3-ubyte.gz|tiny-labels-idx1-ubyte|$SH/trunc-images-idx3-ubyte.gz: truncated gzip data
+notgzip-images-idx3-ubyte.gz|tiny-labels-idx1-ubyte|$SH/notgzip-images-idx3-ubyte.gz: gzip: invalid code -- missing end-of-block
+short-images-idx3-ubyte|tiny-labels-idx1-ubyte|$SH/short-images-idx3-ubyte: record 8: truncated IDX data (header says 10 items)
+long-images-idx3-ubyte|tiny-labels-idx1-ubyte|$SH/long-images-idx3-ubyte: data after the last of 10 items
+badmagic-images-idx3-ubyte|tiny-labels-idx1-ubyte|$SH/badmagic-images-idx3-ubyte: bad IDX magic 0x08030000
+tiny-images-idx3-ubyte|short-labels-idx1-ubyte|$SH/short-labels-idx1-ubyte: 9 labels for 10 images in $SH/tiny-images-idx3-ubyte
+tiny-labels-idx1-ubyte|tiny-images-idx3-ubyte|$SH/tiny-images-idx3-ubyte: labels must be integers of rank 1, not rank 3 (images and labels swapped?)
+EOF
+}
+
+@test "IDX of floats is stored f32" {
+	run -0 spirt-shard -d f "$SH/float-images-idx3-ubyte" "$LAB"
+	run -0 bash -c 'spirt-shard -d f --stats | head -n 1'
+	assert_output --partial 'dtype f32 shape 1x4x3'
+}
+
+@test "missing input exits 66, store unchanged and not created" {
+	run -66 --separate-stderr spirt-shard nosuch "$LAB"
+	assert_equal "$stderr" 'spirt-shard: nosuch: No such file or directory'
+	[ ! -e "$SPIRT_STORE" ]
+	seed_store
+	run -66 spirt-shard "$IMG" nosuch
+	run -66 spirt-shard nosuch.csv
+	unchanged
+}
+
+@test "CSV: header or not, gzip, label last, stdin" {
+	for f in tiny.csv tiny-nohdr.csv tiny.csv.gz; do
+		run -0 spirt-shard -s "$f.db" "$SH/$f"
+	done
+	spirt-shard -s last.db --label-col last "$SH/tiny-last.csv"
+	spirt-shard -s stdin.db -f csv - < "$SH/tiny-nohdr.csv"
+	for db in tiny-nohdr.csv.db tiny.csv.gz.db last.db stdin.db; do
+		assert_equal "$(digest "$db")" \
+		    "$(digest tiny.csv.db)"
+	done
+	SPIRT_STORE=tiny.csv.db run -0 shard_col data/train/0/y
+	assert_output '1 0 1 0 1 0'
+	run -0 spirt-store -s tiny.csv.db export data/train/0/x x.npy
+	run -0 "$PYTHON" -c "import numpy as np; print(np.load('x.npy')[0])"
+	assert_output '[ 3.   1.5 -3. ]'
+}
+
+@test "bad CSV exits 65 naming file and line, store unchanged" {
+	seed_store
+	while IFS='|' read -r opt f msg; do
+		run -65 --separate-stderr spirt-shard $opt "$SH/$f"
+		assert_equal "$stderr" "spirt-shard: $SH/$f$msg"
+		unchanged
+	done <<'EOF'
+|ragged.csv|:4: 2 fields, expected 3
+|nonnum.csv|:2: field 3: not a number: "x3"
+|badlabel.csv|:2: label 1.5 is not a class number
+|inf.csv|:2: field 2: not a finite float: "-inf"
+|empty.csv|: no samples
+--label-col=9|tiny.csv|:1: no label column 9 in 4 fields
+--dim=4|tiny.csv|: 3 features per sample, not 4
+--classes=1|tiny.csv|:3: label 1 outside 0..0
+EOF
+	# a first line with a numeric label is data, not a header
+	printf '0,1,x\n1,2,3\n' > typo.csv
+	run -65 --separate-stderr spirt-shard typo.csv
+	assert_equal "$stderr" 'spirt-shard: typo.csv:1: field 3: not a number: "x"'
+	unchanged
+}
+
+@test "LIBSVM: sparse rows densified, --dim" {
+	run -0 spirt-shard -d s "$SH/tiny.svm"
+	run -0 spirt-store export data/s/0/x x.npy
+	run -0 "$PYTHON" -c "
+import numpy as np
+x = np.load('x.npy'); print(x.shape, sorted(x.sum(axis=1).tolist()))"
+	assert_output '(4, 5) [0.0, 0.0, 2.5, 3.0]'
+	run -0 bash -c 'spirt-shard -d s --dim 9 -f libsvm - < '"$SH/tiny.svm"' && spirt-shard -d s --stats | head -n 1'
+	assert_output --partial 'classes 3 features 9 dtype f32 shape 9'
+}
+
+@test "bad LIBSVM exits 65 naming file and line, store unchanged" {
+	seed_store
+	while IFS='|' read -r opt f msg; do
+		run -65 --separate-stderr spirt-shard $opt "$SH/$f"
+		assert_equal "$stderr" "spirt-shard: $SH/$f$msg"
+		unchanged
+	done <<'EOF'
+|unsorted.svm|:2: index 2 after 3: indices must ascend
+|zero.svm|:1: index 0: indices start at 1
+|badtok.svm|:2: bad feature "2=1" (want index:value)
+|negative.svm|:2: negative label -1 (labels are 0..classes-1)
+--dim=4|tiny.svm|:2: index 5 outside 1..4
+--classes=2|tiny.svm|:4: label 2 outside 0..1
+EOF
+}
+
+@test "unknown format exits 64 with a hint" {
+	run -64 --separate-stderr spirt-shard "$SH/rng.exp"
+	assert_equal "$stderr" "spirt-shard: $SH/rng.exp: cannot tell the format from the name
+spirt-shard: hint: name the format with -f"
+	run -64 spirt-shard -f csv "$IMG" "$LAB"
+	[ ! -e "$SPIRT_STORE" ]
+}
+
+@test "--dead spreads a worker's ranges; revision counts" {
+	spirt-shard -n 4 "$IMG" "$LAB"
+	run -0 --separate-stderr spirt-shard -v --dead 1 --stats
+	assert_equal "$stderr" 'spirt-shard: data/train/assign: revision 1'
+	assert_line --index 0 --partial 'shards 4 revision 1'
+	run -0 bash -c 'spirt-shard --stats | grep ^assign'
+	assert_output "$(printf '%s\n' \
+	    'assign worker 0 shard 0 start 0 count 3' \
+	    'assign worker 0 shard 1 start 0 count 1' \
+	    'assign worker 2 shard 1 start 1 count 1' \
+	    'assign worker 2 shard 2 start 0 count 2' \
+	    'assign worker 3 shard 1 start 2 count 1' \
+	    'assign worker 3 shard 3 start 0 count 2')"
+	run -0 bash -c 'spirt-shard --dead 0 --dead 3 --stats | grep ^assign'
+	assert_output "$(printf '%s\n' \
+	    'assign worker 2 shard 0 start 0 count 3' \
+	    'assign worker 2 shard 1 start 0 count 3' \
+	    'assign worker 2 shard 2 start 0 count 2' \
+	    'assign worker 2 shard 3 start 0 count 2')"
+}
+
+@test "--dead: nothing to do warns, exit 0; last worker exits 64" {
+	seed_store
+	run -0 --separate-stderr spirt-shard --dead 7
+	assert_equal "$stderr" 'spirt-shard: warning: data/train/assign: no range of a dead worker: nothing to do'
+	run -0 --separate-stderr spirt-shard -q --dead 7
+	assert_equal "$stderr" ''
+	unchanged
+	run -64 --separate-stderr spirt-shard --dead 0 --dead 1
+	assert_equal "$stderr" 'spirt-shard: data/train/assign: cannot rebalance: no live worker would remain'
+	unchanged
+}
+
+@test "--stats, --dead: missing store or data set exits 66" {
+	run -66 --separate-stderr spirt-shard --stats
+	assert_equal "$stderr" "spirt-shard: $SPIRT_STORE: open data/train: No such file or directory"
+	[ ! -e "$SPIRT_STORE" ]
+	run -66 spirt-shard --dead 1
+	seed_store
+	run -66 --separate-stderr spirt-shard -d nope --stats
+	assert_equal "$stderr" "spirt-shard: $SPIRT_STORE: stats data/nope: no such key"
+	run -66 spirt-shard -d nope --dead 0
+	unchanged
+}
+
+@test "write errors exit 74: stdout full, store map full" {
+	seed_store
+	run -74 bash -c 'spirt-shard --stats > /dev/full'
+	SPIRT_MAPSIZE=64k SPIRT_MAPSIZE_MAX=64k \
+	    run -74 --separate-stderr spirt-shard -s full.db \
+	    "$FMNIST/t10k-images-idx3-ubyte.gz" \
+	    "$FMNIST/t10k-labels-idx1-ubyte.gz"
+	run -0 spirt-store -s full.db ls
+	assert_output ''
+}
+
+@test "Fashion-MNIST: 60000 train in 4 shards, test set, in seconds" {
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no $FMNIST"
+	start=$(date +%s%N)
+	run -0 --separate-stderr spirt-shard -n 4 --seed 1 --stats \
+	    "$FMNIST/train-images-idx3-ubyte.gz" \
+	    "$FMNIST/train-labels-idx1-ubyte.gz"
+	ms=$((($(date +%s%N) - start) / 1000000))
+	assert_line --index 0 'dataset train samples 60000 classes 10 features 784 dtype u8 shape 1x28x28 shards 4 revision 0'
+	assert_line 'shard 3 samples 15000 hist 1500 1485 1499 1502 1498 1456 1527 1473 1501 1559'
+	assert_line 'total samples 60000 hist 6000 6000 6000 6000 6000 6000 6000 6000 6000 6000'
+	[ "$ms" -lt 3000 ] || fail "took $ms ms"
+	run -0 spirt-shard -d test --classes 10 \
+	    "$FMNIST/t10k-images-idx3-ubyte.gz" \
+	    "$FMNIST/t10k-labels-idx1-ubyte.gz"
+	run -0 spirt-store export data/test/0/y y.npy
+	run -0 spirt-store export data/test/0/x x.npy
+	# every (image, label) pair is one of the originals
+	run -0 "$PYTHON" -c "
+import gzip, numpy as np
+def idx(p, off):
+    return np.frombuffer(gzip.open(p).read(), np.uint8, offset=off)
+im = idx('$FMNIST/t10k-images-idx3-ubyte.gz', 16).reshape(-1, 784)
+lb = idx('$FMNIST/t10k-labels-idx1-ubyte.gz', 8)
+x, y = np.load('x.npy').reshape(-1, 784), np.load('y.npy')
+a = {(r.tobytes(), int(l)) for r, l in zip(im, lb)}
+b = {(r.tobytes(), int(l)) for r, l in zip(x, y)}
+print(len(x), a == b, (x[:100] != im[:100]).any())"
+	assert_output '10000 True True'
+}

@@ -1,0 +1,413 @@
+/* test_data.c - unit tests for lib/data: readers, shuffle, split, store */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "data.h"
+#include "store.h"
+
+#define FIX "tests/data/shard/"
+
+static struct spirt_data_opts
+opts(int format)
+{
+	struct spirt_data_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.format = format;
+	return o;
+}
+
+/* reference values from contrib/python/make_shard_fixtures.py (rng.exp) */
+static void
+test_rng(void)
+{
+	static const uint64_t seed0[3] = { 11091344671253066420ULL,
+	    13793997310169335082ULL, 1900383378846508768ULL };
+	static const int perm[10] = { 8, 3, 9, 0, 7, 2, 1, 6, 5, 4 };
+	struct spirt_dataset ds;
+	struct spirt_rng r;
+	unsigned char x[10];
+	int32_t y[10];
+	uint64_t m, v;
+	int i;
+
+	spirt_rng_seed(&r, 0);
+	for (i = 0; i < 3; i++)
+		CHECK(spirt_rng_next(&r) == seed0[i]);
+	for (m = 1; m < 50; m++)
+		for (i = 0; i < 20; i++) {
+			v = spirt_rng_below(&r, m);
+			CHECK(v < m);
+		}
+	CHECK(spirt_rng_below(&r, 0) == 0);
+
+	memset(&ds, 0, sizeof(ds));
+	for (i = 0; i < 10; i++) {
+		x[i] = (unsigned char)i;
+		y[i] = i * 10;
+	}
+	ds.xdtype = SPIRT_U8;
+	ds.n = 10;
+	ds.feat = 1;
+	ds.x = x;
+	ds.y = y;
+	spirt_data_shuffle(&ds, 7);
+	for (i = 0; i < 10; i++) {
+		CHECK(x[i] == perm[i]);
+		CHECK(y[i] == perm[i] * 10);
+	}
+}
+
+static void
+test_split(void)
+{
+	size_t c[7], n, k, i, sum;
+
+	spirt_data_split(c, 10, 3);
+	CHECK(c[0] == 4 && c[1] == 3 && c[2] == 3);
+	spirt_data_split(c, 9, 3);
+	CHECK(c[0] == 3 && c[1] == 3 && c[2] == 3);
+	for (n = 7; n < 40; n++)
+		for (k = 1; k <= 7; k++) {
+			spirt_data_split(c, n, k);
+			for (i = sum = 0; i < k; i++) {
+				sum += c[i];
+				CHECK(c[i] == c[0] || c[i] + 1 == c[0]);
+			}
+			CHECK(sum == n);
+		}
+}
+
+static void
+test_idx(void)
+{
+	const char *plain[2] = { FIX "tiny-images-idx3-ubyte",
+	    FIX "tiny-labels-idx1-ubyte" };
+	const char *gz[2] = { FIX "tiny-images-idx3-ubyte.gz",
+	    FIX "tiny-labels-idx1-ubyte.gz" };
+	const char *bad[2] = { FIX "trunc-images-idx3-ubyte.gz",
+	    FIX "tiny-labels-idx1-ubyte" };
+	struct spirt_data_opts o = opts(SPIRT_FMT_AUTO);
+	struct spirt_dataset a, b;
+	struct spirt_data_err err;
+	char buf[256];
+	const unsigned char *x;
+
+	CHECK_RC(spirt_data_read(&a, &err, plain, 2, &o));
+	CHECK_RC(spirt_data_read(&b, &err, gz, 2, &o));
+	CHECK(a.n == 10 && a.feat == 12 && a.xdtype == SPIRT_U8);
+	CHECK(a.rank == 4 && a.dims[0] == 10 && a.dims[1] == 1 &&
+	    a.dims[2] == 4 && a.dims[3] == 3);
+	CHECK(a.nclasses == 3);
+	x = a.x;
+	CHECK(x[12 * 5 + 7] == 57 && a.y[5] == 2);
+	CHECK(b.n == a.n && memcmp(a.x, b.x, 120) == 0 &&
+	    memcmp(a.y, b.y, 40) == 0);
+	spirt_dataset_free(&a);
+	spirt_dataset_free(&b);
+
+	CHECK_EQ_RC(spirt_data_read(&a, &err, bad, 2, &o), SPIRT_ETRUNC);
+	CHECK(a.x == NULL && a.y == NULL);
+	spirt_data_errstr(buf, sizeof(buf), &err, SPIRT_ETRUNC);
+	CHECK(strcmp(buf, FIX "trunc-images-idx3-ubyte.gz: "
+	    "truncated gzip data") == 0);
+
+	bad[0] = FIX "short-images-idx3-ubyte";
+	CHECK_EQ_RC(spirt_data_read(&a, &err, bad, 2, &o), SPIRT_ETRUNC);
+	CHECK(err.has_record && err.record == 8);
+	bad[0] = FIX "badmagic-images-idx3-ubyte";
+	CHECK_EQ_RC(spirt_data_read(&a, &err, bad, 2, &o), SPIRT_EMAGIC);
+	bad[0] = FIX "long-images-idx3-ubyte";
+	CHECK_EQ_RC(spirt_data_read(&a, &err, bad, 2, &o), SPIRT_EDATA);
+	bad[0] = plain[0];
+	bad[1] = FIX "short-labels-idx1-ubyte";
+	CHECK_EQ_RC(spirt_data_read(&a, &err, bad, 2, &o), SPIRT_ESHAPE);
+	CHECK(strcmp(err.file, bad[1]) == 0);
+	bad[1] = FIX "no-such-file";
+	CHECK_EQ_RC(spirt_data_read(&a, &err, bad, 2, &o), ENOENT);
+	o.classes = 2;
+	CHECK_EQ_RC(spirt_data_read(&a, &err, plain, 2, &o), SPIRT_EDATA);
+	CHECK(err.has_record && err.record == 2);
+	spirt_data_errstr(buf, sizeof(buf), &err, SPIRT_EDATA);
+	CHECK(strcmp(buf, FIX "tiny-labels-idx1-ubyte: record 2: "
+	    "label 2 outside 0..1") == 0);
+
+	/* float IDX images become f32 */
+	bad[0] = FIX "float-images-idx3-ubyte";
+	bad[1] = plain[1];
+	o.classes = 0;
+	CHECK_RC(spirt_data_read(&a, &err, bad, 2, &o));
+	CHECK(a.xdtype == SPIRT_F32 && ((float *)a.x)[13] == 5.5f);
+	spirt_dataset_free(&a);
+}
+
+static void
+test_csv(void)
+{
+	static const char *const names[] = { FIX "tiny.csv",
+	    FIX "tiny-nohdr.csv", FIX "tiny.csv.gz", FIX "tiny-last.csv" };
+	struct spirt_data_opts o = opts(SPIRT_FMT_AUTO);
+	struct spirt_dataset ds;
+	struct spirt_data_err err;
+	const char *p[1];
+	size_t i;
+	float *x;
+
+	for (i = 0; i < 4; i++) {
+		p[0] = names[i];
+		o.label_col = i == 3 ? SPIRT_LABEL_LAST : 0;
+		CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+		CHECK(ds.n == 6 && ds.feat == 3 && ds.xdtype == SPIRT_F32);
+		CHECK(ds.rank == 2 && ds.dims[1] == 3 && ds.nclasses == 2);
+		x = ds.x;
+		CHECK(ds.n == 6 && x[3 * 5] == 5 && x[3 * 5 + 1] == 2.5f &&
+		    x[3 * 5 + 2] == -5 && ds.y[5] == 1 && ds.y[4] == 0);
+		spirt_dataset_free(&ds);
+	}
+	o.label_col = 0;
+	p[0] = FIX "ragged.csv";
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 4);
+	p[0] = FIX "nonnum.csv";
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 2 && strstr(err.msg, "\"x3\""));
+	p[0] = FIX "badlabel.csv";
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 2);
+	p[0] = FIX "inf.csv";
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_ENAN);
+	p[0] = FIX "empty.csv";
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	p[0] = FIX "tiny.csv";
+	o.dim = 4;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_ESHAPE);
+	o.dim = 0;
+	o.label_col = 7;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(ds.x == NULL);
+}
+
+static void
+test_libsvm(void)
+{
+	struct spirt_data_opts o = opts(SPIRT_FMT_AUTO);
+	struct spirt_dataset ds;
+	struct spirt_data_err err;
+	const char *p[1] = { FIX "tiny.svm" };
+	static const float want[4 * 5] = {
+		0.5f, 0, 2, 0, 0,
+		0, 1, 0, 0, -1,
+		0, 0, 0, 3, 0,
+		0, 0, 0, 0, 0 };
+	static const int32_t wy[4] = { 1, 0, 2, 1 };
+	float *x;
+	int i;
+
+	CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+	CHECK(ds.n == 4 && ds.feat == 5 && ds.nclasses == 3);
+	if (ds.n == 4 && ds.feat == 5) {
+		check_close("libsvm x", ds.x, want, 20, 0, 0);
+		CHECK(memcmp(ds.y, wy, sizeof(wy)) == 0);
+	}
+	spirt_dataset_free(&ds);
+	o.dim = 8;
+	CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+	x = ds.x;
+	CHECK(ds.feat == 8 && x[8 + 4] == -1 && x[8 + 5] == 0);
+	spirt_dataset_free(&ds);
+	o.dim = 4;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 2);
+	o.dim = 0;
+	p[0] = FIX "unsorted.svm";
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 2);
+	p[0] = FIX "zero.svm";
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	p[0] = FIX "badtok.svm";
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	p[0] = FIX "negative.svm";
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	p[0] = FIX "rng.exp";
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EINVAL);
+	for (i = 0; i < 1; i++)
+		CHECK(ds.x == NULL);
+}
+
+static void
+test_names(void)
+{
+	CHECK(spirt_data_format_guess("a/train-images-idx3-ubyte.gz") ==
+	    SPIRT_FMT_IDX);
+	CHECK(spirt_data_format_guess("x.csv") == SPIRT_FMT_CSV);
+	CHECK(spirt_data_format_guess("x.csv.gz") == SPIRT_FMT_CSV);
+	CHECK(spirt_data_format_guess("x.libsvm") == SPIRT_FMT_LIBSVM);
+	CHECK(spirt_data_format_guess("x.txt") == SPIRT_FMT_AUTO);
+	CHECK(spirt_data_format_guess("-") == SPIRT_FMT_AUTO);
+	CHECK(spirt_data_format_parse("svmlight") == SPIRT_FMT_LIBSVM);
+	CHECK(spirt_data_format_parse("npy") == SPIRT_FMT_AUTO);
+	CHECK(spirt_data_name_check("train") == 0);
+	CHECK(spirt_data_name_check("test-1.v2_x") == 0);
+	CHECK(spirt_data_name_check("") != 0);
+	CHECK(spirt_data_name_check(".x") != 0);
+	CHECK(spirt_data_name_check("a/b") != 0);
+	CHECK(spirt_data_name_check("a b") != 0);
+}
+
+static int
+rows_eq(const int64_t *got, size_t n, const int64_t *want, size_t m)
+{
+	return n == m && memcmp(got, want, 4 * n * sizeof(int64_t)) == 0;
+}
+
+static void
+test_rebalance(void)
+{
+	static const int64_t rows[] = {
+		0, 0, 0, 10,  1, 1, 0, 10,  2, 2, 0, 9,  3, 3, 0, 11 };
+	static const int64_t dead1[] = { 1 }, dead13[] = { 3, 1 };
+	static const int64_t want1[] = {
+		0, 0, 0, 10,  0, 1, 0, 4,
+		2, 1, 4, 3,  2, 2, 0, 9,
+		3, 1, 7, 3,  3, 3, 0, 11 };
+	/* rows of 1 and 3 (10 and 11) over 0 and 2 */
+	static const int64_t want13[] = {
+		0, 0, 0, 10,  0, 1, 0, 5,  0, 3, 0, 6,
+		2, 1, 5, 5,  2, 2, 0, 9,  2, 3, 6, 5 };
+	/* a remainder moves the next extra sample on to the next worker */
+	static const int64_t odd[] = { 0, 0, 0, 1,  1, 1, 0, 1,  2, 2, 0, 1,
+		3, 3, 0, 1 };
+	static const int64_t dead01[] = { 0, 1 };
+	static const int64_t wanto[] = { 2, 0, 0, 1,  2, 2, 0, 1,
+		3, 1, 0, 1,  3, 3, 0, 1 };
+	static const int64_t all[] = { 0, 1, 2, 3 }, none[] = { 7 };
+	static const int64_t merge[] = { 0, 0, 0, 4,  1, 0, 4, 4 };
+	static const int64_t wantm[] = { 0, 0, 0, 8 };
+	static const int64_t neg[] = { 0, 0, -1, 4 };
+	int64_t *out;
+	size_t n;
+
+	CHECK_RC(spirt_assign_rebalance(&out, &n, rows, 4, dead1, 1));
+	CHECK(rows_eq(out, n, want1, 6));
+	free(out);
+	CHECK_RC(spirt_assign_rebalance(&out, &n, rows, 4, dead13, 2));
+	CHECK(rows_eq(out, n, want13, 6));
+	free(out);
+	CHECK_RC(spirt_assign_rebalance(&out, &n, odd, 4, dead01, 2));
+	CHECK(rows_eq(out, n, wanto, 4));
+	free(out);
+	CHECK_EQ_RC(spirt_assign_rebalance(&out, &n, rows, 4, all, 4),
+	    SPIRT_EINVAL);
+	CHECK_EQ_RC(spirt_assign_rebalance(&out, &n, rows, 4, none, 1),
+	    SPIRT_EDONE);
+	CHECK(out == NULL && n == 0);
+	CHECK_RC(spirt_assign_rebalance(&out, &n, merge, 2, dead1, 1));
+	CHECK(rows_eq(out, n, wantm, 1));
+	free(out);
+	CHECK_EQ_RC(spirt_assign_rebalance(&out, &n, neg, 1, none, 1),
+	    SPIRT_EDATA);
+}
+
+static int
+count_keys(void *arg, const char *key, const void *val, size_t len)
+{
+	(void)key;
+	(void)val;
+	(void)len;
+	++*(int *)arg;
+	return 0;
+}
+
+static int
+nkeys(struct spirt_store *s, const char *prefix)
+{
+	struct spirt_txn *t;
+	int n = 0;
+
+	CHECK_RC(spirt_txn_begin(&t, s, SPIRT_TXN_RDONLY));
+	CHECK_RC(spirt_store_list(t, prefix, count_keys, &n));
+	spirt_txn_abort(t);
+	return n;
+}
+
+static void
+test_store(void)
+{
+	const char *plain[2] = { FIX "tiny-images-idx3-ubyte",
+	    FIX "tiny-labels-idx1-ubyte" };
+	struct spirt_data_opts o = opts(SPIRT_FMT_AUTO);
+	struct spirt_data_stats st;
+	struct spirt_dataset ds;
+	struct spirt_data_err err;
+	struct spirt_store *s;
+	char dir[] = "/tmp/spirt-test-data.XXXXXX", path[64];
+	static const int64_t d0[] = { 0 };
+	uint64_t rev;
+	int64_t k, c, sum;
+
+	if (mkdtemp(dir) == NULL) {
+		perror("mkdtemp");
+		check_failed = 1;
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/db", dir);
+	CHECK_RC(spirt_store_open(&s, path, SPIRT_STORE_CREATE |
+	    SPIRT_STORE_NOSYNC));
+	CHECK_RC(spirt_data_read(&ds, &err, plain, 2, &o));
+	CHECK_EQ_RC(spirt_data_store(s, "t", &ds, 11), SPIRT_EINVAL);
+	CHECK_EQ_RC(spirt_data_store(s, "a/b", &ds, 1), SPIRT_EINVAL);
+	CHECK(nkeys(s, "") == 0);
+	CHECK_RC(spirt_data_store(s, "t", &ds, 4));
+	CHECK(nkeys(s, "data/t/") == 2 + 4 * 2);
+	CHECK_RC(spirt_data_store(s, "t2", &ds, 1));
+	CHECK_RC(spirt_data_store(s, "t", &ds, 3));     /* stale keys go */
+	CHECK(nkeys(s, "data/t/") == 2 + 3 * 2);
+	CHECK(nkeys(s, "data/t2/") == 4);
+
+	CHECK_RC(spirt_data_stats(&st, s, "t"));
+	CHECK(st.nshards == 3 && st.nsamples == 10 && st.nclasses == 3 &&
+	    st.features == 12 && st.xdtype == SPIRT_U8 && st.xrank == 4);
+	CHECK(st.counts && st.counts[0] == 4 && st.counts[2] == 3);
+	for (c = 0; st.hist && c < 3; c++) {
+		for (k = sum = 0; k < 3; k++)
+			sum += st.hist[k * 3 + c];
+		CHECK(sum == (c == 0 ? 4 : 3));
+	}
+	CHECK(st.nassign == 3 && st.revision == 0);
+	spirt_data_stats_free(&st);
+
+	CHECK_RC(spirt_data_rebalance(s, "t", d0, 1, &rev));
+	CHECK(rev == 1);
+	CHECK_EQ_RC(spirt_data_rebalance(s, "t", d0, 1, &rev), SPIRT_EDONE);
+	CHECK_RC(spirt_data_stats(&st, s, "t"));
+	CHECK(st.revision == 1 && st.nassign == 4);
+	spirt_data_stats_free(&st);
+	CHECK_EQ_RC(spirt_data_stats(&st, s, "none"), SPIRT_ENOTFOUND);
+	CHECK_EQ_RC(spirt_data_rebalance(s, "none", d0, 1, &rev),
+	    SPIRT_ENOTFOUND);
+
+	spirt_dataset_free(&ds);
+	spirt_store_close(s);
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	if (system(path) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
+int
+main(void)
+{
+	test_rng();
+	test_split();
+	test_names();
+	test_idx();
+	test_csv();
+	test_libsvm();
+	test_rebalance();
+	test_store();
+	CHECK_DONE();
+}
