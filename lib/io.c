@@ -125,9 +125,21 @@ int
 spirt_publish_open(struct spirt_publish *p, const char *path, int mode)
 {
 	size_t n = strlen(path) + 32;
+	struct stat st;
 
 	memset(p, 0, sizeof *p);
 	p->fd = -1;
+	/*
+	 * A device, FIFO or socket (/dev/null, /dev/stdout, a named pipe) is
+	 * written in place: renaming a file over it would replace it.
+	 */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if (S_ISDIR(st.st_mode))
+			return EISDIR;
+		if ((p->fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+			return errno;
+		return 0;
+	}
 	if (!(p->path = strdup(path)) || !(p->tmp = malloc(n))) {
 		free(p->path);
 		return ENOMEM;
@@ -149,6 +161,11 @@ spirt_publish_commit(struct spirt_publish *p)
 {
 	int rc = 0;
 
+	if (!p->tmp) {          /* written in place */
+		rc = close(p->fd) < 0 ? errno : 0;
+		p->fd = -1;
+		return rc;
+	}
 	if (fsync(p->fd) < 0)
 		rc = errno;
 	if (close(p->fd) < 0 && !rc)

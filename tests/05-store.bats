@@ -344,3 +344,15 @@ teardown() {
 		umount "$BATS_TEST_TMPDIR/small"
 	return 0
 }
+
+@test "export to a device or FIFO writes in place, never replaces it" {
+	seed_store
+	run -0 spirt-store export model/m@5 /dev/null
+	[ -c /dev/null ]
+	mkfifo f
+	cat f > fromfifo.npy &
+	run -0 spirt-store export model/m@5 f
+	wait
+	[ -p f ]
+	run -0 "$PYTHON" -c "import numpy as np; assert np.load('fromfifo.npy').shape == (3, 4)"
+}
