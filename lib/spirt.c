@@ -32,6 +32,8 @@ static const char *const msgs[] = {
 	[SPIRT_EMODEL - SPIRT_EOF]    = "malformed model spec",
 	[SPIRT_EDATA - SPIRT_EOF]     = "malformed input data",
 	[SPIRT_EBUG - SPIRT_EOF]      = "internal error",
+	[SPIRT_EENV - SPIRT_EOF]      =
+	    "bad value of SPIRT_SYNC, SPIRT_MAPSIZE or SPIRT_MAPSIZE_MAX",
 };
 
 const char *
@@ -85,7 +87,7 @@ spirt_exit(int rc)
 		return SPIRT_EX_CANTCREAT;
 	case SPIRT_EFULL:
 		return SPIRT_EX_IOERR;
-	case SPIRT_EURL: case SPIRT_EKEY: case SPIRT_EINVAL:
+	case SPIRT_EURL: case SPIRT_EKEY: case SPIRT_EINVAL: case SPIRT_EENV:
 		return SPIRT_EX_USAGE;
 	case SPIRT_ENOTSUP:
 		return SPIRT_EX_UNAVAILABLE;

@@ -61,6 +61,7 @@ enum {
 	SPIRT_EMODEL,           /* malformed model spec */
 	SPIRT_EDATA,            /* malformed input data (generic) */
 	SPIRT_EBUG,             /* internal invariant violated */
+	SPIRT_EENV,             /* bad SPIRT_* environment variable value */
 	SPIRT_ELAST
 };
 

@@ -56,7 +56,35 @@ envsize(const char *name, uint64_t def, uint64_t *out)
 	if (!v || !*v)
 		return 0;
 	return spirt_parse_size(out, v, 1 << 16, UINT64_MAX >> 1) ?
-	    SPIRT_EINVAL : 0;
+	    SPIRT_EENV : 0;
+}
+
+/*
+ * Durability of commits: $SPIRT_SYNC or the NOSYNC open flag.
+ *   full  LMDB's default: data and meta page synced at every commit.
+ *   meta  MDB_NOMETASYNC: one sync per commit; a power loss may undo the
+ *         last commit(s), never corrupts the store.
+ *   none  MDB_NOSYNC: no sync; a crash of the process loses nothing, a
+ *         power loss or kernel crash can lose recent commits and, as LMDB
+ *         warns, may corrupt the store.
+ */
+static int
+syncflags(unsigned *envflags, unsigned flags)
+{
+	const char *v = getenv("SPIRT_SYNC");
+
+	*envflags = 0;
+	if (flags & SPIRT_STORE_NOSYNC)
+		*envflags = MDB_NOSYNC;
+	else if (!v || !*v || !strcmp(v, "full"))
+		*envflags = 0;
+	else if (!strcmp(v, "meta"))
+		*envflags = MDB_NOMETASYNC;
+	else if (!strcmp(v, "none"))
+		*envflags = MDB_NOSYNC;
+	else
+		return SPIRT_EENV;
+	return 0;
 }
 
 int
@@ -69,6 +97,7 @@ spirt_store_open(struct spirt_store **out, const char *loc, unsigned flags)
 	uint64_t mapsize;
 	char *data = NULL;
 	size_t n;
+	unsigned envflags = 0;
 	int rc;
 
 	*out = NULL;
@@ -112,9 +141,10 @@ spirt_store_open(struct spirt_store **out, const char *loc, unsigned flags)
 	/* many functions may read at once (xargs -P, FaaS runners) */
 	if ((rc = mdb_env_set_maxreaders(s->env, 1022)))
 		goto fail;
-	if ((rc = mdb_env_open(s->env, loc,
-	    (flags & SPIRT_STORE_RDONLY ? MDB_RDONLY : 0) |
-	    (flags & SPIRT_STORE_NOSYNC ? MDB_NOSYNC : 0) | MDB_NORDAHEAD,
+	if ((rc = syncflags(&envflags, flags)))
+		goto fail;
+	if ((rc = mdb_env_open(s->env, loc, envflags |
+	    (flags & SPIRT_STORE_RDONLY ? MDB_RDONLY : 0) | MDB_NORDAHEAD,
 	    0644)))
 		goto fail;
 	/* keep a larger map another process already grew to */

@@ -356,3 +356,16 @@ teardown() {
 	[ -p f ]
 	run -0 "$PYTHON" -c "import numpy as np; assert np.load('fromfifo.npy').shape == (3, 4)"
 }
+
+@test "SPIRT_SYNC full, meta and none commit; a bad value is 64" {
+	mknpy a.npy 'np.arange(5, dtype=np.float32)'
+	for m in full meta none; do
+		SPIRT_SYNC=$m run -0 spirt-store import "k$m" a.npy
+	done
+	run -0 spirt-store ls
+	assert_equal "${#lines[@]}" 3
+	SPIRT_SYNC=fast run -64 --separate-stderr spirt-store ls
+	assert_equal "$stderr" \
+	    "spirt-store: $SPIRT_STORE: bad value of SPIRT_SYNC, SPIRT_MAPSIZE or SPIRT_MAPSIZE_MAX"
+	SPIRT_MAPSIZE=12x run -64 spirt-store ls
+}
