@@ -1,8 +1,29 @@
 # mk/model.mk - build fragment for the model tools (included by Makefile)
-MODEL_LIBHDR =
-MODEL_LIBOBJ =
-MODEL_BIN =
-MODEL_MAN1 =
-MODEL_MAN5 =
-MODEL_UNIT =
-MODEL_BENCH =
+# OpenBLAS is dlopen()ed by lib/blas.c (spirt-grad(1) says why), so the
+# tools link libdl, not BLAS_LIBS.
+DL_LIBS = -ldl
+MODEL_LIBHDR = lib/blas.h lib/model.h lib/grad.h
+MODEL_LIBOBJ = lib/blas.o lib/model.o lib/grad.o
+MODEL_BIN = spirt-init spirt-grad spirt-eval
+MODEL_MAN1 = man/spirt-init.1 man/spirt-grad.1 man/spirt-eval.1
+MODEL_MAN5 = man/spirt-model.5
+MODEL_UNIT = tests/unit/test_blas tests/unit/test_model
+MODEL_BENCH = bench/grad_bench
+
+spirt-init: cmd/spirt-init.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-init.o lib/libspirt.a $(BASE_LIBS)
+spirt-grad: cmd/spirt-grad.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-grad.o lib/libspirt.a $(BASE_LIBS) $(DL_LIBS)
+spirt-eval: cmd/spirt-eval.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-eval.o lib/libspirt.a $(BASE_LIBS) $(DL_LIBS)
+cmd/spirt-init.o cmd/spirt-grad.o cmd/spirt-eval.o: $(LIBHDR) config.mk
+
+tests/unit/test_blas: tests/unit/test_blas.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_blas.o lib/libspirt.a $(BASE_LIBS) $(DL_LIBS)
+tests/unit/test_model: tests/unit/test_model.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_model.o lib/libspirt.a $(BASE_LIBS) $(DL_LIBS)
+tests/unit/test_blas.o tests/unit/test_model.o: tests/unit/check.h $(LIBHDR)
+
+bench/grad_bench: bench/grad_bench.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/grad_bench.o lib/libspirt.a $(BASE_LIBS) $(DL_LIBS)
+bench/grad_bench.o: $(LIBHDR)

@@ -1,0 +1,178 @@
+/* grad_bench.c - forward+backward time per minibatch, and sgemm alone */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blas.h"
+#include "model.h"
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int
+cmpd(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double
+median(double *t, int n)
+{
+	qsort(t, (size_t)n, sizeof *t, cmpd);
+	return t[n / 2];
+}
+
+/* sgemm calls of one dense step (forward, dweight, dinp), timed alone */
+static double
+gemm_only(const struct spirt_model *m, size_t B, float *A, float *Bm,
+    float *C)
+{
+	double t0 = now();
+	int i;
+
+	for (i = 0; i < m->nlayers; i++) {
+		size_t in = m->layer[i].in, out = m->layer[i].out;
+		spirt_sgemm(0, 1, B, out, in, 1, A, in, Bm, in, 1, C, out);
+		spirt_sgemm(1, 0, out, in, B, 1, A, out, Bm, in, 0, C, in);
+		if (i > 0)
+			spirt_sgemm(0, 0, B, in, out, 1, A, out, Bm, in, 0, C,
+			    in);
+	}
+	return now() - t0;
+}
+
+static void
+bench(const char *spec, size_t B, int reps)
+{
+	struct spirt_model m;
+	struct spirt_ws *ws;
+	struct spirt_sm64 r;
+	float *p, *g, *x, *A, *Bm, *C;
+	int32_t *y;
+	double *t, *tg, flops, ms, gms;
+	size_t i, big = 0;
+	int k;
+
+	if (spirt_model_parse(&m, spec) != 0 ||
+	    spirt_ws_new(&ws, &m, B, SPIRT_WS_TRAIN) != 0) {
+		fprintf(stderr, "grad_bench: %s: cannot set up\n", spec);
+		exit(70);
+	}
+	p = malloc(m.nparams * 4);
+	g = malloc(m.nparams * 4);
+	t = malloc((size_t)reps * sizeof *t);
+	tg = malloc((size_t)reps * sizeof *tg);
+	spirt_model_init(&m, p, 1);
+	spirt_sm64_seed(&r, 2);
+	x = spirt_ws_input(ws);
+	y = spirt_ws_labels(ws);
+	for (i = 0; i < B * m.nin; i++)
+		x[i] = (float)spirt_sm64_uniform(&r);
+	for (i = 0; i < B; i++)
+		y[i] = (int32_t)spirt_sm64_below(&r, m.nclass);
+	for (k = 0; k < 5; k++) {                       // warm up
+		spirt_model_forward(ws, &m, p, B);
+		spirt_model_backward(ws, &m, p, g, B);
+	}
+	for (k = 0; k < reps; k++) {
+		double t0 = now();
+		spirt_model_forward(ws, &m, p, B);
+		spirt_model_backward(ws, &m, p, g, B);
+		t[k] = now() - t0;
+	}
+	ms = 1e3 * median(t, reps);
+	// forward + dweight + dinput (not for the first layer) ~ 3x forward
+	flops = 0;
+	for (k = 0; k < m.nlayers; k++) {
+		const struct spirt_layer *l = &m.layer[k];
+		double f = l->kind == SPIRT_LAYER_CONV ? 2.0 * (double)(l->OC *
+		    l->OH * l->OW * l->C * l->k * l->k) : 2.0 * (double)(l->in *
+		    l->out);
+		flops += (k == 0 ? 2 : 3) * f * (double)B;
+	}
+	printf("spirt %s batch=%zu fwdbwd_ms=%.4f gflops=%.2f", spec, B, ms,
+	    flops / (ms * 1e6));
+	if (m.kind != SPIRT_CNN) {
+		for (k = 0; k < m.nlayers; k++) {
+			size_t s = (m.layer[k].in + B) * m.layer[k].out +
+			    B * m.layer[k].in;
+			if (s > big)
+				big = s;
+		}
+		A = calloc(big, 4);
+		Bm = calloc(big, 4);
+		C = calloc(big, 4);
+		for (k = 0; k < 5; k++)
+			gemm_only(&m, B, A, Bm, C);
+		for (k = 0; k < reps; k++)
+			tg[k] = gemm_only(&m, B, A, Bm, C);
+		gms = 1e3 * median(tg, reps);
+		printf(" sgemm_ms=%.4f sgemm_gflops=%.2f", gms,
+		    flops / (gms * 1e6));
+		free(A), free(Bm), free(C);
+	}
+	printf("\n");
+	spirt_ws_free(ws);
+	free(p), free(g), free(t), free(tg);
+}
+
+/* "--exec N cmd ...": median wall time of N whole runs of cmd */
+static int
+exec_bench(int n, char **cmd)
+{
+	double *t = malloc((size_t)n * sizeof *t);
+	int i, st;
+	pid_t pid;
+
+	for (i = 0; i < n; i++) {
+		double t0 = now();
+		if ((pid = fork()) == 0) {
+			execvp(cmd[0], cmd);
+			_exit(127);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) ||
+		    WEXITSTATUS(st) != 0) {
+			fprintf(stderr, "grad_bench: %s failed\n", cmd[0]);
+			return 1;
+		}
+		t[i] = now() - t0;
+	}
+	printf("exec_ms=%.3f\n", 1e3 * median(t, n));
+	free(t);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	int reps;
+
+	if (argc > 3 && strcmp(argv[1], "--exec") == 0)
+		return exec_bench(atoi(argv[2]) > 0 ? atoi(argv[2]) : 1,
+		    argv + 3);
+	reps = argc > 1 ? atoi(argv[1]) : 200;
+
+	if (reps < 3)
+		reps = 3;
+	if (spirt_blas_init(1) != 0) {
+		fprintf(stderr, "grad_bench: %s\n", spirt_blas_error());
+		return 69;
+	}
+	printf("core %s (%s)\n", spirt_blas_corename(),
+	    spirt_blas_source_name());
+	bench("mlp:784-256-128-10", 64, reps);
+	bench("mlp:784-256-128-10", 256, reps);
+	bench("cnn:1x28x28-32-64-10", 64, reps / 4 + 3);
+	return 0;
+}

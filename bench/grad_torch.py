@@ -1,0 +1,56 @@
+#!/usr/bin/python3
+# grad_torch.py - PyTorch's forward+backward per minibatch, one thread, on
+# the models bench/grad_bench times; same output format.  Run it with the
+# OPENBLAS_CORETYPE spirt uses (bench/grad.sh does), so both sides use the
+# same OpenBLAS kernels.
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.set_num_threads(1)
+reps = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(784, 256), nn.Linear(256, 128)
+        self.fc3 = nn.Linear(128, 10)
+
+    def forward(self, x):
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(1, 32, 5), nn.Conv2d(32, 64, 5)
+        self.fc1 = nn.Linear(1024, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x.view(-1, 1, 28, 28))), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc1(torch.flatten(x, 1))
+
+
+def bench(name, net, batch, n):
+    x = torch.rand(batch, 784)
+    y = torch.randint(0, 10, (batch,))
+    t = []
+    for i in range(n + 5):
+        t0 = time.perf_counter()
+        net.zero_grad(set_to_none=True)
+        F.cross_entropy(net(x), y).backward()
+        if i >= 5:
+            t.append(time.perf_counter() - t0)
+    t.sort()
+    print("torch %s batch=%d fwdbwd_ms=%.4f" % (name, batch,
+                                               1e3 * t[len(t) // 2]))
+
+
+bench("mlp:784-256-128-10", MLP(), 64, reps)
+bench("mlp:784-256-128-10", MLP(), 256, reps)
+bench("cnn:1x28x28-32-64-10", CNN(), 64, reps // 4 + 3)

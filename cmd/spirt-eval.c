@@ -1,0 +1,146 @@
+/* spirt-eval.c - loss and accuracy of a stored model on a data set */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "blas.h"
+#include "grad.h"
+#include "store.h"
+#include "tool.h"
+
+#define USAGE \
+"usage: spirt-eval [-qVv] [-b batch] [-d dataset] [-j threads] [-m model]\n" \
+"       [-s store] [-t step]\n"
+
+static _Noreturn void
+usage(int code)
+{
+	fputs(USAGE, code ? stderr : stdout);
+	if (!code)
+		fputs("\n"
+		    "  -b, --batch N      samples per forward pass "
+		    "(default 256)\n"
+		    "  -d, --dataset NAME data set (default test)\n"
+		    "  -j, --threads N    OpenBLAS threads (default 1)\n"
+		    "  -m, --model NAME   model name (key model/NAME@step)\n"
+		    "  -s, --store PATH   store (default $SPIRT_STORE or "
+		    "./spirt.db)\n"
+		    "  -t, --step N       model step (default the latest)\n"
+		    "  -q, --quiet        no warnings\n"
+		    "  -v, --verbose      say which OpenBLAS core runs\n"
+		    "  -h, --help         this help\n"
+		    "  -V, --version      print version and OpenBLAS core\n",
+		    stdout);
+	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+}
+
+static _Noreturn void
+version(void)
+{
+	printf("%s %s\n", progname, SPIRT_VERSION);
+	if (spirt_blas_init(1) == 0)
+		printf("OpenBLAS core %s (%s): %s\n", spirt_blas_corename(),
+		    spirt_blas_source_name(), spirt_blas_config());
+	else
+		printf("OpenBLAS not loaded (%s): reference kernels\n",
+		    spirt_blas_error());
+	exit(fshut_stdout(0));
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "batch", required_argument, NULL, 'b' },
+		{ "dataset", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "model", required_argument, NULL, 'm' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "step", required_argument, NULL, 't' },
+		{ "store", required_argument, NULL, 's' },
+		{ "threads", required_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct spirt_eval_result r;
+	struct spirt_grad_ctx *c;
+	struct spirt_store *s;
+	struct spirt_txn *txn;
+	const char *batch = NULL, *ds = NULL, *threads = NULL, *model = NULL;
+	const char *store = NULL, *step = NULL, *act;
+	uint64_t t = 0;
+	size_t k;
+	int ch, rc, n;
+
+	progname = "spirt-eval";
+	checkfds();
+
+	while ((ch = getopt_long(argc, argv, "b:d:hj:m:qs:t:Vv", lo, NULL))
+	    != -1)
+		switch (ch) {
+		case 'b': batch = optarg; break;
+		case 'd': ds = optarg; break;
+		case 'h': usage(0);
+		case 'j': threads = optarg; break;
+		case 'm': model = optarg; break;
+		case 'q': spirt_quiet = 1; break;
+		case 's': store = optarg; break;
+		case 't': step = optarg; break;
+		case 'V': version();
+		case 'v': spirt_verbose++; break;
+		default: usage(1);
+		}
+	if (argc != optind)
+		usage(1);
+	if ((model = opt_env(model, "SPIRT_MODEL", NULL)) == NULL)
+		usage(1);
+	if (step != NULL)
+		t = eparse_u64("-t", step, 0, UINT64_MAX - 1);
+	ds = opt_env(ds, "SPIRT_DATASET_TEST", "test");
+	store = store ? store : spirt_store_default();
+
+	n = (int)eparse_i64("-j", opt_env(threads, "SPIRT_THREADS", "1"), 1,
+	    1024);
+	if (spirt_blas_init(n) != 0)
+		warning("OpenBLAS: %s: using the slow reference kernels",
+		    spirt_blas_error());
+	else if (spirt_verbose)
+		info("OpenBLAS core %s (%s), %d thread%s",
+		    spirt_blas_corename(), spirt_blas_source_name(), n,
+		    n == 1 ? "" : "s");
+	if ((rc = spirt_grad_ctx_new(&c, 0)) != 0)
+		dierc(rc, "context");
+
+	if ((rc = spirt_store_open(&s, store, SPIRT_STORE_RDONLY)) != 0)
+		dierc(rc, "%s", store);
+	act = store;
+	if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)) != 0)
+		goto out_store;
+	act = model;
+	if (step == NULL && (rc = spirt_model_latest(txn, model, &t)) != 0)
+		goto out_txn;
+	rc = spirt_eval_run(c, txn, model, t, ds, (size_t)eparse_u64("-b",
+	    opt_env(batch, "SPIRT_EVAL_BATCH", "256"), 1, 1 << 16), &r);
+	if (rc != 0)
+		goto out_txn;
+	printf("model=%s\nspec=%s\nstep=%" PRIu64 "\ndataset=%s\n"
+	    "samples=%" PRIu64 "\nloss=%.6f\naccuracy=%.4f\n", model, r.spec,
+	    r.step, ds, r.samples, r.loss, r.samples ?
+	    (double)r.correct / (double)r.samples : 0.0);
+	for (k = 0; k < r.nclass; k++)
+		printf("accuracy.%zu=%.4f\n", k, r.class_total[k] ?
+		    (double)r.class_correct[k] / (double)r.class_total[k] :
+		    0.0);
+	spirt_eval_result_free(&r);
+out_txn:
+	spirt_txn_abort(txn);
+out_store:
+	spirt_store_close(s);
+	if (rc != 0)
+		warnrc(rc, "%s", *spirt_grad_where(c) ? spirt_grad_where(c) :
+		    act);
+	spirt_grad_ctx_free(c);
+	return fshut_stdout(spirt_exit(rc));
+}

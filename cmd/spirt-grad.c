@@ -1,0 +1,300 @@
+/* spirt-grad.c - the serverless function: one minibatch gradient */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blas.h"
+#include "grad.h"
+#include "io.h"
+#include "parse.h"
+#include "store.h"
+#include "tensor.h"
+#include "tool.h"
+
+#define USAGE \
+"usage: spirt-grad [-fiqVv] [-b batch] [-d dataset] [-j threads] [-m model]\n" \
+"       [-o file] [-S seed] [-s store] [-t step] [-w worker]\n"
+
+static struct {
+	const char *batch, *dataset, *threads, *model, *out, *seed, *store;
+	const char *step, *worker;
+	int force, serve;
+} o;
+
+static _Noreturn void
+usage(int code)
+{
+	fputs(USAGE, code ? stderr : stdout);
+	if (!code)
+		fputs("\n"
+		    "  -b, --batch N      samples per minibatch (default 64)\n"
+		    "  -d, --dataset NAME data set (default train)\n"
+		    "  -f, --force        write binary data to a terminal\n"
+		    "  -i, --serve        warm: read \"step [worker]\" lines "
+		    "on stdin\n"
+		    "  -j, --threads N    OpenBLAS threads (default 1)\n"
+		    "  -m, --model NAME   model name (key model/NAME@step)\n"
+		    "  -o, --output FILE  write the record to FILE (- stdout)\n"
+		    "  -S, --seed N       minibatch seed (default 0)\n"
+		    "  -s, --store PATH   store (default $SPIRT_STORE or "
+		    "./spirt.db)\n"
+		    "  -t, --step N       model step\n"
+		    "  -w, --worker N     worker id (default 0)\n"
+		    "  -q, --quiet        no warnings\n"
+		    "  -v, --verbose      say what runs, with timings\n"
+		    "  -h, --help         this help\n"
+		    "  -V, --version      print version and OpenBLAS core\n",
+		    stdout);
+	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+}
+
+/* Load OpenBLAS with the fast core; the naive kernels if it is missing. */
+static void
+blas_setup(const char *threads)
+{
+	int n = (int)eparse_i64("-j", opt_env(threads, "SPIRT_THREADS", "1"),
+	    1, 1024);
+
+	if (spirt_blas_init(n) != 0)
+		warning("OpenBLAS: %s: using the slow reference kernels",
+		    spirt_blas_error());
+	else if (spirt_verbose)
+		info("OpenBLAS core %s (%s), %d thread%s",
+		    spirt_blas_corename(), spirt_blas_source_name(), n,
+		    n == 1 ? "" : "s");
+}
+
+static _Noreturn void
+version(void)
+{
+	printf("%s %s\n", progname, SPIRT_VERSION);
+	if (spirt_blas_init(1) == 0)
+		printf("OpenBLAS core %s (%s): %s\n", spirt_blas_corename(),
+		    spirt_blas_source_name(), spirt_blas_config());
+	else
+		printf("OpenBLAS not loaded (%s): reference kernels\n",
+		    spirt_blas_error());
+	exit(fshut_stdout(0));
+}
+
+struct put {
+	const char *key;
+	struct spirt_tensor *hdr;
+	const float *grad;
+};
+
+static int
+put_fn(struct spirt_txn *txn, void *arg)
+{
+	struct put *p = arg;
+
+	return spirt_store_put_tensor(txn, p->key, p->hdr, p->grad, 0);
+}
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One invocation: compute job's gradient, write it; returns a lib code. */
+static int
+invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
+    const struct spirt_grad_job *job, struct spirt_tensor *hdr)
+{
+	struct spirt_txn *txn;
+	struct spirt_publish pub;
+	struct put p = { NULL, hdr, NULL };
+	char key[SPIRT_KEY_MAX + 1];
+	const char *act = "begin read transaction";
+	double t0 = now();
+	int rc, fd;
+
+	if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)) != 0)
+		goto fail;
+	act = "compute";
+	rc = spirt_grad_compute(c, txn, job, hdr, &p.grad);
+	spirt_txn_abort(txn);
+	if (rc != 0)
+		goto fail;
+	if (o.out != NULL) {
+		act = o.out;
+		if (strcmp(o.out, "-") == 0) {
+			fd = STDOUT_FILENO;
+		} else if ((rc = spirt_publish_open(&pub, o.out, 0644)) != 0) {
+			goto fail;
+		} else {
+			fd = pub.fd;
+		}
+		rc = spirt_tensor_write(fd, hdr, p.grad);
+		if (fd != STDOUT_FILENO)
+			rc = rc ? (spirt_publish_abort(&pub), rc) :
+			    spirt_publish_commit(&pub);
+	} else {
+		if ((rc = spirt_grad_key(key, sizeof key, job->step,
+		    job->worker)) != 0)
+			goto fail;
+		act = p.key = key;
+		rc = spirt_store_write(s, put_fn, &p);
+	}
+	if (rc != 0)
+		goto fail;
+	if (spirt_verbose)
+		info("step %" PRIu64 " worker %" PRIu32 ": %" PRIu64 " samples,"
+		    " loss %.6g, %.3f ms", job->step, job->worker, hdr->samples,
+		    hdr->loss, 1e3 * (now() - t0));
+	return 0;
+fail:
+	if (*spirt_grad_where(c) != '\0')
+		warnrc(rc, "%s", spirt_grad_where(c));
+	else
+		warnrc(rc, "%s", act);
+	return rc;
+}
+
+/* Warm mode: one invocation per "step [worker]" line; ack on stdout. */
+static int
+serve(struct spirt_grad_ctx *c, struct spirt_store *s,
+    struct spirt_grad_job *job)
+{
+	struct spirt_tensor hdr;
+	char line[256], *w;
+	uint64_t wv = 0;
+	int rc, code, worst = 0;
+	uint32_t w0 = job->worker;
+
+	while (fgets(line, sizeof line, stdin) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if ((w = strchr(line, ' ')) != NULL)
+			*w++ = '\0';
+		job->worker = w0;
+		if (spirt_parse_u64(&job->step, line, 0, UINT64_MAX - 1) ||
+		    (w != NULL && spirt_parse_u64(&wv, w, 0,
+		    UINT32_MAX - 1))) {
+			warnx_("stdin: bad invocation \"%s\"", line);
+			printf("error=%d\n", SPIRT_EX_DATAERR);
+			worst = SPIRT_EX_DATAERR;
+		} else {
+			if (w != NULL)
+				job->worker = (uint32_t)wv;
+			rc = invoke(c, s, job, &hdr);
+			code = spirt_exit(rc);
+			if (code > worst)
+				worst = code;
+			if (rc == 0)
+				printf("step=%" PRIu64 " worker=%" PRIu32
+				    " samples=%" PRIu64 " loss=%.9g\n",
+				    job->step, job->worker, hdr.samples,
+				    hdr.loss);
+			else
+				printf("step=%" PRIu64 " worker=%" PRIu32
+				    " error=%d\n", job->step, job->worker,
+				    code);
+		}
+		if (fflush(stdout) == EOF)
+			return SPIRT_EX_IOERR;
+	}
+	return worst;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "batch", required_argument, NULL, 'b' },
+		{ "dataset", required_argument, NULL, 'd' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "model", required_argument, NULL, 'm' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "serve", no_argument, NULL, 'i' },
+		{ "step", required_argument, NULL, 't' },
+		{ "store", required_argument, NULL, 's' },
+		{ "threads", required_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "worker", required_argument, NULL, 'w' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct spirt_grad_job job;
+	struct spirt_grad_ctx *c;
+	struct spirt_store *s;
+	struct spirt_tensor hdr;
+	const char *store, *step;
+	int ch, rc, code;
+
+	progname = "spirt-grad";
+	checkfds();
+
+	while ((ch = getopt_long(argc, argv, "b:d:fhij:m:o:qS:s:t:Vvw:", lo,
+	    NULL)) != -1)
+		switch (ch) {
+		case 'b': o.batch = optarg; break;
+		case 'd': o.dataset = optarg; break;
+		case 'f': o.force = 1; break;
+		case 'h': usage(0);
+		case 'i': o.serve = 1; break;
+		case 'j': o.threads = optarg; break;
+		case 'm': o.model = optarg; break;
+		case 'o': o.out = optarg; break;
+		case 'q': spirt_quiet = 1; break;
+		case 'S': o.seed = optarg; break;
+		case 's': o.store = optarg; break;
+		case 't': o.step = optarg; break;
+		case 'V': version();
+		case 'v': spirt_verbose++; break;
+		case 'w': o.worker = optarg; break;
+		default: usage(1);
+		}
+	argc -= optind;
+	if (argc != 0)
+		usage(1);
+	job.model = opt_env(o.model, "SPIRT_MODEL", NULL);
+	step = opt_env(o.step, "SPIRT_STEP", NULL);
+	if (job.model == NULL || (step == NULL && !o.serve))
+		usage(1);
+	if (o.serve && o.out != NULL)
+		die(SPIRT_EX_USAGE, "-o and --serve: a warm function writes "
+		    "to the store");
+	job.step = step ? eparse_u64("-t", step, 0, UINT64_MAX - 1) : 0;
+	job.worker = (uint32_t)eparse_u64("-w", opt_env(o.worker,
+	    "SPIRT_WORKER", "0"), 0, UINT32_MAX - 1);
+	job.batch = (size_t)eparse_u64("-b", opt_env(o.batch, "SPIRT_BATCH",
+	    "64"), 1, 1 << 20);
+	job.seed = eparse_u64("-S", opt_env(o.seed, "SPIRT_SEED", "0"), 0,
+	    UINT64_MAX);
+	job.dataset = opt_env(o.dataset, "SPIRT_DATASET", "train");
+	store = o.store ? o.store : spirt_store_default();
+	if (o.out && strcmp(o.out, "-") == 0 && !o.force && isterm(1))
+		die(SPIRT_EX_USAGE, "stdout is a terminal: use -f to write "
+		    "binary data there");
+
+	blas_setup(o.threads);
+	if ((rc = spirt_grad_ctx_new(&c, 0)) != 0)
+		dierc(rc, "context");
+
+	if ((rc = spirt_store_open(&s, store, o.out ? SPIRT_STORE_RDONLY :
+	    0)) != 0)
+		dierc(rc, "%s", store);
+
+	if (o.serve) {
+		code = serve(c, s, &job);
+	} else {
+		rc = invoke(c, s, &job, &hdr);
+		code = spirt_exit(rc);
+	}
+
+	spirt_store_close(s);
+	spirt_grad_ctx_free(c);
+	return fshut_stdout(code);
+}

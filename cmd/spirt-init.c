@@ -1,0 +1,167 @@
+/* spirt-init.c - write a freshly initialised model as step 0 */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "grad.h"
+#include "io.h"
+#include "model.h"
+#include "store.h"
+#include "tensor.h"
+#include "tool.h"
+
+#define USAGE \
+"usage: spirt-init [-fqVv] [-m model] [-o file] [-S seed] [-s store] [-t step]\n" \
+"       spec\n"
+
+static _Noreturn void
+usage(int code)
+{
+	fputs(USAGE, code ? stderr : stdout);
+	if (!code)
+		fputs("\n"
+		    "  spec               e.g. mlp:784-256-128-10, see "
+		    "spirt-model(5)\n"
+		    "  -f, --force        write binary data to a terminal\n"
+		    "  -m, --model NAME   model name (key model/NAME@0)\n"
+		    "  -o, --output FILE  write the record to FILE (- stdout)\n"
+		    "  -S, --seed N       initialisation seed (default 0)\n"
+		    "  -s, --store PATH   store (default $SPIRT_STORE or "
+		    "./spirt.db)\n"
+		    "  -t, --step N       step of the version (default 0)\n"
+		    "  -q, --quiet        no warnings\n"
+		    "  -v, --verbose      describe the model\n"
+		    "  -h, --help         this help\n"
+		    "  -V, --version      print version\n", stdout);
+	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+}
+
+struct put {
+	const char *key;
+	struct spirt_tensor *hdr;
+	const float *params;
+};
+
+static int
+put_fn(struct spirt_txn *txn, void *arg)
+{
+	struct put *p = arg;
+
+	return spirt_store_put_tensor(txn, p->key, p->hdr, p->params,
+	    SPIRT_PUT_NOOVERWRITE);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "force", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "model", required_argument, NULL, 'm' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "step", required_argument, NULL, 't' },
+		{ "store", required_argument, NULL, 's' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct spirt_model m;
+	struct spirt_tensor hdr;
+	struct spirt_store *s;
+	struct spirt_publish pub;
+	struct put p;
+	const char *model = NULL, *out = NULL, *seed = NULL, *store = NULL;
+	const char *act, *step = NULL;
+	char key[SPIRT_KEY_MAX + 1];
+	uint64_t dims[1], t = 0;
+	float *params;
+	int ch, rc, force = 0, i;
+
+	progname = "spirt-init";
+	checkfds();
+
+	while ((ch = getopt_long(argc, argv, "fhm:o:qS:s:t:Vv", lo, NULL)) != -1)
+		switch (ch) {
+		case 'f': force = 1; break;
+		case 'h': usage(0);
+		case 'm': model = optarg; break;
+		case 'o': out = optarg; break;
+		case 'q': spirt_quiet = 1; break;
+		case 'S': seed = optarg; break;
+		case 's': store = optarg; break;
+		case 't': step = optarg; break;
+		case 'V': print_version();
+		case 'v': spirt_verbose++; break;
+		default: usage(1);
+		}
+	argc -= optind;
+	argv += optind;
+	if (argc != 1)
+		usage(1);
+	model = opt_env(model, "SPIRT_MODEL", NULL);
+	if (model == NULL && out == NULL)
+		usage(1);
+	if ((rc = spirt_model_parse(&m, argv[0])) != 0)
+		die(SPIRT_EX_USAGE, "%s: %s (see spirt-model(5))", argv[0],
+		    spirt_strerror(rc));
+	if (step != NULL)
+		t = eparse_u64("-t", step, 0, UINT64_MAX - 1);
+	if (model != NULL &&
+	    (rc = spirt_grad_model_key(key, sizeof key, model, t)) != 0)
+		die(SPIRT_EX_USAGE, "model name \"%s\": use letters, digits, "
+		    ". _ -", model);
+	if (out && strcmp(out, "-") == 0 && !force && isterm(1))
+		die(SPIRT_EX_USAGE, "stdout is a terminal: use -f to write "
+		    "binary data there");
+
+	params = emalloc(m.nparams * sizeof *params);
+	spirt_model_init(&m, params, eparse_u64("-S", opt_env(seed,
+	    "SPIRT_SEED", "0"), 0, UINT64_MAX));
+	dims[0] = m.nparams;
+	if ((rc = spirt_tensor_init(&hdr, SPIRT_F32, 1, dims)) != 0 ||
+	    (rc = spirt_tensor_set_name(&hdr, m.spec)) != 0)
+		dierc(rc, "%s", m.spec);
+	hdr.step = t;
+	if (spirt_verbose) {
+		info("%s: %zu parameters", m.spec, m.nparams);
+		for (i = 0; i < m.nlayers; i++)
+			info("  %s: weight at %zu (%zu), bias at %zu (%zu)",
+			    m.layer[i].name, m.layer[i].woff, m.layer[i].wlen,
+			    m.layer[i].boff, m.layer[i].blen);
+	}
+
+	if (out != NULL) {
+		act = out;
+		if (strcmp(out, "-") == 0) {
+			rc = spirt_tensor_write(STDOUT_FILENO, &hdr, params);
+		} else if ((rc = spirt_publish_open(&pub, out, 0644)) == 0) {
+			rc = spirt_tensor_write(pub.fd, &hdr, params);
+			rc = rc ? (spirt_publish_abort(&pub), rc) :
+			    spirt_publish_commit(&pub);
+		}
+	} else {
+		store = store ? store : spirt_store_default();
+		act = store;
+		if ((rc = spirt_store_open(&s, store, SPIRT_STORE_CREATE)) ==
+		    0) {
+			act = key;
+			p.key = key;
+			p.hdr = &hdr;
+			p.params = params;
+			rc = spirt_store_write(s, put_fn, &p);
+			spirt_store_close(s);
+		}
+	}
+	if (rc != 0) {
+		warnrc(rc, "%s", act);
+		if (rc == SPIRT_EEXIST)
+			info("hint: a model version is never overwritten; "
+			    "pick another -m name");
+	}
+	free(params);
+	return fshut_stdout(spirt_exit(rc));
+}

@@ -1,0 +1,588 @@
+/* grad.c - gradients and evaluation of a stored model on stored data */
+/* ISC licence, see LICENSE */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grad.h"
+#include "model.h"
+
+struct range {
+	uint64_t shard, start, count;
+	const void *x;          /* shard's samples (zero-copy) */
+	int xdtype;             /* SPIRT_U8 or SPIRT_F32 */
+	const void *y;          /* shard's labels, i32, maybe unaligned */
+};
+
+struct spirt_grad_ctx {
+	unsigned flags;
+	struct spirt_model m;
+	struct spirt_ws *ws;
+	char wsspec[SPIRT_SPEC_MAX + 1];        /* spec ws was made for */
+	size_t wsB;
+	int wstrain;
+	float *grad, *pcopy;
+	size_t gcap, pcap;
+	uint32_t *perm;         /* permutation cache: (seed, worker, epoch, N) */
+	size_t permN;
+	uint64_t permkey[3];
+	int permvalid;
+	struct range *r;
+	size_t nr, rcap;
+	int32_t *pred;
+	size_t predcap;
+	char where[320];
+};
+
+int
+spirt_grad_ctx_new(struct spirt_grad_ctx **out, unsigned flags)
+{
+	if ((*out = calloc(1, sizeof **out)) == NULL)
+		return ENOMEM;
+	(*out)->flags = flags;
+	return 0;
+}
+
+void
+spirt_grad_ctx_free(struct spirt_grad_ctx *c)
+{
+	if (c == NULL)
+		return;
+	spirt_ws_free(c->ws);
+	free(c->grad);
+	free(c->pcopy);
+	free(c->perm);
+	free(c->r);
+	free(c->pred);
+	free(c);
+}
+
+const char *
+spirt_grad_where(const struct spirt_grad_ctx *c)
+{
+	return c->where;
+}
+
+static int
+where(struct spirt_grad_ctx *c, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int
+where(struct spirt_grad_ctx *c, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->where, sizeof c->where, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* ---- keys ---- */
+
+static int
+name_ok(const char *s)
+{
+	if (*s == '\0' || *s == '.')
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') || *s == '.' || *s == '_' ||
+		    *s == '-'))
+			return 0;
+	return 1;
+}
+
+int
+spirt_grad_model_key(char *buf, size_t cap, const char *name, uint64_t step)
+{
+	int n;
+
+	if (!name_ok(name))
+		return SPIRT_EKEY;
+	n = snprintf(buf, cap, "model/%s@%" PRIu64, name, step);
+	return n < 0 || (size_t)n >= cap ? SPIRT_EKEY : 0;
+}
+
+int
+spirt_grad_key(char *buf, size_t cap, uint64_t step, uint32_t worker)
+{
+	int n = snprintf(buf, cap, "grad/%" PRIu64 "/%" PRIu32, step, worker);
+
+	return n < 0 || (size_t)n >= cap ? SPIRT_EKEY : 0;
+}
+
+struct latest {
+	size_t plen;
+	uint64_t step;
+	int found;
+};
+
+static int
+latest_fn(void *arg, const char *key, const void *val, size_t len)
+{
+	struct latest *l = arg;
+	const char *s = key + l->plen;
+	uint64_t v = 0;
+
+	(void)val;
+	(void)len;
+	if (*s == '\0' || (*s == '0' && s[1] != '\0'))
+		return 0;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return 0;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	if (*s != '\0')
+		return 0;
+	if (!l->found || v > l->step)
+		l->step = v;
+	l->found = 1;
+	return 0;
+}
+
+int
+spirt_model_latest(struct spirt_txn *txn, const char *name, uint64_t *step)
+{
+	char prefix[SPIRT_KEY_MAX + 1];
+	struct latest l = { 0, 0, 0 };
+	int rc, n;
+
+	if (!name_ok(name))
+		return SPIRT_EKEY;
+	n = snprintf(prefix, sizeof prefix, "model/%s@", name);
+	if (n < 0 || (size_t)n >= sizeof prefix)
+		return SPIRT_EKEY;
+	l.plen = (size_t)n;
+	if ((rc = spirt_store_list(txn, prefix, latest_fn, &l)) != 0)
+		return rc;
+	if (!l.found)
+		return SPIRT_ENOTFOUND;
+	*step = l.step;
+	return 0;
+}
+
+/* ---- model ---- */
+
+/* Workspace for m's spec, batches up to B, with backward if train. */
+static int
+ensure_ws(struct spirt_grad_ctx *c, const struct spirt_model *m, size_t B,
+    int train)
+{
+	unsigned fl = (train ? SPIRT_WS_TRAIN : 0) |
+	    (c->flags & SPIRT_GRAD_NAIVE ? SPIRT_WS_NAIVE : 0);
+	int rc;
+
+	if (c->ws != NULL && strcmp(c->wsspec, m->spec) == 0 &&
+	    c->wsB >= B && (c->wstrain || !train))
+		return 0;
+	spirt_ws_free(c->ws);
+	c->ws = NULL;
+	if ((rc = spirt_ws_new(&c->ws, m, B, fl)) != 0)
+		return rc;
+	memcpy(c->wsspec, m->spec, sizeof c->wsspec);
+	c->wsB = B;
+	c->wstrain = train;
+	return 0;
+}
+
+/* Read model/<name>@<step> into c->m and *params (zero-copy if aligned). */
+static int
+load_model(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *name,
+    uint64_t step, const float **params)
+{
+	struct spirt_model m;
+	struct spirt_tensor t;
+	const void *p;
+	char key[SPIRT_KEY_MAX + 1];
+	size_t bad;
+	int rc;
+
+	if ((rc = spirt_grad_model_key(key, sizeof key, name, step)) != 0)
+		return where(c, rc, "model name \"%s\"", name);
+	if ((rc = spirt_store_get_tensor(txn, key, &t, &p, 1)) != 0)
+		return where(c, rc, "%s", key);
+	if (t.dtype != SPIRT_F32)
+		return where(c, SPIRT_EDTYPE, "%s: dtype %s, want f32", key,
+		    spirt_dtype_name(t.dtype));
+	if ((rc = spirt_model_parse(&m, t.name)) != 0)
+		return where(c, rc, "%s: spec \"%s\"", key, t.name);
+	if (t.rank != 1 || t.nelem != m.nparams)
+		return where(c, SPIRT_ESHAPE, "%s: %" PRIu64 " values of rank "
+		    "%u, spec %s needs %zu", key, t.nelem, (unsigned)t.rank,
+		    m.spec, m.nparams);
+	if (t.step != step)
+		return where(c, SPIRT_ESTEP, "%s: record says step %" PRIu64,
+		    key, t.step);
+	if (!spirt_aligned(p, SPIRT_F32)) {
+		if (c->pcap < m.nparams) {
+			free(c->pcopy);
+			if ((c->pcopy = malloc(m.nparams * 4)) == NULL) {
+				c->pcap = 0;
+				return ENOMEM;
+			}
+			c->pcap = m.nparams;
+		}
+		memcpy(c->pcopy, p, m.nparams * 4);
+		p = c->pcopy;
+	}
+	if ((bad = spirt_count_nonfinite_f32(p, m.nparams)) != 0)
+		return where(c, SPIRT_ENAN, "%s: %zu non-finite parameters",
+		    key, bad);
+	c->m = m;
+	*params = p;
+	return 0;
+}
+
+/* ---- data ---- */
+
+static int
+get_i64(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *key,
+    struct spirt_tensor *t, const int64_t **v)
+{
+	const void *p;
+	int rc;
+
+	if ((rc = spirt_store_get_tensor(txn, key, t, &p, 1)) != 0)
+		return where(c, rc, "%s", key);
+	if (t->dtype != SPIRT_I64)
+		return where(c, SPIRT_EDTYPE, "%s: dtype %s, want i64", key,
+		    spirt_dtype_name(t->dtype));
+	*v = p;
+	return 0;
+}
+
+/* info: nshards, nsamples, nclasses, features; checked against c->m */
+static int
+load_info(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *ds,
+    int64_t info[4])
+{
+	struct spirt_tensor t;
+	const int64_t *v;
+	char key[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	if (!name_ok(ds))
+		return where(c, SPIRT_EKEY, "data set name \"%s\"", ds);
+	snprintf(key, sizeof key, "data/%s/info", ds);
+	if ((rc = get_i64(c, txn, key, &t, &v)) != 0)
+		return rc;
+	if (t.nelem != 4)
+		return where(c, SPIRT_ESHAPE, "%s: %" PRIu64 " values, want 4",
+		    key, t.nelem);
+	memcpy(info, v, 4 * sizeof *info);      // may be unaligned
+	if (info[0] < 1 || info[1] < 0 || info[2] < 1 || info[3] < 1)
+		return where(c, SPIRT_EDATA, "%s: bad values", key);
+	if ((uint64_t)info[3] != c->m.nin)
+		return where(c, SPIRT_ESHAPE, "data set %s has %" PRId64
+		    " features per sample, model %s takes %zu", ds, info[3],
+		    c->m.spec, c->m.nin);
+	if ((uint64_t)info[2] > c->m.nclass)
+		return where(c, SPIRT_ESHAPE, "data set %s has %" PRId64
+		    " classes, model %s has %zu", ds, info[2], c->m.spec,
+		    c->m.nclass);
+	return 0;
+}
+
+/* Shard k's samples (zero-copy) after checking they fit the model. */
+static int
+load_shard(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *ds,
+    uint64_t k, struct range *r, uint64_t *n)
+{
+	struct spirt_tensor tx, ty;
+	char key[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	snprintf(key, sizeof key, "data/%s/%" PRIu64 "/x", ds, k);
+	if ((rc = spirt_store_get_tensor(txn, key, &tx, &r->x, 0)) != 0)
+		return where(c, rc, "%s", key);
+	if (tx.dtype != SPIRT_U8 && tx.dtype != SPIRT_F32)
+		return where(c, SPIRT_EDTYPE, "%s: dtype %s, want u8 or f32",
+		    key, spirt_dtype_name(tx.dtype));
+	if (tx.rank < 1 || tx.nelem != tx.dims[0] * c->m.nin)
+		return where(c, SPIRT_ESHAPE, "%s: %" PRIu64 " values for %"
+		    PRIu64 " samples of %zu features", key, tx.nelem,
+		    tx.rank ? tx.dims[0] : 0, c->m.nin);
+	r->xdtype = tx.dtype;
+	snprintf(key, sizeof key, "data/%s/%" PRIu64 "/y", ds, k);
+	if ((rc = spirt_store_get_tensor(txn, key, &ty, &r->y, 0)) != 0)
+		return where(c, rc, "%s", key);
+	if (ty.dtype != SPIRT_I32)
+		return where(c, SPIRT_EDTYPE, "%s: dtype %s, want i32", key,
+		    spirt_dtype_name(ty.dtype));
+	if (ty.nelem != tx.dims[0])
+		return where(c, SPIRT_ESHAPE, "%s: %" PRIu64 " labels for %"
+		    PRIu64 " samples", key, ty.nelem, tx.dims[0]);
+	*n = tx.dims[0];
+	return 0;
+}
+
+/* Sample row of range r into x (nin floats) and its label into *y. */
+static void
+fetch(float *x, int32_t *y, const struct range *r, uint64_t row, size_t nin)
+{
+	size_t i;
+
+	if (r->xdtype == SPIRT_U8) {
+		const unsigned char *s = (const unsigned char *)r->x +
+		    row * nin;
+		for (i = 0; i < nin; i++)
+			x[i] = (float)s[i] * (1.0f / 255.0f);
+	} else {
+		memcpy(x, (const unsigned char *)r->x + row * nin * 4,
+		    nin * 4);
+	}
+	memcpy(y, (const unsigned char *)r->y + row * 4, 4);
+}
+
+/* The worker's assignment rows, their shards loaded; total into *N. */
+static int
+load_ranges(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *ds,
+    uint32_t worker, uint64_t nshards, uint64_t *N)
+{
+	struct spirt_tensor t;
+	const int64_t *v;
+	char key[SPIRT_KEY_MAX + 1];
+	uint64_t i, n;
+	int64_t row[4];
+	int rc;
+
+	snprintf(key, sizeof key, "data/%s/assign", ds);
+	if ((rc = get_i64(c, txn, key, &t, &v)) != 0)
+		return rc;
+	if (t.rank != 2 || t.dims[1] != 4)
+		return where(c, SPIRT_ESHAPE, "%s: want shape [m, 4]", key);
+	c->nr = 0;
+	*N = 0;
+	for (i = 0; i < t.dims[0]; i++) {
+		memcpy(row, v + 4 * i, sizeof row);
+		if (row[0] != (int64_t)worker || row[3] == 0)
+			continue;
+		if (row[1] < 0 || (uint64_t)row[1] >= nshards || row[2] < 0 ||
+		    row[3] < 0)
+			return where(c, SPIRT_EDATA, "%s: row %" PRIu64 ": bad "
+			    "shard or range", key, i);
+		if (c->nr == c->rcap) {
+			size_t cap = c->rcap ? 2 * c->rcap : 8;
+			struct range *nr = realloc(c->r, cap * sizeof *nr);
+			if (nr == NULL)
+				return ENOMEM;
+			c->r = nr;
+			c->rcap = cap;
+		}
+		struct range *r = &c->r[c->nr];
+		r->shard = (uint64_t)row[1];
+		r->start = (uint64_t)row[2];
+		r->count = (uint64_t)row[3];
+		if ((rc = load_shard(c, txn, ds, r->shard, r, &n)) != 0)
+			return rc;
+		if (r->start > n || r->count > n - r->start)
+			return where(c, SPIRT_EDATA, "%s: row %" PRIu64 ": "
+			    "samples %" PRIu64 "..%" PRIu64 " outside shard %"
+			    PRIu64 " of %" PRIu64, key, i, r->start,
+			    r->start + r->count, r->shard, n);
+		*N += r->count;
+		c->nr++;
+	}
+	if (*N == 0)
+		return where(c, SPIRT_ENOTFOUND, "%s: no samples for worker %"
+		    PRIu32, key, worker);
+	return 0;
+}
+
+/* c->perm = the permutation of 0..N-1 for (seed, worker, epoch). */
+static int
+permutation(struct spirt_grad_ctx *c, uint64_t seed, uint32_t worker,
+    uint64_t epoch, uint64_t N)
+{
+	struct spirt_sm64 r;
+	uint64_t i, j;
+	uint32_t tmp;
+
+	if (c->permvalid && c->permN == N && c->permkey[0] == seed &&
+	    c->permkey[1] == worker && c->permkey[2] == epoch)
+		return 0;
+	if (N > UINT32_MAX)
+		return SPIRT_EINVAL;
+	c->permvalid = 0;
+	free(c->perm);
+	if ((c->perm = malloc(N * sizeof *c->perm)) == NULL)
+		return ENOMEM;
+	for (i = 0; i < N; i++)
+		c->perm[i] = (uint32_t)i;
+	spirt_sm64_seed(&r, spirt_seed_mix(seed, worker, epoch));
+	for (i = N - 1; i > 0; i--) {
+		j = spirt_sm64_below(&r, i + 1);
+		tmp = c->perm[i];
+		c->perm[i] = c->perm[j];
+		c->perm[j] = tmp;
+	}
+	c->permN = N;
+	c->permkey[0] = seed;
+	c->permkey[1] = worker;
+	c->permkey[2] = epoch;
+	c->permvalid = 1;
+	return 0;
+}
+
+/* ---- gradient ---- */
+
+int
+spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
+    const struct spirt_grad_job *job, struct spirt_tensor *hdr,
+    const float **grad)
+{
+	const float *params;
+	int64_t info[4];
+	uint64_t N, S, epoch, lo, B, i, pos, dims[1];
+	size_t ri, bad;
+	double loss;
+	float *x;
+	int32_t *y;
+	int rc;
+
+	c->where[0] = '\0';
+	if (job->batch == 0)
+		return SPIRT_EINVAL;
+	if ((rc = load_model(c, txn, job->model, job->step, &params)) != 0 ||
+	    (rc = load_info(c, txn, job->dataset, info)) != 0 ||
+	    (rc = load_ranges(c, txn, job->dataset, job->worker,
+	    (uint64_t)info[0], &N)) != 0)
+		return rc;
+
+	S = (N + job->batch - 1) / job->batch;
+	epoch = job->step / S;
+	lo = (job->step % S) * job->batch;
+	B = N - lo < job->batch ? N - lo : job->batch;
+	if ((rc = permutation(c, job->seed, job->worker, epoch, N)) != 0 ||
+	    (rc = ensure_ws(c, &c->m, job->batch, 1)) != 0)
+		return rc;
+	x = spirt_ws_input(c->ws);
+	y = spirt_ws_labels(c->ws);
+	for (i = 0; i < B; i++) {
+		pos = c->perm[lo + i];
+		for (ri = 0; pos >= c->r[ri].count; ri++)
+			pos -= c->r[ri].count;
+		fetch(x + i * c->m.nin, y + i, &c->r[ri], c->r[ri].start + pos,
+		    c->m.nin);
+	}
+	if ((rc = spirt_labels_check(y, B, c->m.nclass)) != 0)
+		return where(c, rc, "data set %s: label outside 0..%zu",
+		    job->dataset, c->m.nclass - 1);
+
+	if (c->gcap < c->m.nparams) {
+		free(c->grad);
+		if ((c->grad = malloc(c->m.nparams * 4)) == NULL) {
+			c->gcap = 0;
+			return ENOMEM;
+		}
+		c->gcap = c->m.nparams;
+	}
+	loss = spirt_model_forward(c->ws, &c->m, params, B);
+	spirt_model_backward(c->ws, &c->m, params, c->grad, B);
+	if (!isfinite(loss) ||
+	    (bad = spirt_count_nonfinite_f32(c->grad, c->m.nparams)) != 0)
+		return where(c, SPIRT_ENAN, "model/%s@%" PRIu64 ": loss %g: "
+		    "gradient not finite", job->model, job->step, loss);
+
+	dims[0] = c->m.nparams;
+	if ((rc = spirt_tensor_init(hdr, SPIRT_F32, 1, dims)) != 0 ||
+	    (rc = spirt_tensor_set_name(hdr, c->m.spec)) != 0)
+		return rc;
+	hdr->step = job->step;
+	hdr->origin = job->worker;
+	hdr->samples = B;
+	hdr->loss = loss;
+	*grad = c->grad;
+	return 0;
+}
+
+/* ---- evaluation ---- */
+
+void
+spirt_eval_result_free(struct spirt_eval_result *r)
+{
+	free(r->class_total);
+	free(r->class_correct);
+	r->class_total = r->class_correct = NULL;
+}
+
+int
+spirt_eval_run(struct spirt_grad_ctx *c, struct spirt_txn *txn,
+    const char *name, uint64_t step, const char *ds, size_t batch,
+    struct spirt_eval_result *r)
+{
+	const float *params, *losses;
+	struct range sh;
+	int64_t info[4];
+	uint64_t k, n, row, b, i;
+	double lsum = 0;
+	float *x;
+	int32_t *y;
+	int rc;
+
+	memset(r, 0, sizeof *r);
+	c->where[0] = '\0';
+	if (batch == 0)
+		return SPIRT_EINVAL;
+	if ((rc = load_model(c, txn, name, step, &params)) != 0 ||
+	    (rc = load_info(c, txn, ds, info)) != 0 ||
+	    (rc = ensure_ws(c, &c->m, batch, 0)) != 0)
+		return rc;
+	if (c->predcap < batch) {
+		free(c->pred);
+		if ((c->pred = malloc(batch * sizeof *c->pred)) == NULL) {
+			c->predcap = 0;
+			return ENOMEM;
+		}
+		c->predcap = batch;
+	}
+	r->nclass = c->m.nclass;
+	snprintf(r->spec, sizeof r->spec, "%s", c->m.spec);
+	r->step = step;
+	r->class_total = calloc(r->nclass, sizeof *r->class_total);
+	r->class_correct = calloc(r->nclass, sizeof *r->class_correct);
+	if (r->class_total == NULL || r->class_correct == NULL) {
+		spirt_eval_result_free(r);
+		return ENOMEM;
+	}
+	x = spirt_ws_input(c->ws);
+	y = spirt_ws_labels(c->ws);
+	for (k = 0; k < (uint64_t)info[0]; k++) {
+		if ((rc = load_shard(c, txn, ds, k, &sh, &n)) != 0)
+			goto fail;
+		for (row = 0; row < n; row += b) {
+			b = n - row < batch ? n - row : batch;
+			for (i = 0; i < b; i++)
+				fetch(x + i * c->m.nin, y + i, &sh, row + i,
+				    c->m.nin);
+			if ((rc = spirt_labels_check(y, b, c->m.nclass))) {
+				where(c, rc, "data/%s/%" PRIu64 "/y: label "
+				    "outside 0..%zu", ds, k, c->m.nclass - 1);
+				goto fail;
+			}
+			spirt_model_forward(c->ws, &c->m, params, b);
+			spirt_model_predict(c->pred, c->ws, &c->m, b);
+			losses = spirt_ws_losses(c->ws);
+			for (i = 0; i < b; i++) {
+				lsum += losses[i];
+				r->class_total[y[i]]++;
+				if (c->pred[i] == y[i]) {
+					r->class_correct[y[i]]++;
+					r->correct++;
+				}
+			}
+			r->samples += b;
+		}
+	}
+	r->loss = r->samples ? lsum / (double)r->samples : 0;
+	return 0;
+fail:
+	spirt_eval_result_free(r);
+	return rc;
+}

@@ -1,0 +1,111 @@
+/* grad.h - gradients and evaluation of a stored model on stored data */
+#ifndef SPIRT_GRAD_H
+#define SPIRT_GRAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spirt.h"
+#include "store.h"
+#include "tensor.h"
+
+/*
+ * The serverless function's work, over the store layout of
+ * docs/contracts.md and spirt-store(5):
+ *
+ *   model/<name>@<t>     f32 [P], name = spec, step = t
+ *   data/<ds>/info       i64 [4]: nshards, nsamples, nclasses, features
+ *   data/<ds>/<k>/x, y   u8 (value/255) or f32 samples; i32 labels
+ *   data/<ds>/assign     i64 [m, 4]: (worker, shard, start, count)
+ *
+ * The minibatch of (seed, step t, worker w): the worker's samples are the
+ * concatenation of its assignment rows, N in all.  With S = ceil(N / B)
+ * steps per epoch, step t belongs to epoch e = t / S and takes positions
+ * (t mod S) * B ... of a Fisher-Yates permutation of 0..N-1 seeded from
+ * (seed, w, e); the last batch of an epoch may be short.  Nothing else
+ * enters, so a retried or moved invocation computes identical bytes.
+ *
+ * A context caches what is a pure function of its inputs (the parsed spec,
+ * the batch workspace, the current epoch's permutation), so one process
+ * may serve many invocations ("warm") without keeping state that is not
+ * in the store.
+ */
+
+struct spirt_grad_ctx;
+
+/* spirt_grad_ctx_new flags */
+#define SPIRT_GRAD_NAIVE 0x1    /* naive reference kernels (tests) */
+
+SPIRT_MUST_CHECK int spirt_grad_ctx_new(struct spirt_grad_ctx **out,
+    unsigned flags);
+void spirt_grad_ctx_free(struct spirt_grad_ctx *c);
+
+/*
+ * What the last failing call was reading, for messages: a store key and
+ * detail, e.g. "model/mlp@7: 235146 values, spec mlp:784-10 needs 7850".
+ * Empty when the failure has no better context than the call itself.
+ */
+const char *spirt_grad_where(const struct spirt_grad_ctx *c);
+
+struct spirt_grad_job {
+	const char *model;      /* model name: key model/<name>@<step> */
+	uint64_t step;
+	uint32_t worker;
+	size_t batch;
+	uint64_t seed;
+	const char *dataset;    /* data set name, e.g. "train" */
+};
+
+/*
+ * Compute the gradient of job in txn (read-only is enough).  On success
+ * hdr describes the gradient record (f32 [P], name = spec, step, origin =
+ * worker, samples = batch size used, loss = mean loss) and *grad points to
+ * the values, owned by c, valid until the next call (they outlive txn).
+ * Returns 0, SPIRT_ENOTFOUND (no model at that step, no data set, no rows
+ * for the worker), SPIRT_EMODEL (bad spec in the record), SPIRT_EDTYPE,
+ * SPIRT_ESHAPE (record does not fit its spec or the data),
+ * SPIRT_ESTEP (record's step field differs from its key), SPIRT_EDATA
+ * (label out of range, inconsistent shards), SPIRT_ENAN (non-finite
+ * parameters or gradient), ENOMEM, store and record errors.
+ */
+SPIRT_MUST_CHECK int spirt_grad_compute(struct spirt_grad_ctx *c,
+    struct spirt_txn *txn, const struct spirt_grad_job *job,
+    struct spirt_tensor *hdr, const float **grad);
+
+/* Key of a job's model (model/<name>@<step>) into buf; SPIRT_EKEY if bad. */
+SPIRT_MUST_CHECK int spirt_grad_model_key(char *buf, size_t cap,
+    const char *name, uint64_t step);
+/* grad/<step>/<worker> */
+SPIRT_MUST_CHECK int spirt_grad_key(char *buf, size_t cap, uint64_t step,
+    uint32_t worker);
+
+/* Latest step t with a key model/<name>@<t>; SPIRT_ENOTFOUND if none. */
+SPIRT_MUST_CHECK int spirt_model_latest(struct spirt_txn *txn,
+    const char *name, uint64_t *step);
+
+/* ---- evaluation ---- */
+
+#define SPIRT_EVAL_MAXCLASS 1024
+
+struct spirt_eval_result {
+	char spec[SPIRT_NAME_MAX + 1];
+	uint64_t step;
+	uint64_t samples;
+	double loss;                    /* mean cross-entropy */
+	uint64_t correct;
+	size_t nclass;
+	uint64_t *class_total;          /* [nclass], owned by the result */
+	uint64_t *class_correct;
+};
+
+/*
+ * Evaluate model/<name>@<step> on every sample of data set ds, batch
+ * samples at a time.  Fills r (free with spirt_eval_result_free).  Errors
+ * as spirt_grad_compute.
+ */
+SPIRT_MUST_CHECK int spirt_eval_run(struct spirt_grad_ctx *c,
+    struct spirt_txn *txn, const char *name, uint64_t step, const char *ds,
+    size_t batch, struct spirt_eval_result *r);
+void spirt_eval_result_free(struct spirt_eval_result *r);
+
+#endif

@@ -1,0 +1,161 @@
+/* model.h - model specs, flat parameter vectors, forward and backward */
+#ifndef SPIRT_MODEL_H
+#define SPIRT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spirt.h"
+
+/*
+ * A model is named by a short spec string, stored as the name of its
+ * parameter record (spirt-model(5)):
+ *
+ *   softmax:D:K             multinomial logistic regression, D -> K
+ *   mlp:D-H1-...-Hn-K       dense layers, ReLU between them
+ *   cnn:CxHxW-C1-C2-K       conv5x5(C->C1) ReLU maxpool2
+ *                           conv5x5(C1->C2) ReLU maxpool2 dense(->K)
+ *
+ * All parameters live in one flat float32 vector: for each layer in order,
+ * its weight then its bias, in PyTorch's layouts (Linear (out,in), Conv2d
+ * (out,in,5,5)); a dense layer after the convolutions reads the pooled
+ * maps flattened in (C,H,W) order as torch.flatten does.  The loss is the
+ * mean softmax cross-entropy over the batch and gradients are of that mean.
+ */
+
+#define SPIRT_SPEC_MAX      255
+#define SPIRT_MODEL_LAYERS  16
+#define SPIRT_CONV_K        5
+
+enum spirt_model_kind { SPIRT_SOFTMAX = 1, SPIRT_MLP, SPIRT_CNN };
+enum spirt_layer_kind { SPIRT_LAYER_DENSE = 1, SPIRT_LAYER_CONV };
+
+struct spirt_layer {
+	int kind;               /* enum spirt_layer_kind */
+	int relu;               /* ReLU after it */
+	int pool;               /* conv: 2x2 max-pool after the ReLU */
+	char name[16];          /* "fc1", "conv2", ... */
+	size_t in, out;         /* dense: features; conv: C*H*W, OC*PH*PW */
+	size_t C, H, W, OC, k;  /* conv: input (C,H,W), OC kernels k x k */
+	size_t OH, OW, PH, PW;  /* conv output and pooled sizes */
+	size_t woff, wlen;      /* weight offset and count in the vector */
+	size_t boff, blen;      /* bias */
+};
+
+struct spirt_model {
+	int kind;               /* enum spirt_model_kind */
+	char spec[SPIRT_SPEC_MAX + 1];  /* canonical spec */
+	size_t C, H, W;         /* input shape (flat inputs: D,1,1) */
+	size_t nin;             /* features per sample, C*H*W */
+	size_t nclass;
+	size_t nparams;
+	size_t flops;           /* multiply-adds x2 per sample, forward */
+	int nlayers;
+	struct spirt_layer layer[SPIRT_MODEL_LAYERS];
+};
+
+/*
+ * Parse spec into m (layer sizes, parameter offsets, canonical spec).
+ * Returns 0 or SPIRT_EMODEL (malformed, sizes out of range, image too
+ * small for the convolutions).
+ */
+SPIRT_MUST_CHECK int spirt_model_parse(struct spirt_model *m,
+    const char *spec);
+
+/*
+ * Seeded initialisation of params (m->nparams floats): He normal for
+ * layers followed by a ReLU, Glorot uniform for the last, zero biases.
+ */
+void spirt_model_init(const struct spirt_model *m, float *params,
+    uint64_t seed);
+
+/* ---- batch workspace: allocated once, reused for every batch ---- */
+
+struct spirt_ws;
+
+#define SPIRT_WS_TRAIN 0x1      /* also allocate what backward needs */
+#define SPIRT_WS_NAIVE 0x2      /* use the naive reference kernels */
+
+/* Workspace for batches of up to maxbatch samples.  0 or ENOMEM. */
+SPIRT_MUST_CHECK int spirt_ws_new(struct spirt_ws **out,
+    const struct spirt_model *m, size_t maxbatch, unsigned flags);
+void spirt_ws_free(struct spirt_ws *ws);
+/* Where the caller puts a batch: inputs (maxbatch, nin), labels (maxbatch). */
+float *spirt_ws_input(struct spirt_ws *ws);
+int32_t *spirt_ws_labels(struct spirt_ws *ws);
+/* Softmax outputs of the last forward, (B, nclass). */
+const float *spirt_ws_probs(const struct spirt_ws *ws);
+/* Per-sample losses of the last forward, (B). */
+const float *spirt_ws_losses(const struct spirt_ws *ws);
+
+/*
+ * Forward B (<= maxbatch) samples from the workspace's input and labels
+ * through the model; returns the mean loss.  Labels must be in
+ * [0, nclass) (spirt_labels_check).
+ */
+double spirt_model_forward(struct spirt_ws *ws, const struct spirt_model *m,
+    const float *params, size_t B);
+/*
+ * Gradient of the last forward's mean loss into grads (nparams floats,
+ * overwritten).  The workspace must have SPIRT_WS_TRAIN.
+ */
+void spirt_model_backward(struct spirt_ws *ws, const struct spirt_model *m,
+    const float *params, float *grads, size_t B);
+
+/* Index of the largest probability of each sample into pred (B). */
+void spirt_model_predict(int32_t *pred, const struct spirt_ws *ws,
+    const struct spirt_model *m, size_t B);
+
+/* SPIRT_EDATA if a label is outside [0, nclass), else 0. */
+SPIRT_MUST_CHECK int spirt_labels_check(const int32_t *y, size_t n,
+    size_t nclass);
+
+/* ---- a small deterministic generator (splitmix64) ---- */
+
+struct spirt_sm64 {
+	uint64_t s;
+};
+
+static inline void
+spirt_sm64_seed(struct spirt_sm64 *r, uint64_t seed)
+{
+	r->s = seed;
+}
+
+static inline uint64_t
+spirt_sm64_next(struct spirt_sm64 *r)
+{
+	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* uniform in [0, 1) with 53 random bits */
+static inline double
+spirt_sm64_uniform(struct spirt_sm64 *r)
+{
+	return (double)(spirt_sm64_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* uniform in [0, n) for 1 <= n <= 2^32 (Lemire's multiply-shift) */
+static inline uint64_t
+spirt_sm64_below(struct spirt_sm64 *r, uint64_t n)
+{
+	return ((spirt_sm64_next(r) >> 32) * n) >> 32;
+}
+
+/* Mix several words into one seed (for (seed, worker, epoch) streams). */
+static inline uint64_t
+spirt_seed_mix(uint64_t a, uint64_t b, uint64_t c)
+{
+	struct spirt_sm64 r;
+
+	spirt_sm64_seed(&r, a);
+	r.s = spirt_sm64_next(&r) ^ b;
+	r.s = spirt_sm64_next(&r) ^ c;
+	return spirt_sm64_next(&r);
+}
+
+#endif

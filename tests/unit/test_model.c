@@ -1,0 +1,289 @@
+/* test_model.c - specs, init, whole-model gradients vs naive, fd, PyTorch */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "blas.h"
+#include "io.h"
+#include "model.h"
+#include "npy.h"
+#include "tensor.h"
+
+static struct spirt_sm64 rng;
+
+static void
+test_parse(void)
+{
+	static const char *bad[] = {
+		"", "softmax", "softmax:784", "softmax:784:1", "softmax:0:10",
+		"softmax:784:10:", "mlp:", "mlp:784", "mlp:784-", "mlp:784--10",
+		"mlp:784-256-1", "mlp:0784-10", "mlp:784-x", "cnn:1x28x28-32-64",
+		"cnn:1x12x12-2-3-4", "cnn:28x28-32-64-10", "cnn:1x28x28-32-64-10-",
+		"lenet:1x28x28", "mlp:784-99999999-10",
+		"mlp:2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2-2",
+	};
+	struct spirt_model m;
+	size_t i;
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		int rc = spirt_model_parse(&m, bad[i]);
+		if (rc != SPIRT_EMODEL) {
+			fprintf(stderr, "spec \"%s\" accepted\n", bad[i]);
+			check_failed = 1;
+		}
+	}
+	CHECK_RC(spirt_model_parse(&m, "softmax:784:10"));
+	CHECK(m.nparams == 7850 && m.nlayers == 1 && m.nclass == 10);
+	CHECK_RC(spirt_model_parse(&m, "mlp:784-256-128-10"));
+	CHECK(m.nparams == 235146 && m.nlayers == 3 && m.layer[0].relu &&
+	    !m.layer[2].relu && strcmp(m.layer[2].name, "fc3") == 0);
+	CHECK(strcmp(m.spec, "mlp:784-256-128-10") == 0);
+	CHECK_RC(spirt_model_parse(&m, "cnn:1x28x28-32-64-10"));
+	CHECK(m.nparams == 62346 && m.layer[2].in == 1024 && m.nin == 784);
+	CHECK(m.layer[1].woff == 832 && m.layer[2].boff == 62336);
+	CHECK_RC(spirt_model_parse(&m, "cnn:3x32x32-32-64-10"));
+	CHECK(m.nparams == 69706 && m.layer[2].in == 1600 && m.nin == 3072);
+}
+
+static void
+test_init(void)
+{
+	struct spirt_model m;
+	float *a, *b;
+	double s = 0, s2 = 0;
+	size_t i, n;
+
+	CHECK_RC(spirt_model_parse(&m, "mlp:784-256-128-10"));
+	a = malloc(m.nparams * 4);
+	b = malloc(m.nparams * 4);
+	spirt_model_init(&m, a, 7);
+	spirt_model_init(&m, b, 7);
+	CHECK(memcmp(a, b, m.nparams * 4) == 0);
+	spirt_model_init(&m, b, 8);
+	CHECK(memcmp(a, b, m.nparams * 4) != 0);
+	// He: fc1 weights have sd sqrt(2/784); biases are zero
+	n = m.layer[0].wlen;
+	for (i = 0; i < n; i++) {
+		s += a[i];
+		s2 += (double)a[i] * a[i];
+	}
+	CHECK(fabs(s / n) < 0.002);
+	CHECK(fabs(sqrt(s2 / n) / sqrt(2.0 / 784) - 1) < 0.02);
+	CHECK(a[m.layer[0].boff] == 0 && a[m.nparams - 1] == 0);
+	// Glorot uniform: fc3 within sqrt(6/138)
+	for (i = 0; i < m.layer[2].wlen; i++)
+		CHECK(fabsf(a[m.layer[2].woff + i]) <= sqrtf(6.0f / 138));
+	free(a), free(b);
+}
+
+/* a batch of B random samples for m into ws */
+static void
+fill_batch(struct spirt_ws *ws, const struct spirt_model *m, size_t B)
+{
+	float *x = spirt_ws_input(ws);
+	int32_t *y = spirt_ws_labels(ws);
+	size_t i;
+
+	for (i = 0; i < B * m->nin; i++)
+		x[i] = (float)spirt_sm64_uniform(&rng);
+	for (i = 0; i < B; i++)
+		y[i] = (int32_t)spirt_sm64_below(&rng, m->nclass);
+}
+
+/*
+ * For spec: OpenBLAS and naive kernels agree on loss and gradient, and
+ * the gradient matches central differences of the loss on a sample of
+ * coordinates of every weight and bias.
+ */
+static void
+test_model(const char *spec, size_t B)
+{
+	struct spirt_model m;
+	struct spirt_ws *ws, *wn;
+	float *p, *g, *gn;
+	double l1, l2;
+	size_t i, j, bad = 0, tried = 0;
+	char what[128];
+
+	CHECK_RC(spirt_model_parse(&m, spec));
+	CHECK_RC(spirt_ws_new(&ws, &m, B, SPIRT_WS_TRAIN));
+	CHECK_RC(spirt_ws_new(&wn, &m, B, SPIRT_WS_TRAIN | SPIRT_WS_NAIVE));
+	p = malloc(m.nparams * 4);
+	g = malloc(m.nparams * 4);
+	gn = malloc(m.nparams * 4);
+	spirt_model_init(&m, p, 3);
+	for (i = 0; i < m.nparams; i++)         // non-zero biases too
+		p[i] += 0.05f * (float)(spirt_sm64_uniform(&rng) - 0.5);
+	fill_batch(ws, &m, B);
+	memcpy(spirt_ws_input(wn), spirt_ws_input(ws), B * m.nin * 4);
+	memcpy(spirt_ws_labels(wn), spirt_ws_labels(ws), B * 4);
+
+	l1 = spirt_model_forward(ws, &m, p, B);
+	spirt_model_backward(ws, &m, p, g, B);
+	l2 = spirt_model_forward(wn, &m, p, B);
+	spirt_model_backward(wn, &m, p, gn, B);
+	CHECK(fabs(l1 - l2) < 1e-5 * fabs(l2) + 1e-6);
+	snprintf(what, sizeof what, "%s blas vs naive", spec);
+	check_close(what, g, gn, m.nparams, 1e-3, 1e-6);
+
+	for (i = 0; i < (size_t)m.nlayers; i++) {
+		const struct spirt_layer *l = &m.layer[i];
+		size_t offs[2] = { l->woff, l->boff }, lens[2] = { l->wlen,
+		    l->blen }, t;
+		for (t = 0; t < 2; t++) {
+			for (j = 0; j < 12 && j < lens[t]; j++) {
+				size_t at = offs[t] + spirt_sm64_below(&rng,
+				    lens[t]);
+				float save = p[at], eps = 1e-3f;
+				double lp, lm, num;
+				p[at] = save + eps;
+				lp = spirt_model_forward(wn, &m, p, B);
+				p[at] = save - eps;
+				lm = spirt_model_forward(wn, &m, p, B);
+				p[at] = save;
+				num = (lp - lm) / (2.0 * eps);
+				tried++;
+				if (fabs(num - gn[at]) > 2e-4 + 2e-2 *
+				    fmax(fabs(num), fabs(gn[at]))) {
+					bad++;
+					fprintf(stderr, "%s: %s.%s[%zu]: fd %g "
+					    "vs %g\n", spec, l->name, t ?
+					    "bias" : "weight", at - offs[t],
+					    num, (double)gn[at]);
+				}
+			}
+		}
+	}
+	// a kink (ReLU at 0, a max-pool switch) may sit within eps of one
+	// coordinate; more than one miss is a bug
+	if (bad > 1) {
+		fprintf(stderr, "%s: %zu of %zu fd checks off\n", spec, bad,
+		    tried);
+		check_failed = 1;
+	}
+	spirt_ws_free(ws);
+	spirt_ws_free(wn);
+	free(p), free(g), free(gn);
+}
+
+/* ---- PyTorch fixtures (contrib/python/make_grad_fixtures.py) ---- */
+
+static void *
+load_npy(const char *dir, const char *name, const char *what, int dtype,
+    size_t n, void **buf)
+{
+	struct spirt_tensor t;
+	const void *data;
+	char path[512];
+	size_t len;
+	int rc;
+
+	snprintf(path, sizeof path, "%s/%s.%s.npy", dir, name, what);
+	if ((rc = spirt_readfile(path, buf, &len)) != 0 ||
+	    (rc = spirt_npy_parse(&t, &data, *buf, len)) != 0) {
+		fprintf(stderr, "%s: %s\n", path, spirt_strerror(rc));
+		check_failed = 1;
+		return NULL;
+	}
+	if (t.dtype != dtype || t.nelem != n) {
+		fprintf(stderr, "%s: dtype %d, %llu elements, want %zu\n",
+		    path, t.dtype, (unsigned long long)t.nelem, n);
+		check_failed = 1;
+		return NULL;
+	}
+	return (void *)(uintptr_t)data;
+}
+
+static void
+test_fixture(const char *dir, const char *name, const char *spec, size_t B)
+{
+	struct spirt_model m;
+	struct spirt_ws *ws;
+	void *bp = NULL, *bx = NULL, *by = NULL, *bg = NULL, *bl = NULL;
+	float *p, *x, *g, *got;
+	int32_t *y;
+	double *loss, l;
+	char what[512];
+
+	CHECK_RC(spirt_model_parse(&m, spec));
+	if (check_failed)
+		return;
+	p = load_npy(dir, name, "params", SPIRT_F32, m.nparams, &bp);
+	x = load_npy(dir, name, "x", SPIRT_F32, B * m.nin, &bx);
+	y = load_npy(dir, name, "y", SPIRT_I32, B, &by);
+	g = load_npy(dir, name, "grad", SPIRT_F32, m.nparams, &bg);
+	loss = load_npy(dir, name, "loss", SPIRT_F64, 1, &bl);
+	if (p && x && y && g && loss) {
+		CHECK_RC(spirt_ws_new(&ws, &m, B, SPIRT_WS_TRAIN));
+		got = malloc(m.nparams * 4);
+		memcpy(spirt_ws_input(ws), x, B * m.nin * 4);
+		memcpy(spirt_ws_labels(ws), y, B * 4);
+		l = spirt_model_forward(ws, &m, p, B);
+		spirt_model_backward(ws, &m, p, got, B);
+		if (fabs(l - loss[0]) > 1e-4 * fabs(loss[0])) {
+			fprintf(stderr, "%s: loss %.8g, torch %.8g\n", name, l,
+			    loss[0]);
+			check_failed = 1;
+		}
+		snprintf(what, sizeof what, "%s (%s) vs torch", name, spec);
+		check_close(what, got, g, m.nparams, 1e-4, 1e-6);
+		free(got);
+		spirt_ws_free(ws);
+	}
+	free(bp), free(bx), free(by), free(bg), free(bl);
+}
+
+static int
+test_fixtures(void)
+{
+	const char *dir = getenv("SPIRT_GRAD_FIXTURES");
+	char path[512], line[512], name[128], spec[256];
+	unsigned long B;
+	FILE *f;
+	int n = 0;
+
+	if (dir == NULL)
+		dir = "tests/data/grad";
+	snprintf(path, sizeof path, "%s/cases", dir);
+	if ((f = fopen(path, "r")) == NULL) {
+		fprintf(stderr, "%s: no fixtures\n", path);
+		check_failed = 1;
+		return 0;
+	}
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (sscanf(line, "%127s %255s %lu", name, spec, &B) != 3) {
+			fprintf(stderr, "%s: bad line: %s", path, line);
+			check_failed = 1;
+			continue;
+		}
+		test_fixture(dir, name, spec, B);
+		n++;
+	}
+	fclose(f);
+	CHECK(n > 0);
+	return n;
+}
+
+int
+main(void)
+{
+	spirt_sm64_seed(&rng, 1234);
+	if (getenv("SPIRT_TEST_NOBLAS") == NULL && spirt_blas_init(1) != 0) {
+		fprintf(stderr, "OpenBLAS: %s\n", spirt_blas_error());
+		return 1;
+	}
+	test_parse();
+	test_init();
+	test_model("softmax:6:3", 5);
+	test_model("mlp:6-5-4-3", 5);
+	test_model("mlp:10-7-3", 9);
+	test_model("cnn:1x16x16-2-3-4", 3);
+	test_model("cnn:3x17x18-2-3-4", 2);
+	test_model("cnn:1x28x28-4-6-10", 2);
+	test_fixtures();
+	CHECK_DONE();
+}
