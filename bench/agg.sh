@@ -1,0 +1,57 @@
+#!/bin/sh
+# bench/agg.sh - spirt-agg and spirt-update against the memory limit and
+# SPIRT's Redis/Lua/JSON path, side by side in one run (make bench, or
+# sh bench/agg.sh).  Starts a private redis-server on 127.0.0.1 (a free
+# port, a temporary directory) when one is installed, and stops it after.
+cd "$(dirname "$0")/.." || exit 70
+make -s all bench/agg_bench || exit 70
+PATH="$PWD:$PATH"
+export PATH
+
+tmp=$(mktemp -d) || exit 71
+port=
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+if command -v redis-server >/dev/null 2>&1; then
+	p=$((20000 + $$ % 20000))
+	while [ $p -lt 65000 ]; do
+		redis-cli -p $p ping >/dev/null 2>&1 || break
+		p=$((p + 1))
+	done
+	redis-server --port $p --bind 127.0.0.1 --dir "$tmp" --save '' \
+		--appendonly no --proto-max-bulk-len 1gb \
+		--lua-time-limit 0 --busy-reply-threshold 0 \
+		>"$tmp/redis.log" 2>&1 &
+	pid=$!
+	i=0
+	while [ $i -lt 50 ] && ! redis-cli -p $p ping >/dev/null 2>&1; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if redis-cli -p $p ping >/dev/null 2>&1; then
+		port=$p
+		echo "redis-server $(redis-server --version | cut -d' ' -f3) on 127.0.0.1:$port"
+	else
+		echo "redis-server did not start; Redis columns left out" >&2
+	fi
+fi
+
+# the stores go to a tmpfs when there is one: Redis runs without
+# persistence, so both sides keep their data in memory (no fsync cost)
+sdir=$tmp
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+	sdir=$(mktemp -d /dev/shm/agg_bench.XXXXXX) || exit 71
+fi
+echo "stores in $sdir"
+TMPDIR=$sdir ./bench/agg_bench ${port:+-p "$port"}
+rc=$?
+[ "$sdir" != "$tmp" ] && rm -rf "$sdir"
+[ -n "$port" ] && redis-cli -p "$port" shutdown nosave >/dev/null 2>&1
+wait "$pid" 2>/dev/null
+pid=
+exit $rc

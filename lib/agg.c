@@ -1,0 +1,740 @@
+/* agg.c - gradient aggregation rules: mean, trimmed mean, median, Krum */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agg.h"
+#include "tensor.h"
+
+/*
+ * Inner loops work on 4 floats at a time through GCC/Clang vector types,
+ * so they vectorise at any -O level without -O3 or -ffast-math; other
+ * compilers get the scalar loops (same results: lane-wise operations only,
+ * no reassociation).
+ *
+ * Non-finite detection is fused into the loops: for the bit pattern b of a
+ * float, (b & 0x7f800000) + 0x00800000 has bit 31 set exactly when the
+ * exponent is all ones (Inf or NaN); OR-ing those over a slice costs one
+ * integer op per element and needs no float compare.
+ */
+
+#ifndef TILESORT
+#define TILESORT 1024
+#endif
+#define EXPMASK 0x7f800000u
+#define EXPONE  0x00800000u
+#define BADBIT  0x80000000u
+
+#if defined(__GNUC__)
+#define SPIRT_VEC 1
+#if defined(__SSE__)
+#include <xmmintrin.h>          /* minps/maxps for the sorting network */
+#endif
+typedef float vf __attribute__((vector_size(16)));
+typedef uint32_t vu __attribute__((vector_size(16)));
+typedef int32_t vi __attribute__((vector_size(16)));
+#define VL 4
+
+static inline vf
+ldv(const float *p)
+{
+	vf v;
+
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+static inline void
+stv(float *p, vf v)
+{
+	memcpy(p, &v, sizeof v);
+}
+
+static inline uint32_t
+orv(vu b)
+{
+	return b[0] | b[1] | b[2] | b[3];
+}
+#endif
+
+static inline uint32_t
+badbits(float x)
+{
+	uint32_t b;
+
+	memcpy(&b, &x, sizeof b);
+	return (b & EXPMASK) + EXPONE;
+}
+
+/* o = x; returns non-finite bits of x */
+static uint32_t
+v_copy(float *o, const float *x, size_t n)
+{
+	uint32_t bad = 0;
+	size_t j = 0;
+
+#ifdef SPIRT_VEC
+	vu vb = {0, 0, 0, 0};
+
+	for (; j + 2 * VL <= n; j += 2 * VL) {
+		vf a = ldv(x + j), b = ldv(x + j + VL);
+		vb |= (((vu)a & EXPMASK) + EXPONE) | (((vu)b & EXPMASK) + EXPONE);
+		stv(o + j, a);
+		stv(o + j + VL, b);
+	}
+	bad = orv(vb);
+#endif
+	for (; j < n; j++) {
+		bad |= badbits(x[j]);
+		o[j] = x[j];
+	}
+	return bad;
+}
+
+/* o += x */
+static uint32_t
+v_add(float *o, const float *x, size_t n)
+{
+	uint32_t bad = 0;
+	size_t j = 0;
+
+#ifdef SPIRT_VEC
+	vu vb = {0, 0, 0, 0};
+
+	for (; j + 2 * VL <= n; j += 2 * VL) {
+		vf a = ldv(x + j), b = ldv(x + j + VL);
+		vb |= (((vu)a & EXPMASK) + EXPONE) | (((vu)b & EXPMASK) + EXPONE);
+		stv(o + j, ldv(o + j) + a);
+		stv(o + j + VL, ldv(o + j + VL) + b);
+	}
+	bad = orv(vb);
+#endif
+	for (; j < n; j++) {
+		bad |= badbits(x[j]);
+		o[j] += x[j];
+	}
+	return bad;
+}
+
+/* o = c * x (init) or o += c * x */
+static uint32_t
+v_axpy(float *o, float c, const float *x, size_t n, int init)
+{
+	uint32_t bad = 0;
+	size_t j = 0;
+
+#ifdef SPIRT_VEC
+	vu vb = {0, 0, 0, 0};
+	vf cv = {c, c, c, c};
+
+	for (; j + VL <= n; j += VL) {
+		vf a = ldv(x + j);
+		vb |= ((vu)a & EXPMASK) + EXPONE;
+		stv(o + j, init ? cv * a : ldv(o + j) + cv * a);
+	}
+	bad = orv(vb);
+#endif
+	for (; j < n; j++) {
+		bad |= badbits(x[j]);
+		o[j] = init ? c * x[j] : o[j] + c * x[j];
+	}
+	return bad;
+}
+
+/* o /= d */
+static void
+v_div(float *o, float d, size_t n)
+{
+	size_t j = 0;
+
+#ifdef SPIRT_VEC
+	vf dv = {d, d, d, d};
+
+	for (; j + VL <= n; j += VL)
+		stv(o + j, ldv(o + j) / dv);
+#endif
+	for (; j < n; j++)
+		o[j] /= d;
+}
+
+/* a, b = min(a, b), max(a, b) elementwise (inputs are finite) */
+static void
+v_cmpx(float *a, float *b, size_t n)
+{
+	size_t j = 0;
+
+#if defined(SPIRT_VEC) && defined(__SSE__)
+	/* minps(x, y) is x < y ? x : y and maxps(y, x) is y > x ? y : x,
+	 * exactly the scalar loop below */
+	for (; j + 2 * VL <= n; j += 2 * VL) {
+		__m128 x0 = (__m128)ldv(a + j), y0 = (__m128)ldv(b + j);
+		__m128 x1 = (__m128)ldv(a + j + VL), y1 = (__m128)ldv(b + j + VL);
+
+		stv(a + j, (vf)_mm_min_ps(x0, y0));
+		stv(b + j, (vf)_mm_max_ps(y0, x0));
+		stv(a + j + VL, (vf)_mm_min_ps(x1, y1));
+		stv(b + j + VL, (vf)_mm_max_ps(y1, x1));
+	}
+#elif defined(SPIRT_VEC)
+	for (; j + VL <= n; j += VL) {
+		vf x = ldv(a + j), y = ldv(b + j);
+		vi m = x < y;
+		stv(a + j, (vf)((m & (vi)x) | (~m & (vi)y)));
+		stv(b + j, (vf)((m & (vi)y) | (~m & (vi)x)));
+	}
+#endif
+	for (; j < n; j++) {
+		float x = a[j], y = b[j];
+
+		a[j] = x < y ? x : y;
+		b[j] = x < y ? y : x;
+	}
+}
+
+/* sum of squares of x, or of x - y when y is not NULL */
+static double
+v_sumsq(const float *x, const float *y, size_t n, uint32_t *badp)
+{
+	uint32_t bad = 0;
+	double s;
+	size_t j = 0;
+
+#ifdef SPIRT_VEC
+	vf acc0 = {0, 0, 0, 0}, acc1 = {0, 0, 0, 0};
+	vu vb = {0, 0, 0, 0};
+
+	for (; j + 2 * VL <= n; j += 2 * VL) {
+		vf a = ldv(x + j), b = ldv(x + j + VL);
+		if (y) {
+			a -= ldv(y + j);
+			b -= ldv(y + j + VL);
+		}
+		vb |= (((vu)a & EXPMASK) + EXPONE) | (((vu)b & EXPMASK) + EXPONE);
+		acc0 += a * a;
+		acc1 += b * b;
+	}
+	acc0 += acc1;
+	s = ((double)acc0[0] + acc0[1]) + ((double)acc0[2] + acc0[3]);
+	bad = orv(vb);
+#else
+	s = 0;
+#endif
+	for (; j < n; j++) {
+		float d = y ? x[j] - y[j] : x[j];
+
+		bad |= badbits(d);
+		s += (double)d * d;
+	}
+	*badp |= bad;
+	return s;
+}
+
+/* ---- parameters ---- */
+
+static const char *const rulenames[] = {
+	[SPIRT_AGG_MEAN] = "mean",
+	[SPIRT_AGG_WMEAN] = "wmean",
+	[SPIRT_AGG_TRIM] = "trim",
+	[SPIRT_AGG_MEDIAN] = "median",
+	[SPIRT_AGG_NORM] = "norm",
+	[SPIRT_AGG_KRUM] = "krum",
+	[SPIRT_AGG_MKRUM] = "mkrum",
+};
+#define NRULES (sizeof rulenames / sizeof rulenames[0])
+
+void
+spirt_agg_defaults(struct spirt_agg_params *p)
+{
+	memset(p, 0, sizeof *p);
+	p->rule = SPIRT_AGG_MEAN;
+	p->trim = 0.1;
+	p->f = 0;
+	p->m = 0;
+	p->mad = 3.0;
+}
+
+int
+spirt_agg_rule_parse(const char *name)
+{
+	size_t i;
+
+	for (i = 1; i < NRULES; i++)
+		if (strcmp(name, rulenames[i]) == 0)
+			return (int)i;
+	return 0;
+}
+
+const char *
+spirt_agg_rule_name(int rule)
+{
+	if (rule <= 0 || (size_t)rule >= NRULES)
+		return NULL;
+	return rulenames[rule];
+}
+
+const char *
+spirt_agg_reason_name(int reason)
+{
+	switch (reason) {
+	case SPIRT_AGG_XNONE: return "used";
+	case SPIRT_AGG_XNONFINITE: return "NaN or Inf values";
+	case SPIRT_AGG_XNORM: return "L2 norm outlier";
+	case SPIRT_AGG_XKRUM: return "not selected by Krum";
+	default: return "unknown reason";
+	}
+}
+
+static size_t
+trimk(double trim, size_t w)
+{
+	return (size_t)floor(trim * (double)w + 1e-9);
+}
+
+/* A trim must drop at least one value per side (else it filters nothing
+ * and hides a mistake) and leave at least one. */
+static int
+trimok(double trim, size_t w)
+{
+	size_t k;
+
+	if (!(trim >= 0 && trim < 0.5))
+		return 0;
+	k = trimk(trim, w);
+	return (trim == 0 || k > 0) && 2 * k < w;
+}
+
+int
+spirt_agg_check(const struct spirt_agg_params *p, size_t w)
+{
+	if (w == 0 || w > SPIRT_AGG_MAXW)
+		return SPIRT_EINVAL;
+	switch (p->rule) {
+	case SPIRT_AGG_MEAN: case SPIRT_AGG_WMEAN: case SPIRT_AGG_MEDIAN:
+		return 0;
+	case SPIRT_AGG_TRIM:
+		return trimok(p->trim, w) ? 0 : SPIRT_EINVAL;
+	case SPIRT_AGG_NORM:
+		return p->mad > 0 ? 0 : SPIRT_EINVAL;
+	case SPIRT_AGG_KRUM:
+		return w > 2 * (size_t)p->f + 2 ? 0 : SPIRT_EINVAL;
+	case SPIRT_AGG_MKRUM:
+		if (w <= 2 * (size_t)p->f + 2)
+			return SPIRT_EINVAL;
+		return p->m <= w - p->f ? 0 : SPIRT_EINVAL;
+	default:
+		return SPIRT_EINVAL;
+	}
+}
+
+/* ---- canonical order ---- */
+
+static int
+incmp(const struct spirt_agg_input *a, const struct spirt_agg_input *b,
+    size_t n)
+{
+	if (a->origin != b->origin)
+		return a->origin < b->origin ? -1 : 1;
+	if (a->samples != b->samples)
+		return a->samples < b->samples ? -1 : 1;
+	if (a->x == b->x)
+		return 0;
+	return memcmp(a->x, b->x, n * sizeof(float));
+}
+
+void
+spirt_agg_sort(struct spirt_agg_input *in, size_t w, size_t n)
+{
+	size_t i, j;
+
+	/* insertion sort: w is small and the comparison usually stops at
+	 * the origin */
+	for (i = 1; i < w; i++) {
+		struct spirt_agg_input t = in[i];
+
+		for (j = i; j > 0 && incmp(&in[j - 1], &t, n) > 0; j--)
+			in[j] = in[j - 1];
+		in[j] = t;
+	}
+}
+
+/* ---- work area ---- */
+
+struct work {
+	size_t tile;            /* coordinates per tile */
+	size_t stride;          /* floats between buf rows: tile + pad */
+	size_t na;              /* active inputs */
+	const float **x;        /* active inputs' data, canonical order */
+	float *c;               /* WMEAN coefficients */
+	float *buf;             /* na * tile floats (TRIM, MEDIAN) */
+	uint16_t (*net)[2];     /* sorting network comparators */
+	size_t nnet;
+	double *d;              /* Krum pair distances, w * w */
+};
+
+/* Tile: the W slices of a tile together about 128 KiB (in L2); for the
+ * sorting network, which rereads its rows, 4 KiB (measured: larger tiles
+ * run slower, W input streams read in short bursts). */
+static size_t
+tilesize(size_t w, int sorted)
+{
+	size_t t = (sorted ? TILESORT : 32768) / (w ? w : 1);
+
+	if (t < (sorted ? 64 : 256))
+		t = sorted ? 64 : 256;
+	if (t > 8192)
+		t = 8192;
+	return t & ~(size_t)15;
+}
+
+/*
+ * Batcher's odd-even merge sort network for any n (Knuth 5.3.4; comparators
+ * beyond n dropped).  O(n log^2 n) comparators: 5 for 4, 19 for 8, 63 for
+ * 16.  Returns the count written to net (NULL: only count).
+ */
+static size_t
+network(uint16_t (*net)[2], size_t n)
+{
+	size_t p, k, j, i, c = 0;
+
+	for (p = 1; p < n; p <<= 1)
+		for (k = p; k >= 1; k >>= 1)
+			for (j = k % p; j + k < n; j += 2 * k)
+				for (i = 0; i < k && i + j + k < n; i++)
+					if ((i + j) / (2 * p) ==
+					    (i + j + k) / (2 * p)) {
+						if (net) {
+							net[c][0] = (uint16_t)(i + j);
+							net[c][1] = (uint16_t)(i + j + k);
+						}
+						c++;
+					}
+	return c;
+}
+
+/* Collect the active inputs into wk->x; returns their count. */
+static size_t
+activate(struct work *wk, const struct spirt_agg_input *in, size_t w)
+{
+	size_t i, a = 0;
+
+	for (i = 0; i < w; i++)
+		if (!in[i].excluded)
+			wk->x[a++] = in[i].x;
+	wk->na = a;
+	return a;
+}
+
+/* Full scan: mark every input holding NaN/Inf. */
+static void
+markbad(struct spirt_agg_input *in, size_t w, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < w; i++)
+		if (!in[i].excluded && spirt_count_nonfinite_f32(in[i].x, n))
+			in[i].excluded = SPIRT_AGG_XNONFINITE;
+}
+
+/*
+ * One pass: out = mean (or weighted sum when wk->c) of the active inputs.
+ * Returns 1 when a non-finite value was met (out then garbage), else 0.
+ */
+static int
+pass_mean(float *out, struct work *wk, size_t n)
+{
+	size_t j0, i, a = wk->na;
+
+	for (j0 = 0; j0 < n; j0 += wk->tile) {
+		size_t len = n - j0 < wk->tile ? n - j0 : wk->tile;
+		float *o = out + j0;
+		uint32_t bad;
+
+		if (wk->c) {
+			bad = v_axpy(o, wk->c[0], wk->x[0] + j0, len, 1);
+			for (i = 1; i < a; i++)
+				bad |= v_axpy(o, wk->c[i], wk->x[i] + j0,
+				    len, 0);
+		} else {
+			bad = v_copy(o, wk->x[0] + j0, len);
+			for (i = 1; i < a; i++)
+				bad |= v_add(o, wk->x[i] + j0, len);
+			if (a > 1)
+				v_div(o, (float)a, len);
+		}
+		if (bad & BADBIT)
+			return 1;
+	}
+	return 0;
+}
+
+/* One pass: trimmed mean keeping sorted rows [lo, hi), or median. */
+static int
+pass_sorted(float *out, struct work *wk, size_t n, size_t lo, size_t hi,
+    int median)
+{
+	size_t j0, i, a = wk->na, T = wk->tile, S = wk->stride;
+
+	for (j0 = 0; j0 < n; j0 += T) {
+		size_t len = n - j0 < T ? n - j0 : T;
+		float *o = out + j0;
+		uint32_t bad = 0;
+
+		for (i = 0; i < a; i++)
+			bad |= v_copy(wk->buf + i * S, wk->x[i] + j0, len);
+		if (bad & BADBIT)
+			return 1;
+		for (i = 0; i < wk->nnet; i++)
+			v_cmpx(wk->buf + wk->net[i][0] * S,
+			    wk->buf + wk->net[i][1] * S, len);
+		if (median) {
+			if (a & 1) {
+				memcpy(o, wk->buf + a / 2 * S,
+				    len * sizeof *o);
+			} else {
+				(void)v_copy(o, wk->buf + (a / 2 - 1) * S, len);
+				(void)v_add(o, wk->buf + a / 2 * S, len);
+				v_div(o, 2.0f, len);
+			}
+		} else {
+			(void)v_copy(o, wk->buf + lo * S, len);
+			for (i = lo + 1; i < hi; i++)
+				(void)v_add(o, wk->buf + i * S, len);
+			if (hi - lo > 1)
+				v_div(o, (float)(hi - lo), len);
+		}
+	}
+	return 0;
+}
+
+static void
+sortd(double *v, size_t n)
+{
+	size_t i, j;
+
+	for (i = 1; i < n; i++) {
+		double t = v[i];
+
+		for (j = i; j > 0 && v[j - 1] > t; j--)
+			v[j] = v[j - 1];
+		v[j] = t;
+	}
+}
+
+static double
+mediand(double *v, size_t n)
+{
+	sortd(v, n);
+	return n & 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* NORM: exclude inputs whose L2 norm is more than mad * 1.4826 * MAD from
+ * the median norm (threshold at least 1e-6 of the median). */
+static int
+select_norm(struct spirt_agg_input *in, size_t w, size_t n, double k,
+    double *tmp, size_t tile)
+{
+	size_t i, j0, a = 0;
+	double med, mad, thr;
+
+	for (i = 0; i < w; i++) {
+		uint32_t bad = 0;
+		double s = 0;
+
+		for (j0 = 0; j0 < n; j0 += tile)
+			s += v_sumsq(in[i].x + j0, NULL,
+			    n - j0 < tile ? n - j0 : tile, &bad);
+		in[i].score = sqrt(s);
+		if (bad & BADBIT)
+			in[i].excluded = SPIRT_AGG_XNONFINITE;
+	}
+	for (i = 0; i < w; i++)
+		if (!in[i].excluded)
+			tmp[a++] = in[i].score;
+	if (a == 0)
+		return SPIRT_ENAN;
+	med = mediand(tmp, a);
+	for (i = 0, a = 0; i < w; i++)
+		if (!in[i].excluded)
+			tmp[a++] = fabs(in[i].score - med);
+	mad = mediand(tmp, a);
+	thr = k * 1.4826 * mad;
+	if (thr < 1e-6 * med)
+		thr = 1e-6 * med;
+	for (i = 0; i < w; i++)
+		if (!in[i].excluded && fabs(in[i].score - med) > thr)
+			in[i].excluded = SPIRT_AGG_XNORM;
+	return 0;
+}
+
+/* KRUM/MKRUM: score each finite input by the sum of squared distances to
+ * its a - f - 2 nearest finite neighbours; keep the m lowest. */
+static int
+select_krum(struct spirt_agg_input *in, size_t w, size_t n,
+    const struct spirt_agg_params *p, struct work *wk)
+{
+	size_t i, k, j0, a = 0, nb, m, T = wk->tile;
+	uint32_t *bad = (uint32_t *)wk->c;      /* w words of scratch */
+	double *d = wk->d, *row = wk->d + w * w;
+
+	memset(d, 0, w * w * sizeof *d);
+	memset(bad, 0, w * sizeof *bad);
+	for (j0 = 0; j0 < n; j0 += T) {
+		size_t len = n - j0 < T ? n - j0 : T;
+
+		for (i = 0; i < w; i++) {
+			(void)v_sumsq(in[i].x + j0, NULL, len, &bad[i]);
+			for (k = i + 1; k < w; k++) {
+				uint32_t junk = 0;
+
+				d[i * w + k] += v_sumsq(in[i].x + j0,
+				    in[k].x + j0, len, &junk);
+			}
+		}
+	}
+	for (i = 0; i < w; i++) {
+		if (bad[i] & BADBIT)
+			in[i].excluded = SPIRT_AGG_XNONFINITE;
+		else
+			a++;
+	}
+	if (a == 0)
+		return SPIRT_ENAN;
+	if (a <= 2 * (size_t)p->f + 2)
+		return SPIRT_EDATA;
+	nb = a - p->f - 2;
+	m = p->rule == SPIRT_AGG_KRUM ? 1 : p->m ? p->m : a - p->f;
+	if (m > a)
+		return SPIRT_EDATA;
+	for (i = 0; i < w; i++) {
+		size_t c = 0;
+
+		if (in[i].excluded)
+			continue;
+		for (k = 0; k < w; k++)
+			if (k != i && !in[k].excluded)
+				row[c++] = i < k ? d[i * w + k] : d[k * w + i];
+		sortd(row, c);
+		in[i].score = 0;
+		for (k = 0; k < nb; k++)
+			in[i].score += row[k];
+	}
+	/* keep the m best scores; ties go to the canonical order */
+	for (i = 0; i < w; i++) {
+		size_t better = 0;
+
+		bad[i] = 0;
+		if (in[i].excluded)
+			continue;
+		for (k = 0; k < w; k++)
+			if (!in[k].excluded && k != i &&
+			    (in[k].score < in[i].score ||
+			    (in[k].score == in[i].score && k < i)))
+				better++;
+		bad[i] = better >= m;
+	}
+	for (i = 0; i < w; i++)
+		if (bad[i])
+			in[i].excluded = SPIRT_AGG_XKRUM;
+	return 0;
+}
+
+int
+spirt_agg_run(float *out, struct spirt_agg_input *in, size_t w, size_t n,
+    const struct spirt_agg_params *p, size_t *used)
+{
+	struct work wk;
+	size_t i, a, lo = 0, hi = 0, sz;
+	int rc = 0, sorted, again;
+	char *mem;
+
+	if (used)
+		*used = 0;
+	if ((rc = spirt_agg_check(p, w)) != 0)
+		return rc;
+	for (i = 0; i < w; i++) {
+		in[i].excluded = SPIRT_AGG_XNONE;
+		in[i].score = 0;
+	}
+	spirt_agg_sort(in, w, n);
+
+	memset(&wk, 0, sizeof wk);
+	sorted = p->rule == SPIRT_AGG_TRIM || p->rule == SPIRT_AGG_MEDIAN;
+	wk.tile = tilesize(w, sorted);
+	/* rows a multiple of 4 KiB apart would share L1 sets */
+	wk.stride = wk.tile + 16;
+	/* one allocation: x[w] | c[w] | net | d[w*w + w] | buf[w*stride] */
+	sz = w * sizeof *wk.x + w * sizeof *wk.c +
+	    network(NULL, w) * sizeof *wk.net + (w * w + w) * sizeof(double);
+	sz = (sz + 63) & ~(size_t)63;
+	if (sorted)
+		sz += w * wk.stride * sizeof(float);
+	if ((mem = malloc(sz)) == NULL)
+		return ENOMEM;
+	wk.x = (const float **)(void *)mem;
+	wk.d = (double *)(void *)(mem + w * sizeof *wk.x);
+	wk.c = (float *)(void *)(wk.d + w * w + w);
+	wk.net = (uint16_t (*)[2])(void *)(wk.c + w);
+	if (sorted)
+		wk.buf = (float *)(void *)(mem + (sz - w * wk.stride *
+		    sizeof(float)));
+
+	if (p->rule == SPIRT_AGG_NORM) {
+		rc = select_norm(in, w, n, p->mad, wk.d, wk.tile);
+	} else if (p->rule == SPIRT_AGG_KRUM || p->rule == SPIRT_AGG_MKRUM) {
+		rc = select_krum(in, w, n, p, &wk);
+	}
+	if (rc != 0)
+		goto out;
+
+	for (again = 0; again < 2; again++) {
+		if ((a = activate(&wk, in, w)) == 0) {
+			rc = SPIRT_ENAN;
+			goto out;
+		}
+		if (p->rule == SPIRT_AGG_WMEAN) {
+			double s = 0;
+			size_t k = 0;
+
+			for (i = 0; i < w; i++)
+				if (!in[i].excluded)
+					s += (double)in[i].samples;
+			if (s <= 0) {
+				rc = SPIRT_EDATA;
+				goto out;
+			}
+			for (i = 0; i < w; i++)
+				if (!in[i].excluded)
+					wk.c[k++] = (float)((double)in[i].samples
+					    / s);
+		} else {
+			wk.c = NULL;
+		}
+		if (sorted) {
+			size_t k = trimk(p->trim, a);
+
+			if (p->rule == SPIRT_AGG_TRIM && !trimok(p->trim, a)) {
+				rc = SPIRT_EDATA;
+				goto out;
+			}
+			lo = k;
+			hi = a - k;
+			wk.nnet = network(wk.net, a);
+			if (!pass_sorted(out, &wk, n, lo, hi,
+			    p->rule == SPIRT_AGG_MEDIAN))
+				break;
+		} else if (!pass_mean(out, &wk, n)) {
+			break;
+		}
+		markbad(in, w, n);
+	}
+	if (again == 2) {
+		rc = SPIRT_EBUG;
+		goto out;
+	}
+	if (used)
+		*used = a;
+out:
+	free(mem);
+	return rc;
+}

@@ -1,0 +1,338 @@
+/* optim.c - optimisers (SGD, momentum, Nesterov, Adam, AdamW), lr schedules */
+#include <math.h>
+#include <string.h>
+
+#include "optim.h"
+
+/*
+ * The step kernels work on 4 floats at a time through GCC/Clang vector
+ * types (see agg.c), with a scalar tail.  Per-element arithmetic is the
+ * same in both, lane by lane, so results do not depend on n % 4.  sqrt is
+ * taken lane by lane; built with -fno-math-errno (mk/agg.mk) it becomes
+ * one vector instruction.
+ */
+
+#define EXPMASK 0x7f800000u
+#define EXPONE  0x00800000u
+#define BADBIT  0x80000000u
+#define SPIRT_PI 3.14159265358979323846
+
+#if defined(__GNUC__)
+#define SPIRT_VEC 1
+typedef float vf __attribute__((vector_size(16)));
+typedef uint32_t vu __attribute__((vector_size(16)));
+#define VL 4
+
+static inline vf
+ldv(const float *p)
+{
+	vf v;
+
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+static inline void
+stv(float *p, vf v)
+{
+	memcpy(p, &v, sizeof v);
+}
+
+static inline vf
+splat(float x)
+{
+	vf v = {x, x, x, x};
+
+	return v;
+}
+
+static inline vu
+vbad(vf a)
+{
+	return ((vu)a & EXPMASK) + EXPONE;
+}
+
+static inline uint32_t
+orv(vu b)
+{
+	return b[0] | b[1] | b[2] | b[3];
+}
+#endif
+
+static inline uint32_t
+badbits(float x)
+{
+	uint32_t b;
+
+	memcpy(&b, &x, sizeof b);
+	return (b & EXPMASK) + EXPONE;
+}
+
+static const char *const kinds[] = {
+	[SPIRT_OPT_SGD] = "sgd",
+	[SPIRT_OPT_MOMENTUM] = "momentum",
+	[SPIRT_OPT_ADAM] = "adam",
+	[SPIRT_OPT_ADAMW] = "adamw",
+};
+static const char *const scheds[] = {
+	[SPIRT_SCHED_CONSTANT] = "constant",
+	[SPIRT_SCHED_STEP] = "step",
+	[SPIRT_SCHED_COSINE] = "cosine",
+};
+#define NKINDS (sizeof kinds / sizeof kinds[0])
+#define NSCHEDS (sizeof scheds / sizeof scheds[0])
+
+void
+spirt_optim_defaults(struct spirt_optim *o)
+{
+	memset(o, 0, sizeof *o);
+	o->kind = SPIRT_OPT_SGD;
+	o->lr = 0.01;
+	o->momentum = 0.9;
+	o->nesterov = 0;
+	o->beta1 = 0.9;
+	o->beta2 = 0.999;
+	o->eps = 1e-8;
+	o->wd = 0;
+	o->schedule = SPIRT_SCHED_CONSTANT;
+	o->every = 1000;
+	o->gamma = 0.1;
+	o->total = 1000;
+	o->lr_min = 0;
+}
+
+int
+spirt_optim_parse(const char *name)
+{
+	size_t i;
+
+	for (i = 1; i < NKINDS; i++)
+		if (strcmp(name, kinds[i]) == 0)
+			return (int)i;
+	return 0;
+}
+
+const char *
+spirt_optim_name(int kind)
+{
+	return kind > 0 && (size_t)kind < NKINDS ? kinds[kind] : NULL;
+}
+
+int
+spirt_optim_schedule_parse(const char *name)
+{
+	size_t i;
+
+	for (i = 1; i < NSCHEDS; i++)
+		if (strcmp(name, scheds[i]) == 0)
+			return (int)i;
+	return 0;
+}
+
+const char *
+spirt_optim_schedule_name(int schedule)
+{
+	return schedule > 0 && (size_t)schedule < NSCHEDS ?
+	    scheds[schedule] : NULL;
+}
+
+unsigned
+spirt_optim_nstate(int kind)
+{
+	switch (kind) {
+	case SPIRT_OPT_MOMENTUM: return 1;
+	case SPIRT_OPT_ADAM: case SPIRT_OPT_ADAMW: return 2;
+	default: return 0;
+	}
+}
+
+int
+spirt_optim_check(const struct spirt_optim *o)
+{
+	if (spirt_optim_name(o->kind) == NULL ||
+	    spirt_optim_schedule_name(o->schedule) == NULL)
+		return SPIRT_EINVAL;
+	if (!(o->lr >= 0 && isfinite(o->lr)) || !(o->wd >= 0) ||
+	    !isfinite(o->wd))
+		return SPIRT_EINVAL;
+	if (!(o->momentum >= 0 && o->momentum < 1))
+		return SPIRT_EINVAL;
+	if (o->nesterov && (o->kind != SPIRT_OPT_MOMENTUM ||
+	    o->momentum == 0))
+		return SPIRT_EINVAL;
+	if (!(o->beta1 >= 0 && o->beta1 < 1) ||
+	    !(o->beta2 >= 0 && o->beta2 < 1) || !(o->eps > 0))
+		return SPIRT_EINVAL;
+	if (o->every == 0 || o->total == 0 || !(o->gamma > 0 &&
+	    o->gamma <= 1) || !(o->lr_min >= 0 && o->lr_min <= o->lr))
+		return SPIRT_EINVAL;
+	return 0;
+}
+
+double
+spirt_optim_lr(const struct spirt_optim *o, uint64_t t)
+{
+	double x;
+
+	switch (o->schedule) {
+	case SPIRT_SCHED_STEP:
+		return o->lr * pow(o->gamma, (double)(t / o->every));
+	case SPIRT_SCHED_COSINE:
+		x = (double)(t < o->total ? t : o->total) / (double)o->total;
+		return o->lr_min + (o->lr - o->lr_min) *
+		    (1 + cos(SPIRT_PI * x)) / 2;
+	default:
+		return o->lr;
+	}
+}
+
+/* ---- kernels: each returns the OR of non-finite bits of g and theta' */
+
+static uint32_t
+k_sgd(float *th1, const float *th, const float *g, size_t n, float lr,
+    float wd)
+{
+	uint32_t bad = 0;
+	size_t j = 0;
+
+#ifdef SPIRT_VEC
+	vu vb = {0, 0, 0, 0};
+	vf vlr = splat(lr), vwd = splat(wd);
+
+	for (; j + VL <= n; j += VL) {
+		vf t = ldv(th + j), gg = ldv(g + j) + vwd * t;
+
+		t = t - vlr * gg;
+		vb |= vbad(gg) | vbad(t);
+		stv(th1 + j, t);
+	}
+	bad = orv(vb);
+#endif
+	for (; j < n; j++) {
+		float t = th[j], gg = g[j] + wd * t;
+
+		t = t - lr * gg;
+		bad |= badbits(gg) | badbits(t);
+		th1[j] = t;
+	}
+	return bad;
+}
+
+static uint32_t
+k_momentum(float *th1, float *v1, const float *th, const float *v,
+    const float *g, size_t n, float lr, float wd, float mu, int nesterov)
+{
+	uint32_t bad = 0;
+	size_t j = 0;
+
+#ifdef SPIRT_VEC
+	vu vb = {0, 0, 0, 0};
+	vf vlr = splat(lr), vwd = splat(wd), vmu = splat(mu);
+
+	for (; j + VL <= n; j += VL) {
+		vf t = ldv(th + j), gg = ldv(g + j) + vwd * t;
+		vf vv = (v ? vmu * ldv(v + j) : vmu * splat(0)) + gg;
+		vf d = nesterov ? gg + vmu * vv : vv;
+
+		t = t - vlr * d;
+		vb |= vbad(gg) | vbad(t);
+		stv(v1 + j, vv);
+		stv(th1 + j, t);
+	}
+	bad = orv(vb);
+#endif
+	for (; j < n; j++) {
+		float t = th[j], gg = g[j] + wd * t;
+		float vv = (v ? mu * v[j] : 0) + gg;
+		float d = nesterov ? gg + mu * vv : vv;
+
+		t = t - lr * d;
+		bad |= badbits(gg) | badbits(t);
+		v1[j] = vv;
+		th1[j] = t;
+	}
+	return bad;
+}
+
+/* wd: coupled weight decay (adam); dwd: lr * wd decoupled (adamw) */
+static uint32_t
+k_adam(float *th1, float *m1, float *v1, const float *th, const float *m,
+    const float *v, const float *g, size_t n, float a, float bc2, float b1,
+    float b2, float eps, float wd, float dwd)
+{
+	uint32_t bad = 0;
+	float c1 = 1 - b1, c2 = 1 - b2;
+	size_t j = 0;
+
+#ifdef SPIRT_VEC
+	vu vb = {0, 0, 0, 0};
+	vf va = splat(a), vbc2 = splat(bc2), vb1 = splat(b1), vb2 = splat(b2);
+	vf vc1 = splat(c1), vc2 = splat(c2), veps = splat(eps);
+	vf vwd = splat(wd), vdwd = splat(dwd);
+
+	for (; j + VL <= n; j += VL) {
+		vf t = ldv(th + j), gg = ldv(g + j) + vwd * t;
+		vf m0 = m ? ldv(m + j) : splat(0);
+		vf v0 = m ? ldv(v + j) : splat(0);
+		vf mm = vb1 * m0 + vc1 * gg;
+		vf vv = vb2 * v0 + vc2 * (gg * gg);
+		vf s = vv * vbc2, r;
+
+		for (int l = 0; l < VL; l++)
+			r[l] = sqrtf(s[l]);
+		t = t - va * mm / (r + veps) - vdwd * t;
+		vb |= vbad(gg) | vbad(t);
+		stv(m1 + j, mm);
+		stv(v1 + j, vv);
+		stv(th1 + j, t);
+	}
+	bad = orv(vb);
+#endif
+	for (; j < n; j++) {
+		float t = th[j], gg = g[j] + wd * t;
+		float mm = b1 * (m ? m[j] : 0) + c1 * gg;
+		float vv = b2 * (m ? v[j] : 0) + c2 * (gg * gg);
+
+		t = t - a * mm / (sqrtf(vv * bc2) + eps) - dwd * t;
+		bad |= badbits(gg) | badbits(t);
+		m1[j] = mm;
+		v1[j] = vv;
+		th1[j] = t;
+	}
+	return bad;
+}
+
+int
+spirt_optim_step(float *theta_out, float *state_out, const float *theta,
+    const float *state_in, const float *g, size_t n,
+    const struct spirt_optim *o, uint64_t t, uint64_t k)
+{
+	double lr = spirt_optim_lr(o, t), kk = (double)k + 1;
+	uint32_t bad = 0;
+
+	/* a NULL state reads as zeros (no memset pass over the output) */
+	switch (o->kind) {
+	case SPIRT_OPT_SGD:
+		bad = k_sgd(theta_out, theta, g, n, (float)lr, (float)o->wd);
+		break;
+	case SPIRT_OPT_MOMENTUM:
+		bad = k_momentum(theta_out, state_out, theta, state_in, g, n,
+		    (float)lr, (float)o->wd, (float)o->momentum, o->nesterov);
+		break;
+	case SPIRT_OPT_ADAM:
+	case SPIRT_OPT_ADAMW: {
+		int w = o->kind == SPIRT_OPT_ADAMW;
+		double a = lr / (1 - pow(o->beta1, kk));
+		double bc2 = 1 / (1 - pow(o->beta2, kk));
+
+		bad = k_adam(theta_out, state_out, state_out + n, theta,
+		    state_in, state_in ? state_in + n : NULL, g, n, (float)a, (float)bc2,
+		    (float)o->beta1, (float)o->beta2, (float)o->eps,
+		    w ? 0.0f : (float)o->wd, w ? (float)(lr * o->wd) : 0.0f);
+		break;
+	}
+	default:
+		return SPIRT_EINVAL;
+	}
+	return bad & BADBIT ? SPIRT_ENAN : 0;
+}

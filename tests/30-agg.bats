@@ -1,0 +1,323 @@
+#!/usr/bin/env bats
+# 30-agg: spirt-agg rules, inputs, outputs, exclusions and exit codes
+
+load helper
+
+# Python prelude: rec() writes a spirt record (spirt-tensor(5), checksums by
+# libxxhash through ctypes), get() reads records back.
+PRELUDE='
+import ctypes, struct, sys
+import numpy as np
+X = ctypes.CDLL("libxxhash.so.0")
+X.XXH3_64bits_withSeed.restype = ctypes.c_uint64
+X.XXH3_64bits_withSeed.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
+                                   ctypes.c_uint64]
+DT = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int64": 5}
+ND = {1: "<f4", 2: "<f8", 3: "<i4", 4: "u1", 5: "<i8"}
+def rec(a, name="m:8", step=3, origin=None, samples=8, loss=1.0):
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    nb = name.encode(); pad = (len(nb) + 7) // 8 * 8
+    H = 56 + 8 * a.ndim + pad + 8
+    h = struct.pack("<4sHBBIHHQQdIIQ", b"SPRT", 1, DT[a.dtype.name],
+        a.ndim, H, len(nb), 0, 2**64 - 1 if step is None else step,
+        samples, loss, 2**32 - 1 if origin is None else origin, 0, a.nbytes)
+    h += struct.pack("<%dQ" % a.ndim, *a.shape) + nb.ljust(pad, b"\0")
+    hs = X.XXH3_64bits_withSeed(h, len(h), 0)
+    h += struct.pack("<Q", hs); p = a.tobytes()
+    return h + p + b"SPRE\0\0\0\0" + struct.pack("<Q",
+        X.XXH3_64bits_withSeed(p, len(p), hs))
+def out(*r):
+    for x in r: sys.stdout.buffer.write(x)
+def get(path):
+    f = open(path, "rb"); fixed = f.read(56)
+    (_, _, dt, rank, hlen, nlen, _, step, samples, loss, origin, count,
+     plen) = struct.unpack("<4sHBBIHHQQdIIQ", fixed)
+    rest = f.read(hlen - 56)
+    dims = struct.unpack("<%dQ" % rank, rest[:8 * rank])
+    a = np.frombuffer(f.read(plen), ND[dt]).reshape(dims)
+    return dict(a=a, step=step, samples=samples, loss=loss, count=count,
+                name=rest[8 * rank:8 * rank + nlen].decode())
+G = np.random.default_rng(7).standard_normal((16, 8)).astype(np.float32)
+'
+
+py() {
+	"$PYTHON" -c "$PRELUDE$1"
+}
+
+# grads W: W records g<w>.rec (origin w, samples 8+w) and all.rec
+grads() {
+	py "
+for w in range($1):
+    open('g%d.rec' % w, 'wb').write(rec(G[w], origin=w, samples=8 + w,
+                                        loss=w))
+"
+	cat $(seq -f 'g%g.rec' 0 $(($1 - 1))) >all.rec
+}
+
+# store W: grad/3/<w> in the store
+store() {
+	grads "$1"
+	for w in $(seq 0 $(($1 - 1))); do
+		spirt-store put "grad/3/$w" "g$w.rec" || return 1
+	done
+}
+
+# check RESULT-FILE PYTHON-EXPR-OF-G: values within 1e-5
+check() {
+	py "
+r = get('$1'); want = np.asarray($2, dtype=np.float64)
+d = np.abs(r['a'] - want).max()
+assert d <= 1e-5 * max(1, np.abs(want).max()), 'maxdiff %g' % d
+"
+}
+
+@test "mean of a record stream on stdin" {
+	grads 4
+	run -0 --separate-stderr spirt-agg -o out.rec <all.rec
+	check out.rec 'G[:4].mean(0)'
+	py "r = get('out.rec'); assert r['count'] == 4 and r['step'] == 3
+assert r['samples'] == 8 + 9 + 10 + 11 and r['loss'] == 1.5
+assert r['name'] == 'm:8'"
+}
+
+@test "each rule agrees with numpy" {
+	grads 8
+	spirt-agg -r mean all.rec >mean.rec
+	check mean.rec 'G[:8].mean(0)'
+	spirt-agg -r wmean all.rec >wmean.rec
+	check wmean.rec '(G[:8] * np.arange(8, 16)[:, None]).sum(0) / np.arange(8, 16).sum()'
+	spirt-agg --trim 0.25 all.rec >trim.rec
+	check trim.rec 'np.sort(G[:8], 0)[2:6].mean(0)'
+	spirt-agg -r median all.rec >median.rec
+	check median.rec 'np.median(G[:8], 0)'
+	spirt-agg -r norm all.rec >norm.rec
+	check norm.rec 'G[:8].mean(0)'
+	spirt-agg -r krum --byzantine 2 all.rec >krum.rec
+	py "
+r = get('krum.rec')['a']
+assert any((r == G[w]).all() for w in range(8))"
+	run -64 spirt-agg -r mkrum --byzantine 2 --select 8 all.rec
+	spirt-agg -r mkrum --byzantine 1 --select 7 all.rec >mkrum.rec
+	py "assert get('mkrum.rec')['count'] == 7"
+}
+
+@test "two files, records in any order: bit-identical output" {
+	grads 6
+	cat g3.rec g1.rec g5.rec >a.rec
+	cat g0.rec g4.rec g2.rec >b.rec
+	spirt-agg --trim 0.2 all.rec >one.rec
+	spirt-agg --trim 0.2 b.rec a.rec >two.rec
+	cat g5.rec g4.rec g3.rec g2.rec g1.rec g0.rec |
+		spirt-agg --trim 0.2 - >three.rec
+	cmp one.rec two.rec
+	cmp one.rec three.rec
+	for r in mean median norm; do
+		spirt-agg -r $r all.rec >x.rec
+		spirt-agg -r $r b.rec a.rec >y.rec
+		cmp x.rec y.rec
+	done
+}
+
+@test "-t aggregates grad/<t>/* into agg/<t> and agg/<t>/excluded" {
+	store 4
+	run -0 --separate-stderr spirt-agg -t 3 -r median
+	[ -z "$output" ]
+	spirt-store get agg/3 >agg.rec
+	check agg.rec 'np.median(G[:4], 0)'
+	run -0 spirt-store show agg/3/excluded
+	assert_line 'dtype=i64'
+	assert_line 'shape=0x2'
+	# an existing aggregate is kept unless -R
+	before=$(store_digest spirt.db)
+	run -73 --separate-stderr spirt-agg -t 3
+	[[ "$stderr" == *"agg/3 exists"* ]]
+	[ "$(store_digest spirt.db)" = "$before" ]
+	run -0 spirt-agg -t 3 -R
+	spirt-store get agg/3 >agg.rec
+	check agg.rec 'G[:4].mean(0)'
+}
+
+@test "-k aggregates named keys; -o sends the result out, not to the store" {
+	store 4
+	run -0 spirt-agg -k grad/3/0 -k grad/3/2 --verify
+	spirt-store get agg/3 >agg.rec
+	check agg.rec '(G[0] + G[2]) / 2'
+	before=$(store_digest spirt.db)
+	run -0 spirt-agg -t 3 -R -o out.rec
+	[ "$(store_digest spirt.db)" = "$before" ]
+	check out.rec 'G[:4].mean(0)'
+	spirt-agg -t 3 -o - >out2.rec
+	cmp out.rec out2.rec
+	run -64 --separate-stderr spirt-agg -k grad/3/0 all.rec
+	[[ "$stderr" == *"not both"* ]]
+}
+
+@test "NaN and Inf inputs are excluded, named and recorded" {
+	store 4
+	py "
+a = G[1].copy(); a[5] = np.nan
+open('nan.rec', 'wb').write(rec(a, origin=9))
+b = G[2].copy(); b[0] = np.inf
+open('inf.rec', 'wb').write(rec(b, origin=7))"
+	spirt-store put grad/3/9 nan.rec
+	spirt-store put grad/3/7 inf.rec
+	run -0 --separate-stderr spirt-agg -t 3 --trim 0.25
+	[[ "$stderr" == *"grad/3/9: excluded: NaN or Inf"* ]]
+	[[ "$stderr" == *"grad/3/7: excluded: NaN or Inf"* ]]
+	spirt-store get agg/3 >agg.rec
+	check agg.rec 'np.sort(G[:4], 0)[1:3].mean(0)'
+	py "assert get('agg.rec')['count'] == 4"
+	spirt-store get agg/3/excluded >ex.rec
+	py "assert get('ex.rec')['a'].tolist() == [[7, 1], [9, 1]]"
+	# -q keeps quiet; -v reports
+	cat g0.rec nan.rec g1.rec >s.rec
+	run -0 --separate-stderr spirt-agg -q -o /dev/null s.rec
+	[ -z "$stderr" ]
+	run -0 --separate-stderr spirt-agg -v -o /dev/null s.rec
+	[[ "$stderr" == *"mean of 3 inputs (2 used)"* ]]
+	[[ "$stderr" == *"s.rec:record 2: excluded"* ]]
+}
+
+@test "too few finite inputs left is a data error" {
+	py "
+a = G[0].copy(); a[0] = np.nan
+out(rec(a, origin=0), rec(a, origin=1))" >nan.rec
+	run -65 --separate-stderr spirt-agg nan.rec
+	[[ "$stderr" == *"too few usable inputs"* ]]
+	[ ! -s "$output" ]
+}
+
+@test "inputs disagreeing on shape, step or model: named, nothing written" {
+	store 3
+	before=$(store_digest spirt.db)
+	py "out(rec(np.zeros(5), origin=5))" >shape.rec
+	spirt-store put grad/3/5 shape.rec
+	before=$(store_digest spirt.db)
+	run -65 --separate-stderr spirt-agg -t 3
+	[[ "$stderr" == *"grad/3/5: 5 values, grad/3/0 has 8: shapes differ"* ]]
+	[ "$(store_digest spirt.db)" = "$before" ]
+	spirt-store rm grad/3/5
+
+	py "out(rec(G[5], origin=5, step=4))" >step.rec
+	cat g0.rec step.rec >s.rec
+	run -65 --separate-stderr spirt-agg s.rec
+	[[ "$stderr" == *"s.rec:record 2: step 4, not 3"* ]]
+	[ -z "$output" ]
+	run -65 --separate-stderr spirt-agg -t 4 g0.rec
+	[[ "$stderr" == *"g0.rec:record 1: step 3, not 4"* ]]
+
+	py "out(rec(G[5], origin=5, name='m:other'))" >model.rec
+	cat g1.rec model.rec >m.rec
+	run -65 --separate-stderr spirt-agg m.rec
+	[[ "$stderr" == *'m.rec:record 2: model "m:other", m.rec:record 1 has "m:8"'* ]]
+
+	cat g1.rec g1.rec >dup.rec
+	run -65 --separate-stderr spirt-agg dup.rec
+	[[ "$stderr" == *"dup.rec:record 2: origin 1 again"* ]]
+
+	py "out(rec(G[0], samples=0, origin=1), rec(G[1], samples=0, origin=2))" >ns.rec
+	run -65 spirt-agg -r wmean ns.rec
+}
+
+@test "truncated or corrupt records on stdin are data errors" {
+	grads 3
+	head -c 100 g2.rec >part.rec
+	cat g0.rec g1.rec part.rec >t.rec
+	run -65 --separate-stderr spirt-agg <t.rec
+	[[ "$stderr" == *"stdin:record 3: truncated record"* ]]
+	[ -z "$output" ]
+	: >empty.rec
+	run -65 --separate-stderr spirt-agg <empty.rec
+	[[ "$stderr" == *"stdin: empty input"* ]]
+	cp g0.rec bad.rec
+	printf 'XXXX' | dd of=bad.rec bs=1 seek=80 conv=notrunc 2>/dev/null
+	run -65 --separate-stderr spirt-agg bad.rec
+	[[ "$stderr" == *"bad.rec:record 1:"*"checksum"* ]]
+}
+
+@test "rule parameters that make no sense for W are usage errors" {
+	grads 4
+	run -64 --separate-stderr spirt-agg --trim 0.1 all.rec
+	[[ "$stderr" == *"rule trim makes no sense for 4 inputs"* ]]
+	run -64 spirt-agg --trim 0.5 all.rec
+	run -64 spirt-agg -r krum --byzantine 1 all.rec
+	run -64 spirt-agg -r mkrum --select 9 all.rec
+	run -64 --separate-stderr spirt-agg -r bogus all.rec
+	[[ "$stderr" == *'unknown rule "bogus"'* ]]
+	run -64 spirt-agg --mad 0 all.rec
+	run -64 spirt-agg -t x
+	# SPIRT_AGG_RULE is the default rule
+	SPIRT_AGG_RULE=median spirt-agg all.rec >med.rec
+	check med.rec 'np.median(G[:4], 0)'
+	SPIRT_AGG_RULE=bogus run -64 spirt-agg all.rec
+}
+
+@test "missing store, step or file: exit 66" {
+	run -66 --separate-stderr spirt-agg -t 3 -s nowhere
+	[[ "$stderr" == *"nowhere"* || "$stderr" == *"open store"* ]]
+	store 2
+	run -66 --separate-stderr spirt-agg -t 9
+	[[ "$stderr" == *"no gradients for step 9"* ]]
+	run -66 --separate-stderr spirt-agg -k grad/3/7
+	[[ "$stderr" == *"grad/3/7: no such key"* ]]
+	run -66 --separate-stderr spirt-agg no-such.rec
+	[[ "$stderr" == *"no-such.rec"* ]]
+}
+
+@test "output errors: exit 66 and 74" {
+	grads 2
+	mkdir dir
+	run -66 --separate-stderr spirt-agg -o dir all.rec
+	[[ "$stderr" == *"dir: Is a directory"* ]]
+	run -66 spirt-agg -o no-dir/x.rec all.rec
+	run -74 sh -c 'spirt-agg all.rec >/dev/full'
+}
+
+@test "pipe: records | spirt-agg --trim 0.25 | spirt-update" {
+	store 4
+	py "out(rec(np.ones(8), step=3))" >model.rec
+	spirt-store put model/m@3 model.rec
+	for w in 0 1 2 3; do spirt-store get "grad/3/$w"; done |
+		spirt-agg --trim 0.25 | spirt-update -m m -r 0.5 -
+	spirt-store get model/m@4 >m4.rec
+	check m4.rec '1 - 0.5 * np.sort(G[:4], 0)[1:3].mean(0)'
+}
+
+@test "pipe: spirt-grad x 4 | spirt-agg --trim 0.25 | spirt-update" {
+	command -v spirt-grad >/dev/null || skip "spirt-grad not built"
+	awk 'BEGIN { for (i = 0; i < 40; i++)
+		printf "%d,%.3f,%.3f,%.3f,%.3f\n", i % 3, (i % 7) / 7,
+		    (i % 5) / 5, (i % 3) / 3, (i % 11) / 11 }' >train.csv
+	spirt-shard -q -n 4 train.csv
+	spirt-init -q -m m mlp:4-5-3
+	for w in 0 1 2 3; do spirt-grad -m m -t 0 -w $w -b 8 -o -; done |
+		spirt-agg --trim 0.25 | spirt-update -m m -r 0.1 --opt adam -
+	run -0 spirt-store show model/m@1 opt/m@1
+	assert_line 'name=mlp:4-5-3'
+	assert_line 'name=adam'
+	# the same pipe again applies nothing
+	before=$(store_digest spirt.db)
+	for w in 0 1 2 3; do spirt-grad -m m -t 0 -w $w -b 8 -o -; done |
+		spirt-agg --trim 0.25 | spirt-update -q -m m --opt adam -
+	[ "$(store_digest spirt.db)" = "$before" ]
+}
+
+@test "large gradients: in-store and stream results are the same bits" {
+	py "
+r = np.random.default_rng(5)
+for w in range(5):
+    open('b%d.rec' % w, 'wb').write(rec(r.standard_normal(6000), origin=w))"
+	for w in 4 2 0 3 1; do spirt-store put "grad/3/$w" "b$w.rec"; done
+	for r in mean median; do
+		spirt-agg -t 3 -R -r $r
+		spirt-store get agg/3 >store.rec
+		cat b3.rec b0.rec b4.rec b1.rec b2.rec | spirt-agg -r $r >stream.rec
+		cmp store.rec stream.rec
+	done
+	spirt-agg -t 3 -R --trim 0.2
+	spirt-store get agg/3 >trim.rec
+	py "
+a = np.stack([get('b%d.rec' % w)['a'] for w in range(5)])
+d = np.abs(get('trim.rec')['a'] - np.sort(a, 0)[1:4].mean(0)).max()
+assert d < 1e-6, d"
+}

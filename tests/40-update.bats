@@ -1,0 +1,270 @@
+#!/usr/bin/env bats
+# 40-update: spirt-update optimisers, exactly-once, --keep, exit codes
+
+load helper
+
+# Python prelude: rec() writes a spirt record (spirt-tensor(5), checksums by
+# libxxhash through ctypes), get() reads one back.
+PRELUDE='
+import ctypes, struct, sys
+import numpy as np
+X = ctypes.CDLL("libxxhash.so.0")
+X.XXH3_64bits_withSeed.restype = ctypes.c_uint64
+X.XXH3_64bits_withSeed.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
+                                   ctypes.c_uint64]
+ND = {1: "<f4", 2: "<f8", 3: "<i4", 4: "u1", 5: "<i8"}
+def rec(a, name="m:6", step=0, origin=None, samples=0, loss=float("nan")):
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    nb = name.encode(); pad = (len(nb) + 7) // 8 * 8
+    H = 56 + 8 * a.ndim + pad + 8
+    h = struct.pack("<4sHBBIHHQQdIIQ", b"SPRT", 1, 1, a.ndim, H, len(nb),
+        0, 2**64 - 1 if step is None else step, samples, loss,
+        2**32 - 1 if origin is None else origin, 0, a.nbytes)
+    h += struct.pack("<%dQ" % a.ndim, *a.shape) + nb.ljust(pad, b"\0")
+    hs = X.XXH3_64bits_withSeed(h, len(h), 0)
+    h += struct.pack("<Q", hs); p = a.tobytes()
+    return h + p + b"SPRE\0\0\0\0" + struct.pack("<Q",
+        X.XXH3_64bits_withSeed(p, len(p), hs))
+def out(*r):
+    for x in r: sys.stdout.buffer.write(x)
+def get(path):
+    f = open(path, "rb"); fixed = f.read(56)
+    (_, _, dt, rank, hlen, nlen, _, step, samples, loss, origin, count,
+     plen) = struct.unpack("<4sHBBIHHQQdIIQ", fixed)
+    rest = f.read(hlen - 56)
+    dims = struct.unpack("<%dQ" % rank, rest[:8 * rank])
+    a = np.frombuffer(f.read(plen), ND[dt]).reshape(dims)
+    return dict(a=a.astype(np.float64), step=step, count=count,
+                name=rest[8 * rank:8 * rank + nlen].decode())
+T0 = np.array([1, -2, 0.5, 3, -1, 0.25])
+G = [np.array([0.5, -1, 2, 0.25, -0.5, 1]),
+     np.array([-0.25, 0.5, 1, -2, 0.75, 0.1])]
+'
+
+py() {
+	"$PYTHON" -c "$PRELUDE$1"
+}
+
+# model/m@0, agg/0 and agg/1 in the store
+seed() {
+	py "out(rec(T0))" >m0.rec
+	py "out(rec(G[0], step=0))" >a0.rec
+	py "out(rec(G[1], step=1))" >a1.rec
+	spirt-store put model/m@0 m0.rec &&
+	spirt-store put agg/0 a0.rec &&
+	spirt-store put agg/1 a1.rec
+}
+
+# check KEY PYTHON-EXPR [PYTHON-DEFS]: the stored value is within 1e-5 of
+# the expression
+check() {
+	spirt-store get "$1" >got.rec
+	py "${3:-}
+r = get('got.rec'); want = np.asarray($2, dtype=np.float64)
+d = np.abs(r['a'] - want).max()
+assert d <= 1e-5 * max(1, np.abs(want).max()), 'maxdiff %g: %s' % (d, r['a'])
+"
+}
+
+@test "sgd: model@t+1 = model@t - lr * agg/t, state and metadata" {
+	seed
+	run -0 --separate-stderr spirt-update -m m -t 0 -r 0.1
+	[ -z "$output" ] && [ -z "$stderr" ]
+	check model/m@1 'T0 - 0.1 * G[0]'
+	run -0 spirt-store show model/m@1 opt/m@1
+	assert_line 'step=1'
+	assert_line 'name=m:6'
+	assert_line 'name=sgd'
+	assert_line 'shape=0x6'
+	assert_line 'count=1'
+	# the newest version when no step is given
+	run -0 spirt-update -m m -r 0.1 --wd 0.5
+	check model/m@2 '(T0 - 0.1 * G[0]) - 0.1 * (G[1] + 0.5 * (T0 - 0.1 * G[0]))'
+}
+
+@test "momentum, Nesterov, Adam and AdamW over two steps match numpy" {
+	seed
+	for o in momentum nesterov adam adamw; do
+		s=s-$o
+		cp -R spirt.db "$s"
+		case $o in
+		nesterov) a="--opt momentum --nesterov" ;;
+		*) a="--opt $o" ;;
+		esac
+		spirt-update -s "$s" -m m -t 0 -r 0.1 --momentum 0.5 --wd 0.01 \
+			--beta1 0.8 --beta2 0.9 --eps 1e-6 $a
+		spirt-update -s "$s" -m m -t 1 -r 0.1 --momentum 0.5 --wd 0.01 \
+			--beta1 0.8 --beta2 0.9 --eps 1e-6 $a
+		SPIRT_STORE=$s check model/m@2 "run('$o')" "
+def run(o):
+    t = T0.copy(); v = np.zeros(6); m = np.zeros(6); s = np.zeros(6)
+    for k, g in enumerate(G):
+        if o != 'adamw': g = g + 0.01 * t
+        if o in ('momentum', 'nesterov'):
+            v = 0.5 * v + g
+            t = t - 0.1 * (g + 0.5 * v if o == 'nesterov' else v)
+        else:
+            m = 0.8 * m + 0.2 * g; s = 0.9 * s + 0.1 * g * g
+            mh = m / (1 - 0.8 ** (k + 1)); sh = s / (1 - 0.9 ** (k + 1))
+            t = t - 0.1 * mh / (np.sqrt(sh) + 1e-6) - (
+                0.1 * 0.01 * t if o == 'adamw' else 0)
+    return t"
+		run -0 spirt-store -s "$s" show opt/m@2
+		assert_line "count=2"
+	done
+}
+
+@test "learning-rate schedules are functions of the step" {
+	seed
+	spirt-update -m m -t 0 -r 1 --schedule step --lr-every 1 --lr-gamma 0.5
+	spirt-update -m m -t 1 -r 1 --schedule step --lr-every 1 --lr-gamma 0.5
+	check model/m@2 'T0 - G[0] - 0.5 * G[1]'
+	spirt-store rm model/m@1 model/m@2 opt/m@1 opt/m@2
+	spirt-update -m m -t 0 -r 1 --schedule cosine --lr-total 1 --lr-min 0.25
+	spirt-update -m m -t 1 -r 1 --schedule cosine --lr-total 1 --lr-min 0.25
+	check model/m@2 'T0 - G[0] - 0.25 * G[1]'
+	run -64 spirt-update -m m -t 0 --schedule linear
+}
+
+@test "exactly once: a second update of step t changes nothing, exit 0" {
+	seed
+	spirt-update -m m -t 0 -r 0.1
+	before=$(store_digest spirt.db)
+	run -0 --separate-stderr spirt-update -m m -t 0 -r 0.1 --opt adam
+	[[ "$stderr" == *"model/m@1 exists: step 0 already applied, nothing done"* ]]
+	[ "$(store_digest spirt.db)" = "$before" ]
+	run -0 --separate-stderr spirt-update -q -m m -t 0 <a0.rec
+	[ -z "$stderr" ]
+	run -0 --separate-stderr spirt-update -m m - <a0.rec
+	[[ "$stderr" == *"already applied"* ]]
+	[ "$(store_digest spirt.db)" = "$before" ]
+}
+
+@test "the aggregate from stdin or a file; its step is the default" {
+	seed
+	spirt-store rm agg/0
+	spirt-update -m m -r 0.1 - <a0.rec
+	check model/m@1 'T0 - 0.1 * G[0]'
+	spirt-update -m m -r 0.1 a1.rec
+	check model/m@2 'T0 - 0.1 * G[0] - 0.1 * G[1]'
+	run -65 --separate-stderr spirt-update -m m -t 2 a1.rec
+	[[ "$stderr" == *"a1.rec: step 1, not 2"* ]]
+	run -64 spirt-update -m m a0.rec a1.rec
+}
+
+@test "--keep K removes older model and optimiser versions in the same txn" {
+	seed
+	spirt-update -m m -t 0 --opt momentum
+	run -0 spirt-update -m m -t 1 --opt momentum -k 1
+	run -0 spirt-store ls
+	refute_line --partial 'model/m@0'
+	refute_line --partial 'model/m@1'
+	refute_line --partial 'opt/m@1'
+	assert_line --partial 'model/m@2'
+	assert_line --partial 'opt/m@2'
+	assert_line --partial 'agg/0'
+}
+
+@test "SPIRT_* environment variables are the fallbacks" {
+	seed
+	SPIRT_MODEL=m SPIRT_LR=0.5 SPIRT_OPT=momentum SPIRT_MOMENTUM=0.5 \
+		SPIRT_KEEP=1 spirt-update -t 0
+	check model/m@1 'T0 - 0.5 * G[0]'
+	run -0 spirt-store show opt/m@1
+	assert_line 'name=momentum'
+	run -66 spirt-store show model/m@0
+	# options win over the environment
+	SPIRT_MODEL=m SPIRT_LR=0.5 spirt-update -t 1 -r 0.25 --opt momentum \
+		--momentum 0
+	check model/m@2 'T0 - 0.5 * G[0] - 0.25 * (G[1] + 0.5 * 0)'
+	SPIRT_LR=x run -64 spirt-update -m m -t 2
+	SPIRT_OPT=rmsprop run -64 spirt-update -m m -t 2
+}
+
+@test "missing store, model or aggregate: exit 66, nothing written" {
+	run -66 spirt-update -m m -t 0 -s nowhere
+	seed
+	before=$(store_digest spirt.db)
+	run -66 --separate-stderr spirt-update -m m -t 5
+	[[ "$stderr" == *"model/m@5: no such key"* ]]
+	run -66 --separate-stderr spirt-update -m other
+	[[ "$stderr" == *"model/other@"* ]]
+	spirt-store rm agg/0
+	before=$(store_digest spirt.db)
+	run -66 --separate-stderr spirt-update -m m -t 0
+	[[ "$stderr" == *"agg/0: no such key"* ]]
+	run -66 spirt-update -m m no-such.rec
+	[ "$(store_digest spirt.db)" = "$before" ]
+}
+
+@test "bad aggregates: shape, step, model, NaN, truncated -> 65, nothing written" {
+	seed
+	before=$(store_digest spirt.db)
+	py "out(rec(np.zeros(5)))" >short.rec
+	run -65 --separate-stderr spirt-update -m m -t 0 short.rec
+	[[ "$stderr" == *"short.rec: 5 values, model/m@0 has 6: shapes differ"* ]]
+	py "out(rec(G[0], name='m:other'))" >other.rec
+	run -65 --separate-stderr spirt-update -m m -t 0 other.rec
+	[[ "$stderr" == *'other.rec: model "m:other", model/m@0 is "m:6"'* ]]
+	py "
+g = G[0].copy(); g[4] = np.nan
+out(rec(g))" >nan.rec
+	run -65 --separate-stderr spirt-update -m m - <nan.rec
+	[[ "$stderr" == *"stdin: NaN or Inf"* ]]
+	head -c 90 a0.rec >part.rec
+	run -65 --separate-stderr spirt-update -m m - <part.rec
+	[[ "$stderr" == *"stdin: truncated record"* ]]
+	cat a0.rec a0.rec >two.rec
+	run -65 --separate-stderr spirt-update -m m two.rec
+	[[ "$stderr" == *"two.rec: more than one record"* ]]
+	# an update that overflows the model
+	py "out(rec(np.full(6, 3e38)))" >big.rec
+	run -65 spirt-update -m m -r 10 big.rec
+	[ "$(store_digest spirt.db)" = "$before" ]
+}
+
+@test "state of another optimiser: 65; stray opt@t+1: 73" {
+	seed
+	spirt-update -m m -t 0 --opt momentum
+	before=$(store_digest spirt.db)
+	run -65 --separate-stderr spirt-update -m m -t 1 --opt adam
+	[[ "$stderr" == *"opt/m@1: momentum state, not adam"* ]]
+	[ "$(store_digest spirt.db)" = "$before" ]
+	spirt-store get opt/m@1 | spirt-store put opt/m@2
+	before=$(store_digest spirt.db)
+	run -73 spirt-update -m m -t 1 --opt momentum
+	[ "$(store_digest spirt.db)" = "$before" ]
+}
+
+@test "usage errors exit 64; -v reports timings" {
+	seed
+	run -64 --separate-stderr spirt-update -t 0
+	[[ "$stderr" == *"no model"* ]]
+	run -64 spirt-update -m m --opt rmsprop
+	run -64 spirt-update -m m --opt adam --nesterov
+	run -64 spirt-update -m m -r 0.1 --schedule cosine --lr-min 1
+	run -64 spirt-update -m m -r -1
+	run -64 spirt-update -m m --beta2 1
+	run -64 spirt-update -m m -k x
+	run -0 --separate-stderr spirt-update -v -m m -t 0 --opt adam
+	[[ "$stderr" == *"model/m@1: adam, lr 0.01"*"work"*"total"* ]]
+}
+
+@test "large models: values built in the map match numpy (adam, momentum, sgd)" {
+	py "
+r = np.random.default_rng(3)
+out(rec(r.standard_normal(5000)))" >big0.rec
+	py "
+r = np.random.default_rng(4)
+out(rec(r.standard_normal(5000), step=0))" >bigg.rec
+	for o in sgd momentum adam; do
+		s=s-$o
+		spirt-store -s "$s" put model/m@0 big0.rec
+		spirt-update -s "$s" -m m -r 0.1 --opt $o bigg.rec
+		SPIRT_STORE=$s check model/m@1 "
+t - 0.1 * (g / (np.abs(g) + 1e-8) if '$o' == 'adam' else g)" "
+t = get('big0.rec')['a']; g = get('bigg.rec')['a']"
+	done
+	run -0 spirt-store -s s-adam show opt/m@1
+	assert_line 'shape=2x5000'
+}
