@@ -12,6 +12,7 @@ all:
 include mk/data.mk
 include mk/model.mk
 include mk/agg.mk
+include mk/train.mk
 
 ALLCFLAGS = $(SPIRT_CPPFLAGS) $(CPPFLAGS) $(INCS) $(SPIRT_CFLAGS) $(CFLAGS)
 
@@ -21,8 +22,9 @@ LIBHDR = $(CORE_LIBHDR) $(DATA_LIBHDR) $(MODEL_LIBHDR) $(AGG_LIBHDR)
 LIBOBJ = lib/spirt.o lib/tensor.o lib/store.o lib/io.o lib/parse.o \
 	lib/npy.o lib/tool.o $(DATA_LIBOBJ) $(MODEL_LIBOBJ) $(AGG_LIBOBJ)
 
-BIN = spirt-store $(DATA_BIN) $(MODEL_BIN) $(AGG_BIN)
-MAN1 = man/spirt-store.1 $(DATA_MAN1) $(MODEL_MAN1) $(AGG_MAN1)
+BIN = spirt-store $(DATA_BIN) $(MODEL_BIN) $(AGG_BIN) $(TRAIN_BIN)
+MAN1 = man/spirt-store.1 $(DATA_MAN1) $(MODEL_MAN1) $(AGG_MAN1) \
+	$(TRAIN_MAN1)
 MAN5 = man/spirt-tensor.5 man/spirt-store.5 $(DATA_MAN5) $(MODEL_MAN5) \
 	$(AGG_MAN5)
 MAN7 = man/spirt.7

@@ -153,8 +153,16 @@ spirt_store_open(struct spirt_store **out, const char *loc, unsigned flags)
 	if (info.me_mapsize < mapsize &&
 	    (rc = mdb_env_set_mapsize(s->env, mapsize)))
 		goto fail;
-	if ((rc = mdb_txn_begin(s->env, NULL,
-	    flags & SPIRT_STORE_RDONLY ? MDB_RDONLY : 0, &txn)))
+	/* another process may grow the map at any time: adopt its size */
+	for (int tries = 0;; tries++) {
+		rc = mdb_txn_begin(s->env, NULL,
+		    flags & SPIRT_STORE_RDONLY ? MDB_RDONLY : 0, &txn);
+		if (rc == MDB_MAP_RESIZED && tries < 100 &&
+		    !mdb_env_set_mapsize(s->env, 0))
+			continue;
+		break;
+	}
+	if (rc)
 		goto fail;
 	if ((rc = mdb_dbi_open(txn, NULL, 0, &s->dbi))) {
 		mdb_txn_abort(txn);
@@ -205,7 +213,7 @@ spirt_txn_begin(struct spirt_txn **out, struct spirt_store *s,
 		rc = mdb_txn_begin(s->env, NULL,
 		    flags & SPIRT_TXN_RDONLY ? MDB_RDONLY : 0, &t->txn);
 		/* another process grew the map: adopt its size */
-		if (rc == MDB_MAP_RESIZED && tries < 3 &&
+		if (rc == MDB_MAP_RESIZED && tries < 100 &&
 		    !mdb_env_set_mapsize(s->env, 0))
 			continue;
 		break;

@@ -144,6 +144,56 @@ processes(void)
 	spirt_store_close(s);
 }
 
+/* several processes grow the map at once and keep opening and reading */
+static void
+concurrent_growth(void)
+{
+	char gdir[300];
+	pid_t kids[4];
+	int status;
+
+	snprintf(gdir, sizeof gdir, "%s-cgrow", dir);
+	setenv("SPIRT_MAPSIZE", "256k", 1);
+	for (int k = 0; k < 4; k++) {
+		if ((kids[k] = fork()) == 0) {
+			uint64_t dims[1] = { 64 * 1024 };       /* 256 KiB */
+			struct spirt_tensor t, u;
+			struct spirt_store *s;
+			struct spirt_txn *txn;
+			float *x = calloc(64 * 1024, 4);
+			char key[32];
+			struct w a = { key, &t, x, 2 };
+			const void *pl;
+			if (spirt_tensor_init(&t, SPIRT_F32, 1, dims))
+				_exit(3);
+			for (int r = 0; r < 12; r++) {
+				/* a fresh open each round, as cold tools do */
+				if (spirt_store_open(&s, gdir, SPIRT_STORE_CREATE))
+					_exit(2);
+				snprintf(key, sizeof key, "g/%d/%d/", k, r);
+				if (spirt_store_write(s, put_many, &a))
+					_exit(4);
+				if (spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY))
+					_exit(5);
+				snprintf(key, sizeof key, "g/%d/%d/1", k, r);
+				if (spirt_store_get_tensor(txn, key, &u, &pl, 1))
+					_exit(6);
+				spirt_txn_abort(txn);
+				spirt_store_close(s);
+			}
+			_exit(0);
+		}
+	}
+	for (int k = 0; k < 4; k++) {
+		CHECK(waitpid(kids[k], &status, 0) == kids[k]);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		if (WIFEXITED(status) && WEXITSTATUS(status))
+			fprintf(stderr, "child %d: exit %d\n", k,
+			    WEXITSTATUS(status));
+	}
+	unsetenv("SPIRT_MAPSIZE");
+}
+
 /* the map grows when full; at its limit the error is clear, data intact */
 static void
 growth(void)
@@ -193,6 +243,7 @@ main(void)
 	snprintf(dir, sizeof dir, "%s/db", tmpl);
 	basics();
 	processes();
+	concurrent_growth();
 	growth();
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
 	if (system(cmd) != 0)

@@ -1,0 +1,310 @@
+#!/bin/sh
+# spirt-train - train a model on one peer: shard, init, then per step fan
+# out M gradient functions, aggregate in the store, update in the store.
+#
+# This script is the toolkit's own example of composing its tools; every
+# stage is a plain spirt command you can run by hand.  See spirt-train(1).
+set -eu
+
+PROG=spirt-train
+VERSION=@VERSION@
+USAGE="usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]
+                   [-m model] [-n functions] [-o optimiser] [-S seed]
+                   [-s store] [--cold] [--data dir] [--eval-every steps]
+                   [--spec spec] [--sync mode] [--target accuracy]"
+
+usage() {
+	if [ "$1" -eq 0 ]; then
+		printf '%s\n' "$USAGE"
+		cat <<'HELP'
+
+  -a, --rule RULE      aggregation: mean wmean median trim:F norm krum:f
+                       mkrum:f:m (default mean)
+  -b, --batch N        samples per function per step (default 64)
+  -e, --epochs N       epochs to train (default 5)
+  -l, --lr LR          peak learning rate (default: per model, see man page)
+  -m, --model NAME     mlp, cnn or softmax (default mlp); the store key
+  -n, --functions M    gradient functions per step (default 4)
+  -o, --opt NAME       sgd, momentum, nesterov or adam (default adam)
+  -S, --seed N         seed for data order and initialisation (default 1)
+  -s, --store PATH     store (default $SPIRT_STORE or ./spirt.db)
+      --cold           start one process per function invocation
+      --data DIR       Fashion-MNIST IDX files
+                       (default /usr/share/datasets/fashion-mnist)
+      --eval-every N   evaluate every N steps (default: each epoch)
+      --spec SPEC      model spec (default: by model name)
+      --sync MODE      full, meta or none (default meta; see man page)
+      --target ACC     stop once test accuracy reaches ACC (0 to 1)
+  -q, --quiet          no progress lines
+  -v, --verbose        print each command
+  -h, --help           this help
+  -V, --version        print version
+HELP
+		exit 0
+	fi
+	printf '%s\n' "$USAGE" >&2
+	exit 64
+}
+
+die() {         # die CODE MESSAGE
+	printf '%s: %s\n' "$PROG" "$2" >&2
+	exit "$1"
+}
+
+# ---- options: short, --long VALUE and --long=VALUE ----
+rule=mean batch=64 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
+store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
+every=0 spec= sync=meta target=0 quiet=0 verbose=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--*=*) a=${1%%=*} v=${1#*=}; shift; set -- "$a" "$v" "$@" ;;
+	esac
+	case $1 in
+	-a|--rule) rule=${2?}; shift ;;
+	-b|--batch) batch=${2?}; shift ;;
+	-e|--epochs) epochs=${2?}; shift ;;
+	-l|--lr) lr=${2?}; shift ;;
+	-m|--model) model=${2?}; shift ;;
+	-n|--functions) fns=${2?}; shift ;;
+	-o|--opt) opt=${2?}; shift ;;
+	-S|--seed) seed=${2?}; shift ;;
+	-s|--store) store=${2?}; shift ;;
+	--cold) cold=1 ;;
+	--data) data=${2?}; shift ;;
+	--eval-every) every=${2?}; shift ;;
+	--spec) spec=${2?}; shift ;;
+	--sync) sync=${2?}; shift ;;
+	--target) target=${2?}; shift ;;
+	-q|--quiet) quiet=1 ;;
+	-v|--verbose) verbose=1 ;;
+	-h|--help) usage 0 ;;
+	-V|--version) echo "$PROG $VERSION"; exit 0 ;;
+	--) shift; break ;;
+	-*) usage 64 ;;
+	*) break ;;
+	esac
+	shift
+done
+[ $# -eq 0 ] || usage 64
+
+isnum() { case $1 in ''|*[!0-9]*) return 1 ;; esac; }
+isreal() { awk -v x="$1" 'BEGIN { exit !(x ~ /^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/) }'; }
+for v in batch epochs fns seed every; do
+	eval "x=\$$v"
+	isnum "$x" || die 64 "$v: invalid number \"$x\""
+done
+[ "$fns" -ge 1 ] && [ "$batch" -ge 1 ] && [ "$epochs" -ge 1 ] ||
+	die 64 "functions, batch and epochs must be at least 1"
+isreal "$target" || die 64 "target: invalid accuracy \"$target\""
+
+# ---- per-model defaults: chosen so a user reaches the bars untuned ----
+case $model in
+mlp)     : "${spec:=mlp:784-256-128-10}" "${lr:=0.002}" ;;
+cnn)     : "${spec:=cnn:1x28x28-32-64-10}" "${lr:=0.002}" ;;
+softmax) : "${spec:=softmax:784:10}" "${lr:=0.01}" ;;
+*)       [ -n "$spec" ] || die 64 "model $model: give --spec" ; : "${lr:=0.001}" ;;
+esac
+isreal "$lr" || die 64 "lr: invalid number \"$lr\""
+case $opt in
+sgd) optargs="--opt sgd" ;;
+momentum) optargs="--opt momentum --momentum 0.9" ;;
+nesterov) optargs="--opt momentum --momentum 0.9 --nesterov" ;;
+adam) optargs="--opt adam" ;;
+*) die 64 "optimiser $opt: expected sgd, momentum, nesterov or adam" ;;
+esac
+case $rule in
+mean|wmean|median|norm) aggargs="-r $rule" ;;
+trim:*) aggargs="-r trim --trim ${rule#trim:}" ;;
+krum:*) aggargs="-r krum --byzantine ${rule#krum:}" ;;
+mkrum:*:*) r=${rule#mkrum:}; aggargs="-r mkrum --byzantine ${r%%:*} --select ${r#*:}" ;;
+*) die 64 "rule $rule: expected mean, wmean, median, trim:F, norm, krum:f or mkrum:f:m" ;;
+esac
+case $sync in
+full) SPIRT_SYNC=full ;; meta) SPIRT_SYNC=meta ;; none) SPIRT_SYNC=none ;;
+*) die 64 "sync $sync: expected full, meta or none" ;;
+esac
+export SPIRT_SYNC SPIRT_STORE="$store"
+# many functions share two cores: one BLAS thread each
+export SPIRT_THREADS="${SPIRT_THREADS:-1}"
+
+run() {         # run CMD...: echo it with -v, then run it
+	[ "$verbose" -eq 0 ] || printf '+ %s\n' "$*" >&2
+	"$@"
+}
+now() { date +%s.%N; }
+say() { [ "$quiet" -eq 1 ] || printf '%s: %s\n' "$PROG" "$*" >&2; }
+
+# ---- data: shard the training set over the functions, load the test set ----
+if ! spirt-store ls data/train/info 2>/dev/null | grep -q .; then
+	run spirt-shard -q -n "$fns" --seed "$seed" \
+	    "$data/train-images-idx3-ubyte.gz" "$data/train-labels-idx1-ubyte.gz"
+fi
+if ! spirt-store ls data/test/info | grep -q .; then
+	run spirt-shard -q -d test \
+	    "$data/t10k-images-idx3-ubyte.gz" "$data/t10k-labels-idx1-ubyte.gz"
+fi
+# samples of the smallest worker's share fix the steps per epoch
+per=$(spirt-shard --stats | awk -v m="$fns" '
+	$1 == "assign" && $2 == "worker" { c[$3] += $9 }
+	END { min = -1; n = 0
+	      for (w in c) { n++; if (min < 0 || c[w] < min) min = c[w] }
+	      if (n != m) min = -n; print min }')
+[ "$per" -gt 0 ] ||
+	die 65 "store $store has data for $((-per)) workers, not $fns; use a new store or -n $((-per))"
+spe=$((per / batch))
+[ "$spe" -ge 1 ] || die 64 "batch $batch is larger than a worker's $per samples"
+total=$((spe * epochs))
+[ "$every" -gt 0 ] || every=$spe
+
+# ---- model: initialise once; resume from the newest committed version ----
+last=$(spirt-store ls "model/$model@" | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1)
+if [ -z "$last" ]; then
+	run spirt-init -q -m "$model" -S "$seed" "$spec"
+	last=0
+fi
+[ "$last" -lt "$total" ] || { say "model/$model@$last: already trained ($total steps)"; exit 0; }
+
+upd="spirt-update -q -m $model -r $lr $optargs --schedule cosine --lr-total $total --keep 2"
+agg="spirt-agg -q $aggargs"
+log=$store.train.tsv
+[ -s "$log" ] || printf 'seconds\tstep\tepoch\tloss\ttest_loss\ttest_accuracy\n' > "$log"
+# on resume the clock goes on from the log's last line
+t0=$(awk -F'\t' 'NR > 1 { s = $1 } END { print s + 0 }' "$log")
+
+# ---- warm functions: one process each, fed step numbers through FIFOs ----
+work=
+cleanup() {
+	[ -z "$work" ] || { kill $pids 2>/dev/null || :; rm -rf "$work"; }
+	work=
+}
+trap 'cleanup' EXIT
+trap 'cleanup; trap - INT; kill -INT $$' INT
+trap 'cleanup; trap - TERM; kill -TERM $$' TERM
+pids=
+if [ "$cold" -eq 0 ]; then
+	work=$(mktemp -d "${TMPDIR:-/tmp}/spirt-train.XXXXXX")
+	mkfifo "$work/done"
+	exec 9<>"$work/done"
+	w=0
+	while [ "$w" -lt "$fns" ]; do
+		mkfifo "$work/g$w"
+		# <> keeps the FIFO open, so a function never sees end of input
+		spirt-grad -q --serve -m "$model" -w "$w" -b "$batch" -S "$seed" \
+		    <>"$work/g$w" >"$work/done" &
+		pids="$pids $!"
+		w=$((w + 1))
+	done
+	mkfifo "$work/agg" "$work/upd"
+	$agg --serve <>"$work/agg" >"$work/done" & pids="$pids $!"
+	$upd --serve <>"$work/upd" >"$work/done" & pids="$pids $!"
+fi
+
+# wait_done N: read N acknowledgements; fail on an error= line
+wait_done() {
+	i=0
+	while [ "$i" -lt "$1" ]; do
+		read -r ack <&9 || die 70 "a function went away"
+		case $ack in *error=*) die 75 "step $t: $ack" ;; esac
+		i=$((i + 1))
+	done
+}
+
+step() {        # step T: one synchronous SPIRT round
+	if [ "$cold" -eq 1 ]; then
+		seq 0 $((fns - 1)) | run xargs -P "$fns" -I{} \
+		    spirt-grad -q -m "$model" -t "$1" -w {} -b "$batch" -S "$seed"
+		run $agg -t "$1"
+		run $upd -t "$1"
+		return
+	fi
+	w=0
+	while [ "$w" -lt "$fns" ]; do
+		echo "$1" > "$work/g$w"
+		w=$((w + 1))
+	done
+	wait_done "$fns"
+	echo "$1" > "$work/agg"
+	wait_done 1
+	echo "$1" > "$work/upd"
+	wait_done 1
+}
+
+evaluate() {    # evaluate T: test loss and accuracy of model@T, logged
+	e=$(spirt-eval -q -m "$model" -t "$1" | awk -F= '
+		$1 == "loss" { l = $2 } $1 == "accuracy" { a = $2 }
+		END { print l, a }')
+	set -- "$1" $e
+	acc=$3
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$clock" "$1" \
+	    "$(awk -v s="$1" -v e="$spe" 'BEGIN { printf "%.3f", s / e }')" \
+	    "$loss" "$2" "$3" >> "$log"
+	say "epoch $(awk -v s="$1" -v e="$spe" 'BEGIN { printf "%.2f", s / e }') step $1: test loss $2, accuracy $3"
+}
+
+tty=0
+[ -t 2 ] && [ "$quiet" -eq 0 ] && tty=1
+say "training $model ($spec) in $store: steps $last..$total, $fns functions x batch $batch, $opt lr $lr, rule $rule"
+start=$(now) evalsec=0 loss=- acc=0 lastp=$start
+t=$last
+clock=$t0
+while [ "$t" -lt "$total" ]; do
+	step "$t"
+	t=$((t + 1))
+	if [ $((t % 10)) -eq 0 ] || [ $((t % every)) -eq 0 ] || [ "$t" -eq "$total" ]; then
+		n=$(now)
+		clock=$(awk -v a="$t0" -v s="$start" -v n="$n" -v e="$evalsec" \
+		    'BEGIN { printf "%.3f", a + n - s - e }')
+		loss=$(spirt-store show "agg/$((t - 1))" 2>/dev/null |
+		    sed -n 's/^loss=//p')
+		if [ $((t % every)) -eq 0 ] || [ "$t" -eq "$total" ]; then
+			e0=$(now)
+			evaluate "$t"
+			evalsec=$(awk -v a="$evalsec" -v b="$e0" -v c="$(now)" \
+			    'BEGIN { print a + c - b }')
+			if awk -v a="$acc" -v b="$target" 'BEGIN { exit !(b > 0 && a >= b) }'; then
+				say "reached accuracy $acc >= $target at step $t, ${clock}s"
+				break
+			fi
+		fi
+		if [ "$quiet" -eq 0 ] && awk -v a="$lastp" -v n="$n" \
+		    'BEGIN { exit !(n - a >= 2) }'; then
+			lastp=$n
+			awk -v t="$t" -v T="$total" -v e="$spe" -v l="$loss" \
+			    -v c="$clock" -v d="$last" -v b="$((batch * fns))" \
+			    -v tty="$tty" 'BEGIN {
+				r = (t - d) * b / (c > 0 ? c : 1)
+				line = sprintf("epoch %.2f step %d/%d loss %s %.0f samples/s", t / e, t, T, l, r)
+				if (tty) {
+					w = 30; f = int(w * t / T); bar = ""
+					for (i = 0; i < w; i++) bar = bar (i < f ? "#" : ".")
+					printf "\r[%s] %3d%% %s ", bar, 100 * t / T, line > "/dev/stderr"
+				} else
+					print "spirt-train: " line > "/dev/stderr"
+			}'
+		fi
+	fi
+done
+[ "$tty" -eq 0 ] || printf '\n' >&2
+
+# ---- a plot of loss and test accuracy against time, next to the store ----
+if command -v gnuplot >/dev/null 2>&1; then
+	gnuplot <<GP || say "warning: gnuplot failed; the log is $log"
+set terminal pngcairo size 900,500 noenhanced
+set output "$store.train.png"
+set datafile separator "\t"
+set datafile missing "-"
+set key autotitle columnhead
+set xlabel "training time (s)"
+set ylabel "loss"
+set y2label "test accuracy"
+set y2range [0:1]
+set ytics nomirror
+set y2tics
+set grid
+set title "spirt-train $model ($spec), $fns functions x batch $batch, $opt lr $lr"
+plot "$log" using 1:4 with lines title "train loss", \
+     "$log" using 1:5 with linespoints title "test loss", \
+     "$log" using 1:6 axes x1y2 with linespoints title "test accuracy"
+GP
+fi
+say "model/$model@$t; log $log; plot $store.train.png"
