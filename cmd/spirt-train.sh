@@ -11,7 +11,8 @@ VERSION=@VERSION@
 USAGE="usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]
                    [-m model] [-n functions] [-o optimiser] [-S seed]
                    [-s store] [--cold] [--data dir] [--eval-every steps]
-                   [--spec spec] [--sync mode] [--target accuracy]"
+                   [--spec spec] [--steps n] [--sync mode]
+                   [--target accuracy]"
 
 usage() {
 	if [ "$1" -eq 0 ]; then
@@ -33,6 +34,7 @@ usage() {
                        (default /usr/share/datasets/fashion-mnist)
       --eval-every N   evaluate every N steps (default: each epoch)
       --spec SPEC      model spec (default: by model name)
+      --steps N        stop after N steps in all (default: epochs' worth)
       --sync MODE      full, meta or none (default meta; see man page)
       --target ACC     stop once test accuracy reaches ACC (0 to 1)
   -q, --quiet          no progress lines
@@ -54,7 +56,7 @@ die() {         # die CODE MESSAGE
 # ---- options: short, --long VALUE and --long=VALUE ----
 rule=mean batch=64 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
-every=0 spec= sync=meta target=0 quiet=0 verbose=0
+every=0 spec= steps=0 sync=meta target=0 quiet=0 verbose=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--*=*) a=${1%%=*} v=${1#*=}; shift; set -- "$a" "$v" "$@" ;;
@@ -73,6 +75,7 @@ while [ $# -gt 0 ]; do
 	--data) data=${2?}; shift ;;
 	--eval-every) every=${2?}; shift ;;
 	--spec) spec=${2?}; shift ;;
+	--steps) steps=${2?}; shift ;;
 	--sync) sync=${2?}; shift ;;
 	--target) target=${2?}; shift ;;
 	-q|--quiet) quiet=1 ;;
@@ -89,7 +92,7 @@ done
 
 isnum() { case $1 in ''|*[!0-9]*) return 1 ;; esac; }
 isreal() { awk -v x="$1" 'BEGIN { exit !(x ~ /^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/) }'; }
-for v in batch epochs fns seed every; do
+for v in batch epochs fns seed every steps; do
 	eval "x=\$$v"
 	isnum "$x" || die 64 "$v: invalid number \"$x\""
 done
@@ -154,6 +157,9 @@ per=$(spirt-shard --stats | awk -v m="$fns" '
 spe=$((per / batch))
 [ "$spe" -ge 1 ] || die 64 "batch $batch is larger than a worker's $per samples"
 total=$((spe * epochs))
+# --steps ends the run early; the schedule still spans the epochs
+stop=$total
+[ "$steps" -eq 0 ] || [ "$steps" -ge "$total" ] || stop=$steps
 [ "$every" -gt 0 ] || every=$spe
 
 # ---- model: initialise once; resume from the newest committed version ----
@@ -162,7 +168,7 @@ if [ -z "$last" ]; then
 	run spirt-init -q -m "$model" -S "$seed" "$spec"
 	last=0
 fi
-[ "$last" -lt "$total" ] || { say "model/$model@$last: already trained ($total steps)"; exit 0; }
+[ "$last" -lt "$stop" ] || { say "model/$model@$last: already trained ($stop steps)"; exit 0; }
 
 upd="spirt-update -q -m $model -r $lr $optargs --schedule cosine --lr-total $total --keep 2"
 agg="spirt-agg -q $aggargs"
@@ -173,9 +179,11 @@ t0=$(awk -F'\t' 'NR > 1 { s = $1 } END { print s + 0 }' "$log")
 
 # ---- warm functions: one process each, fed step numbers through FIFOs ----
 work=
+list=${TMPDIR:-/tmp}/spirt-train.$$.prune
 cleanup() {
 	[ -z "$work" ] || { kill $pids 2>/dev/null || :; rm -rf "$work"; }
 	work=
+	rm -f "$list"
 }
 trap 'cleanup' EXIT
 trap 'cleanup; trap - INT; kill -INT $$' INT
@@ -197,6 +205,13 @@ if [ "$cold" -eq 0 ]; then
 	mkfifo "$work/agg" "$work/upd"
 	$agg --serve <>"$work/agg" >"$work/done" & pids="$pids $!"
 	$upd --serve <>"$work/upd" >"$work/done" & pids="$pids $!"
+	# a killed driver cannot clean up: this watchdog ends the functions
+	(
+		trap '' INT
+		while kill -0 $$ 2>/dev/null; do sleep 1; done
+		kill $pids 2>/dev/null; rm -rf "$work"
+	) </dev/null >/dev/null 2>&1 &
+	pids="$pids $!"
 fi
 
 # wait_done N: read N acknowledgements; fail on an error= line
@@ -212,9 +227,10 @@ wait_done() {
 step() {        # step T: one synchronous SPIRT round
 	if [ "$cold" -eq 1 ]; then
 		seq 0 $((fns - 1)) | run xargs -P "$fns" -I{} \
-		    spirt-grad -q -m "$model" -t "$1" -w {} -b "$batch" -S "$seed"
-		run $agg -t "$1"
-		run $upd -t "$1"
+		    spirt-grad -q -m "$model" -t "$1" -w {} -b "$batch" \
+		    -S "$seed" || die 75 "step $1: a gradient function failed"
+		run $agg -t "$1" || die 75 "step $1: aggregation failed"
+		run $upd -t "$1" || die 75 "step $1: update failed"
 		return
 	fi
 	w=0
@@ -225,8 +241,17 @@ step() {        # step T: one synchronous SPIRT round
 	wait_done "$fns"
 	echo "$1" > "$work/agg"
 	wait_done 1
+	aggloss=${ack##*loss=}
 	echo "$1" > "$work/upd"
 	wait_done 1
+}
+
+# prune T: gradients and aggregates of steps before T-1 are spent; the
+# model versions are pruned by spirt-update --keep
+prune() {
+	spirt-store ls grad/ | cut -f1 | awk -F/ -v t="$1" '$2 < t - 1' >"$list"
+	spirt-store ls agg/ | cut -f1 | awk -F/ -v t="$1" '$2 < t - 1' >>"$list"
+	[ ! -s "$list" ] || xargs spirt-store rm <"$list"
 }
 
 evaluate() {    # evaluate T: test loss and accuracy of model@T, logged
@@ -243,20 +268,32 @@ evaluate() {    # evaluate T: test loss and accuracy of model@T, logged
 
 tty=0
 [ -t 2 ] && [ "$quiet" -eq 0 ] && tty=1
-say "training $model ($spec) in $store: steps $last..$total, $fns functions x batch $batch, $opt lr $lr, rule $rule"
-start=$(now) evalsec=0 loss=- acc=0 lastp=$start
+say "training $model ($spec) in $store: steps $last..$stop of $total, $fns functions x batch $batch, $opt lr $lr, rule $rule"
+start=$(now) evalsec=0 loss=- acc=0 lastp=$start aggloss=-
+# progress, log and pruning every tick steps: a clock read costs a process
+tick=10
+[ "$cold" -eq 1 ] || tick=50
+
 t=$last
 clock=$t0
-while [ "$t" -lt "$total" ]; do
+while [ "$t" -lt "$stop" ]; do
 	step "$t"
 	t=$((t + 1))
-	if [ $((t % 10)) -eq 0 ] || [ $((t % every)) -eq 0 ] || [ "$t" -eq "$total" ]; then
+	if [ $((t % tick)) -eq 0 ] || [ $((t % every)) -eq 0 ] || [ "$t" -eq "$stop" ]; then
 		n=$(now)
 		clock=$(awk -v a="$t0" -v s="$start" -v n="$n" -v e="$evalsec" \
 		    'BEGIN { printf "%.3f", a + n - s - e }')
-		loss=$(spirt-store show "agg/$((t - 1))" 2>/dev/null |
-		    sed -n 's/^loss=//p')
-		if [ $((t % every)) -eq 0 ] || [ "$t" -eq "$total" ]; then
+		if [ "$cold" -eq 1 ]; then
+			loss=$(spirt-store show "agg/$((t - 1))" | sed -n 's/^loss=//p')
+		else
+			loss=$aggloss
+		fi
+		prune "$t"
+		if [ $((t % every)) -ne 0 ] && [ "$t" -ne "$stop" ]; then
+			printf '%s\t%s\t%s\t%s\t-\t-\n' "$clock" "$t" \
+			    "$(awk -v s="$t" -v e="$spe" 'BEGIN { printf "%.3f", s / e }')" \
+			    "$loss" >> "$log"
+		else
 			e0=$(now)
 			evaluate "$t"
 			evalsec=$(awk -v a="$evalsec" -v b="$e0" -v c="$(now)" \
@@ -270,9 +307,9 @@ while [ "$t" -lt "$total" ]; do
 		    'BEGIN { exit !(n - a >= 2) }'; then
 			lastp=$n
 			awk -v t="$t" -v T="$total" -v e="$spe" -v l="$loss" \
-			    -v c="$clock" -v d="$last" -v b="$((batch * fns))" \
-			    -v tty="$tty" 'BEGIN {
-				r = (t - d) * b / (c > 0 ? c : 1)
+			    -v c="$clock" -v c0="$t0" -v d="$last" \
+			    -v b="$((batch * fns))" -v tty="$tty" 'BEGIN {
+				r = (t - d) * b / (c - c0 > 0 ? c - c0 : 1)
 				line = sprintf("epoch %.2f step %d/%d loss %s %.0f samples/s", t / e, t, T, l, r)
 				if (tty) {
 					w = 30; f = int(w * t / T); bar = ""

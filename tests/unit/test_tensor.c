@@ -171,6 +171,21 @@ stats(void)
 	CHECK(st.min == -4 && st.max == 3 && st.mean == -0.5);
 	CHECK(st.l2 == 5 && st.nan == 1 && st.inf == 1);
 	CHECK(spirt_count_nonfinite_f32(x, 4) == 2);
+
+	/* the vectorised count against a naive one, every length to 100 */
+	{
+		float y[100];
+		for (size_t n = 0; n <= 100; n++) {
+			size_t want = 0;
+			for (size_t i = 0; i < n; i++) {
+				y[i] = (i * 7 % 5 == 0) ? NAN :
+				    (i % 11 == 3) ? -INFINITY :
+				    (i % 13 == 4) ? INFINITY : (float)i;
+				want += !isfinite(y[i]);
+			}
+			CHECK(spirt_count_nonfinite_f32(y, n) == want);
+		}
+	}
 }
 
 int
