@@ -171,7 +171,8 @@ fi
 [ "$last" -lt "$stop" ] || { say "model/$model@$last: already trained ($stop steps)"; exit 0; }
 
 upd="spirt-update -q -m $model -r $lr $optargs --schedule cosine --lr-total $total --keep 2"
-agg="spirt-agg -q $aggargs"
+# -R: a rerun after a crash between aggregate and update redoes the (identical) aggregate
+agg="spirt-agg -q -R $aggargs"
 log=$store.train.tsv
 [ -s "$log" ] || printf 'seconds\tstep\tepoch\tloss\ttest_loss\ttest_accuracy\n' > "$log"
 # on resume the clock goes on from the log's last line

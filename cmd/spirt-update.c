@@ -12,16 +12,19 @@
 
 #include <lmdb.h>
 
+#include "io.h"
 #include "optim.h"
 #include "parse.h"
+#include "serve.h"
 #include "store.h"
 #include "tensor.h"
 #include "tool.h"
 
 #define USAGE \
-"usage: spirt-update [-qv] [-k keep] [-m model] [-r lr] [-s store]\n" \
-"                    [-t step] [--opt name] [--momentum mu] [--nesterov]\n" \
-"                    [--beta1 b] [--beta2 b] [--eps e] [--wd w]\n" \
+"usage: spirt-update [-iqv] [-k keep] [-m model] [-o file] [-p file]\n" \
+"                    [-r lr] [-s store] [-t step] [--opt name]\n" \
+"                    [--momentum mu] [--nesterov] [--beta1 b] [--beta2 b]\n" \
+"                    [--eps e] [--wd w]\n" \
 "                    [--schedule name] [--lr-every n] [--lr-gamma g]\n" \
 "                    [--lr-total n] [--lr-min lr] [file]\n"
 
@@ -29,9 +32,10 @@
 
 static struct {
 	struct spirt_optim op;
-	const char *store, *model, *file;
+	const char *store, *model, *file, *params, *out;
 	uint64_t step, keep;
-	int told, done;
+	int told, done, serve;
+	char (*del)[SPIRT_KEY_MAX + 1];  /* prune(): kept for reuse */
 	/* the aggregate when it comes from a file or stdin */
 	struct spirt_tensor at;
 	void *apl;
@@ -49,9 +53,15 @@ usage(int code)
 	fputs(USAGE, code ? stderr : stdout);
 	if (!code)
 		fputs("\n"
+		    "  -i, --serve         warm: one -t run per step line on "
+		    "stdin\n"
 		    "  -k, --keep K        keep the last K model versions "
 		    "(0: all)\n"
 		    "  -m, --model NAME    model/NAME@<step> in the store\n"
+		    "  -o, --output FILE   with -p: write the new model file "
+		    "there (- = stdout)\n"
+		    "  -p, --params FILE   take model@t (and state) from a "
+		    "model file\n"
 		    "  -q, --quiet         no notes\n"
 		    "  -r, --lr LR         learning rate\n"
 		    "  -s, --store PATH    store (default $SPIRT_STORE or "
@@ -133,8 +143,10 @@ prune(struct spirt_txn *txn, uint64_t newest)
 
 	if (o.keep == 0 || newest + 1 <= o.keep)
 		return 0;
-	if ((d.keys = malloc(MAXDEL * sizeof *d.keys)) == NULL)
+	/* a warm process reuses the list: not 2 MiB malloc'ed per step */
+	if (o.del == NULL && (o.del = malloc(MAXDEL * sizeof *o.del)) == NULL)
 		return ENOMEM;
+	d.keys = o.del;
 	d.below = newest + 1 - o.keep;
 	for (int i = 0; i < 2 && !rc; i++) {
 		d.n = 0;
@@ -143,7 +155,6 @@ prune(struct spirt_txn *txn, uint64_t newest)
 		for (size_t k = 0; k < d.n && !rc; k++)
 			rc = spirt_store_del(txn, d.keys[k]);
 	}
-	free(d.keys);
 	return rc;
 }
 
@@ -406,6 +417,178 @@ readagg(const char *path)
 	return rc;
 }
 
+/* -v: what was written, with timings */
+static void
+timings(double t0)
+{
+	if (spirt_verbose)
+		fprintf(stderr, "%s: %s%s%s%llu: %s, lr %g, state step %llu:"
+		    " work %.3f ms, total %.3f ms\n", progname,
+		    o.params ? "" : "model/", o.params ? o.out : o.model,
+		    o.params ? ": step " : "@", (unsigned long long)o.step + 1,
+		    spirt_optim_name(o.op.kind), spirt_optim_lr(&o.op, o.step),
+		    (unsigned long long)o.k + 1, o.work_ms, now_ms() - t0);
+}
+
+/* ---- files instead of the store (-p, -o) ---- */
+
+/*
+ * Read the model file: the model record, then optionally the optimiser
+ * state; nothing else.  m, st (out) get the headers, *mpl, *spl fresh buffers
+ * (*spl NULL when there is no state).
+ */
+static int
+readparams(const char *path, struct spirt_tensor *m, void **mpl,
+    struct spirt_tensor *st, void **spl)
+{
+	struct spirt_tensor extra;
+	void *pl;
+	int fd = 0, rc;
+
+	*mpl = *spl = NULL;
+	if (strcmp(path, "-") != 0 && (fd = open(path, O_RDONLY)) < 0) {
+		rc = errno;
+		TELLRC(rc, "open %s", path);
+		return rc;
+	}
+	if ((rc = spirt_tensor_read(fd, m, mpl, 0)) == SPIRT_EOF) {
+		TELLX("%s: empty input", path);
+		rc = SPIRT_ETRUNC;
+	} else if (rc) {
+		TELLRC(rc, "%s: record 1", path);
+	} else if ((rc = spirt_tensor_read(fd, st, spl, 0)) == SPIRT_EOF) {
+		rc = 0;
+	} else if (rc) {
+		TELLRC(rc, "%s: record 2", path);
+	} else if ((rc = spirt_tensor_read(fd, &extra, &pl, 0)) ==
+	    SPIRT_EOF) {
+		rc = 0;
+	} else {
+		if (rc == 0)
+			free(pl);
+		TELLX("%s: more than two records (model, state)", path);
+		rc = SPIRT_EDATA;
+	}
+	if (fd > 0)
+		close(fd);
+	return rc;
+}
+
+/*
+ * Store-free update: model (and state) from -p, the aggregate from the
+ * operand or stdin, model@t+1 (and state) as a record stream to -o.
+ */
+static int
+filemode(void)
+{
+	struct spirt_tensor mt, st, ot;
+	struct spirt_publish pub;
+	void *mpl = NULL, *spl = NULL, *state = NULL;
+	const char *oname = spirt_optim_name(o.op.kind);
+	const char *mname = strcmp(o.params, "-") ? o.params : "stdin";
+	unsigned ns = spirt_optim_nstate(o.op.kind);
+	uint64_t dims[2], t;
+	double t0 = now_ms();
+	int rc, fd = 1;
+
+	if ((rc = readparams(o.params, &mt, &mpl, &st, &spl)))
+		goto out;
+	t = mt.step;
+	rc = SPIRT_EDTYPE;
+	if (mt.dtype != SPIRT_F32 || o.at.dtype != SPIRT_F32) {
+		TELLX("%s: dtype %s, not f32", mt.dtype != SPIRT_F32 ? mname :
+		    o.aname, spirt_dtype_name(mt.dtype != SPIRT_F32 ?
+		    mt.dtype : o.at.dtype));
+		goto out;
+	}
+	rc = SPIRT_ESTEP;
+	if (t == SPIRT_NOSTEP || t >= SPIRT_NOSTEP - 1 ||
+	    (o.step != SPIRT_NOSTEP && t != o.step)) {
+		TELLX("%s: model step %lld, not %lld", mname, (long long)t,
+		    (long long)o.step);
+		goto out;
+	}
+	if (o.at.step != SPIRT_NOSTEP && o.at.step != t) {
+		TELLX("%s: step %llu, not %llu", o.aname,
+		    (unsigned long long)o.at.step, (unsigned long long)t);
+		goto out;
+	}
+	rc = SPIRT_ESHAPE;
+	if (o.at.nelem != mt.nelem) {
+		TELLX("%s: %llu values, %s has %llu: shapes differ", o.aname,
+		    (unsigned long long)o.at.nelem, mname,
+		    (unsigned long long)mt.nelem);
+		goto out;
+	}
+	rc = SPIRT_EMODEL;
+	if (strcmp(o.at.name, mt.name) != 0) {
+		TELLX("%s: model \"%s\", %s is \"%s\"", o.aname, o.at.name,
+		    mname, mt.name);
+		goto out;
+	}
+	o.k = 0;
+	if (spl) {
+		rc = SPIRT_EDATA;
+		if (strcmp(st.name, oname) != 0) {
+			TELLX("%s: record 2: %s state, not %s", mname, st.name,
+			    oname);
+			goto out;
+		}
+		rc = SPIRT_ESHAPE;
+		if (st.dtype != SPIRT_F32 || st.rank != 2 ||
+		    st.dims[0] != ns || st.dims[1] != mt.nelem) {
+			TELLX("%s: record 2: shape does not fit the model",
+			    mname);
+			goto out;
+		}
+		o.k = st.count;
+	}
+	dims[0] = ns;
+	dims[1] = mt.nelem;
+	if ((rc = spirt_tensor_init(&ot, SPIRT_F32, 2, dims)) ||
+	    (rc = spirt_tensor_set_name(&ot, oname)))
+		goto out;
+	ot.step = t + 1;
+	ot.count = (uint32_t)(o.k + 1);
+	/* in place: the buffers read are the buffers written */
+	state = spl;
+	if (ns && state == NULL && (state = calloc(ot.nelem, 4)) == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	rc = spirt_optim_step(mpl, state, mpl, state, o.apl, mt.nelem, &o.op,
+	    t, o.k);
+	if (rc == SPIRT_ENAN) {
+		TELLX("%s: NaN or Inf in the gradient or the new model",
+		    o.aname);
+		goto out;
+	}
+	o.step = t;
+	mt.step = t + 1;
+	mt.count = 0;
+	o.work_ms = now_ms() - t0;
+	if (strcmp(o.out, "-") != 0) {
+		if ((rc = spirt_publish_open(&pub, o.out, 0644))) {
+			TELLRC(rc, "%s", o.out);
+			goto out;
+		}
+		fd = pub.fd;
+	}
+	if (!(rc = spirt_tensor_write(fd, &mt, mpl)) && ns)
+		rc = spirt_tensor_write(fd, &ot, state);
+	if (fd != 1)
+		rc = rc ? (spirt_publish_abort(&pub), rc) :
+		    spirt_publish_commit(&pub);
+	if (rc && rc != EPIPE)
+		TELLRC(rc, "%s", strcmp(o.out, "-") ? o.out : "stdout");
+out:
+	if (state != spl)
+		free(state);
+	free(spl);
+	free(mpl);
+	return rc;
+}
+
 /* hyperparameters: option, else $SPIRT_*, else default */
 static void
 hyper(const char *const *val)
@@ -466,8 +649,11 @@ options(int argc, char **argv)
 		{ "momentum", required_argument, NULL, 256 + 16 + MOM },
 		{ "nesterov", no_argument, NULL, NESTEROV },
 		{ "opt", required_argument, NULL, OPT },
+		{ "output", required_argument, NULL, 'o' },
+		{ "params", required_argument, NULL, 'p' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "schedule", required_argument, NULL, SCHED },
+		{ "serve", no_argument, NULL, 'i' },
 		{ "step", required_argument, NULL, 't' },
 		{ "store", required_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -479,12 +665,15 @@ options(int argc, char **argv)
 	int c, nesterov = 0;
 
 	spirt_optim_defaults(&o.op);
-	while ((c = getopt_long(argc, argv, "hk:m:qr:s:t:vV", lo, NULL))
+	while ((c = getopt_long(argc, argv, "hik:m:o:p:qr:s:t:vV", lo, NULL))
 	    != -1)
 		switch (c) {
 		case 'h': usage(0);
+		case 'i': o.serve = 1; break;
 		case 'k': val[KEEP] = optarg; break;
 		case 'm': o.model = optarg; break;
+		case 'o': o.out = optarg; break;
+		case 'p': o.params = optarg; break;
 		case 'q': spirt_quiet = 1; break;
 		case 'r': val[LR] = optarg; break;
 		case 's': o.store = optarg; break;
@@ -523,10 +712,57 @@ options(int argc, char **argv)
 		    "momentum, --lr-min at most --lr)", kind);
 		usage(1);
 	}
-	if ((o.model = opt_env(o.model, "SPIRT_MODEL", NULL)) == NULL) {
+	if ((o.model = opt_env(o.model, "SPIRT_MODEL", NULL)) == NULL &&
+	    o.params == NULL) {
 		warnx_("no model (-m or SPIRT_MODEL)");
 		usage(1);
 	}
+}
+
+/*
+ * Warm mode: each step line on stdin is one run with -t step, in its own
+ * write transaction; one answer line each.  Nothing but the open store
+ * (and a scratch list) carries over between steps.  Returns the worst
+ * exit code.
+ */
+static int
+serve(struct spirt_store *s)
+{
+	char line[SPIRT_SERVE_LINE];
+	unsigned long long t;
+	int rc, code, worst = 0;
+
+	while ((rc = spirt_serve_next(stdin, &o.step, line, sizeof line,
+	    SPIRT_NOSTEP - 2)) != SPIRT_EOF) {
+		t = o.step;
+		if (rc == SPIRT_EINVAL || rc == ERANGE) {
+			warnx_("stdin: bad step \"%s\"", line);
+			code = SPIRT_EX_USAGE;
+			printf("error=%d\n", code);
+		} else if (rc) {
+			warnrc(rc, "stdin");
+			return SPIRT_EX_IOERR;
+		} else if ((rc = spirt_store_write(s, update, NULL)) ==
+		    SPIRT_EDONE && o.done) {
+			code = 0;
+			info("model/%s@%llu exists: step %llu already applied, "
+			    "nothing done", o.model, t + 1, t);
+			printf("step=%llu applied=already\n", t);
+		} else if ((code = spirt_exit(rc)) != 0) {
+			if (!o.told)
+				warnrc(rc, "update");
+			printf("step=%llu error=%d\n", t, code);
+		} else {
+			printf("step=%llu lr=%.9g\n", t,
+			    spirt_optim_lr(&o.op, t));
+		}
+		o.told = 0;
+		if (code > worst)
+			worst = code;
+		if (fflush(stdout) == EOF)
+			return SPIRT_EX_IOERR;
+	}
+	return worst;
 }
 
 int
@@ -537,7 +773,7 @@ main(int argc, char **argv)
 	char prefix[SPIRT_KEY_MAX + 1];
 	const char *act = "open store";
 	double t0 = now_ms();
-	int rc;
+	int rc, code = -1;
 
 	progname = "spirt-update";
 	checkfds();
@@ -546,6 +782,30 @@ main(int argc, char **argv)
 	argv += optind;
 	if (argc > 1)
 		usage(1);
+	if (o.params && o.serve) {
+		warnx_("--serve works in the store: no -p");
+		usage(1);
+	}
+	if (o.out && !o.params) {
+		warnx_("-o writes a model file: it needs -p");
+		usage(1);
+	}
+	if (o.params) {
+		if (!o.out)
+			o.out = "-";
+		if (strcmp(o.out, "-") == 0 && isterm(1))
+			die(SPIRT_EX_USAGE, "stdout is a terminal (use -o)");
+		if ((rc = readagg(argc ? argv[0] : "-")) ||
+		    (rc = filemode()))
+			goto fail;
+		timings(t0);
+		goto done;
+	}
+	if (o.serve && argc) {
+		warnx_("--serve reads agg/<step> from the store: no file "
+		    "operand");
+		usage(1);
+	}
 
 	if (argc && (rc = readagg(argv[0])))
 		goto fail;
@@ -554,6 +814,11 @@ main(int argc, char **argv)
 	if ((rc = spirt_store_open(&s, o.store ? o.store :
 	    spirt_store_default(), 0)))
 		goto fail;
+	if (o.serve) {
+		rc = 0;
+		code = serve(s);
+		goto done;
+	}
 	if (o.step == SPIRT_NOSTEP) {
 		/* no step given: the newest model version */
 		act = "find model";
@@ -578,12 +843,8 @@ main(int argc, char **argv)
 		rc = 0;
 	} else if (rc) {
 		goto fail;
-	} else if (spirt_verbose) {
-		fprintf(stderr, "%s: model/%s@%llu: %s, lr %g, state step %llu:"
-		    " work %.3f ms, total %.3f ms\n", progname, o.model,
-		    (unsigned long long)o.step + 1,
-		    spirt_optim_name(o.op.kind), spirt_optim_lr(&o.op, o.step),
-		    (unsigned long long)o.k + 1, o.work_ms, now_ms() - t0);
+	} else {
+		timings(t0);
 	}
 	goto done;
 fail:
@@ -593,5 +854,6 @@ done:
 	spirt_txn_abort(txn);
 	spirt_store_close(s);
 	free(o.apl);
-	return fshut_stdout(spirt_exit(rc));
+	free(o.del);
+	return fshut_stdout(code >= 0 ? code : spirt_exit(rc));
 }

@@ -321,3 +321,51 @@ a = np.stack([get('b%d.rec' % w)['a'] for w in range(5)])
 d = np.abs(get('trim.rec')['a'] - np.sort(a, 0)[1:4].mean(0)).max()
 assert d < 1e-6, d"
 }
+
+@test "warm mode (-i): one in-store run per step line, one answer each" {
+	store 4
+	py "
+for w in range(4):
+    open('s5_%d.rec' % w, 'wb').write(rec(G[8 + w], step=5, origin=w,
+                                          loss=0.25 * w))"
+	for w in 0 1 2 3; do spirt-store put "grad/5/$w" "s5_$w.rec"; done
+	cp -R spirt.db cold.db
+	long=$(printf '%0300d' 0)
+	run -66 --separate-stderr spirt-agg -i --trim 0.25 <<-EOF2
+		3
+		x
+		7
+		$long
+		5
+	EOF2
+	[ "${#lines[@]}" -eq 5 ]
+	assert_line --index 0 'step=3 count=4 loss=1.5'
+	assert_line --index 1 'error=64'
+	assert_line --index 2 'step=7 error=66'
+	assert_line --index 3 'error=64'
+	assert_line --index 4 'step=5 count=4 loss=0.375'
+	[[ "$stderr" == *'stdin: bad step "x"'* ]]
+	[[ "$stderr" == *"no gradients for step 7"* ]]
+	# the same bytes as cold runs with -t
+	spirt-agg -s cold.db -t 3 --trim 0.25
+	spirt-agg -s cold.db -t 5 --trim 0.25
+	for k in agg/3 agg/3/excluded agg/5 agg/5/excluded; do
+		spirt-store get "$k" >warm.rec
+		spirt-store -s cold.db get "$k" >cold.rec
+		cmp warm.rec cold.rec
+	done
+	# a step already aggregated: 73 unless -R; all fine: exit 0
+	run -73 --separate-stderr spirt-agg -i <<<3
+	assert_output 'step=3 error=73'
+	run -0 --separate-stderr spirt-agg -i -R -r median <<<$'3\n5'
+	assert_line --index 0 'step=3 count=4 loss=1.5'
+	assert_line --index 1 'step=5 count=4 loss=0.375'
+	spirt-store get agg/3 >agg.rec
+	check agg.rec 'np.median(G[:4], 0)'
+	run -0 spirt-agg -i </dev/null
+	assert_output ''
+	# warm writes to the store only
+	grads 2
+	run -64 spirt-agg -i all.rec
+	run -64 spirt-agg -i -o out.rec
+}

@@ -268,3 +268,116 @@ t = get('big0.rec')['a']; g = get('bigg.rec')['a']"
 	run -0 spirt-store -s s-adam show opt/m@1
 	assert_line 'shape=2x5000'
 }
+
+@test "warm mode (-i): one update per step line, same result as cold" {
+	seed
+	cp -R spirt.db cold.db
+	set -- -m m -r 0.1 --opt adam -k 2 --schedule step --lr-every 1 \
+		--lr-gamma 0.5
+	run -66 --separate-stderr spirt-update -i "$@" <<-EOF2
+		0
+		0
+		bad
+		1
+		2
+	EOF2
+	[ "${#lines[@]}" -eq 5 ]
+	assert_line --index 0 'step=0 lr=0.1'
+	assert_line --index 1 'step=0 applied=already'
+	assert_line --index 2 'error=64'
+	assert_line --index 3 'step=1 lr=0.05'
+	assert_line --index 4 'step=2 error=66'
+	[[ "$stderr" == *"model/m@1 exists: step 0 already applied"* ]]
+	[[ "$stderr" == *'stdin: bad step "bad"'* ]]
+	[[ "$stderr" == *"agg/2: no such key"* ]]
+	spirt-update -s cold.db -t 0 "$@"
+	spirt-update -s cold.db -t 1 "$@"
+	for k in model/m@2 opt/m@2; do
+		spirt-store get "$k" >warm.rec
+		spirt-store -s cold.db get "$k" >cold.rec
+		cmp warm.rec cold.rec
+	done
+	run -0 spirt-store ls
+	refute_line --partial 'model/m@0'
+	# all fine: exit 0; -q: no notes
+	run -0 --separate-stderr spirt-update -q -i "$@" <<<1
+	assert_output 'step=1 applied=already'
+	[ -z "$stderr" ]
+	run -64 spirt-update -i -m m a0.rec
+}
+
+@test "-p, -o: a model file in, the next one out, the store's bytes" {
+	seed
+	set -- -r 0.1 --opt adam --wd 0.01
+	SPIRT_STORE=$PWD/none.db spirt-update -p m0.rec -o f1.rec "$@" a0.rec
+	[ ! -e none.db ]
+	SPIRT_STORE=$PWD/none.db spirt-update -p f1.rec -o f1.rec "$@" \
+		<a1.rec
+	spirt-update -m m -t 0 "$@"
+	spirt-update -m m -t 1 "$@"
+	{ spirt-store get model/m@2; spirt-store get opt/m@2; } >want.rec
+	cmp want.rec f1.rec
+	# sgd: the model alone; standard output is the default
+	spirt-update -p m0.rec -r 0.1 a0.rec >s1.rec
+	spirt-store -s s.db put model/m@1 s1.rec
+	run -0 spirt-store -s s.db show model/m@1
+	assert_line 'step=1'
+	py "
+r = get('s1.rec'); assert r['step'] == 1 and r['name'] == 'm:6'
+import os; assert os.path.getsize('s1.rec') == os.path.getsize('m0.rec')"
+	run -0 --separate-stderr spirt-update -v -p m0.rec -o v.rec a0.rec
+	[[ "$stderr" == *"v.rec: step 1: sgd, lr 0.01"* ]]
+}
+
+@test "-p, -o errors: step, state, records, files, usage; nothing written" {
+	seed
+	run -65 --separate-stderr spirt-update -p m0.rec -o x.rec a1.rec
+	[[ "$stderr" == *"a1.rec: step 1, not 0"* ]]
+	run -65 --separate-stderr spirt-update -p m0.rec -o x.rec -t 1 a1.rec
+	[[ "$stderr" == *"m0.rec: model step 0, not 1"* ]]
+	spirt-update -p m0.rec -o f1.rec --opt momentum a0.rec
+	run -65 --separate-stderr spirt-update -p f1.rec -o x.rec --opt adam \
+		a1.rec
+	[[ "$stderr" == *"f1.rec: record 2: momentum state, not adam"* ]]
+	cat f1.rec a1.rec >three.rec
+	run -65 --separate-stderr spirt-update -p three.rec -o x.rec \
+		--opt momentum a1.rec
+	[[ "$stderr" == *"three.rec: more than two records"* ]]
+	py "out(rec(np.zeros(5)))" >short.rec
+	run -65 --separate-stderr spirt-update -p short.rec -o x.rec a0.rec
+	[[ "$stderr" == *"a0.rec: 6 values, short.rec has 5: shapes differ"* ]]
+	head -c 100 m0.rec >part.rec
+	run -65 spirt-update -p part.rec -o x.rec a0.rec
+	run -66 --separate-stderr spirt-update -p no-such.rec -o x.rec a0.rec
+	[[ "$stderr" == *"no-such.rec"* ]]
+	run -66 spirt-update -p m0.rec -o no-dir/x.rec a0.rec
+	[ ! -e x.rec ]
+	run -64 spirt-update -m m -o x.rec a0.rec
+	run -64 spirt-update -i -p m0.rec
+	run -74 sh -c 'spirt-update -p m0.rec a0.rec >/dev/full'
+}
+
+@test "a store-free pipe: spirt-grad -p x 4 | spirt-agg | spirt-update -p" {
+	spirt-grad -h | grep -q -- '-D file' || skip "spirt-grad without -p/-D"
+	awk 'BEGIN { for (i = 0; i < 40; i++)
+		printf "%d,%.3f,%.3f,%.3f,%.3f\n", i % 3, (i % 7) / 7,
+		    (i % 5) / 5, (i % 3) / 3, (i % 11) / 11 }' >train.csv
+	spirt-shard -q -n 4 -o d.spt train.csv
+	spirt-init -q -o m.rec mlp:4-5-3
+	export SPIRT_STORE=$PWD/none.db
+	for t in 0 1 2; do
+		for w in 0 1 2 3; do
+			spirt-grad -p m.rec -D d.spt -w $w -b 8 -o -
+		done | spirt-agg --trim 0.25 |
+			spirt-update -p m.rec -o m.rec --opt adam -r 0.01
+	done
+	[ ! -e none.db ]
+	py "
+r = get('m.rec'); assert r['step'] == 3 and r['name'] == 'mlp:4-5-3'"
+	# the second record is Adam's state after three steps
+	py "
+f = open('m.rec', 'rb').read()
+hlen, = struct.unpack('<I', f[8:12]); plen, = struct.unpack('<Q', f[48:56])
+open('st.rec', 'wb').write(f[hlen + plen + 16:])
+r = get('st.rec'); assert (r['name'], r['step'], r['count']) == ('adam', 3, 3)"
+}

@@ -1,0 +1,126 @@
+#!/usr/bin/env bats
+# 90-train: the spirt-train workflow on Fashion-MNIST, a few steps at a time
+
+load helper
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	export SPIRT_STORE="$BATS_TEST_TMPDIR/spirt.db"
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+}
+
+teardown() {
+	# no function may outlive its driver
+	pkill -9 -f "$BATS_TEST_TMPDIR" 2>/dev/null || :
+}
+
+digest() {      # digest STORE KEY: hash of one stored record
+	spirt-store -s "$1" get "$2" | md5sum
+}
+
+@test "a short warm run: model, log, plot, progress and test accuracy" {
+	run -0 --separate-stderr spirt-train --steps 30 --eval-every 10
+	[ -z "$output" ]
+	[[ "$stderr" == *"step 10: test loss "*", accuracy 0."* ]]
+	[[ "$stderr" == *"model/mlp@30; log"* ]]
+	run -0 spirt-store ls model/
+	assert_line --partial 'model/mlp@30'
+	# spent gradients of early steps are pruned
+	run -0 spirt-store ls grad/0/
+	assert_output ''
+	run -0 head -n 1 spirt.db.train.tsv
+	assert_output "$(printf 'seconds\tstep\tepoch\tloss\ttest_loss\ttest_accuracy')"
+	run -0 awk -F'\t' 'NR > 1 && $6 != "-" { n++ } END { print n }' spirt.db.train.tsv
+	assert_output 3
+	# accuracy after 30 steps is far above chance
+	run -0 awk -F'\t' 'END { exit !($6 > 0.6) }' spirt.db.train.tsv
+	run -0 "$PYTHON" -c "import sys; sys.exit(open('spirt.db.train.png','rb').read(4) != b'\x89PNG')"
+}
+
+@test "same seed, same bits: two warm runs and a cold run agree" {
+	spirt-train -q --steps 12 -s a.db
+	spirt-train -q --steps 12 -s b.db
+	spirt-train -q --steps 12 -s c.db --cold
+	[ "$(digest a.db model/mlp@12)" = "$(digest b.db model/mlp@12)" ]
+	[ "$(digest a.db model/mlp@12)" = "$(digest c.db model/mlp@12)" ]
+	spirt-train -q --steps 12 -s d.db -S 2
+	[ "$(digest a.db model/mlp@12)" != "$(digest d.db model/mlp@12)" ]
+}
+
+@test "killed mid-step (SIGKILL to every process), rerun resumes: same model as an uninterrupted run" {
+	spirt-train -q --cold --steps 40 -s ref.db
+	setsid spirt-train -q --cold --steps 40 -s k.db &
+	pid=$!
+	for i in $(seq 200); do
+		n=$(spirt-store -s k.db ls model/ 2>/dev/null | wc -l)
+		[ "$n" -ge 1 ] && spirt-store -s k.db ls model/ | grep -q '@1[0-9]' && break
+		sleep 0.05
+	done
+	kill -9 -- -"$pid"
+	wait "$pid" || :
+	last=$(spirt-store -s k.db ls model/ | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1)
+	[ "$last" -ge 10 ] && [ "$last" -lt 40 ]
+	run -0 --separate-stderr spirt-train --cold --steps 40 -s k.db
+	[[ "$stderr" == *"steps $last..40 of "* ]]
+	[ "$(digest ref.db model/mlp@40)" = "$(digest k.db model/mlp@40)" ]
+	# the log's steps only go up, across the crash
+	run -0 awk -F'\t' 'NR > 2 && $2 <= p { bad = 1 } NR > 1 { p = $2 } END { exit bad }' k.db.train.tsv
+}
+
+@test "SIGTERM stops a warm run and its functions; rerun resumes to the same model" {
+	spirt-train -q --steps 80 -s ref.db
+	spirt-train -q --steps 80 -s t.db --eval-every 1000 &
+	pid=$!
+	for i in $(seq 200); do
+		spirt-store -s t.db ls model/ 2>/dev/null | grep -q '@[1-9][0-9]' && break
+		sleep 0.02
+	done
+	kill -TERM "$pid"
+	wait "$pid" || :
+	sleep 0.3
+	run -1 pgrep -f "spirt-grad.*--serve.*-m mlp" -a
+	last=$(spirt-store -s t.db ls model/ | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1)
+	[ "$last" -lt 80 ]
+	run -0 spirt-train -q --steps 80 -s t.db
+	[ "$(digest ref.db model/mlp@80)" = "$(digest t.db model/mlp@80)" ]
+}
+
+@test "a finished run is not run again; --target stops at an accuracy" {
+	spirt-train -q --steps 10
+	d=$(digest spirt.db model/mlp@10)
+	run -0 --separate-stderr spirt-train --steps 10
+	[[ "$stderr" == *"model/mlp@10: already trained (10 steps)"* ]]
+	[ "$(digest spirt.db model/mlp@10)" = "$d" ]
+	run -0 --separate-stderr spirt-train --steps 200 --eval-every 10 \
+	    --target 0.5 -s t.db
+	[[ "$stderr" == *"reached accuracy 0."*" >= 0.5 at step "* ]]
+	run -0 spirt-store -s t.db ls model/
+	refute_output --partial 'model/mlp@200'
+}
+
+@test "other models, optimisers and robust rules run" {
+	run -0 spirt-train -q --steps 4 -m softmax -o sgd -s s.db
+	run -0 spirt-train -q --steps 4 -o nesterov -a trim:0.25 -s t.db
+	run -0 spirt-train -q --steps 4 -o momentum -a median -s m.db
+	run -0 spirt-train -q --steps 4 -n 5 -b 16 -a krum:1 -s k.db
+	run -0 spirt-train -q --steps 2 -m cnn -n 2 -b 8 -s c.db
+	run -0 spirt-store -s c.db show model/cnn@2
+	assert_line 'name=cnn:1x28x28-32-64-10'
+}
+
+@test "bad options: 64; a store sharded for another -n: 65" {
+	run -64 spirt-train -n x
+	run -64 spirt-train -n 0
+	run -64 spirt-train -o rmsprop
+	run -64 spirt-train -a mode
+	run -64 spirt-train --sync sometimes
+	run -64 spirt-train --target high
+	run -64 spirt-train -l fast
+	run -64 spirt-train -m resnet
+	run -64 spirt-train extra
+	spirt-train -q --steps 1 -n 2
+	run -65 --separate-stderr spirt-train --steps 2 -n 3
+	[[ "$stderr" == *"has data for 2 workers, not 3"* ]]
+	run -66 spirt-train --data /nonexistent -s other.db
+}
