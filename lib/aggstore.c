@@ -1,0 +1,335 @@
+/* aggstore.c - gather a step's gradients (store, files), write agg/<t> */
+#define _DEFAULT_SOURCE         /* madvise, MADV_HUGEPAGE */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "aggstore.h"
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* the message for a failure with code rc; returns rc */
+static int __attribute__((format(printf, 3, 4)))
+say(struct spirt_aggset *s, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->msg, sizeof s->msg, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* the same, with ": spirt_strerror(rc)" appended */
+static int
+sayrc(struct spirt_aggset *s, int rc, const char *what)
+{
+	return say(s, rc, "%s: %s", what, spirt_strerror(rc));
+}
+
+void
+spirt_hugepages(void *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+	uintptr_t a = ((uintptr_t)p + 0x1fffff) & ~(uintptr_t)0x1fffff;
+	uintptr_t e = ((uintptr_t)p + n) & ~(uintptr_t)0x1fffff;
+
+	if (e > a)
+		(void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+#else
+	(void)p;
+	(void)n;
+#endif
+}
+
+void
+spirt_aggset_init(struct spirt_aggset *s)
+{
+	memset(s, 0, sizeof *s);
+	spirt_agg_defaults(&s->p);
+	s->step = SPIRT_NOSTEP;
+}
+
+void
+spirt_aggset_reset(struct spirt_aggset *s)
+{
+	for (size_t i = 0; i < s->w; i++)
+		free(s->in[i].own);
+	s->w = 0;
+	s->used = 0;
+	s->work_ms = 0;
+	s->msg[0] = '\0';
+}
+
+/* Take one decoded record; copies the payload when it is misaligned. */
+static int
+add(struct spirt_aggset *s, const char *name, const struct spirt_tensor *t,
+    const void *pl, void *own)
+{
+	struct spirt_aggset_in *in;
+
+	if (s->w == SPIRT_AGG_MAXW) {
+		free(own);
+		return say(s, SPIRT_EINVAL, "%s: more than %d inputs", name,
+		    SPIRT_AGG_MAXW);
+	}
+	in = &s->in[s->w++];
+	snprintf(in->name, sizeof in->name, "%s", name);
+	in->t = *t;
+	in->own = own;
+	if (t->dtype == SPIRT_F32 && !spirt_aligned(pl, SPIRT_F32)) {
+		if ((in->own = malloc(t->nbytes ? t->nbytes : 1)) == NULL)
+			return ENOMEM;
+		memcpy(in->own, pl, t->nbytes);
+		pl = in->own;
+	}
+	in->x = pl;
+	return 0;
+}
+
+int
+spirt_aggset_add_key(struct spirt_aggset *s, struct spirt_txn *txn,
+    const char *key)
+{
+	struct spirt_tensor t;
+	const void *pl;
+	int rc;
+
+	if ((rc = spirt_store_get_tensor(txn, key, &t, &pl, s->verify)))
+		return sayrc(s, rc, key);
+	return add(s, key, &t, pl, NULL);
+}
+
+struct listarg {
+	struct spirt_aggset *s;
+	size_t plen;
+};
+
+static int
+listone(void *arg, const char *key, const void *val, size_t len)
+{
+	struct listarg *a = arg;
+	struct spirt_tensor t;
+	const void *pl;
+	int rc;
+
+	if (strchr(key + a->plen, '/'))
+		return 0;               /* grad/<t>/<w>/... is not a gradient */
+	if ((rc = spirt_tensor_decode(&t, &pl, val, len, a->s->verify)))
+		return sayrc(a->s, rc, key);
+	return add(a->s, key, &t, pl, NULL);
+}
+
+int
+spirt_aggset_add_step(struct spirt_aggset *s, struct spirt_txn *txn,
+    uint64_t step)
+{
+	char prefix[64];
+	struct listarg a = { s, 0 };
+
+	a.plen = (size_t)snprintf(prefix, sizeof prefix, "grad/%llu/",
+	    (unsigned long long)step);
+	return spirt_store_list(txn, prefix, listone, &a);
+}
+
+int
+spirt_aggset_add_file(struct spirt_aggset *s, const char *path)
+{
+	const char *nm = strcmp(path, "-") ? path : "stdin";
+	char name[SPIRT_KEY_MAX + 32];
+	unsigned rec = 0;
+	int fd = 0, rc;
+
+	if (strcmp(path, "-") != 0 && (fd = open(path, O_RDONLY)) < 0)
+		return say(s, errno, "open %s: %s", path, strerror(errno));
+	for (;;) {
+		struct spirt_tensor t;
+		void *pl;
+
+		snprintf(name, sizeof name, "%s:record %u", nm, ++rec);
+		if ((rc = spirt_tensor_read(fd, &t, &pl, 0)) == SPIRT_EOF) {
+			rc = rec == 1 ? say(s, SPIRT_ETRUNC, "%s: empty input",
+			    nm) : 0;
+			break;
+		}
+		if (rc) {
+			sayrc(s, rc, name);
+			break;
+		}
+		if ((rc = add(s, name, &t, pl, pl)))
+			break;
+	}
+	if (fd > 0)
+		close(fd);
+	return rc;
+}
+
+int
+spirt_aggset_check(struct spirt_aggset *s)
+{
+	const struct spirt_tensor *a = &s->in[0].t;
+
+	if (s->w == 0)
+		return say(s, SPIRT_ENOTFOUND, "no gradients for step %llu",
+		    (unsigned long long)s->step);
+	for (size_t i = 0; i < s->w; i++) {
+		const struct spirt_tensor *b = &s->in[i].t;
+		const char *n = s->in[i].name, *n0 = s->in[0].name;
+
+		if (b->dtype != SPIRT_F32)
+			return say(s, SPIRT_EDTYPE, "%s: dtype %s, not f32", n,
+			    spirt_dtype_name(b->dtype));
+		if (b->nelem != a->nelem || b->rank != a->rank ||
+		    memcmp(b->dims, a->dims, a->rank * sizeof *a->dims))
+			return say(s, SPIRT_ESHAPE, "%s: %llu values, %s has "
+			    "%llu: shapes differ", n,
+			    (unsigned long long)b->nelem, n0,
+			    (unsigned long long)a->nelem);
+		if (s->step != SPIRT_NOSTEP ? b->step != s->step :
+		    b->step != a->step)
+			return say(s, SPIRT_ESTEP, "%s: step %lld, not %lld", n,
+			    (long long)b->step, (long long)(s->step !=
+			    SPIRT_NOSTEP ? s->step : a->step));
+		if (strcmp(b->name, a->name) != 0)
+			return say(s, SPIRT_EMODEL, "%s: model \"%s\", %s has "
+			    "\"%s\"", n, b->name, n0, a->name);
+		for (size_t k = 0; k < i; k++)
+			if (b->origin != SPIRT_NOORIGIN &&
+			    b->origin == s->in[k].t.origin)
+				return say(s, SPIRT_EDATA, "%s: origin %u "
+				    "again (%s)", n, (unsigned)b->origin,
+				    s->in[k].name);
+	}
+	return 0;
+}
+
+int
+spirt_aggset_run(struct spirt_aggset *s, float *out)
+{
+	struct spirt_tensor *t = &s->hdr;
+	double loss = 0;
+	uint64_t samples = 0;
+	size_t nl = 0, i;
+	int rc;
+
+	for (i = 0; i < s->w; i++) {
+		s->ai[i].x = s->in[i].x;
+		s->ai[i].origin = s->in[i].t.origin;
+		s->ai[i].samples = s->in[i].t.samples;
+		s->ai[i].id = i;
+	}
+	if (spirt_agg_check(&s->p, s->w))
+		return say(s, SPIRT_EINVAL, "rule %s makes no sense for %zu "
+		    "inputs", spirt_agg_rule_name(s->p.rule), s->w);
+	rc = spirt_agg_run(out, s->ai, s->w, s->in[0].t.nelem, &s->p,
+	    &s->used);
+	if (rc == SPIRT_ENAN || rc == SPIRT_EDATA)
+		say(s, rc, "%s: too few usable inputs for rule %s",
+		    s->in[0].name, spirt_agg_rule_name(s->p.rule));
+	if (rc)
+		return rc;
+	*t = s->in[0].t;
+	t->origin = SPIRT_NOORIGIN;
+	t->count = (uint32_t)s->used;
+	for (i = 0; i < s->w; i++) {
+		const struct spirt_tensor *b = &s->in[s->ai[i].id].t;
+
+		if (s->ai[i].excluded)
+			continue;
+		samples += b->samples;
+		if (!isnan(b->loss)) {
+			loss += b->loss;
+			nl++;
+		}
+	}
+	t->samples = samples;
+	t->loss = nl ? loss / (double)nl : NAN;
+	return 0;
+}
+
+/* agg/<t>/excluded: i64 [k, 2] of (origin, reason), k may be 0 */
+static int
+putexcluded(struct spirt_aggset *s, struct spirt_txn *txn)
+{
+	struct spirt_tensor x;
+	int64_t ex[2 * SPIRT_AGG_MAXW];
+	uint64_t dims[2] = { 0, 2 };
+	char key[64];
+	int rc;
+
+	for (size_t i = 0; i < s->w; i++)
+		if (s->ai[i].excluded) {
+			ex[2 * dims[0]] = s->ai[i].origin == SPIRT_NOORIGIN ?
+			    -1 : (int64_t)s->ai[i].origin;
+			ex[2 * dims[0]++ + 1] = s->ai[i].excluded;
+		}
+	snprintf(key, sizeof key, "agg/%llu/excluded",
+	    (unsigned long long)s->hdr.step);
+	if ((rc = spirt_tensor_init(&x, SPIRT_I64, 2, dims)))
+		return rc;
+	x.step = s->hdr.step;
+	return spirt_store_put_tensor(txn, key, &x, ex, 0);
+}
+
+int
+spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
+    char *const *keys, size_t nkeys)
+{
+	struct spirt_tensor t;
+	char key[64];
+	const void *old;
+	unsigned char *dst;
+	float *out;
+	size_t len;
+	double t0 = now_ms();
+	int rc;
+
+	spirt_aggset_reset(s);
+	for (size_t i = 0; i < nkeys; i++)
+		if ((rc = spirt_aggset_add_key(s, txn, keys[i])))
+			return rc;
+	if ((!nkeys && (rc = spirt_aggset_add_step(s, txn, s->step))) ||
+	    (rc = spirt_aggset_check(s)))
+		return rc;
+	snprintf(key, sizeof key, "agg/%llu",
+	    (unsigned long long)s->in[0].t.step);
+	if (!s->replace && spirt_store_get(txn, key, &old, &len) == 0)
+		return say(s, SPIRT_EEXIST, "%s exists", key);
+	t = s->in[0].t;
+	len = spirt_tensor_reclen(&t);
+	if ((rc = spirt_store_reserve(txn, key, len, (void **)&dst, 0)))
+		return rc;
+	spirt_hugepages(dst, len);
+	/* aggregate straight into the map when the payload is aligned */
+	out = (float *)(void *)(dst + t.hdrlen);
+	if (!spirt_aligned(out, SPIRT_F32) &&
+	    (out = malloc(t.nbytes ? t.nbytes : 1)) == NULL)
+		return ENOMEM;
+	rc = spirt_aggset_run(s, out);
+	if ((void *)out != dst + t.hdrlen) {
+		if (rc == 0)
+			memcpy(dst + t.hdrlen, out, t.nbytes);
+		free(out);
+	}
+	if (rc || (rc = spirt_tensor_pack_header(dst, len, &s->hdr)))
+		return rc;
+	spirt_tensor_pack_trailer(dst + s->hdr.hdrlen + s->hdr.nbytes,
+	    &s->hdr, dst + s->hdr.hdrlen);
+	rc = putexcluded(s, txn);
+	s->work_ms = now_ms() - t0;
+	return rc;
+}

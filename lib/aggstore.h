@@ -1,0 +1,102 @@
+/* aggstore.h - gather a step's gradients (store, files), write agg/<t> */
+#ifndef SPIRT_AGGSTORE_H
+#define SPIRT_AGGSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agg.h"
+#include "spirt.h"
+#include "store.h"
+#include "tensor.h"
+
+/*
+ * A gradient set: up to SPIRT_AGG_MAXW gradient records, read zero-copy
+ * from the store (payloads point into the map and are valid until the
+ * transaction ends) or from record streams (owned buffers), checked for
+ * agreement, then aggregated with spirt_agg_run().
+ *
+ * The caller fills the "in" fields once; every other field is reset by
+ * spirt_aggset_reset(), so a set may serve many steps (spirt-agg
+ * --serve) without carrying anything over from one to the next.
+ *
+ * On failure a function returns the code and leaves a one-line message
+ * without the program name in msg ("grad/3/7: no such key"); msg is empty
+ * when there is nothing to add to the code.
+ */
+struct spirt_aggset_in {
+	char name[SPIRT_KEY_MAX + 32];  /* key, or "file:record N" */
+	struct spirt_tensor t;
+	const float *x;                 /* payload, 4-byte aligned */
+	void *own;                      /* buffer to free, or NULL */
+};
+
+struct spirt_aggset {
+	/* in */
+	struct spirt_agg_params p;
+	uint64_t step;          /* every input's step; SPIRT_NOSTEP: any */
+	int verify;             /* check payload checksums of store values */
+	int replace;            /* spirt_agg_store_step: replace agg/<t> */
+	/* out */
+	size_t w;
+	struct spirt_aggset_in in[SPIRT_AGG_MAXW];
+	struct spirt_agg_input ai[SPIRT_AGG_MAXW];     /* as run sorted them */
+	size_t used;            /* inputs in the result */
+	struct spirt_tensor hdr;        /* header of the result */
+	double work_ms;         /* time spent reading and aggregating */
+	char msg[SPIRT_KEY_MAX + 160];
+};
+
+/* Initialise s (in fields at their defaults: mean, any step). */
+void spirt_aggset_init(struct spirt_aggset *s) SPIRT_NONNULL(1);
+/* Free what the inputs own and forget them (in fields kept). */
+void spirt_aggset_reset(struct spirt_aggset *s) SPIRT_NONNULL(1);
+
+/*
+ * Add the store value at key, or every grad/<step>/<w> (in key order), or
+ * every record of the stream at path ("-": stdin).  Returns 0, record and
+ * store errors, SPIRT_EINVAL (more than SPIRT_AGG_MAXW inputs), SPIRT_ETRUNC
+ * (an empty stream), ENOMEM, errno.
+ */
+SPIRT_MUST_CHECK int spirt_aggset_add_key(struct spirt_aggset *s,
+    struct spirt_txn *txn, const char *key) SPIRT_NONNULL(1, 2, 3);
+SPIRT_MUST_CHECK int spirt_aggset_add_step(struct spirt_aggset *s,
+    struct spirt_txn *txn, uint64_t step) SPIRT_NONNULL(1, 2);
+SPIRT_MUST_CHECK int spirt_aggset_add_file(struct spirt_aggset *s,
+    const char *path) SPIRT_NONNULL(1, 2);
+
+/*
+ * Whether the inputs agree: at least one, all f32 of one shape, step (s->step
+ * if set) and model spec, origins distinct.  Returns 0, SPIRT_ENOTFOUND
+ * (none), SPIRT_EDTYPE, SPIRT_ESHAPE, SPIRT_ESTEP, SPIRT_EMODEL, SPIRT_EDATA.
+ */
+SPIRT_MUST_CHECK int spirt_aggset_check(struct spirt_aggset *s)
+    SPIRT_NONNULL(1);
+
+/*
+ * Aggregate the (checked) inputs into out (nelem floats) and fill s->hdr,
+ * s->used and s->ai.  Returns spirt_agg_run()'s codes.
+ */
+SPIRT_MUST_CHECK int spirt_aggset_run(struct spirt_aggset *s, float *out)
+    SPIRT_NONNULL(1, 2);
+
+/*
+ * The in-store aggregation, as the body of a write transaction: read the
+ * nkeys keys, or grad/<s->step>/<w> when nkeys is 0; check; write agg/<t>
+ * (built in place in the map) and agg/<t>/excluded, an i64 [k, 2] of
+ * (origin or -1, enum spirt_agg_reason) rows, k possibly 0.  Starts with
+ * spirt_aggset_reset(), so it may run again after the map grows.  Returns
+ * the codes above, SPIRT_EEXIST (agg/<t> exists and not s->replace), store
+ * errors.
+ */
+SPIRT_MUST_CHECK int spirt_agg_store_step(struct spirt_aggset *s,
+    struct spirt_txn *txn, char *const *keys, size_t nkeys)
+    SPIRT_NONNULL(1, 2);
+
+/*
+ * Ask for huge pages on [p, p + n) (advisory): LMDB builds a large new
+ * value in fresh memory, whose first touch of each 4 KiB page faults.
+ */
+void spirt_hugepages(void *p, size_t n);
+
+#endif

@@ -1,0 +1,87 @@
+/* update.h - one optimiser step of a model: in the store, exactly once, or
+ * from file to file */
+#ifndef SPIRT_UPDATE_H
+#define SPIRT_UPDATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "optim.h"
+#include "spirt.h"
+#include "store.h"
+#include "tensor.h"
+
+/*
+ * The state of spirt-update.  The caller sets the "in" fields; the
+ * functions below set the "out" fields on every call, so one struct may
+ * serve many steps (spirt-update --serve): nothing but a scratch list
+ * carries over from one step to the next.
+ *
+ * On failure a function returns the code and leaves a one-line message
+ * without the program name in msg ("agg/3: no such key"); msg is empty
+ * when there is nothing to add to the code.
+ */
+struct spirt_update {
+	/* in */
+	struct spirt_optim op;
+	const char *model;      /* store keys model/<model>@t, opt/<model>@t */
+	uint64_t keep;          /* store: keep the last keep versions, 0 all */
+	uint64_t step;          /* t, SPIRT_NOSTEP: unknown (out: as found) */
+	/* the aggregate when it comes from a file (apl NULL: agg/<t>) */
+	struct spirt_tensor at;
+	void *apl;              /* owned: spirt_update_free() frees it */
+	char aname[64];
+	/* out */
+	uint64_t k;             /* steps the optimiser state had seen */
+	int done;               /* store: step t was applied before */
+	double work_ms;         /* time in the step itself */
+	char msg[SPIRT_KEY_MAX + 160];
+	/* scratch */
+	char (*del)[SPIRT_KEY_MAX + 1];
+};
+
+/* Initialise u: in fields at their defaults (spirt_optim_defaults()). */
+void spirt_update_init(struct spirt_update *u) SPIRT_NONNULL(1);
+/* Free what u owns (the aggregate, the scratch list). */
+void spirt_update_free(struct spirt_update *u) SPIRT_NONNULL(1);
+
+/*
+ * Read the aggregate from path ("-": stdin): exactly one record, into
+ * u->at, u->apl, u->aname.  Returns 0, errno, record errors, SPIRT_ETRUNC
+ * (empty), SPIRT_EDATA (more than one record).
+ */
+SPIRT_MUST_CHECK int spirt_update_read_agg(struct spirt_update *u,
+    const char *path) SPIRT_NONNULL(1, 2);
+
+/*
+ * Set u->step to the newest t of model/<u->model>@t.  Returns 0,
+ * SPIRT_ENOTFOUND (no version), store errors.
+ */
+SPIRT_MUST_CHECK int spirt_update_latest(struct spirt_update *u,
+    struct spirt_txn *txn) SPIRT_NONNULL(1, 2);
+
+/*
+ * The in-store update, as the body of a write transaction (it may run
+ * again from scratch after the map grows): read model@t, the aggregate
+ * (u->apl, else agg/<t>) and opt@t if any; write model@t+1 and opt@t+1
+ * (built in place in the map); remove versions beyond u->keep.  Returns
+ * 0; SPIRT_EDONE with u->done set when model@t+1 exists (nothing done);
+ * SPIRT_ENOTFOUND, SPIRT_EDTYPE, SPIRT_ESHAPE, SPIRT_ESTEP, SPIRT_EMODEL,
+ * SPIRT_EDATA (state of another optimiser), SPIRT_ENAN, SPIRT_EEXIST
+ * (opt@t+1 without model@t+1), store errors, ENOMEM.
+ */
+SPIRT_MUST_CHECK int spirt_update_store_step(struct spirt_update *u,
+    struct spirt_txn *txn) SPIRT_NONNULL(1, 2);
+
+/*
+ * The store-free update: model t (and its optimiser state, if present)
+ * from the model file params, the aggregate from u->apl; model t+1 (and,
+ * for optimisers with state, its state) as a record stream to out ("-":
+ * stdout; otherwise published atomically, so out may be params).  u->step,
+ * if set, must be the model's step; it is set to it.  Returns 0, the codes
+ * of spirt_update_store_step() but SPIRT_EDONE, record and file errors.
+ */
+SPIRT_MUST_CHECK int spirt_update_file_step(struct spirt_update *u,
+    const char *params, const char *out) SPIRT_NONNULL(1, 2, 3);
+
+#endif
