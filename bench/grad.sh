@@ -2,6 +2,7 @@
 # bench/grad.sh - spirt-grad's kernels and cold start against PyTorch, side
 # by side, one thread each, on the OpenBLAS core spirt picks.
 #   sh bench/grad.sh [reps]      (after make all bench/grad_bench)
+#   ROUNDS=n sets the number of interleaved rounds (default 9).
 set -e
 cd "$(dirname "$0")/.."
 reps=${1:-300}
@@ -11,45 +12,66 @@ export PATH="$PWD:$PATH"
 
 # the core spirt picks for this CPU (an OPENBLAS_CORETYPE in the
 # environment is set aside: both sides at their best); PyTorch loads the
-# same OpenBLAS (libblas.so.3) and gets the same core
+# same OpenBLAS (openblas-pthread/libblas.so.3) and gets the same core for
+# its Linear layers.  Its convolutions do not use OpenBLAS: Debian's torch
+# 1.13 runs them with oneDNN (libdnnl), its own JIT kernels.
 core=$(env -u OPENBLAS_CORETYPE spirt-grad -V |
 	sed -n 's/^OpenBLAS core \([^ ]*\) (\([a-z]*\)).*/\1 \2/p')
 OPENBLAS_CORETYPE=${core% *}
 export OPENBLAS_CORETYPE
+# torch.set_num_threads(1) does not reach OpenBLAS in this build
+# (BLAS_INFO=generic): without OPENBLAS_NUM_THREADS=1 its sgemm runs on
+# every core, which is not the one-thread comparison and, on a small
+# machine, is slower (thread hand-off per call).  Pin it to one thread.
+OPENBLAS_NUM_THREADS=1
+export OPENBLAS_NUM_THREADS
 echo "OpenBLAS core: $core; torch $($PY -c 'import torch; print(torch.__version__)')"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# alternate the two, three rounds, and keep each side's best median, so
-# load from other processes on the machine hurts neither side more
-for round in 1 2 3; do
-	./bench/grad_bench "$reps" >>"$tmp/spirt"
-	$PY bench/grad_torch.py "$reps" >>"$tmp/torch"
+# Interleave the two sides, many short rounds, so load from other
+# processes on the machine falls on both alike; each round prints one
+# median per (model, batch); we report the median over the rounds.
+rounds=${ROUNDS:-9}
+rreps=$((reps / 3 > 20 ? reps / 3 : 20))
+r=0
+while [ "$r" -lt "$rounds" ]; do
+	./bench/grad_bench "$rreps" >>"$tmp/spirt"
+	$PY bench/grad_torch.py "$rreps" >>"$tmp/torch"
+	r=$((r + 1))
 done
-best() {        # best (smallest) of a key over the rounds
-	grep "^$1 $2 batch=$3 " "$tmp/$1" | sed "s/.*$4=\([0-9.]*\).*/\1/" |
-		sort -n | head -n 1
+med() {         # median of a key over the rounds
+	grep "^$1 $2 batch=$3 " "$tmp/$1" | sed "s/.* $4=\([0-9.]*\).*/\1/" |
+		sort -n | awk '{ v[NR] = $1 } END {
+			print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+spread() {      # smallest and largest over the rounds
+	grep "^$1 $2 batch=$3 " "$tmp/$1" | sed "s/.* $4=\([0-9.]*\).*/\1/" |
+		sort -n | sed -n '1p;$p' | paste -sd- -
 }
 
 echo
-echo "forward+backward per minibatch, median ms (target ratio <= 0.70)"
-printf '%-24s %6s %10s %10s %7s\n' model batch spirt torch ratio
+echo "forward+backward per minibatch, ms: median of $rounds interleaved rounds"
+echo "(range over rounds); ratio of medians, target <= 0.70"
+printf '%-22s %5s %8s %-15s %8s %-15s %6s\n' model batch spirt range \
+	torch range ratio
 grep '^spirt ' "$tmp/spirt" | sort -u -k2,3 | while read -r _ spec b _; do
 	b=${b#batch=}
-	ms=$(best spirt "$spec" "$b" fwdbwd_ms)
-	tm=$(best torch "$spec" "$b" fwdbwd_ms)
-	printf '%-24s %6s %10.3f %10.3f %7.2f\n' "$spec" "$b" "$ms" "$tm" \
+	ms=$(med spirt "$spec" "$b" fwdbwd_ms)
+	tm=$(med torch "$spec" "$b" fwdbwd_ms)
+	printf '%-22s %5s %8.3f %-15s %8.3f %-15s %6.2f\n' "$spec" "$b" \
+		"$ms" "$(spread spirt "$spec" "$b" fwdbwd_ms)" "$tm" \
+		"$(spread torch "$spec" "$b" fwdbwd_ms)" \
 		"$(awk "BEGIN { print $ms / $tm }")"
 done
 
 echo
-echo "MLP step GFLOP/s vs the same sgemm calls alone (target >= 60%)"
+echo "MLP step GFLOP/s vs the same sgemm calls alone, medians (target >= 60%)"
 grep '^spirt mlp' "$tmp/spirt" | sort -u -k2,3 | while read -r _ spec b _; do
 	b=${b#batch=}
-	g=$(grep "^spirt $spec batch=$b " "$tmp/spirt" |
-		sed 's/.* gflops=\([0-9.]*\).*/\1/' | sort -n | tail -n 1)
-	sg=$(grep "^spirt $spec batch=$b " "$tmp/spirt" |
-		sed 's/.*sgemm_gflops=\([0-9.]*\).*/\1/' | sort -n | tail -n 1)
+	g=$(med spirt "$spec" "$b" gflops)
+	sg=$(med spirt "$spec" "$b" sgemm_gflops)
 	printf '%-24s %6s %8.1f / %8.1f = %5.1f%%\n' "$spec" "$b" \
 		"$g" "$sg" "$(awk "BEGIN { print 100 * $g / $sg }")"
 done

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "blas.h"
 #include "grad.h"
@@ -10,8 +11,8 @@
 #include "tool.h"
 
 #define USAGE \
-"usage: spirt-eval [-qVv] [-b batch] [-d dataset] [-j threads] [-m model]\n" \
-"       [-s store] [-t step]\n"
+"usage: spirt-eval [-qVv] [-b batch] [-D file] [-d dataset] [-j threads]\n" \
+"       [-m model] [-p file] [-s store] [-t step]\n"
 
 static _Noreturn void
 usage(int code)
@@ -21,9 +22,13 @@ usage(int code)
 		fputs("\n"
 		    "  -b, --batch N      samples per forward pass "
 		    "(default 256)\n"
+		    "  -D, --data-file F  take the data from file F, not the "
+		    "store\n"
 		    "  -d, --dataset NAME data set (default test)\n"
 		    "  -j, --threads N    OpenBLAS threads (default 1)\n"
 		    "  -m, --model NAME   model name (key model/NAME@step)\n"
+		    "  -p, --params F     take the model from file F, not the "
+		    "store\n"
 		    "  -s, --store PATH   store (default $SPIRT_STORE or "
 		    "./spirt.db)\n"
 		    "  -t, --step N       model step (default the latest)\n"
@@ -53,9 +58,11 @@ main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "batch", required_argument, NULL, 'b' },
+		{ "data-file", required_argument, NULL, 'D' },
 		{ "dataset", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "model", required_argument, NULL, 'm' },
+		{ "params", required_argument, NULL, 'p' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "step", required_argument, NULL, 't' },
 		{ "store", required_argument, NULL, 's' },
@@ -66,25 +73,28 @@ main(int argc, char **argv)
 	};
 	struct spirt_eval_result r;
 	struct spirt_grad_ctx *c;
-	struct spirt_store *s;
-	struct spirt_txn *txn;
+	struct spirt_store *s = NULL;
+	struct spirt_txn *txn = NULL;
 	const char *batch = NULL, *ds = NULL, *threads = NULL, *model = NULL;
-	const char *store = NULL, *step = NULL, *act;
-	uint64_t t = 0;
+	const char *store = NULL, *step = NULL, *act, *data = NULL;
+	const char *params = NULL;
+	uint64_t t = 0, fstep = 0;
 	size_t k;
 	int ch, rc, n;
 
 	progname = "spirt-eval";
 	checkfds();
 
-	while ((ch = getopt_long(argc, argv, "b:d:hj:m:qs:t:Vv", lo, NULL))
+	while ((ch = getopt_long(argc, argv, "b:D:d:hj:m:p:qs:t:Vv", lo, NULL))
 	    != -1)
 		switch (ch) {
 		case 'b': batch = optarg; break;
+		case 'D': data = optarg; break;
 		case 'd': ds = optarg; break;
 		case 'h': usage(0);
 		case 'j': threads = optarg; break;
 		case 'm': model = optarg; break;
+		case 'p': params = optarg; break;
 		case 'q': spirt_quiet = 1; break;
 		case 's': store = optarg; break;
 		case 't': step = optarg; break;
@@ -94,8 +104,12 @@ main(int argc, char **argv)
 		}
 	if (argc != optind)
 		usage(1);
-	if ((model = opt_env(model, "SPIRT_MODEL", NULL)) == NULL)
+	if ((model = opt_env(model, "SPIRT_MODEL", NULL)) == NULL &&
+	    params == NULL)
 		usage(1);
+	if (params && data && strcmp(params, "-") == 0 &&
+	    strcmp(data, "-") == 0)
+		die(SPIRT_EX_USAGE, "-p - and -D -: only one can be stdin");
 	if (step != NULL)
 		t = eparse_u64("-t", step, 0, UINT64_MAX - 1);
 	ds = opt_env(ds, "SPIRT_DATASET_TEST", "test");
@@ -113,18 +127,35 @@ main(int argc, char **argv)
 	if ((rc = spirt_grad_ctx_new(&c, 0)) != 0)
 		dierc(rc, "context");
 
-	if ((rc = spirt_store_open(&s, store, SPIRT_STORE_RDONLY)) != 0)
-		dierc(rc, "%s", store);
-	act = store;
-	if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)) != 0)
-		goto out_store;
+	act = params;
+	if (params && (rc = spirt_grad_model_file(c, params, &fstep)) != 0)
+		goto out;
+	if (params) {
+		model = params;
+		if (step == NULL)
+			t = fstep;      // else a differing -t fails with 65
+	}
+	act = data;
+	if (data) {
+		if ((rc = spirt_grad_data_file(c, data)) != 0)
+			goto out;
+		ds = data;
+	}
+	if (params == NULL || data == NULL) {
+		if ((rc = spirt_store_open(&s, store, SPIRT_STORE_RDONLY)))
+			dierc(rc, "%s", store);
+		act = store;
+		if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)) != 0)
+			goto out;
+	}
 	act = model;
-	if (step == NULL && (rc = spirt_model_latest(txn, model, &t)) != 0)
-		goto out_txn;
+	if (step == NULL && params == NULL &&
+	    (rc = spirt_model_latest(txn, model, &t)) != 0)
+		goto out;
 	rc = spirt_eval_run(c, txn, model, t, ds, (size_t)eparse_u64("-b",
 	    opt_env(batch, "SPIRT_EVAL_BATCH", "256"), 1, 1 << 16), &r);
 	if (rc != 0)
-		goto out_txn;
+		goto out;
 	printf("model=%s\nspec=%s\nstep=%" PRIu64 "\ndataset=%s\n"
 	    "samples=%" PRIu64 "\nloss=%.6f\naccuracy=%.4f\n", model, r.spec,
 	    r.step, ds, r.samples, r.loss, r.samples ?
@@ -134,9 +165,9 @@ main(int argc, char **argv)
 		    (double)r.class_correct[k] / (double)r.class_total[k] :
 		    0.0);
 	spirt_eval_result_free(&r);
-out_txn:
-	spirt_txn_abort(txn);
-out_store:
+out:
+	if (txn != NULL)
+		spirt_txn_abort(txn);
 	spirt_store_close(s);
 	if (rc != 0)
 		warnrc(rc, "%s", *spirt_grad_where(c) ? spirt_grad_where(c) :

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +18,13 @@
 #include "tool.h"
 
 #define USAGE \
-"usage: spirt-grad [-fiqVv] [-b batch] [-d dataset] [-j threads] [-m model]\n" \
-"       [-o file] [-S seed] [-s store] [-t step] [-w worker]\n"
+"usage: spirt-grad [-fiqVv] [-b batch] [-D file] [-d dataset] [-j threads]\n" \
+"       [-m model] [-o file] [-p file] [-S seed] [-s store] [-t step]\n" \
+"       [-w worker]\n"
 
 static struct {
-	const char *batch, *dataset, *threads, *model, *out, *seed, *store;
-	const char *step, *worker;
+	const char *batch, *data, *dataset, *threads, *model, *out, *params;
+	const char *seed, *store, *step, *worker;
 	int force, serve;
 } o;
 
@@ -33,6 +35,8 @@ usage(int code)
 	if (!code)
 		fputs("\n"
 		    "  -b, --batch N      samples per minibatch (default 64)\n"
+		    "  -D, --data-file F  take the data from file F, not the "
+		    "store\n"
 		    "  -d, --dataset NAME data set (default train)\n"
 		    "  -f, --force        write binary data to a terminal\n"
 		    "  -i, --serve        warm: read \"step [worker]\" lines "
@@ -40,6 +44,8 @@ usage(int code)
 		    "  -j, --threads N    OpenBLAS threads (default 1)\n"
 		    "  -m, --model NAME   model name (key model/NAME@step)\n"
 		    "  -o, --output FILE  write the record to FILE (- stdout)\n"
+		    "  -p, --params F     take the model from file F, not the "
+		    "store\n"
 		    "  -S, --seed N       minibatch seed (default 0)\n"
 		    "  -s, --store PATH   store (default $SPIRT_STORE or "
 		    "./spirt.db)\n"
@@ -118,11 +124,13 @@ invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
 	double t0 = now();
 	int rc, fd;
 
-	if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)) != 0)
+	txn = NULL;
+	if (s != NULL && (rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)))
 		goto fail;
 	act = "compute";
 	rc = spirt_grad_compute(c, txn, job, hdr, &p.grad);
-	spirt_txn_abort(txn);
+	if (txn != NULL)
+		spirt_txn_abort(txn);
 	if (rc != 0)
 		goto fail;
 	if (o.out != NULL) {
@@ -160,6 +168,31 @@ fail:
 	return rc;
 }
 
+static volatile sig_atomic_t stop;
+
+static void
+onsignal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/*
+ * SIGINT and SIGTERM end warm mode after the current invocation: no
+ * SA_RESTART, so a wait for the next line on stdin returns at once.
+ */
+static void
+catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = onsignal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 /* Warm mode: one invocation per "step [worker]" line; ack on stdout. */
 static int
 serve(struct spirt_grad_ctx *c, struct spirt_store *s,
@@ -171,7 +204,8 @@ serve(struct spirt_grad_ctx *c, struct spirt_store *s,
 	int rc, code, worst = 0;
 	uint32_t w0 = job->worker;
 
-	while (fgets(line, sizeof line, stdin) != NULL) {
+	catch_signals();
+	while (!stop && fgets(line, sizeof line, stdin) != NULL) {
 		line[strcspn(line, "\n")] = '\0';
 		if ((w = strchr(line, ' ')) != NULL)
 			*w++ = '\0';
@@ -210,11 +244,13 @@ main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "batch", required_argument, NULL, 'b' },
+		{ "data-file", required_argument, NULL, 'D' },
 		{ "dataset", required_argument, NULL, 'd' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "model", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "params", required_argument, NULL, 'p' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "seed", required_argument, NULL, 'S' },
 		{ "serve", no_argument, NULL, 'i' },
@@ -228,18 +264,20 @@ main(int argc, char **argv)
 	};
 	struct spirt_grad_job job;
 	struct spirt_grad_ctx *c;
-	struct spirt_store *s;
+	struct spirt_store *s = NULL;
 	struct spirt_tensor hdr;
 	const char *store, *step;
+	uint64_t fstep = 0;
 	int ch, rc, code;
 
 	progname = "spirt-grad";
 	checkfds();
 
-	while ((ch = getopt_long(argc, argv, "b:d:fhij:m:o:qS:s:t:Vvw:", lo,
+	while ((ch = getopt_long(argc, argv, "b:D:d:fhij:m:o:p:qS:s:t:Vvw:", lo,
 	    NULL)) != -1)
 		switch (ch) {
 		case 'b': o.batch = optarg; break;
+		case 'D': o.data = optarg; break;
 		case 'd': o.dataset = optarg; break;
 		case 'f': o.force = 1; break;
 		case 'h': usage(0);
@@ -247,6 +285,7 @@ main(int argc, char **argv)
 		case 'j': o.threads = optarg; break;
 		case 'm': o.model = optarg; break;
 		case 'o': o.out = optarg; break;
+		case 'p': o.params = optarg; break;
 		case 'q': spirt_quiet = 1; break;
 		case 'S': o.seed = optarg; break;
 		case 's': o.store = optarg; break;
@@ -261,11 +300,17 @@ main(int argc, char **argv)
 		usage(1);
 	job.model = opt_env(o.model, "SPIRT_MODEL", NULL);
 	step = opt_env(o.step, "SPIRT_STEP", NULL);
-	if (job.model == NULL || (step == NULL && !o.serve))
+	if (o.params == NULL && (job.model == NULL || (step == NULL &&
+	    !o.serve)))
 		usage(1);
-	if (o.serve && o.out != NULL)
-		die(SPIRT_EX_USAGE, "-o and --serve: a warm function writes "
-		    "to the store");
+	if (o.serve && (o.out != NULL || o.params != NULL))
+		die(SPIRT_EX_USAGE, "%s and --serve: a warm function reads the "
+		    "model from and writes to the store", o.out ? "-o" : "-p");
+	if (o.params && o.data && strcmp(o.params, "-") == 0 &&
+	    strcmp(o.data, "-") == 0)
+		die(SPIRT_EX_USAGE, "-p - and -D -: only one can be stdin");
+	if (o.params && o.data && o.out == NULL)
+		o.out = "-";            // no store at all
 	job.step = step ? eparse_u64("-t", step, 0, UINT64_MAX - 1) : 0;
 	job.worker = (uint32_t)eparse_u64("-w", opt_env(o.worker,
 	    "SPIRT_WORKER", "0"), 0, UINT32_MAX - 1);
@@ -282,8 +327,17 @@ main(int argc, char **argv)
 	blas_setup(o.threads);
 	if ((rc = spirt_grad_ctx_new(&c, 0)) != 0)
 		dierc(rc, "context");
+	if (o.params && (rc = spirt_grad_model_file(c, o.params, &fstep)))
+		dierc(rc, "%s", *spirt_grad_where(c) ? spirt_grad_where(c) :
+		    o.params);
+	if (o.params && step == NULL)
+		job.step = fstep;       // else a differing -t fails with 65
+	if (o.data && (rc = spirt_grad_data_file(c, o.data)) != 0)
+		dierc(rc, "%s", *spirt_grad_where(c) ? spirt_grad_where(c) :
+		    o.data);
 
-	if ((rc = spirt_store_open(&s, store, o.out ? SPIRT_STORE_RDONLY :
+	if ((o.params == NULL || o.data == NULL) &&
+	    (rc = spirt_store_open(&s, store, o.out ? SPIRT_STORE_RDONLY :
 	    0)) != 0)
 		dierc(rc, "%s", store);
 

@@ -5,31 +5,35 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "data.h"
+#include "io.h"
 #include "store.h"
 #include "tool.h"
 
 #define USAGE \
-"usage: spirt-shard [-qv] [-d name] [-f format] [-n shards] [-s store]\n" \
-"                   [--classes k] [--dim d] [--label-col col] [--seed n]\n" \
-"                   [--stats] file [labels]\n" \
+"usage: spirt-shard [-qv] [-d name] [-f format] [-n shards] [-o file]\n" \
+"                   [-s store] [--classes k] [--dim d] [--force]\n" \
+"                   [--label-col col] [--seed n] [--stats] file [labels]\n" \
 "       spirt-shard [-qv] [-d name] [-s store] --dead worker ... [--stats]\n" \
 "       spirt-shard [-qv] [-d name] [-s store] --stats\n"
 
-enum { O_CLASSES = 256, O_DEAD, O_DIM, O_LABEL, O_SEED, O_STATS };
+enum { O_CLASSES = 256, O_DEAD, O_DIM, O_FORCE, O_LABEL, O_SEED,
+    O_STATS };
 
 #define MAXDEAD 1024
 
 static struct {
-	const char *store, *name;
+	const char *store, *name, *out;
 	struct spirt_data_opts d;
 	size_t nshards;
 	uint64_t seed;
-	int stats;
+	int stats, force;
 	int64_t dead[MAXDEAD];
 	size_t ndead;
-} o = { NULL, "train", { SPIRT_FMT_AUTO, 0, 0, 0 }, 1, 0, 0, { 0 }, 0 };
+} o = { NULL, "train", NULL, { SPIRT_FMT_AUTO, 0, 0, 0 }, 1, 0, 0, 0, { 0 },
+    0 };
 
 static _Noreturn void
 usage(int code)
@@ -41,6 +45,8 @@ usage(int code)
 		    "  -f, --format FMT     idx, csv or libsvm (default: by "
 		    "name)\n"
 		    "  -n, --shards N       number of shards (default 1)\n"
+		    "  -o, --output FILE    write a data file, not the store "
+		    "(- stdout)\n"
 		    "  -s, --store PATH     store (default $SPIRT_STORE or "
 		    "./spirt.db)\n"
 		    "      --classes K      labels lie in 0..K-1 (default: "
@@ -49,6 +55,7 @@ usage(int code)
 		    "others\n"
 		    "      --dim D          features per sample (LIBSVM: "
 		    "densify to D)\n"
+		    "      --force          write binary data to a terminal\n"
 		    "      --label-col COL  CSV label column, 1-based or last "
 		    "(default 1)\n"
 		    "      --seed N         shuffle seed (default 0)\n"
@@ -69,9 +76,11 @@ options(int argc, char **argv)
 		{ "dataset", required_argument, NULL, 'd' },
 		{ "dead", required_argument, NULL, O_DEAD },
 		{ "dim", required_argument, NULL, O_DIM },
+		{ "force", no_argument, NULL, O_FORCE },
 		{ "format", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "label-col", required_argument, NULL, O_LABEL },
+		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "shards", required_argument, NULL, 'n' },
@@ -83,7 +92,7 @@ options(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "d:f:hn:qs:vV", lo, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "d:f:hn:o:qs:vV", lo, NULL)) != -1)
 		switch (c) {
 		case 'd': o.name = optarg; break;
 		case 'f':
@@ -94,6 +103,7 @@ options(int argc, char **argv)
 		case 'h': usage(0);
 		case 'n': o.nshards = eparse_u64("-n", optarg, 1, 1 << 20);
 			  break;
+		case 'o': o.out = optarg; break;
 		case 'q': spirt_quiet = 1; break;
 		case 's': o.store = optarg; break;
 		case 'v': spirt_verbose++; break;
@@ -107,6 +117,7 @@ options(int argc, char **argv)
 			o.dead[o.ndead++] = eparse_i64("--dead", optarg, 0,
 			    INT64_MAX);
 			break;
+		case O_FORCE: o.force = 1; break;
 		case O_DIM: o.d.dim = eparse_u64("--dim", optarg, 1,
 			  UINT32_MAX); break;
 		case O_LABEL:
@@ -179,6 +190,24 @@ print_stats(struct spirt_store *s)
 	return 0;
 }
 
+/* the shards as a data file on path ("-" stdout), published atomically */
+static int
+write_file(const char *path, const struct spirt_dataset *ds)
+{
+	struct spirt_publish pub;
+	int rc;
+
+	if (strcmp(path, "-") == 0)
+		return spirt_data_write(STDOUT_FILENO, o.name, ds, o.nshards);
+	if ((rc = spirt_publish_open(&pub, path, 0644)))
+		return rc;
+	if ((rc = spirt_data_write(pub.fd, o.name, ds, o.nshards))) {
+		spirt_publish_abort(&pub);
+		return rc;
+	}
+	return spirt_publish_commit(&pub);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -188,7 +217,7 @@ main(int argc, char **argv)
 	const char *act = "open", *loc;
 	char msg[512];
 	uint64_t rev;
-	double t0 = now(), t1;
+	double t0 = now(), t1 = t0;
 	int rc;
 
 	progname = "spirt-shard";
@@ -201,6 +230,11 @@ main(int argc, char **argv)
 		usage(1);
 	if (spirt_data_name_check(o.name))
 		die(SPIRT_EX_USAGE, "-d: invalid data set name \"%s\"", o.name);
+	if (o.out && (o.stats || o.ndead))
+		die(SPIRT_EX_USAGE, "-o: --stats and --dead work on the store");
+	if (o.out && strcmp(o.out, "-") == 0 && !o.force && isterm(1))
+		die(SPIRT_EX_USAGE, "stdout is a terminal: use --force to "
+		    "write binary data there");
 	loc = o.store ? o.store : spirt_store_default();
 
 	if (argc > 0) {         /* read everything before touching the store */
@@ -224,6 +258,15 @@ main(int argc, char **argv)
 			    "in %.3f s", ds.n, ds.feat, (long)ds.nclasses,
 			    t1 - t0);
 		spirt_data_shuffle(&ds, o.seed);
+	}
+
+	if (o.out) {
+		if ((rc = write_file(o.out, &ds)))
+			warnrc(rc, "%s", o.out);
+		else if (spirt_verbose)
+			info("wrote %zu shards to %s in %.3f s", o.nshards,
+			    o.out, now() - t1);
+		goto out;
 	}
 
 	if ((rc = spirt_store_open(&s, loc, argc > 0 ? SPIRT_STORE_CREATE :

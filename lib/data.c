@@ -1236,6 +1236,42 @@ out:
 	return rc;
 }
 
+int
+spirt_data_write(int fd, const char *name, const struct spirt_dataset *ds,
+    size_t nshards)
+{
+	struct spirt_tensor t;
+	const unsigned char *x = ds->x;
+	size_t row = ds->feat * spirt_dtype_size(ds->xdtype), off = 0, k;
+	size_t *counts;
+	uint64_t dims[SPIRT_MAXRANK];
+	int rc = 0;
+
+	if (spirt_data_name_check(name) || nshards == 0 || nshards > ds->n)
+		return SPIRT_EINVAL;
+	if ((counts = calloc(nshards, sizeof(*counts))) == NULL)
+		return ENOMEM;
+	spirt_data_split(counts, ds->n, nshards);
+	memcpy(dims, ds->dims, sizeof(dims));
+	for (k = 0; k < nshards && rc == 0; k++) {
+		dims[0] = counts[k];
+		if ((rc = spirt_tensor_init(&t, ds->xdtype, ds->rank, dims)) ||
+		    (rc = spirt_tensor_set_name(&t, name)))
+			break;
+		t.samples = counts[k];
+		if ((rc = spirt_tensor_write(fd, &t, x + off * row)))
+			break;
+		if ((rc = spirt_tensor_init(&t, SPIRT_I32, 1, dims)) ||
+		    (rc = spirt_tensor_set_name(&t, name)))
+			break;
+		t.samples = counts[k];
+		rc = spirt_tensor_write(fd, &t, ds->y + off);
+		off += counts[k];
+	}
+	free(counts);
+	return rc;
+}
+
 /* ---- assignment ---- */
 
 static int

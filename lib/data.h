@@ -148,6 +148,16 @@ SPIRT_MUST_CHECK int spirt_data_store(struct spirt_store *s,
     const char *name, const struct spirt_dataset *ds, size_t nshards);
 
 /*
+ * Write ds as nshards shards to fd as a data file: a record stream of the
+ * x and y records data/<name>/<k>/x and y would hold, for k = 0, 1, ...
+ * (no info, no assignment: worker k reads pair k, see spirt-grad(1)).
+ * Returns 0, SPIRT_EINVAL (bad name, nshards 0 or above n), ENOMEM or the
+ * errno of a failed write.
+ */
+SPIRT_MUST_CHECK int spirt_data_write(int fd, const char *name,
+    const struct spirt_dataset *ds, size_t nshards);
+
+/*
  * Assignment rows are int64 quadruples (worker, shard, start, count).
  *
  * Spread the rows of the dead workers over the remaining workers (every

@@ -1,12 +1,14 @@
 /* grad.c - gradients and evaluation of a stored model on stored data */
 /* ISC licence, see LICENSE */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "grad.h"
 #include "model.h"
@@ -16,6 +18,12 @@ struct range {
 	const void *x;          /* shard's samples (zero-copy) */
 	int xdtype;             /* SPIRT_U8 or SPIRT_F32 */
 	const void *y;          /* shard's labels, i32, maybe unaligned */
+};
+
+/* One x, y pair of a data file, read into memory. */
+struct fpair {
+	struct spirt_tensor tx, ty;
+	void *x, *y;
 };
 
 struct spirt_grad_ctx {
@@ -35,6 +43,12 @@ struct spirt_grad_ctx {
 	size_t nr, rcap;
 	int32_t *pred;
 	size_t predcap;
+	/* files instead of the store: spirt_grad_model_file, _data_file */
+	char *mpath, *dpath;
+	struct spirt_tensor mhdr;
+	float *mparams;
+	struct fpair *fp;
+	size_t nfp;
 	char where[320];
 };
 
@@ -45,6 +59,20 @@ spirt_grad_ctx_new(struct spirt_grad_ctx **out, unsigned flags)
 		return ENOMEM;
 	(*out)->flags = flags;
 	return 0;
+}
+
+static void
+free_pairs(struct spirt_grad_ctx *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nfp; i++) {
+		free(c->fp[i].x);
+		free(c->fp[i].y);
+	}
+	free(c->fp);
+	c->fp = NULL;
+	c->nfp = 0;
 }
 
 void
@@ -58,6 +86,10 @@ spirt_grad_ctx_free(struct spirt_grad_ctx *c)
 	free(c->perm);
 	free(c->r);
 	free(c->pred);
+	free(c->mpath);
+	free(c->mparams);
+	free(c->dpath);
+	free_pairs(c);
 	free(c);
 }
 
@@ -191,34 +223,28 @@ ensure_ws(struct spirt_grad_ctx *c, const struct spirt_model *m, size_t B,
 	return 0;
 }
 
-/* Read model/<name>@<step> into c->m and *params (zero-copy if aligned). */
+/* Check a model record t, p (what names it) and point *params at it. */
 static int
-load_model(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *name,
-    uint64_t step, const float **params)
+check_model(struct spirt_grad_ctx *c, const char *what,
+    const struct spirt_tensor *t, const void *p, uint64_t step,
+    const float **params)
 {
 	struct spirt_model m;
-	struct spirt_tensor t;
-	const void *p;
-	char key[SPIRT_KEY_MAX + 1];
 	size_t bad;
 	int rc;
 
-	if ((rc = spirt_grad_model_key(key, sizeof key, name, step)) != 0)
-		return where(c, rc, "model name \"%s\"", name);
-	if ((rc = spirt_store_get_tensor(txn, key, &t, &p, 1)) != 0)
-		return where(c, rc, "%s", key);
-	if (t.dtype != SPIRT_F32)
-		return where(c, SPIRT_EDTYPE, "%s: dtype %s, want f32", key,
-		    spirt_dtype_name(t.dtype));
-	if ((rc = spirt_model_parse(&m, t.name)) != 0)
-		return where(c, rc, "%s: spec \"%s\"", key, t.name);
-	if (t.rank != 1 || t.nelem != m.nparams)
+	if (t->dtype != SPIRT_F32)
+		return where(c, SPIRT_EDTYPE, "%s: dtype %s, want f32", what,
+		    spirt_dtype_name(t->dtype));
+	if ((rc = spirt_model_parse(&m, t->name)) != 0)
+		return where(c, rc, "%s: spec \"%s\"", what, t->name);
+	if (t->rank != 1 || t->nelem != m.nparams)
 		return where(c, SPIRT_ESHAPE, "%s: %" PRIu64 " values of rank "
-		    "%u, spec %s needs %zu", key, t.nelem, (unsigned)t.rank,
-		    m.spec, m.nparams);
-	if (t.step != step)
-		return where(c, SPIRT_ESTEP, "%s: record says step %" PRIu64,
-		    key, t.step);
+		    "%u, spec %s needs %zu", what, t->nelem,
+		    (unsigned)t->rank, m.spec, m.nparams);
+	if (t->step != step)
+		return where(c, SPIRT_ESTEP, "%s: record says step %" PRIu64
+		    ", want %" PRIu64, what, t->step, step);
 	if (!spirt_aligned(p, SPIRT_F32)) {
 		if (c->pcap < m.nparams) {
 			free(c->pcopy);
@@ -233,9 +259,143 @@ load_model(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *name,
 	}
 	if ((bad = spirt_count_nonfinite_f32(p, m.nparams)) != 0)
 		return where(c, SPIRT_ENAN, "%s: %zu non-finite parameters",
-		    key, bad);
+		    what, bad);
 	c->m = m;
 	*params = p;
+	return 0;
+}
+
+/*
+ * The model of name at step into c->m and *params: from the model file
+ * if one is set, else model/<name>@<step> (zero-copy if aligned).
+ */
+static int
+load_model(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *name,
+    uint64_t step, const float **params)
+{
+	struct spirt_tensor t;
+	const void *p;
+	char key[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	if (c->mparams != NULL)
+		return check_model(c, c->mpath, &c->mhdr, c->mparams, step,
+		    params);
+	if (txn == NULL)
+		return SPIRT_EBUG;
+	if ((rc = spirt_grad_model_key(key, sizeof key, name, step)) != 0)
+		return where(c, rc, "model name \"%s\"", name);
+	if ((rc = spirt_store_get_tensor(txn, key, &t, &p, 1)) != 0)
+		return where(c, rc, "%s", key);
+	return check_model(c, key, &t, p, step, params);
+}
+
+/* ---- files instead of the store ---- */
+
+static int
+open_in(const char *path)
+{
+	return strcmp(path, "-") == 0 ? STDIN_FILENO :
+	    open(path, O_RDONLY | O_CLOEXEC);
+}
+
+int
+spirt_grad_model_file(struct spirt_grad_ctx *c, const char *path,
+    uint64_t *step)
+{
+	struct spirt_tensor t;
+	void *p = NULL;
+	int fd, rc;
+
+	c->where[0] = '\0';
+	if ((fd = open_in(path)) < 0)
+		return where(c, errno, "%s", path);
+	rc = spirt_tensor_read(fd, &t, &p, 0);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (rc == SPIRT_EOF)
+		rc = SPIRT_ETRUNC;
+	if (rc != 0)
+		return where(c, rc, "%s: record 0", path);
+	if (t.step == SPIRT_NOSTEP) {
+		free(p);
+		return where(c, SPIRT_ESTEP, "%s: record 0: no step", path);
+	}
+	free(c->mparams);
+	free(c->mpath);
+	c->mparams = p;
+	c->mhdr = t;
+	if ((c->mpath = strdup(path)) == NULL) {
+		free(c->mparams);
+		c->mparams = NULL;
+		return ENOMEM;
+	}
+	*step = t.step;
+	return 0;
+}
+
+int
+spirt_grad_data_file(struct spirt_grad_ctx *c, const char *path)
+{
+	struct fpair *fp = NULL, *nfp;
+	struct spirt_tensor t;
+	size_t n = 0, cap = 0, i;
+	uint64_t rec = 0;
+	void *p;
+	int fd, rc;
+
+	c->where[0] = '\0';
+	if ((fd = open_in(path)) < 0)
+		return where(c, errno, "%s", path);
+	for (;; rec++) {
+		if ((rc = spirt_tensor_read(fd, &t, &p, 0)) != 0)
+			break;
+		if (rec % 2 == 0) {
+			if (n == cap) {
+				cap = cap ? 2 * cap : 4;
+				if ((nfp = realloc(fp, cap * sizeof *fp)) ==
+				    NULL) {
+					free(p);
+					rc = ENOMEM;
+					break;
+				}
+				fp = nfp;
+			}
+			fp[n].tx = t;
+			fp[n].x = p;
+			fp[n].y = NULL;
+			n++;
+		} else {
+			fp[n - 1].ty = t;
+			fp[n - 1].y = p;
+		}
+	}
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (rc == SPIRT_EOF && (rec == 0 || rec % 2 != 0)) {
+		rc = where(c, SPIRT_ETRUNC, "%s: record %" PRIu64 ": %s", path,
+		    rec, rec ? "labels (y) missing" : "no records");
+	} else if (rc == SPIRT_EOF) {
+		rc = 0;
+	} else if (rc != ENOMEM) {
+		where(c, rc, "%s: record %" PRIu64, path, rec);
+	}
+	if (rc != 0) {
+		for (i = 0; i < n; i++) {
+			free(fp[i].x);
+			free(fp[i].y);
+		}
+		free(fp);
+		return rc;
+	}
+	free_pairs(c);
+	free(c->dpath);
+	c->fp = fp;
+	c->nfp = n;
+	if ((c->dpath = strdup(path)) == NULL) {
+		free_pairs(c);
+		return ENOMEM;
+	}
 	return 0;
 }
 
@@ -289,37 +449,61 @@ load_info(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *ds,
 	return 0;
 }
 
+/* Check an x, y pair fits the model; fills r->x, y, xdtype and *n. */
+static int
+check_xy(struct spirt_grad_ctx *c, const char *kx, const char *ky,
+    const struct spirt_tensor *tx, const struct spirt_tensor *ty,
+    struct range *r, uint64_t *n)
+{
+	if (tx->dtype != SPIRT_U8 && tx->dtype != SPIRT_F32)
+		return where(c, SPIRT_EDTYPE, "%s: dtype %s, want u8 or f32",
+		    kx, spirt_dtype_name(tx->dtype));
+	if (tx->rank < 1 || tx->nelem != tx->dims[0] * c->m.nin)
+		return where(c, SPIRT_ESHAPE, "%s: %" PRIu64 " values for %"
+		    PRIu64 " samples of %zu features", kx, tx->nelem,
+		    tx->rank ? tx->dims[0] : 0, c->m.nin);
+	r->xdtype = tx->dtype;
+	if (ty->dtype != SPIRT_I32)
+		return where(c, SPIRT_EDTYPE, "%s: dtype %s, want i32", ky,
+		    spirt_dtype_name(ty->dtype));
+	if (ty->nelem != tx->dims[0])
+		return where(c, SPIRT_ESHAPE, "%s: %" PRIu64 " labels for %"
+		    PRIu64 " samples", ky, ty->nelem, tx->dims[0]);
+	*n = tx->dims[0];
+	return 0;
+}
+
+/* Pair k of the data file (record 2k and 2k+1), checked. */
+static int
+file_pair(struct spirt_grad_ctx *c, size_t k, struct range *r, uint64_t *n)
+{
+	char kx[SPIRT_KEY_MAX + 64], ky[SPIRT_KEY_MAX + 64];
+
+	snprintf(kx, sizeof kx, "%.*s: record %zu", SPIRT_KEY_MAX, c->dpath,
+	    2 * k);
+	snprintf(ky, sizeof ky, "%.*s: record %zu", SPIRT_KEY_MAX, c->dpath,
+	    2 * k + 1);
+	r->x = c->fp[k].x;
+	r->y = c->fp[k].y;
+	return check_xy(c, kx, ky, &c->fp[k].tx, &c->fp[k].ty, r, n);
+}
+
 /* Shard k's samples (zero-copy) after checking they fit the model. */
 static int
 load_shard(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *ds,
     uint64_t k, struct range *r, uint64_t *n)
 {
 	struct spirt_tensor tx, ty;
-	char key[SPIRT_KEY_MAX + 1];
+	char kx[SPIRT_KEY_MAX + 1], ky[SPIRT_KEY_MAX + 1];
 	int rc;
 
-	snprintf(key, sizeof key, "data/%s/%" PRIu64 "/x", ds, k);
-	if ((rc = spirt_store_get_tensor(txn, key, &tx, &r->x, 0)) != 0)
-		return where(c, rc, "%s", key);
-	if (tx.dtype != SPIRT_U8 && tx.dtype != SPIRT_F32)
-		return where(c, SPIRT_EDTYPE, "%s: dtype %s, want u8 or f32",
-		    key, spirt_dtype_name(tx.dtype));
-	if (tx.rank < 1 || tx.nelem != tx.dims[0] * c->m.nin)
-		return where(c, SPIRT_ESHAPE, "%s: %" PRIu64 " values for %"
-		    PRIu64 " samples of %zu features", key, tx.nelem,
-		    tx.rank ? tx.dims[0] : 0, c->m.nin);
-	r->xdtype = tx.dtype;
-	snprintf(key, sizeof key, "data/%s/%" PRIu64 "/y", ds, k);
-	if ((rc = spirt_store_get_tensor(txn, key, &ty, &r->y, 0)) != 0)
-		return where(c, rc, "%s", key);
-	if (ty.dtype != SPIRT_I32)
-		return where(c, SPIRT_EDTYPE, "%s: dtype %s, want i32", key,
-		    spirt_dtype_name(ty.dtype));
-	if (ty.nelem != tx.dims[0])
-		return where(c, SPIRT_ESHAPE, "%s: %" PRIu64 " labels for %"
-		    PRIu64 " samples", key, ty.nelem, tx.dims[0]);
-	*n = tx.dims[0];
-	return 0;
+	snprintf(kx, sizeof kx, "data/%s/%" PRIu64 "/x", ds, k);
+	if ((rc = spirt_store_get_tensor(txn, kx, &tx, &r->x, 0)) != 0)
+		return where(c, rc, "%s", kx);
+	snprintf(ky, sizeof ky, "data/%s/%" PRIu64 "/y", ds, k);
+	if ((rc = spirt_store_get_tensor(txn, ky, &ty, &r->y, 0)) != 0)
+		return where(c, rc, "%s", ky);
+	return check_xy(c, kx, ky, &tx, &ty, r, n);
 }
 
 /* Sample row of range r into x (nin floats) and its label into *y. */
@@ -395,15 +579,64 @@ load_ranges(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *ds,
 	return 0;
 }
 
-/* c->perm = the permutation of 0..N-1 for (seed, worker, epoch). */
-static int
-permutation(struct spirt_grad_ctx *c, uint64_t seed, uint32_t worker,
-    uint64_t epoch, uint64_t N)
+/* ---- the minibatch rule ---- */
+
+/* perm = the permutation of 0..N-1 for (seed, worker, epoch). */
+static void
+perm_fill(uint32_t *perm, uint64_t N, uint64_t seed, uint32_t worker,
+    uint64_t epoch)
 {
 	struct spirt_sm64 r;
 	uint64_t i, j;
 	uint32_t tmp;
 
+	for (i = 0; i < N; i++)
+		perm[i] = (uint32_t)i;
+	spirt_sm64_seed(&r, spirt_seed_mix(seed, worker, epoch));
+	for (i = N - 1; i > 0; i--) {
+		j = spirt_sm64_below(&r, i + 1);
+		tmp = perm[i];
+		perm[i] = perm[j];
+		perm[j] = tmp;
+	}
+}
+
+/* Epoch, first position and size of step's batch among N samples. */
+static void
+batch_place(uint64_t *epoch, uint64_t *lo, uint64_t *B, uint64_t step,
+    uint64_t N, uint64_t batch)
+{
+	uint64_t S = N / batch + (N % batch != 0);
+
+	*epoch = step / S;
+	*lo = (step % S) * batch;
+	*B = N - *lo < batch ? N - *lo : batch;
+}
+
+int
+spirt_minibatch(uint32_t *idx, size_t *count, uint64_t seed,
+    uint32_t worker, uint64_t step, uint64_t n, size_t batch)
+{
+	uint64_t epoch, lo, B;
+	uint32_t *perm;
+
+	if (n == 0 || n > UINT32_MAX || batch == 0)
+		return SPIRT_EINVAL;
+	if ((perm = malloc(n * sizeof *perm)) == NULL)
+		return ENOMEM;
+	batch_place(&epoch, &lo, &B, step, n, batch);
+	perm_fill(perm, n, seed, worker, epoch);
+	memcpy(idx, perm + lo, B * sizeof *idx);
+	*count = (size_t)B;
+	free(perm);
+	return 0;
+}
+
+/* c->perm = the permutation of 0..N-1 for (seed, worker, epoch), cached. */
+static int
+permutation(struct spirt_grad_ctx *c, uint64_t seed, uint32_t worker,
+    uint64_t epoch, uint64_t N)
+{
 	if (c->permvalid && c->permN == N && c->permkey[0] == seed &&
 	    c->permkey[1] == worker && c->permkey[2] == epoch)
 		return 0;
@@ -413,20 +646,39 @@ permutation(struct spirt_grad_ctx *c, uint64_t seed, uint32_t worker,
 	free(c->perm);
 	if ((c->perm = malloc(N * sizeof *c->perm)) == NULL)
 		return ENOMEM;
-	for (i = 0; i < N; i++)
-		c->perm[i] = (uint32_t)i;
-	spirt_sm64_seed(&r, spirt_seed_mix(seed, worker, epoch));
-	for (i = N - 1; i > 0; i--) {
-		j = spirt_sm64_below(&r, i + 1);
-		tmp = c->perm[i];
-		c->perm[i] = c->perm[j];
-		c->perm[j] = tmp;
-	}
+	perm_fill(c->perm, N, seed, worker, epoch);
 	c->permN = N;
 	c->permkey[0] = seed;
 	c->permkey[1] = worker;
 	c->permkey[2] = epoch;
 	c->permvalid = 1;
+	return 0;
+}
+
+/* The worker's samples from the data file: pair worker, or the only one. */
+static int
+file_ranges(struct spirt_grad_ctx *c, uint32_t worker, uint64_t *N)
+{
+	size_t k = c->nfp == 1 ? 0 : worker;
+	int rc;
+
+	if (k >= c->nfp)
+		return where(c, SPIRT_ENOTFOUND, "%s: %zu x, y pairs, none for "
+		    "worker %" PRIu32, c->dpath, c->nfp, worker);
+	if (c->rcap == 0) {
+		if ((c->r = malloc(sizeof *c->r)) == NULL)
+			return ENOMEM;
+		c->rcap = 1;
+	}
+	c->nr = 1;
+	c->r[0].shard = k;
+	c->r[0].start = 0;
+	if ((rc = file_pair(c, k, &c->r[0], N)) != 0)
+		return rc;
+	c->r[0].count = *N;
+	if (*N == 0)
+		return where(c, SPIRT_ENOTFOUND, "%s: record %zu: no samples "
+		    "for worker %" PRIu32, c->dpath, 2 * k, worker);
 	return 0;
 }
 
@@ -439,7 +691,7 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 {
 	const float *params;
 	int64_t info[4];
-	uint64_t N, S, epoch, lo, B, i, pos, dims[1];
+	uint64_t N, epoch, lo, B, i, pos, dims[1];
 	size_t ri, bad;
 	double loss;
 	float *x;
@@ -449,16 +701,19 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 	c->where[0] = '\0';
 	if (job->batch == 0)
 		return SPIRT_EINVAL;
-	if ((rc = load_model(c, txn, job->model, job->step, &params)) != 0 ||
-	    (rc = load_info(c, txn, job->dataset, info)) != 0 ||
-	    (rc = load_ranges(c, txn, job->dataset, job->worker,
-	    (uint64_t)info[0], &N)) != 0)
+	if ((rc = load_model(c, txn, job->model, job->step, &params)) != 0)
+		return rc;
+	if (c->fp != NULL)
+		rc = file_ranges(c, job->worker, &N);
+	else if (txn == NULL)
+		rc = SPIRT_EBUG;
+	else if ((rc = load_info(c, txn, job->dataset, info)) == 0)
+		rc = load_ranges(c, txn, job->dataset, job->worker,
+		    (uint64_t)info[0], &N);
+	if (rc != 0)
 		return rc;
 
-	S = (N + job->batch - 1) / job->batch;
-	epoch = job->step / S;
-	lo = (job->step % S) * job->batch;
-	B = N - lo < job->batch ? N - lo : job->batch;
+	batch_place(&epoch, &lo, &B, job->step, N, job->batch);
 	if ((rc = permutation(c, job->seed, job->worker, epoch, N)) != 0 ||
 	    (rc = ensure_ws(c, &c->m, job->batch, 1)) != 0)
 		return rc;
@@ -472,8 +727,9 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 		    c->m.nin);
 	}
 	if ((rc = spirt_labels_check(y, B, c->m.nclass)) != 0)
-		return where(c, rc, "data set %s: label outside 0..%zu",
-		    job->dataset, c->m.nclass - 1);
+		return where(c, rc, "%s%s: label outside 0..%zu",
+		    c->fp ? "" : "data set ", c->fp ? c->dpath : job->dataset,
+		    c->m.nclass - 1);
 
 	if (c->gcap < c->m.nparams) {
 		free(c->grad);
@@ -487,7 +743,9 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 	spirt_model_backward(c->ws, &c->m, params, c->grad, B);
 	if (!isfinite(loss) ||
 	    (bad = spirt_count_nonfinite_f32(c->grad, c->m.nparams)) != 0)
-		return where(c, SPIRT_ENAN, "model/%s@%" PRIu64 ": loss %g: "
+		return c->mparams ? where(c, SPIRT_ENAN, "%s: loss %g: "
+		    "gradient not finite", c->mpath, loss) :
+		    where(c, SPIRT_ENAN, "model/%s@%" PRIu64 ": loss %g: "
 		    "gradient not finite", job->model, job->step, loss);
 
 	dims[0] = c->m.nparams;
@@ -530,9 +788,15 @@ spirt_eval_run(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 	c->where[0] = '\0';
 	if (batch == 0)
 		return SPIRT_EINVAL;
-	if ((rc = load_model(c, txn, name, step, &params)) != 0 ||
-	    (rc = load_info(c, txn, ds, info)) != 0 ||
-	    (rc = ensure_ws(c, &c->m, batch, 0)) != 0)
+	if ((rc = load_model(c, txn, name, step, &params)) != 0)
+		return rc;
+	if (c->fp != NULL)
+		info[0] = (int64_t)c->nfp;
+	else if (txn == NULL)
+		return SPIRT_EBUG;
+	else if ((rc = load_info(c, txn, ds, info)) != 0)
+		return rc;
+	if ((rc = ensure_ws(c, &c->m, batch, 0)) != 0)
 		return rc;
 	if (c->predcap < batch) {
 		free(c->pred);
@@ -554,7 +818,8 @@ spirt_eval_run(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 	x = spirt_ws_input(c->ws);
 	y = spirt_ws_labels(c->ws);
 	for (k = 0; k < (uint64_t)info[0]; k++) {
-		if ((rc = load_shard(c, txn, ds, k, &sh, &n)) != 0)
+		if ((rc = c->fp ? file_pair(c, (size_t)k, &sh, &n) :
+		    load_shard(c, txn, ds, k, &sh, &n)) != 0)
 			goto fail;
 		for (row = 0; row < n; row += b) {
 			b = n - row < batch ? n - row : batch;
@@ -562,8 +827,14 @@ spirt_eval_run(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 				fetch(x + i * c->m.nin, y + i, &sh, row + i,
 				    c->m.nin);
 			if ((rc = spirt_labels_check(y, b, c->m.nclass))) {
-				where(c, rc, "data/%s/%" PRIu64 "/y: label "
-				    "outside 0..%zu", ds, k, c->m.nclass - 1);
+				if (c->fp)
+					where(c, rc, "%s: record %" PRIu64
+					    ": label outside 0..%zu", c->dpath,
+					    2 * k + 1, c->m.nclass - 1);
+				else
+					where(c, rc, "data/%s/%" PRIu64 "/y: "
+					    "label outside 0..%zu", ds, k,
+					    c->m.nclass - 1);
 				goto fail;
 			}
 			spirt_model_forward(c->ws, &c->m, params, b);

@@ -22,8 +22,17 @@
  * concatenation of its assignment rows, N in all.  With S = ceil(N / B)
  * steps per epoch, step t belongs to epoch e = t / S and takes positions
  * (t mod S) * B ... of a Fisher-Yates permutation of 0..N-1 seeded from
- * (seed, w, e); the last batch of an epoch may be short.  Nothing else
- * enters, so a retried or moved invocation computes identical bytes.
+ * (seed, w, e); the last batch of an epoch may be short (N mod B samples
+ * when B does not divide N).  Every sample is thus seen exactly once per
+ * epoch.  Nothing else enters, so a retried or moved invocation computes
+ * identical bytes.  spirt_minibatch() lists a step's positions.
+ *
+ * Files may stand in for the store (spirt-grad -p, -D): a model file is a
+ * record stream whose first record is the model (f32 [P], name = spec,
+ * step = t; a second record, the optimiser state, is ignored); a data file
+ * is a stream of x, y record pairs as data/<ds>/<k>/x and y hold, one pair
+ * per shard.  With a data file, worker w takes pair w when there are
+ * several, else the only pair, under the same minibatch rule.
  *
  * A context caches what is a pure function of its inputs (the parsed spec,
  * the batch workspace, the current epoch's permutation), so one process
@@ -57,7 +66,37 @@ struct spirt_grad_job {
 };
 
 /*
- * Compute the gradient of job in txn (read-only is enough).  On success
+ * Use the model file at path ("-" stdin) instead of the store: it is read
+ * now, and later calls take the model from it (job->model and name are
+ * then ignored, and the step asked for must be the record's).  *step gets
+ * the record's step.  Returns 0, errno (cannot open or read), record errors
+ * (SPIRT_ETRUNC for an empty file), SPIRT_ESTEP (no step in the record),
+ * ENOMEM.  On error the context is unchanged.
+ */
+SPIRT_MUST_CHECK int spirt_grad_model_file(struct spirt_grad_ctx *c,
+    const char *path, uint64_t *step);
+
+/*
+ * Use the data file at path ("-" stdin) instead of the data set in the
+ * store: all its x, y pairs are read now and kept in c.  Returns 0, errno,
+ * record errors, SPIRT_ETRUNC (no records, or an x without its y), ENOMEM.
+ * Their dtypes and shapes are checked against the model at each call.
+ */
+SPIRT_MUST_CHECK int spirt_grad_data_file(struct spirt_grad_ctx *c,
+    const char *path);
+
+/*
+ * The minibatch rule above: positions (in 0..n-1, into the worker's n
+ * samples) of the samples step's minibatch takes, into idx (room for
+ * batch entries), their number into *count.  Returns 0, SPIRT_EINVAL (n is
+ * 0 or above 2^32 - 1, batch is 0), ENOMEM.
+ */
+SPIRT_MUST_CHECK int spirt_minibatch(uint32_t *idx, size_t *count,
+    uint64_t seed, uint32_t worker, uint64_t step, uint64_t n, size_t batch);
+
+/*
+ * Compute the gradient of job in txn (read-only is enough; NULL when both
+ * a model file and a data file are set).  On success
  * hdr describes the gradient record (f32 [P], name = spec, step, origin =
  * worker, samples = batch size used, loss = mean loss) and *grad points to
  * the values, owned by c, valid until the next call (they outlive txn).

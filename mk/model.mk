@@ -7,7 +7,7 @@ MODEL_LIBOBJ = lib/blas.o lib/model.o lib/grad.o
 MODEL_BIN = spirt-init spirt-grad spirt-eval
 MODEL_MAN1 = man/spirt-init.1 man/spirt-grad.1 man/spirt-eval.1
 MODEL_MAN5 = man/spirt-model.5
-MODEL_UNIT = tests/unit/test_blas tests/unit/test_model
+MODEL_UNIT = tests/unit/test_blas tests/unit/test_model tests/unit/test_grad
 MODEL_BENCH = bench/grad_bench
 
 spirt-init: cmd/spirt-init.o lib/libspirt.a
@@ -22,7 +22,10 @@ tests/unit/test_blas: tests/unit/test_blas.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_blas.o lib/libspirt.a $(BASE_LIBS) $(DL_LIBS)
 tests/unit/test_model: tests/unit/test_model.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_model.o lib/libspirt.a $(BASE_LIBS) $(DL_LIBS)
-tests/unit/test_blas.o tests/unit/test_model.o: tests/unit/check.h $(LIBHDR)
+tests/unit/test_grad: tests/unit/test_grad.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_grad.o lib/libspirt.a $(BASE_LIBS) $(DL_LIBS)
+tests/unit/test_blas.o tests/unit/test_model.o tests/unit/test_grad.o: \
+    tests/unit/check.h $(LIBHDR)
 
 bench/grad_bench: bench/grad_bench.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/grad_bench.o lib/libspirt.a $(BASE_LIBS) $(DL_LIBS)

@@ -315,6 +315,38 @@ spirt-shard: hint: name the format with -f"
 	assert_output ''
 }
 
+@test "-o: the shards as x, y record pairs in a data file, no store" {
+	run -0 --separate-stderr spirt-shard -n 3 --seed 7 -o d.spt "$IMG" "$LAB"
+	assert_output ''
+	assert_equal "$stderr" ''
+	[ ! -e "$SPIRT_STORE" ]
+	spirt-shard -n 3 --seed 7 "$IMG" "$LAB"
+	for k in 0 1 2; do
+		spirt-store get data/train/$k/x
+		spirt-store get data/train/$k/y
+	done | cmp - d.spt
+	spirt-shard -n 3 --seed 7 -o - "$IMG" "$LAB" | cmp - d.spt
+	ls -a | grep -q tmp && fail "a temporary file is left"
+	run -0 spirt-store inspect d.spt
+	[ "$(grep -c '^record=' <<<"$output")" -eq 6 ]
+	assert_line 'name=train'
+	assert_line 'samples=4'
+	assert_line 'samples=3'
+}
+
+@test "-o: usage, bad input and a missing directory write nothing" {
+	mkdir out
+	run -64 --separate-stderr spirt-shard -o out/d.spt --stats "$IMG" "$LAB"
+	assert_equal "$stderr" 'spirt-shard: -o: --stats and --dead work on the store'
+	run -64 spirt-shard -o out/d.spt --dead 1
+	run -64 spirt-shard -o out/d.spt -n 11 "$IMG" "$LAB"
+	run -65 spirt-shard -o out/d.spt "$SH/short-images-idx3-ubyte" "$LAB"
+	run -66 --separate-stderr spirt-shard -o out/nodir/d.spt "$IMG" "$LAB"
+	assert_equal "$stderr" 'spirt-shard: out/nodir/d.spt: No such file or directory'
+	run -74 bash -c "spirt-shard -o - '$IMG' '$LAB' >/dev/full"
+	[ -z "$(ls out)" ] || fail "left: $(ls out)"
+}
+
 @test "Fashion-MNIST: 60000 train in 4 shards, test set, in seconds" {
 	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
 		skip "no $FMNIST"

@@ -248,3 +248,177 @@ mkdata() {
 	[[ "$stderr" == *"OpenBLAS core "*" thread"* ]]
 	[[ "$stderr" == *"step 0 worker 0: 20 samples, loss "*" ms"* ]]
 }
+
+# ---- files instead of the store (-p, -D) ----
+
+# the data of mkdata as a data file of 2 pairs, a model as a model file and
+# the same model at the same step in the store
+mkfiles() {
+	mkdata
+	spirt-shard -q -n 2 -o d.spt train.csv
+	spirt-shard -q -d test -o t.spt test.csv
+	spirt-init -S 3 -t 4 -o m.spt mlp:4-5-3
+	spirt-init -m m -S 3 -t 4 mlp:4-5-3
+}
+
+@test "-p and -D: the same gradient as from the store, and no store opened" {
+	mkfiles
+	spirt-store get model/m@4 | cmp - m.spt
+	for w in 0 1; do
+		spirt-grad -m m -t 4 -w $w -b 6 -S 9 -o a$w
+		SPIRT_STORE=$PWD/none.db spirt-grad -p m.spt -D d.spt \
+		    -w $w -b 6 -S 9 >b$w
+		cmp a$w b$w
+	done
+	[ ! -e none.db ]
+	# either file alone, the rest from the store
+	spirt-grad -p m.spt -w 1 -b 6 -S 9 -o c
+	cmp a1 c
+	spirt-grad -m m -t 4 -D d.spt -w 1 -b 6 -S 9 -o c
+	cmp a1 c
+	# -p without -o writes grad/<t>/<w> to the store, t from the record
+	run -0 spirt-grad -p m.spt -w 1 -b 6 -S 9
+	assert_output ''
+	spirt-store get grad/4/1 | cmp - a1
+	# a model file may carry the optimiser state as a second record
+	cat m.spt m.spt >m2.spt
+	spirt-grad -p m2.spt -D d.spt -w 1 -b 6 -S 9 -o c
+	cmp a1 c
+	# stdin
+	spirt-grad -p - -D d.spt -w 1 -b 6 -S 9 -o c <m.spt
+	cmp a1 c
+	spirt-grad -p m.spt -D - -w 1 -b 6 -S 9 -o c <d.spt
+	cmp a1 c
+}
+
+@test "-D: several pairs give worker w pair w; a single pair serves all" {
+	mkfiles
+	run -66 --separate-stderr spirt-grad -p m.spt -D d.spt -w 2
+	assert_equal "$stderr" "spirt-grad: d.spt: 2 x, y pairs, none for worker 2: no such key"
+	spirt-shard -q -o one.spt train.csv
+	spirt-grad -p m.spt -D one.spt -w 7 -b 8 -o g7
+	run -0 spirt-store inspect g7
+	assert_line 'origin=7'
+	assert_line 'samples=8'
+	spirt-grad -p m.spt -D one.spt -w 0 -b 8 -o g0
+	! cmp -s g0 g7
+}
+
+@test "-p, -D errors: step, missing, truncated, malformed; usage" {
+	mkfiles
+	run -0 spirt-grad -p m.spt -D d.spt -t 4 -o g4
+	run -65 --separate-stderr spirt-grad -p m.spt -D d.spt -t 3 -o g
+	assert_equal "$stderr" "spirt-grad: m.spt: record says step 4, want 3: wrong or unknown step"
+	run -66 spirt-grad -p nosuch.spt -D d.spt -o g
+	run -66 spirt-grad -p m.spt -D nosuch.spt -o g
+	head -c 100 m.spt >short.spt
+	run -65 spirt-grad -p short.spt -D d.spt -o g
+	: >empty.spt
+	run -65 spirt-grad -p empty.spt -D d.spt -o g
+	run -65 --separate-stderr spirt-grad -p m.spt -D empty.spt -o g
+	assert_equal "$stderr" "spirt-grad: empty.spt: record 0: no records: truncated record"
+	# an x without its y
+	run -65 --separate-stderr spirt-grad -p m.spt -D m.spt -o g
+	[[ "$stderr" == "spirt-grad: m.spt: record 1: labels (y) missing"* ]]
+	# a data file that does not fit the model
+	spirt-init -o s.spt softmax:5:3
+	run -65 --separate-stderr spirt-grad -p s.spt -D d.spt -o g
+	assert_equal "$stderr" "spirt-grad: d.spt: record 0: 80 values for 20 samples of 5 features: bad or mismatched shape"
+	[ ! -e g ]
+	run -64 spirt-grad -i -p m.spt
+	run -64 spirt-grad -p - -D - -o g
+}
+
+@test "spirt-eval -p -D: the store's figures without a store" {
+	mkfiles
+	spirt-eval -m m -t 4 | grep -v '^model=\|^dataset=' >a
+	SPIRT_STORE=$PWD/none.db spirt-eval -p m.spt -D t.spt >b
+	[ ! -e none.db ]
+	grep -q '^model=m.spt$' b
+	grep -q '^dataset=t.spt$' b
+	grep -v '^model=\|^dataset=' b | diff a -
+	run -65 spirt-eval -p m.spt -D t.spt -t 5
+	run -66 spirt-eval -p m.spt -D nosuch
+	run -64 spirt-eval -p - -D -
+}
+
+@test "a store-free step: shard, init, grad to files, eval" {
+	mkdata
+	rm -rf "$SPIRT_STORE"
+	spirt-shard -q -n 2 -o - train.csv >d.spt
+	spirt-init -o m.spt mlp:4-5-3
+	for w in 0 1; do spirt-grad -p m.spt -D d.spt -w $w -b 8; done >grads
+	run -0 spirt-store inspect grads
+	[ "$(grep -c '^record=' <<<"$output")" -eq 2 ]
+	assert_line 'origin=0'
+	assert_line 'origin=1'
+	head -n 12 train.csv | spirt-shard -q -f csv -d test -o t.spt -
+	run -0 spirt-eval -p m.spt -D t.spt
+	assert_line 'samples=12'
+	[ ! -e "$SPIRT_STORE" ]
+}
+
+@test "every sample of a worker's share is seen exactly once per epoch" {
+	# sample i is the one-hot vector e_i, so column i of a softmax
+	# model's weight gradient is non-zero exactly when i is in the batch
+	awk 'BEGIN { for (i = 0; i < 22; i++) { printf "%d", i % 3
+		for (j = 0; j < 22; j++) printf ",%d", i == j; print "" } }' \
+	    >onehot.csv
+	spirt-shard -q -n 2 --seed 5 -o d.spt onehot.csv
+	# 11 samples per worker, batches of 4: 4, 4, 3 per epoch
+	for t in 0 1 2 3 4 5; do
+		spirt-init -S 1 -t $t -o m$t.spt softmax:22:3
+		for w in 0 1; do
+			spirt-grad -p m$t.spt -D d.spt -w $w -b 4 -S 8 -o g$t.$w
+		done
+	done
+	run -0 "$PYTHON" - "$SPIRT_ROOT/contrib/python" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import spirt_tensor as st
+share = {}
+for w in (0, 1):
+    for e in (0, 1):
+        seen = []
+        for t in range(3 * e, 3 * e + 3):
+            with open("g%d.%d" % (t, w), "rb") as f:
+                r = st.read_record(f)
+            cols = np.nonzero(np.abs(r.array[:66].reshape(3, 22)).sum(0))[0]
+            want = 3 if t % 3 == 2 else 4
+            assert r.samples == want == len(cols), (t, w, r.samples, cols)
+            seen += list(cols)
+        assert len(seen) == len(set(seen)) == 11, (w, e, sorted(seen))
+        if e == 0:
+            share[w] = set(seen)
+        else:
+            assert share[w] == set(seen), (w, share[w], seen)
+assert share[0] | share[1] == set(range(22)) and not share[0] & share[1]
+print("ok")
+PY
+	assert_output 'ok'
+}
+
+@test "warm mode: SIGTERM and SIGINT end it after the current invocation" {
+	mkdata
+	spirt-init -m m softmax:4:3
+	for sig in TERM INT; do
+		rm -f in out
+		mkfifo in
+		spirt-grad -i -m m <in >out 3>&- &
+		pid=$!
+		exec 5>in
+		echo 0 >&5
+		for i in $(seq 100); do
+			grep -q '^step=0 ' out && break
+			sleep 0.05
+		done
+		kill -$sig $pid
+		st=0
+		wait $pid || st=$?
+		exec 5>&-
+		[ "$st" -eq 0 ] || fail "SIG$sig: exit $st"
+		grep -q '^step=0 worker=0 samples=20 ' out
+	done
+	spirt-store show grad/0/0 >/dev/null
+}
