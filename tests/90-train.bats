@@ -15,6 +15,18 @@ teardown() {
 	pkill -9 -f "$BATS_TEST_TMPDIR" 2>/dev/null || :
 }
 
+# functions still running in this test's directory (not other tests')
+functions_here() {
+	local p
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/cwd" 2>/dev/null)" = "$BATS_TEST_TMPDIR" ] ||
+			continue
+		case $(cat "$p/comm" 2>/dev/null) in
+		spirt-grad|spirt-agg|spirt-update) echo "${p#/proc/}" ;;
+		esac
+	done
+}
+
 digest() {      # digest STORE KEY: hash of one stored record
 	spirt-store -s "$1" get "$2" | md5sum
 }
@@ -76,10 +88,15 @@ digest() {      # digest STORE KEY: hash of one stored record
 		spirt-store -s t.db ls model/ 2>/dev/null | grep -q '@[1-9][0-9]' && break
 		sleep 0.02
 	done
+	[ -n "$(functions_here)" ]      # the warm functions are running
 	kill -TERM "$pid"
 	wait "$pid" || :
-	sleep 0.3
-	run -1 pgrep -f "spirt-grad.*--serve.*-m mlp" -a
+	# each function finishes its invocation, then exits
+	for i in $(seq 50); do
+		[ -z "$(functions_here)" ] && break
+		sleep 0.1
+	done
+	[ -z "$(functions_here)" ]
 	last=$(spirt-store -s t.db ls model/ | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1)
 	[ "$last" -lt 80 ]
 	run -0 spirt-train -q --steps 80 -s t.db
