@@ -214,7 +214,8 @@ options(int argc, char **argv)
 		case 's': o.store = optarg; break;
 		case 't': o.a.step = eparse_u64("-t", optarg, 0,
 			    SPIRT_NOSTEP - 1); break;
-		case 'T': o.a.p.trim = eparse_double("--trim", optarg, 0, 0.49999);
+		case 'T': o.a.p.trim = eparse_double("--trim", optarg, 0,
+			    0.49999);
 			  trim = 1; break;
 		case 'v': spirt_verbose++; break;
 		case 'V': print_version();

@@ -1,0 +1,556 @@
+/* update.c - one optimiser step of a model: in the store, exactly once, or
+ * from file to file */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lmdb.h>
+
+#include "aggstore.h"
+#include "io.h"
+#include "parse.h"
+#include "update.h"
+
+#define MAXDEL 4096     /* old versions removed by one --keep */
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* the message of a failure */
+static void __attribute__((format(printf, 2, 3)))
+tellx(struct spirt_update *u, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(u->msg, sizeof u->msg, fmt, ap);
+	va_end(ap);
+}
+
+/* the same, with ": spirt_strerror(rc)" appended */
+static void __attribute__((format(printf, 3, 4)))
+tellrc(struct spirt_update *u, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	vsnprintf(u->msg, sizeof u->msg, fmt, ap);
+	va_end(ap);
+	n = strlen(u->msg);
+	snprintf(u->msg + n, sizeof u->msg - n, ": %s", spirt_strerror(rc));
+}
+
+void
+spirt_update_init(struct spirt_update *u)
+{
+	memset(u, 0, sizeof *u);
+	spirt_optim_defaults(&u->op);
+	u->step = SPIRT_NOSTEP;
+}
+
+void
+spirt_update_free(struct spirt_update *u)
+{
+	free(u->apl);
+	free(u->del);
+	u->apl = NULL;
+	u->del = NULL;
+}
+
+/* the highest step of model/<name>@<step> */
+static int
+latest(void *arg, const char *key, const void *val, size_t len)
+{
+	uint64_t t, *step = arg;
+
+	(void)val;
+	(void)len;
+	if (spirt_parse_u64(&t, strrchr(key, '@') + 1, 0, SPIRT_NOSTEP - 1)
+	    == 0 && (*step == SPIRT_NOSTEP || t > *step))
+		*step = t;
+	return 0;
+}
+
+int
+spirt_update_latest(struct spirt_update *u, struct spirt_txn *txn)
+{
+	char prefix[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	u->msg[0] = '\0';
+	u->step = SPIRT_NOSTEP;
+	snprintf(prefix, sizeof prefix, "model/%s@", u->model);
+	if ((rc = spirt_store_list(txn, prefix, latest, &u->step)))
+		return rc;
+	if (u->step == SPIRT_NOSTEP) {
+		tellrc(u, SPIRT_ENOTFOUND, "%s", prefix);
+		return SPIRT_ENOTFOUND;
+	}
+	return 0;
+}
+
+struct old {
+	char (*keys)[SPIRT_KEY_MAX + 1];
+	size_t n;
+	uint64_t below;
+};
+
+/* collect <prefix><step> keys with step < below */
+static int
+oldone(void *arg, const char *key, const void *val, size_t len)
+{
+	struct old *d = arg;
+	uint64_t t;
+
+	(void)val;
+	(void)len;
+	if (spirt_parse_u64(&t, strrchr(key, '@') + 1, 0, SPIRT_NOSTEP - 1)
+	    || t >= d->below)
+		return 0;
+	if (d->n == MAXDEL)
+		return 0;       /* the rest goes next time */
+	snprintf(d->keys[d->n++], sizeof d->keys[0], "%s", key);
+	return 0;
+}
+
+static int
+prune(struct spirt_update *u, struct spirt_txn *txn, uint64_t newest)
+{
+	struct old d;
+	char prefix[SPIRT_KEY_MAX + 1];
+	const char *ns[2] = { "model", "opt" };
+	int rc = 0;
+
+	if (u->keep == 0 || newest + 1 <= u->keep)
+		return 0;
+	/* a warm process reuses the list: not 2 MiB malloc'ed per step */
+	if (u->del == NULL &&
+	    (u->del = malloc(MAXDEL * sizeof *u->del)) == NULL)
+		return ENOMEM;
+	d.keys = u->del;
+	d.below = newest + 1 - u->keep;
+	for (int i = 0; i < 2 && !rc; i++) {
+		d.n = 0;
+		snprintf(prefix, sizeof prefix, "%s/%s@", ns[i], u->model);
+		rc = spirt_store_list(txn, prefix, oldone, &d);
+		for (size_t k = 0; k < d.n && !rc; k++)
+			rc = spirt_store_del(txn, d.keys[k]);
+	}
+	return rc;
+}
+
+/* *p as an aligned float pointer: itself, or a copy in *own */
+static int
+view(const void **p, size_t n, void **own)
+{
+	if (spirt_aligned(*p, SPIRT_F32))
+		return 0;
+	if ((*own = malloc(n ? n : 1)) == NULL)
+		return ENOMEM;
+	memcpy(*own, *p, n);
+	*p = *own;
+	return 0;
+}
+
+/* One write transaction: model@t, agg/t, opt@t in; model@t+1, opt@t+1
+ * out; old versions pruned.  Rerun from scratch when the map grows. */
+int
+spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
+{
+	struct spirt_tensor mt, at, st, nt, ot;
+	const void *mpl, *apl, *spl = NULL, *v;
+	char mkey[SPIRT_KEY_MAX + 1], nkey[SPIRT_KEY_MAX + 1];
+	char akey[64], skey[SPIRT_KEY_MAX + 1], okey[SPIRT_KEY_MAX + 1];
+	const char *aname = akey, *oname = spirt_optim_name(u->op.kind);
+	unsigned ns = spirt_optim_nstate(u->op.kind);
+	unsigned char *dst, *ndst;
+	float *theta, *state;
+	size_t nlen;
+	int both;
+	void *own[5] = { NULL };
+	uint64_t t = u->step, dims[2];
+	size_t len;
+	double t0 = now_ms();
+	int rc;
+
+	u->done = 0;
+	u->msg[0] = '\0';
+	snprintf(mkey, sizeof mkey, "model/%s@%llu", u->model,
+	    (unsigned long long)t);
+	snprintf(nkey, sizeof nkey, "model/%s@%llu", u->model,
+	    (unsigned long long)t + 1);
+	snprintf(skey, sizeof skey, "opt/%s@%llu", u->model,
+	    (unsigned long long)t);
+	snprintf(okey, sizeof okey, "opt/%s@%llu", u->model,
+	    (unsigned long long)t + 1);
+	snprintf(akey, sizeof akey, "agg/%llu", (unsigned long long)t);
+
+	/* exactly once: model@t+1 is the proof that step t was applied */
+	if (spirt_store_get(txn, nkey, &v, &len) == 0) {
+		u->done = 1;
+		return SPIRT_EDONE;
+	}
+	if ((rc = spirt_store_get_tensor(txn, mkey, &mt, &mpl, 0))) {
+		tellrc(u, rc, "%s", mkey);
+		return rc;
+	}
+	if (u->apl) {
+		at = u->at;
+		apl = u->apl;
+		aname = u->aname;
+	} else if ((rc = spirt_store_get_tensor(txn, akey, &at, &apl, 0))) {
+		tellrc(u, rc, "%s", akey);
+		return rc;
+	}
+	if (mt.dtype != SPIRT_F32 || at.dtype != SPIRT_F32) {
+		tellx(u, "%s: dtype %s, not f32", mt.dtype != SPIRT_F32 ? mkey :
+		    aname, spirt_dtype_name(mt.dtype != SPIRT_F32 ? mt.dtype :
+		    at.dtype));
+		return SPIRT_EDTYPE;
+	}
+	if (at.nelem != mt.nelem) {
+		tellx(u, "%s: %llu values, %s has %llu: shapes differ", aname,
+		    (unsigned long long)at.nelem, mkey,
+		    (unsigned long long)mt.nelem);
+		return SPIRT_ESHAPE;
+	}
+	if (at.step != SPIRT_NOSTEP && at.step != t) {
+		tellx(u, "%s: step %llu, not %llu", aname,
+		    (unsigned long long)at.step, (unsigned long long)t);
+		return SPIRT_ESTEP;
+	}
+	if (strcmp(at.name, mt.name) != 0) {
+		tellx(u, "%s: model \"%s\", %s is \"%s\"", aname, at.name, mkey,
+		    mt.name);
+		return SPIRT_EMODEL;
+	}
+	/* optimiser state at t, if any (a fresh state otherwise) */
+	u->k = 0;
+	rc = spirt_store_get_tensor(txn, skey, &st, &spl, 0);
+	if (rc == 0) {
+		if (strcmp(st.name, oname) != 0) {
+			tellx(u, "%s: %s state, not %s", skey, st.name, oname);
+			return SPIRT_EDATA;
+		}
+		if (st.dtype != SPIRT_F32 || st.rank != 2 ||
+		    st.dims[0] != ns || st.dims[1] != mt.nelem) {
+			tellx(u, "%s: shape does not fit %s", skey, mkey);
+			return SPIRT_ESHAPE;
+		}
+		u->k = st.count;
+	} else if (rc == SPIRT_ENOTFOUND) {
+		spl = NULL;
+	} else {
+		tellrc(u, rc, "%s", skey);
+		return rc;
+	}
+
+	/* small values sit at 2-byte offsets in LMDB leaves: copy those */
+	if ((rc = view(&mpl, mt.nbytes, &own[0])) ||
+	    (rc = view(&apl, at.nbytes, &own[1])) ||
+	    (spl && (rc = view(&spl, st.nbytes, &own[2]))))
+		goto fail;
+
+	/*
+	 * opt@t+1 and model@t+1 are reserved in the map and filled in one
+	 * pass.  LMDB wants a reserved value filled before the next update;
+	 * a value larger than a page sits on its own overflow pages, which a
+	 * later put does not move, and this txn's dirty pages stay in memory
+	 * while it stays well below LMDB's dirty-page limit (2^17 pages).  So
+	 * two large values are reserved together when they total less than
+	 * 256 MiB; otherwise theta' goes through a buffer and a put.  A
+	 * small state (sgd: none) is finished before model@t+1 is reserved.
+	 */
+	dims[0] = ns;
+	dims[1] = mt.nelem;
+	if ((rc = spirt_tensor_init(&ot, SPIRT_F32, 2, dims)) ||
+	    (rc = spirt_tensor_set_name(&ot, oname)))
+		goto fail;
+	ot.step = t + 1;
+	ot.count = (uint32_t)(u->k + 1);
+	nt = mt;
+	nt.step = t + 1;
+	nt.count = 0;
+	len = spirt_tensor_reclen(&ot);
+	nlen = spirt_tensor_reclen(&nt);
+	both = ot.nbytes > 8192 && mt.nbytes > 8192 &&
+	    len + nlen < ((size_t)256 << 20);
+	if ((rc = spirt_store_reserve(txn, okey, len, (void **)&dst,
+	    SPIRT_PUT_NOOVERWRITE)) ||
+	    (rc = spirt_tensor_pack_header(dst, len, &ot)))
+		goto fail;
+	spirt_hugepages(dst, len);
+	state = (float *)(void *)(dst + ot.hdrlen);
+	if (ns == 0) {
+		spirt_tensor_pack_trailer(dst + ot.hdrlen, &ot, state);
+		both = mt.nbytes > 8192;
+	} else if (!spirt_aligned(state, SPIRT_F32) && (state = own[3] =
+	    malloc(ot.nbytes)) == NULL) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	theta = NULL;
+	if (both) {
+		if ((rc = spirt_store_reserve(txn, nkey, nlen, (void **)&ndst,
+		    SPIRT_PUT_NOOVERWRITE)) ||
+		    (rc = spirt_tensor_pack_header(ndst, nlen, &nt)))
+			goto fail;
+		spirt_hugepages(ndst, nlen);
+		theta = (float *)(void *)(ndst + nt.hdrlen);
+		if (!spirt_aligned(theta, SPIRT_F32))
+			theta = NULL;
+	}
+	if (theta == NULL && (theta = own[4] = malloc(mt.nbytes ?
+	    mt.nbytes : 1)) == NULL) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	rc = spirt_optim_step(theta, state, mpl, spl, apl, mt.nelem, &u->op,
+	    t, u->k);
+	if (rc == SPIRT_ENAN) {
+		tellx(u, "%s: NaN or Inf in the gradient or the new model",
+		    aname);
+		goto fail;
+	}
+	if (ns) {
+		if (state != (void *)(dst + ot.hdrlen))
+			memcpy(dst + ot.hdrlen, state, ot.nbytes);
+		spirt_tensor_pack_trailer(dst + ot.hdrlen + ot.nbytes, &ot,
+		    dst + ot.hdrlen);
+	}
+	if (both) {
+		if (theta != (void *)(ndst + nt.hdrlen))
+			memcpy(ndst + nt.hdrlen, theta, nt.nbytes);
+		spirt_tensor_pack_trailer(ndst + nt.hdrlen + nt.nbytes, &nt,
+		    ndst + nt.hdrlen);
+	} else if ((rc = spirt_store_put_tensor(txn, nkey, &nt, theta,
+	    SPIRT_PUT_NOOVERWRITE))) {
+		goto fail;
+	}
+	if ((rc = prune(u, txn, t + 1)))
+		goto fail;
+	u->work_ms = now_ms() - t0;
+fail:
+	for (int i = 0; i < 5; i++)
+		free(own[i]);
+	if (rc && rc != MDB_MAP_FULL && !u->msg[0])
+		tellrc(u, rc, "%s", nkey);
+	return rc;
+}
+
+/* read the aggregate record from file ("-": stdin): exactly one record */
+int
+spirt_update_read_agg(struct spirt_update *u, const char *path)
+{
+	struct spirt_tensor extra;
+	void *pl;
+	int fd = 0, rc;
+
+	const char *nm = strcmp(path, "-") ? path : "stdin";
+	size_t n = strlen(nm);
+
+	/* not snprintf: gcc -O1 sees a NULL %s argument that cannot be */
+	if (n >= sizeof u->aname)
+		n = sizeof u->aname - 1;
+	memcpy(u->aname, nm, n);
+	u->aname[n] = 0;
+	if (strcmp(path, "-") != 0 && (fd = open(path, O_RDONLY)) < 0) {
+		rc = errno;
+		tellrc(u, rc, "open %s", path);
+		return rc;
+	}
+	rc = spirt_tensor_read(fd, &u->at, &u->apl, 0);
+	if (rc == SPIRT_EOF) {
+		tellx(u, "%s: empty input", u->aname);
+		rc = SPIRT_ETRUNC;
+	} else if (rc) {
+		tellrc(u, rc, "%s", u->aname);
+	} else if ((rc = spirt_tensor_read(fd, &extra, &pl, 0)) == SPIRT_EOF) {
+		rc = 0;
+	} else {
+		if (rc == 0)
+			free(pl);
+		tellx(u, "%s: more than one record", u->aname);
+		rc = SPIRT_EDATA;
+	}
+	if (fd > 0)
+		close(fd);
+	return rc;
+}
+
+/* ---- files instead of the store (-p, -o) ---- */
+
+/*
+ * Read the model file: the model record, then optionally the optimiser
+ * state; nothing else.  m, st (out) get the headers, *mpl, *spl fresh buffers
+ * (*spl NULL when there is no state).
+ */
+static int
+readparams(struct spirt_update *u, const char *path, struct spirt_tensor *m,
+    void **mpl,
+    struct spirt_tensor *st, void **spl)
+{
+	struct spirt_tensor extra;
+	void *pl;
+	int fd = 0, rc;
+
+	*mpl = *spl = NULL;
+	if (strcmp(path, "-") != 0 && (fd = open(path, O_RDONLY)) < 0) {
+		rc = errno;
+		tellrc(u, rc, "open %s", path);
+		return rc;
+	}
+	if ((rc = spirt_tensor_read(fd, m, mpl, 0)) == SPIRT_EOF) {
+		tellx(u, "%s: empty input", path);
+		rc = SPIRT_ETRUNC;
+	} else if (rc) {
+		tellrc(u, rc, "%s: record 1", path);
+	} else if ((rc = spirt_tensor_read(fd, st, spl, 0)) == SPIRT_EOF) {
+		rc = 0;
+	} else if (rc) {
+		tellrc(u, rc, "%s: record 2", path);
+	} else if ((rc = spirt_tensor_read(fd, &extra, &pl, 0)) ==
+	    SPIRT_EOF) {
+		rc = 0;
+	} else {
+		if (rc == 0)
+			free(pl);
+		tellx(u, "%s: more than two records (model, state)", path);
+		rc = SPIRT_EDATA;
+	}
+	if (fd > 0)
+		close(fd);
+	return rc;
+}
+
+/*
+ * Store-free update: model (and state) from -p, the aggregate from the
+ * operand or stdin, model@t+1 (and state) as a record stream to -o.
+ */
+int
+spirt_update_file_step(struct spirt_update *u, const char *params,
+    const char *out)
+{
+	struct spirt_tensor mt, st, ot;
+	struct spirt_publish pub;
+	void *mpl = NULL, *spl = NULL, *state = NULL;
+	const char *oname = spirt_optim_name(u->op.kind);
+	const char *mname = strcmp(params, "-") ? params : "stdin";
+	unsigned ns = spirt_optim_nstate(u->op.kind);
+	uint64_t dims[2], t;
+	double t0 = now_ms();
+	int rc, fd = 1;
+
+	if ((rc = readparams(u, params, &mt, &mpl, &st, &spl)))
+		goto end;
+	t = mt.step;
+	rc = SPIRT_EDTYPE;
+	if (mt.dtype != SPIRT_F32 || u->at.dtype != SPIRT_F32) {
+		tellx(u, "%s: dtype %s, not f32",
+		    mt.dtype != SPIRT_F32 ? mname :
+		    u->aname, spirt_dtype_name(mt.dtype != SPIRT_F32 ?
+		    mt.dtype : u->at.dtype));
+		goto end;
+	}
+	rc = SPIRT_ESTEP;
+	if (t == SPIRT_NOSTEP || t >= SPIRT_NOSTEP - 1 ||
+	    (u->step != SPIRT_NOSTEP && t != u->step)) {
+		tellx(u, "%s: model step %lld, not %lld", mname, (long long)t,
+		    (long long)u->step);
+		goto end;
+	}
+	if (u->at.step != SPIRT_NOSTEP && u->at.step != t) {
+		tellx(u, "%s: step %llu, not %llu", u->aname,
+		    (unsigned long long)u->at.step, (unsigned long long)t);
+		goto end;
+	}
+	rc = SPIRT_ESHAPE;
+	if (u->at.nelem != mt.nelem) {
+		tellx(u, "%s: %llu values, %s has %llu: shapes differ",
+		    u->aname,
+		    (unsigned long long)u->at.nelem, mname,
+		    (unsigned long long)mt.nelem);
+		goto end;
+	}
+	rc = SPIRT_EMODEL;
+	if (strcmp(u->at.name, mt.name) != 0) {
+		tellx(u, "%s: model \"%s\", %s is \"%s\"", u->aname, u->at.name,
+		    mname, mt.name);
+		goto end;
+	}
+	u->k = 0;
+	if (spl) {
+		rc = SPIRT_EDATA;
+		if (strcmp(st.name, oname) != 0) {
+			tellx(u, "%s: record 2: %s state, not %s", mname,
+			    st.name,
+			    oname);
+			goto end;
+		}
+		rc = SPIRT_ESHAPE;
+		if (st.dtype != SPIRT_F32 || st.rank != 2 ||
+		    st.dims[0] != ns || st.dims[1] != mt.nelem) {
+			tellx(u, "%s: record 2: shape does not fit the model",
+			    mname);
+			goto end;
+		}
+		u->k = st.count;
+	}
+	dims[0] = ns;
+	dims[1] = mt.nelem;
+	if ((rc = spirt_tensor_init(&ot, SPIRT_F32, 2, dims)) ||
+	    (rc = spirt_tensor_set_name(&ot, oname)))
+		goto end;
+	ot.step = t + 1;
+	ot.count = (uint32_t)(u->k + 1);
+	/* in place: the buffers read are the buffers written */
+	state = spl;
+	if (ns && state == NULL && (state = calloc(ot.nelem, 4)) == NULL) {
+		rc = ENOMEM;
+		goto end;
+	}
+	rc = spirt_optim_step(mpl, state, mpl, state, u->apl, mt.nelem, &u->op,
+	    t, u->k);
+	if (rc == SPIRT_ENAN) {
+		tellx(u, "%s: NaN or Inf in the gradient or the new model",
+		    u->aname);
+		goto end;
+	}
+	u->step = t;
+	mt.step = t + 1;
+	mt.count = 0;
+	u->work_ms = now_ms() - t0;
+	if (strcmp(out, "-") != 0) {
+		if ((rc = spirt_publish_open(&pub, out, 0644))) {
+			tellrc(u, rc, "%s", out);
+			goto end;
+		}
+		fd = pub.fd;
+	}
+	if (!(rc = spirt_tensor_write(fd, &mt, mpl)) && ns)
+		rc = spirt_tensor_write(fd, &ot, state);
+	if (fd != 1)
+		rc = rc ? (spirt_publish_abort(&pub), rc) :
+		    spirt_publish_commit(&pub);
+	if (rc && rc != EPIPE)
+		tellrc(u, rc, "%s", strcmp(out, "-") ? out : "stdout");
+end:
+	if (state != spl)
+		free(state);
+	free(spl);
+	free(mpl);
+	return rc;
+}
+
