@@ -76,6 +76,12 @@ check: deps
 
 test: check
 
+# the main job: train the MLP on Fashion-MNIST (resumes if interrupted)
+DEMOFLAGS =
+demo: all
+	mkdir -p demo
+	PATH="`pwd`:$$PATH" ./spirt-train -s demo/spirt.db $(DEMOFLAGS)
+
 lint:
 	mandoc -Tlint -W warning $(MAN1) $(MAN5) $(MAN7)
 
@@ -108,4 +114,4 @@ dist: clean
 	tar -cf - spirt-$(VERSION) | gzip > spirt-$(VERSION).tar.gz
 	rm -rf spirt-$(VERSION)
 
-.PHONY: all deps check test lint bench install uninstall clean dist
+.PHONY: all deps check test demo lint bench install uninstall clean dist
