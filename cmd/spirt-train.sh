@@ -21,7 +21,7 @@ usage() {
 
   -a, --rule RULE      aggregation: mean wmean median trim:F norm krum:f
                        mkrum:f:m (default mean)
-  -b, --batch N        samples per function per step (default 64)
+  -b, --batch N        samples per function per step (default 32)
   -e, --epochs N       epochs to train (default 5)
   -l, --lr LR          peak learning rate (default: per model, see man page)
   -m, --model NAME     mlp, cnn or softmax (default mlp); the store key
@@ -54,7 +54,7 @@ die() {         # die CODE MESSAGE
 }
 
 # ---- options: short, --long VALUE and --long=VALUE ----
-rule=mean batch=64 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
+rule=mean batch=32 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
 every=0 spec= steps=0 sync=meta target=0 quiet=0 verbose=0
 while [ $# -gt 0 ]; do
