@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agg.h"
+#include "vec.h"
 #include "tensor.h"
 
 /*
@@ -22,50 +23,10 @@
 #ifndef TILESORT
 #define TILESORT 1024
 #endif
-#define EXPMASK 0x7f800000u
-#define EXPONE  0x00800000u
-#define BADBIT  0x80000000u
 
-#if defined(__GNUC__)
-#define SPIRT_VEC 1
 #if defined(__SSE__)
 #include <xmmintrin.h>          /* minps/maxps for the sorting network */
 #endif
-typedef float vf __attribute__((vector_size(16)));
-typedef uint32_t vu __attribute__((vector_size(16)));
-typedef int32_t vi __attribute__((vector_size(16)));
-#define VL 4
-
-static inline vf
-ldv(const float *p)
-{
-	vf v;
-
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-
-static inline void
-stv(float *p, vf v)
-{
-	memcpy(p, &v, sizeof v);
-}
-
-static inline uint32_t
-orv(vu b)
-{
-	return b[0] | b[1] | b[2] | b[3];
-}
-#endif
-
-static inline uint32_t
-badbits(float x)
-{
-	uint32_t b;
-
-	memcpy(&b, &x, sizeof b);
-	return (b & EXPMASK) + EXPONE;
-}
 
 /* o = x; returns non-finite bits of x */
 static uint32_t

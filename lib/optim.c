@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "optim.h"
+#include "vec.h"
 
 /*
  * The step kernels work on 4 floats at a time through GCC/Clang vector
@@ -12,61 +13,8 @@
  * one vector instruction.
  */
 
-#define EXPMASK 0x7f800000u
-#define EXPONE  0x00800000u
-#define BADBIT  0x80000000u
 #define SPIRT_PI 3.14159265358979323846
 
-#if defined(__GNUC__)
-#define SPIRT_VEC 1
-typedef float vf __attribute__((vector_size(16)));
-typedef uint32_t vu __attribute__((vector_size(16)));
-#define VL 4
-
-static inline vf
-ldv(const float *p)
-{
-	vf v;
-
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-
-static inline void
-stv(float *p, vf v)
-{
-	memcpy(p, &v, sizeof v);
-}
-
-static inline vf
-splat(float x)
-{
-	vf v = {x, x, x, x};
-
-	return v;
-}
-
-static inline vu
-vbad(vf a)
-{
-	return ((vu)a & EXPMASK) + EXPONE;
-}
-
-static inline uint32_t
-orv(vu b)
-{
-	return b[0] | b[1] | b[2] | b[3];
-}
-#endif
-
-static inline uint32_t
-badbits(float x)
-{
-	uint32_t b;
-
-	memcpy(&b, &x, sizeof b);
-	return (b & EXPMASK) + EXPONE;
-}
 
 static const char *const kinds[] = {
 	[SPIRT_OPT_SGD] = "sgd",

@@ -1,5 +1,5 @@
 # mk/agg.mk - build fragment for the agg tools (included by Makefile)
-AGG_LIBHDR = lib/agg.h lib/optim.h lib/serve.h lib/aggstore.h lib/update.h
+AGG_LIBHDR = lib/vec.h lib/agg.h lib/optim.h lib/serve.h lib/aggstore.h lib/update.h
 AGG_LIBOBJ = lib/agg.o lib/optim.o lib/serve.o lib/aggstore.o lib/update.o
 AGG_BIN = spirt-agg spirt-update
 AGG_MAN1 = man/spirt-agg.1 man/spirt-update.1

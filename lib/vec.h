@@ -1,0 +1,69 @@
+/* vec.h - 4-lane float vectors (GCC/Clang vector types) and NaN/Inf bits */
+#ifndef SPIRT_VEC_H
+#define SPIRT_VEC_H
+
+#include <stdint.h>
+#include <string.h>
+
+/*
+ * An exponent of all ones marks Inf or NaN: (bits & EXPMASK) + EXPONE sets
+ * BADBIT exactly for those, so OR-ing the sums over a vector says whether
+ * any element is non-finite, with integer lanes the compiler vectorises.
+ */
+#define EXPMASK 0x7f800000u
+#define EXPONE  0x00800000u
+#define BADBIT  0x80000000u
+
+#if defined(__GNUC__)
+#define SPIRT_VEC 1
+typedef float vf __attribute__((vector_size(16)));
+typedef uint32_t vu __attribute__((vector_size(16)));
+typedef int32_t vi __attribute__((vector_size(16)));
+#define VL 4
+
+static inline vf
+ldv(const float *p)
+{
+	vf v;
+
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+static inline void
+stv(float *p, vf v)
+{
+	memcpy(p, &v, sizeof v);
+}
+
+static inline vf
+splat(float x)
+{
+	vf v = {x, x, x, x};
+
+	return v;
+}
+
+static inline vu
+vbad(vf a)
+{
+	return ((vu)a & EXPMASK) + EXPONE;
+}
+
+static inline uint32_t
+orv(vu b)
+{
+	return b[0] | b[1] | b[2] | b[3];
+}
+#endif
+
+static inline uint32_t
+badbits(float x)
+{
+	uint32_t b;
+
+	memcpy(&b, &x, sizeof b);
+	return (b & EXPMASK) + EXPONE;
+}
+
+#endif
