@@ -135,7 +135,12 @@ run() {         # run CMD...: echo it with -v, then run it
 	"$@"
 }
 now() { date +%s.%N; }
-say() { [ "$quiet" -eq 1 ] || printf '%s: %s\n' "$PROG" "$*" >&2; }
+tty=0
+say() {         # a message line; on a terminal, first clear the progress bar
+	[ "$quiet" -eq 0 ] || return 0
+	[ "$tty" -eq 0 ] || printf '\r\033[K' >&2
+	printf '%s: %s\n' "$PROG" "$*" >&2
+}
 
 # ---- data: shard the training set over the functions, load the test set ----
 if ! spirt-store ls data/train/info 2>/dev/null | grep -q .; then
@@ -267,7 +272,6 @@ evaluate() {    # evaluate T: test loss and accuracy of model@T, logged
 	say "epoch $(awk -v s="$1" -v e="$spe" 'BEGIN { printf "%.2f", s / e }') step $1: test loss $2, accuracy $3"
 }
 
-tty=0
 [ -t 2 ] && [ "$quiet" -eq 0 ] && tty=1
 say "training $model ($spec) in $store: steps $last..$stop of $total, $fns functions x batch $batch, $opt lr $lr, rule $rule"
 start=$(now) evalsec=0 loss=- acc=0 lastp=$start aggloss=-
@@ -322,7 +326,7 @@ while [ "$t" -lt "$stop" ]; do
 		fi
 	fi
 done
-[ "$tty" -eq 0 ] || printf '\n' >&2
+[ "$tty" -eq 0 ] || printf '\r\033[K' >&2
 
 # ---- a plot of loss and test accuracy against time, next to the store ----
 if command -v gnuplot >/dev/null 2>&1; then
