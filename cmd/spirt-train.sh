@@ -11,8 +11,8 @@ VERSION=@VERSION@
 USAGE="usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]
                    [-m model] [-n functions] [-o optimiser] [-S seed]
                    [-s store] [--cold] [--data dir] [--eval-every steps]
-                   [--spec spec] [--steps n] [--sync mode]
-                   [--target accuracy]"
+                   [--schedule name] [--spec spec] [--steps n]
+                   [--sync mode] [--target accuracy]"
 
 usage() {
 	if [ "$1" -eq 0 ]; then
@@ -33,6 +33,8 @@ usage() {
       --data DIR       Fashion-MNIST IDX files
                        (default /usr/share/datasets/fashion-mnist)
       --eval-every N   evaluate every N steps (default: each epoch)
+      --schedule NAME  learning rate over the epochs: cosine or constant
+                       (default cosine)
       --spec SPEC      model spec (default: by model name)
       --steps N        stop after N steps in all (default: epochs' worth)
       --sync MODE      full, meta or none (default meta; see man page)
@@ -56,7 +58,7 @@ die() {         # die CODE MESSAGE
 # ---- options: short, --long VALUE and --long=VALUE ----
 rule=mean batch=32 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
-every=0 spec= steps=0 sync=meta target=0 quiet=0 verbose=0
+every=0 sched=cosine spec= steps=0 sync=meta target=0 quiet=0 verbose=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--*=*) a=${1%%=*} v=${1#*=}; shift; set -- "$a" "$v" "$@" ;;
@@ -74,6 +76,7 @@ while [ $# -gt 0 ]; do
 	--cold) cold=1 ;;
 	--data) data=${2?}; shift ;;
 	--eval-every) every=${2?}; shift ;;
+	--schedule) sched=${2?}; shift ;;
 	--spec) spec=${2?}; shift ;;
 	--steps) steps=${2?}; shift ;;
 	--sync) sync=${2?}; shift ;;
@@ -121,6 +124,10 @@ trim:*) aggargs="-r trim --trim ${rule#trim:}" ;;
 krum:*) aggargs="-r krum --byzantine ${rule#krum:}" ;;
 mkrum:*:*) r=${rule#mkrum:}; aggargs="-r mkrum --byzantine ${r%%:*} --select ${r#*:}" ;;
 *) die 64 "rule $rule: expected mean, wmean, median, trim:F, norm, krum:f or mkrum:f:m" ;;
+esac
+case $sched in
+cosine|constant) ;;
+*) die 64 "schedule $sched: expected cosine or constant" ;;
 esac
 case $sync in
 full) SPIRT_SYNC=full ;; meta) SPIRT_SYNC=meta ;; none) SPIRT_SYNC=none ;;
@@ -175,7 +182,7 @@ if [ -z "$last" ]; then
 fi
 [ "$last" -lt "$stop" ] || { say "model/$model@$last: already trained ($stop steps)"; exit 0; }
 
-upd="spirt-update -q -m $model -r $lr $optargs --schedule cosine --lr-total $total --keep 2"
+upd="spirt-update -q -m $model -r $lr $optargs --schedule $sched --lr-total $total --keep 2"
 # -R: a rerun after a crash between aggregate and update redoes the (identical) aggregate
 agg="spirt-agg -q -R $aggargs"
 log=$store.train.tsv

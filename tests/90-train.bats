@@ -132,6 +132,7 @@ digest() {      # digest STORE KEY: hash of one stored record
 	run -64 spirt-train -o rmsprop
 	run -64 spirt-train -a mode
 	run -64 spirt-train --sync sometimes
+	run -64 spirt-train --schedule linear
 	run -64 spirt-train --target high
 	run -64 spirt-train -l fast
 	run -64 spirt-train -m resnet
