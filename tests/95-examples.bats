@@ -8,3 +8,57 @@ load helper
 	assert_output --partial 'round trip: identical float32 (128, 10)'
 	assert_output --partial 'corrupted record refused with exit 65'
 }
+
+fmnist_or_skip() {
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+}
+
+@test "examples/fashion-mnist" {
+	fmnist_or_skip
+	run -0 env STEPS=20 EVERY=10 sh "$SPIRT_ROOT/examples/fashion-mnist/run.sh" "$PWD/w"
+	# two evaluations in the log, the last far above chance (0.1)
+	run -0 awk -F'\t' 'NR > 1 && $6 != "-" { n++; a = $6 }
+		END { exit !(n == 2 && a > 0.6) }' w/fmnist.db.train.tsv
+	run -0 sh -c 'spirt-store -s w/fmnist.db ls grad/20/ | wc -l'
+	assert_output 4
+	run -0 spirt-store -s w/fmnist.db ls model/
+	assert_line --partial 'model/mlp@21'
+	# the step by hand and the driver's agree to the byte
+	[ "$(spirt-store -s w/fmnist.db get model/mlp@21 | cksum)" = \
+	  "$(spirt-store -s w/copy.db get model/mlp@21 | cksum)" ]
+}
+
+@test "examples/pure-pipe" {
+	fmnist_or_skip
+	run -0 env STEPS=10 EVERY=5 sh "$SPIRT_ROOT/examples/pure-pipe/run.sh" "$PWD/w"
+	assert_line --regexp '^step +0  test loss '
+	assert_line 'step=10'
+	# no store anywhere
+	[ ! -e w/spirt.db ] && [ ! -e spirt.db ]
+	# the test loss falls at each evaluation; accuracy well above chance
+	run -0 awk '/^step / { if (n++ && $5 >= l) bad = 1; l = $5; a = $7 }
+		END { exit !(n == 3 && !bad && a > 0.5) }' <<<"$output"
+}
+
+@test "examples/tabular-softmax: heart_scale (LIBSVM)" {
+	[ -r /usr/share/doc/liblinear-tools/examples/heart_scale ] ||
+		skip "no heart_scale (Debian package liblinear-tools)"
+	run -0 sh "$SPIRT_ROOT/examples/tabular-softmax/run.sh" "$PWD/w"
+	assert_line --partial '(LIBSVM)'
+	assert_line 'samples=54'
+	assert_line 'majority-class baseline=0.6296'
+	# clearly better than always guessing the majority class
+	run -0 awk -F= '$1 == "accuracy" { exit !($2 >= 0.75) }' <<<"$output"
+}
+
+@test "examples/tabular-softmax: synthetic CSV" {
+	run -0 env DATA=synthetic sh "$SPIRT_ROOT/examples/tabular-softmax/run.sh" "$PWD/w"
+	assert_line --partial '(CSV)'
+	assert_line 'samples=60'
+	assert_line 'majority-class baseline=0.3333'
+	run -0 awk -F= '$1 == "accuracy" { exit !($2 >= 0.85) }' <<<"$output"
+	# the generator is deterministic: the same table every run
+	run -0 sh -c 'cksum < w/train.csv'
+	assert_output '3009668909 8543'
+}
