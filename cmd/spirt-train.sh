@@ -218,6 +218,13 @@ if [ "$cold" -eq 0 ]; then
 	mkfifo "$work/agg" "$work/upd"
 	$agg --serve <>"$work/agg" >"$work/done" & pids="$pids $!"
 	$upd --serve <>"$work/upd" >"$work/done" & pids="$pids $!"
+	# keep the FIFOs open: a write per step instead of open+write+close
+	# (sh has fds 3-9: functions 0-3 on 3-6, agg 7, update 8, acks 9)
+	exec 7>"$work/agg" 8>"$work/upd"
+	[ "$fns" -lt 1 ] || exec 3>"$work/g0"
+	[ "$fns" -lt 2 ] || exec 4>"$work/g1"
+	[ "$fns" -lt 3 ] || exec 5>"$work/g2"
+	[ "$fns" -lt 4 ] || exec 6>"$work/g3"
 	# a killed driver cannot clean up: this watchdog ends the functions
 	(
 		trap '' INT
@@ -248,14 +255,20 @@ step() {        # step T: one synchronous SPIRT round
 	fi
 	w=0
 	while [ "$w" -lt "$fns" ]; do
-		echo "$1" > "$work/g$w"
+		case $w in
+		0) echo "$1" >&3 ;;
+		1) echo "$1" >&4 ;;
+		2) echo "$1" >&5 ;;
+		3) echo "$1" >&6 ;;
+		*) echo "$1" > "$work/g$w" ;;
+		esac
 		w=$((w + 1))
 	done
 	wait_done "$fns"
-	echo "$1" > "$work/agg"
+	echo "$1" >&7
 	wait_done 1
 	aggloss=${ack##*loss=}
-	echo "$1" > "$work/upd"
+	echo "$1" >&8
 	wait_done 1
 }
 
