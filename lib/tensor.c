@@ -7,6 +7,10 @@
 #include <unistd.h>
 
 #include <xxhash.h>
+#if defined(__x86_64__) || defined(__i386__)
+/* XXH3 with the widest vectors the CPU has, chosen at run time */
+#include <xxh_x86dispatch.h>
+#endif
 
 #include "io.h"
 #include "tensor.h"
@@ -516,6 +520,12 @@ spirt_tensor_stats(struct spirt_tensor_stats *st,
  * vectorises the loop (isfinite() on floats it does not): models and
  * gradients are checked on every read, at memory speed.
  */
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+/* wider vectors where the CPU has them, chosen at load time (ifunc) */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
 size_t
 spirt_count_nonfinite_f32(const float *x, size_t n)
 {
