@@ -3,11 +3,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sys/statvfs.h>
 
 #include <lmdb.h>
 
+#include "io.h"
 #include "parse.h"
 #include "store.h"
 
@@ -15,14 +19,30 @@
 #define MAPSIZE_MAX_DEFAULT ((uint64_t)1 << 40)    /* 1 TiB */
 
 /*
- * The seam for remote stores: a store is either an LMDB environment or,
+ * The seam for remote stores: a store is either LMDB environments or,
  * later, a peer's URL served by spirt-peer; every operation dispatches on
- * s->env.  A remote get will copy the value into a buffer owned by the
+ * the store.  A remote get will copy the value into a buffer owned by the
  * transaction, so the "valid until the txn ends" contract holds for both.
+ *
+ * Two environments.  Gradients and aggregates (keys grad/... and agg/...)
+ * are recomputed bit for bit from the model and the data, so they live in
+ * a scratch environment, <store>/scratch, whose commits are never synced:
+ * a training step then pays for one durable commit (the update), not six.
+ * A crashed process loses nothing there; a power loss or kernel crash may
+ * leave it corrupt, so it is tagged with the kernel's boot id and emptied
+ * when opened after a reboot.  Where no boot id can be read, the scratch
+ * environment syncs like the main one.
  */
-struct spirt_store {
+#define MAIN 0
+#define SCRATCH 1
+
+struct env {
 	MDB_env *env;
 	MDB_dbi dbi;
+};
+
+struct spirt_store {
+	struct env e[2];        /* e[SCRATCH].env is NULL without one */
 	char *loc;
 	unsigned flags;
 	uint64_t mapmax;
@@ -30,7 +50,8 @@ struct spirt_store {
 
 struct spirt_txn {
 	struct spirt_store *s;
-	MDB_txn *txn;
+	MDB_txn *txn[2];        /* the scratch one begins on first use */
+	unsigned rdonly;
 };
 
 const char *
@@ -45,6 +66,14 @@ int
 spirt_store_is_url(const char *loc)
 {
 	return !strncmp(loc, "http://", 7) || !strncmp(loc, "https://", 8);
+}
+
+/* 1 if key belongs in the scratch environment */
+static int
+scratchkey(const char *key, size_t n)
+{
+	return (n >= 5 && !memcmp(key, "grad/", 5)) ||
+	    (n >= 4 && !memcmp(key, "agg/", 4));
 }
 
 static int
@@ -87,13 +116,144 @@ syncflags(unsigned *envflags, unsigned flags)
 	return 0;
 }
 
+/* begin a txn on e, adopting a map another process grew */
+static int
+begin(MDB_txn **txn, struct env *e, unsigned rdonly)
+{
+	int rc;
+
+	for (int tries = 0;; tries++) {
+		rc = mdb_txn_begin(e->env, NULL, rdonly ? MDB_RDONLY : 0, txn);
+		if (rc == MDB_MAP_RESIZED && tries < 100 &&
+		    !mdb_env_set_mapsize(e->env, 0))
+			continue;
+		return rc;
+	}
+}
+
+static int
+env_open(struct env *e, const char *path, unsigned envflags,
+    uint64_t mapsize)
+{
+	MDB_envinfo info;
+	MDB_txn *txn;
+	int rc;
+
+	if ((rc = mdb_env_create(&e->env)))
+		return rc;
+	/* many functions may read at once (xargs -P, FaaS runners) */
+	if ((rc = mdb_env_set_maxreaders(e->env, 1022)) ||
+	    (rc = mdb_env_open(e->env, path, envflags | MDB_NORDAHEAD, 0644)))
+		goto fail;
+	/* keep a larger map another process already grew to */
+	if ((rc = mdb_env_info(e->env, &info)))
+		goto fail;
+	if (info.me_mapsize < mapsize &&
+	    (rc = mdb_env_set_mapsize(e->env, mapsize)))
+		goto fail;
+	if ((rc = begin(&txn, e, envflags & MDB_RDONLY)))
+		goto fail;
+	if ((rc = mdb_dbi_open(txn, NULL, 0, &e->dbi))) {
+		mdb_txn_abort(txn);
+		goto fail;
+	}
+	if ((rc = mdb_txn_commit(txn)))
+		goto fail;
+	return 0;
+fail:
+	mdb_env_close(e->env);
+	e->env = NULL;
+	return rc;
+}
+
+/* the kernel's boot id, or "" where there is none */
+static void
+bootid(char *buf, size_t n)
+{
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY);
+	ssize_t r = fd < 0 ? -1 : spirt_readall(fd, buf, n - 1);
+
+	if (fd >= 0)
+		close(fd);
+	buf[r > 0 ? r : 0] = '\0';
+}
+
+/*
+ * Open <loc>/scratch.  Writers create it, and empty it when its boot id is
+ * not this boot's (under a lock, so one process does that); readers use it
+ * only when it is this boot's.
+ */
+static int
+scratch_open(struct spirt_store *s, unsigned mainflags, uint64_t mapsize)
+{
+	size_t n = strlen(s->loc) + 32;
+	char *dir = malloc(n), *f = malloc(n), boot[64], old[64];
+	int rdonly = s->flags & SPIRT_STORE_RDONLY, lock = -1, fd, rc = 0;
+	unsigned envflags;
+	ssize_t r;
+
+	if (!dir || !f) {
+		rc = ENOMEM;
+		goto out;
+	}
+	bootid(boot, sizeof boot);
+	envflags = *boot ? MDB_NOSYNC : mainflags;
+	snprintf(dir, n, "%s/scratch", s->loc);
+	snprintf(f, n, "%s/scratch/boot", s->loc);
+	if (!rdonly) {
+		snprintf(f, n, "%s/scratch.lock", s->loc);
+		if ((lock = open(f, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0 ||
+		    flock(lock, LOCK_EX) < 0) {
+			rc = errno;
+			goto out;
+		}
+		snprintf(f, n, "%s/scratch/boot", s->loc);
+	}
+	old[0] = '\0';
+	if ((fd = open(f, O_RDONLY | O_CLOEXEC)) >= 0) {
+		r = spirt_readall(fd, old, sizeof old - 1);
+		old[r > 0 ? r : 0] = '\0';
+		close(fd);
+	}
+	if (strcmp(old, boot)) {
+		if (rdonly)
+			goto out;       /* not this boot's: as if absent */
+		snprintf(f, n, "%s/scratch/data.mdb", s->loc);
+		unlink(f);
+		snprintf(f, n, "%s/scratch/lock.mdb", s->loc);
+		unlink(f);
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+			rc = errno;
+			goto out;
+		}
+		snprintf(f, n, "%s/scratch/boot", s->loc);
+		{
+			struct spirt_publish pub;
+			if ((rc = spirt_publish_open(&pub, f, 0644)))
+				goto out;
+			if ((rc = spirt_writeall(pub.fd, boot, strlen(boot)))) {
+				spirt_publish_abort(&pub);
+				goto out;
+			}
+			if ((rc = spirt_publish_commit(&pub)))
+				goto out;
+		}
+	}
+	rc = env_open(&s->e[SCRATCH], dir, envflags |
+	    (rdonly ? MDB_RDONLY : 0), mapsize);
+out:
+	if (lock >= 0)
+		close(lock);    /* releases the flock */
+	free(dir);
+	free(f);
+	return rc;
+}
+
 int
 spirt_store_open(struct spirt_store **out, const char *loc, unsigned flags)
 {
 	struct spirt_store *s;
 	struct stat st;
-	MDB_txn *txn;
-	MDB_envinfo info;
 	uint64_t mapsize;
 	char *data = NULL;
 	size_t n;
@@ -132,51 +292,19 @@ spirt_store_open(struct spirt_store **out, const char *loc, unsigned flags)
 	s->flags = flags;
 	if ((rc = envsize("SPIRT_MAPSIZE", MAPSIZE_DEFAULT, &mapsize)) ||
 	    (rc = envsize("SPIRT_MAPSIZE_MAX", MAPSIZE_MAX_DEFAULT,
-	    &s->mapmax)))
+	    &s->mapmax)) || (rc = syncflags(&envflags, flags)))
 		goto fail;
 	if (s->mapmax < mapsize)
 		s->mapmax = mapsize;
-	if ((rc = mdb_env_create(&s->env)))
-		goto fail;
-	/* many functions may read at once (xargs -P, FaaS runners) */
-	if ((rc = mdb_env_set_maxreaders(s->env, 1022)))
-		goto fail;
-	if ((rc = syncflags(&envflags, flags)))
-		goto fail;
-	if ((rc = mdb_env_open(s->env, loc, envflags |
-	    (flags & SPIRT_STORE_RDONLY ? MDB_RDONLY : 0) | MDB_NORDAHEAD,
-	    0644)))
-		goto fail;
-	/* keep a larger map another process already grew to */
-	if ((rc = mdb_env_info(s->env, &info)))
-		goto fail;
-	if (info.me_mapsize < mapsize &&
-	    (rc = mdb_env_set_mapsize(s->env, mapsize)))
-		goto fail;
-	/* another process may grow the map at any time: adopt its size */
-	for (int tries = 0;; tries++) {
-		rc = mdb_txn_begin(s->env, NULL,
-		    flags & SPIRT_STORE_RDONLY ? MDB_RDONLY : 0, &txn);
-		if (rc == MDB_MAP_RESIZED && tries < 100 &&
-		    !mdb_env_set_mapsize(s->env, 0))
-			continue;
-		break;
-	}
-	if (rc)
-		goto fail;
-	if ((rc = mdb_dbi_open(txn, NULL, 0, &s->dbi))) {
-		mdb_txn_abort(txn);
-		goto fail;
-	}
-	if ((rc = mdb_txn_commit(txn)))
+	if (flags & SPIRT_STORE_RDONLY)
+		envflags |= MDB_RDONLY;
+	if ((rc = env_open(&s->e[MAIN], loc, envflags, mapsize)) ||
+	    (rc = scratch_open(s, envflags & ~MDB_RDONLY, mapsize)))
 		goto fail;
 	*out = s;
 	return 0;
 fail:
-	if (s->env)
-		mdb_env_close(s->env);
-	free(s->loc);
-	free(s);
+	spirt_store_close(s);
 	return rc;
 }
 
@@ -185,7 +313,9 @@ spirt_store_close(struct spirt_store *s)
 {
 	if (!s)
 		return;
-	mdb_env_close(s->env);
+	for (int i = 0; i < 2; i++)
+		if (s->e[i].env)
+			mdb_env_close(s->e[i].env);
 	free(s->loc);
 	free(s);
 }
@@ -206,19 +336,12 @@ spirt_txn_begin(struct spirt_txn **out, struct spirt_store *s,
 	*out = NULL;
 	if (!(flags & SPIRT_TXN_RDONLY) && (s->flags & SPIRT_STORE_RDONLY))
 		return EROFS;
-	if (!(t = malloc(sizeof *t)))
+	if (!(t = calloc(1, sizeof *t)))
 		return ENOMEM;
 	t->s = s;
-	for (int tries = 0;; tries++) {
-		rc = mdb_txn_begin(s->env, NULL,
-		    flags & SPIRT_TXN_RDONLY ? MDB_RDONLY : 0, &t->txn);
-		/* another process grew the map: adopt its size */
-		if (rc == MDB_MAP_RESIZED && tries < 100 &&
-		    !mdb_env_set_mapsize(s->env, 0))
-			continue;
-		break;
-	}
-	if (rc) {
+	t->rdonly = flags & SPIRT_TXN_RDONLY;
+	/* the main txn first, always: writers take the locks in one order */
+	if ((rc = begin(&t->txn[MAIN], &s->e[MAIN], t->rdonly))) {
 		free(t);
 		return rc;
 	}
@@ -226,11 +349,33 @@ spirt_txn_begin(struct spirt_txn **out, struct spirt_store *s,
 	return 0;
 }
 
+/* the txn and database for key; the scratch txn begins on first use */
+static int
+route(struct spirt_txn *t, const char *key, size_t n, MDB_txn **txn,
+    MDB_dbi *dbi)
+{
+	int i = t->s->e[SCRATCH].env && scratchkey(key, n) ? SCRATCH : MAIN;
+	int rc;
+
+	if (!t->txn[i] && (rc = begin(&t->txn[i], &t->s->e[i], t->rdonly)))
+		return rc;
+	*txn = t->txn[i];
+	*dbi = t->s->e[i].dbi;
+	return 0;
+}
+
 int
 spirt_txn_commit(struct spirt_txn *t)
 {
-	int rc = mdb_txn_commit(t->txn);
+	int rc = 0;
 
+	/* scratch first: what the main commit announces is then in place */
+	if (t->txn[SCRATCH])
+		rc = mdb_txn_commit(t->txn[SCRATCH]);
+	if (rc)
+		mdb_txn_abort(t->txn[MAIN]);
+	else
+		rc = mdb_txn_commit(t->txn[MAIN]);
 	free(t);
 	return rc;
 }
@@ -240,26 +385,35 @@ spirt_txn_abort(struct spirt_txn *t)
 {
 	if (!t)
 		return;
-	mdb_txn_abort(t->txn);
+	for (int i = 0; i < 2; i++)
+		if (t->txn[i])
+			mdb_txn_abort(t->txn[i]);
 	free(t);
 }
 
-/* Double the map, up to the limit.  No transaction may be open. */
+/* Double the maps, up to the limit.  No transaction may be open. */
 static int
 grow(struct spirt_store *s)
 {
 	MDB_envinfo info;
 	uint64_t want;
-	int rc;
+	int rc, grew = 0;
 
-	if ((rc = mdb_env_info(s->env, &info)))
-		return rc;
-	if (info.me_mapsize >= s->mapmax)
-		return SPIRT_EFULL;
-	want = info.me_mapsize * 2;
-	if (want > s->mapmax || want < info.me_mapsize)
-		want = s->mapmax;
-	return mdb_env_set_mapsize(s->env, want);
+	for (int i = 0; i < 2; i++) {
+		if (!s->e[i].env)
+			continue;
+		if ((rc = mdb_env_info(s->e[i].env, &info)))
+			return rc;
+		if (info.me_mapsize >= s->mapmax)
+			continue;
+		want = info.me_mapsize * 2;
+		if (want > s->mapmax || want < info.me_mapsize)
+			want = s->mapmax;
+		if ((rc = mdb_env_set_mapsize(s->e[i].env, want)))
+			return rc;
+		grew = 1;
+	}
+	return grew ? 0 : SPIRT_EFULL;
 }
 
 /*
@@ -329,9 +483,12 @@ spirt_store_get(struct spirt_txn *t, const char *key, const void **val,
 	MDB_val k, v;
 	int rc;
 
-	if ((rc = mkkey(&k, key)))
+	MDB_txn *txn;
+	MDB_dbi dbi;
+
+	if ((rc = mkkey(&k, key)) || (rc = route(t, key, k.mv_size, &txn, &dbi)))
 		return rc;
-	rc = mdb_get(t->txn, t->s->dbi, &k, &v);
+	rc = mdb_get(txn, dbi, &k, &v);
 	if (rc == MDB_NOTFOUND)
 		return SPIRT_ENOTFOUND;
 	if (rc)
@@ -354,11 +511,14 @@ spirt_store_put(struct spirt_txn *t, const char *key, const void *val,
 	MDB_val k, v;
 	int rc;
 
-	if ((rc = mkkey(&k, key)))
+	MDB_txn *txn;
+	MDB_dbi dbi;
+
+	if ((rc = mkkey(&k, key)) || (rc = route(t, key, k.mv_size, &txn, &dbi)))
 		return rc;
 	v.mv_data = (void *)(uintptr_t)val;
 	v.mv_size = len;
-	rc = mdb_put(t->txn, t->s->dbi, &k, &v, putflags(flags));
+	rc = mdb_put(txn, dbi, &k, &v, putflags(flags));
 	return rc == MDB_KEYEXIST ? SPIRT_EEXIST : rc;
 }
 
@@ -369,12 +529,14 @@ spirt_store_reserve(struct spirt_txn *t, const char *key, size_t len,
 	MDB_val k, v;
 	int rc;
 
-	if ((rc = mkkey(&k, key)))
+	MDB_txn *txn;
+	MDB_dbi dbi;
+
+	if ((rc = mkkey(&k, key)) || (rc = route(t, key, k.mv_size, &txn, &dbi)))
 		return rc;
 	v.mv_data = NULL;
 	v.mv_size = len;
-	rc = mdb_put(t->txn, t->s->dbi, &k, &v,
-	    putflags(flags) | MDB_RESERVE);
+	rc = mdb_put(txn, dbi, &k, &v, putflags(flags) | MDB_RESERVE);
 	if (rc == MDB_KEYEXIST)
 		return SPIRT_EEXIST;
 	if (rc)
@@ -389,10 +551,36 @@ spirt_store_del(struct spirt_txn *t, const char *key)
 	MDB_val k;
 	int rc;
 
-	if ((rc = mkkey(&k, key)))
+	MDB_txn *txn;
+	MDB_dbi dbi;
+
+	if ((rc = mkkey(&k, key)) || (rc = route(t, key, k.mv_size, &txn, &dbi)))
 		return rc;
-	rc = mdb_del(t->txn, t->s->dbi, &k, NULL);
+	rc = mdb_del(txn, dbi, &k, NULL);
 	return rc == MDB_NOTFOUND ? SPIRT_ENOTFOUND : rc;
+}
+
+/* a cursor over one environment's keys that start with a prefix */
+struct walk {
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;                 /* 0: at a key; MDB_NOTFOUND: done */
+};
+
+static void
+walk_check(struct walk *w, const char *prefix, size_t plen)
+{
+	if (!w->rc && (w->k.mv_size < plen || memcmp(w->k.mv_data, prefix, plen)))
+		w->rc = MDB_NOTFOUND;
+}
+
+static int
+keycmp(const MDB_val *a, const MDB_val *b)
+{
+	size_t n = a->mv_size < b->mv_size ? a->mv_size : b->mv_size;
+	int c = memcmp(a->mv_data, b->mv_data, n);
+
+	return c ? c : (a->mv_size > b->mv_size) - (a->mv_size < b->mv_size);
 }
 
 int
@@ -400,30 +588,59 @@ spirt_store_list(struct spirt_txn *t, const char *prefix,
     int (*fn)(void *arg, const char *key, const void *val, size_t len),
     void *arg)
 {
-	MDB_cursor *c;
-	MDB_val k, v;
+	struct walk w[2] = { { NULL, { 0, NULL }, { 0, NULL }, MDB_NOTFOUND },
+	    { NULL, { 0, NULL }, { 0, NULL }, MDB_NOTFOUND } };
 	size_t plen = strlen(prefix);
 	char buf[SPIRT_KEY_MAX + 1];
-	int rc;
+	int rc = 0;
 
-	if ((rc = mdb_cursor_open(t->txn, t->s->dbi, &c)))
-		return rc;
-	k.mv_data = (void *)(uintptr_t)prefix;
-	k.mv_size = plen;
-	rc = plen ? mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) :
-	    mdb_cursor_get(c, &k, &v, MDB_FIRST);
-	for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-		if (k.mv_size < plen || memcmp(k.mv_data, prefix, plen))
-			break;
-		if (k.mv_size > SPIRT_KEY_MAX)
-			continue;       /* not written by spirt */
-		memcpy(buf, k.mv_data, k.mv_size);
-		buf[k.mv_size] = '\0';
-		if ((rc = fn(arg, buf, v.mv_data, v.mv_size)))
-			break;
+	/* both environments' keys, merged in key order */
+	for (int i = 0; i < 2; i++) {
+		size_t m = plen < 5 ? plen : 5;
+		if (!t->s->e[i].env)
+			continue;
+		if (i == SCRATCH && strncmp(prefix, "grad/", m) &&
+		    strncmp(prefix, "agg/", plen < 4 ? plen : 4))
+			continue;       /* no scratch key can match */
+		if (!t->txn[i] &&
+		    (rc = begin(&t->txn[i], &t->s->e[i], t->rdonly)))
+			goto out;
+		if ((rc = mdb_cursor_open(t->txn[i], t->s->e[i].dbi, &w[i].c)))
+			goto out;
+		w[i].k.mv_data = (void *)(uintptr_t)prefix;
+		w[i].k.mv_size = plen;
+		w[i].rc = mdb_cursor_get(w[i].c, &w[i].k, &w[i].v,
+		    plen ? MDB_SET_RANGE : MDB_FIRST);
+		walk_check(&w[i], prefix, plen);
+		if (w[i].rc && w[i].rc != MDB_NOTFOUND) {
+			rc = w[i].rc;
+			goto out;
+		}
 	}
-	mdb_cursor_close(c);
-	return rc == MDB_NOTFOUND ? 0 : rc;
+	for (;;) {
+		int i;
+		if (w[0].rc && w[1].rc)
+			break;
+		i = w[0].rc ? 1 : w[1].rc ? 0 :
+		    keycmp(&w[0].k, &w[1].k) <= 0 ? 0 : 1;
+		if (w[i].k.mv_size <= SPIRT_KEY_MAX) {  /* else not spirt's */
+			memcpy(buf, w[i].k.mv_data, w[i].k.mv_size);
+			buf[w[i].k.mv_size] = '\0';
+			if ((rc = fn(arg, buf, w[i].v.mv_data, w[i].v.mv_size)))
+				goto out;
+		}
+		w[i].rc = mdb_cursor_get(w[i].c, &w[i].k, &w[i].v, MDB_NEXT);
+		walk_check(&w[i], prefix, plen);
+		if (w[i].rc && w[i].rc != MDB_NOTFOUND) {
+			rc = w[i].rc;
+			goto out;
+		}
+	}
+out:
+	for (int i = 0; i < 2; i++)
+		if (w[i].c)
+			mdb_cursor_close(w[i].c);
+	return rc;
 }
 
 int
@@ -460,18 +677,25 @@ spirt_store_info(struct spirt_store *s, struct spirt_store_info *info)
 	MDB_txn *txn;
 	int rc;
 
-	if ((rc = mdb_env_info(s->env, &ei)) ||
-	    (rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)))
-		return rc;
-	rc = mdb_stat(txn, s->dbi, &st);
-	mdb_txn_abort(txn);
-	if (rc)
-		return rc;
-	info->mapsize = ei.me_mapsize;
-	info->psize = st.ms_psize;
-	info->used = (uint64_t)(ei.me_last_pgno + 1) * st.ms_psize;
-	info->entries = st.ms_entries;
-	info->readers = ei.me_numreaders;
-	info->maxreaders = ei.me_maxreaders;
+	memset(info, 0, sizeof *info);
+	for (int i = 0; i < 2; i++) {
+		if (!s->e[i].env)
+			continue;
+		if ((rc = mdb_env_info(s->e[i].env, &ei)) ||
+		    (rc = mdb_txn_begin(s->e[i].env, NULL, MDB_RDONLY, &txn)))
+			return rc;
+		rc = mdb_stat(txn, s->e[i].dbi, &st);
+		mdb_txn_abort(txn);
+		if (rc)
+			return rc;
+		if (i == MAIN) {
+			info->mapsize = ei.me_mapsize;
+			info->psize = st.ms_psize;
+			info->readers = ei.me_numreaders;
+			info->maxreaders = ei.me_maxreaders;
+		}
+		info->used += (uint64_t)(ei.me_last_pgno + 1) * st.ms_psize;
+		info->entries += st.ms_entries;
+	}
 	return 0;
 }

@@ -21,8 +21,13 @@ setup() {
 # store_digest STORE: one line per key with a hash of its value, to show a
 # failed command changed nothing ("nothing written to the store")
 store_digest() {
-	local d
+	local d s=
 	d=$(mdb_dump "$1") || { echo "store_digest: cannot dump $1" >&2; return 1; }
 	[ -n "$d" ] || return 1
-	printf '%s\n' "$d" | md5sum
+	# gradients and aggregates live in the scratch environment
+	if [ -e "$1/scratch/data.mdb" ]; then
+		s=$(mdb_dump "$1/scratch") ||
+			{ echo "store_digest: cannot dump $1/scratch" >&2; return 1; }
+	fi
+	printf '%s\n%s\n' "$d" "$s" | md5sum
 }

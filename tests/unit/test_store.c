@@ -194,6 +194,89 @@ concurrent_growth(void)
 	unsetenv("SPIRT_MAPSIZE");
 }
 
+struct keys {
+	char buf[256];
+	size_t len;
+};
+
+static int
+collect(void *arg, const char *key, const void *val, size_t len)
+{
+	struct keys *k = arg;
+	int n = snprintf(k->buf + k->len, sizeof k->buf - k->len, "%s ", key);
+
+	(void)val; (void)len;
+	if (n > 0)
+		k->len += (size_t)n;
+	return 0;
+}
+
+/*
+ * grad/ and agg/ keys live in <store>/scratch, unsynced, and are dropped
+ * after a reboot (a boot id that is not this boot's); listing merges both.
+ */
+static void
+scratch(void)
+{
+	char sdir[300], f[340];
+	struct spirt_store *s;
+	struct spirt_txn *txn;
+	struct spirt_tensor t, u;
+	uint64_t dims[1] = { 4 };
+	float x[4] = { 1, 2, 3, 4 };
+	const void *pl;
+	struct keys k = { "", 0 };
+	FILE *fp;
+
+	snprintf(sdir, sizeof sdir, "%s-scratch", dir);
+	CHECK_RC(spirt_store_open(&s, sdir, SPIRT_STORE_CREATE));
+	CHECK_RC(spirt_tensor_init(&t, SPIRT_F32, 1, dims));
+	CHECK_RC(spirt_txn_begin(&txn, s, 0));
+	CHECK_RC(spirt_store_put_tensor(txn, "model/m@1", &t, x, 0));
+	CHECK_RC(spirt_store_put_tensor(txn, "grad/1/0", &t, x, 0));
+	CHECK_RC(spirt_store_put_tensor(txn, "agg/1", &t, x, 0));
+	CHECK_RC(spirt_store_put_tensor(txn, "data/d/info", &t, x, 0));
+	CHECK_RC(spirt_store_put_tensor(txn, "opt/m@1", &t, x, 0));
+	CHECK_RC(spirt_txn_commit(txn));
+	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY));
+	CHECK_RC(spirt_store_list(txn, "", collect, &k));
+	CHECK(!strcmp(k.buf, "agg/1 data/d/info grad/1/0 model/m@1 opt/m@1 "));
+	if (strcmp(k.buf, "agg/1 data/d/info grad/1/0 model/m@1 opt/m@1 "))
+		fprintf(stderr, "listed: %s\n", k.buf);
+	k.len = 0;
+	k.buf[0] = 0;
+	CHECK_RC(spirt_store_list(txn, "g", collect, &k));
+	CHECK(!strcmp(k.buf, "grad/1/0 "));
+	CHECK_RC(spirt_store_get_tensor(txn, "grad/1/0", &u, &pl, 1));
+	spirt_txn_abort(txn);
+	spirt_store_close(s);
+	/* the gradient is in the scratch environment, not the main one */
+	snprintf(f, sizeof f, "%s/scratch/data.mdb", sdir);
+	CHECK(access(f, F_OK) == 0);
+
+	/* another boot's scratch is invisible to readers, emptied by writers */
+	snprintf(f, sizeof f, "%s/scratch/boot", sdir);
+	CHECK((fp = fopen(f, "w")) != NULL);
+	if (fp) {
+		fputs("some-other-boot", fp);
+		fclose(fp);
+	}
+	CHECK_RC(spirt_store_open(&s, sdir, SPIRT_STORE_RDONLY));
+	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY));
+	CHECK_EQ_RC(spirt_store_get_tensor(txn, "grad/1/0", &u, &pl, 1),
+	    SPIRT_ENOTFOUND);
+	CHECK_RC(spirt_store_get_tensor(txn, "model/m@1", &u, &pl, 1));
+	spirt_txn_abort(txn);
+	spirt_store_close(s);
+	CHECK_RC(spirt_store_open(&s, sdir, 0));
+	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY));
+	CHECK_EQ_RC(spirt_store_get_tensor(txn, "agg/1", &u, &pl, 1),
+	    SPIRT_ENOTFOUND);
+	CHECK_RC(spirt_store_get_tensor(txn, "opt/m@1", &u, &pl, 1));
+	spirt_txn_abort(txn);
+	spirt_store_close(s);
+}
+
 /* the map grows when full; at its limit the error is clear, data intact */
 static void
 growth(void)
@@ -244,6 +327,7 @@ main(void)
 	basics();
 	processes();
 	concurrent_growth();
+	scratch();
 	growth();
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
 	if (system(cmd) != 0)
