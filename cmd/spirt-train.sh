@@ -275,75 +275,84 @@ step() {        # step T: one synchronous SPIRT round
 # prune T: gradients and aggregates of steps before T-1 are spent; the
 # model versions are pruned by spirt-update --keep
 prune() {
-	spirt-store ls grad/ | cut -f1 | awk -F/ -v t="$1" '$2 < t - 1' >"$list"
-	spirt-store ls agg/ | cut -f1 | awk -F/ -v t="$1" '$2 < t - 1' >>"$list"
+	spirt-store ls | awk -F'\t' -v t="$1" '{ split($1, k, "/") }
+		(k[1] == "grad" || k[1] == "agg") && k[2] + 0 < t - 1 { print $1 }
+	' >"$list"
 	[ ! -s "$list" ] || xargs spirt-store rm <"$list"
 }
-
 evaluate() {    # evaluate T: test loss and accuracy of model@T, logged
 	e=$(spirt-eval -q -m "$model" -t "$1" | awk -F= '
 		$1 == "loss" { l = $2 } $1 == "accuracy" { a = $2 }
 		END { print l, a }')
 	set -- "$1" $e
 	acc=$3
-	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$clock" "$1" \
-	    "$(awk -v s="$1" -v e="$spe" 'BEGIN { printf "%.3f", s / e }')" \
-	    "$loss" "$2" "$3" >> "$log"
-	say "epoch $(awk -v s="$1" -v e="$spe" 'BEGIN { printf "%.2f", s / e }') step $1: test loss $2, accuracy $3"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$clock" "$1" "$ep" "$loss" "$2" "$3" \
+	    >> "$log"
+	say "epoch $ep step $1: test loss $2, accuracy $3"
 }
 
 [ -t 2 ] && [ "$quiet" -eq 0 ] && tty=1
 say "training $model ($spec) in $store: steps $last..$stop of $total, $fns functions x batch $batch, $opt lr $lr, rule $rule"
 start=$(now) evalsec=0 loss=- acc=0 lastp=$start aggloss=-
-# progress, log and pruning every tick steps: a clock read costs a process
+# progress and log every tick steps, pruning every 100: each costs processes
 tick=10
 [ "$cold" -eq 1 ] || tick=50
 
 t=$last
 clock=$t0
+pruned=$last
 while [ "$t" -lt "$stop" ]; do
 	step "$t"
 	t=$((t + 1))
-	if [ $((t % tick)) -eq 0 ] || [ $((t % every)) -eq 0 ] || [ "$t" -eq "$stop" ]; then
-		n=$(now)
-		clock=$(awk -v a="$t0" -v s="$start" -v n="$n" -v e="$evalsec" \
-		    'BEGIN { printf "%.3f", a + n - s - e }')
-		if [ "$cold" -eq 1 ]; then
-			loss=$(spirt-store show "agg/$((t - 1))" | sed -n 's/^loss=//p')
-		else
-			loss=$aggloss
-		fi
+	[ $((t % tick)) -eq 0 ] || [ $((t % every)) -eq 0 ] ||
+	    [ "$t" -eq "$stop" ] || continue
+	n=$(now)
+	if [ "$cold" -eq 1 ]; then
+		loss=$(spirt-store show "agg/$((t - 1))" | sed -n 's/^loss=//p')
+	else
+		loss=$aggloss
+	fi
+	# one awk: the clock (evaluations excluded), the epoch, and every 2 s
+	# a progress line (a bar on a terminal)
+	set -- $(awk -v a="$t0" -v s="$start" -v n="$n" -v ev="$evalsec" \
+	    -v t="$t" -v T="$stop" -v e="$spe" -v l="$loss" -v d="$last" \
+	    -v b="$((batch * fns))" -v lp="$lastp" -v q="$quiet" \
+	    -v tty="$tty" 'BEGIN {
+		c = a + n - s - ev
+		printf "%.3f %.3f", c, t / e
+		if (!q && n - lp >= 2) {
+			lp = n
+			r = (t - d) * b / (c - a > 0 ? c - a : 1)
+			line = sprintf("epoch %.2f step %d/%d loss %s %.0f samples/s",
+			    t / e, t, T, l, r)
+			if (tty) {
+				w = 30; f = int(w * t / T); bar = ""
+				for (i = 0; i < w; i++)
+					bar = bar (i < f ? "#" : ".")
+				printf "\r[%s] %3d%% %s ", bar, 100 * t / T,
+				    line > "/dev/stderr"
+			} else
+				print "spirt-train: " line > "/dev/stderr"
+		}
+		printf " %s\n", lp
+	}')
+	clock=$1 ep=$2 lastp=$3
+	if [ $((t - pruned)) -ge 100 ] || [ "$t" -eq "$stop" ]; then
 		prune "$t"
-		if [ $((t % every)) -ne 0 ] && [ "$t" -ne "$stop" ]; then
-			printf '%s\t%s\t%s\t%s\t-\t-\n' "$clock" "$t" \
-			    "$(awk -v s="$t" -v e="$spe" 'BEGIN { printf "%.3f", s / e }')" \
-			    "$loss" >> "$log"
-		else
-			e0=$(now)
-			evaluate "$t"
-			evalsec=$(awk -v a="$evalsec" -v b="$e0" -v c="$(now)" \
-			    'BEGIN { print a + c - b }')
-			if awk -v a="$acc" -v b="$target" 'BEGIN { exit !(b > 0 && a >= b) }'; then
-				say "reached accuracy $acc >= $target at step $t, ${clock}s"
-				break
-			fi
-		fi
-		if [ "$quiet" -eq 0 ] && awk -v a="$lastp" -v n="$n" \
-		    'BEGIN { exit !(n - a >= 2) }'; then
-			lastp=$n
-			awk -v t="$t" -v T="$total" -v e="$spe" -v l="$loss" \
-			    -v c="$clock" -v c0="$t0" -v d="$last" \
-			    -v b="$((batch * fns))" -v tty="$tty" 'BEGIN {
-				r = (t - d) * b / (c - c0 > 0 ? c - c0 : 1)
-				line = sprintf("epoch %.2f step %d/%d loss %s %.0f samples/s", t / e, t, T, l, r)
-				if (tty) {
-					w = 30; f = int(w * t / T); bar = ""
-					for (i = 0; i < w; i++) bar = bar (i < f ? "#" : ".")
-					printf "\r[%s] %3d%% %s ", bar, 100 * t / T, line > "/dev/stderr"
-				} else
-					print "spirt-train: " line > "/dev/stderr"
-			}'
-		fi
+		pruned=$t
+	fi
+	if [ $((t % every)) -ne 0 ] && [ "$t" -ne "$stop" ]; then
+		printf '%s\t%s\t%s\t%s\t-\t-\n' "$clock" "$t" "$ep" "$loss" >> "$log"
+		continue
+	fi
+	e0=$(now)
+	evaluate "$t"
+	set -- $(awk -v a="$evalsec" -v b="$e0" -v c="$(now)" -v acc="$acc" \
+	    -v tg="$target" 'BEGIN { print a + c - b, (tg > 0 && acc >= tg) }')
+	evalsec=$1
+	if [ "$2" -eq 1 ]; then
+		say "reached accuracy $acc >= $target at step $t, ${clock}s"
+		break
 	fi
 done
 [ "$tty" -eq 0 ] || printf '\r\033[K' >&2
