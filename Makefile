@@ -86,6 +86,7 @@ lint:
 	mandoc -Tlint -W warning $(MAN1) $(MAN5) $(MAN7)
 
 bench: all $(BENCH)
+	sh ./bootstrap --bench
 	sh bench/run
 
 install: all
