@@ -103,6 +103,19 @@ digest() {      # digest STORE KEY: hash of one stored record
 	[ "$(digest ref.db model/mlp@80)" = "$(digest t.db model/mlp@80)" ]
 }
 
+@test "after a (simulated) reboot the scratch gradients are gone; the run resumes to the same model" {
+	spirt-train -q --steps 30 -s ref.db
+	spirt-train -q --steps 20 -s r.db
+	run -0 spirt-store -s r.db ls grad/
+	[ -n "$output" ]                # the last step's gradients are kept
+	echo another-boot > r.db/scratch/boot
+	run -0 spirt-store -s r.db ls grad/
+	assert_output ''                # another boot's scratch is not read
+	run -0 spirt-train -q --steps 30 -s r.db
+	[ "$(digest ref.db model/mlp@30)" = "$(digest r.db model/mlp@30)" ]
+	[ "$(cat r.db/scratch/boot)" = "$(cat /proc/sys/kernel/random/boot_id)" ]
+}
+
 @test "a finished run is not run again; --target stops at an accuracy" {
 	spirt-train -q --steps 10
 	d=$(digest spirt.db model/mlp@10)
