@@ -364,18 +364,19 @@ set terminal pngcairo size 900,500 noenhanced
 set output "$store.train.png"
 set datafile separator "\t"
 set datafile missing "-"
-set key autotitle columnhead
+set key top right box opaque
 set xlabel "training time (s)"
 set ylabel "loss"
 set y2label "test accuracy"
-set y2range [0:1]
+set y2range [*:1]
 set ytics nomirror
 set y2tics
 set grid
 set title "spirt-train $model ($spec), $fns functions x batch $batch, $opt lr $lr"
-plot "$log" using 1:4 with lines title "train loss", \
-     "$log" using 1:5 with linespoints title "test loss", \
-     "$log" using 1:6 axes x1y2 with linespoints title "test accuracy"
+plot "$log" using 1:4 with lines lc rgb "#c8b4e6" title "train loss (one step)", \
+     "$log" using 1:4 smooth bezier lw 2 lc rgb "#6a3d9a" title "train loss (smoothed)", \
+     "$log" using 1:5 with linespoints lw 2 lc rgb "#1b9e77" title "test loss", \
+     "$log" using 1:6 axes x1y2 with linespoints lw 2 lc rgb "#d95f02" title "test accuracy"
 GP
 fi
 say "model/$model@$t; log $log; plot $store.train.png"
