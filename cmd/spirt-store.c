@@ -174,226 +174,294 @@ inspect(const char *path)
 	return rc == SPIRT_EOF ? 0 : rc;
 }
 
-struct putarg {
-	const char *key;
-	struct spirt_tensor *t;
+/* ---- the commands: each gets its operands and the open store ---- */
+
+/* state shared by a command's prep (before the store opens) and run */
+static struct {
+	struct spirt_tensor t;
 	const void *pl;
-	unsigned flags;
-	char **keys;            /* rm */
+	void *buf;              /* what pl points into, to free */
+	const char *bad;        /* the key rm failed on */
+	char **keys;
 	int nkeys;
-	const char *bad;
-};
+} in;
 
 static int
 put_txn(struct spirt_txn *txn, void *arg)
 {
-	struct putarg *a = arg;
-
-	return spirt_store_put_tensor(txn, a->key, a->t, a->pl, a->flags);
+	return spirt_store_put_tensor(txn, arg, &in.t, in.pl,
+	    o.noover ? SPIRT_PUT_NOOVERWRITE : 0);
 }
 
 static int
 rm_txn(struct spirt_txn *txn, void *arg)
 {
-	struct putarg *a = arg;
 	int rc;
 
-	for (int i = 0; i < a->nkeys; i++)
-		if ((rc = spirt_store_del(txn, a->keys[i]))) {
-			a->bad = a->keys[i];
+	(void)arg;
+	for (int i = 0; i < in.nkeys; i++)
+		if ((rc = spirt_store_del(txn, in.keys[i]))) {
+			in.bad = in.keys[i];
 			return rc;
 		}
 	return 0;
 }
 
+/* put: exactly one record, read and verified before the store opens */
 static int
-tofd(const char *path, int force, struct spirt_publish *pub)
+put_prep(int argc, char **argv, const char **act)
+{
+	struct spirt_tensor t2;
+	void *extra = NULL;
+	const char *file = argc > 1 ? argv[1] : "-";
+	int fd = strcmp(file, "-") ? open(file, O_RDONLY) : 0, rc;
+
+	if (fd < 0)
+		dierc(errno, "open %s", file);
+	*act = file;
+	if ((rc = spirt_tensor_read(fd, &in.t, &in.buf, 0)))
+		return rc == SPIRT_EOF ? SPIRT_ETRUNC : rc;  /* empty: none */
+	in.pl = in.buf;
+	rc = spirt_tensor_read(fd, &t2, &extra, 0);
+	free(extra);
+	if (rc == 0)
+		die(SPIRT_EX_DATAERR, "%s: more than one record", file);
+	if (fd > 0)
+		close(fd);
+	return rc == SPIRT_EOF ? 0 : rc;
+}
+
+static int
+import_prep(int argc, char **argv, const char **act)
+{
+	size_t len;
+	int rc;
+
+	(void)argc;
+	*act = argv[1];
+	if ((rc = spirt_readfile(argv[1], &in.buf, &len)) ||
+	    (rc = spirt_npy_parse(&in.t, &in.pl, in.buf, len)))
+		return rc;
+	in.t.step = o.step;
+	return 0;
+}
+
+static int
+put_run(struct spirt_store *s, int argc, char **argv, const char **act)
+{
+	(void)argc;
+	*act = argv[0];
+	return spirt_store_write(s, put_txn, argv[0]);
+}
+
+static int
+rm_run(struct spirt_store *s, int argc, char **argv, const char **act)
 {
 	int rc;
 
-	if (path && strcmp(path, "-")) {
-		if ((rc = spirt_publish_open(pub, path, 0644)))
-			dierc(rc == EEXIST ? EEXIST : EROFS, "create %s", path);
-		return pub->fd;
-	}
-	if (!force && isterm(1))
-		die(SPIRT_EX_USAGE, "stdout is a terminal; use -f to force");
-	return 1;
+	in.keys = argv;
+	in.nkeys = argc;
+	rc = spirt_store_write(s, rm_txn, NULL);
+	*act = in.bad ? in.bad : s ? spirt_store_location(s) : "";
+	return rc;
 }
 
-int
-main(int argc, char **argv)
+static int
+stat_run(struct spirt_store *s, int argc, char **argv, const char **act)
 {
-	struct spirt_store *s = NULL;
-	struct spirt_txn *txn = NULL;
-	struct spirt_tensor t, t2;
-	struct spirt_publish pub = { -1, NULL, NULL };
-	struct putarg pa = { 0 };
-	const char *cmd, *act = "", *key = NULL;
-	const void *pl;
-	void *buf = NULL, *extra = NULL;
-	size_t len;
-	char hdr[512];
-	int rc = 0, err = 0, fd, wr;
+	struct spirt_store_info i;
+	int rc;
 
-	progname = "spirt-store";
-	checkfds();
+	(void)argc;
+	(void)argv;
+	*act = spirt_store_location(s);
+	if ((rc = spirt_store_info(s, &i)))
+		return rc;
+	printf("store=%s\nentries=%llu\npage_size=%u\nused_bytes=%llu\n"
+	    "map_size=%llu\nreaders=%llu\nmax_readers=%llu\n",
+	    spirt_store_location(s), (unsigned long long)i.entries, i.psize,
+	    (unsigned long long)i.used, (unsigned long long)i.mapsize,
+	    (unsigned long long)i.readers, (unsigned long long)i.maxreaders);
+	return 0;
+}
 
-	options(argc, argv);
-	argc -= optind;
-	argv += optind;
-	if (argc < 1)
-		usage(1);
-	cmd = *argv;
-	optind = 1;
-	options(argc, argv);
-	argc -= optind;
-	argv += optind;
-	o.store = opt_env(o.store, "SPIRT_STORE", "spirt.db");
+/* the read-only commands share one read transaction */
+static int
+read_run(struct spirt_store *s, int argc, char **argv, const char **act,
+    int (*fn)(struct spirt_txn *, int, char **, const char **))
+{
+	struct spirt_txn *txn;
+	int rc;
 
-	if (!strcmp(cmd, "inspect")) {
-		if (argc == 0)
-			err = inspect("-");
-		for (int i = 0; i < argc; i++)
-			if ((rc = inspect(argv[i])) && !err)
-				err = rc;
-		return fshut_stdout(spirt_exit(err));
-	}
-	wr = !strcmp(cmd, "put") || !strcmp(cmd, "rm") ||
-	    !strcmp(cmd, "import");
-	if (!wr && strcmp(cmd, "ls") && strcmp(cmd, "show") &&
-	    strcmp(cmd, "get") && strcmp(cmd, "export") && strcmp(cmd, "stat"))
-		usage(1);
-	if ((!strcmp(cmd, "ls") && argc > 1) ||
-	    ((!strcmp(cmd, "show") || !strcmp(cmd, "rm")) && argc < 1) ||
-	    ((!strcmp(cmd, "get")) && argc != 1) ||
-	    ((!strcmp(cmd, "put") || !strcmp(cmd, "export")) &&
-	    (argc < 1 || argc > 2)) ||
-	    (!strcmp(cmd, "import") && argc != 2) ||
-	    (!strcmp(cmd, "stat") && argc != 0))
-		usage(1);
-	for (int i = 0; i < argc && strcmp(cmd, "ls") && i < 1 + !!wr; i++)
-		if (!strcmp(cmd, "rm") || !strcmp(cmd, "show") || i == 0)
-			if (spirt_key_check(argv[i]))
-				die(SPIRT_EX_USAGE, "invalid key \"%s\"",
-				    argv[i]);
-
-	/* read the input before touching the store: nothing half-written */
-	if (!strcmp(cmd, "put")) {
-		const char *in = argc > 1 ? argv[1] : "-";
-		act = in;
-		fd = strcmp(in, "-") ? open(in, O_RDONLY) : 0;
-		if (fd < 0)
-			dierc(errno, "open %s", in);
-		if ((rc = spirt_tensor_read(fd, &t, &buf, 0))) {
-			if (rc == SPIRT_EOF)
-				rc = SPIRT_ETRUNC;      /* empty: no record */
-			goto fail;
-		}
-		if ((rc = spirt_tensor_read(fd, &t2, &extra, 0)) !=
-		    SPIRT_EOF) {
-			free(extra);
-			if (!rc)
-				die(SPIRT_EX_DATAERR, "%s: more than one record",
-				    in);
-			goto fail;
-		}
-		rc = 0;
-		pa.t = &t;
-		pa.pl = buf;
-	} else if (!strcmp(cmd, "import")) {
-		act = argv[1];
-		if ((rc = spirt_readfile(argv[1], &buf, &len)))
-			goto fail;
-		if ((rc = spirt_npy_parse(&t, &pl, buf, len)))
-			goto fail;
-		t.step = o.step;
-		pa.t = &t;
-		pa.pl = pl;
-	}
-
-	act = o.store;
-	if ((rc = spirt_store_open(&s, o.store, wr ? SPIRT_STORE_CREATE :
-	    SPIRT_STORE_RDONLY)))
-		goto fail;
-	if (wr) {
-		pa.key = argv[0];
-		pa.flags = o.noover ? SPIRT_PUT_NOOVERWRITE : 0;
-		pa.keys = argv;
-		pa.nkeys = argc;
-		act = argv[0];
-		rc = spirt_store_write(s, !strcmp(cmd, "rm") ? rm_txn : put_txn,
-		    &pa);
-		if (pa.bad)
-			act = pa.bad;
-		goto fail;
-	}
-	if (!strcmp(cmd, "stat")) {
-		struct spirt_store_info in;
-		if ((rc = spirt_store_info(s, &in)))
-			goto fail;
-		printf("store=%s\nentries=%llu\npage_size=%u\nused_bytes=%llu\n"
-		    "map_size=%llu\nreaders=%llu\nmax_readers=%llu\n", o.store,
-		    (unsigned long long)in.entries, in.psize,
-		    (unsigned long long)in.used,
-		    (unsigned long long)in.mapsize,
-		    (unsigned long long)in.readers,
-		    (unsigned long long)in.maxreaders);
-		goto fail;
-	}
+	*act = spirt_store_location(s);
 	if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)))
-		goto fail;
-	if (!strcmp(cmd, "ls")) {
-		act = "list";
-		if ((rc = spirt_store_list(txn, argc ? argv[0] : "", ls_one,
-		    &err)))
-			goto fail;
-		rc = err;
-		act = NULL;     /* already reported per key */
-		goto fail;
-	}
-	for (int i = 0; i < argc && !strcmp(cmd, "show"); i++) {
-		char what[SPIRT_KEY_MAX + 8];
-		if ((rc = spirt_store_get_tensor(txn, argv[i], &t, &pl, 1))) {
+		return rc;
+	rc = fn(txn, argc, argv, act);
+	spirt_txn_abort(txn);
+	return rc;
+}
+
+static int
+ls_txn(struct spirt_txn *txn, int argc, char **argv, const char **act)
+{
+	int err = 0, rc;
+
+	rc = spirt_store_list(txn, argc ? argv[0] : "", ls_one, &err);
+	if (rc)
+		return rc;
+	*act = NULL;            /* bad values were reported one by one */
+	return err;
+}
+
+static int
+show_txn(struct spirt_txn *txn, int argc, char **argv, const char **act)
+{
+	char what[SPIRT_KEY_MAX + 8];
+	const void *pl;
+	int err = 0, rc;
+
+	for (int i = 0; i < argc; i++) {
+		if ((rc = spirt_store_get_tensor(txn, argv[i], &in.t, &pl, 1))) {
 			warnrc(rc, "%s", argv[i]);
 			err = err ? err : rc;
 			continue;
 		}
 		snprintf(what, sizeof what, "key=%s", argv[i]);
-		describe(what, &t, pl);
+		describe(what, &in.t, pl);
 	}
-	if (!strcmp(cmd, "show")) {
-		rc = err;
-		act = NULL;
-		goto fail;
-	}
-	key = act = argv[0];
-	if ((rc = spirt_store_get_tensor(txn, key, &t, &pl, 1)))
-		goto fail;
-	if (!strcmp(cmd, "get")) {
-		const void *rec;
-		fd = tofd(NULL, o.force, &pub);
-		if ((rc = spirt_store_get(txn, key, &rec, &len)) ||
-		    (rc = spirt_writeall(fd, rec, len)))
-			act = "stdout";
-		goto fail;
-	}
-	/* export */
-	fd = tofd(argc > 1 ? argv[1] : NULL, o.force, &pub);
-	act = argc > 1 ? argv[1] : "stdout";
-	if ((rc = spirt_npy_header(hdr, sizeof hdr, &len, &t)) ||
-	    (rc = spirt_writeall(fd, hdr, len)) ||
-	    (rc = spirt_writeall(fd, pl, t.nbytes)))
-		goto fail;
-	if (pub.fd >= 0)
-		rc = spirt_publish_commit(&pub);
+	*act = NULL;
+	return err;
+}
 
-fail:
-	if (pub.fd >= 0)
-		spirt_publish_abort(&pub);
-	spirt_txn_abort(txn);
+static int
+get_txn(struct spirt_txn *txn, int argc, char **argv, const char **act)
+{
+	const void *rec, *pl;
+	size_t len;
+	int rc;
+
+	(void)argc;
+	*act = argv[0];
+	if ((rc = spirt_store_get_tensor(txn, argv[0], &in.t, &pl, 1)) ||
+	    (rc = spirt_store_get(txn, argv[0], &rec, &len)))
+		return rc;
+	if (!o.force && isterm(1))
+		die(SPIRT_EX_USAGE, "stdout is a terminal; use -f to force");
+	*act = "stdout";
+	return spirt_writeall(1, rec, len);
+}
+
+/* export: a .npy file, published atomically, or stdout */
+static int
+export_txn(struct spirt_txn *txn, int argc, char **argv, const char **act)
+{
+	struct spirt_publish pub = { -1, NULL, NULL };
+	const char *file = argc > 1 && strcmp(argv[1], "-") ? argv[1] : NULL;
+	const void *pl;
+	char hdr[512];
+	size_t len;
+	int fd = 1, rc;
+
+	*act = argv[0];
+	if ((rc = spirt_store_get_tensor(txn, argv[0], &in.t, &pl, 1)))
+		return rc;
+	if (file && (rc = spirt_publish_open(&pub, file, 0644)))
+		dierc(rc == EEXIST ? EEXIST : EROFS, "create %s", file);
+	if (file)
+		fd = pub.fd;
+	else if (!o.force && isterm(1))
+		die(SPIRT_EX_USAGE, "stdout is a terminal; use -f to force");
+	*act = file ? file : "stdout";
+	if ((rc = spirt_npy_header(hdr, sizeof hdr, &len, &in.t)) ||
+	    (rc = spirt_writeall(fd, hdr, len)) ||
+	    (rc = spirt_writeall(fd, pl, in.t.nbytes))) {
+		if (file)
+			spirt_publish_abort(&pub);
+		return rc;
+	}
+	return file ? spirt_publish_commit(&pub) : 0;
+}
+
+static int ls_run(struct spirt_store *s, int c, char **v, const char **a)
+{ return read_run(s, c, v, a, ls_txn); }
+static int show_run(struct spirt_store *s, int c, char **v, const char **a)
+{ return read_run(s, c, v, a, show_txn); }
+static int get_run(struct spirt_store *s, int c, char **v, const char **a)
+{ return read_run(s, c, v, a, get_txn); }
+static int export_run(struct spirt_store *s, int c, char **v, const char **a)
+{ return read_run(s, c, v, a, export_txn); }
+
+#define ANY 1000
+#define NOSTORE 0x100
+
+static const struct cmd {
+	const char *name;
+	int min, max;           /* operands */
+	int keys;               /* how many leading operands are keys */
+	unsigned open;          /* spirt_store_open flags, or NOSTORE */
+	int (*prep)(int, char **, const char **);
+	int (*run)(struct spirt_store *, int, char **, const char **);
+} cmds[] = {
+	{ "export", 1, 2, 1, SPIRT_STORE_RDONLY, NULL, export_run },
+	{ "get", 1, 1, 1, SPIRT_STORE_RDONLY, NULL, get_run },
+	{ "import", 2, 2, 1, SPIRT_STORE_CREATE, import_prep, put_run },
+	{ "inspect", 0, ANY, 0, NOSTORE, NULL, NULL },
+	{ "ls", 0, 1, 0, SPIRT_STORE_RDONLY, NULL, ls_run },
+	{ "put", 1, 2, 1, SPIRT_STORE_CREATE, put_prep, put_run },
+	{ "rm", 1, ANY, ANY, 0, NULL, rm_run },
+	{ "show", 1, ANY, ANY, SPIRT_STORE_RDONLY, NULL, show_run },
+	{ "stat", 0, 0, 0, SPIRT_STORE_RDONLY, NULL, stat_run },
+};
+
+int
+main(int argc, char **argv)
+{
+	const struct cmd *c = NULL;
+	struct spirt_store *s = NULL;
+	const char *act = "";
+	int rc = 0;
+
+	progname = "spirt-store";
+	checkfds();
+
+	/* options before and after the command */
+	options(argc, argv);
+	argc -= optind;
+	argv += optind;
+	for (size_t i = 0; argc > 0 && i < sizeof cmds / sizeof *cmds; i++)
+		if (!strcmp(argv[0], cmds[i].name))
+			c = &cmds[i];
+	if (!c)
+		usage(1);
+	optind = 1;
+	options(argc, argv);
+	argc -= optind;
+	argv += optind;
+	if (argc < c->min || argc > c->max)
+		usage(1);
+	for (int i = 0; i < argc && i < c->keys; i++)
+		if (spirt_key_check(argv[i]))
+			die(SPIRT_EX_USAGE, "invalid key \"%s\"", argv[i]);
+	o.store = opt_env(o.store, "SPIRT_STORE", "spirt.db");
+
+	if (c->open == NOSTORE) {       /* inspect: record streams */
+		int err = 0;
+		for (int i = 0; i < (argc ? argc : 1); i++)
+			if ((rc = inspect(argc ? argv[i] : "-")) && !err)
+				err = rc;       /* reported; go on with the rest */
+		return fshut_stdout(spirt_exit(err));
+	}
+	/* read inputs before touching the store: nothing half-written */
+	if (c->prep && (rc = c->prep(argc, argv, &act)))
+		goto out;
+	act = o.store;
+	if ((rc = spirt_store_open(&s, o.store, c->open)))
+		goto out;
+	rc = c->run(s, argc, argv, &act);
+
+out:
 	spirt_store_close(s);
-	free(buf);
+	free(in.buf);
 	if (rc && act)
 		warnrc(rc, "%s", act);
 	if (rc == EPIPE)

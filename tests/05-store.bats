@@ -369,3 +369,15 @@ teardown() {
 	    "spirt-store: $SPIRT_STORE: bad value of SPIRT_SYNC, SPIRT_MAPSIZE or SPIRT_MAPSIZE_MAX"
 	SPIRT_MAPSIZE=12x run -64 spirt-store ls
 }
+
+@test "rm on a missing store is 66 and creates nothing; inspect goes on after a bad file" {
+	run -66 --separate-stderr spirt-store -s none.db rm k
+	assert_equal "$stderr" 'spirt-store: none.db: No such file or directory'
+	[ ! -e none.db ]
+	seed_store
+	head -c 30 a.rec > cut.rec
+	run -65 --separate-stderr spirt-store inspect cut.rec a.rec
+	assert_equal "$stderr" 'spirt-store: cut.rec: record 0: truncated record'
+	assert_line 'record=0'
+	assert_line 'shape=3x4'
+}
