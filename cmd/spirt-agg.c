@@ -133,6 +133,7 @@ serve(struct spirt_store *s)
 	double t0;
 	int rc, code, worst = 0;
 
+	spirt_serve_catch_signals();
 	while ((rc = spirt_serve_next(stdin, &o.a.step, line, sizeof line,
 	    SPIRT_NOSTEP - 1)) != SPIRT_EOF) {
 		if (rc == SPIRT_EINVAL || rc == ERANGE) {

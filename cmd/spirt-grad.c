@@ -15,6 +15,7 @@
 #include "parse.h"
 #include "store.h"
 #include "tensor.h"
+#include "serve.h"
 #include "tool.h"
 
 #define USAGE \
@@ -168,31 +169,6 @@ fail:
 	return rc;
 }
 
-static volatile sig_atomic_t stop;
-
-static void
-onsignal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
-
-/*
- * SIGINT and SIGTERM end warm mode after the current invocation: no
- * SA_RESTART, so a wait for the next line on stdin returns at once.
- */
-static void
-catch_signals(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = onsignal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-}
-
 /* Warm mode: one invocation per "step [worker]" line; ack on stdout. */
 static int
 serve(struct spirt_grad_ctx *c, struct spirt_store *s,
@@ -204,8 +180,9 @@ serve(struct spirt_grad_ctx *c, struct spirt_store *s,
 	int rc, code, worst = 0;
 	uint32_t w0 = job->worker;
 
-	catch_signals();
-	while (!stop && fgets(line, sizeof line, stdin) != NULL) {
+	spirt_serve_catch_signals();
+	while (!spirt_serve_stopped() &&
+	    fgets(line, sizeof line, stdin) != NULL) {
 		line[strcspn(line, "\n")] = '\0';
 		if ((w = strchr(line, ' ')) != NULL)
 			*w++ = '\0';

@@ -28,4 +28,14 @@
 SPIRT_MUST_CHECK int spirt_serve_next(FILE *f, uint64_t *step, char *buf,
     size_t cap, uint64_t max) SPIRT_NONNULL(1, 2, 3);
 
+/*
+ * For the tools' warm loops: SIGINT and SIGTERM set a flag instead of
+ * killing the process, so the invocation under way finishes (committed and
+ * acknowledged) and the loop then ends.  No SA_RESTART: a wait for the next
+ * line returns at once, and spirt_serve_next() then says SPIRT_EOF.
+ */
+void spirt_serve_catch_signals(void);
+/* 1 once SIGINT or SIGTERM arrived (after spirt_serve_catch_signals). */
+int spirt_serve_stopped(void);
+
 #endif

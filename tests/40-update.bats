@@ -381,3 +381,23 @@ hlen, = struct.unpack('<I', f[8:12]); plen, = struct.unpack('<Q', f[48:56])
 open('st.rec', 'wb').write(f[hlen + plen + 16:])
 r = get('st.rec'); assert (r['name'], r['step'], r['count']) == ('adam', 3, 3)"
 }
+
+@test "warm agg and update end cleanly on SIGTERM between steps (exit 0)" {
+	"$PYTHON" -c 'import numpy as np; np.save("z.npy", np.zeros(3, "f4"))'
+	spirt-store import z z.npy      # a store to serve
+	for tool in spirt-agg spirt-update; do
+		mkfifo "in.$tool"
+		case $tool in
+		spirt-agg) spirt-agg -q --serve <>"in.$tool" > "out.$tool" & ;;
+		*) spirt-update -q -m m --serve <>"in.$tool" > "out.$tool" & ;;
+		esac
+		pid=$!
+		sleep 0.3
+		kill -0 "$pid"          # still waiting for a step
+		kill -TERM "$pid"
+		rc=0
+		wait "$pid" || rc=$?
+		# 0, not 143: it ended by itself, it was not killed
+		[ "$rc" -eq 0 ] || fail "$tool: exit $rc after SIGTERM"
+	done
+}
