@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "parse.h"
 #include "store.h"
 #include "tensor.h"
 
@@ -320,7 +321,7 @@ rreply(size_t *len)
 		*len = 0;
 		return NULL;
 	}
-	n = atol(rbuf + rpos + 1);
+	n = strtol(rbuf + rpos + 1, NULL, 10);   /* RESP bulk length */
 	rpos = (size_t)(e - rbuf) + 1;
 	rfill((size_t)n + 2);
 	*len = (size_t)n;
@@ -489,8 +490,15 @@ main(int argc, char **argv)
 	unsigned *lim = malloc(10000000 * sizeof *lim);
 
 	while ((c = getopt(argc, argv, "p:")) != -1)
-		if (c == 'p')
-			port = atoi(optarg);
+		if (c == 'p') {
+			int64_t v;
+			if (spirt_parse_i64(&v, optarg, 1, 65535)) {
+				fprintf(stderr, "agg_bench: bad port \"%s\"\n",
+				    optarg);
+				return 64;
+			}
+			port = (int)v;
+		}
 	snprintf(dir, sizeof dir, "%s/agg_bench.%d.db", tmp, (int)getpid());
 	setenv("SPIRT_MAPSIZE", "8589934592", 1);
 	srand(1);

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "parse.h"
 #include "blas.h"
 #include "model.h"
 
@@ -156,12 +157,19 @@ exec_bench(int n, char **cmd)
 int
 main(int argc, char **argv)
 {
+	int64_t n = 200;
 	int reps;
 
-	if (argc > 3 && strcmp(argv[1], "--exec") == 0)
-		return exec_bench(atoi(argv[2]) > 0 ? atoi(argv[2]) : 1,
-		    argv + 3);
-	reps = argc > 1 ? atoi(argv[1]) : 200;
+	if (argc > 3 && strcmp(argv[1], "--exec") == 0) {
+		if (spirt_parse_i64(&n, argv[2], 1, 1000000))
+			n = 1;
+		return exec_bench((int)n, argv + 3);
+	}
+	if (argc > 1 && spirt_parse_i64(&n, argv[1], 1, 1000000)) {
+		fprintf(stderr, "grad_bench: bad repetitions \"%s\"\n", argv[1]);
+		return 64;
+	}
+	reps = (int)n;
 
 	if (reps < 3)
 		reps = 3;
