@@ -40,19 +40,6 @@ usage(int code)
 	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
 }
 
-static _Noreturn void
-version(void)
-{
-	printf("%s %s\n", progname, SPIRT_VERSION);
-	if (spirt_blas_init(1) == 0)
-		printf("OpenBLAS core %s (%s): %s\n", spirt_blas_corename(),
-		    spirt_blas_source_name(), spirt_blas_config());
-	else
-		printf("OpenBLAS not loaded (%s): reference kernels\n",
-		    spirt_blas_error());
-	exit(fshut_stdout(0));
-}
-
 int
 main(int argc, char **argv)
 {
@@ -80,7 +67,7 @@ main(int argc, char **argv)
 	const char *params = NULL;
 	uint64_t t = 0, fstep = 0;
 	size_t k;
-	int ch, rc, n;
+	int ch, rc;
 
 	progname = "spirt-eval";
 	checkfds();
@@ -98,7 +85,7 @@ main(int argc, char **argv)
 		case 'q': spirt_quiet = 1; break;
 		case 's': store = optarg; break;
 		case 't': step = optarg; break;
-		case 'V': version();
+		case 'V': print_version_blas();
 		case 'v': spirt_verbose++; break;
 		default: usage(1);
 		}
@@ -115,15 +102,7 @@ main(int argc, char **argv)
 	ds = opt_env(ds, "SPIRT_DATASET_TEST", "test");
 	store = store ? store : spirt_store_default();
 
-	n = (int)eparse_i64("-j", opt_env(threads, "SPIRT_THREADS", "1"), 1,
-	    1024);
-	if (spirt_blas_init(n) != 0)
-		warning("OpenBLAS: %s: using the slow reference kernels",
-		    spirt_blas_error());
-	else if (spirt_verbose)
-		info("OpenBLAS core %s (%s), %d thread%s",
-		    spirt_blas_corename(), spirt_blas_source_name(), n,
-		    n == 1 ? "" : "s");
+	blas_setup(threads);
 	if ((rc = spirt_grad_ctx_new(&c, 0)) != 0)
 		dierc(rc, "context");
 

@@ -2,11 +2,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "blas.h"
@@ -60,35 +58,6 @@ usage(int code)
 	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
 }
 
-/* Load OpenBLAS with the fast core; the naive kernels if it is missing. */
-static void
-blas_setup(const char *threads)
-{
-	int n = (int)eparse_i64("-j", opt_env(threads, "SPIRT_THREADS", "1"),
-	    1, 1024);
-
-	if (spirt_blas_init(n) != 0)
-		warning("OpenBLAS: %s: using the slow reference kernels",
-		    spirt_blas_error());
-	else if (spirt_verbose)
-		info("OpenBLAS core %s (%s), %d thread%s",
-		    spirt_blas_corename(), spirt_blas_source_name(), n,
-		    n == 1 ? "" : "s");
-}
-
-static _Noreturn void
-version(void)
-{
-	printf("%s %s\n", progname, SPIRT_VERSION);
-	if (spirt_blas_init(1) == 0)
-		printf("OpenBLAS core %s (%s): %s\n", spirt_blas_corename(),
-		    spirt_blas_source_name(), spirt_blas_config());
-	else
-		printf("OpenBLAS not loaded (%s): reference kernels\n",
-		    spirt_blas_error());
-	exit(fshut_stdout(0));
-}
-
 struct put {
 	const char *key;
 	struct spirt_tensor *hdr;
@@ -103,15 +72,6 @@ put_fn(struct spirt_txn *txn, void *arg)
 	return spirt_store_put_tensor(txn, p->key, p->hdr, p->grad, 0);
 }
 
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* One invocation: compute job's gradient, write it; returns a lib code. */
 static int
 invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
@@ -122,7 +82,7 @@ invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
 	struct put p = { NULL, hdr, NULL };
 	char key[SPIRT_KEY_MAX + 1];
 	const char *act = "begin read transaction";
-	double t0 = now();
+	double t0 = spirt_clock();
 	int rc, fd;
 
 	txn = NULL;
@@ -159,7 +119,7 @@ invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
 	if (spirt_verbose)
 		info("step %" PRIu64 " worker %" PRIu32 ": %" PRIu64 " samples,"
 		    " loss %.6g, %.3f ms", job->step, job->worker, hdr->samples,
-		    hdr->loss, 1e3 * (now() - t0));
+		    hdr->loss, 1e3 * (spirt_clock() - t0));
 	return 0;
 fail:
 	if (*spirt_grad_where(c) != '\0')
@@ -267,7 +227,7 @@ main(int argc, char **argv)
 		case 'S': o.seed = optarg; break;
 		case 's': o.store = optarg; break;
 		case 't': o.step = optarg; break;
-		case 'V': version();
+		case 'V': print_version_blas();
 		case 'v': spirt_verbose++; break;
 		case 'w': o.worker = optarg; break;
 		default: usage(1);

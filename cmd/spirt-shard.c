@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "data.h"
@@ -132,15 +131,6 @@ options(int argc, char **argv)
 		}
 }
 
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* per-shard sample counts and class histograms, then the assignment */
 static int
 print_stats(struct spirt_store *s)
@@ -217,7 +207,7 @@ main(int argc, char **argv)
 	const char *act = "open", *loc;
 	char msg[512];
 	uint64_t rev;
-	double t0 = now(), t1 = t0;
+	double t0 = spirt_clock(), t1 = t0;
 	int rc;
 
 	progname = "spirt-shard";
@@ -252,7 +242,7 @@ main(int argc, char **argv)
 			rc = SPIRT_EINVAL;
 			goto out;
 		}
-		t1 = now();
+		t1 = spirt_clock();
 		if (spirt_verbose)
 			info("read %zu samples, %zu features, %ld classes "
 			    "in %.3f s", ds.n, ds.feat, (long)ds.nclasses,
@@ -265,7 +255,7 @@ main(int argc, char **argv)
 			warnrc(rc, "%s", o.out);
 		else if (spirt_verbose)
 			info("wrote %zu shards to %s in %.3f s", o.nshards,
-			    o.out, now() - t1);
+			    o.out, spirt_clock() - t1);
 		goto out;
 	}
 
@@ -279,8 +269,8 @@ main(int argc, char **argv)
 			goto fail;
 		if (spirt_verbose)
 			info("wrote %zu shards of data/%s/ in %.3f s "
-			    "(%.3f s in all)", o.nshards, o.name, now() - t1,
-			    now() - t0);
+			    "(%.3f s in all)", o.nshards, o.name, spirt_clock() - t1,
+			    spirt_clock() - t0);
 	} else if (o.ndead) {
 		act = "rebalance";
 		rc = spirt_data_rebalance(s, o.name, o.dead, o.ndead, &rev);

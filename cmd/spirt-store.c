@@ -157,7 +157,7 @@ inspect(const char *path)
 	unsigned long n = 0;
 
 	if (strcmp(path, "-") && (fd = open(path, O_RDONLY)) < 0) {
-		warn_("open %s:", path);
+		warnx_("open %s:", path);
 		return errno;
 	}
 	while ((rc = spirt_tensor_read(fd, &t, &pl, 0)) == 0) {

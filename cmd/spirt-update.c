@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "serve.h"
 #include "store.h"
 #include "tool.h"
@@ -64,15 +64,6 @@ usage(int code)
 	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
 }
 
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static int
 instore(struct spirt_txn *txn, void *arg)
 {
@@ -110,7 +101,8 @@ timings(double t0)
 		    (unsigned long long)o.u.step + 1,
 		    spirt_optim_name(o.u.op.kind),
 		    spirt_optim_lr(&o.u.op, o.u.step),
-		    (unsigned long long)o.u.k + 1, o.u.work_ms, now_ms() - t0);
+		    (unsigned long long)o.u.k + 1, o.u.work_ms,
+		    1e3 * spirt_clock() - t0);
 }
 
 /*
@@ -294,7 +286,7 @@ main(int argc, char **argv)
 	struct spirt_store *s = NULL;
 	struct spirt_txn *txn = NULL;
 	const char *act = "open store";
-	double t0 = now_ms();
+	double t0 = 1e3 * spirt_clock();
 	int rc, code = -1;
 
 	progname = "spirt-update";

@@ -8,19 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "aggstore.h"
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* the message for a failure with code rc; returns rc */
 static int __attribute__((format(printf, 3, 4)))
@@ -295,7 +286,7 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 	unsigned char *dst;
 	float *out;
 	size_t len;
-	double t0 = now_ms();
+	double t0 = 1e3 * spirt_clock();
 	int rc;
 
 	spirt_aggset_reset(s);
@@ -330,6 +321,6 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 	spirt_tensor_pack_trailer(dst + s->hdr.hdrlen + s->hdr.nbytes,
 	    &s->hdr, dst + s->hdr.hdrlen);
 	rc = putexcluded(s, txn);
-	s->work_ms = now_ms() - t0;
+	s->work_ms = 1e3 * spirt_clock() - t0;
 	return rc;
 }

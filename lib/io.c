@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io.h"
@@ -194,4 +195,13 @@ spirt_publish_abort(struct spirt_publish *p)
 	free(p->tmp);
 	p->path = p->tmp = NULL;
 	p->fd = -1;
+}
+
+double
+spirt_clock(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

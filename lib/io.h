@@ -35,6 +35,9 @@ SPIRT_MUST_CHECK int spirt_publish_open(struct spirt_publish *p,
 SPIRT_MUST_CHECK int spirt_publish_commit(struct spirt_publish *p);
 void spirt_publish_abort(struct spirt_publish *p);
 
+/* Seconds on the monotonic clock, for timings. */
+double spirt_clock(void);
+
 /* fsync the directory containing path (0 or errno). */
 SPIRT_MUST_CHECK int spirt_fsync_dir(const char *path);
 

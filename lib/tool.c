@@ -42,16 +42,6 @@ warnx_(const char *fmt, ...)
 }
 
 void
-warn_(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg("", NULL, fmt, ap);
-	va_end(ap);
-}
-
-void
 warnrc(int rc, const char *fmt, ...)
 {
 	va_list ap;
@@ -127,16 +117,6 @@ ecalloc(size_t n, size_t m)
 	return p;
 }
 
-char *
-estrdup(const char *s)
-{
-	char *p = strdup(s);
-
-	if (!p)
-		die(SPIRT_EX_OSERR, "strdup:");
-	return p;
-}
-
 static _Noreturn void
 badopt(const char *opt, const char *s, int rc)
 {
@@ -171,28 +151,6 @@ eparse_double(const char *opt, const char *s, double min, double max)
 {
 	double v;
 	int rc = spirt_parse_double(&v, s, min, max);
-
-	if (rc)
-		badopt(opt, s, rc);
-	return v;
-}
-
-uint64_t
-eparse_size(const char *opt, const char *s, uint64_t min, uint64_t max)
-{
-	uint64_t v;
-	int rc = spirt_parse_size(&v, s, min, max);
-
-	if (rc)
-		badopt(opt, s, rc);
-	return v;
-}
-
-double
-eparse_duration(const char *opt, const char *s, double min, double max)
-{
-	double v;
-	int rc = spirt_parse_duration(&v, s, min, max);
 
 	if (rc)
 		badopt(opt, s, rc);
@@ -241,7 +199,7 @@ fshut_stdout(int code)
 	if (bad) {
 		/* EPIPE: the reader went away; quiet, still an I/O error */
 		if (errno != EPIPE)
-			warn_("stdout:");
+			warnx_("stdout:");
 		return code ? code : SPIRT_EX_IOERR;
 	}
 	return code;

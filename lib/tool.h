@@ -18,7 +18,6 @@ extern int spirt_verbose;       /* -v: count */
  * ": spirt_strerror(rc)".
  */
 void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void warn_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warnrc(int rc, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -32,17 +31,12 @@ _Noreturn void dierc(int rc, const char *fmt, ...)
 
 void *emalloc(size_t n);
 void *ecalloc(size_t n, size_t m);
-char *estrdup(const char *s);
 
 /* Option parsing: die with 64 and a message naming the option on error. */
 int64_t eparse_i64(const char *opt, const char *s, int64_t min, int64_t max);
 uint64_t eparse_u64(const char *opt, const char *s, uint64_t min,
     uint64_t max);
 double eparse_double(const char *opt, const char *s, double min, double max);
-uint64_t eparse_size(const char *opt, const char *s, uint64_t min,
-    uint64_t max);
-double eparse_duration(const char *opt, const char *s, double min,
-    double max);
 
 /* Option if set, else $env if set and non-empty, else def. */
 const char *opt_env(const char *opt, const char *env, const char *def);
@@ -61,5 +55,11 @@ int fshut_stdout(int code);
 
 /* Print "prog VERSION" to stdout and exit 0. */
 _Noreturn void print_version(void);
+
+/* lib/toolblas.c, for the tools that compute: */
+/* Load OpenBLAS with -j/$SPIRT_THREADS threads; warn if it is missing. */
+void blas_setup(const char *threads);
+/* print_version() plus the OpenBLAS core line, then exit 0. */
+_Noreturn void print_version_blas(void);
 
 #endif

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <lmdb.h>
@@ -17,15 +16,6 @@
 #include "update.h"
 
 #define MAXDEL 4096     /* old versions removed by one --keep */
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* the message of a failure */
 static void __attribute__((format(printf, 2, 3)))
@@ -182,7 +172,7 @@ spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 	void *own[5] = { NULL };
 	uint64_t t = u->step, dims[2];
 	size_t len;
-	double t0 = now_ms();
+	double t0 = 1e3 * spirt_clock();
 	int rc;
 
 	u->done = 0;
@@ -341,7 +331,7 @@ spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 	}
 	if ((rc = prune(u, txn, t + 1)))
 		goto fail;
-	u->work_ms = now_ms() - t0;
+	u->work_ms = 1e3 * spirt_clock() - t0;
 fail:
 	for (int i = 0; i < 5; i++)
 		free(own[i]);
@@ -450,7 +440,7 @@ spirt_update_file_step(struct spirt_update *u, const char *params,
 	const char *mname = strcmp(params, "-") ? params : "stdin";
 	unsigned ns = spirt_optim_nstate(u->op.kind);
 	uint64_t dims[2], t;
-	double t0 = now_ms();
+	double t0 = 1e3 * spirt_clock();
 	int rc, fd = 1;
 
 	if ((rc = readparams(u, params, &mt, &mpl, &st, &spl)))
@@ -531,7 +521,7 @@ spirt_update_file_step(struct spirt_update *u, const char *params,
 	u->step = t;
 	mt.step = t + 1;
 	mt.count = 0;
-	u->work_ms = now_ms() - t0;
+	u->work_ms = 1e3 * spirt_clock() - t0;
 	if (strcmp(out, "-") != 0) {
 		if ((rc = spirt_publish_open(&pub, out, 0644))) {
 			tellrc(u, rc, "%s", out);

@@ -3,40 +3,12 @@
 
 load helper
 
-# Python prelude: rec() writes a spirt record (spirt-tensor(5), checksums by
-# libxxhash through ctypes), get() reads records back.
-PRELUDE='
-import ctypes, struct, sys
-import numpy as np
-X = ctypes.CDLL("libxxhash.so.0")
-X.XXH3_64bits_withSeed.restype = ctypes.c_uint64
-X.XXH3_64bits_withSeed.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
-                                   ctypes.c_uint64]
-DT = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int64": 5}
-ND = {1: "<f4", 2: "<f8", 3: "<i4", 4: "u1", 5: "<i8"}
+# Python prelude: rec() makes a gradient record, get() reads one back
+PRELUDE="$PYREC"'
 def rec(a, name="m:8", step=3, origin=None, samples=8, loss=1.0):
-    a = np.ascontiguousarray(a, dtype=np.float32)
-    nb = name.encode(); pad = (len(nb) + 7) // 8 * 8
-    H = 56 + 8 * a.ndim + pad + 8
-    h = struct.pack("<4sHBBIHHQQdIIQ", b"SPRT", 1, DT[a.dtype.name],
-        a.ndim, H, len(nb), 0, 2**64 - 1 if step is None else step,
-        samples, loss, 2**32 - 1 if origin is None else origin, 0, a.nbytes)
-    h += struct.pack("<%dQ" % a.ndim, *a.shape) + nb.ljust(pad, b"\0")
-    hs = X.XXH3_64bits_withSeed(h, len(h), 0)
-    h += struct.pack("<Q", hs); p = a.tobytes()
-    return h + p + b"SPRE\0\0\0\0" + struct.pack("<Q",
-        X.XXH3_64bits_withSeed(p, len(p), hs))
-def out(*r):
-    for x in r: sys.stdout.buffer.write(x)
-def get(path):
-    f = open(path, "rb"); fixed = f.read(56)
-    (_, _, dt, rank, hlen, nlen, _, step, samples, loss, origin, count,
-     plen) = struct.unpack("<4sHBBIHHQQdIIQ", fixed)
-    rest = f.read(hlen - 56)
-    dims = struct.unpack("<%dQ" % rank, rest[:8 * rank])
-    a = np.frombuffer(f.read(plen), ND[dt]).reshape(dims)
-    return dict(a=a, step=step, samples=samples, loss=loss, count=count,
-                name=rest[8 * rank:8 * rank + nlen].decode())
+    return st.encode(np.asarray(a, dtype=np.float32), name=name, step=step,
+                     origin=origin, samples=samples, loss=loss)
+get = load
 G = np.random.default_rng(7).standard_normal((16, 8)).astype(np.float32)
 '
 

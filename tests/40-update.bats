@@ -3,39 +3,15 @@
 
 load helper
 
-# Python prelude: rec() writes a spirt record (spirt-tensor(5), checksums by
-# libxxhash through ctypes), get() reads one back.
-PRELUDE='
-import ctypes, struct, sys
-import numpy as np
-X = ctypes.CDLL("libxxhash.so.0")
-X.XXH3_64bits_withSeed.restype = ctypes.c_uint64
-X.XXH3_64bits_withSeed.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
-                                   ctypes.c_uint64]
-ND = {1: "<f4", 2: "<f8", 3: "<i4", 4: "u1", 5: "<i8"}
+# Python prelude: rec() makes a record, get() reads one back (as float64)
+PRELUDE="$PYREC"'
 def rec(a, name="m:6", step=0, origin=None, samples=0, loss=float("nan")):
-    a = np.ascontiguousarray(a, dtype=np.float32)
-    nb = name.encode(); pad = (len(nb) + 7) // 8 * 8
-    H = 56 + 8 * a.ndim + pad + 8
-    h = struct.pack("<4sHBBIHHQQdIIQ", b"SPRT", 1, 1, a.ndim, H, len(nb),
-        0, 2**64 - 1 if step is None else step, samples, loss,
-        2**32 - 1 if origin is None else origin, 0, a.nbytes)
-    h += struct.pack("<%dQ" % a.ndim, *a.shape) + nb.ljust(pad, b"\0")
-    hs = X.XXH3_64bits_withSeed(h, len(h), 0)
-    h += struct.pack("<Q", hs); p = a.tobytes()
-    return h + p + b"SPRE\0\0\0\0" + struct.pack("<Q",
-        X.XXH3_64bits_withSeed(p, len(p), hs))
-def out(*r):
-    for x in r: sys.stdout.buffer.write(x)
+    return st.encode(np.asarray(a, dtype=np.float32), name=name, step=step,
+                     origin=origin, samples=samples, loss=loss)
 def get(path):
-    f = open(path, "rb"); fixed = f.read(56)
-    (_, _, dt, rank, hlen, nlen, _, step, samples, loss, origin, count,
-     plen) = struct.unpack("<4sHBBIHHQQdIIQ", fixed)
-    rest = f.read(hlen - 56)
-    dims = struct.unpack("<%dQ" % rank, rest[:8 * rank])
-    a = np.frombuffer(f.read(plen), ND[dt]).reshape(dims)
-    return dict(a=a.astype(np.float64), step=step, count=count,
-                name=rest[8 * rank:8 * rank + nlen].decode())
+    r = load(path)
+    r["a"] = r["a"].astype(np.float64)
+    return r
 T0 = np.array([1, -2, 0.5, 3, -1, 0.25])
 G = [np.array([0.5, -1, 2, 0.25, -0.5, 1]),
      np.array([-0.25, 0.5, 1, -2, 0.75, 0.1])]
@@ -376,10 +352,8 @@ import os; assert os.path.getsize('s1.rec') == os.path.getsize('m0.rec')"
 r = get('m.rec'); assert r['step'] == 3 and r['name'] == 'mlp:4-5-3'"
 	# the second record is Adam's state after three steps
 	py "
-f = open('m.rec', 'rb').read()
-hlen, = struct.unpack('<I', f[8:12]); plen, = struct.unpack('<Q', f[48:56])
-open('st.rec', 'wb').write(f[hlen + plen + 16:])
-r = get('st.rec'); assert (r['name'], r['step'], r['count']) == ('adam', 3, 3)"
+r = list(st.read_records(open('m.rec', 'rb')))[1]
+assert (r.name, r.step, r.count) == ('adam', 3, 3)"
 }
 
 @test "warm agg and update end cleanly on SIGTERM between steps (exit 0)" {

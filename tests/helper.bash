@@ -12,6 +12,22 @@ DATA="$SPIRT_ROOT/tests/data"
 FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
 export PATH PYTHON
 
+# A Python prelude over the reference record reader and writer,
+# contrib/python/spirt_tensor.py: st.encode() makes a record, out() writes
+# records to stdout, load() reads a file's first record as a dict.
+PYREC="
+import sys
+import numpy as np
+sys.path.insert(0, '$SPIRT_ROOT/contrib/python')
+import spirt_tensor as st
+def out(*r):
+    for x in r: sys.stdout.buffer.write(x)
+def load(path):
+    r = st.read_record(open(path, 'rb'))
+    return dict(a=r.array, step=r.step, samples=r.samples, loss=r.loss,
+                count=r.count, name=r.name)
+"
+
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
 	export SPIRT_STORE="$BATS_TEST_TMPDIR/spirt.db"
