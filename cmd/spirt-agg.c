@@ -123,7 +123,7 @@ serve(struct spirt_store *s)
 	double t0;
 	int rc, code, worst = 0;
 
-	spirt_serve_catch_signals();
+	spirt_serve_init();
 	while ((rc = spirt_serve_next(stdin, &o.a.step, line, sizeof line,
 	    SPIRT_NOSTEP - 1)) != SPIRT_EOF) {
 		if (rc == SPIRT_EINVAL || rc == ERANGE) {

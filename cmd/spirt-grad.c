@@ -140,7 +140,7 @@ serve(struct spirt_grad_ctx *c, struct spirt_store *s,
 	int rc, code, worst = 0;
 	uint32_t w0 = job->worker;
 
-	spirt_serve_catch_signals();
+	spirt_serve_init();
 	while (!spirt_serve_stopped() &&
 	    fgets(line, sizeof line, stdin) != NULL) {
 		line[strcspn(line, "\n")] = '\0';

@@ -118,7 +118,7 @@ serve(struct spirt_store *s)
 	unsigned long long t;
 	int rc, code, worst = 0;
 
-	spirt_serve_catch_signals();
+	spirt_serve_init();
 	while ((rc = spirt_serve_next(stdin, &o.u.step, line, sizeof line,
 	    SPIRT_NOSTEP - 2)) != SPIRT_EOF) {
 		t = o.u.step;

@@ -29,7 +29,7 @@
 #endif
 
 /* o = x; returns non-finite bits of x */
-static uint32_t
+SPIRT_KERNEL uint32_t
 v_copy(float *o, const float *x, size_t n)
 {
 	uint32_t bad = 0;
@@ -54,7 +54,7 @@ v_copy(float *o, const float *x, size_t n)
 }
 
 /* o += x */
-static uint32_t
+SPIRT_KERNEL uint32_t
 v_add(float *o, const float *x, size_t n)
 {
 	uint32_t bad = 0;
@@ -79,7 +79,7 @@ v_add(float *o, const float *x, size_t n)
 }
 
 /* o = c * x (init) or o += c * x */
-static uint32_t
+SPIRT_KERNEL uint32_t
 v_axpy(float *o, float c, const float *x, size_t n, int init)
 {
 	uint32_t bad = 0;
@@ -104,7 +104,7 @@ v_axpy(float *o, float c, const float *x, size_t n, int init)
 }
 
 /* o /= d */
-static void
+SPIRT_KERNEL void
 v_div(float *o, float d, size_t n)
 {
 	size_t j = 0;
@@ -120,7 +120,7 @@ v_div(float *o, float d, size_t n)
 }
 
 /* a, b = min(a, b), max(a, b) elementwise (inputs are finite) */
-static void
+SPIRT_KERNEL void
 v_cmpx(float *a, float *b, size_t n)
 {
 	size_t j = 0;
@@ -154,7 +154,7 @@ v_cmpx(float *a, float *b, size_t n)
 }
 
 /* sum of squares of x, or of x - y when y is not NULL */
-static double
+SPIRT_KERNEL double
 v_sumsq(const float *x, const float *y, size_t n, uint32_t *badp)
 {
 	uint32_t bad = 0;
@@ -401,7 +401,7 @@ markbad(struct spirt_agg_input *in, size_t w, size_t n)
  * One pass: out = mean (or weighted sum when wk->c) of the active inputs.
  * Returns 1 when a non-finite value was met (out then garbage), else 0.
  */
-static int
+SPIRT_CLONES static int
 pass_mean(float *out, struct work *wk, size_t n)
 {
 	size_t j0, i, a = wk->na;
@@ -430,7 +430,7 @@ pass_mean(float *out, struct work *wk, size_t n)
 }
 
 /* One pass: trimmed mean keeping sorted rows [lo, hi), or median. */
-static int
+SPIRT_CLONES static int
 pass_sorted(float *out, struct work *wk, size_t n, size_t lo, size_t hi,
     int median)
 {
@@ -491,7 +491,7 @@ mediand(double *v, size_t n)
 
 /* NORM: exclude inputs whose L2 norm is more than mad * 1.4826 * MAD from
  * the median norm (threshold at least 1e-6 of the median). */
-static int
+SPIRT_CLONES static int
 select_norm(struct spirt_agg_input *in, size_t w, size_t n, double k,
     double *tmp, size_t tile)
 {
@@ -530,7 +530,7 @@ select_norm(struct spirt_agg_input *in, size_t w, size_t n, double k,
 
 /* KRUM/MKRUM: score each finite input by the sum of squared distances to
  * its a - f - 2 nearest finite neighbours; keep the m lowest. */
-static int
+SPIRT_CLONES static int
 select_krum(struct spirt_agg_input *in, size_t w, size_t n,
     const struct spirt_agg_params *p, struct work *wk)
 {

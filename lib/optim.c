@@ -136,7 +136,7 @@ spirt_optim_lr(const struct spirt_optim *o, uint64_t t)
 
 /* ---- kernels: each returns the OR of non-finite bits of g and theta' */
 
-static uint32_t
+SPIRT_CLONES static uint32_t
 k_sgd(float *th1, const float *th, const float *g, size_t n, float lr,
     float wd)
 {
@@ -166,7 +166,7 @@ k_sgd(float *th1, const float *th, const float *g, size_t n, float lr,
 	return bad;
 }
 
-static uint32_t
+SPIRT_CLONES static uint32_t
 k_momentum(float *th1, float *v1, const float *th, const float *v,
     const float *g, size_t n, float lr, float wd, float mu, int nesterov)
 {
@@ -203,7 +203,7 @@ k_momentum(float *th1, float *v1, const float *th, const float *v,
 }
 
 /* wd: coupled weight decay (adam); dwd: lr * wd decoupled (adamw) */
-static uint32_t
+SPIRT_CLONES static uint32_t
 k_adam(float *th1, float *m1, float *v1, const float *th, const float *m,
     const float *v, const float *g, size_t n, float a, float bc2, float b1,
     float b2, float eps, float wd, float dwd)

@@ -29,13 +29,15 @@ SPIRT_MUST_CHECK int spirt_serve_next(FILE *f, uint64_t *step, char *buf,
     size_t cap, uint64_t max) SPIRT_NONNULL(1, 2, 3);
 
 /*
- * For the tools' warm loops: SIGINT and SIGTERM set a flag instead of
+ * Set up a tool's warm loop.  Freed memory stays with the process (glibc's
+ * mmap and trim thresholds raised), since every invocation allocates the
+ * same large blocks again.  SIGINT and SIGTERM set a flag instead of
  * killing the process, so the invocation under way finishes (committed and
  * acknowledged) and the loop then ends.  No SA_RESTART: a wait for the next
  * line returns at once, and spirt_serve_next() then says SPIRT_EOF.
  */
-void spirt_serve_catch_signals(void);
-/* 1 once SIGINT or SIGTERM arrived (after spirt_serve_catch_signals). */
+void spirt_serve_init(void);
+/* 1 once SIGINT or SIGTERM arrived (after spirt_serve_init). */
 int spirt_serve_stopped(void);
 
 #endif

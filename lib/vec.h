@@ -14,6 +14,31 @@
 #define EXPONE  0x00800000u
 #define BADBIT  0x80000000u
 
+/*
+ * SPIRT_CLONES on a hot loop compiles it also for AVX2 and AVX-512, and the
+ * loader picks the best the CPU has (an ifunc, as for
+ * spirt_count_nonfinite_f32).  Even with the same 4-lane vectors this
+ * matters: the legacy-SSE encoding of the default x86-64 build ran the
+ * mean of 4 gradients at half the speed of the VEX encoding on the project's
+ * machine (bench/train, docs/performance.md).  The helpers a clone calls
+ * must be inlined into it (SPIRT_KERNEL) to be compiled for its target.
+ * Results do not depend on the clone: lane-wise operations only, and ISO C
+ * mode (-std=c11) keeps a * b + c from being contracted into an FMA.
+ */
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define SPIRT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef SPIRT_CLONES
+#define SPIRT_CLONES
+#endif
+#if defined(__GNUC__)
+#define SPIRT_KERNEL static inline __attribute__((always_inline))
+#else
+#define SPIRT_KERNEL static inline
+#endif
+
 #if defined(__GNUC__)
 #define SPIRT_VEC 1
 typedef float vf __attribute__((vector_size(16)));
