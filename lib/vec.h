@@ -61,6 +61,13 @@ stv(float *p, vf v)
 	memcpy(p, &v, sizeof v);
 }
 
+/* 8 lanes: one AVX register in the AVX2/AVX-512 clones, two SSE ones in
+ * the default build (GCC splits the operations).  Loaded and stored with
+ * memcpy in place: passing them by value to a function warns (-Wpsabi) */
+typedef float vf8 __attribute__((vector_size(32)));
+typedef uint32_t vu8 __attribute__((vector_size(32)));
+#define VL8 8
+
 static inline vf
 splat(float x)
 {

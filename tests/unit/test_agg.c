@@ -141,6 +141,20 @@ against_reference(void)
 			ref_mean(ref, x, NULL, w, n);
 			snprintf(what, sizeof what, "mean w=%zu n=%zu", w, n);
 			close_to(what, out, ref, n);
+			/* bit for bit the plain float loop in canonical order
+			 * (the vector body and the scalar tail alike) */
+			for (size_t j = 0; j < n; j++) {
+				float s = in[0].x[j];
+
+				for (size_t i = 1; i < w; i++)
+					s += in[i].x[j];
+				if (w > 1)
+					s /= (float)w;
+				if (memcmp(&s, &out[j], sizeof s) != 0) {
+					CHECK(!"mean equals the float loop");
+					break;
+				}
+			}
 
 			p.rule = SPIRT_AGG_WMEAN;
 			CHECK_RC(run(out, x, w, n, &p, in, NULL, &used));
