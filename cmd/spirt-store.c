@@ -20,6 +20,7 @@
 "       spirt-store [-s store] get [-f] key\n" \
 "       spirt-store [-s store] put [-n] key [file]\n" \
 "       spirt-store [-s store] rm key ...\n" \
+"       spirt-store [-s store] persist [prefix ...]\n" \
 "       spirt-store [-s store] export [-f] key [file.npy]\n" \
 "       spirt-store [-s store] import [-n] [-t step] key file.npy\n" \
 "       spirt-store [-s store] stat\n" \
@@ -391,6 +392,23 @@ static int get_run(struct spirt_store *s, int c, char **v, const char **a)
 static int export_run(struct spirt_store *s, int c, char **v, const char **a)
 { return read_run(s, c, v, a, export_txn); }
 
+/* persist: volatile values (spirt-update --checkpoint) made durable */
+static int
+persist_run(struct spirt_store *s, int argc, char **argv, const char **act)
+{
+	size_t n;
+	int rc;
+
+	for (int i = 0; i < (argc ? argc : 1); i++) {
+		*act = argc ? argv[i] : "persist";
+		if ((rc = spirt_store_persist(s, argc ? argv[i] : "", &n)))
+			return rc;
+		info("%s: %zu volatile value%s made durable",
+		    argc ? argv[i] : "all keys", n, n == 1 ? "" : "s");
+	}
+	return 0;
+}
+
 #define ANY 1000
 #define NOSTORE 0x100
 
@@ -407,6 +425,7 @@ static const struct cmd {
 	{ "import", 2, 2, 1, SPIRT_STORE_CREATE, import_prep, put_run },
 	{ "inspect", 0, ANY, 0, NOSTORE, NULL, NULL },
 	{ "ls", 0, 1, 0, SPIRT_STORE_RDONLY, NULL, ls_run },
+	{ "persist", 0, ANY, 0, 0, NULL, persist_run },
 	{ "put", 1, 2, 1, SPIRT_STORE_CREATE, put_prep, put_run },
 	{ "rm", 1, ANY, ANY, 0, NULL, rm_run },
 	{ "show", 1, ANY, ANY, SPIRT_STORE_RDONLY, NULL, show_run },

@@ -10,9 +10,9 @@ PROG=spirt-train
 VERSION=@VERSION@
 USAGE="usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]
                    [-m model] [-n functions] [-o optimiser] [-S seed]
-                   [-s store] [--cold] [--data dir] [--eval-every steps]
-                   [--schedule name] [--spec spec] [--steps n]
-                   [--sync mode] [--target accuracy]"
+                   [-s store] [--checkpoint n] [--cold] [--data dir]
+                   [--eval-every steps] [--schedule name] [--spec spec]
+                   [--steps n] [--sync mode] [--target accuracy]"
 
 usage() {
 	if [ "$1" -eq 0 ]; then
@@ -29,6 +29,8 @@ usage() {
   -o, --opt NAME       sgd, momentum, nesterov or adam (default adam)
   -S, --seed N         seed for data order and initialisation (default 1)
   -s, --store PATH     store (default $SPIRT_STORE or ./spirt.db)
+      --checkpoint N   a durable model version every N steps, volatile
+                       ones between (default 100; 1: every step)
       --cold           start one process per function invocation
       --data DIR       Fashion-MNIST IDX files
                        (default /usr/share/datasets/fashion-mnist)
@@ -59,6 +61,7 @@ die() {         # die CODE MESSAGE
 rule=mean batch=32 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
 every=0 sched=cosine spec= steps=0 sync=meta target=0 quiet=0 verbose=0
+ckpt=100
 while [ $# -gt 0 ]; do
 	case $1 in
 	--*=*) a=${1%%=*} v=${1#*=}; shift; set -- "$a" "$v" "$@" ;;
@@ -73,6 +76,7 @@ while [ $# -gt 0 ]; do
 	-o|--opt) opt=${2?}; shift ;;
 	-S|--seed) seed=${2?}; shift ;;
 	-s|--store) store=${2?}; shift ;;
+	--checkpoint) ckpt=${2?}; shift ;;
 	--cold) cold=1 ;;
 	--data) data=${2?}; shift ;;
 	--eval-every) every=${2?}; shift ;;
@@ -95,7 +99,7 @@ done
 
 isnum() { case $1 in ''|*[!0-9]*) return 1 ;; esac; }
 isreal() { awk -v x="$1" 'BEGIN { exit !(x ~ /^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/) }'; }
-for v in batch epochs fns seed every steps; do
+for v in batch epochs fns seed every steps ckpt; do
 	eval "x=\$$v"
 	isnum "$x" || die 64 "$v: invalid number \"$x\""
 done
@@ -180,14 +184,27 @@ if [ -z "$last" ]; then
 	run spirt-init -q -m "$model" -S "$seed" "$spec"
 	last=0
 fi
-[ "$last" -lt "$stop" ] || { say "model/$model@$last: already trained ($stop steps)"; exit 0; }
+# the run's last model version and optimiser state, made durable
+persist() {
+	run spirt-store -q persist "model/$model@" "opt/$model@" ||
+	    die 74 "could not make model/$model versions durable"
+}
+[ "$last" -lt "$stop" ] || { persist; say "model/$model@$last: already trained ($stop steps)"; exit 0; }
 
-upd="spirt-update -q -m $model -r $lr $optargs --schedule $sched --lr-total $total --keep 2"
+# model versions between checkpoints are volatile (spirt-store(5)): a power
+# loss costs at most the last $ckpt steps, never the store; the last
+# version of the run is made durable below
+upd="spirt-update -q -m $model -r $lr $optargs --schedule $sched --lr-total $total --keep 2 --checkpoint $ckpt"
 # -R: a rerun after a crash between aggregate and update redoes the (identical) aggregate
 agg="spirt-agg -q -R $aggargs"
 log=$store.train.tsv
 [ -s "$log" ] || printf 'seconds\tstep\tepoch\tloss\ttest_loss\ttest_accuracy\n' > "$log"
-# on resume the clock goes on from the log's last line
+# on resume the clock goes on from the log's last line; lines of steps a
+# power loss undid (volatile versions) go
+if awk -F'\t' -v l="$last" 'NR > 1 && $2 > l { f = 1 } END { exit !f }' "$log"; then
+	awk -F'\t' -v l="$last" 'NR == 1 || $2 <= l' "$log" >"$log.tmp" &&
+	    mv "$log.tmp" "$log"
+fi
 t0=$(awk -F'\t' 'NR > 1 { s = $1 } END { print s + 0 }' "$log")
 
 # ---- warm functions: one process each, fed step numbers through FIFOs ----
@@ -356,6 +373,7 @@ while [ "$t" -lt "$stop" ]; do
 	fi
 done
 [ "$tty" -eq 0 ] || printf '\r\033[K' >&2
+persist
 
 # ---- a plot of loss and test accuracy against time, next to the store ----
 if command -v gnuplot >/dev/null 2>&1; then

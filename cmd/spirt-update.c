@@ -14,7 +14,8 @@
 
 #define USAGE \
 "usage: spirt-update [-iqv] [-k keep] [-m model] [-o file] [-p file]\n" \
-"                    [-r lr] [-s store] [-t step] [--opt name]\n" \
+"                    [-r lr] [-s store] [-t step] [--checkpoint n]\n" \
+"                    [--opt name]\n" \
 "                    [--momentum mu] [--nesterov] [--beta1 b] [--beta2 b]\n" \
 "                    [--eps e] [--wd w]\n" \
 "                    [--schedule name] [--lr-every n] [--lr-gamma g]\n" \
@@ -47,6 +48,8 @@ usage(int code)
 		    "./spirt.db)\n"
 		    "  -t, --step N        update model@N with agg/N\n"
 		    "  -v, --verbose       report timings\n"
+		    "      --checkpoint N  durable every N versions, volatile "
+		    "between\n"
 		    "      --opt NAME      sgd momentum adam adamw\n"
 		    "      --momentum MU   momentum factor\n"
 		    "      --nesterov      Nesterov momentum\n"
@@ -69,6 +72,14 @@ instore(struct spirt_txn *txn, void *arg)
 {
 	(void)arg;
 	return spirt_update_store_step(&o.u, txn);
+}
+
+/* one update: durable, or volatile between checkpoints */
+static int
+update(struct spirt_store *s)
+{
+	return spirt_store_writef(s, spirt_update_durable(&o.u) ? 0 :
+	    SPIRT_TXN_VOLATILE, instore, NULL);
 }
 
 /* The failure's message: the library's, else act with the cause. */
@@ -129,8 +140,7 @@ serve(struct spirt_store *s)
 		} else if (rc) {
 			warnrc(rc, "stdin");
 			return SPIRT_EX_IOERR;
-		} else if ((rc = spirt_store_write(s, instore, NULL)) ==
-		    SPIRT_EDONE && o.u.done) {
+		} else if ((rc = update(s)) == SPIRT_EDONE && o.u.done) {
 			code = 0;
 			applied();
 			printf("step=%llu applied=already\n", t);
@@ -175,6 +185,8 @@ hyper(const char *const *val)
 		    1e18 },
 		{ "--lr-min", "SPIRT_LR_MIN", &o.u.op.lr_min, NULL, 0, 1e6 },
 		{ "--keep", "SPIRT_KEEP", NULL, &o.u.keep, 0, 1e18 },
+		{ "--checkpoint", "SPIRT_CHECKPOINT", NULL, &o.u.checkpoint, 0,
+		    1e18 },
 	};
 	const char *v;
 
@@ -194,10 +206,11 @@ static void
 options(int argc, char **argv)
 {
 	enum { LR, MOM, B1, B2, EPS, WD, EVERY, GAMMA, TOTAL, LRMIN, KEEP,
-	    NHYPER, OPT = 256, NESTEROV, SCHED };
+	    CKPT, NHYPER, OPT = 256, NESTEROV, SCHED };
 	static const struct option lo[] = {
 		{ "beta1", required_argument, NULL, 256 + 16 + B1 },
 		{ "beta2", required_argument, NULL, 256 + 16 + B2 },
+		{ "checkpoint", required_argument, NULL, 256 + 16 + CKPT },
 		{ "eps", required_argument, NULL, 256 + 16 + EPS },
 		{ "help", no_argument, NULL, 'h' },
 		{ "keep", required_argument, NULL, 'k' },
@@ -343,7 +356,7 @@ main(int argc, char **argv)
 			goto fail;
 	}
 	act = "update";
-	rc = spirt_store_write(s, instore, NULL);
+	rc = update(s);
 	if (rc == SPIRT_EDONE && o.u.done) {
 		applied();
 		rc = 0;

@@ -32,6 +32,16 @@
  * leave it corrupt, so it is tagged with the kernel's boot id and emptied
  * when opened after a reboot.  Where no boot id can be read, the scratch
  * environment syncs like the main one.
+ *
+ * Volatile values.  A write transaction begun with SPIRT_TXN_VOLATILE puts
+ * every key into the scratch environment, whatever its prefix: visible to
+ * all at once, never synced, gone after a reboot.  spirt-update writes the
+ * model versions between durable checkpoints so (--checkpoint).  A key of
+ * the main environment is therefore looked up there first, then in
+ * scratch; a listing merges both, the main value winning a duplicate; a
+ * delete removes both copies, except in a volatile transaction, which
+ * leaves the main environment alone.  spirt_store_persist() copies
+ * volatile values into the main environment.
  */
 #define MAIN 0
 #define SCRATCH 1
@@ -52,6 +62,7 @@ struct spirt_txn {
 	struct spirt_store *s;
 	MDB_txn *txn[2];        /* the scratch one begins on first use */
 	unsigned rdonly;
+	unsigned vol;           /* SPIRT_TXN_VOLATILE: writes go to scratch */
 };
 
 const char *
@@ -340,6 +351,7 @@ spirt_txn_begin(struct spirt_txn **out, struct spirt_store *s,
 		return ENOMEM;
 	t->s = s;
 	t->rdonly = flags & SPIRT_TXN_RDONLY;
+	t->vol = !t->rdonly && (flags & SPIRT_TXN_VOLATILE);
 	/* the main txn first, always: writers take the locks in one order */
 	if ((rc = begin(&t->txn[MAIN], &s->e[MAIN], t->rdonly))) {
 		free(t);
@@ -349,12 +361,18 @@ spirt_txn_begin(struct spirt_txn **out, struct spirt_store *s,
 	return 0;
 }
 
-/* the txn and database for key; the scratch txn begins on first use */
+/* the environment a key lives in: scratch for grad/ and agg/ */
 static int
-route(struct spirt_txn *t, const char *key, size_t n, MDB_txn **txn,
-    MDB_dbi *dbi)
+home(const struct spirt_txn *t, const char *key, size_t n)
 {
-	int i = t->s->e[SCRATCH].env && scratchkey(key, n) ? SCRATCH : MAIN;
+	return t->s->e[SCRATCH].env && scratchkey(key, n) ? SCRATCH : MAIN;
+}
+
+/* the txn and database of environment i; the scratch txn begins on first
+ * use */
+static int
+envtxn(struct spirt_txn *t, int i, MDB_txn **txn, MDB_dbi *dbi)
+{
 	int rc;
 
 	if (!t->txn[i] && (rc = begin(&t->txn[i], &t->s->e[i], t->rdonly)))
@@ -362,6 +380,18 @@ route(struct spirt_txn *t, const char *key, size_t n, MDB_txn **txn,
 	*txn = t->txn[i];
 	*dbi = t->s->e[i].dbi;
 	return 0;
+}
+
+/* where a write of key goes: its home, or scratch in a volatile txn */
+static int
+route(struct spirt_txn *t, const char *key, size_t n, MDB_txn **txn,
+    MDB_dbi *dbi)
+{
+	int i = home(t, key, n);
+
+	if (t->vol && t->s->e[SCRATCH].env)
+		i = SCRATCH;
+	return envtxn(t, i, txn, dbi);
 }
 
 int
@@ -434,11 +464,18 @@ int
 spirt_store_write(struct spirt_store *s,
     int (*fn)(struct spirt_txn *txn, void *arg), void *arg)
 {
+	return spirt_store_writef(s, 0, fn, arg);
+}
+
+int
+spirt_store_writef(struct spirt_store *s, unsigned flags,
+    int (*fn)(struct spirt_txn *txn, void *arg), void *arg)
+{
 	struct spirt_txn *t;
 	int rc;
 
 	for (;;) {
-		if ((rc = spirt_txn_begin(&t, s, 0)))
+		if ((rc = spirt_txn_begin(&t, s, flags & SPIRT_TXN_VOLATILE)))
 			return rc;
 		if ((rc = fn(t, arg))) {
 			spirt_txn_abort(t);
@@ -481,21 +518,27 @@ spirt_store_get(struct spirt_txn *t, const char *key, const void **val,
     size_t *len)
 {
 	MDB_val k, v;
-	int rc;
-
 	MDB_txn *txn;
 	MDB_dbi dbi;
+	int i, rc;
 
-	if ((rc = mkkey(&k, key)) || (rc = route(t, key, k.mv_size, &txn, &dbi)))
+	if ((rc = mkkey(&k, key)))
 		return rc;
-	rc = mdb_get(txn, dbi, &k, &v);
-	if (rc == MDB_NOTFOUND)
-		return SPIRT_ENOTFOUND;
-	if (rc)
-		return rc;
-	*val = v.mv_data;
-	*len = v.mv_size;
-	return 0;
+	/* its home, then (a main key) a volatile copy in scratch */
+	for (i = home(t, key, k.mv_size); i < 2; i++) {
+		if (!t->s->e[i].env)
+			break;
+		if ((rc = envtxn(t, i, &txn, &dbi)))
+			return rc;
+		if ((rc = mdb_get(txn, dbi, &k, &v)) == 0) {
+			*val = v.mv_data;
+			*len = v.mv_size;
+			return 0;
+		}
+		if (rc != MDB_NOTFOUND)
+			return rc;
+	}
+	return SPIRT_ENOTFOUND;
 }
 
 static int
@@ -549,15 +592,32 @@ int
 spirt_store_del(struct spirt_txn *t, const char *key)
 {
 	MDB_val k;
-	int rc;
-
 	MDB_txn *txn;
 	MDB_dbi dbi;
+	int i, rc, found = 0;
 
-	if ((rc = mkkey(&k, key)) || (rc = route(t, key, k.mv_size, &txn, &dbi)))
+	if ((rc = mkkey(&k, key)))
 		return rc;
-	rc = mdb_del(txn, dbi, &k, NULL);
-	return rc == MDB_NOTFOUND ? SPIRT_ENOTFOUND : rc;
+	/* both copies of a main key; a volatile txn leaves main alone, and a
+	 * key there still counts as found */
+	for (i = home(t, key, k.mv_size); i < 2; i++) {
+		if (!t->s->e[i].env)
+			break;
+		if ((rc = envtxn(t, i, &txn, &dbi)))
+			return rc;
+		if (i == MAIN && t->vol && t->s->e[SCRATCH].env) {
+			MDB_val v;
+
+			rc = mdb_get(txn, dbi, &k, &v);
+		} else {
+			rc = mdb_del(txn, dbi, &k, NULL);
+		}
+		if (rc == 0)
+			found = 1;
+		else if (rc != MDB_NOTFOUND)
+			return rc;
+	}
+	return found ? 0 : SPIRT_ENOTFOUND;
 }
 
 /* a cursor over one environment's keys that start with a prefix */
@@ -594,14 +654,11 @@ spirt_store_list(struct spirt_txn *t, const char *prefix,
 	char buf[SPIRT_KEY_MAX + 1];
 	int rc = 0;
 
-	/* both environments' keys, merged in key order */
+	/* both environments' keys, merged in key order (scratch holds grad/,
+	 * agg/ and volatile copies of any key) */
 	for (int i = 0; i < 2; i++) {
-		size_t m = plen < 5 ? plen : 5;
 		if (!t->s->e[i].env)
 			continue;
-		if (i == SCRATCH && strncmp(prefix, "grad/", m) &&
-		    strncmp(prefix, "agg/", plen < 4 ? plen : 4))
-			continue;       /* no scratch key can match */
 		if (!t->txn[i] &&
 		    (rc = begin(&t->txn[i], &t->s->e[i], t->rdonly)))
 			goto out;
@@ -623,6 +680,16 @@ spirt_store_list(struct spirt_txn *t, const char *prefix,
 			break;
 		i = w[0].rc ? 1 : w[1].rc ? 0 :
 		    keycmp(&w[0].k, &w[1].k) <= 0 ? 0 : 1;
+		if (i == 0 && !w[1].rc && keycmp(&w[0].k, &w[1].k) == 0) {
+			/* a volatile copy of a main key: main's wins */
+			w[1].rc = mdb_cursor_get(w[1].c, &w[1].k, &w[1].v,
+			    MDB_NEXT);
+			walk_check(&w[1], prefix, plen);
+			if (w[1].rc && w[1].rc != MDB_NOTFOUND) {
+				rc = w[1].rc;
+				goto out;
+			}
+		}
 		if (w[i].k.mv_size <= SPIRT_KEY_MAX) {  /* else not spirt's */
 			memcpy(buf, w[i].k.mv_data, w[i].k.mv_size);
 			buf[w[i].k.mv_size] = '\0';
@@ -641,6 +708,71 @@ out:
 		if (w[i].c)
 			mdb_cursor_close(w[i].c);
 	return rc;
+}
+
+struct persist {
+	const char *prefix;
+	size_t plen, n;
+	int phase;              /* 1: copy into main; 2: drop scratch copies */
+};
+
+/* one pass over scratch's main keys under the prefix */
+static int
+persist_fn(struct spirt_txn *t, void *arg)
+{
+	struct persist *p = arg;
+	MDB_txn *mt, *st;
+	MDB_dbi md, sd;
+	MDB_cursor *c;
+	MDB_val k, v, mv;
+	int rc;
+
+	p->n = 0;
+	if (!t->s->e[SCRATCH].env)
+		return 0;
+	if ((rc = envtxn(t, MAIN, &mt, &md)) ||
+	    (rc = envtxn(t, SCRATCH, &st, &sd)) ||
+	    (rc = mdb_cursor_open(st, sd, &c)))
+		return rc;
+	k.mv_data = (void *)(uintptr_t)p->prefix;
+	k.mv_size = p->plen;
+	rc = mdb_cursor_get(c, &k, &v, p->plen ? MDB_SET_RANGE : MDB_FIRST);
+	for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		if (k.mv_size < p->plen || memcmp(k.mv_data, p->prefix, p->plen))
+			break;
+		if (scratchkey(k.mv_data, k.mv_size))
+			continue;       /* grad/, agg/: scratch is their home */
+		rc = mdb_get(mt, md, &k, &mv);
+		if (rc && rc != MDB_NOTFOUND)
+			break;
+		if (p->phase == 1 && rc == MDB_NOTFOUND) {
+			if ((rc = mdb_put(mt, md, &k, &v, MDB_NOOVERWRITE)))
+				break;
+			p->n++;
+		} else if (p->phase == 2 && rc == 0) {
+			if ((rc = mdb_cursor_del(c, 0)))
+				break;
+			p->n++;
+		}
+	}
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int
+spirt_store_persist(struct spirt_store *s, const char *prefix, size_t *n)
+{
+	struct persist p = { prefix, strlen(prefix), 0, 1 };
+	int rc;
+
+	/* first the durable copies, committed; only then the volatile ones
+	 * go: a crash in between leaves both, and main's wins */
+	if ((rc = spirt_store_writef(s, 0, persist_fn, &p)))
+		return rc;
+	if (n)
+		*n = p.n;
+	p.phase = 2;
+	return spirt_store_writef(s, SPIRT_TXN_VOLATILE, persist_fn, &p);
 }
 
 int

@@ -36,6 +36,14 @@ struct spirt_txn;
 
 /* spirt_txn_begin flags */
 #define SPIRT_TXN_RDONLY 0x1
+/*
+ * A volatile write transaction puts every key into the scratch environment
+ * (see spirt-store(5)): visible to every reader at its commit, never
+ * synced, gone after a reboot.  Reads of a key look in its own environment
+ * first, then among the volatile values; its deletes leave the main
+ * environment alone.  Its commit costs no sync.
+ */
+#define SPIRT_TXN_VOLATILE 0x2
 
 /* put flags */
 #define SPIRT_PUT_NOOVERWRITE 0x1       /* SPIRT_EEXIST if the key exists */
@@ -73,6 +81,19 @@ void spirt_txn_abort(struct spirt_txn *t);
  */
 SPIRT_MUST_CHECK int spirt_store_write(struct spirt_store *s,
     int (*fn)(struct spirt_txn *txn, void *arg), void *arg);
+
+/* spirt_store_write() in a transaction begun with flags (SPIRT_TXN_*). */
+SPIRT_MUST_CHECK int spirt_store_writef(struct spirt_store *s,
+    unsigned flags, int (*fn)(struct spirt_txn *txn, void *arg), void *arg);
+
+/*
+ * Make the volatile values under prefix ("" for all) durable: copy them
+ * into the main environment in one commit (a key already there keeps its
+ * value), then drop them from the scratch one.  *n (out, may be NULL):
+ * how many were copied.  Returns 0, errno or an MDB_* code.
+ */
+SPIRT_MUST_CHECK int spirt_store_persist(struct spirt_store *s,
+    const char *prefix, size_t *n);
 
 /* Validate a key: 1..SPIRT_KEY_MAX printable ASCII bytes, no spaces. */
 SPIRT_MUST_CHECK int spirt_key_check(const char *key);

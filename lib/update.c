@@ -141,6 +141,15 @@ prune(struct spirt_update *u, struct spirt_txn *txn, uint64_t newest)
 	return rc;
 }
 
+int
+spirt_update_durable(const struct spirt_update *u)
+{
+	uint64_t n = u->step + 1;
+
+	return u->checkpoint <= 1 || n % u->checkpoint == 0 ||
+	    (u->op.schedule == SPIRT_SCHED_COSINE && n == u->op.total);
+}
+
 /* *p as an aligned float pointer: itself, or a copy in *own */
 static int
 view(const void **p, size_t n, void **own)

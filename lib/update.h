@@ -26,6 +26,7 @@ struct spirt_update {
 	struct spirt_optim op;
 	const char *model;      /* store keys model/<model>@t, opt/<model>@t */
 	uint64_t keep;          /* store: keep the last keep versions, 0 all */
+	uint64_t checkpoint;    /* store: durable every n versions, 0/1 all */
 	uint64_t step;          /* t, SPIRT_NOSTEP: unknown (out: as found) */
 	/* the aggregate when it comes from a file (apl NULL: agg/<t>) */
 	struct spirt_tensor at;
@@ -59,6 +60,14 @@ SPIRT_MUST_CHECK int spirt_update_read_agg(struct spirt_update *u,
  */
 SPIRT_MUST_CHECK int spirt_update_latest(struct spirt_update *u,
     struct spirt_txn *txn) SPIRT_NONNULL(1, 2);
+
+/*
+ * 1 if model@t+1 (t = u->step) must be written durably: u->checkpoint is
+ * 0 or 1, t+1 is a multiple of it, or t+1 is the last step of the cosine
+ * schedule (--lr-total); else 0, and the caller writes it in a volatile transaction
+ * (SPIRT_TXN_VOLATILE).
+ */
+int spirt_update_durable(const struct spirt_update *u) SPIRT_NONNULL(1);
 
 /*
  * The in-store update, as the body of a write transaction (it may run

@@ -381,3 +381,14 @@ teardown() {
 	assert_line 'record=0'
 	assert_line 'shape=3x4'
 }
+
+@test "persist: volatile values become durable; none is a note; a missing store is 66" {
+	seed_store
+	run -0 --separate-stderr spirt-store persist
+	[ "$stderr" = 'spirt-store: all keys: 0 volatile values made durable' ]
+	run -0 spirt-store -q persist model/ opt/
+	[ -z "$output" ]
+	run -66 --separate-stderr spirt-store -s nowhere.db persist
+	[[ "$stderr" == "spirt-store: nowhere.db: "* ]]
+	[ ! -e nowhere.db ]
+}

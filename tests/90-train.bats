@@ -80,6 +80,30 @@ digest() {      # digest STORE KEY: hash of one stored record
 	run -0 awk -F'\t' 'NR > 2 && $2 <= p { bad = 1 } NR > 1 { p = $2 } END { exit bad }' k.db.train.tsv
 }
 
+@test "a power loss between checkpoints: back to the last durable version, redone bit for bit, its log rows dropped" {
+	spirt-train -q --cold --steps 40 -s ref.db
+	setsid spirt-train -q --cold --steps 40 --checkpoint 8 --eval-every 4 -s p.db &
+	pid=$!
+	for i in $(seq 300); do
+		spirt-store -s p.db ls model/ 2>/dev/null | grep -q '@1[1-9]' && break
+		sleep 0.05
+	done
+	kill -9 -- -"$pid"
+	wait "$pid" || :
+	echo another-boot >p.db/scratch/boot    # the power loss
+	last=$(spirt-store -s p.db ls model/ | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1)
+	[ "$last" -ge 8 ] && [ $((last % 8)) -eq 0 ]
+	run -0 awk -F'\t' -v l="$last" 'NR > 1 && $2 > l { f = 1 } END { exit !f }' p.db.train.tsv
+	run -0 --separate-stderr spirt-train --cold --steps 40 --checkpoint 8 --eval-every 4 -s p.db
+	[[ "$stderr" == *"steps $last..40 of "* ]]
+	[ "$(digest ref.db model/mlp@40)" = "$(digest p.db model/mlp@40)" ]
+	run -0 awk -F'\t' 'NR > 2 && $2 <= p { bad = 1 } NR > 1 { p = $2 } END { exit bad }' p.db.train.tsv
+	# the run's end is durable
+	echo another-boot >p.db/scratch/boot
+	run -0 spirt-store -s p.db ls model/
+	assert_line --partial 'model/mlp@40'
+}
+
 @test "SIGTERM stops a warm run and its functions; rerun resumes to the same model" {
 	spirt-train -q --steps 80 -s ref.db
 	spirt-train -q --steps 80 -s t.db --eval-every 1000 &

@@ -277,6 +277,127 @@ scratch(void)
 	spirt_store_close(s);
 }
 
+/* the float value of a one-element tensor key, -1 if missing */
+static float
+value(struct spirt_txn *txn, const char *key)
+{
+	struct spirt_tensor u;
+	const void *pl;
+	float v;
+
+	if (spirt_store_get_tensor(txn, key, &u, &pl, 1))
+		return -1;
+	memcpy(&v, pl, sizeof v);
+	return v;
+}
+
+static void
+reboot(const char *sdir)
+{
+	char f[340];
+	FILE *fp;
+
+	snprintf(f, sizeof f, "%s/scratch/boot", sdir);
+	CHECK((fp = fopen(f, "w")) != NULL);
+	if (fp) {
+		fputs("some-other-boot", fp);
+		fclose(fp);
+	}
+}
+
+/*
+ * A volatile write puts main keys into scratch: found by get and list (the
+ * main copy winning), deleted only there by a volatile txn, gone after a
+ * reboot unless persisted first.
+ */
+static void
+volatile_values(void)
+{
+	char sdir[300];
+	struct spirt_store *s;
+	struct spirt_txn *txn;
+	struct spirt_tensor t;
+	uint64_t dims[1] = { 1 };
+	float one = 1, two = 2, three = 3;
+	struct keys k = { "", 0 };
+	size_t n;
+
+	snprintf(sdir, sizeof sdir, "%s-volatile", dir);
+	CHECK_RC(spirt_store_open(&s, sdir, SPIRT_STORE_CREATE));
+	CHECK_RC(spirt_tensor_init(&t, SPIRT_F32, 1, dims));
+	CHECK_RC(spirt_txn_begin(&txn, s, 0));
+	CHECK_RC(spirt_store_put_tensor(txn, "model/m@1", &t, &one, 0));
+	CHECK_RC(spirt_txn_commit(txn));
+	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_VOLATILE));
+	CHECK_RC(spirt_store_put_tensor(txn, "model/m@2", &t, &two, 0));
+	CHECK_RC(spirt_store_put_tensor(txn, "model/m@3", &t, &three, 0));
+	CHECK_RC(spirt_store_put_tensor(txn, "model/m@1", &t, &three, 0));
+	/* a volatile delete keeps main's value */
+	CHECK_RC(spirt_store_del(txn, "model/m@1"));
+	CHECK_EQ_RC(spirt_store_del(txn, "model/m@9"), SPIRT_ENOTFOUND);
+	CHECK_RC(spirt_txn_commit(txn));
+	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY));
+	CHECK(value(txn, "model/m@1") == 1);
+	CHECK(value(txn, "model/m@2") == 2);
+	CHECK(value(txn, "model/m@3") == 3);
+	CHECK_RC(spirt_store_list(txn, "model/", collect, &k));
+	CHECK(!strcmp(k.buf, "model/m@1 model/m@2 model/m@3 "));
+	spirt_txn_abort(txn);
+
+	/* main wins a duplicate, listed once */
+	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_VOLATILE));
+	CHECK_RC(spirt_store_put_tensor(txn, "model/m@1", &t, &three, 0));
+	CHECK_RC(spirt_txn_commit(txn));
+	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY));
+	CHECK(value(txn, "model/m@1") == 1);
+	k.len = 0;
+	k.buf[0] = 0;
+	CHECK_RC(spirt_store_list(txn, "", collect, &k));
+	CHECK(!strcmp(k.buf, "model/m@1 model/m@2 model/m@3 "));
+	spirt_txn_abort(txn);
+
+	/* a durable delete removes both copies */
+	CHECK_RC(spirt_txn_begin(&txn, s, 0));
+	CHECK_RC(spirt_store_del(txn, "model/m@1"));
+	CHECK_RC(spirt_txn_commit(txn));
+	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY));
+	CHECK(value(txn, "model/m@1") == -1);
+	spirt_txn_abort(txn);
+
+	/* persist model/m@2 only; a reboot then drops model/m@3 */
+	CHECK_RC(spirt_store_persist(s, "model/m@2", &n));
+	CHECK(n == 1);
+	CHECK_RC(spirt_store_persist(s, "model/m@2", &n));
+	CHECK(n == 0);
+	spirt_store_close(s);
+	reboot(sdir);
+	CHECK_RC(spirt_store_open(&s, sdir, 0));
+	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY));
+	CHECK(value(txn, "model/m@2") == 2);
+	CHECK(value(txn, "model/m@3") == -1);
+	spirt_txn_abort(txn);
+
+	/* persist everything: several keys in a row all move */
+	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_VOLATILE));
+	CHECK_RC(spirt_store_put_tensor(txn, "opt/m@4", &t, &one, 0));
+	CHECK_RC(spirt_store_put_tensor(txn, "opt/m@5", &t, &two, 0));
+	CHECK_RC(spirt_store_put_tensor(txn, "opt/m@6", &t, &three, 0));
+	CHECK_RC(spirt_store_put_tensor(txn, "grad/4/0", &t, &one, 0));
+	CHECK_RC(spirt_txn_commit(txn));
+	CHECK_RC(spirt_store_persist(s, "", &n));
+	CHECK(n == 3);
+	spirt_store_close(s);
+	reboot(sdir);
+	CHECK_RC(spirt_store_open(&s, sdir, 0));
+	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY));
+	CHECK(value(txn, "opt/m@4") == 1);
+	CHECK(value(txn, "opt/m@5") == 2);
+	CHECK(value(txn, "opt/m@6") == 3);
+	CHECK(value(txn, "grad/4/0") == -1);   /* scratch is its home */
+	spirt_txn_abort(txn);
+	spirt_store_close(s);
+}
+
 /* the map grows when full; at its limit the error is clear, data intact */
 static void
 growth(void)
@@ -328,6 +449,7 @@ main(void)
 	processes();
 	concurrent_growth();
 	scratch();
+	volatile_values();
 	growth();
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
 	if (system(cmd) != 0)
