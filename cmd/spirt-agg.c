@@ -14,7 +14,7 @@
 #include "tool.h"
 
 #define USAGE \
-"usage: spirt-agg [-cfiqRv] [-r rule] [--trim F] [--byzantine f]\n" \
+"usage: spirt-agg [-cfiPqRv] [-r rule] [--trim F] [--byzantine f]\n" \
 "                 [--select m] [--mad K] [-s store] [-t step] [-o file]\n" \
 "                 [-k key ... | file ...]\n"
 
@@ -40,6 +40,8 @@ usage(int code)
 		    "  -k, --key KEY       aggregate this store key (repeat)\n"
 		    "  -o, --output FILE   write the record to FILE (- = "
 		    "stdout)\n"
+		    "  -P, --prune         remove spent steps (before t-1) "
+		    "from the store\n"
 		    "  -q, --quiet         no notes about excluded inputs\n"
 		    "  -R, --replace       replace an existing agg/<step>\n"
 		    "  -r, --rule RULE     mean wmean trim median norm krum "
@@ -166,6 +168,7 @@ options(int argc, char **argv)
 		{ "key", required_argument, NULL, 'k' },
 		{ "mad", required_argument, NULL, 'M' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "prune", no_argument, NULL, 'P' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "replace", no_argument, NULL, 'R' },
 		{ "rule", required_argument, NULL, 'r' },
@@ -184,7 +187,7 @@ options(int argc, char **argv)
 
 	spirt_aggset_init(&o.a);
 	o.keys = emalloc(argc * sizeof *o.keys);
-	while ((c = getopt_long(argc, argv, "cfhik:o:qRr:s:t:vV", lo, NULL))
+	while ((c = getopt_long(argc, argv, "cfhik:o:PqRr:s:t:vV", lo, NULL))
 	    != -1)
 		switch (c) {
 		case 'b': o.a.p.f = (unsigned)eparse_u64("--byzantine", optarg,
@@ -197,6 +200,7 @@ options(int argc, char **argv)
 		case 'M': o.a.p.mad = eparse_double("--mad", optarg, 1e-9, 1e9);
 			  break;
 		case 'o': o.out = optarg; break;
+		case 'P': o.a.prune = 1; break;
 		case 'q': spirt_quiet = 1; break;
 		case 'R': o.a.replace = 1; break;
 		case 'r': rule = optarg; break;

@@ -145,7 +145,9 @@ run() {         # run CMD...: echo it with -v, then run it
 	[ "$verbose" -eq 0 ] || printf '+ %s\n' "$*" >&2
 	"$@"
 }
-now() { date +%s.%N; }
+now() { date +%s%N; }    # nanoseconds since the epoch
+# seconds NS: NS nanoseconds as seconds with 3 decimals (sh has integers)
+seconds() { printf '%d.%03d' $(($1 / 1000000000)) $(($1 % 1000000000 / 1000000)); }
 tty=0
 say() {         # a message line; on a terminal, first clear the progress bar
 	[ "$quiet" -eq 0 ] || return 0
@@ -195,8 +197,9 @@ persist() {
 # loss costs at most the last $ckpt steps, never the store; the last
 # version of the run is made durable below
 upd="spirt-update -q -m $model -r $lr $optargs --schedule $sched --lr-total $total --keep 2 --checkpoint $ckpt"
-# -R: a rerun after a crash between aggregate and update redoes the (identical) aggregate
-agg="spirt-agg -q -R $aggargs"
+# -R: a rerun after a crash between aggregate and update redoes the (identical)
+# aggregate; -P: each step removes the spent gradients of steps before t-1
+agg="spirt-agg -q -R -P $aggargs"
 log=$store.train.tsv
 [ -s "$log" ] || printf 'seconds\tstep\tepoch\tloss\ttest_loss\ttest_accuracy\n' > "$log"
 # on resume the clock goes on from the log's last line; lines of steps a
@@ -209,11 +212,9 @@ t0=$(awk -F'\t' 'NR > 1 { s = $1 } END { print s + 0 }' "$log")
 
 # ---- warm functions: one process each, fed step numbers through FIFOs ----
 work=
-list=${TMPDIR:-/tmp}/spirt-train.$$.prune
 cleanup() {
 	[ -z "$work" ] || { kill $pids 2>/dev/null || :; rm -rf "$work"; }
 	work=
-	rm -f "$list"
 }
 trap 'cleanup' EXIT
 trap 'cleanup; trap - INT; kill -INT $$' INT
@@ -289,20 +290,12 @@ step() {        # step T: one synchronous SPIRT round
 	wait_done 1
 }
 
-# prune T: gradients and aggregates of steps before T-1 are spent; the
-# model versions are pruned by spirt-update --keep
-prune() {
-	spirt-store ls | awk -F'\t' -v t="$1" '{ split($1, k, "/") }
-		(k[1] == "grad" || k[1] == "agg") && k[2] + 0 < t - 1 { print $1 }
-	' >"$list"
-	[ ! -s "$list" ] || xargs spirt-store rm <"$list"
-}
 evaluate() {    # evaluate T: test loss and accuracy of model@T, logged
-	e=$(spirt-eval -q -m "$model" -t "$1" | awk -F= '
+	e=$(spirt-eval -q -m "$model" -t "$1" | awk -F= -v tg="$target" '
 		$1 == "loss" { l = $2 } $1 == "accuracy" { a = $2 }
-		END { print l, a }')
+		END { print l, a, (tg > 0 && a >= tg) }')
 	set -- "$1" $e
-	acc=$3
+	acc=$3 reached=$4
 	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$clock" "$1" "$ep" "$loss" "$2" "$3" \
 	    >> "$log"
 	say "epoch $ep step $1: test loss $2, accuracy $3"
@@ -310,14 +303,17 @@ evaluate() {    # evaluate T: test loss and accuracy of model@T, logged
 
 [ -t 2 ] && [ "$quiet" -eq 0 ] && tty=1
 say "training $model ($spec) in $store: steps $last..$stop of $total, $fns functions x batch $batch, $opt lr $lr, rule $rule"
-start=$(now) evalsec=0 loss=- acc=0 lastp=$start aggloss=-
-# progress and log every tick steps, pruning every 100: each costs processes
+# the clock in ns: the log's seconds go on from t0; evaluations are left
+# out; shell arithmetic only, since every process here costs a millisecond
+t0=$(awk -v s="$t0" 'BEGIN { printf "%.0f", s * 1e9 }')
+start=$(now) evalns=0 loss=- acc=0 lastp=$start aggloss=- reached=0
+# progress and log every tick steps; the spent gradients go at every step
+# (spirt-agg -P), old model versions too (spirt-update --keep)
 tick=10
 [ "$cold" -eq 1 ] || tick=50
 
 t=$last
-clock=$t0
-pruned=$last
+clock=$(seconds "$t0")
 while [ "$t" -lt "$stop" ]; do
 	step "$t"
 	t=$((t + 1))
@@ -329,17 +325,14 @@ while [ "$t" -lt "$stop" ]; do
 	else
 		loss=$aggloss
 	fi
-	# one awk: the clock (evaluations excluded), the epoch, and every 2 s
-	# a progress line (a bar on a terminal)
-	set -- $(awk -v a="$t0" -v s="$start" -v n="$n" -v ev="$evalsec" \
-	    -v t="$t" -v T="$stop" -v e="$spe" -v l="$loss" -v d="$last" \
-	    -v b="$((batch * fns))" -v lp="$lastp" -v q="$quiet" \
-	    -v tty="$tty" 'BEGIN {
-		c = a + n - s - ev
-		printf "%.3f %.3f", c, t / e
-		if (!q && n - lp >= 2) {
-			lp = n
-			r = (t - d) * b / (c - a > 0 ? c - a : 1)
+	c=$((t0 + n - start - evalns))
+	clock=$(seconds "$c") ep=$(seconds $((t * 1000000000 / spe)))
+	# every 2 s a progress line (a bar on a terminal)
+	if [ "$quiet" -eq 0 ] && [ $((n - lastp)) -ge 2000000000 ]; then
+		lastp=$n
+		awk -v t="$t" -v T="$stop" -v e="$spe" -v l="$loss" \
+		    -v r="$(( (t - last) * batch * fns * 1000 / ((c - t0) / 1000000 + 1) ))" \
+		    -v tty="$tty" 'BEGIN {
 			line = sprintf("epoch %.2f step %d/%d loss %s %.0f samples/s",
 			    t / e, t, T, l, r)
 			if (tty) {
@@ -350,24 +343,15 @@ while [ "$t" -lt "$stop" ]; do
 				    line > "/dev/stderr"
 			} else
 				print "spirt-train: " line > "/dev/stderr"
-		}
-		printf " %s\n", lp
-	}')
-	clock=$1 ep=$2 lastp=$3
-	if [ $((t - pruned)) -ge 100 ] || [ "$t" -eq "$stop" ]; then
-		prune "$t"
-		pruned=$t
+		}'
 	fi
 	if [ $((t % every)) -ne 0 ] && [ "$t" -ne "$stop" ]; then
 		printf '%s\t%s\t%s\t%s\t-\t-\n' "$clock" "$t" "$ep" "$loss" >> "$log"
 		continue
 	fi
-	e0=$(now)
 	evaluate "$t"
-	set -- $(awk -v a="$evalsec" -v b="$e0" -v c="$(now)" -v acc="$acc" \
-	    -v tg="$target" 'BEGIN { print a + c - b, (tg > 0 && acc >= tg) }')
-	evalsec=$1
-	if [ "$2" -eq 1 ]; then
+	evalns=$((evalns + $(now) - n))
+	if [ "$reached" -eq 1 ]; then
 		say "reached accuracy $acc >= $target at step $t, ${clock}s"
 		break
 	fi

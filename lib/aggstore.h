@@ -37,6 +37,7 @@ struct spirt_aggset {
 	uint64_t step;          /* every input's step; SPIRT_NOSTEP: any */
 	int verify;             /* check payload checksums of store values */
 	int replace;            /* spirt_agg_store_step: replace agg/<t> */
+	int prune;              /* ... and remove spent steps (< t - 1) */
 	/* out */
 	size_t w;
 	struct spirt_aggset_in in[SPIRT_AGG_MAXW];
@@ -84,7 +85,9 @@ SPIRT_MUST_CHECK int spirt_aggset_run(struct spirt_aggset *s, float *out)
  * The in-store aggregation, as the body of a write transaction: read the
  * nkeys keys, or grad/<s->step>/<w> when nkeys is 0; check; write agg/<t>
  * (built in place in the map) and agg/<t>/excluded, an i64 [k, 2] of
- * (origin or -1, enum spirt_agg_reason) rows, k possibly 0.  Starts with
+ * (origin or -1, enum spirt_agg_reason) rows, k possibly 0; with s->prune,
+ * also remove the grad/ and agg/ keys of steps before t - 1, spent once
+ * their updates were applied (at most 4096 per call).  Starts with
  * spirt_aggset_reset(), so it may run again after the map grows.  Returns
  * the codes above, SPIRT_EEXIST (agg/<t> exists and not s->replace), store
  * errors.

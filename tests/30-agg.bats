@@ -109,6 +109,40 @@ assert any((r == G[w]).all() for w in range(8))"
 	check agg.rec 'G[:4].mean(0)'
 }
 
+@test "-P removes the spent steps before t-1, and only those" {
+	store 2
+	# steps 0..2 aggregated earlier, a stray key that is not a step's
+	for t in 0 1 2; do
+		py "out(rec(G[0], step=$t, origin=0))" >s.rec
+		spirt-store put "grad/$t/0" s.rec
+		spirt-agg -q -t "$t"
+	done
+	spirt-store put grad/x s.rec
+	spirt-store put grad/1x s.rec
+	spirt-store put grad/10/0 s.rec
+	run -0 spirt-agg -q -P -t 3
+	run -0 spirt-store ls
+	refute_line --partial 'grad/0/'
+	refute_line --partial 'grad/1/'
+	refute_line --regexp '^agg/0'
+	refute_line --regexp '^agg/1'
+	assert_line --partial 'grad/2/0'
+	assert_line --partial 'agg/2/excluded'
+	assert_line --partial 'grad/3/1'
+	assert_line --regexp '^agg/3	'
+	assert_line --partial 'grad/x'
+	assert_line --partial 'grad/1x'
+	assert_line --partial 'grad/10/0'
+	# in warm mode too, at each step
+	run -66 --separate-stderr spirt-agg -q -P -R -i <<<4
+	[ "$output" = 'step=4 error=66' ]     # no gradients yet
+	py "out(rec(G[0], step=4, origin=0))" >s4.rec
+	spirt-store put grad/4/0 s4.rec
+	run -0 spirt-agg -q -P -i <<<4
+	run -0 spirt-store ls grad/2/
+	assert_output ''
+}
+
 @test "-k aggregates named keys; -o sends the result out, not to the store" {
 	store 4
 	run -0 spirt-agg -k grad/3/0 -k grad/3/2 --verify

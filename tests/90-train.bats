@@ -105,8 +105,8 @@ digest() {      # digest STORE KEY: hash of one stored record
 }
 
 @test "SIGTERM stops a warm run and its functions; rerun resumes to the same model" {
-	spirt-train -q --steps 80 -s ref.db
-	spirt-train -q --steps 80 -s t.db --eval-every 1000 &
+	spirt-train -q --steps 400 -s ref.db
+	spirt-train -q --steps 400 -s t.db --eval-every 1000 &
 	pid=$!
 	for i in $(seq 200); do
 		spirt-store -s t.db ls model/ 2>/dev/null | grep -q '@[1-9][0-9]' && break
@@ -122,9 +122,9 @@ digest() {      # digest STORE KEY: hash of one stored record
 	done
 	[ -z "$(functions_here)" ]
 	last=$(spirt-store -s t.db ls model/ | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1)
-	[ "$last" -lt 80 ]
-	run -0 spirt-train -q --steps 80 -s t.db
-	[ "$(digest ref.db model/mlp@80)" = "$(digest t.db model/mlp@80)" ]
+	[ "$last" -lt 400 ]
+	run -0 spirt-train -q --steps 400 -s t.db
+	[ "$(digest ref.db model/mlp@400)" = "$(digest t.db model/mlp@400)" ]
 }
 
 @test "after a (simulated) reboot the scratch gradients are gone; the run resumes to the same model" {
