@@ -1,6 +1,5 @@
 /* store.c - the tensor store over LMDB (ISC licence) */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,16 +32,6 @@
  * leave it corrupt, so it is tagged with the kernel's boot id and emptied
  * when opened after a reboot.  Where no boot id can be read, the scratch
  * environment syncs like the main one.
- *
- * The scratch environment is opened with MDB_WRITEMAP (every writer, as
- * LMDB requires): values are built straight in the shared map, with no
- * malloc()ed copy for LMDB to pwrite() into the page cache at commit.  A
- * warm training step went from 0.75 to 0.65 ms (docs/performance.md).  The
- * price: its data.mdb is a sparse file as large as the map, and a write
- * into a page the file system cannot back (a full disk) raises SIGBUS
- * instead of returning ENOSPC.  A writer therefore catches SIGBUS, says so
- * on stderr and exits 74 (EX_IOERR); the transaction under way is lost,
- * and LMDB's copy-on-write keeps what was committed.
  *
  * Volatile values.  A write transaction begun with SPIRT_TXN_VOLATILE puts
  * every key into the scratch environment, whatever its prefix: visible to
@@ -188,41 +177,6 @@ fail:
 	return rc;
 }
 
-static char busmsg[600];
-static size_t buslen;
-
-static void
-onbus(int sig)
-{
-	(void)sig;
-	if (write(2, busmsg, buslen) < 0) {
-		/* nothing more to say */
-	}
-	_exit(74);              /* SPIRT_EX_IOERR */
-}
-
-/* SIGBUS in a write to the scratch map: a message and exit 74 */
-static void
-catchbus(const char *dir)
-{
-	struct sigaction sa;
-#ifdef __GLIBC__
-	extern char *program_invocation_short_name;
-	const char *prog = program_invocation_short_name;
-#else
-	const char *prog = "spirt";
-#endif
-	int n = snprintf(busmsg, sizeof busmsg, "%s: %s: cannot write the "
-	    "store's map: No space left on device\n", prog, dir);
-
-	buslen = n < 0 ? 0 : (size_t)n < sizeof busmsg ? (size_t)n :
-	    sizeof busmsg - 1;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = onbus;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGBUS, &sa, NULL);
-}
-
 /* the kernel's boot id, or "" where there is none */
 static void
 bootid(char *buf, size_t n)
@@ -254,7 +208,7 @@ scratch_open(struct spirt_store *s, unsigned mainflags, uint64_t mapsize)
 		goto out;
 	}
 	bootid(boot, sizeof boot);
-	envflags = *boot ? MDB_NOSYNC | MDB_WRITEMAP : mainflags;
+	envflags = *boot ? MDB_NOSYNC : mainflags;
 	snprintf(dir, n, "%s/scratch", s->loc);
 	snprintf(f, n, "%s/scratch/boot", s->loc);
 	if (!rdonly) {
@@ -296,8 +250,6 @@ scratch_open(struct spirt_store *s, unsigned mainflags, uint64_t mapsize)
 				goto out;
 		}
 	}
-	if (!rdonly && (envflags & MDB_WRITEMAP))
-		catchbus(dir);
 	rc = env_open(&s->e[SCRATCH], dir, envflags |
 	    (rdonly ? MDB_RDONLY : 0), mapsize);
 out:
