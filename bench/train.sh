@@ -113,7 +113,7 @@ export SPIRT_STORE="$b" SPIRT_THREADS=1
 spirt-shard -q -n 4 --seed 1 "$FMNIST/train-images-idx3-ubyte.gz" \
     "$FMNIST/train-labels-idx1-ubyte.gz"
 spirt-init -q -m mlp -S 1 mlp:784-256-128-10
-upd="spirt-update -q -m mlp -r 0.05 --opt momentum --momentum 0.9 --schedule constant"
+upd="spirt-update -q -m mlp -r 0.05 --opt momentum --momentum 0.9 --schedule constant --checkpoint 100"
 t=0
 while [ "$t" -lt "$nb" ]; do
 	seq 0 3 | xargs -P 4 -I{} spirt-grad -q -m mlp -t "$t" -w {} -b 64 -S 1
@@ -174,7 +174,7 @@ for k in g1 g4 agg upd; do
 	g1) l="spirt-grad, one function alone (1 of 4 per step)" ;;
 	g4) l="spirt-grad, 4 functions side by side (grad phase)" ;;
 	agg) l="spirt-agg (mean of 4, in the store)" ;;
-	upd) l="spirt-update (momentum, model+state, in the store)" ;;
+	upd) l="spirt-update (momentum, --checkpoint 100 as spirt-train)" ;;
 	esac
 	printf '%-52s %8s %8s %8s\n' "$l" "$(bd meta $k)" "$(bd none $k)" "$(bd full $k)"
 done
