@@ -42,9 +42,12 @@ if command -v redis-server >/dev/null 2>&1; then
 fi
 
 # the stores go to a tmpfs when there is one: Redis runs without
-# persistence, so both sides keep their data in memory (no fsync cost)
+# persistence, so both sides keep their data in memory (no fsync cost).
+# BENCH_AGG_DIR=dir puts them there instead (a disk, as a user's store).
 sdir=$tmp
-if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+if [ -n "${BENCH_AGG_DIR:-}" ]; then
+	sdir=$(mktemp -d "$BENCH_AGG_DIR/agg_bench.XXXXXX") || exit 71
+elif [ -d /dev/shm ] && [ -w /dev/shm ]; then
 	sdir=$(mktemp -d /dev/shm/agg_bench.XXXXXX) || exit 71
 fi
 echo "stores in $sdir"
