@@ -507,6 +507,27 @@ load_shard(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *ds,
 	return check_xy(c, kx, ky, &tx, &ty, r, n);
 }
 
+/* Ask the cache for sample pos (a worker position) of c's ranges. */
+static void
+prefetch_row(const struct spirt_grad_ctx *c, uint64_t pos)
+{
+#if defined(__GNUC__)
+	const struct range *r = c->r;
+	size_t n, j, es;
+
+	for (; pos >= r->count; r++)
+		pos -= r->count;
+	es = r->xdtype == SPIRT_U8 ? 1 : 4;
+	n = c->m.nin * es;
+	for (j = 0; j < n; j += 64)
+		__builtin_prefetch((const char *)r->x +
+		    (r->start + pos) * n + j, 0, 0);
+#else
+	(void)c;
+	(void)pos;
+#endif
+}
+
 /*
  * Sample row of range r into x (nin floats) and its label into *y.  Bytes
  * become floats 8 at a time (the same conversion and product per element
@@ -739,12 +760,20 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 		return rc;
 	x = spirt_ws_input(c->ws);
 	y = spirt_ws_labels(c->ws);
-	for (i = 0; i < B; i++) {
-		pos = c->perm[lo + i];
-		for (ri = 0; pos >= c->r[ri].count; ri++)
-			pos -= c->r[ri].count;
-		fetch(x + i * c->m.nin, y + i, &c->r[ri], c->r[ri].start + pos,
-		    c->m.nin);
+	/* the rows are scattered over the shard: ask for row i + 4 while
+	 * converting row i (a batch gather waits on memory, not on math) */
+	for (i = 0; i < B + 4; i++) {
+		if (i < B)
+			prefetch_row(c, c->perm[lo + i]);
+		if (i >= 4) {
+			size_t k = i - 4;
+
+			pos = c->perm[lo + k];
+			for (ri = 0; pos >= c->r[ri].count; ri++)
+				pos -= c->r[ri].count;
+			fetch(x + k * c->m.nin, y + k, &c->r[ri],
+			    c->r[ri].start + pos, c->m.nin);
+		}
 	}
 	if ((rc = spirt_labels_check(y, B, c->m.nclass)) != 0)
 		return where(c, rc, "%s%s: label outside 0..%zu",
