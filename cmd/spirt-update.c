@@ -119,8 +119,7 @@ timings(double t0)
 /*
  * Warm mode: each step line on stdin is one run with -t step, in its own
  * write transaction; one answer line each.  Nothing but the open store
- * (and a scratch list) carries over between steps.  Returns the worst
- * exit code.
+ * carries over between steps.  Returns the worst exit code.
  */
 static int
 serve(struct spirt_store *s)

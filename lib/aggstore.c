@@ -276,54 +276,13 @@ putexcluded(struct spirt_aggset *s, struct spirt_txn *txn)
 	return spirt_store_put_tensor(txn, key, &x, ex, 0);
 }
 
-#define MAXSPENT 4096
-
-struct spent {
-	char (*keys)[SPIRT_KEY_MAX + 1];
-	size_t n, plen;
-	uint64_t below;
-};
-
-/* collect <prefix><step>[/...] keys with step < below */
-static int
-spentone(void *arg, const char *key, const void *val, size_t len)
-{
-	struct spent *d = arg;
-	const char *p = key + d->plen;
-	uint64_t t = 0;
-
-	(void)val;
-	(void)len;
-	if (*p < '0' || *p > '9')
-		return 0;
-	for (; *p >= '0' && *p <= '9'; p++)
-		if ((t = t * 10 + (uint64_t)(*p - '0')) >= d->below)
-			return 0;
-	if ((*p == '\0' || *p == '/') && d->n < MAXSPENT)
-		snprintf(d->keys[d->n++], sizeof d->keys[0], "%s", key);
-	return 0;
-}
-
 /* remove grad/ and agg/ keys of steps before below */
 static int
 prune_spent(struct spirt_txn *txn, uint64_t below)
 {
-	static const char *const pfx[] = { "grad/", "agg/" };
-	struct spent d;
-	int rc = 0;
+	int rc = spirt_store_del_steps(txn, "grad/", below, NULL);
 
-	if ((d.keys = malloc(MAXSPENT * sizeof *d.keys)) == NULL)
-		return ENOMEM;
-	d.below = below;
-	for (int i = 0; i < 2 && !rc; i++) {
-		d.n = 0;
-		d.plen = strlen(pfx[i]);
-		rc = spirt_store_list(txn, pfx[i], spentone, &d);
-		for (size_t k = 0; k < d.n && !rc; k++)
-			rc = spirt_store_del(txn, d.keys[k]);
-	}
-	free(d.keys);
-	return rc;
+	return rc ? rc : spirt_store_del_steps(txn, "agg/", below, NULL);
 }
 
 int

@@ -87,7 +87,7 @@ SPIRT_MUST_CHECK int spirt_aggset_run(struct spirt_aggset *s, float *out)
  * (built in place in the map) and agg/<t>/excluded, an i64 [k, 2] of
  * (origin or -1, enum spirt_agg_reason) rows, k possibly 0; with s->prune,
  * also remove the grad/ and agg/ keys of steps before t - 1, spent once
- * their updates were applied (at most 4096 per call).  Starts with
+ * their updates were applied.  Starts with
  * spirt_aggset_reset(), so it may run again after the map grows.  Returns
  * the codes above, SPIRT_EEXIST (agg/<t> exists and not s->replace), store
  * errors.

@@ -710,6 +710,65 @@ out:
 	return rc;
 }
 
+struct steps {
+	char *keys;             /* NUL-terminated keys back to back */
+	size_t len, cap, n, plen;
+	uint64_t below;
+};
+
+/* collect <prefix><step>[/...] keys with step < below */
+static int
+steps_fn(void *arg, const char *key, const void *val, size_t len)
+{
+	struct steps *d = arg;
+	const char *p = key + d->plen;
+	size_t k = strlen(key) + 1;
+	uint64_t t = 0;
+
+	(void)val;
+	(void)len;
+	if (*p < '0' || *p > '9')
+		return 0;
+	for (; *p >= '0' && *p <= '9'; p++)
+		if ((t = t * 10 + (uint64_t)(*p - '0')) >= d->below)
+			return 0;
+	if (*p != '\0' && *p != '/')
+		return 0;
+	if (d->len + k > d->cap) {
+		size_t cap = d->cap ? 2 * d->cap : 4096;
+		char *q;
+
+		while (cap < d->len + k)
+			cap *= 2;
+		if ((q = realloc(d->keys, cap)) == NULL)
+			return ENOMEM;
+		d->keys = q;
+		d->cap = cap;
+	}
+	memcpy(d->keys + d->len, key, k);
+	d->len += k;
+	d->n++;
+	return 0;
+}
+
+int
+spirt_store_del_steps(struct spirt_txn *t, const char *prefix,
+    uint64_t below, size_t *n)
+{
+	struct steps d = { NULL, 0, 0, 0, strlen(prefix), below };
+	int rc;
+
+	/* collected first: a listing must not run over keys it deletes */
+	rc = spirt_store_list(t, prefix, steps_fn, &d);
+	for (size_t off = 0; rc == 0 && off < d.len;
+	    off += strlen(d.keys + off) + 1)
+		rc = spirt_store_del(t, d.keys + off);
+	free(d.keys);
+	if (n)
+		*n = rc ? 0 : d.n;
+	return rc;
+}
+
 struct persist {
 	const char *prefix;
 	size_t plen, n;

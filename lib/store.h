@@ -110,6 +110,15 @@ SPIRT_MUST_CHECK int spirt_store_reserve(struct spirt_txn *t, const char *key,
 SPIRT_MUST_CHECK int spirt_store_del(struct spirt_txn *t, const char *key);
 
 /*
+ * Delete every key <prefix><step> and <prefix><step>/... whose step (a
+ * decimal number) is below `below`: spent versions and steps, such as
+ * model/m@<t> or grad/<t>/<w>.  *n (out, may be NULL): how many went.
+ * Returns 0, ENOMEM or a store error.
+ */
+SPIRT_MUST_CHECK int spirt_store_del_steps(struct spirt_txn *t,
+    const char *prefix, uint64_t below, size_t *n);
+
+/*
  * Call fn for each key starting with prefix ("" for all), in key order.
  * fn returning non-zero stops the walk; that value is returned.
  */

@@ -15,7 +15,6 @@
 #include "parse.h"
 #include "update.h"
 
-#define MAXDEL 4096     /* old versions removed by one --keep */
 
 /* the message of a failure */
 static void __attribute__((format(printf, 2, 3)))
@@ -54,9 +53,7 @@ void
 spirt_update_free(struct spirt_update *u)
 {
 	free(u->apl);
-	free(u->del);
 	u->apl = NULL;
-	u->del = NULL;
 }
 
 /* the highest step of model/<name>@<step> */
@@ -91,52 +88,20 @@ spirt_update_latest(struct spirt_update *u, struct spirt_txn *txn)
 	return 0;
 }
 
-struct old {
-	char (*keys)[SPIRT_KEY_MAX + 1];
-	size_t n;
-	uint64_t below;
-};
-
-/* collect <prefix><step> keys with step < below */
-static int
-oldone(void *arg, const char *key, const void *val, size_t len)
-{
-	struct old *d = arg;
-	uint64_t t;
-
-	(void)val;
-	(void)len;
-	if (spirt_parse_u64(&t, strrchr(key, '@') + 1, 0, SPIRT_NOSTEP - 1)
-	    || t >= d->below)
-		return 0;
-	if (d->n == MAXDEL)
-		return 0;       /* the rest goes next time */
-	snprintf(d->keys[d->n++], sizeof d->keys[0], "%s", key);
-	return 0;
-}
-
+/* remove model and optimiser versions before newest + 1 - keep */
 static int
 prune(struct spirt_update *u, struct spirt_txn *txn, uint64_t newest)
 {
-	struct old d;
 	char prefix[SPIRT_KEY_MAX + 1];
 	const char *ns[2] = { "model", "opt" };
 	int rc = 0;
 
 	if (u->keep == 0 || newest + 1 <= u->keep)
 		return 0;
-	/* a warm process reuses the list: not 2 MiB malloc'ed per step */
-	if (u->del == NULL &&
-	    (u->del = malloc(MAXDEL * sizeof *u->del)) == NULL)
-		return ENOMEM;
-	d.keys = u->del;
-	d.below = newest + 1 - u->keep;
 	for (int i = 0; i < 2 && !rc; i++) {
-		d.n = 0;
 		snprintf(prefix, sizeof prefix, "%s/%s@", ns[i], u->model);
-		rc = spirt_store_list(txn, prefix, oldone, &d);
-		for (size_t k = 0; k < d.n && !rc; k++)
-			rc = spirt_store_del(txn, d.keys[k]);
+		rc = spirt_store_del_steps(txn, prefix, newest + 1 - u->keep,
+		    NULL);
 	}
 	return rc;
 }

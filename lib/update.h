@@ -14,8 +14,8 @@
 /*
  * The state of spirt-update.  The caller sets the "in" fields; the
  * functions below set the "out" fields on every call, so one struct may
- * serve many steps (spirt-update --serve): nothing but a scratch list
- * carries over from one step to the next.
+ * serve many steps (spirt-update --serve): nothing carries over from one
+ * step to the next.
  *
  * On failure a function returns the code and leaves a one-line message
  * without the program name in msg ("agg/3: no such key"); msg is empty
@@ -37,13 +37,11 @@ struct spirt_update {
 	int done;               /* store: step t was applied before */
 	double work_ms;         /* time in the step itself */
 	char msg[SPIRT_KEY_MAX + 160];
-	/* scratch */
-	char (*del)[SPIRT_KEY_MAX + 1];
 };
 
 /* Initialise u: in fields at their defaults (spirt_optim_defaults()). */
 void spirt_update_init(struct spirt_update *u) SPIRT_NONNULL(1);
-/* Free what u owns (the aggregate, the scratch list). */
+/* Free what u owns (the aggregate read from a file). */
 void spirt_update_free(struct spirt_update *u) SPIRT_NONNULL(1);
 
 /*

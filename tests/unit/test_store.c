@@ -398,6 +398,45 @@ volatile_values(void)
 	spirt_store_close(s);
 }
 
+/* spirt_store_del_steps: <prefix><step>[/...] below a step, in both
+ * environments, nothing else */
+static void
+del_steps(void)
+{
+	static const char *const keys[] = { "grad/1/0", "grad/1/1", "grad/2",
+	    "grad/3/0", "grad/1x", "grad/x", "grad/", "grad/10/0",
+	    "model/m@1", "model/m@2", "model/m@12", "model/mm@1" };
+	char sdir[300];
+	struct spirt_store *s;
+	struct spirt_txn *txn;
+	struct spirt_tensor t;
+	uint64_t dims[1] = { 1 };
+	float one = 1;
+	struct keys k = { "", 0 };
+	size_t n;
+
+	snprintf(sdir, sizeof sdir, "%s-steps", dir);
+	CHECK_RC(spirt_store_open(&s, sdir, SPIRT_STORE_CREATE));
+	CHECK_RC(spirt_tensor_init(&t, SPIRT_F32, 1, dims));
+	CHECK_RC(spirt_txn_begin(&txn, s, 0));
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		CHECK_RC(spirt_store_put_tensor(txn, keys[i], &t, &one, 0));
+	CHECK_RC(spirt_store_del_steps(txn, "grad/", 3, &n));
+	CHECK(n == 3);
+	CHECK_RC(spirt_store_del_steps(txn, "model/m@", 12, &n));
+	CHECK(n == 2);
+	CHECK_RC(spirt_store_del_steps(txn, "opt/m@", 12, &n));
+	CHECK(n == 0);
+	CHECK_RC(spirt_store_list(txn, "", collect, &k));
+	CHECK(!strcmp(k.buf, "grad/ grad/10/0 grad/1x grad/3/0 grad/x "
+	    "model/m@12 model/mm@1 "));
+	if (strcmp(k.buf, "grad/ grad/10/0 grad/1x grad/3/0 grad/x "
+	    "model/m@12 model/mm@1 "))
+		fprintf(stderr, "left: %s\n", k.buf);
+	CHECK_RC(spirt_txn_commit(txn));
+	spirt_store_close(s);
+}
+
 /* the map grows when full; at its limit the error is clear, data intact */
 static void
 growth(void)
@@ -450,6 +489,7 @@ main(void)
 	concurrent_growth();
 	scratch();
 	volatile_values();
+	del_steps();
 	growth();
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
 	if (system(cmd) != 0)
