@@ -367,7 +367,7 @@ export_txn(struct spirt_txn *txn, int argc, char **argv, const char **act)
 	if ((rc = spirt_store_get_tensor(txn, argv[0], &in.t, &pl, 1)))
 		return rc;
 	if (file && (rc = spirt_publish_open(&pub, file, 0644)))
-		dierc(rc == EEXIST ? EEXIST : EROFS, "create %s", file);
+		dierc(rc, "%s", file);
 	if (file)
 		fd = pub.fd;
 	else if (!o.force && isterm(1))

@@ -136,13 +136,14 @@ spirt_publish_open(struct spirt_publish *p, const char *path, int mode)
 	 */
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		if (S_ISDIR(st.st_mode))
-			return EISDIR;
+			return SPIRT_EOUTPUT(EISDIR);
 		if ((p->fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
-			return errno;
+			return SPIRT_EOUTPUT(errno);
 		return 0;
 	}
 	if (!(p->path = strdup(path)) || !(p->tmp = malloc(n))) {
 		free(p->path);
+		p->path = NULL;
 		return ENOMEM;
 	}
 	snprintf(p->tmp, n, "%s.tmp.%ld", path, (long)getpid());
@@ -152,7 +153,7 @@ spirt_publish_open(struct spirt_publish *p, const char *path, int mode)
 		free(p->path);
 		free(p->tmp);
 		p->path = p->tmp = NULL;
-		return e;
+		return SPIRT_EOUTPUT(e);
 	}
 	return 0;
 }

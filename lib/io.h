@@ -30,6 +30,7 @@ struct spirt_publish {
 	char *path;
 	char *tmp;
 };
+/* spirt_publish_open() failures are SPIRT_EOUTPUT(errno) (spirt.h). */
 SPIRT_MUST_CHECK int spirt_publish_open(struct spirt_publish *p,
     const char *path, int mode);
 SPIRT_MUST_CHECK int spirt_publish_commit(struct spirt_publish *p);

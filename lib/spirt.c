@@ -41,6 +41,8 @@ spirt_strerror(int rc)
 {
 	if (rc == 0)
 		return "success";
+	if (SPIRT_ISOUTPUT(rc))
+		rc = SPIRT_ECAUSE(rc);
 	if (rc > 0)
 		return strerror(rc);
 	if (rc >= SPIRT_EOF && rc < SPIRT_ELAST)
@@ -55,6 +57,12 @@ spirt_exit(int rc)
 {
 	if (rc == 0)
 		return SPIRT_EX_OK;
+	if (SPIRT_ISOUTPUT(rc)) {
+		int code = spirt_exit(SPIRT_ECAUSE(rc));
+
+		/* a missing directory or no permission: cannot create */
+		return code == SPIRT_EX_NOINPUT ? SPIRT_EX_CANTCREAT : code;
+	}
 	if (rc > 0) {
 		switch (rc) {
 		case ENOENT: case ENOTDIR: case EACCES: case EPERM:

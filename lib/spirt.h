@@ -65,6 +65,18 @@ enum {
 	SPIRT_ELAST
 };
 
+/*
+ * An output file that cannot be created: SPIRT_EOUTPUT(e) wraps the errno
+ * value e, so that spirt_strerror() still names the cause ("No such file
+ * or directory") while spirt_exit() says 73, the output cannot be created,
+ * and not 66, an input is missing.  SPIRT_ECAUSE() unwraps one (any other
+ * code is returned as it is).  spirt_publish_open() returns these.
+ */
+#define SPIRT_EOUT0 (-2000)
+#define SPIRT_EOUTPUT(e) (SPIRT_EOUT0 - (e))
+#define SPIRT_ISOUTPUT(rc) ((rc) <= SPIRT_EOUT0 && (rc) > SPIRT_EOUT0 - 4096)
+#define SPIRT_ECAUSE(rc) (SPIRT_ISOUTPUT(rc) ? SPIRT_EOUT0 - (rc) : (rc))
+
 /* Message for any library return code (errno, MDB_*, SPIRT_E*). */
 const char *spirt_strerror(int rc);
 

@@ -240,8 +240,10 @@ scratch_open(struct spirt_store *s, unsigned mainflags, uint64_t mapsize)
 		snprintf(f, n, "%s/scratch/boot", s->loc);
 		{
 			struct spirt_publish pub;
-			if ((rc = spirt_publish_open(&pub, f, 0644)))
+			if ((rc = spirt_publish_open(&pub, f, 0644))) {
+				rc = SPIRT_ECAUSE(rc);  /* the store's own file */
 				goto out;
+			}
 			if ((rc = spirt_writeall(pub.fd, boot, strlen(boot)))) {
 				spirt_publish_abort(&pub);
 				goto out;

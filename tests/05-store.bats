@@ -286,12 +286,15 @@ bad_put() {
 	assert_equal "$stderr" 'spirt-store: http://127.0.0.1:9/: not supported'
 }
 
-@test "write error on stdout: 74" {
+@test "write error on stdout: 74; an output file that cannot be created: 73" {
 	[ -e /dev/full ] || skip "no /dev/full"
 	seed_store
 	run -74 bash -c 'spirt-store get model/m@5 > /dev/full'
 	run -74 bash -c 'spirt-store export model/m@5 - > /dev/full'
 	run -74 bash -c 'spirt-store ls > /dev/full'
+	# a file that cannot be created: the cause, and 73
+	run -73 --separate-stderr spirt-store export model/m@5 no-dir/m.npy
+	[ "$stderr" = 'spirt-store: no-dir/m.npy: No such file or directory' ]
 }
 
 @test "the python reference reader and writer agree with the C library" {

@@ -341,7 +341,7 @@ spirt-shard: hint: name the format with -f"
 	run -64 spirt-shard -o out/d.spt --dead 1
 	run -64 spirt-shard -o out/d.spt -n 11 "$IMG" "$LAB"
 	run -65 spirt-shard -o out/d.spt "$SH/short-images-idx3-ubyte" "$LAB"
-	run -66 --separate-stderr spirt-shard -o out/nodir/d.spt "$IMG" "$LAB"
+	run -73 --separate-stderr spirt-shard -o out/nodir/d.spt "$IMG" "$LAB"
 	assert_equal "$stderr" 'spirt-shard: out/nodir/d.spt: No such file or directory'
 	run -74 bash -c "spirt-shard -o - '$IMG' '$LAB' >/dev/full"
 	[ -z "$(ls out)" ] || fail "left: $(ls out)"

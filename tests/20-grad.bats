@@ -68,6 +68,12 @@ mkdata() {
 	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
 	run -0 spirt-store inspect g
 	assert_line 'samples=4'
+	# an output that cannot be created: the cause, and 73
+	run -73 --separate-stderr spirt-grad -m m -t 0 -b 4 -o no-dir/g
+	[ "$stderr" = 'spirt-grad: no-dir/g: No such file or directory' ]
+	run -73 --separate-stderr spirt-init -m m -o no-dir/m softmax:4:3
+	[ "$stderr" = 'spirt-init: no-dir/m: No such file or directory' ]
+	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
 }
 
 @test "each model kind computes a gradient (cnn on 16x16 images)" {

@@ -270,12 +270,13 @@ out(rec(a, origin=0), rec(a, origin=1))" >nan.rec
 	[[ "$stderr" == *"no-such.rec"* ]]
 }
 
-@test "output errors: exit 66 and 74" {
+@test "output errors: exit 73 and 74" {
 	grads 2
 	mkdir dir
-	run -66 --separate-stderr spirt-agg -o dir all.rec
+	run -73 --separate-stderr spirt-agg -o dir all.rec
 	[[ "$stderr" == *"dir: Is a directory"* ]]
-	run -66 spirt-agg -o no-dir/x.rec all.rec
+	run -73 --separate-stderr spirt-agg -o no-dir/x.rec all.rec
+	[ "$stderr" = 'spirt-agg: no-dir/x.rec: No such file or directory' ]
 	run -74 sh -c 'spirt-agg all.rec >/dev/full'
 }
 

@@ -384,7 +384,8 @@ import os; assert os.path.getsize('s1.rec') == os.path.getsize('m0.rec')"
 	run -65 spirt-update -p part.rec -o x.rec a0.rec
 	run -66 --separate-stderr spirt-update -p no-such.rec -o x.rec a0.rec
 	[[ "$stderr" == *"no-such.rec"* ]]
-	run -66 spirt-update -p m0.rec -o no-dir/x.rec a0.rec
+	run -73 --separate-stderr spirt-update -p m0.rec -o no-dir/x.rec a0.rec
+	[ "$stderr" = 'spirt-update: no-dir/x.rec: No such file or directory' ]
 	[ ! -e x.rec ]
 	run -64 spirt-update -m m -o x.rec a0.rec
 	run -64 spirt-update -i -p m0.rec
