@@ -3,12 +3,23 @@
 #define SPIRT_CHECK_H
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "spirt.h"
 
 static int check_failed;
+
+/* Reproducible test data: xorshift64 state *s, a double in [0, 1). */
+static inline double
+check_urand(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return (double)(*s >> 11) / 9007199254740992.0;
+}
 
 /* expr is a library call returning 0 on success */
 #define CHECK_RC(expr) do { \

@@ -9,15 +9,7 @@
 #include "tensor.h"
 
 static uint64_t rng = 88172645463325252ull;
-
-static double
-urand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) / 9007199254740992.0;
-}
+#define urand() check_urand(&rng)
 
 static int
 cmpd(const void *a, const void *b)

@@ -8,15 +8,7 @@
 #include "optim.h"
 
 static uint64_t rng = 2463534242ull;
-
-static double
-urand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) / 9007199254740992.0;
-}
+#define urand() check_urand(&rng)
 
 /* one step written out in double; s holds the state rows */
 static void
