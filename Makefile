@@ -17,7 +17,7 @@ include mk/train.mk
 ALLCFLAGS = $(SPIRT_CPPFLAGS) $(CPPFLAGS) $(INCS) $(SPIRT_CFLAGS) $(CFLAGS)
 
 CORE_LIBHDR = lib/spirt.h lib/tensor.h lib/store.h lib/io.h lib/parse.h \
-	lib/npy.h lib/tool.h
+	lib/npy.h lib/tool.h lib/rng.h
 LIBHDR = $(CORE_LIBHDR) $(DATA_LIBHDR) $(MODEL_LIBHDR) $(AGG_LIBHDR)
 LIBOBJ = lib/spirt.o lib/tensor.o lib/store.o lib/io.o lib/parse.o \
 	lib/npy.o lib/tool.o $(DATA_LIBOBJ) $(MODEL_LIBOBJ) $(AGG_LIBOBJ)

@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "data.h"
+#include "rng.h"
 
 /* refuse absurd sizes before malloc: 64 GiB of samples */
 #define DATA_MAXBYTES ((uint64_t)1 << 36)
@@ -976,23 +977,15 @@ fail:
 
 /* ---- shuffle and split ---- */
 
-static uint64_t
-splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 void
 spirt_rng_seed(struct spirt_rng *r, uint64_t seed)
 {
+	struct spirt_sm64 sm;
 	int i;
 
+	spirt_sm64_seed(&sm, seed);
 	for (i = 0; i < 4; i++)
-		r->s[i] = splitmix64(&seed);
+		r->s[i] = spirt_sm64_next(&sm);
 }
 
 static uint64_t
