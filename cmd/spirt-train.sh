@@ -243,11 +243,23 @@ if [ "$cold" -eq 0 ]; then
 	[ "$fns" -lt 2 ] || exec 4>"$work/g1"
 	[ "$fns" -lt 3 ] || exec 5>"$work/g2"
 	[ "$fns" -lt 4 ] || exec 6>"$work/g3"
-	# a killed driver cannot clean up: this watchdog ends the functions
+	# A watchdog, once a second.  A killed driver cannot clean up: the
+	# watchdog ends the functions.  A function that dies (killed, out of
+	# memory, a crash) would leave the driver waiting for its answer: the
+	# watchdog answers for it, on fd 9, which is open for writing already
+	# (opening the FIFO anew could block).
+	tools=$pids
 	(
 		trap '' INT
-		while kill -0 $$ 2>/dev/null; do sleep 1; done
-		kill $pids 2>/dev/null; rm -rf "$work"
+		while kill -0 $$ 2>/dev/null; do
+			for p in $tools; do
+				kill -0 "$p" 2>/dev/null && continue
+				echo "error=70 a warm tool (pid $p) exited" >&9
+				exit 0
+			done
+			sleep 1
+		done
+		kill $tools 2>/dev/null; rm -rf "$work"
 	) </dev/null >/dev/null 2>&1 &
 	pids="$pids $!"
 fi
@@ -257,7 +269,10 @@ wait_done() {
 	i=0
 	while [ "$i" -lt "$1" ]; do
 		read -r ack <&9 || die 70 "a function went away"
-		case $ack in *error=*) die 75 "step $t: $ack" ;; esac
+		case $ack in
+		*"warm tool"*) die 75 "step $t: ${ack#error=70 }; rerun to resume" ;;
+		*error=*) die 75 "step $t: $ack" ;;
+		esac
 		i=$((i + 1))
 	done
 }

@@ -104,6 +104,32 @@ digest() {      # digest STORE KEY: hash of one stored record
 	assert_line --partial 'model/mlp@40'
 }
 
+@test "a warm function that dies: the driver says so and exits 75, no process left; rerun resumes" {
+	spirt-train -q --steps 400 -s ref.db
+	# (timeout: a driver that waited forever would fail, not hang, the test)
+	timeout 120 spirt-train -q --steps 400 -s d.db --eval-every 1000 2>err &
+	pid=$!
+	for i in $(seq 200); do
+		spirt-store -s d.db ls model/ 2>/dev/null | grep -q '@[1-9][0-9]' && break
+		sleep 0.02
+	done
+	victim=$(for p in $(functions_here); do
+		[ "$(cat /proc/$p/comm)" = spirt-grad ] && echo "$p"; done | head -n 1)
+	[ -n "$victim" ]
+	kill -9 "$victim"
+	rc=0
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 75 ]
+	grep -q "a warm tool (pid $victim) exited; rerun to resume" err
+	for i in $(seq 50); do
+		[ -z "$(functions_here)" ] && break
+		sleep 0.1
+	done
+	[ -z "$(functions_here)" ]
+	run -0 spirt-train -q --steps 400 -s d.db
+	[ "$(digest ref.db model/mlp@400)" = "$(digest d.db model/mlp@400)" ]
+}
+
 @test "SIGTERM stops a warm run and its functions; rerun resumes to the same model" {
 	spirt-train -q --steps 400 -s ref.db
 	spirt-train -q --steps 400 -s t.db --eval-every 1000 &
