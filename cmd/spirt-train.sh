@@ -238,22 +238,34 @@ if [ "$cold" -eq 0 ]; then
 	$upd --serve <>"$work/upd" >"$work/done" & pids="$pids $!"
 	# keep the FIFOs open: a write per step instead of open+write+close
 	# (sh has fds 3-9: functions 0-3 on 3-6, agg 7, update 8, acks 9)
-	exec 7>"$work/agg" 8>"$work/upd"
-	[ "$fns" -lt 1 ] || exec 3>"$work/g0"
-	[ "$fns" -lt 2 ] || exec 4>"$work/g1"
-	[ "$fns" -lt 3 ] || exec 5>"$work/g2"
-	[ "$fns" -lt 4 ] || exec 6>"$work/g3"
+	# (<>: a FIFO whose tool died still has a reader, the driver, so a
+	# write to it cannot kill the driver with SIGPIPE)
+	exec 7<>"$work/agg" 8<>"$work/upd"
+	[ "$fns" -lt 1 ] || exec 3<>"$work/g0"
+	[ "$fns" -lt 2 ] || exec 4<>"$work/g1"
+	[ "$fns" -lt 3 ] || exec 5<>"$work/g2"
+	[ "$fns" -lt 4 ] || exec 6<>"$work/g3"
 	# A watchdog, once a second.  A killed driver cannot clean up: the
 	# watchdog ends the functions.  A function that dies (killed, out of
 	# memory, a crash) would leave the driver waiting for its answer: the
 	# watchdog answers for it, on fd 9, which is open for writing already
 	# (opening the FIFO anew could block).
+	# A dead tool the driver has not reaped yet is a zombie, which kill -0
+	# still finds: /proc tells.
+	alive() {
+		if [ -r "/proc/$1/stat" ]; then
+			read -r _ _ st _ <"/proc/$1/stat" 2>/dev/null &&
+			    [ "$st" != Z ]
+		else
+			kill -0 "$1" 2>/dev/null
+		fi
+	}
 	tools=$pids
 	(
 		trap '' INT
 		while kill -0 $$ 2>/dev/null; do
 			for p in $tools; do
-				kill -0 "$p" 2>/dev/null && continue
+				alive "$p" && continue
 				echo "error=70 a warm tool (pid $p) exited" >&9
 				exit 0
 			done

@@ -119,7 +119,7 @@ digest() {      # digest STORE KEY: hash of one stored record
 	kill -9 "$victim"
 	rc=0
 	wait "$pid" || rc=$?
-	[ "$rc" -eq 75 ]
+	[ "$rc" -eq 75 ] || { cat err; echo "rc=$rc"; false; }
 	grep -q "a warm tool (pid $victim) exited; rerun to resume" err
 	for i in $(seq 50); do
 		[ -z "$(functions_here)" ] && break
