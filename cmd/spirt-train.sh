@@ -388,7 +388,7 @@ persist
 
 # ---- a plot of loss and test accuracy against time, next to the store ----
 if command -v gnuplot >/dev/null 2>&1; then
-	gnuplot <<GP || say "warning: gnuplot failed; the log is $log"
+	gnuplot <<GP 2>/dev/null || say "warning: gnuplot failed; the log is $log"
 set terminal pngcairo size 900,500 noenhanced
 set output "$store.train.png"
 set datafile separator "\t"

@@ -144,17 +144,20 @@ k_sgd(float *th1, const float *th, const float *g, size_t n, float lr,
 	size_t j = 0;
 
 #ifdef SPIRT_VEC
-	vu vb = {0, 0, 0, 0};
-	vf vlr = splat(lr), vwd = splat(wd);
+	vu8 vb = {0, 0, 0, 0, 0, 0, 0, 0};
+	vf8 vlr = SPLAT8(lr), vwd = SPLAT8(wd);
 
-	for (; j + VL <= n; j += VL) {
-		vf t = ldv(th + j), gg = ldv(g + j) + vwd * t;
+	for (; j + VL8 <= n; j += VL8) {
+		vf8 t, gg;
 
+		LD8(t, th + j);
+		LD8(gg, g + j);
+		gg += vwd * t;
 		t = t - vlr * gg;
-		vb |= vbad(gg) | vbad(t);
-		stv(th1 + j, t);
+		vb |= BAD8(gg) | BAD8(t);
+		ST8(th1 + j, t);
 	}
-	bad = orv(vb);
+	bad = OR8(vb);
 #endif
 	for (; j < n; j++) {
 		float t = th[j], gg = g[j] + wd * t;
@@ -174,20 +177,26 @@ k_momentum(float *th1, float *v1, const float *th, const float *v,
 	size_t j = 0;
 
 #ifdef SPIRT_VEC
-	vu vb = {0, 0, 0, 0};
-	vf vlr = splat(lr), vwd = splat(wd), vmu = splat(mu);
+	vu8 vb = {0, 0, 0, 0, 0, 0, 0, 0};
+	vf8 vlr = SPLAT8(lr), vwd = SPLAT8(wd), vmu = SPLAT8(mu);
+	vf8 zero = SPLAT8(0.0f);
 
-	for (; j + VL <= n; j += VL) {
-		vf t = ldv(th + j), gg = ldv(g + j) + vwd * t;
-		vf vv = (v ? vmu * ldv(v + j) : vmu * splat(0)) + gg;
-		vf d = nesterov ? gg + vmu * vv : vv;
+	for (; j + VL8 <= n; j += VL8) {
+		vf8 t, gg, v0 = zero, vv, d;
 
+		LD8(t, th + j);
+		LD8(gg, g + j);
+		gg += vwd * t;
+		if (v)
+			LD8(v0, v + j);
+		vv = vmu * v0 + gg;
+		d = nesterov ? gg + vmu * vv : vv;
 		t = t - vlr * d;
-		vb |= vbad(gg) | vbad(t);
-		stv(v1 + j, vv);
-		stv(th1 + j, t);
+		vb |= BAD8(gg) | BAD8(t);
+		ST8(v1 + j, vv);
+		ST8(th1 + j, t);
 	}
-	bad = orv(vb);
+	bad = OR8(vb);
 #endif
 	for (; j < n; j++) {
 		float t = th[j], gg = g[j] + wd * t;
@@ -213,28 +222,34 @@ k_adam(float *th1, float *m1, float *v1, const float *th, const float *m,
 	size_t j = 0;
 
 #ifdef SPIRT_VEC
-	vu vb = {0, 0, 0, 0};
-	vf va = splat(a), vbc2 = splat(bc2), vb1 = splat(b1), vb2 = splat(b2);
-	vf vc1 = splat(c1), vc2 = splat(c2), veps = splat(eps);
-	vf vwd = splat(wd), vdwd = splat(dwd);
+	vu8 vb = {0, 0, 0, 0, 0, 0, 0, 0};
+	vf8 va = SPLAT8(a), vbc2 = SPLAT8(bc2), vb1 = SPLAT8(b1);
+	vf8 vb2 = SPLAT8(b2), vc1 = SPLAT8(c1), vc2 = SPLAT8(c2);
+	vf8 veps = SPLAT8(eps), vwd = SPLAT8(wd), vdwd = SPLAT8(dwd);
+	vf8 zero = SPLAT8(0.0f);
 
-	for (; j + VL <= n; j += VL) {
-		vf t = ldv(th + j), gg = ldv(g + j) + vwd * t;
-		vf m0 = m ? ldv(m + j) : splat(0);
-		vf v0 = m ? ldv(v + j) : splat(0);
-		vf mm = vb1 * m0 + vc1 * gg;
-		vf vv = vb2 * v0 + vc2 * (gg * gg);
-		vf s = vv * vbc2, r;
+	for (; j + VL8 <= n; j += VL8) {
+		vf8 t, gg, m0 = zero, v0 = zero, mm, vv, s, r;
 
-		for (int l = 0; l < VL; l++)
+		LD8(t, th + j);
+		LD8(gg, g + j);
+		gg += vwd * t;
+		if (m) {
+			LD8(m0, m + j);
+			LD8(v0, v + j);
+		}
+		mm = vb1 * m0 + vc1 * gg;
+		vv = vb2 * v0 + vc2 * (gg * gg);
+		s = vv * vbc2;
+		for (int l = 0; l < VL8; l++)
 			r[l] = sqrtf(s[l]);
 		t = t - va * mm / (r + veps) - vdwd * t;
-		vb |= vbad(gg) | vbad(t);
-		stv(m1 + j, mm);
-		stv(v1 + j, vv);
-		stv(th1 + j, t);
+		vb |= BAD8(gg) | BAD8(t);
+		ST8(m1 + j, mm);
+		ST8(v1 + j, vv);
+		ST8(th1 + j, t);
 	}
-	bad = orv(vb);
+	bad = OR8(vb);
 #endif
 	for (; j < n; j++) {
 		float t = th[j], gg = g[j] + wd * t;

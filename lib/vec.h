@@ -61,12 +61,22 @@ stv(float *p, vf v)
 	memcpy(p, &v, sizeof v);
 }
 
-/* 8 lanes: one AVX register in the AVX2/AVX-512 clones, two SSE ones in
- * the default build (GCC splits the operations).  Loaded and stored with
- * memcpy in place: passing them by value to a function warns (-Wpsabi) */
+/*
+ * 8 lanes: one AVX register in the AVX2/AVX-512 clones, two SSE ones in
+ * the default build (GCC splits the operations).  No function may take or
+ * return one: without AVX that changes the ABI, which GCC warns about
+ * (-Wpsabi) and Clang refuses outright, even for an inline function.  So
+ * they are loaded, stored and tested by these macros.
+ */
 typedef float vf8 __attribute__((vector_size(32)));
 typedef uint32_t vu8 __attribute__((vector_size(32)));
 #define VL8 8
+#define LD8(v, p) memcpy(&(v), (p), sizeof(v))
+#define ST8(p, v) memcpy((p), &(v), sizeof(v))
+#define SPLAT8(x) { (x), (x), (x), (x), (x), (x), (x), (x) }
+#define BAD8(a) ((((vu8)(a)) & EXPMASK) + EXPONE)
+#define OR8(b) (((b)[0] | (b)[1] | (b)[2] | (b)[3]) | \
+	((b)[4] | (b)[5] | (b)[6] | (b)[7]))
 
 static inline vf
 splat(float x)
