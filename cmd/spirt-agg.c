@@ -250,6 +250,11 @@ main(int argc, char **argv)
 	}
 	fromstore = o.serve || o.nkeys || (!argc && o.a.step != SPIRT_NOSTEP);
 	tostore = fromstore && !o.out;
+	if (o.a.prune && !tostore) {
+		warnx_("-P prunes the store after writing agg/<step>: not with "
+		    "-o or file operands");
+		usage(1);
+	}
 	if (!o.out)
 		o.out = "-";
 	if (!tostore && strcmp(o.out, "-") == 0 && !o.force && isterm(1))

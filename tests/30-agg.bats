@@ -133,6 +133,10 @@ assert any((r == G[w]).all() for w in range(8))"
 	assert_line --partial 'grad/x'
 	assert_line --partial 'grad/1x'
 	assert_line --partial 'grad/10/0'
+	# nothing to prune when nothing goes to the store
+	run -64 --separate-stderr spirt-agg -P -t 3 -o x.rec
+	[[ "$stderr" == "spirt-agg: -P prunes the store"* ]]
+	run -64 spirt-agg -P s.rec
 	# in warm mode too, at each step
 	run -66 --separate-stderr spirt-agg -q -P -R -i <<<4
 	[ "$output" = 'step=4 error=66' ]     # no gradients yet
