@@ -186,10 +186,24 @@ if [ -z "$last" ]; then
 	run spirt-init -q -m "$model" -S "$seed" "$spec"
 	last=0
 fi
-# the run's last model version and optimiser state, made durable
+# the run's last model version and optimiser state, made durable; then the
+# older durable versions go, which --keep 2 had to leave while they were
+# the last durable ones (a power loss would have gone back to them)
 persist() {
 	run spirt-store -q persist "model/$model@" "opt/$model@" ||
 	    die 74 "could not make model/$model versions durable"
+	spirt-store ls | awk -F'\t' -v m="$model" '
+		function step(k, p) {   # 1 and st set if k is p<step>
+			if (index(k, p) != 1 || substr(k, length(p) + 1) !~ /^[0-9]+$/)
+				return 0
+			st = substr(k, length(p) + 1) + 0
+			return 1
+		}
+		{ k = $1 }
+		step(k, "model/" m "@") || step(k, "opt/" m "@") {
+			key[n++] = k; at[k] = st; if (st > max) max = st }
+		END { for (i = 0; i < n; i++) if (at[key[i]] + 1 < max) print key[i] }
+	' | xargs -r spirt-store rm
 }
 [ "$last" -lt "$stop" ] || { persist; say "model/$model@$last: already trained ($stop steps)"; exit 0; }
 
@@ -305,7 +319,7 @@ step() {        # step T: one synchronous SPIRT round
 		1) echo "$1" >&4 ;;
 		2) echo "$1" >&5 ;;
 		3) echo "$1" >&6 ;;
-		*) echo "$1" > "$work/g$w" ;;
+		*) echo "$1" 1<>"$work/g$w" ;;   # <>: never blocks, as 3-6
 		esac
 		w=$((w + 1))
 	done

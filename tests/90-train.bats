@@ -38,6 +38,9 @@ digest() {      # digest STORE KEY: hash of one stored record
 	[[ "$stderr" == *"model/mlp@30; log"* ]]
 	run -0 spirt-store ls model/
 	assert_line --partial 'model/mlp@30'
+	# the last two versions are kept, and only they, as --keep 2 says
+	run -0 sh -c 'spirt-store ls model/ | cut -f1; spirt-store ls opt/ | cut -f1'
+	assert_output "$(printf 'model/mlp@29\nmodel/mlp@30\nopt/mlp@29\nopt/mlp@30')"
 	# spent gradients of early steps are pruned
 	run -0 spirt-store ls grad/0/
 	assert_output ''
