@@ -134,24 +134,20 @@ v_mean(float *o, const float *const *x, size_t a, size_t j0, size_t n)
 
 #ifdef SPIRT_VEC
 	vu8 vb = {0, 0, 0, 0, 0, 0, 0, 0};
-	vf8 dv = {d, d, d, d, d, d, d, d};
+	vf8 dv = SPLAT8(d);
 
 	for (; j + 2 * VL8 <= n; j += 2 * VL8) {
 		vf8 s0, s1;
 
-		memcpy(&s0, x[0] + j0 + j, sizeof s0);
-		memcpy(&s1, x[0] + j0 + j + VL8, sizeof s1);
-
-		vb |= (((vu8)s0 & EXPMASK) + EXPONE) |
-		    (((vu8)s1 & EXPMASK) + EXPONE);
+		LD8(s0, x[0] + j0 + j);
+		LD8(s1, x[0] + j0 + j + VL8);
+		vb |= BAD8(s0) | BAD8(s1);
 		for (i = 1; i < a; i++) {
 			vf8 p, q;
 
-			memcpy(&p, x[i] + j0 + j, sizeof p);
-			memcpy(&q, x[i] + j0 + j + VL8, sizeof q);
-
-			vb |= (((vu8)p & EXPMASK) + EXPONE) |
-			    (((vu8)q & EXPMASK) + EXPONE);
+			LD8(p, x[i] + j0 + j);
+			LD8(q, x[i] + j0 + j + VL8);
+			vb |= BAD8(p) | BAD8(q);
 			s0 += p;
 			s1 += q;
 		}
@@ -159,11 +155,10 @@ v_mean(float *o, const float *const *x, size_t a, size_t j0, size_t n)
 			s0 /= dv;
 			s1 /= dv;
 		}
-		memcpy(o + j, &s0, sizeof s0);
-		memcpy(o + j + VL8, &s1, sizeof s1);
+		ST8(o + j, s0);
+		ST8(o + j + VL8, s1);
 	}
-	for (i = 0; i < VL8; i++)
-		bad |= vb[i];
+	bad = OR8(vb);
 #endif
 	for (; j < n; j++) {
 		float s = x[0][j0 + j];

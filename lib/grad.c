@@ -507,24 +507,31 @@ load_shard(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *ds,
 	return check_xy(c, kx, ky, &tx, &ty, r, n);
 }
 
-/* Ask the cache for sample pos (a worker position) of c's ranges. */
-static void
-prefetch_row(const struct spirt_grad_ctx *c, uint64_t pos)
+/* The range of c holding worker position pos; *row (out): its row there. */
+static const struct range *
+locate(const struct spirt_grad_ctx *c, uint64_t pos, uint64_t *row)
 {
-#if defined(__GNUC__)
 	const struct range *r = c->r;
-	size_t n, j, es;
 
 	for (; pos >= r->count; r++)
 		pos -= r->count;
-	es = r->xdtype == SPIRT_U8 ? 1 : 4;
-	n = c->m.nin * es;
-	for (j = 0; j < n; j += 64)
-		__builtin_prefetch((const char *)r->x +
-		    (r->start + pos) * n + j, 0, 0);
+	*row = r->start + pos;
+	return r;
+}
+
+/* Ask the cache for row `row` of range r (nin features). */
+static void
+prefetch_row(const struct range *r, uint64_t row, size_t nin)
+{
+#if defined(__GNUC__)
+	size_t n = nin * (r->xdtype == SPIRT_U8 ? 1 : 4);
+
+	for (size_t j = 0; j < n; j += 64)
+		__builtin_prefetch((const char *)r->x + row * n + j, 0, 0);
 #else
-	(void)c;
-	(void)pos;
+	(void)r;
+	(void)row;
+	(void)nin;
 #endif
 }
 
@@ -543,9 +550,7 @@ fetch(float *x, int32_t *y, const struct range *r, uint64_t row, size_t nin)
 		    row * nin;
 #ifdef SPIRT_VEC
 		typedef unsigned char vb8 __attribute__((vector_size(8)));
-		const vf8 k = { 1.0f / 255.0f, 1.0f / 255.0f, 1.0f / 255.0f,
-		    1.0f / 255.0f, 1.0f / 255.0f, 1.0f / 255.0f,
-		    1.0f / 255.0f, 1.0f / 255.0f };
+		const vf8 k = SPLAT8(1.0f / 255.0f);
 
 		for (; i + VL8 <= nin; i += VL8) {
 			vb8 b;
@@ -553,7 +558,7 @@ fetch(float *x, int32_t *y, const struct range *r, uint64_t row, size_t nin)
 
 			memcpy(&b, s + i, sizeof b);
 			f = __builtin_convertvector(b, vf8) * k;
-			memcpy(x + i, &f, sizeof f);
+			ST8(x + i, f);
 		}
 #endif
 		for (; i < nin; i++)
@@ -732,8 +737,8 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 {
 	const float *params;
 	int64_t info[4];
-	uint64_t N, epoch, lo, B, i, pos, dims[1];
-	size_t ri, bad;
+	uint64_t N, epoch, lo, B, i, dims[1];
+	size_t bad;
 	double loss;
 	float *x;
 	int32_t *y;
@@ -763,16 +768,17 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 	/* the rows are scattered over the shard: ask for row i + 4 while
 	 * converting row i (a batch gather waits on memory, not on math) */
 	for (i = 0; i < B + 4; i++) {
-		if (i < B)
-			prefetch_row(c, c->perm[lo + i]);
-		if (i >= 4) {
-			size_t k = i - 4;
+		const struct range *r;
+		uint64_t row;
 
-			pos = c->perm[lo + k];
-			for (ri = 0; pos >= c->r[ri].count; ri++)
-				pos -= c->r[ri].count;
-			fetch(x + k * c->m.nin, y + k, &c->r[ri],
-			    c->r[ri].start + pos, c->m.nin);
+		if (i < B) {
+			r = locate(c, c->perm[lo + i], &row);
+			prefetch_row(r, row, c->m.nin);
+		}
+		if (i >= 4) {
+			r = locate(c, c->perm[lo + i - 4], &row);
+			fetch(x + (i - 4) * c->m.nin, y + i - 4, r, row,
+			    c->m.nin);
 		}
 	}
 	if ((rc = spirt_labels_check(y, B, c->m.nclass)) != 0)

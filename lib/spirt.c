@@ -41,8 +41,7 @@ spirt_strerror(int rc)
 {
 	if (rc == 0)
 		return "success";
-	if (SPIRT_ISOUTPUT(rc))
-		rc = SPIRT_ECAUSE(rc);
+	rc = SPIRT_ECAUSE(rc);
 	if (rc > 0)
 		return strerror(rc);
 	if (rc >= SPIRT_EOF && rc < SPIRT_ELAST)
