@@ -21,6 +21,7 @@
 "       spirt-store [-s store] put [-n] key [file]\n" \
 "       spirt-store [-s store] rm key ...\n" \
 "       spirt-store [-s store] persist [prefix ...]\n" \
+"       spirt-store [-s store] prune -t step prefix ...\n" \
 "       spirt-store [-s store] export [-f] key [file.npy]\n" \
 "       spirt-store [-s store] import [-n] [-t step] key file.npy\n" \
 "       spirt-store [-s store] stat\n" \
@@ -42,7 +43,8 @@ usage(int code)
 		    "  -n, --no-overwrite fail if the key exists\n"
 		    "  -s, --store PATH   store (default $SPIRT_STORE or "
 		    "./spirt.db)\n"
-		    "  -t, --step N       step to record on import\n"
+		    "  -t, --step N       step to record on import; prune "
+		    "below it\n"
 		    "  -q, --quiet        no warnings\n"
 		    "  -h, --help         this help\n"
 		    "  -V, --version      print version\n", stdout);
@@ -392,6 +394,48 @@ static int get_run(struct spirt_store *s, int c, char **v, const char **a)
 static int export_run(struct spirt_store *s, int c, char **v, const char **a)
 { return read_run(s, c, v, a, export_txn); }
 
+/* prune: <prefix><n> and <prefix><n>/... with n below -t, one txn */
+static int
+prune_txn(struct spirt_txn *txn, void *arg)
+{
+	size_t *total = arg, n;
+	int rc;
+
+	*total = 0;
+	for (int i = 0; i < in.nkeys; i++) {
+		if ((rc = spirt_store_del_steps(txn, in.keys[i], o.step, &n)))
+			return rc;
+		*total += n;
+	}
+	return 0;
+}
+
+static int
+prune_prep(int argc, char **argv, const char **act)
+{
+	(void)argc;
+	(void)argv;
+	(void)act;
+	if (o.step == SPIRT_NOSTEP)
+		die(SPIRT_EX_USAGE, "prune: which steps? give -t step");
+	return 0;
+}
+
+static int
+prune_run(struct spirt_store *s, int argc, char **argv, const char **act)
+{
+	size_t n;
+	int rc;
+
+	in.keys = argv;
+	in.nkeys = argc;
+	*act = spirt_store_location(s);
+	if ((rc = spirt_store_write(s, prune_txn, &n)) == 0)
+		info("%zu key%s of steps below %llu removed", n,
+		    n == 1 ? "" : "s", (unsigned long long)o.step);
+	return rc;
+}
+
 /* persist: volatile values (spirt-update --checkpoint) made durable */
 static int
 persist_run(struct spirt_store *s, int argc, char **argv, const char **act)
@@ -426,6 +470,7 @@ static const struct cmd {
 	{ "inspect", 0, ANY, 0, NOSTORE, NULL, NULL },
 	{ "ls", 0, 1, 0, SPIRT_STORE_RDONLY, NULL, ls_run },
 	{ "persist", 0, ANY, 0, 0, NULL, persist_run },
+	{ "prune", 1, ANY, 0, 0, prune_prep, prune_run },
 	{ "put", 1, 2, 1, SPIRT_STORE_CREATE, put_prep, put_run },
 	{ "rm", 1, ANY, ANY, 0, NULL, rm_run },
 	{ "show", 1, ANY, ANY, SPIRT_STORE_RDONLY, NULL, show_run },

@@ -181,7 +181,11 @@ stop=$total
 [ "$every" -gt 0 ] || every=$spe
 
 # ---- model: initialise once; resume from the newest committed version ----
-last=$(spirt-store ls "model/$model@" | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1)
+# newest: the highest step of model/$model@<step> in the store, or nothing
+newest() {
+	spirt-store ls "model/$model@" | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1
+}
+last=$(newest)
 if [ -z "$last" ]; then
 	run spirt-init -q -m "$model" -S "$seed" "$spec"
 	last=0
@@ -192,18 +196,9 @@ fi
 persist() {
 	run spirt-store -q persist "model/$model@" "opt/$model@" ||
 	    die 74 "could not make model/$model versions durable"
-	spirt-store ls | awk -F'\t' -v m="$model" '
-		function step(k, p) {   # 1 and st set if k is p<step>
-			if (index(k, p) != 1 || substr(k, length(p) + 1) !~ /^[0-9]+$/)
-				return 0
-			st = substr(k, length(p) + 1) + 0
-			return 1
-		}
-		{ k = $1 }
-		step(k, "model/" m "@") || step(k, "opt/" m "@") {
-			key[n++] = k; at[k] = st; if (st > max) max = st }
-		END { for (i = 0; i < n; i++) if (at[key[i]] + 1 < max) print key[i] }
-	' | xargs -r spirt-store rm
+	top=$(newest)
+	[ -z "$top" ] || [ "$top" -lt 2 ] ||
+	    run spirt-store -q prune -t $((top - 1)) "model/$model@" "opt/$model@"
 }
 [ "$last" -lt "$stop" ] || { persist; say "model/$model@$last: already trained ($stop steps)"; exit 0; }
 

@@ -395,3 +395,21 @@ teardown() {
 	[[ "$stderr" == "spirt-store: nowhere.db: "* ]]
 	[ ! -e nowhere.db ]
 }
+
+@test "prune: <prefix><n> and <prefix><n>/... below -t, in one txn; -t is required" {
+	seed_store
+	for k in model/m@1 model/m@2 model/m@3 model/m@12 grad/1/0 grad/2/0 grad/1x; do
+		spirt-store put "$k" a.rec
+	done
+	run -0 --separate-stderr spirt-store prune -t 3 model/m@ grad/
+	[ "$stderr" = 'spirt-store: 4 keys of steps below 3 removed' ]
+	run -0 sh -c 'spirt-store ls | cut -f1'
+	assert_output "$(printf 'grad/1x\nmodel/m@12\nmodel/m@3\nmodel/m@5')"
+	before=$(store_digest "$SPIRT_STORE")
+	run -64 --separate-stderr spirt-store prune model/m@
+	[ "$stderr" = 'spirt-store: prune: which steps? give -t step' ]
+	run -64 spirt-store prune -t 3
+	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
+	run -66 spirt-store -s nowhere.db prune -t 3 x/
+	[ ! -e nowhere.db ]
+}
