@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agg.h"
+#include "parse.h"
 #include "vec.h"
 #include "tensor.h"
 
@@ -272,12 +273,7 @@ spirt_agg_defaults(struct spirt_agg_params *p)
 int
 spirt_agg_rule_parse(const char *name)
 {
-	size_t i;
-
-	for (i = 1; i < NRULES; i++)
-		if (strcmp(name, rulenames[i]) == 0)
-			return (int)i;
-	return 0;
+	return spirt_parse_name(name, rulenames, NRULES);
 }
 
 const char *

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "optim.h"
+#include "parse.h"
 #include "vec.h"
 
 /*
@@ -52,12 +53,7 @@ spirt_optim_defaults(struct spirt_optim *o)
 int
 spirt_optim_parse(const char *name)
 {
-	size_t i;
-
-	for (i = 1; i < NKINDS; i++)
-		if (strcmp(name, kinds[i]) == 0)
-			return (int)i;
-	return 0;
+	return spirt_parse_name(name, kinds, NKINDS);
 }
 
 const char *
@@ -69,12 +65,7 @@ spirt_optim_name(int kind)
 int
 spirt_optim_schedule_parse(const char *name)
 {
-	size_t i;
-
-	for (i = 1; i < NSCHEDS; i++)
-		if (strcmp(name, scheds[i]) == 0)
-			return (int)i;
-	return 0;
+	return spirt_parse_name(name, scheds, NSCHEDS);
 }
 
 const char *

@@ -122,3 +122,12 @@ spirt_parse_duration(double *out, const char *s, double min, double max)
 	*out = v;
 	return 0;
 }
+
+int
+spirt_parse_name(const char *name, const char *const *names, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (names[i] && strcmp(name, names[i]) == 0)
+			return (int)i;
+	return 0;
+}

@@ -12,7 +12,15 @@ main(void)
 	uint64_t u;
 	double d;
 
-	CHECK_RC(spirt_parse_i64(&i, "-12", -100, 100));
+	{
+		static const char *const names[] = { NULL, "sgd", "adam" };
+
+		CHECK(spirt_parse_name("adam", names, 3) == 2);
+		CHECK(spirt_parse_name("sgd", names, 3) == 1);
+		CHECK(spirt_parse_name("ada", names, 3) == 0);
+		CHECK(spirt_parse_name("adam", names, 2) == 0);
+	}
+		CHECK_RC(spirt_parse_i64(&i, "-12", -100, 100));
 	CHECK(i == -12);
 	CHECK_EQ_RC(spirt_parse_i64(&i, "12x", 0, 100), SPIRT_EINVAL);
 	CHECK_EQ_RC(spirt_parse_i64(&i, "", 0, 100), SPIRT_EINVAL);
