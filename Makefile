@@ -17,10 +17,10 @@ include mk/train.mk
 ALLCFLAGS = $(SPIRT_CPPFLAGS) $(CPPFLAGS) $(INCS) $(SPIRT_CFLAGS) $(CFLAGS)
 
 CORE_LIBHDR = lib/spirt.h lib/tensor.h lib/store.h lib/io.h lib/parse.h \
-	lib/npy.h lib/tool.h lib/rng.h
+	lib/npy.h lib/tool.h lib/rng.h lib/mem.h
 LIBHDR = $(CORE_LIBHDR) $(DATA_LIBHDR) $(MODEL_LIBHDR) $(AGG_LIBHDR)
 LIBOBJ = lib/spirt.o lib/tensor.o lib/store.o lib/io.o lib/parse.o \
-	lib/npy.o lib/tool.o $(DATA_LIBOBJ) $(MODEL_LIBOBJ) $(AGG_LIBOBJ)
+	lib/npy.o lib/tool.o lib/mem.o $(DATA_LIBOBJ) $(MODEL_LIBOBJ) $(AGG_LIBOBJ)
 
 BIN = spirt-store $(DATA_BIN) $(MODEL_BIN) $(AGG_BIN) $(TRAIN_BIN)
 MAN1 = man/spirt-store.1 $(DATA_MAN1) $(MODEL_MAN1) $(AGG_MAN1) \
@@ -29,10 +29,10 @@ MAN5 = man/spirt-tensor.5 man/spirt-store.5 $(DATA_MAN5) $(MODEL_MAN5) \
 	$(AGG_MAN5)
 MAN7 = man/spirt.7
 UNIT = tests/unit/test_tensor tests/unit/test_store tests/unit/test_parse \
-	tests/unit/test_npy $(DATA_UNIT) $(MODEL_UNIT) $(AGG_UNIT)
+	tests/unit/test_npy tests/unit/test_mem $(DATA_UNIT) $(MODEL_UNIT) $(AGG_UNIT)
 BENCH = bench/store_bench $(DATA_BENCH) $(MODEL_BENCH) $(AGG_BENCH)
 
-BASE_LIBS = $(LMDB_LIBS) $(XXHASH_LIBS) -lm
+BASE_LIBS = $(WRAP_LDFLAGS) $(LMDB_LIBS) $(XXHASH_LIBS) -lm
 
 all: $(BIN)
 
@@ -59,8 +59,10 @@ tests/unit/test_parse: tests/unit/test_parse.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_parse.o lib/libspirt.a $(BASE_LIBS)
 tests/unit/test_npy: tests/unit/test_npy.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_npy.o lib/libspirt.a $(BASE_LIBS)
+tests/unit/test_mem: tests/unit/test_mem.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_mem.o lib/libspirt.a $(BASE_LIBS)
 tests/unit/test_tensor.o tests/unit/test_store.o tests/unit/test_parse.o \
-tests/unit/test_npy.o: tests/unit/check.h $(LIBHDR)
+tests/unit/test_npy.o tests/unit/test_mem.o: tests/unit/check.h $(LIBHDR)
 
 # benchmarks (not part of check): make bench
 bench/store_bench: bench/store_bench.o lib/libspirt.a

@@ -7,8 +7,13 @@ MANPREFIX = $(PREFIX)/share/man
 
 # dependencies (Debian 12 package names are listed in deps/debian)
 PKG_CONFIG = pkg-config
-# upstream LMDB ships no .pc file
-LMDB_LIBS = -llmdb
+# upstream LMDB ships no .pc file.  Linked statically (Debian's liblmdb-dev
+# has liblmdb.a): one shared library less to load at each start, and its
+# malloc() calls go through spirt's wrapper (lib/mem.h).  A plain -llmdb
+# works too, only without huge pages for LMDB's in-memory records.
+LMDB_LIBS = -Wl,-Bstatic -llmdb -Wl,-Bdynamic -pthread
+# every malloc() of spirt and static LMDB through lib/mem.c
+WRAP_LDFLAGS = -Wl,--wrap=malloc -Wl,--undefined=__wrap_malloc
 XXHASH_CFLAGS = `$(PKG_CONFIG) --cflags libxxhash`
 XXHASH_LIBS = `$(PKG_CONFIG) --libs libxxhash`
 # older OpenBLAS installs lack openblas.pc: override both when needed

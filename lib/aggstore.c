@@ -1,5 +1,4 @@
 /* aggstore.c - gather a step's gradients (store, files), write agg/<t> */
-#define _DEFAULT_SOURCE         /* madvise, MADV_HUGEPAGE */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -7,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "io.h"
+#include "mem.h"
 #include "aggstore.h"
 
 /* the message for a failure with code rc; returns rc */
@@ -33,26 +32,18 @@ sayrc(struct spirt_aggset *s, int rc, const char *what)
 }
 
 void
-spirt_hugepages(void *p, size_t n)
-{
-#ifdef MADV_HUGEPAGE
-	uintptr_t a = ((uintptr_t)p + 0x1fffff) & ~(uintptr_t)0x1fffff;
-	uintptr_t e = ((uintptr_t)p + n) & ~(uintptr_t)0x1fffff;
-
-	if (e > a)
-		(void)madvise((void *)a, e - a, MADV_HUGEPAGE);
-#else
-	(void)p;
-	(void)n;
-#endif
-}
-
-void
 spirt_aggset_init(struct spirt_aggset *s)
 {
-	memset(s, 0, sizeof *s);
+	/* field by field: in[] and ai[] (a quarter megabyte) are written
+	 * slot by slot as inputs come, and zeroing them here would fault
+	 * in every page of them in a one-shot process */
 	spirt_agg_defaults(&s->p);
 	s->step = SPIRT_NOSTEP;
+	s->verify = s->replace = s->prune = 0;
+	s->w = s->used = 0;
+	memset(&s->hdr, 0, sizeof s->hdr);
+	s->work_ms = 0;
+	s->msg[0] = '\0';
 }
 
 void

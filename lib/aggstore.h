@@ -96,10 +96,5 @@ SPIRT_MUST_CHECK int spirt_agg_store_step(struct spirt_aggset *s,
     struct spirt_txn *txn, char *const *keys, size_t nkeys)
     SPIRT_NONNULL(1, 2);
 
-/*
- * Ask for huge pages on [p, p + n) (advisory): LMDB builds a large new
- * value in fresh memory, whose first touch of each 4 KiB page faults.
- */
-void spirt_hugepages(void *p, size_t n);
 
 #endif

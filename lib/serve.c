@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mem.h"
 #include "parse.h"
 #include "serve.h"
 
@@ -36,6 +37,7 @@ spirt_serve_init(void)
 	 */
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, INT_MAX);
+	spirt_bigpages = 0;     /* plain heap blocks, reused (mem.h) */
 
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = onsignal;

@@ -12,6 +12,7 @@
 
 #include "aggstore.h"
 #include "io.h"
+#include "mem.h"
 #include "parse.h"
 #include "update.h"
 

@@ -1,0 +1,47 @@
+/* mem.c - large allocations on transparent huge pages (see mem.h) */
+#define _DEFAULT_SOURCE         /* madvise, MADV_HUGEPAGE */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "mem.h"
+
+int spirt_bigpages = 1;
+
+void *__real_malloc(size_t n);
+void *__wrap_malloc(size_t n);
+
+void *
+__wrap_malloc(size_t n)
+{
+	size_t r;
+	void *p;
+	int rc;
+
+	if (!spirt_bigpages || n < SPIRT_HUGE || n > SIZE_MAX - SPIRT_HUGE)
+		return __real_malloc(n);
+	r = (n + SPIRT_HUGE - 1) & ~(size_t)(SPIRT_HUGE - 1);
+	if ((rc = posix_memalign(&p, SPIRT_HUGE, r)) != 0) {
+		errno = rc;
+		return NULL;
+	}
+	spirt_hugepages(p, r);
+	return p;
+}
+
+void
+spirt_hugepages(void *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+	uintptr_t a = ((uintptr_t)p + SPIRT_HUGE - 1) &
+	    ~(uintptr_t)(SPIRT_HUGE - 1);
+	uintptr_t e = ((uintptr_t)p + n) & ~(uintptr_t)(SPIRT_HUGE - 1);
+
+	if (e > a)
+		(void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+#else
+	(void)p;
+	(void)n;
+#endif
+}
