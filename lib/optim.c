@@ -257,21 +257,30 @@ k_adam(float *th1, float *m1, float *v1, const float *th, const float *m,
 }
 
 int
-spirt_optim_step(float *theta_out, float *state_out, const float *theta,
-    const float *state_in, const float *g, size_t n,
-    const struct spirt_optim *o, uint64_t t, uint64_t k)
+spirt_optim_step_range(float *theta_out, float *state_out,
+    const float *theta, const float *state_in, const float *g, size_t n,
+    size_t j0, size_t len, const struct spirt_optim *o, uint64_t t,
+    uint64_t k)
 {
 	double lr = spirt_optim_lr(o, t), kk = (double)k + 1;
+	const float *si = state_in;
 	uint32_t bad = 0;
 
-	/* a NULL state reads as zeros (no memset pass over the output) */
+	if (j0 > n || len > n - j0)
+		return SPIRT_EINVAL;
+	/* the range [j0, j0 + len) of each stream; state rows are n apart.
+	 * A NULL state reads as zeros (no memset pass over the output). */
+	theta_out += j0;
+	theta += j0;
+	g += j0;
 	switch (o->kind) {
 	case SPIRT_OPT_SGD:
-		bad = k_sgd(theta_out, theta, g, n, (float)lr, (float)o->wd);
+		bad = k_sgd(theta_out, theta, g, len, (float)lr, (float)o->wd);
 		break;
 	case SPIRT_OPT_MOMENTUM:
-		bad = k_momentum(theta_out, state_out, theta, state_in, g, n,
-		    (float)lr, (float)o->wd, (float)o->momentum, o->nesterov);
+		bad = k_momentum(theta_out, state_out + j0, theta,
+		    si ? si + j0 : NULL, g, len, (float)lr, (float)o->wd,
+		    (float)o->momentum, o->nesterov);
 		break;
 	case SPIRT_OPT_ADAM:
 	case SPIRT_OPT_ADAMW: {
@@ -279,14 +288,24 @@ spirt_optim_step(float *theta_out, float *state_out, const float *theta,
 		double a = lr / (1 - pow(o->beta1, kk));
 		double bc2 = 1 / (1 - pow(o->beta2, kk));
 
-		bad = k_adam(theta_out, state_out, state_out + n, theta,
-		    state_in, state_in ? state_in + n : NULL, g, n, (float)a, (float)bc2,
-		    (float)o->beta1, (float)o->beta2, (float)o->eps,
-		    w ? 0.0f : (float)o->wd, w ? (float)(lr * o->wd) : 0.0f);
+		bad = k_adam(theta_out, state_out + j0, state_out + n + j0,
+		    theta, si ? si + j0 : NULL, si ? si + n + j0 : NULL, g,
+		    len, (float)a, (float)bc2, (float)o->beta1,
+		    (float)o->beta2, (float)o->eps, w ? 0.0f : (float)o->wd,
+		    w ? (float)(lr * o->wd) : 0.0f);
 		break;
 	}
 	default:
 		return SPIRT_EINVAL;
 	}
 	return bad & BADBIT ? SPIRT_ENAN : 0;
+}
+
+int
+spirt_optim_step(float *theta_out, float *state_out, const float *theta,
+    const float *state_in, const float *g, size_t n,
+    const struct spirt_optim *o, uint64_t t, uint64_t k)
+{
+	return spirt_optim_step_range(theta_out, state_out, theta, state_in,
+	    g, n, 0, n, o, t, k);
 }

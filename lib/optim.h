@@ -94,5 +94,17 @@ SPIRT_MUST_CHECK int spirt_optim_step(float *theta_out, float *state_out,
     const float *theta, const float *state_in, const float *g, size_t n,
     const struct spirt_optim *o, uint64_t t, uint64_t k)
     SPIRT_NONNULL(1, 3, 5, 7);
+/*
+ * The same step on elements [j0, j0 + len) of every stream only (state
+ * rows still n apart), for a caller that works tile by tile, say to
+ * checksum each tile of the output while it is in cache.  Each element
+ * comes out bit for bit as from spirt_optim_step().  Returns as it does,
+ * or SPIRT_EINVAL when the range is not inside [0, n).
+ */
+SPIRT_MUST_CHECK int spirt_optim_step_range(float *theta_out,
+    float *state_out, const float *theta, const float *state_in,
+    const float *g, size_t n, size_t j0, size_t len,
+    const struct spirt_optim *o, uint64_t t, uint64_t k)
+    SPIRT_NONNULL(1, 3, 5, 9);
 
 #endif

@@ -6,6 +6,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* XXH3_state_t's layout, for a state on the caller's stack */
+#define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 #if defined(__x86_64__) || defined(__i386__)
 /* XXH3 with the widest vectors the CPU has, chosen at run time */
@@ -290,6 +292,37 @@ spirt_tensor_pack_trailer(unsigned char out[SPIRT_TENSOR_TRAILER],
 	memcpy(out, SPIRT_TENSOR_ENDMAGIC, 4);
 	put32(out + 4, 0);
 	put64(out + 8, XXH3_64bits_withSeed(payload, t->nbytes, t->hsum));
+}
+
+_Static_assert(sizeof(XXH3_state_t) <= sizeof(struct spirt_tensor_sum),
+    "struct spirt_tensor_sum holds an XXH3 state");
+_Static_assert(_Alignof(XXH3_state_t) <= 64,
+    "struct spirt_tensor_sum is aligned for an XXH3 state");
+
+void
+spirt_tensor_sum_init(struct spirt_tensor_sum *s, const struct spirt_tensor *t)
+{
+	XXH3_state_t *x = (XXH3_state_t *)(void *)s->state;
+
+	XXH3_INITSTATE(x);
+	(void)XXH3_64bits_reset_withSeed(x, t->hsum);
+}
+
+void
+spirt_tensor_sum_add(struct spirt_tensor_sum *s, const void *p, size_t n)
+{
+	if (n)
+		(void)XXH3_64bits_update((XXH3_state_t *)(void *)s->state, p,
+		    n);
+}
+
+void
+spirt_tensor_sum_trailer(unsigned char out[SPIRT_TENSOR_TRAILER],
+    struct spirt_tensor_sum *s)
+{
+	memcpy(out, SPIRT_TENSOR_ENDMAGIC, 4);
+	put32(out + 4, 0);
+	put64(out + 8, XXH3_64bits_digest((XXH3_state_t *)(void *)s->state));
 }
 
 int

@@ -103,6 +103,22 @@ SPIRT_MUST_CHECK int spirt_tensor_unpack_header(struct spirt_tensor *t,
 /* Trailer for payload under header t (t->hsum must be set). */
 void spirt_tensor_pack_trailer(unsigned char out[SPIRT_TENSOR_TRAILER],
     const struct spirt_tensor *t, const void *payload);
+/*
+ * The payload checksum piece by piece: init with the header (t->hsum set),
+ * add the payload's bytes in order, in pieces of any size, then pack the
+ * trailer.  The trailer is the one spirt_tensor_pack_trailer() makes; a
+ * writer that produces its payload tile by tile checksums each tile while
+ * it is still in cache instead of rereading the whole payload from memory.
+ */
+struct spirt_tensor_sum {
+	_Alignas(64) unsigned char state[640];  /* XXH3 streaming state */
+};
+void spirt_tensor_sum_init(struct spirt_tensor_sum *s,
+    const struct spirt_tensor *t) SPIRT_NONNULL(1, 2);
+void spirt_tensor_sum_add(struct spirt_tensor_sum *s, const void *p,
+    size_t n) SPIRT_NONNULL(1);
+void spirt_tensor_sum_trailer(unsigned char out[SPIRT_TENSOR_TRAILER],
+    struct spirt_tensor_sum *s) SPIRT_NONNULL(1, 2);
 /* 0, SPIRT_ETORN (no end magic) or SPIRT_ECHECKSUM. */
 SPIRT_MUST_CHECK int spirt_tensor_check_trailer(const struct spirt_tensor *t,
     const void *payload, const unsigned char tr[SPIRT_TENSOR_TRAILER]);

@@ -102,6 +102,25 @@ against_reference(int kind, int nesterov, int sched, double wd)
 	CHECK_RC(spirt_optim_step(th, st, th, st, g, n, &o, 20, steps));
 	CHECK(memcmp(th, th1, n * sizeof *th) == 0);
 	CHECK(memcmp(st, st1, ns * n * sizeof *st) == 0);
+	/* in uneven ranges (vector bodies and scalar tails cut anywhere)
+	 * gives the same bits as the whole */
+	{
+		float *rt = malloc(n * sizeof *rt), *rst = malloc(2 * n *
+		    sizeof *rst);
+		static const size_t cut[] = { 0, 5, 16, 17, 500, 999, 1003 };
+
+		for (size_t c = 0; c + 1 < sizeof cut / sizeof *cut; c++)
+			CHECK_RC(spirt_optim_step_range(rt, rst, th, st, g, n,
+			    cut[c], cut[c + 1] - cut[c], &o, 21, steps + 1));
+		CHECK_RC(spirt_optim_step(th1, st1, th, st, g, n, &o, 21,
+		    steps + 1));
+		CHECK(memcmp(rt, th1, n * sizeof *th) == 0);
+		CHECK(memcmp(rst, st1, ns * n * sizeof *st) == 0);
+		CHECK_EQ_RC(spirt_optim_step_range(rt, rst, th, st, g, n,
+		    1000, 4, &o, 21, 1), SPIRT_EINVAL);
+		free(rt);
+		free(rst);
+	}
 	free(th); free(th1); free(st); free(st1); free(g); free(got);
 	free(rth); free(rs);
 }

@@ -188,10 +188,43 @@ stats(void)
 	}
 }
 
+/* a trailer summed piece by piece is the one-shot trailer, and checks */
+static void
+sums(void)
+{
+	uint64_t dims[1] = { 100003 };
+	static const size_t cut[] = { 0, 1, 64, 65, 4096, 70000, 400012 };
+	unsigned char a[SPIRT_TENSOR_TRAILER], b[SPIRT_TENSOR_TRAILER];
+	struct spirt_tensor t;
+	struct spirt_tensor_sum s;
+	unsigned char *p = malloc(400012), hdr[512];
+	uint64_t r = 7;
+
+	for (size_t i = 0; i < 400012; i++)
+		p[i] = (unsigned char)(check_urand(&r) * 256);
+	CHECK_RC(spirt_tensor_init(&t, SPIRT_F32, 1, dims));
+	CHECK_RC(spirt_tensor_pack_header(hdr, sizeof hdr, &t));
+	spirt_tensor_pack_trailer(a, &t, p);
+	spirt_tensor_sum_init(&s, &t);
+	for (size_t c = 0; c + 1 < sizeof cut / sizeof *cut; c++)
+		spirt_tensor_sum_add(&s, p + cut[c], cut[c + 1] - cut[c]);
+	spirt_tensor_sum_trailer(b, &s);
+	CHECK(memcmp(a, b, sizeof a) == 0);
+	CHECK_RC(spirt_tensor_check_trailer(&t, p, b));
+	/* a byte changed: another sum */
+	p[70000] ^= 1;
+	spirt_tensor_sum_init(&s, &t);
+	spirt_tensor_sum_add(&s, p, 400012);
+	spirt_tensor_sum_trailer(b, &s);
+	CHECK(memcmp(a, b, sizeof a) != 0);
+	free(p);
+}
+
 int
 main(void)
 {
 	roundtrip();
+	sums();
 	badinit();
 	streams();
 	stats();
