@@ -452,7 +452,8 @@ markbad(struct spirt_agg_input *in, size_t w, size_t n)
  * Returns 1 when a non-finite value was met (out then garbage), else 0.
  */
 SPIRT_CLONES static int
-pass_mean(float *out, struct work *wk, size_t n)
+pass_mean(float *out, struct work *wk, size_t n,
+    const struct spirt_agg_watch *wt)
 {
 	size_t j0, i, a = wk->na;
 
@@ -471,6 +472,8 @@ pass_mean(float *out, struct work *wk, size_t n)
 		}
 		if (bad & BADBIT)
 			return 1;
+		if (wt)
+			wt->tile(wt->arg, o, len);
 	}
 	return 0;
 }
@@ -478,7 +481,7 @@ pass_mean(float *out, struct work *wk, size_t n)
 /* One pass: trimmed mean keeping sorted rows [lo, hi), or median. */
 SPIRT_CLONES static int
 pass_sorted(float *out, struct work *wk, size_t n, size_t lo, size_t hi,
-    int median)
+    int median, const struct spirt_agg_watch *wt)
 {
 	size_t j0, i, a = wk->na, T = wk->tile, S = wk->stride;
 
@@ -510,6 +513,8 @@ pass_sorted(float *out, struct work *wk, size_t n, size_t lo, size_t hi,
 			if (hi - lo > 1)
 				v_div(o, (float)(hi - lo), len);
 		}
+		if (wt)
+			wt->tile(wt->arg, o, len);
 	}
 	return 0;
 }
@@ -650,9 +655,18 @@ int
 spirt_agg_run(float *out, struct spirt_agg_input *in, size_t w, size_t n,
     const struct spirt_agg_params *p, size_t *used)
 {
+	return spirt_agg_run_watched(out, in, w, n, p, used, NULL);
+}
+
+int
+spirt_agg_run_watched(float *out, struct spirt_agg_input *in, size_t w,
+    size_t n, const struct spirt_agg_params *p, size_t *used,
+    const struct spirt_agg_watch *watch)
+{
 	struct work wk;
+	const struct spirt_agg_watch *wt = watch && watch->tile ? watch : NULL;
 	size_t i, a, lo = 0, hi = 0, sz;
-	int rc = 0, sorted, again;
+	int rc = 0, sorted, again, bad;
 	char *mem;
 
 	if (used)
@@ -727,12 +741,13 @@ spirt_agg_run(float *out, struct spirt_agg_input *in, size_t w, size_t n,
 			lo = k;
 			hi = a - k;
 			wk.nnet = network(wk.net, a);
-			if (!pass_sorted(out, &wk, n, lo, hi,
-			    p->rule == SPIRT_AGG_MEDIAN))
-				break;
-		} else if (!pass_mean(out, &wk, n)) {
-			break;
 		}
+		if (watch && watch->start)
+			watch->start(watch->arg, in, w);
+		bad = sorted ? pass_sorted(out, &wk, n, lo, hi,
+		    p->rule == SPIRT_AGG_MEDIAN, wt) : pass_mean(out, &wk, n, wt);
+		if (!bad)
+			break;
 		markbad(in, w, n);
 	}
 	if (again == 2) {

@@ -110,4 +110,24 @@ SPIRT_MUST_CHECK int spirt_agg_run(float *out, struct spirt_agg_input *in,
     size_t w, size_t n, const struct spirt_agg_params *p, size_t *used)
     SPIRT_NONNULL(1, 2, 5);
 
+/*
+ * A watcher of the pass.  start() is called before each attempt at the
+ * pass with in[0..w) in canonical order and their exclusions so far (so
+ * the result's header can be made then); tile() after each stretch of out
+ * is final, in order, while it is still in cache (to checksum it).  A pass
+ * that meets a non-finite value starts over: start() again, then the
+ * tiles from the first.
+ */
+struct spirt_agg_watch {
+	void (*start)(void *arg, const struct spirt_agg_input *in, size_t w);
+	void (*tile)(void *arg, const float *out, size_t len);
+	void *arg;
+};
+
+/* spirt_agg_run() with a watcher (NULL: none). */
+SPIRT_MUST_CHECK int spirt_agg_run_watched(float *out,
+    struct spirt_agg_input *in, size_t w, size_t n,
+    const struct spirt_agg_params *p, size_t *used,
+    const struct spirt_agg_watch *watch) SPIRT_NONNULL(1, 2, 5);
+
 #endif

@@ -199,13 +199,69 @@ spirt_aggset_check(struct spirt_aggset *s)
 	return 0;
 }
 
-int
-spirt_aggset_run(struct spirt_aggset *s, float *out)
+/* s->hdr for the inputs s->ai not excluded (so far) */
+static void
+header(struct spirt_aggset *s)
 {
 	struct spirt_tensor *t = &s->hdr;
 	double loss = 0;
 	uint64_t samples = 0;
-	size_t nl = 0, i;
+	size_t nl = 0, used = 0;
+
+	*t = s->in[0].t;
+	t->origin = SPIRT_NOORIGIN;
+	for (size_t i = 0; i < s->w; i++) {
+		const struct spirt_tensor *b = &s->in[s->ai[i].id].t;
+
+		if (s->ai[i].excluded)
+			continue;
+		used++;
+		samples += b->samples;
+		if (!isnan(b->loss)) {
+			loss += b->loss;
+			nl++;
+		}
+	}
+	t->count = (uint32_t)used;
+	t->samples = samples;
+	t->loss = nl ? loss / (double)nl : NAN;
+}
+
+/* Checksumming the result as the pass makes it (into a store value). */
+struct sumwatch {
+	struct spirt_aggset *s;
+	unsigned char *dst;             /* the record: header packed here */
+	size_t len;
+	struct spirt_tensor_sum sum;
+	int rc;
+};
+
+static void
+sw_start(void *arg, const struct spirt_agg_input *in, size_t w)
+{
+	struct sumwatch *x = arg;
+
+	(void)in;               /* the same array as x->s->ai */
+	(void)w;
+	header(x->s);
+	if ((x->rc = spirt_tensor_pack_header(x->dst, x->len, &x->s->hdr)) ==
+	    0)
+		spirt_tensor_sum_init(&x->sum, &x->s->hdr);
+}
+
+static void
+sw_tile(void *arg, const float *out, size_t n)
+{
+	struct sumwatch *x = arg;
+
+	spirt_tensor_sum_add(&x->sum, out, n * sizeof *out);
+}
+
+static int
+run(struct spirt_aggset *s, float *out, struct sumwatch *x)
+{
+	struct spirt_agg_watch wt = { sw_start, sw_tile, x };
+	size_t i;
 	int rc;
 
 	for (i = 0; i < s->w; i++) {
@@ -217,30 +273,23 @@ spirt_aggset_run(struct spirt_aggset *s, float *out)
 	if (spirt_agg_check(&s->p, s->w))
 		return say(s, SPIRT_EINVAL, "rule %s makes no sense for %zu "
 		    "inputs", spirt_agg_rule_name(s->p.rule), s->w);
-	rc = spirt_agg_run(out, s->ai, s->w, s->in[0].t.nelem, &s->p,
-	    &s->used);
+	rc = spirt_agg_run_watched(out, s->ai, s->w, s->in[0].t.nelem, &s->p,
+	    &s->used, x ? &wt : NULL);
 	if (rc == SPIRT_ENAN || rc == SPIRT_EDATA)
 		say(s, rc, "%s: too few usable inputs for rule %s",
 		    s->in[0].name, spirt_agg_rule_name(s->p.rule));
 	if (rc)
 		return rc;
-	*t = s->in[0].t;
-	t->origin = SPIRT_NOORIGIN;
-	t->count = (uint32_t)s->used;
-	for (i = 0; i < s->w; i++) {
-		const struct spirt_tensor *b = &s->in[s->ai[i].id].t;
-
-		if (s->ai[i].excluded)
-			continue;
-		samples += b->samples;
-		if (!isnan(b->loss)) {
-			loss += b->loss;
-			nl++;
-		}
-	}
-	t->samples = samples;
-	t->loss = nl ? loss / (double)nl : NAN;
+	if (x && x->rc)
+		return x->rc;
+	header(s);
 	return 0;
+}
+
+int
+spirt_aggset_run(struct spirt_aggset *s, float *out)
+{
+	return run(s, out, NULL);
 }
 
 /* agg/<t>/excluded: i64 [k, 2] of (origin, reason), k may be 0 */
@@ -281,6 +330,7 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
     char *const *keys, size_t nkeys)
 {
 	struct spirt_tensor t;
+	struct sumwatch x;
 	char key[64];
 	const void *old;
 	unsigned char *dst;
@@ -310,16 +360,21 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 	if (!spirt_aligned(out, SPIRT_F32) &&
 	    (out = malloc(t.nbytes ? t.nbytes : 1)) == NULL)
 		return ENOMEM;
-	rc = spirt_aggset_run(s, out);
+	/* the header is packed and the payload checksummed tile by tile
+	 * as the pass makes it (N = 1e7: no second read of 40 MB) */
+	x.s = s;
+	x.dst = dst;
+	x.len = len;
+	x.rc = 0;
+	rc = run(s, out, &x);
 	if ((void *)out != dst + t.hdrlen) {
 		if (rc == 0)
 			memcpy(dst + t.hdrlen, out, t.nbytes);
 		free(out);
 	}
-	if (rc || (rc = spirt_tensor_pack_header(dst, len, &s->hdr)))
+	if (rc)
 		return rc;
-	spirt_tensor_pack_trailer(dst + s->hdr.hdrlen + s->hdr.nbytes,
-	    &s->hdr, dst + s->hdr.hdrlen);
+	spirt_tensor_sum_trailer(dst + s->hdr.hdrlen + s->hdr.nbytes, &x.sum);
 	rc = putexcluded(s, txn);
 	if (rc == 0 && s->prune && s->hdr.step != SPIRT_NOSTEP &&
 	    s->hdr.step >= 2)

@@ -416,9 +416,79 @@ byzantine(void)
 	freeinputs(x, w);
 }
 
+/* a watcher that collects the tiles of the last attempt, in order */
+struct seen {
+	float *got;
+	size_t n, at, starts, bad;
+};
+
+static void
+seen_start(void *arg, const struct spirt_agg_input *in, size_t w)
+{
+	struct seen *s = arg;
+
+	(void)in;
+	(void)w;
+	s->starts++;
+	s->at = 0;
+}
+
+static void
+seen_tile(void *arg, const float *out, size_t len)
+{
+	struct seen *s = arg;
+
+	if (s->at + len > s->n) {
+		s->bad = 1;
+		return;
+	}
+	memcpy(s->got + s->at, out, len * sizeof *out);
+	s->at += len;
+}
+
+static void
+watched(void)
+{
+	size_t w = 5, n = 70001, used;
+	float **x = mkinputs(w, n);
+	float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+	struct seen sn = { b, n, 0, 0, 0 };
+	struct spirt_agg_watch wt = { seen_start, seen_tile, &sn };
+	struct spirt_agg_input in[5];
+	struct spirt_agg_params p;
+
+	for (int rule = SPIRT_AGG_MEAN; rule <= SPIRT_AGG_MEDIAN; rule++) {
+		for (int nan = 0; nan < 2; nan++) {
+			spirt_agg_defaults(&p);
+			p.rule = rule;
+			p.trim = 0.25;
+			for (size_t i = 0; i < w; i++) {
+				in[i].x = x[i];
+				in[i].origin = (uint32_t)i;
+				in[i].samples = 10 + i;
+				in[i].id = i;
+			}
+			/* a NaN near the end: the first pass is given up
+			 * late and started over without that input */
+			x[2][n - 5] = nan ? NAN : 0.5f;
+			sn.starts = sn.at = sn.bad = 0;
+			memset(b, 0, n * sizeof *b);
+			CHECK_RC(spirt_agg_run_watched(a, in, w, n, &p, &used,
+			    &wt));
+			CHECK(sn.starts == (size_t)(nan ? 2 : 1));
+			CHECK(!sn.bad && sn.at == n);
+			CHECK(memcmp(a, b, n * sizeof *a) == 0);
+		}
+	}
+	free(a);
+	free(b);
+	freeinputs(x, w);
+}
+
 int
 main(void)
 {
+	watched();
 	params();
 	against_reference();
 	order_independent();
