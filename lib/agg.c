@@ -208,6 +208,99 @@ v_cmpx(float *a, float *b, size_t n)
 	}
 }
 
+/*
+ * The sorting network's rows on 8 lanes: one AVX register in the AVX2 and
+ * AVX-512 clones.  A compare-exchange is a compare and two selects, with
+ * the scalar loop's exact semantics (x < y ? x : y and x < y ? y : x).
+ */
+SPIRT_KERNEL void
+v_cmpx8(float *a, float *b, size_t n)
+{
+	size_t j = 0;
+
+#ifdef SPIRT_VEC
+	for (; j + VL8 <= n; j += VL8) {
+		vf8 x, y;
+		vu8 m, xi, yi, lo, hi;
+
+		LD8(x, a + j);
+		LD8(y, b + j);
+		m = (vu8)(x < y);
+		xi = (vu8)x;
+		yi = (vu8)y;
+		lo = (m & xi) | (~m & yi);
+		hi = (m & yi) | (~m & xi);
+		ST8(a + j, lo);
+		ST8(b + j, hi);
+	}
+#endif
+	for (; j < n; j++) {
+		float x = a[j], y = b[j];
+
+		a[j] = x < y ? x : y;
+		b[j] = x < y ? y : x;
+	}
+}
+
+/* o = x (8 lanes); returns the non-finite bits of x */
+SPIRT_KERNEL uint32_t
+v_copy8(float *o, const float *x, size_t n)
+{
+	uint32_t bad = 0;
+	size_t j = 0;
+
+#ifdef SPIRT_VEC
+	vu8 vb = {0, 0, 0, 0, 0, 0, 0, 0};
+
+	for (; j + VL8 <= n; j += VL8) {
+		vf8 a;
+
+		LD8(a, x + j);
+		vb |= BAD8(a);
+		ST8(o + j, a);
+	}
+	bad = OR8(vb);
+#endif
+	for (; j < n; j++) {
+		bad |= badbits(x[j]);
+		o[j] = x[j];
+	}
+	return bad;
+}
+
+/* o = (r[0] + r[S] + ... + r[(k-1)S]) / k, rows summed in order (8
+ * lanes; each element as v_copy, v_add ..., v_div give it) */
+SPIRT_KERNEL void
+v_rowmean8(float *o, const float *r, size_t S, size_t k, size_t n)
+{
+	float d = (float)k;
+	size_t j = 0, i;
+
+#ifdef SPIRT_VEC
+	vf8 dv = SPLAT8(d);
+
+	for (; j + VL8 <= n; j += VL8) {
+		vf8 s, p;
+
+		LD8(s, r + j);
+		for (i = 1; i < k; i++) {
+			LD8(p, r + i * S + j);
+			s += p;
+		}
+		if (k > 1)
+			s /= dv;
+		ST8(o + j, s);
+	}
+#endif
+	for (; j < n; j++) {
+		float s = r[j];
+
+		for (i = 1; i < k; i++)
+			s += r[i * S + j];
+		o[j] = k > 1 ? s / d : s;
+	}
+}
+
 /* sum of squares of x, or of x - y when y is not NULL */
 SPIRT_KERNEL double
 v_sumsq(const float *x, const float *y, size_t n, uint32_t *badp)
@@ -491,28 +584,17 @@ pass_sorted(float *out, struct work *wk, size_t n, size_t lo, size_t hi,
 		uint32_t bad = 0;
 
 		for (i = 0; i < a; i++)
-			bad |= v_copy(wk->buf + i * S, wk->x[i] + j0, len);
+			bad |= v_copy8(wk->buf + i * S, wk->x[i] + j0, len);
 		if (bad & BADBIT)
 			return 1;
 		for (i = 0; i < wk->nnet; i++)
-			v_cmpx(wk->buf + wk->net[i][0] * S,
+			v_cmpx8(wk->buf + wk->net[i][0] * S,
 			    wk->buf + wk->net[i][1] * S, len);
-		if (median) {
-			if (a & 1) {
-				memcpy(o, wk->buf + a / 2 * S,
-				    len * sizeof *o);
-			} else {
-				(void)v_copy(o, wk->buf + (a / 2 - 1) * S, len);
-				(void)v_add(o, wk->buf + a / 2 * S, len);
-				v_div(o, 2.0f, len);
-			}
-		} else {
-			(void)v_copy(o, wk->buf + lo * S, len);
-			for (i = lo + 1; i < hi; i++)
-				(void)v_add(o, wk->buf + i * S, len);
-			if (hi - lo > 1)
-				v_div(o, (float)(hi - lo), len);
-		}
+		if (median)
+			v_rowmean8(o, wk->buf + (a - 1) / 2 * S, S,
+			    a & 1 ? 1 : 2, len);
+		else
+			v_rowmean8(o, wk->buf + lo * S, S, hi - lo, len);
 		if (wt)
 			wt->tile(wt->arg, o, len);
 	}
