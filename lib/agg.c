@@ -10,7 +10,7 @@
 #include "tensor.h"
 
 /*
- * Inner loops work on 4 floats at a time through GCC/Clang vector types,
+ * Inner loops work on 4 or 8 floats at a time through GCC/Clang vector types,
  * so they vectorise at any -O level without -O3 or -ffast-math; other
  * compilers get the scalar loops (same results: lane-wise operations only,
  * no reassociation).
@@ -24,60 +24,6 @@
 #ifndef TILESORT
 #define TILESORT 1024
 #endif
-
-#if defined(__SSE__)
-#include <xmmintrin.h>          /* minps/maxps for the sorting network */
-#endif
-
-/* o = x; returns non-finite bits of x */
-SPIRT_KERNEL uint32_t
-v_copy(float *o, const float *x, size_t n)
-{
-	uint32_t bad = 0;
-	size_t j = 0;
-
-#ifdef SPIRT_VEC
-	vu vb = {0, 0, 0, 0};
-
-	for (; j + 2 * VL <= n; j += 2 * VL) {
-		vf a = ldv(x + j), b = ldv(x + j + VL);
-		vb |= (((vu)a & EXPMASK) + EXPONE) | (((vu)b & EXPMASK) + EXPONE);
-		stv(o + j, a);
-		stv(o + j + VL, b);
-	}
-	bad = orv(vb);
-#endif
-	for (; j < n; j++) {
-		bad |= badbits(x[j]);
-		o[j] = x[j];
-	}
-	return bad;
-}
-
-/* o += x */
-SPIRT_KERNEL uint32_t
-v_add(float *o, const float *x, size_t n)
-{
-	uint32_t bad = 0;
-	size_t j = 0;
-
-#ifdef SPIRT_VEC
-	vu vb = {0, 0, 0, 0};
-
-	for (; j + 2 * VL <= n; j += 2 * VL) {
-		vf a = ldv(x + j), b = ldv(x + j + VL);
-		vb |= (((vu)a & EXPMASK) + EXPONE) | (((vu)b & EXPMASK) + EXPONE);
-		stv(o + j, ldv(o + j) + a);
-		stv(o + j + VL, ldv(o + j + VL) + b);
-	}
-	bad = orv(vb);
-#endif
-	for (; j < n; j++) {
-		bad |= badbits(x[j]);
-		o[j] += x[j];
-	}
-	return bad;
-}
 
 /* o = c * x (init) or o += c * x */
 SPIRT_KERNEL uint32_t
@@ -104,27 +50,12 @@ v_axpy(float *o, float c, const float *x, size_t n, int init)
 	return bad;
 }
 
-/* o /= d */
-SPIRT_KERNEL void
-v_div(float *o, float d, size_t n)
-{
-	size_t j = 0;
-
-#ifdef SPIRT_VEC
-	vf dv = {d, d, d, d};
-
-	for (; j + VL <= n; j += VL)
-		stv(o + j, ldv(o + j) / dv);
-#endif
-	for (; j < n; j++)
-		o[j] /= d;
-}
-
 /*
  * o = (x[0] + x[1] + ... + x[a-1]) / a over [j0, j0 + n), summed in that
- * order, so each element equals v_copy, v_add ... then v_div bit for bit,
- * in one pass: a loads and one store per vector instead of a loads, a - 1
- * reloads of o and a + 1 stores.  Returns the non-finite bits of the x.
+ * order, so each element equals copying x[0], adding the others one by one
+ * and dividing, bit for bit, in one pass: a loads and one store per vector
+ * instead of a loads, a - 1 reloads of o and a + 1 stores.  Returns the
+ * non-finite bits of the x.
  */
 SPIRT_KERNEL uint32_t
 v_mean(float *o, const float *const *x, size_t a, size_t j0, size_t n)
@@ -172,40 +103,6 @@ v_mean(float *o, const float *const *x, size_t a, size_t j0, size_t n)
 		o[j] = a > 1 ? s / d : s;
 	}
 	return bad;
-}
-
-/* a, b = min(a, b), max(a, b) elementwise (inputs are finite) */
-SPIRT_KERNEL void
-v_cmpx(float *a, float *b, size_t n)
-{
-	size_t j = 0;
-
-#if defined(SPIRT_VEC) && defined(__SSE__)
-	/* minps(x, y) is x < y ? x : y and maxps(y, x) is y > x ? y : x,
-	 * exactly the scalar loop below */
-	for (; j + 2 * VL <= n; j += 2 * VL) {
-		__m128 x0 = (__m128)ldv(a + j), y0 = (__m128)ldv(b + j);
-		__m128 x1 = (__m128)ldv(a + j + VL), y1 = (__m128)ldv(b + j + VL);
-
-		stv(a + j, (vf)_mm_min_ps(x0, y0));
-		stv(b + j, (vf)_mm_max_ps(y0, x0));
-		stv(a + j + VL, (vf)_mm_min_ps(x1, y1));
-		stv(b + j + VL, (vf)_mm_max_ps(y1, x1));
-	}
-#elif defined(SPIRT_VEC)
-	for (; j + VL <= n; j += VL) {
-		vf x = ldv(a + j), y = ldv(b + j);
-		vi m = x < y;
-		stv(a + j, (vf)((m & (vi)x) | (~m & (vi)y)));
-		stv(b + j, (vf)((m & (vi)y) | (~m & (vi)x)));
-	}
-#endif
-	for (; j < n; j++) {
-		float x = a[j], y = b[j];
-
-		a[j] = x < y ? x : y;
-		b[j] = x < y ? y : x;
-	}
 }
 
 /*
@@ -269,7 +166,7 @@ v_copy8(float *o, const float *x, size_t n)
 }
 
 /* o = (r[0] + r[S] + ... + r[(k-1)S]) / k, rows summed in order (8
- * lanes; each element as v_copy, v_add ..., v_div give it) */
+ * lanes, one pass) */
 SPIRT_KERNEL void
 v_rowmean8(float *o, const float *r, size_t S, size_t k, size_t n)
 {
