@@ -2,34 +2,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "io.h"
-#include "mem.h"
 #include "aggstore.h"
 
-/* the message for a failure with code rc; returns rc */
-static int __attribute__((format(printf, 3, 4)))
-say(struct spirt_aggset *s, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(s->msg, sizeof s->msg, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-/* the same, with ": spirt_strerror(rc)" appended */
-static int
-sayrc(struct spirt_aggset *s, int rc, const char *what)
-{
-	return say(s, rc, "%s: %s", what, spirt_strerror(rc));
-}
+/* the message of a failure with code rc; returns rc */
+#define say(s, rc, ...) spirt_msgf((s)->msg, sizeof (s)->msg, (rc), \
+	__VA_ARGS__)
+/* the same, "what: spirt_strerror(rc)" */
+#define sayrc(s, rc, what) spirt_msgrc((s)->msg, sizeof (s)->msg, (rc), \
+	"%s", (what))
 
 void
 spirt_aggset_init(struct spirt_aggset *s)
@@ -355,7 +341,6 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 	len = spirt_tensor_reclen(&t);
 	if ((rc = spirt_store_reserve(txn, key, len, (void **)&dst, 0)))
 		return rc;
-	spirt_hugepages(dst, len);
 	/* aggregate straight into the map when the payload is aligned */
 	out = (float *)(void *)(dst + t.hdrlen);
 	if (!spirt_aligned(out, SPIRT_F32) &&

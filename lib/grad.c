@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,20 +99,9 @@ spirt_grad_where(const struct spirt_grad_ctx *c)
 	return c->where;
 }
 
-static int
-where(struct spirt_grad_ctx *c, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int
-where(struct spirt_grad_ctx *c, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(c->where, sizeof c->where, fmt, ap);
-	va_end(ap);
-	return rc;
-}
+/* where a failure with code rc happened, for the tool; returns rc */
+#define where(c, rc, ...) spirt_msgf((c)->where, sizeof (c)->where, (rc), \
+	__VA_ARGS__)
 
 /* ---- keys ---- */
 

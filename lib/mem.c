@@ -26,22 +26,9 @@ __wrap_malloc(size_t n)
 		errno = rc;
 		return NULL;
 	}
-	spirt_hugepages(p, r);
+#ifdef MADV_HUGEPAGE
+	(void)madvise(p, r, MADV_HUGEPAGE);     /* whole huge pages */
+#endif
 	return p;
 }
 
-void
-spirt_hugepages(void *p, size_t n)
-{
-#ifdef MADV_HUGEPAGE
-	uintptr_t a = ((uintptr_t)p + SPIRT_HUGE - 1) &
-	    ~(uintptr_t)(SPIRT_HUGE - 1);
-	uintptr_t e = ((uintptr_t)p + n) & ~(uintptr_t)(SPIRT_HUGE - 1);
-
-	if (e > a)
-		(void)madvise((void *)a, e - a, MADV_HUGEPAGE);
-#else
-	(void)p;
-	(void)n;
-#endif
-}

@@ -22,7 +22,4 @@
  */
 extern int spirt_bigpages;
 
-/* Advise MADV_HUGEPAGE on the whole 2 MiB pages inside [p, p + n). */
-void spirt_hugepages(void *p, size_t n);
-
 #endif

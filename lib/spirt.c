@@ -1,5 +1,7 @@
 /* spirt.c - error strings and the one exit-code map (ISC licence) */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <lmdb.h>
@@ -115,4 +117,30 @@ spirt_exit(int rc)
 	default:
 		return SPIRT_EX_SOFTWARE;
 	}
+}
+
+int
+spirt_msgf(char *buf, size_t cap, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, cap, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+spirt_msgrc(char *buf, size_t cap, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, cap, fmt, ap);
+	va_end(ap);
+	n = strlen(buf);
+	if (n + 1 < cap)
+		snprintf(buf + n, cap - n, ": %s", spirt_strerror(rc));
+	return rc;
 }

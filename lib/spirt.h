@@ -2,14 +2,18 @@
 #ifndef SPIRT_H
 #define SPIRT_H
 
+#include <stddef.h>
+
 #define SPIRT_VERSION "0.1.0"
 
 #if defined(__GNUC__)
 #define SPIRT_MUST_CHECK __attribute__((warn_unused_result))
 #define SPIRT_NONNULL(...) __attribute__((nonnull(__VA_ARGS__)))
+#define SPIRT_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
 #define SPIRT_MUST_CHECK
 #define SPIRT_NONNULL(...)
+#define SPIRT_PRINTF(f, a)
 #endif
 
 /*
@@ -79,6 +83,17 @@ enum {
 
 /* Message for any library return code (errno, MDB_*, SPIRT_E*). */
 const char *spirt_strerror(int rc);
+
+/*
+ * A failure's message, for the library's contexts that keep one (a msg
+ * buffer the tool prints): fmt formatted into buf (cap bytes, truncated);
+ * spirt_msgrc() appends ": " and spirt_strerror(rc).  Both return rc, so
+ * that "return spirt_msgf(c->msg, sizeof c->msg, rc, ...)" says and fails.
+ */
+int spirt_msgf(char *buf, size_t cap, int rc, const char *fmt, ...)
+    SPIRT_PRINTF(4, 5) SPIRT_NONNULL(1, 4);
+int spirt_msgrc(char *buf, size_t cap, int rc, const char *fmt, ...)
+    SPIRT_PRINTF(4, 5) SPIRT_NONNULL(1, 4);
 
 /* Exit code (SPIRT_EX_*) for a library return code; 0 maps to 0. */
 int spirt_exit(int rc);

@@ -2,7 +2,6 @@
  * from file to file */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +11,6 @@
 
 #include "aggstore.h"
 #include "io.h"
-#include "mem.h"
 #include "parse.h"
 #include "update.h"
 
@@ -21,30 +19,11 @@
 #define UPDATE_TILE 16384
 
 
-/* the message of a failure */
-static void __attribute__((format(printf, 2, 3)))
-tellx(struct spirt_update *u, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(u->msg, sizeof u->msg, fmt, ap);
-	va_end(ap);
-}
-
-/* the same, with ": spirt_strerror(rc)" appended */
-static void __attribute__((format(printf, 3, 4)))
-tellrc(struct spirt_update *u, int rc, const char *fmt, ...)
-{
-	va_list ap;
-	size_t n;
-
-	va_start(ap, fmt);
-	vsnprintf(u->msg, sizeof u->msg, fmt, ap);
-	va_end(ap);
-	n = strlen(u->msg);
-	snprintf(u->msg + n, sizeof u->msg - n, ": %s", spirt_strerror(rc));
-}
+/* the message of a failure; with spirt_strerror(rc) appended */
+#define tellx(u, ...) (void)spirt_msgf((u)->msg, sizeof (u)->msg, 0, \
+	__VA_ARGS__)
+#define tellrc(u, rc, ...) (void)spirt_msgrc((u)->msg, sizeof (u)->msg, \
+	(rc), __VA_ARGS__)
 
 void
 spirt_update_init(struct spirt_update *u)
@@ -261,7 +240,6 @@ spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 	    SPIRT_PUT_NOOVERWRITE)) ||
 	    (rc = spirt_tensor_pack_header(dst, len, &ot)))
 		goto fail;
-	spirt_hugepages(dst, len);
 	state = (float *)(void *)(dst + ot.hdrlen);
 	if (ns == 0) {
 		spirt_tensor_pack_trailer(dst + ot.hdrlen, &ot, state);
@@ -277,7 +255,6 @@ spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 		    SPIRT_PUT_NOOVERWRITE)) ||
 		    (rc = spirt_tensor_pack_header(ndst, nlen, &nt)))
 			goto fail;
-		spirt_hugepages(ndst, nlen);
 		theta = (float *)(void *)(ndst + nt.hdrlen);
 		if (!spirt_aligned(theta, SPIRT_F32))
 			theta = NULL;
