@@ -143,6 +143,10 @@ fmnist_or_skip() {
 	mkdir b
 	n=$(readme_blocks "$SPIRT_ROOT/README.md" b)
 	[ "$n" -ge 4 ]
+	# POSIX sh too, not only bash: each block parses with sh (dash)
+	for ((i = 1; i <= n; i++)); do
+		sh -n "b/$i.sh"
+	done
 	run_blocks "$PWD/b" "$n" "$PWD/tree"
 	cat b/*.out > all.out
 
