@@ -622,6 +622,37 @@ carry(struct spirt_session *from, struct spirt_session *to, uint64_t step,
 	return rc;
 }
 
+/*
+ * An answer to m1 made by hand from docs/protocol.md, as a member of seed
+ * byte b with token tok could make it while ignoring the rules.
+ */
+static size_t
+forge_answer(unsigned char *out, const unsigned char *m1, size_t n1,
+    unsigned char b, const unsigned char *tok, const char *run,
+    const char *sender, const char *receiver, uint64_t ts)
+{
+	unsigned char seed[32], pk[32], sk[64], esk[32];
+
+	memset(out, 0, SPIRT_HS_MAX);
+	memcpy(out, "SPHS\1\2", 6);
+	out[6] = SPIRT_TOKEN_BYTES;
+	for (int i = 0; i < 8; i++)
+		out[8 + i] = (unsigned char)(ts >> (8 * i));
+	memcpy(out + 16, run, strlen(run));
+	memcpy(out + 48, sender, strlen(sender));
+	memcpy(out + 80, receiver, strlen(receiver));
+	memset(seed, b, sizeof seed);
+	crypto_sign_seed_keypair(pk, sk, seed);
+	memcpy(out + 112, pk, 32);
+	randombytes_buf(esk, sizeof esk);
+	crypto_scalarmult_base(out + 144, esk);
+	randombytes_buf(out + 176, 32);
+	crypto_generichash(out + 208, 32, m1, n1, NULL, 0);
+	memcpy(out + 240, tok, SPIRT_TOKEN_BYTES);
+	crypto_sign_detached(out + 456, NULL, out, 456, sk);
+	return SPIRT_HS_MAX;
+}
+
 static void
 test_handshake(void)
 {
@@ -705,9 +736,37 @@ test_handshake(void)
 	spirt_hs_free(h1);
 
 	/* addressed to another peer */
-	CHECK_EQ_RC(shake(&sa, &sb, &a, &b, "p3", T0 + 20 * SEC,
-	    SPIRT_ROLE_PEER), SPIRT_EADDR);
-	CHECK(sa == NULL && sb == NULL);
+	CHECK_RC(spirt_hs_init(&h1, m1, sizeof m1, &n1, &a.self, a.t, "p3",
+	    T0 + 20 * SEC));
+	CHECK_EQ_RC(spirt_hs_respond(&sb, r1, sizeof r1, &q1, &b.self, b.t,
+	    m1, n1, T0 + 20 * SEC, SPIRT_ROLE_PEER), SPIRT_EADDR);
+	CHECK(sb == NULL);
+	spirt_hs_free(h1);
+	/* answers by members that ignore the rules */
+	CHECK_RC(spirt_hs_init(&h1, m1, sizeof m1, &n1, &a.self, a.t, "p2",
+	    T0 + 20 * SEC));
+	q1 = forge_answer(r1, m1, n1, 13, c.tok, "run1", "p3", "p1",
+	    T0 + 20 * SEC);
+	CHECK_EQ_RC(spirt_hs_finish(&sa, h1, a.t, r1, q1, T0 + 20 * SEC,
+	    SPIRT_ROLE_PEER), SPIRT_EADDR);    /* c answers for b */
+	q1 = forge_answer(r1, m1, n1, 13, c.tok, "run1", "p2", "p1",
+	    T0 + 20 * SEC);
+	CHECK_EQ_RC(spirt_hs_finish(&sa, h1, a.t, r1, q1, T0 + 20 * SEC,
+	    SPIRT_ROLE_PEER), SPIRT_EUNKNOWNKEY);       /* c calls itself b */
+	q1 = forge_answer(r1, m1, n1, 12, b.tok, "run1", "p2", "p4",
+	    T0 + 20 * SEC);
+	CHECK_EQ_RC(spirt_hs_finish(&sa, h1, a.t, r1, q1, T0 + 20 * SEC,
+	    SPIRT_ROLE_PEER), SPIRT_EADDR);    /* b answers someone else */
+	q1 = forge_answer(r1, m1, n1, 12, b.tok, "run2", "p2", "p1",
+	    T0 + 20 * SEC);
+	CHECK_EQ_RC(spirt_hs_finish(&sa, h1, a.t, r1, q1, T0 + 20 * SEC,
+	    SPIRT_ROLE_PEER), SPIRT_ERUN);
+	q1 = forge_answer(r1, m1, n1, 12, b.tok, "run1", "p2", "p1",
+	    T0 + 20 * SEC);
+	CHECK_RC(spirt_hs_finish(&sa, h1, a.t, r1, q1, T0 + 20 * SEC,
+	    SPIRT_ROLE_PEER));                  /* the spec, by hand */
+	spirt_session_free(sa);
+	spirt_hs_free(h1);
 	CHECK_RC(shake(&sa, &sb, &a, &c, "p3", T0 + 20 * SEC,
 	    SPIRT_ROLE_PEER));
 	spirt_session_free(sa);
@@ -777,6 +836,19 @@ test_handshake(void)
 	resign(m1, n1, 17);
 	CHECK_EQ_RC(spirt_hs_respond(&sb, r1, sizeof r1, &q1, &b.self, b.t,
 	    m1, n1, T0 + 28 * SEC, SPIRT_ROLE_PEER), SPIRT_EUNKNOWNKEY);
+	spirt_hs_free(h1);
+	/* a first message must echo nothing */
+	CHECK_RC(spirt_hs_init(&h1, m1, sizeof m1, &n1, &a.self, a.t, "p2",
+	    T0 + 29 * SEC));
+	m1[208] = 1;
+	resign(m1, n1, 11);
+	CHECK_EQ_RC(spirt_hs_respond(&sb, r1, sizeof r1, &q1, &b.self, b.t,
+	    m1, n1, T0 + 29 * SEC, SPIRT_ROLE_PEER), SPIRT_EDATA);
+	m1[208] = 0;
+	resign(m1, n1, 11);
+	CHECK_RC(spirt_hs_respond(&sb, r1, sizeof r1, &q1, &b.self, b.t, m1,
+	    n1, T0 + 29 * SEC, SPIRT_ROLE_PEER));
+	spirt_session_free(sb);
 	spirt_hs_free(h1);
 	/* a self that does not match its own token */
 	u.self.token = a.tok;
