@@ -3,8 +3,8 @@
 # $(SODIUM_LIBS).
 PEER_LIBHDR = lib/crypto.h
 PEER_LIBOBJ = lib/crypto.o
-PEER_BIN =
-PEER_MAN1 =
+PEER_BIN = spirt-peer
+PEER_MAN1 = man/spirt-peer.1
 PEER_UNIT = tests/unit/test_crypto
 
 lib/crypto.o: lib/crypto.c
@@ -15,3 +15,7 @@ tests/unit/test_crypto: tests/unit/test_crypto.o lib/libspirt.a
 tests/unit/test_crypto.o: tests/unit/check.h $(LIBHDR)
 tests/unit/test_crypto.o: tests/unit/test_crypto.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ tests/unit/test_crypto.c
+
+cmd/spirt-peer.o: $(LIBHDR) config.mk
+spirt-peer: cmd/spirt-peer.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-peer.o lib/libspirt.a $(SODIUM_LIBS) $(BASE_LIBS)
