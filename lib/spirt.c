@@ -36,6 +36,19 @@ static const char *const msgs[] = {
 	[SPIRT_EBUG - SPIRT_EOF]      = "internal error",
 	[SPIRT_EENV - SPIRT_EOF]      =
 	    "bad value of SPIRT_SYNC, SPIRT_MAPSIZE or SPIRT_MAPSIZE_MAX",
+	[SPIRT_EREPLAY - SPIRT_EOF]   = "replayed message or handshake",
+	[SPIRT_ESTALE - SPIRT_EOF]    =
+	    "handshake timestamp outside the window (clocks apart?)",
+	[SPIRT_EEXPIRED - SPIRT_EOF]  = "member token expired",
+	[SPIRT_EUNKNOWNKEY - SPIRT_EOF] = "unknown key (not a member)",
+	[SPIRT_ERUN - SPIRT_EOF]      = "for another run",
+	[SPIRT_EROLE - SPIRT_EOF]     = "member in the wrong role",
+	[SPIRT_EADDR - SPIRT_EOF]     = "addressed to or from another peer",
+	[SPIRT_EWRONGKEY - SPIRT_EOF] = "message for another store key",
+	[SPIRT_EKEYPERM - SPIRT_EOF]  =
+	    "secret key file readable by group or others (chmod 600)",
+	[SPIRT_EKEYFILE - SPIRT_EOF]  =
+	    "malformed key, token or allowlist file",
 };
 
 const char *
@@ -89,7 +102,12 @@ spirt_exit(int rc)
 	case SPIRT_ETRUNC: case SPIRT_ETORN: case SPIRT_ENAN:
 	case SPIRT_ENPY: case SPIRT_ESTEP: case SPIRT_EMAC:
 	case SPIRT_EMODEL: case SPIRT_EDATA: case SPIRT_EOF:
+	case SPIRT_EREPLAY: case SPIRT_ESTALE: case SPIRT_EEXPIRED:
+	case SPIRT_EUNKNOWNKEY: case SPIRT_ERUN: case SPIRT_EROLE:
+	case SPIRT_EADDR: case SPIRT_EWRONGKEY: case SPIRT_EKEYFILE:
 		return SPIRT_EX_DATAERR;
+	case SPIRT_EKEYPERM:    /* refused unread, as if it could not be */
+		return SPIRT_EX_NOINPUT;
 	case SPIRT_ENOTFOUND:
 		return SPIRT_EX_NOINPUT;
 	case SPIRT_EEXIST: case SPIRT_EDONE:

@@ -66,6 +66,16 @@ enum {
 	SPIRT_EDATA,            /* malformed input data (generic) */
 	SPIRT_EBUG,             /* internal invariant violated */
 	SPIRT_EENV,             /* bad SPIRT_* environment variable value */
+	SPIRT_EREPLAY,          /* replayed message or handshake */
+	SPIRT_ESTALE,           /* handshake timestamp outside the window */
+	SPIRT_EEXPIRED,         /* member token expired */
+	SPIRT_EUNKNOWNKEY,      /* key not a member (under that id) */
+	SPIRT_ERUN,             /* token or message for another run */
+	SPIRT_EROLE,            /* member in the wrong role */
+	SPIRT_EADDR,            /* from or to another peer than expected */
+	SPIRT_EWRONGKEY,        /* message for another store key */
+	SPIRT_EKEYPERM,         /* secret key file open to group or others */
+	SPIRT_EKEYFILE,         /* malformed key, token or allowlist file */
 	SPIRT_ELAST
 };
 

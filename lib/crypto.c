@@ -1,0 +1,1378 @@
+/* crypto.c - identities, tokens, handshake, sealed messages (ISC licence) */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "crypto.h"
+#include "io.h"
+
+/*
+ * Every wire and file format here is specified in docs/protocol.md; the
+ * offsets below are that document's tables.  Every signed or hashed
+ * object starts with its own magic, which separates their domains.
+ */
+#define TOK_MAGIC "SPTK"
+#define HS_MAGIC "SPHS"
+#define MSG_MAGIC "SPMS"
+#define FMT_VERSION 1
+#define HS_INIT 1
+#define HS_RESP 2
+#define MSG_DATA 1
+
+#define TOK_SIGNED 152                  /* token bytes under the signature */
+#define HS_TOKEN 240                    /* offset of a handshake's token */
+#define KEYFILE_MAX 1024                /* bytes of a key or token file */
+#define SEEN_MAX 65536                  /* identities with a timestamp */
+#define WIN_WORDS 32                    /* replay bitmap: 2048 bits */
+
+#define KDF_I2R "spirt-peer v1 i2r"
+#define KDF_R2I "spirt-peer v1 r2i"
+
+/* ---- little-endian packing, field by field ---- */
+
+static void
+put16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static void
+put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint16_t
+get16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static uint64_t
+get64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* ---- library, ids, roles ---- */
+
+int
+spirt_crypto_init(void)
+{
+	return sodium_init() < 0 ? SPIRT_EBUG : 0;
+}
+
+uint64_t
+spirt_crypto_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int
+alnum(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') ||
+	    (c >= 'a' && c <= 'z');
+}
+
+int
+spirt_id_valid(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i]; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (i == SPIRT_ID_MAX)
+			return 0;
+		if (!alnum(c) && (i == 0 || (c != '.' && c != '_' && c != '-')))
+			return 0;
+	}
+	return i > 0;
+}
+
+/* A 32-byte id field: the id, NUL-padded. */
+static void
+id_pack(unsigned char f[SPIRT_ID_MAX], const char *s)
+{
+	memset(f, 0, SPIRT_ID_MAX);
+	memcpy(f, s, strlen(s));
+}
+
+/* An id field back to a string: SPIRT_EDATA unless a valid padded id. */
+static int
+id_unpack(char out[SPIRT_ID_MAX + 1], const unsigned char f[SPIRT_ID_MAX])
+{
+	size_t n = 0;
+
+	while (n < SPIRT_ID_MAX && f[n])
+		n++;
+	for (size_t i = n; i < SPIRT_ID_MAX; i++)
+		if (f[i])
+			return SPIRT_EDATA;
+	memcpy(out, f, n);
+	out[n] = '\0';
+	return spirt_id_valid(out) ? 0 : SPIRT_EDATA;
+}
+
+/* 1 if the field holds exactly id s */
+static int
+id_is(const unsigned char f[SPIRT_ID_MAX], const char *s)
+{
+	unsigned char g[SPIRT_ID_MAX];
+
+	id_pack(g, s);
+	return memcmp(f, g, SPIRT_ID_MAX) == 0;
+}
+
+int
+spirt_role_parse(const char *s)
+{
+	if (strcmp(s, "peer") == 0)
+		return SPIRT_ROLE_PEER;
+	if (strcmp(s, "function") == 0)
+		return SPIRT_ROLE_FUNCTION;
+	return 0;
+}
+
+const char *
+spirt_role_name(int role)
+{
+	return role == SPIRT_ROLE_PEER ? "peer" :
+	    role == SPIRT_ROLE_FUNCTION ? "function" : "?";
+}
+
+static int
+role_valid(int role)
+{
+	return role == SPIRT_ROLE_PEER || role == SPIRT_ROLE_FUNCTION;
+}
+
+/* ---- text files: "VERSION=1", "TYPE=...", NAME=value lines, "END" ---- */
+
+/* The next line of [*p, end), without its newline; SPIRT_EKEYFILE if none */
+static int
+nextline(const char **p, const char *end, const char **line, size_t *n)
+{
+	const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+
+	if (nl == NULL)
+		return SPIRT_EKEYFILE;
+	*line = *p;
+	*n = (size_t)(nl - *p);
+	*p = nl + 1;
+	return 0;
+}
+
+/* The value of a "NAME=value" line, or NULL if the line is not one. */
+static const char *
+field(const char *line, size_t n, const char *name, size_t *vlen)
+{
+	size_t k = strlen(name);
+
+	if (n <= k || memcmp(line, name, k) != 0 || line[k] != '=')
+		return NULL;
+	*vlen = n - k - 1;
+	return line + k + 1;
+}
+
+/* "VERSION=1" then "TYPE=type"; another version is SPIRT_EVERSION. */
+static int
+text_head(const char **p, const char *end, const char *type, size_t *lineno)
+{
+	const char *l, *v;
+	size_t n, vn, i;
+
+	*lineno = 1;
+	if (nextline(p, end, &l, &n) ||
+	    (v = field(l, n, "VERSION", &vn)) == NULL || vn == 0)
+		return SPIRT_EKEYFILE;
+	for (i = 0; i < vn; i++)
+		if (v[i] < '0' || v[i] > '9')
+			return SPIRT_EKEYFILE;
+	if (vn != 1 || v[0] != '0' + FMT_VERSION)
+		return SPIRT_EVERSION;
+	*lineno = 2;
+	if (nextline(p, end, &l, &n) ||
+	    (v = field(l, n, "TYPE", &vn)) == NULL ||
+	    vn != strlen(type) || memcmp(v, type, vn) != 0)
+		return SPIRT_EKEYFILE;
+	return 0;
+}
+
+static int
+is_end(const char *l, size_t n)
+{
+	return n == 3 && memcmp(l, "END", 3) == 0;
+}
+
+/* Exactly n bytes from 2n hex digits (either case), else SPIRT_EKEYFILE. */
+static int
+hex_decode(unsigned char *out, size_t n, const char *v, size_t vn)
+{
+	size_t got = 0;
+
+	if (vn != 2 * n ||
+	    sodium_hex2bin(out, n, v, vn, NULL, &got, NULL) != 0 || got != n)
+		return SPIRT_EKEYFILE;
+	return 0;
+}
+
+/*
+ * Publish text at path with mode (see spirt_key_write).  A secret key is
+ * only ever a regular file, made with its final mode.
+ */
+static int
+publish(const char *path, const char *text, size_t len, int mode,
+    int flags, int secret)
+{
+	struct spirt_publish p;
+	struct stat st;
+	int rc;
+
+	if (stat(path, &st) == 0) {
+		if (flags & SPIRT_KEY_NOOVERWRITE)
+			return SPIRT_EOUTPUT(EEXIST);
+		if (secret && !S_ISREG(st.st_mode))
+			return SPIRT_EOUTPUT(S_ISDIR(st.st_mode) ? EISDIR :
+			    EINVAL);
+	}
+	if ((rc = spirt_publish_open(&p, path, mode)) != 0)
+		return rc;
+	/* a stale temporary keeps its old mode through O_TRUNC */
+	if (p.tmp != NULL && fchmod(p.fd, (mode_t)mode) < 0) {
+		rc = SPIRT_EOUTPUT(errno);
+		goto fail;
+	}
+	if ((rc = spirt_writeall(p.fd, text, len)) != 0)
+		goto fail;
+	if (!(flags & SPIRT_KEY_NOOVERWRITE) || p.tmp == NULL)
+		return spirt_publish_commit(&p);
+	/* link, unlike rename, never replaces a file made meanwhile */
+	if (fsync(p.fd) < 0)
+		rc = errno;
+	else if (link(p.tmp, p.path) < 0)
+		rc = SPIRT_EOUTPUT(errno);
+	spirt_publish_abort(&p);        /* closes and unlinks the temporary */
+	return rc ? rc : spirt_fsync_dir(path);
+fail:
+	spirt_publish_abort(&p);
+	return rc;
+}
+
+/* ---- identity keys ---- */
+
+struct spirt_key {
+	unsigned char sk[crypto_sign_SECRETKEYBYTES];   /* seed || pk */
+	unsigned char pk[crypto_sign_PUBLICKEYBYTES];
+};
+
+int
+spirt_key_from_seed(struct spirt_key **k, const unsigned char seed[32])
+{
+	struct spirt_key *p;
+
+	*k = NULL;
+	if (sodium_init() < 0)
+		return SPIRT_EBUG;
+	if ((p = sodium_malloc(sizeof *p)) == NULL)
+		return ENOMEM;
+	if (crypto_sign_seed_keypair(p->pk, p->sk, seed) != 0) {
+		sodium_free(p);
+		return SPIRT_EBUG;
+	}
+	sodium_mprotect_readonly(p);
+	*k = p;
+	return 0;
+}
+
+int
+spirt_key_generate(struct spirt_key **k)
+{
+	unsigned char seed[32];
+	int rc;
+
+	*k = NULL;
+	if (sodium_init() < 0)
+		return SPIRT_EBUG;
+	randombytes_buf(seed, sizeof seed);
+	rc = spirt_key_from_seed(k, seed);
+	sodium_memzero(seed, sizeof seed);
+	return rc;
+}
+
+void
+spirt_key_free(struct spirt_key *k)
+{
+	if (k != NULL)
+		sodium_free(k);         /* zeroes it */
+}
+
+void
+spirt_key_public(unsigned char pk[SPIRT_PK_BYTES], const struct spirt_key *k)
+{
+	memcpy(pk, k->pk, SPIRT_PK_BYTES);
+}
+
+int
+spirt_key_write(const struct spirt_key *k, const char *path, int flags)
+{
+	static const char head[] = "VERSION=1\nTYPE=spirt-ed25519-secret\n";
+	size_t cap = KEYFILE_MAX, n;
+	char *t;
+	int rc;
+
+	if ((t = sodium_malloc(cap)) == NULL)
+		return ENOMEM;
+	n = sizeof head - 1;
+	memcpy(t, head, n);
+	memcpy(t + n, "PUBLIC=", 7);
+	sodium_bin2hex(t + n + 7, cap - n - 7, k->pk, SPIRT_PK_BYTES);
+	n += 7 + 2 * SPIRT_PK_BYTES;
+	memcpy(t + n, "\nSECRET=", 8);
+	/* the seed: the secret key's first half */
+	sodium_bin2hex(t + n + 8, cap - n - 8, k->sk, 32);
+	n += 8 + 64;
+	memcpy(t + n, "\nEND\n", 5);
+	n += 5;
+	rc = publish(path, t, n, 0600, flags, 1);
+	sodium_free(t);
+	return rc;
+}
+
+/*
+ * Read a secret file into guarded memory, refusing it unread if group or
+ * others have any permission on it.
+ */
+static int
+read_secret(char **buf, size_t *len, const char *path)
+{
+	struct stat st;
+	ssize_t n;
+	char *b = NULL;
+	int fd, rc = 0;
+
+	*buf = NULL;
+	if ((fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC)) < 0)
+		return errno;
+	if (fstat(fd, &st) < 0)
+		rc = errno;
+	else if (S_ISDIR(st.st_mode))
+		rc = EISDIR;
+	else if (!S_ISREG(st.st_mode))
+		rc = SPIRT_EKEYFILE;
+	else if (st.st_mode & (S_IRWXG | S_IRWXO))
+		rc = SPIRT_EKEYPERM;
+	else if (st.st_size > KEYFILE_MAX)
+		rc = SPIRT_EKEYFILE;
+	else if ((b = sodium_malloc(KEYFILE_MAX + 1)) == NULL)
+		rc = ENOMEM;
+	else if ((n = spirt_readall(fd, b, KEYFILE_MAX + 1)) < 0)
+		rc = errno;
+	else if (n > KEYFILE_MAX)
+		rc = SPIRT_EKEYFILE;
+	else {
+		*buf = b;
+		*len = (size_t)n;
+		b = NULL;
+	}
+	if (b != NULL)
+		sodium_free(b);
+	close(fd);
+	return rc;
+}
+
+int
+spirt_key_load(struct spirt_key **k, const char *path)
+{
+	unsigned char seed[32], pk[SPIRT_PK_BYTES];
+	const char *p, *end, *l, *v;
+	size_t len = 0, n, vn, line;
+	char *buf;
+	int rc;
+
+	*k = NULL;
+	if ((rc = read_secret(&buf, &len, path)) != 0)
+		return rc;
+	p = buf;
+	end = buf + len;
+	if ((rc = text_head(&p, end, "spirt-ed25519-secret", &line)) != 0)
+		goto out;
+	rc = SPIRT_EKEYFILE;
+	if (nextline(&p, end, &l, &n) ||
+	    (v = field(l, n, "PUBLIC", &vn)) == NULL ||
+	    hex_decode(pk, sizeof pk, v, vn) ||
+	    nextline(&p, end, &l, &n) ||
+	    (v = field(l, n, "SECRET", &vn)) == NULL ||
+	    hex_decode(seed, sizeof seed, v, vn) ||
+	    nextline(&p, end, &l, &n) || !is_end(l, n) || p != end)
+		goto out;
+	if ((rc = spirt_key_from_seed(k, seed)) != 0)
+		goto out;
+	/* the public key is a check on the secret: a flipped digit shows */
+	if (sodium_memcmp((*k)->pk, pk, sizeof pk) != 0) {
+		spirt_key_free(*k);
+		*k = NULL;
+		rc = SPIRT_EKEYFILE;
+	}
+out:
+	sodium_memzero(seed, sizeof seed);
+	sodium_free(buf);
+	return rc;
+}
+
+static size_t
+pubkey_text(char *t, const unsigned char pk[SPIRT_PK_BYTES])
+{
+	static const char head[] =
+	    "VERSION=1\nTYPE=spirt-ed25519-public\nPUBLIC=";
+	size_t n = sizeof head - 1;
+
+	memcpy(t, head, n);
+	sodium_bin2hex(t + n, SPIRT_PK_HEX, pk, SPIRT_PK_BYTES);
+	n += 2 * SPIRT_PK_BYTES;
+	memcpy(t + n, "\nEND\n", 5);
+	return n + 5;
+}
+
+int
+spirt_pubkey_write(const unsigned char pk[SPIRT_PK_BYTES], const char *path)
+{
+	char t[256];
+
+	return publish(path, t, pubkey_text(t, pk), 0644, 0, 0);
+}
+
+int
+spirt_pubkey_load(unsigned char pk[SPIRT_PK_BYTES], const char *path)
+{
+	const char *p, *end, *l, *v;
+	size_t len, n, vn, line;
+	void *buf;
+	int rc;
+
+	if ((rc = spirt_readfile(path, &buf, &len)) != 0)
+		return rc;
+	p = buf;
+	end = p + len;
+	if ((rc = text_head(&p, end, "spirt-ed25519-public", &line)) == 0 &&
+	    (nextline(&p, end, &l, &n) ||
+	    (v = field(l, n, "PUBLIC", &vn)) == NULL ||
+	    hex_decode(pk, SPIRT_PK_BYTES, v, vn) ||
+	    nextline(&p, end, &l, &n) || !is_end(l, n) || p != end))
+		rc = SPIRT_EKEYFILE;
+	free(buf);
+	return rc;
+}
+
+int
+spirt_pubkey_parse(unsigned char pk[SPIRT_PK_BYTES], const char *hex)
+{
+	return hex_decode(pk, SPIRT_PK_BYTES, hex, strlen(hex)) ?
+	    SPIRT_EINVAL : 0;
+}
+
+void
+spirt_pubkey_format(char hex[SPIRT_PK_HEX],
+    const unsigned char pk[SPIRT_PK_BYTES])
+{
+	sodium_bin2hex(hex, SPIRT_PK_HEX, pk, SPIRT_PK_BYTES);
+}
+
+/* ---- member tokens ---- */
+
+/*
+ * Token layout (216 bytes): magic "SPTK", version, role, 2 zero bytes,
+ * issued, expires, run[32], id[32], member pk[32], group pk[32], then the
+ * group key's Ed25519 signature of those 152 bytes.
+ */
+
+int
+spirt_token_make(unsigned char tok[SPIRT_TOKEN_BYTES],
+    const struct spirt_key *group, const char *run, const char *id,
+    const unsigned char pk[SPIRT_PK_BYTES], int role, uint64_t issued,
+    uint64_t expires)
+{
+	if (!spirt_id_valid(run) || !spirt_id_valid(id) || !role_valid(role) ||
+	    expires <= issued)
+		return SPIRT_EINVAL;
+	memcpy(tok, TOK_MAGIC, 4);
+	tok[4] = FMT_VERSION;
+	tok[5] = (unsigned char)role;
+	put16(tok + 6, 0);
+	put64(tok + 8, issued);
+	put64(tok + 16, expires);
+	id_pack(tok + 24, run);
+	id_pack(tok + 56, id);
+	memcpy(tok + 88, pk, SPIRT_PK_BYTES);
+	memcpy(tok + 120, group->pk, SPIRT_PK_BYTES);
+	crypto_sign_detached(tok + TOK_SIGNED, NULL, tok, TOK_SIGNED,
+	    group->sk);
+	return 0;
+}
+
+int
+spirt_token_decode(struct spirt_member *m,
+    const unsigned char tok[SPIRT_TOKEN_BYTES])
+{
+	if (memcmp(tok, TOK_MAGIC, 4) != 0)
+		return SPIRT_EMAGIC;
+	if (tok[4] != FMT_VERSION)
+		return SPIRT_EVERSION;
+	if (!role_valid(tok[5]) || get16(tok + 6) != 0 ||
+	    id_unpack(m->run, tok + 24) || id_unpack(m->id, tok + 56))
+		return SPIRT_EDATA;
+	m->role = tok[5];
+	m->issued = get64(tok + 8);
+	m->expires = get64(tok + 16);
+	memcpy(m->pk, tok + 88, SPIRT_PK_BYTES);
+	return 0;
+}
+
+int
+spirt_token_verify(struct spirt_member *m, const unsigned char *tok,
+    size_t len, const unsigned char group_pk[SPIRT_PK_BYTES],
+    const char *run, uint64_t now, int roles)
+{
+	struct spirt_member mm;
+	int rc;
+
+	if (len != SPIRT_TOKEN_BYTES)
+		return len < SPIRT_TOKEN_BYTES ? SPIRT_ETRUNC : SPIRT_EDATA;
+	if (memcmp(tok, TOK_MAGIC, 4) != 0)
+		return SPIRT_EMAGIC;
+	if (tok[4] != FMT_VERSION)
+		return SPIRT_EVERSION;
+	if (memcmp(tok + 120, group_pk, SPIRT_PK_BYTES) != 0)
+		return SPIRT_EUNKNOWNKEY;
+	if (crypto_sign_verify_detached(tok + TOK_SIGNED, tok, TOK_SIGNED,
+	    group_pk) != 0)
+		return SPIRT_EMAC;
+	if ((rc = spirt_token_decode(&mm, tok)) != 0)
+		return rc;
+	if (strcmp(mm.run, run) != 0)
+		return SPIRT_ERUN;
+	if (now >= mm.expires)
+		return SPIRT_EEXPIRED;
+	if (!(mm.role & roles))
+		return SPIRT_EROLE;
+	if (m != NULL)
+		*m = mm;
+	return 0;
+}
+
+int
+spirt_token_format(char *buf, size_t cap, size_t *len,
+    const unsigned char tok[SPIRT_TOKEN_BYTES])
+{
+	static const char head[] = "VERSION=1\nTYPE=spirt-token\nTOKEN=";
+	size_t n = sizeof head - 1;
+
+	if (cap < n + 2 * SPIRT_TOKEN_BYTES + 6)
+		return SPIRT_EINVAL;
+	memcpy(buf, head, n);
+	sodium_bin2hex(buf + n, cap - n, tok, SPIRT_TOKEN_BYTES);
+	n += 2 * SPIRT_TOKEN_BYTES;
+	memcpy(buf + n, "\nEND\n", 6);   /* with its NUL */
+	*len = n + 5;
+	return 0;
+}
+
+int
+spirt_token_parse(unsigned char tok[SPIRT_TOKEN_BYTES], const char *text,
+    size_t len)
+{
+	const char *p = text, *end = text + len, *l, *v;
+	size_t n, vn, line;
+	int rc;
+
+	if ((rc = text_head(&p, end, "spirt-token", &line)) != 0)
+		return rc;
+	if (nextline(&p, end, &l, &n) ||
+	    (v = field(l, n, "TOKEN", &vn)) == NULL ||
+	    hex_decode(tok, SPIRT_TOKEN_BYTES, v, vn) ||
+	    nextline(&p, end, &l, &n) || !is_end(l, n) || p != end)
+		return SPIRT_EKEYFILE;
+	return 0;
+}
+
+/* ---- trust: group key, allowlist, newest timestamps ---- */
+
+struct allowed {
+	unsigned char pk[SPIRT_PK_BYTES];
+	char id[SPIRT_ID_MAX + 1];
+	int role;
+};
+
+struct seen {
+	unsigned char pk[SPIRT_PK_BYTES];
+	uint64_t ts;
+};
+
+struct spirt_trust {
+	char run[SPIRT_ID_MAX + 1];
+	int has_group;
+	unsigned char group_pk[SPIRT_PK_BYTES];
+	uint64_t window;
+	struct allowed *allow;
+	size_t nallow, capallow;
+	struct seen *seen;
+	size_t nseen, capseen;
+};
+
+int
+spirt_trust_new(struct spirt_trust **t, const char *run,
+    const unsigned char *group_pk, uint64_t window)
+{
+	struct spirt_trust *p;
+
+	*t = NULL;
+	if (!spirt_id_valid(run))
+		return SPIRT_EINVAL;
+	if ((p = calloc(1, sizeof *p)) == NULL)
+		return ENOMEM;
+	memcpy(p->run, run, strlen(run) + 1);
+	if (group_pk != NULL) {
+		p->has_group = 1;
+		memcpy(p->group_pk, group_pk, SPIRT_PK_BYTES);
+	}
+	p->window = window;
+	*t = p;
+	return 0;
+}
+
+void
+spirt_trust_free(struct spirt_trust *t)
+{
+	if (t == NULL)
+		return;
+	free(t->allow);
+	free(t->seen);
+	free(t);
+}
+
+static const struct allowed *
+allow_find(const struct spirt_trust *t, const unsigned char *pk)
+{
+	for (size_t i = 0; i < t->nallow; i++)
+		if (memcmp(t->allow[i].pk, pk, SPIRT_PK_BYTES) == 0)
+			return &t->allow[i];
+	return NULL;
+}
+
+int
+spirt_trust_allow(struct spirt_trust *t,
+    const unsigned char pk[SPIRT_PK_BYTES], const char *id, int role)
+{
+	struct allowed *a;
+
+	if (!spirt_id_valid(id) || !role_valid(role) || allow_find(t, pk))
+		return SPIRT_EINVAL;
+	for (size_t i = 0; i < t->nallow; i++)
+		if (strcmp(t->allow[i].id, id) == 0)
+			return SPIRT_EINVAL;
+	if (t->nallow == t->capallow) {
+		size_t cap = t->capallow ? 2 * t->capallow : 16;
+		if ((a = realloc(t->allow, cap * sizeof *a)) == NULL)
+			return ENOMEM;
+		t->allow = a;
+		t->capallow = cap;
+	}
+	a = &t->allow[t->nallow++];
+	memcpy(a->pk, pk, SPIRT_PK_BYTES);
+	memcpy(a->id, id, strlen(id) + 1);
+	a->role = role;
+	return 0;
+}
+
+/* "MEMBER=<64 hex> <role> <id>" */
+static int
+allow_line(struct spirt_trust *t, const char *v, size_t vn)
+{
+	unsigned char pk[SPIRT_PK_BYTES];
+	char role[16], id[SPIRT_ID_MAX + 1];
+	const char *sp1, *sp2, *end = v + vn;
+	size_t rn, in;
+	int r;
+
+	if (vn < 2 * SPIRT_PK_BYTES + 1 || v[2 * SPIRT_PK_BYTES] != ' ' ||
+	    hex_decode(pk, sizeof pk, v, 2 * SPIRT_PK_BYTES))
+		return SPIRT_EKEYFILE;
+	sp1 = v + 2 * SPIRT_PK_BYTES;
+	if ((sp2 = memchr(sp1 + 1, ' ', (size_t)(end - sp1 - 1))) == NULL)
+		return SPIRT_EKEYFILE;
+	rn = (size_t)(sp2 - sp1 - 1);
+	in = (size_t)(end - sp2 - 1);
+	if (rn >= sizeof role || in >= sizeof id)
+		return SPIRT_EKEYFILE;
+	memcpy(role, sp1 + 1, rn);
+	role[rn] = '\0';
+	memcpy(id, sp2 + 1, in);
+	id[in] = '\0';
+	if ((r = spirt_role_parse(role)) == 0 || !spirt_id_valid(id))
+		return SPIRT_EKEYFILE;
+	return spirt_trust_allow(t, pk, id, r) == 0 ? 0 : SPIRT_EKEYFILE;
+}
+
+int
+spirt_trust_allow_parse(struct spirt_trust *t, const char *text, size_t len,
+    size_t *line)
+{
+	const char *p = text, *end = text + len, *l, *v;
+	size_t n, vn, ln;
+	int rc;
+
+	if ((rc = text_head(&p, end, "spirt-allowlist", &ln)) != 0)
+		goto out;
+	for (;;) {
+		ln++;
+		if ((rc = nextline(&p, end, &l, &n)) != 0)
+			goto out;
+		if (is_end(l, n))
+			break;
+		if (n > 0 && l[0] == '#')      /* a note */
+			continue;
+		if ((v = field(l, n, "MEMBER", &vn)) == NULL) {
+			rc = SPIRT_EKEYFILE;
+			goto out;
+		}
+		if ((rc = allow_line(t, v, vn)) != 0)
+			goto out;
+	}
+	if (p != end) {
+		ln++;
+		rc = SPIRT_EKEYFILE;
+	}
+out:
+	if (line != NULL)
+		*line = rc ? ln : 0;
+	return rc;
+}
+
+int
+spirt_trust_member(struct spirt_member *m, const struct spirt_trust *t,
+    const unsigned char pk[SPIRT_PK_BYTES], const char *id,
+    const unsigned char *tok, uint64_t now, int roles)
+{
+	struct spirt_member mm;
+	const struct allowed *a;
+	int rc;
+
+	if (tok != NULL && t->has_group) {
+		if ((rc = spirt_token_verify(&mm, tok, SPIRT_TOKEN_BYTES,
+		    t->group_pk, t->run, now, roles)) != 0)
+			return rc;
+		/* a token proves membership only for its own key and id */
+		if (memcmp(mm.pk, pk, SPIRT_PK_BYTES) != 0 ||
+		    strcmp(mm.id, id) != 0)
+			return SPIRT_EUNKNOWNKEY;
+	} else {
+		if ((a = allow_find(t, pk)) == NULL || strcmp(a->id, id) != 0)
+			return SPIRT_EUNKNOWNKEY;
+		if (!(a->role & roles))
+			return SPIRT_EROLE;
+		memset(&mm, 0, sizeof mm);
+		memcpy(mm.id, a->id, sizeof mm.id);
+		memcpy(mm.run, t->run, sizeof mm.run);
+		memcpy(mm.pk, pk, SPIRT_PK_BYTES);
+		mm.role = a->role;
+		mm.issued = 0;
+		mm.expires = UINT64_MAX;
+	}
+	if (m != NULL)
+		*m = mm;
+	return 0;
+}
+
+/* The newest timestamp accepted from pk (0: none yet). */
+static struct seen *
+seen_find(const struct spirt_trust *t, const unsigned char *pk)
+{
+	for (size_t i = 0; i < t->nseen; i++)
+		if (memcmp(t->seen[i].pk, pk, SPIRT_PK_BYTES) == 0)
+			return &t->seen[i];
+	return NULL;
+}
+
+static int
+seen_record(struct spirt_trust *t, const unsigned char *pk, uint64_t ts)
+{
+	struct seen *s = seen_find(t, pk);
+
+	if (s == NULL) {
+		if (t->nseen == SEEN_MAX)
+			return ENOMEM;
+		if (t->nseen == t->capseen) {
+			size_t cap = t->capseen ? 2 * t->capseen : 16;
+			if ((s = realloc(t->seen, cap * sizeof *s)) == NULL)
+				return ENOMEM;
+			t->seen = s;
+			t->capseen = cap;
+		}
+		s = &t->seen[t->nseen++];
+		memcpy(s->pk, pk, SPIRT_PK_BYTES);
+	}
+	s->ts = ts;
+	return 0;
+}
+
+/* ---- sessions and the replay window ---- */
+
+/*
+ * The receiver's window (WireGuard's counter_validate, RFC 6479): top is
+ * one past the newest counter accepted, bits a ring of 2048 bits of which
+ * the newest SPIRT_REPLAY_WINDOW positions are meaningful.
+ */
+struct window {
+	uint64_t top;
+	uint64_t bits[WIN_WORDS];
+};
+
+struct spirt_session {
+	unsigned char tx[32], rx[32];   /* send and receive keys */
+	uint64_t txctr;
+	struct window win;
+	unsigned char run[SPIRT_ID_MAX];
+	unsigned char self[SPIRT_ID_MAX];
+	unsigned char peer[SPIRT_ID_MAX];
+	struct spirt_member member;
+	int confirmed;
+};
+
+static int
+win_check(const struct window *w, uint64_t c)
+{
+	uint64_t c1;
+
+	if (c >= UINT64_MAX - 1)        /* never sent */
+		return SPIRT_EREPLAY;
+	c1 = c + 1;
+	if (c1 > w->top)
+		return 0;
+	if (w->top - c1 >= SPIRT_REPLAY_WINDOW)
+		return SPIRT_EREPLAY;   /* too old to tell: refused */
+	if ((w->bits[(c1 >> 6) & (WIN_WORDS - 1)] >> (c1 & 63)) & 1)
+		return SPIRT_EREPLAY;
+	return 0;
+}
+
+static void
+win_commit(struct window *w, uint64_t c)
+{
+	uint64_t c1 = c + 1;
+
+	if (c1 > w->top) {
+		uint64_t cur = w->top >> 6, n = (c1 >> 6) - cur;
+		if (n > WIN_WORDS)
+			n = WIN_WORDS;
+		for (uint64_t i = 1; i <= n; i++)
+			w->bits[(cur + i) & (WIN_WORDS - 1)] = 0;
+		w->top = c1;
+	}
+	w->bits[(c1 >> 6) & (WIN_WORDS - 1)] |= (uint64_t)1 << (c1 & 63);
+}
+
+const struct spirt_member *
+spirt_session_peer(const struct spirt_session *s)
+{
+	return &s->member;
+}
+
+int
+spirt_session_confirmed(const struct spirt_session *s)
+{
+	return s->confirmed;
+}
+
+void
+spirt_session_free(struct spirt_session *s)
+{
+	if (s != NULL)
+		sodium_free(s);
+}
+
+/* ---- handshake ---- */
+
+/*
+ * Handshake message (304 bytes + token): magic "SPHS", version, type,
+ * token length, timestamp, run[32], sender[32], receiver[32], identity
+ * pk[32], ephemeral pk[32], nonce[32], echo[32], token, then the sender's
+ * Ed25519 signature of everything before it.
+ */
+struct hsmsg {
+	uint64_t ts;
+	const unsigned char *run, *sender, *receiver, *idpk, *epk, *echo;
+	const unsigned char *tok, *sig;
+	size_t len;
+};
+
+struct spirt_hs {
+	unsigned char esk[crypto_kx_SECRETKEYBYTES];
+	unsigned char epk[crypto_kx_PUBLICKEYBYTES];
+	unsigned char msg[SPIRT_HS_MAX];
+	size_t len;
+	char self[SPIRT_ID_MAX + 1];
+	char peer[SPIRT_ID_MAX + 1];
+	int done;
+};
+
+static int
+hs_parse(struct hsmsg *h, const unsigned char *m, size_t len, int type)
+{
+	size_t toklen;
+
+	if (len < SPIRT_HS_BYTES)
+		return SPIRT_ETRUNC;
+	if (memcmp(m, HS_MAGIC, 4) != 0)
+		return SPIRT_EMAGIC;
+	if (m[4] != FMT_VERSION)
+		return SPIRT_EVERSION;
+	if (m[5] != type)
+		return SPIRT_EDATA;
+	toklen = get16(m + 6);
+	if (toklen != 0 && toklen != SPIRT_TOKEN_BYTES)
+		return SPIRT_EDATA;
+	if (len != SPIRT_HS_BYTES + toklen)
+		return len < SPIRT_HS_BYTES + toklen ? SPIRT_ETRUNC :
+		    SPIRT_EDATA;
+	h->ts = get64(m + 8);
+	h->run = m + 16;
+	h->sender = m + 48;
+	h->receiver = m + 80;
+	h->idpk = m + 112;
+	h->epk = m + 144;
+	h->echo = m + 208;
+	h->tok = toklen ? m + HS_TOKEN : NULL;
+	h->sig = m + HS_TOKEN + toklen;
+	h->len = len;
+	return 0;
+}
+
+/* Build and sign a handshake message into m; its length. */
+static size_t
+hs_build(unsigned char *m, int type, uint64_t ts, const char *run,
+    const struct spirt_self *self, const char *peer,
+    const unsigned char *epk, const unsigned char *echo)
+{
+	size_t toklen = self->token ? SPIRT_TOKEN_BYTES : 0;
+
+	memcpy(m, HS_MAGIC, 4);
+	m[4] = FMT_VERSION;
+	m[5] = (unsigned char)type;
+	put16(m + 6, (uint16_t)toklen);
+	put64(m + 8, ts);
+	id_pack(m + 16, run);
+	id_pack(m + 48, self->id);
+	id_pack(m + 80, peer);
+	memcpy(m + 112, self->key->pk, SPIRT_PK_BYTES);
+	memcpy(m + 144, epk, crypto_kx_PUBLICKEYBYTES);
+	randombytes_buf(m + 176, 32);
+	if (echo != NULL)
+		memcpy(m + 208, echo, 32);
+	else
+		memset(m + 208, 0, 32);
+	if (toklen)
+		memcpy(m + HS_TOKEN, self->token, toklen);
+	crypto_sign_detached(m + HS_TOKEN + toklen, NULL, m, HS_TOKEN + toklen,
+	    self->key->sk);
+	return SPIRT_HS_BYTES + toklen;
+}
+
+/* Is self usable in this run: a valid id, a token for its key and id? */
+static int
+self_check(const struct spirt_self *self, const struct spirt_trust *t)
+{
+	struct spirt_member m;
+
+	if (self->key == NULL || !spirt_id_valid(self->id))
+		return SPIRT_EINVAL;
+	if (self->token != NULL &&
+	    (spirt_token_decode(&m, self->token) != 0 ||
+	    memcmp(m.pk, self->key->pk, SPIRT_PK_BYTES) != 0 ||
+	    strcmp(m.id, self->id) != 0 || strcmp(m.run, t->run) != 0))
+		return SPIRT_EINVAL;
+	return 0;
+}
+
+/* Checks common to both messages, once the signature is good. */
+static int
+hs_check(struct spirt_member *m, const struct hsmsg *h,
+    const struct spirt_trust *t, const char *self, uint64_t now, int roles)
+{
+	char sender[SPIRT_ID_MAX + 1];
+	int rc;
+
+	if (!id_is(h->receiver, self))
+		return SPIRT_EADDR;
+	if (!id_is(h->run, t->run))
+		return SPIRT_ERUN;
+	if (id_unpack(sender, h->sender) != 0)
+		return SPIRT_EDATA;
+	if ((rc = spirt_trust_member(m, t, h->idpk, sender, h->tok, now,
+	    roles)) != 0)
+		return rc;
+	if (h->ts > now ? h->ts - now > t->window : now - h->ts > t->window)
+		return SPIRT_ESTALE;
+	return 0;
+}
+
+static void
+hash32(unsigned char out[32], const unsigned char *a, size_t na,
+    const unsigned char *b, size_t nb)
+{
+	crypto_generichash_state st;
+
+	crypto_generichash_init(&st, NULL, 0, 32);
+	crypto_generichash_update(&st, a, na);
+	if (b != NULL)
+		crypto_generichash_update(&st, b, nb);
+	crypto_generichash_final(&st, out, 32);
+	sodium_memzero(&st, sizeof st);
+}
+
+/* K = BLAKE2b-256(key = th, label || k) */
+static void
+kdf(unsigned char out[32], const unsigned char th[32], const char *label,
+    const unsigned char k[32])
+{
+	crypto_generichash_state st;
+
+	crypto_generichash_init(&st, th, 32, 32);
+	crypto_generichash_update(&st, (const unsigned char *)label,
+	    strlen(label));
+	crypto_generichash_update(&st, k, 32);
+	crypto_generichash_final(&st, out, 32);
+	sodium_memzero(&st, sizeof st);
+}
+
+/*
+ * A session from the crypto_kx keys (tx_i: the initiator's send key, the
+ * responder's receive key) and the transcript init || resp.
+ */
+static int
+session_make(struct spirt_session **out, int initiator,
+    const unsigned char tx_i[32], const unsigned char rx_i[32],
+    const unsigned char *init, size_t ni, const unsigned char *resp,
+    size_t nr, const char *run, const char *self, const char *peer,
+    const struct spirt_member *m)
+{
+	unsigned char th[32];
+	struct spirt_session *s;
+
+	if ((s = sodium_malloc(sizeof *s)) == NULL)
+		return ENOMEM;
+	memset(s, 0, sizeof *s);
+	hash32(th, init, ni, resp, nr);
+	kdf(initiator ? s->tx : s->rx, th, KDF_I2R, tx_i);
+	kdf(initiator ? s->rx : s->tx, th, KDF_R2I, rx_i);
+	sodium_memzero(th, sizeof th);
+	id_pack(s->run, run);
+	id_pack(s->self, self);
+	id_pack(s->peer, peer);
+	s->member = *m;
+	/* the answer's signature proved the responder; the other waits */
+	s->confirmed = initiator;
+	*out = s;
+	return 0;
+}
+
+int
+spirt_hs_init(struct spirt_hs **out, unsigned char *msg, size_t cap,
+    size_t *len, const struct spirt_self *self, const struct spirt_trust *t,
+    const char *peer, uint64_t now)
+{
+	struct spirt_hs *hs;
+	int rc;
+
+	*out = NULL;
+	if (sodium_init() < 0)
+		return SPIRT_EBUG;
+	if ((rc = self_check(self, t)) != 0)
+		return rc;
+	if (!spirt_id_valid(peer) || cap < SPIRT_HS_MAX)
+		return SPIRT_EINVAL;
+	if ((hs = sodium_malloc(sizeof *hs)) == NULL)
+		return ENOMEM;
+	memset(hs, 0, sizeof *hs);
+	crypto_kx_keypair(hs->epk, hs->esk);
+	hs->len = hs_build(hs->msg, HS_INIT, now, t->run, self, peer, hs->epk,
+	    NULL);
+	memcpy(hs->self, self->id, strlen(self->id) + 1);
+	memcpy(hs->peer, peer, strlen(peer) + 1);
+	memcpy(msg, hs->msg, hs->len);
+	*len = hs->len;
+	*out = hs;
+	return 0;
+}
+
+void
+spirt_hs_free(struct spirt_hs *hs)
+{
+	if (hs != NULL)
+		sodium_free(hs);
+}
+
+int
+spirt_hs_respond(struct spirt_session **out, unsigned char *msg, size_t cap,
+    size_t *len, const struct spirt_self *self, struct spirt_trust *t,
+    const unsigned char *in, size_t inlen, uint64_t now, int roles)
+{
+	unsigned char esk[crypto_kx_SECRETKEYBYTES];
+	unsigned char epk[crypto_kx_PUBLICKEYBYTES];
+	unsigned char rx[32], tx[32], echo[32];
+	struct spirt_member m;
+	struct seen *last;
+	struct hsmsg h;
+	size_t n;
+	int rc;
+
+	*out = NULL;
+	if (sodium_init() < 0)
+		return SPIRT_EBUG;
+	if ((rc = self_check(self, t)) != 0)
+		return rc;
+	if (cap < SPIRT_HS_MAX)
+		return SPIRT_EINVAL;
+	if ((rc = hs_parse(&h, in, inlen, HS_INIT)) != 0)
+		return rc;
+	if (crypto_sign_verify_detached(h.sig, in, inlen - 64, h.idpk) != 0)
+		return SPIRT_EMAC;
+	if (!sodium_is_zero(h.echo, 32))
+		return SPIRT_EDATA;
+	if ((rc = hs_check(&m, &h, t, self->id, now, roles)) != 0)
+		return rc;
+	if ((last = seen_find(t, h.idpk)) != NULL && h.ts <= last->ts)
+		return SPIRT_EREPLAY;
+
+	crypto_kx_keypair(epk, esk);
+	hash32(echo, in, inlen, NULL, 0);
+	n = hs_build(msg, HS_RESP, now, t->run, self, m.id, epk, echo);
+	/* responder = crypto_kx server: its rx is the initiator's tx */
+	if (crypto_kx_server_session_keys(rx, tx, epk, esk, h.epk) != 0)
+		rc = SPIRT_EDATA;       /* a weak point, signed by a member */
+	else
+		rc = session_make(out, 0, rx, tx, in, inlen, msg, n, t->run,
+		    self->id, m.id, &m);
+	if (rc == 0 && (rc = seen_record(t, h.idpk, h.ts)) != 0) {
+		spirt_session_free(*out);
+		*out = NULL;
+	}
+	if (rc == 0)
+		*len = n;
+	sodium_memzero(esk, sizeof esk);
+	sodium_memzero(rx, sizeof rx);
+	sodium_memzero(tx, sizeof tx);
+	return rc;
+}
+
+int
+spirt_hs_finish(struct spirt_session **out, struct spirt_hs *hs,
+    const struct spirt_trust *t, const unsigned char *in, size_t inlen,
+    uint64_t now, int roles)
+{
+	unsigned char rx[32], tx[32], echo[32];
+	struct spirt_member m;
+	struct hsmsg h;
+	int rc;
+
+	*out = NULL;
+	if (hs->done)
+		return SPIRT_EREPLAY;
+	if ((rc = hs_parse(&h, in, inlen, HS_RESP)) != 0)
+		return rc;
+	if (crypto_sign_verify_detached(h.sig, in, inlen - 64, h.idpk) != 0)
+		return SPIRT_EMAC;
+	/* a genuine answer to another handshake is a replay */
+	hash32(echo, hs->msg, hs->len, NULL, 0);
+	if (sodium_memcmp(echo, h.echo, 32) != 0)
+		return SPIRT_EREPLAY;
+	if (!id_is(h.sender, hs->peer))
+		return SPIRT_EADDR;
+	if ((rc = hs_check(&m, &h, t, hs->self, now, roles)) != 0)
+		return rc;
+	if (crypto_kx_client_session_keys(rx, tx, hs->epk, hs->esk, h.epk) !=
+	    0)
+		rc = SPIRT_EDATA;
+	else
+		rc = session_make(out, 1, tx, rx, hs->msg, hs->len, in, inlen,
+		    t->run, hs->self, hs->peer, &m);
+	if (rc == 0) {
+		hs->done = 1;
+		sodium_memzero(hs->esk, sizeof hs->esk);
+	}
+	sodium_memzero(rx, sizeof rx);
+	sodium_memzero(tx, sizeof tx);
+	return rc;
+}
+
+/* ---- messages ---- */
+
+/*
+ * Message (128 bytes + key + payload + 16): magic "SPMS", version, type,
+ * key length, counter, step, run[32], sender[32], receiver[32], payload
+ * length, the store key, then the XChaCha20-Poly1305 ciphertext and tag.
+ * The associated data is everything before the ciphertext; the nonce is
+ * the counter, little-endian, padded with zeros to 24 bytes.
+ */
+
+static size_t
+key_len(const char *key)
+{
+	size_t n;
+
+	for (n = 0; key[n]; n++)
+		if (n == SPIRT_MSG_KEY_MAX || key[n] <= ' ' || key[n] > '~')
+			return 0;
+	return n;
+}
+
+size_t
+spirt_msg_size(const char *key, size_t n)
+{
+	size_t k = key_len(key);
+
+	if (k == 0 || n > crypto_aead_xchacha20poly1305_ietf_MESSAGEBYTES_MAX ||
+	    n > SIZE_MAX - SPIRT_MSG_HEAD - k - SPIRT_MSG_TAG)
+		return 0;
+	return SPIRT_MSG_HEAD + k + n + SPIRT_MSG_TAG;
+}
+
+/* Header checks that need no key: sizes, magic, version, type, lengths. */
+static int
+msg_parse(const unsigned char *m, size_t len, size_t *k, size_t *n)
+{
+	uint64_t pn;
+
+	if (len < SPIRT_MSG_HEAD)
+		return SPIRT_ETRUNC;
+	if (memcmp(m, MSG_MAGIC, 4) != 0)
+		return SPIRT_EMAGIC;
+	if (m[4] != FMT_VERSION)
+		return SPIRT_EVERSION;
+	if (m[5] != MSG_DATA)
+		return SPIRT_EDATA;
+	*k = get16(m + 6);
+	if (*k == 0 || *k > SPIRT_MSG_KEY_MAX)
+		return SPIRT_EDATA;
+	if (len < SPIRT_MSG_HEAD + *k + SPIRT_MSG_TAG)
+		return SPIRT_ETRUNC;
+	pn = get64(m + 120);
+	if (pn != len - SPIRT_MSG_HEAD - *k - SPIRT_MSG_TAG)
+		return pn > len - SPIRT_MSG_HEAD - *k - SPIRT_MSG_TAG ?
+		    SPIRT_ETRUNC : SPIRT_EDATA;
+	*n = (size_t)pn;
+	return 0;
+}
+
+int
+spirt_msg_info(struct spirt_msg_info *info, const unsigned char *m,
+    size_t len)
+{
+	size_t k, n;
+	int rc;
+
+	if ((rc = msg_parse(m, len, &k, &n)) != 0)
+		return rc;
+	memcpy(info->key, m + SPIRT_MSG_HEAD, k);
+	info->key[k] = '\0';
+	if (key_len(info->key) != k || id_unpack(info->run, m + 24) ||
+	    id_unpack(info->sender, m + 56) ||
+	    id_unpack(info->receiver, m + 88))
+		return SPIRT_EDATA;
+	info->counter = get64(m + 8);
+	info->step = get64(m + 16);
+	info->n = n;
+	return 0;
+}
+
+static void
+nonce_of(unsigned char nonce[24], uint64_t counter)
+{
+	memset(nonce, 0, 24);
+	put64(nonce, counter);
+}
+
+int
+spirt_session_seal(struct spirt_session *s, unsigned char *out, size_t cap,
+    size_t *len, uint64_t step, const char *key, const void *pt, size_t n)
+{
+	unsigned char nonce[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
+	size_t k = key_len(key), need = spirt_msg_size(key, n);
+	unsigned long long clen;
+
+	if (k == 0)
+		return SPIRT_EINVAL;
+	if (need == 0)
+		return EOVERFLOW;
+	if (cap < need)
+		return SPIRT_EINVAL;
+	if (s->txctr >= UINT64_MAX - 1)
+		return EOVERFLOW;       /* a new handshake is needed */
+	memcpy(out, MSG_MAGIC, 4);
+	out[4] = FMT_VERSION;
+	out[5] = MSG_DATA;
+	put16(out + 6, (uint16_t)k);
+	put64(out + 8, s->txctr);
+	put64(out + 16, step);
+	memcpy(out + 24, s->run, SPIRT_ID_MAX);
+	memcpy(out + 56, s->self, SPIRT_ID_MAX);
+	memcpy(out + 88, s->peer, SPIRT_ID_MAX);
+	put64(out + 120, n);
+	memcpy(out + SPIRT_MSG_HEAD, key, k);
+	nonce_of(nonce, s->txctr);
+	crypto_aead_xchacha20poly1305_ietf_encrypt(out + SPIRT_MSG_HEAD + k,
+	    &clen, pt, n, out, SPIRT_MSG_HEAD + k, NULL, nonce, s->tx);
+	s->txctr++;
+	*len = need;
+	return 0;
+}
+
+int
+spirt_session_open(struct spirt_session *s, void *pt, size_t cap, size_t *n,
+    uint64_t step, const char *key, const unsigned char *m, size_t len)
+{
+	unsigned char nonce[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
+	size_t k, pn;
+	uint64_t ctr;
+	int rc;
+
+	if ((rc = msg_parse(m, len, &k, &pn)) != 0)
+		return rc;
+	if (memcmp(m + 24, s->run, SPIRT_ID_MAX) != 0)
+		return SPIRT_ERUN;
+	if (memcmp(m + 56, s->peer, SPIRT_ID_MAX) != 0 ||
+	    memcmp(m + 88, s->self, SPIRT_ID_MAX) != 0)
+		return SPIRT_EADDR;
+	if (get64(m + 16) != step)
+		return SPIRT_ESTEP;
+	if (k != strlen(key) || memcmp(m + SPIRT_MSG_HEAD, key, k) != 0)
+		return SPIRT_EWRONGKEY;
+	ctr = get64(m + 8);
+	if ((rc = win_check(&s->win, ctr)) != 0)
+		return rc;
+	if (cap < pn)
+		return SPIRT_EINVAL;
+	nonce_of(nonce, ctr);
+	if (crypto_aead_xchacha20poly1305_ietf_decrypt(pt, NULL, NULL,
+	    m + SPIRT_MSG_HEAD + k, pn + SPIRT_MSG_TAG, m, SPIRT_MSG_HEAD + k,
+	    nonce, s->rx) != 0)
+		return SPIRT_EMAC;
+	win_commit(&s->win, ctr);
+	s->confirmed = 1;
+	*n = pn;
+	return 0;
+}

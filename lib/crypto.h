@@ -1,0 +1,288 @@
+/* crypto.h - identities, member tokens, handshake and sealed messages */
+#ifndef SPIRT_CRYPTO_H
+#define SPIRT_CRYPTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spirt.h"
+
+/*
+ * The cryptographic ground of spirt-peer, over libsodium only.  The wire
+ * formats, what each key binds and the threat model are specified in
+ * docs/protocol.md; this header is the API.
+ *
+ * Times are uint64_t nanoseconds since the Unix epoch (UTC) everywhere:
+ * token expiry, handshake timestamps and every "now" argument, which the
+ * caller passes (spirt_crypto_now() reads the clock) so that tests can
+ * pick the instant.
+ *
+ * Ids (a run id, a peer or function id) are 1..SPIRT_ID_MAX bytes of
+ * [A-Za-z0-9._-] starting with a letter or digit, so that they can be
+ * part of a store key such as "agg/12/p1".
+ *
+ * Refusals each have their own code (lib/spirt.h): SPIRT_EMAC (a tampered
+ * byte, a bad signature or MAC), SPIRT_EREPLAY, SPIRT_ESTALE,
+ * SPIRT_EEXPIRED, SPIRT_EUNKNOWNKEY, SPIRT_ERUN, SPIRT_EROLE, SPIRT_EADDR,
+ * SPIRT_ESTEP, SPIRT_EWRONGKEY; malformed input is SPIRT_ETRUNC,
+ * SPIRT_EMAGIC, SPIRT_EVERSION or SPIRT_EDATA; key files SPIRT_EKEYFILE
+ * and SPIRT_EKEYPERM.  Nothing here prints or exits.
+ *
+ * Objects are not thread-safe: one thread uses a session, a handshake or
+ * a trust at a time.
+ */
+
+#define SPIRT_ID_MAX 32
+#define SPIRT_PK_BYTES 32               /* Ed25519 public key */
+#define SPIRT_PK_HEX (2 * SPIRT_PK_BYTES + 1)
+#define SPIRT_TOKEN_BYTES 216           /* a member token */
+#define SPIRT_HS_BYTES 304              /* a handshake message, no token */
+#define SPIRT_HS_MAX (SPIRT_HS_BYTES + SPIRT_TOKEN_BYTES)
+#define SPIRT_MSG_HEAD 128              /* message header before the key */
+#define SPIRT_MSG_TAG 16                /* Poly1305 tag */
+#define SPIRT_MSG_KEY_MAX 511           /* = SPIRT_KEY_MAX (store.h) */
+/* counters more than this far behind the newest are refused as replays */
+#define SPIRT_REPLAY_WINDOW 1984
+
+/* roles: a token holds one; "roles" arguments are masks of accepted ones */
+#define SPIRT_ROLE_PEER 1
+#define SPIRT_ROLE_FUNCTION 2
+
+/* spirt_key_write flags */
+#define SPIRT_KEY_NOOVERWRITE 0x1       /* EEXIST (as SPIRT_EOUTPUT) */
+
+/* ---- library ---- */
+
+/* Initialise libsodium (sodium_init); 0, or SPIRT_EBUG if it fails. */
+SPIRT_MUST_CHECK int spirt_crypto_init(void);
+
+/* The wall clock, nanoseconds since the Unix epoch. */
+uint64_t spirt_crypto_now(void);
+
+/* 1 if s is a valid run, peer or function id, else 0. */
+int spirt_id_valid(const char *s);
+
+/* "peer" -> SPIRT_ROLE_PEER, "function" -> SPIRT_ROLE_FUNCTION, else 0. */
+int spirt_role_parse(const char *s);
+/* "peer", "function" or "?" */
+const char *spirt_role_name(int role);
+
+/* ---- identity keys (Ed25519) ---- */
+
+/* A key pair in guarded memory (sodium_malloc), read-only once made. */
+struct spirt_key;
+
+/* A fresh key pair.  Free with spirt_key_free(). */
+SPIRT_MUST_CHECK int spirt_key_generate(struct spirt_key **k)
+    SPIRT_NONNULL(1);
+/* The key pair of a 32-byte seed (known-answer tests, key files). */
+SPIRT_MUST_CHECK int spirt_key_from_seed(struct spirt_key **k,
+    const unsigned char seed[32]) SPIRT_NONNULL(1, 2);
+/* Zero and free; NULL is fine. */
+void spirt_key_free(struct spirt_key *k);
+/* @param pk out: the public key */
+void spirt_key_public(unsigned char pk[SPIRT_PK_BYTES],
+    const struct spirt_key *k) SPIRT_NONNULL(1, 2);
+
+/*
+ * Write the secret key file (docs/protocol.md, "Key files"): mode 0600,
+ * atomically (a temporary of mode 0600, fsync, rename or link, fsync of
+ * the directory).  With SPIRT_KEY_NOOVERWRITE an existing path is left
+ * alone and SPIRT_EOUTPUT(EEXIST) returned.  Failures to create are
+ * SPIRT_EOUTPUT(errno).
+ */
+SPIRT_MUST_CHECK int spirt_key_write(const struct spirt_key *k,
+    const char *path, int flags) SPIRT_NONNULL(1, 2);
+/*
+ * Load a secret key file.  Returns SPIRT_EKEYPERM if group or others have
+ * any permission on it (nothing is read), SPIRT_EKEYFILE if it is not a
+ * well-formed key file (or its public key does not match its secret),
+ * SPIRT_EVERSION for another format version, errno if it cannot be opened.
+ */
+SPIRT_MUST_CHECK int spirt_key_load(struct spirt_key **k, const char *path)
+    SPIRT_NONNULL(1, 2);
+
+/* A public key file (mode 0644, atomic) and its reader. */
+SPIRT_MUST_CHECK int spirt_pubkey_write(const unsigned char pk[SPIRT_PK_BYTES],
+    const char *path) SPIRT_NONNULL(1, 2);
+SPIRT_MUST_CHECK int spirt_pubkey_load(unsigned char pk[SPIRT_PK_BYTES],
+    const char *path) SPIRT_NONNULL(1, 2);
+/* 64 hex digits <-> public key; parse returns SPIRT_EINVAL on bad text. */
+SPIRT_MUST_CHECK int spirt_pubkey_parse(unsigned char pk[SPIRT_PK_BYTES],
+    const char *hex) SPIRT_NONNULL(1, 2);
+void spirt_pubkey_format(char hex[SPIRT_PK_HEX],
+    const unsigned char pk[SPIRT_PK_BYTES]) SPIRT_NONNULL(1, 2);
+
+/* ---- membership ---- */
+
+/* A member as a token or the allowlist vouches for it. */
+struct spirt_member {
+	char id[SPIRT_ID_MAX + 1];
+	char run[SPIRT_ID_MAX + 1];
+	unsigned char pk[SPIRT_PK_BYTES];
+	int role;                       /* SPIRT_ROLE_* */
+	uint64_t issued;                /* 0 from the allowlist */
+	uint64_t expires;               /* UINT64_MAX from the allowlist */
+};
+
+/*
+ * Make a member token: the group key signs run, id, the member's public
+ * key, role and the validity [issued, expires).
+ * @param tok out: SPIRT_TOKEN_BYTES bytes
+ * Returns SPIRT_EINVAL for a bad id or role or expires <= issued.
+ */
+SPIRT_MUST_CHECK int spirt_token_make(unsigned char tok[SPIRT_TOKEN_BYTES],
+    const struct spirt_key *group, const char *run, const char *id,
+    const unsigned char pk[SPIRT_PK_BYTES], int role, uint64_t issued,
+    uint64_t expires) SPIRT_NONNULL(1, 2, 3, 4, 5);
+/*
+ * Verify a token against the group public key, for run, at time now, for
+ * one of the roles in the mask roles.  On success m (may be NULL) holds
+ * what it vouches for.  Refusals: SPIRT_ETRUNC/EDATA (size), SPIRT_EMAGIC,
+ * SPIRT_EVERSION, SPIRT_EUNKNOWNKEY (made by another group key),
+ * SPIRT_EMAC (signature), SPIRT_ERUN, SPIRT_EEXPIRED, SPIRT_EROLE.
+ */
+SPIRT_MUST_CHECK int spirt_token_verify(struct spirt_member *m,
+    const unsigned char *tok, size_t len,
+    const unsigned char group_pk[SPIRT_PK_BYTES], const char *run,
+    uint64_t now, int roles) SPIRT_NONNULL(2, 4, 5);
+/* Token files (text, docs/protocol.md): format into buf, parse from text. */
+SPIRT_MUST_CHECK int spirt_token_format(char *buf, size_t cap, size_t *len,
+    const unsigned char tok[SPIRT_TOKEN_BYTES]) SPIRT_NONNULL(1, 3, 4);
+SPIRT_MUST_CHECK int spirt_token_parse(unsigned char tok[SPIRT_TOKEN_BYTES],
+    const char *text, size_t len) SPIRT_NONNULL(1, 2);
+/* Decode a token's fields without verifying it (for display). */
+SPIRT_MUST_CHECK int spirt_token_decode(struct spirt_member *m,
+    const unsigned char tok[SPIRT_TOKEN_BYTES]) SPIRT_NONNULL(1, 2);
+
+/*
+ * What a peer trusts: its run, the group public key (NULL: tokens are not
+ * accepted), an allowlist of public keys, the handshake window, and the
+ * newest handshake timestamp accepted from each identity.
+ */
+struct spirt_trust;
+
+/* @param window timestamps further than this from now are stale (ns) */
+SPIRT_MUST_CHECK int spirt_trust_new(struct spirt_trust **t, const char *run,
+    const unsigned char *group_pk, uint64_t window) SPIRT_NONNULL(1, 2);
+void spirt_trust_free(struct spirt_trust *t);
+/* Allow pk as id with role; SPIRT_EINVAL if pk or id is already there. */
+SPIRT_MUST_CHECK int spirt_trust_allow(struct spirt_trust *t,
+    const unsigned char pk[SPIRT_PK_BYTES], const char *id, int role)
+    SPIRT_NONNULL(1, 2, 3);
+/*
+ * Add an allowlist file's members (docs/protocol.md, "Allowlist").  On
+ * SPIRT_EKEYFILE or SPIRT_EVERSION, *line (if not NULL) is the 1-based
+ * line at fault.
+ */
+SPIRT_MUST_CHECK int spirt_trust_allow_parse(struct spirt_trust *t,
+    const char *text, size_t len, size_t *line) SPIRT_NONNULL(1, 2);
+/*
+ * Is the holder of pk, calling itself id, a member in role mask roles at
+ * time now?  With a group key and a token (tok != NULL), the token decides
+ * (spirt_token_verify, then it must name pk and id: SPIRT_EUNKNOWNKEY);
+ * otherwise the allowlist does (SPIRT_EUNKNOWNKEY, SPIRT_EROLE).
+ */
+SPIRT_MUST_CHECK int spirt_trust_member(struct spirt_member *m,
+    const struct spirt_trust *t, const unsigned char pk[SPIRT_PK_BYTES],
+    const char *id, const unsigned char *tok, uint64_t now, int roles)
+    SPIRT_NONNULL(2, 3, 4);
+
+/* ---- handshake ---- */
+
+/* Who this side is: identity key, id, and its token (NULL: allowlist). */
+struct spirt_self {
+	const struct spirt_key *key;
+	const char *id;
+	const unsigned char *token;     /* SPIRT_TOKEN_BYTES or NULL */
+};
+
+/* The initiator's pending handshake: its ephemeral secret, its message. */
+struct spirt_hs;
+/* Keys and counters of one established session. */
+struct spirt_session;
+
+/*
+ * Initiator, step 1: the first message, to peer id "peer", into msg (cap
+ * >= SPIRT_HS_MAX).  Keep *hs for spirt_hs_finish().  SPIRT_EINVAL if
+ * self is inconsistent (bad id, a token for another key, id or run).
+ */
+SPIRT_MUST_CHECK int spirt_hs_init(struct spirt_hs **hs, unsigned char *msg,
+    size_t cap, size_t *len, const struct spirt_self *self,
+    const struct spirt_trust *t, const char *peer, uint64_t now)
+    SPIRT_NONNULL(1, 2, 4, 5, 6, 7);
+/*
+ * Responder: check the initiator's message (signature, receiver, run,
+ * membership in roles, timestamp within the window and newer than the
+ * last accepted from that identity), answer into msg (cap >=
+ * SPIRT_HS_MAX) and make the session.  The timestamp is recorded only on
+ * success.  The session is unconfirmed until a message from the
+ * initiator opens (spirt_session_confirmed).
+ */
+SPIRT_MUST_CHECK int spirt_hs_respond(struct spirt_session **s,
+    unsigned char *msg, size_t cap, size_t *len,
+    const struct spirt_self *self, struct spirt_trust *t,
+    const unsigned char *in, size_t inlen, uint64_t now, int roles)
+    SPIRT_NONNULL(1, 2, 4, 5, 6, 7);
+/*
+ * Initiator, step 2: check the answer (it must echo our message:
+ * SPIRT_EREPLAY otherwise), make the session.  One answer per handshake:
+ * a second call returns SPIRT_EREPLAY.
+ */
+SPIRT_MUST_CHECK int spirt_hs_finish(struct spirt_session **s,
+    struct spirt_hs *hs, const struct spirt_trust *t,
+    const unsigned char *in, size_t inlen, uint64_t now, int roles)
+    SPIRT_NONNULL(1, 2, 3, 4);
+/* Zero and free; NULL is fine. */
+void spirt_hs_free(struct spirt_hs *hs);
+
+/* ---- messages ---- */
+
+/*
+ * Size of a sealed message carrying n bytes under store key: header, key,
+ * ciphertext, tag.  0 if key is invalid or the size overflows.
+ */
+size_t spirt_msg_size(const char *key, size_t n) SPIRT_NONNULL(1);
+
+/* A message's clear header, for routing before it is opened. */
+struct spirt_msg_info {
+	uint64_t counter;
+	uint64_t step;
+	char run[SPIRT_ID_MAX + 1];
+	char sender[SPIRT_ID_MAX + 1];
+	char receiver[SPIRT_ID_MAX + 1];
+	char key[SPIRT_MSG_KEY_MAX + 1];
+	size_t n;                       /* plaintext bytes */
+};
+/* Parse (not authenticate) a message's header: ETRUNC, EMAGIC, ... */
+SPIRT_MUST_CHECK int spirt_msg_info(struct spirt_msg_info *info,
+    const unsigned char *msg, size_t len) SPIRT_NONNULL(1, 2);
+
+/*
+ * Seal n bytes of pt for the peer of s, bound to step and store key, into
+ * out (cap >= spirt_msg_size(key, n)).  pt may be out + SPIRT_MSG_HEAD +
+ * strlen(key) (in place).  EOVERFLOW when the counter is exhausted.
+ */
+SPIRT_MUST_CHECK int spirt_session_seal(struct spirt_session *s,
+    unsigned char *out, size_t cap, size_t *len, uint64_t step,
+    const char *key, const void *pt, size_t n)
+    SPIRT_NONNULL(1, 2, 4, 6);
+/*
+ * Open a message from the peer of s that must be for step and store key.
+ * The clear header is compared first (SPIRT_ERUN, SPIRT_EADDR, SPIRT_ESTEP,
+ * SPIRT_EWRONGKEY), then the counter (SPIRT_EREPLAY), then the tag
+ * (SPIRT_EMAC); the counter is marked seen only once the tag is good.  pt
+ * (cap >= the plaintext) may be msg + SPIRT_MSG_HEAD + strlen(key).
+ */
+SPIRT_MUST_CHECK int spirt_session_open(struct spirt_session *s, void *pt,
+    size_t cap, size_t *n, uint64_t step, const char *key,
+    const unsigned char *msg, size_t len) SPIRT_NONNULL(1, 4, 6, 7);
+/* The peer this session is with, as its token or the allowlist says. */
+const struct spirt_member *spirt_session_peer(const struct spirt_session *s)
+    SPIRT_NONNULL(1);
+/* 1 once the peer has proved it holds the keys (a message opened). */
+int spirt_session_confirmed(const struct spirt_session *s) SPIRT_NONNULL(1);
+/* Zero and free; NULL is fine. */
+void spirt_session_free(struct spirt_session *s);
+
+#endif

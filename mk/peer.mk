@@ -1,0 +1,21 @@
+# mk/peer.mk - build fragment for spirt-peer and its crypto (included by
+# Makefile).  Only lib/crypto.o includes <sodium.h>; what links it adds
+# $(SODIUM_LIBS).
+PEER_LIBHDR = lib/crypto.h
+PEER_LIBOBJ = lib/crypto.o
+PEER_BIN = spirt-peer
+PEER_MAN1 = man/spirt-peer.1
+PEER_UNIT = tests/unit/test_crypto
+
+lib/crypto.o: lib/crypto.c
+	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/crypto.c
+
+tests/unit/test_crypto: tests/unit/test_crypto.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_crypto.o lib/libspirt.a $(SODIUM_LIBS) $(BASE_LIBS)
+tests/unit/test_crypto.o: tests/unit/check.h $(LIBHDR)
+tests/unit/test_crypto.o: tests/unit/test_crypto.c
+	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ tests/unit/test_crypto.c
+
+cmd/spirt-peer.o: $(LIBHDR) config.mk
+spirt-peer: cmd/spirt-peer.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-peer.o lib/libspirt.a $(SODIUM_LIBS) $(BASE_LIBS)
