@@ -47,6 +47,11 @@ load helper
 	[[ $user == *' spirt-no-such-package-xyz spirt-nor-this-one' ]]
 }
 
+@test "sh ./bootstrap check runs bootstrap once: make check does not" {
+	run -0 make -n -C "$SPIRT_ROOT" check
+	refute_output --partial bootstrap
+}
+
 @test "bootstrap with everything installed does nothing and exits 0" {
 	mkdir -p b/deps
 	cp "$SPIRT_ROOT/bootstrap" b/
