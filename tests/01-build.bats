@@ -15,9 +15,41 @@ load helper
 	run -69 --separate-stderr setpriv --reuid=65534 --regid=65534 \
 	    --clear-groups sh "$b/bootstrap" check
 	rm -rf "$b"
-	assert_equal "${stderr_lines[1]}" \
-	    '  apt-get update && apt-get install -y spirt-no-such-package-xyz'
+	assert_equal "${stderr_lines[1]}" "  apt-get update && apt-get install \
+-y --no-install-recommends spirt-no-such-package-xyz"
 	[ -z "$output" ]
+}
+
+@test "bootstrap as root installs the same set it tells a non-root user to" {
+	[ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null ||
+		skip "needs root and setpriv to drop privileges"
+	b=$(mktemp -d /tmp/spirt-boot.XXXXXX)
+	mkdir -p "$b/deps"
+	cp "$SPIRT_ROOT/bootstrap" "$b/"
+	printf 'bash\nspirt-no-such-package-xyz\nspirt-nor-this-one\n' \
+	    > "$b/deps/debian"
+	chmod -R a+rX "$b"
+	run -69 --separate-stderr setpriv --reuid=65534 --regid=65534 \
+	    --clear-groups sh "$b/bootstrap"
+	user=${stderr_lines[1]}
+	# root's run, with an apt-get that only records what it is asked
+	mkdir stub
+	printf '#!/bin/sh\necho "apt-get $*" >>"%s/apt.log"\n' "$PWD" \
+	    > stub/apt-get
+	chmod +x stub/apt-get
+	PATH="$PWD/stub:$PATH" run -0 --separate-stderr sh "$b/bootstrap"
+	rm -rf "$b"
+	run -0 cat apt.log
+	assert_equal "${#lines[@]}" 2
+	assert_equal "${lines[0]}" 'apt-get update -qq'
+	assert_equal "  apt-get update && ${lines[1]/ -qq/}" "$user"
+	[[ $user == *' --no-install-recommends '* ]]
+	[[ $user == *' spirt-no-such-package-xyz spirt-nor-this-one' ]]
+}
+
+@test "sh ./bootstrap check runs bootstrap once: make check does not" {
+	run -0 make -n -C "$SPIRT_ROOT" check
+	refute_output --partial bootstrap
 }
 
 @test "bootstrap with everything installed does nothing and exits 0" {
