@@ -16,6 +16,7 @@ blas_setup(const char *threads)
 	int n = (int)eparse_i64("-j", opt_env(threads, "SPIRT_THREADS", "1"),
 	    1, 1024);
 
+	isa_setup();
 	if (spirt_blas_init(n) != 0)
 		warning("OpenBLAS: %s: using the slow reference kernels",
 		    spirt_blas_error());

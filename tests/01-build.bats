@@ -44,3 +44,37 @@ load helper
 	[ ! -e root/opt/s/share/man/man1/spirt-store.1 ]
 	[ ! -e root/opt/s/share/man/man7/spirt.7 ]
 }
+
+# ---- other builds, in a copy of the tree (some 30-90 s each) ----
+
+# the sources in ./src, without the products of the build under test
+srccopy() {
+	mkdir -p src/tests || return 1
+	(cd "$SPIRT_ROOT" && cp -R Makefile config.mk mk cmd lib bench \
+	    "$BATS_TEST_TMPDIR/src/" && cp -R tests/unit \
+	    "$BATS_TEST_TMPDIR/src/tests/") || return 1
+	make -s -C src clean
+}
+
+@test "make CC=clang builds every tool (no target_clones to link)" {
+	command -v clang >/dev/null || skip "clang is not installed"
+	srccopy
+	run -0 timeout 900 make -s -C src -j2 CC=clang all
+	run -0 src/spirt-agg -V
+	run -0 src/spirt-grad -V
+}
+
+@test "SPIRT_ISA: an unknown level, or one the CPU lacks, is a usage error" {
+	for t in "spirt-agg g.rec" "spirt-update -m m -t 0" \
+	    "spirt-grad -m m -t 0" "spirt-eval -m m -t 0"; do
+		SPIRT_ISA=sse9 run -64 --separate-stderr $t
+		assert_equal "$stderr" \
+		    "${t%% *}: SPIRT_ISA: \"sse9\": not base, avx2 or avx512"
+	done
+	grep -qw avx512f /proc/cpuinfo && grep -qw avx2 /proc/cpuinfo &&
+		return 0        # it has every level
+	lack=avx512
+	grep -qw avx2 /proc/cpuinfo || lack=avx2
+	SPIRT_ISA=$lack run -64 --separate-stderr spirt-agg g.rec
+	[[ "$stderr" == *"SPIRT_ISA: \"$lack\": this CPU lacks it (best: "* ]]
+}
