@@ -29,11 +29,16 @@ MHD_LIBS = `$(PKG_CONFIG) --libs libmicrohttpd`
 
 INCS = $(XXHASH_CFLAGS) $(BLAS_CFLAGS)
 
-# flags: CFLAGS, CPPFLAGS, LDFLAGS are the user's; warnings stay on
+# flags: CFLAGS, CPPFLAGS, LDFLAGS are the user's; warnings stay on.
+# -ffp-contract=off: no a * b + c fused into one FMA, which rounds once
+# instead of twice; GCC does not fuse in ISO C mode, Clang does by
+# default, and only where the target has FMA (the AVX-512 copies of the
+# kernels, lib/vec.h), so aggregates and updates would differ by CPU.
 CC = cc
 CFLAGS = -O2 -g
 SPIRT_CPPFLAGS = -Ilib -D_POSIX_C_SOURCE=200809L -DSPIRT_VERSION_MK=\"$(VERSION)\"
-SPIRT_CFLAGS = -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wvla -Werror
+SPIRT_CFLAGS = -std=c11 -ffp-contract=off -Wall -Wextra -Wpedantic -Wshadow \
+	-Wvla -Werror
 LDFLAGS =
 AR = ar
 ARFLAGS = rcs

@@ -56,13 +56,6 @@ srccopy() {
 	make -s -C src clean
 }
 
-@test "make CC=clang builds every tool (no target_clones to link)" {
-	command -v clang >/dev/null || skip "clang is not installed"
-	srccopy
-	run -0 timeout 900 make -s -C src -j2 CC=clang all
-	run -0 src/spirt-agg -V
-	run -0 src/spirt-grad -V
-}
 
 @test "SPIRT_ISA: an unknown level, or one the CPU lacks, is a usage error" {
 	for t in "spirt-agg g.rec" "spirt-update -m m -t 0" \
@@ -77,4 +70,78 @@ srccopy() {
 	grep -qw avx2 /proc/cpuinfo || lack=avx2
 	SPIRT_ISA=$lack run -64 --separate-stderr spirt-agg g.rec
 	[[ "$stderr" == *"SPIRT_ISA: \"$lack\": this CPU lacks it (best: "* ]]
+}
+
+# isadata: gradient records g0..g8.rec of n floats of mixed magnitudes
+# (so a reassociated sum or a fused multiply-add rounds differently), a
+# model m.rec at step 3 and a second aggregate a4.rec at step 4
+isadata() {
+	"$PYTHON" -c "$PYREC
+rng = np.random.default_rng(5)
+n = 10007
+def vec(lo, hi):
+    return (rng.uniform(-1, 1, n) *
+            2.0 ** rng.integers(lo, hi, n)).astype(np.float32)
+for w in range(9):
+    open('g%d.rec' % w, 'wb').write(st.encode(vec(-12, 12), name='m:%d' % n,
+        step=3, origin=w, samples=8 + w, loss=1.0))
+open('m.rec', 'wb').write(st.encode(vec(-8, 8), name='m:%d' % n, step=3))
+open('a4.rec', 'wb').write(st.encode(vec(-12, 12), name='m:%d' % n, step=4))
+"
+}
+
+# isarun DIR: every rule and every optimiser (two steps, so the state is
+# used) into DIR/, with the tools in PATH
+isarun() {
+	local d=$1 r o
+	mkdir -p "$d" || return 1
+	for r in mean wmean "trim --trim 0.25" median norm \
+	    "krum --byzantine 2" "mkrum --byzantine 1"; do
+		spirt-agg -q -r $r g?.rec >"$d/${r%% *}.rec" || return 1
+	done
+	for o in sgd momentum nesterov adam adamw; do
+		set -- --opt $o --wd 0.01 -r 0.03
+		[ $o = nesterov ] && set -- --opt momentum --nesterov -r 0.03
+		spirt-update -q -p m.rec -o "$d/u.rec" "$@" "$d/wmean.rec" &&
+		spirt-update -q -p "$d/u.rec" -o "$d/u-$o.rec" "$@" a4.rec ||
+			return 1
+	done
+	rm "$d/u.rec"
+}
+
+@test "every rule and optimiser gives the same bytes at every ISA level" {
+	isadata
+	SPIRT_ISA=base isarun base
+	[ "$(ls base | wc -l)" -eq 12 ]
+	n=0
+	for l in avx2 avx512; do
+		# the flags the kernel shows are those the OS supports too
+		if ! grep -qw "$l$([ $l = avx512 ] && echo f)" /proc/cpuinfo
+		then
+			echo "# this CPU lacks $l: that level is not compared" >&3
+			continue
+		fi
+		SPIRT_ISA=$l isarun $l
+		for f in base/*; do
+			cmp "$f" "$l/${f#base/}"
+		done
+		n=$((n + 1))
+	done
+	echo "# levels compared with base: $n" >&3
+}
+
+@test "make CC=clang builds every tool; its kernels give this build's bytes" {
+	command -v clang >/dev/null || skip "clang is not installed"
+	srccopy
+	run -0 timeout 900 make -s -C src -j2 CC=clang all \
+	    tests/unit/test_agg tests/unit/test_optim
+	run -0 src/spirt-grad -V
+	run -0 src/tests/unit/test_agg
+	run -0 src/tests/unit/test_optim
+	isadata
+	isarun cc
+	PATH="$PWD/src:$PATH" isarun clang
+	for f in cc/*; do
+		cmp "$f" "clang/${f#cc/}"
+	done
 }
