@@ -145,3 +145,26 @@ isarun() {
 		cmp "$f" "clang/${f#cc/}"
 	done
 }
+
+@test "make WRAP_LDFLAGS= LMDB_LIBS=-llmdb: no malloc wrapper, shared LMDB" {
+	srccopy
+	run -0 timeout 900 make -s -C src -j2 WRAP_LDFLAGS= LMDB_LIBS=-llmdb \
+	    all tests/unit/test_mem tests/unit/test_store
+	# the wrapper is left out with the flag that would resolve it
+	run -0 nm src/lib/mem.o
+	refute_output --partial __real_malloc
+	run -0 readelf -d src/spirt-store
+	assert_output --partial 'Shared library: [liblmdb.so'
+	run -77 src/tests/unit/test_mem
+	run -0 src/tests/unit/test_store
+	# the tools work, and give this build's bytes
+	isadata
+	isarun cc
+	PATH="$PWD/src:$PATH" isarun plain
+	for f in cc/*; do
+		cmp "$f" "plain/${f#cc/}"
+	done
+	src/spirt-store -s s.db put grad/3/0 g0.rec
+	src/spirt-store -s s.db get grad/3/0 >back.rec
+	cmp g0.rec back.rec
+}
