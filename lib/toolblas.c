@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "blas.h"
+#include "isa.h"
 #include "tool.h"
 
 /*
@@ -24,6 +25,13 @@ blas_setup(const char *threads)
 		info("OpenBLAS core %s (%s), %d thread%s",
 		    spirt_blas_corename(), spirt_blas_source_name(), n,
 		    n == 1 ? "" : "s");
+	/* what the bits of a gradient depend on besides the inputs:
+	 * spirt-grad(1), Determinism (isa does not change them) */
+	if (spirt_verbose)
+		info("determinism: threads=%d openblas=%s core=%s isa=%s", n,
+		    spirt_blas_version(), spirt_blas_source() ?
+		    spirt_blas_corename() : "naive",
+		    spirt_isa_name(spirt_isa()));
 }
 
 void

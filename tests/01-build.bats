@@ -118,7 +118,7 @@ isarun() {
 		# the flags the kernel shows are those the OS supports too
 		if ! grep -qw "$l$([ $l = avx512 ] && echo f)" /proc/cpuinfo
 		then
-			echo "# this CPU lacks $l: that level is not compared" >&3
+			echo "# this CPU lacks $l: not compared" >&3
 			continue
 		fi
 		SPIRT_ISA=$l isarun $l
