@@ -108,7 +108,7 @@ v_mean(float *o, const float *const *x, size_t a, size_t j0, size_t n)
 
 /*
  * The sorting network's rows on 8 lanes: one AVX register in the AVX2 and
- * AVX-512 clones.  A compare-exchange is a compare and two selects, with
+ * AVX-512 copies.  A compare-exchange is a compare and two selects, with
  * the scalar loop's exact semantics (x < y ? x : y and x < y ? y : x).
  */
 SPIRT_KERNEL void
