@@ -18,12 +18,12 @@ include mk/peer.mk
 ALLCFLAGS = $(SPIRT_CPPFLAGS) $(CPPFLAGS) $(INCS) $(SPIRT_CFLAGS) $(CFLAGS)
 
 CORE_LIBHDR = lib/spirt.h lib/tensor.h lib/store.h lib/io.h lib/parse.h \
-	lib/npy.h lib/tool.h lib/rng.h lib/mem.h
+	lib/npy.h lib/tool.h lib/rng.h lib/mem.h lib/isa.h
 LIBHDR = $(CORE_LIBHDR) $(DATA_LIBHDR) $(MODEL_LIBHDR) $(AGG_LIBHDR) \
 	$(PEER_LIBHDR)
 LIBOBJ = lib/spirt.o lib/tensor.o lib/store.o lib/io.o lib/parse.o \
-	lib/npy.o lib/tool.o lib/mem.o $(DATA_LIBOBJ) $(MODEL_LIBOBJ) $(AGG_LIBOBJ) \
-	$(PEER_LIBOBJ)
+	lib/npy.o lib/tool.o lib/mem.o lib/isa.o $(DATA_LIBOBJ) $(MODEL_LIBOBJ) \
+	$(AGG_LIBOBJ) $(PEER_LIBOBJ)
 
 BIN = spirt-store $(DATA_BIN) $(MODEL_BIN) $(AGG_BIN) $(TRAIN_BIN) $(PEER_BIN)
 MAN1 = man/spirt-store.1 $(DATA_MAN1) $(MODEL_MAN1) $(AGG_MAN1) \

@@ -9,11 +9,15 @@ MANPREFIX = $(PREFIX)/share/man
 PKG_CONFIG = pkg-config
 # upstream LMDB ships no .pc file.  Linked statically (Debian's liblmdb-dev
 # has liblmdb.a): one shared library less to load at each start, and its
-# malloc() calls go through spirt's wrapper (lib/mem.h).  A plain -llmdb
-# works too, only without huge pages for LMDB's in-memory records.
+# malloc() calls go through spirt's wrapper (lib/mem.h).  Where there is
+# no liblmdb.a, LMDB_LIBS=-llmdb works too, only without huge pages for
+# LMDB's in-memory records.
 LMDB_LIBS = -Wl,-Bstatic -llmdb -Wl,-Bdynamic -pthread
-# every malloc() of spirt and static LMDB through lib/mem.c
+# every malloc() of spirt and static LMDB through lib/mem.c, by GNU ld's
+# (or lld's) --wrap.  With another linker build with WRAP_LDFLAGS= (empty):
+# WRAP_CPPFLAGS follows it and lib/mem.c leaves the wrapper out.
 WRAP_LDFLAGS = -Wl,--wrap=malloc -Wl,--undefined=__wrap_malloc
+WRAP_CPPFLAGS = `test -z "$(WRAP_LDFLAGS)" || echo -DSPIRT_WRAP_MALLOC`
 XXHASH_CFLAGS = `$(PKG_CONFIG) --cflags libxxhash`
 XXHASH_LIBS = `$(PKG_CONFIG) --libs libxxhash`
 # older OpenBLAS installs lack openblas.pc: override both when needed
@@ -29,11 +33,17 @@ MHD_LIBS = `$(PKG_CONFIG) --libs libmicrohttpd`
 
 INCS = $(XXHASH_CFLAGS) $(BLAS_CFLAGS)
 
-# flags: CFLAGS, CPPFLAGS, LDFLAGS are the user's; warnings stay on
+# flags: CFLAGS, CPPFLAGS, LDFLAGS are the user's; warnings stay on.
+# -ffp-contract=off: no a * b + c fused into one FMA, which rounds once
+# instead of twice; GCC does not fuse in ISO C mode, Clang does by
+# default, and only where the target has FMA (the AVX-512 copies of the
+# kernels, lib/vec.h), so aggregates and updates would differ by CPU.
 CC = cc
 CFLAGS = -O2 -g
-SPIRT_CPPFLAGS = -Ilib -D_POSIX_C_SOURCE=200809L -DSPIRT_VERSION_MK=\"$(VERSION)\"
-SPIRT_CFLAGS = -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wvla -Werror
+SPIRT_CPPFLAGS = -Ilib -D_POSIX_C_SOURCE=200809L \
+	-DSPIRT_VERSION_MK=\"$(VERSION)\" $(WRAP_CPPFLAGS)
+SPIRT_CFLAGS = -std=c11 -ffp-contract=off -Wall -Wextra -Wpedantic -Wshadow \
+	-Wvla -Werror
 LDFLAGS =
 AR = ar
 ARFLAGS = rcs

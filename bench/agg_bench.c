@@ -59,12 +59,12 @@ static volatile unsigned sink;
  * The limit loops are what the machine does at best with the same streams:
  * one pass, every input of a vector combined in registers with the
  * cheapest operation (integer OR, or a float sum for the update), 8 lanes,
- * compiled for AVX2/AVX-512 like spirt's own passes (SPIRT_CLONES).
+ * compiled per x86-64 level like spirt's own passes (SPIRT_DISPATCH).
  */
 
 /* out = x0 | x1 | ... as integers */
-SPIRT_CLONES static void
-or_pass(unsigned *out, float *const *x, size_t w, size_t n)
+SPIRT_KERNEL void
+or_pass_k(unsigned *out, float *const *x, size_t w, size_t n)
 {
 	size_t j = 0;
 
@@ -96,6 +96,9 @@ or_pass(unsigned *out, float *const *x, size_t w, size_t n)
 	}
 }
 
+SPIRT_DISPATCH_VOID(static, or_pass, (unsigned *out, float *const *x,
+    size_t w, size_t n), (out, x, w, n))
+
 static double
 limit_agg(float **x, size_t w, size_t n, unsigned *out)
 {
@@ -114,8 +117,8 @@ limit_agg(float **x, size_t w, size_t n, unsigned *out)
 }
 
 /* y[0..nw) = x[0] + ... + x[nr-1] */
-SPIRT_CLONES static void
-sum_pass(float *const *x, size_t nr, float *const *y, size_t nw, size_t n)
+SPIRT_KERNEL void
+sum_pass_k(float *const *x, size_t nr, float *const *y, size_t nw, size_t n)
 {
 	size_t j = 0;
 
@@ -139,6 +142,9 @@ sum_pass(float *const *x, size_t nr, float *const *y, size_t nw, size_t n)
 			y[i][j] = a;
 	}
 }
+
+SPIRT_DISPATCH_VOID(static, sum_pass, (float *const *x, size_t nr,
+    float *const *y, size_t nw, size_t n), (x, nr, y, nw, n))
 
 /* read nr streams, write nw streams of n floats */
 static double

@@ -240,6 +240,7 @@ main(int argc, char **argv)
 	options(argc, argv);
 	argc -= optind;
 	argv += optind;
+	isa_setup();
 	if (argc && o.nkeys) {
 		warnx_("give store keys or files, not both");
 		usage(1);

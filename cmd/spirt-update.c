@@ -306,6 +306,7 @@ main(int argc, char **argv)
 	options(argc, argv);
 	argc -= optind;
 	argv += optind;
+	isa_setup();
 	if (argc > 1)
 		usage(1);
 	if (o.params && o.serve) {

@@ -13,7 +13,8 @@
  * Inner loops work on 4 or 8 floats at a time through GCC/Clang vector types,
  * so they vectorise at any -O level without -O3 or -ffast-math; other
  * compilers get the scalar loops (same results: lane-wise operations only,
- * no reassociation).
+ * no reassociation).  The passes are compiled per x86-64 level
+ * (SPIRT_DISPATCH, vec.h), with the same results on each.
  *
  * Non-finite detection is fused into the loops: for the bit pattern b of a
  * float, (b & 0x7f800000) + 0x00800000 has bit 31 set exactly when the
@@ -107,7 +108,7 @@ v_mean(float *o, const float *const *x, size_t a, size_t j0, size_t n)
 
 /*
  * The sorting network's rows on 8 lanes: one AVX register in the AVX2 and
- * AVX-512 clones.  A compare-exchange is a compare and two selects, with
+ * AVX-512 copies.  A compare-exchange is a compare and two selects, with
  * the scalar loop's exact semantics (x < y ? x : y and x < y ? y : x).
  */
 SPIRT_KERNEL void
@@ -441,8 +442,8 @@ markbad(struct spirt_agg_input *in, size_t w, size_t n)
  * One pass: out = mean (or weighted sum when wk->c) of the active inputs.
  * Returns 1 when a non-finite value was met (out then garbage), else 0.
  */
-SPIRT_CLONES static int
-pass_mean(float *out, struct work *wk, size_t n,
+SPIRT_KERNEL int
+pass_mean_k(float *out, struct work *wk, size_t n,
     const struct spirt_agg_watch *wt)
 {
 	size_t j0, i, a = wk->na;
@@ -468,9 +469,12 @@ pass_mean(float *out, struct work *wk, size_t n,
 	return 0;
 }
 
+SPIRT_DISPATCH(static, int, pass_mean, (float *out, struct work *wk,
+    size_t n, const struct spirt_agg_watch *wt), (out, wk, n, wt))
+
 /* One pass: trimmed mean keeping sorted rows [lo, hi), or median. */
-SPIRT_CLONES static int
-pass_sorted(float *out, struct work *wk, size_t n, size_t lo, size_t hi,
+SPIRT_KERNEL int
+pass_sorted_k(float *out, struct work *wk, size_t n, size_t lo, size_t hi,
     int median, const struct spirt_agg_watch *wt)
 {
 	size_t j0, i, a = wk->na, T = wk->tile, S = wk->stride;
@@ -498,6 +502,10 @@ pass_sorted(float *out, struct work *wk, size_t n, size_t lo, size_t hi,
 	return 0;
 }
 
+SPIRT_DISPATCH(static, int, pass_sorted, (float *out, struct work *wk,
+    size_t n, size_t lo, size_t hi, int median,
+    const struct spirt_agg_watch *wt), (out, wk, n, lo, hi, median, wt))
+
 static void
 sortd(double *v, size_t n)
 {
@@ -521,8 +529,8 @@ mediand(double *v, size_t n)
 
 /* NORM: exclude inputs whose L2 norm is more than mad * 1.4826 * MAD from
  * the median norm (threshold at least 1e-6 of the median). */
-SPIRT_CLONES static int
-select_norm(struct spirt_agg_input *in, size_t w, size_t n, double k,
+SPIRT_KERNEL int
+select_norm_k(struct spirt_agg_input *in, size_t w, size_t n, double k,
     double *tmp, size_t tile)
 {
 	size_t i, j0, a = 0;
@@ -558,10 +566,14 @@ select_norm(struct spirt_agg_input *in, size_t w, size_t n, double k,
 	return 0;
 }
 
+SPIRT_DISPATCH(static, int, select_norm, (struct spirt_agg_input *in,
+    size_t w, size_t n, double k, double *tmp, size_t tile),
+    (in, w, n, k, tmp, tile))
+
 /* KRUM/MKRUM: score each finite input by the sum of squared distances to
  * its a - f - 2 nearest finite neighbours; keep the m lowest. */
-SPIRT_CLONES static int
-select_krum(struct spirt_agg_input *in, size_t w, size_t n,
+SPIRT_KERNEL int
+select_krum_k(struct spirt_agg_input *in, size_t w, size_t n,
     const struct spirt_agg_params *p, struct work *wk)
 {
 	size_t i, k, j0, a = 0, nb, m, T = wk->tile;
@@ -629,6 +641,10 @@ select_krum(struct spirt_agg_input *in, size_t w, size_t n,
 			in[i].excluded = SPIRT_AGG_XKRUM;
 	return 0;
 }
+
+SPIRT_DISPATCH(static, int, select_krum, (struct spirt_agg_input *in,
+    size_t w, size_t n, const struct spirt_agg_params *p, struct work *wk),
+    (in, w, n, p, wk))
 
 int
 spirt_agg_run(float *out, struct spirt_agg_input *in, size_t w, size_t n,

@@ -165,6 +165,24 @@ spirt_blas_config(void)
 	return s;
 }
 
+const char *
+spirt_blas_version(void)
+{
+	static char v[32];
+	const char *s = spirt_blas_config();
+	size_t n;
+
+	if (strncmp(s, "OpenBLAS ", 9) != 0)
+		return "none";
+	s += 9;
+	n = strcspn(s, " ");
+	if (n == 0 || n >= sizeof v)
+		return "none";
+	memcpy(v, s, n);
+	v[n] = '\0';
+	return v;
+}
+
 int
 spirt_blas_source(void)
 {

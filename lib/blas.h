@@ -46,6 +46,8 @@ int spirt_blas_source(void);
 const char *spirt_blas_source_name(void);
 /* openblas_get_config() ("OpenBLAS 0.3.21 DYNAMIC_ARCH ..."), or "none". */
 const char *spirt_blas_config(void);
+/* OpenBLAS's version from its config ("0.3.21"), or "none" (naive). */
+const char *spirt_blas_version(void);
 /* The core type spirt would choose for this CPU, or NULL (leave it). */
 const char *spirt_blas_cpu_core(void);
 

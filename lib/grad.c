@@ -526,10 +526,12 @@ prefetch_row(const struct range *r, uint64_t row, size_t nin)
 /*
  * Sample row of range r into x (nin floats) and its label into *y.  Bytes
  * become floats 8 at a time (the same conversion and product per element
- * as the scalar tail, so the same bits); cloned like the other hot loops.
+ * as the scalar tail, so the same bits); compiled per x86-64 level like
+ * the other hot loops (SPIRT_DISPATCH, vec.h).
  */
-SPIRT_CLONES static void
-fetch(float *x, int32_t *y, const struct range *r, uint64_t row, size_t nin)
+SPIRT_KERNEL void
+fetch_k(float *x, int32_t *y, const struct range *r, uint64_t row,
+    size_t nin)
 {
 	size_t i = 0;
 
@@ -557,6 +559,9 @@ fetch(float *x, int32_t *y, const struct range *r, uint64_t row, size_t nin)
 	}
 	memcpy(y, (const unsigned char *)r->y + row * 4, 4);
 }
+
+SPIRT_DISPATCH_VOID(static, fetch, (float *x, int32_t *y,
+    const struct range *r, uint64_t row, size_t nin), (x, y, r, row, nin))
 
 /* The worker's assignment rows, their shards loaded; total into *N. */
 static int

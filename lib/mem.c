@@ -9,6 +9,9 @@
 
 int spirt_bigpages = 1;
 
+/* only when the link wraps malloc (config.mk: WRAP_LDFLAGS), else
+ * __real_malloc is undefined */
+#ifdef SPIRT_WRAP_MALLOC
 void *__real_malloc(size_t n);
 void *__wrap_malloc(size_t n);
 
@@ -31,4 +34,4 @@ __wrap_malloc(size_t n)
 #endif
 	return p;
 }
-
+#endif

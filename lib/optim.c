@@ -7,11 +7,12 @@
 #include "vec.h"
 
 /*
- * The step kernels work on 4 floats at a time through GCC/Clang vector
- * types (see agg.c), with a scalar tail.  Per-element arithmetic is the
- * same in both, lane by lane, so results do not depend on n % 4.  sqrt is
- * taken lane by lane; built with -fno-math-errno (mk/agg.mk) it becomes
- * one vector instruction.
+ * The step kernels work on 8 floats at a time through GCC/Clang vector
+ * types (see agg.c), with a scalar tail, each compiled per x86-64 level
+ * (SPIRT_DISPATCH, vec.h).  Per-element arithmetic is the same in both,
+ * lane by lane, so results depend neither on n % 8 nor on the level.
+ * sqrt is taken lane by lane (exact in IEEE arithmetic); built with
+ * -fno-math-errno (mk/agg.mk) it becomes one vector instruction.
  */
 
 #define SPIRT_PI 3.14159265358979323846
@@ -127,8 +128,8 @@ spirt_optim_lr(const struct spirt_optim *o, uint64_t t)
 
 /* ---- kernels: each returns the OR of non-finite bits of g and theta' */
 
-SPIRT_CLONES static uint32_t
-k_sgd(float *th1, const float *th, const float *g, size_t n, float lr,
+SPIRT_KERNEL uint32_t
+step_sgd_k(float *th1, const float *th, const float *g, size_t n, float lr,
     float wd)
 {
 	uint32_t bad = 0;
@@ -160,8 +161,11 @@ k_sgd(float *th1, const float *th, const float *g, size_t n, float lr,
 	return bad;
 }
 
-SPIRT_CLONES static uint32_t
-k_momentum(float *th1, float *v1, const float *th, const float *v,
+SPIRT_DISPATCH(static, uint32_t, step_sgd, (float *th1, const float *th,
+    const float *g, size_t n, float lr, float wd), (th1, th, g, n, lr, wd))
+
+SPIRT_KERNEL uint32_t
+step_momentum_k(float *th1, float *v1, const float *th, const float *v,
     const float *g, size_t n, float lr, float wd, float mu, int nesterov)
 {
 	uint32_t bad = 0;
@@ -202,11 +206,16 @@ k_momentum(float *th1, float *v1, const float *th, const float *v,
 	return bad;
 }
 
+SPIRT_DISPATCH(static, uint32_t, step_momentum, (float *th1, float *v1,
+    const float *th, const float *v, const float *g, size_t n, float lr,
+    float wd, float mu, int nesterov),
+    (th1, v1, th, v, g, n, lr, wd, mu, nesterov))
+
 /* wd: coupled weight decay (adam); dwd: lr * wd decoupled (adamw) */
-SPIRT_CLONES static uint32_t
-k_adam(float *th1, float *m1, float *v1, const float *th, const float *m,
-    const float *v, const float *g, size_t n, float a, float bc2, float b1,
-    float b2, float eps, float wd, float dwd)
+SPIRT_KERNEL uint32_t
+step_adam_k(float *th1, float *m1, float *v1, const float *th,
+    const float *m, const float *v, const float *g, size_t n, float a,
+    float bc2, float b1, float b2, float eps, float wd, float dwd)
 {
 	uint32_t bad = 0;
 	float c1 = 1 - b1, c2 = 1 - b2;
@@ -256,6 +265,12 @@ k_adam(float *th1, float *m1, float *v1, const float *th, const float *m,
 	return bad;
 }
 
+SPIRT_DISPATCH(static, uint32_t, step_adam, (float *th1, float *m1,
+    float *v1, const float *th, const float *m, const float *v,
+    const float *g, size_t n, float a, float bc2, float b1, float b2,
+    float eps, float wd, float dwd),
+    (th1, m1, v1, th, m, v, g, n, a, bc2, b1, b2, eps, wd, dwd))
+
 int
 spirt_optim_step_range(float *theta_out, float *state_out,
     const float *theta, const float *state_in, const float *g, size_t n,
@@ -275,10 +290,11 @@ spirt_optim_step_range(float *theta_out, float *state_out,
 	g += j0;
 	switch (o->kind) {
 	case SPIRT_OPT_SGD:
-		bad = k_sgd(theta_out, theta, g, len, (float)lr, (float)o->wd);
+		bad = step_sgd(theta_out, theta, g, len, (float)lr,
+		    (float)o->wd);
 		break;
 	case SPIRT_OPT_MOMENTUM:
-		bad = k_momentum(theta_out, state_out + j0, theta,
+		bad = step_momentum(theta_out, state_out + j0, theta,
 		    si ? si + j0 : NULL, g, len, (float)lr, (float)o->wd,
 		    (float)o->momentum, o->nesterov);
 		break;
@@ -288,7 +304,7 @@ spirt_optim_step_range(float *theta_out, float *state_out,
 		double a = lr / (1 - pow(o->beta1, kk));
 		double bc2 = 1 / (1 - pow(o->beta2, kk));
 
-		bad = k_adam(theta_out, state_out + j0, state_out + n + j0,
+		bad = step_adam(theta_out, state_out + j0, state_out + n + j0,
 		    theta, si ? si + j0 : NULL, si ? si + n + j0 : NULL, g,
 		    len, (float)a, (float)bc2, (float)o->beta1,
 		    (float)o->beta2, (float)o->eps, w ? 0.0f : (float)o->wd,

@@ -16,6 +16,7 @@
 
 #include "io.h"
 #include "tensor.h"
+#include "vec.h"
 
 /* ---- little-endian packing, field by field (s6 uint64_pack) ---- */
 
@@ -553,14 +554,8 @@ spirt_tensor_stats(struct spirt_tensor_stats *st,
  * vectorises the loop (isfinite() on floats it does not): models and
  * gradients are checked on every read, at memory speed.
  */
-#if defined(__GNUC__) && defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-/* wider vectors where the CPU has them, chosen at load time (ifunc) */
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-size_t
-spirt_count_nonfinite_f32(const float *x, size_t n)
+SPIRT_KERNEL size_t
+spirt_count_nonfinite_f32_k(const float *x, size_t n)
 {
 	const size_t chunk = (size_t)1 << 28;   /* lanes cannot wrap */
 	size_t bad = 0, m = n - n % 16;
@@ -581,3 +576,7 @@ spirt_count_nonfinite_f32(const float *x, size_t n)
 		bad += !isfinite(x[i]);
 	return bad;
 }
+
+/* wider vectors where the CPU has them (SPIRT_DISPATCH, vec.h) */
+SPIRT_DISPATCH(, size_t, spirt_count_nonfinite_f32,
+    (const float *x, size_t n), (x, n))

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "isa.h"
 #include "parse.h"
 #include "tool.h"
 
@@ -167,6 +168,22 @@ opt_env(const char *opt, const char *env, const char *def)
 	if (env && (v = getenv(env)) && *v)
 		return v;
 	return def;
+}
+
+void
+isa_setup(void)
+{
+	const char *v = opt_env(NULL, "SPIRT_ISA", NULL);
+	int l, best = spirt_isa_best();
+
+	if (v == NULL)
+		return;
+	if ((l = spirt_isa_parse(v)) < 0)
+		die(SPIRT_EX_USAGE, "SPIRT_ISA: \"%s\": not base, avx2 or "
+		    "avx512", v);
+	if (spirt_isa_set(l) != 0)
+		die(SPIRT_EX_USAGE, "SPIRT_ISA: \"%s\": this CPU lacks it "
+		    "(best: %s)", v, spirt_isa_name(best));
 }
 
 void

@@ -41,6 +41,10 @@ double eparse_double(const char *opt, const char *s, double min, double max);
 /* Option if set, else $env if set and non-empty, else def. */
 const char *opt_env(const char *opt, const char *env, const char *def);
 
+/* Run the vector kernels at the level $SPIRT_ISA names, if set (isa.h);
+ * die with 64 for an unknown level or one the CPU lacks. */
+void isa_setup(void);
+
 /* Make sure fds 0-2 are open (curl main_checkfds). */
 void checkfds(void);
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "blas.h"
+#include "isa.h"
 #include "tool.h"
 
 /*
@@ -16,6 +17,7 @@ blas_setup(const char *threads)
 	int n = (int)eparse_i64("-j", opt_env(threads, "SPIRT_THREADS", "1"),
 	    1, 1024);
 
+	isa_setup();
 	if (spirt_blas_init(n) != 0)
 		warning("OpenBLAS: %s: using the slow reference kernels",
 		    spirt_blas_error());
@@ -23,6 +25,13 @@ blas_setup(const char *threads)
 		info("OpenBLAS core %s (%s), %d thread%s",
 		    spirt_blas_corename(), spirt_blas_source_name(), n,
 		    n == 1 ? "" : "s");
+	/* what the bits of a gradient depend on besides the inputs:
+	 * spirt-grad(1), Determinism (isa does not change them) */
+	if (spirt_verbose)
+		info("determinism: threads=%d openblas=%s core=%s isa=%s", n,
+		    spirt_blas_version(), spirt_blas_source() ?
+		    spirt_blas_corename() : "naive",
+		    spirt_isa_name(spirt_isa()));
 }
 
 void

@@ -1,9 +1,11 @@
-/* vec.h - 4-lane float vectors (GCC/Clang vector types) and NaN/Inf bits */
+/* vec.h - float vectors (GCC/Clang vector types), NaN/Inf bits, dispatch */
 #ifndef SPIRT_VEC_H
 #define SPIRT_VEC_H
 
 #include <stdint.h>
 #include <string.h>
+
+#include "isa.h"
 
 /*
  * An exponent of all ones marks Inf or NaN: (bits & EXPMASK) + EXPONE sets
@@ -15,23 +17,61 @@
 #define BADBIT  0x80000000u
 
 /*
- * SPIRT_CLONES on a hot loop compiles it also for AVX2 and AVX-512, and the
- * loader picks the best the CPU has (an ifunc, as for
- * spirt_count_nonfinite_f32).  Even with the same 4-lane vectors this
- * matters: the legacy-SSE encoding of the default x86-64 build ran the
- * mean of 4 gradients at half the speed of the VEX encoding on the project's
- * machine (bench/train, docs/performance.md).  The helpers a clone calls
- * must be inlined into it (SPIRT_KERNEL) to be compiled for its target.
- * Results do not depend on the clone: lane-wise operations only, and ISO C
- * mode (-std=c11) keeps a * b + c from being contracted into an FMA.
+ * A hot loop is written once, as an always-inline kernel name_k, and
+ * SPIRT_DISPATCH(sc, type, name, params, args) compiles it for each
+ * x86-64 level (baseline, AVX2, AVX-512F) and defines name() (storage
+ * class sc: static, or empty for an extern function) to run the copy of
+ * the level spirt_isa() names (isa.h: the best the CPU has, or the one a
+ * tool was told).  It replaces GCC's target_clones, which Clang 14 does
+ * not link and which cannot be forced to a level.  Even with the same
+ * vectors the level matters: the legacy-SSE encoding of the baseline ran
+ * the mean of 4 gradients at half the speed of the VEX encoding on the
+ * project's machine (bench/train, docs/performance.md).  The helpers a
+ * kernel calls must be inlined into it (SPIRT_KERNEL) to be compiled for
+ * its level.
+ *
+ * Results do not depend on the level: lane-wise operations in the same
+ * order, no reassociation, and no FMA contraction (-ffp-contract=off in
+ * config.mk; Clang would otherwise fuse a * b + c in the AVX-512 copies,
+ * whose target implies FMA).  tests/unit/test_agg and test_optim force
+ * each level and compare the bytes.
  */
-#if defined(__GNUC__) && defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define SPIRT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-#ifndef SPIRT_CLONES
-#define SPIRT_CLONES
+#if defined(__GNUC__) && defined(__x86_64__)
+#define SPIRT_MULTI 1
+#define SPIRT_AVX2 __attribute__((target("avx2")))
+#define SPIRT_AVX512 __attribute__((target("avx512f")))
+#define SPIRT_DISPATCH(sc, type, name, params, args)			\
+static type name##_base params { return name##_k args; }		\
+SPIRT_AVX2 static type name##_avx2 params { return name##_k args; }	\
+SPIRT_AVX512 static type name##_avx512 params { return name##_k args; }	\
+sc type									\
+name params								\
+{									\
+	switch (spirt_isa()) {						\
+	case SPIRT_ISA_AVX512: return name##_avx512 args;		\
+	case SPIRT_ISA_AVX2: return name##_avx2 args;			\
+	default: return name##_base args;				\
+	}								\
+}
+/* the same for a kernel returning void */
+#define SPIRT_DISPATCH_VOID(sc, name, params, args)			\
+static void name##_base params { name##_k args; }			\
+SPIRT_AVX2 static void name##_avx2 params { name##_k args; }		\
+SPIRT_AVX512 static void name##_avx512 params { name##_k args; }	\
+sc void									\
+name params								\
+{									\
+	switch (spirt_isa()) {						\
+	case SPIRT_ISA_AVX512: name##_avx512 args; break;		\
+	case SPIRT_ISA_AVX2: name##_avx2 args; break;			\
+	default: name##_base args; break;				\
+	}								\
+}
+#else
+#define SPIRT_DISPATCH(sc, type, name, params, args)			\
+sc type name params { return name##_k args; }
+#define SPIRT_DISPATCH_VOID(sc, name, params, args)			\
+sc void name params { name##_k args; }
 #endif
 #if defined(__GNUC__)
 #define SPIRT_KERNEL static inline __attribute__((always_inline))
@@ -62,11 +102,11 @@ stv(float *p, vf v)
 }
 
 /*
- * 8 lanes: one AVX register in the AVX2/AVX-512 clones, two SSE ones in
- * the default build (GCC splits the operations).  No function may take or
- * return one: without AVX that changes the ABI, which GCC warns about
- * (-Wpsabi) and Clang refuses outright, even for an inline function.  So
- * they are loaded, stored and tested by these macros.
+ * 8 lanes: one AVX register in the AVX2/AVX-512 copies, two SSE ones
+ * in the baseline copy (the compiler splits the operations).  No function
+ * may take or return one: without AVX that changes the ABI, which GCC
+ * warns about (-Wpsabi) and Clang refuses outright, even for an inline
+ * function.  So they are loaded, stored and tested by these macros.
  */
 typedef float vf8 __attribute__((vector_size(32)));
 typedef uint32_t vu8 __attribute__((vector_size(32)));

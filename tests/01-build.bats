@@ -76,3 +76,127 @@ load helper
 	[ ! -e root/opt/s/share/man/man1/spirt-store.1 ]
 	[ ! -e root/opt/s/share/man/man7/spirt.7 ]
 }
+
+# ---- other builds, in a copy of the tree (some 30-90 s each) ----
+
+# the sources in ./src, without the products of the build under test
+srccopy() {
+	mkdir -p src/tests || return 1
+	(cd "$SPIRT_ROOT" && cp -R Makefile config.mk mk cmd lib bench \
+	    "$BATS_TEST_TMPDIR/src/" && cp -R tests/unit \
+	    "$BATS_TEST_TMPDIR/src/tests/") || return 1
+	make -s -C src clean
+}
+
+
+@test "SPIRT_ISA: an unknown level, or one the CPU lacks, is a usage error" {
+	for t in "spirt-agg g.rec" "spirt-update -m m -t 0" \
+	    "spirt-grad -m m -t 0" "spirt-eval -m m -t 0"; do
+		SPIRT_ISA=sse9 run -64 --separate-stderr $t
+		assert_equal "$stderr" \
+		    "${t%% *}: SPIRT_ISA: \"sse9\": not base, avx2 or avx512"
+	done
+	grep -qw avx512f /proc/cpuinfo && grep -qw avx2 /proc/cpuinfo &&
+		return 0        # it has every level
+	lack=avx512
+	grep -qw avx2 /proc/cpuinfo || lack=avx2
+	SPIRT_ISA=$lack run -64 --separate-stderr spirt-agg g.rec
+	[[ "$stderr" == *"SPIRT_ISA: \"$lack\": this CPU lacks it (best: "* ]]
+}
+
+# isadata: gradient records g0..g8.rec of n floats of mixed magnitudes
+# (so a reassociated sum or a fused multiply-add rounds differently), a
+# model m.rec at step 3 and a second aggregate a4.rec at step 4
+isadata() {
+	"$PYTHON" -c "$PYREC
+rng = np.random.default_rng(5)
+n = 10007
+def vec(lo, hi):
+    return (rng.uniform(-1, 1, n) *
+            2.0 ** rng.integers(lo, hi, n)).astype(np.float32)
+for w in range(9):
+    open('g%d.rec' % w, 'wb').write(st.encode(vec(-12, 12), name='m:%d' % n,
+        step=3, origin=w, samples=8 + w, loss=1.0))
+open('m.rec', 'wb').write(st.encode(vec(-8, 8), name='m:%d' % n, step=3))
+open('a4.rec', 'wb').write(st.encode(vec(-12, 12), name='m:%d' % n, step=4))
+"
+}
+
+# isarun DIR: every rule and every optimiser (two steps, so the state is
+# used) into DIR/, with the tools in PATH
+isarun() {
+	local d=$1 r o
+	mkdir -p "$d" || return 1
+	for r in mean wmean "trim --trim 0.25" median norm \
+	    "krum --byzantine 2" "mkrum --byzantine 1"; do
+		spirt-agg -q -r $r g?.rec >"$d/${r%% *}.rec" || return 1
+	done
+	for o in sgd momentum nesterov adam adamw; do
+		set -- --opt $o --wd 0.01 -r 0.03
+		[ $o = nesterov ] && set -- --opt momentum --nesterov -r 0.03
+		spirt-update -q -p m.rec -o "$d/u.rec" "$@" "$d/wmean.rec" &&
+		spirt-update -q -p "$d/u.rec" -o "$d/u-$o.rec" "$@" a4.rec ||
+			return 1
+	done
+	rm "$d/u.rec"
+}
+
+@test "every rule and optimiser gives the same bytes at every ISA level" {
+	isadata
+	SPIRT_ISA=base isarun base
+	[ "$(ls base | wc -l)" -eq 12 ]
+	n=0
+	for l in avx2 avx512; do
+		# the flags the kernel shows are those the OS supports too
+		if ! grep -qw "$l$([ $l = avx512 ] && echo f)" /proc/cpuinfo
+		then
+			echo "# this CPU lacks $l: not compared" >&3
+			continue
+		fi
+		SPIRT_ISA=$l isarun $l
+		for f in base/*; do
+			cmp "$f" "$l/${f#base/}"
+		done
+		n=$((n + 1))
+	done
+	echo "# levels compared with base: $n" >&3
+}
+
+@test "make CC=clang builds every tool; its kernels give this build's bytes" {
+	command -v clang >/dev/null || skip "clang is not installed"
+	srccopy
+	run -0 timeout 900 make -s -C src -j2 CC=clang all \
+	    tests/unit/test_agg tests/unit/test_optim
+	run -0 src/spirt-grad -V
+	run -0 src/tests/unit/test_agg
+	run -0 src/tests/unit/test_optim
+	isadata
+	isarun cc
+	PATH="$PWD/src:$PATH" isarun clang
+	for f in cc/*; do
+		cmp "$f" "clang/${f#cc/}"
+	done
+}
+
+@test "make WRAP_LDFLAGS= LMDB_LIBS=-llmdb: no malloc wrapper, shared LMDB" {
+	srccopy
+	run -0 timeout 900 make -s -C src -j2 WRAP_LDFLAGS= LMDB_LIBS=-llmdb \
+	    all tests/unit/test_mem tests/unit/test_store
+	# the wrapper is left out with the flag that would resolve it
+	run -0 nm src/lib/mem.o
+	refute_output --partial __real_malloc
+	run -0 readelf -d src/spirt-store
+	assert_output --partial 'Shared library: [liblmdb.so'
+	run -77 src/tests/unit/test_mem
+	run -0 src/tests/unit/test_store
+	# the tools work, and give this build's bytes
+	isadata
+	isarun cc
+	PATH="$PWD/src:$PATH" isarun plain
+	for f in cc/*; do
+		cmp "$f" "plain/${f#cc/}"
+	done
+	src/spirt-store -s s.db put grad/3/0 g0.rec
+	src/spirt-store -s s.db get grad/3/0 >back.rec
+	cmp g0.rec back.rec
+}

@@ -435,3 +435,40 @@ PY
 	done
 	spirt-store show grad/0/0 >/dev/null
 }
+
+@test "-v names what a gradient's bits depend on; held fixed, same bits" {
+	# byte images (IDX), so spirt's byte-to-float kernel runs too
+	"$PYTHON" -c "
+import random, struct
+random.seed(3)
+n = 40
+open('img.idx', 'wb').write(struct.pack('>IIII', 0x803, n, 6, 6) +
+                            bytes(random.randrange(256) for _ in range(n * 36)))
+open('lab.idx', 'wb').write(struct.pack('>II', 0x801, n) +
+                            bytes(i % 3 for i in range(n)))
+"
+	spirt-shard -q -n 1 img.idx lab.idx
+	spirt-init -m m mlp:36-64-3
+	SPIRT_ISA=base run -0 --separate-stderr spirt-grad -v -m m -t 0 -b 32 \
+	    -o a
+	re='spirt-grad: determinism: threads=1 openblas=[0-9.]+ '
+	re+='core=[A-Za-z0-9]+ isa=base'
+	[[ "$stderr" =~ $re ]]
+	# one thread twice: the same bits
+	SPIRT_THREADS=1 spirt-grad -m m -t 0 -b 32 -o b
+	cmp a b
+	# spirt's own kernels at every level the CPU has: the same bits
+	for l in avx2 avx512; do
+		grep -qw "$l$([ $l = avx512 ] && echo f)" /proc/cpuinfo ||
+			continue
+		SPIRT_ISA=$l spirt-grad -m m -t 0 -b 32 -o c
+		cmp a c
+	done
+	SPIRT_THREADS=2 run -0 --separate-stderr spirt-grad -v -m m -t 0 -o d
+	[[ "$stderr" == *"determinism: threads=2 openblas="* ]]
+	SPIRT_BLAS_LIB=/nonexistent run -0 --separate-stderr \
+	    spirt-grad -v -m m -t 0 -b 32 -o n
+	[[ "$stderr" == *"reference kernels"* ]]
+	want='determinism: threads=1 openblas=none core=naive isa='
+	[[ "$stderr" == *"$want"* ]]
+}

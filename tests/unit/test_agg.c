@@ -6,6 +6,7 @@
 
 #include "agg.h"
 #include "check.h"
+#include "isa.h"
 #include "tensor.h"
 
 static uint64_t rng = 88172645463325252ull;
@@ -485,6 +486,94 @@ watched(void)
 	freeinputs(x, w);
 }
 
+/*
+ * Every x86-64 level the CPU has gives the bits of the baseline, for every
+ * rule: peers on different CPUs must end with the same model.  Values of
+ * mixed magnitudes, so that any reassociation or fused multiply-add would
+ * round differently; n crosses tiles, 16- and 8-lane bodies and tails.
+ */
+static void
+isa_levels(void)
+{
+	static const struct {
+		int rule;
+		double trim;
+		unsigned f, m;
+		size_t w;
+		int nan;
+	} cs[] = {
+		{ SPIRT_AGG_MEAN, 0, 0, 0, 9, 0 },
+		{ SPIRT_AGG_MEAN, 0, 0, 0, 9, 1 },
+		{ SPIRT_AGG_WMEAN, 0, 0, 0, 9, 0 },
+		{ SPIRT_AGG_TRIM, 0.25, 0, 0, 8, 0 },
+		{ SPIRT_AGG_TRIM, 0.2, 0, 0, 11, 1 },
+		{ SPIRT_AGG_MEDIAN, 0, 0, 0, 8, 0 },
+		{ SPIRT_AGG_MEDIAN, 0, 0, 0, 9, 0 },
+		{ SPIRT_AGG_NORM, 0, 0, 0, 9, 0 },
+		{ SPIRT_AGG_KRUM, 0, 2, 0, 9, 0 },
+		{ SPIRT_AGG_MKRUM, 0, 1, 0, 9, 1 },
+	};
+	size_t n = 10007, W = 11, used, used0, i, c;
+	struct spirt_agg_input in[11], in0[11];
+	struct spirt_agg_params p;
+	float **x = mkinputs(W, n);
+	float *out = malloc(n * sizeof *out), *out0 = malloc(n * sizeof *out);
+	int best = spirt_isa_best(), l;
+
+	/* the level API */
+	CHECK(spirt_isa() == best);
+	CHECK_EQ_RC(spirt_isa_set(SPIRT_ISA_NLEVELS), SPIRT_EINVAL);
+	CHECK_EQ_RC(spirt_isa_set(-1), SPIRT_EINVAL);
+	if (best < SPIRT_ISA_AVX512)
+		CHECK_EQ_RC(spirt_isa_set(best + 1), SPIRT_ENOTSUP);
+	CHECK(spirt_isa() == best);
+	for (l = 0; l < SPIRT_ISA_NLEVELS; l++)
+		CHECK(spirt_isa_parse(spirt_isa_name(l)) == l);
+	CHECK(spirt_isa_parse("sse9") == -1);
+	CHECK(spirt_isa_name(SPIRT_ISA_NLEVELS) == NULL);
+	for (l = best + 1; l < SPIRT_ISA_NLEVELS; l++)
+		fprintf(stderr, "test_agg: this CPU lacks %s: that level is "
+		    "not compared\n", spirt_isa_name(l));
+
+	for (i = 0; i < W; i++)
+		for (size_t j = 0; j < n; j++)
+			x[i][j] = ldexpf(x[i][j], (int)(urand() * 24) - 12);
+	for (c = 0; c < sizeof cs / sizeof *cs; c++) {
+		spirt_agg_defaults(&p);
+		p.rule = cs[c].rule;
+		p.trim = cs[c].trim;
+		p.f = cs[c].f;
+		p.m = cs[c].m;
+		x[3][n / 2] = cs[c].nan ? NAN : 0.5f;
+		CHECK_RC(spirt_isa_set(SPIRT_ISA_BASE));
+		CHECK(spirt_isa() == SPIRT_ISA_BASE);
+		CHECK_RC(run(out0, x, cs[c].w, n, &p, in0, NULL, &used0));
+		CHECK(used0 > 0);
+		for (l = SPIRT_ISA_BASE + 1; l <= best; l++) {
+			CHECK_RC(spirt_isa_set(l));
+			memset(out, 0, n * sizeof *out);
+			CHECK_RC(run(out, x, cs[c].w, n, &p, in, NULL, &used));
+			CHECK(used == used0);
+			if (memcmp(out, out0, n * sizeof *out) != 0) {
+				fprintf(stderr, "test_agg: %s w=%zu nan=%d: "
+				    "%s differs from base\n",
+				    spirt_agg_rule_name(p.rule), cs[c].w,
+				    cs[c].nan, spirt_isa_name(l));
+				check_failed = 1;
+			}
+			for (i = 0; i < cs[c].w; i++) {
+				CHECK(in[i].excluded == in0[i].excluded);
+				CHECK(memcmp(&in[i].score, &in0[i].score,
+				    sizeof in[i].score) == 0);
+			}
+		}
+	}
+	CHECK_RC(spirt_isa_set(best));
+	free(out);
+	free(out0);
+	freeinputs(x, W);
+}
+
 int
 main(void)
 {
@@ -494,5 +583,6 @@ main(void)
 	order_independent();
 	nonfinite();
 	byzantine();
+	isa_levels();
 	CHECK_DONE();
 }

@@ -54,8 +54,18 @@ main(void)
 	unsigned char *p, *q;
 	int e;
 
-	/* a large block: aligned to a huge page, whole, usable, advised */
 	CHECK(spirt_bigpages == 1);
+#ifndef SPIRT_WRAP_MALLOC
+	/* built without the wrapper (WRAP_LDFLAGS=): plain malloc() */
+	p = malloc(n);
+	CHECK(p != NULL);
+	free(p);
+	if (check_failed)
+		return 1;
+	fprintf(stderr, "test_mem: built without the malloc wrapper\n");
+	return 77;
+#endif
+	/* a large block: aligned to a huge page, whole, usable, advised */
 	p = malloc(n);
 	CHECK(p != NULL);
 	if (p == NULL)

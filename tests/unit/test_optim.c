@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "isa.h"
 #include "optim.h"
 
 static uint64_t rng = 2463534242ull;
@@ -211,6 +212,81 @@ params(void)
 	CHECK(fabs(spirt_optim_lr(&o, 1000) - 0.1) < 1e-12);
 }
 
+/*
+ * Every x86-64 level the CPU has gives the bits of the baseline, for every
+ * optimiser, from a fresh state and from a used one: peers on different
+ * CPUs must end with the same model.  Mixed magnitudes, so that a fused
+ * multiply-add would round differently; n crosses vector bodies and tails.
+ */
+static void
+isa_levels(void)
+{
+	static const struct {
+		int kind, nesterov;
+		double wd;
+	} cs[] = {
+		{ SPIRT_OPT_SGD, 0, 0.01 },
+		{ SPIRT_OPT_MOMENTUM, 0, 0.01 },
+		{ SPIRT_OPT_MOMENTUM, 1, 0.01 },
+		{ SPIRT_OPT_ADAM, 0, 0.01 },
+		{ SPIRT_OPT_ADAMW, 0, 0.1 },
+	};
+	size_t n = 10007, ns, c, j;
+	struct spirt_optim o;
+	float *th = malloc(n * sizeof *th), *g = malloc(n * sizeof *g);
+	float *st = malloc(2 * n * sizeof *st);
+	float *th0 = malloc(n * sizeof *th0), *st0 = malloc(2 * n *
+	    sizeof *st0);
+	float *th1 = malloc(n * sizeof *th1), *st1 = malloc(2 * n *
+	    sizeof *st1);
+	int best = spirt_isa_best(), l, fresh;
+
+	for (l = best + 1; l < SPIRT_ISA_NLEVELS; l++)
+		fprintf(stderr, "test_optim: this CPU lacks %s: that level is "
+		    "not compared\n", spirt_isa_name(l));
+	for (j = 0; j < n; j++) {
+		th[j] = ldexpf((float)(urand() * 2 - 1),
+		    (int)(urand() * 16) - 8);
+		g[j] = ldexpf((float)(urand() * 2 - 1),
+		    (int)(urand() * 24) - 12);
+		st[j] = ldexpf((float)(urand() * 2 - 1),
+		    (int)(urand() * 16) - 8);
+		st[n + j] = ldexpf((float)urand(), (int)(urand() * 24) - 20);
+	}
+	for (c = 0; c < sizeof cs / sizeof *cs; c++)
+		for (fresh = 0; fresh < 2; fresh++) {
+			spirt_optim_defaults(&o);
+			o.kind = cs[c].kind;
+			o.nesterov = cs[c].nesterov;
+			o.wd = cs[c].wd;
+			o.lr = 0.037;
+			o.schedule = SPIRT_SCHED_COSINE;
+			o.total = 100;
+			ns = spirt_optim_nstate(o.kind);
+			CHECK_RC(spirt_isa_set(SPIRT_ISA_BASE));
+			CHECK_RC(spirt_optim_step(th0, st0, th, fresh ? NULL :
+			    st, g, n, &o, 17, fresh ? 0 : 3));
+			for (l = SPIRT_ISA_BASE + 1; l <= best; l++) {
+				CHECK_RC(spirt_isa_set(l));
+				CHECK_RC(spirt_optim_step(th1, st1, th, fresh ?
+				    NULL : st, g, n, &o, 17, fresh ? 0 : 3));
+				if (memcmp(th1, th0, n * sizeof *th) == 0 &&
+				    memcmp(st1, st0, ns * n * sizeof *st) == 0)
+					continue;
+				fprintf(stderr, "test_optim: %s%s%s: %s "
+				    "differs from base\n",
+				    spirt_optim_name(o.kind),
+				    o.nesterov ? "+nesterov" : "",
+				    fresh ? " (fresh state)" : "",
+				    spirt_isa_name(l));
+				check_failed = 1;
+			}
+		}
+	CHECK_RC(spirt_isa_set(best));
+	free(th); free(g); free(st); free(th0); free(st0); free(th1);
+	free(st1);
+}
+
 int
 main(void)
 {
@@ -227,5 +303,6 @@ main(void)
 	against_reference(SPIRT_OPT_ADAM, 0, SPIRT_SCHED_COSINE, 0.01);
 	against_reference(SPIRT_OPT_ADAMW, 0, SPIRT_SCHED_CONSTANT, 0.1);
 	nonfinite();
+	isa_levels();
 	CHECK_DONE();
 }
