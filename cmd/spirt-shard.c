@@ -108,7 +108,7 @@ options(int argc, char **argv)
 		case 'v': spirt_verbose++; break;
 		case 'V': print_version();
 		case O_CLASSES: o.d.classes = (int32_t)eparse_i64("--classes",
-			  optarg, 1, INT32_MAX); break;
+			  optarg, 1, SPIRT_DATA_MAXCLASSES); break;
 		case O_DEAD:
 			if (o.ndead == MAXDEAD)
 				die(SPIRT_EX_USAGE, "--dead: more than %d",

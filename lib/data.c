@@ -272,11 +272,19 @@ spirt_data_check_labels(struct spirt_dataset *ds, struct spirt_data_err *err,
 	size_t i;
 
 	err->file = file;
+	if (classes < 0 || classes > SPIRT_DATA_MAXCLASSES)
+		return seterr(err, SPIRT_EINVAL, 0, 0, 0, "%ld classes: at "
+		    "most %d", (long)classes, SPIRT_DATA_MAXCLASSES);
 	for (i = 0; i < ds->n; i++) {
 		int32_t v = ds->y[i];
 		if (v < 0)
 			return seterr(err, SPIRT_EDATA, 0, 1, i,
 			    "negative label");
+		if (v >= SPIRT_DATA_MAXCLASSES)
+			return seterr(err, SPIRT_EDATA, 0, 1, i,
+			    "label %ld: at most %d classes (labels 0..%d)",
+			    (long)v, SPIRT_DATA_MAXCLASSES,
+			    SPIRT_DATA_MAXCLASSES - 1);
 		if (classes > 0 && v >= classes)
 			return seterr(err, SPIRT_EDATA, 0, 1, i,
 			    "label %ld outside 0..%ld", (long)v,
@@ -296,9 +304,13 @@ text_label(int32_t *out, struct spirt_data_err *err, uint64_t line,
 	if (v < 0)
 		return seterr(err, SPIRT_EDATA, line, 0, 0,
 		    "negative label %g (labels are 0..classes-1)", v);
-	if (v != floor(v) || v > INT32_MAX)
+	if (v != floor(v))
 		return seterr(err, SPIRT_EDATA, line, 0, 0,
 		    "label %g is not a class number", v);
+	if (v >= SPIRT_DATA_MAXCLASSES)
+		return seterr(err, SPIRT_EDATA, line, 0, 0,
+		    "label %.0f: at most %d classes (labels 0..%d)", v,
+		    SPIRT_DATA_MAXCLASSES, SPIRT_DATA_MAXCLASSES - 1);
 	if (classes > 0 && v >= classes)
 		return seterr(err, SPIRT_EDATA, line, 0, 0,
 		    "label %g outside 0..%ld", v, (long)classes - 1);
@@ -1531,7 +1543,7 @@ spirt_data_stats(struct spirt_data_stats *st, struct spirt_store *s,
 	if ((rc = get_i64(txn, key, &t, &info)))
 		goto out;
 	if (t.nelem != 4 || info[0] < 1 || info[1] < info[0] ||
-	    info[2] < 1 || info[2] > INT32_MAX || info[3] < 1 ||
+	    info[2] < 1 || info[2] > SPIRT_DATA_MAXCLASSES || info[3] < 1 ||
 	    (uint64_t)info[0] > SIZE_MAX / 8 / (uint64_t)info[2]) {
 		rc = SPIRT_EDATA;
 		goto out;

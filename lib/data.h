@@ -30,6 +30,7 @@ enum spirt_data_format {
 };
 
 #define SPIRT_DATA_NAME_MAX 64          /* data set name bytes */
+#define SPIRT_DATA_MAXCLASSES 65536     /* labels lie in 0..65535 */
 #define SPIRT_LABEL_LAST    (-1)        /* label_col: the last column */
 
 struct spirt_dataset {
@@ -49,8 +50,9 @@ struct spirt_data_opts {
 	int      label_col;             /* CSV: 0-based column or LABEL_LAST */
 	size_t   dim;                   /* features: 0 infers; LIBSVM densifies
 	                                   to it, other formats must match it */
-	int32_t  classes;               /* labels must lie in 0..classes-1;
-	                                   0 infers largest label + 1 */
+	int32_t  classes;               /* labels must lie in 0..classes-1
+	                                   (at most MAXCLASSES); 0 infers
+	                                   the largest label + 1 */
 };
 
 /*
@@ -103,8 +105,9 @@ SPIRT_MUST_CHECK int spirt_data_read_libsvm(struct spirt_dataset *ds,
 void spirt_dataset_free(struct spirt_dataset *ds);
 
 /*
- * Check every label lies in 0..classes-1 and set ds->nclasses; classes 0
- * infers it as the largest label + 1.  Returns 0 or SPIRT_EDATA with err
+ * Check every label lies in 0..classes-1 and below SPIRT_DATA_MAXCLASSES,
+ * and set ds->nclasses; classes 0 infers it as the largest label + 1.
+ * Returns 0, SPIRT_EINVAL (classes above the limit) or SPIRT_EDATA with err
  * naming the first bad record (err->file set to file).  The readers call
  * it with opts->classes; CSV and LIBSVM check each line as they parse.
  */

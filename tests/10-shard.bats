@@ -150,6 +150,33 @@ print(' '.join(str(int(x)) for x in v))"
 	unchanged
 }
 
+@test "a label beyond the class limit exits 65 naming the line or record" {
+	seed_store
+	printf 'y,a\n0,1\n2147483647,2\n' > big.csv
+	printf '0 1:1\n65536 1:2\n' > big.svm
+	"$PYTHON" -c "
+import struct
+open('big-labels', 'wb').write(struct.pack('>4B11i', 0, 0, 0x0C, 1, 10,
+    *[0, 1, 2147483647, 0, 1, 2, 0, 1, 2, 0]))"
+	while IFS='|' read -r f msg; do
+		run -65 --separate-stderr spirt-shard $f
+		assert_equal "$stderr" "spirt-shard: $msg"
+		assert_output ''
+		unchanged
+	done <<EOF
+big.csv|big.csv:3: label 2147483647: at most 65536 classes (labels 0..65535)
+big.svm|big.svm:2: label 65536: at most 65536 classes (labels 0..65535)
+$IMG big-labels|big-labels: record 2: label 2147483647: at most 65536 classes (labels 0..65535)
+EOF
+	run -64 --separate-stderr spirt-shard --classes 65537 "$IMG" "$LAB"
+	unchanged
+	# the largest class number is fine, and --stats stays small
+	printf '0 1:1\n65535 1:2\n' > max.svm
+	run -0 spirt-shard -d max max.svm
+	run -0 bash -c 'spirt-shard -d max --stats | head -n 1'
+	assert_output --partial 'samples 2 classes 65536 features 1'
+}
+
 @test "bad IDX input exits 65 with one message, store unchanged" {
 	seed_store
 	while IFS='|' read -r img lab msg; do

@@ -239,6 +239,73 @@ test_libsvm(void)
 		CHECK(ds.x == NULL);
 }
 
+static char tdir[] = "/tmp/spirt-test-data.XXXXXX";  /* made by main */
+
+/* write len bytes (0: a string) to file name in tdir; its path to path */
+static void
+tmpwrite(char *path, size_t cap, const char *name, const void *buf,
+    size_t len)
+{
+	FILE *f;
+
+	if (len == 0)
+		len = strlen(buf);
+	snprintf(path, cap, "%s/%s", tdir, name);
+	if ((f = fopen(path, "wb")) == NULL ||
+	    fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+		perror(path);
+		check_failed = 1;
+	}
+}
+
+/* labels at and beyond SPIRT_DATA_MAXCLASSES, in every reader */
+static void
+test_label_limit(void)
+{
+	static const unsigned char lab[8 + 4 * 10] = { 0, 0, 0x0C, 1,
+	    0, 0, 0, 10,  0, 0, 0, 0,  0, 0, 0, 1,  0x7f, 0xff, 0xff, 0xff };
+	struct spirt_data_opts o = opts(SPIRT_FMT_AUTO);
+	struct spirt_dataset ds;
+	struct spirt_data_err err;
+	int32_t y[3] = { 0, INT32_MAX, 1 };
+	char csv[64], svm[64], idx[64], ok[64], buf[256];
+	const char *p[2];
+
+	tmpwrite(csv, sizeof(csv), "big.csv", "0,1\n2147483647,2\n", 0);
+	tmpwrite(svm, sizeof(svm), "big.svm", "0 1:1\n65536 1:2\n", 0);
+	tmpwrite(ok, sizeof(ok), "max.svm", "0 1:1\n65535 1:2\n", 0);
+	tmpwrite(idx, sizeof(idx), "big-labels", lab, sizeof(lab));
+	p[0] = csv;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 2 && ds.y == NULL);
+	spirt_data_errstr(buf, sizeof(buf), &err, SPIRT_EDATA);
+	CHECK(strstr(buf, ":2: label 2147483647: at most 65536 classes "
+	    "(labels 0..65535)") != NULL);
+	p[0] = svm;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 2);
+	p[0] = FIX "tiny-images-idx3-ubyte";
+	p[1] = idx;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 2, &o), SPIRT_EDATA);
+	CHECK(err.has_record && err.record == 2 && err.file == idx);
+	p[0] = ok;
+	CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+	CHECK(ds.nclasses == SPIRT_DATA_MAXCLASSES);
+	spirt_dataset_free(&ds);
+
+	/* the check itself: no overflow computing largest + 1 */
+	memset(&ds, 0, sizeof(ds));
+	ds.n = 3;
+	ds.y = y;
+	CHECK_EQ_RC(spirt_data_check_labels(&ds, &err, "f", 0), SPIRT_EDATA);
+	CHECK(err.has_record && err.record == 1);
+	y[1] = SPIRT_DATA_MAXCLASSES - 1;
+	CHECK_RC(spirt_data_check_labels(&ds, &err, "f", 0));
+	CHECK(ds.nclasses == SPIRT_DATA_MAXCLASSES);
+	CHECK_EQ_RC(spirt_data_check_labels(&ds, &err, "f",
+	    SPIRT_DATA_MAXCLASSES + 1), SPIRT_EINVAL);
+}
+
 static void
 test_names(void)
 {
@@ -401,13 +468,23 @@ test_store(void)
 int
 main(void)
 {
+	char cmd[64];
+
+	if (mkdtemp(tdir) == NULL) {
+		perror("mkdtemp");
+		return 1;
+	}
 	test_rng();
 	test_split();
 	test_names();
 	test_idx();
 	test_csv();
 	test_libsvm();
+	test_label_limit();
 	test_rebalance();
 	test_store();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", tdir);
 	CHECK_DONE();
 }
