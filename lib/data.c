@@ -484,10 +484,16 @@ spirt_data_read_idx(struct spirt_dataset *ds, struct spirt_data_err *err,
 		return rc;
 	if ((rc = idx_load(&lb, err, labels)))
 		goto out;
-	if (lb.rank != 1 || lb.type == 0x0D || lb.type == 0x0E) {
+	if (lb.rank != 1) {
 		rc = seterr(err, SPIRT_ESHAPE, 0, 0, 0, "labels must be "
 		    "integers of rank 1, not rank %u%s", lb.rank,
 		    lb.rank > 1 ? " (images and labels swapped?)" : "");
+		goto out;
+	}
+	if (lb.type == 0x0D || lb.type == 0x0E) {
+		rc = seterr(err, SPIRT_EDTYPE, 0, 0, 0, "labels must be "
+		    "integers, not %s (IDX type 0x%02x)", lb.type == 0x0D ?
+		    "float" : "double", lb.type);
 		goto out;
 	}
 	if (lb.n != im.n) {

@@ -87,8 +87,8 @@ SPIRT_MUST_CHECK int spirt_data_name_check(const char *name);
  * one ("-" is stdin).  Each file may be gzip-compressed or plain.  On
  * success ds owns fresh buffers (free with spirt_dataset_free()).  Returns
  * 0, errno (ENOENT for a missing file: nothing read), ENOMEM, or for bad
- * data SPIRT_EMAGIC, SPIRT_ETRUNC, SPIRT_ESHAPE, SPIRT_ENAN, SPIRT_EDATA
- * with err filled.  On failure ds is left empty.
+ * data SPIRT_EMAGIC, SPIRT_ETRUNC, SPIRT_ESHAPE, SPIRT_EDTYPE, SPIRT_ENAN,
+ * SPIRT_EDATA with err filled.  On failure ds is left empty.
  */
 SPIRT_MUST_CHECK int spirt_data_read(struct spirt_dataset *ds,
     struct spirt_data_err *err, const char *const *paths, size_t npaths,

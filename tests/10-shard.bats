@@ -193,6 +193,18 @@ badmagic-images-idx3-ubyte|tiny-labels-idx1-ubyte|$SH/badmagic-images-idx3-ubyte
 tiny-images-idx3-ubyte|short-labels-idx1-ubyte|$SH/short-labels-idx1-ubyte: 9 labels for 10 images in $SH/tiny-images-idx3-ubyte
 tiny-labels-idx1-ubyte|tiny-images-idx3-ubyte|$SH/tiny-images-idx3-ubyte: labels must be integers of rank 1, not rank 3 (images and labels swapped?)
 EOF
+	# float labels: the message says what is wrong, not the rank
+	"$PYTHON" -c "
+import struct
+open('f-labels', 'wb').write(struct.pack('>4BI10f', 0, 0, 0x0D, 1, 10,
+    *range(10)))
+open('d-labels', 'wb').write(struct.pack('>4BI10d', 0, 0, 0x0E, 1, 10,
+    *range(10)))"
+	run -65 --separate-stderr spirt-shard "$IMG" f-labels
+	assert_equal "$stderr" 'spirt-shard: f-labels: labels must be integers, not float (IDX type 0x0d)'
+	run -65 --separate-stderr spirt-shard "$IMG" d-labels
+	assert_equal "$stderr" 'spirt-shard: d-labels: labels must be integers, not double (IDX type 0x0e)'
+	unchanged
 }
 
 @test "IDX of floats is stored f32" {
