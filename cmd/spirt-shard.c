@@ -234,6 +234,9 @@ main(int argc, char **argv)
 			    rc));
 			if (rc == SPIRT_EINVAL && !o.d.format)
 				warnx_("hint: name the format with -f");
+			if (err.hint == SPIRT_DATA_HINT_DIM)
+				warnx_("hint: give the number of features "
+				    "with --dim");
 			return spirt_exit(rc);
 		}
 		if (o.nshards > ds.n) {

@@ -31,6 +31,7 @@ seterr(struct spirt_data_err *err, int rc, uint64_t line, int has_rec,
 	err->line = line;
 	err->has_record = has_rec;
 	err->record = rec;
+	err->hint = SPIRT_DATA_HINT_NONE;
 	err->msg[0] = '\0';
 	if (fmt) {
 		va_start(ap, fmt);
@@ -839,11 +840,9 @@ spirt_data_read_libsvm(struct spirt_dataset *ds, struct spirt_data_err *err,
 
 			if (*q < '0' || *q > '9')
 				goto bad;
-			for (; q < le && *q >= '0' && *q <= '9'; q++) {
-				ix = ix * 10 + (uint64_t)(*q - '0');
-				if (ix > UINT32_MAX)
-					goto range;
-			}
+			for (; q < le && *q >= '0' && *q <= '9'; q++)
+				if (ix <= UINT32_MAX)   /* stays above it */
+					ix = ix * 10 + (uint64_t)(*q - '0');
 			if (q >= le || *q != ':')
 				goto bad;
 			q++;
@@ -853,7 +852,10 @@ spirt_data_read_libsvm(struct spirt_dataset *ds, struct spirt_data_err *err,
 					goto nan;
 				goto bad;
 			}
-			if (ix == 0 || (opts->dim && ix > opts->dim))
+			/* a dimension nobody gave must not make a tiny file
+			 * a huge dense sample */
+			if (ix == 0 || ix > (opts->dim ? opts->dim :
+			    SPIRT_DATA_MAXINFER))
 				goto range;
 			if (ix <= prev) {
 				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
@@ -898,12 +900,17 @@ spirt_data_read_libsvm(struct spirt_dataset *ds, struct spirt_data_err *err,
 			if (ix == 0)
 				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
 				    "index 0: indices start at 1");
-			else
+			else if (opts->dim)
 				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-				    "index %.*s outside 1..%llu",
-				    toklen(f, le, ": \t"), f, opts->dim ?
-				    (unsigned long long)opts->dim :
-				    (unsigned long long)UINT32_MAX);
+				    "index %.*s outside 1..%zu",
+				    toklen(f, le, ": \t"), f, opts->dim);
+			else {
+				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
+				    "index %.*s above %d, the most features "
+				    "inferred", toklen(f, le, ": \t"), f,
+				    SPIRT_DATA_MAXINFER);
+				err->hint = SPIRT_DATA_HINT_DIM;
+			}
 			goto out;
 		}
 		r.n++;

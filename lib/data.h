@@ -31,6 +31,7 @@ enum spirt_data_format {
 
 #define SPIRT_DATA_NAME_MAX 64          /* data set name bytes */
 #define SPIRT_DATA_MAXCLASSES 65536     /* labels lie in 0..65535 */
+#define SPIRT_DATA_MAXINFER 65536       /* LIBSVM: largest dim inferred */
 #define SPIRT_LABEL_LAST    (-1)        /* label_col: the last column */
 
 struct spirt_dataset {
@@ -48,8 +49,9 @@ struct spirt_dataset {
 struct spirt_data_opts {
 	int      format;                /* enum spirt_data_format */
 	int      label_col;             /* CSV: 0-based column or LABEL_LAST */
-	size_t   dim;                   /* features: 0 infers; LIBSVM densifies
-	                                   to it, other formats must match it */
+	size_t   dim;                   /* features: 0 infers (LIBSVM: at most
+	                                   MAXINFER); LIBSVM densifies to it,
+	                                   other formats must match it */
 	int32_t  classes;               /* labels must lie in 0..classes-1
 	                                   (at most MAXCLASSES); 0 infers
 	                                   the largest label + 1 */
@@ -66,7 +68,14 @@ struct spirt_data_err {
 	uint64_t line;                  /* 0 when not a text line */
 	uint64_t record;                /* valid when has_record */
 	int has_record;
+	int hint;                       /* SPIRT_DATA_HINT_*: the option that
+	                                   would help, for a tool's hint */
 	char msg[192];                  /* "" means spirt_strerror(rc) */
+};
+
+enum {
+	SPIRT_DATA_HINT_NONE = 0,
+	SPIRT_DATA_HINT_DIM             /* give opts.dim */
 };
 
 /* Format the error (see above) into buf; returns buf. */

@@ -290,6 +290,34 @@ x = np.load('x.npy'); print(x.shape, sorted(x.sum(axis=1).tolist()))"
 EOF
 }
 
+@test "LIBSVM: a huge index needs --dim; an index above --dim exits 65" {
+	seed_store
+	printf '1 1:1 3294967295:1\n' > huge.svm
+	run -65 --separate-stderr spirt-shard huge.svm
+	assert_equal "$stderr" "spirt-shard: huge.svm:1: index 3294967295 above 65536, the most features inferred
+spirt-shard: hint: give the number of features with --dim"
+	unchanged
+	printf '0 1:1\n1 2:1 65537:2\n' > big.svm
+	run -65 --separate-stderr spirt-shard big.svm
+	assert_equal "${stderr%%$'\n'*}" "spirt-shard: big.svm:2: index 65537 above 65536, the most features inferred"
+	run -65 --separate-stderr spirt-shard --dim 65536 big.svm
+	assert_equal "$stderr" "spirt-shard: big.svm:2: index 65537 outside 1..65536"
+	run -65 --separate-stderr spirt-shard --dim 100 huge.svm
+	assert_equal "$stderr" "spirt-shard: huge.svm:1: index 3294967295 outside 1..100"
+	printf '0 1:1 99999999999999999999:1\n' > over.svm
+	run -65 --separate-stderr spirt-shard --dim 100 over.svm
+	assert_equal "$stderr" "spirt-shard: over.svm:1: index 99999999999999999999 outside 1..100"
+	unchanged
+	# given the dimension, a large one is fine; 65536 is inferred
+	run -0 spirt-shard -d big --dim 65537 big.svm
+	run -0 bash -c 'spirt-shard -d big --stats | head -n 1'
+	assert_output --partial 'features 65537 dtype f32'
+	printf '0 1:1\n1 65536:2\n' > max.svm
+	run -0 spirt-shard -d max max.svm
+	run -0 bash -c 'spirt-shard -d max --stats | head -n 1'
+	assert_output --partial 'features 65536 dtype f32'
+}
+
 @test "unknown format exits 64 with a hint" {
 	run -64 --separate-stderr spirt-shard "$SH/rng.exp"
 	assert_equal "$stderr" "spirt-shard: $SH/rng.exp: cannot tell the format from the name

@@ -83,6 +83,25 @@ test_split(void)
 		}
 }
 
+static char tdir[] = "/tmp/spirt-test-data.XXXXXX";  /* made by main */
+
+/* write len bytes (0: a string) to file name in tdir; its path to path */
+static void
+tmpwrite(char *path, size_t cap, const char *name, const void *buf,
+    size_t len)
+{
+	FILE *f;
+
+	if (len == 0)
+		len = strlen(buf);
+	snprintf(path, cap, "%s/%s", tdir, name);
+	if ((f = fopen(path, "wb")) == NULL ||
+	    fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+		perror(path);
+		check_failed = 1;
+	}
+}
+
 static void
 test_idx(void)
 {
@@ -199,6 +218,7 @@ test_libsvm(void)
 	struct spirt_dataset ds;
 	struct spirt_data_err err;
 	const char *p[1] = { FIX "tiny.svm" };
+	char path[64];
 	static const float want[4 * 5] = {
 		0.5f, 0, 2, 0, 0,
 		0, 1, 0, 0, -1,
@@ -237,25 +257,20 @@ test_libsvm(void)
 	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EINVAL);
 	for (i = 0; i < 1; i++)
 		CHECK(ds.x == NULL);
-}
 
-static char tdir[] = "/tmp/spirt-test-data.XXXXXX";  /* made by main */
-
-/* write len bytes (0: a string) to file name in tdir; its path to path */
-static void
-tmpwrite(char *path, size_t cap, const char *name, const void *buf,
-    size_t len)
-{
-	FILE *f;
-
-	if (len == 0)
-		len = strlen(buf);
-	snprintf(path, cap, "%s/%s", tdir, name);
-	if ((f = fopen(path, "wb")) == NULL ||
-	    fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
-		perror(path);
-		check_failed = 1;
-	}
+	/* a dimension nobody gave is at most SPIRT_DATA_MAXINFER */
+	tmpwrite(path, sizeof(path), "huge.svm", "1 1:1 3294967295:1\n", 0);
+	p[0] = path;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 1 && err.hint == SPIRT_DATA_HINT_DIM);
+	o.dim = 100;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 1 && err.hint == SPIRT_DATA_HINT_NONE);
+	o.dim = 0;
+	tmpwrite(path, sizeof(path), "max.svm", "1 1:1 65536:1\n", 0);
+	CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+	CHECK(ds.feat == SPIRT_DATA_MAXINFER);
+	spirt_dataset_free(&ds);
 }
 
 /* labels at and beyond SPIRT_DATA_MAXCLASSES, in every reader */
