@@ -100,8 +100,8 @@ options(int argc, char **argv)
 				    "(idx, csv, libsvm)", optarg);
 			break;
 		case 'h': usage(0);
-		case 'n': o.nshards = eparse_u64("-n", optarg, 1, 1 << 20);
-			  break;
+		case 'n': o.nshards = eparse_u64("-n", optarg, 1,
+			  SPIRT_DATA_MAXSHARDS); break;
 		case 'o': o.out = optarg; break;
 		case 'q': spirt_quiet = 1; break;
 		case 's': o.store = optarg; break;

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <zlib.h>
 
@@ -18,7 +20,7 @@
 /* refuse absurd sizes before malloc: 64 GiB of samples */
 #define DATA_MAXBYTES ((uint64_t)1 << 36)
 #define GZ_CHUNK      (1u << 30)
-#define IDX_FIRSTREAD ((size_t)1 << 26)  /* 64 MiB: MNIST in one read */
+#define IDX_FIRSTREAD ((size_t)1 << 20)  /* then doubling */
 
 /* ---- errors ---- */
 
@@ -134,22 +136,33 @@ spirt_dataset_free(struct spirt_dataset *ds)
 
 /* ---- gzip or plain input ---- */
 
+/*
+ * Open path ("-" stdin) for gz_read.  *size gets the size of a regular
+ * file, 0 for stdin or anything else: only a known size may be checked
+ * against what a header claims.
+ */
 static int
-gz_open(gzFile *out, struct spirt_data_err *err, const char *path)
+gz_open(gzFile *out, uint64_t *size, struct spirt_data_err *err,
+    const char *path)
 {
+	struct stat sb;
 	gzFile f;
 	int fd;
 
+	*size = 0;
 	errno = 0;
-	if (strcmp(path, "-") == 0) {
-		if ((fd = dup(STDIN_FILENO)) < 0)
-			return seterr(err, errno, 0, 0, 0, NULL);
-		if ((f = gzdopen(fd, "rb")) == NULL) {
-			close(fd);
-			return seterr(err, ENOMEM, 0, 0, 0, NULL);
-		}
-	} else if ((f = gzopen(path, "rb")) == NULL) {
-		return seterr(err, errno ? errno : ENOMEM, 0, 0, 0, NULL);
+	if (strcmp(path, "-") == 0)
+		fd = dup(STDIN_FILENO);
+	else
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return seterr(err, errno, 0, 0, 0, NULL);
+	if (strcmp(path, "-") != 0 && fstat(fd, &sb) == 0 &&
+	    S_ISREG(sb.st_mode))
+		*size = (uint64_t)sb.st_size;
+	if ((f = gzdopen(fd, "rb")) == NULL) {
+		close(fd);
+		return seterr(err, ENOMEM, 0, 0, 0, NULL);
 	}
 	gzbuffer(f, 1u << 17);
 	*out = f;
@@ -160,7 +173,7 @@ gz_open(gzFile *out, struct spirt_data_err *err, const char *path)
 static int
 gz_fail(gzFile f, struct spirt_data_err *err, int zerr)
 {
-	const char *m;
+	const char *m, *p;
 	int e = errno;
 
 	m = gzerror(f, &zerr);
@@ -173,10 +186,10 @@ gz_fail(gzFile f, struct spirt_data_err *err, int zerr)
 		return seterr(err, SPIRT_ETRUNC, 0, 0, 0,
 		    "truncated gzip data");
 	default:
-		/* zlib prefixes the path: drop it, the caller names the file */
-		if (err->file && strncmp(m, err->file, strlen(err->file)) == 0
-		    && strncmp(m + strlen(err->file), ": ", 2) == 0)
-			m += strlen(err->file) + 2;
+		/* zlib prefixes "<fd:N>: ": drop it, the caller names the
+		 * file */
+		if (strncmp(m, "<fd:", 4) == 0 && (p = strstr(m, ">: ")))
+			m = p + 3;
 		return seterr(err, SPIRT_EDATA, 0, 0, 0, "gzip: %s", m);
 	}
 }
@@ -236,11 +249,18 @@ slurp(char **out, size_t *len, struct spirt_data_err *err, const char *path)
 	gzFile f;
 	char *buf = NULL, *nb;
 	size_t cap = 1u << 16, n = 0, got;
+	uint64_t size;
 	int rc;
 
-	if ((rc = gz_open(&f, err, path)))
+	if ((rc = gz_open(&f, &size, err, path)))
 		return rc;
 	for (;;) {
+		if (cap > DATA_MAXBYTES) {
+			rc = seterr(err, SPIRT_ESHAPE, 0, 0, 0, "more than "
+			    "%llu GiB of text", (unsigned long long)
+			    (DATA_MAXBYTES >> 30));
+			break;
+		}
 		if ((nb = realloc(buf, cap + 1)) == NULL) {
 			rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
 			break;
@@ -354,19 +374,31 @@ struct idx {
 	void *data;                     /* raw big-endian elements */
 };
 
-/* Read one IDX file whole: header, then exactly n*per elements. */
+/* a * b, or UINT64_MAX when that overflows */
+static uint64_t
+mulsat(uint64_t a, uint64_t b)
+{
+	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/*
+ * Read one IDX file whole: header, then exactly n*per elements.  What the
+ * header claims is checked against the size of a plain file before any
+ * allocation; compressed data and stdin are read in growing steps, so a
+ * lying header costs no more memory than the data that is really there.
+ */
 static int
 idx_load(struct idx *ix, struct spirt_data_err *err, const char *path)
 {
 	unsigned char h[4 + 4 * SPIRT_MAXRANK], extra;
-	uint64_t per = 1, bytes;
-	size_t got, es, i, cap, have;
+	uint64_t per = 1, bytes, isize, fsize, avail;
+	size_t got, es, i, cap, have, hlen;
 	gzFile f;
 	int rc;
 
 	memset(ix, 0, sizeof(*ix));
 	err->file = path;
-	if ((rc = gz_open(&f, err, path)))
+	if ((rc = gz_open(&f, &fsize, err, path)))
 		return rc;
 	if ((rc = gz_read(f, err, h, 4, &got)))
 		goto out;
@@ -389,32 +421,50 @@ idx_load(struct idx *ix, struct spirt_data_err *err, const char *path)
 		rc = seterr(err, SPIRT_ETRUNC, 0, 0, 0, "truncated IDX header");
 		goto out;
 	}
+	hlen = 4 + 4 * ix->rank;
 	for (i = 0; i < ix->rank; i++) {
 		ix->dims[i] = be32(h + 4 + 4 * i);
 		if (i > 0) {
-			if (ix->dims[i] == 0 ||
-			    per > DATA_MAXBYTES / ix->dims[i])
+			if (ix->dims[i] == 0)
 				goto shape;
-			per *= ix->dims[i];
+			per = mulsat(per, ix->dims[i]);
 		}
 	}
 	if (ix->dims[0] == 0) {
 		rc = seterr(err, SPIRT_ESHAPE, 0, 0, 0, "no items");
 		goto out;
 	}
-	if (per * es > DATA_MAXBYTES / ix->dims[0])
+	isize = mulsat(per, es);
+	bytes = mulsat(ix->dims[0], isize);
+	if (fsize && gzdirect(f) && bytes > (avail = fsize > hlen ?
+	    fsize - hlen : 0)) {
+		if (isize == UINT64_MAX)
+			rc = seterr(err, SPIRT_ETRUNC, 0, 1, 0, "truncated "
+			    "IDX data (header says %llu items of more than "
+			    "2^64 bytes, the file holds %llu bytes)",
+			    (unsigned long long)ix->dims[0],
+			    (unsigned long long)avail);
+		else
+			rc = seterr(err, SPIRT_ETRUNC, 0, 1, avail / isize,
+			    "truncated IDX data (header says %llu items of "
+			    "%llu bytes, the file holds %llu bytes)",
+			    (unsigned long long)ix->dims[0],
+			    (unsigned long long)isize,
+			    (unsigned long long)avail);
+		goto out;
+	}
+	if (fsize && gzdirect(f) && bytes > DATA_MAXBYTES)
 		goto shape;
 	ix->n = ix->dims[0];
 	ix->per = per;
-	bytes = ix->n * per * es;
-	/* grow towards what the header claims: a lying header costs no more
-	 * memory than the data that is really there */
 	for (cap = 0, have = 0; have < bytes; have += got) {
 		unsigned char *nb;
 		if (have == cap) {
 			cap = cap ? cap * 2 : IDX_FIRSTREAD;
 			if (cap > bytes)
 				cap = bytes;
+			if (cap > DATA_MAXBYTES)
+				goto shape;
 			if ((nb = realloc(ix->data, cap)) == NULL) {
 				rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
 				goto out;
@@ -431,7 +481,7 @@ idx_load(struct idx *ix, struct spirt_data_err *err, const char *path)
 	}
 	got = have;
 	if (got < bytes) {
-		rc = seterr(err, SPIRT_ETRUNC, 0, 1, got / (per * es),
+		rc = seterr(err, SPIRT_ETRUNC, 0, 1, got / isize,
 		    "truncated IDX data (header says %zu items)", ix->n);
 		goto out;
 	}
@@ -566,8 +616,12 @@ struct rows {
 	size_t n, cap, feat;
 };
 
+/*
+ * Room for one more row; most (> r->n) is the most rows the text left
+ * could hold, so a line of a million fields costs one row, not 1024.
+ */
 static int
-rows_grow(struct rows *r)
+rows_grow(struct rows *r, size_t most)
 {
 	float *x;
 	int32_t *y;
@@ -576,6 +630,8 @@ rows_grow(struct rows *r)
 	if (r->n < r->cap)
 		return 0;
 	cap = r->cap ? r->cap * 2 : 1024;
+	if (cap > most)
+		cap = most;
 	if (r->feat && cap > DATA_MAXBYTES / sizeof(float) / r->feat)
 		return ENOMEM;
 	if ((x = realloc(r->x, cap * (r->feat ? r->feat : 1) *
@@ -719,7 +775,9 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 			    "%zu fields, expected %zu", nf, ncols);
 			goto out;
 		}
-		if ((rc = rows_grow(&r))) {
+		/* a row is ncols numbers and ncols - 1 commas, then '\n' */
+		if ((rc = rows_grow(&r, r.n + 1 + (size_t)(end - eol) /
+		    (2 * ncols)))) {
 			rc = seterr(err, rc, 0, 0, 0, NULL);
 			goto out;
 		}
@@ -811,7 +869,9 @@ spirt_data_read_libsvm(struct spirt_dataset *ds, struct spirt_data_err *err,
 		q = skipblank(p, le);
 		if (q == le)
 			goto next;
-		if ((rc = rows_grow(&r)) || (r.n + 2 > SIZE_MAX / 2)) {
+		/* a row is at least a label and '\n' */
+		if ((rc = rows_grow(&r, r.n + 1 + (size_t)(end - eol) / 2)) ||
+		    (r.n + 2 > SIZE_MAX / 2)) {
 			rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
 			goto out;
 		}
@@ -1227,7 +1287,8 @@ spirt_data_store(struct spirt_store *s, const char *name,
 	int64_t *assign;
 	int rc;
 
-	if (spirt_data_name_check(name) || nshards == 0 || nshards > ds->n)
+	if (spirt_data_name_check(name) || nshards == 0 || nshards > ds->n ||
+	    nshards > SPIRT_DATA_MAXSHARDS)
 		return SPIRT_EINVAL;
 	counts = calloc(nshards, sizeof(*counts));
 	assign = calloc(nshards * 4, sizeof(*assign));
@@ -1355,10 +1416,18 @@ spirt_assign_rebalance(int64_t **out, size_t *nout, const int64_t *rows,
 		rc = SPIRT_EINVAL;
 		goto out;
 	}
-	/* live rows stay; each dead row becomes at most nlive pieces */
-	cap = nrows - nd + nd * nlive;
-	if (nd > (SIZE_MAX / 32 - nrows) / nlive ||
-	    (o = malloc(cap * 4 * sizeof(*o))) == NULL) {
+	/* live rows stay; a dead row of count c becomes min(c, nlive)
+	 * pieces: room for what is written, not for nd * nlive rows */
+	for (i = 0, cap = nrows - nd; i < nrows; i++)
+		if (isdead(rows[4 * i], dead, ndead)) {
+			uint64_t c = (uint64_t)rows[4 * i + 3];
+			cap += c < nlive ? (size_t)c : nlive;
+			if (cap > SIZE_MAX / 32) {
+				rc = ENOMEM;
+				goto out;
+			}
+		}
+	if ((o = malloc((cap ? cap : 1) * 4 * sizeof(*o))) == NULL) {
 		rc = ENOMEM;
 		goto out;
 	}
@@ -1544,7 +1613,7 @@ spirt_data_stats(struct spirt_data_stats *st, struct spirt_store *s,
 	struct spirt_txn *txn;
 	struct spirt_tensor t;
 	char key[SPIRT_KEY_MAX + 1];
-	int64_t *info = NULL, k, sum = 0;
+	int64_t *info = NULL, k, cap = 0, sum = 0;
 	int rc;
 
 	memset(st, 0, sizeof(*st));
@@ -1555,9 +1624,9 @@ spirt_data_stats(struct spirt_data_stats *st, struct spirt_store *s,
 	snprintf(key, sizeof(key), "data/%s/info", name);
 	if ((rc = get_i64(txn, key, &t, &info)))
 		goto out;
-	if (t.nelem != 4 || info[0] < 1 || info[1] < info[0] ||
-	    info[2] < 1 || info[2] > SPIRT_DATA_MAXCLASSES || info[3] < 1 ||
-	    (uint64_t)info[0] > SIZE_MAX / 8 / (uint64_t)info[2]) {
+	if (t.nelem != 4 || info[0] < 1 || info[0] > SPIRT_DATA_MAXSHARDS ||
+	    info[1] < info[0] || info[2] < 1 ||
+	    info[2] > SPIRT_DATA_MAXCLASSES || info[3] < 1) {
 		rc = SPIRT_EDATA;
 		goto out;
 	}
@@ -1565,16 +1634,30 @@ spirt_data_stats(struct spirt_data_stats *st, struct spirt_store *s,
 	st->nsamples = info[1];
 	st->nclasses = info[2];
 	st->features = info[3];
-	st->counts = calloc((size_t)st->nshards, sizeof(int64_t));
-	st->hist = calloc((size_t)(st->nshards * st->nclasses),
-	    sizeof(int64_t));
-	if (st->counts == NULL || st->hist == NULL) {
-		rc = ENOMEM;
-		goto out;
-	}
+	/* grow with the shards found, not with the count info claims */
 	for (k = 0; k < st->nshards; k++) {
-		if ((rc = stats_shard(st, txn, name, k)))
+		if (k == cap) {
+			int64_t *nc, *nh;
+			cap = cap ? 2 * cap : 1;
+			if (cap > st->nshards)
+				cap = st->nshards;
+			if ((nc = realloc(st->counts, (size_t)cap *
+			    sizeof(int64_t))) != NULL)
+				st->counts = nc;
+			if (nc == NULL || (nh = realloc(st->hist, (size_t)
+			    (cap * st->nclasses) * sizeof(int64_t))) == NULL) {
+				rc = ENOMEM;
+				goto out;
+			}
+			st->hist = nh;
+			memset(nh + k * st->nclasses, 0, (size_t)((cap - k) *
+			    st->nclasses) * sizeof(int64_t));
+		}
+		if ((rc = stats_shard(st, txn, name, k))) {
+			if (rc == SPIRT_ENOTFOUND)      /* info says it is */
+				rc = SPIRT_EDATA;
 			goto out;
+		}
 		sum += st->counts[k];
 	}
 	if (sum != st->nsamples) {

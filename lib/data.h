@@ -32,6 +32,7 @@ enum spirt_data_format {
 #define SPIRT_DATA_NAME_MAX 64          /* data set name bytes */
 #define SPIRT_DATA_MAXCLASSES 65536     /* labels lie in 0..65535 */
 #define SPIRT_DATA_MAXINFER 65536       /* LIBSVM: largest dim inferred */
+#define SPIRT_DATA_MAXSHARDS (1 << 20)  /* shards of one data set */
 #define SPIRT_LABEL_LAST    (-1)        /* label_col: the last column */
 
 struct spirt_dataset {
@@ -153,7 +154,8 @@ void spirt_data_split(size_t *counts, size_t n, size_t nshards);
  * (worker k reads shard k whole, revision 0), all in one write transaction
  * that first deletes every earlier key under data/<name>/.  Shard k holds
  * the samples after those of shards 0..k-1 in ds order.  Returns 0,
- * SPIRT_EINVAL (bad name, nshards 0 or above n), or a store error; on error
+ * SPIRT_EINVAL (bad name, nshards 0 or above n or MAXSHARDS), or a store
+ * error; on error
  * the store is unchanged.
  */
 SPIRT_MUST_CHECK int spirt_data_store(struct spirt_store *s,
@@ -210,9 +212,11 @@ struct spirt_data_stats {
 
 /*
  * Read info, every shard's y and the assignment of data set name, and
- * check they agree (shape, sample counts, labels in range).  Free with
+ * check they agree (shape, sample counts, labels in range).  Memory
+ * follows the shards found, not the counts info claims.  Free with
  * spirt_data_stats_free().  Returns 0, SPIRT_ENOTFOUND (no such data set),
- * SPIRT_EDATA/ESHAPE/EDTYPE (inconsistent store), ENOMEM, store errors.
+ * SPIRT_EDATA/ESHAPE/EDTYPE (inconsistent store: a shard info counts is
+ * missing, say), ENOMEM, store errors.
  */
 SPIRT_MUST_CHECK int spirt_data_stats(struct spirt_data_stats *st,
     struct spirt_store *s, const char *name);

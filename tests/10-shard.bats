@@ -187,7 +187,7 @@ EOF
 	done <<EOF
 trunc-images-idx3-ubyte.gz|tiny-labels-idx1-ubyte|$SH/trunc-images-idx3-ubyte.gz: truncated gzip data
 notgzip-images-idx3-ubyte.gz|tiny-labels-idx1-ubyte|$SH/notgzip-images-idx3-ubyte.gz: gzip: invalid code -- missing end-of-block
-short-images-idx3-ubyte|tiny-labels-idx1-ubyte|$SH/short-images-idx3-ubyte: record 8: truncated IDX data (header says 10 items)
+short-images-idx3-ubyte|tiny-labels-idx1-ubyte|$SH/short-images-idx3-ubyte: record 8: truncated IDX data (header says 10 items of 12 bytes, the file holds 96 bytes)
 long-images-idx3-ubyte|tiny-labels-idx1-ubyte|$SH/long-images-idx3-ubyte: data after the last of 10 items
 badmagic-images-idx3-ubyte|tiny-labels-idx1-ubyte|$SH/badmagic-images-idx3-ubyte: bad IDX magic 0x08030000
 tiny-images-idx3-ubyte|short-labels-idx1-ubyte|$SH/short-labels-idx1-ubyte: 9 labels for 10 images in $SH/tiny-images-idx3-ubyte
@@ -205,6 +205,48 @@ open('d-labels', 'wb').write(struct.pack('>4BI10d', 0, 0, 0x0E, 1, 10,
 	run -65 --separate-stderr spirt-shard "$IMG" d-labels
 	assert_equal "$stderr" 'spirt-shard: d-labels: labels must be integers, not double (IDX type 0x0e)'
 	unchanged
+}
+
+@test "sizes a header claims are checked against the bytes there: 65, not 71" {
+	seed_store
+	# plain IDX: 100 bytes claiming 4 GiB, and 2^96 bytes
+	"$PYTHON" -c "
+import struct, gzip
+h = struct.pack('>4B3I', 0, 0, 8, 3, 65536, 256, 256) + bytes(100)
+open('big-images', 'wb').write(h)
+gzip.open('big-images.gz', 'wb').write(h)
+open('huge-images', 'wb').write(
+    struct.pack('>4B3I', 0, 0, 8, 3, 2**32 - 1, 2**32 - 1, 2**32 - 1)
+    + bytes(100))"
+	run -65 --separate-stderr spirt-shard big-images "$LAB"
+	assert_equal "$stderr" "spirt-shard: big-images: record 0: truncated IDX data (header says 65536 items of 65536 bytes, the file holds 100 bytes)"
+	run -65 --separate-stderr spirt-shard huge-images "$LAB"
+	assert_equal "$stderr" "spirt-shard: huge-images: record 0: truncated IDX data (header says 4294967295 items of 18446744065119617025 bytes, the file holds 100 bytes)"
+	run -65 --separate-stderr spirt-shard big-images.gz "$LAB"
+	assert_equal "$stderr" "spirt-shard: big-images.gz: record 0: truncated IDX data (header says 65536 items)"
+	unchanged
+	# the data set read back: info claiming 2^40 shards, or 2^20 shards
+	# of 65536 classes where one exists
+	for info in '1 << 40, 1 << 40, 3, 12' '1 << 20, 1 << 20, 65536, 12'; do
+		"$PYTHON" -c "$PYREC
+out(st.encode(np.array([$info], np.int64), name='train'))" > info.rec
+		cp -r "$SPIRT_STORE" bad.db
+		spirt-store -s bad.db put data/train/info info.rec
+		run -65 --separate-stderr spirt-shard -s bad.db --stats
+		assert_equal "$stderr" "spirt-shard: bad.db: stats data/train: malformed input data"
+		rm -r bad.db
+	done
+}
+
+@test "a CSV line of a million fields costs memory for one row, not 1024" {
+	ldd "$(command -v spirt-shard)" | grep -q libasan &&
+		skip "ulimit -v and ASan do not mix"
+	"$PYTHON" -c "print('0,' * 999999 + '1'); print('1,' * 999999 + '0')" > wide.csv
+	# (the store's map would not fit either: a data file instead)
+	run -0 --separate-stderr bash -c 'ulimit -v 1000000; spirt-shard -o d.spt wide.csv'
+	run -0 spirt-store inspect d.spt
+	assert_line 'shape=2x999999'
+	assert_line 'mean=0.5'
 }
 
 @test "IDX of floats is stored f32" {

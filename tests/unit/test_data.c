@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "check.h"
 #include "data.h"
 #include "store.h"
@@ -321,6 +323,59 @@ test_label_limit(void)
 	    SPIRT_DATA_MAXCLASSES + 1), SPIRT_EINVAL);
 }
 
+/* what a header claims is checked against the bytes there */
+static void
+test_claims(void)
+{
+	unsigned char h[16 + 100] = { 0, 0, 8, 3,  0, 1, 0, 0,  0, 0, 1, 0,
+	    0, 0, 1, 0 };                       /* 65536 x 256 x 256 */
+	struct spirt_data_opts o = opts(SPIRT_FMT_IDX);
+	struct spirt_dataset ds;
+	struct spirt_data_err err;
+	char img[64], gz[64], csv[64], *line;
+	const char *p[2];
+	gzFile f;
+	size_t i;
+
+	tmpwrite(img, sizeof(img), "claim-images", h, sizeof(h));
+	p[0] = img;
+	p[1] = FIX "tiny-labels-idx1-ubyte";
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 2, &o), SPIRT_ETRUNC);
+	CHECK(err.has_record && err.record == 0 &&
+	    strstr(err.msg, "the file holds 100 bytes"));
+	h[4] = h[5] = h[6] = h[7] = 0xff;       /* 2^32-1 x 2^16 x 2^16 */
+	tmpwrite(img, sizeof(img), "claim-images", h, sizeof(h));
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 2, &o), SPIRT_ETRUNC);
+	snprintf(gz, sizeof(gz), "%s/claim-images.gz", tdir);
+	if ((f = gzopen(gz, "wb")) == NULL ||
+	    gzwrite(f, h, sizeof(h)) != (int)sizeof(h) || gzclose(f) != Z_OK)
+		CHECK(!"gzip written");
+	p[0] = gz;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 2, &o), SPIRT_ETRUNC);
+	CHECK(err.has_record && err.record == 0 && ds.x == NULL);
+
+	/* one line of 2^20 fields: memory for that row only (ASan sees) */
+	if ((line = malloc(2 << 20)) == NULL) {
+		CHECK(line != NULL);
+		return;
+	}
+	for (i = 0; i < 1u << 20; i++) {
+		line[2 * i] = i % 3 ? '1' : '0';
+		line[2 * i + 1] = ',';
+	}
+	line[(2 << 20) - 1] = '\n';
+	tmpwrite(csv, sizeof(csv), "wide.csv", line, 2 << 20);
+	free(line);
+	p[0] = csv;
+	o.format = SPIRT_FMT_CSV;
+	o.classes = 2;
+	CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+	CHECK(ds.n == 1 && ds.feat == (1u << 20) - 1);
+	CHECK(ds.feat > 5 && ((float *)ds.x)[1] == 1 &&
+	    ((float *)ds.x)[2] == 0);
+	spirt_dataset_free(&ds);
+}
+
 static void
 test_names(void)
 {
@@ -496,6 +551,7 @@ main(void)
 	test_csv();
 	test_libsvm();
 	test_label_limit();
+	test_claims();
 	test_rebalance();
 	test_store();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
