@@ -108,7 +108,7 @@ options(int argc, char **argv)
 		case 'v': spirt_verbose++; break;
 		case 'V': print_version();
 		case O_CLASSES: o.d.classes = (int32_t)eparse_i64("--classes",
-			  optarg, 1, SPIRT_DATA_MAXCLASSES); break;
+			  optarg, 2, SPIRT_DATA_MAXCLASSES); break;
 		case O_DEAD:
 			if (o.ndead == MAXDEAD)
 				die(SPIRT_EX_USAGE, "--dead: more than %d",
@@ -237,6 +237,9 @@ main(int argc, char **argv)
 			if (err.hint == SPIRT_DATA_HINT_DIM)
 				warnx_("hint: give the number of features "
 				    "with --dim");
+			else if (err.hint == SPIRT_DATA_HINT_CLASSES)
+				warnx_("hint: give the number of classes "
+				    "with --classes");
 			return spirt_exit(rc);
 		}
 		if (o.nshards > ds.n) {

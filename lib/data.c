@@ -293,9 +293,9 @@ spirt_data_check_labels(struct spirt_dataset *ds, struct spirt_data_err *err,
 	size_t i;
 
 	err->file = file;
-	if (classes < 0 || classes > SPIRT_DATA_MAXCLASSES)
-		return seterr(err, SPIRT_EINVAL, 0, 0, 0, "%ld classes: at "
-		    "most %d", (long)classes, SPIRT_DATA_MAXCLASSES);
+	if (classes < 0 || classes == 1 || classes > SPIRT_DATA_MAXCLASSES)
+		return seterr(err, SPIRT_EINVAL, 0, 0, 0, "%ld classes: "
+		    "2 to %d", (long)classes, SPIRT_DATA_MAXCLASSES);
 	for (i = 0; i < ds->n; i++) {
 		int32_t v = ds->y[i];
 		if (v < 0)
@@ -312,6 +312,12 @@ spirt_data_check_labels(struct spirt_dataset *ds, struct spirt_data_err *err,
 			    (long)classes - 1);
 		if (v > max)
 			max = v;
+	}
+	if (classes == 0 && max < 1) {
+		seterr(err, SPIRT_EDATA, 0, 0, 0, "every label is 0: one "
+		    "class, a model needs at least 2");
+		err->hint = SPIRT_DATA_HINT_CLASSES;
+		return SPIRT_EDATA;
 	}
 	ds->nclasses = classes > 0 ? classes : max + 1;
 	return 0;

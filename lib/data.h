@@ -54,8 +54,8 @@ struct spirt_data_opts {
 	                                   MAXINFER); LIBSVM densifies to it,
 	                                   other formats must match it */
 	int32_t  classes;               /* labels must lie in 0..classes-1
-	                                   (at most MAXCLASSES); 0 infers
-	                                   the largest label + 1 */
+	                                   (2..MAXCLASSES); 0 infers the
+	                                   largest label + 1, at least 2 */
 };
 
 /*
@@ -76,7 +76,8 @@ struct spirt_data_err {
 
 enum {
 	SPIRT_DATA_HINT_NONE = 0,
-	SPIRT_DATA_HINT_DIM             /* give opts.dim */
+	SPIRT_DATA_HINT_DIM,            /* give opts.dim */
+	SPIRT_DATA_HINT_CLASSES         /* give opts.classes */
 };
 
 /* Format the error (see above) into buf; returns buf. */
@@ -116,8 +117,9 @@ void spirt_dataset_free(struct spirt_dataset *ds);
 
 /*
  * Check every label lies in 0..classes-1 and below SPIRT_DATA_MAXCLASSES,
- * and set ds->nclasses; classes 0 infers it as the largest label + 1.
- * Returns 0, SPIRT_EINVAL (classes above the limit) or SPIRT_EDATA with err
+ * and set ds->nclasses; classes 0 infers it as the largest label + 1,
+ * which must be at least 2 (a model needs two classes).  Returns 0,
+ * SPIRT_EINVAL (classes 1 or above the limit) or SPIRT_EDATA with err
  * naming the first bad record (err->file set to file).  The readers call
  * it with opts->classes; CSV and LIBSVM check each line as they parse.
  */

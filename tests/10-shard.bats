@@ -177,6 +177,23 @@ EOF
 	assert_output --partial 'samples 2 classes 65536 features 1'
 }
 
+@test "one class is refused (a model needs two): 65 with a hint, --classes 1 is 64" {
+	seed_store
+	printf '0,1\n0,2\n0,3\n' > one.csv
+	run -65 --separate-stderr spirt-shard one.csv
+	assert_equal "$stderr" "spirt-shard: one.csv: every label is 0: one class, a model needs at least 2
+spirt-shard: hint: give the number of classes with --classes"
+	run -65 spirt-shard -o one.spt one.csv
+	[ ! -e one.spt ]
+	run -64 --separate-stderr spirt-shard --classes 1 one.csv
+	assert_equal "$stderr" 'spirt-shard: --classes: value out of range "1"'
+	unchanged
+	# a test set that holds one class is fine when it says how many
+	run -0 spirt-shard -d test --classes 3 one.csv
+	run -0 bash -c 'spirt-shard -d test --stats | head -n 3 | tail -n 1'
+	assert_output 'total samples 3 hist 3 0 0'
+}
+
 @test "bad IDX input exits 65 with one message, store unchanged" {
 	seed_store
 	while IFS='|' read -r img lab msg; do
@@ -296,7 +313,6 @@ out(st.encode(np.array([$info], np.int64), name='train'))" > info.rec
 |empty.csv|: no samples
 --label-col=9|tiny.csv|:1: no label column 9 in 4 fields
 --dim=4|tiny.csv|: 3 features per sample, not 4
---classes=1|tiny.csv|:3: label 1 outside 0..0
 EOF
 	# a first line with a numeric label is data, not a header
 	printf '0,1,x\n1,2,3\n' > typo.csv

@@ -321,6 +321,14 @@ test_label_limit(void)
 	CHECK(ds.nclasses == SPIRT_DATA_MAXCLASSES);
 	CHECK_EQ_RC(spirt_data_check_labels(&ds, &err, "f",
 	    SPIRT_DATA_MAXCLASSES + 1), SPIRT_EINVAL);
+
+	/* one class: a model needs two, unless classes says how many */
+	y[0] = y[1] = y[2] = 0;
+	CHECK_EQ_RC(spirt_data_check_labels(&ds, &err, "f", 0), SPIRT_EDATA);
+	CHECK(err.hint == SPIRT_DATA_HINT_CLASSES && !err.has_record);
+	CHECK_EQ_RC(spirt_data_check_labels(&ds, &err, "f", 1), SPIRT_EINVAL);
+	CHECK_RC(spirt_data_check_labels(&ds, &err, "f", 2));
+	CHECK(ds.nclasses == 2);
 }
 
 /* what a header claims is checked against the bytes there */
