@@ -12,7 +12,7 @@
 #include "tool.h"
 
 #define USAGE \
-"usage: spirt-shard [-qv] [-d name] [-f format] [-n shards] [-o file]\n" \
+"usage: spirt-shard [-Hqv] [-d name] [-f format] [-n shards] [-o file]\n" \
 "                   [-s store] [--classes k] [--dim d] [--force]\n" \
 "                   [--label-col col] [--seed n] [--stats] file [labels]\n" \
 "       spirt-shard [-qv] [-d name] [-s store] --dead worker ... [--stats]\n" \
@@ -23,6 +23,14 @@ enum { O_CLASSES = 256, O_DEAD, O_DIM, O_FORCE, O_LABEL, O_SEED,
 
 #define MAXDEAD 1024
 
+static const char *const hints[] = {
+	[SPIRT_DATA_HINT_DIM] = "give the number of features with --dim",
+	[SPIRT_DATA_HINT_CLASSES] = "give the number of classes with "
+	    "--classes",
+	[SPIRT_DATA_HINT_HEADER] = "skip a title line with -H",
+	[SPIRT_DATA_HINT_FORMAT] = "name the format with -f"
+};
+
 static struct {
 	const char *store, *name, *out;
 	struct spirt_data_opts d;
@@ -31,7 +39,7 @@ static struct {
 	int stats, force;
 	int64_t dead[MAXDEAD];
 	size_t ndead;
-} o = { NULL, "train", NULL, { SPIRT_FMT_AUTO, 0, 0, 0 }, 1, 0, 0, 0, { 0 },
+} o = { NULL, "train", NULL, { SPIRT_FMT_AUTO, 0, 0, 0, 0 }, 1, 0, 0, 0, { 0 },
     0 };
 
 static _Noreturn void
@@ -43,6 +51,8 @@ usage(int code)
 		    "  -d, --dataset NAME   data set name (default train)\n"
 		    "  -f, --format FMT     idx, csv or libsvm (default: by "
 		    "name)\n"
+		    "  -H, --header         skip the first line (CSV, "
+		    "LIBSVM)\n"
 		    "  -n, --shards N       number of shards (default 1)\n"
 		    "  -o, --output FILE    write a data file, not the store "
 		    "(- stdout)\n"
@@ -77,6 +87,7 @@ options(int argc, char **argv)
 		{ "dim", required_argument, NULL, O_DIM },
 		{ "force", no_argument, NULL, O_FORCE },
 		{ "format", required_argument, NULL, 'f' },
+		{ "header", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "label-col", required_argument, NULL, O_LABEL },
 		{ "output", required_argument, NULL, 'o' },
@@ -91,7 +102,8 @@ options(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "d:f:hn:o:qs:vV", lo, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "d:f:Hhn:o:qs:vV", lo, NULL)) !=
+	    -1)
 		switch (c) {
 		case 'd': o.name = optarg; break;
 		case 'f':
@@ -99,6 +111,7 @@ options(int argc, char **argv)
 				die(SPIRT_EX_USAGE, "-f: unknown format \"%s\" "
 				    "(idx, csv, libsvm)", optarg);
 			break;
+		case 'H': o.d.header = 1; break;
 		case 'h': usage(0);
 		case 'n': o.nshards = eparse_u64("-n", optarg, 1,
 			  SPIRT_DATA_MAXSHARDS); break;
@@ -232,14 +245,8 @@ main(int argc, char **argv)
 		    (size_t)argc, &o.d))) {
 			warnx_("%s", spirt_data_errstr(msg, sizeof(msg), &err,
 			    rc));
-			if (rc == SPIRT_EINVAL && !o.d.format)
-				warnx_("hint: name the format with -f");
-			if (err.hint == SPIRT_DATA_HINT_DIM)
-				warnx_("hint: give the number of features "
-				    "with --dim");
-			else if (err.hint == SPIRT_DATA_HINT_CLASSES)
-				warnx_("hint: give the number of classes "
-				    "with --classes");
+			if (err.hint)
+				warnx_("hint: %s", hints[err.hint]);
 			return spirt_exit(rc);
 		}
 		if (o.nshards > ds.n) {

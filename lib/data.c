@@ -736,7 +736,7 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 	struct rows r;
 	const char *p, *q, *end, *eol, *le;
 	char *buf;
-	uint64_t line = 0;
+	uint64_t line = 0, hdr = 0;
 	size_t len, ncols = 0, lc = 0, c, nf;
 	int first, rc;
 
@@ -753,7 +753,7 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 		le = eol;
 		if (le > p && le[-1] == '\r')
 			le--;
-		if (skipblank(p, le) == le)
+		if ((line == 1 && opts->header) || skipblank(p, le) == le)
 			continue;
 		for (nf = 1, q = p; q < le; q++)
 			nf += *q == ',';
@@ -762,6 +762,8 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 			if (nf < 2) {
 				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
 				    "need a label and at least one feature");
+				if (line == 1)
+					err->hint = SPIRT_DATA_HINT_HEADER;
 				goto out;
 			}
 			if (opts->label_col == SPIRT_LABEL_LAST)
@@ -776,6 +778,12 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 				lc = (size_t)opts->label_col;
 			ncols = nf;
 			r.feat = nf - 1;
+		} else if (nf != ncols && hdr && r.n == 0) {
+			rc = seterr(err, SPIRT_EDATA, line, 0, 0,
+			    "%zu fields, expected %zu as in the header on "
+			    "line %llu", nf, ncols, (unsigned long long)hdr);
+			err->hint = SPIRT_DATA_HINT_HEADER;
+			goto out;
 		} else if (nf != ncols) {
 			rc = seterr(err, SPIRT_EDATA, line, 0, 0,
 			    "%zu fields, expected %zu", nf, ncols);
@@ -795,9 +803,11 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 			rc = parse_num(&q, le, &v);
 			if (rc == 0 && q < le && *q != ',')
 				rc = SPIRT_EDATA;
-			if (rc == SPIRT_EDATA && first &&
-			    !isnumfield(p, le, lc))
-				break;          /* a header line */
+			if (rc == SPIRT_EDATA && first && !opts->header &&
+			    !isnumfield(p, le, lc)) {
+				hdr = line;     /* a header line */
+				break;
+			}
 			if (rc) {
 				rc = seterr(err, rc, line, 0, 0, "field %zu: "
 				    "%s: \"%.*s\"", c + 1, rc == SPIRT_ENAN ?
@@ -873,7 +883,7 @@ spirt_data_read_libsvm(struct spirt_dataset *ds, struct spirt_data_err *err,
 		    le[-1] == '\t'))
 			le--;
 		q = skipblank(p, le);
-		if (q == le)
+		if (q == le || (line == 1 && opts->header))
 			goto next;
 		/* a row is at least a label and '\n' */
 		if ((rc = rows_grow(&r, r.n + 1 + (size_t)(end - eol) / 2)) ||
@@ -1038,12 +1048,18 @@ spirt_data_read(struct spirt_dataset *ds, struct spirt_data_err *err,
 	if (fmt == SPIRT_FMT_AUTO)
 		fmt = npaths == 2 ? SPIRT_FMT_IDX :
 		    spirt_data_format_guess(paths[0]);
-	if (fmt == SPIRT_FMT_AUTO)
-		return seterr(err, SPIRT_EINVAL, 0, 0, 0,
+	if (fmt == SPIRT_FMT_AUTO) {
+		seterr(err, SPIRT_EINVAL, 0, 0, 0,
 		    "cannot tell the format from the name");
+		err->hint = SPIRT_DATA_HINT_FORMAT;
+		return SPIRT_EINVAL;
+	}
 	if ((fmt == SPIRT_FMT_IDX) != (npaths == 2))
 		return seterr(err, SPIRT_EINVAL, 0, 0, 0, "IDX takes two files "
 		    "(images, labels), CSV and LIBSVM one");
+	if (fmt == SPIRT_FMT_IDX && opts->header)
+		return seterr(err, SPIRT_EINVAL, 0, 0, 0,
+		    "IDX has no header line");
 	if (fmt == SPIRT_FMT_IDX)
 		rc = spirt_data_read_idx(ds, err, paths[0], paths[1]);
 	else if (fmt == SPIRT_FMT_CSV)

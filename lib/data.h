@@ -53,6 +53,9 @@ struct spirt_data_opts {
 	size_t   dim;                   /* features: 0 infers (LIBSVM: at most
 	                                   MAXINFER); LIBSVM densifies to it,
 	                                   other formats must match it */
+	int      header;                /* CSV, LIBSVM: skip line 1 unread
+	                                   (CSV: else a first line whose label
+	                                   is not a number is a header) */
 	int32_t  classes;               /* labels must lie in 0..classes-1
 	                                   (2..MAXCLASSES); 0 infers the
 	                                   largest label + 1, at least 2 */
@@ -77,7 +80,9 @@ struct spirt_data_err {
 enum {
 	SPIRT_DATA_HINT_NONE = 0,
 	SPIRT_DATA_HINT_DIM,            /* give opts.dim */
-	SPIRT_DATA_HINT_CLASSES         /* give opts.classes */
+	SPIRT_DATA_HINT_CLASSES,        /* give opts.classes */
+	SPIRT_DATA_HINT_HEADER,         /* set opts.header */
+	SPIRT_DATA_HINT_FORMAT          /* give opts.format */
 };
 
 /* Format the error (see above) into buf; returns buf. */

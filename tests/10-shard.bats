@@ -63,7 +63,7 @@ print(' '.join(str(int(x)) for x in v))"
 
 @test "-h, -V" {
 	run -0 --separate-stderr spirt-shard -h
-	assert_line --index 0 --partial 'usage: spirt-shard [-qv]'
+	assert_line --index 0 --partial 'usage: spirt-shard [-Hqv]'
 	assert_line --partial '--label-col COL'
 	run -0 spirt-shard -V
 	assert_output --regexp '^spirt-shard [0-9]+\.[0-9]+\.[0-9]+'
@@ -297,6 +297,40 @@ out(st.encode(np.array([$info], np.int64), name='train'))" > info.rec
 	run -0 spirt-store -s tiny.csv.db export data/train/0/x x.npy
 	run -0 "$PYTHON" -c "import numpy as np; print(np.load('x.npy')[0])"
 	assert_output '[ 3.   1.5 -3. ]'
+}
+
+@test "-H skips a title or header line; without it a title is named with a hint" {
+	seed_store
+	printf 'Iris data, 3 samples\n0,1,2,3\n1,2,3,4\n1,3,4,5\n' > title.csv
+	run -65 --separate-stderr spirt-shard title.csv
+	assert_equal "$stderr" "spirt-shard: title.csv:2: 4 fields, expected 2 as in the header on line 1
+spirt-shard: hint: skip a title line with -H"
+	printf 'Iris\n0,1,2,3\n1,2,3,4\n' > title1.csv
+	run -65 --separate-stderr spirt-shard title1.csv
+	assert_equal "$stderr" "spirt-shard: title1.csv:1: need a label and at least one feature
+spirt-shard: hint: skip a title line with -H"
+	run -64 --separate-stderr spirt-shard -H "$IMG" "$LAB"
+	assert_equal "$stderr" "spirt-shard: $IMG: IDX has no header line"
+	unchanged
+	run -0 spirt-shard -H -d t title.csv
+	run -0 bash -c 'spirt-shard -d t --stats | head -n 1'
+	assert_output --partial 'samples 3 classes 2 features 3'
+	# a header line skipped with -H or detected: the same data set
+	spirt-shard -s a.db "$SH/tiny.csv"
+	spirt-shard -s b.db --header "$SH/tiny.csv"
+	assert_equal "$(digest a.db)" "$(digest b.db)"
+	# -H skips line 1 whatever it holds, and detects nothing after it
+	run -0 spirt-shard -s c.db -H "$SH/tiny-nohdr.csv"
+	run -0 bash -c 'spirt-shard -s c.db --stats | head -n 1'
+	assert_output --partial 'samples 5 classes 2'
+	printf 'title\ny,a,b\n0,1,2\n' > two.csv
+	run -65 --separate-stderr spirt-shard -H two.csv
+	assert_equal "$stderr" 'spirt-shard: two.csv:2: field 1: not a number: "y"'
+	# LIBSVM too; IDX has no lines
+	printf 'a title\n0 1:1\n1 2:1\n' > t.svm
+	run -0 spirt-shard -H -d s t.svm
+	run -0 bash -c 'spirt-shard -d s --stats | head -n 1'
+	assert_output --partial 'samples 2 classes 2 features 2'
 }
 
 @test "bad CSV exits 65 naming file and line, store unchanged" {

@@ -175,7 +175,8 @@ test_csv(void)
 	struct spirt_data_opts o = opts(SPIRT_FMT_AUTO);
 	struct spirt_dataset ds;
 	struct spirt_data_err err;
-	const char *p[1];
+	const char *p[2];
+	char path[64];
 	size_t i;
 	float *x;
 
@@ -211,6 +212,33 @@ test_csv(void)
 	o.label_col = 7;
 	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
 	CHECK(ds.x == NULL);
+
+	/* header: line 1 goes unread, and no header is looked for after */
+	o.label_col = 0;
+	o.header = 1;
+	CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+	CHECK(ds.n == 6);
+	spirt_dataset_free(&ds);
+	p[0] = FIX "tiny-nohdr.csv";
+	CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+	CHECK(ds.n == 5 && ds.y[0] == 1);
+	spirt_dataset_free(&ds);
+	tmpwrite(path, sizeof(path), "title.csv", "t\ny,a\n0,1\n", 0);
+	p[0] = path;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 2);
+	o.header = 0;
+	tmpwrite(path, sizeof(path), "title.csv", "A, b\n0,1,2\n1,2,3\n", 0);
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 2 && err.hint == SPIRT_DATA_HINT_HEADER);
+	o.header = 1;
+	CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+	spirt_dataset_free(&ds);
+	o.classes = 0;
+	o.format = SPIRT_FMT_IDX;
+	p[0] = FIX "tiny-images-idx3-ubyte";
+	p[1] = FIX "tiny-labels-idx1-ubyte";
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 2, &o), SPIRT_EINVAL);
 }
 
 static void
