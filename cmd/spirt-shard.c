@@ -14,12 +14,13 @@
 #define USAGE \
 "usage: spirt-shard [-Hqv] [-d name] [-f format] [-n shards] [-o file]\n" \
 "                   [-s store] [--classes k] [--dim d] [--force]\n" \
-"                   [--label-col col] [--seed n] [--stats] file [labels]\n" \
+"                   [--label-col col] [--no-shuffle] [--seed n] [--stats]\n" \
+"                   file [labels]\n" \
 "       spirt-shard [-qv] [-d name] [-s store] --dead worker ... [--stats]\n" \
 "       spirt-shard [-qv] [-d name] [-s store] --stats\n"
 
-enum { O_CLASSES = 256, O_DEAD, O_DIM, O_FORCE, O_LABEL, O_SEED,
-    O_STATS };
+enum { O_CLASSES = 256, O_DEAD, O_DIM, O_FORCE, O_LABEL, O_NOSHUF,
+    O_SEED, O_STATS };
 
 #define MAXDEAD 1024
 
@@ -36,11 +37,10 @@ static struct {
 	struct spirt_data_opts d;
 	size_t nshards;
 	uint64_t seed;
-	int stats, force;
+	int stats, force, noshuffle, seeded;
 	int64_t dead[MAXDEAD];
 	size_t ndead;
-} o = { NULL, "train", NULL, { SPIRT_FMT_AUTO, 0, 0, 0, 0 }, 1, 0, 0, 0, { 0 },
-    0 };
+} o = { .name = "train", .nshards = 1 };
 
 static _Noreturn void
 usage(int code)
@@ -67,6 +67,7 @@ usage(int code)
 		    "      --force          write binary data to a terminal\n"
 		    "      --label-col COL  CSV label column, 1-based or last "
 		    "(default 1)\n"
+		    "      --no-shuffle     keep the samples in file order\n"
 		    "      --seed N         shuffle seed (default 0)\n"
 		    "      --stats          print shard sizes and class "
 		    "counts\n"
@@ -90,6 +91,7 @@ options(int argc, char **argv)
 		{ "header", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "label-col", required_argument, NULL, O_LABEL },
+		{ "no-shuffle", no_argument, NULL, O_NOSHUF },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "seed", required_argument, NULL, O_SEED },
@@ -137,8 +139,9 @@ options(int argc, char **argv)
 			    SPIRT_LABEL_LAST : (int)eparse_i64("--label-col",
 			    optarg, 1, 1 << 24) - 1;
 			break;
+		case O_NOSHUF: o.noshuffle = 1; break;
 		case O_SEED: o.seed = eparse_u64("--seed", optarg, 0,
-			  UINT64_MAX); break;
+			  UINT64_MAX); o.seeded = 1; break;
 		case O_STATS: o.stats = 1; break;
 		default: usage(1);
 		}
@@ -233,6 +236,9 @@ main(int argc, char **argv)
 		usage(1);
 	if (spirt_data_name_check(o.name))
 		die(SPIRT_EX_USAGE, "-d: invalid data set name \"%s\"", o.name);
+	if (o.noshuffle && o.seeded)
+		die(SPIRT_EX_USAGE, "--seed: nothing to shuffle with "
+		    "--no-shuffle");
 	if (o.out && (o.stats || o.ndead))
 		die(SPIRT_EX_USAGE, "-o: --stats and --dead work on the store");
 	if (o.out && strcmp(o.out, "-") == 0 && !o.force && isterm(1))
@@ -260,7 +266,8 @@ main(int argc, char **argv)
 			info("read %zu samples, %zu features, %ld classes "
 			    "in %.3f s", ds.n, ds.feat, (long)ds.nclasses,
 			    t1 - t0);
-		spirt_data_shuffle(&ds, o.seed);
+		if (!o.noshuffle)
+			spirt_data_shuffle(&ds, o.seed);
 	}
 
 	if (o.out) {

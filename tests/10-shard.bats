@@ -113,6 +113,28 @@ print(' '.join(str(int(x)) for x in v))"
 	done
 }
 
+@test "--no-shuffle keeps file order; with --seed it is a usage error" {
+	run -0 spirt-shard -n 2 --no-shuffle "$SH/tiny-nohdr.csv"
+	run -0 shard_col data/train/0/x
+	assert_output '0 1 2'
+	run -0 shard_col data/train/1/x
+	assert_output '3 4 5'
+	run -0 shard_col data/train/1/y
+	assert_output '1 0 1'
+	run -0 spirt-shard -n 3 --no-shuffle -d img "$IMG" "$LAB"
+	run -0 shard_col data/img/2/x
+	assert_output '70 80 90'
+	run -0 spirt-shard -n 3 --no-shuffle -d img -o d.spt "$IMG" "$LAB"
+	for k in 0 1 2; do
+		spirt-store get data/img/$k/x
+		spirt-store get data/img/$k/y
+	done | cmp - d.spt
+	before=$(digest "$SPIRT_STORE")
+	run -64 --separate-stderr spirt-shard --no-shuffle --seed 3 "$IMG" "$LAB"
+	assert_equal "$stderr" 'spirt-shard: --seed: nothing to shuffle with --no-shuffle'
+	unchanged
+}
+
 @test "same seed, same store; other seed, other order; gzip = plain" {
 	spirt-shard -s a.db -n 2 --seed 5 "$IMG" "$LAB"
 	spirt-shard -s b.db -n 2 --seed 5 "$IMG.gz" "$LAB.gz"
