@@ -14,13 +14,14 @@
 #define USAGE \
 "usage: spirt-shard [-Hqv] [-d name] [-f format] [-n shards] [-o file]\n" \
 "                   [-s store] [--classes k] [--dim d] [--force]\n" \
-"                   [--label-col col] [--no-shuffle] [--seed n] [--stats]\n" \
+"                   [--label-col col] [--no-shuffle] [--seed n]\n" \
+"                   [--standardise] [--standardise-from train] [--stats]\n" \
 "                   file [labels]\n" \
 "       spirt-shard [-qv] [-d name] [-s store] --dead worker ... [--stats]\n" \
 "       spirt-shard [-qv] [-d name] [-s store] --stats\n"
 
 enum { O_CLASSES = 256, O_DEAD, O_DIM, O_FORCE, O_LABEL, O_NOSHUF,
-    O_SEED, O_STATS };
+    O_SEED, O_STATS, O_STD, O_STDFROM };
 
 #define MAXDEAD 1024
 
@@ -33,11 +34,11 @@ static const char *const hints[] = {
 };
 
 static struct {
-	const char *store, *name, *out;
+	const char *store, *name, *out, *scale_from;
 	struct spirt_data_opts d;
 	size_t nshards;
 	uint64_t seed;
-	int stats, force, noshuffle, seeded;
+	int stats, force, noshuffle, seeded, standardise;
 	int64_t dead[MAXDEAD];
 	size_t ndead;
 } o = { .name = "train", .nshards = 1 };
@@ -69,6 +70,11 @@ usage(int code)
 		    "(default 1)\n"
 		    "      --no-shuffle     keep the samples in file order\n"
 		    "      --seed N         shuffle seed (default 0)\n"
+		    "      --standardise    each feature to mean 0, deviation 1"
+		    "\n"
+		    "      --standardise-from TRAIN\n"
+		    "                       with the mean and deviation of "
+		    "data set TRAIN\n"
 		    "      --stats          print shard sizes and class "
 		    "counts\n"
 		    "  -q, --quiet          no warnings\n"
@@ -96,6 +102,8 @@ options(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "shards", required_argument, NULL, 'n' },
+		{ "standardise", no_argument, NULL, O_STD },
+		{ "standardise-from", required_argument, NULL, O_STDFROM },
 		{ "stats", no_argument, NULL, O_STATS },
 		{ "store", required_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -143,6 +151,8 @@ options(int argc, char **argv)
 		case O_SEED: o.seed = eparse_u64("--seed", optarg, 0,
 			  UINT64_MAX); o.seeded = 1; break;
 		case O_STATS: o.stats = 1; break;
+		case O_STD: o.standardise = 1; break;
+		case O_STDFROM: o.scale_from = optarg; break;
 		default: usage(1);
 		}
 }
@@ -196,6 +206,50 @@ print_stats(struct spirt_store *s)
 	return 0;
 }
 
+/*
+ * Standardise ds (read from file) with a scale fitted on it (s NULL) or
+ * with data/<from>/scale from store s at loc.  Failures are reported here.
+ */
+static int
+standardise(struct spirt_dataset *ds, struct spirt_store *s,
+    const char *file, const char *loc)
+{
+	struct spirt_data_err err;
+	char msg[512];
+	float *sc;
+	int rc;
+
+	memset(&err, 0, sizeof(err));
+	err.file = file;
+	if (s == NULL)
+		rc = spirt_data_scale_fit(&sc, ds);
+	else if ((rc = spirt_data_scale_get(&sc, s, o.scale_from,
+	    ds->feat))) {
+		if (rc == SPIRT_ESHAPE)
+			warnx_("%s: data/%s/scale: not the mean and deviation "
+			    "of %zu features", loc, o.scale_from, ds->feat);
+		else
+			warnrc(rc, "%s: data/%s/scale", loc, o.scale_from);
+		if (rc == SPIRT_ENOTFOUND)
+			warnx_("hint: shard %s with --standardise first",
+			    o.scale_from);
+		return rc;
+	}
+	if (rc == 0) {
+		rc = spirt_data_scale_apply(ds, &err, sc, s ? o.scale_from :
+		    o.name);
+		free(sc);
+	}
+	if (rc == SPIRT_ENAN)
+		warnx_("%s", spirt_data_errstr(msg, sizeof(msg), &err, rc));
+	else if (rc)
+		warnrc(rc, "%s: standardise", file);
+	else if (spirt_verbose)
+		info("standardised with the mean and deviation of %s",
+		    s ? o.scale_from : o.name);
+	return rc;
+}
+
 /* the shards as a data file on path ("-" stdout), published atomically */
 static int
 write_file(const char *path, const struct spirt_dataset *ds)
@@ -239,8 +293,16 @@ main(int argc, char **argv)
 	if (o.noshuffle && o.seeded)
 		die(SPIRT_EX_USAGE, "--seed: nothing to shuffle with "
 		    "--no-shuffle");
-	if (o.out && (o.stats || o.ndead))
-		die(SPIRT_EX_USAGE, "-o: --stats and --dead work on the store");
+	if (o.scale_from && spirt_data_name_check(o.scale_from))
+		die(SPIRT_EX_USAGE, "--standardise-from: invalid data set "
+		    "name \"%s\"", o.scale_from);
+	if (o.standardise && o.scale_from)
+		die(SPIRT_EX_USAGE, "--standardise-from: and --standardise?");
+	if ((o.standardise || o.scale_from) && argc == 0)
+		usage(1);
+	if (o.out && (o.stats || o.ndead || o.standardise || o.scale_from))
+		die(SPIRT_EX_USAGE, "-o: --stats, --dead and --standardise "
+		    "work on the store");
 	if (o.out && strcmp(o.out, "-") == 0 && !o.force && isterm(1))
 		die(SPIRT_EX_USAGE, "stdout is a terminal: use --force to "
 		    "write binary data there");
@@ -266,6 +328,13 @@ main(int argc, char **argv)
 			info("read %zu samples, %zu features, %ld classes "
 			    "in %.3f s", ds.n, ds.feat, (long)ds.nclasses,
 			    t1 - t0);
+		/* in file order, so a record number means the file's;
+		 * a store to standardise from must exist: it is not created */
+		if (o.scale_from && (rc = spirt_store_open(&s, loc, 0)))
+			goto fail;
+		if ((o.standardise || o.scale_from) &&
+		    (rc = standardise(&ds, s, argv[0], loc)))
+			goto out;
 		if (!o.noshuffle)
 			spirt_data_shuffle(&ds, o.seed);
 	}
@@ -279,8 +348,8 @@ main(int argc, char **argv)
 		goto out;
 	}
 
-	if ((rc = spirt_store_open(&s, loc, argc > 0 ? SPIRT_STORE_CREATE :
-	    o.ndead ? 0 : SPIRT_STORE_RDONLY)))
+	if (s == NULL && (rc = spirt_store_open(&s, loc, argc > 0 ?
+	    SPIRT_STORE_CREATE : o.ndead ? 0 : SPIRT_STORE_RDONLY)))
 		goto fail;
 
 	if (argc > 0) {

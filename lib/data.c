@@ -131,6 +131,7 @@ spirt_dataset_free(struct spirt_dataset *ds)
 {
 	free(ds->x);
 	free(ds->y);
+	free(ds->scale);
 	memset(ds, 0, sizeof(*ds));
 }
 
@@ -1082,6 +1083,145 @@ fail:
 	return rc;
 }
 
+/* ---- standardisation ---- */
+
+/* element j of sample i as a double */
+static double
+xget(const struct spirt_dataset *ds, size_t i, size_t j)
+{
+	size_t k = i * ds->feat + j;
+
+	return ds->xdtype == SPIRT_U8 ? ((const unsigned char *)ds->x)[k] :
+	    ((const float *)ds->x)[k];
+}
+
+int
+spirt_data_scale_fit(float **scale, const struct spirt_dataset *ds)
+{
+	double *sum, d;
+	float *sc;
+	size_t i, j, f = ds->feat;
+
+	*scale = NULL;
+	if (f > SIZE_MAX / 2 / sizeof(double))
+		return ENOMEM;
+	sc = malloc(2 * f * sizeof(float));
+	sum = calloc(2 * f, sizeof(double));
+	if (sc == NULL || sum == NULL) {
+		free(sc);
+		free(sum);
+		return ENOMEM;
+	}
+	/* two passes in double: the mean, then squared deviations from it */
+	for (i = 0; i < ds->n; i++)
+		for (j = 0; j < f; j++)
+			sum[j] += xget(ds, i, j);
+	for (j = 0; j < f; j++)
+		sum[j] /= (double)ds->n;
+	for (i = 0; i < ds->n; i++)
+		for (j = 0; j < f; j++) {
+			d = xget(ds, i, j) - sum[j];
+			sum[f + j] += d * d;
+		}
+	for (j = 0; j < f; j++) {
+		sc[j] = (float)sum[j];
+		sc[f + j] = (float)sqrt(sum[f + j] / (double)ds->n);
+		if (!(sc[f + j] > 0))
+			sc[f + j] = 1;
+	}
+	free(sum);
+	*scale = sc;
+	return 0;
+}
+
+int
+spirt_data_scale_apply(struct spirt_dataset *ds, struct spirt_data_err *err,
+    const float *scale, const char *from)
+{
+	float *x, *sc;
+	size_t i, j, f = ds->feat;
+	double v;
+
+	if (spirt_data_name_check(from))
+		return SPIRT_EINVAL;
+	if (ds->n > SIZE_MAX / sizeof(float) / (f ? f : 1))
+		return ENOMEM;
+	x = malloc(ds->n * f * sizeof(float));
+	sc = malloc(2 * f * sizeof(float));
+	if (x == NULL || sc == NULL) {
+		free(x);
+		free(sc);
+		return ENOMEM;
+	}
+	for (i = 0; i < ds->n; i++)
+		for (j = 0; j < f; j++) {
+			v = (xget(ds, i, j) - scale[j]) / scale[f + j];
+			x[i * f + j] = (float)v;
+			if (!isfinite(x[i * f + j])) {
+				free(x);
+				free(sc);
+				return seterr(err, SPIRT_ENAN, 0, 1, i,
+				    "feature %zu standardised to %g, not a "
+				    "finite f32", j + 1, v);
+			}
+		}
+	memcpy(sc, scale, 2 * f * sizeof(float));
+	free(ds->x);
+	free(ds->scale);
+	ds->x = x;
+	ds->xdtype = SPIRT_F32;
+	ds->scale = sc;
+	snprintf(ds->scale_from, sizeof(ds->scale_from), "%s", from);
+	return 0;
+}
+
+int
+spirt_data_scale_get(float **scale, struct spirt_store *s, const char *name,
+    size_t feat)
+{
+	struct spirt_txn *txn;
+	struct spirt_tensor t;
+	char key[SPIRT_KEY_MAX + 1];
+	const void *p;
+	float *sc = NULL;
+	size_t j;
+	int rc;
+
+	*scale = NULL;
+	if (spirt_data_name_check(name))
+		return SPIRT_EINVAL;
+	if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)))
+		return rc;
+	snprintf(key, sizeof(key), "data/%s/scale", name);
+	if ((rc = spirt_store_get_tensor(txn, key, &t, &p, 1)))
+		goto out;
+	if (t.dtype != SPIRT_F32) {
+		rc = SPIRT_EDTYPE;
+		goto out;
+	}
+	if (t.rank != 2 || t.dims[0] != 2 || t.dims[1] != feat) {
+		rc = SPIRT_ESHAPE;
+		goto out;
+	}
+	if ((sc = malloc(t.nbytes ? t.nbytes : 1)) == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	memcpy(sc, p, t.nbytes);        /* the map may be unaligned */
+	for (j = 0; j < feat; j++)
+		if (!isfinite(sc[j]) || !isfinite(sc[feat + j]) ||
+		    !(sc[feat + j] > 0)) {
+			rc = SPIRT_ENAN;
+			goto out;
+		}
+	*scale = sc;
+	sc = NULL;
+out:
+	spirt_txn_abort(txn);
+	free(sc);
+	return rc;
+}
+
 /* ---- shuffle and split ---- */
 
 void
@@ -1289,6 +1429,16 @@ store_fn(struct spirt_txn *txn, void *arg)
 		if ((rc = put(txn, key, &t, ds->y + off)))
 			return rc;
 		off += a->counts[k];
+	}
+
+	if (ds->scale) {
+		dims[0] = 2;
+		dims[1] = ds->feat;
+		snprintf(key, sizeof(key), "data/%s/scale", a->name);
+		if ((rc = spirt_tensor_init(&t, SPIRT_F32, 2, dims)) ||
+		    (rc = spirt_tensor_set_name(&t, ds->scale_from)) ||
+		    (rc = put(txn, key, &t, ds->scale)))
+			return rc;
 	}
 
 	dims[0] = a->nshards;

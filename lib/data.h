@@ -20,6 +20,9 @@
  *   data/<ds>/<k>/y    i32 [n_k]                 (name = ds, samples = n_k)
  *   data/<ds>/assign   i64 [m, 4]: (worker, shard, start, count) rows,
  *                      step = revision
+ *   data/<ds>/scale    f32 [2, features]: mean, deviation of each feature
+ *                      the samples were standardised with (only then);
+ *                      name = the data set they were fitted on
  */
 
 enum spirt_data_format {
@@ -44,6 +47,9 @@ struct spirt_dataset {
 	void    *x;                     /* n * feat elements */
 	int32_t *y;                     /* n labels */
 	int32_t  nclasses;              /* set by spirt_data_check_labels */
+	float   *scale;                 /* NULL, or [2 * feat] x was
+	                                   standardised with (owned) */
+	char     scale_from[SPIRT_DATA_NAME_MAX + 1]; /* fitted on */
 };
 
 /* Reader options; zero them, then set what differs. */
@@ -132,6 +138,41 @@ SPIRT_MUST_CHECK int spirt_data_check_labels(struct spirt_dataset *ds,
     struct spirt_data_err *err, const char *file, int32_t classes);
 
 /*
+ * Standardisation.  A scale is f32 [2 * feat]: the mean of each feature,
+ * then its standard deviation (population: the sum of squared deviations
+ * divided by n), both computed in double in sample order and rounded to
+ * f32; a deviation that is 0, or rounds to 0, is 1 (a constant feature
+ * becomes 0).
+ *
+ * spirt_data_scale_fit: fit a scale on ds; *scale is malloc'ed (free()).
+ * Returns 0 or ENOMEM.
+ */
+SPIRT_MUST_CHECK int spirt_data_scale_fit(float **scale,
+    const struct spirt_dataset *ds);
+
+/*
+ * Standardise ds in place with scale: x = (x - mean) / deviation for each
+ * feature, in double, stored as f32 (u8 samples become f32).  ds->scale
+ * gets a copy of scale and ds->scale_from the name of the data set it was
+ * fitted on (from), for spirt_data_store() to record.  Returns 0, ENOMEM,
+ * SPIRT_EINVAL (from not a data set name), or SPIRT_ENAN with err naming
+ * the first record with a value that is not a finite f32; on error ds is
+ * unchanged.
+ */
+SPIRT_MUST_CHECK int spirt_data_scale_apply(struct spirt_dataset *ds,
+    struct spirt_data_err *err, const float *scale, const char *from);
+
+/*
+ * Read data/<name>/scale from the store for samples of feat features into
+ * a malloc'ed *scale (free()).  Returns 0, SPIRT_ENOTFOUND (no such key:
+ * name was not standardised), SPIRT_EDTYPE, SPIRT_ESHAPE (not [2, feat]),
+ * SPIRT_ENAN (a value not finite, a deviation not above 0), ENOMEM, store
+ * errors.
+ */
+SPIRT_MUST_CHECK int spirt_data_scale_get(float **scale,
+    struct spirt_store *s, const char *name, size_t feat);
+
+/*
  * The shuffle PRNG: xoshiro256** seeded by four splitmix64 outputs of seed.
  * spirt_rng_below(r, m) is uniform on [0, m): draws v, rejects v < 2^64 mod
  * m, returns v mod m (as OpenBSD arc4random_uniform does).
@@ -158,7 +199,8 @@ void spirt_data_split(size_t *counts, size_t n, size_t nshards);
 
 /*
  * Write ds as nshards shards under data/<name>/ with the initial assignment
- * (worker k reads shard k whole, revision 0), all in one write transaction
+ * (worker k reads shard k whole, revision 0) and, when ds->scale is set,
+ * data/<name>/scale, all in one write transaction
  * that first deletes every earlier key under data/<name>/.  Shard k holds
  * the samples after those of shards 0..k-1 in ds order.  Returns 0,
  * SPIRT_EINVAL (bad name, nshards 0 or above n or MAXSHARDS), or a store

@@ -135,6 +135,81 @@ print(' '.join(str(int(x)) for x in v))"
 	unchanged
 }
 
+@test "--standardise: training mean and deviation, kept for the test set" {
+	"$PYTHON" -c "
+import numpy as np
+r = np.random.default_rng(3)
+for name, n in (('train', 50), ('test', 20)):
+    x = r.normal([5, -2, 0.01, 7], [3, 0.5, 0.001, 0], size=(n, 4))
+    y = r.integers(0, 3, n)
+    np.savetxt(name + '.csv', np.column_stack([y, x]), delimiter=',',
+               fmt=['%d'] + ['%.9g'] * 4)"
+	run -0 --separate-stderr spirt-shard -n 2 --no-shuffle --standardise train.csv
+	assert_equal "$stderr" ''
+	run -0 spirt-shard -d test --classes 3 --no-shuffle \
+	    --standardise-from train test.csv
+	spirt-store export data/train/scale scale.npy
+	spirt-store export data/train/0/x x0.npy
+	spirt-store export data/train/1/x x1.npy
+	spirt-store export data/test/0/x t.npy
+	spirt-store export data/test/scale tscale.npy
+	run -0 spirt-store show data/test/scale
+	assert_line 'name=train'
+	assert_line 'shape=2x4'
+	# reference: numpy in float64 on the files, population deviation,
+	# 1 for the constant feature
+	run -0 "$PYTHON" -c "
+import numpy as np
+a = np.loadtxt('train.csv', delimiter=',')[:, 1:]
+b = np.loadtxt('test.csv', delimiter=',')[:, 1:]
+m, s = a.mean(0), a.std(0)
+s[s == 0] = 1
+sc = np.load('scale.npy')
+x = np.concatenate([np.load('x0.npy'), np.load('x1.npy')])
+t = np.load('t.npy')
+ms, ss = sc[0].astype(np.float64), sc[1].astype(np.float64)
+print(sc.dtype, sc.shape, (np.load('tscale.npy') == sc).all())
+print(np.abs(sc[0] - m).max() <= 1e-6 * np.abs(m).max(),
+      (np.abs(sc[1] - s) <= 1e-6 * s).all(), sc[1][3])
+print(np.abs(x - (a - ms) / ss).max() < 1e-5,
+      np.abs(t - (b - ms) / ss).max() < 1e-5)
+print(np.round(x.mean(0), 5) + 0, np.round(x.std(0), 5))"
+	assert_output "$(printf '%s\n' 'float32 (2, 4) True' 'True True 1.0' \
+	    'True True' '[0. 0. 0. 0.] [1. 1. 1. 0.]')"
+	# u8 images become f32
+	run -0 spirt-shard -d img --standardise "$IMG" "$LAB"
+	run -0 bash -c 'spirt-shard -d img --stats | head -n 1'
+	assert_output --partial 'dtype f32 shape 1x4x3'
+}
+
+@test "--standardise: bad uses exit 64, 65 or 66 and change nothing" {
+	printf '0,1,2\n1,2,4\n' > a.csv
+	printf '0,1\n1,2\n' > narrow.csv
+	run -66 --separate-stderr spirt-shard --standardise-from train a.csv
+	[ ! -e "$SPIRT_STORE" ]
+	seed_store
+	run -66 --separate-stderr spirt-shard -d t --standardise-from train a.csv
+	assert_equal "$stderr" "spirt-shard: $SPIRT_STORE: data/train/scale: no such key
+spirt-shard: hint: shard train with --standardise first"
+	unchanged
+	spirt-shard -d a --standardise a.csv
+	before=$(digest "$SPIRT_STORE")
+	run -65 --separate-stderr spirt-shard -d t --standardise-from a narrow.csv
+	assert_equal "$stderr" "spirt-shard: $SPIRT_STORE: data/a/scale: not the mean and deviation of 1 features"
+	printf '0,3e38,2\n1,2,4\n' > far.csv
+	run -65 --separate-stderr spirt-shard -d t --standardise-from a far.csv
+	assert_equal "$stderr" "spirt-shard: far.csv: record 0: feature 1 standardised to 6e+38, not a finite f32"
+	unchanged
+	run -64 spirt-shard --standardise --standardise-from a a.csv
+	run -64 spirt-shard --standardise-from a/b a.csv
+	run -64 spirt-shard --standardise --stats
+	run -64 --separate-stderr spirt-shard -o d.spt --standardise a.csv
+	assert_equal "$stderr" 'spirt-shard: -o: --stats, --dead and --standardise work on the store'
+	run -64 spirt-shard -o d.spt --standardise-from a a.csv
+	[ ! -e d.spt ]
+	unchanged
+}
+
 @test "same seed, same store; other seed, other order; gzip = plain" {
 	spirt-shard -s a.db -n 2 --seed 5 "$IMG" "$LAB"
 	spirt-shard -s b.db -n 2 --seed 5 "$IMG.gz" "$LAB.gz"
@@ -518,7 +593,7 @@ spirt-shard: hint: name the format with -f"
 @test "-o: usage, bad input and a missing directory write nothing" {
 	mkdir out
 	run -64 --separate-stderr spirt-shard -o out/d.spt --stats "$IMG" "$LAB"
-	assert_equal "$stderr" 'spirt-shard: -o: --stats and --dead work on the store'
+	assert_equal "$stderr" 'spirt-shard: -o: --stats, --dead and --standardise work on the store'
 	run -64 spirt-shard -o out/d.spt --dead 1
 	run -64 spirt-shard -o out/d.spt -n 11 "$IMG" "$LAB"
 	run -65 spirt-shard -o out/d.spt "$SH/short-images-idx3-ubyte" "$LAB"

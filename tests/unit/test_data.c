@@ -1,5 +1,6 @@
 /* test_data.c - unit tests for lib/data: readers, shuffle, split, store */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -412,6 +413,93 @@ test_claims(void)
 	spirt_dataset_free(&ds);
 }
 
+/* standardisation against a plain double reference */
+static void
+test_scale(void)
+{
+	static const unsigned char u[4 * 3] = { 0, 10, 7,  2, 20, 7,
+	    4, 30, 7,  6, 200, 7 };
+	struct spirt_dataset ds, t;
+	struct spirt_data_err err;
+	struct spirt_store *s;
+	char path[64];
+	float *sc, *back;
+	const float *x;
+	double m, v, z;
+	int32_t y[4] = { 0, 1, 0, 1 };
+	size_t i, j;
+
+	memset(&ds, 0, sizeof(ds));
+	ds.xdtype = SPIRT_U8;
+	ds.n = 4;
+	ds.feat = 3;
+	ds.rank = 2;
+	ds.dims[0] = 4;
+	ds.dims[1] = 3;
+	ds.nclasses = 2;
+	if ((ds.x = malloc(sizeof(u))) == NULL ||
+	    (ds.y = malloc(sizeof(y))) == NULL) {
+		CHECK(!"malloc");
+		return;
+	}
+	memcpy(ds.x, u, sizeof(u));
+	memcpy(ds.y, y, sizeof(y));
+	CHECK_RC(spirt_data_scale_fit(&sc, &ds));
+	for (j = 0; sc && j < 3; j++) {
+		for (i = 0, m = 0; i < 4; i++)
+			m += u[3 * i + j];
+		m /= 4;
+		for (i = 0, v = 0; i < 4; i++)
+			v += (u[3 * i + j] - m) * (u[3 * i + j] - m);
+		v = sqrt(v / 4);
+		CHECK(sc[j] == (float)m);
+		CHECK(sc[3 + j] == (v > 0 ? (float)v : 1));
+	}
+	CHECK_EQ_RC(spirt_data_scale_apply(&ds, &err, sc, "a/b"),
+	    SPIRT_EINVAL);
+	CHECK(ds.xdtype == SPIRT_U8 && ds.scale == NULL);
+	CHECK_RC(spirt_data_scale_apply(&ds, &err, sc, "tr"));
+	CHECK(ds.xdtype == SPIRT_F32 && strcmp(ds.scale_from, "tr") == 0);
+	x = ds.x;
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < 3; j++) {
+			z = (u[3 * i + j] - (double)sc[j]) / sc[3 + j];
+			CHECK(x[3 * i + j] == (float)z);
+		}
+	CHECK(x[2] == 0 && x[11] == 0);         /* the constant feature */
+
+	/* stored with the data set, read back for another one */
+	snprintf(path, sizeof(path), "%s/scale.db", tdir);
+	CHECK_RC(spirt_store_open(&s, path, SPIRT_STORE_CREATE |
+	    SPIRT_STORE_NOSYNC));
+	CHECK_RC(spirt_data_store(s, "tr", &ds, 2));
+	CHECK_RC(spirt_data_scale_get(&back, s, "tr", 3));
+	CHECK(back && memcmp(back, sc, 6 * sizeof(float)) == 0);
+	free(back);
+	CHECK_EQ_RC(spirt_data_scale_get(&back, s, "tr", 4), SPIRT_ESHAPE);
+	CHECK_EQ_RC(spirt_data_scale_get(&back, s, "none", 3),
+	    SPIRT_ENOTFOUND);
+	CHECK(back == NULL);
+
+	/* a value beyond f32 names its record */
+	memset(&t, 0, sizeof(t));
+	t.xdtype = SPIRT_F32;
+	t.n = 2;
+	t.feat = 3;
+	if ((t.x = calloc(6, sizeof(float))) == NULL) {
+		CHECK(!"calloc");
+		return;
+	}
+	((float *)t.x)[4] = 3e38f;
+	sc[4] = 0.5f;
+	CHECK_EQ_RC(spirt_data_scale_apply(&t, &err, sc, "tr"), SPIRT_ENAN);
+	CHECK(err.has_record && err.record == 1 && t.scale == NULL);
+	spirt_dataset_free(&t);
+	free(sc);
+	spirt_dataset_free(&ds);
+	spirt_store_close(s);
+}
+
 static void
 test_names(void)
 {
@@ -588,6 +676,7 @@ main(void)
 	test_libsvm();
 	test_label_limit();
 	test_claims();
+	test_scale();
 	test_rebalance();
 	test_store();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
