@@ -12,27 +12,36 @@
 #include "tool.h"
 
 #define USAGE \
-"usage: spirt-shard [-qv] [-d name] [-f format] [-n shards] [-o file]\n" \
+"usage: spirt-shard [-Hqv] [-d name] [-f format] [-n shards] [-o file]\n" \
 "                   [-s store] [--classes k] [--dim d] [--force]\n" \
-"                   [--label-col col] [--seed n] [--stats] file [labels]\n" \
+"                   [--label-col col] [--no-shuffle] [--seed n]\n" \
+"                   [--standardise] [--standardise-from train] [--stats]\n" \
+"                   file [labels]\n" \
 "       spirt-shard [-qv] [-d name] [-s store] --dead worker ... [--stats]\n" \
 "       spirt-shard [-qv] [-d name] [-s store] --stats\n"
 
-enum { O_CLASSES = 256, O_DEAD, O_DIM, O_FORCE, O_LABEL, O_SEED,
-    O_STATS };
+enum { O_CLASSES = 256, O_DEAD, O_DIM, O_FORCE, O_LABEL, O_NOSHUF,
+    O_SEED, O_STATS, O_STD, O_STDFROM };
 
 #define MAXDEAD 1024
 
+static const char *const hints[] = {
+	[SPIRT_DATA_HINT_DIM] = "give the number of features with --dim",
+	[SPIRT_DATA_HINT_CLASSES] = "give the number of classes with "
+	    "--classes",
+	[SPIRT_DATA_HINT_HEADER] = "skip a title line with -H",
+	[SPIRT_DATA_HINT_FORMAT] = "name the format with -f"
+};
+
 static struct {
-	const char *store, *name, *out;
+	const char *store, *name, *out, *scale_from;
 	struct spirt_data_opts d;
 	size_t nshards;
 	uint64_t seed;
-	int stats, force;
+	int stats, force, noshuffle, seeded, standardise;
 	int64_t dead[MAXDEAD];
 	size_t ndead;
-} o = { NULL, "train", NULL, { SPIRT_FMT_AUTO, 0, 0, 0 }, 1, 0, 0, 0, { 0 },
-    0 };
+} o = { .name = "train", .nshards = 1 };
 
 static _Noreturn void
 usage(int code)
@@ -43,6 +52,8 @@ usage(int code)
 		    "  -d, --dataset NAME   data set name (default train)\n"
 		    "  -f, --format FMT     idx, csv or libsvm (default: by "
 		    "name)\n"
+		    "  -H, --header         skip the first line (CSV, "
+		    "LIBSVM)\n"
 		    "  -n, --shards N       number of shards (default 1)\n"
 		    "  -o, --output FILE    write a data file, not the store "
 		    "(- stdout)\n"
@@ -57,7 +68,13 @@ usage(int code)
 		    "      --force          write binary data to a terminal\n"
 		    "      --label-col COL  CSV label column, 1-based or last "
 		    "(default 1)\n"
+		    "      --no-shuffle     keep the samples in file order\n"
 		    "      --seed N         shuffle seed (default 0)\n"
+		    "      --standardise    each feature to mean 0, deviation 1"
+		    "\n"
+		    "      --standardise-from TRAIN\n"
+		    "                       with the mean and deviation of "
+		    "data set TRAIN\n"
 		    "      --stats          print shard sizes and class "
 		    "counts\n"
 		    "  -q, --quiet          no warnings\n"
@@ -77,12 +94,16 @@ options(int argc, char **argv)
 		{ "dim", required_argument, NULL, O_DIM },
 		{ "force", no_argument, NULL, O_FORCE },
 		{ "format", required_argument, NULL, 'f' },
+		{ "header", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "label-col", required_argument, NULL, O_LABEL },
+		{ "no-shuffle", no_argument, NULL, O_NOSHUF },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "shards", required_argument, NULL, 'n' },
+		{ "standardise", no_argument, NULL, O_STD },
+		{ "standardise-from", required_argument, NULL, O_STDFROM },
 		{ "stats", no_argument, NULL, O_STATS },
 		{ "store", required_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -91,7 +112,8 @@ options(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "d:f:hn:o:qs:vV", lo, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "d:f:Hhn:o:qs:vV", lo, NULL)) !=
+	    -1)
 		switch (c) {
 		case 'd': o.name = optarg; break;
 		case 'f':
@@ -99,16 +121,17 @@ options(int argc, char **argv)
 				die(SPIRT_EX_USAGE, "-f: unknown format \"%s\" "
 				    "(idx, csv, libsvm)", optarg);
 			break;
+		case 'H': o.d.header = 1; break;
 		case 'h': usage(0);
-		case 'n': o.nshards = eparse_u64("-n", optarg, 1, 1 << 20);
-			  break;
+		case 'n': o.nshards = eparse_u64("-n", optarg, 1,
+			  SPIRT_DATA_MAXSHARDS); break;
 		case 'o': o.out = optarg; break;
 		case 'q': spirt_quiet = 1; break;
 		case 's': o.store = optarg; break;
 		case 'v': spirt_verbose++; break;
 		case 'V': print_version();
 		case O_CLASSES: o.d.classes = (int32_t)eparse_i64("--classes",
-			  optarg, 1, INT32_MAX); break;
+			  optarg, 2, SPIRT_DATA_MAXCLASSES); break;
 		case O_DEAD:
 			if (o.ndead == MAXDEAD)
 				die(SPIRT_EX_USAGE, "--dead: more than %d",
@@ -124,9 +147,12 @@ options(int argc, char **argv)
 			    SPIRT_LABEL_LAST : (int)eparse_i64("--label-col",
 			    optarg, 1, 1 << 24) - 1;
 			break;
+		case O_NOSHUF: o.noshuffle = 1; break;
 		case O_SEED: o.seed = eparse_u64("--seed", optarg, 0,
-			  UINT64_MAX); break;
+			  UINT64_MAX); o.seeded = 1; break;
 		case O_STATS: o.stats = 1; break;
+		case O_STD: o.standardise = 1; break;
+		case O_STDFROM: o.scale_from = optarg; break;
 		default: usage(1);
 		}
 }
@@ -180,6 +206,50 @@ print_stats(struct spirt_store *s)
 	return 0;
 }
 
+/*
+ * Standardise ds (read from file) with a scale fitted on it (s NULL) or
+ * with data/<from>/scale from store s at loc.  Failures are reported here.
+ */
+static int
+standardise(struct spirt_dataset *ds, struct spirt_store *s,
+    const char *file, const char *loc)
+{
+	struct spirt_data_err err;
+	char msg[512];
+	float *sc;
+	int rc;
+
+	memset(&err, 0, sizeof(err));
+	err.file = file;
+	if (s == NULL)
+		rc = spirt_data_scale_fit(&sc, ds);
+	else if ((rc = spirt_data_scale_get(&sc, s, o.scale_from,
+	    ds->feat))) {
+		if (rc == SPIRT_ESHAPE)
+			warnx_("%s: data/%s/scale: not the mean and deviation "
+			    "of %zu features", loc, o.scale_from, ds->feat);
+		else
+			warnrc(rc, "%s: data/%s/scale", loc, o.scale_from);
+		if (rc == SPIRT_ENOTFOUND)
+			warnx_("hint: shard %s with --standardise first",
+			    o.scale_from);
+		return rc;
+	}
+	if (rc == 0) {
+		rc = spirt_data_scale_apply(ds, &err, sc, s ? o.scale_from :
+		    o.name);
+		free(sc);
+	}
+	if (rc == SPIRT_ENAN)
+		warnx_("%s", spirt_data_errstr(msg, sizeof(msg), &err, rc));
+	else if (rc)
+		warnrc(rc, "%s: standardise", file);
+	else if (spirt_verbose)
+		info("standardised with the mean and deviation of %s",
+		    s ? o.scale_from : o.name);
+	return rc;
+}
+
 /* the shards as a data file on path ("-" stdout), published atomically */
 static int
 write_file(const char *path, const struct spirt_dataset *ds)
@@ -220,8 +290,19 @@ main(int argc, char **argv)
 		usage(1);
 	if (spirt_data_name_check(o.name))
 		die(SPIRT_EX_USAGE, "-d: invalid data set name \"%s\"", o.name);
-	if (o.out && (o.stats || o.ndead))
-		die(SPIRT_EX_USAGE, "-o: --stats and --dead work on the store");
+	if (o.noshuffle && o.seeded)
+		die(SPIRT_EX_USAGE, "--seed: nothing to shuffle with "
+		    "--no-shuffle");
+	if (o.scale_from && spirt_data_name_check(o.scale_from))
+		die(SPIRT_EX_USAGE, "--standardise-from: invalid data set "
+		    "name \"%s\"", o.scale_from);
+	if (o.standardise && o.scale_from)
+		die(SPIRT_EX_USAGE, "--standardise-from: and --standardise?");
+	if ((o.standardise || o.scale_from) && argc == 0)
+		usage(1);
+	if (o.out && (o.stats || o.ndead || o.standardise || o.scale_from))
+		die(SPIRT_EX_USAGE, "-o: --stats, --dead and --standardise "
+		    "work on the store");
 	if (o.out && strcmp(o.out, "-") == 0 && !o.force && isterm(1))
 		die(SPIRT_EX_USAGE, "stdout is a terminal: use --force to "
 		    "write binary data there");
@@ -232,8 +313,8 @@ main(int argc, char **argv)
 		    (size_t)argc, &o.d))) {
 			warnx_("%s", spirt_data_errstr(msg, sizeof(msg), &err,
 			    rc));
-			if (rc == SPIRT_EINVAL && !o.d.format)
-				warnx_("hint: name the format with -f");
+			if (err.hint)
+				warnx_("hint: %s", hints[err.hint]);
 			return spirt_exit(rc);
 		}
 		if (o.nshards > ds.n) {
@@ -247,7 +328,15 @@ main(int argc, char **argv)
 			info("read %zu samples, %zu features, %ld classes "
 			    "in %.3f s", ds.n, ds.feat, (long)ds.nclasses,
 			    t1 - t0);
-		spirt_data_shuffle(&ds, o.seed);
+		/* in file order, so a record number means the file's;
+		 * a store to standardise from must exist: it is not created */
+		if (o.scale_from && (rc = spirt_store_open(&s, loc, 0)))
+			goto fail;
+		if ((o.standardise || o.scale_from) &&
+		    (rc = standardise(&ds, s, argv[0], loc)))
+			goto out;
+		if (!o.noshuffle)
+			spirt_data_shuffle(&ds, o.seed);
 	}
 
 	if (o.out) {
@@ -259,8 +348,8 @@ main(int argc, char **argv)
 		goto out;
 	}
 
-	if ((rc = spirt_store_open(&s, loc, argc > 0 ? SPIRT_STORE_CREATE :
-	    o.ndead ? 0 : SPIRT_STORE_RDONLY)))
+	if (s == NULL && (rc = spirt_store_open(&s, loc, argc > 0 ?
+	    SPIRT_STORE_CREATE : o.ndead ? 0 : SPIRT_STORE_RDONLY)))
 		goto fail;
 
 	if (argc > 0) {

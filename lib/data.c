@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <zlib.h>
 
@@ -18,7 +20,7 @@
 /* refuse absurd sizes before malloc: 64 GiB of samples */
 #define DATA_MAXBYTES ((uint64_t)1 << 36)
 #define GZ_CHUNK      (1u << 30)
-#define IDX_FIRSTREAD ((size_t)1 << 26)  /* 64 MiB: MNIST in one read */
+#define IDX_FIRSTREAD ((size_t)1 << 20)  /* then doubling */
 
 /* ---- errors ---- */
 
@@ -31,6 +33,7 @@ seterr(struct spirt_data_err *err, int rc, uint64_t line, int has_rec,
 	err->line = line;
 	err->has_record = has_rec;
 	err->record = rec;
+	err->hint = SPIRT_DATA_HINT_NONE;
 	err->msg[0] = '\0';
 	if (fmt) {
 		va_start(ap, fmt);
@@ -128,27 +131,39 @@ spirt_dataset_free(struct spirt_dataset *ds)
 {
 	free(ds->x);
 	free(ds->y);
+	free(ds->scale);
 	memset(ds, 0, sizeof(*ds));
 }
 
 /* ---- gzip or plain input ---- */
 
+/*
+ * Open path ("-" stdin) for gz_read.  *size gets the size of a regular
+ * file, 0 for stdin or anything else: only a known size may be checked
+ * against what a header claims.
+ */
 static int
-gz_open(gzFile *out, struct spirt_data_err *err, const char *path)
+gz_open(gzFile *out, uint64_t *size, struct spirt_data_err *err,
+    const char *path)
 {
+	struct stat sb;
 	gzFile f;
 	int fd;
 
+	*size = 0;
 	errno = 0;
-	if (strcmp(path, "-") == 0) {
-		if ((fd = dup(STDIN_FILENO)) < 0)
-			return seterr(err, errno, 0, 0, 0, NULL);
-		if ((f = gzdopen(fd, "rb")) == NULL) {
-			close(fd);
-			return seterr(err, ENOMEM, 0, 0, 0, NULL);
-		}
-	} else if ((f = gzopen(path, "rb")) == NULL) {
-		return seterr(err, errno ? errno : ENOMEM, 0, 0, 0, NULL);
+	if (strcmp(path, "-") == 0)
+		fd = dup(STDIN_FILENO);
+	else
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return seterr(err, errno, 0, 0, 0, NULL);
+	if (strcmp(path, "-") != 0 && fstat(fd, &sb) == 0 &&
+	    S_ISREG(sb.st_mode))
+		*size = (uint64_t)sb.st_size;
+	if ((f = gzdopen(fd, "rb")) == NULL) {
+		close(fd);
+		return seterr(err, ENOMEM, 0, 0, 0, NULL);
 	}
 	gzbuffer(f, 1u << 17);
 	*out = f;
@@ -159,7 +174,7 @@ gz_open(gzFile *out, struct spirt_data_err *err, const char *path)
 static int
 gz_fail(gzFile f, struct spirt_data_err *err, int zerr)
 {
-	const char *m;
+	const char *m, *p;
 	int e = errno;
 
 	m = gzerror(f, &zerr);
@@ -172,10 +187,10 @@ gz_fail(gzFile f, struct spirt_data_err *err, int zerr)
 		return seterr(err, SPIRT_ETRUNC, 0, 0, 0,
 		    "truncated gzip data");
 	default:
-		/* zlib prefixes the path: drop it, the caller names the file */
-		if (err->file && strncmp(m, err->file, strlen(err->file)) == 0
-		    && strncmp(m + strlen(err->file), ": ", 2) == 0)
-			m += strlen(err->file) + 2;
+		/* zlib prefixes "<fd:N>: ": drop it, the caller names the
+		 * file */
+		if (strncmp(m, "<fd:", 4) == 0 && (p = strstr(m, ">: ")))
+			m = p + 3;
 		return seterr(err, SPIRT_EDATA, 0, 0, 0, "gzip: %s", m);
 	}
 }
@@ -235,11 +250,18 @@ slurp(char **out, size_t *len, struct spirt_data_err *err, const char *path)
 	gzFile f;
 	char *buf = NULL, *nb;
 	size_t cap = 1u << 16, n = 0, got;
+	uint64_t size;
 	int rc;
 
-	if ((rc = gz_open(&f, err, path)))
+	if ((rc = gz_open(&f, &size, err, path)))
 		return rc;
 	for (;;) {
+		if (cap > DATA_MAXBYTES) {
+			rc = seterr(err, SPIRT_ESHAPE, 0, 0, 0, "more than "
+			    "%llu GiB of text", (unsigned long long)
+			    (DATA_MAXBYTES >> 30));
+			break;
+		}
 		if ((nb = realloc(buf, cap + 1)) == NULL) {
 			rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
 			break;
@@ -272,17 +294,31 @@ spirt_data_check_labels(struct spirt_dataset *ds, struct spirt_data_err *err,
 	size_t i;
 
 	err->file = file;
+	if (classes < 0 || classes == 1 || classes > SPIRT_DATA_MAXCLASSES)
+		return seterr(err, SPIRT_EINVAL, 0, 0, 0, "%ld classes: "
+		    "2 to %d", (long)classes, SPIRT_DATA_MAXCLASSES);
 	for (i = 0; i < ds->n; i++) {
 		int32_t v = ds->y[i];
 		if (v < 0)
 			return seterr(err, SPIRT_EDATA, 0, 1, i,
 			    "negative label");
+		if (v >= SPIRT_DATA_MAXCLASSES)
+			return seterr(err, SPIRT_EDATA, 0, 1, i,
+			    "label %ld: at most %d classes (labels 0..%d)",
+			    (long)v, SPIRT_DATA_MAXCLASSES,
+			    SPIRT_DATA_MAXCLASSES - 1);
 		if (classes > 0 && v >= classes)
 			return seterr(err, SPIRT_EDATA, 0, 1, i,
 			    "label %ld outside 0..%ld", (long)v,
 			    (long)classes - 1);
 		if (v > max)
 			max = v;
+	}
+	if (classes == 0 && max < 1) {
+		seterr(err, SPIRT_EDATA, 0, 0, 0, "every label is 0: one "
+		    "class, a model needs at least 2");
+		err->hint = SPIRT_DATA_HINT_CLASSES;
+		return SPIRT_EDATA;
 	}
 	ds->nclasses = classes > 0 ? classes : max + 1;
 	return 0;
@@ -296,9 +332,13 @@ text_label(int32_t *out, struct spirt_data_err *err, uint64_t line,
 	if (v < 0)
 		return seterr(err, SPIRT_EDATA, line, 0, 0,
 		    "negative label %g (labels are 0..classes-1)", v);
-	if (v != floor(v) || v > INT32_MAX)
+	if (v != floor(v))
 		return seterr(err, SPIRT_EDATA, line, 0, 0,
 		    "label %g is not a class number", v);
+	if (v >= SPIRT_DATA_MAXCLASSES)
+		return seterr(err, SPIRT_EDATA, line, 0, 0,
+		    "label %.0f: at most %d classes (labels 0..%d)", v,
+		    SPIRT_DATA_MAXCLASSES, SPIRT_DATA_MAXCLASSES - 1);
 	if (classes > 0 && v >= classes)
 		return seterr(err, SPIRT_EDATA, line, 0, 0,
 		    "label %g outside 0..%ld", v, (long)classes - 1);
@@ -341,19 +381,31 @@ struct idx {
 	void *data;                     /* raw big-endian elements */
 };
 
-/* Read one IDX file whole: header, then exactly n*per elements. */
+/* a * b, or UINT64_MAX when that overflows */
+static uint64_t
+mulsat(uint64_t a, uint64_t b)
+{
+	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/*
+ * Read one IDX file whole: header, then exactly n*per elements.  What the
+ * header claims is checked against the size of a plain file before any
+ * allocation; compressed data and stdin are read in growing steps, so a
+ * lying header costs no more memory than the data that is really there.
+ */
 static int
 idx_load(struct idx *ix, struct spirt_data_err *err, const char *path)
 {
 	unsigned char h[4 + 4 * SPIRT_MAXRANK], extra;
-	uint64_t per = 1, bytes;
-	size_t got, es, i, cap, have;
+	uint64_t per = 1, bytes, isize, fsize, avail;
+	size_t got, es, i, cap, have, hlen;
 	gzFile f;
 	int rc;
 
 	memset(ix, 0, sizeof(*ix));
 	err->file = path;
-	if ((rc = gz_open(&f, err, path)))
+	if ((rc = gz_open(&f, &fsize, err, path)))
 		return rc;
 	if ((rc = gz_read(f, err, h, 4, &got)))
 		goto out;
@@ -376,32 +428,50 @@ idx_load(struct idx *ix, struct spirt_data_err *err, const char *path)
 		rc = seterr(err, SPIRT_ETRUNC, 0, 0, 0, "truncated IDX header");
 		goto out;
 	}
+	hlen = 4 + 4 * ix->rank;
 	for (i = 0; i < ix->rank; i++) {
 		ix->dims[i] = be32(h + 4 + 4 * i);
 		if (i > 0) {
-			if (ix->dims[i] == 0 ||
-			    per > DATA_MAXBYTES / ix->dims[i])
+			if (ix->dims[i] == 0)
 				goto shape;
-			per *= ix->dims[i];
+			per = mulsat(per, ix->dims[i]);
 		}
 	}
 	if (ix->dims[0] == 0) {
 		rc = seterr(err, SPIRT_ESHAPE, 0, 0, 0, "no items");
 		goto out;
 	}
-	if (per * es > DATA_MAXBYTES / ix->dims[0])
+	isize = mulsat(per, es);
+	bytes = mulsat(ix->dims[0], isize);
+	if (fsize && gzdirect(f) && bytes > (avail = fsize > hlen ?
+	    fsize - hlen : 0)) {
+		if (isize == UINT64_MAX)
+			rc = seterr(err, SPIRT_ETRUNC, 0, 1, 0, "truncated "
+			    "IDX data (header says %llu items of more than "
+			    "2^64 bytes, the file holds %llu bytes)",
+			    (unsigned long long)ix->dims[0],
+			    (unsigned long long)avail);
+		else
+			rc = seterr(err, SPIRT_ETRUNC, 0, 1, avail / isize,
+			    "truncated IDX data (header says %llu items of "
+			    "%llu bytes, the file holds %llu bytes)",
+			    (unsigned long long)ix->dims[0],
+			    (unsigned long long)isize,
+			    (unsigned long long)avail);
+		goto out;
+	}
+	if (fsize && gzdirect(f) && bytes > DATA_MAXBYTES)
 		goto shape;
 	ix->n = ix->dims[0];
 	ix->per = per;
-	bytes = ix->n * per * es;
-	/* grow towards what the header claims: a lying header costs no more
-	 * memory than the data that is really there */
 	for (cap = 0, have = 0; have < bytes; have += got) {
 		unsigned char *nb;
 		if (have == cap) {
 			cap = cap ? cap * 2 : IDX_FIRSTREAD;
 			if (cap > bytes)
 				cap = bytes;
+			if (cap > DATA_MAXBYTES)
+				goto shape;
 			if ((nb = realloc(ix->data, cap)) == NULL) {
 				rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
 				goto out;
@@ -418,7 +488,7 @@ idx_load(struct idx *ix, struct spirt_data_err *err, const char *path)
 	}
 	got = have;
 	if (got < bytes) {
-		rc = seterr(err, SPIRT_ETRUNC, 0, 1, got / (per * es),
+		rc = seterr(err, SPIRT_ETRUNC, 0, 1, got / isize,
 		    "truncated IDX data (header says %zu items)", ix->n);
 		goto out;
 	}
@@ -472,10 +542,16 @@ spirt_data_read_idx(struct spirt_dataset *ds, struct spirt_data_err *err,
 		return rc;
 	if ((rc = idx_load(&lb, err, labels)))
 		goto out;
-	if (lb.rank != 1 || lb.type == 0x0D || lb.type == 0x0E) {
+	if (lb.rank != 1) {
 		rc = seterr(err, SPIRT_ESHAPE, 0, 0, 0, "labels must be "
 		    "integers of rank 1, not rank %u%s", lb.rank,
 		    lb.rank > 1 ? " (images and labels swapped?)" : "");
+		goto out;
+	}
+	if (lb.type == 0x0D || lb.type == 0x0E) {
+		rc = seterr(err, SPIRT_EDTYPE, 0, 0, 0, "labels must be "
+		    "integers, not %s (IDX type 0x%02x)", lb.type == 0x0D ?
+		    "float" : "double", lb.type);
 		goto out;
 	}
 	if (lb.n != im.n) {
@@ -547,8 +623,12 @@ struct rows {
 	size_t n, cap, feat;
 };
 
+/*
+ * Room for one more row; most (> r->n) is the most rows the text left
+ * could hold, so a line of a million fields costs one row, not 1024.
+ */
 static int
-rows_grow(struct rows *r)
+rows_grow(struct rows *r, size_t most)
 {
 	float *x;
 	int32_t *y;
@@ -557,6 +637,8 @@ rows_grow(struct rows *r)
 	if (r->n < r->cap)
 		return 0;
 	cap = r->cap ? r->cap * 2 : 1024;
+	if (cap > most)
+		cap = most;
 	if (r->feat && cap > DATA_MAXBYTES / sizeof(float) / r->feat)
 		return ENOMEM;
 	if ((x = realloc(r->x, cap * (r->feat ? r->feat : 1) *
@@ -655,7 +737,7 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 	struct rows r;
 	const char *p, *q, *end, *eol, *le;
 	char *buf;
-	uint64_t line = 0;
+	uint64_t line = 0, hdr = 0;
 	size_t len, ncols = 0, lc = 0, c, nf;
 	int first, rc;
 
@@ -672,7 +754,7 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 		le = eol;
 		if (le > p && le[-1] == '\r')
 			le--;
-		if (skipblank(p, le) == le)
+		if ((line == 1 && opts->header) || skipblank(p, le) == le)
 			continue;
 		for (nf = 1, q = p; q < le; q++)
 			nf += *q == ',';
@@ -681,6 +763,8 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 			if (nf < 2) {
 				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
 				    "need a label and at least one feature");
+				if (line == 1)
+					err->hint = SPIRT_DATA_HINT_HEADER;
 				goto out;
 			}
 			if (opts->label_col == SPIRT_LABEL_LAST)
@@ -695,12 +779,20 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 				lc = (size_t)opts->label_col;
 			ncols = nf;
 			r.feat = nf - 1;
+		} else if (nf != ncols && hdr && r.n == 0) {
+			rc = seterr(err, SPIRT_EDATA, line, 0, 0,
+			    "%zu fields, expected %zu as in the header on "
+			    "line %llu", nf, ncols, (unsigned long long)hdr);
+			err->hint = SPIRT_DATA_HINT_HEADER;
+			goto out;
 		} else if (nf != ncols) {
 			rc = seterr(err, SPIRT_EDATA, line, 0, 0,
 			    "%zu fields, expected %zu", nf, ncols);
 			goto out;
 		}
-		if ((rc = rows_grow(&r))) {
+		/* a row is ncols numbers and ncols - 1 commas, then '\n' */
+		if ((rc = rows_grow(&r, r.n + 1 + (size_t)(end - eol) /
+		    (2 * ncols)))) {
 			rc = seterr(err, rc, 0, 0, 0, NULL);
 			goto out;
 		}
@@ -712,9 +804,11 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 			rc = parse_num(&q, le, &v);
 			if (rc == 0 && q < le && *q != ',')
 				rc = SPIRT_EDATA;
-			if (rc == SPIRT_EDATA && first &&
-			    !isnumfield(p, le, lc))
-				break;          /* a header line */
+			if (rc == SPIRT_EDATA && first && !opts->header &&
+			    !isnumfield(p, le, lc)) {
+				hdr = line;     /* a header line */
+				break;
+			}
 			if (rc) {
 				rc = seterr(err, rc, line, 0, 0, "field %zu: "
 				    "%s: \"%.*s\"", c + 1, rc == SPIRT_ENAN ?
@@ -790,9 +884,11 @@ spirt_data_read_libsvm(struct spirt_dataset *ds, struct spirt_data_err *err,
 		    le[-1] == '\t'))
 			le--;
 		q = skipblank(p, le);
-		if (q == le)
+		if (q == le || (line == 1 && opts->header))
 			goto next;
-		if ((rc = rows_grow(&r)) || (r.n + 2 > SIZE_MAX / 2)) {
+		/* a row is at least a label and '\n' */
+		if ((rc = rows_grow(&r, r.n + 1 + (size_t)(end - eol) / 2)) ||
+		    (r.n + 2 > SIZE_MAX / 2)) {
 			rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
 			goto out;
 		}
@@ -821,11 +917,9 @@ spirt_data_read_libsvm(struct spirt_dataset *ds, struct spirt_data_err *err,
 
 			if (*q < '0' || *q > '9')
 				goto bad;
-			for (; q < le && *q >= '0' && *q <= '9'; q++) {
-				ix = ix * 10 + (uint64_t)(*q - '0');
-				if (ix > UINT32_MAX)
-					goto range;
-			}
+			for (; q < le && *q >= '0' && *q <= '9'; q++)
+				if (ix <= UINT32_MAX)   /* stays above it */
+					ix = ix * 10 + (uint64_t)(*q - '0');
 			if (q >= le || *q != ':')
 				goto bad;
 			q++;
@@ -835,7 +929,10 @@ spirt_data_read_libsvm(struct spirt_dataset *ds, struct spirt_data_err *err,
 					goto nan;
 				goto bad;
 			}
-			if (ix == 0 || (opts->dim && ix > opts->dim))
+			/* a dimension nobody gave must not make a tiny file
+			 * a huge dense sample */
+			if (ix == 0 || ix > (opts->dim ? opts->dim :
+			    SPIRT_DATA_MAXINFER))
 				goto range;
 			if (ix <= prev) {
 				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
@@ -880,12 +977,17 @@ spirt_data_read_libsvm(struct spirt_dataset *ds, struct spirt_data_err *err,
 			if (ix == 0)
 				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
 				    "index 0: indices start at 1");
-			else
+			else if (opts->dim)
 				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-				    "index %.*s outside 1..%llu",
-				    toklen(f, le, ": \t"), f, opts->dim ?
-				    (unsigned long long)opts->dim :
-				    (unsigned long long)UINT32_MAX);
+				    "index %.*s outside 1..%zu",
+				    toklen(f, le, ": \t"), f, opts->dim);
+			else {
+				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
+				    "index %.*s above %d, the most features "
+				    "inferred", toklen(f, le, ": \t"), f,
+				    SPIRT_DATA_MAXINFER);
+				err->hint = SPIRT_DATA_HINT_DIM;
+			}
 			goto out;
 		}
 		r.n++;
@@ -947,12 +1049,18 @@ spirt_data_read(struct spirt_dataset *ds, struct spirt_data_err *err,
 	if (fmt == SPIRT_FMT_AUTO)
 		fmt = npaths == 2 ? SPIRT_FMT_IDX :
 		    spirt_data_format_guess(paths[0]);
-	if (fmt == SPIRT_FMT_AUTO)
-		return seterr(err, SPIRT_EINVAL, 0, 0, 0,
+	if (fmt == SPIRT_FMT_AUTO) {
+		seterr(err, SPIRT_EINVAL, 0, 0, 0,
 		    "cannot tell the format from the name");
+		err->hint = SPIRT_DATA_HINT_FORMAT;
+		return SPIRT_EINVAL;
+	}
 	if ((fmt == SPIRT_FMT_IDX) != (npaths == 2))
 		return seterr(err, SPIRT_EINVAL, 0, 0, 0, "IDX takes two files "
 		    "(images, labels), CSV and LIBSVM one");
+	if (fmt == SPIRT_FMT_IDX && opts->header)
+		return seterr(err, SPIRT_EINVAL, 0, 0, 0,
+		    "IDX has no header line");
 	if (fmt == SPIRT_FMT_IDX)
 		rc = spirt_data_read_idx(ds, err, paths[0], paths[1]);
 	else if (fmt == SPIRT_FMT_CSV)
@@ -972,6 +1080,145 @@ spirt_data_read(struct spirt_dataset *ds, struct spirt_data_err *err,
 	return 0;
 fail:
 	spirt_dataset_free(ds);
+	return rc;
+}
+
+/* ---- standardisation ---- */
+
+/* element j of sample i as a double */
+static double
+xget(const struct spirt_dataset *ds, size_t i, size_t j)
+{
+	size_t k = i * ds->feat + j;
+
+	return ds->xdtype == SPIRT_U8 ? ((const unsigned char *)ds->x)[k] :
+	    ((const float *)ds->x)[k];
+}
+
+int
+spirt_data_scale_fit(float **scale, const struct spirt_dataset *ds)
+{
+	double *sum, d;
+	float *sc;
+	size_t i, j, f = ds->feat;
+
+	*scale = NULL;
+	if (f > SIZE_MAX / 2 / sizeof(double))
+		return ENOMEM;
+	sc = malloc(2 * f * sizeof(float));
+	sum = calloc(2 * f, sizeof(double));
+	if (sc == NULL || sum == NULL) {
+		free(sc);
+		free(sum);
+		return ENOMEM;
+	}
+	/* two passes in double: the mean, then squared deviations from it */
+	for (i = 0; i < ds->n; i++)
+		for (j = 0; j < f; j++)
+			sum[j] += xget(ds, i, j);
+	for (j = 0; j < f; j++)
+		sum[j] /= (double)ds->n;
+	for (i = 0; i < ds->n; i++)
+		for (j = 0; j < f; j++) {
+			d = xget(ds, i, j) - sum[j];
+			sum[f + j] += d * d;
+		}
+	for (j = 0; j < f; j++) {
+		sc[j] = (float)sum[j];
+		sc[f + j] = (float)sqrt(sum[f + j] / (double)ds->n);
+		if (!(sc[f + j] > 0))
+			sc[f + j] = 1;
+	}
+	free(sum);
+	*scale = sc;
+	return 0;
+}
+
+int
+spirt_data_scale_apply(struct spirt_dataset *ds, struct spirt_data_err *err,
+    const float *scale, const char *from)
+{
+	float *x, *sc;
+	size_t i, j, f = ds->feat;
+	double v;
+
+	if (spirt_data_name_check(from))
+		return SPIRT_EINVAL;
+	if (ds->n > SIZE_MAX / sizeof(float) / (f ? f : 1))
+		return ENOMEM;
+	x = malloc(ds->n * f * sizeof(float));
+	sc = malloc(2 * f * sizeof(float));
+	if (x == NULL || sc == NULL) {
+		free(x);
+		free(sc);
+		return ENOMEM;
+	}
+	for (i = 0; i < ds->n; i++)
+		for (j = 0; j < f; j++) {
+			v = (xget(ds, i, j) - scale[j]) / scale[f + j];
+			x[i * f + j] = (float)v;
+			if (!isfinite(x[i * f + j])) {
+				free(x);
+				free(sc);
+				return seterr(err, SPIRT_ENAN, 0, 1, i,
+				    "feature %zu standardised to %g, not a "
+				    "finite f32", j + 1, v);
+			}
+		}
+	memcpy(sc, scale, 2 * f * sizeof(float));
+	free(ds->x);
+	free(ds->scale);
+	ds->x = x;
+	ds->xdtype = SPIRT_F32;
+	ds->scale = sc;
+	snprintf(ds->scale_from, sizeof(ds->scale_from), "%s", from);
+	return 0;
+}
+
+int
+spirt_data_scale_get(float **scale, struct spirt_store *s, const char *name,
+    size_t feat)
+{
+	struct spirt_txn *txn;
+	struct spirt_tensor t;
+	char key[SPIRT_KEY_MAX + 1];
+	const void *p;
+	float *sc = NULL;
+	size_t j;
+	int rc;
+
+	*scale = NULL;
+	if (spirt_data_name_check(name))
+		return SPIRT_EINVAL;
+	if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)))
+		return rc;
+	snprintf(key, sizeof(key), "data/%s/scale", name);
+	if ((rc = spirt_store_get_tensor(txn, key, &t, &p, 1)))
+		goto out;
+	if (t.dtype != SPIRT_F32) {
+		rc = SPIRT_EDTYPE;
+		goto out;
+	}
+	if (t.rank != 2 || t.dims[0] != 2 || t.dims[1] != feat) {
+		rc = SPIRT_ESHAPE;
+		goto out;
+	}
+	if ((sc = malloc(t.nbytes ? t.nbytes : 1)) == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	memcpy(sc, p, t.nbytes);        /* the map may be unaligned */
+	for (j = 0; j < feat; j++)
+		if (!isfinite(sc[j]) || !isfinite(sc[feat + j]) ||
+		    !(sc[feat + j] > 0)) {
+			rc = SPIRT_ENAN;
+			goto out;
+		}
+	*scale = sc;
+	sc = NULL;
+out:
+	spirt_txn_abort(txn);
+	free(sc);
 	return rc;
 }
 
@@ -1184,6 +1431,16 @@ store_fn(struct spirt_txn *txn, void *arg)
 		off += a->counts[k];
 	}
 
+	if (ds->scale) {
+		dims[0] = 2;
+		dims[1] = ds->feat;
+		snprintf(key, sizeof(key), "data/%s/scale", a->name);
+		if ((rc = spirt_tensor_init(&t, SPIRT_F32, 2, dims)) ||
+		    (rc = spirt_tensor_set_name(&t, ds->scale_from)) ||
+		    (rc = put(txn, key, &t, ds->scale)))
+			return rc;
+	}
+
 	dims[0] = a->nshards;
 	dims[1] = 4;
 	snprintf(key, sizeof(key), "data/%s/assign", a->name);
@@ -1202,7 +1459,8 @@ spirt_data_store(struct spirt_store *s, const char *name,
 	int64_t *assign;
 	int rc;
 
-	if (spirt_data_name_check(name) || nshards == 0 || nshards > ds->n)
+	if (spirt_data_name_check(name) || nshards == 0 || nshards > ds->n ||
+	    nshards > SPIRT_DATA_MAXSHARDS)
 		return SPIRT_EINVAL;
 	counts = calloc(nshards, sizeof(*counts));
 	assign = calloc(nshards * 4, sizeof(*assign));
@@ -1330,10 +1588,18 @@ spirt_assign_rebalance(int64_t **out, size_t *nout, const int64_t *rows,
 		rc = SPIRT_EINVAL;
 		goto out;
 	}
-	/* live rows stay; each dead row becomes at most nlive pieces */
-	cap = nrows - nd + nd * nlive;
-	if (nd > (SIZE_MAX / 32 - nrows) / nlive ||
-	    (o = malloc(cap * 4 * sizeof(*o))) == NULL) {
+	/* live rows stay; a dead row of count c becomes min(c, nlive)
+	 * pieces: room for what is written, not for nd * nlive rows */
+	for (i = 0, cap = nrows - nd; i < nrows; i++)
+		if (isdead(rows[4 * i], dead, ndead)) {
+			uint64_t c = (uint64_t)rows[4 * i + 3];
+			cap += c < nlive ? (size_t)c : nlive;
+			if (cap > SIZE_MAX / 32) {
+				rc = ENOMEM;
+				goto out;
+			}
+		}
+	if ((o = malloc((cap ? cap : 1) * 4 * sizeof(*o))) == NULL) {
 		rc = ENOMEM;
 		goto out;
 	}
@@ -1519,7 +1785,7 @@ spirt_data_stats(struct spirt_data_stats *st, struct spirt_store *s,
 	struct spirt_txn *txn;
 	struct spirt_tensor t;
 	char key[SPIRT_KEY_MAX + 1];
-	int64_t *info = NULL, k, sum = 0;
+	int64_t *info = NULL, k, cap = 0, sum = 0;
 	int rc;
 
 	memset(st, 0, sizeof(*st));
@@ -1530,9 +1796,9 @@ spirt_data_stats(struct spirt_data_stats *st, struct spirt_store *s,
 	snprintf(key, sizeof(key), "data/%s/info", name);
 	if ((rc = get_i64(txn, key, &t, &info)))
 		goto out;
-	if (t.nelem != 4 || info[0] < 1 || info[1] < info[0] ||
-	    info[2] < 1 || info[2] > INT32_MAX || info[3] < 1 ||
-	    (uint64_t)info[0] > SIZE_MAX / 8 / (uint64_t)info[2]) {
+	if (t.nelem != 4 || info[0] < 1 || info[0] > SPIRT_DATA_MAXSHARDS ||
+	    info[1] < info[0] || info[2] < 1 ||
+	    info[2] > SPIRT_DATA_MAXCLASSES || info[3] < 1) {
 		rc = SPIRT_EDATA;
 		goto out;
 	}
@@ -1540,16 +1806,30 @@ spirt_data_stats(struct spirt_data_stats *st, struct spirt_store *s,
 	st->nsamples = info[1];
 	st->nclasses = info[2];
 	st->features = info[3];
-	st->counts = calloc((size_t)st->nshards, sizeof(int64_t));
-	st->hist = calloc((size_t)(st->nshards * st->nclasses),
-	    sizeof(int64_t));
-	if (st->counts == NULL || st->hist == NULL) {
-		rc = ENOMEM;
-		goto out;
-	}
+	/* grow with the shards found, not with the count info claims */
 	for (k = 0; k < st->nshards; k++) {
-		if ((rc = stats_shard(st, txn, name, k)))
+		if (k == cap) {
+			int64_t *nc, *nh;
+			cap = cap ? 2 * cap : 1;
+			if (cap > st->nshards)
+				cap = st->nshards;
+			if ((nc = realloc(st->counts, (size_t)cap *
+			    sizeof(int64_t))) != NULL)
+				st->counts = nc;
+			if (nc == NULL || (nh = realloc(st->hist, (size_t)
+			    (cap * st->nclasses) * sizeof(int64_t))) == NULL) {
+				rc = ENOMEM;
+				goto out;
+			}
+			st->hist = nh;
+			memset(nh + k * st->nclasses, 0, (size_t)((cap - k) *
+			    st->nclasses) * sizeof(int64_t));
+		}
+		if ((rc = stats_shard(st, txn, name, k))) {
+			if (rc == SPIRT_ENOTFOUND)      /* info says it is */
+				rc = SPIRT_EDATA;
 			goto out;
+		}
 		sum += st->counts[k];
 	}
 	if (sum != st->nsamples) {

@@ -20,6 +20,9 @@
  *   data/<ds>/<k>/y    i32 [n_k]                 (name = ds, samples = n_k)
  *   data/<ds>/assign   i64 [m, 4]: (worker, shard, start, count) rows,
  *                      step = revision
+ *   data/<ds>/scale    f32 [2, features]: mean, deviation of each feature
+ *                      the samples were standardised with (only then);
+ *                      name = the data set they were fitted on
  */
 
 enum spirt_data_format {
@@ -30,6 +33,9 @@ enum spirt_data_format {
 };
 
 #define SPIRT_DATA_NAME_MAX 64          /* data set name bytes */
+#define SPIRT_DATA_MAXCLASSES 65536     /* labels lie in 0..65535 */
+#define SPIRT_DATA_MAXINFER 65536       /* LIBSVM: largest dim inferred */
+#define SPIRT_DATA_MAXSHARDS (1 << 20)  /* shards of one data set */
 #define SPIRT_LABEL_LAST    (-1)        /* label_col: the last column */
 
 struct spirt_dataset {
@@ -41,16 +47,24 @@ struct spirt_dataset {
 	void    *x;                     /* n * feat elements */
 	int32_t *y;                     /* n labels */
 	int32_t  nclasses;              /* set by spirt_data_check_labels */
+	float   *scale;                 /* NULL, or [2 * feat] x was
+	                                   standardised with (owned) */
+	char     scale_from[SPIRT_DATA_NAME_MAX + 1]; /* fitted on */
 };
 
 /* Reader options; zero them, then set what differs. */
 struct spirt_data_opts {
 	int      format;                /* enum spirt_data_format */
 	int      label_col;             /* CSV: 0-based column or LABEL_LAST */
-	size_t   dim;                   /* features: 0 infers; LIBSVM densifies
-	                                   to it, other formats must match it */
-	int32_t  classes;               /* labels must lie in 0..classes-1;
-	                                   0 infers largest label + 1 */
+	size_t   dim;                   /* features: 0 infers (LIBSVM: at most
+	                                   MAXINFER); LIBSVM densifies to it,
+	                                   other formats must match it */
+	int      header;                /* CSV, LIBSVM: skip line 1 unread
+	                                   (CSV: else a first line whose label
+	                                   is not a number is a header) */
+	int32_t  classes;               /* labels must lie in 0..classes-1
+	                                   (2..MAXCLASSES); 0 infers the
+	                                   largest label + 1, at least 2 */
 };
 
 /*
@@ -64,7 +78,17 @@ struct spirt_data_err {
 	uint64_t line;                  /* 0 when not a text line */
 	uint64_t record;                /* valid when has_record */
 	int has_record;
+	int hint;                       /* SPIRT_DATA_HINT_*: the option that
+	                                   would help, for a tool's hint */
 	char msg[192];                  /* "" means spirt_strerror(rc) */
+};
+
+enum {
+	SPIRT_DATA_HINT_NONE = 0,
+	SPIRT_DATA_HINT_DIM,            /* give opts.dim */
+	SPIRT_DATA_HINT_CLASSES,        /* give opts.classes */
+	SPIRT_DATA_HINT_HEADER,         /* set opts.header */
+	SPIRT_DATA_HINT_FORMAT          /* give opts.format */
 };
 
 /* Format the error (see above) into buf; returns buf. */
@@ -85,8 +109,8 @@ SPIRT_MUST_CHECK int spirt_data_name_check(const char *name);
  * one ("-" is stdin).  Each file may be gzip-compressed or plain.  On
  * success ds owns fresh buffers (free with spirt_dataset_free()).  Returns
  * 0, errno (ENOENT for a missing file: nothing read), ENOMEM, or for bad
- * data SPIRT_EMAGIC, SPIRT_ETRUNC, SPIRT_ESHAPE, SPIRT_ENAN, SPIRT_EDATA
- * with err filled.  On failure ds is left empty.
+ * data SPIRT_EMAGIC, SPIRT_ETRUNC, SPIRT_ESHAPE, SPIRT_EDTYPE, SPIRT_ENAN,
+ * SPIRT_EDATA with err filled.  On failure ds is left empty.
  */
 SPIRT_MUST_CHECK int spirt_data_read(struct spirt_dataset *ds,
     struct spirt_data_err *err, const char *const *paths, size_t npaths,
@@ -103,13 +127,50 @@ SPIRT_MUST_CHECK int spirt_data_read_libsvm(struct spirt_dataset *ds,
 void spirt_dataset_free(struct spirt_dataset *ds);
 
 /*
- * Check every label lies in 0..classes-1 and set ds->nclasses; classes 0
- * infers it as the largest label + 1.  Returns 0 or SPIRT_EDATA with err
+ * Check every label lies in 0..classes-1 and below SPIRT_DATA_MAXCLASSES,
+ * and set ds->nclasses; classes 0 infers it as the largest label + 1,
+ * which must be at least 2 (a model needs two classes).  Returns 0,
+ * SPIRT_EINVAL (classes 1 or above the limit) or SPIRT_EDATA with err
  * naming the first bad record (err->file set to file).  The readers call
  * it with opts->classes; CSV and LIBSVM check each line as they parse.
  */
 SPIRT_MUST_CHECK int spirt_data_check_labels(struct spirt_dataset *ds,
     struct spirt_data_err *err, const char *file, int32_t classes);
+
+/*
+ * Standardisation.  A scale is f32 [2 * feat]: the mean of each feature,
+ * then its standard deviation (population: the sum of squared deviations
+ * divided by n), both computed in double in sample order and rounded to
+ * f32; a deviation that is 0, or rounds to 0, is 1 (a constant feature
+ * becomes 0).
+ *
+ * spirt_data_scale_fit: fit a scale on ds; *scale is malloc'ed (free()).
+ * Returns 0 or ENOMEM.
+ */
+SPIRT_MUST_CHECK int spirt_data_scale_fit(float **scale,
+    const struct spirt_dataset *ds);
+
+/*
+ * Standardise ds in place with scale: x = (x - mean) / deviation for each
+ * feature, in double, stored as f32 (u8 samples become f32).  ds->scale
+ * gets a copy of scale and ds->scale_from the name of the data set it was
+ * fitted on (from), for spirt_data_store() to record.  Returns 0, ENOMEM,
+ * SPIRT_EINVAL (from not a data set name), or SPIRT_ENAN with err naming
+ * the first record with a value that is not a finite f32; on error ds is
+ * unchanged.
+ */
+SPIRT_MUST_CHECK int spirt_data_scale_apply(struct spirt_dataset *ds,
+    struct spirt_data_err *err, const float *scale, const char *from);
+
+/*
+ * Read data/<name>/scale from the store for samples of feat features into
+ * a malloc'ed *scale (free()).  Returns 0, SPIRT_ENOTFOUND (no such key:
+ * name was not standardised), SPIRT_EDTYPE, SPIRT_ESHAPE (not [2, feat]),
+ * SPIRT_ENAN (a value not finite, a deviation not above 0), ENOMEM, store
+ * errors.
+ */
+SPIRT_MUST_CHECK int spirt_data_scale_get(float **scale,
+    struct spirt_store *s, const char *name, size_t feat);
 
 /*
  * The shuffle PRNG: xoshiro256** seeded by four splitmix64 outputs of seed.
@@ -138,10 +199,12 @@ void spirt_data_split(size_t *counts, size_t n, size_t nshards);
 
 /*
  * Write ds as nshards shards under data/<name>/ with the initial assignment
- * (worker k reads shard k whole, revision 0), all in one write transaction
+ * (worker k reads shard k whole, revision 0) and, when ds->scale is set,
+ * data/<name>/scale, all in one write transaction
  * that first deletes every earlier key under data/<name>/.  Shard k holds
  * the samples after those of shards 0..k-1 in ds order.  Returns 0,
- * SPIRT_EINVAL (bad name, nshards 0 or above n), or a store error; on error
+ * SPIRT_EINVAL (bad name, nshards 0 or above n or MAXSHARDS), or a store
+ * error; on error
  * the store is unchanged.
  */
 SPIRT_MUST_CHECK int spirt_data_store(struct spirt_store *s,
@@ -198,9 +261,11 @@ struct spirt_data_stats {
 
 /*
  * Read info, every shard's y and the assignment of data set name, and
- * check they agree (shape, sample counts, labels in range).  Free with
+ * check they agree (shape, sample counts, labels in range).  Memory
+ * follows the shards found, not the counts info claims.  Free with
  * spirt_data_stats_free().  Returns 0, SPIRT_ENOTFOUND (no such data set),
- * SPIRT_EDATA/ESHAPE/EDTYPE (inconsistent store), ENOMEM, store errors.
+ * SPIRT_EDATA/ESHAPE/EDTYPE (inconsistent store: a shard info counts is
+ * missing, say), ENOMEM, store errors.
  */
 SPIRT_MUST_CHECK int spirt_data_stats(struct spirt_data_stats *st,
     struct spirt_store *s, const char *name);

@@ -63,7 +63,7 @@ print(' '.join(str(int(x)) for x in v))"
 
 @test "-h, -V" {
 	run -0 --separate-stderr spirt-shard -h
-	assert_line --index 0 --partial 'usage: spirt-shard [-qv]'
+	assert_line --index 0 --partial 'usage: spirt-shard [-Hqv]'
 	assert_line --partial '--label-col COL'
 	run -0 spirt-shard -V
 	assert_output --regexp '^spirt-shard [0-9]+\.[0-9]+\.[0-9]+'
@@ -113,6 +113,103 @@ print(' '.join(str(int(x)) for x in v))"
 	done
 }
 
+@test "--no-shuffle keeps file order; with --seed it is a usage error" {
+	run -0 spirt-shard -n 2 --no-shuffle "$SH/tiny-nohdr.csv"
+	run -0 shard_col data/train/0/x
+	assert_output '0 1 2'
+	run -0 shard_col data/train/1/x
+	assert_output '3 4 5'
+	run -0 shard_col data/train/1/y
+	assert_output '1 0 1'
+	run -0 spirt-shard -n 3 --no-shuffle -d img "$IMG" "$LAB"
+	run -0 shard_col data/img/2/x
+	assert_output '70 80 90'
+	run -0 spirt-shard -n 3 --no-shuffle -d img -o d.spt "$IMG" "$LAB"
+	for k in 0 1 2; do
+		spirt-store get data/img/$k/x
+		spirt-store get data/img/$k/y
+	done | cmp - d.spt
+	before=$(digest "$SPIRT_STORE")
+	run -64 --separate-stderr spirt-shard --no-shuffle --seed 3 "$IMG" "$LAB"
+	assert_equal "$stderr" 'spirt-shard: --seed: nothing to shuffle with --no-shuffle'
+	unchanged
+}
+
+@test "--standardise: training mean and deviation, kept for the test set" {
+	"$PYTHON" -c "
+import numpy as np
+r = np.random.default_rng(3)
+for name, n in (('train', 50), ('test', 20)):
+    x = r.normal([5, -2, 0.01, 7], [3, 0.5, 0.001, 0], size=(n, 4))
+    y = r.integers(0, 3, n)
+    np.savetxt(name + '.csv', np.column_stack([y, x]), delimiter=',',
+               fmt=['%d'] + ['%.9g'] * 4)"
+	run -0 --separate-stderr spirt-shard -n 2 --no-shuffle --standardise train.csv
+	assert_equal "$stderr" ''
+	run -0 spirt-shard -d test --classes 3 --no-shuffle \
+	    --standardise-from train test.csv
+	spirt-store export data/train/scale scale.npy
+	spirt-store export data/train/0/x x0.npy
+	spirt-store export data/train/1/x x1.npy
+	spirt-store export data/test/0/x t.npy
+	spirt-store export data/test/scale tscale.npy
+	run -0 spirt-store show data/test/scale
+	assert_line 'name=train'
+	assert_line 'shape=2x4'
+	# reference: numpy in float64 on the files, population deviation,
+	# 1 for the constant feature
+	run -0 "$PYTHON" -c "
+import numpy as np
+a = np.loadtxt('train.csv', delimiter=',')[:, 1:]
+b = np.loadtxt('test.csv', delimiter=',')[:, 1:]
+m, s = a.mean(0), a.std(0)
+s[s == 0] = 1
+sc = np.load('scale.npy')
+x = np.concatenate([np.load('x0.npy'), np.load('x1.npy')])
+t = np.load('t.npy')
+ms, ss = sc[0].astype(np.float64), sc[1].astype(np.float64)
+print(sc.dtype, sc.shape, (np.load('tscale.npy') == sc).all())
+print(np.abs(sc[0] - m).max() <= 1e-6 * np.abs(m).max(),
+      (np.abs(sc[1] - s) <= 1e-6 * s).all(), sc[1][3])
+print(np.abs(x - (a - ms) / ss).max() < 1e-5,
+      np.abs(t - (b - ms) / ss).max() < 1e-5)
+print(np.round(x.mean(0), 5) + 0, np.round(x.std(0), 5))"
+	assert_output "$(printf '%s\n' 'float32 (2, 4) True' 'True True 1.0' \
+	    'True True' '[0. 0. 0. 0.] [1. 1. 1. 0.]')"
+	# u8 images become f32
+	run -0 spirt-shard -d img --standardise "$IMG" "$LAB"
+	run -0 bash -c 'spirt-shard -d img --stats | head -n 1'
+	assert_output --partial 'dtype f32 shape 1x4x3'
+}
+
+@test "--standardise: bad uses exit 64, 65 or 66 and change nothing" {
+	printf '0,1,2\n1,2,4\n' > a.csv
+	printf '0,1\n1,2\n' > narrow.csv
+	run -66 --separate-stderr spirt-shard --standardise-from train a.csv
+	[ ! -e "$SPIRT_STORE" ]
+	seed_store
+	run -66 --separate-stderr spirt-shard -d t --standardise-from train a.csv
+	assert_equal "$stderr" "spirt-shard: $SPIRT_STORE: data/train/scale: no such key
+spirt-shard: hint: shard train with --standardise first"
+	unchanged
+	spirt-shard -d a --standardise a.csv
+	before=$(digest "$SPIRT_STORE")
+	run -65 --separate-stderr spirt-shard -d t --standardise-from a narrow.csv
+	assert_equal "$stderr" "spirt-shard: $SPIRT_STORE: data/a/scale: not the mean and deviation of 1 features"
+	printf '0,3e38,2\n1,2,4\n' > far.csv
+	run -65 --separate-stderr spirt-shard -d t --standardise-from a far.csv
+	assert_equal "$stderr" "spirt-shard: far.csv: record 0: feature 1 standardised to 6e+38, not a finite f32"
+	unchanged
+	run -64 spirt-shard --standardise --standardise-from a a.csv
+	run -64 spirt-shard --standardise-from a/b a.csv
+	run -64 spirt-shard --standardise --stats
+	run -64 --separate-stderr spirt-shard -o d.spt --standardise a.csv
+	assert_equal "$stderr" 'spirt-shard: -o: --stats, --dead and --standardise work on the store'
+	run -64 spirt-shard -o d.spt --standardise-from a a.csv
+	[ ! -e d.spt ]
+	unchanged
+}
+
 @test "same seed, same store; other seed, other order; gzip = plain" {
 	spirt-shard -s a.db -n 2 --seed 5 "$IMG" "$LAB"
 	spirt-shard -s b.db -n 2 --seed 5 "$IMG.gz" "$LAB.gz"
@@ -150,6 +247,50 @@ print(' '.join(str(int(x)) for x in v))"
 	unchanged
 }
 
+@test "a label beyond the class limit exits 65 naming the line or record" {
+	seed_store
+	printf 'y,a\n0,1\n2147483647,2\n' > big.csv
+	printf '0 1:1\n65536 1:2\n' > big.svm
+	"$PYTHON" -c "
+import struct
+open('big-labels', 'wb').write(struct.pack('>4B11i', 0, 0, 0x0C, 1, 10,
+    *[0, 1, 2147483647, 0, 1, 2, 0, 1, 2, 0]))"
+	while IFS='|' read -r f msg; do
+		run -65 --separate-stderr spirt-shard $f
+		assert_equal "$stderr" "spirt-shard: $msg"
+		assert_output ''
+		unchanged
+	done <<EOF
+big.csv|big.csv:3: label 2147483647: at most 65536 classes (labels 0..65535)
+big.svm|big.svm:2: label 65536: at most 65536 classes (labels 0..65535)
+$IMG big-labels|big-labels: record 2: label 2147483647: at most 65536 classes (labels 0..65535)
+EOF
+	run -64 --separate-stderr spirt-shard --classes 65537 "$IMG" "$LAB"
+	unchanged
+	# the largest class number is fine, and --stats stays small
+	printf '0 1:1\n65535 1:2\n' > max.svm
+	run -0 spirt-shard -d max max.svm
+	run -0 bash -c 'spirt-shard -d max --stats | head -n 1'
+	assert_output --partial 'samples 2 classes 65536 features 1'
+}
+
+@test "one class is refused (a model needs two): 65 with a hint, --classes 1 is 64" {
+	seed_store
+	printf '0,1\n0,2\n0,3\n' > one.csv
+	run -65 --separate-stderr spirt-shard one.csv
+	assert_equal "$stderr" "spirt-shard: one.csv: every label is 0: one class, a model needs at least 2
+spirt-shard: hint: give the number of classes with --classes"
+	run -65 spirt-shard -o one.spt one.csv
+	[ ! -e one.spt ]
+	run -64 --separate-stderr spirt-shard --classes 1 one.csv
+	assert_equal "$stderr" 'spirt-shard: --classes: value out of range "1"'
+	unchanged
+	# a test set that holds one class is fine when it says how many
+	run -0 spirt-shard -d test --classes 3 one.csv
+	run -0 bash -c 'spirt-shard -d test --stats | head -n 3 | tail -n 1'
+	assert_output 'total samples 3 hist 3 0 0'
+}
+
 @test "bad IDX input exits 65 with one message, store unchanged" {
 	seed_store
 	while IFS='|' read -r img lab msg; do
@@ -160,12 +301,66 @@ print(' '.join(str(int(x)) for x in v))"
 	done <<EOF
 trunc-images-idx3-ubyte.gz|tiny-labels-idx1-ubyte|$SH/trunc-images-idx3-ubyte.gz: truncated gzip data
 notgzip-images-idx3-ubyte.gz|tiny-labels-idx1-ubyte|$SH/notgzip-images-idx3-ubyte.gz: gzip: invalid code -- missing end-of-block
-short-images-idx3-ubyte|tiny-labels-idx1-ubyte|$SH/short-images-idx3-ubyte: record 8: truncated IDX data (header says 10 items)
+short-images-idx3-ubyte|tiny-labels-idx1-ubyte|$SH/short-images-idx3-ubyte: record 8: truncated IDX data (header says 10 items of 12 bytes, the file holds 96 bytes)
 long-images-idx3-ubyte|tiny-labels-idx1-ubyte|$SH/long-images-idx3-ubyte: data after the last of 10 items
 badmagic-images-idx3-ubyte|tiny-labels-idx1-ubyte|$SH/badmagic-images-idx3-ubyte: bad IDX magic 0x08030000
 tiny-images-idx3-ubyte|short-labels-idx1-ubyte|$SH/short-labels-idx1-ubyte: 9 labels for 10 images in $SH/tiny-images-idx3-ubyte
 tiny-labels-idx1-ubyte|tiny-images-idx3-ubyte|$SH/tiny-images-idx3-ubyte: labels must be integers of rank 1, not rank 3 (images and labels swapped?)
 EOF
+	# float labels: the message says what is wrong, not the rank
+	"$PYTHON" -c "
+import struct
+open('f-labels', 'wb').write(struct.pack('>4BI10f', 0, 0, 0x0D, 1, 10,
+    *range(10)))
+open('d-labels', 'wb').write(struct.pack('>4BI10d', 0, 0, 0x0E, 1, 10,
+    *range(10)))"
+	run -65 --separate-stderr spirt-shard "$IMG" f-labels
+	assert_equal "$stderr" 'spirt-shard: f-labels: labels must be integers, not float (IDX type 0x0d)'
+	run -65 --separate-stderr spirt-shard "$IMG" d-labels
+	assert_equal "$stderr" 'spirt-shard: d-labels: labels must be integers, not double (IDX type 0x0e)'
+	unchanged
+}
+
+@test "sizes a header claims are checked against the bytes there: 65, not 71" {
+	seed_store
+	# plain IDX: 100 bytes claiming 4 GiB, and 2^96 bytes
+	"$PYTHON" -c "
+import struct, gzip
+h = struct.pack('>4B3I', 0, 0, 8, 3, 65536, 256, 256) + bytes(100)
+open('big-images', 'wb').write(h)
+gzip.open('big-images.gz', 'wb').write(h)
+open('huge-images', 'wb').write(
+    struct.pack('>4B3I', 0, 0, 8, 3, 2**32 - 1, 2**32 - 1, 2**32 - 1)
+    + bytes(100))"
+	run -65 --separate-stderr spirt-shard big-images "$LAB"
+	assert_equal "$stderr" "spirt-shard: big-images: record 0: truncated IDX data (header says 65536 items of 65536 bytes, the file holds 100 bytes)"
+	run -65 --separate-stderr spirt-shard huge-images "$LAB"
+	assert_equal "$stderr" "spirt-shard: huge-images: record 0: truncated IDX data (header says 4294967295 items of 18446744065119617025 bytes, the file holds 100 bytes)"
+	run -65 --separate-stderr spirt-shard big-images.gz "$LAB"
+	assert_equal "$stderr" "spirt-shard: big-images.gz: record 0: truncated IDX data (header says 65536 items)"
+	unchanged
+	# the data set read back: info claiming 2^40 shards, or 2^20 shards
+	# of 65536 classes where one exists
+	for info in '1 << 40, 1 << 40, 3, 12' '1 << 20, 1 << 20, 65536, 12'; do
+		"$PYTHON" -c "$PYREC
+out(st.encode(np.array([$info], np.int64), name='train'))" > info.rec
+		cp -r "$SPIRT_STORE" bad.db
+		spirt-store -s bad.db put data/train/info info.rec
+		run -65 --separate-stderr spirt-shard -s bad.db --stats
+		assert_equal "$stderr" "spirt-shard: bad.db: stats data/train: malformed input data"
+		rm -r bad.db
+	done
+}
+
+@test "a CSV line of a million fields costs memory for one row, not 1024" {
+	ldd "$(command -v spirt-shard)" | grep -q libasan &&
+		skip "ulimit -v and ASan do not mix"
+	"$PYTHON" -c "print('0,' * 999999 + '1'); print('1,' * 999999 + '0')" > wide.csv
+	# (the store's map would not fit either: a data file instead)
+	run -0 --separate-stderr bash -c 'ulimit -v 1000000; spirt-shard -o d.spt wide.csv'
+	run -0 spirt-store inspect d.spt
+	assert_line 'shape=2x999999'
+	assert_line 'mean=0.5'
 }
 
 @test "IDX of floats is stored f32" {
@@ -201,6 +396,40 @@ EOF
 	assert_output '[ 3.   1.5 -3. ]'
 }
 
+@test "-H skips a title or header line; without it a title is named with a hint" {
+	seed_store
+	printf 'Iris data, 3 samples\n0,1,2,3\n1,2,3,4\n1,3,4,5\n' > title.csv
+	run -65 --separate-stderr spirt-shard title.csv
+	assert_equal "$stderr" "spirt-shard: title.csv:2: 4 fields, expected 2 as in the header on line 1
+spirt-shard: hint: skip a title line with -H"
+	printf 'Iris\n0,1,2,3\n1,2,3,4\n' > title1.csv
+	run -65 --separate-stderr spirt-shard title1.csv
+	assert_equal "$stderr" "spirt-shard: title1.csv:1: need a label and at least one feature
+spirt-shard: hint: skip a title line with -H"
+	run -64 --separate-stderr spirt-shard -H "$IMG" "$LAB"
+	assert_equal "$stderr" "spirt-shard: $IMG: IDX has no header line"
+	unchanged
+	run -0 spirt-shard -H -d t title.csv
+	run -0 bash -c 'spirt-shard -d t --stats | head -n 1'
+	assert_output --partial 'samples 3 classes 2 features 3'
+	# a header line skipped with -H or detected: the same data set
+	spirt-shard -s a.db "$SH/tiny.csv"
+	spirt-shard -s b.db --header "$SH/tiny.csv"
+	assert_equal "$(digest a.db)" "$(digest b.db)"
+	# -H skips line 1 whatever it holds, and detects nothing after it
+	run -0 spirt-shard -s c.db -H "$SH/tiny-nohdr.csv"
+	run -0 bash -c 'spirt-shard -s c.db --stats | head -n 1'
+	assert_output --partial 'samples 5 classes 2'
+	printf 'title\ny,a,b\n0,1,2\n' > two.csv
+	run -65 --separate-stderr spirt-shard -H two.csv
+	assert_equal "$stderr" 'spirt-shard: two.csv:2: field 1: not a number: "y"'
+	# LIBSVM too; IDX has no lines
+	printf 'a title\n0 1:1\n1 2:1\n' > t.svm
+	run -0 spirt-shard -H -d s t.svm
+	run -0 bash -c 'spirt-shard -d s --stats | head -n 1'
+	assert_output --partial 'samples 2 classes 2 features 2'
+}
+
 @test "bad CSV exits 65 naming file and line, store unchanged" {
 	seed_store
 	while IFS='|' read -r opt f msg; do
@@ -215,7 +444,6 @@ EOF
 |empty.csv|: no samples
 --label-col=9|tiny.csv|:1: no label column 9 in 4 fields
 --dim=4|tiny.csv|: 3 features per sample, not 4
---classes=1|tiny.csv|:3: label 1 outside 0..0
 EOF
 	# a first line with a numeric label is data, not a header
 	printf '0,1,x\n1,2,3\n' > typo.csv
@@ -249,6 +477,34 @@ x = np.load('x.npy'); print(x.shape, sorted(x.sum(axis=1).tolist()))"
 --dim=4|tiny.svm|:2: index 5 outside 1..4
 --classes=2|tiny.svm|:4: label 2 outside 0..1
 EOF
+}
+
+@test "LIBSVM: a huge index needs --dim; an index above --dim exits 65" {
+	seed_store
+	printf '1 1:1 3294967295:1\n' > huge.svm
+	run -65 --separate-stderr spirt-shard huge.svm
+	assert_equal "$stderr" "spirt-shard: huge.svm:1: index 3294967295 above 65536, the most features inferred
+spirt-shard: hint: give the number of features with --dim"
+	unchanged
+	printf '0 1:1\n1 2:1 65537:2\n' > big.svm
+	run -65 --separate-stderr spirt-shard big.svm
+	assert_equal "${stderr%%$'\n'*}" "spirt-shard: big.svm:2: index 65537 above 65536, the most features inferred"
+	run -65 --separate-stderr spirt-shard --dim 65536 big.svm
+	assert_equal "$stderr" "spirt-shard: big.svm:2: index 65537 outside 1..65536"
+	run -65 --separate-stderr spirt-shard --dim 100 huge.svm
+	assert_equal "$stderr" "spirt-shard: huge.svm:1: index 3294967295 outside 1..100"
+	printf '0 1:1 99999999999999999999:1\n' > over.svm
+	run -65 --separate-stderr spirt-shard --dim 100 over.svm
+	assert_equal "$stderr" "spirt-shard: over.svm:1: index 99999999999999999999 outside 1..100"
+	unchanged
+	# given the dimension, a large one is fine; 65536 is inferred
+	run -0 spirt-shard -d big --dim 65537 big.svm
+	run -0 bash -c 'spirt-shard -d big --stats | head -n 1'
+	assert_output --partial 'features 65537 dtype f32'
+	printf '0 1:1\n1 65536:2\n' > max.svm
+	run -0 spirt-shard -d max max.svm
+	run -0 bash -c 'spirt-shard -d max --stats | head -n 1'
+	assert_output --partial 'features 65536 dtype f32'
 }
 
 @test "unknown format exits 64 with a hint" {
@@ -337,7 +593,7 @@ spirt-shard: hint: name the format with -f"
 @test "-o: usage, bad input and a missing directory write nothing" {
 	mkdir out
 	run -64 --separate-stderr spirt-shard -o out/d.spt --stats "$IMG" "$LAB"
-	assert_equal "$stderr" 'spirt-shard: -o: --stats and --dead work on the store'
+	assert_equal "$stderr" 'spirt-shard: -o: --stats, --dead and --standardise work on the store'
 	run -64 spirt-shard -o out/d.spt --dead 1
 	run -64 spirt-shard -o out/d.spt -n 11 "$IMG" "$LAB"
 	run -65 spirt-shard -o out/d.spt "$SH/short-images-idx3-ubyte" "$LAB"

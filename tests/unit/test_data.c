@@ -1,10 +1,13 @@
 /* test_data.c - unit tests for lib/data: readers, shuffle, split, store */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <zlib.h>
 
 #include "check.h"
 #include "data.h"
@@ -83,6 +86,25 @@ test_split(void)
 		}
 }
 
+static char tdir[] = "/tmp/spirt-test-data.XXXXXX";  /* made by main */
+
+/* write len bytes (0: a string) to file name in tdir; its path to path */
+static void
+tmpwrite(char *path, size_t cap, const char *name, const void *buf,
+    size_t len)
+{
+	FILE *f;
+
+	if (len == 0)
+		len = strlen(buf);
+	snprintf(path, cap, "%s/%s", tdir, name);
+	if ((f = fopen(path, "wb")) == NULL ||
+	    fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+		perror(path);
+		check_failed = 1;
+	}
+}
+
 static void
 test_idx(void)
 {
@@ -154,7 +176,8 @@ test_csv(void)
 	struct spirt_data_opts o = opts(SPIRT_FMT_AUTO);
 	struct spirt_dataset ds;
 	struct spirt_data_err err;
-	const char *p[1];
+	const char *p[2];
+	char path[64];
 	size_t i;
 	float *x;
 
@@ -190,6 +213,33 @@ test_csv(void)
 	o.label_col = 7;
 	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
 	CHECK(ds.x == NULL);
+
+	/* header: line 1 goes unread, and no header is looked for after */
+	o.label_col = 0;
+	o.header = 1;
+	CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+	CHECK(ds.n == 6);
+	spirt_dataset_free(&ds);
+	p[0] = FIX "tiny-nohdr.csv";
+	CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+	CHECK(ds.n == 5 && ds.y[0] == 1);
+	spirt_dataset_free(&ds);
+	tmpwrite(path, sizeof(path), "title.csv", "t\ny,a\n0,1\n", 0);
+	p[0] = path;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 2);
+	o.header = 0;
+	tmpwrite(path, sizeof(path), "title.csv", "A, b\n0,1,2\n1,2,3\n", 0);
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 2 && err.hint == SPIRT_DATA_HINT_HEADER);
+	o.header = 1;
+	CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+	spirt_dataset_free(&ds);
+	o.classes = 0;
+	o.format = SPIRT_FMT_IDX;
+	p[0] = FIX "tiny-images-idx3-ubyte";
+	p[1] = FIX "tiny-labels-idx1-ubyte";
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 2, &o), SPIRT_EINVAL);
 }
 
 static void
@@ -199,6 +249,7 @@ test_libsvm(void)
 	struct spirt_dataset ds;
 	struct spirt_data_err err;
 	const char *p[1] = { FIX "tiny.svm" };
+	char path[64];
 	static const float want[4 * 5] = {
 		0.5f, 0, 2, 0, 0,
 		0, 1, 0, 0, -1,
@@ -237,6 +288,216 @@ test_libsvm(void)
 	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EINVAL);
 	for (i = 0; i < 1; i++)
 		CHECK(ds.x == NULL);
+
+	/* a dimension nobody gave is at most SPIRT_DATA_MAXINFER */
+	tmpwrite(path, sizeof(path), "huge.svm", "1 1:1 3294967295:1\n", 0);
+	p[0] = path;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 1 && err.hint == SPIRT_DATA_HINT_DIM);
+	o.dim = 100;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 1 && err.hint == SPIRT_DATA_HINT_NONE);
+	o.dim = 0;
+	tmpwrite(path, sizeof(path), "max.svm", "1 1:1 65536:1\n", 0);
+	CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+	CHECK(ds.feat == SPIRT_DATA_MAXINFER);
+	spirt_dataset_free(&ds);
+}
+
+/* labels at and beyond SPIRT_DATA_MAXCLASSES, in every reader */
+static void
+test_label_limit(void)
+{
+	static const unsigned char lab[8 + 4 * 10] = { 0, 0, 0x0C, 1,
+	    0, 0, 0, 10,  0, 0, 0, 0,  0, 0, 0, 1,  0x7f, 0xff, 0xff, 0xff };
+	struct spirt_data_opts o = opts(SPIRT_FMT_AUTO);
+	struct spirt_dataset ds;
+	struct spirt_data_err err;
+	int32_t y[3] = { 0, INT32_MAX, 1 };
+	char csv[64], svm[64], idx[64], ok[64], buf[256];
+	const char *p[2];
+
+	tmpwrite(csv, sizeof(csv), "big.csv", "0,1\n2147483647,2\n", 0);
+	tmpwrite(svm, sizeof(svm), "big.svm", "0 1:1\n65536 1:2\n", 0);
+	tmpwrite(ok, sizeof(ok), "max.svm", "0 1:1\n65535 1:2\n", 0);
+	tmpwrite(idx, sizeof(idx), "big-labels", lab, sizeof(lab));
+	p[0] = csv;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 2 && ds.y == NULL);
+	spirt_data_errstr(buf, sizeof(buf), &err, SPIRT_EDATA);
+	CHECK(strstr(buf, ":2: label 2147483647: at most 65536 classes "
+	    "(labels 0..65535)") != NULL);
+	p[0] = svm;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 2);
+	p[0] = FIX "tiny-images-idx3-ubyte";
+	p[1] = idx;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 2, &o), SPIRT_EDATA);
+	CHECK(err.has_record && err.record == 2 && err.file == idx);
+	p[0] = ok;
+	CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+	CHECK(ds.nclasses == SPIRT_DATA_MAXCLASSES);
+	spirt_dataset_free(&ds);
+
+	/* the check itself: no overflow computing largest + 1 */
+	memset(&ds, 0, sizeof(ds));
+	ds.n = 3;
+	ds.y = y;
+	CHECK_EQ_RC(spirt_data_check_labels(&ds, &err, "f", 0), SPIRT_EDATA);
+	CHECK(err.has_record && err.record == 1);
+	y[1] = SPIRT_DATA_MAXCLASSES - 1;
+	CHECK_RC(spirt_data_check_labels(&ds, &err, "f", 0));
+	CHECK(ds.nclasses == SPIRT_DATA_MAXCLASSES);
+	CHECK_EQ_RC(spirt_data_check_labels(&ds, &err, "f",
+	    SPIRT_DATA_MAXCLASSES + 1), SPIRT_EINVAL);
+
+	/* one class: a model needs two, unless classes says how many */
+	y[0] = y[1] = y[2] = 0;
+	CHECK_EQ_RC(spirt_data_check_labels(&ds, &err, "f", 0), SPIRT_EDATA);
+	CHECK(err.hint == SPIRT_DATA_HINT_CLASSES && !err.has_record);
+	CHECK_EQ_RC(spirt_data_check_labels(&ds, &err, "f", 1), SPIRT_EINVAL);
+	CHECK_RC(spirt_data_check_labels(&ds, &err, "f", 2));
+	CHECK(ds.nclasses == 2);
+}
+
+/* what a header claims is checked against the bytes there */
+static void
+test_claims(void)
+{
+	unsigned char h[16 + 100] = { 0, 0, 8, 3,  0, 1, 0, 0,  0, 0, 1, 0,
+	    0, 0, 1, 0 };                       /* 65536 x 256 x 256 */
+	struct spirt_data_opts o = opts(SPIRT_FMT_IDX);
+	struct spirt_dataset ds;
+	struct spirt_data_err err;
+	char img[64], gz[64], csv[64], *line;
+	const char *p[2];
+	gzFile f;
+	size_t i;
+
+	tmpwrite(img, sizeof(img), "claim-images", h, sizeof(h));
+	p[0] = img;
+	p[1] = FIX "tiny-labels-idx1-ubyte";
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 2, &o), SPIRT_ETRUNC);
+	CHECK(err.has_record && err.record == 0 &&
+	    strstr(err.msg, "the file holds 100 bytes"));
+	h[4] = h[5] = h[6] = h[7] = 0xff;       /* 2^32-1 x 2^16 x 2^16 */
+	tmpwrite(img, sizeof(img), "claim-images", h, sizeof(h));
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 2, &o), SPIRT_ETRUNC);
+	snprintf(gz, sizeof(gz), "%s/claim-images.gz", tdir);
+	if ((f = gzopen(gz, "wb")) == NULL ||
+	    gzwrite(f, h, sizeof(h)) != (int)sizeof(h) || gzclose(f) != Z_OK)
+		CHECK(!"gzip written");
+	p[0] = gz;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 2, &o), SPIRT_ETRUNC);
+	CHECK(err.has_record && err.record == 0 && ds.x == NULL);
+
+	/* one line of 2^20 fields: memory for that row only (ASan sees) */
+	if ((line = malloc(2 << 20)) == NULL) {
+		CHECK(line != NULL);
+		return;
+	}
+	for (i = 0; i < 1u << 20; i++) {
+		line[2 * i] = i % 3 ? '1' : '0';
+		line[2 * i + 1] = ',';
+	}
+	line[(2 << 20) - 1] = '\n';
+	tmpwrite(csv, sizeof(csv), "wide.csv", line, 2 << 20);
+	free(line);
+	p[0] = csv;
+	o.format = SPIRT_FMT_CSV;
+	o.classes = 2;
+	CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+	CHECK(ds.n == 1 && ds.feat == (1u << 20) - 1);
+	CHECK(ds.feat > 5 && ((float *)ds.x)[1] == 1 &&
+	    ((float *)ds.x)[2] == 0);
+	spirt_dataset_free(&ds);
+}
+
+/* standardisation against a plain double reference */
+static void
+test_scale(void)
+{
+	static const unsigned char u[4 * 3] = { 0, 10, 7,  2, 20, 7,
+	    4, 30, 7,  6, 200, 7 };
+	struct spirt_dataset ds, t;
+	struct spirt_data_err err;
+	struct spirt_store *s;
+	char path[64];
+	float *sc, *back;
+	const float *x;
+	double m, v, z;
+	int32_t y[4] = { 0, 1, 0, 1 };
+	size_t i, j;
+
+	memset(&ds, 0, sizeof(ds));
+	ds.xdtype = SPIRT_U8;
+	ds.n = 4;
+	ds.feat = 3;
+	ds.rank = 2;
+	ds.dims[0] = 4;
+	ds.dims[1] = 3;
+	ds.nclasses = 2;
+	if ((ds.x = malloc(sizeof(u))) == NULL ||
+	    (ds.y = malloc(sizeof(y))) == NULL) {
+		CHECK(!"malloc");
+		return;
+	}
+	memcpy(ds.x, u, sizeof(u));
+	memcpy(ds.y, y, sizeof(y));
+	CHECK_RC(spirt_data_scale_fit(&sc, &ds));
+	for (j = 0; sc && j < 3; j++) {
+		for (i = 0, m = 0; i < 4; i++)
+			m += u[3 * i + j];
+		m /= 4;
+		for (i = 0, v = 0; i < 4; i++)
+			v += (u[3 * i + j] - m) * (u[3 * i + j] - m);
+		v = sqrt(v / 4);
+		CHECK(sc[j] == (float)m);
+		CHECK(sc[3 + j] == (v > 0 ? (float)v : 1));
+	}
+	CHECK_EQ_RC(spirt_data_scale_apply(&ds, &err, sc, "a/b"),
+	    SPIRT_EINVAL);
+	CHECK(ds.xdtype == SPIRT_U8 && ds.scale == NULL);
+	CHECK_RC(spirt_data_scale_apply(&ds, &err, sc, "tr"));
+	CHECK(ds.xdtype == SPIRT_F32 && strcmp(ds.scale_from, "tr") == 0);
+	x = ds.x;
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < 3; j++) {
+			z = (u[3 * i + j] - (double)sc[j]) / sc[3 + j];
+			CHECK(x[3 * i + j] == (float)z);
+		}
+	CHECK(x[2] == 0 && x[11] == 0);         /* the constant feature */
+
+	/* stored with the data set, read back for another one */
+	snprintf(path, sizeof(path), "%s/scale.db", tdir);
+	CHECK_RC(spirt_store_open(&s, path, SPIRT_STORE_CREATE |
+	    SPIRT_STORE_NOSYNC));
+	CHECK_RC(spirt_data_store(s, "tr", &ds, 2));
+	CHECK_RC(spirt_data_scale_get(&back, s, "tr", 3));
+	CHECK(back && memcmp(back, sc, 6 * sizeof(float)) == 0);
+	free(back);
+	CHECK_EQ_RC(spirt_data_scale_get(&back, s, "tr", 4), SPIRT_ESHAPE);
+	CHECK_EQ_RC(spirt_data_scale_get(&back, s, "none", 3),
+	    SPIRT_ENOTFOUND);
+	CHECK(back == NULL);
+
+	/* a value beyond f32 names its record */
+	memset(&t, 0, sizeof(t));
+	t.xdtype = SPIRT_F32;
+	t.n = 2;
+	t.feat = 3;
+	if ((t.x = calloc(6, sizeof(float))) == NULL) {
+		CHECK(!"calloc");
+		return;
+	}
+	((float *)t.x)[4] = 3e38f;
+	sc[4] = 0.5f;
+	CHECK_EQ_RC(spirt_data_scale_apply(&t, &err, sc, "tr"), SPIRT_ENAN);
+	CHECK(err.has_record && err.record == 1 && t.scale == NULL);
+	spirt_dataset_free(&t);
+	free(sc);
+	spirt_dataset_free(&ds);
+	spirt_store_close(s);
 }
 
 static void
@@ -401,13 +662,25 @@ test_store(void)
 int
 main(void)
 {
+	char cmd[64];
+
+	if (mkdtemp(tdir) == NULL) {
+		perror("mkdtemp");
+		return 1;
+	}
 	test_rng();
 	test_split();
 	test_names();
 	test_idx();
 	test_csv();
 	test_libsvm();
+	test_label_limit();
+	test_claims();
+	test_scale();
 	test_rebalance();
 	test_store();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", tdir);
 	CHECK_DONE();
 }
