@@ -603,18 +603,16 @@ spirt-shard: hint: name the format with -f"
 	[ -z "$(ls out)" ] || fail "left: $(ls out)"
 }
 
-@test "Fashion-MNIST: 60000 train in 4 shards, test set, in seconds" {
+@test "Fashion-MNIST: 60000 train in 4 shards, test set" {
 	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
 		skip "no $FMNIST"
-	start=$(date +%s%N)
+	# (its speed is bench/ material, not a test's: no timed assertion)
 	run -0 --separate-stderr spirt-shard -n 4 --seed 1 --stats \
 	    "$FMNIST/train-images-idx3-ubyte.gz" \
 	    "$FMNIST/train-labels-idx1-ubyte.gz"
-	ms=$((($(date +%s%N) - start) / 1000000))
 	assert_line --index 0 'dataset train samples 60000 classes 10 features 784 dtype u8 shape 1x28x28 shards 4 revision 0'
 	assert_line 'shard 3 samples 15000 hist 1500 1485 1499 1502 1498 1456 1527 1473 1501 1559'
 	assert_line 'total samples 60000 hist 6000 6000 6000 6000 6000 6000 6000 6000 6000 6000'
-	[ "$ms" -lt 3000 ] || fail "took $ms ms"
 	run -0 spirt-shard -d test --classes 10 \
 	    "$FMNIST/t10k-images-idx3-ubyte.gz" \
 	    "$FMNIST/t10k-labels-idx1-ubyte.gz"
