@@ -9,12 +9,8 @@ include config.mk
 # the default target, before the fragments can define a rule
 all:
 
-include mk/data.mk
-include mk/model.mk
-include mk/agg.mk
-include mk/train.mk
-include mk/peer.mk
-
+# the header and object lists come before the fragments: a fragment's
+# prerequisite line `x.o: $(LIBHDR)` is expanded where it is read
 ALLCFLAGS = $(SPIRT_CPPFLAGS) $(CPPFLAGS) $(INCS) $(SPIRT_CFLAGS) $(CFLAGS)
 
 CORE_LIBHDR = lib/spirt.h lib/tensor.h lib/store.h lib/io.h lib/parse.h \
@@ -24,6 +20,12 @@ LIBHDR = $(CORE_LIBHDR) $(DATA_LIBHDR) $(MODEL_LIBHDR) $(AGG_LIBHDR) \
 LIBOBJ = lib/spirt.o lib/tensor.o lib/store.o lib/io.o lib/parse.o \
 	lib/npy.o lib/tool.o lib/mem.o lib/isa.o $(DATA_LIBOBJ) $(MODEL_LIBOBJ) \
 	$(AGG_LIBOBJ) $(PEER_LIBOBJ)
+
+include mk/data.mk
+include mk/model.mk
+include mk/agg.mk
+include mk/train.mk
+include mk/peer.mk
 
 BIN = spirt-store $(DATA_BIN) $(MODEL_BIN) $(AGG_BIN) $(TRAIN_BIN) $(PEER_BIN)
 MAN1 = man/spirt-store.1 $(DATA_MAN1) $(MODEL_MAN1) $(AGG_MAN1) \
