@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -433,6 +434,62 @@ spirt_tensor_write(int fd, struct spirt_tensor *t, const void *payload)
 	return 0;
 }
 
+/*
+ * A header's claim is not evidence: a 88-byte stream may say u8[2^40].
+ * The payload buffer grows as bytes arrive, so memory follows what was
+ * sent.  A regular file says up front what is left in it; a pipe does not,
+ * so there the buffer starts at READ_FIRST bytes (a model or gradient of
+ * up to 16 Mi floats needs no more) and doubles, copied, as it fills.
+ */
+#define READ_FIRST ((size_t)64 << 20)
+
+/* n bytes into a fresh 64-byte aligned *out; SPIRT_ETRUNC if fewer come */
+static int
+read_payload(int fd, void **out, size_t n)
+{
+	struct stat st;
+	off_t pos;
+	size_t cap = n, have = 0;
+	void *buf = NULL, *nb;
+	ssize_t r;
+
+	*out = NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (pos = lseek(fd, 0, SEEK_CUR)) >= 0) {
+		if (pos > st.st_size || (uint64_t)(st.st_size - pos) <
+		    (uint64_t)n + SPIRT_TENSOR_TRAILER)
+			return SPIRT_ETRUNC;
+	} else if (cap > READ_FIRST) {
+		cap = READ_FIRST;
+	}
+	for (;;) {
+		if (posix_memalign(&nb, 64, cap ? cap : 1)) {
+			free(buf);
+			return ENOMEM;
+		}
+		if (have)
+			memcpy(nb, buf, have);
+		free(buf);
+		buf = nb;
+		if ((r = spirt_readall(fd, (char *)buf + have, cap - have)) <
+		    0) {
+			int e = errno;
+			free(buf);
+			return e;
+		}
+		have += (size_t)r;
+		if (have < cap) {
+			free(buf);
+			return SPIRT_ETRUNC;
+		}
+		if (cap == n)
+			break;
+		cap = n - cap > cap ? 2 * cap : n;
+	}
+	*out = buf;
+	return 0;
+}
+
 int
 spirt_tensor_read(int fd, struct spirt_tensor *t, void **payload,
     uint64_t maxbytes)
@@ -464,16 +521,8 @@ spirt_tensor_read(int fd, struct spirt_tensor *t, void **payload,
 		return rc;
 	if (maxbytes && t->nbytes > maxbytes)
 		return SPIRT_ESHAPE;
-	if (posix_memalign(&buf, 64, t->nbytes ? t->nbytes : 1))
-		return ENOMEM;
-	if ((r = spirt_readall(fd, buf, t->nbytes)) < 0) {
-		rc = errno;
-		goto fail;
-	}
-	if ((size_t)r < t->nbytes) {
-		rc = SPIRT_ETRUNC;
-		goto fail;
-	}
+	if ((rc = read_payload(fd, &buf, (size_t)t->nbytes)))
+		return rc;
 	if ((r = spirt_readall(fd, tr, sizeof tr)) < 0) {
 		rc = errno;
 		goto fail;

@@ -162,6 +162,9 @@ SPIRT_MUST_CHECK int spirt_tensor_write(int fd, struct spirt_tensor *t,
  * stream ends inside a record, SPIRT_ETORN/SPIRT_ECHECKSUM for torn or
  * interleaved data, header errors as spirt_tensor_unpack_header, ENOMEM or
  * another errno.  maxbytes (0: no limit) bounds the payload accepted.
+ * The size a header claims is never allocated on trust: from a regular
+ * file it is checked against the bytes left (SPIRT_ETRUNC before any
+ * allocation); from a pipe the buffer grows as the bytes arrive.
  */
 SPIRT_MUST_CHECK int spirt_tensor_read(int fd, struct spirt_tensor *t,
     void **payload, uint64_t maxbytes);

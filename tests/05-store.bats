@@ -413,3 +413,61 @@ teardown() {
 	run -66 spirt-store -s nowhere.db prune -t 3 x/
 	[ ! -e nowhere.db ]
 }
+
+# hugerec FILE: 88 bytes, a valid header claiming u8[2^40], then 16 bytes
+hugerec() {
+	"$PYTHON" - "$1" <<PY
+$PYREC
+import struct, xxhash
+n = 1 << 40
+h = st.FIXED.pack(b"SPRT", 1, 4, 1, 72, 0, 0, st.NOSTEP, 0, float("nan"),
+                  st.NOORIGIN, 0, n) + struct.pack("<Q", n)
+h += struct.pack("<Q", xxhash.xxh3_64_intdigest(h))
+open(sys.argv[1], "wb").write(h + b"SPRE" + bytes(12))
+PY
+}
+
+@test "a header claiming u8[2^40] in 88 bytes: 65 truncated in every reader" {
+	"$PYTHON" -c 'import xxhash' 2>/dev/null || skip "no python3-xxhash"
+	hugerec huge.rec
+	[ "$(wc -c < huge.rec)" -eq 88 ]
+	seed_store
+	before=$(store_digest "$SPIRT_STORE")
+	spirt-init -o m.rec mlp:4-3-2
+	trunc='truncated record'
+	# 1 spirt-store inspect, from a file and from a pipe
+	run -65 --separate-stderr spirt-store inspect huge.rec
+	assert_equal "$stderr" "spirt-store: huge.rec: record 0: $trunc"
+	run -65 --separate-stderr bash -c 'cat huge.rec | spirt-store inspect'
+	assert_equal "$stderr" "spirt-store: -: record 0: $trunc"
+	# 2 spirt-store put
+	run -65 --separate-stderr spirt-store put k huge.rec
+	assert_equal "$stderr" "spirt-store: huge.rec: $trunc"
+	run -65 bash -c 'cat huge.rec | spirt-store put k'
+	# 3 spirt-agg, file operands and standard input
+	run -65 --separate-stderr spirt-agg -o out.rec huge.rec
+	[[ "$stderr" == *"huge.rec"*"$trunc" ]]
+	run -65 bash -c 'cat huge.rec | spirt-agg -o out.rec'
+	# 4 spirt-update: the aggregate, 5 its -p model file
+	run -65 --separate-stderr spirt-update -m m huge.rec
+	[[ "$stderr" == *"huge.rec: $trunc" ]]
+	run -65 --separate-stderr spirt-update -p huge.rec -o n.rec m.rec
+	[[ "$stderr" == *"huge.rec"*"$trunc" ]]
+	# 6 spirt-grad and spirt-eval -p, 7 their -D data files
+	for tool in spirt-grad spirt-eval; do
+		run -65 --separate-stderr $tool -p huge.rec -D huge.rec
+		[[ "$stderr" == *"huge.rec"*"$trunc" ]]
+		run -65 --separate-stderr $tool -p m.rec -D huge.rec
+		[[ "$stderr" == *"huge.rec"*"$trunc" ]]
+		run -65 bash -c "cat huge.rec | $tool -p - -D huge.rec"
+	done
+	# 8 spirt-store import: a .npy claiming (2^40,) bytes
+	"$PYTHON" -c "
+d = b\"{'descr': '|u1', 'fortran_order': False, 'shape': (1099511627776,), }\"
+d += b' ' * (117 - len(d)) + b'\\n'
+open('huge.npy', 'wb').write(b'\\x93NUMPY\\x01\\x00' + bytes([len(d), 0]) + d)"
+	run -65 --separate-stderr spirt-store import k huge.npy
+	assert_equal "$stderr" "spirt-store: huge.npy: $trunc"
+	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
+	[ ! -e out.rec ] && [ ! -e n.rec ]
+}
