@@ -1,5 +1,6 @@
 /* tensor.c - pack, unpack and stream spirt tensor records (ISC licence) */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -539,6 +540,60 @@ spirt_tensor_read(int fd, struct spirt_tensor *t, void **payload,
 fail:
 	free(buf);
 	return rc;
+}
+
+/* ---- model files ---- */
+
+int
+spirt_model_file_read(const char *path, struct spirt_tensor *m, void **mpl,
+    struct spirt_tensor *st, void **spl, char *msg, size_t cap)
+{
+	struct spirt_tensor t2, t3;
+	void *p2 = NULL, *p3 = NULL;
+	int fd = STDIN_FILENO, rc;
+
+	*mpl = NULL;
+	if (spl)
+		*spl = NULL;
+	if (strcmp(path, "-") != 0 && (fd = open(path, O_RDONLY)) < 0)
+		return spirt_msgf(msg, cap, errno, "open %s", path);
+	if ((rc = spirt_tensor_read(fd, m, mpl, 0)) != 0) {
+		if (rc == SPIRT_EOF)
+			rc = spirt_msgf(msg, cap, SPIRT_ETRUNC, "%s: empty "
+			    "file, no model record", path);
+		else
+			spirt_msgf(msg, cap, rc, "%s: record 0", path);
+	} else if (m->step == SPIRT_NOSTEP) {
+		rc = spirt_msgf(msg, cap, SPIRT_ESTEP, "%s: record 0: the "
+		    "model has no step", path);
+	} else if ((rc = spirt_tensor_read(fd, st ? st : &t2, &p2, 0)) != 0) {
+		if (rc == SPIRT_EOF)
+			rc = 0;
+		else
+			spirt_msgf(msg, cap, rc, "%s: record 1", path);
+	} else if ((rc = spirt_tensor_read(fd, &t3, &p3, 0)) != SPIRT_EOF) {
+		free(p3);
+		if (rc == 0)
+			rc = SPIRT_EDATA;
+		spirt_msgf(msg, cap, rc, "%s: record 2: a model file holds "
+		    "the model and its optimiser state, nothing after them",
+		    path);
+	} else {
+		rc = 0;
+	}
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (rc != 0) {
+		free(*mpl);
+		*mpl = NULL;
+		free(p2);
+		return rc;
+	}
+	if (spl)
+		*spl = p2;
+	else
+		free(p2);
+	return 0;
 }
 
 /* ---- helpers ---- */

@@ -363,46 +363,17 @@ spirt_update_read_agg(struct spirt_update *u, const char *path)
 
 /* ---- files instead of the store (-p, -o) ---- */
 
-/*
- * Read the model file: the model record, then optionally the optimiser
- * state; nothing else.  m, st (out) get the headers, *mpl, *spl fresh buffers
- * (*spl NULL when there is no state).
- */
+/* the model file: spirt_model_file_read(), its message with the cause */
 static int
 readparams(struct spirt_update *u, const char *path, struct spirt_tensor *m,
-    void **mpl,
-    struct spirt_tensor *st, void **spl)
+    void **mpl, struct spirt_tensor *st, void **spl)
 {
-	struct spirt_tensor extra;
-	void *pl;
-	int fd = 0, rc;
+	char where[sizeof u->msg - 64];
+	int rc;
 
-	*mpl = *spl = NULL;
-	if (strcmp(path, "-") != 0 && (fd = open(path, O_RDONLY)) < 0) {
-		rc = errno;
-		tellrc(u, rc, "open %s", path);
-		return rc;
-	}
-	if ((rc = spirt_tensor_read(fd, m, mpl, 0)) == SPIRT_EOF) {
-		tellx(u, "%s: empty input", path);
-		rc = SPIRT_ETRUNC;
-	} else if (rc) {
-		tellrc(u, rc, "%s: record 1", path);
-	} else if ((rc = spirt_tensor_read(fd, st, spl, 0)) == SPIRT_EOF) {
-		rc = 0;
-	} else if (rc) {
-		tellrc(u, rc, "%s: record 2", path);
-	} else if ((rc = spirt_tensor_read(fd, &extra, &pl, 0)) ==
-	    SPIRT_EOF) {
-		rc = 0;
-	} else {
-		if (rc == 0)
-			free(pl);
-		tellx(u, "%s: more than two records (model, state)", path);
-		rc = SPIRT_EDATA;
-	}
-	if (fd > 0)
-		close(fd);
+	if ((rc = spirt_model_file_read(path, m, mpl, st, spl, where,
+	    sizeof where)) != 0)
+		tellrc(u, rc, "%s", where);
 	return rc;
 }
 

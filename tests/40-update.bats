@@ -376,7 +376,7 @@ import os; assert os.path.getsize('s1.rec') == os.path.getsize('m0.rec')"
 	cat f1.rec a1.rec >three.rec
 	run -65 --separate-stderr spirt-update -p three.rec -o x.rec \
 		--opt momentum a1.rec
-	[[ "$stderr" == *"three.rec: more than two records"* ]]
+	[[ "$stderr" == *"three.rec: record 2: a model file holds the model and its optimiser state, nothing after them: malformed input data" ]]
 	py "out(rec(np.zeros(5)))" >short.rec
 	run -65 --separate-stderr spirt-update -p short.rec -o x.rec a0.rec
 	[[ "$stderr" == *"a0.rec: 6 values, short.rec has 5: shapes differ"* ]]
@@ -433,4 +433,38 @@ assert (r.name, r.step, r.count) == ('adam', 3, 3)"
 		# 0, not 143: it ended by itself, it was not killed
 		[ "$rc" -eq 0 ] || fail "$tool: exit $rc after SIGTERM"
 	done
+}
+
+@test "a model file (-p) is one rule in grad, eval, update: trailing bytes 65" {
+	awk 'BEGIN { for (i = 0; i < 12; i++)
+		printf "%d,%d,%d,%d,%d\n", i % 3, i % 2, i % 5, i % 7, i % 4 }' \
+	    >train.csv
+	spirt-shard -q -o d.spt train.csv
+	spirt-init -q -o m.rec mlp:4-5-3
+	spirt-grad -p m.rec -D d.spt -o g.rec
+	# model + Adam state: a model file all three tools take
+	spirt-update -p m.rec -o ms.rec --opt adam g.rec
+	spirt-grad -p ms.rec -D d.spt -o g1.rec
+	spirt-eval -p ms.rec -D d.spt >/dev/null
+	spirt-update -p ms.rec -o /dev/null --opt adam -t 1 g1.rec
+	# the same files with bytes after them: every tool refuses, naming it
+	{ cat m.rec; printf 'junk'; } >mj.rec
+	{ cat m.rec; printf '\n'; } >mn.rec
+	cat ms.rec g1.rec >m3.rec
+	for f in mj mn m3; do
+		case $f in
+		m3) want="$f.rec: record 2: a model file holds the model and its optimiser state, nothing after them" ;;
+		mn) want="$f.rec: record 1: bad magic (not a spirt record)" ;;
+		*) want="$f.rec: record 1: bad magic (not a spirt record)" ;;
+		esac
+		run -65 --separate-stderr spirt-grad -p $f.rec -D d.spt -o x.rec
+		[[ "$stderr" == "spirt-grad: $want"* ]]
+		run -65 --separate-stderr spirt-eval -p $f.rec -D d.spt
+		[[ "$stderr" == "spirt-eval: $want"* ]]
+		run -65 --separate-stderr spirt-update -p $f.rec -o x.rec \
+		    --opt adam -t 1 g1.rec
+		[[ "$stderr" == "spirt-update: $want"* ]]
+		run -65 bash -c "cat $f.rec | spirt-grad -p - -D d.spt -o x.rec"
+	done
+	[ ! -e x.rec ]
 }
