@@ -271,32 +271,32 @@ spirt_store_open(struct spirt_store **out, const char *loc, unsigned flags)
 	char *data = NULL;
 	size_t n;
 	unsigned envflags = 0;
-	int rc;
+	int rc, fresh, mk = (flags & SPIRT_STORE_CREATE) &&
+	    !(flags & SPIRT_STORE_RDONLY);
 
 	*out = NULL;
 	if (spirt_store_is_url(loc))
 		return SPIRT_ENOTSUP;
+	/* a store being created that cannot be: 73, not 66 (SPIRT_EOUTPUT) */
 	if (!*loc)
-		return ENOENT;
+		return mk ? SPIRT_EOUTPUT(ENOENT) : ENOENT;
 	if (stat(loc, &st) < 0) {
-		if (errno != ENOENT || !(flags & SPIRT_STORE_CREATE) ||
-		    (flags & SPIRT_STORE_RDONLY))
+		if (errno != ENOENT || !mk)
 			return errno;
 		if (mkdir(loc, 0755) < 0 && errno != EEXIST)
-			return errno;
+			return SPIRT_EOUTPUT(errno);
 	} else if (!S_ISDIR(st.st_mode))
-		return ENOTDIR;
-	if (!(flags & SPIRT_STORE_CREATE)) {
-		/* an existing directory that holds no store is not one */
-		n = strlen(loc) + sizeof "/data.mdb";
-		if (!(data = malloc(n)))
-			return ENOMEM;
-		snprintf(data, n, "%s/data.mdb", loc);
-		rc = stat(data, &st) < 0 ? errno : 0;
-		free(data);
-		if (rc)
-			return rc;
-	}
+		return mk ? SPIRT_EOUTPUT(ENOTDIR) : ENOTDIR;
+	/* an existing directory that holds no store is not one */
+	n = strlen(loc) + sizeof "/data.mdb";
+	if (!(data = malloc(n)))
+		return ENOMEM;
+	snprintf(data, n, "%s/data.mdb", loc);
+	rc = stat(data, &st) < 0 ? errno : 0;
+	free(data);
+	if (rc && !mk)
+		return rc;
+	fresh = rc != 0;
 
 	if (!(s = calloc(1, sizeof *s)) || !(s->loc = strdup(loc))) {
 		free(s);
@@ -318,7 +318,8 @@ spirt_store_open(struct spirt_store **out, const char *loc, unsigned flags)
 	return 0;
 fail:
 	spirt_store_close(s);
-	return rc;
+	/* no store was there, and none could be made (a read-only dir) */
+	return fresh && rc > 0 ? SPIRT_EOUTPUT(rc) : rc;
 }
 
 void

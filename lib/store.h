@@ -58,8 +58,10 @@ int spirt_store_is_url(const char *loc);
 
 /*
  * Open the store at loc (a directory path or URL).  Without
- * SPIRT_STORE_CREATE a missing store is ENOENT.  Returns 0, errno, an MDB_*
- * code, SPIRT_ENOTSUP (URL), SPIRT_EURL.
+ * SPIRT_STORE_CREATE a missing store is ENOENT.  With it, a store that
+ * cannot be created (an empty loc, a missing parent directory, no
+ * permission) is SPIRT_EOUTPUT(errno): 73, not 66.  Returns 0, errno, an
+ * MDB_* code, SPIRT_ENOTSUP (URL), SPIRT_EURL.
  */
 SPIRT_MUST_CHECK int spirt_store_open(struct spirt_store **out,
     const char *loc, unsigned flags);

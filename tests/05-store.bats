@@ -471,3 +471,39 @@ open('huge.npy', 'wb').write(b'\\x93NUMPY\\x01\\x00' + bytes([len(d), 0]) + d)"
 	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
 	[ ! -e out.rec ] && [ ! -e n.rec ]
 }
+
+@test "-o '' and a store in a missing directory: 73 in every tool; a store to read: 66" {
+	awk 'BEGIN { for (i = 0; i < 12; i++)
+		printf "%d,%d,%d,%d,%d\n", i % 3, i % 2, i % 5, i % 7, i % 4 }' \
+	    >t.csv
+	spirt-shard -q -o d.spt t.csv
+	spirt-init -o m.rec mlp:4-5-3
+	spirt-grad -p m.rec -D d.spt -o g.rec
+	mknpy x.npy 'np.zeros(3, dtype=np.float32)'
+	# outputs that cannot be created
+	run -73 --separate-stderr spirt-init -o '' mlp:4-5-3
+	assert_equal "$stderr" 'spirt-init: : No such file or directory'
+	run -73 spirt-grad -p m.rec -D d.spt -o ''
+	run -73 spirt-agg -o '' g.rec
+	run -73 spirt-update -p m.rec -o '' g.rec
+	run -73 spirt-shard -q -o '' t.csv
+	spirt-init -m m mlp:4-5-3
+	run -73 spirt-store export model/m@0 ''
+	[ -z "$(ls -A | grep '\.tmp\.')" ]      # no temporary left behind
+	# stores to be created
+	run -73 --separate-stderr spirt-init -s no-dir/s.db -m m mlp:4-5-3
+	assert_equal "$stderr" 'spirt-init: no-dir/s.db: No such file or directory'
+	run -73 spirt-init -s '' -m m mlp:4-5-3
+	run -73 spirt-store -s no-dir/s.db put k g.rec
+	run -73 spirt-store -s '' import k x.npy
+	run -73 spirt-store -s m.rec put k g.rec
+	run -73 spirt-shard -q -s no-dir/s.db t.csv
+	[ ! -e no-dir ]
+	# stores that must exist to be read or updated stay 66
+	run -66 spirt-store -s no-dir/s.db ls
+	run -66 spirt-store -s '' ls
+	run -66 spirt-update -s no-dir/s.db -m m g.rec
+	run -66 spirt-agg -s no-dir/s.db -t 0
+	run -66 spirt-grad -s no-dir/s.db -m m -t 0
+	run -66 spirt-eval -s no-dir/s.db -m m
+}
