@@ -290,6 +290,8 @@ options(int argc, char **argv)
 		warnx_("no model (-m or SPIRT_MODEL)");
 		usage(1);
 	}
+	if (o.u.model != NULL && o.params == NULL)
+		echeck_model("-m", o.u.model);
 }
 
 int

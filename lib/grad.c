@@ -108,14 +108,7 @@ spirt_grad_where(const struct spirt_grad_ctx *c)
 static int
 name_ok(const char *s)
 {
-	if (*s == '\0' || *s == '.')
-		return 0;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		    (*s >= '0' && *s <= '9') || *s == '.' || *s == '_' ||
-		    *s == '-'))
-			return 0;
-	return 1;
+	return spirt_name_check(s) == 0;
 }
 
 int

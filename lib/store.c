@@ -494,6 +494,23 @@ spirt_store_writef(struct spirt_store *s, unsigned flags,
 }
 
 int
+spirt_name_check(const char *name)
+{
+	size_t n;
+
+	if (*name == '\0' || *name == '.')
+		return SPIRT_EKEY;
+	for (n = 0; name[n]; n++)
+		if (n == SPIRT_NAME_PART_MAX ||
+		    !((name[n] >= 'a' && name[n] <= 'z') ||
+		    (name[n] >= 'A' && name[n] <= 'Z') ||
+		    (name[n] >= '0' && name[n] <= '9') || name[n] == '.' ||
+		    name[n] == '_' || name[n] == '-'))
+			return SPIRT_EKEY;
+	return 0;
+}
+
+int
 spirt_key_check(const char *key)
 {
 	size_t n = 0;

@@ -97,6 +97,15 @@ SPIRT_MUST_CHECK int spirt_store_writef(struct spirt_store *s,
 SPIRT_MUST_CHECK int spirt_store_persist(struct spirt_store *s,
     const char *prefix, size_t *n);
 
+/*
+ * A model or data set name, as keys hold it (model/<name>@<t>,
+ * data/<name>/...): 1..SPIRT_NAME_PART_MAX letters, digits, '.', '_' or
+ * '-', not starting with '.' (so never "." or "..").  The one check every
+ * tool's -m goes through.  Returns 0 or SPIRT_EKEY.
+ */
+#define SPIRT_NAME_PART_MAX 255
+SPIRT_MUST_CHECK int spirt_name_check(const char *name) SPIRT_NONNULL(1);
+
 /* Validate a key: 1..SPIRT_KEY_MAX printable ASCII bytes, no spaces. */
 SPIRT_MUST_CHECK int spirt_key_check(const char *key);
 

@@ -62,6 +62,10 @@ spirt_update_latest(struct spirt_update *u, struct spirt_txn *txn)
 
 	u->msg[0] = '\0';
 	u->step = SPIRT_NOSTEP;
+	if ((rc = spirt_name_check(u->model))) {
+		tellrc(u, rc, "model name \"%.40s\"", u->model);
+		return rc;
+	}
 	snprintf(prefix, sizeof prefix, "model/%s@", u->model);
 	if ((rc = spirt_store_list(txn, prefix, latest, &u->step)))
 		return rc;
@@ -136,6 +140,10 @@ spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 
 	u->done = 0;
 	u->msg[0] = '\0';
+	if ((rc = spirt_name_check(u->model))) {
+		tellrc(u, rc, "model name \"%.40s\"", u->model);
+		return rc;
+	}
 	snprintf(mkey, sizeof mkey, "model/%s@%llu", u->model,
 	    (unsigned long long)t);
 	snprintf(nkey, sizeof nkey, "model/%s@%llu", u->model,

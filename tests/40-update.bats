@@ -468,3 +468,23 @@ assert (r.name, r.step, r.count) == ('adam', 3, 3)"
 	done
 	[ ! -e x.rec ]
 }
+
+@test "invalid model names: 64 at once in update, grad, eval and init" {
+	seed
+	before=$(store_digest "$SPIRT_STORE")
+	long=$(printf 'a%.0s' $(seq 600))
+	for n in 'x@1' '' 'a/b' '..' "$long"; do
+		run -64 --separate-stderr spirt-update -m "$n" a0.rec
+		[[ "$stderr" == "spirt-update: -m: invalid model name \""* ]]
+		run -64 spirt-update -m "$n" -t 0
+		SPIRT_MODEL=$n run -64 spirt-update -t 0
+		run -64 spirt-grad -m "$n" -t 0
+		run -64 spirt-eval -m "$n"
+		run -64 spirt-init -m "$n" mlp:4-5-3
+	done
+	run -64 --separate-stderr spirt-update -m x@1 a0.rec
+	assert_equal "$stderr" "spirt-update: -m: invalid model name \"x@1\" (1 to 255 of A-Z a-z 0-9 . _ -, not starting with .)"
+	run -64 --separate-stderr spirt-update -m "$long" a0.rec
+	assert_equal "$stderr" "spirt-update: -m: invalid model name \"$(printf 'a%.0s' $(seq 40))...\" (1 to 255 of A-Z a-z 0-9 . _ -, not starting with .)"
+	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
+}
