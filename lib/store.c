@@ -148,13 +148,21 @@ env_open(struct env *e, const char *path, unsigned envflags,
 {
 	MDB_envinfo info;
 	MDB_txn *txn;
-	int rc;
+	int rc, dead;
 
 	if ((rc = mdb_env_create(&e->env)))
 		return rc;
 	/* many functions may read at once (xargs -P, FaaS runners) */
 	if ((rc = mdb_env_set_maxreaders(e->env, 1022)) ||
 	    (rc = mdb_env_open(e->env, path, envflags | MDB_NORDAHEAD, 0644)))
+		goto fail;
+	/*
+	 * A reader killed by SIGKILL (a FaaS timeout) leaves its slot in the
+	 * reader table while any other process keeps the store open; its old
+	 * snapshot then pins pages and the slots run out.  LMDB clears such
+	 * slots only when asked: every open asks.
+	 */
+	if ((rc = mdb_reader_check(e->env, &dead)))
 		goto fail;
 	/* keep a larger map another process already grew to */
 	if ((rc = mdb_env_info(e->env, &info)))

@@ -18,7 +18,9 @@
  *
  * Concurrency follows LMDB: any number of processes may open the same store
  * and read concurrently with one writer at a time; one struct spirt_store per
- * process; never carry one across fork(); one thread per transaction.
+ * process; never carry one across fork(); one thread per transaction.  Every
+ * open clears the reader slots of processes that died without closing
+ * (mdb_reader_check), so readers killed by SIGKILL leave nothing behind.
  *
  * Map growth: the map starts at $SPIRT_MAPSIZE (default 1 GiB) and doubles
  * when a write fills it, up to $SPIRT_MAPSIZE_MAX (default 1 TiB).  Growth

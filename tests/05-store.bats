@@ -507,3 +507,44 @@ open('huge.npy', 'wb').write(b'\\x93NUMPY\\x01\\x00' + bytes([len(d), 0]) + d)"
 	run -66 spirt-grad -s no-dir/s.db -m m -t 0
 	run -66 spirt-eval -s no-dir/s.db -m m
 }
+
+# readers PID...: 0 if every PID holds a slot in the store's reader table
+readers() {
+	local t
+	t=$(mdb_stat -r "$SPIRT_STORE" | awk 'NR > 2 { print $1 }')
+	for p in "$@"; do
+		grep -qx "$p" <<<"$t" || return 1
+	done
+}
+
+@test "a reader killed by SIGKILL leaves a stale slot; the next open clears it" {
+	mknpy big.npy 'np.zeros(100000, dtype=np.float32)'  # 400 KB > a pipe
+	spirt-store import big big.npy
+	# two readers blocked writing the value into pipes nobody reads, their
+	# read transactions open; the second keeps the store open throughout,
+	# as a warm function does (the last process to close resets the table)
+	mkfifo p1 p2
+	exec 7<>p1 8<>p2
+	spirt-store get -f big >p1 2>/dev/null &
+	victim=$!
+	spirt-store get -f big >p2 2>/dev/null &
+	holder=$!
+	for i in $(seq 50); do
+		readers "$victim" "$holder" && break
+		sleep 0.1
+	done
+	readers "$victim" "$holder"
+	# killed as a FaaS timeout kills: its slot stays behind
+	kill -KILL "$victim"
+	wait "$victim" || true
+	readers "$victim"
+	# any open clears it; the live reader keeps its own
+	run -0 spirt-store ls
+	readers "$holder"
+	rc=0
+	readers "$victim" || rc=$?
+	kill -KILL "$holder"
+	wait "$holder" || true
+	exec 7<&- 8<&-
+	[ "$rc" -ne 0 ] || fail "the stale slot of $victim is still there"
+}
