@@ -350,10 +350,14 @@ main(int argc, char **argv)
 		goto done;
 	}
 	if (o.u.step == SPIRT_NOSTEP) {
-		/* no step given: the newest model version */
+		/* no step given: the newest model version; the read txn ends
+		 * before the write, which may grow the map (store.h) */
 		act = "find model";
-		if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)) ||
-		    (rc = spirt_update_latest(&o.u, txn)))
+		if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)) == 0)
+			rc = spirt_update_latest(&o.u, txn);
+		spirt_txn_abort(txn);
+		txn = NULL;
+		if (rc)
 			goto fail;
 	}
 	act = "update";

@@ -56,6 +56,7 @@ struct spirt_store {
 	char *loc;
 	unsigned flags;
 	uint64_t mapmax;
+	unsigned ntxn;          /* transactions open: growth needs none */
 };
 
 struct spirt_txn {
@@ -368,6 +369,7 @@ spirt_txn_begin(struct spirt_txn **out, struct spirt_store *s,
 		free(t);
 		return rc;
 	}
+	s->ntxn++;
 	*out = t;
 	return 0;
 }
@@ -417,6 +419,7 @@ spirt_txn_commit(struct spirt_txn *t)
 		mdb_txn_abort(t->txn[MAIN]);
 	else
 		rc = mdb_txn_commit(t->txn[MAIN]);
+	t->s->ntxn--;
 	free(t);
 	return rc;
 }
@@ -429,16 +432,25 @@ spirt_txn_abort(struct spirt_txn *t)
 	for (int i = 0; i < 2; i++)
 		if (t->txn[i])
 			mdb_txn_abort(t->txn[i]);
+	t->s->ntxn--;
 	free(t);
 }
 
-/* Double the maps, up to the limit.  No transaction may be open. */
+/*
+ * Double the maps, up to the limit.  No transaction may be open: remapping
+ * under one leaves its pointers dangling (LMDB's mdb_env_set_mapsize()
+ * contract), so a caller that holds one is a bug, said as SPIRT_EBUG
+ * rather than left to chance.
+ */
 static int
 grow(struct spirt_store *s)
 {
 	MDB_envinfo info;
 	uint64_t want;
 	int rc, grew = 0;
+
+	if (s->ntxn)
+		return SPIRT_EBUG;
 
 	for (int i = 0; i < 2; i++) {
 		if (!s->e[i].env)

@@ -25,7 +25,9 @@
  * Map growth: the map starts at $SPIRT_MAPSIZE (default 1 GiB) and doubles
  * when a write fills it, up to $SPIRT_MAPSIZE_MAX (default 1 TiB).  Growth
  * needs every transaction of this process closed, so writes that may grow go
- * through spirt_store_write(), which reruns the body after growing.
+ * through spirt_store_write(), which reruns the body after growing; one
+ * called while another transaction of the store is open fails with
+ * SPIRT_EBUG when it has to grow, rather than remap under that one.
  */
 
 struct spirt_store;

@@ -488,3 +488,21 @@ assert (r.name, r.step, r.count) == ('adam', 3, 3)"
 	assert_equal "$stderr" "spirt-update: -m: invalid model name \"$(printf 'a%.0s' $(seq 40))...\" (1 to 255 of A-Z a-z 0-9 . _ -, not starting with .)"
 	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
 }
+
+@test "an update that grows the map holds no read transaction across it" {
+	# 200000 floats: model and Adam state outgrow a 1 MiB map in one step
+	py "np.save('p.npy', np.ones(200000, dtype=np.float32))
+np.save('g.npy', np.full(200000, 0.5, dtype=np.float32))"
+	export SPIRT_MAPSIZE=64k
+	spirt-store import -t 0 model/m@0 p.npy
+	spirt-store import -t 0 agg/0 g.npy
+	run -0 spirt-store stat
+	assert_line 'map_size=1048576'
+	# no -t: the step is looked up first, in a read transaction
+	run -0 spirt-update -m m --opt sgd -r 0.5
+	run -0 spirt-store stat
+	refute_line 'map_size=1048576'
+	spirt-store export model/m@1 m1.npy
+	py "a = np.load('m1.npy'); assert a.shape == (200000,)
+assert np.all(a == 0.75), a[:4]"
+}
