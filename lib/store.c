@@ -531,6 +531,26 @@ spirt_name_check(const char *name)
 }
 
 int
+spirt_model_key_parse(const char *key, char *name, size_t cap,
+    uint64_t *step)
+{
+	const char *at = strrchr(key, '@');
+	size_t n;
+
+	/* decimal, no sign, no padding */
+	if (strncmp(key, "model/", 6) != 0 || at == NULL || at[1] < '0' ||
+	    at[1] > '9' || (at[1] == '0' && at[2] != '\0') ||
+	    spirt_parse_u64(step, at + 1, 0, SPIRT_NOSTEP - 1))
+		return SPIRT_EKEY;
+	n = (size_t)(at - key) - 6;
+	if (n >= cap)
+		return SPIRT_EKEY;
+	memcpy(name, key + 6, n);
+	name[n] = '\0';
+	return spirt_name_check(name);
+}
+
+int
 spirt_key_check(const char *key)
 {
 	size_t n = 0;

@@ -110,6 +110,14 @@ SPIRT_MUST_CHECK int spirt_store_persist(struct spirt_store *s,
 #define SPIRT_NAME_PART_MAX 255
 SPIRT_MUST_CHECK int spirt_name_check(const char *name) SPIRT_NONNULL(1);
 
+/*
+ * Split a model version's key "model/<name>@<t>": the name (checked by
+ * spirt_name_check()) into name (cap bytes), the step into *step.
+ * Returns 0 or SPIRT_EKEY.
+ */
+SPIRT_MUST_CHECK int spirt_model_key_parse(const char *key, char *name,
+    size_t cap, uint64_t *step) SPIRT_NONNULL(1, 2, 4);
+
 /* Validate a key: 1..SPIRT_KEY_MAX printable ASCII bytes, no spaces. */
 SPIRT_MUST_CHECK int spirt_key_check(const char *key);
 

@@ -548,3 +548,63 @@ readers() {
 	exec 7<&- 8<&-
 	[ "$rc" -ne 0 ] || fail "the stale slot of $victim is still there"
 }
+
+@test "import --spec: a .npy of parameters becomes a model the tools take" {
+	spirt-init -S 3 -m a mlp:4-5-3
+	spirt-store export model/a@0 a.npy
+	# the same parameters imported: the very record spirt-init wrote
+	run -0 spirt-store import --spec mlp:4-5-3 model/b@0 a.npy
+	cmp <(spirt-store get model/a@0) <(spirt-store get model/b@0)
+	# from float64, any shape of the right size; the key gives the step
+	mknpy w.npy "np.load('a.npy').astype(np.float64).reshape(43, 1) / 3"
+	run -0 spirt-store import --spec mlp:4-5-3 model/c@7 w.npy
+	run -0 spirt-store ls model/c@
+	assert_output "$(printf 'model/c@7\tf32\t43\t172\t7\t-')"
+	spirt-store export model/c@7 c.npy
+	"$PYTHON" -c "
+import numpy as np
+c, w = np.load('c.npy'), np.load('w.npy').ravel().astype(np.float32)
+assert c.dtype == np.float32 and np.array_equal(c, w)"
+	run -0 spirt-store show model/c@7
+	assert_line 'name=mlp:4-5-3'
+	# spirt-eval and spirt-grad read it as a model
+	awk 'BEGIN { for (i = 0; i < 12; i++)
+		printf "%d,%d,%d,%d,%d\n", i % 3, i % 2, i % 5, i % 7, i % 4 }' \
+	    >t.csv
+	spirt-shard -q -d test t.csv
+	run -0 spirt-eval -m c -t 7
+	assert_line 'spec=mlp:4-5-3'
+	assert_line 'step=7'
+}
+
+@test "import --spec errors: size, dtype, NaN 65; key, step, spec 64; exists 73" {
+	mknpy ok.npy 'np.zeros(43, dtype=np.float32)'
+	spirt-store import --spec mlp:4-5-3 model/m@0 ok.npy
+	before=$(store_digest "$SPIRT_STORE")
+	mknpy s.npy 'np.zeros(42, dtype=np.float32)'
+	run -65 --separate-stderr spirt-store import --spec mlp:4-5-3 \
+	    model/x@0 s.npy
+	assert_equal "$stderr" \
+	    'spirt-store: s.npy: 42 values, mlp:4-5-3 has 43 parameters'
+	mknpy i.npy 'np.zeros(43, dtype=np.int32)'
+	run -65 --separate-stderr spirt-store import --spec mlp:4-5-3 \
+	    model/x@0 i.npy
+	assert_equal "$stderr" \
+	    'spirt-store: i.npy: dtype i32: model parameters are float32 (float64 is rounded)'
+	mknpy n.npy 'np.full(43, np.nan, dtype=np.float32)'
+	run -65 spirt-store import --spec mlp:4-5-3 model/x@0 n.npy
+	run -64 --separate-stderr spirt-store import --spec mlp:4-5-3 x ok.npy
+	assert_equal "$stderr" \
+	    'spirt-store: import --spec: key "x" is not model/<name>@<step>'
+	for k in model/x model/x@ model/x@01 model/x@-1 model/a/b@0 \
+	    model/@0 model/x@1@2; do
+		run -64 spirt-store import --spec mlp:4-5-3 "$k" ok.npy
+	done
+	run -64 spirt-store import --spec mlp:4-5-3 -t 3 model/x@0 ok.npy
+	run -64 --separate-stderr spirt-store import --spec mlp:4 \
+	    model/x@0 ok.npy
+	[[ "$stderr" == 'spirt-store: --spec: mlp:4: '*'(see spirt-model(5))' ]]
+	run -64 spirt-store put --spec mlp:4-5-3 model/x@0 ok.npy
+	run -73 spirt-store import --spec mlp:4-5-3 model/m@0 ok.npy
+	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
+}
