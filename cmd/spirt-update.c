@@ -341,9 +341,8 @@ main(int argc, char **argv)
 		goto fail;
 	if (o.u.step == SPIRT_NOSTEP && o.u.apl && o.u.at.step != SPIRT_NOSTEP)
 		o.u.step = o.u.at.step;
-	act = "open store";
-	if ((rc = spirt_store_open(&s, o.store ? o.store :
-	    spirt_store_default(), 0)))
+	act = o.store ? o.store : spirt_store_default();
+	if ((rc = spirt_store_open(&s, act, 0)))
 		goto fail;
 	if (o.serve) {
 		code = serve(s);

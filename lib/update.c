@@ -444,7 +444,7 @@ spirt_update_file_step(struct spirt_update *u, const char *params,
 	if (spl) {
 		rc = SPIRT_EDATA;
 		if (strcmp(st.name, oname) != 0) {
-			tellx(u, "%s: record 2: %s state, not %s", mname,
+			tellx(u, "%s: record 1: %s state, not %s", mname,
 			    st.name,
 			    oname);
 			goto end;
@@ -452,7 +452,7 @@ spirt_update_file_step(struct spirt_update *u, const char *params,
 		rc = SPIRT_ESHAPE;
 		if (st.dtype != SPIRT_F32 || st.rank != 2 ||
 		    st.dims[0] != ns || st.dims[1] != mt.nelem) {
-			tellx(u, "%s: record 2: shape does not fit the model",
+			tellx(u, "%s: record 1: shape does not fit the model",
 			    mname);
 			goto end;
 		}

@@ -372,7 +372,7 @@ import os; assert os.path.getsize('s1.rec') == os.path.getsize('m0.rec')"
 	spirt-update -p m0.rec -o f1.rec --opt momentum a0.rec
 	run -65 --separate-stderr spirt-update -p f1.rec -o x.rec --opt adam \
 		a1.rec
-	[[ "$stderr" == *"f1.rec: record 2: momentum state, not adam"* ]]
+	[[ "$stderr" == *"f1.rec: record 1: momentum state, not adam"* ]]
 	cat f1.rec a1.rec >three.rec
 	run -65 --separate-stderr spirt-update -p three.rec -o x.rec \
 		--opt momentum a1.rec
@@ -505,4 +505,26 @@ np.save('g.npy', np.full(200000, 0.5, dtype=np.float32))"
 	spirt-store export model/m@1 m1.npy
 	py "a = np.load('m1.npy'); assert a.shape == (200000,)
 assert np.all(a == 0.75), a[:4]"
+}
+
+@test "messages: a missing store is named; records count from 0 in every tool" {
+	run -66 --separate-stderr spirt-update -s no.db -m m -t 0
+	assert_equal "$stderr" 'spirt-update: no.db: No such file or directory'
+	run -66 --separate-stderr spirt-agg -s no.db -t 0
+	assert_equal "$stderr" 'spirt-agg: no.db: No such file or directory'
+	[ ! -e no.db ]
+	# the second record of each stream is cut short: "record 1" for all
+	seed
+	cat a0.rec <(head -c 60 a1.rec) >cut.rec
+	cat m0.rec <(head -c 60 a1.rec) >mcut.rec
+	trunc='record 1: truncated record'
+	run -65 --separate-stderr spirt-agg -o x.rec cut.rec
+	assert_equal "$stderr" "spirt-agg: cut.rec: $trunc"
+	run -65 --separate-stderr spirt-store inspect cut.rec
+	assert_equal "$stderr" "spirt-store: cut.rec: $trunc"
+	run -65 --separate-stderr spirt-update -p mcut.rec -o x.rec a0.rec
+	assert_equal "$stderr" "spirt-update: mcut.rec: $trunc"
+	run -65 --separate-stderr spirt-grad -p mcut.rec -D a0.rec -o x.rec
+	assert_equal "$stderr" "spirt-grad: mcut.rec: $trunc"
+	[ ! -e x.rec ]
 }
