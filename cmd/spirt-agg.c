@@ -262,9 +262,9 @@ main(int argc, char **argv)
 		die(SPIRT_EX_USAGE, "stdout is a terminal (use -f or -o)");
 
 	if (fromstore) {
-		act = "open store";
-		if ((rc = spirt_store_open(&s, o.store ? o.store :
-		    spirt_store_default(), tostore ? 0 : SPIRT_STORE_RDONLY)))
+		act = o.store ? o.store : spirt_store_default();
+		if ((rc = spirt_store_open(&s, act, tostore ? 0 :
+		    SPIRT_STORE_RDONLY)))
 			goto fail;
 		if (o.serve) {
 			code = serve(s);

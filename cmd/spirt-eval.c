@@ -94,6 +94,8 @@ main(int argc, char **argv)
 	if ((model = opt_env(model, "SPIRT_MODEL", NULL)) == NULL &&
 	    params == NULL)
 		usage(1);
+	if (params == NULL)
+		echeck_model("-m", model);
 	if (params && data && strcmp(params, "-") == 0 &&
 	    strcmp(data, "-") == 0)
 		die(SPIRT_EX_USAGE, "-p - and -D -: only one can be stdin");

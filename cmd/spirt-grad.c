@@ -240,6 +240,8 @@ main(int argc, char **argv)
 	if (o.params == NULL && (job.model == NULL || (step == NULL &&
 	    !o.serve)))
 		usage(1);
+	if (o.params == NULL)
+		echeck_model("-m", job.model);
 	if (o.serve && (o.out != NULL || o.params != NULL))
 		die(SPIRT_EX_USAGE, "%s and --serve: a warm function reads the "
 		    "model from and writes to the store", o.out ? "-o" : "-p");

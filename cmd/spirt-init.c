@@ -110,10 +110,11 @@ main(int argc, char **argv)
 		    spirt_strerror(rc));
 	if (step != NULL)
 		t = eparse_u64("-t", step, 0, UINT64_MAX - 1);
+	if (model != NULL)
+		echeck_model("-m", model);
 	if (model != NULL &&
 	    (rc = spirt_grad_model_key(key, sizeof key, model, t)) != 0)
-		die(SPIRT_EX_USAGE, "model name \"%s\": use letters, digits, "
-		    ". _ -", model);
+		dierc(rc, "model/%s@%llu", model, (unsigned long long)t);
 	if (out && strcmp(out, "-") == 0 && !force && isterm(1))
 		die(SPIRT_EX_USAGE, "stdout is a terminal: use -f to write "
 		    "binary data there");

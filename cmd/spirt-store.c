@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "model.h"
 #include "npy.h"
 #include "store.h"
 #include "tensor.h"
@@ -23,15 +24,16 @@
 "       spirt-store [-s store] persist [prefix ...]\n" \
 "       spirt-store [-s store] prune -t step prefix ...\n" \
 "       spirt-store [-s store] export [-f] key [file.npy]\n" \
-"       spirt-store [-s store] import [-n] [-t step] key file.npy\n" \
+"       spirt-store [-s store] import [-n] [-t step] [--spec spec] key\n" \
+"                   file.npy\n" \
 "       spirt-store [-s store] stat\n" \
 "       spirt-store inspect [file ...]\n"
 
 static struct {
-	const char *store;
+	const char *store, *spec;
 	int force, noover;
 	uint64_t step;
-} o = { NULL, 0, 0, SPIRT_NOSTEP };
+} o = { NULL, NULL, 0, 0, SPIRT_NOSTEP };
 
 static _Noreturn void
 usage(int code)
@@ -45,6 +47,8 @@ usage(int code)
 		    "./spirt.db)\n"
 		    "  -t, --step N       step to record on import; prune "
 		    "below it\n"
+		    "      --spec SPEC    import: a model of this spec, see "
+		    "spirt-model(5)\n"
 		    "  -q, --quiet        no warnings\n"
 		    "  -h, --help         this help\n"
 		    "  -V, --version      print version\n", stdout);
@@ -59,6 +63,7 @@ options(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "no-overwrite", no_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "spec", required_argument, NULL, 'M' },
 		{ "step", required_argument, NULL, 't' },
 		{ "store", required_argument, NULL, 's' },
 		{ "version", no_argument, NULL, 'V' },
@@ -70,6 +75,7 @@ options(int argc, char **argv)
 		switch (c) {
 		case 'f': o.force = 1; break;
 		case 'h': usage(0);
+		case 'M': o.spec = optarg; break;
 		case 'n': o.noover = 1; break;
 		case 'q': spirt_quiet = 1; break;
 		case 's': o.store = optarg; break;
@@ -234,6 +240,62 @@ put_prep(int argc, char **argv, const char **act)
 	return rc == SPIRT_EOF ? 0 : rc;
 }
 
+/*
+ * import --spec: the array becomes model/<name>@<t>, a model the other
+ * tools take: float32 [P] (float64 rounded), P the spec's parameter count,
+ * named by the canonical spec, step t.  A version is never overwritten.
+ */
+static int
+as_model(const char *key, const char *file)
+{
+	struct spirt_model m;
+	char name[SPIRT_NAME_PART_MAX + 1];
+	uint64_t t, dims[1];
+	float *p;
+	int rc;
+
+	if ((rc = spirt_model_parse(&m, o.spec)))
+		die(SPIRT_EX_USAGE, "--spec: %s: %s (see spirt-model(5))",
+		    o.spec, spirt_strerror(rc));
+	if (spirt_model_key_parse(key, name, sizeof name, &t))
+		die(SPIRT_EX_USAGE, "import --spec: key \"%s\" is not "
+		    "model/<name>@<step>", key);
+	if (o.step != SPIRT_NOSTEP && o.step != t)
+		die(SPIRT_EX_USAGE, "import --spec: -t %llu, but the key says "
+		    "step %llu", (unsigned long long)o.step,
+		    (unsigned long long)t);
+	if (in.t.dtype != SPIRT_F32 && in.t.dtype != SPIRT_F64)
+		die(SPIRT_EX_DATAERR, "%s: dtype %s: model parameters are "
+		    "float32 (float64 is rounded)", file,
+		    spirt_dtype_name(in.t.dtype));
+	if (in.t.nelem != m.nparams)
+		die(SPIRT_EX_DATAERR, "%s: %llu values, %s has %zu parameters",
+		    file, (unsigned long long)in.t.nelem, m.spec, m.nparams);
+	p = emalloc(m.nparams ? m.nparams * sizeof *p : 1);
+	for (size_t i = 0; i < m.nparams; i++) {
+		double d;
+		if (in.t.dtype == SPIRT_F32) {
+			memcpy(&p[i], (const float *)in.pl + i, sizeof *p);
+			continue;
+		}
+		memcpy(&d, (const double *)in.pl + i, sizeof d);
+		p[i] = (float)d;
+	}
+	if (spirt_count_nonfinite_f32(p, m.nparams))
+		die(SPIRT_EX_DATAERR, "%s: NaN or Inf among the parameters",
+		    file);
+	free(in.buf);
+	in.buf = p;
+	in.pl = p;
+	dims[0] = m.nparams;
+	if ((rc = spirt_tensor_init(&in.t, SPIRT_F32, 1, dims)) ||
+	    (rc = spirt_tensor_set_name(&in.t, m.spec)))
+		return rc;
+	in.t.step = t;
+	o.noover = 1;
+	return 0;
+}
+
 static int
 import_prep(int argc, char **argv, const char **act)
 {
@@ -245,6 +307,8 @@ import_prep(int argc, char **argv, const char **act)
 	if ((rc = spirt_readfile(argv[1], &in.buf, &len)) ||
 	    (rc = spirt_npy_parse(&in.t, &in.pl, in.buf, len)))
 		return rc;
+	if (o.spec)
+		return as_model(argv[0], argv[1]);
 	in.t.step = o.step;
 	return 0;
 }
@@ -503,6 +567,10 @@ main(int argc, char **argv)
 	argv += optind;
 	if (argc < c->min || argc > c->max)
 		usage(1);
+	if (o.spec && strcmp(c->name, "import") != 0) {
+		warnx_("--spec makes a model on import only");
+		usage(1);
+	}
 	for (int i = 0; i < argc && i < c->keys; i++)
 		if (spirt_key_check(argv[i]))
 			die(SPIRT_EX_USAGE, "invalid key \"%s\"", argv[i]);

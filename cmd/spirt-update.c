@@ -290,6 +290,8 @@ options(int argc, char **argv)
 		warnx_("no model (-m or SPIRT_MODEL)");
 		usage(1);
 	}
+	if (o.u.model != NULL && o.params == NULL)
+		echeck_model("-m", o.u.model);
 }
 
 int
@@ -340,19 +342,22 @@ main(int argc, char **argv)
 		goto fail;
 	if (o.u.step == SPIRT_NOSTEP && o.u.apl && o.u.at.step != SPIRT_NOSTEP)
 		o.u.step = o.u.at.step;
-	act = "open store";
-	if ((rc = spirt_store_open(&s, o.store ? o.store :
-	    spirt_store_default(), 0)))
+	act = o.store ? o.store : spirt_store_default();
+	if ((rc = spirt_store_open(&s, act, 0)))
 		goto fail;
 	if (o.serve) {
 		code = serve(s);
 		goto done;
 	}
 	if (o.u.step == SPIRT_NOSTEP) {
-		/* no step given: the newest model version */
+		/* no step given: the newest model version; the read txn ends
+		 * before the write, which may grow the map (store.h) */
 		act = "find model";
-		if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)) ||
-		    (rc = spirt_update_latest(&o.u, txn)))
+		if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)) == 0)
+			rc = spirt_update_latest(&o.u, txn);
+		spirt_txn_abort(txn);
+		txn = NULL;
+		if (rc)
 			goto fail;
 	}
 	act = "update";

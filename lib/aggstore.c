@@ -128,7 +128,8 @@ spirt_aggset_add_file(struct spirt_aggset *s, const char *path)
 		struct spirt_tensor t;
 		void *pl;
 
-		snprintf(name, sizeof name, "%s:record %u", nm, ++rec);
+		/* records count from 0, as everywhere (spirt-tensor(5)) */
+		snprintf(name, sizeof name, "%s: record %u", nm, rec++);
 		if ((rc = spirt_tensor_read(fd, &t, &pl, 0)) == SPIRT_EOF) {
 			rc = rec == 1 ? say(s, SPIRT_ETRUNC, "%s: empty input",
 			    nm) : 0;

@@ -108,14 +108,7 @@ spirt_grad_where(const struct spirt_grad_ctx *c)
 static int
 name_ok(const char *s)
 {
-	if (*s == '\0' || *s == '.')
-		return 0;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		    (*s >= '0' && *s <= '9') || *s == '.' || *s == '_' ||
-		    *s == '-'))
-			return 0;
-	return 1;
+	return spirt_name_check(s) == 0;
 }
 
 int
@@ -294,22 +287,13 @@ spirt_grad_model_file(struct spirt_grad_ctx *c, const char *path,
 {
 	struct spirt_tensor t;
 	void *p = NULL;
-	int fd, rc;
+	int rc;
 
 	c->where[0] = '\0';
-	if ((fd = open_in(path)) < 0)
-		return where(c, errno, "%s", path);
-	rc = spirt_tensor_read(fd, &t, &p, 0);
-	if (fd != STDIN_FILENO)
-		close(fd);
-	if (rc == SPIRT_EOF)
-		rc = SPIRT_ETRUNC;
-	if (rc != 0)
-		return where(c, rc, "%s: record 0", path);
-	if (t.step == SPIRT_NOSTEP) {
-		free(p);
-		return where(c, SPIRT_ESTEP, "%s: record 0: no step", path);
-	}
+	/* the state record spirt-update -o may add is checked, then dropped */
+	if ((rc = spirt_model_file_read(path, &t, &p, NULL, NULL, c->where,
+	    sizeof c->where)) != 0)
+		return rc;
 	free(c->mparams);
 	free(c->mpath);
 	c->mparams = p;

@@ -130,6 +130,8 @@ spirt_publish_open(struct spirt_publish *p, const char *path, int mode)
 
 	memset(p, 0, sizeof *p);
 	p->fd = -1;
+	if (*path == '\0')     /* no name: nothing can be created there */
+		return SPIRT_EOUTPUT(ENOENT);
 	/*
 	 * A device, FIFO or socket (/dev/null, /dev/stdout, a named pipe) is
 	 * written in place: renaming a file over it would replace it.
@@ -174,7 +176,7 @@ spirt_publish_commit(struct spirt_publish *p)
 		rc = errno;
 	p->fd = -1;
 	if (!rc && rename(p->tmp, p->path) < 0)
-		rc = errno;
+		rc = SPIRT_EOUTPUT(errno);      /* e.g. its directory went */
 	if (!rc)
 		rc = spirt_fsync_dir(p->path);
 	if (rc)

@@ -30,7 +30,11 @@ struct spirt_publish {
 	char *path;
 	char *tmp;
 };
-/* spirt_publish_open() failures are SPIRT_EOUTPUT(errno) (spirt.h). */
+/*
+ * spirt_publish_open() failures, and a failed rename in
+ * spirt_publish_commit(), are SPIRT_EOUTPUT(errno) (spirt.h): an empty
+ * path or a missing directory is 73, the output cannot be created.
+ */
 SPIRT_MUST_CHECK int spirt_publish_open(struct spirt_publish *p,
     const char *path, int mode);
 SPIRT_MUST_CHECK int spirt_publish_commit(struct spirt_publish *p);

@@ -56,6 +56,7 @@ struct spirt_store {
 	char *loc;
 	unsigned flags;
 	uint64_t mapmax;
+	unsigned ntxn;          /* transactions open: growth needs none */
 };
 
 struct spirt_txn {
@@ -148,13 +149,21 @@ env_open(struct env *e, const char *path, unsigned envflags,
 {
 	MDB_envinfo info;
 	MDB_txn *txn;
-	int rc;
+	int rc, dead;
 
 	if ((rc = mdb_env_create(&e->env)))
 		return rc;
 	/* many functions may read at once (xargs -P, FaaS runners) */
 	if ((rc = mdb_env_set_maxreaders(e->env, 1022)) ||
 	    (rc = mdb_env_open(e->env, path, envflags | MDB_NORDAHEAD, 0644)))
+		goto fail;
+	/*
+	 * A reader killed by SIGKILL (a FaaS timeout) leaves its slot in the
+	 * reader table while any other process keeps the store open; its old
+	 * snapshot then pins pages and the slots run out.  LMDB clears such
+	 * slots only when asked: every open asks.
+	 */
+	if ((rc = mdb_reader_check(e->env, &dead)))
 		goto fail;
 	/* keep a larger map another process already grew to */
 	if ((rc = mdb_env_info(e->env, &info)))
@@ -271,32 +280,32 @@ spirt_store_open(struct spirt_store **out, const char *loc, unsigned flags)
 	char *data = NULL;
 	size_t n;
 	unsigned envflags = 0;
-	int rc;
+	int rc, fresh, mk = (flags & SPIRT_STORE_CREATE) &&
+	    !(flags & SPIRT_STORE_RDONLY);
 
 	*out = NULL;
 	if (spirt_store_is_url(loc))
 		return SPIRT_ENOTSUP;
+	/* a store being created that cannot be: 73, not 66 (SPIRT_EOUTPUT) */
 	if (!*loc)
-		return ENOENT;
+		return mk ? SPIRT_EOUTPUT(ENOENT) : ENOENT;
 	if (stat(loc, &st) < 0) {
-		if (errno != ENOENT || !(flags & SPIRT_STORE_CREATE) ||
-		    (flags & SPIRT_STORE_RDONLY))
+		if (errno != ENOENT || !mk)
 			return errno;
 		if (mkdir(loc, 0755) < 0 && errno != EEXIST)
-			return errno;
+			return SPIRT_EOUTPUT(errno);
 	} else if (!S_ISDIR(st.st_mode))
-		return ENOTDIR;
-	if (!(flags & SPIRT_STORE_CREATE)) {
-		/* an existing directory that holds no store is not one */
-		n = strlen(loc) + sizeof "/data.mdb";
-		if (!(data = malloc(n)))
-			return ENOMEM;
-		snprintf(data, n, "%s/data.mdb", loc);
-		rc = stat(data, &st) < 0 ? errno : 0;
-		free(data);
-		if (rc)
-			return rc;
-	}
+		return mk ? SPIRT_EOUTPUT(ENOTDIR) : ENOTDIR;
+	/* an existing directory that holds no store is not one */
+	n = strlen(loc) + sizeof "/data.mdb";
+	if (!(data = malloc(n)))
+		return ENOMEM;
+	snprintf(data, n, "%s/data.mdb", loc);
+	rc = stat(data, &st) < 0 ? errno : 0;
+	free(data);
+	if (rc && !mk)
+		return rc;
+	fresh = rc != 0;
 
 	if (!(s = calloc(1, sizeof *s)) || !(s->loc = strdup(loc))) {
 		free(s);
@@ -318,7 +327,8 @@ spirt_store_open(struct spirt_store **out, const char *loc, unsigned flags)
 	return 0;
 fail:
 	spirt_store_close(s);
-	return rc;
+	/* no store was there, and none could be made (a read-only dir) */
+	return fresh && rc > 0 ? SPIRT_EOUTPUT(rc) : rc;
 }
 
 void
@@ -359,6 +369,7 @@ spirt_txn_begin(struct spirt_txn **out, struct spirt_store *s,
 		free(t);
 		return rc;
 	}
+	s->ntxn++;
 	*out = t;
 	return 0;
 }
@@ -408,6 +419,7 @@ spirt_txn_commit(struct spirt_txn *t)
 		mdb_txn_abort(t->txn[MAIN]);
 	else
 		rc = mdb_txn_commit(t->txn[MAIN]);
+	t->s->ntxn--;
 	free(t);
 	return rc;
 }
@@ -420,16 +432,25 @@ spirt_txn_abort(struct spirt_txn *t)
 	for (int i = 0; i < 2; i++)
 		if (t->txn[i])
 			mdb_txn_abort(t->txn[i]);
+	t->s->ntxn--;
 	free(t);
 }
 
-/* Double the maps, up to the limit.  No transaction may be open. */
+/*
+ * Double the maps, up to the limit.  No transaction may be open: remapping
+ * under one leaves its pointers dangling (LMDB's mdb_env_set_mapsize()
+ * contract), so a caller that holds one is a bug, said as SPIRT_EBUG
+ * rather than left to chance.
+ */
 static int
 grow(struct spirt_store *s)
 {
 	MDB_envinfo info;
 	uint64_t want;
 	int rc, grew = 0;
+
+	if (s->ntxn)
+		return SPIRT_EBUG;
 
 	for (int i = 0; i < 2; i++) {
 		if (!s->e[i].env)
@@ -490,6 +511,43 @@ spirt_store_writef(struct spirt_store *s, unsigned flags,
 		if ((rc = grow(s)))
 			return rc;
 	}
+}
+
+int
+spirt_name_check(const char *name)
+{
+	size_t n;
+
+	if (*name == '\0' || *name == '.')
+		return SPIRT_EKEY;
+	for (n = 0; name[n]; n++)
+		if (n == SPIRT_NAME_PART_MAX ||
+		    !((name[n] >= 'a' && name[n] <= 'z') ||
+		    (name[n] >= 'A' && name[n] <= 'Z') ||
+		    (name[n] >= '0' && name[n] <= '9') || name[n] == '.' ||
+		    name[n] == '_' || name[n] == '-'))
+			return SPIRT_EKEY;
+	return 0;
+}
+
+int
+spirt_model_key_parse(const char *key, char *name, size_t cap,
+    uint64_t *step)
+{
+	const char *at = strrchr(key, '@');
+	size_t n;
+
+	/* decimal, no sign, no padding */
+	if (strncmp(key, "model/", 6) != 0 || at == NULL || at[1] < '0' ||
+	    at[1] > '9' || (at[1] == '0' && at[2] != '\0') ||
+	    spirt_parse_u64(step, at + 1, 0, SPIRT_NOSTEP - 1))
+		return SPIRT_EKEY;
+	n = (size_t)(at - key) - 6;
+	if (n >= cap)
+		return SPIRT_EKEY;
+	memcpy(name, key + 6, n);
+	name[n] = '\0';
+	return spirt_name_check(name);
 }
 
 int

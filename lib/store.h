@@ -18,12 +18,16 @@
  *
  * Concurrency follows LMDB: any number of processes may open the same store
  * and read concurrently with one writer at a time; one struct spirt_store per
- * process; never carry one across fork(); one thread per transaction.
+ * process; never carry one across fork(); one thread per transaction.  Every
+ * open clears the reader slots of processes that died without closing
+ * (mdb_reader_check), so readers killed by SIGKILL leave nothing behind.
  *
  * Map growth: the map starts at $SPIRT_MAPSIZE (default 1 GiB) and doubles
  * when a write fills it, up to $SPIRT_MAPSIZE_MAX (default 1 TiB).  Growth
  * needs every transaction of this process closed, so writes that may grow go
- * through spirt_store_write(), which reruns the body after growing.
+ * through spirt_store_write(), which reruns the body after growing; one
+ * called while another transaction of the store is open fails with
+ * SPIRT_EBUG when it has to grow, rather than remap under that one.
  */
 
 struct spirt_store;
@@ -58,8 +62,10 @@ int spirt_store_is_url(const char *loc);
 
 /*
  * Open the store at loc (a directory path or URL).  Without
- * SPIRT_STORE_CREATE a missing store is ENOENT.  Returns 0, errno, an MDB_*
- * code, SPIRT_ENOTSUP (URL), SPIRT_EURL.
+ * SPIRT_STORE_CREATE a missing store is ENOENT.  With it, a store that
+ * cannot be created (an empty loc, a missing parent directory, no
+ * permission) is SPIRT_EOUTPUT(errno): 73, not 66.  Returns 0, errno, an
+ * MDB_* code, SPIRT_ENOTSUP (URL), SPIRT_EURL.
  */
 SPIRT_MUST_CHECK int spirt_store_open(struct spirt_store **out,
     const char *loc, unsigned flags);
@@ -94,6 +100,23 @@ SPIRT_MUST_CHECK int spirt_store_writef(struct spirt_store *s,
  */
 SPIRT_MUST_CHECK int spirt_store_persist(struct spirt_store *s,
     const char *prefix, size_t *n);
+
+/*
+ * A model or data set name, as keys hold it (model/<name>@<t>,
+ * data/<name>/...): 1..SPIRT_NAME_PART_MAX letters, digits, '.', '_' or
+ * '-', not starting with '.' (so never "." or "..").  The one check every
+ * tool's -m goes through.  Returns 0 or SPIRT_EKEY.
+ */
+#define SPIRT_NAME_PART_MAX 255
+SPIRT_MUST_CHECK int spirt_name_check(const char *name) SPIRT_NONNULL(1);
+
+/*
+ * Split a model version's key "model/<name>@<t>": the name (checked by
+ * spirt_name_check()) into name (cap bytes), the step into *step.
+ * Returns 0 or SPIRT_EKEY.
+ */
+SPIRT_MUST_CHECK int spirt_model_key_parse(const char *key, char *name,
+    size_t cap, uint64_t *step) SPIRT_NONNULL(1, 2, 4);
 
 /* Validate a key: 1..SPIRT_KEY_MAX printable ASCII bytes, no spaces. */
 SPIRT_MUST_CHECK int spirt_key_check(const char *key);

@@ -1,8 +1,10 @@
 /* tensor.c - pack, unpack and stream spirt tensor records (ISC licence) */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -434,6 +436,62 @@ spirt_tensor_write(int fd, struct spirt_tensor *t, const void *payload)
 	return 0;
 }
 
+/*
+ * A header's claim is not evidence: a 88-byte stream may say u8[2^40].
+ * The payload buffer grows as bytes arrive, so memory follows what was
+ * sent.  A regular file says up front what is left in it; a pipe does not,
+ * so there the buffer starts at READ_FIRST bytes (a model or gradient of
+ * up to 16 Mi floats needs no more) and doubles, copied, as it fills.
+ */
+#define READ_FIRST ((size_t)64 << 20)
+
+/* n bytes into a fresh 64-byte aligned *out; SPIRT_ETRUNC if fewer come */
+static int
+read_payload(int fd, void **out, size_t n)
+{
+	struct stat st;
+	off_t pos;
+	size_t cap = n, have = 0;
+	void *buf = NULL, *nb;
+	ssize_t r;
+
+	*out = NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (pos = lseek(fd, 0, SEEK_CUR)) >= 0) {
+		if (pos > st.st_size || (uint64_t)(st.st_size - pos) <
+		    (uint64_t)n + SPIRT_TENSOR_TRAILER)
+			return SPIRT_ETRUNC;
+	} else if (cap > READ_FIRST) {
+		cap = READ_FIRST;
+	}
+	for (;;) {
+		if (posix_memalign(&nb, 64, cap ? cap : 1)) {
+			free(buf);
+			return ENOMEM;
+		}
+		if (have)
+			memcpy(nb, buf, have);
+		free(buf);
+		buf = nb;
+		if ((r = spirt_readall(fd, (char *)buf + have, cap - have)) <
+		    0) {
+			int e = errno;
+			free(buf);
+			return e;
+		}
+		have += (size_t)r;
+		if (have < cap) {
+			free(buf);
+			return SPIRT_ETRUNC;
+		}
+		if (cap == n)
+			break;
+		cap = n - cap > cap ? 2 * cap : n;
+	}
+	*out = buf;
+	return 0;
+}
+
 int
 spirt_tensor_read(int fd, struct spirt_tensor *t, void **payload,
     uint64_t maxbytes)
@@ -465,16 +523,8 @@ spirt_tensor_read(int fd, struct spirt_tensor *t, void **payload,
 		return rc;
 	if (maxbytes && t->nbytes > maxbytes)
 		return SPIRT_ESHAPE;
-	if (posix_memalign(&buf, 64, t->nbytes ? t->nbytes : 1))
-		return ENOMEM;
-	if ((r = spirt_readall(fd, buf, t->nbytes)) < 0) {
-		rc = errno;
-		goto fail;
-	}
-	if ((size_t)r < t->nbytes) {
-		rc = SPIRT_ETRUNC;
-		goto fail;
-	}
+	if ((rc = read_payload(fd, &buf, (size_t)t->nbytes)))
+		return rc;
 	if ((r = spirt_readall(fd, tr, sizeof tr)) < 0) {
 		rc = errno;
 		goto fail;
@@ -491,6 +541,60 @@ spirt_tensor_read(int fd, struct spirt_tensor *t, void **payload,
 fail:
 	free(buf);
 	return rc;
+}
+
+/* ---- model files ---- */
+
+int
+spirt_model_file_read(const char *path, struct spirt_tensor *m, void **mpl,
+    struct spirt_tensor *st, void **spl, char *msg, size_t cap)
+{
+	struct spirt_tensor t2, t3;
+	void *p2 = NULL, *p3 = NULL;
+	int fd = STDIN_FILENO, rc;
+
+	*mpl = NULL;
+	if (spl)
+		*spl = NULL;
+	if (strcmp(path, "-") != 0 && (fd = open(path, O_RDONLY)) < 0)
+		return spirt_msgf(msg, cap, errno, "open %s", path);
+	if ((rc = spirt_tensor_read(fd, m, mpl, 0)) != 0) {
+		if (rc == SPIRT_EOF)
+			rc = spirt_msgf(msg, cap, SPIRT_ETRUNC, "%s: empty "
+			    "file, no model record", path);
+		else
+			spirt_msgf(msg, cap, rc, "%s: record 0", path);
+	} else if (m->step == SPIRT_NOSTEP) {
+		rc = spirt_msgf(msg, cap, SPIRT_ESTEP, "%s: record 0: the "
+		    "model has no step", path);
+	} else if ((rc = spirt_tensor_read(fd, st ? st : &t2, &p2, 0)) != 0) {
+		if (rc == SPIRT_EOF)
+			rc = 0;
+		else
+			spirt_msgf(msg, cap, rc, "%s: record 1", path);
+	} else if ((rc = spirt_tensor_read(fd, &t3, &p3, 0)) != SPIRT_EOF) {
+		free(p3);
+		if (rc == 0)
+			rc = SPIRT_EDATA;
+		spirt_msgf(msg, cap, rc, "%s: record 2: a model file holds "
+		    "the model and its optimiser state, nothing after them",
+		    path);
+	} else {
+		rc = 0;
+	}
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (rc != 0) {
+		free(*mpl);
+		*mpl = NULL;
+		free(p2);
+		return rc;
+	}
+	if (spl)
+		*spl = p2;
+	else
+		free(p2);
+	return 0;
 }
 
 /* ---- helpers ---- */

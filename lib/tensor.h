@@ -162,9 +162,32 @@ SPIRT_MUST_CHECK int spirt_tensor_write(int fd, struct spirt_tensor *t,
  * stream ends inside a record, SPIRT_ETORN/SPIRT_ECHECKSUM for torn or
  * interleaved data, header errors as spirt_tensor_unpack_header, ENOMEM or
  * another errno.  maxbytes (0: no limit) bounds the payload accepted.
+ * The size a header claims is never allocated on trust: from a regular
+ * file it is checked against the bytes left (SPIRT_ETRUNC before any
+ * allocation); from a pipe the buffer grows as the bytes arrive.
  */
 SPIRT_MUST_CHECK int spirt_tensor_read(int fd, struct spirt_tensor *t,
     void **payload, uint64_t maxbytes);
+
+/* ---- model files (-p): one rule for every tool ---- */
+
+/*
+ * Read the model file at path ("-": standard input): the model record,
+ * which must carry a step, optionally followed by one optimiser-state
+ * record (spirt-update -o writes both), then the end of the file.  Anything
+ * after them, a third record or a few stray bytes, makes the file
+ * malformed.  *mpl and *spl (out) are fresh buffers as spirt_tensor_read()
+ * gives them, *spl NULL when there is no state; st and spl may be NULL, and
+ * a state record is then checked and dropped.  On failure msg (cap bytes)
+ * says where, without the cause: "m.rec: record 1" (records count from 0),
+ * for the caller to append spirt_strerror().  Returns 0, errno (open or
+ * read), SPIRT_ETRUNC (empty), record errors, SPIRT_ESTEP (the model has
+ * no step), SPIRT_EDATA (more than two records or trailing bytes that are
+ * a record).
+ */
+SPIRT_MUST_CHECK int spirt_model_file_read(const char *path,
+    struct spirt_tensor *m, void **mpl, struct spirt_tensor *st, void **spl,
+    char *msg, size_t cap) SPIRT_NONNULL(1, 2, 3, 6);
 
 /* ---- helpers ---- */
 

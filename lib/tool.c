@@ -9,6 +9,7 @@
 
 #include "isa.h"
 #include "parse.h"
+#include "store.h"
 #include "tool.h"
 
 const char *progname = "spirt";
@@ -145,6 +146,15 @@ eparse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
 	if (rc)
 		badopt(opt, s, rc);
 	return v;
+}
+
+void
+echeck_model(const char *opt, const char *name)
+{
+	if (spirt_name_check(name))
+		die(SPIRT_EX_USAGE, "%s: invalid model name \"%.40s%s\" (1 to "
+		    "%d of A-Z a-z 0-9 . _ -, not starting with .)", opt, name,
+		    strlen(name) > 40 ? "..." : "", SPIRT_NAME_PART_MAX);
 }
 
 double

@@ -38,6 +38,12 @@ uint64_t eparse_u64(const char *opt, const char *s, uint64_t min,
     uint64_t max);
 double eparse_double(const char *opt, const char *s, double min, double max);
 
+/*
+ * A model name (-m, $SPIRT_MODEL) that spirt_name_check() refuses: die
+ * with 64 and a message saying what a name may hold.
+ */
+void echeck_model(const char *opt, const char *name);
+
 /* Option if set, else $env if set and non-empty, else def. */
 const char *opt_env(const char *opt, const char *env, const char *def);
 

@@ -62,6 +62,10 @@ spirt_update_latest(struct spirt_update *u, struct spirt_txn *txn)
 
 	u->msg[0] = '\0';
 	u->step = SPIRT_NOSTEP;
+	if ((rc = spirt_name_check(u->model))) {
+		tellrc(u, rc, "model name \"%.40s\"", u->model);
+		return rc;
+	}
 	snprintf(prefix, sizeof prefix, "model/%s@", u->model);
 	if ((rc = spirt_store_list(txn, prefix, latest, &u->step)))
 		return rc;
@@ -136,6 +140,10 @@ spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 
 	u->done = 0;
 	u->msg[0] = '\0';
+	if ((rc = spirt_name_check(u->model))) {
+		tellrc(u, rc, "model name \"%.40s\"", u->model);
+		return rc;
+	}
 	snprintf(mkey, sizeof mkey, "model/%s@%llu", u->model,
 	    (unsigned long long)t);
 	snprintf(nkey, sizeof nkey, "model/%s@%llu", u->model,
@@ -363,46 +371,17 @@ spirt_update_read_agg(struct spirt_update *u, const char *path)
 
 /* ---- files instead of the store (-p, -o) ---- */
 
-/*
- * Read the model file: the model record, then optionally the optimiser
- * state; nothing else.  m, st (out) get the headers, *mpl, *spl fresh buffers
- * (*spl NULL when there is no state).
- */
+/* the model file: spirt_model_file_read(), its message with the cause */
 static int
 readparams(struct spirt_update *u, const char *path, struct spirt_tensor *m,
-    void **mpl,
-    struct spirt_tensor *st, void **spl)
+    void **mpl, struct spirt_tensor *st, void **spl)
 {
-	struct spirt_tensor extra;
-	void *pl;
-	int fd = 0, rc;
+	char where[sizeof u->msg - 64];
+	int rc;
 
-	*mpl = *spl = NULL;
-	if (strcmp(path, "-") != 0 && (fd = open(path, O_RDONLY)) < 0) {
-		rc = errno;
-		tellrc(u, rc, "open %s", path);
-		return rc;
-	}
-	if ((rc = spirt_tensor_read(fd, m, mpl, 0)) == SPIRT_EOF) {
-		tellx(u, "%s: empty input", path);
-		rc = SPIRT_ETRUNC;
-	} else if (rc) {
-		tellrc(u, rc, "%s: record 1", path);
-	} else if ((rc = spirt_tensor_read(fd, st, spl, 0)) == SPIRT_EOF) {
-		rc = 0;
-	} else if (rc) {
-		tellrc(u, rc, "%s: record 2", path);
-	} else if ((rc = spirt_tensor_read(fd, &extra, &pl, 0)) ==
-	    SPIRT_EOF) {
-		rc = 0;
-	} else {
-		if (rc == 0)
-			free(pl);
-		tellx(u, "%s: more than two records (model, state)", path);
-		rc = SPIRT_EDATA;
-	}
-	if (fd > 0)
-		close(fd);
+	if ((rc = spirt_model_file_read(path, m, mpl, st, spl, where,
+	    sizeof where)) != 0)
+		tellrc(u, rc, "%s", where);
 	return rc;
 }
 
@@ -465,7 +444,7 @@ spirt_update_file_step(struct spirt_update *u, const char *params,
 	if (spl) {
 		rc = SPIRT_EDATA;
 		if (strcmp(st.name, oname) != 0) {
-			tellx(u, "%s: record 2: %s state, not %s", mname,
+			tellx(u, "%s: record 1: %s state, not %s", mname,
 			    st.name,
 			    oname);
 			goto end;
@@ -473,7 +452,7 @@ spirt_update_file_step(struct spirt_update *u, const char *params,
 		rc = SPIRT_ESHAPE;
 		if (st.dtype != SPIRT_F32 || st.rank != 2 ||
 		    st.dims[0] != ns || st.dims[1] != mt.nelem) {
-			tellx(u, "%s: record 2: shape does not fit the model",
+			tellx(u, "%s: record 1: shape does not fit the model",
 			    mname);
 			goto end;
 		}

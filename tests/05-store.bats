@@ -413,3 +413,198 @@ teardown() {
 	run -66 spirt-store -s nowhere.db prune -t 3 x/
 	[ ! -e nowhere.db ]
 }
+
+# hugerec FILE: 88 bytes, a valid header claiming u8[2^40], then 16 bytes
+hugerec() {
+	"$PYTHON" - "$1" <<PY
+$PYREC
+import struct, xxhash
+n = 1 << 40
+h = st.FIXED.pack(b"SPRT", 1, 4, 1, 72, 0, 0, st.NOSTEP, 0, float("nan"),
+                  st.NOORIGIN, 0, n) + struct.pack("<Q", n)
+h += struct.pack("<Q", xxhash.xxh3_64_intdigest(h))
+open(sys.argv[1], "wb").write(h + b"SPRE" + bytes(12))
+PY
+}
+
+@test "a header claiming u8[2^40] in 88 bytes: 65 truncated in every reader" {
+	"$PYTHON" -c 'import xxhash' 2>/dev/null || skip "no python3-xxhash"
+	hugerec huge.rec
+	[ "$(wc -c < huge.rec)" -eq 88 ]
+	seed_store
+	before=$(store_digest "$SPIRT_STORE")
+	spirt-init -o m.rec mlp:4-3-2
+	trunc='truncated record'
+	# 1 spirt-store inspect, from a file and from a pipe
+	run -65 --separate-stderr spirt-store inspect huge.rec
+	assert_equal "$stderr" "spirt-store: huge.rec: record 0: $trunc"
+	run -65 --separate-stderr bash -c 'cat huge.rec | spirt-store inspect'
+	assert_equal "$stderr" "spirt-store: -: record 0: $trunc"
+	# 2 spirt-store put
+	run -65 --separate-stderr spirt-store put k huge.rec
+	assert_equal "$stderr" "spirt-store: huge.rec: $trunc"
+	run -65 bash -c 'cat huge.rec | spirt-store put k'
+	# 3 spirt-agg, file operands and standard input
+	run -65 --separate-stderr spirt-agg -o out.rec huge.rec
+	[[ "$stderr" == *"huge.rec"*"$trunc" ]]
+	run -65 bash -c 'cat huge.rec | spirt-agg -o out.rec'
+	# 4 spirt-update: the aggregate, 5 its -p model file
+	run -65 --separate-stderr spirt-update -m m huge.rec
+	[[ "$stderr" == *"huge.rec: $trunc" ]]
+	run -65 --separate-stderr spirt-update -p huge.rec -o n.rec m.rec
+	[[ "$stderr" == *"huge.rec"*"$trunc" ]]
+	# 6 spirt-grad and spirt-eval -p, 7 their -D data files
+	for tool in spirt-grad spirt-eval; do
+		run -65 --separate-stderr $tool -p huge.rec -D huge.rec
+		[[ "$stderr" == *"huge.rec"*"$trunc" ]]
+		run -65 --separate-stderr $tool -p m.rec -D huge.rec
+		[[ "$stderr" == *"huge.rec"*"$trunc" ]]
+		run -65 bash -c "cat huge.rec | $tool -p - -D huge.rec"
+	done
+	# 8 spirt-store import: a .npy claiming (2^40,) bytes
+	"$PYTHON" -c "
+d = b\"{'descr': '|u1', 'fortran_order': False, 'shape': (1099511627776,), }\"
+d += b' ' * (117 - len(d)) + b'\\n'
+open('huge.npy', 'wb').write(b'\\x93NUMPY\\x01\\x00' + bytes([len(d), 0]) + d)"
+	run -65 --separate-stderr spirt-store import k huge.npy
+	assert_equal "$stderr" "spirt-store: huge.npy: $trunc"
+	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
+	[ ! -e out.rec ] && [ ! -e n.rec ]
+}
+
+@test "-o '' and a store in a missing directory: 73 in every tool; a store to read: 66" {
+	awk 'BEGIN { for (i = 0; i < 12; i++)
+		printf "%d,%d,%d,%d,%d\n", i % 3, i % 2, i % 5, i % 7, i % 4 }' \
+	    >t.csv
+	spirt-shard -q -o d.spt t.csv
+	spirt-init -o m.rec mlp:4-5-3
+	spirt-grad -p m.rec -D d.spt -o g.rec
+	mknpy x.npy 'np.zeros(3, dtype=np.float32)'
+	# outputs that cannot be created
+	run -73 --separate-stderr spirt-init -o '' mlp:4-5-3
+	assert_equal "$stderr" 'spirt-init: : No such file or directory'
+	run -73 spirt-grad -p m.rec -D d.spt -o ''
+	run -73 spirt-agg -o '' g.rec
+	run -73 spirt-update -p m.rec -o '' g.rec
+	run -73 spirt-shard -q -o '' t.csv
+	spirt-init -m m mlp:4-5-3
+	run -73 spirt-store export model/m@0 ''
+	[ -z "$(ls -A | grep '\.tmp\.')" ]      # no temporary left behind
+	# stores to be created
+	run -73 --separate-stderr spirt-init -s no-dir/s.db -m m mlp:4-5-3
+	assert_equal "$stderr" 'spirt-init: no-dir/s.db: No such file or directory'
+	run -73 spirt-init -s '' -m m mlp:4-5-3
+	run -73 spirt-store -s no-dir/s.db put k g.rec
+	run -73 spirt-store -s '' import k x.npy
+	run -73 spirt-store -s m.rec put k g.rec
+	run -73 spirt-shard -q -s no-dir/s.db t.csv
+	[ ! -e no-dir ]
+	# stores that must exist to be read or updated stay 66
+	run -66 spirt-store -s no-dir/s.db ls
+	run -66 spirt-store -s '' ls
+	run -66 spirt-update -s no-dir/s.db -m m g.rec
+	run -66 spirt-agg -s no-dir/s.db -t 0
+	run -66 spirt-grad -s no-dir/s.db -m m -t 0
+	run -66 spirt-eval -s no-dir/s.db -m m
+}
+
+# readers PID...: 0 if every PID holds a slot in the store's reader table
+readers() {
+	local t
+	t=$(mdb_stat -r "$SPIRT_STORE" | awk 'NR > 2 { print $1 }')
+	for p in "$@"; do
+		grep -qx "$p" <<<"$t" || return 1
+	done
+}
+
+@test "a reader killed by SIGKILL leaves a stale slot; the next open clears it" {
+	mknpy big.npy 'np.zeros(100000, dtype=np.float32)'  # 400 KB > a pipe
+	spirt-store import big big.npy
+	# two readers blocked writing the value into pipes nobody reads, their
+	# read transactions open; the second keeps the store open throughout,
+	# as a warm function does (the last process to close resets the table)
+	mkfifo p1 p2
+	exec 7<>p1 8<>p2
+	spirt-store get -f big >p1 2>/dev/null &
+	victim=$!
+	spirt-store get -f big >p2 2>/dev/null &
+	holder=$!
+	for i in $(seq 50); do
+		readers "$victim" "$holder" && break
+		sleep 0.1
+	done
+	readers "$victim" "$holder"
+	# killed as a FaaS timeout kills: its slot stays behind
+	kill -KILL "$victim"
+	wait "$victim" || true
+	readers "$victim"
+	# any open clears it; the live reader keeps its own
+	run -0 spirt-store ls
+	readers "$holder"
+	rc=0
+	readers "$victim" || rc=$?
+	kill -KILL "$holder"
+	wait "$holder" || true
+	exec 7<&- 8<&-
+	[ "$rc" -ne 0 ] || fail "the stale slot of $victim is still there"
+}
+
+@test "import --spec: a .npy of parameters becomes a model the tools take" {
+	spirt-init -S 3 -m a mlp:4-5-3
+	spirt-store export model/a@0 a.npy
+	# the same parameters imported: the very record spirt-init wrote
+	run -0 spirt-store import --spec mlp:4-5-3 model/b@0 a.npy
+	cmp <(spirt-store get model/a@0) <(spirt-store get model/b@0)
+	# from float64, any shape of the right size; the key gives the step
+	mknpy w.npy "np.load('a.npy').astype(np.float64).reshape(43, 1) / 3"
+	run -0 spirt-store import --spec mlp:4-5-3 model/c@7 w.npy
+	run -0 spirt-store ls model/c@
+	assert_output "$(printf 'model/c@7\tf32\t43\t172\t7\t-')"
+	spirt-store export model/c@7 c.npy
+	"$PYTHON" -c "
+import numpy as np
+c, w = np.load('c.npy'), np.load('w.npy').ravel().astype(np.float32)
+assert c.dtype == np.float32 and np.array_equal(c, w)"
+	run -0 spirt-store show model/c@7
+	assert_line 'name=mlp:4-5-3'
+	# spirt-eval and spirt-grad read it as a model
+	awk 'BEGIN { for (i = 0; i < 12; i++)
+		printf "%d,%d,%d,%d,%d\n", i % 3, i % 2, i % 5, i % 7, i % 4 }' \
+	    >t.csv
+	spirt-shard -q -d test t.csv
+	run -0 spirt-eval -m c -t 7
+	assert_line 'spec=mlp:4-5-3'
+	assert_line 'step=7'
+}
+
+@test "import --spec errors: size, dtype, NaN 65; key, step, spec 64; exists 73" {
+	mknpy ok.npy 'np.zeros(43, dtype=np.float32)'
+	spirt-store import --spec mlp:4-5-3 model/m@0 ok.npy
+	before=$(store_digest "$SPIRT_STORE")
+	mknpy s.npy 'np.zeros(42, dtype=np.float32)'
+	run -65 --separate-stderr spirt-store import --spec mlp:4-5-3 \
+	    model/x@0 s.npy
+	assert_equal "$stderr" \
+	    'spirt-store: s.npy: 42 values, mlp:4-5-3 has 43 parameters'
+	mknpy i.npy 'np.zeros(43, dtype=np.int32)'
+	run -65 --separate-stderr spirt-store import --spec mlp:4-5-3 \
+	    model/x@0 i.npy
+	assert_equal "$stderr" \
+	    'spirt-store: i.npy: dtype i32: model parameters are float32 (float64 is rounded)'
+	mknpy n.npy 'np.full(43, np.nan, dtype=np.float32)'
+	run -65 spirt-store import --spec mlp:4-5-3 model/x@0 n.npy
+	run -64 --separate-stderr spirt-store import --spec mlp:4-5-3 x ok.npy
+	assert_equal "$stderr" \
+	    'spirt-store: import --spec: key "x" is not model/<name>@<step>'
+	for k in model/x model/x@ model/x@01 model/x@-1 model/a/b@0 \
+	    model/@0 model/x@1@2; do
+		run -64 spirt-store import --spec mlp:4-5-3 "$k" ok.npy
+	done
+	run -64 spirt-store import --spec mlp:4-5-3 -t 3 model/x@0 ok.npy
+	run -64 --separate-stderr spirt-store import --spec mlp:4 \
+	    model/x@0 ok.npy
+	[[ "$stderr" == 'spirt-store: --spec: mlp:4: '*'(see spirt-model(5))' ]]
+	run -64 spirt-store put --spec mlp:4-5-3 model/x@0 ok.npy
+	run -73 spirt-store import --spec mlp:4-5-3 model/m@0 ok.npy
+	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
+}

@@ -185,7 +185,7 @@ open('inf.rec', 'wb').write(rec(b, origin=7))"
 	[ -z "$stderr" ]
 	run -0 --separate-stderr spirt-agg -v -o /dev/null s.rec
 	[[ "$stderr" == *"mean of 3 inputs (2 used)"* ]]
-	[[ "$stderr" == *"s.rec:record 2: excluded"* ]]
+	[[ "$stderr" == *"s.rec: record 1: excluded"* ]]
 }
 
 @test "too few finite inputs left is a data error" {
@@ -211,19 +211,19 @@ out(rec(a, origin=0), rec(a, origin=1))" >nan.rec
 	py "out(rec(G[5], origin=5, step=4))" >step.rec
 	cat g0.rec step.rec >s.rec
 	run -65 --separate-stderr spirt-agg s.rec
-	[[ "$stderr" == *"s.rec:record 2: step 4, not 3"* ]]
+	[[ "$stderr" == *"s.rec: record 1: step 4, not 3"* ]]
 	[ -z "$output" ]
 	run -65 --separate-stderr spirt-agg -t 4 g0.rec
-	[[ "$stderr" == *"g0.rec:record 1: step 3, not 4"* ]]
+	[[ "$stderr" == *"g0.rec: record 0: step 3, not 4"* ]]
 
 	py "out(rec(G[5], origin=5, name='m:other'))" >model.rec
 	cat g1.rec model.rec >m.rec
 	run -65 --separate-stderr spirt-agg m.rec
-	[[ "$stderr" == *'m.rec:record 2: model "m:other", m.rec:record 1 has "m:8"'* ]]
+	[[ "$stderr" == *'m.rec: record 1: model "m:other", m.rec: record 0 has "m:8"'* ]]
 
 	cat g1.rec g1.rec >dup.rec
 	run -65 --separate-stderr spirt-agg dup.rec
-	[[ "$stderr" == *"dup.rec:record 2: origin 1 again"* ]]
+	[[ "$stderr" == *"dup.rec: record 1: origin 1 again"* ]]
 
 	py "out(rec(G[0], samples=0, origin=1), rec(G[1], samples=0, origin=2))" >ns.rec
 	run -65 spirt-agg -r wmean ns.rec
@@ -234,7 +234,7 @@ out(rec(a, origin=0), rec(a, origin=1))" >nan.rec
 	head -c 100 g2.rec >part.rec
 	cat g0.rec g1.rec part.rec >t.rec
 	run -65 --separate-stderr spirt-agg <t.rec
-	[[ "$stderr" == *"stdin:record 3: truncated record"* ]]
+	[[ "$stderr" == *"stdin: record 2: truncated record"* ]]
 	[ -z "$output" ]
 	: >empty.rec
 	run -65 --separate-stderr spirt-agg <empty.rec
@@ -242,7 +242,7 @@ out(rec(a, origin=0), rec(a, origin=1))" >nan.rec
 	cp g0.rec bad.rec
 	printf 'XXXX' | dd of=bad.rec bs=1 seek=80 conv=notrunc 2>/dev/null
 	run -65 --separate-stderr spirt-agg bad.rec
-	[[ "$stderr" == *"bad.rec:record 1:"*"checksum"* ]]
+	[[ "$stderr" == *"bad.rec: record 0:"*"checksum"* ]]
 }
 
 @test "rule parameters that make no sense for W are usage errors" {

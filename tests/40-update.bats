@@ -372,11 +372,11 @@ import os; assert os.path.getsize('s1.rec') == os.path.getsize('m0.rec')"
 	spirt-update -p m0.rec -o f1.rec --opt momentum a0.rec
 	run -65 --separate-stderr spirt-update -p f1.rec -o x.rec --opt adam \
 		a1.rec
-	[[ "$stderr" == *"f1.rec: record 2: momentum state, not adam"* ]]
+	[[ "$stderr" == *"f1.rec: record 1: momentum state, not adam"* ]]
 	cat f1.rec a1.rec >three.rec
 	run -65 --separate-stderr spirt-update -p three.rec -o x.rec \
 		--opt momentum a1.rec
-	[[ "$stderr" == *"three.rec: more than two records"* ]]
+	[[ "$stderr" == *"three.rec: record 2: a model file holds the model and its optimiser state, nothing after them: malformed input data" ]]
 	py "out(rec(np.zeros(5)))" >short.rec
 	run -65 --separate-stderr spirt-update -p short.rec -o x.rec a0.rec
 	[[ "$stderr" == *"a0.rec: 6 values, short.rec has 5: shapes differ"* ]]
@@ -433,4 +433,98 @@ assert (r.name, r.step, r.count) == ('adam', 3, 3)"
 		# 0, not 143: it ended by itself, it was not killed
 		[ "$rc" -eq 0 ] || fail "$tool: exit $rc after SIGTERM"
 	done
+}
+
+@test "a model file (-p) is one rule in grad, eval, update: trailing bytes 65" {
+	awk 'BEGIN { for (i = 0; i < 12; i++)
+		printf "%d,%d,%d,%d,%d\n", i % 3, i % 2, i % 5, i % 7, i % 4 }' \
+	    >train.csv
+	spirt-shard -q -o d.spt train.csv
+	spirt-init -q -o m.rec mlp:4-5-3
+	spirt-grad -p m.rec -D d.spt -o g.rec
+	# model + Adam state: a model file all three tools take
+	spirt-update -p m.rec -o ms.rec --opt adam g.rec
+	spirt-grad -p ms.rec -D d.spt -o g1.rec
+	spirt-eval -p ms.rec -D d.spt >/dev/null
+	spirt-update -p ms.rec -o /dev/null --opt adam -t 1 g1.rec
+	# the same files with bytes after them: every tool refuses, naming it
+	{ cat m.rec; printf 'junk'; } >mj.rec
+	{ cat m.rec; printf '\n'; } >mn.rec
+	cat ms.rec g1.rec >m3.rec
+	for f in mj mn m3; do
+		case $f in
+		m3) want="$f.rec: record 2: a model file holds the model and its optimiser state, nothing after them" ;;
+		mn) want="$f.rec: record 1: bad magic (not a spirt record)" ;;
+		*) want="$f.rec: record 1: bad magic (not a spirt record)" ;;
+		esac
+		run -65 --separate-stderr spirt-grad -p $f.rec -D d.spt -o x.rec
+		[[ "$stderr" == "spirt-grad: $want"* ]]
+		run -65 --separate-stderr spirt-eval -p $f.rec -D d.spt
+		[[ "$stderr" == "spirt-eval: $want"* ]]
+		run -65 --separate-stderr spirt-update -p $f.rec -o x.rec \
+		    --opt adam -t 1 g1.rec
+		[[ "$stderr" == "spirt-update: $want"* ]]
+		run -65 bash -c "cat $f.rec | spirt-grad -p - -D d.spt -o x.rec"
+	done
+	[ ! -e x.rec ]
+}
+
+@test "invalid model names: 64 at once in update, grad, eval and init" {
+	seed
+	before=$(store_digest "$SPIRT_STORE")
+	long=$(printf 'a%.0s' $(seq 600))
+	for n in 'x@1' '' 'a/b' '..' "$long"; do
+		run -64 --separate-stderr spirt-update -m "$n" a0.rec
+		[[ "$stderr" == "spirt-update: -m: invalid model name \""* ]]
+		run -64 spirt-update -m "$n" -t 0
+		SPIRT_MODEL=$n run -64 spirt-update -t 0
+		run -64 spirt-grad -m "$n" -t 0
+		run -64 spirt-eval -m "$n"
+		run -64 spirt-init -m "$n" mlp:4-5-3
+	done
+	run -64 --separate-stderr spirt-update -m x@1 a0.rec
+	assert_equal "$stderr" "spirt-update: -m: invalid model name \"x@1\" (1 to 255 of A-Z a-z 0-9 . _ -, not starting with .)"
+	run -64 --separate-stderr spirt-update -m "$long" a0.rec
+	assert_equal "$stderr" "spirt-update: -m: invalid model name \"$(printf 'a%.0s' $(seq 40))...\" (1 to 255 of A-Z a-z 0-9 . _ -, not starting with .)"
+	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
+}
+
+@test "an update that grows the map holds no read transaction across it" {
+	# 200000 floats: model and Adam state outgrow a 1 MiB map in one step
+	py "np.save('p.npy', np.ones(200000, dtype=np.float32))
+np.save('g.npy', np.full(200000, 0.5, dtype=np.float32))"
+	export SPIRT_MAPSIZE=64k
+	spirt-store import -t 0 model/m@0 p.npy
+	spirt-store import -t 0 agg/0 g.npy
+	run -0 spirt-store stat
+	assert_line 'map_size=1048576'
+	# no -t: the step is looked up first, in a read transaction
+	run -0 spirt-update -m m --opt sgd -r 0.5
+	run -0 spirt-store stat
+	refute_line 'map_size=1048576'
+	spirt-store export model/m@1 m1.npy
+	py "a = np.load('m1.npy'); assert a.shape == (200000,)
+assert np.all(a == 0.75), a[:4]"
+}
+
+@test "messages: a missing store is named; records count from 0 in every tool" {
+	run -66 --separate-stderr spirt-update -s no.db -m m -t 0
+	assert_equal "$stderr" 'spirt-update: no.db: No such file or directory'
+	run -66 --separate-stderr spirt-agg -s no.db -t 0
+	assert_equal "$stderr" 'spirt-agg: no.db: No such file or directory'
+	[ ! -e no.db ]
+	# the second record of each stream is cut short: "record 1" for all
+	seed
+	cat a0.rec <(head -c 60 a1.rec) >cut.rec
+	cat m0.rec <(head -c 60 a1.rec) >mcut.rec
+	trunc='record 1: truncated record'
+	run -65 --separate-stderr spirt-agg -o x.rec cut.rec
+	assert_equal "$stderr" "spirt-agg: cut.rec: $trunc"
+	run -65 --separate-stderr spirt-store inspect cut.rec
+	assert_equal "$stderr" "spirt-store: cut.rec: $trunc"
+	run -65 --separate-stderr spirt-update -p mcut.rec -o x.rec a0.rec
+	assert_equal "$stderr" "spirt-update: mcut.rec: $trunc"
+	run -65 --separate-stderr spirt-grad -p mcut.rec -D a0.rec -o x.rec
+	assert_equal "$stderr" "spirt-grad: mcut.rec: $trunc"
+	[ ! -e x.rec ]
 }

@@ -475,6 +475,27 @@ growth(void)
 	free(x);
 }
 
+/* model and data set names: the one rule every -m goes through */
+static void
+names(void)
+{
+	static const char *const good[] = { "m", "mlp", "cnn-2.b_3", "A9",
+	    "a.", "x..y" };
+	static const char *const bad[] = { "", ".", "..", ".hidden", "x@1",
+	    "a/b", "a b", "a\tb", "caf\xc3\xa9", "m:1" };
+	char lng[SPIRT_NAME_PART_MAX + 2];
+
+	for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+		CHECK_RC(spirt_name_check(good[i]));
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		CHECK_EQ_RC(spirt_name_check(bad[i]), SPIRT_EKEY);
+	memset(lng, 'a', sizeof lng - 1);
+	lng[sizeof lng - 1] = '\0';
+	CHECK_EQ_RC(spirt_name_check(lng), SPIRT_EKEY);        /* 256 */
+	lng[SPIRT_NAME_PART_MAX] = '\0';
+	CHECK_RC(spirt_name_check(lng));                        /* 255 */
+}
+
 int
 main(void)
 {
@@ -484,6 +505,7 @@ main(void)
 	if (!mkdtemp(tmpl))
 		return 1;
 	snprintf(dir, sizeof dir, "%s/db", tmpl);
+	names();
 	basics();
 	processes();
 	concurrent_growth();
