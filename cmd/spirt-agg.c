@@ -114,48 +114,49 @@ report(double t0)
 }
 
 /*
- * Warm mode: each step line on stdin is one run with -t step, in its own
- * write transaction; one answer line each.  Nothing but the open store
- * carries over from one step to the next.  Returns the worst exit code.
+ * Warm mode: each request line on stdin (serve.h) is one run with -t step,
+ * in its own write transaction; one answer line each.  Nothing but the
+ * open store carries over from one step to the next.
  */
+static int
+serve_one(void *arg, const struct spirt_serve_req *req, char *ans,
+    size_t cap)
+{
+	double t0 = 1e3 * spirt_clock();
+	int rc, code;
+
+	o.a.step = req->step;
+	rc = spirt_store_write(arg, instore, NULL);
+	if ((code = spirt_exit(rc)) == 0) {
+		report(t0);
+		snprintf(ans, cap, "step=%llu count=%lu loss=%.9g",
+		    (unsigned long long)o.a.step,
+		    (unsigned long)o.a.hdr.count, o.a.hdr.loss);
+	} else {
+		tell(rc, "write store");
+		snprintf(ans, cap, "step=%llu error=%d",
+		    (unsigned long long)o.a.step, code);
+	}
+	spirt_aggset_reset(&o.a);
+	return code;
+}
+
+/* Returns the worst exit code. */
 static int
 serve(struct spirt_store *s)
 {
-	char line[SPIRT_SERVE_LINE];
-	double t0;
-	int rc, code, worst = 0;
+	struct spirt_serve sv = {
+		.name = "stdin", .maxstep = SPIRT_NOSTEP - 1,
+		.run = serve_one, .arg = s, .warn = warnx_,
+	};
+	int rc;
 
 	spirt_serve_init();
-	while ((rc = spirt_serve_next(stdin, &o.a.step, line, sizeof line,
-	    SPIRT_NOSTEP - 1)) != SPIRT_EOF) {
-		if (rc == SPIRT_EINVAL || rc == ERANGE) {
-			warnx_("stdin: bad step \"%s\"", line);
-			code = SPIRT_EX_USAGE;
-			printf("error=%d\n", code);
-		} else if (rc) {
-			warnrc(rc, "stdin");
-			return SPIRT_EX_IOERR;
-		} else {
-			t0 = 1e3 * spirt_clock();
-			rc = spirt_store_write(s, instore, NULL);
-			if ((code = spirt_exit(rc)) == 0) {
-				report(t0);
-				printf("step=%llu count=%lu loss=%.9g\n",
-				    (unsigned long long)o.a.step,
-				    (unsigned long)o.a.hdr.count, o.a.hdr.loss);
-			} else {
-				tell(rc, "write store");
-				printf("step=%llu error=%d\n",
-				    (unsigned long long)o.a.step, code);
-			}
-			spirt_aggset_reset(&o.a);
-		}
-		if (code > worst)
-			worst = code;
-		if (fflush(stdout) == EOF)
-			return SPIRT_EX_IOERR;
+	if ((rc = spirt_serve_loop(&sv, stdin, stdout)) != 0) {
+		warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
+		return SPIRT_EX_IOERR;
 	}
-	return worst;
+	return sv.worst;
 }
 
 static void

@@ -355,7 +355,7 @@ for w in range(4):
 	assert_line --index 2 'step=7 error=66'
 	assert_line --index 3 'error=64'
 	assert_line --index 4 'step=5 count=4 loss=0.375'
-	[[ "$stderr" == *'stdin: bad step "x"'* ]]
+	[[ "$stderr" == *'stdin:2: "x": expected a step'* ]]
 	[[ "$stderr" == *"no gradients for step 7"* ]]
 	# the same bytes as cold runs with -t
 	spirt-agg -s cold.db -t 3 --trim 0.25
