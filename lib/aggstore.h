@@ -75,6 +75,14 @@ SPIRT_MUST_CHECK int spirt_aggset_check(struct spirt_aggset *s)
     SPIRT_NONNULL(1);
 
 /*
+ * Whether s's rule and parameters make sense for w inputs
+ * (spirt_agg_check); if not, msg says which condition fails (Krum: "W >
+ * 2f+2").  Returns 0 or SPIRT_EINVAL.
+ */
+SPIRT_MUST_CHECK int spirt_aggset_rule_check(struct spirt_aggset *s,
+    size_t w) SPIRT_NONNULL(1);
+
+/*
  * Aggregate the (checked) inputs into out (nelem floats) and fill s->hdr,
  * s->used and s->ai.  Returns spirt_agg_run()'s codes.
  */

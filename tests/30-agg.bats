@@ -195,6 +195,13 @@ out(rec(a, origin=0), rec(a, origin=1))" >nan.rec
 	run -65 --separate-stderr spirt-agg nan.rec
 	[[ "$stderr" == *"too few usable inputs"* ]]
 	[ ! -s "$output" ]
+	# Krum: fewer than 2f+3 finite inputs, said so
+	py "
+a = G[0].copy(); a[0] = np.nan
+out(*[rec(G[w], origin=w) for w in range(4)], rec(a, origin=4))" >k.rec
+	run -65 --separate-stderr spirt-agg -r krum --byzantine 1 k.rec
+	[[ "$stderr" == *"too few usable inputs for rule krum: Krum needs more than 2f+2 = 4 finite inputs"* ]]
+	spirt-agg -r krum --byzantine 0 k.rec >/dev/null
 }
 
 @test "inputs disagreeing on shape, step or model: named, nothing written" {
@@ -248,10 +255,16 @@ out(rec(a, origin=0), rec(a, origin=1))" >nan.rec
 @test "rule parameters that make no sense for W are usage errors" {
 	grads 4
 	run -64 --separate-stderr spirt-agg --trim 0.1 all.rec
-	[[ "$stderr" == *"rule trim makes no sense for 4 inputs"* ]]
+	[[ "$stderr" == *"rule trim: --trim 0.1 of 4 inputs must cut at least one per side"* ]]
 	run -64 spirt-agg --trim 0.5 all.rec
-	run -64 spirt-agg -r krum --byzantine 1 all.rec
-	run -64 spirt-agg -r mkrum --select 9 all.rec
+	# Krum states its condition, W > 2f+2
+	run -64 --separate-stderr spirt-agg -r krum --byzantine 1 all.rec
+	[ "$stderr" = 'spirt-agg: rule krum: 4 inputs with --byzantine 1: Krum needs W > 2f+2 = 4' ]
+	run -64 --separate-stderr spirt-agg -r mkrum --byzantine 1 all.rec
+	[[ "$stderr" == *"rule mkrum: 4 inputs with --byzantine 1: Krum needs W > 2f+2 = 4"* ]]
+	run -64 --separate-stderr spirt-agg -r mkrum --select 9 all.rec
+	[[ "$stderr" == *"rule mkrum: --select 9 of 4 inputs with --byzantine 0: needs m <= W - f = 4"* ]]
+	spirt-agg -r krum --byzantine 0 all.rec >/dev/null
 	run -64 --separate-stderr spirt-agg -r bogus all.rec
 	[[ "$stderr" == *'unknown rule "bogus"'* ]]
 	run -64 spirt-agg --mad 0 all.rec
