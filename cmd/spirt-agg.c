@@ -16,12 +16,15 @@
 #define USAGE \
 "usage: spirt-agg [-cfiPqRv] [-r rule] [--trim F] [--byzantine f]\n" \
 "                 [--select m] [--mad K] [-s store] [-t step] [-o file]\n" \
-"                 [-k key ... | file ...]\n"
+"                 [-k key ... | file ...]\n" \
+"       spirt-agg [-r rule] [--trim F] [--byzantine f] [--select m]\n" \
+"                 [--mad K] --check-rule W\n"
 
 static struct {
 	struct spirt_aggset a;
 	const char *store, *out;
 	int force, serve;
+	size_t checkw;          /* --check-rule W */
 	char **keys;
 	size_t nkeys;
 } o;
@@ -52,6 +55,8 @@ usage(int code)
 		    "  -v, --verbose       report timings\n"
 		    "      --trim F        trimmed mean, cut F per side\n"
 		    "      --byzantine f   Krum: inputs assumed Byzantine\n"
+		    "      --check-rule W  check the rule for W inputs, and "
+		    "exit\n"
 		    "      --select m      multi-Krum: inputs averaged\n"
 		    "      --mad K         norm rule: threshold in MADs\n"
 		    "  -h, --help          this help\n"
@@ -164,6 +169,7 @@ options(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "byzantine", required_argument, NULL, 'b' },
+		{ "check-rule", required_argument, NULL, 'W' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "key", required_argument, NULL, 'k' },
@@ -215,6 +221,8 @@ options(int argc, char **argv)
 			  trim = 1; break;
 		case 'v': spirt_verbose++; break;
 		case 'V': print_version();
+		case 'W': o.checkw = (size_t)eparse_u64("--check-rule",
+			    optarg, 1, SPIRT_AGG_MAXW); break;
 		default: usage(1);
 		}
 	if (!rule && trim)
@@ -241,6 +249,15 @@ main(int argc, char **argv)
 	options(argc, argv);
 	argc -= optind;
 	argv += optind;
+	if (o.checkw) {
+		/* a dry run: the rule's parameters for W inputs, nothing read */
+		if (argc || o.nkeys || o.serve || o.out || o.a.prune ||
+		    o.a.step != SPIRT_NOSTEP)
+			usage(1);
+		if (spirt_aggset_rule_check(&o.a, o.checkw))
+			die(SPIRT_EX_USAGE, "%s", o.a.msg);
+		return fshut_stdout(0);
+	}
 	if (argc && o.nkeys) {
 		warnx_("give store keys or files, not both");
 		usage(1);

@@ -67,24 +67,31 @@ while [ $# -gt 0 ]; do
 	--*=*) a=${1%%=*} v=${1#*=}; shift; set -- "$a" "$v" "$@" ;;
 	esac
 	case $1 in
-	-a|--rule) rule=${2?}; shift ;;
-	-b|--batch) batch=${2?}; shift ;;
-	-e|--epochs) epochs=${2?}; shift ;;
-	-l|--lr) lr=${2?}; shift ;;
-	-m|--model) model=${2?}; shift ;;
-	-n|--functions) fns=${2?}; shift ;;
-	-o|--opt) opt=${2?}; shift ;;
-	-S|--seed) seed=${2?}; shift ;;
-	-s|--store) store=${2?}; shift ;;
-	--checkpoint) ckpt=${2?}; shift ;;
+	-[abelmnoSs]|--rule|--batch|--epochs|--lr|--model|--functions|--opt|\
+	--seed|--store|--checkpoint|--data|--eval-every|--schedule|--spec|\
+	--steps|--sync|--target)
+		[ $# -ge 2 ] || { printf '%s: %s: missing argument\n' "$PROG" \
+		    "$1" >&2; usage 64; } ;;
+	esac
+	case $1 in
+	-a|--rule) rule=$2; shift ;;
+	-b|--batch) batch=$2; shift ;;
+	-e|--epochs) epochs=$2; shift ;;
+	-l|--lr) lr=$2; shift ;;
+	-m|--model) model=$2; shift ;;
+	-n|--functions) fns=$2; shift ;;
+	-o|--opt) opt=$2; shift ;;
+	-S|--seed) seed=$2; shift ;;
+	-s|--store) store=$2; shift ;;
+	--checkpoint) ckpt=$2; shift ;;
 	--cold) cold=1 ;;
-	--data) data=${2?}; shift ;;
-	--eval-every) every=${2?}; shift ;;
-	--schedule) sched=${2?}; shift ;;
-	--spec) spec=${2?}; shift ;;
-	--steps) steps=${2?}; shift ;;
-	--sync) sync=${2?}; shift ;;
-	--target) target=${2?}; shift ;;
+	--data) data=$2; shift ;;
+	--eval-every) every=$2; shift ;;
+	--schedule) sched=$2; shift ;;
+	--spec) spec=$2; shift ;;
+	--steps) steps=$2; shift ;;
+	--sync) sync=$2; shift ;;
+	--target) target=$2; shift ;;
 	-q|--quiet) quiet=1 ;;
 	-v|--verbose) verbose=1 ;;
 	-h|--help) usage 0 ;;
@@ -97,15 +104,35 @@ while [ $# -gt 0 ]; do
 done
 [ $# -eq 0 ] || usage 64
 
-isnum() { case $1 in ''|*[!0-9]*) return 1 ;; esac; }
-isreal() { awk -v x="$1" 'BEGIN { exit !(x ~ /^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/) }'; }
-for v in batch epochs fns seed every steps ckpt; do
-	eval "x=\$$v"
-	isnum "$x" || die 64 "$v: invalid number \"$x\""
-done
-[ "$fns" -ge 1 ] && [ "$batch" -ge 1 ] && [ "$epochs" -ge 1 ] ||
-	die 64 "functions, batch and epochs must be at least 1"
-isreal "$target" || die 64 "target: invalid accuracy \"$target\""
+# ---- every option checked before any work: a bad one is 64 at once ----
+# int OPT VAR MIN MAX: $VAR a decimal integer in [MIN, MAX], leading zeros
+# dropped (sh reads 08 as octal); at most 18 digits, so sh computes with it
+int() {
+	eval "x=\$$2"
+	case $x in
+	''|*[!0-9]*) die 64 "$1: invalid number \"$x\"" ;;
+	esac
+	y=${x#"${x%%[!0]*}"}
+	[ ${#y} -le 18 ] && [ "${y:-0}" -ge "$3" ] && [ "${y:-0}" -le "$4" ] ||
+		die 64 "$1: $x is out of range ($3 to $4)"
+	eval "$2=\${y:-0}"
+}
+# real OPT VALUE MIN MAX: a decimal number, no sign, in [MIN, MAX]
+real() {
+	awk -v x="$2" -v lo="$3" -v hi="$4" 'BEGIN {
+		exit !(x ~ /^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/ &&
+		    x + 0 >= lo && x + 0 <= hi) }' ||
+		die 64 "$1: \"$2\" is not a number from $3 to $4"
+}
+int -b batch 1 1048576
+int -e epochs 1 1000000
+int -n fns 1 256
+int -S seed 0 999999999999999999
+int --eval-every every 0 999999999999999999
+int --steps steps 0 999999999999999999
+int --checkpoint ckpt 0 999999999999999999
+real --target "$target" 0 1
+[ -n "$store" ] || die 64 "-s: empty store path"
 
 # ---- per-model defaults: chosen so a user reaches the bars untuned ----
 case $model in
@@ -114,7 +141,7 @@ cnn)     : "${spec:=cnn:1x28x28-32-64-10}" "${lr:=0.002}" ;;
 softmax) : "${spec:=softmax:784:10}" "${lr:=0.01}" ;;
 *)       [ -n "$spec" ] || die 64 "model $model: give --spec" ; : "${lr:=0.001}" ;;
 esac
-isreal "$lr" || die 64 "lr: invalid number \"$lr\""
+real -l "$lr" 0 1000000
 case $opt in
 sgd) optargs="--opt sgd" ;;
 momentum) optargs="--opt momentum --momentum 0.9" ;;
@@ -122,13 +149,17 @@ nesterov) optargs="--opt momentum --momentum 0.9 --nesterov" ;;
 adam) optargs="--opt adam" ;;
 *) die 64 "optimiser $opt: expected sgd, momentum, nesterov or adam" ;;
 esac
+# (the parameters are numbers: nothing else may reach spirt-agg's argv)
 case $rule in
 mean|wmean|median|norm) aggargs="-r $rule" ;;
-trim:*) aggargs="-r trim --trim ${rule#trim:}" ;;
-krum:*) aggargs="-r krum --byzantine ${rule#krum:}" ;;
-mkrum:*:*) r=${rule#mkrum:}; aggargs="-r mkrum --byzantine ${r%%:*} --select ${r#*:}" ;;
-*) die 64 "rule $rule: expected mean, wmean, median, trim:F, norm, krum:f or mkrum:f:m" ;;
+trim:*[!0-9.]*|krum:*[!0-9]*|mkrum:*[!0-9:]*|mkrum:*:*:*) aggargs= ;;
+trim:?*) aggargs="-r trim --trim ${rule#trim:}" ;;
+krum:?*) aggargs="-r krum --byzantine ${rule#krum:}" ;;
+mkrum:?*:?*) r=${rule#mkrum:}; aggargs="-r mkrum --byzantine ${r%%:*} --select ${r#*:}" ;;
+*) aggargs= ;;
 esac
+[ -n "$aggargs" ] ||
+	die 64 "-a $rule: expected mean, wmean, median, trim:F, norm, krum:f or mkrum:f:m"
 case $sched in
 cosine|constant) ;;
 *) die 64 "schedule $sched: expected cosine or constant" ;;
@@ -137,6 +168,17 @@ case $sync in
 full) SPIRT_SYNC=full ;; meta) SPIRT_SYNC=meta ;; none) SPIRT_SYNC=none ;;
 *) die 64 "sync $sync: expected full, meta or none" ;;
 esac
+# The rule for $fns inputs, and the model name, seed and spec, asked of
+# the tools that take them (a dry run; spirt-init makes a model and throws
+# it away): the same checks as theirs, before any work.
+# first MESSAGES TOOL: the first line, without the tool's name
+first() { printf '%s\n' "$1" | sed -n "1s/^$2: //p"; }
+rc=0
+e=$(spirt-agg $aggargs --check-rule "$fns" 2>&1) || rc=$?
+[ "$rc" -eq 0 ] || die "$rc" "-a $rule: $(first "$e" spirt-agg)"
+e=$(spirt-init -q -m "$model" -S "$seed" -o - "$spec" 2>&1 >/dev/null) ||
+	rc=$?
+[ "$rc" -eq 0 ] || die "$rc" "$(first "$e" spirt-init)"
 export SPIRT_SYNC SPIRT_STORE="$store"
 # many functions share two cores: one BLAS thread each
 export SPIRT_THREADS="${SPIRT_THREADS:-1}"

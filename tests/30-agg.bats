@@ -265,6 +265,22 @@ out(*[rec(G[w], origin=w) for w in range(4)], rec(a, origin=4))" >k.rec
 	run -64 --separate-stderr spirt-agg -r mkrum --select 9 all.rec
 	[[ "$stderr" == *"rule mkrum: --select 9 of 4 inputs with --byzantine 0: needs m <= W - f = 4"* ]]
 	spirt-agg -r krum --byzantine 0 all.rec >/dev/null
+	# the same checks as a dry run, for W inputs: nothing read
+	run -0 --separate-stderr spirt-agg -r krum --byzantine 1 --check-rule 5 </dev/full
+	[ -z "$output" ] && [ -z "$stderr" ]
+	run -64 --separate-stderr spirt-agg -r krum --byzantine 1 --check-rule 4
+	[ "$stderr" = 'spirt-agg: rule krum: 4 inputs with --byzantine 1: Krum needs W > 2f+2 = 4' ]
+	run -0 spirt-agg --trim 0.25 --check-rule 4
+	run -64 spirt-agg --trim 0.2 --check-rule 4
+	run -64 spirt-agg --trim 0.6 --check-rule 8
+	run -64 spirt-agg -r mkrum --byzantine 1 --select 3 --check-rule 4
+	run -0 spirt-agg -r mkrum --byzantine 1 --select 3 --check-rule 5
+	run -64 spirt-agg -r mkrum --byzantine 1 --select 5 --check-rule 5
+	run -64 spirt-agg --check-rule 0
+	run -64 spirt-agg --check-rule 257
+	run -64 spirt-agg --check-rule 4 all.rec
+	run -64 spirt-agg --check-rule 4 -t 3
+	run -64 spirt-agg --check-rule 4 -i
 	run -64 --separate-stderr spirt-agg -r bogus all.rec
 	[[ "$stderr" == *'unknown rule "bogus"'* ]]
 	run -64 spirt-agg --mad 0 all.rec

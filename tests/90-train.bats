@@ -192,6 +192,74 @@ digest() {      # digest STORE KEY: hash of one stored record
 	assert_line 'name=cnn:1x28x28-32-64-10'
 }
 
+# bad_option ARGS...: spirt-train ARGS exits 64 at once, with a message
+# and no work done: no store made
+bad_option() {
+	run -64 --separate-stderr timeout 20 spirt-train -s new.db "$@"
+	[[ "${stderr_lines[0]}" == "spirt-train: "* ]] ||
+		fail "$*: ${stderr_lines[0]}"
+	[ ! -e new.db ] || fail "$*: the store was made"
+}
+
+# the bytes of a store's files (a write of any kind changes them)
+store_bytes() {
+	cat "$1/data.mdb" "$1/scratch/data.mdb" 2>/dev/null | md5sum
+}
+
+@test "every option is checked before any work: 64 at once, store untouched" {
+	# each option's argument missing: 64 with usage, not a shell error
+	for o in -a -b -e -l -m -n -o -S -s --checkpoint --data \
+	    --eval-every --schedule --spec --steps --sync --target; do
+		run -64 --separate-stderr spirt-train -q "$o"
+		[ "${stderr_lines[0]}" = "spirt-train: $o: missing argument" ] ||
+			fail "$o: ${stderr_lines[0]}"
+		[[ "${stderr_lines[1]}" == "usage: spirt-train "* ]]
+	done
+	# rules, asked of spirt-agg --check-rule for the functions given
+	bad_option -a trim:0.6
+	[[ "$stderr" == *"-a trim:0.6: --trim: value out of range"* ]]
+	bad_option -n 2 -a trim:0.6
+	bad_option -a trim:0.1          # cuts nothing of 4
+	bad_option -n 2 -a trim:0.25
+	bad_option -a krum:1
+	[[ "$stderr" == *"Krum needs W > 2f+2 = 4"* ]]
+	bad_option -a mkrum:0:5
+	bad_option -a mkrum:1
+	bad_option -a krum:x
+	bad_option -a 'trim:0.25 -P'
+	bad_option -a trim:
+	# numbers: bad, out of range, beyond sh's arithmetic
+	bad_option -b 0
+	bad_option -b 1048577
+	bad_option -e 99999999999999999999
+	bad_option -n 257
+	bad_option -S -1
+	bad_option -S 1000000000000000000
+	bad_option --steps 1e3
+	bad_option --eval-every ''
+	bad_option --checkpoint x
+	bad_option -l 1e7
+	bad_option -l -0.1
+	bad_option --target 1.5
+	# model name, seed and spec, asked of spirt-init
+	bad_option -m a/b --spec mlp:4-3
+	bad_option -m mlp --spec mlp:784
+	bad_option -m cnn --spec bogus
+	bad_option -s ''
+	# a store already sharded: 64 too, on every rerun, nothing changed
+	spirt-train -q --steps 1 -n 2 -s one.db
+	before=$(store_bytes one.db)
+	for i in 1 2; do
+		run -64 --separate-stderr spirt-train -s one.db -n 2 -a trim:0.6
+		[[ "$stderr" == *"-a trim:0.6: --trim: value out of range"* ]]
+	done
+	run -64 spirt-train -s one.db -n 2 -a krum:0 --spec x
+	[ "$(store_bytes one.db)" = "$before" ]
+	# leading zeros are decimal, not octal (08 would be a shell error)
+	run -0 --separate-stderr spirt-train -s one.db --steps 02 -n 02 -b 08
+	[[ "$stderr" == *"steps 1..2 of 18750"* ]]
+}
+
 @test "bad options: 64; a store sharded for another -n: 65" {
 	run -64 spirt-train -n x
 	run -64 spirt-train -n 0
