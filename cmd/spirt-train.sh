@@ -270,7 +270,7 @@ cleanup() {
 trap 'cleanup' EXIT
 trap 'cleanup; trap - INT; kill -INT $$' INT
 trap 'cleanup; trap - TERM; kill -TERM $$' TERM
-pids=
+pids= tools=
 if [ "$cold" -eq 0 ]; then
 	work=$(mktemp -d "${TMPDIR:-/tmp}/spirt-train.XXXXXX")
 	mkfifo "$work/done"
@@ -281,12 +281,14 @@ if [ "$cold" -eq 0 ]; then
 		# <> keeps the FIFO open, so a function never sees end of input
 		spirt-grad -q --serve -m "$model" -w "$w" -b "$batch" -S "$seed" \
 		    <>"$work/g$w" >"$work/done" &
-		pids="$pids $!"
+		pids="$pids $!" tools="$tools $!:spirt-grad:$w"
 		w=$((w + 1))
 	done
 	mkfifo "$work/agg" "$work/upd"
-	$agg --serve <>"$work/agg" >"$work/done" & pids="$pids $!"
-	$upd --serve <>"$work/upd" >"$work/done" & pids="$pids $!"
+	$agg --serve <>"$work/agg" >"$work/done" &
+	pids="$pids $!" tools="$tools $!:spirt-agg:"
+	$upd --serve <>"$work/upd" >"$work/done" &
+	pids="$pids $!" tools="$tools $!:spirt-update:"
 	# keep the FIFOs open: a write per step instead of open+write+close
 	# (sh has fds 3-9: functions 0-3 on 3-6, agg 7, update 8, acks 9)
 	# (<>: a FIFO whose tool died still has a reader, the driver, so a
@@ -311,21 +313,37 @@ if [ "$cold" -eq 0 ]; then
 			kill -0 "$1" 2>/dev/null
 		fi
 	}
-	tools=$pids
+	# (tools: pid:name:worker of each, for the driver's message)
+	toolpids=$pids
 	(
 		trap '' INT
 		while kill -0 $$ 2>/dev/null; do
-			for p in $tools; do
-				alive "$p" && continue
-				echo "error=70 a warm tool (pid $p) exited" >&9
+			for e in $tools; do
+				alive "${e%%:*}" && continue
+				echo "error=70 died $e" >&9
 				exit 0
 			done
 			sleep 1
 		done
-		kill $tools 2>/dev/null; rm -rf "$work"
+		kill $toolpids 2>/dev/null; rm -rf "$work"
 	) </dev/null >/dev/null 2>&1 &
 	pids="$pids $!"
 fi
+
+# died PID:TOOL:WORKER: $how, the message for a warm tool that died (the
+# driver is its parent, so wait gives its status; not in a $(subshell))
+died() {
+	p=${1%%:*} r=${1#*:}
+	tool=${r%%:*} wk=${r#*:}
+	st=0
+	wait "$p" 2>/dev/null || st=$?
+	if [ "$st" -gt 128 ]; then
+		how="was killed by signal $((st - 128))"
+	else
+		how="exited with status $st"
+	fi
+	how="warm $tool${wk:+ -w $wk} (pid $p) $how"
+}
 
 # wait_done N: read N acknowledgements; fail on an error= line
 wait_done() {
@@ -333,7 +351,9 @@ wait_done() {
 	while [ "$i" -lt "$1" ]; do
 		read -r ack <&9 || die 70 "a function went away"
 		case $ack in
-		*"warm tool"*) die 75 "step $t: ${ack#error=70 }; rerun to resume" ;;
+		"error=70 died "*)
+			died "${ack#error=70 died }"
+			die 75 "step $t: $how; rerun to resume" ;;
 		*error=*) die 75 "step $t: $ack" ;;
 		esac
 		i=$((i + 1))

@@ -27,6 +27,14 @@ functions_here() {
 	done
 }
 
+# warm_tool PID NAME: the pid of warm tool NAME under the spirt-train that
+# PID (a timeout) runs
+warm_tool() {
+	local drv
+	drv=$(pgrep -P "$1" -x spirt-train) || return 0
+	pgrep -P "$drv" -x "$2" | head -n 1
+}
+
 digest() {      # digest STORE KEY: hash of one stored record
 	spirt-store -s "$1" get "$2" | md5sum
 }
@@ -110,25 +118,45 @@ digest() {      # digest STORE KEY: hash of one stored record
 @test "a warm function that dies: the driver says so and exits 75, no process left; rerun resumes" {
 	spirt-train -q --steps 400 -s ref.db
 	# (timeout: a driver that waited forever would fail, not hang, the test)
-	timeout 120 spirt-train -q --steps 400 -s d.db --eval-every 1000 2>err &
+	timeout 300 spirt-train -q --steps 400 -s d.db --eval-every 1000 2>err &
 	pid=$!
-	for i in $(seq 200); do
+	# (up to a minute: sharding on a loaded machine takes a while)
+	for i in $(seq 600); do
 		spirt-store -s d.db ls model/ 2>/dev/null | grep -q '@[1-9][0-9]' && break
-		sleep 0.02
+		sleep 0.1
 	done
-	victim=$(for p in $(functions_here); do
-		[ "$(cat /proc/$p/comm)" = spirt-grad ] && echo "$p"; done | head -n 1)
+	# (the driver's own child, found at once: a scan of /proc on a loaded
+	# machine can outlast the run)
+	victim=$(warm_tool "$pid" spirt-grad)
 	[ -n "$victim" ]
+	w=$(tr '\0' ' ' <"/proc/$victim/cmdline" | sed 's/.* -w \([0-9]*\) .*/\1/')
 	kill -9 "$victim"
 	rc=0
 	wait "$pid" || rc=$?
 	[ "$rc" -eq 75 ] || { cat err; echo "rc=$rc"; false; }
-	grep -q "a warm tool (pid $victim) exited; rerun to resume" err
+	# the tool, its worker and how it died are named
+	grep -q "warm spirt-grad -w $w (pid $victim) was killed by signal 9; rerun to resume" err ||
+		fail "$(cat err)"
 	for i in $(seq 50); do
 		[ -z "$(functions_here)" ] && break
 		sleep 0.1
 	done
 	[ -z "$(functions_here)" ]
+	# the update tool ended (SIGTERM: it finishes its step and exits 0)
+	timeout 300 spirt-train -q --steps 400 -s d.db --eval-every 1000 2>err &
+	pid=$!
+	for i in $(seq 600); do
+		victim=$(warm_tool "$pid" spirt-update)
+		[ -n "$victim" ] && break
+		sleep 0.1
+	done
+	[ -n "$victim" ]
+	kill -TERM "$victim"
+	rc=0
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 75 ] || { cat err; echo "rc=$rc"; false; }
+	grep -q "warm spirt-update (pid $victim) exited with status 0; rerun to resume" err ||
+		fail "$(cat err)"
 	run -0 spirt-train -q --steps 400 -s d.db
 	[ "$(digest ref.db model/mlp@400)" = "$(digest d.db model/mlp@400)" ]
 }
