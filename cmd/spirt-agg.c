@@ -15,8 +15,8 @@
 
 #define USAGE \
 "usage: spirt-agg [-cfiPqRv] [-r rule] [--trim F] [--byzantine f]\n" \
-"                 [--select m] [--mad K] [-s store] [-t step] [-o file]\n" \
-"                 [-k key ... | file ...]\n" \
+"                 [--select m] [--mad K] [--max-samples n] [-s store]\n" \
+"                 [-t step] [-o file] [-k key ... | file ...]\n" \
 "       spirt-agg [-r rule] [--trim F] [--byzantine f] [--select m]\n" \
 "                 [--mad K] --check-rule W\n"
 
@@ -45,7 +45,8 @@ usage(int code)
 		    "stdout)\n"
 		    "  -P, --prune         remove spent steps (before t-1) "
 		    "from the store\n"
-		    "  -q, --quiet         no notes about excluded inputs\n"
+		    "  -q, --quiet         no notes about excluded or bounded "
+		    "inputs\n"
 		    "  -R, --replace       replace an existing agg/<step>\n"
 		    "  -r, --rule RULE     mean wmean trim median norm krum "
 		    "mkrum\n"
@@ -59,6 +60,9 @@ usage(int code)
 		    "exit\n"
 		    "      --select m      multi-Krum: inputs averaged\n"
 		    "      --mad K         norm rule: threshold in MADs\n"
+		    "      --max-samples N samples one gradient may count "
+		    "(default\n"
+		    "                      $SPIRT_BATCH or 64)\n"
 		    "  -h, --help          this help\n"
 		    "  -V, --version       print version\n", stdout);
 	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
@@ -106,10 +110,19 @@ report(double t0)
 {
 	const struct spirt_aggset *a = &o.a;
 
-	for (size_t i = 0; i < a->w; i++)
+	for (size_t i = 0; i < a->w; i++) {
+		const struct spirt_aggset_in *in = &a->in[a->ai[i].id];
+
 		if (a->ai[i].excluded)
-			info("%s: excluded: %s", a->in[a->ai[i].id].name,
+			info("%s: excluded: %s", in->name,
 			    spirt_agg_reason_name(a->ai[i].excluded));
+		else if (a->ai[i].samples < in->t.samples)
+			info("%s: %llu samples claimed, above --max-samples "
+			    "%llu: counted as %llu", in->name,
+			    (unsigned long long)in->t.samples,
+			    (unsigned long long)a->max_samples,
+			    (unsigned long long)a->ai[i].samples);
+	}
 	if (spirt_verbose)
 		fprintf(stderr, "%s: %s of %zu inputs (%zu used), %llu values:"
 		    " work %.3f ms, total %.3f ms\n", progname,
@@ -174,6 +187,7 @@ options(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "key", required_argument, NULL, 'k' },
 		{ "mad", required_argument, NULL, 'M' },
+		{ "max-samples", required_argument, NULL, 'N' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "prune", no_argument, NULL, 'P' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -189,7 +203,7 @@ options(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *rule = NULL;
+	const char *rule = NULL, *maxs = NULL;
 	int c, trim = 0;
 
 	spirt_aggset_init(&o.a);
@@ -206,6 +220,7 @@ options(int argc, char **argv)
 		case 'k': o.keys[o.nkeys++] = optarg; break;
 		case 'M': o.a.p.mad = eparse_double("--mad", optarg, 1e-9, 1e9);
 			  break;
+		case 'N': maxs = optarg; break;
 		case 'o': o.out = optarg; break;
 		case 'P': o.a.prune = 1; break;
 		case 'q': spirt_quiet = 1; break;
@@ -225,6 +240,9 @@ options(int argc, char **argv)
 			    optarg, 1, SPIRT_AGG_MAXW); break;
 		default: usage(1);
 		}
+	/* spirt-grad's batch: its -b range, its variable, its default */
+	o.a.max_samples = eparse_u64(maxs ? "--max-samples" : "SPIRT_BATCH",
+	    opt_env(maxs, "SPIRT_BATCH", "64"), 1, 1 << 20);
 	if (!rule && trim)
 		rule = "trim";
 	if ((rule = opt_env(rule, "SPIRT_AGG_RULE", "mean")) &&

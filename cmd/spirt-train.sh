@@ -249,8 +249,9 @@ persist() {
 # version of the run is made durable below
 upd="spirt-update -q -m $model -r $lr $optargs --schedule $sched --lr-total $total --keep 2 --checkpoint $ckpt"
 # -R: a rerun after a crash between aggregate and update redoes the (identical)
-# aggregate; -P: each step removes the spent gradients of steps before t-1
-agg="spirt-agg -q -R -P $aggargs"
+# aggregate; -P: each step removes the spent gradients of steps before t-1;
+# --max-samples: no gradient counts more samples than a batch (wmean)
+agg="spirt-agg -q -R -P --max-samples $batch $aggargs"
 log=$store.train.tsv
 [ -s "$log" ] || printf 'seconds\tstep\tepoch\tloss\ttest_loss\ttest_accuracy\n' > "$log"
 # on resume the clock goes on from the log's last line; lines of steps a

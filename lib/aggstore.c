@@ -26,6 +26,7 @@ spirt_aggset_init(struct spirt_aggset *s)
 	spirt_agg_defaults(&s->p);
 	s->step = SPIRT_NOSTEP;
 	s->verify = s->replace = s->prune = 0;
+	s->max_samples = 0;
 	s->w = s->used = 0;
 	memset(&s->hdr, 0, sizeof s->hdr);
 	s->work_ms = 0;
@@ -202,7 +203,7 @@ header(struct spirt_aggset *s)
 		if (s->ai[i].excluded)
 			continue;
 		used++;
-		samples += b->samples;
+		samples += s->ai[i].samples;    /* as counted: bounded */
 		if (!isnan(b->loss)) {
 			loss += b->loss;
 			nl++;
@@ -287,7 +288,11 @@ run(struct spirt_aggset *s, float *out, struct sumwatch *x)
 	for (i = 0; i < s->w; i++) {
 		s->ai[i].x = s->in[i].x;
 		s->ai[i].origin = s->in[i].t.origin;
+		/* a worker's claim is bounded by what a step can use, so a
+		 * liar weighs no more than an honest batch in wmean */
 		s->ai[i].samples = s->in[i].t.samples;
+		if (s->max_samples && s->ai[i].samples > s->max_samples)
+			s->ai[i].samples = s->max_samples;
 		s->ai[i].id = i;
 	}
 	if ((rc = spirt_aggset_rule_check(s, s->w)))

@@ -38,6 +38,10 @@ struct spirt_aggset {
 	int verify;             /* check payload checksums of store values */
 	int replace;            /* spirt_agg_store_step: replace agg/<t> */
 	int prune;              /* ... and remove spent steps (< t - 1) */
+	/* the most samples one gradient can have used (its batch): a count
+	 * above it counts as max_samples, for wmean's weights and the
+	 * result's samples; 0: no bound */
+	uint64_t max_samples;
 	/* out */
 	size_t w;
 	struct spirt_aggset_in in[SPIRT_AGG_MAXW];

@@ -188,6 +188,51 @@ open('inf.rec', 'wb').write(rec(b, origin=7))"
 	[[ "$stderr" == *"s.rec:record 2: excluded"* ]]
 }
 
+@test "wmean bounds each sample count by --max-samples (SPIRT_BATCH, 64)" {
+	unset SPIRT_BATCH
+	# four honest gradients of 64 samples, two liars claiming 10^6 each
+	# with the opposite direction: trusted, they would reverse the result
+	py "
+h = [rec(G[0] + 0.1 * G[w], origin=w, samples=64) for w in range(4)]
+l = [rec(-G[0], origin=4 + w, samples=10**6) for w in range(2)]
+out(*h, *l)" >lie.rec
+	run -0 --separate-stderr spirt-agg -r wmean -o out.rec lie.rec
+	# counted as 64 each: the plain mean of the six, as numpy says
+	check out.rec '(np.stack([G[0] + 0.1 * G[w] for w in range(4)]).sum(0) - 2 * G[0]) / 6'
+	py "r = get('out.rec'); assert r['samples'] == 6 * 64, r['samples']
+assert (r['a'] * G[0]).sum() > 0    # not reversed"
+	[[ "$stderr" == *"lie.rec:record 5: 1000000 samples claimed, above --max-samples 64: counted as 64"* ]]
+	[[ "$stderr" == *"lie.rec:record 6: 1000000 samples"* ]]
+	run -0 --separate-stderr spirt-agg -q -r wmean -o out.rec lie.rec
+	[ -z "$stderr" ]
+	# a smaller bound: the honest counts too are cut to it
+	run -0 spirt-agg -r wmean --max-samples 8 -o out8.rec lie.rec
+	check out8.rec '(np.stack([G[0] + 0.1 * G[w] for w in range(4)]).sum(0) - 2 * G[0]) / 6'
+	py "assert get('out8.rec')['samples'] == 6 * 8"
+	# SPIRT_BATCH is the default bound; the option wins
+	py "
+out(rec(G[0], origin=0, samples=100), rec(G[1], origin=1, samples=300))" >two.rec
+	SPIRT_BATCH=200 spirt-agg -q -r wmean -o b.rec two.rec
+	check b.rec '(100 * G[0] + 200 * G[1]) / 300'
+	SPIRT_BATCH=200 spirt-agg -q -r wmean --max-samples 1000 -o c.rec two.rec
+	check c.rec '(100 * G[0] + 300 * G[1]) / 400'
+	# the store path bounds the same way
+	for w in 0 1 2 3 4 5; do
+		py "
+import io
+rs = list(st.read_records(open('lie.rec', 'rb')))
+out(rec(rs[$w].array, origin=$w, samples=rs[$w].samples))" >s$w.rec
+		spirt-store put grad/3/$w s$w.rec
+	done
+	spirt-agg -q -t 3 -r wmean
+	spirt-store get agg/3 >st.rec
+	cmp st.rec out.rec
+	run -64 spirt-agg --max-samples 0 lie.rec
+	run -64 spirt-agg --max-samples x lie.rec
+	run -64 spirt-agg --max-samples 1048577 lie.rec
+	SPIRT_BATCH=x run -64 spirt-agg lie.rec
+}
+
 @test "too few finite inputs left is a data error" {
 	py "
 a = G[0].copy(); a[0] = np.nan
