@@ -252,7 +252,8 @@ upd="spirt-update -q -m $model -r $lr $optargs --schedule $sched --lr-total $tot
 # aggregate; -P: each step removes the spent gradients of steps before t-1;
 # --max-samples: no gradient counts more samples than a batch (wmean)
 agg="spirt-agg -q -R -P --max-samples $batch $aggargs"
-log=$store.train.tsv
+# the log and plot are the model's: models trained in one store keep theirs
+log=$store.train-$model.tsv plot=$store.train-$model.png
 [ -s "$log" ] || printf 'seconds\tstep\tepoch\tloss\ttest_loss\ttest_accuracy\n' > "$log"
 # on resume the clock goes on from the log's last line; lines of steps a
 # power loss undid (volatile versions) go
@@ -462,7 +463,7 @@ persist
 if command -v gnuplot >/dev/null 2>&1; then
 	gnuplot <<GP 2>/dev/null || say "warning: gnuplot failed; the log is $log"
 set terminal pngcairo size 900,500 noenhanced
-set output "$store.train.png"
+set output "$plot"
 set datafile separator "\t"
 set datafile missing "-"
 set key top right box opaque
@@ -480,4 +481,4 @@ plot "$log" using 1:4 with lines lc rgb "#c8b4e6" title "train loss (one step)",
      "$log" using 1:6 axes x1y2 with linespoints lw 2 lc rgb "#d95f02" title "test accuracy"
 GP
 fi
-say "model/$model@$t; log $log; plot $store.train.png"
+say "model/$model@$t; log $log; plot $plot"

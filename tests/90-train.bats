@@ -52,13 +52,13 @@ digest() {      # digest STORE KEY: hash of one stored record
 	# spent gradients of early steps are pruned
 	run -0 spirt-store ls grad/0/
 	assert_output ''
-	run -0 head -n 1 spirt.db.train.tsv
+	run -0 head -n 1 spirt.db.train-mlp.tsv
 	assert_output "$(printf 'seconds\tstep\tepoch\tloss\ttest_loss\ttest_accuracy')"
-	run -0 awk -F'\t' 'NR > 1 && $6 != "-" { n++ } END { print n }' spirt.db.train.tsv
+	run -0 awk -F'\t' 'NR > 1 && $6 != "-" { n++ } END { print n }' spirt.db.train-mlp.tsv
 	assert_output 3
 	# accuracy after 30 steps is far above chance
-	run -0 awk -F'\t' 'END { exit !($6 > 0.6) }' spirt.db.train.tsv
-	run -0 "$PYTHON" -c "import sys; sys.exit(open('spirt.db.train.png','rb').read(4) != b'\x89PNG')"
+	run -0 awk -F'\t' 'END { exit !($6 > 0.6) }' spirt.db.train-mlp.tsv
+	run -0 "$PYTHON" -c "import sys; sys.exit(open('spirt.db.train-mlp.png','rb').read(4) != b'\x89PNG')"
 }
 
 @test "same seed, same bits: two warm runs and a cold run agree" {
@@ -88,7 +88,7 @@ digest() {      # digest STORE KEY: hash of one stored record
 	[[ "$stderr" == *"steps $last..40 of "* ]]
 	[ "$(digest ref.db model/mlp@40)" = "$(digest k.db model/mlp@40)" ]
 	# the log's steps only go up, across the crash
-	run -0 awk -F'\t' 'NR > 2 && $2 <= p { bad = 1 } NR > 1 { p = $2 } END { exit bad }' k.db.train.tsv
+	run -0 awk -F'\t' 'NR > 2 && $2 <= p { bad = 1 } NR > 1 { p = $2 } END { exit bad }' k.db.train-mlp.tsv
 }
 
 @test "a power loss between checkpoints: back to the last durable version, redone bit for bit, its log rows dropped" {
@@ -104,11 +104,11 @@ digest() {      # digest STORE KEY: hash of one stored record
 	echo another-boot >p.db/scratch/boot    # the power loss
 	last=$(spirt-store -s p.db ls model/ | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1)
 	[ "$last" -ge 8 ] && [ $((last % 8)) -eq 0 ]
-	run -0 awk -F'\t' -v l="$last" 'NR > 1 && $2 > l { f = 1 } END { exit !f }' p.db.train.tsv
+	run -0 awk -F'\t' -v l="$last" 'NR > 1 && $2 > l { f = 1 } END { exit !f }' p.db.train-mlp.tsv
 	run -0 --separate-stderr spirt-train --cold --steps 40 --checkpoint 8 --eval-every 4 -s p.db
 	[[ "$stderr" == *"steps $last..40 of "* ]]
 	[ "$(digest ref.db model/mlp@40)" = "$(digest p.db model/mlp@40)" ]
-	run -0 awk -F'\t' 'NR > 2 && $2 <= p { bad = 1 } NR > 1 { p = $2 } END { exit bad }' p.db.train.tsv
+	run -0 awk -F'\t' 'NR > 2 && $2 <= p { bad = 1 } NR > 1 { p = $2 } END { exit bad }' p.db.train-mlp.tsv
 	# the run's end is durable
 	echo another-boot >p.db/scratch/boot
 	run -0 spirt-store -s p.db ls model/
@@ -218,6 +218,15 @@ digest() {      # digest STORE KEY: hash of one stored record
 	run -0 spirt-train -q --steps 2 -m cnn -n 2 -b 8 -s c.db
 	run -0 spirt-store -s c.db show model/cnn@2
 	assert_line 'name=cnn:1x28x28-32-64-10'
+	# another model in the same store: each keeps its log and plot
+	[ -s c.db.train-cnn.tsv ]
+	cnn=$(cat c.db.train-cnn.tsv c.db.train-cnn.png | md5sum)
+	run -0 --separate-stderr spirt-train --steps 3 -m mlp -n 2 -b 8 -s c.db
+	[[ "$stderr" == *"log c.db.train-mlp.tsv; plot c.db.train-mlp.png"* ]]
+	[ "$(cat c.db.train-cnn.tsv c.db.train-cnn.png | md5sum)" = "$cnn" ]
+	run -0 awk -F'\t' 'END { print $2 }' c.db.train-mlp.tsv
+	assert_output 3
+	run -0 "$PYTHON" -c "import sys; sys.exit(open('c.db.train-mlp.png','rb').read(4) != b'\x89PNG')"
 }
 
 # bad_option ARGS...: spirt-train ARGS exits 64 at once, with a message
