@@ -173,11 +173,14 @@ esac
 # it away): the same checks as theirs, before any work.
 # first MESSAGES TOOL: the first line, without the tool's name
 first() { printf '%s\n' "$1" | sed -n "1s/^$2: //p"; }
+# (a tool not found or killed is 70, never the shell's 126 and above)
 rc=0
 e=$(spirt-agg $aggargs --check-rule "$fns" 2>&1) || rc=$?
+[ "$rc" -lt 126 ] || rc=70
 [ "$rc" -eq 0 ] || die "$rc" "-a $rule: $(first "$e" spirt-agg)"
 e=$(spirt-init -q -m "$model" -S "$seed" -o - "$spec" 2>&1 >/dev/null) ||
 	rc=$?
+[ "$rc" -lt 126 ] || rc=70
 [ "$rc" -eq 0 ] || die "$rc" "$(first "$e" spirt-init)"
 export SPIRT_SYNC SPIRT_STORE="$store"
 # many functions share two cores: one BLAS thread each
