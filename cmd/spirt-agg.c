@@ -268,7 +268,7 @@ main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	if (o.checkw) {
-		/* a dry run: the rule's parameters for W inputs, nothing read */
+		/* a dry run: the rule's parameters for W inputs, no input */
 		if (argc || o.nkeys || o.serve || o.out || o.a.prune ||
 		    o.a.step != SPIRT_NOSTEP)
 			usage(1);

@@ -158,8 +158,8 @@ krum:?*) aggargs="-r krum --byzantine ${rule#krum:}" ;;
 mkrum:?*:?*) r=${rule#mkrum:}; aggargs="-r mkrum --byzantine ${r%%:*} --select ${r#*:}" ;;
 *) aggargs= ;;
 esac
-[ -n "$aggargs" ] ||
-	die 64 "-a $rule: expected mean, wmean, median, trim:F, norm, krum:f or mkrum:f:m"
+[ -n "$aggargs" ] || die 64 "-a $rule: expected mean, wmean, median, trim:F, \
+norm, krum:f or mkrum:f:m"
 case $sched in
 cosine|constant) ;;
 *) die 64 "schedule $sched: expected cosine or constant" ;;

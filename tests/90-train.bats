@@ -75,7 +75,8 @@ digest() {      # digest STORE KEY: hash of one stored record
 	spirt-train -q --cold --steps 40 -s ref.db
 	setsid spirt-train -q --cold --steps 40 -s k.db &
 	pid=$!
-	for i in $(seq 200); do
+	# (a minute at most: sharding on a loaded machine takes a while)
+	for i in $(seq 1200); do
 		n=$(spirt-store -s k.db ls model/ 2>/dev/null | wc -l)
 		[ "$n" -ge 1 ] && spirt-store -s k.db ls model/ | grep -q '@1[0-9]' && break
 		sleep 0.05
@@ -95,7 +96,7 @@ digest() {      # digest STORE KEY: hash of one stored record
 	spirt-train -q --cold --steps 40 -s ref.db
 	setsid spirt-train -q --cold --steps 40 --checkpoint 8 --eval-every 4 -s p.db &
 	pid=$!
-	for i in $(seq 300); do
+	for i in $(seq 1200); do
 		spirt-store -s p.db ls model/ 2>/dev/null | grep -q '@1[1-9]' && break
 		sleep 0.05
 	done
@@ -165,11 +166,14 @@ digest() {      # digest STORE KEY: hash of one stored record
 	spirt-train -q --steps 400 -s ref.db
 	spirt-train -q --steps 400 -s t.db --eval-every 1000 &
 	pid=$!
-	for i in $(seq 200); do
+	# (up to a minute: sharding on a loaded machine takes a while)
+	for i in $(seq 600); do
 		spirt-store -s t.db ls model/ 2>/dev/null | grep -q '@[1-9][0-9]' && break
-		sleep 0.02
+		sleep 0.1
 	done
-	[ -n "$(functions_here)" ]      # the warm functions are running
+	# the warm functions are running (the driver's children, found at
+	# once: a scan of /proc on a loaded machine can outlast the run)
+	pgrep -P "$pid" -x spirt-grad >/dev/null
 	kill -TERM "$pid"
 	wait "$pid" || :
 	# each function finishes its invocation, then exits
