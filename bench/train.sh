@@ -53,7 +53,7 @@ spirt() {
 		{ echo "bench/train: spirt-train $* failed" >&2; return 1; }
 	awk -F'\t' -v t="$tgt" 'NR > 1 && $6 != "-" {
 		s = $1; n = $2; a = $6; if (t > 0 && a >= t) { hit = 1; exit } }
-		END { print (hit || t == 0 ? s : "-"), n, a }' "$tmp/$name.db.train.tsv"
+		END { print (hit || t == 0 ? s : "-"), n, a }' "$tmp/$name.db".train-*.tsv
 	rm -rf "$tmp/$name.db"*
 }
 # torch MODEL BATCH OPT LR EPOCHS EVERY TARGET: the same, from
@@ -228,7 +228,7 @@ floor() {       # floor SPEC: ms per step over 400 steps of batch 1
 	spirt-train -q -s "$tmp/floor.db" --data "$FMNIST" -m mlp --spec "$1" \
 	    -n 4 -b 1 -S 1 -o momentum -l 0.01 --schedule constant \
 	    --steps 400 --eval-every 100000 >/dev/null 2>&1 || { echo -; return; }
-	awk -F'\t' 'END { printf "%.2f", 1e3 * $1 / $2 }' "$tmp/floor.db.train.tsv"
+	awk -F'\t' 'END { printf "%.2f", 1e3 * $1 / $2 }' "$tmp/floor.db.train-mlp.tsv"
 	rm -rf "$tmp/floor.db"*
 }
 f1=$(floor mlp:784-1-10) f2=$(floor mlp:784-256-128-10)

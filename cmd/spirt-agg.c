@@ -15,13 +15,16 @@
 
 #define USAGE \
 "usage: spirt-agg [-cfiPqRv] [-r rule] [--trim F] [--byzantine f]\n" \
-"                 [--select m] [--mad K] [-s store] [-t step] [-o file]\n" \
-"                 [-k key ... | file ...]\n"
+"                 [--select m] [--mad K] [--max-samples n] [-s store]\n" \
+"                 [-t step] [-o file] [-k key ... | file ...]\n" \
+"       spirt-agg [-r rule] [--trim F] [--byzantine f] [--select m]\n" \
+"                 [--mad K] --check-rule W\n"
 
 static struct {
 	struct spirt_aggset a;
 	const char *store, *out;
 	int force, serve;
+	size_t checkw;          /* --check-rule W */
 	char **keys;
 	size_t nkeys;
 } o;
@@ -42,7 +45,8 @@ usage(int code)
 		    "stdout)\n"
 		    "  -P, --prune         remove spent steps (before t-1) "
 		    "from the store\n"
-		    "  -q, --quiet         no notes about excluded inputs\n"
+		    "  -q, --quiet         no notes about excluded or bounded "
+		    "inputs\n"
 		    "  -R, --replace       replace an existing agg/<step>\n"
 		    "  -r, --rule RULE     mean wmean trim median norm krum "
 		    "mkrum\n"
@@ -52,8 +56,13 @@ usage(int code)
 		    "  -v, --verbose       report timings\n"
 		    "      --trim F        trimmed mean, cut F per side\n"
 		    "      --byzantine f   Krum: inputs assumed Byzantine\n"
+		    "      --check-rule W  check the rule for W inputs, and "
+		    "exit\n"
 		    "      --select m      multi-Krum: inputs averaged\n"
 		    "      --mad K         norm rule: threshold in MADs\n"
+		    "      --max-samples N samples one gradient may count "
+		    "(default\n"
+		    "                      $SPIRT_BATCH or 64)\n"
 		    "  -h, --help          this help\n"
 		    "  -V, --version       print version\n", stdout);
 	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
@@ -101,10 +110,19 @@ report(double t0)
 {
 	const struct spirt_aggset *a = &o.a;
 
-	for (size_t i = 0; i < a->w; i++)
+	for (size_t i = 0; i < a->w; i++) {
+		const struct spirt_aggset_in *in = &a->in[a->ai[i].id];
+
 		if (a->ai[i].excluded)
-			info("%s: excluded: %s", a->in[a->ai[i].id].name,
+			info("%s: excluded: %s", in->name,
 			    spirt_agg_reason_name(a->ai[i].excluded));
+		else if (a->ai[i].samples < in->t.samples)
+			info("%s: %llu samples claimed, above --max-samples "
+			    "%llu: counted as %llu", in->name,
+			    (unsigned long long)in->t.samples,
+			    (unsigned long long)a->max_samples,
+			    (unsigned long long)a->ai[i].samples);
+	}
 	if (spirt_verbose)
 		fprintf(stderr, "%s: %s of %zu inputs (%zu used), %llu values:"
 		    " work %.3f ms, total %.3f ms\n", progname,
@@ -114,48 +132,49 @@ report(double t0)
 }
 
 /*
- * Warm mode: each step line on stdin is one run with -t step, in its own
- * write transaction; one answer line each.  Nothing but the open store
- * carries over from one step to the next.  Returns the worst exit code.
+ * Warm mode: each request line on stdin (serve.h) is one run with -t step,
+ * in its own write transaction; one answer line each.  Nothing but the
+ * open store carries over from one step to the next.
  */
+static int
+serve_one(void *arg, const struct spirt_serve_req *req, char *ans,
+    size_t cap)
+{
+	double t0 = 1e3 * spirt_clock();
+	int rc, code;
+
+	o.a.step = req->step;
+	rc = spirt_store_write(arg, instore, NULL);
+	if ((code = spirt_exit(rc)) == 0) {
+		report(t0);
+		snprintf(ans, cap, "step=%llu count=%lu loss=%.9g",
+		    (unsigned long long)o.a.step,
+		    (unsigned long)o.a.hdr.count, o.a.hdr.loss);
+	} else {
+		tell(rc, "write store");
+		snprintf(ans, cap, "step=%llu error=%d",
+		    (unsigned long long)o.a.step, code);
+	}
+	spirt_aggset_reset(&o.a);
+	return code;
+}
+
+/* Returns the worst exit code. */
 static int
 serve(struct spirt_store *s)
 {
-	char line[SPIRT_SERVE_LINE];
-	double t0;
-	int rc, code, worst = 0;
+	struct spirt_serve sv = {
+		.name = "stdin", .maxstep = SPIRT_NOSTEP - 1,
+		.run = serve_one, .arg = s, .warn = warnx_,
+	};
+	int rc;
 
 	spirt_serve_init();
-	while ((rc = spirt_serve_next(stdin, &o.a.step, line, sizeof line,
-	    SPIRT_NOSTEP - 1)) != SPIRT_EOF) {
-		if (rc == SPIRT_EINVAL || rc == ERANGE) {
-			warnx_("stdin: bad step \"%s\"", line);
-			code = SPIRT_EX_USAGE;
-			printf("error=%d\n", code);
-		} else if (rc) {
-			warnrc(rc, "stdin");
-			return SPIRT_EX_IOERR;
-		} else {
-			t0 = 1e3 * spirt_clock();
-			rc = spirt_store_write(s, instore, NULL);
-			if ((code = spirt_exit(rc)) == 0) {
-				report(t0);
-				printf("step=%llu count=%lu loss=%.9g\n",
-				    (unsigned long long)o.a.step,
-				    (unsigned long)o.a.hdr.count, o.a.hdr.loss);
-			} else {
-				tell(rc, "write store");
-				printf("step=%llu error=%d\n",
-				    (unsigned long long)o.a.step, code);
-			}
-			spirt_aggset_reset(&o.a);
-		}
-		if (code > worst)
-			worst = code;
-		if (fflush(stdout) == EOF)
-			return SPIRT_EX_IOERR;
+	if ((rc = spirt_serve_loop(&sv, stdin, stdout)) != 0) {
+		warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
+		return SPIRT_EX_IOERR;
 	}
-	return worst;
+	return sv.worst;
 }
 
 static void
@@ -163,10 +182,12 @@ options(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "byzantine", required_argument, NULL, 'b' },
+		{ "check-rule", required_argument, NULL, 'W' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "key", required_argument, NULL, 'k' },
 		{ "mad", required_argument, NULL, 'M' },
+		{ "max-samples", required_argument, NULL, 'N' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "prune", no_argument, NULL, 'P' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -182,7 +203,7 @@ options(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *rule = NULL;
+	const char *rule = NULL, *maxs = NULL;
 	int c, trim = 0;
 
 	spirt_aggset_init(&o.a);
@@ -199,6 +220,7 @@ options(int argc, char **argv)
 		case 'k': o.keys[o.nkeys++] = optarg; break;
 		case 'M': o.a.p.mad = eparse_double("--mad", optarg, 1e-9, 1e9);
 			  break;
+		case 'N': maxs = optarg; break;
 		case 'o': o.out = optarg; break;
 		case 'P': o.a.prune = 1; break;
 		case 'q': spirt_quiet = 1; break;
@@ -214,8 +236,13 @@ options(int argc, char **argv)
 			  trim = 1; break;
 		case 'v': spirt_verbose++; break;
 		case 'V': print_version();
+		case 'W': o.checkw = (size_t)eparse_u64("--check-rule",
+			    optarg, 1, SPIRT_AGG_MAXW); break;
 		default: usage(1);
 		}
+	/* spirt-grad's batch: its -b range, its variable, its default */
+	o.a.max_samples = eparse_u64(maxs ? "--max-samples" : "SPIRT_BATCH",
+	    opt_env(maxs, "SPIRT_BATCH", "64"), 1, 1 << 20);
 	if (!rule && trim)
 		rule = "trim";
 	if ((rule = opt_env(rule, "SPIRT_AGG_RULE", "mean")) &&
@@ -240,6 +267,15 @@ main(int argc, char **argv)
 	options(argc, argv);
 	argc -= optind;
 	argv += optind;
+	if (o.checkw) {
+		/* a dry run: the rule's parameters for W inputs, no input */
+		if (argc || o.nkeys || o.serve || o.out || o.a.prune ||
+		    o.a.step != SPIRT_NOSTEP)
+			usage(1);
+		if (spirt_aggset_rule_check(&o.a, o.checkw))
+			die(SPIRT_EX_USAGE, "%s", o.a.msg);
+		return fshut_stdout(0);
+	}
 	isa_setup();
 	if (argc && o.nkeys) {
 		warnx_("give store keys or files, not both");

@@ -129,51 +129,53 @@ fail:
 	return rc;
 }
 
-/* Warm mode: one invocation per "step [worker]" line; ack on stdout. */
+struct warm {
+	struct spirt_grad_ctx *c;
+	struct spirt_store *s;
+	struct spirt_grad_job *job;
+};
+
+/* Warm mode: one invocation per request line (serve.h); answer it. */
+static int
+serve_one(void *arg, const struct spirt_serve_req *req, char *ans,
+    size_t cap)
+{
+	struct warm *w = arg;
+	struct spirt_grad_job *job = w->job;
+	struct spirt_tensor hdr;
+	int rc;
+
+	job->step = req->step;
+	job->worker = req->worker;
+	if ((rc = invoke(w->c, w->s, job, &hdr)) != 0) {
+		snprintf(ans, cap, "step=%" PRIu64 " worker=%" PRIu32
+		    " error=%d", job->step, job->worker, spirt_exit(rc));
+		return spirt_exit(rc);
+	}
+	snprintf(ans, cap, "step=%" PRIu64 " worker=%" PRIu32 " samples=%"
+	    PRIu64 " loss=%.9g", job->step, job->worker, hdr.samples,
+	    hdr.loss);
+	return 0;
+}
+
 static int
 serve(struct spirt_grad_ctx *c, struct spirt_store *s,
     struct spirt_grad_job *job)
 {
-	struct spirt_tensor hdr;
-	char line[256], *w;
-	uint64_t wv = 0;
-	int rc, code, worst = 0;
-	uint32_t w0 = job->worker;
+	struct warm w = { c, s, job };
+	struct spirt_serve sv = {
+		.name = "stdin", .maxstep = UINT64_MAX - 1, .workers = 1,
+		.maxworker = UINT32_MAX - 1, .worker0 = job->worker,
+		.run = serve_one, .arg = &w, .warn = warnx_,
+	};
+	int rc;
 
 	spirt_serve_init();
-	while (!spirt_serve_stopped() &&
-	    fgets(line, sizeof line, stdin) != NULL) {
-		line[strcspn(line, "\n")] = '\0';
-		if ((w = strchr(line, ' ')) != NULL)
-			*w++ = '\0';
-		job->worker = w0;
-		if (spirt_parse_u64(&job->step, line, 0, UINT64_MAX - 1) ||
-		    (w != NULL && spirt_parse_u64(&wv, w, 0,
-		    UINT32_MAX - 1))) {
-			warnx_("stdin: bad invocation \"%s\"", line);
-			printf("error=%d\n", SPIRT_EX_DATAERR);
-			worst = SPIRT_EX_DATAERR;
-		} else {
-			if (w != NULL)
-				job->worker = (uint32_t)wv;
-			rc = invoke(c, s, job, &hdr);
-			code = spirt_exit(rc);
-			if (code > worst)
-				worst = code;
-			if (rc == 0)
-				printf("step=%" PRIu64 " worker=%" PRIu32
-				    " samples=%" PRIu64 " loss=%.9g\n",
-				    job->step, job->worker, hdr.samples,
-				    hdr.loss);
-			else
-				printf("step=%" PRIu64 " worker=%" PRIu32
-				    " error=%d\n", job->step, job->worker,
-				    code);
-		}
-		if (fflush(stdout) == EOF)
-			return SPIRT_EX_IOERR;
+	if ((rc = spirt_serve_loop(&sv, stdin, stdout)) != 0) {
+		warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
+		return SPIRT_EX_IOERR;
 	}
-	return worst;
+	return sv.worst;
 }
 
 int

@@ -67,24 +67,31 @@ while [ $# -gt 0 ]; do
 	--*=*) a=${1%%=*} v=${1#*=}; shift; set -- "$a" "$v" "$@" ;;
 	esac
 	case $1 in
-	-a|--rule) rule=${2?}; shift ;;
-	-b|--batch) batch=${2?}; shift ;;
-	-e|--epochs) epochs=${2?}; shift ;;
-	-l|--lr) lr=${2?}; shift ;;
-	-m|--model) model=${2?}; shift ;;
-	-n|--functions) fns=${2?}; shift ;;
-	-o|--opt) opt=${2?}; shift ;;
-	-S|--seed) seed=${2?}; shift ;;
-	-s|--store) store=${2?}; shift ;;
-	--checkpoint) ckpt=${2?}; shift ;;
+	-[abelmnoSs]|--rule|--batch|--epochs|--lr|--model|--functions|--opt|\
+	--seed|--store|--checkpoint|--data|--eval-every|--schedule|--spec|\
+	--steps|--sync|--target)
+		[ $# -ge 2 ] || { printf '%s: %s: missing argument\n' "$PROG" \
+		    "$1" >&2; usage 64; } ;;
+	esac
+	case $1 in
+	-a|--rule) rule=$2; shift ;;
+	-b|--batch) batch=$2; shift ;;
+	-e|--epochs) epochs=$2; shift ;;
+	-l|--lr) lr=$2; shift ;;
+	-m|--model) model=$2; shift ;;
+	-n|--functions) fns=$2; shift ;;
+	-o|--opt) opt=$2; shift ;;
+	-S|--seed) seed=$2; shift ;;
+	-s|--store) store=$2; shift ;;
+	--checkpoint) ckpt=$2; shift ;;
 	--cold) cold=1 ;;
-	--data) data=${2?}; shift ;;
-	--eval-every) every=${2?}; shift ;;
-	--schedule) sched=${2?}; shift ;;
-	--spec) spec=${2?}; shift ;;
-	--steps) steps=${2?}; shift ;;
-	--sync) sync=${2?}; shift ;;
-	--target) target=${2?}; shift ;;
+	--data) data=$2; shift ;;
+	--eval-every) every=$2; shift ;;
+	--schedule) sched=$2; shift ;;
+	--spec) spec=$2; shift ;;
+	--steps) steps=$2; shift ;;
+	--sync) sync=$2; shift ;;
+	--target) target=$2; shift ;;
 	-q|--quiet) quiet=1 ;;
 	-v|--verbose) verbose=1 ;;
 	-h|--help) usage 0 ;;
@@ -97,15 +104,35 @@ while [ $# -gt 0 ]; do
 done
 [ $# -eq 0 ] || usage 64
 
-isnum() { case $1 in ''|*[!0-9]*) return 1 ;; esac; }
-isreal() { awk -v x="$1" 'BEGIN { exit !(x ~ /^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/) }'; }
-for v in batch epochs fns seed every steps ckpt; do
-	eval "x=\$$v"
-	isnum "$x" || die 64 "$v: invalid number \"$x\""
-done
-[ "$fns" -ge 1 ] && [ "$batch" -ge 1 ] && [ "$epochs" -ge 1 ] ||
-	die 64 "functions, batch and epochs must be at least 1"
-isreal "$target" || die 64 "target: invalid accuracy \"$target\""
+# ---- every option checked before any work: a bad one is 64 at once ----
+# int OPT VAR MIN MAX: $VAR a decimal integer in [MIN, MAX], leading zeros
+# dropped (sh reads 08 as octal); at most 18 digits, so sh computes with it
+int() {
+	eval "x=\$$2"
+	case $x in
+	''|*[!0-9]*) die 64 "$1: invalid number \"$x\"" ;;
+	esac
+	y=${x#"${x%%[!0]*}"}
+	[ ${#y} -le 18 ] && [ "${y:-0}" -ge "$3" ] && [ "${y:-0}" -le "$4" ] ||
+		die 64 "$1: $x is out of range ($3 to $4)"
+	eval "$2=\${y:-0}"
+}
+# real OPT VALUE MIN MAX: a decimal number, no sign, in [MIN, MAX]
+real() {
+	awk -v x="$2" -v lo="$3" -v hi="$4" 'BEGIN {
+		exit !(x ~ /^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/ &&
+		    x + 0 >= lo && x + 0 <= hi) }' ||
+		die 64 "$1: \"$2\" is not a number from $3 to $4"
+}
+int -b batch 1 1048576
+int -e epochs 1 1000000
+int -n fns 1 256
+int -S seed 0 999999999999999999
+int --eval-every every 0 999999999999999999
+int --steps steps 0 999999999999999999
+int --checkpoint ckpt 0 999999999999999999
+real --target "$target" 0 1
+[ -n "$store" ] || die 64 "-s: empty store path"
 
 # ---- per-model defaults: chosen so a user reaches the bars untuned ----
 case $model in
@@ -114,7 +141,7 @@ cnn)     : "${spec:=cnn:1x28x28-32-64-10}" "${lr:=0.002}" ;;
 softmax) : "${spec:=softmax:784:10}" "${lr:=0.01}" ;;
 *)       [ -n "$spec" ] || die 64 "model $model: give --spec" ; : "${lr:=0.001}" ;;
 esac
-isreal "$lr" || die 64 "lr: invalid number \"$lr\""
+real -l "$lr" 0 1000000
 case $opt in
 sgd) optargs="--opt sgd" ;;
 momentum) optargs="--opt momentum --momentum 0.9" ;;
@@ -122,13 +149,17 @@ nesterov) optargs="--opt momentum --momentum 0.9 --nesterov" ;;
 adam) optargs="--opt adam" ;;
 *) die 64 "optimiser $opt: expected sgd, momentum, nesterov or adam" ;;
 esac
+# (the parameters are numbers: nothing else may reach spirt-agg's argv)
 case $rule in
 mean|wmean|median|norm) aggargs="-r $rule" ;;
-trim:*) aggargs="-r trim --trim ${rule#trim:}" ;;
-krum:*) aggargs="-r krum --byzantine ${rule#krum:}" ;;
-mkrum:*:*) r=${rule#mkrum:}; aggargs="-r mkrum --byzantine ${r%%:*} --select ${r#*:}" ;;
-*) die 64 "rule $rule: expected mean, wmean, median, trim:F, norm, krum:f or mkrum:f:m" ;;
+trim:*[!0-9.]*|krum:*[!0-9]*|mkrum:*[!0-9:]*|mkrum:*:*:*) aggargs= ;;
+trim:?*) aggargs="-r trim --trim ${rule#trim:}" ;;
+krum:?*) aggargs="-r krum --byzantine ${rule#krum:}" ;;
+mkrum:?*:?*) r=${rule#mkrum:}; aggargs="-r mkrum --byzantine ${r%%:*} --select ${r#*:}" ;;
+*) aggargs= ;;
 esac
+[ -n "$aggargs" ] || die 64 "-a $rule: expected mean, wmean, median, trim:F, \
+norm, krum:f or mkrum:f:m"
 case $sched in
 cosine|constant) ;;
 *) die 64 "schedule $sched: expected cosine or constant" ;;
@@ -137,6 +168,20 @@ case $sync in
 full) SPIRT_SYNC=full ;; meta) SPIRT_SYNC=meta ;; none) SPIRT_SYNC=none ;;
 *) die 64 "sync $sync: expected full, meta or none" ;;
 esac
+# The rule for $fns inputs, and the model name, seed and spec, asked of
+# the tools that take them (a dry run; spirt-init makes a model and throws
+# it away): the same checks as theirs, before any work.
+# first MESSAGES TOOL: the first line, without the tool's name
+first() { printf '%s\n' "$1" | sed -n "1s/^$2: //p"; }
+# (a tool not found or killed is 70, never the shell's 126 and above)
+rc=0
+e=$(spirt-agg $aggargs --check-rule "$fns" 2>&1) || rc=$?
+[ "$rc" -lt 126 ] || rc=70
+[ "$rc" -eq 0 ] || die "$rc" "-a $rule: $(first "$e" spirt-agg)"
+e=$(spirt-init -q -m "$model" -S "$seed" -o - "$spec" 2>&1 >/dev/null) ||
+	rc=$?
+[ "$rc" -lt 126 ] || rc=70
+[ "$rc" -eq 0 ] || die "$rc" "$(first "$e" spirt-init)"
 export SPIRT_SYNC SPIRT_STORE="$store"
 # many functions share two cores: one BLAS thread each
 export SPIRT_THREADS="${SPIRT_THREADS:-1}"
@@ -207,9 +252,11 @@ persist() {
 # version of the run is made durable below
 upd="spirt-update -q -m $model -r $lr $optargs --schedule $sched --lr-total $total --keep 2 --checkpoint $ckpt"
 # -R: a rerun after a crash between aggregate and update redoes the (identical)
-# aggregate; -P: each step removes the spent gradients of steps before t-1
-agg="spirt-agg -q -R -P $aggargs"
-log=$store.train.tsv
+# aggregate; -P: each step removes the spent gradients of steps before t-1;
+# --max-samples: no gradient counts more samples than a batch (wmean)
+agg="spirt-agg -q -R -P --max-samples $batch $aggargs"
+# the log and plot are the model's: models trained in one store keep theirs
+log=$store.train-$model.tsv plot=$store.train-$model.png
 [ -s "$log" ] || printf 'seconds\tstep\tepoch\tloss\ttest_loss\ttest_accuracy\n' > "$log"
 # on resume the clock goes on from the log's last line; lines of steps a
 # power loss undid (volatile versions) go
@@ -228,7 +275,7 @@ cleanup() {
 trap 'cleanup' EXIT
 trap 'cleanup; trap - INT; kill -INT $$' INT
 trap 'cleanup; trap - TERM; kill -TERM $$' TERM
-pids=
+pids= tools=
 if [ "$cold" -eq 0 ]; then
 	work=$(mktemp -d "${TMPDIR:-/tmp}/spirt-train.XXXXXX")
 	mkfifo "$work/done"
@@ -239,12 +286,14 @@ if [ "$cold" -eq 0 ]; then
 		# <> keeps the FIFO open, so a function never sees end of input
 		spirt-grad -q --serve -m "$model" -w "$w" -b "$batch" -S "$seed" \
 		    <>"$work/g$w" >"$work/done" &
-		pids="$pids $!"
+		pids="$pids $!" tools="$tools $!:spirt-grad:$w"
 		w=$((w + 1))
 	done
 	mkfifo "$work/agg" "$work/upd"
-	$agg --serve <>"$work/agg" >"$work/done" & pids="$pids $!"
-	$upd --serve <>"$work/upd" >"$work/done" & pids="$pids $!"
+	$agg --serve <>"$work/agg" >"$work/done" &
+	pids="$pids $!" tools="$tools $!:spirt-agg:"
+	$upd --serve <>"$work/upd" >"$work/done" &
+	pids="$pids $!" tools="$tools $!:spirt-update:"
 	# keep the FIFOs open: a write per step instead of open+write+close
 	# (sh has fds 3-9: functions 0-3 on 3-6, agg 7, update 8, acks 9)
 	# (<>: a FIFO whose tool died still has a reader, the driver, so a
@@ -269,21 +318,37 @@ if [ "$cold" -eq 0 ]; then
 			kill -0 "$1" 2>/dev/null
 		fi
 	}
-	tools=$pids
+	# (tools: pid:name:worker of each, for the driver's message)
+	toolpids=$pids
 	(
 		trap '' INT
 		while kill -0 $$ 2>/dev/null; do
-			for p in $tools; do
-				alive "$p" && continue
-				echo "error=70 a warm tool (pid $p) exited" >&9
+			for e in $tools; do
+				alive "${e%%:*}" && continue
+				echo "error=70 died $e" >&9
 				exit 0
 			done
 			sleep 1
 		done
-		kill $tools 2>/dev/null; rm -rf "$work"
+		kill $toolpids 2>/dev/null; rm -rf "$work"
 	) </dev/null >/dev/null 2>&1 &
 	pids="$pids $!"
 fi
+
+# died PID:TOOL:WORKER: $how, the message for a warm tool that died (the
+# driver is its parent, so wait gives its status; not in a $(subshell))
+died() {
+	p=${1%%:*} r=${1#*:}
+	tool=${r%%:*} wk=${r#*:}
+	st=0
+	wait "$p" 2>/dev/null || st=$?
+	if [ "$st" -gt 128 ]; then
+		how="was killed by signal $((st - 128))"
+	else
+		how="exited with status $st"
+	fi
+	how="warm $tool${wk:+ -w $wk} (pid $p) $how"
+}
 
 # wait_done N: read N acknowledgements; fail on an error= line
 wait_done() {
@@ -291,7 +356,9 @@ wait_done() {
 	while [ "$i" -lt "$1" ]; do
 		read -r ack <&9 || die 70 "a function went away"
 		case $ack in
-		*"warm tool"*) die 75 "step $t: ${ack#error=70 }; rerun to resume" ;;
+		"error=70 died "*)
+			died "${ack#error=70 died }"
+			die 75 "step $t: $how; rerun to resume" ;;
 		*error=*) die 75 "step $t: $ack" ;;
 		esac
 		i=$((i + 1))
@@ -399,7 +466,7 @@ persist
 if command -v gnuplot >/dev/null 2>&1; then
 	gnuplot <<GP 2>/dev/null || say "warning: gnuplot failed; the log is $log"
 set terminal pngcairo size 900,500 noenhanced
-set output "$store.train.png"
+set output "$plot"
 set datafile separator "\t"
 set datafile missing "-"
 set key top right box opaque
@@ -417,4 +484,4 @@ plot "$log" using 1:4 with lines lc rgb "#c8b4e6" title "train loss (one step)",
      "$log" using 1:6 axes x1y2 with linespoints lw 2 lc rgb "#d95f02" title "test accuracy"
 GP
 fi
-say "model/$model@$t; log $log; plot $store.train.png"
+say "model/$model@$t; log $log; plot $plot"

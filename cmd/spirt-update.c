@@ -117,45 +117,49 @@ timings(double t0)
 }
 
 /*
- * Warm mode: each step line on stdin is one run with -t step, in its own
- * write transaction; one answer line each.  Nothing but the open store
- * carries over between steps.  Returns the worst exit code.
+ * Warm mode: each request line on stdin (serve.h) is one run with -t step,
+ * in its own write transaction; one answer line each.  Nothing but the
+ * open store carries over between steps.
  */
+static int
+serve_one(void *arg, const struct spirt_serve_req *req, char *ans,
+    size_t cap)
+{
+	unsigned long long t = req->step;
+	int rc, code;
+
+	o.u.step = req->step;
+	if ((rc = update(arg)) == SPIRT_EDONE && o.u.done) {
+		applied();
+		snprintf(ans, cap, "step=%llu applied=already", t);
+		return 0;
+	}
+	if ((code = spirt_exit(rc)) != 0) {
+		tell(rc, "update");
+		snprintf(ans, cap, "step=%llu error=%d", t, code);
+		return code;
+	}
+	snprintf(ans, cap, "step=%llu lr=%.9g", t,
+	    spirt_optim_lr(&o.u.op, t));
+	return 0;
+}
+
+/* Returns the worst exit code. */
 static int
 serve(struct spirt_store *s)
 {
-	char line[SPIRT_SERVE_LINE];
-	unsigned long long t;
-	int rc, code, worst = 0;
+	struct spirt_serve sv = {
+		.name = "stdin", .maxstep = SPIRT_NOSTEP - 2,
+		.run = serve_one, .arg = s, .warn = warnx_,
+	};
+	int rc;
 
 	spirt_serve_init();
-	while ((rc = spirt_serve_next(stdin, &o.u.step, line, sizeof line,
-	    SPIRT_NOSTEP - 2)) != SPIRT_EOF) {
-		t = o.u.step;
-		if (rc == SPIRT_EINVAL || rc == ERANGE) {
-			warnx_("stdin: bad step \"%s\"", line);
-			code = SPIRT_EX_USAGE;
-			printf("error=%d\n", code);
-		} else if (rc) {
-			warnrc(rc, "stdin");
-			return SPIRT_EX_IOERR;
-		} else if ((rc = update(s)) == SPIRT_EDONE && o.u.done) {
-			code = 0;
-			applied();
-			printf("step=%llu applied=already\n", t);
-		} else if ((code = spirt_exit(rc)) != 0) {
-			tell(rc, "update");
-			printf("step=%llu error=%d\n", t, code);
-		} else {
-			printf("step=%llu lr=%.9g\n", t,
-			    spirt_optim_lr(&o.u.op, t));
-		}
-		if (code > worst)
-			worst = code;
-		if (fflush(stdout) == EOF)
-			return SPIRT_EX_IOERR;
+	if ((rc = spirt_serve_loop(&sv, stdin, stdout)) != 0) {
+		warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
+		return SPIRT_EX_IOERR;
 	}
-	return worst;
+	return sv.worst;
 }
 
 /* hyperparameters: option, else $SPIRT_*, else default */

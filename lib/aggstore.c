@@ -26,6 +26,7 @@ spirt_aggset_init(struct spirt_aggset *s)
 	spirt_agg_defaults(&s->p);
 	s->step = SPIRT_NOSTEP;
 	s->verify = s->replace = s->prune = 0;
+	s->max_samples = 0;
 	s->w = s->used = 0;
 	memset(&s->hdr, 0, sizeof s->hdr);
 	s->work_ms = 0;
@@ -203,7 +204,7 @@ header(struct spirt_aggset *s)
 		if (s->ai[i].excluded)
 			continue;
 		used++;
-		samples += b->samples;
+		samples += s->ai[i].samples;    /* as counted: bounded */
 		if (!isnan(b->loss)) {
 			loss += b->loss;
 			nl++;
@@ -245,6 +246,39 @@ sw_tile(void *arg, const float *out, size_t n)
 		spirt_tensor_sum_add(&x->sum, out, n * sizeof *out);
 }
 
+int
+spirt_aggset_rule_check(struct spirt_aggset *s, size_t w)
+{
+	const struct spirt_agg_params *p = &s->p;
+	const char *rule = spirt_agg_rule_name(p->rule);
+
+	if (spirt_agg_check(p, w) == 0)
+		return 0;
+	if (rule == NULL)
+		return say(s, SPIRT_EINVAL, "unknown rule %d", p->rule);
+	if (w == 0 || w > SPIRT_AGG_MAXW)
+		return say(s, SPIRT_EINVAL, "rule %s: %zu inputs, not 1 to %d",
+		    rule, w, SPIRT_AGG_MAXW);
+	switch (p->rule) {
+	case SPIRT_AGG_TRIM:
+		return say(s, SPIRT_EINVAL, "rule trim: --trim %g of %zu "
+		    "inputs must cut at least one per side and keep one "
+		    "(trim x W >= 1, trim < 0.5)", p->trim, w);
+	case SPIRT_AGG_KRUM:
+	case SPIRT_AGG_MKRUM:
+		if (w <= 2 * (size_t)p->f + 2)
+			return say(s, SPIRT_EINVAL, "rule %s: %zu inputs with "
+			    "--byzantine %u: Krum needs W > 2f+2 = %u", rule,
+			    w, p->f, 2 * p->f + 2);
+		return say(s, SPIRT_EINVAL, "rule mkrum: --select %u of %zu "
+		    "inputs with --byzantine %u: needs m <= W - f = %zu",
+		    p->m, w, p->f, w - p->f);
+	default:
+		return say(s, SPIRT_EINVAL, "rule %s makes no sense for %zu "
+		    "inputs", rule, w);
+	}
+}
+
 static int
 run(struct spirt_aggset *s, float *out, struct sumwatch *x)
 {
@@ -255,15 +289,23 @@ run(struct spirt_aggset *s, float *out, struct sumwatch *x)
 	for (i = 0; i < s->w; i++) {
 		s->ai[i].x = s->in[i].x;
 		s->ai[i].origin = s->in[i].t.origin;
+		/* a worker's claim is bounded by what a step can use, so a
+		 * liar weighs no more than an honest batch in wmean */
 		s->ai[i].samples = s->in[i].t.samples;
+		if (s->max_samples && s->ai[i].samples > s->max_samples)
+			s->ai[i].samples = s->max_samples;
 		s->ai[i].id = i;
 	}
-	if (spirt_agg_check(&s->p, s->w))
-		return say(s, SPIRT_EINVAL, "rule %s makes no sense for %zu "
-		    "inputs", spirt_agg_rule_name(s->p.rule), s->w);
+	if ((rc = spirt_aggset_rule_check(s, s->w)))
+		return rc;
 	rc = spirt_agg_run_watched(out, s->ai, s->w, s->in[0].t.nelem, &s->p,
 	    &s->used, x ? &wt : NULL);
-	if (rc == SPIRT_ENAN || rc == SPIRT_EDATA)
+	if (rc == SPIRT_EDATA && (s->p.rule == SPIRT_AGG_KRUM ||
+	    s->p.rule == SPIRT_AGG_MKRUM))
+		say(s, rc, "%s: too few usable inputs for rule %s: Krum needs "
+		    "more than 2f+2 = %u finite inputs", s->in[0].name,
+		    spirt_agg_rule_name(s->p.rule), 2 * s->p.f + 2);
+	else if (rc == SPIRT_ENAN || rc == SPIRT_EDATA)
 		say(s, rc, "%s: too few usable inputs for rule %s",
 		    s->in[0].name, spirt_agg_rule_name(s->p.rule));
 	if (rc)

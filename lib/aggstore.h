@@ -38,6 +38,10 @@ struct spirt_aggset {
 	int verify;             /* check payload checksums of store values */
 	int replace;            /* spirt_agg_store_step: replace agg/<t> */
 	int prune;              /* ... and remove spent steps (< t - 1) */
+	/* the most samples one gradient can have used (its batch): a count
+	 * above it counts as max_samples, for wmean's weights and the
+	 * result's samples; 0: no bound */
+	uint64_t max_samples;
 	/* out */
 	size_t w;
 	struct spirt_aggset_in in[SPIRT_AGG_MAXW];
@@ -73,6 +77,14 @@ SPIRT_MUST_CHECK int spirt_aggset_add_file(struct spirt_aggset *s,
  */
 SPIRT_MUST_CHECK int spirt_aggset_check(struct spirt_aggset *s)
     SPIRT_NONNULL(1);
+
+/*
+ * Whether s's rule and parameters make sense for w inputs
+ * (spirt_agg_check); if not, msg says which condition fails (Krum: "W >
+ * 2f+2").  Returns 0 or SPIRT_EINVAL.
+ */
+SPIRT_MUST_CHECK int spirt_aggset_rule_check(struct spirt_aggset *s,
+    size_t w) SPIRT_NONNULL(1);
 
 /*
  * Aggregate the (checked) inputs into out (nelem floats) and fill s->hdr,

@@ -1,4 +1,4 @@
-/* serve.h - warm mode: one invocation per line of step numbers on a stream */
+/* serve.h - warm mode: one invocation per request line on a stream */
 #ifndef SPIRT_SERVE_H
 #define SPIRT_SERVE_H
 
@@ -9,24 +9,75 @@
 #include "spirt.h"
 
 /*
- * A warm tool (spirt-agg --serve, spirt-update --serve) opens the store
- * once, then treats each line of its input as one invocation: a step
- * number, in decimal.  It answers each with one line shorter than
- * SPIRT_SERVE_LINE bytes, so that several tools may share one FIFO for
- * their answers (a write of at most PIPE_BUF bytes is never interleaved).
+ * The warm protocol of spirt-grad, spirt-agg and spirt-update --serve
+ * (docs/contracts.md, "Warm protocol").  A warm tool opens the store once,
+ * then treats each line of its input as one invocation:
+ *
+ *	request = step [ SP worker ] LF         (worker: spirt-grad only)
+ *	step, worker = "0" / %x31-39 *DIGIT     (decimal, no sign, no
+ *	                                         leading zero, in range)
+ *
+ * and answers each with exactly one line.  A line that breaks this grammar
+ * in any way (too long, a NUL or other stray byte, a bad number, trailing
+ * garbage, no newline before the end of input) runs nothing: its answer is
+ * "error=64" and the tool goes on with the next line.  Answers are shorter
+ * than SPIRT_SERVE_LINE bytes, so several tools may share one FIFO for
+ * them (a write of at most PIPE_BUF bytes is never interleaved); requests
+ * longer than that are refused whole.
  */
 #define SPIRT_SERVE_LINE 256
 
+/* One parsed request. */
+struct spirt_serve_req {
+	uint64_t step;
+	uint32_t worker;        /* the line's, else spirt_serve.worker0 */
+	int has_worker;         /* 1 if the line named a worker */
+	uint64_t line;          /* its line number, from 1 */
+};
+
 /*
- * Read the next line from f and parse it as a step in [0, max].
- * buf (out, cap bytes, cap > 0) receives the line without its newline,
- * cut to cap - 1 bytes; the rest of a longer line is consumed, and the
- * line is then malformed.  Returns 0 with *step set (out); SPIRT_EOF at
- * the end of input; SPIRT_EINVAL for a line that is not a step (empty,
- * junk, too long) or ERANGE for one above max; errno on a read error.
+ * Run one valid request.  Writes the answer (one line, no newline, NUL
+ * terminated) into ans (cap bytes) and returns the exit code the same
+ * cold invocation would have had (SPIRT_EX_*).
  */
-SPIRT_MUST_CHECK int spirt_serve_next(FILE *f, uint64_t *step, char *buf,
-    size_t cap, uint64_t max) SPIRT_NONNULL(1, 2, 3);
+typedef int spirt_serve_fn(void *arg, const struct spirt_serve_req *req,
+    char *ans, size_t cap);
+
+struct spirt_serve {
+	/* in: set by the caller */
+	const char *name;       /* the input, for messages ("stdin") */
+	uint64_t maxstep;       /* highest step a request may name */
+	int workers;            /* 1: a request may name a worker */
+	uint32_t maxworker;     /* highest worker (workers only) */
+	uint32_t worker0;       /* the worker of a request that names none */
+	spirt_serve_fn *run;
+	void *arg;              /* for run */
+	/* the tool's warning printer, given the refusal of a bad line */
+	void (*warn)(const char *fmt, ...);
+	/* out */
+	uint64_t lines;         /* lines read */
+	int worst;              /* the worst code answered, 0 if none */
+	char msg[160];          /* the last refusal: "name:line: why" */
+};
+
+/*
+ * Parse one request of n bytes (line, without its newline; it may hold
+ * NULs) by sv's rules.  Returns 0 with *req set (out), or SPIRT_EINVAL
+ * (or ERANGE for a number out of range) with the reason in sv->msg.
+ */
+SPIRT_MUST_CHECK int spirt_serve_parse(struct spirt_serve *sv,
+    struct spirt_serve_req *req, const char *line, size_t n)
+    SPIRT_NONNULL(1, 2, 3);
+
+/*
+ * Serve requests from in until its end (or SIGINT/SIGTERM after
+ * spirt_serve_init): one answer line each on out, flushed at once; a bad
+ * line gets "error=64", sv->warn(sv->msg) and nothing run.  sv->worst is
+ * the worst code answered.  Returns 0 at the end of input, else the errno
+ * of a failed read or write (the loop then stops).
+ */
+SPIRT_MUST_CHECK int spirt_serve_loop(struct spirt_serve *sv, FILE *in,
+    FILE *out) SPIRT_NONNULL(1, 2, 3);
 
 /*
  * Set up a tool's warm loop.  Freed memory stays with the process (glibc's
@@ -34,7 +85,7 @@ SPIRT_MUST_CHECK int spirt_serve_next(FILE *f, uint64_t *step, char *buf,
  * same large blocks again.  SIGINT and SIGTERM set a flag instead of
  * killing the process, so the invocation under way finishes (committed and
  * acknowledged) and the loop then ends.  No SA_RESTART: a wait for the next
- * line returns at once, and spirt_serve_next() then says SPIRT_EOF.
+ * line returns at once, and spirt_serve_loop() then ends.
  */
 void spirt_serve_init(void);
 /* 1 once SIGINT or SIGTERM arrived (after spirt_serve_init). */

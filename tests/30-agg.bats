@@ -188,6 +188,51 @@ open('inf.rec', 'wb').write(rec(b, origin=7))"
 	[[ "$stderr" == *"s.rec: record 1: excluded"* ]]
 }
 
+@test "wmean bounds each sample count by --max-samples (SPIRT_BATCH, 64)" {
+	unset SPIRT_BATCH
+	# four honest gradients of 64 samples, two liars claiming 10^6 each
+	# with the opposite direction: trusted, they would reverse the result
+	py "
+h = [rec(G[0] + 0.1 * G[w], origin=w, samples=64) for w in range(4)]
+l = [rec(-G[0], origin=4 + w, samples=10**6) for w in range(2)]
+out(*h, *l)" >lie.rec
+	run -0 --separate-stderr spirt-agg -r wmean -o out.rec lie.rec
+	# counted as 64 each: the plain mean of the six, as numpy says
+	check out.rec '(np.stack([G[0] + 0.1 * G[w] for w in range(4)]).sum(0) - 2 * G[0]) / 6'
+	py "r = get('out.rec'); assert r['samples'] == 6 * 64, r['samples']
+assert (r['a'] * G[0]).sum() > 0    # not reversed"
+	[[ "$stderr" == *"lie.rec:record 5: 1000000 samples claimed, above --max-samples 64: counted as 64"* ]]
+	[[ "$stderr" == *"lie.rec:record 6: 1000000 samples"* ]]
+	run -0 --separate-stderr spirt-agg -q -r wmean -o out.rec lie.rec
+	[ -z "$stderr" ]
+	# a smaller bound: the honest counts too are cut to it
+	run -0 spirt-agg -r wmean --max-samples 8 -o out8.rec lie.rec
+	check out8.rec '(np.stack([G[0] + 0.1 * G[w] for w in range(4)]).sum(0) - 2 * G[0]) / 6'
+	py "assert get('out8.rec')['samples'] == 6 * 8"
+	# SPIRT_BATCH is the default bound; the option wins
+	py "
+out(rec(G[0], origin=0, samples=100), rec(G[1], origin=1, samples=300))" >two.rec
+	SPIRT_BATCH=200 spirt-agg -q -r wmean -o b.rec two.rec
+	check b.rec '(100 * G[0] + 200 * G[1]) / 300'
+	SPIRT_BATCH=200 spirt-agg -q -r wmean --max-samples 1000 -o c.rec two.rec
+	check c.rec '(100 * G[0] + 300 * G[1]) / 400'
+	# the store path bounds the same way
+	for w in 0 1 2 3 4 5; do
+		py "
+import io
+rs = list(st.read_records(open('lie.rec', 'rb')))
+out(rec(rs[$w].array, origin=$w, samples=rs[$w].samples))" >s$w.rec
+		spirt-store put grad/3/$w s$w.rec
+	done
+	spirt-agg -q -t 3 -r wmean
+	spirt-store get agg/3 >st.rec
+	cmp st.rec out.rec
+	run -64 spirt-agg --max-samples 0 lie.rec
+	run -64 spirt-agg --max-samples x lie.rec
+	run -64 spirt-agg --max-samples 1048577 lie.rec
+	SPIRT_BATCH=x run -64 spirt-agg lie.rec
+}
+
 @test "too few finite inputs left is a data error" {
 	py "
 a = G[0].copy(); a[0] = np.nan
@@ -195,6 +240,13 @@ out(rec(a, origin=0), rec(a, origin=1))" >nan.rec
 	run -65 --separate-stderr spirt-agg nan.rec
 	[[ "$stderr" == *"too few usable inputs"* ]]
 	[ ! -s "$output" ]
+	# Krum: fewer than 2f+3 finite inputs, said so
+	py "
+a = G[0].copy(); a[0] = np.nan
+out(*[rec(G[w], origin=w) for w in range(4)], rec(a, origin=4))" >k.rec
+	run -65 --separate-stderr spirt-agg -r krum --byzantine 1 k.rec
+	[[ "$stderr" == *"too few usable inputs for rule krum: Krum needs more than 2f+2 = 4 finite inputs"* ]]
+	spirt-agg -r krum --byzantine 0 k.rec >/dev/null
 }
 
 @test "inputs disagreeing on shape, step or model: named, nothing written" {
@@ -248,10 +300,32 @@ out(rec(a, origin=0), rec(a, origin=1))" >nan.rec
 @test "rule parameters that make no sense for W are usage errors" {
 	grads 4
 	run -64 --separate-stderr spirt-agg --trim 0.1 all.rec
-	[[ "$stderr" == *"rule trim makes no sense for 4 inputs"* ]]
+	[[ "$stderr" == *"rule trim: --trim 0.1 of 4 inputs must cut at least one per side"* ]]
 	run -64 spirt-agg --trim 0.5 all.rec
-	run -64 spirt-agg -r krum --byzantine 1 all.rec
-	run -64 spirt-agg -r mkrum --select 9 all.rec
+	# Krum states its condition, W > 2f+2
+	run -64 --separate-stderr spirt-agg -r krum --byzantine 1 all.rec
+	[ "$stderr" = 'spirt-agg: rule krum: 4 inputs with --byzantine 1: Krum needs W > 2f+2 = 4' ]
+	run -64 --separate-stderr spirt-agg -r mkrum --byzantine 1 all.rec
+	[[ "$stderr" == *"rule mkrum: 4 inputs with --byzantine 1: Krum needs W > 2f+2 = 4"* ]]
+	run -64 --separate-stderr spirt-agg -r mkrum --select 9 all.rec
+	[[ "$stderr" == *"rule mkrum: --select 9 of 4 inputs with --byzantine 0: needs m <= W - f = 4"* ]]
+	spirt-agg -r krum --byzantine 0 all.rec >/dev/null
+	# the same checks as a dry run, for W inputs: nothing read
+	run -0 --separate-stderr spirt-agg -r krum --byzantine 1 --check-rule 5 </dev/full
+	[ -z "$output" ] && [ -z "$stderr" ]
+	run -64 --separate-stderr spirt-agg -r krum --byzantine 1 --check-rule 4
+	[ "$stderr" = 'spirt-agg: rule krum: 4 inputs with --byzantine 1: Krum needs W > 2f+2 = 4' ]
+	run -0 spirt-agg --trim 0.25 --check-rule 4
+	run -64 spirt-agg --trim 0.2 --check-rule 4
+	run -64 spirt-agg --trim 0.6 --check-rule 8
+	run -64 spirt-agg -r mkrum --byzantine 1 --select 3 --check-rule 4
+	run -0 spirt-agg -r mkrum --byzantine 1 --select 3 --check-rule 5
+	run -64 spirt-agg -r mkrum --byzantine 1 --select 5 --check-rule 5
+	run -64 spirt-agg --check-rule 0
+	run -64 spirt-agg --check-rule 257
+	run -64 spirt-agg --check-rule 4 all.rec
+	run -64 spirt-agg --check-rule 4 -t 3
+	run -64 spirt-agg --check-rule 4 -i
 	run -64 --separate-stderr spirt-agg -r bogus all.rec
 	[[ "$stderr" == *'unknown rule "bogus"'* ]]
 	run -64 spirt-agg --mad 0 all.rec
@@ -355,7 +429,7 @@ for w in range(4):
 	assert_line --index 2 'step=7 error=66'
 	assert_line --index 3 'error=64'
 	assert_line --index 4 'step=5 count=4 loss=0.375'
-	[[ "$stderr" == *'stdin: bad step "x"'* ]]
+	[[ "$stderr" == *'stdin:2: "x": expected a step'* ]]
 	[[ "$stderr" == *"no gradients for step 7"* ]]
 	# the same bytes as cold runs with -t
 	spirt-agg -s cold.db -t 3 --trim 0.25

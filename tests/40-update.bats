@@ -322,7 +322,7 @@ t = get('big0.rec')['a']; g = get('bigg.rec')['a']"
 	assert_line --index 3 'step=1 lr=0.05'
 	assert_line --index 4 'step=2 error=66'
 	[[ "$stderr" == *"model/m@1 exists: step 0 already applied"* ]]
-	[[ "$stderr" == *'stdin: bad step "bad"'* ]]
+	[[ "$stderr" == *'stdin:3: "bad": expected a step'* ]]
 	[[ "$stderr" == *"agg/2: no such key"* ]]
 	spirt-update -s cold.db -t 0 "$@"
 	spirt-update -s cold.db -t 1 "$@"
@@ -338,6 +338,72 @@ t = get('big0.rec')['a']; g = get('bigg.rec')['a']"
 	assert_output 'step=1 applied=already'
 	[ -z "$stderr" ]
 	run -64 spirt-update -i -m m a0.rec
+}
+
+# junk: request lines no warm tool may run (docs/contracts.md), one a
+# line; the last has no newline
+junk() {
+	local x
+	x=$(printf '%0255d' 0 | tr 0 x)
+	{
+		printf '%s0\n' "$x"             # 256 bytes, ending in a step
+		printf '%s0\n' "${x%x}"         # 255 bytes, the same
+		printf '%0100000d\n' 1          # 100000 digits
+		printf '0\0\n'                  # embedded NUL
+		printf '\0000\n'
+		printf '%s\n' '' x 1x '0 ' ' 0' +0 -0 00 07 0x1 1e3 $'0\r' \
+			$'0\t1' '0 0 0' '0 x' '0  1' '0 -1' '0 01' '0 1 ' \
+			18446744073709551615 99999999999999999999999 \
+			'0 4294967295' '0 99999999999'
+		printf '0'                      # no newline at the end
+	}
+}
+
+# serve_junk TOOL ARGS...: every line of junk answered error=64, one
+# message each naming the line, exit 64, nothing written
+serve_junk() {
+	local before n i
+	junk >junk.in
+	n=$(($(tr -cd '\n' <junk.in | wc -c) + 1))
+	before=$(store_digest "$SPIRT_STORE")
+	run -64 --separate-stderr "$@" -i <junk.in
+	[ "${#lines[@]}" -eq "$n" ] || fail "$1: ${#lines[@]} answers to $n lines"
+	for ((i = 0; i < n; i++)); do
+		[ "${lines[$i]}" = 'error=64' ] ||
+			fail "$1: line $((i + 1)) answered ${lines[$i]}"
+	done
+	[ "${#stderr_lines[@]}" -eq "$n" ] || fail "$1: $stderr"
+	for ((i = 0; i < n; i++)); do
+		[[ "${stderr_lines[$i]}" == "$1: stdin:$((i + 1)): "* ]] ||
+			fail "$1: ${stderr_lines[$i]}"
+	done
+	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
+	junk_err=$stderr
+	# after the junk (its last line now "0x"), a good line is served
+	{ junk; printf 'x\n0\n'; } >junk.in
+	run -64 --separate-stderr "$@" -i <junk.in
+	[ "${#lines[@]}" -eq "$((n + 1))" ]
+	[ "${lines[$((n - 1))]}" = 'error=64' ]
+	[[ "${lines[$n]}" == step=0\ * && "${lines[$n]}" != *error=* ]] ||
+		fail "$1: ${lines[$n]}"
+}
+
+@test "warm mode: the same junk lines get error=64 from every warm tool" {
+	awk 'BEGIN { for (i = 0; i < 40; i++)
+		printf "%d,%.3f,%.3f\n", i % 3, (i % 7) / 7, (i % 5) / 5 }' \
+	    >train.csv
+	spirt-shard -q -n 2 train.csv
+	spirt-init -q -m m softmax:2:3
+	serve_junk spirt-grad -m m -b 4
+	[[ "$junk_err" == *'stdin:1: "xxxxx'*'...": line longer than 255'* ]]
+	[[ "$junk_err" == *'stdin:4: "0\x00": junk after the step'* ]]
+	[[ "$junk_err" == *'stdin:29: "0": no newline at the end of input'* ]]
+	spirt-grad -m m -b 4 -t 0 -w 1
+	serve_junk spirt-agg -R
+	[[ "$junk_err" == *'stdin:19: "0 0 0": junk after the step (a'* ]]
+	spirt-agg -t 0 -R
+	serve_junk spirt-update -m m -r 0.1
+	[[ "$junk_err" == *'stdin:25: "18446744073709551615": step above'* ]]
 }
 
 @test "-p, -o: a model file in, the next one out, the store's bytes" {

@@ -27,6 +27,14 @@ functions_here() {
 	done
 }
 
+# warm_tool PID NAME: the pid of warm tool NAME under the spirt-train that
+# PID (a timeout) runs
+warm_tool() {
+	local drv
+	drv=$(pgrep -P "$1" -x spirt-train) || return 0
+	pgrep -P "$drv" -x "$2" | head -n 1
+}
+
 digest() {      # digest STORE KEY: hash of one stored record
 	spirt-store -s "$1" get "$2" | md5sum
 }
@@ -44,13 +52,13 @@ digest() {      # digest STORE KEY: hash of one stored record
 	# spent gradients of early steps are pruned
 	run -0 spirt-store ls grad/0/
 	assert_output ''
-	run -0 head -n 1 spirt.db.train.tsv
+	run -0 head -n 1 spirt.db.train-mlp.tsv
 	assert_output "$(printf 'seconds\tstep\tepoch\tloss\ttest_loss\ttest_accuracy')"
-	run -0 awk -F'\t' 'NR > 1 && $6 != "-" { n++ } END { print n }' spirt.db.train.tsv
+	run -0 awk -F'\t' 'NR > 1 && $6 != "-" { n++ } END { print n }' spirt.db.train-mlp.tsv
 	assert_output 3
 	# accuracy after 30 steps is far above chance
-	run -0 awk -F'\t' 'END { exit !($6 > 0.6) }' spirt.db.train.tsv
-	run -0 "$PYTHON" -c "import sys; sys.exit(open('spirt.db.train.png','rb').read(4) != b'\x89PNG')"
+	run -0 awk -F'\t' 'END { exit !($6 > 0.6) }' spirt.db.train-mlp.tsv
+	run -0 "$PYTHON" -c "import sys; sys.exit(open('spirt.db.train-mlp.png','rb').read(4) != b'\x89PNG')"
 }
 
 @test "same seed, same bits: two warm runs and a cold run agree" {
@@ -67,7 +75,8 @@ digest() {      # digest STORE KEY: hash of one stored record
 	spirt-train -q --cold --steps 40 -s ref.db
 	setsid spirt-train -q --cold --steps 40 -s k.db &
 	pid=$!
-	for i in $(seq 200); do
+	# (a minute at most: sharding on a loaded machine takes a while)
+	for i in $(seq 1200); do
 		n=$(spirt-store -s k.db ls model/ 2>/dev/null | wc -l)
 		[ "$n" -ge 1 ] && spirt-store -s k.db ls model/ | grep -q '@1[0-9]' && break
 		sleep 0.05
@@ -80,14 +89,14 @@ digest() {      # digest STORE KEY: hash of one stored record
 	[[ "$stderr" == *"steps $last..40 of "* ]]
 	[ "$(digest ref.db model/mlp@40)" = "$(digest k.db model/mlp@40)" ]
 	# the log's steps only go up, across the crash
-	run -0 awk -F'\t' 'NR > 2 && $2 <= p { bad = 1 } NR > 1 { p = $2 } END { exit bad }' k.db.train.tsv
+	run -0 awk -F'\t' 'NR > 2 && $2 <= p { bad = 1 } NR > 1 { p = $2 } END { exit bad }' k.db.train-mlp.tsv
 }
 
 @test "a power loss between checkpoints: back to the last durable version, redone bit for bit, its log rows dropped" {
 	spirt-train -q --cold --steps 40 -s ref.db
 	setsid spirt-train -q --cold --steps 40 --checkpoint 8 --eval-every 4 -s p.db &
 	pid=$!
-	for i in $(seq 300); do
+	for i in $(seq 1200); do
 		spirt-store -s p.db ls model/ 2>/dev/null | grep -q '@1[1-9]' && break
 		sleep 0.05
 	done
@@ -96,11 +105,11 @@ digest() {      # digest STORE KEY: hash of one stored record
 	echo another-boot >p.db/scratch/boot    # the power loss
 	last=$(spirt-store -s p.db ls model/ | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1)
 	[ "$last" -ge 8 ] && [ $((last % 8)) -eq 0 ]
-	run -0 awk -F'\t' -v l="$last" 'NR > 1 && $2 > l { f = 1 } END { exit !f }' p.db.train.tsv
+	run -0 awk -F'\t' -v l="$last" 'NR > 1 && $2 > l { f = 1 } END { exit !f }' p.db.train-mlp.tsv
 	run -0 --separate-stderr spirt-train --cold --steps 40 --checkpoint 8 --eval-every 4 -s p.db
 	[[ "$stderr" == *"steps $last..40 of "* ]]
 	[ "$(digest ref.db model/mlp@40)" = "$(digest p.db model/mlp@40)" ]
-	run -0 awk -F'\t' 'NR > 2 && $2 <= p { bad = 1 } NR > 1 { p = $2 } END { exit bad }' p.db.train.tsv
+	run -0 awk -F'\t' 'NR > 2 && $2 <= p { bad = 1 } NR > 1 { p = $2 } END { exit bad }' p.db.train-mlp.tsv
 	# the run's end is durable
 	echo another-boot >p.db/scratch/boot
 	run -0 spirt-store -s p.db ls model/
@@ -110,25 +119,45 @@ digest() {      # digest STORE KEY: hash of one stored record
 @test "a warm function that dies: the driver says so and exits 75, no process left; rerun resumes" {
 	spirt-train -q --steps 400 -s ref.db
 	# (timeout: a driver that waited forever would fail, not hang, the test)
-	timeout 120 spirt-train -q --steps 400 -s d.db --eval-every 1000 2>err &
+	timeout 300 spirt-train -q --steps 400 -s d.db --eval-every 1000 2>err &
 	pid=$!
-	for i in $(seq 200); do
+	# (up to a minute: sharding on a loaded machine takes a while)
+	for i in $(seq 600); do
 		spirt-store -s d.db ls model/ 2>/dev/null | grep -q '@[1-9][0-9]' && break
-		sleep 0.02
+		sleep 0.1
 	done
-	victim=$(for p in $(functions_here); do
-		[ "$(cat /proc/$p/comm)" = spirt-grad ] && echo "$p"; done | head -n 1)
+	# (the driver's own child, found at once: a scan of /proc on a loaded
+	# machine can outlast the run)
+	victim=$(warm_tool "$pid" spirt-grad)
 	[ -n "$victim" ]
+	w=$(tr '\0' ' ' <"/proc/$victim/cmdline" | sed 's/.* -w \([0-9]*\) .*/\1/')
 	kill -9 "$victim"
 	rc=0
 	wait "$pid" || rc=$?
 	[ "$rc" -eq 75 ] || { cat err; echo "rc=$rc"; false; }
-	grep -q "a warm tool (pid $victim) exited; rerun to resume" err
+	# the tool, its worker and how it died are named
+	grep -q "warm spirt-grad -w $w (pid $victim) was killed by signal 9; rerun to resume" err ||
+		fail "$(cat err)"
 	for i in $(seq 50); do
 		[ -z "$(functions_here)" ] && break
 		sleep 0.1
 	done
 	[ -z "$(functions_here)" ]
+	# the update tool ended (SIGTERM: it finishes its step and exits 0)
+	timeout 300 spirt-train -q --steps 400 -s d.db --eval-every 1000 2>err &
+	pid=$!
+	for i in $(seq 600); do
+		victim=$(warm_tool "$pid" spirt-update)
+		[ -n "$victim" ] && break
+		sleep 0.1
+	done
+	[ -n "$victim" ]
+	kill -TERM "$victim"
+	rc=0
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 75 ] || { cat err; echo "rc=$rc"; false; }
+	grep -q "warm spirt-update (pid $victim) exited with status 0; rerun to resume" err ||
+		fail "$(cat err)"
 	run -0 spirt-train -q --steps 400 -s d.db
 	[ "$(digest ref.db model/mlp@400)" = "$(digest d.db model/mlp@400)" ]
 }
@@ -137,11 +166,14 @@ digest() {      # digest STORE KEY: hash of one stored record
 	spirt-train -q --steps 400 -s ref.db
 	spirt-train -q --steps 400 -s t.db --eval-every 1000 &
 	pid=$!
-	for i in $(seq 200); do
+	# (up to a minute: sharding on a loaded machine takes a while)
+	for i in $(seq 600); do
 		spirt-store -s t.db ls model/ 2>/dev/null | grep -q '@[1-9][0-9]' && break
-		sleep 0.02
+		sleep 0.1
 	done
-	[ -n "$(functions_here)" ]      # the warm functions are running
+	# the warm functions are running (the driver's children, found at
+	# once: a scan of /proc on a loaded machine can outlast the run)
+	pgrep -P "$pid" -x spirt-grad >/dev/null
 	kill -TERM "$pid"
 	wait "$pid" || :
 	# each function finishes its invocation, then exits
@@ -190,6 +222,83 @@ digest() {      # digest STORE KEY: hash of one stored record
 	run -0 spirt-train -q --steps 2 -m cnn -n 2 -b 8 -s c.db
 	run -0 spirt-store -s c.db show model/cnn@2
 	assert_line 'name=cnn:1x28x28-32-64-10'
+	# another model in the same store: each keeps its log and plot
+	[ -s c.db.train-cnn.tsv ]
+	cnn=$(cat c.db.train-cnn.tsv c.db.train-cnn.png | md5sum)
+	run -0 --separate-stderr spirt-train --steps 3 -m mlp -n 2 -b 8 -s c.db
+	[[ "$stderr" == *"log c.db.train-mlp.tsv; plot c.db.train-mlp.png"* ]]
+	[ "$(cat c.db.train-cnn.tsv c.db.train-cnn.png | md5sum)" = "$cnn" ]
+	run -0 awk -F'\t' 'END { print $2 }' c.db.train-mlp.tsv
+	assert_output 3
+	run -0 "$PYTHON" -c "import sys; sys.exit(open('c.db.train-mlp.png','rb').read(4) != b'\x89PNG')"
+}
+
+# bad_option ARGS...: spirt-train ARGS exits 64 at once, with a message
+# and no work done: no store made
+bad_option() {
+	run -64 --separate-stderr timeout 20 spirt-train -s new.db "$@"
+	[[ "${stderr_lines[0]}" == "spirt-train: "* ]] ||
+		fail "$*: ${stderr_lines[0]}"
+	[ ! -e new.db ] || fail "$*: the store was made"
+}
+
+# the bytes of a store's files (a write of any kind changes them)
+store_bytes() {
+	cat "$1/data.mdb" "$1/scratch/data.mdb" 2>/dev/null | md5sum
+}
+
+@test "every option is checked before any work: 64 at once, store untouched" {
+	# each option's argument missing: 64 with usage, not a shell error
+	for o in -a -b -e -l -m -n -o -S -s --checkpoint --data \
+	    --eval-every --schedule --spec --steps --sync --target; do
+		run -64 --separate-stderr spirt-train -q "$o"
+		[ "${stderr_lines[0]}" = "spirt-train: $o: missing argument" ] ||
+			fail "$o: ${stderr_lines[0]}"
+		[[ "${stderr_lines[1]}" == "usage: spirt-train "* ]]
+	done
+	# rules, asked of spirt-agg --check-rule for the functions given
+	bad_option -a trim:0.6
+	[[ "$stderr" == *"-a trim:0.6: --trim: value out of range"* ]]
+	bad_option -n 2 -a trim:0.6
+	bad_option -a trim:0.1          # cuts nothing of 4
+	bad_option -n 2 -a trim:0.25
+	bad_option -a krum:1
+	[[ "$stderr" == *"Krum needs W > 2f+2 = 4"* ]]
+	bad_option -a mkrum:0:5
+	bad_option -a mkrum:1
+	bad_option -a krum:x
+	bad_option -a 'trim:0.25 -P'
+	bad_option -a trim:
+	# numbers: bad, out of range, beyond sh's arithmetic
+	bad_option -b 0
+	bad_option -b 1048577
+	bad_option -e 99999999999999999999
+	bad_option -n 257
+	bad_option -S -1
+	bad_option -S 1000000000000000000
+	bad_option --steps 1e3
+	bad_option --eval-every ''
+	bad_option --checkpoint x
+	bad_option -l 1e7
+	bad_option -l -0.1
+	bad_option --target 1.5
+	# model name, seed and spec, asked of spirt-init
+	bad_option -m a/b --spec mlp:4-3
+	bad_option -m mlp --spec mlp:784
+	bad_option -m cnn --spec bogus
+	bad_option -s ''
+	# a store already sharded: 64 too, on every rerun, nothing changed
+	spirt-train -q --steps 1 -n 2 -s one.db
+	before=$(store_bytes one.db)
+	for i in 1 2; do
+		run -64 --separate-stderr spirt-train -s one.db -n 2 -a trim:0.6
+		[[ "$stderr" == *"-a trim:0.6: --trim: value out of range"* ]]
+	done
+	run -64 spirt-train -s one.db -n 2 -a krum:0 --spec x
+	[ "$(store_bytes one.db)" = "$before" ]
+	# leading zeros are decimal, not octal (08 would be a shell error)
+	run -0 --separate-stderr spirt-train -s one.db --steps 02 -n 02 -b 08
+	[[ "$stderr" == *"steps 1..2 of 18750"* ]]
 }
 
 @test "bad options: 64; a store sharded for another -n: 65" {

@@ -19,7 +19,7 @@ fmnist_or_skip() {
 	run -0 env STEPS=20 EVERY=10 sh "$SPIRT_ROOT/examples/fashion-mnist/run.sh" "$PWD/w"
 	# two evaluations in the log, the last far above chance (0.1)
 	run -0 awk -F'\t' 'NR > 1 && $6 != "-" { n++; a = $6 }
-		END { exit !(n == 2 && a > 0.6) }' w/fmnist.db.train.tsv
+		END { exit !(n == 2 && a > 0.6) }' w/fmnist.db.train-mlp.tsv
 	run -0 sh -c 'spirt-store -s w/fmnist.db ls grad/20/ | wc -l'
 	assert_output 4
 	run -0 spirt-store -s w/fmnist.db ls model/

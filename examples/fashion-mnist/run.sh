@@ -26,7 +26,7 @@ data=${FMNIST:-/usr/share/datasets/fashion-mnist}
 #      writes their mean as agg/t; spirt-update applies it with Adam,
 #      writing model/mlp@t+1 and opt/mlp@t+1 in one transaction;
 #    - spirt-eval on the test set every --eval-every steps;
-#    - a log (fmnist.db.train.tsv) and a plot (fmnist.db.train.png, when
+#    - a log (fmnist.db.train-mlp.tsv) and a plot (.png, when
 #      gnuplot is there) next to the store.
 #    Interrupt it (Ctrl-C) and run the same command again: it resumes at
 #    the last committed step.
@@ -38,14 +38,14 @@ steps=${STEPS:-40} every=${EVERY:-20}
 # the settings are spelled out, since step 2 repeats them by hand
 set -- -n 4 -b 64 -S 1 -m mlp -o adam -l 0.002 --schedule cosine -e 5
 spirt-train -q --data "$data" "$@" --steps "$steps" --eval-every "$every"
-echo "log $store.train.tsv:"
-cat "$store.train.tsv"
+echo "log $store.train-mlp.tsv:"
+cat "$store.train-mlp.tsv"
 
 # 2. one more step by hand, t = $steps, as spirt-train --cold runs it.
 #    The cosine schedule spans the 5 epochs: 60000/4 = 15000 samples per
 #    function, 15000/64 = 234 steps per epoch, 1170 in all.
 cp -R "$store" "$work/copy.db"          # for step 3; no writer is running
-cp "$store.train.tsv" "$work/copy.db.train.tsv"
+cp "$store.train-mlp.tsv" "$work/copy.db.train-mlp.tsv"
 t=$steps
 export SPIRT_THREADS=1                  # 4 functions share the cores
 #    the M gradient functions, side by side: grad/$t/0 .. grad/$t/3
