@@ -201,8 +201,8 @@ out(*h, *l)" >lie.rec
 	check out.rec '(np.stack([G[0] + 0.1 * G[w] for w in range(4)]).sum(0) - 2 * G[0]) / 6'
 	py "r = get('out.rec'); assert r['samples'] == 6 * 64, r['samples']
 assert (r['a'] * G[0]).sum() > 0    # not reversed"
-	[[ "$stderr" == *"lie.rec:record 5: 1000000 samples claimed, above --max-samples 64: counted as 64"* ]]
-	[[ "$stderr" == *"lie.rec:record 6: 1000000 samples"* ]]
+	[[ "$stderr" == *"lie.rec: record 4: 1000000 samples claimed, above --max-samples 64: counted as 64"* ]]
+	[[ "$stderr" == *"lie.rec: record 5: 1000000 samples"* ]]
 	run -0 --separate-stderr spirt-agg -q -r wmean -o out.rec lie.rec
 	[ -z "$stderr" ]
 	# a smaller bound: the honest counts too are cut to it
