@@ -4,7 +4,9 @@
 # sh bench/agg.sh).  Starts a private redis-server on 127.0.0.1 (a free
 # port, a temporary directory) when one is installed, and stops it after.
 cd "$(dirname "$0")/.." || exit 70
+. bench/cpu.sh
 make -s all bench/agg_bench || exit 70
+bench_header bench/agg
 PATH="$PWD:$PATH"
 export PATH
 

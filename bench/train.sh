@@ -14,6 +14,7 @@
 #                       about 20 s), all (mlp and cnn, about 2 min more), 0
 set -eu
 cd "$(dirname "$0")/.."
+. bench/cpu.sh
 PY=/usr/bin/python3
 FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
 export PATH="$PWD:$PATH"
@@ -27,7 +28,8 @@ core=$(env -u OPENBLAS_CORETYPE spirt-grad -V |
 OPENBLAS_CORETYPE=${core% *} OPENBLAS_NUM_THREADS=1
 export OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS
 echo "bench/train: OpenBLAS core $core, one thread; torch $($PY -c 'import torch; print(torch.__version__)')"
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs; $reps runs each, medians"
+bench_header bench/train
+echo "$reps runs each, medians"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
