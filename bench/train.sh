@@ -147,13 +147,21 @@ torch_best() {
 		print ($6 == 1 ? $4 : "-"), $3, $5, $1 }'
 }
 
-# torch_step NAME MODEL OPT BATCH NSTEPS: ms per step of PyTorch at BATCH,
-# under sweep NAME's fastest thread configuration for that batch (or its
-# best's)
+# torch_step NAME MODEL OPT EPOCHS EVERY TARGET BATCH RACEFILE: PyTorch's
+# ms per step at BATCH (spirt's global batch), measured as spirt's is: the
+# training seconds of a run to TARGET over its steps.  The race's own run
+# if the best configuration has that batch; else a run at BATCH under the
+# sweep's fastest thread configuration and best lr for it.
 torch_step() {
-	j=$(awk -v b="$4" '$1 == b { print $2 }' "$tmp/$1.thr")
-	$PY bench/torch_train.py -j "${j:-$best_j}" "$2" "$3" steps "$5" "$4" |
-	    cut -f2
+	if [ "$7" = "$best_b" ]; then
+		tail -n 1 "$8" | awk '{ print ($1 == "-" ? "-" : 1e3 * $1 / $2) }'
+		return
+	fi
+	j=$(awk -v b="$7" '$1 == b { print $2 }' "$tmp/$1.thr")
+	lr=$(awk -F'\t' -v b="$7" '$2 == b && $7 == 1' "$tmp/$1.b" |
+	    sort -t '	' -g -k5 | awk -F'\t' 'NR == 1 { print $3 }')
+	$PY bench/torch_train.py -j "${j:-$best_j}" "$2" "$3" "$4" "$5" "$6" \
+	    "$7:${lr:-$best_lr}" | awk -F'\t' '{ print ($6 ? 1e3 * $4 / $3 : "-") }'
 }
 
 # report TARGET GLOBALBATCH ROUNDS LABEL:FILE...: the race's table
@@ -186,7 +194,7 @@ ratios() {
 	sn=$(col 2 <"$1" | med) tn=$(col 2 <"$2" | med)
 	ss=$(col 1 <"$1" | med) ts=$(col 1 <"$2" | med)
 	sms=$(awk '$1 != "-" { print 1e3 * $1 / $2 }' "$1" | med)
-	paste -d' ' "$1" "$4" | awk '$1 != "-" {
+	paste -d' ' "$1" "$4" | awk '$1 != "-" && $4 != "-" {
 		print 1e3 * $1 / $2 / $4 }' >"$tmp/r.step"
 	echo "spirt warm / PyTorch best (below 1: spirt is faster):"
 	printf '  %-36s %6s  (per round %s)\n' "time to target" \
@@ -200,11 +208,12 @@ ratios() {
 		'BEGIN { if (a == "-" || b == "-") print "-"
 		else printf "%.2f", (a / (c * g)) / (b / (d * tb)) }')"
 	printf '  %-36s %6s  (spirt %s ms, PyTorch %s ms; per round %s)\n' \
-	    "time per step, both at batch $3" \
-	    "$(ratio "$sms" "$(med <"$4")")" "$(echo "$sms" | fmt %.2f)" \
-	    "$(med <"$4" | fmt %.2f)" "$(range %.2f <"$tmp/r.step")"
+	    "time per step, both at batch $3 (*)" \
+	    "$(ratio "$sms" "$(col 1 <"$4" | med)")" "$(echo "$sms" | fmt %.2f)" \
+	    "$(col 1 <"$4" | med | fmt %.2f)" "$(range %.2f <"$tmp/r.step")"
 	echo "(time to target = samples x time per sample: a ratio below 1 from"
-	echo "fewer samples is not a faster step)"
+	echo "fewer samples is not a faster step.  (*) PyTorch at spirt's global"
+	echo "batch, under its fastest threads and best lr for it, to the target)"
 }
 
 # ---- 1. MLP to 85%: PyTorch's sweep, then the race ----
@@ -224,7 +233,7 @@ r=0
 while [ "$r" -lt "$reps" ]; do       # interleaved: load falls on all alike
 	spirt mlp 0.85 $mlp >>"$tmp/warm"
 	torch_best mlp momentum 5 6400 0.85 >>"$tmp/torch"
-	torch_step mlp mlp momentum 256 200 >>"$tmp/tstep"
+	torch_step mlp mlp momentum 5 6400 0.85 256 "$tmp/torch" >>"$tmp/tstep"
 	spirt mlp 0.85 $mlp --sync none >>"$tmp/none"
 	spirt mlp 0.85 $mlp --sync full >>"$tmp/full"
 	[ "$r" -ge "$creps" ] || spirt mlp 0.85 $mlp --cold >>"$tmp/cold"
@@ -240,7 +249,7 @@ msper() {       # msper FILE: median ms per step of the runs in FILE
 	    awk '{ if ($1 == "-") print "-"; else printf "%.2f\n", $1 }'
 }
 warmms=$(msper "$tmp/warm")
-tstep=$(med <"$tmp/tstep" | fmt %.2f)
+tstep=$(col 1 <"$tmp/tstep" | med | fmt %.2f)
 
 # ---- 2. where a warm step's milliseconds go ----
 # bench/warm_step.py drives the warm tools as spirt-train does and stamps
@@ -355,7 +364,8 @@ if [ "${BENCH_TRAIN_CNN:-0}" = 1 ]; then
 	while [ "$r" -lt "$cr" ]; do
 		spirt cnn 0.88 $cnn >>"$tmp/cwarm"
 		torch_best cnn adam 5 3200 0.88 >>"$tmp/ctorch"
-		torch_step cnn cnn adam 64 30 >>"$tmp/ctstep"
+		torch_step cnn cnn adam 5 3200 0.88 64 "$tmp/ctorch" \
+		    >>"$tmp/ctstep"
 		r=$((r + 1))
 	done
 	report 88% 64 "$cr" "spirt warm, --sync meta (default):$tmp/cwarm" \
