@@ -1,10 +1,13 @@
 #!/bin/sh
 # bench/agg.sh - spirt-agg and spirt-update against the memory limit and
 # SPIRT's Redis/Lua/JSON path, side by side in one run (make bench, or
-# sh bench/agg.sh).  Starts a private redis-server on 127.0.0.1 (a free
-# port, a temporary directory) when one is installed, and stops it after.
+# sh bench/agg.sh; BENCH_AGG_MAXN=n leaves out the sizes above n, for a
+# quick check).  Starts a private redis-server on 127.0.0.1 (a free port,
+# a temporary directory) when one is installed, and stops it after.
 cd "$(dirname "$0")/.." || exit 70
+. bench/cpu.sh
 make -s all bench/agg_bench || exit 70
+bench_header bench/agg
 PATH="$PWD:$PATH"
 export PATH
 
@@ -54,7 +57,8 @@ if [ -d /dev/shm ] && [ -w /dev/shm ]; then
 fi
 echo "stores in $sdir ($(stat -f -c %T "$sdir"))"
 [ -n "$mdir" ] && echo "-m dir: $mdir ($(stat -f -c %T "$mdir"))"
-TMPDIR=$sdir ./bench/agg_bench ${mdir:+-m "$mdir"} ${port:+-p "$port"}
+TMPDIR=$sdir ./bench/agg_bench ${mdir:+-m "$mdir"} ${port:+-p "$port"} \
+    ${BENCH_AGG_MAXN:+-N "$BENCH_AGG_MAXN"}
 rc=$?
 rm -rf "$sdir" ${mdir:+"$mdir"}
 [ -n "$port" ] && redis-cli -p "$port" shutdown nosave >/dev/null 2>&1

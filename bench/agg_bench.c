@@ -19,11 +19,11 @@
 #include "vec.h"
 
 /*
- * Usage: agg_bench [-m dir] [-p redis-port]  (run by bench/agg.sh)
+ * Usage: agg_bench [-m dir] [-N max] [-p redis-port]  (run by bench/agg.sh)
  *
  * For W in {4, 8, 16} and N in {1e5, 1e6, 1e7} float32 values it times:
  *   limit   a plain streaming loop over the same bytes (W*N*4 read, N*4
- *           written; for updates the optimiser's streams), best of runs
+ *           written; for updates the optimiser's streams), best of 3
  *   op      the in-store operation as the tool reports it (-v "work")
  *   proc    the whole spirt-agg / spirt-update process, store to store
  *   lua     SPIRT's path: W JSON lists in Redis averaged by a Lua script
@@ -31,6 +31,10 @@
  *   blob    W binary blobs fetched from Redis by a client and averaged
  * The stores live in $TMPDIR; -m dir times the headline (mean, W = 8,
  * N = 1e6) once more with its store in dir (bench/agg.sh: a tmpfs).
+ * -N max leaves out the sizes above max (a quick check of the harness).
+ * The tools and Redis are timed alike: the same number of runs each,
+ * interleaved, and their medians compared (a best-of-N beside a single
+ * run would favour the side run more often).
  */
 
 extern char **environ;
@@ -429,13 +433,14 @@ static void
 redis_load(float **x, size_t w, size_t n, int json)
 {
 	/* JSON as SPIRT's Python writes it: json.dumps(grad.tolist()),
-	 * float32 values as float64 reprs (up to 17 digits) */
+	 * float32 values as float64 reprs (up to 17 digits); JSON lists
+	 * under j:i, binary blobs under b:i */
 	char key[32], *s = malloc(n * 26 + 16);
 
 	for (size_t i = 0; i < w; i++) {
 		size_t len = 0;
 
-		snprintf(key, sizeof key, "g:%zu", i);
+		snprintf(key, sizeof key, "%c:%zu", json ? 'j' : 'b', i);
 		if (json) {
 			s[len++] = '[';
 			for (size_t j = 0; j < n; j++)
@@ -451,83 +456,115 @@ redis_load(float **x, size_t w, size_t n, int json)
 	free(s);
 }
 
+/* one EVAL of the Lua mean over j:0 .. j:w-1 */
 static double
-redis_lua(size_t w, int reps)
+redis_lua(size_t w)
 {
 	const char *v[3 + 16];
 	size_t l[3 + 16], len;
 	char keys[16][32], nk[24];
-	double best = 1e9;
+	double t0;
 
 	v[0] = "EVAL";
 	v[1] = LUA;
 	snprintf(nk, sizeof nk, "%zu", w);
 	v[2] = nk;
 	for (size_t i = 0; i < w; i++) {
-		snprintf(keys[i], sizeof keys[i], "g:%zu", i);
+		snprintf(keys[i], sizeof keys[i], "j:%zu", i);
 		v[3 + i] = keys[i];
 	}
 	for (size_t i = 0; i < 3 + w; i++)
 		l[i] = strlen(v[i]);
-	for (int r = 0; r < reps; r++) {
-		double t0 = now();
-
-		rsend((int)(3 + w), v, l);
-		(void)rreply(&len);
-		t0 = now() - t0;
-		if (t0 < best)
-			best = t0;
-	}
-	return best;
+	t0 = now();
+	rsend((int)(3 + w), v, l);
+	(void)rreply(&len);
+	return now() - t0;
 }
 
+/* one client-side mean of the blobs b:0 .. b:w-1 */
 static double
-redis_blob(size_t w, size_t n, float *out, int reps)
+redis_blob(size_t w, size_t n, float *out)
 {
-	double best = 1e9;
 	char key[32];
+	double t0 = now();
 
-	for (int r = 0; r < reps; r++) {
-		double t0 = now();
+	for (size_t i = 0; i < w; i++) {
+		const char *v[2] = { "GET", key };
+		size_t l[2], len;
+		const float *g;
 
-		for (size_t i = 0; i < w; i++) {
-			const char *v[2] = { "GET", key };
-			size_t l[2], len;
-			const float *g;
+		snprintf(key, sizeof key, "b:%zu", i);
+		l[0] = 3;
+		l[1] = strlen(key);
+		rsend(2, v, l);
+		g = (const float *)(const void *)rreply(&len);
+		if (len != n * 4)
+			die("redis blob", SPIRT_ESHAPE);
+		for (size_t j = 0; j < n; j++) {
+			float y;
 
-			snprintf(key, sizeof key, "g:%zu", i);
-			l[0] = 3;
-			l[1] = strlen(key);
-			rsend(2, v, l);
-			g = (const float *)(const void *)rreply(&len);
-			if (len != n * 4)
-				die("redis blob", SPIRT_ESHAPE);
-			for (size_t j = 0; j < n; j++) {
-				float y;
-
-				memcpy(&y, g + j, 4);
-				out[j] = i ? out[j] + y : y;
-			}
+			memcpy(&y, g + j, 4);
+			out[j] = i ? out[j] + y : y;
 		}
-		for (size_t j = 0; j < n; j++)
-			out[j] /= (float)w;
-		t0 = now() - t0;
-		if (t0 < best)
-			best = t0;
 	}
-	return best;
+	for (size_t j = 0; j < n; j++)
+		out[j] /= (float)w;
+	return now() - t0;
 }
 
 /* ---- the table ---- */
 
-static void
-row(const char *what, size_t w, size_t n, double limit, double op,
-    double proc, double redis)
+static int
+cmpd(const void *a, const void *b)
 {
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* the median of v[0..n), 0 if n == 0 (v is sorted) */
+static double
+median(double *v, int n)
+{
+	if (n == 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof *v, cmpd);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* runs of each timed configuration, tools and Redis alike */
+static int
+runs(size_t n)
+{
+	return n > 100000 ? 3 : 7;
+}
+
+/* a tool's runs: whole-process and "work" times */
+struct timing {
+	double proc[7], op[7];
+	int n;
+};
+
+static void
+timed(struct timing *t, char *const av[])
+{
+	t->proc[t->n] = tool(av, &t->op[t->n]);
+	t->n++;
+}
+
+/* LABEL W N limit op proc %limit [redis proc/rds]: op, proc and redis are
+ * medians of as many runs each (redis <= 0: no Redis column) */
+static void
+row(const char *what, size_t w, size_t n, double limit, struct timing *t,
+    double redis)
+{
+	double op = median(t->op, t->n), proc = median(t->proc, t->n);
+
 	printf("%-12s %3zu %9zu %9.2f %9.2f %9.2f %6.0f%%", what, w, n,
 	    limit * 1e3, op * 1e3, proc * 1e3, 100 * limit / op);
 	if (redis > 0)
-		printf(" %10.1f %8.0fx", redis * 1e3, redis / proc);
+		printf(" %10.1f %8.*fx", redis * 1e3, redis / proc < 10 ? 2 : 0,
+		    redis / proc);
 	putchar('\n');
 	fflush(stdout);
 }
@@ -537,18 +574,25 @@ main(int argc, char **argv)
 {
 	static const size_t ws[] = { 4, 8, 16 };
 	static const size_t ns[] = { 100000, 1000000, 10000000 };
-	/* the store lives where TMPDIR says: bench/agg.sh picks a tmpfs
-	 * (/dev/shm), as Redis here keeps its data in memory only */
+	/* the store lives where TMPDIR says: bench/agg.sh picks a disk
+	 * file system (/var/tmp), -m dir a tmpfs */
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	char dir[256], adir[256] = "";
 	const char *alt = NULL;
 	int port = 0, c;
+	int64_t nmax = 10000000;
 	float *x[17], *y[3];
 	unsigned *lim = malloc(10000000 * sizeof *lim);
 
-	while ((c = getopt(argc, argv, "m:p:")) != -1)
+	while ((c = getopt(argc, argv, "m:N:p:")) != -1)
 		if (c == 'm') {
 			alt = optarg;
+		} else if (c == 'N') {
+			if (spirt_parse_i64(&nmax, optarg, 1, 10000000)) {
+				fprintf(stderr, "agg_bench: bad -N \"%s\"\n",
+				    optarg);
+				return 64;
+			}
 		} else if (c == 'p') {
 			int64_t v;
 			if (spirt_parse_i64(&v, optarg, 1, 65535)) {
@@ -573,81 +617,82 @@ main(int argc, char **argv)
 		rconnect(port);
 
 	printf("times in ms; limit = plain streaming loop over the same "
-	    "bytes; op = in-store\noperation (tool -v \"work\"); proc = whole "
-	    "process store to store; %%limit =\nlimit/op; redis = SPIRT's "
-	    "path: Lua/JSON for mean (W JSON lists, cjson decode,\nsum, "
-	    "divide, encode; run once for N = 1e6, not at all for 1e7), "
-	    "client + binary\nblobs for blob; proc/rds = redis/proc; "
-	    "best of 3-7 runs except Redis\n\n");
+	    "bytes, best of 3; op =\nin-store operation (tool -v \"work\"); "
+	    "proc = whole process store to store;\n%%limit = limit/op; "
+	    "redis = SPIRT's path: Lua/JSON for mean (W JSON lists, cjson\n"
+	    "decode, sum, divide, encode; not run for N = 1e7), a client "
+	    "and binary blobs\nfor \"redis blob\"; rds/proc = redis/proc of "
+	    "the row it stands in or below.\nop, proc and redis: medians of "
+	    "as many runs each (7 for N = 1e5, 3 for 1e6\nand 1e7), the "
+	    "tool's and Redis's runs interleaved\n\n");
 	printf("%-12s %3s %9s %9s %9s %9s %7s %10s %9s\n", "operation", "W",
-	    "N", "limit", "op", "proc", "%limit", "redis", "proc/rds");
-	for (size_t ni = 0; ni < 3; ni++) {
+	    "N", "limit", "op", "proc", "%limit", "redis", "rds/proc");
+	for (size_t ni = 0; ni < 3 && ns[ni] <= (size_t)nmax; ni++) {
 		size_t n = ns[ni];
-		char nbuf[32];
 
-		snprintf(nbuf, sizeof nbuf, "%zu", n);
 		for (size_t wi = 0; wi < 3; wi++) {
 			size_t w = ws[wi];
-			double lim_t = limit_agg(x, w, n, lim), lua = 0, blob = 0;
+			double lim_t = limit_agg(x, w, n, lim), lua[7], blob[7];
 			static const char *rules[][2] = { { "mean", NULL },
 			    { "trim", "0.25" }, { "median", NULL } };
+			struct timing t[3], tm;
+			int nlua = 0, nblob = 0, nr = runs(n);
+			char *av[3][12];
 
 			prepare(dir, x, w, n, 0);
 			if (port) {
+				rcmd2("FLUSHALL", "SYNC", 4, NULL, 0);
 				redis_load(x, w, n, 0);
-				blob = redis_blob(w, n, y[0], n > 1000000 ? 1 :
-				    3);
-				if (n <= 1000000) {
+				if (n <= 1000000)
 					redis_load(x, w, n, 1);
-					lua = redis_lua(w, n > 100000 ? 1 : 2);
-				}
 			}
 			for (int r = 0; r < 3; r++) {
-				char *av[] = { "spirt-agg", "-v", "-R", "-s", dir,
+				char *v[] = { "spirt-agg", "-v", "-R", "-s", dir,
 				    "-t", "0", "-r", (char *)rules[r][0],
 				    rules[r][1] ? "--trim" : NULL,
 				    (char *)rules[r][1], NULL };
-				double op = 1e9, proc = 1e9, wk, pt;
-				char what[32], cmd[300];
 
-				for (int k = 0; k < (n > 1000000 ? 3 : 7); k++) {
-					pt = tool(av, &wk);
-					if (pt < proc)
-						proc = pt;
-					if (wk < op)
-						op = wk;
-				}
-				snprintf(what, sizeof what, "agg %s", rules[r][0]);
-				row(what, w, n, lim_t, op, proc,
-				    r == 0 ? lua : 0);
-				/* the headline once more, the store in -m dir */
-				if (r == 0 && alt && w == 8 && n == 1000000) {
-					snprintf(adir, sizeof adir,
-					    "%s/agg_bench.%d.db", alt,
-					    (int)getpid());
-					prepare(adir, x, w, n, 0);
-					av[4] = adir;
-					op = proc = 1e9;
-					for (int k = 0; k < 7; k++) {
-						pt = tool(av, &wk);
-						if (pt < proc)
-							proc = pt;
-						if (wk < op)
-							op = wk;
-					}
-					av[4] = dir;
-					row("  in -m dir", w, n, lim_t, op, proc,
-					    lua);
-					snprintf(cmd, sizeof cmd, "rm -rf '%s'",
-					    adir);
-					if (system(cmd) != 0)
-						die("rm", EIO);
-				}
-				if (r == 0 && blob > 0)
-					printf("%-12s %3zu %9zu %39s %10.1f "
-					    "%8.0fx\n", "  redis blob", w, n,
-					    "", blob * 1e3, blob / proc);
+				memcpy(av[r], v, sizeof v);
+				t[r].n = 0;
 			}
+			/* interleaved: load from elsewhere falls on all alike */
+			for (int k = 0; k < nr; k++) {
+				for (int r = 0; r < 3; r++)
+					timed(&t[r], av[r]);
+				if (!port)
+					continue;
+				blob[nblob++] = redis_blob(w, n, y[0]);
+				if (n <= 1000000)
+					lua[nlua++] = redis_lua(w);
+			}
+			row("agg mean", w, n, lim_t, &t[0], median(lua, nlua));
+			if (nblob)
+				printf("%-12s %3zu %9zu %39s %10.1f %8.2fx\n",
+				    "  redis blob", w, n, "",
+				    median(blob, nblob) * 1e3,
+				    median(blob, nblob) /
+				    median(t[0].proc, t[0].n));
+			/* the headline once more, the store in -m dir; its
+			 * Redis ratio against the Lua runs above */
+			if (alt && w == 8 && n == 1000000) {
+				char cmd[300];
+
+				snprintf(adir, sizeof adir, "%s/agg_bench.%d.db",
+				    alt, (int)getpid());
+				prepare(adir, x, w, n, 0);
+				av[0][4] = adir;
+				tm.n = 0;
+				for (int k = 0; k < nr; k++)
+					timed(&tm, av[0]);
+				av[0][4] = dir;
+				row("  in -m dir", w, n, lim_t, &tm,
+				    median(lua, nlua));
+				snprintf(cmd, sizeof cmd, "rm -rf '%s'", adir);
+				if (system(cmd) != 0)
+					die("rm", EIO);
+			}
+			row("agg trim", w, n, lim_t, &t[1], 0);
+			row("agg median", w, n, lim_t, &t[2], 0);
 		}
 		/* updates: sgd reads theta, g, writes theta'; adam reads
 		 * theta, g, m, v, writes theta', m', v' */
@@ -656,7 +701,7 @@ main(int argc, char **argv)
 			    "-t", "0", "--opt", a ? "adam" : "sgd", NULL };
 			double lim_t = a ? limit_update(x, 4, y, 3, n) :
 			    limit_update(x, 2, y, 1, n);
-			double op = 1e9, proc = 1e9, wk, pt;
+			struct timing t = { .n = 0 };
 
 			if (a)
 				for (size_t j = 0; j < n; j++) {
@@ -664,18 +709,13 @@ main(int argc, char **argv)
 					x[16][n + j] = x[3][j] * x[3][j];
 				}
 			prepare(dir, x, 2, n, 1 + a);
-			for (int k = 0; k < (n > 1000000 ? 3 : 7); k++) {
+			for (int k = 0; k < runs(n); k++) {
 				clear(dir, 0);
-				pt = tool(av, &wk);
-				if (pt < proc)
-					proc = pt;
-				if (wk < op)
-					op = wk;
+				timed(&t, av);
 			}
-			row(a ? "update adam" : "update sgd", 1, n, lim_t, op,
-			    proc, 0);
+			row(a ? "update adam" : "update sgd", 1, n, lim_t, &t,
+			    0);
 		}
-		(void)nbuf;
 	}
 	snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "%s", "");
 	{

@@ -5,6 +5,7 @@
 #   ROUNDS=n sets the number of interleaved rounds (default 9).
 set -e
 cd "$(dirname "$0")/.."
+. bench/cpu.sh
 reps=${1:-300}
 PY=/usr/bin/python3
 FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
@@ -26,7 +27,7 @@ export OPENBLAS_CORETYPE
 OPENBLAS_NUM_THREADS=1
 export OPENBLAS_NUM_THREADS
 echo "OpenBLAS core: $core; torch $($PY -c 'import torch; print(torch.__version__)')"
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
+bench_header bench/grad
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

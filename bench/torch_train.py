@@ -1,24 +1,77 @@
 """torch_train.py - the PyTorch reference for bench/train.
 
-Trains the same models on Fashion-MNIST with the same global batch,
-optimiser and learning rate as the spirt workflow, one thread, and prints
-tab-separated progress lines:  step  train_seconds  test_accuracy
-Evaluation time is excluded from train_seconds (as in spirt-train's log).
+Trains the models spirt-train trains, on Fashion-MNIST, and reports either
+the time to a test accuracy or the time per step.  bench/train.sh sweeps
+the thread configuration, batch size and learning rate with it and races
+the best configuration against spirt.
 
-usage: torch_train.py MODEL BATCH OPT LR EPOCHS EVAL_EVERY TARGET
-  MODEL  mlp | cnn          OPT  sgd | momentum | adam
-  stops at the first evaluation reaching TARGET accuracy (0 = never)
+usage: torch_train.py [-d seconds] -j THREADS MODEL OPT EPOCHS EVERY TARGET
+                      BATCH:LR...
+       torch_train.py -j THREADS MODEL OPT steps N BATCH...
+
+  THREADS  1    one thread (torch, OpenMP and OpenBLAS)
+           2    two threads, OpenMP's default wait policy
+           2p   two threads, OMP_WAIT_POLICY=PASSIVE
+  MODEL    mlp | cnn          OPT  sgd | momentum | adam
+  EVERY    evaluate every EVERY training samples (the same sample
+           intervals whatever the batch), and at each epoch's end
+  TARGET   stop a configuration at the first evaluation reaching it
+  -d S     give up a configuration once its training clock passes S
+           seconds (it cannot beat a run that reached the target in S);
+           S then falls to each configuration's time to the target
+
+For each BATCH:LR, from the same seed, one line:
+  batch  lr  steps  train_seconds  accuracy  reached
+at the first evaluation reaching TARGET (reached = 1), else at the last one
+(reached = 0).  Evaluation time is excluded from train_seconds, as in
+spirt-train's log.  The second form trains N steps of each BATCH (plus 5
+not timed) and prints:  batch  ms_per_step (the mean, as spirt-train's
+log gives it: seconds / steps).
 """
 import gzip
+import os
 import sys
 import time
 
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+THREADS = {"1": ("1", None), "2": ("2", None), "2p": ("2", "PASSIVE")}
 
-D = "/usr/share/datasets/fashion-mnist/"
+
+def usage():
+    sys.stderr.write(__doc__.split("\n\n")[2] + "\n")
+    sys.exit(64)
+
+
+# the thread configuration goes into the environment before torch (and its
+# OpenMP and OpenBLAS) is loaded: both read it once, at load time
+args = sys.argv[1:]
+deadline = None
+threads = None
+while args and args[0].startswith("-"):
+    if len(args) < 2:
+        usage()
+    if args[0] == "-d":
+        deadline = float(args[1])
+    elif args[0] == "-j" and args[1] in THREADS:
+        threads = args[1]
+    else:
+        usage()
+    args = args[2:]
+if threads is None or len(args) < 3:
+    usage()
+n, policy = THREADS[threads]
+os.environ["OMP_NUM_THREADS"] = n
+os.environ["OPENBLAS_NUM_THREADS"] = n
+if policy:
+    os.environ["OMP_WAIT_POLICY"] = policy
+else:
+    os.environ.pop("OMP_WAIT_POLICY", None)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+D = os.environ.get("FMNIST", "/usr/share/datasets/fashion-mnist") + "/"
 
 
 def idx(name, off):
@@ -26,50 +79,111 @@ def idx(name, off):
         return np.frombuffer(f.read(), np.uint8, offset=off)
 
 
-def main():
-    model, batch, opt, lr, epochs, every, target = sys.argv[1:8]
-    batch, lr, epochs, every, target = (int(batch), float(lr), int(epochs),
-                                        int(every), float(target))
-    torch.set_num_threads(1)
+def images(name):
+    x = idx(name, 16).reshape(-1, 1, 28, 28)
+    return torch.tensor(x, dtype=torch.float32) / 255
+
+
+def labels(name):
+    return torch.tensor(idx(name, 8), dtype=torch.long)
+
+
+def net_of(model):
     torch.manual_seed(1)
-    xtr = torch.tensor(idx("train-images-idx3-ubyte.gz", 16).reshape(-1, 1, 28, 28),
-                       dtype=torch.float32) / 255
-    ytr = torch.tensor(idx("train-labels-idx1-ubyte.gz", 8), dtype=torch.long)
-    xte = torch.tensor(idx("t10k-images-idx3-ubyte.gz", 16).reshape(-1, 1, 28, 28),
-                       dtype=torch.float32) / 255
-    yte = torch.tensor(idx("t10k-labels-idx1-ubyte.gz", 8), dtype=torch.long)
     if model == "mlp":
-        net = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
-                            nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
-    else:
-        net = nn.Sequential(nn.Conv2d(1, 32, 5), nn.ReLU(), nn.MaxPool2d(2),
-                            nn.Conv2d(32, 64, 5), nn.ReLU(), nn.MaxPool2d(2),
-                            nn.Flatten(), nn.Linear(1024, 10))
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
+                             nn.Linear(256, 128), nn.ReLU(),
+                             nn.Linear(128, 10))
+    return nn.Sequential(nn.Conv2d(1, 32, 5), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(32, 64, 5), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(1024, 10))
+
+
+def opt_of(net, opt, lr):
     if opt == "sgd":
-        o = torch.optim.SGD(net.parameters(), lr=lr)
-    elif opt == "momentum":
-        o = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
-    else:
-        o = torch.optim.Adam(net.parameters(), lr=lr)
+        return torch.optim.SGD(net.parameters(), lr=lr)
+    if opt == "momentum":
+        return torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
+    return torch.optim.Adam(net.parameters(), lr=lr)
+
+
+def step(net, o, x, y):
+    o.zero_grad()
+    F.cross_entropy(net(x), y).backward()
+    o.step()
+
+
+def to_target(xtr, ytr, xte, yte, model, opt, epochs, every, target, cfg):
+    batch, lr = cfg.split(":")
+    batch, lr = int(batch), float(lr)
+    net = net_of(model)
+    o = opt_of(net, opt, lr)
     n = xtr.shape[0]
-    step, clock = 0, 0.0
-    for ep in range(epochs):
+    nb = n // batch
+    # evaluate every `every` samples, whatever the batch
+    each = max(1, round(every / batch))
+    steps, clock, acc = 0, 0.0, 0.0
+    torch.manual_seed(1)
+    for _ in range(epochs):
         perm = torch.randperm(n)
-        for b in range(n // batch):
+        for b in range(nb):
             t0 = time.perf_counter()
             i = perm[b * batch:(b + 1) * batch]
-            o.zero_grad()
-            loss = F.cross_entropy(net(xtr[i]), ytr[i])
-            loss.backward()
-            o.step()
+            step(net, o, xtr[i], ytr[i])
             clock += time.perf_counter() - t0
-            step += 1
-            if step % every == 0 or b == n // batch - 1:
-                with torch.no_grad():
-                    acc = (net(xte).argmax(1) == yte).float().mean().item()
-                print("%d\t%.4f\t%.4f" % (step, clock, acc), flush=True)
-                if target and acc >= target:
-                    return
+            steps += 1
+            if steps % each and b != nb - 1:
+                continue
+            with torch.no_grad():
+                acc = (net(xte).argmax(1) == yte).float().mean().item()
+            if target and acc >= target:
+                return batch, lr, steps, clock, acc, 1
+            if deadline is not None and clock > deadline:
+                return batch, lr, steps, clock, acc, 0
+    return batch, lr, steps, clock, acc, 0
+
+
+def per_step(xtr, ytr, model, opt, nsteps, batch):
+    net = net_of(model)
+    o = opt_of(net, opt, 1e-3)
+    perm = torch.randperm(xtr.shape[0])
+    t = []
+    for s in range(nsteps + 5):
+        j = (s * batch) % (xtr.shape[0] - batch)
+        i = perm[j:j + batch]
+        t0 = time.perf_counter()
+        step(net, o, xtr[i], ytr[i])
+        if s >= 5:
+            t.append(time.perf_counter() - t0)
+    return 1e3 * sum(t) / len(t)
+
+
+def main():
+    model = args[0]
+    if model not in ("mlp", "cnn"):
+        usage()
+    torch.set_num_threads(int(n))
+    xtr = images("train-images-idx3-ubyte.gz")
+    ytr = labels("train-labels-idx1-ubyte.gz")
+    if len(args) > 3 and args[2] == "steps":
+        for b in args[4:]:
+            print("%s\t%.4f" % (b, per_step(xtr, ytr, model, args[1],
+                                            int(args[3]), int(b))),
+                  flush=True)
+        return
+    if len(args) < 6:
+        usage()
+    opt, epochs, every, target = args[1], int(args[2]), int(args[3]), \
+        float(args[4])
+    xte = images("t10k-images-idx3-ubyte.gz")
+    yte = labels("t10k-labels-idx1-ubyte.gz")
+    global deadline
+    for cfg in args[5:]:
+        r = to_target(xtr, ytr, xte, yte, model, opt, epochs, every, target,
+                      cfg)
+        print("%d\t%g\t%d\t%.4f\t%.4f\t%d" % r, flush=True)
+        if r[5] and (deadline is None or r[3] < deadline):
+            deadline = r[3]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,102 @@
+"""warm_step.py - where the milliseconds of a warm spirt step go.
+
+Runs spirt-train's warm workflow with a driver that stamps the time at
+every hand-off: the same --serve tools with the same options, a step at a
+time (FUNCTIONS gradient functions side by side, then the aggregate, then
+the update), each tool answering one line per step, as spirt-train drives
+them through its FIFOs.  The phases of a step are disjoint intervals of
+that step, so they and the whole are measured in the same run and add up:
+    whole = grad phase + agg + update + driver (the rest: hand-offs,
+            this driver's own work between the phases)
+
+usage: warm_step.py STORE MODEL FUNCTIONS BATCH SEED LR STEPS
+  STORE holds the shards and model/MODEL@0 (spirt-shard, spirt-init); the
+  run adds to it.  SPIRT_SYNC in the environment applies to every tool.
+Prints one line, milliseconds per step (means over the steps):
+  whole  grad  agg  update  driver  first_grad  steps
+(first_grad: from the step's start to the first function's answer)
+"""
+import os
+import select
+import subprocess
+import sys
+import time
+
+
+def main():
+    if len(sys.argv) != 8:
+        sys.stderr.write(__doc__.split("\n\n")[2] + "\n")
+        sys.exit(64)
+    store, model, fns, batch, seed, lr, steps = sys.argv[1:]
+    fns, steps = int(fns), int(steps)
+    env = dict(os.environ, SPIRT_STORE=store)
+    env.setdefault("SPIRT_THREADS", "1")
+
+    def start(argv):
+        return subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, env=env,
+                                bufsize=0)
+
+    # the tools and options of spirt-train's warm workflow (momentum, the
+    # mean, pruning at every step, a durable version every 100 steps)
+    grads = [start(["spirt-grad", "-q", "--serve", "-m", model, "-w", str(w),
+                    "-b", batch, "-S", seed]) for w in range(fns)]
+    agg = start(["spirt-agg", "-q", "-R", "-P", "-r", "mean", "--serve"])
+    upd = start(["spirt-update", "-q", "-m", model, "-r", lr, "--opt",
+                 "momentum", "--momentum", "0.9", "--schedule", "constant",
+                 "--lr-total", str(steps), "--keep", "2", "--checkpoint",
+                 "100", "--serve"])
+    tools = grads + [agg, upd]
+
+    def ask(p):         # one answer line of p (it writes it at once)
+        line = b""
+        while not line.endswith(b"\n"):
+            k = os.read(p.stdout.fileno(), 4096)
+            if not k:
+                break
+            line += k
+        if not line.endswith(b"\n") or b"error=" in line:
+            sys.stderr.write("warm_step: %s answered %r\n" % (p.args[0],
+                                                            line))
+            for q in tools:
+                q.kill()
+            sys.exit(70)
+
+    byfd = {p.stdout.fileno(): p for p in grads}
+    grad = aggt = updt = first = 0.0
+    begin = time.perf_counter()
+    for t in range(steps):
+        msg = b"%d\n" % t
+        t0 = time.perf_counter()
+        for p in grads:
+            os.write(p.stdin.fileno(), msg)
+        t1, left = 0.0, set(byfd)
+        while left:
+            for fd in select.select(list(left), [], [])[0]:
+                ask(byfd[fd])
+                left.discard(fd)
+            t1 = t1 or time.perf_counter()
+        t2 = time.perf_counter()
+        os.write(agg.stdin.fileno(), msg)
+        ask(agg)
+        t3 = time.perf_counter()
+        os.write(upd.stdin.fileno(), msg)
+        ask(upd)
+        t4 = time.perf_counter()
+        first += t1 - t0
+        grad += t2 - t0
+        aggt += t3 - t2
+        updt += t4 - t3
+    whole = time.perf_counter() - begin
+    for p in tools:
+        p.stdin.close()
+    for p in tools:
+        p.wait()
+    k = 1e3 / steps
+    print("%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%d" % (
+        whole * k, grad * k, aggt * k, updt * k,
+        (whole - grad - aggt - updt) * k, first * k, steps))
+
+
+if __name__ == "__main__":
+    main()
