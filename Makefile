@@ -82,7 +82,7 @@ deps:
 
 check:
 	$(MAKE) all $(UNIT)
-	sh tests/run $(UNIT)
+	SPIRT_CHECK_CFLAGS='$(CFLAGS)' sh tests/run $(UNIT)
 
 test: check
 
