@@ -7,12 +7,15 @@ MANPREFIX = $(PREFIX)/share/man
 
 # dependencies (Debian 12 package names are listed in deps/debian)
 PKG_CONFIG = pkg-config
-# upstream LMDB ships no .pc file.  Linked statically (Debian's liblmdb-dev
-# has liblmdb.a): one shared library less to load at each start, and its
-# malloc() calls go through spirt's wrapper (lib/mem.h).  Where there is
-# no liblmdb.a, LMDB_LIBS=-llmdb works too, only without huge pages for
-# LMDB's in-memory records.
-LMDB_LIBS = -Wl,-Bstatic -llmdb -Wl,-Bdynamic -pthread
+# upstream LMDB ships no .pc file.  Linked statically where the compiler
+# finds LMDB_STATIC (Debian's liblmdb-dev has liblmdb.a): one shared
+# library less to load at each start, and its malloc() calls go through
+# spirt's wrapper (lib/mem.h).  Where there is none the default falls back
+# to -llmdb, which works too, only without huge pages for LMDB's in-memory
+# records; LMDB_LIBS=-llmdb asks for that outright.
+LMDB_STATIC = liblmdb.a
+LMDB_LIBS = `f=$$($(CC) -print-file-name=$(LMDB_STATIC)); \
+	test -f "$$f" && echo "$$f" || echo -llmdb` -pthread
 # every malloc() of spirt and static LMDB through lib/mem.c, by GNU ld's
 # (or lld's) --wrap.  With another linker build with WRAP_LDFLAGS= (empty):
 # WRAP_CPPFLAGS follows it and lib/mem.c leaves the wrapper out.

@@ -188,10 +188,13 @@ isarun() {
 	done
 }
 
-@test "make WRAP_LDFLAGS= LMDB_LIBS=-llmdb: no malloc wrapper, shared LMDB" {
+@test "make WRAP_LDFLAGS=, and no liblmdb.a: no malloc wrapper, shared LMDB by default" {
 	other_builds
 	srccopy
-	run -0 timeout 900 make -s -C src -j2 WRAP_LDFLAGS= LMDB_LIBS=-llmdb \
+	# LMDB_STATIC names a file the compiler cannot find, as on a system
+	# without liblmdb.a: the default LMDB_LIBS falls back to -llmdb
+	run -0 timeout 900 make -s -C src -j2 WRAP_LDFLAGS= \
+	    LMDB_STATIC=no-such-liblmdb.a \
 	    all tests/unit/test_mem tests/unit/test_store
 	# the wrapper is left out with the flag that would resolve it
 	run -0 nm src/lib/mem.o
