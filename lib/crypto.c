@@ -11,6 +11,7 @@
 
 #include "crypto.h"
 #include "io.h"
+#include "le.h"
 
 /*
  * Every wire and file format here is specified in docs/protocol.md; the
@@ -33,38 +34,6 @@
 
 #define KDF_I2R "spirt-peer v1 i2r"
 #define KDF_R2I "spirt-peer v1 r2i"
-
-/* ---- little-endian packing, field by field ---- */
-
-static void
-put16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-
-static void
-put64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint16_t
-get16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint64_t
-get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
 
 /* ---- library, ids, roles ---- */
 
@@ -513,9 +482,9 @@ spirt_token_make(unsigned char tok[SPIRT_TOKEN_BYTES],
 	memcpy(tok, TOK_MAGIC, 4);
 	tok[4] = FMT_VERSION;
 	tok[5] = (unsigned char)role;
-	put16(tok + 6, 0);
-	put64(tok + 8, issued);
-	put64(tok + 16, expires);
+	spirt_le_put16(tok + 6, 0);
+	spirt_le_put64(tok + 8, issued);
+	spirt_le_put64(tok + 16, expires);
 	id_pack(tok + 24, run);
 	id_pack(tok + 56, id);
 	memcpy(tok + 88, pk, SPIRT_PK_BYTES);
@@ -533,12 +502,12 @@ spirt_token_decode(struct spirt_member *m,
 		return SPIRT_EMAGIC;
 	if (tok[4] != FMT_VERSION)
 		return SPIRT_EVERSION;
-	if (!role_valid(tok[5]) || get16(tok + 6) != 0 ||
+	if (!role_valid(tok[5]) || spirt_le_get16(tok + 6) != 0 ||
 	    id_unpack(m->run, tok + 24) || id_unpack(m->id, tok + 56))
 		return SPIRT_EDATA;
 	m->role = tok[5];
-	m->issued = get64(tok + 8);
-	m->expires = get64(tok + 16);
+	m->issued = spirt_le_get64(tok + 8);
+	m->expires = spirt_le_get64(tok + 16);
 	memcpy(m->pk, tok + 88, SPIRT_PK_BYTES);
 	return 0;
 }
@@ -943,13 +912,13 @@ hs_parse(struct hsmsg *h, const unsigned char *m, size_t len, int type)
 		return SPIRT_EVERSION;
 	if (m[5] != type)
 		return SPIRT_EDATA;
-	toklen = get16(m + 6);
+	toklen = spirt_le_get16(m + 6);
 	if (toklen != 0 && toklen != SPIRT_TOKEN_BYTES)
 		return SPIRT_EDATA;
 	if (len != SPIRT_HS_BYTES + toklen)
 		return len < SPIRT_HS_BYTES + toklen ? SPIRT_ETRUNC :
 		    SPIRT_EDATA;
-	h->ts = get64(m + 8);
+	h->ts = spirt_le_get64(m + 8);
 	h->run = m + 16;
 	h->sender = m + 48;
 	h->receiver = m + 80;
@@ -973,8 +942,8 @@ hs_build(unsigned char *m, int type, uint64_t ts, const char *run,
 	memcpy(m, HS_MAGIC, 4);
 	m[4] = FMT_VERSION;
 	m[5] = (unsigned char)type;
-	put16(m + 6, (uint16_t)toklen);
-	put64(m + 8, ts);
+	spirt_le_put16(m + 6, (uint16_t)toklen);
+	spirt_le_put64(m + 8, ts);
 	id_pack(m + 16, run);
 	id_pack(m + 48, self->id);
 	id_pack(m + 80, peer);
@@ -1265,12 +1234,12 @@ msg_parse(const unsigned char *m, size_t len, size_t *k, size_t *n)
 		return SPIRT_EVERSION;
 	if (m[5] != MSG_DATA)
 		return SPIRT_EDATA;
-	*k = get16(m + 6);
+	*k = spirt_le_get16(m + 6);
 	if (*k == 0 || *k > SPIRT_MSG_KEY_MAX)
 		return SPIRT_EDATA;
 	if (len < SPIRT_MSG_HEAD + *k + SPIRT_MSG_TAG)
 		return SPIRT_ETRUNC;
-	pn = get64(m + 120);
+	pn = spirt_le_get64(m + 120);
 	if (pn != len - SPIRT_MSG_HEAD - *k - SPIRT_MSG_TAG)
 		return pn > len - SPIRT_MSG_HEAD - *k - SPIRT_MSG_TAG ?
 		    SPIRT_ETRUNC : SPIRT_EDATA;
@@ -1293,8 +1262,8 @@ spirt_msg_info(struct spirt_msg_info *info, const unsigned char *m,
 	    id_unpack(info->sender, m + 56) ||
 	    id_unpack(info->receiver, m + 88))
 		return SPIRT_EDATA;
-	info->counter = get64(m + 8);
-	info->step = get64(m + 16);
+	info->counter = spirt_le_get64(m + 8);
+	info->step = spirt_le_get64(m + 16);
 	info->n = n;
 	return 0;
 }
@@ -1303,7 +1272,7 @@ static void
 nonce_of(unsigned char nonce[24], uint64_t counter)
 {
 	memset(nonce, 0, 24);
-	put64(nonce, counter);
+	spirt_le_put64(nonce, counter);
 }
 
 int
@@ -1325,13 +1294,13 @@ spirt_session_seal(struct spirt_session *s, unsigned char *out, size_t cap,
 	memcpy(out, MSG_MAGIC, 4);
 	out[4] = FMT_VERSION;
 	out[5] = MSG_DATA;
-	put16(out + 6, (uint16_t)k);
-	put64(out + 8, s->txctr);
-	put64(out + 16, step);
+	spirt_le_put16(out + 6, (uint16_t)k);
+	spirt_le_put64(out + 8, s->txctr);
+	spirt_le_put64(out + 16, step);
 	memcpy(out + 24, s->run, SPIRT_ID_MAX);
 	memcpy(out + 56, s->self, SPIRT_ID_MAX);
 	memcpy(out + 88, s->peer, SPIRT_ID_MAX);
-	put64(out + 120, n);
+	spirt_le_put64(out + 120, n);
 	memcpy(out + SPIRT_MSG_HEAD, key, k);
 	nonce_of(nonce, s->txctr);
 	crypto_aead_xchacha20poly1305_ietf_encrypt(out + SPIRT_MSG_HEAD + k,
@@ -1357,11 +1326,11 @@ spirt_session_open(struct spirt_session *s, void *pt, size_t cap, size_t *n,
 	if (memcmp(m + 56, s->peer, SPIRT_ID_MAX) != 0 ||
 	    memcmp(m + 88, s->self, SPIRT_ID_MAX) != 0)
 		return SPIRT_EADDR;
-	if (get64(m + 16) != step)
+	if (spirt_le_get64(m + 16) != step)
 		return SPIRT_ESTEP;
 	if (k != strlen(key) || memcmp(m + SPIRT_MSG_HEAD, key, k) != 0)
 		return SPIRT_EWRONGKEY;
-	ctr = get64(m + 8);
+	ctr = spirt_le_get64(m + 8);
 	if ((rc = win_check(&s->win, ctr)) != 0)
 		return rc;
 	if (cap < pn)

@@ -17,57 +17,9 @@
 #endif
 
 #include "io.h"
+#include "le.h"
 #include "tensor.h"
 #include "vec.h"
-
-/* ---- little-endian packing, field by field (s6 uint64_pack) ---- */
-
-static void
-put16(unsigned char *p, uint16_t v)
-{
-	p[0] = v & 0xff;
-	p[1] = v >> 8;
-}
-
-static void
-put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (v >> (8 * i)) & 0xff;
-}
-
-static void
-put64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (v >> (8 * i)) & 0xff;
-}
-
-static uint16_t
-get16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t
-get32(const unsigned char *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 3; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static uint64_t
-get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
 
 /* ---- dtypes ---- */
 
@@ -199,26 +151,26 @@ spirt_tensor_pack_header(void *out, size_t cap, struct spirt_tensor *t)
 		return SPIRT_EINVAL;
 	memset(p, 0, n);
 	memcpy(p, SPIRT_TENSOR_MAGIC, 4);
-	put16(p + 4, SPIRT_TENSOR_VERSION);
+	spirt_le_put16(p + 4, SPIRT_TENSOR_VERSION);
 	p[6] = t->dtype;
 	p[7] = t->rank;
-	put32(p + 8, t->hdrlen);
-	put16(p + 12, (uint16_t)namelen);
-	put16(p + 14, t->flags);
-	put64(p + 16, t->step);
-	put64(p + 24, t->samples);
+	spirt_le_put32(p + 8, t->hdrlen);
+	spirt_le_put16(p + 12, (uint16_t)namelen);
+	spirt_le_put16(p + 14, t->flags);
+	spirt_le_put64(p + 16, t->step);
+	spirt_le_put64(p + 24, t->samples);
 	memcpy(&lossbits, &t->loss, 8);
-	put64(p + 32, lossbits);
-	put32(p + 40, t->origin);
-	put32(p + 44, t->count);
-	put64(p + 48, t->nbytes);
+	spirt_le_put64(p + 32, lossbits);
+	spirt_le_put32(p + 40, t->origin);
+	spirt_le_put32(p + 44, t->count);
+	spirt_le_put64(p + 48, t->nbytes);
 	off = SPIRT_TENSOR_FIXED;
 	for (unsigned i = 0; i < t->rank; i++, off += 8)
-		put64(p + off, t->dims[i]);
+		spirt_le_put64(p + off, t->dims[i]);
 	memcpy(p + off, t->name, namelen);
 	off = n - 8;
 	t->hsum = XXH3_64bits(p, off);
-	put64(p + off, t->hsum);
+	spirt_le_put64(p + off, t->hsum);
 	return 0;
 }
 
@@ -242,13 +194,13 @@ spirt_tensor_unpack_header(struct spirt_tensor *t, const void *buf,
 		return SPIRT_EMAGIC;
 	if (len < 6)
 		return SPIRT_ETRUNC;
-	if (get16(p + 4) != SPIRT_TENSOR_VERSION)
+	if (spirt_le_get16(p + 4) != SPIRT_TENSOR_VERSION)
 		return SPIRT_EVERSION;
 	if (len < SPIRT_TENSOR_FIXED)
 		return SPIRT_ETRUNC;
-	hdrlen = get32(p + 8);
+	hdrlen = spirt_le_get32(p + 8);
 	rank = p[7];
-	namelen = get16(p + 12);
+	namelen = spirt_le_get16(p + 12);
 	if (rank > SPIRT_MAXRANK || namelen > SPIRT_NAME_MAX ||
 	    hdrlen != SPIRT_TENSOR_FIXED + 8 * rank + pad8(namelen) + 8)
 		return SPIRT_EHEADER;
@@ -256,29 +208,29 @@ spirt_tensor_unpack_header(struct spirt_tensor *t, const void *buf,
 		*need = hdrlen;
 	if (len < hdrlen)
 		return SPIRT_ETRUNC;
-	if (XXH3_64bits(p, hdrlen - 8) != get64(p + hdrlen - 8))
+	if (XXH3_64bits(p, hdrlen - 8) != spirt_le_get64(p + hdrlen - 8))
 		return SPIRT_EHEADER;
 
 	memset(t, 0, sizeof *t);
 	t->dtype = p[6];
 	t->rank = (uint8_t)rank;
-	t->flags = get16(p + 14);
-	t->step = get64(p + 16);
-	t->samples = get64(p + 24);
-	lossbits = get64(p + 32);
+	t->flags = spirt_le_get16(p + 14);
+	t->step = spirt_le_get64(p + 16);
+	t->samples = spirt_le_get64(p + 24);
+	lossbits = spirt_le_get64(p + 32);
 	memcpy(&t->loss, &lossbits, 8);
-	t->origin = get32(p + 40);
-	t->count = get32(p + 44);
-	nbytes = get64(p + 48);
+	t->origin = spirt_le_get32(p + 40);
+	t->count = spirt_le_get32(p + 44);
+	nbytes = spirt_le_get64(p + 48);
 	off = SPIRT_TENSOR_FIXED;
 	for (unsigned i = 0; i < rank; i++, off += 8)
-		t->dims[i] = get64(p + off);
+		t->dims[i] = spirt_le_get64(p + off);
 	memcpy(t->name, p + off, namelen);
 	if (memchr(t->name, '\0', namelen))
 		return SPIRT_EHEADER;
 	t->name[namelen] = '\0';
 	t->hdrlen = hdrlen;
-	t->hsum = get64(p + hdrlen - 8);
+	t->hsum = spirt_le_get64(p + hdrlen - 8);
 	if (t->flags & ~SPIRT_TF_KNOWN)
 		return SPIRT_EVERSION;
 	if ((rc = sizes(t)))
@@ -293,8 +245,8 @@ spirt_tensor_pack_trailer(unsigned char out[SPIRT_TENSOR_TRAILER],
     const struct spirt_tensor *t, const void *payload)
 {
 	memcpy(out, SPIRT_TENSOR_ENDMAGIC, 4);
-	put32(out + 4, 0);
-	put64(out + 8, XXH3_64bits_withSeed(payload, t->nbytes, t->hsum));
+	spirt_le_put32(out + 4, 0);
+	spirt_le_put64(out + 8, XXH3_64bits_withSeed(payload, t->nbytes, t->hsum));
 }
 
 _Static_assert(sizeof(XXH3_state_t) <= sizeof(struct spirt_tensor_sum),
@@ -324,17 +276,17 @@ spirt_tensor_sum_trailer(unsigned char out[SPIRT_TENSOR_TRAILER],
     struct spirt_tensor_sum *s)
 {
 	memcpy(out, SPIRT_TENSOR_ENDMAGIC, 4);
-	put32(out + 4, 0);
-	put64(out + 8, XXH3_64bits_digest((XXH3_state_t *)(void *)s->state));
+	spirt_le_put32(out + 4, 0);
+	spirt_le_put64(out + 8, XXH3_64bits_digest((XXH3_state_t *)(void *)s->state));
 }
 
 int
 spirt_tensor_check_trailer(const struct spirt_tensor *t, const void *payload,
     const unsigned char tr[SPIRT_TENSOR_TRAILER])
 {
-	if (memcmp(tr, SPIRT_TENSOR_ENDMAGIC, 4) || get32(tr + 4))
+	if (memcmp(tr, SPIRT_TENSOR_ENDMAGIC, 4) || spirt_le_get32(tr + 4))
 		return SPIRT_ETORN;
-	if (XXH3_64bits_withSeed(payload, t->nbytes, t->hsum) != get64(tr + 8))
+	if (XXH3_64bits_withSeed(payload, t->nbytes, t->hsum) != spirt_le_get64(tr + 8))
 		return SPIRT_ECHECKSUM;
 	return 0;
 }
@@ -374,7 +326,7 @@ spirt_tensor_decode(struct spirt_tensor *t, const void **payload,
 	if (len - t->hdrlen > t->nbytes + SPIRT_TENSOR_TRAILER)
 		return SPIRT_ETORN;
 	tr = p + t->hdrlen + t->nbytes;
-	if (memcmp(tr, SPIRT_TENSOR_ENDMAGIC, 4) || get32(tr + 4))
+	if (memcmp(tr, SPIRT_TENSOR_ENDMAGIC, 4) || spirt_le_get32(tr + 4))
 		return SPIRT_ETORN;
 	if (verify && (rc = spirt_tensor_check_trailer(t, p + t->hdrlen, tr)))
 		return rc;
