@@ -491,7 +491,11 @@ assert (r.name, r.step, r.count) == ('adam', 3, 3)"
 		*) spirt-update -q -m m --serve <>"in.$tool" > "out.$tool" & ;;
 		esac
 		pid=$!
-		sleep 0.3
+		# (its SIGTERM handler set: SIGTERM is bit 15 of SigCgt)
+		for i in $(seq 300); do
+			caught "$pid" 15 && break
+			sleep 0.1
+		done
 		kill -0 "$pid"          # still waiting for a step
 		kill -TERM "$pid"
 		rc=0

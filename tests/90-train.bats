@@ -152,6 +152,13 @@ digest() {      # digest STORE KEY: hash of one stored record
 		sleep 0.1
 	done
 	[ -n "$victim" ]
+	# (a process found at once may not have set its handler yet: a
+	# SIGTERM before it does kills it, which is not what is tested here.
+	# Wait until SIGTERM (bit 15) is in its caught-signal mask.)
+	for i in $(seq 600); do
+		caught "$victim" 15 && break
+		sleep 0.1
+	done
 	kill -TERM "$victim"
 	rc=0
 	wait "$pid" || rc=$?

@@ -47,3 +47,10 @@ store_digest() {
 	fi
 	printf '%s\n%s\n' "$d" "$s" | md5sum
 }
+
+# caught PID SIG: process PID has a handler for signal number SIG
+caught() {
+	local m
+	m=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
+	[ -n "$m" ] && [ $(( (0x$m >> ($2 - 1)) & 1 )) -eq 1 ]
+}
