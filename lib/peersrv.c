@@ -203,12 +203,15 @@ sess_find(struct spirt_peersrv *p, const unsigned char *sid, double now)
 	return hit;
 }
 
-/* a free slot: an empty or idle one, else the least recently used that
- * never proved itself, else none */
+/*
+ * A free slot: an empty or idle one, else the least recently used that
+ * never proved itself, else the least recently used.  Its member, if it
+ * comes back, is told SPIRT_ESESSION and handshakes again.
+ */
 static struct sess *
 sess_slot(struct spirt_peersrv *p, double now)
 {
-	struct sess *lru = NULL;
+	struct sess *lru = NULL, *unconf = NULL;
 
 	for (unsigned i = 0; i < p->conf.max_sessions; i++) {
 		struct sess *e = &p->tab[i];
@@ -218,9 +221,13 @@ sess_slot(struct spirt_peersrv *p, double now)
 		if (!e->s)
 			return e;
 		if (!spirt_session_confirmed(e->s) &&
-		    (!lru || e->last < lru->last))
+		    (!unconf || e->last < unconf->last))
+			unconf = e;
+		if (!lru || e->last < lru->last)
 			lru = e;
 	}
+	if (unconf)
+		lru = unconf;
 	if (lru)
 		sess_drop(lru);
 	return lru;

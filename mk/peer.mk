@@ -5,7 +5,7 @@ PEER_LIBHDR = lib/crypto.h lib/remote.h lib/peersrv.h lib/backend.h
 PEER_LIBOBJ = lib/crypto.o lib/remote.o lib/store_http.o lib/peersrv.o
 PEER_BIN = spirt-peer
 PEER_MAN1 = man/spirt-peer.1
-PEER_UNIT = tests/unit/test_crypto
+PEER_UNIT = tests/unit/test_crypto tests/unit/test_remote
 
 lib/crypto.o: lib/crypto.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/crypto.c
@@ -28,3 +28,9 @@ lib/store_http.o: lib/store_http.c lib/backend.h
 
 lib/peersrv.o: lib/peersrv.c
 	$(CC) $(ALLCFLAGS) $(MHD_CFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/peersrv.c
+
+tests/unit/test_remote: tests/unit/test_remote.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_remote.o lib/libspirt.a $(MHD_LIBS) $(BASE_LIBS)
+tests/unit/test_remote.o: tests/unit/check.h $(LIBHDR)
+tests/unit/test_remote.o: tests/unit/test_remote.c
+	$(CC) $(ALLCFLAGS) $(CURL_CFLAGS) -c -o $@ tests/unit/test_remote.c
