@@ -317,6 +317,8 @@ spirt_store_open(struct spirt_store **out, const char *loc, unsigned flags)
 	    !(flags & SPIRT_STORE_RDONLY);
 
 	*out = NULL;
+	if (strncmp(loc, "https://", 8) == 0)
+		return SPIRT_ENOTSUP;   /* the protocol seals; TLS is not in */
 	if (spirt_store_is_url(loc))
 		return be_open(out, &spirt_backend_http, loc, flags);
 	/* a store being created that cannot be: 73, not 66 (SPIRT_EOUTPUT) */
