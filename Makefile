@@ -38,7 +38,8 @@ UNIT = tests/unit/test_tensor tests/unit/test_store tests/unit/test_parse \
 	$(PEER_UNIT)
 BENCH = bench/store_bench $(DATA_BENCH) $(MODEL_BENCH) $(AGG_BENCH)
 
-BASE_LIBS = $(WRAP_LDFLAGS) $(LMDB_LIBS) $(XXHASH_LIBS) -lm
+BASE_LIBS = $(WRAP_LDFLAGS) $(LMDB_LIBS) $(XXHASH_LIBS) $(CURL_LIBS) \
+	$(SODIUM_LIBS) -lm
 
 all: $(BIN)
 

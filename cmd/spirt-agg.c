@@ -299,6 +299,9 @@ main(int argc, char **argv)
 
 	if (fromstore) {
 		act = o.store ? o.store : spirt_store_default();
+		if (tostore && spirt_store_is_url(act))
+			die(SPIRT_EX_USAGE, "%s: aggregation into a store runs "
+			    "on the peer that owns it (or give -o file)", act);
 		if ((rc = spirt_store_open(&s, act, tostore ? 0 :
 		    SPIRT_STORE_RDONLY)))
 			goto fail;

@@ -1,5 +1,7 @@
-/* spirt-peer.c - peer identities and member tokens (keygen, invite) */
+/* spirt-peer.c - peer identities, member tokens, serving the store */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,17 +11,26 @@
 #include "crypto.h"
 #include "io.h"
 #include "parse.h"
+#include "peersrv.h"
+#include "remote.h"
+#include "store.h"
 #include "tool.h"
 
 #define USAGE \
 "usage: spirt-peer keygen [-f] [-p pubfile] keyfile\n" \
 "       spirt-peer invite [-e duration] [-o file] [-R role] -g groupkey\n" \
-"           -i id -r run pubkey\n"
+"           -i id -r run pubkey\n" \
+"       spirt-peer serve [-qv] [-a allowfile] [-F fd] [-g group] [-i id]\n" \
+"           [-k keyfile] [-l addr:port] [-M size] [-r run] [-s store]\n" \
+"           [-T tokenfile]\n"
 
 #define EXPIRES_MAX (10 * 366 * 86400.0)       /* ten years, in seconds */
 
+#define LISTEN_DEFAULT "127.0.0.1:7070"
+
 static struct {
 	const char *expires, *group, *id, *out, *pub, *role, *run;
+	const char *allow, *key, *listen, *maxbytes, *readyfd, *store, *token;
 	int force;
 } o;
 
@@ -33,16 +44,33 @@ usage(int code)
 		    "print its public key\n"
 		    "  invite             sign a member token with the group "
 		    "key\n"
+		    "  serve              serve the store to members over "
+		    "HTTP\n"
+		    "  -a, --allow FILE   serve: allowlist of members\n"
 		    "  -e, --expires DUR  token valid for DUR (s, m, h; "
 		    "default 24h)\n"
+		    "  -F, --ready-fd FD  serve: write addr:port to FD once "
+		    "listening\n"
 		    "  -f, --force        replace an existing key file\n"
-		    "  -g, --group FILE   the group's secret key file\n"
-		    "  -i, --id ID        the member's id\n"
+		    "  -g, --group FILE   invite: the group's secret key file;\n"
+		    "                     serve: its public key (file or hex)\n"
+		    "  -i, --id ID        the member's id (serve: ours, "
+		    "without -T)\n"
+		    "  -k, --key FILE     serve: our identity key file\n"
+		    "  -l, --listen A:P   serve: address and port (default "
+		    LISTEN_DEFAULT ")\n"
+		    "  -M, --max-bytes N  serve: largest value (default "
+		    "1G)\n"
 		    "  -o, --output FILE  write the token to FILE (default "
 		    "stdout)\n"
 		    "  -p, --public FILE  also write the public key to FILE\n"
+		    "  -q, --quiet        serve: no log of refusals\n"
 		    "  -R, --role ROLE    peer (default) or function\n"
 		    "  -r, --run ID       the run the token admits to\n"
+		    "  -s, --store PATH   serve: the store (default "
+		    "$SPIRT_STORE or spirt.db)\n"
+		    "  -T, --token FILE   serve: our member token\n"
+		    "  -v, --verbose      serve: log every request\n"
 		    "  -h, --help         this help\n"
 		    "  -V, --version      print version\n", stdout);
 	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
@@ -52,32 +80,50 @@ static void
 options(int argc, char **argv)
 {
 	static const struct option lo[] = {
+		{ "allow", required_argument, NULL, 'a' },
 		{ "expires", required_argument, NULL, 'e' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "group", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "id", required_argument, NULL, 'i' },
+		{ "key", required_argument, NULL, 'k' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "max-bytes", required_argument, NULL, 'M' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "public", required_argument, NULL, 'p' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "ready-fd", required_argument, NULL, 'F' },
 		{ "role", required_argument, NULL, 'R' },
 		{ "run", required_argument, NULL, 'r' },
+		{ "store", required_argument, NULL, 's' },
+		{ "token", required_argument, NULL, 'T' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+e:fg:hi:o:p:R:r:V", lo, NULL)) !=
-	    -1)
+	while ((c = getopt_long(argc, argv, "+a:e:F:fg:hi:k:l:M:o:p:qR:r:s:T:vV",
+	    lo, NULL)) != -1)
 		switch (c) {
+		case 'a': o.allow = optarg; break;
 		case 'e': o.expires = optarg; break;
+		case 'F': o.readyfd = optarg; break;
 		case 'f': o.force = 1; break;
 		case 'g': o.group = optarg; break;
 		case 'h': usage(0);
 		case 'i': o.id = optarg; break;
+		case 'k': o.key = optarg; break;
+		case 'l': o.listen = optarg; break;
+		case 'M': o.maxbytes = optarg; break;
 		case 'o': o.out = optarg; break;
 		case 'p': o.pub = optarg; break;
+		case 'q': spirt_quiet = 1; break;
 		case 'R': o.role = optarg; break;
 		case 'r': o.run = optarg; break;
+		case 's': o.store = optarg; break;
+		case 'T': o.token = optarg; break;
+		case 'v': spirt_verbose++; break;
 		case 'V': print_version();
 		default: usage(1);
 		}
@@ -181,6 +227,116 @@ invite(const char *pubarg)
 	return fshut_stdout(0);
 }
 
+/* ---- serve ---- */
+
+/* 1 if an option only serve takes was given */
+static int
+serveopts(void)
+{
+	return o.allow || o.key || o.listen || o.maxbytes || o.readyfd ||
+	    o.store || o.token || spirt_quiet || spirt_verbose;
+}
+
+static void
+srvlog(void *arg, int level, const char *line)
+{
+	(void)arg;
+	if (level == 0 && !spirt_quiet)
+		warnx_("%s", line);
+	else if (level > 0 && spirt_verbose)
+		warnx_("%s", line);
+}
+
+/* an option overrides its SPIRT_* variable (spirt_cred_env reads them) */
+static void
+optenv(const char *var, const char *val)
+{
+	if (val != NULL && setenv(var, val, 1) != 0)
+		die(SPIRT_EX_OSERR, "setenv %s:", var);
+}
+
+static int
+serve(void)
+{
+	struct spirt_peersrv_conf conf = { 0 };
+	struct spirt_peersrv_stats st;
+	struct spirt_peersrv *srv;
+	struct spirt_store *s;
+	struct spirt_cred *cred;
+	const char *store = o.store ? o.store : spirt_store_default();
+	uint64_t maxb = SPIRT_REMOTE_MAX_BYTES;
+	char msg[700];
+	sigset_t set;
+	int rc, sig, fd = -1;
+
+	if (o.maxbytes != NULL && spirt_parse_size(&maxb, o.maxbytes, 1,
+	    (uint64_t)1 << 40))
+		die(SPIRT_EX_USAGE, "-M: invalid size \"%s\" (1 to 1T)",
+		    o.maxbytes);
+	if (o.readyfd != NULL)
+		fd = (int)eparse_i64("-F", o.readyfd, 3, 1 << 20);
+	if (spirt_store_is_url(store))
+		die(SPIRT_EX_USAGE, "%s: serve serves a local store", store);
+	optenv("SPIRT_KEY", o.key);
+	optenv("SPIRT_TOKEN", o.token);
+	optenv("SPIRT_GROUP", o.group);
+	optenv("SPIRT_ALLOW", o.allow);
+	optenv("SPIRT_ID", o.id);
+	optenv("SPIRT_RUN", o.run);
+	if ((rc = spirt_cred_env(&cred, msg, sizeof msg)) != 0) {
+		if (*msg)
+			die(spirt_exit(rc), "%s", msg);
+		dierc(rc, "credentials");
+	}
+	if ((rc = spirt_store_open(&s, store, 0)) != 0)
+		dierc(rc, "%s", store);
+
+	/* the server's thread inherits the mask: signals come to sigwait */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	signal(SIGPIPE, SIG_IGN);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	conf.store = s;
+	conf.cred = cred;
+	conf.listen = o.listen ? o.listen : LISTEN_DEFAULT;
+	conf.max_bytes = maxb;
+	conf.max_sessions = 1024;
+	conf.idle_s = 600;
+	conf.max_conns = 256;
+	conf.log = srvlog;
+	if ((rc = spirt_peersrv_start(&srv, &conf, msg, sizeof msg)) != 0)
+		die(spirt_exit(rc) == SPIRT_EX_USAGE ? SPIRT_EX_USAGE :
+		    SPIRT_EX_UNAVAILABLE, "%s", msg);
+	info("listening on %s as %s (run %s)", spirt_peersrv_addr(srv),
+	    cred->id, cred->run);
+	if (fd >= 0) {
+		char line[100];
+		int n = snprintf(line, sizeof line, "%s\n",
+		    spirt_peersrv_addr(srv));
+
+		if (spirt_writeall(fd, line, (size_t)n) != 0 || close(fd) != 0)
+			warning("-F %d: cannot write the address", fd);
+	}
+	do {
+		if (sigwait(&set, &sig) != 0)
+			sig = SIGTERM;
+	} while (sig != SIGTERM && sig != SIGINT && sig != SIGHUP);
+
+	spirt_peersrv_stop(srv, &st);
+	info("stopped: %llu served, %llu refused",
+	    (unsigned long long)st.served, (unsigned long long)st.refused);
+	for (int i = 0; i < SPIRT_ELAST - SPIRT_EOF; i++)
+		if (st.by_code[i])
+			info("refused %s: %llu", spirt_errname(SPIRT_EOF + i),
+			    (unsigned long long)st.by_code[i]);
+	spirt_store_close(s);
+	spirt_cred_free(cred);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -205,16 +361,22 @@ main(int argc, char **argv)
 		dierc(rc, "libsodium");
 	if (strcmp(cmd, "keygen") == 0) {
 		if (argc != 1 || o.expires || o.group || o.id || o.out ||
-		    o.role || o.run)
+		    o.role || o.run || serveopts())
 			usage(1);
 		return keygen(argv[0]);
 	}
 	if (strcmp(cmd, "invite") == 0) {
 		if (argc != 1 || o.force || o.pub || !o.group || !o.id ||
-		    !o.run)
+		    !o.run || serveopts())
 			usage(1);
 		return invite(argv[0]);
 	}
-	warnx_("%s: unknown command (keygen or invite)", cmd);
+	if (strcmp(cmd, "serve") == 0) {
+		if (argc != 0 || o.expires || o.force || o.out || o.pub ||
+		    o.role)
+			usage(1);
+		return serve();
+	}
+	warnx_("%s: unknown command (keygen, invite or serve)", cmd);
 	usage(1);
 }

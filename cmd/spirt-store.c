@@ -592,10 +592,11 @@ main(int argc, char **argv)
 	rc = c->run(s, argc, argv, &act);
 
 out:
-	spirt_store_close(s);
-	free(in.buf);
+	/* act may be the store's location: said before the store goes */
 	if (rc && act)
 		warnrc(rc, "%s", act);
+	spirt_store_close(s);
+	free(in.buf);
 	if (rc == EPIPE)
 		return SPIRT_EX_IOERR;
 	return fshut_stdout(spirt_exit(rc));

@@ -347,6 +347,9 @@ main(int argc, char **argv)
 	if (o.u.step == SPIRT_NOSTEP && o.u.apl && o.u.at.step != SPIRT_NOSTEP)
 		o.u.step = o.u.at.step;
 	act = o.store ? o.store : spirt_store_default();
+	if (spirt_store_is_url(act))
+		die(SPIRT_EX_USAGE, "%s: updates run on the peer that owns the "
+		    "store", act);
 	if ((rc = spirt_store_open(&s, act, 0)))
 		goto fail;
 	if (o.serve) {

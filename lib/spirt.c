@@ -49,7 +49,42 @@ static const char *const msgs[] = {
 	    "secret key file readable by group or others (chmod 600)",
 	[SPIRT_EKEYFILE - SPIRT_EOF]  =
 	    "malformed key, token or allowlist file",
+	[SPIRT_ETIMEDOUT - SPIRT_EOF] = "peer did not answer in time",
+	[SPIRT_EUNREACH - SPIRT_EOF]  = "peer unreachable",
+	[SPIRT_EPROTO - SPIRT_EOF]    =
+	    "protocol error (not a spirt peer, or a malformed answer)",
+	[SPIRT_ESESSION - SPIRT_EOF]  = "unknown or expired session",
+	[SPIRT_ETOOBIG - SPIRT_EOF]   = "value too large for the peer",
 };
+
+/* the names, in enum order (spirt_errname) */
+static const char *const names[] = {
+	"EOF", "EMAGIC", "EVERSION", "EDTYPE", "ESHAPE", "EHEADER",
+	"ECHECKSUM", "ETRUNC", "ETORN", "ENOTFOUND", "EEXIST", "EFULL",
+	"ENOTSUP", "EURL", "ENAN", "ENPY", "EKEY", "ESTEP", "EDONE", "EMAC",
+	"EBUSY", "EINVAL", "EMODEL", "EDATA", "EBUG", "EENV", "EREPLAY",
+	"ESTALE", "EEXPIRED", "EUNKNOWNKEY", "ERUN", "EROLE", "EADDR",
+	"EWRONGKEY", "EKEYPERM", "EKEYFILE", "ETIMEDOUT", "EUNREACH",
+	"EPROTO", "ESESSION", "ETOOBIG",
+};
+_Static_assert(sizeof names / sizeof names[0] == SPIRT_ELAST - SPIRT_EOF,
+    "one name per SPIRT_E* code");
+
+const char *
+spirt_errname(int rc)
+{
+	return rc >= SPIRT_EOF && rc < SPIRT_ELAST ? names[rc - SPIRT_EOF] :
+	    NULL;
+}
+
+int
+spirt_errcode(const char *name)
+{
+	for (int i = 0; i < SPIRT_ELAST - SPIRT_EOF; i++)
+		if (strcmp(names[i], name) == 0)
+			return SPIRT_EOF + i;
+	return 0;
+}
 
 const char *
 spirt_strerror(int rc)
@@ -118,8 +153,14 @@ spirt_exit(int rc)
 		return SPIRT_EX_USAGE;
 	case SPIRT_ENOTSUP:
 		return SPIRT_EX_UNAVAILABLE;
-	case SPIRT_EBUSY:
+	case SPIRT_EBUSY: case SPIRT_ETIMEDOUT: case SPIRT_ESESSION:
 		return SPIRT_EX_TEMPFAIL;
+	case SPIRT_EUNREACH:
+		return SPIRT_EX_UNAVAILABLE;
+	case SPIRT_EPROTO:
+		return SPIRT_EX_PROTOCOL;
+	case SPIRT_ETOOBIG:
+		return SPIRT_EX_DATAERR;
 	/* LMDB */
 	case MDB_NOTFOUND:
 		return SPIRT_EX_NOINPUT;

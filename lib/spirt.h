@@ -32,6 +32,7 @@
 #define SPIRT_EX_CANTCREAT   73
 #define SPIRT_EX_IOERR       74
 #define SPIRT_EX_TEMPFAIL    75
+#define SPIRT_EX_PROTOCOL    76  /* the other side broke the protocol */
 
 /*
  * Library return codes.  Every fallible function returns an int: 0 on
@@ -76,6 +77,11 @@ enum {
 	SPIRT_EWRONGKEY,        /* message for another store key */
 	SPIRT_EKEYPERM,         /* secret key file open to group or others */
 	SPIRT_EKEYFILE,         /* malformed key, token or allowlist file */
+	SPIRT_ETIMEDOUT,        /* a peer did not answer before the deadline */
+	SPIRT_EUNREACH,         /* cannot connect to a peer */
+	SPIRT_EPROTO,           /* not a spirt peer, or a malformed answer */
+	SPIRT_ESESSION,         /* unknown or expired session (handshake again) */
+	SPIRT_ETOOBIG,          /* value over the peer's size limit */
 	SPIRT_ELAST
 };
 
@@ -104,6 +110,14 @@ int spirt_msgf(char *buf, size_t cap, int rc, const char *fmt, ...)
     SPIRT_PRINTF(4, 5) SPIRT_NONNULL(1, 4);
 int spirt_msgrc(char *buf, size_t cap, int rc, const char *fmt, ...)
     SPIRT_PRINTF(4, 5) SPIRT_NONNULL(1, 4);
+
+/*
+ * The name of a SPIRT_E* code without its prefix ("EREPLAY"), as servers
+ * log and send refusals; NULL for other codes.  spirt_errcode() is the
+ * inverse (0 if name is none of them).
+ */
+const char *spirt_errname(int rc);
+int spirt_errcode(const char *name) SPIRT_NONNULL(1);
 
 /* Exit code (SPIRT_EX_*) for a library return code; 0 maps to 0. */
 int spirt_exit(int rc);

@@ -11,6 +11,7 @@
 
 #include <lmdb.h>
 
+#include "backend.h"
 #include "io.h"
 #include "parse.h"
 #include "store.h"
@@ -19,10 +20,11 @@
 #define MAPSIZE_MAX_DEFAULT ((uint64_t)1 << 40)    /* 1 TiB */
 
 /*
- * The seam for remote stores: a store is either LMDB environments or,
- * later, a peer's URL served by spirt-peer; every operation dispatches on
- * the store.  A remote get will copy the value into a buffer owned by the
- * transaction, so the "valid until the txn ends" contract holds for both.
+ * Backends: a store is either LMDB environments, here, or a peer's URL
+ * served by spirt-peer (lib/store_http.c); every operation of a store
+ * with a backend goes through its table (lib/backend.h).  A remote get
+ * copies the value into a buffer owned by the transaction, so the "valid
+ * until the txn ends" contract holds for both.
  *
  * Two environments.  Gradients and aggregates (keys grad/... and agg/...)
  * are recomputed bit for bit from the model and the data, so they live in
@@ -57,6 +59,8 @@ struct spirt_store {
 	unsigned flags;
 	uint64_t mapmax;
 	unsigned ntxn;          /* transactions open: growth needs none */
+	const struct spirt_backend *be; /* NULL: LMDB */
+	void *bs;               /* the backend's store */
 };
 
 struct spirt_txn {
@@ -64,6 +68,7 @@ struct spirt_txn {
 	MDB_txn *txn[2];        /* the scratch one begins on first use */
 	unsigned rdonly;
 	unsigned vol;           /* SPIRT_TXN_VOLATILE: writes go to scratch */
+	void *bt;               /* the backend's transaction */
 };
 
 const char *
@@ -271,6 +276,34 @@ out:
 	return rc;
 }
 
+static int
+be_open(struct spirt_store **out, const struct spirt_backend *be,
+    const char *loc, unsigned flags)
+{
+	struct spirt_store *s;
+	int rc;
+
+	if (!(s = calloc(1, sizeof *s)) || !(s->loc = strdup(loc))) {
+		free(s);
+		return ENOMEM;
+	}
+	s->flags = flags;
+	s->be = be;
+	if ((rc = be->open(&s->bs, loc, flags))) {
+		free(s->loc);
+		free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+const char *
+spirt_store_why(int rc)
+{
+	return spirt_backend_http.why(rc);
+}
+
 int
 spirt_store_open(struct spirt_store **out, const char *loc, unsigned flags)
 {
@@ -284,8 +317,10 @@ spirt_store_open(struct spirt_store **out, const char *loc, unsigned flags)
 	    !(flags & SPIRT_STORE_RDONLY);
 
 	*out = NULL;
+	if (strncmp(loc, "https://", 8) == 0)
+		return SPIRT_ENOTSUP;   /* the protocol seals; TLS is not in */
 	if (spirt_store_is_url(loc))
-		return SPIRT_ENOTSUP;
+		return be_open(out, &spirt_backend_http, loc, flags);
 	/* a store being created that cannot be: 73, not 66 (SPIRT_EOUTPUT) */
 	if (!*loc)
 		return mk ? SPIRT_EOUTPUT(ENOENT) : ENOENT;
@@ -336,6 +371,8 @@ spirt_store_close(struct spirt_store *s)
 {
 	if (!s)
 		return;
+	if (s->be)
+		s->be->close(s->bs);
 	for (int i = 0; i < 2; i++)
 		if (s->e[i].env)
 			mdb_env_close(s->e[i].env);
@@ -364,6 +401,15 @@ spirt_txn_begin(struct spirt_txn **out, struct spirt_store *s,
 	t->s = s;
 	t->rdonly = flags & SPIRT_TXN_RDONLY;
 	t->vol = !t->rdonly && (flags & SPIRT_TXN_VOLATILE);
+	if (s->be) {
+		if ((rc = s->be->begin(&t->bt, s->bs, flags))) {
+			free(t);
+			return rc;
+		}
+		s->ntxn++;
+		*out = t;
+		return 0;
+	}
 	/* the main txn first, always: writers take the locks in one order */
 	if ((rc = begin(&t->txn[MAIN], &s->e[MAIN], t->rdonly))) {
 		free(t);
@@ -412,6 +458,12 @@ spirt_txn_commit(struct spirt_txn *t)
 {
 	int rc = 0;
 
+	if (t->s->be) {
+		rc = t->s->be->commit(t->bt);
+		t->s->ntxn--;
+		free(t);
+		return rc;
+	}
 	/* scratch first: what the main commit announces is then in place */
 	if (t->txn[SCRATCH])
 		rc = mdb_txn_commit(t->txn[SCRATCH]);
@@ -429,6 +481,8 @@ spirt_txn_abort(struct spirt_txn *t)
 {
 	if (!t)
 		return;
+	if (t->s->be)
+		t->s->be->abort(t->bt);
 	for (int i = 0; i < 2; i++)
 		if (t->txn[i])
 			mdb_txn_abort(t->txn[i]);
@@ -584,6 +638,8 @@ spirt_store_get(struct spirt_txn *t, const char *key, const void **val,
 
 	if ((rc = mkkey(&k, key)))
 		return rc;
+	if (t->s->be)
+		return t->s->be->get(t->bt, key, val, len);
 	/* its home, then (a main key) a volatile copy in scratch */
 	for (i = home(t, key, k.mv_size); i < 2; i++) {
 		if (!t->s->e[i].env)
@@ -617,6 +673,15 @@ spirt_store_put(struct spirt_txn *t, const char *key, const void *val,
 	MDB_txn *txn;
 	MDB_dbi dbi;
 
+	if (t->s->be) {
+		void *dst;
+
+		if ((rc = spirt_store_reserve(t, key, len, &dst, flags)))
+			return rc;
+		if (len)
+			memcpy(dst, val, len);
+		return 0;
+	}
 	if ((rc = mkkey(&k, key)) || (rc = route(t, key, k.mv_size, &txn, &dbi)))
 		return rc;
 	v.mv_data = (void *)(uintptr_t)val;
@@ -635,6 +700,9 @@ spirt_store_reserve(struct spirt_txn *t, const char *key, size_t len,
 	MDB_txn *txn;
 	MDB_dbi dbi;
 
+	if (t->s->be)
+		return (rc = mkkey(&k, key)) ? rc :
+		    t->s->be->reserve(t->bt, key, len, dst, flags);
 	if ((rc = mkkey(&k, key)) || (rc = route(t, key, k.mv_size, &txn, &dbi)))
 		return rc;
 	v.mv_data = NULL;
@@ -658,6 +726,8 @@ spirt_store_del(struct spirt_txn *t, const char *key)
 
 	if ((rc = mkkey(&k, key)))
 		return rc;
+	if (t->s->be)
+		return t->s->be->del(t->bt, key);
 	/* both copies of a main key; a volatile txn leaves main alone, and a
 	 * key there still counts as found */
 	for (i = home(t, key, k.mv_size); i < 2; i++) {
@@ -714,6 +784,8 @@ spirt_store_list(struct spirt_txn *t, const char *prefix,
 	char buf[SPIRT_KEY_MAX + 1];
 	int rc = 0;
 
+	if (t->s->be)
+		return t->s->be->list(t->bt, prefix, fn, arg);
 	/* both environments' keys, merged in key order (scratch holds grad/,
 	 * agg/ and volatile copies of any key) */
 	for (int i = 0; i < 2; i++) {
@@ -884,6 +956,8 @@ spirt_store_persist(struct spirt_store *s, const char *prefix, size_t *n)
 	struct persist p = { prefix, strlen(prefix), 0, 1 };
 	int rc;
 
+	if (s->be)
+		return SPIRT_ENOTSUP;   /* the peer's own business */
 	/* first the durable copies, committed; only then the volatile ones
 	 * go: a crash in between leaves both, and main's wins */
 	if ((rc = spirt_store_writef(s, 0, persist_fn, &p)))
@@ -929,6 +1003,8 @@ spirt_store_info(struct spirt_store *s, struct spirt_store_info *info)
 	int rc;
 
 	memset(info, 0, sizeof *info);
+	if (s->be)
+		return SPIRT_ENOTSUP;
 	for (int i = 0; i < 2; i++) {
 		if (!s->e[i].env)
 			continue;

@@ -12,9 +12,12 @@
  * A store is an LMDB environment in a directory (default ./spirt.db, or
  * $SPIRT_STORE) holding one named database of key -> tensor record.  Keys
  * are printable strings such as "model/mlp@12", "grad/12/3", "agg/12"; see
- * spirt-store(5).  A "http://" or "https://" location names a store served
- * by a peer (spirt-peer serve); that backend is not built yet and opening
- * one returns SPIRT_ENOTSUP.
+ * spirt-store(5).  A "http://[ID@]host:port" location names a store
+ * served by a peer (spirt-peer serve), reached with the credentials of
+ * spirt_cred_env() (lib/remote.h) and a deadline of $SPIRT_TIMEOUT (default
+ * 30s) per request: values are copies, writes are sent at commit, a
+ * listing's values are valid during its callback only, and persist and
+ * info are SPIRT_ENOTSUP; "https://" is SPIRT_ENOTSUP.
  *
  * Concurrency follows LMDB: any number of processes may open the same store
  * and read concurrently with one writer at a time; one struct spirt_store per
@@ -65,11 +68,18 @@ int spirt_store_is_url(const char *loc);
  * SPIRT_STORE_CREATE a missing store is ENOENT.  With it, a store that
  * cannot be created (an empty loc, a missing parent directory, no
  * permission) is SPIRT_EOUTPUT(errno): 73, not 66.  Returns 0, errno, an
- * MDB_* code, SPIRT_ENOTSUP (URL), SPIRT_EURL.
+ * MDB_* code, SPIRT_ENOTSUP (https), SPIRT_EURL, or for a URL the codes of
+ * spirt_cred_env().
  */
 SPIRT_MUST_CHECK int spirt_store_open(struct spirt_store **out,
     const char *loc, unsigned flags);
 void spirt_store_close(struct spirt_store *s);
+/*
+ * The words of the last failure of a remote store in this process, if its
+ * code was rc (names the URL, the key, the variable or file); NULL
+ * otherwise.  Read once: it is cleared.  For tools' messages.
+ */
+const char *spirt_store_why(int rc);
 /* Location as given to open. */
 const char *spirt_store_location(const struct spirt_store *s);
 

@@ -33,6 +33,15 @@ vmsg(const char *pre, const char *cause, const char *fmt, va_list ap)
 	fputc('\n', stderr);
 }
 
+/* a remote store's own words for rc, else spirt_strerror(rc) */
+static const char *
+cause(int rc)
+{
+	const char *w = spirt_store_why(rc);
+
+	return w ? w : spirt_strerror(rc);
+}
+
 void
 warnx_(const char *fmt, ...)
 {
@@ -49,7 +58,7 @@ warnrc(int rc, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vmsg("", spirt_strerror(rc), fmt, ap);
+	vmsg("", cause(rc), fmt, ap);
 	va_end(ap);
 }
 
@@ -94,7 +103,7 @@ dierc(int rc, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vmsg("", spirt_strerror(rc), fmt, ap);
+	vmsg("", cause(rc), fmt, ap);
 	va_end(ap);
 	exit(spirt_exit(rc));
 }

@@ -1,11 +1,11 @@
 # mk/peer.mk - build fragment for spirt-peer and its crypto (included by
 # Makefile).  Only lib/crypto.o includes <sodium.h>; what links it adds
 # $(SODIUM_LIBS).
-PEER_LIBHDR = lib/crypto.h
-PEER_LIBOBJ = lib/crypto.o
+PEER_LIBHDR = lib/crypto.h lib/remote.h lib/peersrv.h lib/backend.h
+PEER_LIBOBJ = lib/crypto.o lib/remote.o lib/store_http.o lib/peersrv.o
 PEER_BIN = spirt-peer
 PEER_MAN1 = man/spirt-peer.1
-PEER_UNIT = tests/unit/test_crypto
+PEER_UNIT = tests/unit/test_crypto tests/unit/test_remote
 
 lib/crypto.o: lib/crypto.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/crypto.c
@@ -18,4 +18,19 @@ tests/unit/test_crypto.o: tests/unit/test_crypto.c
 
 cmd/spirt-peer.o: $(LIBHDR) config.mk
 spirt-peer: cmd/spirt-peer.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-peer.o lib/libspirt.a $(SODIUM_LIBS) $(BASE_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-peer.o lib/libspirt.a $(MHD_LIBS) $(BASE_LIBS)
+
+lib/remote.o: lib/remote.c
+	$(CC) $(ALLCFLAGS) $(CURL_CFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/remote.c
+
+lib/store_http.o: lib/store_http.c lib/backend.h
+	$(CC) $(ALLCFLAGS) -c -o $@ lib/store_http.c
+
+lib/peersrv.o: lib/peersrv.c
+	$(CC) $(ALLCFLAGS) $(MHD_CFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/peersrv.c
+
+tests/unit/test_remote: tests/unit/test_remote.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_remote.o lib/libspirt.a $(MHD_LIBS) $(BASE_LIBS)
+tests/unit/test_remote.o: tests/unit/check.h $(LIBHDR)
+tests/unit/test_remote.o: tests/unit/test_remote.c
+	$(CC) $(ALLCFLAGS) $(CURL_CFLAGS) -c -o $@ tests/unit/test_remote.c

@@ -281,9 +281,12 @@ bad_put() {
 	run -0 spirt-store show first
 }
 
-@test "a store URL is refused until peers serve stores: 69" {
-	run -69 --separate-stderr spirt-store -s http://127.0.0.1:9/ ls
-	assert_equal "$stderr" 'spirt-store: http://127.0.0.1:9/: not supported'
+@test "a store URL needs credentials (64); https is not supported (69)" {
+	unset SPIRT_KEY
+	run -64 --separate-stderr spirt-store -s http://127.0.0.1:9/ ls
+	assert_equal "$stderr" 'spirt-store: http://127.0.0.1:9/: SPIRT_KEY: not set (the identity key file a remote store needs)'
+	run -69 --separate-stderr spirt-store -s https://127.0.0.1:9/ ls
+	assert_equal "$stderr" 'spirt-store: https://127.0.0.1:9/: not supported'
 }
 
 @test "write error on stdout: 74; an output file that cannot be created: 73" {

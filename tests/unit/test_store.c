@@ -55,7 +55,12 @@ basics(void)
 	for (int i = 0; i < 256; i++)
 		x[i] = (float)i;
 	CHECK_EQ_RC(spirt_store_open(&s, dir, 0), ENOENT);
+	/* a peer's URL: the HTTP backend, which needs credentials */
+	unsetenv("SPIRT_KEY");
 	CHECK_EQ_RC(spirt_store_open(&s, "http://127.0.0.1:1/", 0),
+	    SPIRT_EENV);
+	CHECK(spirt_store_why(SPIRT_EENV) != NULL);
+	CHECK_EQ_RC(spirt_store_open(&s, "https://127.0.0.1:1/", 0),
 	    SPIRT_ENOTSUP);
 	CHECK_RC(spirt_store_open(&s, dir, SPIRT_STORE_CREATE));
 	CHECK_RC(spirt_tensor_init(&t, SPIRT_F32, 1, dims));

@@ -1,0 +1,735 @@
+/* peersrv.c - a peer's store served over HTTP (ISC licence) */
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include <microhttpd.h>
+#include <sodium.h>
+
+#include "io.h"
+#include "le.h"
+#include "peersrv.h"
+
+#define SID_BYTES 16
+#define LIST_MAX 1024                   /* entries per listing answer */
+#define LIST_BYTES (1u << 20)           /* bytes per listing answer */
+#define MSG_SLACK (SPIRT_MSG_HEAD + SPIRT_MSG_KEY_MAX + SPIRT_MSG_TAG + \
+	SPIRT_ANS_HEAD)
+
+struct sess {
+	unsigned char sid[SID_BYTES];
+	struct spirt_session *s;
+	double last;                    /* monotonic seconds */
+};
+
+struct spirt_peersrv {
+	struct spirt_peersrv_conf conf;
+	struct MHD_Daemon *d;
+	struct sess *tab;
+	char addr[80];
+	struct spirt_peersrv_stats st;
+};
+
+/* one request's state across the handler's calls */
+struct req {
+	int kind;                       /* 1 id, 2 hs, 3 msg, 0 refused */
+	unsigned char *buf;
+	size_t len, cap, max;
+	char from[80];
+};
+
+/* ---- authorisation ---- */
+
+static int
+startswith(const char *s, const char *p)
+{
+	return strncmp(s, p, strlen(p)) == 0;
+}
+
+/* grad/<t>/<w>: a function's gradient */
+static int
+gradkey(const char *key)
+{
+	const char *p = key + 5, *q;
+
+	if (!startswith(key, "grad/") || *p < '0' || *p > '9')
+		return 0;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (*p++ != '/' || !*p)
+		return 0;
+	for (q = p; *q; q++)
+		if (*q == '/')
+			return 0;
+	return 1;
+}
+
+int
+spirt_peersrv_allowed(int role, int op, const char *key, int *noover)
+{
+	*noover = 0;
+	switch (op) {
+	case SPIRT_OP_GET: case SPIRT_OP_LIST:
+		if (role == SPIRT_ROLE_PEER)
+			return 0;
+		return role == SPIRT_ROLE_FUNCTION &&
+		    (startswith(key, "model/") || startswith(key, "data/")) ?
+		    0 : SPIRT_EROLE;
+	case SPIRT_OP_PUT:
+		if (startswith(key, "beat/") && key[5] != '\0')
+			return 0;
+		if (role == SPIRT_ROLE_FUNCTION && gradkey(key)) {
+			*noover = 1;
+			return 0;
+		}
+		return SPIRT_EROLE;
+	default:                /* nobody deletes through a peer */
+		return SPIRT_EROLE;
+	}
+}
+
+/* ---- answers ---- */
+
+static void
+logf_(struct spirt_peersrv *p, int level, const char *fmt, ...)
+    SPIRT_PRINTF(3, 4);
+
+static void
+logf_(struct spirt_peersrv *p, int level, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	if (!p->conf.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	p->conf.log(p->conf.logarg, level, line);
+}
+
+static enum MHD_Result
+answer(struct MHD_Connection *c, unsigned status, void *body, size_t n,
+    const char *type)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ok;
+
+	r = MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	ok = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+static unsigned
+httpstatus(int rc)
+{
+	switch (rc) {
+	case SPIRT_ETRUNC: case SPIRT_EMAGIC: case SPIRT_EVERSION:
+	case SPIRT_EDATA: case SPIRT_EKEY:
+		return MHD_HTTP_BAD_REQUEST;
+	case SPIRT_ESESSION:
+		return MHD_HTTP_UNAUTHORIZED;
+	case SPIRT_EPROTO:
+		return MHD_HTTP_NOT_FOUND;
+	case SPIRT_ETOOBIG:
+		return 413;
+	case SPIRT_EBUSY:
+		return MHD_HTTP_SERVICE_UNAVAILABLE;
+	default:
+		return MHD_HTTP_FORBIDDEN;
+	}
+}
+
+/* a refusal: counted, logged, answered with a status and one line */
+static enum MHD_Result
+refuse(struct spirt_peersrv *p, struct MHD_Connection *c, const char *from,
+    const char *what, int rc)
+{
+	const char *name = spirt_errname(rc);
+	char *line;
+	size_t n;
+
+	if (!name) {
+		name = "EDATA";
+		rc = SPIRT_EDATA;
+	}
+	p->st.refused++;
+	p->st.by_code[rc - SPIRT_EOF]++;
+	logf_(p, 0, "refused %s: %s: %s", from, what, name);
+	n = strlen(name) + strlen(spirt_strerror(rc)) + 4;
+	if (!(line = malloc(n)))
+		return MHD_NO;
+	snprintf(line, n, "%s: %s\n", name, spirt_strerror(rc));
+	return answer(c, httpstatus(rc), line, strlen(line),
+	    "text/plain; charset=us-ascii");
+}
+
+/* ---- sessions ---- */
+
+static void
+sess_drop(struct sess *e)
+{
+	spirt_session_free(e->s);
+	memset(e, 0, sizeof *e);
+}
+
+/* the session of sid, or NULL; idle ones end here */
+static struct sess *
+sess_find(struct spirt_peersrv *p, const unsigned char *sid, double now)
+{
+	struct sess *hit = NULL;
+
+	for (unsigned i = 0; i < p->conf.max_sessions; i++) {
+		struct sess *e = &p->tab[i];
+
+		if (!e->s)
+			continue;
+		if (now - e->last > p->conf.idle_s)
+			sess_drop(e);
+		else if (sodium_memcmp(e->sid, sid, SID_BYTES) == 0)
+			hit = e;
+	}
+	return hit;
+}
+
+/*
+ * A free slot: an empty or idle one, else the least recently used that
+ * never proved itself, else the least recently used.  Its member, if it
+ * comes back, is told SPIRT_ESESSION and handshakes again.
+ */
+static struct sess *
+sess_slot(struct spirt_peersrv *p, double now)
+{
+	struct sess *lru = NULL, *unconf = NULL;
+
+	for (unsigned i = 0; i < p->conf.max_sessions; i++) {
+		struct sess *e = &p->tab[i];
+
+		if (e->s && now - e->last > p->conf.idle_s)
+			sess_drop(e);
+		if (!e->s)
+			return e;
+		if (!spirt_session_confirmed(e->s) &&
+		    (!unconf || e->last < unconf->last))
+			unconf = e;
+		if (!lru || e->last < lru->last)
+			lru = e;
+	}
+	if (unconf)
+		lru = unconf;
+	if (lru)
+		sess_drop(lru);
+	return lru;
+}
+
+/* ---- endpoints ---- */
+
+static enum MHD_Result
+do_id(struct spirt_peersrv *p, struct MHD_Connection *c)
+{
+	char *text;
+	size_t n = 128;
+
+	if (!(text = malloc(n)))
+		return MHD_NO;
+	snprintf(text, n, "VERSION=1\nTYPE=spirt-peer\nID=%s\nRUN=%s\nEND\n",
+	    p->conf.cred->id, p->conf.cred->run);
+	p->st.served++;
+	return answer(c, MHD_HTTP_OK, text, strlen(text),
+	    "text/plain; charset=us-ascii");
+}
+
+static enum MHD_Result
+do_hs(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
+{
+	const struct spirt_cred *cr = p->conf.cred;
+	struct spirt_self self = { cr->key, cr->id,
+	    cr->has_token ? cr->token : NULL };
+	struct spirt_session *s;
+	unsigned char *out;
+	struct sess *e;
+	size_t n;
+	int rc;
+
+	if (!(out = malloc(SID_BYTES + SPIRT_HS_MAX)))
+		return MHD_NO;
+	rc = spirt_hs_respond(&s, out + SID_BYTES, SPIRT_HS_MAX, &n, &self,
+	    cr->trust, q->buf, q->len, spirt_crypto_now(),
+	    SPIRT_ROLE_PEER | SPIRT_ROLE_FUNCTION);
+	if (rc) {
+		free(out);
+		return refuse(p, c, q->from, "handshake", rc);
+	}
+	if (!(e = sess_slot(p, spirt_clock()))) {
+		spirt_session_free(s);
+		free(out);
+		return refuse(p, c, q->from, "handshake (sessions full)",
+		    SPIRT_EBUSY);
+	}
+	e->s = s;
+	e->last = spirt_clock();
+	randombytes_buf(e->sid, SID_BYTES);
+	memcpy(out, e->sid, SID_BYTES);
+	logf_(p, 1, "%s: %s (%s): session", q->from, spirt_session_peer(s)->id,
+	    spirt_role_name(spirt_session_peer(s)->role));
+	p->st.served++;
+	return answer(c, MHD_HTTP_OK, out, SID_BYTES + n,
+	    "application/octet-stream");
+}
+
+/* ---- store operations, under the request's key ---- */
+
+struct op {
+	const char *key;
+	const unsigned char *val;
+	size_t len;
+	int noover;
+	/* listing */
+	const char *after;
+	unsigned char *ent;             /* entries */
+	size_t elen, ecap, count;
+	int more;
+};
+
+static int
+put_fn(struct spirt_txn *t, void *arg)
+{
+	struct op *o = arg;
+	const void *old;
+	size_t n;
+	int rc;
+
+	if (o->noover && (rc = spirt_store_get(t, o->key, &old, &n)) !=
+	    SPIRT_ENOTFOUND) {
+		if (rc)
+			return rc;
+		/* a retried function's same gradient is fine */
+		return n == o->len && memcmp(old, o->val, n) == 0 ? 0 :
+		    SPIRT_EEXIST;
+	}
+	return spirt_store_put(t, o->key, o->val, o->len, 0);
+}
+
+static int
+del_fn(struct spirt_txn *t, void *arg)
+{
+	return spirt_store_del(t, ((struct op *)arg)->key);
+}
+
+static int
+list_fn(void *arg, const char *key, const void *val, size_t len)
+{
+	struct op *o = arg;
+	size_t k = strlen(key);
+
+	(void)val;
+	if (strcmp(key, o->after) <= 0)
+		return 0;
+	if (o->count == LIST_MAX || o->elen + SPIRT_LIST_ENTRY + k >
+	    LIST_BYTES) {
+		o->more = 1;
+		return 1;
+	}
+	if (o->elen + SPIRT_LIST_ENTRY + k > o->ecap) {
+		size_t cap = o->ecap ? 2 * o->ecap : 4096;
+		unsigned char *b;
+
+		while (cap < o->elen + SPIRT_LIST_ENTRY + k)
+			cap *= 2;
+		if (!(b = realloc(o->ent, cap)))
+			return ENOMEM;
+		o->ent = b;
+		o->ecap = cap;
+	}
+	memset(o->ent + o->elen, 0, SPIRT_LIST_ENTRY);
+	spirt_le_put16(o->ent + o->elen, (uint16_t)k);
+	spirt_le_put64(o->ent + o->elen + 4, len);
+	memcpy(o->ent + o->elen + SPIRT_LIST_ENTRY, key, k);
+	o->elen += SPIRT_LIST_ENTRY + k;
+	o->count++;
+	return 0;
+}
+
+static const char *const opname[] = { "?", "get", "put", "del", "list" };
+
+static enum MHD_Result
+do_msg(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
+{
+	const char *hex = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    "Spirt-Session");
+	unsigned char sid[SID_BYTES], *pt, *out = NULL, head[SPIRT_ANS_HEAD];
+	struct spirt_msg_info info;
+	const struct spirt_member *m;
+	struct spirt_txn *t = NULL;
+	const void *val = NULL;
+	struct op o = { 0 };
+	struct sess *e;
+	uint64_t step;
+	size_t n, klen, vlen = 0, bin, olen, cap;
+	char what[SPIRT_MSG_KEY_MAX + 64], prefix[SPIRT_MSG_KEY_MAX + 1];
+	int rc, op, st = 0;
+
+	if (!hex || strlen(hex) != 2 * SID_BYTES ||
+	    sodium_hex2bin(sid, sizeof sid, hex, 2 * SID_BYTES, NULL, &bin,
+	    NULL) || bin != SID_BYTES)
+		return refuse(p, c, q->from, "message without a session",
+		    SPIRT_ESESSION);
+	if (!(e = sess_find(p, sid, spirt_clock())))
+		return refuse(p, c, q->from, "message", SPIRT_ESESSION);
+	if ((rc = spirt_msg_info(&info, q->buf, q->len)))
+		return refuse(p, c, q->from, "message", rc);
+	m = spirt_session_peer(e->s);
+	snprintf(what, sizeof what, "%s: %s", m->id, info.key);
+	klen = strlen(info.key);
+	step = spirt_remote_keystep(info.key);
+	pt = q->buf + SPIRT_MSG_HEAD + klen;
+	if ((rc = spirt_session_open(e->s, pt, q->len - SPIRT_MSG_HEAD - klen,
+	    &n, step, info.key, q->buf, q->len)))
+		return refuse(p, c, q->from, what, rc);
+	e->last = spirt_clock();
+	op = n >= SPIRT_REQ_HEAD ? pt[0] : 0;
+	if (op < SPIRT_OP_GET || op > SPIRT_OP_LIST)
+		return refuse(p, c, q->from, what, SPIRT_EDATA);
+	snprintf(what, sizeof what, "%s: %s %s", m->id, opname[op], info.key);
+	o.key = info.key;
+	if (op == SPIRT_OP_LIST) {
+		if (info.key[klen - 1] != '*' || n - SPIRT_REQ_HEAD >
+		    SPIRT_MSG_KEY_MAX)
+			return refuse(p, c, q->from, what, SPIRT_EDATA);
+		memcpy(prefix, info.key, klen - 1);
+		prefix[klen - 1] = '\0';
+		o.key = prefix;
+		/* the key to list after, NUL-terminated in place of the tag */
+		memmove(pt, pt + SPIRT_REQ_HEAD, n - SPIRT_REQ_HEAD);
+		pt[n - SPIRT_REQ_HEAD] = '\0';
+		o.after = (const char *)pt;
+	} else {
+		o.val = pt + SPIRT_REQ_HEAD;
+		o.len = n - SPIRT_REQ_HEAD;
+	}
+	if ((rc = spirt_peersrv_allowed(m->role, op, o.key, &o.noover))) {
+		/* counted and logged, and answered sealed: the member learns
+		 * it for sure */
+		p->st.refused++;
+		p->st.by_code[rc - SPIRT_EOF]++;
+		logf_(p, 0, "refused %s: %s (%s): %s", q->from, what,
+		    spirt_role_name(m->role), spirt_errname(rc));
+		st = SPIRT_ST_ROLE;
+		goto seal;
+	}
+	if (op == SPIRT_OP_PUT && (o.noover || (pt[1] &
+	    SPIRT_REQ_NOOVERWRITE)))
+		o.noover = 1;
+	switch (op) {
+	case SPIRT_OP_GET:
+		if ((rc = spirt_txn_begin(&t, p->conf.store, SPIRT_TXN_RDONLY)))
+			break;
+		if (!(rc = spirt_store_get(t, o.key, &val, &vlen)) &&
+		    vlen > p->conf.max_bytes)
+			rc = SPIRT_ETOOBIG;
+		break;
+	case SPIRT_OP_PUT:
+		rc = spirt_store_write(p->conf.store, put_fn, &o);
+		break;
+	case SPIRT_OP_DEL:
+		rc = spirt_store_write(p->conf.store, del_fn, &o);
+		break;
+	case SPIRT_OP_LIST:
+		if ((rc = spirt_txn_begin(&t, p->conf.store, SPIRT_TXN_RDONLY)))
+			break;
+		rc = spirt_store_list(t, o.key, list_fn, &o);
+		if (rc == 1)
+			rc = 0;
+		val = o.ent;
+		vlen = o.elen;
+		break;
+	}
+	st = (int)spirt_code_status(rc);
+	if (rc && rc != SPIRT_ENOTFOUND && rc != SPIRT_EEXIST)
+		logf_(p, 0, "%s: %s: %s", q->from, what, spirt_strerror(rc));
+	if (rc)
+		vlen = 0;
+	else
+		logf_(p, 1, "%s: %s: %zu bytes", q->from, what,
+		    op == SPIRT_OP_PUT ? o.len : vlen);
+seal:
+	memset(head, 0, sizeof head);
+	head[0] = (unsigned char)op;
+	head[1] = o.more ? SPIRT_ANS_MORE : 0;
+	spirt_le_put16(head + 2, (uint16_t)st);
+	spirt_le_put64(head + 8, info.counter);
+	cap = spirt_msg_size(info.key, SPIRT_ANS_HEAD + vlen);
+	if (cap && (out = malloc(cap))) {
+		unsigned char *dst = out + SPIRT_MSG_HEAD + klen;
+
+		memcpy(dst, head, SPIRT_ANS_HEAD);
+		if (vlen)
+			memcpy(dst + SPIRT_ANS_HEAD, val, vlen);
+		rc = spirt_session_seal(e->s, out, cap, &olen, step, info.key,
+		    dst, SPIRT_ANS_HEAD + vlen);
+	} else {
+		rc = ENOMEM;
+	}
+	spirt_txn_abort(t);
+	free(o.ent);
+	if (rc) {
+		free(out);
+		logf_(p, 0, "%s: %s: answer: %s", q->from, what,
+		    spirt_strerror(rc));
+		return MHD_NO;
+	}
+	p->st.served++;
+	return answer(c, MHD_HTTP_OK, out, olen, "application/octet-stream");
+}
+
+static void
+peername(struct MHD_Connection *c, char *buf, size_t cap)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+	    MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	char host[64], port[16];
+	socklen_t sl;
+
+	snprintf(buf, cap, "?");
+	if (!sa)
+		return;
+	sl = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+	    sizeof(struct sockaddr_in);
+	if (getnameinfo(sa, sl, host, sizeof host, port, sizeof port,
+	    NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+		snprintf(buf, cap, sa->sa_family == AF_INET6 ? "[%s]:%s" :
+		    "%s:%s", host, port);
+}
+
+static enum MHD_Result
+handler(void *cls, struct MHD_Connection *c, const char *url,
+    const char *method, const char *version, const char *upload,
+    size_t *upsize, void **ctx)
+{
+	struct spirt_peersrv *p = cls;
+	struct req *q = *ctx;
+	char what[160];
+
+	(void)version;
+	if (!q) {
+		const char *cl;
+		uint64_t len = 0;
+
+		if (!(q = calloc(1, sizeof *q)))
+			return MHD_NO;
+		*ctx = q;
+		peername(c, q->from, sizeof q->from);
+		snprintf(what, sizeof what, "%.8s %.100s", method, url);
+		for (char *s = what; *s; s++)
+			if (*s < ' ' || *s > '~')
+				*s = '?';
+		if (!strcmp(url, "/v1/id") && !strcmp(method, "GET"))
+			q->kind = 1, q->max = 0;
+		else if (!strcmp(url, "/v1/hs") && !strcmp(method, "POST"))
+			q->kind = 2, q->max = SPIRT_HS_MAX;
+		else if (!strcmp(url, "/v1/msg") && !strcmp(method, "POST"))
+			q->kind = 3, q->max = p->conf.max_bytes + MSG_SLACK;
+		else
+			return refuse(p, c, q->from, what, SPIRT_EPROTO);
+		/* too large: refused before a byte of it is read */
+		cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+		    MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl) {
+			char *end;
+
+			errno = 0;
+			len = strtoull(cl, &end, 10);
+			if (errno || *end || end == cl)
+				len = UINT64_MAX;
+		}
+		if (len > q->max) {
+			q->kind = 0;
+			return refuse(p, c, q->from, what, q->max ?
+			    SPIRT_ETOOBIG : SPIRT_EDATA);
+		}
+		return MHD_YES;
+	}
+	if (q->kind == 0)
+		return MHD_YES;         /* refused: MHD drops the body */
+	if (*upsize) {
+		size_t n = *upsize;
+
+		if (n > q->max - q->len) {
+			q->kind = 0;
+			*upsize = 0;
+			return refuse(p, c, q->from, "body", SPIRT_ETOOBIG);
+		}
+		if (q->len + n > q->cap) {
+			size_t cap = q->cap ? q->cap : 4096;
+			unsigned char *b;
+
+			while (cap < q->len + n)
+				cap *= 2;
+			if (cap > q->max)
+				cap = q->max;
+			if (!(b = realloc(q->buf, cap)))
+				return MHD_NO;
+			q->buf = b;
+			q->cap = cap;
+		}
+		memcpy(q->buf + q->len, upload, n);
+		q->len += n;
+		*upsize = 0;
+		return MHD_YES;
+	}
+	switch (q->kind) {
+	case 1:
+		q->kind = 0;
+		return do_id(p, c);
+	case 2:
+		q->kind = 0;
+		return do_hs(p, c, q);
+	default:
+		q->kind = 0;
+		if (!q->buf)
+			return refuse(p, c, q->from, "message", SPIRT_ETRUNC);
+		return do_msg(p, c, q);
+	}
+}
+
+static void
+completed(void *cls, struct MHD_Connection *c, void **ctx,
+    enum MHD_RequestTerminationCode why)
+{
+	struct req *q = *ctx;
+
+	(void)cls;
+	(void)c;
+	(void)why;
+	if (q) {
+		free(q->buf);
+		free(q);
+		*ctx = NULL;
+	}
+}
+
+static void
+mhdlog(void *cls, const char *fmt, va_list ap)
+{
+	struct spirt_peersrv *p = cls;
+	char line[512];
+	size_t n;
+
+	vsnprintf(line, sizeof line, fmt, ap);
+	n = strlen(line);
+	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = '\0';
+	if (p->conf.log)
+		p->conf.log(p->conf.logarg, 1, line);
+}
+
+int
+spirt_peersrv_start(struct spirt_peersrv **out,
+    const struct spirt_peersrv_conf *conf, char *msg, size_t cap)
+{
+	struct addrinfo hints, *ai = NULL;
+	const union MHD_DaemonInfo *di;
+	struct spirt_peersrv *p;
+	char host[64];
+	const char *port, *h = conf->listen;
+	size_t hn;
+	int rc;
+
+	*out = NULL;
+	msg[0] = '\0';
+	/* addr:port or [v6]:port */
+	if (*h == '[') {
+		const char *rb = strchr(h, ']');
+
+		if (!rb || rb[1] != ':')
+			goto bad;
+		hn = (size_t)(rb - h - 1);
+		h++;
+		port = rb + 2;
+	} else {
+		const char *colon = strrchr(h, ':');
+
+		if (!colon)
+			goto bad;
+		hn = (size_t)(colon - h);
+		port = colon + 1;
+	}
+	if (hn == 0 || hn >= sizeof host || !*port)
+		goto bad;
+	memcpy(host, h, hn);
+	host[hn] = '\0';
+	memset(&hints, 0, sizeof hints);
+	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai)
+		goto bad;
+	if (!(p = calloc(1, sizeof *p)) ||
+	    !(p->tab = calloc(conf->max_sessions, sizeof *p->tab))) {
+		free(p);
+		freeaddrinfo(ai);
+		return ENOMEM;
+	}
+	p->conf = *conf;
+	errno = 0;
+	p->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+	    MHD_USE_AUTO | MHD_USE_ERROR_LOG |
+	    (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+	    0, NULL, NULL, handler, p,
+	    MHD_OPTION_EXTERNAL_LOGGER, mhdlog, p,
+	    MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)conf->max_conns,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768,
+	    MHD_OPTION_NOTIFY_COMPLETED, completed, p,
+	    MHD_OPTION_END);
+	freeaddrinfo(ai);
+	if (!p->d) {
+		rc = errno ? errno : EADDRINUSE;
+		free(p->tab);
+		free(p);
+		return spirt_msgrc(msg, cap, rc, "%s: cannot listen",
+		    conf->listen);
+	}
+	di = MHD_get_daemon_info(p->d, MHD_DAEMON_INFO_BIND_PORT);
+	snprintf(p->addr, sizeof p->addr, *conf->listen == '[' ?
+	    "[%s]:%u" : "%s:%u", host, di ? (unsigned)di->port : 0);
+	*out = p;
+	return 0;
+bad:
+	if (ai)
+		freeaddrinfo(ai);
+	return spirt_msgf(msg, cap, SPIRT_EINVAL, "%s: not addr:port (a "
+	    "numeric address and port)", conf->listen);
+}
+
+const char *
+spirt_peersrv_addr(const struct spirt_peersrv *p)
+{
+	return p->addr;
+}
+
+void
+spirt_peersrv_stop(struct spirt_peersrv *p, struct spirt_peersrv_stats *st)
+{
+	if (!p)
+		return;
+	MHD_stop_daemon(p->d);
+	if (st)
+		*st = p->st;
+	for (unsigned i = 0; i < p->conf.max_sessions; i++)
+		sess_drop(&p->tab[i]);
+	free(p->tab);
+	free(p);
+}

@@ -1,0 +1,807 @@
+/* remote.c - a peer's store over HTTP: credentials and the client (ISC) */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "io.h"
+#include "le.h"
+#include "remote.h"
+#include "store.h"
+
+#define WINDOW_NS 30000000000u  /* handshake timestamps: 30 s of skew */
+#define SID_BYTES 16
+#define URL_MAX 300
+
+/* ---- statuses ---- */
+
+static const int stcodes[SPIRT_ST_LAST] = {
+	[SPIRT_ST_OK] = 0,
+	[SPIRT_ST_NOTFOUND] = SPIRT_ENOTFOUND,
+	[SPIRT_ST_EXIST] = SPIRT_EEXIST,
+	[SPIRT_ST_ROLE] = SPIRT_EROLE,
+	[SPIRT_ST_KEY] = SPIRT_EKEY,
+	[SPIRT_ST_TOOBIG] = SPIRT_ETOOBIG,
+	[SPIRT_ST_FULL] = SPIRT_EFULL,
+	[SPIRT_ST_BUSY] = SPIRT_EBUSY,
+	[SPIRT_ST_ERROR] = EIO,
+};
+
+int
+spirt_status_code(unsigned st)
+{
+	return st < SPIRT_ST_LAST ? stcodes[st] : SPIRT_EPROTO;
+}
+
+unsigned
+spirt_code_status(int rc)
+{
+	for (unsigned i = 0; i < SPIRT_ST_LAST; i++)
+		if (stcodes[i] == rc)
+			return i;
+	return SPIRT_ST_ERROR;
+}
+
+/* ---- keys ---- */
+
+/* the decimal at s up to a NUL or stop; 1 if there is one */
+static int
+decimal(const char *s, char stop, uint64_t *v)
+{
+	uint64_t t = 0;
+
+	if (*s < '0' || *s > '9' || (*s == '0' && s[1] != '\0' &&
+	    s[1] != stop))
+		return 0;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (t > (UINT64_MAX - 9) / 10)
+			return 0;
+		t = t * 10 + (uint64_t)(*s - '0');
+	}
+	if (*s != '\0' && *s != stop)
+		return 0;
+	*v = t;
+	return 1;
+}
+
+uint64_t
+spirt_remote_keystep(const char *key)
+{
+	static const char *const ns[] = {
+		"grad/", "agg/", "xagg/", "gagg/", "digest/"
+	};
+	const char *at;
+	uint64_t t;
+
+	if (strncmp(key, "model/", 6) == 0) {
+		at = strrchr(key, '@');
+		return at && decimal(at + 1, '\0', &t) ? t : 0;
+	}
+	for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+		size_t n = strlen(ns[i]);
+
+		if (strncmp(key, ns[i], n) == 0)
+			return decimal(key + n, '/', &t) ? t : 0;
+	}
+	return 0;
+}
+
+/* ---- credentials ---- */
+
+static int
+readenv(const char *var, void **buf, size_t *len, char *msg, size_t cap)
+{
+	const char *path = getenv(var);
+	int rc;
+
+	if ((rc = spirt_readfile(path, buf, len)))
+		return spirt_msgrc(msg, cap, rc, "%s: %s", var, path);
+	return 0;
+}
+
+/* a file of 64 hex digits and a newline, as keygen prints: 0 or 1 */
+static int
+hexfile(unsigned char pk[SPIRT_PK_BYTES], const char *path)
+{
+	char *text;
+	size_t len;
+	int bad = 1;
+
+	if (spirt_readfile(path, (void **)&text, &len))
+		return 1;
+	if (len == 2 * SPIRT_PK_BYTES + 1 && text[len - 1] == '\n') {
+		text[len - 1] = '\0';
+		bad = spirt_pubkey_parse(pk, text) != 0;
+	}
+	free(text);
+	return bad;
+}
+
+int
+spirt_cred_env(struct spirt_cred **out, char *msg, size_t cap)
+{
+	const char *key = getenv("SPIRT_KEY"), *tok = getenv("SPIRT_TOKEN"),
+	    *group = getenv("SPIRT_GROUP"), *allow = getenv("SPIRT_ALLOW");
+	unsigned char gpk[SPIRT_PK_BYTES], pk[SPIRT_PK_BYTES];
+	struct spirt_member m;
+	struct spirt_cred *c;
+	void *text = NULL;
+	size_t len, line = 0;
+	int rc;
+
+	*out = NULL;
+	msg[0] = '\0';
+	if ((rc = spirt_crypto_init()))
+		return rc;
+	if (!(c = calloc(1, sizeof *c)))
+		return ENOMEM;
+	if (!key || !*key) {
+		rc = spirt_msgf(msg, cap, SPIRT_EENV, "SPIRT_KEY: not set "
+		    "(the identity key file a remote store needs)");
+		goto fail;
+	}
+	if ((rc = spirt_key_load(&c->key, key))) {
+		spirt_msgrc(msg, cap, rc, "SPIRT_KEY: %s", key);
+		goto fail;
+	}
+	spirt_key_public(pk, c->key);
+	if (tok && *tok) {
+		if ((rc = readenv("SPIRT_TOKEN", &text, &len, msg, cap)))
+			goto fail;
+		if ((rc = spirt_token_parse(c->token, text, len)) ||
+		    (rc = spirt_token_decode(&m, c->token))) {
+			spirt_msgrc(msg, cap, rc, "SPIRT_TOKEN: %s", tok);
+			goto fail;
+		}
+		if (memcmp(m.pk, pk, sizeof pk)) {
+			rc = spirt_msgf(msg, cap, SPIRT_EUNKNOWNKEY,
+			    "SPIRT_TOKEN: %s: a token for another key than "
+			    "SPIRT_KEY's", tok);
+			goto fail;
+		}
+		memcpy(c->id, m.id, sizeof c->id);
+		memcpy(c->run, m.run, sizeof c->run);
+		c->has_token = 1;
+		free(text);
+		text = NULL;
+	} else {
+		const char *id = getenv("SPIRT_ID"), *run = getenv("SPIRT_RUN");
+
+		if (!id || !spirt_id_valid(id) || !run ||
+		    !spirt_id_valid(run)) {
+			rc = spirt_msgf(msg, cap, SPIRT_EENV, "%s: %s",
+			    !id || !spirt_id_valid(id) ? "SPIRT_ID" :
+			    "SPIRT_RUN", "not set or not an id (or set "
+			    "SPIRT_TOKEN)");
+			goto fail;
+		}
+		snprintf(c->id, sizeof c->id, "%s", id);
+		snprintf(c->run, sizeof c->run, "%s", run);
+	}
+	if ((!group || !*group) && (!allow || !*allow)) {
+		rc = spirt_msgf(msg, cap, SPIRT_EENV, "SPIRT_GROUP, "
+		    "SPIRT_ALLOW: neither is set (whom to trust)");
+		goto fail;
+	}
+	if (group && *group) {
+		if (!(strlen(group) == 2 * SPIRT_PK_BYTES &&
+		    spirt_pubkey_parse(gpk, group) == 0) &&
+		    (rc = spirt_pubkey_load(gpk, group)) &&
+		    (rc != SPIRT_EKEYFILE || hexfile(gpk, group))) {
+			spirt_msgrc(msg, cap, rc, "SPIRT_GROUP: %s", group);
+			goto fail;
+		}
+	}
+	if ((rc = spirt_trust_new(&c->trust, c->run, group && *group ? gpk :
+	    NULL, WINDOW_NS)))
+		goto fail;
+	if (allow && *allow) {
+		if ((rc = readenv("SPIRT_ALLOW", &text, &len, msg, cap)))
+			goto fail;
+		if ((rc = spirt_trust_allow_parse(c->trust, text, len, &line))) {
+			spirt_msgrc(msg, cap, rc, "SPIRT_ALLOW: %s:%zu", allow,
+			    line);
+			goto fail;
+		}
+	}
+	free(text);
+	*out = c;
+	return 0;
+fail:
+	free(text);
+	spirt_cred_free(c);
+	return rc;
+}
+
+void
+spirt_cred_free(struct spirt_cred *c)
+{
+	if (!c)
+		return;
+	spirt_key_free(c->key);
+	spirt_trust_free(c->trust);
+	free(c);
+}
+
+/* ---- the client ---- */
+
+int
+spirt_remote_global_init(void)
+{
+	return curl_global_init(CURL_GLOBAL_DEFAULT) ? SPIRT_EBUG : 0;
+}
+
+void
+spirt_remote_global_cleanup(void)
+{
+	curl_global_cleanup();
+}
+
+struct spirt_remote {
+	CURL *curl;
+	const struct spirt_cred *c;
+	char base[URL_MAX];             /* http://host:port */
+	char shown[URL_MAX];            /* the URL as given, for messages */
+	char peer[SPIRT_ID_MAX + 1];    /* server id, pinned or learnt */
+	int pinned;
+	struct spirt_session *s;
+	char sid[2 * SID_BYTES + 1];    /* hex */
+	unsigned timeout_ms;
+	uint64_t max;                   /* largest answer body */
+	unsigned char *buf;             /* the answer */
+	size_t len, cap;
+	int toobig;
+	long http;
+	char msg[600];
+	char ebuf[CURL_ERROR_SIZE];
+};
+
+/* "http://[ID@]host[:port][/]" */
+static int
+parse_url(struct spirt_remote *r, const char *url)
+{
+	const char *p = url + 7, *at, *end, *colon;
+	char host[256];
+	size_t hn;
+	uint64_t port = 7070;
+
+	if (strncmp(url, "https://", 8) == 0)
+		return SPIRT_ENOTSUP;
+	if (strncmp(url, "http://", 7) != 0 || strlen(url) >= URL_MAX - 8)
+		return SPIRT_EURL;
+	end = p + strcspn(p, "/");
+	if (*end == '/' && end[1] != '\0')
+		return SPIRT_EURL;              /* no path */
+	at = memchr(p, '@', (size_t)(end - p));
+	if (at) {
+		size_t n = (size_t)(at - p);
+
+		if (n > SPIRT_ID_MAX)
+			return SPIRT_EURL;
+		memcpy(r->peer, p, n);
+		r->peer[n] = '\0';
+		if (!spirt_id_valid(r->peer))
+			return SPIRT_EURL;
+		r->pinned = 1;
+		p = at + 1;
+	}
+	if (*p == '[') {
+		const char *rb = memchr(p, ']', (size_t)(end - p));
+
+		if (!rb)
+			return SPIRT_EURL;
+		colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+		if (rb + 1 != end && !colon)
+			return SPIRT_EURL;
+		hn = (size_t)(rb + 1 - p);
+		for (const char *q = p + 1; q < rb; q++)
+			if (!strchr("0123456789abcdefABCDEF:.", *q))
+				return SPIRT_EURL;
+	} else {
+		colon = memchr(p, ':', (size_t)(end - p));
+		hn = (size_t)((colon ? colon : end) - p);
+		for (const char *q = p; q < p + hn; q++)
+			if (!strchr("abcdefghijklmnopqrstuvwxyz"
+			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-", *q))
+				return SPIRT_EURL;
+	}
+	if (hn == 0 || hn >= sizeof host)
+		return SPIRT_EURL;
+	memcpy(host, p, hn);
+	host[hn] = '\0';
+	if (colon) {
+		char num[8];
+		size_t n = (size_t)(end - colon - 1);
+
+		if (n == 0 || n >= sizeof num)
+			return SPIRT_EURL;
+		memcpy(num, colon + 1, n);
+		num[n] = '\0';
+		if (!decimal(num, '\0', &port) || port == 0 || port > 65535)
+			return SPIRT_EURL;
+	}
+	snprintf(r->base, sizeof r->base, "http://%s:%u", host,
+	    (unsigned)port);
+	return 0;
+}
+
+int
+spirt_remote_open(struct spirt_remote **out, const char *url,
+    const struct spirt_cred *c, unsigned timeout_ms)
+{
+	struct spirt_remote *r;
+	int rc;
+
+	*out = NULL;
+	if (timeout_ms == 0)
+		return SPIRT_EINVAL;
+	if (!(r = calloc(1, sizeof *r)))
+		return ENOMEM;
+	r->c = c;
+	r->timeout_ms = timeout_ms;
+	r->max = SPIRT_REMOTE_MAX_BYTES;
+	snprintf(r->shown, sizeof r->shown, "%s", url);
+	if ((rc = parse_url(r, url))) {
+		free(r);
+		return rc;
+	}
+	if (!(r->curl = curl_easy_init())) {
+		free(r);
+		return ENOMEM;
+	}
+	*out = r;
+	return 0;
+}
+
+void
+spirt_remote_close(struct spirt_remote *r)
+{
+	if (!r)
+		return;
+	if (r->curl)
+		curl_easy_cleanup(r->curl);
+	spirt_session_free(r->s);
+	free(r->buf);
+	free(r);
+}
+
+const char *
+spirt_remote_peer(const struct spirt_remote *r)
+{
+	return r->peer;
+}
+
+const char *
+spirt_remote_msg(const struct spirt_remote *r)
+{
+	return r->msg;
+}
+
+void
+spirt_remote_set_max(struct spirt_remote *r, uint64_t max_bytes)
+{
+	r->max = max_bytes;
+}
+
+static size_t
+sink(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct spirt_remote *r = arg;
+	size_t n = size * nmemb;
+	/* the largest answer: a value plus its framing */
+	uint64_t lim = r->max + SPIRT_MSG_HEAD + SPIRT_MSG_KEY_MAX +
+	    SPIRT_MSG_TAG + SPIRT_ANS_HEAD;
+
+	if ((uint64_t)r->len + n > lim) {
+		r->toobig = 1;
+		return 0;
+	}
+	if (r->len + n > r->cap) {
+		size_t cap = r->cap ? r->cap : 4096;
+		unsigned char *b;
+
+		while (cap < r->len + n)
+			cap *= 2;
+		if (!(b = realloc(r->buf, cap)))
+			return 0;
+		r->buf = b;
+		r->cap = cap;
+	}
+	memcpy(r->buf + r->len, data, n);
+	r->len += n;
+	return n;
+}
+
+static int
+curlcode(struct spirt_remote *r, CURLcode cc)
+{
+	const char *why = r->ebuf[0] ? r->ebuf : curl_easy_strerror(cc);
+
+	switch (cc) {
+	case CURLE_OPERATION_TIMEDOUT:
+		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_ETIMEDOUT,
+		    "%s: no answer within %u ms (%s)", r->shown,
+		    r->timeout_ms, why);
+	case CURLE_COULDNT_CONNECT: case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_SEND_ERROR: case CURLE_RECV_ERROR: case CURLE_GOT_NOTHING:
+		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EUNREACH,
+		    "%s: %s", r->shown, why);
+	case CURLE_WRITE_ERROR:
+		if (!r->toobig)
+			return spirt_msgf(r->msg, sizeof r->msg, ENOMEM,
+			    "%s: answer", r->shown);
+		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EPROTO,
+		    "%s: answer larger than %llu bytes", r->shown,
+		    (unsigned long long)r->max);
+	case CURLE_OUT_OF_MEMORY:
+		return spirt_msgf(r->msg, sizeof r->msg, ENOMEM, "%s: %s",
+		    r->shown, why);
+	default:
+		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EPROTO,
+		    "%s: %s", r->shown, why);
+	}
+}
+
+/*
+ * One HTTP exchange: GET path (body NULL) or POST body.  On 0, r->http is
+ * the status and r->buf, r->len the answer; any status but 200 is turned
+ * into the refusal code its one-line reason names.
+ */
+static int
+http(struct spirt_remote *r, const char *path, const void *body, size_t n)
+{
+	struct curl_slist *h = NULL, *h2;
+	char url[URL_MAX + 16], sess[64];
+	CURLcode cc;
+	int rc = 0;
+
+	snprintf(url, sizeof url, "%s%s", r->base, path);
+	r->len = 0;
+	r->toobig = 0;
+	r->ebuf[0] = '\0';
+	curl_easy_reset(r->curl);
+	curl_easy_setopt(r->curl, CURLOPT_URL, url);
+	curl_easy_setopt(r->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(r->curl, CURLOPT_PROXY, "");   /* peers, directly */
+	curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms);
+	curl_easy_setopt(r->curl, CURLOPT_CONNECTTIMEOUT_MS,
+	    (long)r->timeout_ms);
+	curl_easy_setopt(r->curl, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(r->curl, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(r->curl, CURLOPT_ERRORBUFFER, r->ebuf);
+	curl_easy_setopt(r->curl, CURLOPT_PROTOCOLS_STR, "http");
+	if (body) {
+		/* no "Expect: 100-continue" round trip */
+		if (!(h = curl_slist_append(NULL, "Expect:")) ||
+		    !(h2 = curl_slist_append(h, "Content-Type: "
+		    "application/octet-stream")))
+			goto nomem;
+		h = h2;
+		if (!strcmp(path, "/v1/msg")) {
+			snprintf(sess, sizeof sess, "Spirt-Session: %s",
+			    r->sid);
+			if (!(h2 = curl_slist_append(h, sess)))
+				goto nomem;
+			h = h2;
+		}
+		curl_easy_setopt(r->curl, CURLOPT_HTTPHEADER, h);
+		curl_easy_setopt(r->curl, CURLOPT_POST, 1L);
+		curl_easy_setopt(r->curl, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)n);
+	}
+	cc = curl_easy_perform(r->curl);
+	curl_slist_free_all(h);
+	if (cc != CURLE_OK)
+		return curlcode(r, cc);
+	curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &r->http);
+	if (r->http != 200) {
+		char line[200], name[32];
+		size_t k = 0;
+
+		while (k < r->len && k < sizeof line - 1 && r->buf[k] != '\n' &&
+		    r->buf[k] >= ' ' && r->buf[k] <= '~') {
+			line[k] = (char)r->buf[k];
+			k++;
+		}
+		line[k] = '\0';
+		k = strcspn(line, ":");
+		rc = 0;
+		if (line[k] == ':' && k < sizeof name) {
+			memcpy(name, line, k);
+			name[k] = '\0';
+			rc = spirt_errcode(name);
+		}
+		/* a refusal names its code; data answers are sealed */
+		if (rc == 0 || rc == SPIRT_ENOTFOUND || rc == SPIRT_EEXIST ||
+		    rc == SPIRT_EOF)
+			rc = r->http >= 500 ? SPIRT_EBUSY : SPIRT_EPROTO;
+		return spirt_msgf(r->msg, sizeof r->msg, rc,
+		    "%s%s: HTTP %ld: %s", r->shown, path, r->http,
+		    *line ? line : "(no reason)");
+	}
+	return 0;
+nomem:
+	curl_slist_free_all(h);
+	return ENOMEM;
+}
+
+/* GET /v1/id: "VERSION=1", "TYPE=spirt-peer", "ID=", "RUN=", "END" */
+static int
+learn_id(struct spirt_remote *r)
+{
+	char text[256], *line, *save = NULL, id[64] = "", run[64] = "";
+	int rc, ver = 0, type = 0, end = 0;
+
+	if ((rc = http(r, "/v1/id", NULL, 0)))
+		return rc;
+	if (r->len >= sizeof text)
+		goto bad;
+	memcpy(text, r->buf, r->len);
+	text[r->len] = '\0';
+	for (line = strtok_r(text, "\n", &save); line;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if (end)
+			goto bad;
+		if (!strcmp(line, "VERSION=1"))
+			ver = 1;
+		else if (!strcmp(line, "TYPE=spirt-peer"))
+			type = 1;
+		else if (!strncmp(line, "ID=", 3) && strlen(line) < 3 + 40)
+			snprintf(id, sizeof id, "%s", line + 3);
+		else if (!strncmp(line, "RUN=", 4) && strlen(line) < 4 + 40)
+			snprintf(run, sizeof run, "%s", line + 4);
+		else if (!strcmp(line, "END"))
+			end = 1;
+		else
+			goto bad;
+	}
+	if (!ver || !type || !end || !spirt_id_valid(id) ||
+	    !spirt_id_valid(run))
+		goto bad;
+	if (strcmp(run, r->c->run))
+		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_ERUN,
+		    "%s: serves run %s, not %s", r->shown, run, r->c->run);
+	snprintf(r->peer, sizeof r->peer, "%s", id);
+	return 0;
+bad:
+	return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EPROTO,
+	    "%s/v1/id: not a spirt peer's answer", r->shown);
+}
+
+static const char hexd[] = "0123456789abcdef";
+
+static int
+handshake(struct spirt_remote *r)
+{
+	unsigned char m1[SPIRT_HS_MAX];
+	struct spirt_self self = { r->c->key, r->c->id,
+	    r->c->has_token ? r->c->token : NULL };
+	struct spirt_hs *hs;
+	size_t n1;
+	int rc;
+
+	spirt_session_free(r->s);
+	r->s = NULL;
+	if (!r->pinned && (rc = learn_id(r)))
+		return rc;
+	if ((rc = spirt_hs_init(&hs, m1, sizeof m1, &n1, &self, r->c->trust,
+	    r->peer, spirt_crypto_now())))
+		return spirt_msgrc(r->msg, sizeof r->msg, rc,
+		    "%s: handshake", r->shown);
+	if ((rc = http(r, "/v1/hs", m1, n1)))
+		goto out;
+	if (r->len < SID_BYTES + SPIRT_HS_BYTES) {
+		rc = spirt_msgf(r->msg, sizeof r->msg, SPIRT_EPROTO,
+		    "%s: handshake: short answer (%zu bytes)", r->shown,
+		    r->len);
+		goto out;
+	}
+	if ((rc = spirt_hs_finish(&r->s, hs, r->c->trust, r->buf + SID_BYTES,
+	    r->len - SID_BYTES, spirt_crypto_now(), SPIRT_ROLE_PEER))) {
+		spirt_msgrc(r->msg, sizeof r->msg, rc,
+		    "%s: handshake answer from %s", r->shown, r->peer);
+		goto out;
+	}
+	for (int i = 0; i < SID_BYTES; i++) {
+		r->sid[2 * i] = hexd[r->buf[i] >> 4];
+		r->sid[2 * i + 1] = hexd[r->buf[i] & 15];
+	}
+	r->sid[2 * SID_BYTES] = '\0';
+out:
+	spirt_hs_free(hs);
+	return rc;
+}
+
+/*
+ * One sealed request: op with flags for step and wire key, carrying n
+ * bytes of body; on 0, *ans and *alen are the answer's payload after its
+ * head (in r->buf) and *aflags its flags.
+ */
+static int
+call(struct spirt_remote *r, int op, unsigned flags, uint64_t step,
+    const char *wkey, const void *body, size_t n, unsigned char **ans,
+    size_t *alen, unsigned *aflags)
+{
+	size_t klen = strlen(wkey), mlen, len, pn;
+	unsigned char *out = NULL, *pt;
+	uint64_t ctr;
+	int rc, tries = 0;
+	unsigned st;
+
+	if (n > SIZE_MAX - SPIRT_REQ_HEAD ||
+	    !(mlen = spirt_msg_size(wkey, SPIRT_REQ_HEAD + n)))
+		return SPIRT_EKEY;
+	if (!(out = malloc(mlen)))
+		return ENOMEM;
+again:
+	if (!r->s && (rc = handshake(r)))
+		goto out;
+	pt = out + SPIRT_MSG_HEAD + klen;
+	memset(pt, 0, SPIRT_REQ_HEAD);
+	pt[0] = (unsigned char)op;
+	pt[1] = (unsigned char)flags;
+	if (n)
+		memcpy(pt + SPIRT_REQ_HEAD, body, n);
+	if ((rc = spirt_session_seal(r->s, out, mlen, &len, step, wkey, pt,
+	    SPIRT_REQ_HEAD + n))) {
+		if (rc == EOVERFLOW && tries++ == 0) {
+			spirt_session_free(r->s);
+			r->s = NULL;
+			goto again;
+		}
+		goto out;
+	}
+	ctr = spirt_le_get64(out + 8);
+	rc = http(r, "/v1/msg", out, len);
+	if (rc == SPIRT_ESESSION && tries++ == 0) {
+		/* the server dropped the session (restart, idle): again */
+		spirt_session_free(r->s);
+		r->s = NULL;
+		goto again;
+	}
+	if (rc)
+		goto out;
+	pt = r->buf + SPIRT_MSG_HEAD + klen;
+	if (r->len < SPIRT_MSG_HEAD + klen) {
+		rc = SPIRT_ETRUNC;
+	} else if (!(rc = spirt_session_open(r->s, pt, r->len - SPIRT_MSG_HEAD -
+	    klen, &pn, step, wkey, r->buf, r->len)) && (pn < SPIRT_ANS_HEAD ||
+	    pt[0] != op || spirt_le_get64(pt + 8) != ctr)) {
+		rc = SPIRT_EPROTO;
+	}
+	if (rc) {
+		spirt_msgrc(r->msg, sizeof r->msg, rc, "%s: answer for %s",
+		    r->shown, wkey);
+		goto out;
+	}
+	st = spirt_le_get16(pt + 2);
+	if ((rc = spirt_status_code(st))) {
+		spirt_msgrc(r->msg, sizeof r->msg, rc, "%s", r->shown);
+		goto out;
+	}
+	*ans = pt + SPIRT_ANS_HEAD;
+	*alen = pn - SPIRT_ANS_HEAD;
+	*aflags = pt[1];
+out:
+	free(out);
+	return rc;
+}
+
+static int
+keyok(struct spirt_remote *r, const char *key)
+{
+	size_t n = 0;
+
+	for (; key[n]; n++)
+		if (key[n] <= ' ' || key[n] > '~')
+			break;
+	if (key[n] || n == 0 || n > SPIRT_MSG_KEY_MAX)
+		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EKEY,
+		    "%s: invalid key", r->shown);
+	return 0;
+}
+
+int
+spirt_remote_get(struct spirt_remote *r, uint64_t step, const char *key,
+    void **val, size_t *len)
+{
+	unsigned char *a;
+	unsigned fl;
+	size_t n;
+	int rc;
+
+	*val = NULL;
+	*len = 0;
+	if ((rc = keyok(r, key)) ||
+	    (rc = call(r, SPIRT_OP_GET, 0, step, key, NULL, 0, &a, &n, &fl)))
+		return rc;
+	if (!(*val = malloc(n ? n : 1)))
+		return ENOMEM;
+	memcpy(*val, a, n);
+	*len = n;
+	return 0;
+}
+
+int
+spirt_remote_put(struct spirt_remote *r, uint64_t step, const char *key,
+    const void *val, size_t len, unsigned flags)
+{
+	unsigned char *a;
+	unsigned fl;
+	size_t n;
+	int rc;
+
+	if ((rc = keyok(r, key)))
+		return rc;
+	if (len > r->max)
+		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_ETOOBIG,
+		    "%s: %s: %zu bytes", r->shown, key, len);
+	return call(r, SPIRT_OP_PUT, flags & SPIRT_PUT_NOOVERWRITE ?
+	    SPIRT_REQ_NOOVERWRITE : 0, step, key, val, len, &a, &n, &fl);
+}
+
+int
+spirt_remote_del(struct spirt_remote *r, uint64_t step, const char *key)
+{
+	unsigned char *a;
+	unsigned fl;
+	size_t n;
+	int rc;
+
+	if ((rc = keyok(r, key)))
+		return rc;
+	return call(r, SPIRT_OP_DEL, 0, step, key, NULL, 0, &a, &n, &fl);
+}
+
+int
+spirt_remote_list(struct spirt_remote *r, const char *prefix,
+    int (*fn)(void *arg, const char *key, size_t len), void *arg)
+{
+	char wkey[SPIRT_MSG_KEY_MAX + 1], after[SPIRT_MSG_KEY_MAX + 1] = "",
+	    key[SPIRT_MSG_KEY_MAX + 1];
+	size_t plen = strlen(prefix);
+	unsigned char *a;
+	unsigned fl;
+	size_t n;
+	int rc;
+
+	/* the wire key of a listing: the prefix and a star */
+	if (plen >= SPIRT_MSG_KEY_MAX || (plen && keyok(r, prefix)))
+		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EKEY,
+		    "%s: invalid prefix \"%s\"", r->shown, prefix);
+	snprintf(wkey, sizeof wkey, "%s*", prefix);
+	do {
+		if ((rc = call(r, SPIRT_OP_LIST, 0, 0, wkey, after,
+		    strlen(after), &a, &n, &fl)))
+			return rc;
+		while (n) {
+			size_t k;
+			uint64_t vlen;
+
+			if (n < SPIRT_LIST_ENTRY ||
+			    (k = spirt_le_get16(a)) == 0 ||
+			    k > SPIRT_MSG_KEY_MAX ||
+			    n - SPIRT_LIST_ENTRY < k)
+				return spirt_msgf(r->msg, sizeof r->msg,
+				    SPIRT_EPROTO, "%s: malformed listing",
+				    r->shown);
+			vlen = spirt_le_get64(a + 4);
+			memcpy(key, a + SPIRT_LIST_ENTRY, k);
+			key[k] = '\0';
+			if (strlen(key) != k || strncmp(key, prefix, plen) ||
+			    strcmp(key, after) <= 0)
+				return spirt_msgf(r->msg, sizeof r->msg,
+				    SPIRT_EPROTO, "%s: listing out of order",
+				    r->shown);
+			memcpy(after, key, k + 1);
+			a += SPIRT_LIST_ENTRY + k;
+			n -= SPIRT_LIST_ENTRY + k;
+			if ((rc = fn(arg, key, (size_t)vlen)))
+				return rc;
+		}
+	} while (fl & SPIRT_ANS_MORE);
+	return 0;
+}

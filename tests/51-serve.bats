@@ -1,0 +1,305 @@
+#!/usr/bin/env bats
+# 51-serve: spirt-peer serve, and every tool's -s http://host:port
+# (loopback only; every server has a timeout and is stopped in teardown)
+
+load helper
+
+ATTACK="$SPIRT_ROOT/tests/unit/test_remote"
+
+# the group, the peer p1 that serves, a second peer p2, a function f1
+members() {
+	spirt-peer keygen -p group.pub group.key >/dev/null
+	for m in p1:peer p2:peer f1:function; do
+		spirt-peer keygen "${m%%:*}.key" >"${m%%:*}.hex"
+		spirt-peer invite -o "${m%%:*}.tok" -R "${m#*:}" -g group.key \
+		    -i "${m%%:*}" -r r1 "$(cat "${m%%:*}.hex")"
+	done
+}
+
+# p1's store: a 4-feature, 3-class set in 2 shards, an MLP at step 0
+mkstore() {
+	awk 'BEGIN { for (i = 0; i < 40; i++)
+		printf "%d,%.3f,%.3f,%.3f,%.3f\n", i % 3, (i % 7) / 7,
+		    (i % 5) / 5, (i % 3) / 3, (i % 11) / 11 }' >train.csv
+	spirt-shard -q -n 2 train.csv
+	spirt-init -m m mlp:4-5-3
+}
+
+# start p1's server (extra options in "$@"); sets SRV and URL, logs to
+# srv.log; its address comes through a fifo, so no sleep
+serve() {
+	mkfifo ready
+	timeout 120 spirt-peer serve -k p1.key -T p1.tok -g group.pub \
+	    -l 127.0.0.1:0 -F 3 "$@" 3>ready 2>srv.log &
+	SRV=$!
+	read -r -t 30 addr <ready || { cat srv.log; return 1; }
+	URL="http://$addr"
+}
+
+# stop the server: SIGTERM, exit 0
+stop() {
+	kill -TERM "$SRV"
+	wait "$SRV"
+	local rc=$?
+	SRV=
+	return $rc
+}
+
+# act as member $1
+as() {
+	export SPIRT_KEY="$1.key" SPIRT_TOKEN="$1.tok" SPIRT_GROUP=group.pub
+}
+
+teardown() {
+	if [ -n "$SRV" ]; then
+		kill -TERM "$SRV" 2>/dev/null
+		wait "$SRV" 2>/dev/null
+	fi
+	if [ -n "$MUTE" ]; then
+		kill "$MUTE" 2>/dev/null
+		wait "$MUTE" 2>/dev/null
+	fi
+	return 0
+}
+
+@test "serve: a function computes its gradient through -s URL, same bytes as local" {
+	members
+	mkstore
+	spirt-grad -m m -t 0 -w 1 -b 8 -o local.rec
+	serve
+	as f1
+	run -0 --separate-stderr spirt-grad -s "$URL" -m m -t 0 -w 1 -b 8
+	[ -z "$stderr" ]
+	spirt-store get -f grad/0/1 >/dev/null
+	spirt-store get -f grad/0/1 >remote.rec
+	cmp local.rec remote.rec
+	# a retry with the same bytes is fine; it never replaces another's
+	run -0 spirt-grad -s "$URL" -m m -t 0 -w 1 -b 8
+	stop
+	grep -q '^spirt-peer: listening on 127.0.0.1:[0-9]* as p1 (run r1)$' \
+	    srv.log
+	grep -q '^spirt-peer: stopped: [0-9]* served, 0 refused$' srv.log
+}
+
+@test "serve: spirt-store -s URL ls, get, put, rm by role" {
+	members
+	mkstore
+	spirt-store get -f model/m@0 >m.rec
+	serve
+	before=$(store_digest "$SPIRT_STORE")
+	as f1
+	run -0 --separate-stderr spirt-store -s "$URL" ls model/
+	assert_output "$(SPIRT_STORE= spirt-store -s "$SPIRT_STORE" ls model/)"
+	spirt-store -s "$URL" get -f model/m@0 >/dev/null
+	spirt-store -s "$URL" get -f model/m@0 >got.rec
+	cmp m.rec got.rec
+	# a function may not list everything, write a model, or delete
+	run -65 --separate-stderr spirt-store -s "$URL" ls
+	assert_equal "$stderr" \
+	    "spirt-store: $URL: $URL: member in the wrong role"
+	run -65 --separate-stderr spirt-store -s "$URL" put model/m@1 m.rec
+	assert_equal "$stderr" \
+	    "spirt-store: model/m@1: $URL: member in the wrong role"
+	run -65 spirt-store -s "$URL" rm model/m@0
+	run -65 spirt-store -s "$URL" get -f agg/0
+	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
+	# a peer reads anything, writes only beat/
+	as p2
+	run -0 spirt-store -s "$URL" ls
+	assert_line --partial 'data/train/assign'
+	assert_line --partial 'model/m@0'
+	run -65 spirt-store -s "$URL" put model/m@1 m.rec
+	run -0 spirt-store -s "$URL" put beat/p2 m.rec
+	run -0 spirt-store show beat/p2
+	stop
+	grep -q "^spirt-peer: refused 127.0.0.1:[0-9]*: f1: put model/m@1 (function): EROLE$" srv.log
+	grep -q "^spirt-peer: refused 127.0.0.1:[0-9]*: f1: del model/m@0 (function): EROLE$" srv.log
+	grep -q "^spirt-peer: refused 127.0.0.1:[0-9]*: p2: put model/m@1 (peer): EROLE$" srv.log
+	grep -q '^spirt-peer: refused EROLE: 5$' srv.log
+}
+
+@test "serve: a missing key and a bad record exit as they do locally" {
+	members
+	mkstore
+	printf 'model/bad@0\nnot a record at all\n' | mdb_load -T "$SPIRT_STORE"
+	serve
+	as f1
+	for cmd in "spirt-store -s S get -f model/none@0" \
+	    "spirt-store -s S show model/none@0" \
+	    "spirt-store -s S show model/bad@0" \
+	    "spirt-grad -s S -m none -t 0 -w 0 -b 8" \
+	    "spirt-grad -s S -m bad -t 0 -w 0 -b 8 -o -" \
+	    "spirt-grad -s S -m m -t 3 -w 0 -b 8 -o -" \
+	    "spirt-eval -s S -m bad -t 0 -d train"; do
+		set +e
+		${cmd//S/$SPIRT_STORE} >/dev/null 2>&1
+		want=$?
+		${cmd//S/$URL} >/dev/null 2>remote.err
+		got=$?
+		set -e
+		[ "$want" -eq 65 ] || [ "$want" -eq 66 ] ||
+			fail "$cmd: local exit $want"
+		[ "$got" -eq "$want" ] ||
+			fail "$cmd: remote exit $got, local $want: $(cat remote.err)"
+	done
+}
+
+@test "serve: an unreachable peer is 69, one that does not answer in time 75" {
+	members
+	as f1
+	# a port nobody listens on: bind one, close it, use it
+	port=$("$PYTHON" -c 'import socket; s = socket.socket()
+s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	run -69 --separate-stderr spirt-grad -s "http://127.0.0.1:$port" \
+	    -m m -t 0 -w 0 -b 8
+	assert_regex "$stderr" "^spirt-grad: model/m@0: http://127.0.0.1:$port: .*Couldn't connect to server$"
+	run -69 spirt-store -s "http://127.0.0.1:$port" ls model/
+	# a server that accepts and never answers
+	mkfifo mute
+	timeout 60 "$PYTHON" -c 'import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+open(sys.argv[1], "w").write("%d\n" % s.getsockname()[1])
+held = []
+while True: held.append(s.accept())' mute &
+	MUTE=$!
+	read -r -t 30 port <mute
+	SPIRT_TIMEOUT=300ms run -75 --separate-stderr spirt-grad \
+	    -s "http://127.0.0.1:$port" -m m -t 0 -w 0 -b 8
+	assert_regex "$stderr" "^spirt-grad: model/m@0: http://127.0.0.1:$port: no answer within 300 ms"
+	SPIRT_TIMEOUT=300ms run -75 spirt-store -s "http://127.0.0.1:$port" \
+	    get -f model/m@0
+}
+
+@test "serve: URL and credential errors are named" {
+	members
+	as f1
+	run -64 --separate-stderr spirt-store -s http://127.0.0.1:1/x ls
+	assert_equal "$stderr" \
+	    'spirt-store: http://127.0.0.1:1/x: malformed store URL'
+	run -69 spirt-store -s https://127.0.0.1:1 ls
+	SPIRT_KEY= run -64 --separate-stderr spirt-store -s http://127.0.0.1:1 ls
+	assert_equal "$stderr" 'spirt-store: http://127.0.0.1:1: SPIRT_KEY: not set (the identity key file a remote store needs)'
+	chmod 640 f1.key
+	run -66 --separate-stderr spirt-store -s http://127.0.0.1:1 ls
+	assert_equal "$stderr" 'spirt-store: http://127.0.0.1:1: SPIRT_KEY: f1.key: secret key file readable by group or others (chmod 600)'
+	chmod 600 f1.key
+	SPIRT_GROUP= run -64 spirt-store -s http://127.0.0.1:1 ls
+	SPIRT_TIMEOUT=never run -64 spirt-store -s http://127.0.0.1:1 ls
+	# in-store aggregation and updates stay on the peer that owns it
+	run -64 --separate-stderr spirt-agg -s http://127.0.0.1:1 -t 0
+	assert_equal "$stderr" 'spirt-agg: http://127.0.0.1:1: aggregation into a store runs on the peer that owns it (or give -o file)'
+	run -64 --separate-stderr spirt-update -s http://127.0.0.1:1 -m m -t 0
+	assert_equal "$stderr" 'spirt-update: http://127.0.0.1:1: updates run on the peer that owns the store'
+}
+
+@test "serve: each refusal is answered, counted and logged, and serving goes on" {
+	members
+	mkstore
+	# an outsider: a key and a token of another group
+	spirt-peer keygen -p other.pub other.key >/dev/null
+	spirt-peer keygen x1.key >x1.hex
+	spirt-peer invite -o x1.tok -R function -g other.key -i x1 -r r1 \
+	    "$(cat x1.hex)"
+	# a member whose token has expired
+	spirt-peer keygen f2.key >f2.hex
+	"$ATTACK" mint group.key r1 f2 function "$(cat f2.hex)" >f2.tok
+	serve -M 64k
+	# unauthenticated requests to every endpoint
+	run -0 "$ATTACK" raw "$URL" POST /v1/hs garbage
+	assert_output '400 ETRUNC'
+	run -0 "$ATTACK" raw "$URL" POST /v1/msg garbage
+	assert_output '401 ESESSION'
+	run -0 "$ATTACK" raw "$URL" GET /v1/msg
+	assert_output '404 EPROTO'
+	run -0 "$ATTACK" raw "$URL" GET /v1/hs
+	assert_output '404 EPROTO'
+	run -0 "$ATTACK" raw "$URL" GET /
+	assert_output '404 EPROTO'
+	# /v1/id says who the peer is, and nothing else
+	run -0 "$ATTACK" raw "$URL" GET /v1/id
+	assert_output '200 OK'
+	run -0 "$PYTHON" -c "import urllib.request as u
+print(u.urlopen('$URL/v1/id').read().decode(), end='')"
+	assert_output "$(printf 'VERSION=1\nTYPE=spirt-peer\nID=p1\nRUN=r1\nEND')"
+	# a member's crafted messages
+	as f1
+	run -0 "$ATTACK" attack "$URL" get
+	assert_output 'OK'
+	for a in hs-replay:EREPLAY msg-replay:EREPLAY tamper:EMAC \
+	    step:ESTEP addr:EADDR session:ESESSION; do
+		run -0 "$ATTACK" attack "$URL" "${a%%:*}"
+		[ "$output" = "${a#*:}" ] || fail "$a: got $output"
+	done
+	# too large: refused before it is read
+	head -c 70000 /dev/zero >big
+	run -0 "$PYTHON" -c "import urllib.request as u, urllib.error as e
+try: u.urlopen(u.Request('$URL/v1/msg', data=open('big', 'rb').read()))
+except e.HTTPError as x: print(x.code, x.read().decode(), end='')"
+	assert_output '413 ETOOBIG: value too large for the peer'
+	# an unknown key, an expired token, a function writing a model
+	as x1
+	run -65 --separate-stderr spirt-store -s "$URL" get -f model/m@0
+	[[ "$stderr" == *'unknown key (not a member)' ]]
+	as f2
+	run -65 --separate-stderr spirt-store -s "$URL" get -f model/m@0
+	[[ "$stderr" == *'member token expired' ]]
+	as f1
+	spirt-store get -f model/m@0 >m.rec
+	run -65 spirt-store -s "$URL" put model/m@1 m.rec
+	# and the peer still serves
+	run -0 spirt-grad -s "$URL" -m m -t 0 -w 0 -b 8
+	run -0 spirt-store show grad/0/0
+	stop
+	for l in "handshake: ETRUNC" "message without a session: ESESSION" \
+	    "GET /v1/msg: EPROTO" "GET /v1/hs: EPROTO" "GET /: EPROTO" \
+	    "handshake: EREPLAY" "f1: model/m@0: EREPLAY" \
+	    "f1: model/m@0: EMAC" "f1: model/m@0: ESTEP" "handshake: EADDR" \
+	    "message: ESESSION" "POST /v1/msg: ETOOBIG" \
+	    "handshake: EUNKNOWNKEY" "handshake: EEXPIRED" \
+	    "f1: put model/m@1 (function): EROLE"; do
+		grep -q "^spirt-peer: refused 127.0.0.1:[0-9]*: $l\$" srv.log ||
+			fail "no log line '$l': $(cat srv.log)"
+	done
+	for c in ETRUNC:1 ESESSION:2 EPROTO:3 EREPLAY:2 EMAC:1 ESTEP:1 \
+	    EADDR:1 ETOOBIG:1 EUNKNOWNKEY:1 EEXPIRED:1 EROLE:1; do
+		grep -q "^spirt-peer: refused ${c%%:*}: ${c#*:}\$" srv.log ||
+			fail "count ${c}: $(grep 'refused E' srv.log)"
+	done
+	grep -q '^spirt-peer: stopped: [0-9]* served, 15 refused$' srv.log
+}
+
+@test "serve: options and their exit codes" {
+	members
+	mkstore
+	run -64 spirt-peer serve extra
+	run -64 spirt-peer serve -e 1h
+	run -64 spirt-peer keygen -l 127.0.0.1:0 k.key
+	run -64 --separate-stderr spirt-peer serve -k p1.key -T p1.tok \
+	    -g group.pub -l nowhere
+	assert_equal "$stderr" 'spirt-peer: nowhere: not addr:port (a numeric address and port)'
+	run -64 --separate-stderr spirt-peer serve -k p1.key -T p1.tok \
+	    -g group.pub -M 0
+	run -64 spirt-peer serve -k p1.key -T p1.tok -g group.pub -s http://x:1
+	run -66 spirt-peer serve -k nokey -T p1.tok -g group.pub
+	run -66 spirt-peer serve -k p1.key -T p1.tok -g group.pub -s none.db
+	# an address in use: 69
+	serve
+	run -69 --separate-stderr timeout 30 spirt-peer serve -k p1.key \
+	    -T p1.tok -g group.pub -l "${URL#http://}"
+	[[ "$stderr" == *"${URL#http://}: cannot listen: Address already in use" ]]
+	# an allowlist instead of tokens: id and run from -i and -r
+	printf 'VERSION=1\nTYPE=spirt-allowlist\nMEMBER=%s peer p1\nMEMBER=%s function f1\nEND\n' \
+	    "$(cat p1.hex)" "$(cat f1.hex)" >allow
+	stop
+	mkfifo ready2
+	timeout 60 spirt-peer serve -q -k p1.key -a allow -i p1 -r r1 \
+	    -l 127.0.0.1:0 -F 3 3>ready2 2>srv2.log &
+	SRV=$!
+	read -r -t 30 addr <ready2
+	SPIRT_KEY=f1.key SPIRT_ID=f1 SPIRT_RUN=r1 SPIRT_ALLOW=allow \
+	    run -0 spirt-store -s "http://$addr" ls model/
+	assert_output --partial 'model/m@0'
+	stop
+	# -q: no log at all
+	[ ! -s srv2.log ]
+}
