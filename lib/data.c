@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "data.h"
+#include "keys.h"
 #include "rng.h"
 
 /* refuse absurd sizes before malloc: 64 GiB of samples */
@@ -1192,8 +1193,8 @@ spirt_data_scale_get(float **scale, struct spirt_store *s, const char *name,
 		return SPIRT_EINVAL;
 	if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)))
 		return rc;
-	snprintf(key, sizeof(key), "data/%s/scale", name);
-	if ((rc = spirt_store_get_tensor(txn, key, &t, &p, 1)))
+	if ((rc = spirt_key_data_scale(key, sizeof(key), name)) ||
+	    (rc = spirt_store_get_tensor(txn, key, &t, &p, 1)))
 		goto out;
 	if (t.dtype != SPIRT_F32) {
 		rc = SPIRT_EDTYPE;
@@ -1396,8 +1397,8 @@ store_fn(struct spirt_txn *txn, void *arg)
 	int64_t info[4];
 	int rc;
 
-	snprintf(key, sizeof(key), "data/%s/", a->name);
-	if ((rc = delete_prefix(txn, key)))
+	if ((rc = spirt_key_data_prefix(key, sizeof(key), a->name)) ||
+	    (rc = delete_prefix(txn, key)))
 		return rc;
 
 	info[0] = (int64_t)a->nshards;
@@ -1405,8 +1406,8 @@ store_fn(struct spirt_txn *txn, void *arg)
 	info[2] = ds->nclasses;
 	info[3] = (int64_t)ds->feat;
 	dims[0] = 4;
-	snprintf(key, sizeof(key), "data/%s/info", a->name);
-	if ((rc = spirt_tensor_init(&t, SPIRT_I64, 1, dims)) ||
+	if ((rc = spirt_key_data_info(key, sizeof(key), a->name)) ||
+	    (rc = spirt_tensor_init(&t, SPIRT_I64, 1, dims)) ||
 	    (rc = spirt_tensor_set_name(&t, a->name)) ||
 	    (rc = put(txn, key, &t, info)))
 		return rc;
@@ -1414,15 +1415,15 @@ store_fn(struct spirt_txn *txn, void *arg)
 	memcpy(dims, ds->dims, sizeof(dims));
 	for (k = 0; k < a->nshards; k++) {
 		dims[0] = a->counts[k];
-		snprintf(key, sizeof(key), "data/%s/%zu/x", a->name, k);
-		if ((rc = spirt_tensor_init(&t, ds->xdtype, ds->rank, dims)) ||
+		if ((rc = spirt_key_data_x(key, sizeof(key), a->name, k)) ||
+		    (rc = spirt_tensor_init(&t, ds->xdtype, ds->rank, dims)) ||
 		    (rc = spirt_tensor_set_name(&t, a->name)))
 			return rc;
 		t.samples = a->counts[k];
 		if ((rc = put(txn, key, &t, x + off * row)))
 			return rc;
-		snprintf(key, sizeof(key), "data/%s/%zu/y", a->name, k);
-		if ((rc = spirt_tensor_init(&t, SPIRT_I32, 1, dims)) ||
+		if ((rc = spirt_key_data_y(key, sizeof(key), a->name, k)) ||
+		    (rc = spirt_tensor_init(&t, SPIRT_I32, 1, dims)) ||
 		    (rc = spirt_tensor_set_name(&t, a->name)))
 			return rc;
 		t.samples = a->counts[k];
@@ -1434,8 +1435,8 @@ store_fn(struct spirt_txn *txn, void *arg)
 	if (ds->scale) {
 		dims[0] = 2;
 		dims[1] = ds->feat;
-		snprintf(key, sizeof(key), "data/%s/scale", a->name);
-		if ((rc = spirt_tensor_init(&t, SPIRT_F32, 2, dims)) ||
+		if ((rc = spirt_key_data_scale(key, sizeof(key), a->name)) ||
+		    (rc = spirt_tensor_init(&t, SPIRT_F32, 2, dims)) ||
 		    (rc = spirt_tensor_set_name(&t, ds->scale_from)) ||
 		    (rc = put(txn, key, &t, ds->scale)))
 			return rc;
@@ -1443,8 +1444,8 @@ store_fn(struct spirt_txn *txn, void *arg)
 
 	dims[0] = a->nshards;
 	dims[1] = 4;
-	snprintf(key, sizeof(key), "data/%s/assign", a->name);
-	if ((rc = spirt_tensor_init(&t, SPIRT_I64, 2, dims)))
+	if ((rc = spirt_key_data_assign(key, sizeof(key), a->name)) ||
+	    (rc = spirt_tensor_init(&t, SPIRT_I64, 2, dims)))
 		return rc;
 	t.step = 0;
 	return put(txn, key, &t, a->assign);
@@ -1682,8 +1683,8 @@ rebal_fn(struct spirt_txn *txn, void *arg)
 	uint64_t dims[2];
 	int rc;
 
-	snprintf(key, sizeof(key), "data/%s/assign", a->name);
-	if ((rc = get_i64(txn, key, &t, &rows)))
+	if ((rc = spirt_key_data_assign(key, sizeof(key), a->name)) ||
+	    (rc = get_i64(txn, key, &t, &rows)))
 		goto out;
 	if (t.rank != 2 || t.dims[1] != 4) {
 		rc = SPIRT_ESHAPE;
@@ -1746,11 +1747,11 @@ stats_shard(struct spirt_data_stats *st, struct spirt_txn *txn,
 	uint64_t i;
 	int rc;
 
-	snprintf(key, sizeof(key), "data/%s/%lld/x", name, (long long)k);
-	if ((rc = spirt_store_get_tensor(txn, key, &tx, &px, 1)))
+	if ((rc = spirt_key_data_x(key, sizeof(key), name, (uint64_t)k)) ||
+	    (rc = spirt_store_get_tensor(txn, key, &tx, &px, 1)))
 		return rc;
-	snprintf(key, sizeof(key), "data/%s/%lld/y", name, (long long)k);
-	if ((rc = spirt_store_get_tensor(txn, key, &ty, &py, 1)))
+	if ((rc = spirt_key_data_y(key, sizeof(key), name, (uint64_t)k)) ||
+	    (rc = spirt_store_get_tensor(txn, key, &ty, &py, 1)))
 		return rc;
 	if (ty.dtype != SPIRT_I32 || (tx.dtype != SPIRT_U8 &&
 	    tx.dtype != SPIRT_F32))
@@ -1793,8 +1794,8 @@ spirt_data_stats(struct spirt_data_stats *st, struct spirt_store *s,
 		return SPIRT_EINVAL;
 	if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)))
 		return rc;
-	snprintf(key, sizeof(key), "data/%s/info", name);
-	if ((rc = get_i64(txn, key, &t, &info)))
+	if ((rc = spirt_key_data_info(key, sizeof(key), name)) ||
+	    (rc = get_i64(txn, key, &t, &info)))
 		goto out;
 	if (t.nelem != 4 || info[0] < 1 || info[0] > SPIRT_DATA_MAXSHARDS ||
 	    info[1] < info[0] || info[2] < 1 ||
@@ -1836,8 +1837,8 @@ spirt_data_stats(struct spirt_data_stats *st, struct spirt_store *s,
 		rc = SPIRT_EDATA;
 		goto out;
 	}
-	snprintf(key, sizeof(key), "data/%s/assign", name);
-	if ((rc = get_i64(txn, key, &t, &st->assign)))
+	if ((rc = spirt_key_data_assign(key, sizeof(key), name)) ||
+	    (rc = get_i64(txn, key, &t, &st->assign)))
 		goto out;
 	if (t.rank != 2 || t.dims[1] != 4) {
 		rc = SPIRT_ESHAPE;

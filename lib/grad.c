@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "grad.h"
+#include "keys.h"
 #include "vec.h"
 #include "model.h"
 
@@ -103,32 +104,7 @@ spirt_grad_where(const struct spirt_grad_ctx *c)
 #define where(c, rc, ...) spirt_msgf((c)->where, sizeof (c)->where, (rc), \
 	__VA_ARGS__)
 
-/* ---- keys ---- */
-
-static int
-name_ok(const char *s)
-{
-	return spirt_name_check(s) == 0;
-}
-
-int
-spirt_grad_model_key(char *buf, size_t cap, const char *name, uint64_t step)
-{
-	int n;
-
-	if (!name_ok(name))
-		return SPIRT_EKEY;
-	n = snprintf(buf, cap, "model/%s@%" PRIu64, name, step);
-	return n < 0 || (size_t)n >= cap ? SPIRT_EKEY : 0;
-}
-
-int
-spirt_grad_key(char *buf, size_t cap, uint64_t step, uint32_t worker)
-{
-	int n = snprintf(buf, cap, "grad/%" PRIu64 "/%" PRIu32, step, worker);
-
-	return n < 0 || (size_t)n >= cap ? SPIRT_EKEY : 0;
-}
+/* ---- the latest model version ---- */
 
 struct latest {
 	size_t plen;
@@ -165,14 +141,11 @@ spirt_model_latest(struct spirt_txn *txn, const char *name, uint64_t *step)
 {
 	char prefix[SPIRT_KEY_MAX + 1];
 	struct latest l = { 0, 0, 0 };
-	int rc, n;
+	int rc;
 
-	if (!name_ok(name))
-		return SPIRT_EKEY;
-	n = snprintf(prefix, sizeof prefix, "model/%s@", name);
-	if (n < 0 || (size_t)n >= sizeof prefix)
-		return SPIRT_EKEY;
-	l.plen = (size_t)n;
+	if ((rc = spirt_key_model_prefix(prefix, sizeof prefix, name)) != 0)
+		return rc;
+	l.plen = strlen(prefix);
 	if ((rc = spirt_store_list(txn, prefix, latest_fn, &l)) != 0)
 		return rc;
 	if (!l.found)
@@ -265,7 +238,7 @@ load_model(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *name,
 		    params);
 	if (txn == NULL)
 		return SPIRT_EBUG;
-	if ((rc = spirt_grad_model_key(key, sizeof key, name, step)) != 0)
+	if ((rc = spirt_key_model(key, sizeof key, name, step)) != 0)
 		return where(c, rc, "model name \"%s\"", name);
 	if ((rc = spirt_store_get_tensor(txn, key, &t, &p, 1)) != 0)
 		return where(c, rc, "%s", key);
@@ -400,9 +373,8 @@ load_info(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *ds,
 	char key[SPIRT_KEY_MAX + 1];
 	int rc;
 
-	if (!name_ok(ds))
+	if (spirt_key_data_info(key, sizeof key, ds) != 0)
 		return where(c, SPIRT_EKEY, "data set name \"%s\"", ds);
-	snprintf(key, sizeof key, "data/%s/info", ds);
 	if ((rc = get_i64(c, txn, key, &t, &v)) != 0)
 		return rc;
 	if (t.nelem != 4)
@@ -470,10 +442,11 @@ load_shard(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *ds,
 	char kx[SPIRT_KEY_MAX + 1], ky[SPIRT_KEY_MAX + 1];
 	int rc;
 
-	snprintf(kx, sizeof kx, "data/%s/%" PRIu64 "/x", ds, k);
+	if ((rc = spirt_key_data_x(kx, sizeof kx, ds, k)) != 0 ||
+	    (rc = spirt_key_data_y(ky, sizeof ky, ds, k)) != 0)
+		return where(c, rc, "data set name \"%s\"", ds);
 	if ((rc = spirt_store_get_tensor(txn, kx, &tx, &r->x, 0)) != 0)
 		return where(c, rc, "%s", kx);
-	snprintf(ky, sizeof ky, "data/%s/%" PRIu64 "/y", ds, k);
 	if ((rc = spirt_store_get_tensor(txn, ky, &ty, &r->y, 0)) != 0)
 		return where(c, rc, "%s", ky);
 	return check_xy(c, kx, ky, &tx, &ty, r, n);
@@ -559,7 +532,8 @@ load_ranges(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *ds,
 	int64_t row[4];
 	int rc;
 
-	snprintf(key, sizeof key, "data/%s/assign", ds);
+	if ((rc = spirt_key_data_assign(key, sizeof key, ds)) != 0)
+		return where(c, rc, "data set name \"%s\"", ds);
 	if ((rc = get_i64(c, txn, key, &t, &v)) != 0)
 		return rc;
 	if (t.rank != 2 || t.dims[1] != 4)

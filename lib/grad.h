@@ -111,13 +111,6 @@ SPIRT_MUST_CHECK int spirt_grad_compute(struct spirt_grad_ctx *c,
     struct spirt_txn *txn, const struct spirt_grad_job *job,
     struct spirt_tensor *hdr, const float **grad);
 
-/* Key of a job's model (model/<name>@<step>) into buf; SPIRT_EKEY if bad. */
-SPIRT_MUST_CHECK int spirt_grad_model_key(char *buf, size_t cap,
-    const char *name, uint64_t step);
-/* grad/<step>/<worker> */
-SPIRT_MUST_CHECK int spirt_grad_key(char *buf, size_t cap, uint64_t step,
-    uint32_t worker);
-
 /* Latest step t with a key model/<name>@<t>; SPIRT_ENOTFOUND if none. */
 SPIRT_MUST_CHECK int spirt_model_latest(struct spirt_txn *txn,
     const char *name, uint64_t *step);

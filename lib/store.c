@@ -12,6 +12,7 @@
 #include <lmdb.h>
 
 #include "io.h"
+#include "keys.h"
 #include "parse.h"
 #include "store.h"
 
@@ -78,14 +79,6 @@ int
 spirt_store_is_url(const char *loc)
 {
 	return !strncmp(loc, "http://", 7) || !strncmp(loc, "https://", 8);
-}
-
-/* 1 if key belongs in the scratch environment */
-static int
-scratchkey(const char *key, size_t n)
-{
-	return (n >= 5 && !memcmp(key, "grad/", 5)) ||
-	    (n >= 4 && !memcmp(key, "agg/", 4));
 }
 
 static int
@@ -374,11 +367,12 @@ spirt_txn_begin(struct spirt_txn **out, struct spirt_store *s,
 	return 0;
 }
 
-/* the environment a key lives in: scratch for grad/ and agg/ */
+/* the environment a key lives in: scratch for spirt_key_volatile() */
 static int
 home(const struct spirt_txn *t, const char *key, size_t n)
 {
-	return t->s->e[SCRATCH].env && scratchkey(key, n) ? SCRATCH : MAIN;
+	return t->s->e[SCRATCH].env && spirt_key_volatile(key, n) ? SCRATCH :
+	    MAIN;
 }
 
 /* the txn and database of environment i; the scratch txn begins on first
@@ -511,54 +505,6 @@ spirt_store_writef(struct spirt_store *s, unsigned flags,
 		if ((rc = grow(s)))
 			return rc;
 	}
-}
-
-int
-spirt_name_check(const char *name)
-{
-	size_t n;
-
-	if (*name == '\0' || *name == '.')
-		return SPIRT_EKEY;
-	for (n = 0; name[n]; n++)
-		if (n == SPIRT_NAME_PART_MAX ||
-		    !((name[n] >= 'a' && name[n] <= 'z') ||
-		    (name[n] >= 'A' && name[n] <= 'Z') ||
-		    (name[n] >= '0' && name[n] <= '9') || name[n] == '.' ||
-		    name[n] == '_' || name[n] == '-'))
-			return SPIRT_EKEY;
-	return 0;
-}
-
-int
-spirt_model_key_parse(const char *key, char *name, size_t cap,
-    uint64_t *step)
-{
-	const char *at = strrchr(key, '@');
-	size_t n;
-
-	/* decimal, no sign, no padding */
-	if (strncmp(key, "model/", 6) != 0 || at == NULL || at[1] < '0' ||
-	    at[1] > '9' || (at[1] == '0' && at[2] != '\0') ||
-	    spirt_parse_u64(step, at + 1, 0, SPIRT_NOSTEP - 1))
-		return SPIRT_EKEY;
-	n = (size_t)(at - key) - 6;
-	if (n >= cap)
-		return SPIRT_EKEY;
-	memcpy(name, key + 6, n);
-	name[n] = '\0';
-	return spirt_name_check(name);
-}
-
-int
-spirt_key_check(const char *key)
-{
-	size_t n = 0;
-
-	for (; key[n]; n++)
-		if (key[n] <= ' ' || key[n] > '~')
-			return SPIRT_EKEY;
-	return n == 0 || n > SPIRT_KEY_MAX ? SPIRT_EKEY : 0;
 }
 
 static int
@@ -859,8 +805,8 @@ persist_fn(struct spirt_txn *t, void *arg)
 	for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		if (k.mv_size < p->plen || memcmp(k.mv_data, p->prefix, p->plen))
 			break;
-		if (scratchkey(k.mv_data, k.mv_size))
-			continue;       /* grad/, agg/: scratch is their home */
+		if (spirt_key_volatile(k.mv_data, k.mv_size))
+			continue;       /* grad/, agg/, ...: scratch is home */
 		rc = mdb_get(mt, md, &k, &mv);
 		if (rc && rc != MDB_NOTFOUND)
 			break;

@@ -11,6 +11,7 @@
 
 #include "aggstore.h"
 #include "io.h"
+#include "keys.h"
 #include "parse.h"
 #include "update.h"
 
@@ -40,17 +41,18 @@ spirt_update_free(struct spirt_update *u)
 	u->apl = NULL;
 }
 
-/* the highest step of model/<name>@<step> */
+/* the highest step of model/<name>@<step> (listed under that prefix) */
 static int
 latest(void *arg, const char *key, const void *val, size_t len)
 {
-	uint64_t t, *step = arg;
+	struct spirt_key_parts k;
+	uint64_t *step = arg;
 
 	(void)val;
 	(void)len;
-	if (spirt_parse_u64(&t, strrchr(key, '@') + 1, 0, SPIRT_NOSTEP - 1)
-	    == 0 && (*step == SPIRT_NOSTEP || t > *step))
-		*step = t;
+	if (spirt_key_parse(&k, key) == 0 && k.kind == SPIRT_KEY_MODEL &&
+	    (*step == SPIRT_NOSTEP || k.step > *step))
+		*step = k.step;
 	return 0;
 }
 
@@ -62,11 +64,10 @@ spirt_update_latest(struct spirt_update *u, struct spirt_txn *txn)
 
 	u->msg[0] = '\0';
 	u->step = SPIRT_NOSTEP;
-	if ((rc = spirt_name_check(u->model))) {
+	if ((rc = spirt_key_model_prefix(prefix, sizeof prefix, u->model))) {
 		tellrc(u, rc, "model name \"%.40s\"", u->model);
 		return rc;
 	}
-	snprintf(prefix, sizeof prefix, "model/%s@", u->model);
 	if ((rc = spirt_store_list(txn, prefix, latest, &u->step)))
 		return rc;
 	if (u->step == SPIRT_NOSTEP) {
@@ -81,17 +82,16 @@ static int
 prune(struct spirt_update *u, struct spirt_txn *txn, uint64_t newest)
 {
 	char prefix[SPIRT_KEY_MAX + 1];
-	const char *ns[2] = { "model", "opt" };
-	int rc = 0;
+	int rc;
 
 	if (u->keep == 0 || newest + 1 <= u->keep)
 		return 0;
-	for (int i = 0; i < 2 && !rc; i++) {
-		snprintf(prefix, sizeof prefix, "%s/%s@", ns[i], u->model);
-		rc = spirt_store_del_steps(txn, prefix, newest + 1 - u->keep,
-		    NULL);
-	}
-	return rc;
+	if ((rc = spirt_key_model_prefix(prefix, sizeof prefix, u->model)) ||
+	    (rc = spirt_store_del_steps(txn, prefix, newest + 1 - u->keep,
+	    NULL)) ||
+	    (rc = spirt_key_opt_prefix(prefix, sizeof prefix, u->model)))
+		return rc;
+	return spirt_store_del_steps(txn, prefix, newest + 1 - u->keep, NULL);
 }
 
 int
@@ -124,7 +124,8 @@ spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 	struct spirt_tensor mt, at, st, nt, ot;
 	const void *mpl, *apl, *spl = NULL, *v;
 	char mkey[SPIRT_KEY_MAX + 1], nkey[SPIRT_KEY_MAX + 1];
-	char akey[64], skey[SPIRT_KEY_MAX + 1], okey[SPIRT_KEY_MAX + 1];
+	char akey[SPIRT_KEY_MAX + 1], skey[SPIRT_KEY_MAX + 1];
+	char okey[SPIRT_KEY_MAX + 1];
 	const char *aname = akey, *oname = spirt_optim_name(u->op.kind);
 	unsigned ns = spirt_optim_nstate(u->op.kind);
 	unsigned char *dst, *ndst;
@@ -144,15 +145,15 @@ spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 		tellrc(u, rc, "model name \"%.40s\"", u->model);
 		return rc;
 	}
-	snprintf(mkey, sizeof mkey, "model/%s@%llu", u->model,
-	    (unsigned long long)t);
-	snprintf(nkey, sizeof nkey, "model/%s@%llu", u->model,
-	    (unsigned long long)t + 1);
-	snprintf(skey, sizeof skey, "opt/%s@%llu", u->model,
-	    (unsigned long long)t);
-	snprintf(okey, sizeof okey, "opt/%s@%llu", u->model,
-	    (unsigned long long)t + 1);
-	snprintf(akey, sizeof akey, "agg/%llu", (unsigned long long)t);
+	if ((rc = spirt_key_model(mkey, sizeof mkey, u->model, t)) ||
+	    (rc = spirt_key_model(nkey, sizeof nkey, u->model, t + 1)) ||
+	    (rc = spirt_key_opt(skey, sizeof skey, u->model, t)) ||
+	    (rc = spirt_key_opt(okey, sizeof okey, u->model, t + 1)) ||
+	    (rc = spirt_key_agg(akey, sizeof akey, t))) {
+		tellrc(u, SPIRT_ESTEP, "step %llu: no step after it",
+		    (unsigned long long)t);
+		return SPIRT_ESTEP;
+	}
 
 	/* exactly once: model@t+1 is the proof that step t was applied */
 	if (spirt_store_get(txn, nkey, &v, &len) == 0) {
