@@ -81,6 +81,13 @@ spirt_store_is_url(const char *loc)
 	return !strncmp(loc, "http://", 7) || !strncmp(loc, "https://", 8);
 }
 
+/* a full map is SPIRT_EFULL above the store: no MDB_* code leaks */
+static int
+nofull(int rc)
+{
+	return rc == MDB_MAP_FULL ? SPIRT_EFULL : rc;
+}
+
 static int
 envsize(const char *name, uint64_t def, uint64_t *out)
 {
@@ -415,7 +422,7 @@ spirt_txn_commit(struct spirt_txn *t)
 		rc = mdb_txn_commit(t->txn[MAIN]);
 	t->s->ntxn--;
 	free(t);
-	return rc;
+	return nofull(rc);
 }
 
 void
@@ -494,13 +501,13 @@ spirt_store_writef(struct spirt_store *s, unsigned flags,
 	for (;;) {
 		if ((rc = spirt_txn_begin(&t, s, flags & SPIRT_TXN_VOLATILE)))
 			return rc;
-		if ((rc = fn(t, arg))) {
+		if ((rc = nofull(fn(t, arg)))) {
 			spirt_txn_abort(t);
-			if (rc != MDB_MAP_FULL)
+			if (rc != SPIRT_EFULL)
 				return diskfull(s, rc);
 		} else if (!(rc = spirt_txn_commit(t)))
 			return 0;
-		else if (rc != MDB_MAP_FULL)
+		else if (rc != SPIRT_EFULL)
 			return diskfull(s, rc);
 		if ((rc = grow(s)))
 			return rc;
@@ -568,7 +575,7 @@ spirt_store_put(struct spirt_txn *t, const char *key, const void *val,
 	v.mv_data = (void *)(uintptr_t)val;
 	v.mv_size = len;
 	rc = mdb_put(txn, dbi, &k, &v, putflags(flags));
-	return rc == MDB_KEYEXIST ? SPIRT_EEXIST : rc;
+	return rc == MDB_KEYEXIST ? SPIRT_EEXIST : nofull(rc);
 }
 
 int
@@ -589,7 +596,7 @@ spirt_store_reserve(struct spirt_txn *t, const char *key, size_t len,
 	if (rc == MDB_KEYEXIST)
 		return SPIRT_EEXIST;
 	if (rc)
-		return rc;
+		return nofull(rc);
 	*dst = v.mv_data;
 	return 0;
 }
@@ -621,7 +628,7 @@ spirt_store_del(struct spirt_txn *t, const char *key)
 		if (rc == 0)
 			found = 1;
 		else if (rc != MDB_NOTFOUND)
-			return rc;
+			return nofull(rc);
 	}
 	return found ? 0 : SPIRT_ENOTFOUND;
 }

@@ -79,10 +79,12 @@ void spirt_txn_abort(struct spirt_txn *t);
 
 /*
  * Run fn(txn, arg) in one write transaction and commit.  If the map fills
- * (in fn or at commit), abort, grow the map and run fn again from scratch,
- * so fn must not keep state between calls other than through arg it resets.
- * fn returning non-zero aborts the transaction and that code is returned.
- * Returns 0, fn's code, SPIRT_EFULL (cannot grow further), errno, MDB_*.
+ * (a put, reserve or delete in fn returns SPIRT_EFULL, which fn passes
+ * back, or the commit does), abort, grow the map and run fn again from
+ * scratch, so fn must not keep state between calls other than through arg
+ * it resets.  fn returning another non-zero code aborts the transaction
+ * and that code is returned.  Returns 0, fn's code, SPIRT_EFULL (cannot
+ * grow further), errno, MDB_*.
  */
 SPIRT_MUST_CHECK int spirt_store_write(struct spirt_store *s,
     int (*fn)(struct spirt_txn *txn, void *arg), void *arg);

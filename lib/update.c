@@ -7,8 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <lmdb.h>
-
 #include "aggstore.h"
 #include "io.h"
 #include "keys.h"
@@ -325,7 +323,9 @@ spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 fail:
 	for (int i = 0; i < 5; i++)
 		free(own[i]);
-	if (rc && rc != MDB_MAP_FULL && !u->msg[0])
+	/* a full map is no failure of this step: the store grows it and
+	 * runs the step again */
+	if (rc && rc != SPIRT_EFULL && !u->msg[0])
 		tellrc(u, rc, "%s", nkey);
 	return rc;
 }
