@@ -123,8 +123,8 @@ clean:
 
 dist: clean
 	mkdir -p spirt-$(VERSION)
-	cp -R LICENSE Makefile README.md config.mk bootstrap deps mk cmd lib man \
-		tests examples contrib bench spirt-$(VERSION)
+	cp -R LICENSE Makefile README.md config.mk bootstrap deps docs mk cmd lib \
+		man tests examples contrib bench spirt-$(VERSION)
 	tar -cf - spirt-$(VERSION) | gzip > spirt-$(VERSION).tar.gz
 	rm -rf spirt-$(VERSION)
 
