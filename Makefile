@@ -14,12 +14,12 @@ all:
 ALLCFLAGS = $(SPIRT_CPPFLAGS) $(CPPFLAGS) $(INCS) $(SPIRT_CFLAGS) $(CFLAGS)
 
 CORE_LIBHDR = lib/spirt.h lib/tensor.h lib/store.h lib/io.h lib/parse.h \
-	lib/npy.h lib/tool.h lib/rng.h lib/mem.h lib/isa.h lib/le.h
+	lib/npy.h lib/tool.h lib/rng.h lib/mem.h lib/isa.h lib/le.h lib/keys.h
 LIBHDR = $(CORE_LIBHDR) $(DATA_LIBHDR) $(MODEL_LIBHDR) $(AGG_LIBHDR) \
 	$(PEER_LIBHDR)
-LIBOBJ = lib/spirt.o lib/tensor.o lib/store.o lib/io.o lib/parse.o \
-	lib/npy.o lib/tool.o lib/mem.o lib/isa.o $(DATA_LIBOBJ) $(MODEL_LIBOBJ) \
-	$(AGG_LIBOBJ) $(PEER_LIBOBJ)
+LIBOBJ = lib/spirt.o lib/tensor.o lib/keys.o lib/store.o lib/io.o \
+	lib/parse.o lib/npy.o lib/tool.o lib/mem.o lib/isa.o $(DATA_LIBOBJ) \
+	$(MODEL_LIBOBJ) $(AGG_LIBOBJ) $(PEER_LIBOBJ)
 
 include mk/data.mk
 include mk/model.mk
@@ -34,8 +34,8 @@ MAN5 = man/spirt-tensor.5 man/spirt-store.5 $(DATA_MAN5) $(MODEL_MAN5) \
 	$(AGG_MAN5)
 MAN7 = man/spirt.7
 UNIT = tests/unit/test_tensor tests/unit/test_store tests/unit/test_parse \
-	tests/unit/test_npy tests/unit/test_mem $(DATA_UNIT) $(MODEL_UNIT) $(AGG_UNIT) \
-	$(PEER_UNIT)
+	tests/unit/test_keys tests/unit/test_npy tests/unit/test_mem \
+	$(DATA_UNIT) $(MODEL_UNIT) $(AGG_UNIT) $(PEER_UNIT)
 BENCH = bench/store_bench $(DATA_BENCH) $(MODEL_BENCH) $(AGG_BENCH)
 
 BASE_LIBS = $(WRAP_LDFLAGS) $(LMDB_LIBS) $(XXHASH_LIBS) $(CURL_LIBS) \
@@ -68,8 +68,11 @@ tests/unit/test_npy: tests/unit/test_npy.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_npy.o lib/libspirt.a $(BASE_LIBS)
 tests/unit/test_mem: tests/unit/test_mem.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_mem.o lib/libspirt.a $(BASE_LIBS)
+tests/unit/test_keys: tests/unit/test_keys.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_keys.o lib/libspirt.a $(BASE_LIBS)
 tests/unit/test_tensor.o tests/unit/test_store.o tests/unit/test_parse.o \
-tests/unit/test_npy.o tests/unit/test_mem.o: tests/unit/check.h $(LIBHDR)
+tests/unit/test_npy.o tests/unit/test_mem.o tests/unit/test_keys.o: \
+	tests/unit/check.h $(LIBHDR)
 
 # benchmarks (not part of check): make bench
 bench/store_bench: bench/store_bench.o lib/libspirt.a
@@ -121,8 +124,8 @@ clean:
 
 dist: clean
 	mkdir -p spirt-$(VERSION)
-	cp -R LICENSE Makefile README.md config.mk bootstrap deps mk cmd lib man \
-		tests examples contrib bench spirt-$(VERSION)
+	cp -R LICENSE Makefile README.md config.mk bootstrap deps docs mk cmd lib \
+		man tests examples contrib bench spirt-$(VERSION)
 	tar -cf - spirt-$(VERSION) | gzip > spirt-$(VERSION).tar.gz
 	rm -rf spirt-$(VERSION)
 

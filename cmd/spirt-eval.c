@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "blas.h"
+#include "eval.h"
 #include "grad.h"
 #include "store.h"
 #include "tool.h"

@@ -10,6 +10,7 @@
 #include "blas.h"
 #include "grad.h"
 #include "io.h"
+#include "keys.h"
 #include "parse.h"
 #include "store.h"
 #include "tensor.h"
@@ -108,7 +109,7 @@ invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
 			rc = rc ? (spirt_publish_abort(&pub), rc) :
 			    spirt_publish_commit(&pub);
 	} else {
-		if ((rc = spirt_grad_key(key, sizeof key, job->step,
+		if ((rc = spirt_key_grad(key, sizeof key, job->step,
 		    job->worker)) != 0)
 			goto fail;
 		act = p.key = key;

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "grad.h"
 #include "io.h"
+#include "keys.h"
 #include "model.h"
 #include "store.h"
 #include "tensor.h"
@@ -113,7 +113,7 @@ main(int argc, char **argv)
 	if (model != NULL)
 		echeck_model("-m", model);
 	if (model != NULL &&
-	    (rc = spirt_grad_model_key(key, sizeof key, model, t)) != 0)
+	    (rc = spirt_key_model(key, sizeof key, model, t)) != 0)
 		dierc(rc, "model/%s@%llu", model, (unsigned long long)t);
 	if (out && strcmp(out, "-") == 0 && !force && isterm(1))
 		die(SPIRT_EX_USAGE, "stdout is a terminal: use -f to write "

@@ -8,6 +8,7 @@
 
 #include "data.h"
 #include "io.h"
+#include "shard.h"
 #include "store.h"
 #include "tool.h"
 

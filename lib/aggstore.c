@@ -9,6 +9,7 @@
 
 #include "io.h"
 #include "aggstore.h"
+#include "keys.h"
 
 /* the message of a failure with code rc; returns rc */
 #define say(s, rc, ...) spirt_msgf((s)->msg, sizeof (s)->msg, (rc), \
@@ -107,11 +108,13 @@ int
 spirt_aggset_add_step(struct spirt_aggset *s, struct spirt_txn *txn,
     uint64_t step)
 {
-	char prefix[64];
+	char prefix[SPIRT_KEY_MAX + 1];
 	struct listarg a = { s, 0 };
+	int rc;
 
-	a.plen = (size_t)snprintf(prefix, sizeof prefix, "grad/%llu/",
-	    (unsigned long long)step);
+	if ((rc = spirt_key_grad_prefix(prefix, sizeof prefix, step)))
+		return say(s, rc, "step %llu", (unsigned long long)step);
+	a.plen = strlen(prefix);
 	return spirt_store_list(txn, prefix, listone, &a);
 }
 
@@ -329,7 +332,7 @@ putexcluded(struct spirt_aggset *s, struct spirt_txn *txn)
 	struct spirt_tensor x;
 	int64_t ex[2 * SPIRT_AGG_MAXW];
 	uint64_t dims[2] = { 0, 2 };
-	char key[64];
+	char key[SPIRT_KEY_MAX + 1];
 	int rc;
 
 	for (size_t i = 0; i < s->w; i++)
@@ -338,9 +341,8 @@ putexcluded(struct spirt_aggset *s, struct spirt_txn *txn)
 			    -1 : (int64_t)s->ai[i].origin;
 			ex[2 * dims[0]++ + 1] = s->ai[i].excluded;
 		}
-	snprintf(key, sizeof key, "agg/%llu/excluded",
-	    (unsigned long long)s->hdr.step);
-	if ((rc = spirt_tensor_init(&x, SPIRT_I64, 2, dims)))
+	if ((rc = spirt_key_agg_excluded(key, sizeof key, s->hdr.step)) ||
+	    (rc = spirt_tensor_init(&x, SPIRT_I64, 2, dims)))
 		return rc;
 	x.step = s->hdr.step;
 	return spirt_store_put_tensor(txn, key, &x, ex, 0);
@@ -350,9 +352,10 @@ putexcluded(struct spirt_aggset *s, struct spirt_txn *txn)
 static int
 prune_spent(struct spirt_txn *txn, uint64_t below)
 {
-	int rc = spirt_store_del_steps(txn, "grad/", below, NULL);
+	int rc = spirt_store_del_steps(txn, SPIRT_KEY_GRAD_ROOT, below, NULL);
 
-	return rc ? rc : spirt_store_del_steps(txn, "agg/", below, NULL);
+	return rc ? rc : spirt_store_del_steps(txn, SPIRT_KEY_AGG_ROOT, below,
+	    NULL);
 }
 
 int
@@ -361,7 +364,7 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 {
 	struct spirt_tensor t;
 	struct sumwatch x;
-	char key[64];
+	char key[SPIRT_KEY_MAX + 1];
 	const void *old;
 	unsigned char *dst;
 	float *out;
@@ -376,8 +379,10 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 	if ((!nkeys && (rc = spirt_aggset_add_step(s, txn, s->step))) ||
 	    (rc = spirt_aggset_check(s)))
 		return rc;
-	snprintf(key, sizeof key, "agg/%llu",
-	    (unsigned long long)s->in[0].t.step);
+	/* a record with no step names no agg/<t> */
+	if ((rc = spirt_key_agg(key, sizeof key, s->in[0].t.step)))
+		return say(s, SPIRT_ESTEP, "%s: no step: no agg/<t> to write",
+		    s->in[0].name);
 	if (!s->replace && spirt_store_get(txn, key, &old, &len) == 0)
 		return say(s, SPIRT_EEXIST, "%s exists", key);
 	t = s->in[0].t;

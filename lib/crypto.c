@@ -11,6 +11,7 @@
 
 #include "crypto.h"
 #include "io.h"
+#include "keys.h"
 #include "le.h"
 
 /*
@@ -52,26 +53,13 @@ spirt_crypto_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int
-alnum(unsigned char c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') ||
-	    (c >= 'a' && c <= 'z');
-}
+/* one id rule for keys and members (keys.h) */
+_Static_assert(SPIRT_ID_MAX == SPIRT_KEY_ID_MAX, "ids fit key parts");
 
 int
 spirt_id_valid(const char *s)
 {
-	size_t i;
-
-	for (i = 0; s[i]; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (i == SPIRT_ID_MAX)
-			return 0;
-		if (!alnum(c) && (i == 0 || (c != '.' && c != '_' && c != '-')))
-			return 0;
-	}
-	return i > 0;
+	return spirt_key_id_check(s) == 0;
 }
 
 /* A 32-byte id field: the id, NUL-padded. */

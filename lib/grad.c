@@ -1,4 +1,4 @@
-/* grad.c - gradients and evaluation of a stored model on stored data */
+/* grad.c - gradients of a stored model on stored data */
 /* ISC licence, see LICENSE */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,47 +10,10 @@
 #include <unistd.h>
 
 #include "grad.h"
+#include "gradctx.h"
+#include "keys.h"
 #include "vec.h"
 #include "model.h"
-
-struct range {
-	uint64_t shard, start, count;
-	const void *x;          /* shard's samples (zero-copy) */
-	int xdtype;             /* SPIRT_U8 or SPIRT_F32 */
-	const void *y;          /* shard's labels, i32, maybe unaligned */
-};
-
-/* One x, y pair of a data file, read into memory. */
-struct fpair {
-	struct spirt_tensor tx, ty;
-	void *x, *y;
-};
-
-struct spirt_grad_ctx {
-	unsigned flags;
-	struct spirt_model m;
-	struct spirt_ws *ws;
-	char wsspec[SPIRT_SPEC_MAX + 1];        /* spec ws was made for */
-	size_t wsB;
-	int wstrain;
-	float *grad, *pcopy;
-	size_t gcap, pcap;
-	uint32_t *perm;         /* permutation cache: (seed, worker, epoch, N) */
-	size_t permN;
-	uint64_t permkey[3];
-	int permvalid;
-	struct range *r;
-	size_t nr, rcap;
-	int32_t *pred;
-	size_t predcap;
-	/* files instead of the store: spirt_grad_model_file, _data_file */
-	char *mpath, *dpath;
-	struct spirt_tensor mhdr;
-	float *mparams;
-	struct fpair *fp;
-	size_t nfp;
-	char where[320];
-};
 
 int
 spirt_grad_ctx_new(struct spirt_grad_ctx **out, unsigned flags)
@@ -99,36 +62,8 @@ spirt_grad_where(const struct spirt_grad_ctx *c)
 	return c->where;
 }
 
-/* where a failure with code rc happened, for the tool; returns rc */
-#define where(c, rc, ...) spirt_msgf((c)->where, sizeof (c)->where, (rc), \
-	__VA_ARGS__)
 
-/* ---- keys ---- */
-
-static int
-name_ok(const char *s)
-{
-	return spirt_name_check(s) == 0;
-}
-
-int
-spirt_grad_model_key(char *buf, size_t cap, const char *name, uint64_t step)
-{
-	int n;
-
-	if (!name_ok(name))
-		return SPIRT_EKEY;
-	n = snprintf(buf, cap, "model/%s@%" PRIu64, name, step);
-	return n < 0 || (size_t)n >= cap ? SPIRT_EKEY : 0;
-}
-
-int
-spirt_grad_key(char *buf, size_t cap, uint64_t step, uint32_t worker)
-{
-	int n = snprintf(buf, cap, "grad/%" PRIu64 "/%" PRIu32, step, worker);
-
-	return n < 0 || (size_t)n >= cap ? SPIRT_EKEY : 0;
-}
+/* ---- the latest model version ---- */
 
 struct latest {
 	size_t plen;
@@ -165,14 +100,11 @@ spirt_model_latest(struct spirt_txn *txn, const char *name, uint64_t *step)
 {
 	char prefix[SPIRT_KEY_MAX + 1];
 	struct latest l = { 0, 0, 0 };
-	int rc, n;
+	int rc;
 
-	if (!name_ok(name))
-		return SPIRT_EKEY;
-	n = snprintf(prefix, sizeof prefix, "model/%s@", name);
-	if (n < 0 || (size_t)n >= sizeof prefix)
-		return SPIRT_EKEY;
-	l.plen = (size_t)n;
+	if ((rc = spirt_key_model_prefix(prefix, sizeof prefix, name)) != 0)
+		return rc;
+	l.plen = strlen(prefix);
 	if ((rc = spirt_store_list(txn, prefix, latest_fn, &l)) != 0)
 		return rc;
 	if (!l.found)
@@ -184,9 +116,9 @@ spirt_model_latest(struct spirt_txn *txn, const char *name, uint64_t *step)
 /* ---- model ---- */
 
 /* Workspace for m's spec, batches up to B, with backward if train. */
-static int
-ensure_ws(struct spirt_grad_ctx *c, const struct spirt_model *m, size_t B,
-    int train)
+int
+spirt_grad_ensure_ws(struct spirt_grad_ctx *c, const struct spirt_model *m,
+    size_t B, int train)
 {
 	unsigned fl = (train ? SPIRT_WS_TRAIN : 0) |
 	    (c->flags & SPIRT_GRAD_NAIVE ? SPIRT_WS_NAIVE : 0);
@@ -251,9 +183,9 @@ check_model(struct spirt_grad_ctx *c, const char *what,
  * The model of name at step into c->m and *params: from the model file
  * if one is set, else model/<name>@<step> (zero-copy if aligned).
  */
-static int
-load_model(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *name,
-    uint64_t step, const float **params)
+int
+spirt_grad_load_model(struct spirt_grad_ctx *c, struct spirt_txn *txn,
+    const char *name, uint64_t step, const float **params)
 {
 	struct spirt_tensor t;
 	const void *p;
@@ -265,7 +197,7 @@ load_model(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *name,
 		    params);
 	if (txn == NULL)
 		return SPIRT_EBUG;
-	if ((rc = spirt_grad_model_key(key, sizeof key, name, step)) != 0)
+	if ((rc = spirt_key_model(key, sizeof key, name, step)) != 0)
 		return where(c, rc, "model name \"%s\"", name);
 	if ((rc = spirt_store_get_tensor(txn, key, &t, &p, 1)) != 0)
 		return where(c, rc, "%s", key);
@@ -391,18 +323,17 @@ get_i64(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *key,
 }
 
 /* info: nshards, nsamples, nclasses, features; checked against c->m */
-static int
-load_info(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *ds,
-    int64_t info[4])
+int
+spirt_grad_load_info(struct spirt_grad_ctx *c, struct spirt_txn *txn,
+    const char *ds, int64_t info[4])
 {
 	struct spirt_tensor t;
 	const int64_t *v;
 	char key[SPIRT_KEY_MAX + 1];
 	int rc;
 
-	if (!name_ok(ds))
+	if (spirt_key_data_info(key, sizeof key, ds) != 0)
 		return where(c, SPIRT_EKEY, "data set name \"%s\"", ds);
-	snprintf(key, sizeof key, "data/%s/info", ds);
 	if ((rc = get_i64(c, txn, key, &t, &v)) != 0)
 		return rc;
 	if (t.nelem != 4)
@@ -447,8 +378,9 @@ check_xy(struct spirt_grad_ctx *c, const char *kx, const char *ky,
 }
 
 /* Pair k of the data file (record 2k and 2k+1), checked. */
-static int
-file_pair(struct spirt_grad_ctx *c, size_t k, struct range *r, uint64_t *n)
+int
+spirt_grad_file_pair(struct spirt_grad_ctx *c, size_t k, struct range *r,
+    uint64_t *n)
 {
 	char kx[SPIRT_KEY_MAX + 64], ky[SPIRT_KEY_MAX + 64];
 
@@ -462,18 +394,19 @@ file_pair(struct spirt_grad_ctx *c, size_t k, struct range *r, uint64_t *n)
 }
 
 /* Shard k's samples (zero-copy) after checking they fit the model. */
-static int
-load_shard(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *ds,
-    uint64_t k, struct range *r, uint64_t *n)
+int
+spirt_grad_load_shard(struct spirt_grad_ctx *c, struct spirt_txn *txn,
+    const char *ds, uint64_t k, struct range *r, uint64_t *n)
 {
 	struct spirt_tensor tx, ty;
 	char kx[SPIRT_KEY_MAX + 1], ky[SPIRT_KEY_MAX + 1];
 	int rc;
 
-	snprintf(kx, sizeof kx, "data/%s/%" PRIu64 "/x", ds, k);
+	if ((rc = spirt_key_data_x(kx, sizeof kx, ds, k)) != 0 ||
+	    (rc = spirt_key_data_y(ky, sizeof ky, ds, k)) != 0)
+		return where(c, rc, "data set name \"%s\"", ds);
 	if ((rc = spirt_store_get_tensor(txn, kx, &tx, &r->x, 0)) != 0)
 		return where(c, rc, "%s", kx);
-	snprintf(ky, sizeof ky, "data/%s/%" PRIu64 "/y", ds, k);
 	if ((rc = spirt_store_get_tensor(txn, ky, &ty, &r->y, 0)) != 0)
 		return where(c, rc, "%s", ky);
 	return check_xy(c, kx, ky, &tx, &ty, r, n);
@@ -514,7 +447,7 @@ prefetch_row(const struct range *r, uint64_t row, size_t nin)
  * the other hot loops (SPIRT_DISPATCH, vec.h).
  */
 SPIRT_KERNEL void
-fetch_k(float *x, int32_t *y, const struct range *r, uint64_t row,
+spirt_grad_fetch_k(float *x, int32_t *y, const struct range *r, uint64_t row,
     size_t nin)
 {
 	size_t i = 0;
@@ -544,7 +477,7 @@ fetch_k(float *x, int32_t *y, const struct range *r, uint64_t row,
 	memcpy(y, (const unsigned char *)r->y + row * 4, 4);
 }
 
-SPIRT_DISPATCH_VOID(static, fetch, (float *x, int32_t *y,
+SPIRT_DISPATCH_VOID(, spirt_grad_fetch, (float *x, int32_t *y,
     const struct range *r, uint64_t row, size_t nin), (x, y, r, row, nin))
 
 /* The worker's assignment rows, their shards loaded; total into *N. */
@@ -559,7 +492,8 @@ load_ranges(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *ds,
 	int64_t row[4];
 	int rc;
 
-	snprintf(key, sizeof key, "data/%s/assign", ds);
+	if ((rc = spirt_key_data_assign(key, sizeof key, ds)) != 0)
+		return where(c, rc, "data set name \"%s\"", ds);
 	if ((rc = get_i64(c, txn, key, &t, &v)) != 0)
 		return rc;
 	if (t.rank != 2 || t.dims[1] != 4)
@@ -586,7 +520,7 @@ load_ranges(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *ds,
 		r->shard = (uint64_t)row[1];
 		r->start = (uint64_t)row[2];
 		r->count = (uint64_t)row[3];
-		if ((rc = load_shard(c, txn, ds, r->shard, r, &n)) != 0)
+		if ((rc = spirt_grad_load_shard(c, txn, ds, r->shard, r, &n)) != 0)
 			return rc;
 		if (r->start > n || r->count > n - r->start)
 			return where(c, SPIRT_EDATA, "%s: row %" PRIu64 ": "
@@ -696,7 +630,7 @@ file_ranges(struct spirt_grad_ctx *c, uint32_t worker, uint64_t *N)
 	c->nr = 1;
 	c->r[0].shard = k;
 	c->r[0].start = 0;
-	if ((rc = file_pair(c, k, &c->r[0], N)) != 0)
+	if ((rc = spirt_grad_file_pair(c, k, &c->r[0], N)) != 0)
 		return rc;
 	c->r[0].count = *N;
 	if (*N == 0)
@@ -724,13 +658,13 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 	c->where[0] = '\0';
 	if (job->batch == 0)
 		return SPIRT_EINVAL;
-	if ((rc = load_model(c, txn, job->model, job->step, &params)) != 0)
+	if ((rc = spirt_grad_load_model(c, txn, job->model, job->step, &params)) != 0)
 		return rc;
 	if (c->fp != NULL)
 		rc = file_ranges(c, job->worker, &N);
 	else if (txn == NULL)
 		rc = SPIRT_EBUG;
-	else if ((rc = load_info(c, txn, job->dataset, info)) == 0)
+	else if ((rc = spirt_grad_load_info(c, txn, job->dataset, info)) == 0)
 		rc = load_ranges(c, txn, job->dataset, job->worker,
 		    (uint64_t)info[0], &N);
 	if (rc != 0)
@@ -738,7 +672,7 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 
 	batch_place(&epoch, &lo, &B, job->step, N, job->batch);
 	if ((rc = permutation(c, job->seed, job->worker, epoch, N)) != 0 ||
-	    (rc = ensure_ws(c, &c->m, job->batch, 1)) != 0)
+	    (rc = spirt_grad_ensure_ws(c, &c->m, job->batch, 1)) != 0)
 		return rc;
 	x = spirt_ws_input(c->ws);
 	y = spirt_ws_labels(c->ws);
@@ -754,7 +688,7 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 		}
 		if (i >= 4) {
 			r = locate(c, c->perm[lo + i - 4], &row);
-			fetch(x + (i - 4) * c->m.nin, y + i - 4, r, row,
+			spirt_grad_fetch(x + (i - 4) * c->m.nin, y + i - 4, r, row,
 			    c->m.nin);
 		}
 	}
@@ -790,102 +724,4 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 	hdr->loss = loss;
 	*grad = c->grad;
 	return 0;
-}
-
-/* ---- evaluation ---- */
-
-void
-spirt_eval_result_free(struct spirt_eval_result *r)
-{
-	free(r->class_total);
-	free(r->class_correct);
-	r->class_total = r->class_correct = NULL;
-}
-
-int
-spirt_eval_run(struct spirt_grad_ctx *c, struct spirt_txn *txn,
-    const char *name, uint64_t step, const char *ds, size_t batch,
-    struct spirt_eval_result *r)
-{
-	const float *params, *losses;
-	struct range sh;
-	int64_t info[4];
-	uint64_t k, n, row, b, i;
-	double lsum = 0;
-	float *x;
-	int32_t *y;
-	int rc;
-
-	memset(r, 0, sizeof *r);
-	c->where[0] = '\0';
-	if (batch == 0)
-		return SPIRT_EINVAL;
-	if ((rc = load_model(c, txn, name, step, &params)) != 0)
-		return rc;
-	if (c->fp != NULL)
-		info[0] = (int64_t)c->nfp;
-	else if (txn == NULL)
-		return SPIRT_EBUG;
-	else if ((rc = load_info(c, txn, ds, info)) != 0)
-		return rc;
-	if ((rc = ensure_ws(c, &c->m, batch, 0)) != 0)
-		return rc;
-	if (c->predcap < batch) {
-		free(c->pred);
-		if ((c->pred = malloc(batch * sizeof *c->pred)) == NULL) {
-			c->predcap = 0;
-			return ENOMEM;
-		}
-		c->predcap = batch;
-	}
-	r->nclass = c->m.nclass;
-	snprintf(r->spec, sizeof r->spec, "%s", c->m.spec);
-	r->step = step;
-	r->class_total = calloc(r->nclass, sizeof *r->class_total);
-	r->class_correct = calloc(r->nclass, sizeof *r->class_correct);
-	if (r->class_total == NULL || r->class_correct == NULL) {
-		spirt_eval_result_free(r);
-		return ENOMEM;
-	}
-	x = spirt_ws_input(c->ws);
-	y = spirt_ws_labels(c->ws);
-	for (k = 0; k < (uint64_t)info[0]; k++) {
-		if ((rc = c->fp ? file_pair(c, (size_t)k, &sh, &n) :
-		    load_shard(c, txn, ds, k, &sh, &n)) != 0)
-			goto fail;
-		for (row = 0; row < n; row += b) {
-			b = n - row < batch ? n - row : batch;
-			for (i = 0; i < b; i++)
-				fetch(x + i * c->m.nin, y + i, &sh, row + i,
-				    c->m.nin);
-			if ((rc = spirt_labels_check(y, b, c->m.nclass))) {
-				if (c->fp)
-					where(c, rc, "%s: record %" PRIu64
-					    ": label outside 0..%zu", c->dpath,
-					    2 * k + 1, c->m.nclass - 1);
-				else
-					where(c, rc, "data/%s/%" PRIu64 "/y: "
-					    "label outside 0..%zu", ds, k,
-					    c->m.nclass - 1);
-				goto fail;
-			}
-			spirt_model_forward(c->ws, &c->m, params, b);
-			spirt_model_predict(c->pred, c->ws, &c->m, b);
-			losses = spirt_ws_losses(c->ws);
-			for (i = 0; i < b; i++) {
-				lsum += losses[i];
-				r->class_total[y[i]]++;
-				if (c->pred[i] == y[i]) {
-					r->class_correct[y[i]]++;
-					r->correct++;
-				}
-			}
-			r->samples += b;
-		}
-	}
-	r->loss = r->samples ? lsum / (double)r->samples : 0;
-	return 0;
-fail:
-	spirt_eval_result_free(r);
-	return rc;
 }

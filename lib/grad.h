@@ -1,4 +1,4 @@
-/* grad.h - gradients and evaluation of a stored model on stored data */
+/* grad.h - gradients of a stored model on stored data */
 #ifndef SPIRT_GRAD_H
 #define SPIRT_GRAD_H
 
@@ -111,40 +111,8 @@ SPIRT_MUST_CHECK int spirt_grad_compute(struct spirt_grad_ctx *c,
     struct spirt_txn *txn, const struct spirt_grad_job *job,
     struct spirt_tensor *hdr, const float **grad);
 
-/* Key of a job's model (model/<name>@<step>) into buf; SPIRT_EKEY if bad. */
-SPIRT_MUST_CHECK int spirt_grad_model_key(char *buf, size_t cap,
-    const char *name, uint64_t step);
-/* grad/<step>/<worker> */
-SPIRT_MUST_CHECK int spirt_grad_key(char *buf, size_t cap, uint64_t step,
-    uint32_t worker);
-
 /* Latest step t with a key model/<name>@<t>; SPIRT_ENOTFOUND if none. */
 SPIRT_MUST_CHECK int spirt_model_latest(struct spirt_txn *txn,
     const char *name, uint64_t *step);
-
-/* ---- evaluation ---- */
-
-#define SPIRT_EVAL_MAXCLASS 1024
-
-struct spirt_eval_result {
-	char spec[SPIRT_NAME_MAX + 1];
-	uint64_t step;
-	uint64_t samples;
-	double loss;                    /* mean cross-entropy */
-	uint64_t correct;
-	size_t nclass;
-	uint64_t *class_total;          /* [nclass], owned by the result */
-	uint64_t *class_correct;
-};
-
-/*
- * Evaluate model/<name>@<step> on every sample of data set ds, batch
- * samples at a time.  Fills r (free with spirt_eval_result_free).  Errors
- * as spirt_grad_compute.
- */
-SPIRT_MUST_CHECK int spirt_eval_run(struct spirt_grad_ctx *c,
-    struct spirt_txn *txn, const char *name, uint64_t step, const char *ds,
-    size_t batch, struct spirt_eval_result *r);
-void spirt_eval_result_free(struct spirt_eval_result *r);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include "backend.h"
 #include "io.h"
+#include "keys.h"
 #include "parse.h"
 #include "store.h"
 
@@ -85,12 +86,11 @@ spirt_store_is_url(const char *loc)
 	return !strncmp(loc, "http://", 7) || !strncmp(loc, "https://", 8);
 }
 
-/* 1 if key belongs in the scratch environment */
+/* a full map is SPIRT_EFULL above the store: no MDB_* code leaks */
 static int
-scratchkey(const char *key, size_t n)
+nofull(int rc)
 {
-	return (n >= 5 && !memcmp(key, "grad/", 5)) ||
-	    (n >= 4 && !memcmp(key, "agg/", 4));
+	return rc == MDB_MAP_FULL ? SPIRT_EFULL : rc;
 }
 
 static int
@@ -420,11 +420,12 @@ spirt_txn_begin(struct spirt_txn **out, struct spirt_store *s,
 	return 0;
 }
 
-/* the environment a key lives in: scratch for grad/ and agg/ */
+/* the environment a key lives in: scratch for spirt_key_volatile() */
 static int
 home(const struct spirt_txn *t, const char *key, size_t n)
 {
-	return t->s->e[SCRATCH].env && scratchkey(key, n) ? SCRATCH : MAIN;
+	return t->s->e[SCRATCH].env && spirt_key_volatile(key, n) ? SCRATCH :
+	    MAIN;
 }
 
 /* the txn and database of environment i; the scratch txn begins on first
@@ -473,7 +474,7 @@ spirt_txn_commit(struct spirt_txn *t)
 		rc = mdb_txn_commit(t->txn[MAIN]);
 	t->s->ntxn--;
 	free(t);
-	return rc;
+	return nofull(rc);
 }
 
 void
@@ -554,65 +555,17 @@ spirt_store_writef(struct spirt_store *s, unsigned flags,
 	for (;;) {
 		if ((rc = spirt_txn_begin(&t, s, flags & SPIRT_TXN_VOLATILE)))
 			return rc;
-		if ((rc = fn(t, arg))) {
+		if ((rc = nofull(fn(t, arg)))) {
 			spirt_txn_abort(t);
-			if (rc != MDB_MAP_FULL)
+			if (rc != SPIRT_EFULL)
 				return diskfull(s, rc);
 		} else if (!(rc = spirt_txn_commit(t)))
 			return 0;
-		else if (rc != MDB_MAP_FULL)
+		else if (rc != SPIRT_EFULL)
 			return diskfull(s, rc);
 		if ((rc = grow(s)))
 			return rc;
 	}
-}
-
-int
-spirt_name_check(const char *name)
-{
-	size_t n;
-
-	if (*name == '\0' || *name == '.')
-		return SPIRT_EKEY;
-	for (n = 0; name[n]; n++)
-		if (n == SPIRT_NAME_PART_MAX ||
-		    !((name[n] >= 'a' && name[n] <= 'z') ||
-		    (name[n] >= 'A' && name[n] <= 'Z') ||
-		    (name[n] >= '0' && name[n] <= '9') || name[n] == '.' ||
-		    name[n] == '_' || name[n] == '-'))
-			return SPIRT_EKEY;
-	return 0;
-}
-
-int
-spirt_model_key_parse(const char *key, char *name, size_t cap,
-    uint64_t *step)
-{
-	const char *at = strrchr(key, '@');
-	size_t n;
-
-	/* decimal, no sign, no padding */
-	if (strncmp(key, "model/", 6) != 0 || at == NULL || at[1] < '0' ||
-	    at[1] > '9' || (at[1] == '0' && at[2] != '\0') ||
-	    spirt_parse_u64(step, at + 1, 0, SPIRT_NOSTEP - 1))
-		return SPIRT_EKEY;
-	n = (size_t)(at - key) - 6;
-	if (n >= cap)
-		return SPIRT_EKEY;
-	memcpy(name, key + 6, n);
-	name[n] = '\0';
-	return spirt_name_check(name);
-}
-
-int
-spirt_key_check(const char *key)
-{
-	size_t n = 0;
-
-	for (; key[n]; n++)
-		if (key[n] <= ' ' || key[n] > '~')
-			return SPIRT_EKEY;
-	return n == 0 || n > SPIRT_KEY_MAX ? SPIRT_EKEY : 0;
 }
 
 static int
@@ -687,7 +640,7 @@ spirt_store_put(struct spirt_txn *t, const char *key, const void *val,
 	v.mv_data = (void *)(uintptr_t)val;
 	v.mv_size = len;
 	rc = mdb_put(txn, dbi, &k, &v, putflags(flags));
-	return rc == MDB_KEYEXIST ? SPIRT_EEXIST : rc;
+	return rc == MDB_KEYEXIST ? SPIRT_EEXIST : nofull(rc);
 }
 
 int
@@ -711,7 +664,7 @@ spirt_store_reserve(struct spirt_txn *t, const char *key, size_t len,
 	if (rc == MDB_KEYEXIST)
 		return SPIRT_EEXIST;
 	if (rc)
-		return rc;
+		return nofull(rc);
 	*dst = v.mv_data;
 	return 0;
 }
@@ -745,7 +698,7 @@ spirt_store_del(struct spirt_txn *t, const char *key)
 		if (rc == 0)
 			found = 1;
 		else if (rc != MDB_NOTFOUND)
-			return rc;
+			return nofull(rc);
 	}
 	return found ? 0 : SPIRT_ENOTFOUND;
 }
@@ -931,8 +884,8 @@ persist_fn(struct spirt_txn *t, void *arg)
 	for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		if (k.mv_size < p->plen || memcmp(k.mv_data, p->prefix, p->plen))
 			break;
-		if (scratchkey(k.mv_data, k.mv_size))
-			continue;       /* grad/, agg/: scratch is their home */
+		if (spirt_key_volatile(k.mv_data, k.mv_size))
+			continue;       /* grad/, agg/, ...: scratch is home */
 		rc = mdb_get(mt, md, &k, &mv);
 		if (rc && rc != MDB_NOTFOUND)
 			break;

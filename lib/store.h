@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "keys.h"
 #include "spirt.h"
 #include "tensor.h"
 
@@ -55,8 +56,6 @@ struct spirt_txn;
 /* put flags */
 #define SPIRT_PUT_NOOVERWRITE 0x1       /* SPIRT_EEXIST if the key exists */
 
-#define SPIRT_KEY_MAX 511               /* LMDB's default max key size */
-
 /* $SPIRT_STORE if set and non-empty, else "spirt.db". */
 const char *spirt_store_default(void);
 
@@ -90,10 +89,12 @@ void spirt_txn_abort(struct spirt_txn *t);
 
 /*
  * Run fn(txn, arg) in one write transaction and commit.  If the map fills
- * (in fn or at commit), abort, grow the map and run fn again from scratch,
- * so fn must not keep state between calls other than through arg it resets.
- * fn returning non-zero aborts the transaction and that code is returned.
- * Returns 0, fn's code, SPIRT_EFULL (cannot grow further), errno, MDB_*.
+ * (a put, reserve or delete in fn returns SPIRT_EFULL, which fn passes
+ * back, or the commit does), abort, grow the map and run fn again from
+ * scratch, so fn must not keep state between calls other than through arg
+ * it resets.  fn returning another non-zero code aborts the transaction
+ * and that code is returned.  Returns 0, fn's code, SPIRT_EFULL (cannot
+ * grow further), errno, MDB_*.
  */
 SPIRT_MUST_CHECK int spirt_store_write(struct spirt_store *s,
     int (*fn)(struct spirt_txn *txn, void *arg), void *arg);
@@ -111,25 +112,7 @@ SPIRT_MUST_CHECK int spirt_store_writef(struct spirt_store *s,
 SPIRT_MUST_CHECK int spirt_store_persist(struct spirt_store *s,
     const char *prefix, size_t *n);
 
-/*
- * A model or data set name, as keys hold it (model/<name>@<t>,
- * data/<name>/...): 1..SPIRT_NAME_PART_MAX letters, digits, '.', '_' or
- * '-', not starting with '.' (so never "." or "..").  The one check every
- * tool's -m goes through.  Returns 0 or SPIRT_EKEY.
- */
-#define SPIRT_NAME_PART_MAX 255
-SPIRT_MUST_CHECK int spirt_name_check(const char *name) SPIRT_NONNULL(1);
-
-/*
- * Split a model version's key "model/<name>@<t>": the name (checked by
- * spirt_name_check()) into name (cap bytes), the step into *step.
- * Returns 0 or SPIRT_EKEY.
- */
-SPIRT_MUST_CHECK int spirt_model_key_parse(const char *key, char *name,
-    size_t cap, uint64_t *step) SPIRT_NONNULL(1, 2, 4);
-
-/* Validate a key: 1..SPIRT_KEY_MAX printable ASCII bytes, no spaces. */
-SPIRT_MUST_CHECK int spirt_key_check(const char *key);
+/* Keys are built, parsed and checked by keys.h (spirt_key_check()). */
 
 /* Raw values.  Pointers from get are valid until the txn ends. */
 SPIRT_MUST_CHECK int spirt_store_get(struct spirt_txn *t, const char *key,

@@ -1,6 +1,6 @@
 # mk/data.mk - build fragment for the data tools (included by Makefile)
-DATA_LIBHDR = lib/data.h
-DATA_LIBOBJ = lib/data.o
+DATA_LIBHDR = lib/data.h lib/shard.h
+DATA_LIBOBJ = lib/data.o lib/shard.o
 DATA_BIN = spirt-shard
 DATA_MAN1 = man/spirt-shard.1
 DATA_MAN5 =

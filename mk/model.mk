@@ -2,8 +2,8 @@
 # OpenBLAS is dlopen()ed by lib/blas.c (spirt-grad(1) says why), so the
 # tools link libdl, not BLAS_LIBS.
 DL_LIBS = -ldl
-MODEL_LIBHDR = lib/blas.h lib/model.h lib/grad.h
-MODEL_LIBOBJ = lib/blas.o lib/model.o lib/grad.o lib/toolblas.o
+MODEL_LIBHDR = lib/blas.h lib/model.h lib/grad.h lib/gradctx.h lib/eval.h
+MODEL_LIBOBJ = lib/blas.o lib/model.o lib/grad.o lib/eval.o lib/toolblas.o
 MODEL_BIN = spirt-init spirt-grad spirt-eval
 MODEL_MAN1 = man/spirt-init.1 man/spirt-grad.1 man/spirt-eval.1
 MODEL_MAN5 = man/spirt-model.5

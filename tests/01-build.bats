@@ -214,3 +214,59 @@ isarun() {
 	src/spirt-store -s s.db get grad/3/0 >back.rec
 	cmp g0.rec back.rec
 }
+
+@test "lib/ layering: includes follow docs/contracts.md; lib/ never prints" {
+	# level of each module, from the table in docs/contracts.md
+	declare -A lvl
+	while IFS='|' read -r _ l mods _; do
+		l=${l// /}
+		for m in ${mods//,/ }; do
+			lvl[$m]=$l
+		done
+	done < <(sed -n '/^## Layering of lib/,/^## /p' \
+	    "$SPIRT_ROOT/docs/contracts.md" | grep -E '^\| ([0-9]|tool) \|')
+	[ "${lvl[store]}" = 2 ]         # the table was read
+	n() { [ "$1" = tool ] && echo 9 || echo "$1"; }
+	# a module is its .c and .h; gradctx.h is grad's insides, vec.h the
+	# kernel half of isa
+	mod() {
+		local m
+		m=$(basename "${1%.*}")
+		case $m in gradctx) m=grad ;; vec) m=isa ;; esac
+		echo "$m"
+	}
+	bad=
+	for f in "$SPIRT_ROOT"/lib/*.c "$SPIRT_ROOT"/lib/*.h; do
+		m=$(mod "$f")
+		[ -n "${lvl[$m]}" ] || { bad="$bad $m:not-in-table"; continue; }
+		for h in $(sed -n 's/^#include "\([a-z]*\)\.h"$/\1/p' "$f"); do
+			case $h:$f in
+			gradctx:*/grad.c|gradctx:*/eval.c) continue ;;
+			gradctx:*) bad="$bad $f:gradctx.h"; continue ;;
+			tool:*) [ "${lvl[$m]}" = tool ] ||
+			    bad="$bad $f:tool.h"; continue ;;
+			esac
+			h=$(mod "$h")
+			[ "$(n "${lvl[$h]}")" -le "$(n "${lvl[$m]}")" ] ||
+			    bad="$bad $f:$h"
+		done
+	done
+	# no cycle within a level: the include graph of lib/ sorts
+	for f in "$SPIRT_ROOT"/lib/*.[ch]; do
+		for h in $(sed -n 's/^#include "\([a-z]*\)\.h"$/\1/p' "$f"); do
+			h=$(mod "$h")
+			[ "$h" = "$(mod "$f")" ] || echo "$h $(mod "$f")"
+		done
+	done | tsort > /dev/null 2> "$BATS_TEST_TMPDIR/tsort" || true
+	! grep -q . "$BATS_TEST_TMPDIR/tsort" ||
+	    bad="$bad cycle:$(cat "$BATS_TEST_TMPDIR/tsort")"
+	# LMDB below the store only; no messages or exits from the library
+	for f in "$SPIRT_ROOT"/lib/*.c; do
+		case $f in */store.c|*/spirt.c) ;; *)
+			grep -q '<lmdb.h>' "$f" && bad="$bad $f:lmdb.h" ;; esac
+		case $f in */tool.c|*/toolblas.c) continue ;; esac
+		grep -nE '(^|[^a-z_])(printf|fprintf|perror|exit|abort)\(|\bstderr\b' \
+		    "$f" && bad="$bad $f:prints"
+	done
+	[ -z "$bad" ] || { echo "layering:$bad"; false; }
+}

@@ -11,6 +11,8 @@
 
 #include "check.h"
 #include "data.h"
+#include "rng.h"
+#include "shard.h"
 #include "store.h"
 
 #define FIX "tests/data/shard/"

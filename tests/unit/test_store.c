@@ -469,6 +469,11 @@ growth(void)
 	a.key = "huge/";
 	a.n = 80;
 	CHECK_EQ_RC(spirt_store_write(s, put_many, &a), SPIRT_EFULL);
+	/* a put that fills the map says SPIRT_EFULL, no MDB_* code: the
+	 * body of a spirt_store_write() (spirt-update's) tells it so */
+	CHECK_RC(spirt_txn_begin(&txn, s, 0));
+	CHECK_EQ_RC(put_many(txn, &a), SPIRT_EFULL);
+	spirt_txn_abort(txn);
 	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY));
 	CHECK_RC(spirt_store_list(txn, "huge/", count, &n));
 	CHECK(n == 0);

@@ -1,0 +1,160 @@
+/* keys.h - the store's key namespace: build, parse, validate, route */
+#ifndef SPIRT_KEYS_H
+#define SPIRT_KEYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spirt.h"
+
+/*
+ * Every store key is built, parsed and validated here, and nowhere else
+ * (spirt-store(5) lists them; docs/contracts.md says what they hold):
+ *
+ *   model/<name>@<t>       a model version      opt/<name>@<t>  its state
+ *   grad/<t>/<w>           a function's gradient (w: decimal worker)
+ *   agg/<t>                this peer's aggregate  agg/<t>/excluded
+ *   xagg/<t>/<peer>        peer <peer>'s aggregate, published or pulled
+ *   gagg/<t>               the global aggregate, combined across peers
+ *   digest/<t>/<peer>      peer <peer>'s signed digest of step t
+ *   data/<ds>/info, data/<ds>/assign, data/<ds>/scale,
+ *   data/<ds>/<k>/x, data/<ds>/<k>/y   a data set and its shard k
+ *   beat/<member>          a member's heartbeat
+ *
+ * Steps and shard numbers are unpadded decimal ("0", never "007"), at
+ * most SPIRT_KEY_STEP_MAX.  Names (<name>, <ds>) pass spirt_name_check();
+ * peer and member ids pass spirt_key_id_check().
+ *
+ * Builders write the key into buf (cap bytes with the NUL) and return 0,
+ * or SPIRT_EKEY for a bad part or a key that does not fit: never a
+ * truncated key.  A buffer of SPIRT_KEY_MAX + 1 bytes holds every key.
+ */
+
+#define SPIRT_KEY_MAX 511               /* LMDB's default max key size */
+#define SPIRT_NAME_PART_MAX 255         /* model and data set names */
+#define SPIRT_KEY_ID_MAX 32             /* peer and member ids */
+#define SPIRT_KEY_STEP_MAX (UINT64_MAX - 1)     /* UINT64_MAX: no step */
+
+/* the roots of the step-versioned families, for listing and pruning */
+#define SPIRT_KEY_GRAD_ROOT "grad/"
+#define SPIRT_KEY_AGG_ROOT "agg/"
+
+/* Validate a key: 1..SPIRT_KEY_MAX printable ASCII bytes, no spaces. */
+SPIRT_MUST_CHECK int spirt_key_check(const char *key);
+
+/*
+ * A model or data set name, as keys hold it (model/<name>@<t>,
+ * data/<name>/...): 1..SPIRT_NAME_PART_MAX letters, digits, '.', '_' or
+ * '-', not starting with '.' (so never "." or "..").  The one check every
+ * tool's -m goes through.  Returns 0 or SPIRT_EKEY.
+ */
+SPIRT_MUST_CHECK int spirt_name_check(const char *name) SPIRT_NONNULL(1);
+
+/*
+ * A peer, function or run id: 1..SPIRT_KEY_ID_MAX letters, digits, '.',
+ * '_' or '-', starting with a letter or digit (spirt_id_valid() in
+ * crypto.h is this rule).  Returns 0 or SPIRT_EKEY.
+ */
+SPIRT_MUST_CHECK int spirt_key_id_check(const char *id) SPIRT_NONNULL(1);
+
+/*
+ * Split a model version's key "model/<name>@<t>": the name (checked by
+ * spirt_name_check()) into name (cap bytes), the step into *step.
+ * Returns 0 or SPIRT_EKEY.
+ */
+SPIRT_MUST_CHECK int spirt_model_key_parse(const char *key, char *name,
+    size_t cap, uint64_t *step) SPIRT_NONNULL(1, 2, 4);
+
+/* ---- builders ---- */
+
+SPIRT_MUST_CHECK int spirt_key_model(char *buf, size_t cap, const char *name,
+    uint64_t step) SPIRT_NONNULL(1, 3);
+SPIRT_MUST_CHECK int spirt_key_opt(char *buf, size_t cap, const char *name,
+    uint64_t step) SPIRT_NONNULL(1, 3);
+/* "model/<name>@", "opt/<name>@": the prefix of every version */
+SPIRT_MUST_CHECK int spirt_key_model_prefix(char *buf, size_t cap,
+    const char *name) SPIRT_NONNULL(1, 3);
+SPIRT_MUST_CHECK int spirt_key_opt_prefix(char *buf, size_t cap,
+    const char *name) SPIRT_NONNULL(1, 3);
+
+SPIRT_MUST_CHECK int spirt_key_grad(char *buf, size_t cap, uint64_t step,
+    uint32_t worker) SPIRT_NONNULL(1);
+/* "grad/<t>/": the prefix of step t's gradients */
+SPIRT_MUST_CHECK int spirt_key_grad_prefix(char *buf, size_t cap,
+    uint64_t step) SPIRT_NONNULL(1);
+SPIRT_MUST_CHECK int spirt_key_agg(char *buf, size_t cap, uint64_t step)
+    SPIRT_NONNULL(1);
+SPIRT_MUST_CHECK int spirt_key_agg_excluded(char *buf, size_t cap,
+    uint64_t step) SPIRT_NONNULL(1);
+
+/* peers */
+SPIRT_MUST_CHECK int spirt_key_xagg(char *buf, size_t cap, uint64_t step,
+    const char *peer) SPIRT_NONNULL(1, 4);
+SPIRT_MUST_CHECK int spirt_key_gagg(char *buf, size_t cap, uint64_t step)
+    SPIRT_NONNULL(1);
+SPIRT_MUST_CHECK int spirt_key_digest(char *buf, size_t cap, uint64_t step,
+    const char *peer) SPIRT_NONNULL(1, 4);
+SPIRT_MUST_CHECK int spirt_key_beat(char *buf, size_t cap,
+    const char *member) SPIRT_NONNULL(1, 3);
+
+/* data sets: "data/<ds>/" and the keys under it */
+SPIRT_MUST_CHECK int spirt_key_data_prefix(char *buf, size_t cap,
+    const char *ds) SPIRT_NONNULL(1, 3);
+SPIRT_MUST_CHECK int spirt_key_data_info(char *buf, size_t cap,
+    const char *ds) SPIRT_NONNULL(1, 3);
+SPIRT_MUST_CHECK int spirt_key_data_assign(char *buf, size_t cap,
+    const char *ds) SPIRT_NONNULL(1, 3);
+SPIRT_MUST_CHECK int spirt_key_data_scale(char *buf, size_t cap,
+    const char *ds) SPIRT_NONNULL(1, 3);
+SPIRT_MUST_CHECK int spirt_key_data_x(char *buf, size_t cap, const char *ds,
+    uint64_t k) SPIRT_NONNULL(1, 3);
+SPIRT_MUST_CHECK int spirt_key_data_y(char *buf, size_t cap, const char *ds,
+    uint64_t k) SPIRT_NONNULL(1, 3);
+
+/* ---- parser ---- */
+
+enum spirt_key_kind {
+	SPIRT_KEY_NONE = 0,     /* not a key of the namespace */
+	SPIRT_KEY_MODEL,        /* name, step */
+	SPIRT_KEY_OPT,          /* name, step */
+	SPIRT_KEY_GRAD,         /* step, worker */
+	SPIRT_KEY_AGG,          /* step */
+	SPIRT_KEY_AGG_EXCLUDED, /* step */
+	SPIRT_KEY_XAGG,         /* step, peer */
+	SPIRT_KEY_GAGG,         /* step */
+	SPIRT_KEY_DIGEST,       /* step, peer */
+	SPIRT_KEY_BEAT,         /* peer (the member) */
+	SPIRT_KEY_DATA_INFO,    /* name */
+	SPIRT_KEY_DATA_ASSIGN,  /* name */
+	SPIRT_KEY_DATA_SCALE,   /* name */
+	SPIRT_KEY_DATA_X,       /* name, shard */
+	SPIRT_KEY_DATA_Y        /* name, shard */
+};
+
+/* A key taken apart; the fields its kind does not use are zero. */
+struct spirt_key_parts {
+	int kind;                               /* enum spirt_key_kind */
+	char name[SPIRT_NAME_PART_MAX + 1];     /* model or data set */
+	char peer[SPIRT_KEY_ID_MAX + 1];        /* peer or member id */
+	uint64_t step;
+	uint64_t shard;
+	uint32_t worker;
+};
+
+/*
+ * Parse key into k.  Returns 0, or SPIRT_EKEY with k->kind SPIRT_KEY_NONE
+ * when key is not exactly one of the forms above (a key spirt-store put
+ * may still hold: such keys are the user's).
+ */
+SPIRT_MUST_CHECK int spirt_key_parse(struct spirt_key_parts *k, const char *key)
+    SPIRT_NONNULL(1, 2);
+
+/*
+ * 1 if the key (len bytes, not necessarily NUL-terminated) lives in the
+ * store's scratch environment (spirt-store(5)): values recomputed or
+ * refetched each step, never synced: grad/, agg/, xagg/, gagg/, beat/.
+ * Model versions, optimiser state, data and digests are durable.
+ */
+int spirt_key_volatile(const char *key, size_t len) SPIRT_NONNULL(1);
+
+#endif

@@ -1,0 +1,116 @@
+/* shard.h - data sets in the store: shuffle, shards, assignment, rebalance */
+#ifndef SPIRT_SHARD_H
+#define SPIRT_SHARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data.h"
+#include "spirt.h"
+#include "store.h"
+
+/*
+ * A data set read by data.h goes to the store as shards under
+ * data/<name>/ (keys.h builds the keys; docs/contracts.md and
+ * spirt-store(5) give the layout), with the worker -> shard assignment
+ * that spirt-grad reads and a rebalance rewrites.
+ */
+
+/*
+ * Read data/<name>/scale from the store for samples of feat features into
+ * a malloc'ed *scale (free()).  Returns 0, SPIRT_ENOTFOUND (no such key:
+ * name was not standardised), SPIRT_EDTYPE, SPIRT_ESHAPE (not [2, feat]),
+ * SPIRT_ENAN (a value not finite, a deviation not above 0), ENOMEM, store
+ * errors.
+ */
+SPIRT_MUST_CHECK int spirt_data_scale_get(float **scale,
+    struct spirt_store *s, const char *name, size_t feat);
+
+/*
+ * Shuffle the samples of ds in place (x rows and y together): Fisher-Yates
+ * from the last sample down, swapping i with spirt_rng_below(r, i + 1) (rng.h).
+ * The same seed gives the same order on every machine.
+ */
+void spirt_data_shuffle(struct spirt_dataset *ds, uint64_t seed);
+
+/*
+ * Even split: counts[k] (k < nshards) = n / nshards, plus one for the
+ * first n % nshards shards.
+ */
+void spirt_data_split(size_t *counts, size_t n, size_t nshards);
+
+/*
+ * Write ds as nshards shards under data/<name>/ with the initial assignment
+ * (worker k reads shard k whole, revision 0) and, when ds->scale is set,
+ * data/<name>/scale, all in one write transaction
+ * that first deletes every earlier key under data/<name>/.  Shard k holds
+ * the samples after those of shards 0..k-1 in ds order.  Returns 0,
+ * SPIRT_EINVAL (bad name, nshards 0 or above n or MAXSHARDS), or a store
+ * error; on error
+ * the store is unchanged.
+ */
+SPIRT_MUST_CHECK int spirt_data_store(struct spirt_store *s,
+    const char *name, const struct spirt_dataset *ds, size_t nshards);
+
+/*
+ * Write ds as nshards shards to fd as a data file: a record stream of the
+ * x and y records data/<name>/<k>/x and y would hold, for k = 0, 1, ...
+ * (no info, no assignment: worker k reads pair k, see spirt-grad(1)).
+ * Returns 0, SPIRT_EINVAL (bad name, nshards 0 or above n), ENOMEM or the
+ * errno of a failed write.
+ */
+SPIRT_MUST_CHECK int spirt_data_write(int fd, const char *name,
+    const struct spirt_dataset *ds, size_t nshards);
+
+/*
+ * Assignment rows are int64 quadruples (worker, shard, start, count).
+ *
+ * Spread the rows of the dead workers over the remaining workers (every
+ * worker that has a row and is not dead): each dead row's range is split
+ * evenly over them in worker order, remainders rotating so the extra
+ * samples go to different workers.  Output rows are sorted by (worker,
+ * shard, start) and adjacent ranges of one worker are merged.  *out is
+ * malloc'ed (free()).  Returns 0, ENOMEM, SPIRT_EDONE (no dead worker
+ * has a row: nothing to do), SPIRT_EINVAL (no worker would remain),
+ * SPIRT_EDATA (a negative field).
+ */
+SPIRT_MUST_CHECK int spirt_assign_rebalance(int64_t **out, size_t *nout,
+    const int64_t *rows, size_t nrows, const int64_t *dead, size_t ndead);
+
+/*
+ * Rebalance data/<name>/assign in the store in one write transaction
+ * (read, spread, write revision + 1).  *revision gets the new revision.
+ * Returns 0, SPIRT_ENOTFOUND (no such data set), SPIRT_EDONE (no dead
+ * worker has a row: nothing to do, store unchanged), SPIRT_EINVAL (no
+ * worker would remain), SPIRT_EDATA/ESHAPE/EDTYPE (malformed assignment),
+ * store errors.
+ */
+SPIRT_MUST_CHECK int spirt_data_rebalance(struct spirt_store *s,
+    const char *name, const int64_t *dead, size_t ndead, uint64_t *revision);
+
+/* Per-shard facts read back from the store (spirt-shard --stats). */
+struct spirt_data_stats {
+	int64_t nshards, nsamples, nclasses, features;
+	int xdtype;
+	unsigned xrank;
+	uint64_t xdims[SPIRT_MAXRANK];  /* shape of one sample: xdims[1..] */
+	int64_t *counts;                /* [nshards] samples per shard */
+	int64_t *hist;                  /* [nshards * nclasses] */
+	int64_t *assign;                /* [nassign * 4] */
+	size_t nassign;
+	uint64_t revision;
+};
+
+/*
+ * Read info, every shard's y and the assignment of data set name, and
+ * check they agree (shape, sample counts, labels in range).  Memory
+ * follows the shards found, not the counts info claims.  Free with
+ * spirt_data_stats_free().  Returns 0, SPIRT_ENOTFOUND (no such data set),
+ * SPIRT_EDATA/ESHAPE/EDTYPE (inconsistent store: a shard info counts is
+ * missing, say), ENOMEM, store errors.
+ */
+SPIRT_MUST_CHECK int spirt_data_stats(struct spirt_data_stats *st,
+    struct spirt_store *s, const char *name);
+void spirt_data_stats_free(struct spirt_data_stats *st);
+
+#endif
