@@ -16,7 +16,7 @@ struct spirt_backend {
 	void (*close)(void *bs);
 	int (*begin)(void **bt, void *bs, unsigned flags);
 	int (*commit)(void *bt);
-	void (*abort)(void *bt);
+	void (*txn_abort)(void *bt);
 	int (*get)(void *bt, const char *key, const void **val, size_t *len);
 	int (*reserve)(void *bt, const char *key, size_t len, void **dst,
 	    unsigned flags);

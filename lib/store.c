@@ -483,7 +483,7 @@ spirt_txn_abort(struct spirt_txn *t)
 	if (!t)
 		return;
 	if (t->s->be)
-		t->s->be->abort(t->bt);
+		t->s->be->txn_abort(t->bt);
 	for (int i = 0; i < 2; i++)
 		if (t->txn[i])
 			mdb_txn_abort(t->txn[i]);
