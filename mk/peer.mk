@@ -1,11 +1,11 @@
 # mk/peer.mk - build fragment for spirt-peer and its crypto (included by
 # Makefile).  Only lib/crypto.o includes <sodium.h>; what links it adds
 # $(SODIUM_LIBS).
-PEER_LIBHDR = lib/crypto.h
-PEER_LIBOBJ = lib/crypto.o
+PEER_LIBHDR = lib/crypto.h lib/digest.h
+PEER_LIBOBJ = lib/crypto.o lib/digest.o
 PEER_BIN = spirt-peer
 PEER_MAN1 = man/spirt-peer.1
-PEER_UNIT = tests/unit/test_crypto
+PEER_UNIT = tests/unit/test_crypto tests/unit/test_digest
 
 lib/crypto.o: lib/crypto.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/crypto.c
@@ -19,3 +19,9 @@ tests/unit/test_crypto.o: tests/unit/test_crypto.c
 cmd/spirt-peer.o: $(LIBHDR) config.mk
 spirt-peer: cmd/spirt-peer.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-peer.o lib/libspirt.a $(SODIUM_LIBS) $(BASE_LIBS)
+
+tests/unit/test_digest: tests/unit/test_digest.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_digest.o lib/libspirt.a $(SODIUM_LIBS) $(BASE_LIBS)
+tests/unit/test_digest.o: tests/unit/check.h $(LIBHDR)
+tests/unit/test_digest.o: tests/unit/test_digest.c
+	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ tests/unit/test_digest.c
