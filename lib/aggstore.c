@@ -27,6 +27,8 @@ spirt_aggset_init(struct spirt_aggset *s)
 	s->step = SPIRT_NOSTEP;
 	s->verify = s->replace = s->prune = 0;
 	s->max_samples = 0;
+	s->out = NULL;
+	s->seq_origin = 0;
 	s->w = s->used = 0;
 	memset(&s->hdr, 0, sizeof s->hdr);
 	s->work_ms = 0;
@@ -329,7 +331,7 @@ putexcluded(struct spirt_aggset *s, struct spirt_txn *txn)
 	struct spirt_tensor x;
 	int64_t ex[2 * SPIRT_AGG_MAXW];
 	uint64_t dims[2] = { 0, 2 };
-	char key[64];
+	char key[SPIRT_KEY_MAX + 1];
 	int rc;
 
 	for (size_t i = 0; i < s->w; i++)
@@ -338,7 +340,7 @@ putexcluded(struct spirt_aggset *s, struct spirt_txn *txn)
 			    -1 : (int64_t)s->ai[i].origin;
 			ex[2 * dims[0]++ + 1] = s->ai[i].excluded;
 		}
-	snprintf(key, sizeof key, "agg/%llu/excluded",
+	snprintf(key, sizeof key, "%s/%llu/excluded", s->out ? s->out : "agg",
 	    (unsigned long long)s->hdr.step);
 	if ((rc = spirt_tensor_init(&x, SPIRT_I64, 2, dims)))
 		return rc;
@@ -361,7 +363,7 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 {
 	struct spirt_tensor t;
 	struct sumwatch x;
-	char key[64];
+	char key[SPIRT_KEY_MAX + 1];
 	const void *old;
 	unsigned char *dst;
 	float *out;
@@ -373,10 +375,13 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 	for (size_t i = 0; i < nkeys; i++)
 		if ((rc = spirt_aggset_add_key(s, txn, keys[i])))
 			return rc;
+	if (s->seq_origin)
+		for (size_t i = 0; i < s->w; i++)
+			s->in[i].t.origin = (uint32_t)i;
 	if ((!nkeys && (rc = spirt_aggset_add_step(s, txn, s->step))) ||
 	    (rc = spirt_aggset_check(s)))
 		return rc;
-	snprintf(key, sizeof key, "agg/%llu",
+	snprintf(key, sizeof key, "%s/%llu", s->out ? s->out : "agg",
 	    (unsigned long long)s->in[0].t.step);
 	if (!s->replace && spirt_store_get(txn, key, &old, &len) == 0)
 		return say(s, SPIRT_EEXIST, "%s exists", key);

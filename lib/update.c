@@ -124,7 +124,7 @@ spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 	struct spirt_tensor mt, at, st, nt, ot;
 	const void *mpl, *apl, *spl = NULL, *v;
 	char mkey[SPIRT_KEY_MAX + 1], nkey[SPIRT_KEY_MAX + 1];
-	char akey[64], skey[SPIRT_KEY_MAX + 1], okey[SPIRT_KEY_MAX + 1];
+	char akey[SPIRT_KEY_MAX + 1], skey[SPIRT_KEY_MAX + 1], okey[SPIRT_KEY_MAX + 1];
 	const char *aname = akey, *oname = spirt_optim_name(u->op.kind);
 	unsigned ns = spirt_optim_nstate(u->op.kind);
 	unsigned char *dst, *ndst;
@@ -152,7 +152,8 @@ spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 	    (unsigned long long)t);
 	snprintf(okey, sizeof okey, "opt/%s@%llu", u->model,
 	    (unsigned long long)t + 1);
-	snprintf(akey, sizeof akey, "agg/%llu", (unsigned long long)t);
+	snprintf(akey, sizeof akey, "%s/%llu", u->agg ? u->agg : "agg",
+	    (unsigned long long)t);
 
 	/* exactly once: model@t+1 is the proof that step t was applied */
 	if (spirt_store_get(txn, nkey, &v, &len) == 0) {
