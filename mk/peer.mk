@@ -1,8 +1,8 @@
 # mk/peer.mk - build fragment for spirt-peer and its crypto (included by
 # Makefile).  Only lib/crypto.o includes <sodium.h>; what links it adds
 # $(SODIUM_LIBS).
-PEER_LIBHDR = lib/crypto.h lib/digest.h
-PEER_LIBOBJ = lib/crypto.o lib/digest.o
+PEER_LIBHDR = lib/crypto.h lib/digest.h lib/exchange.h
+PEER_LIBOBJ = lib/crypto.o lib/digest.o lib/exchange.o
 PEER_BIN = spirt-peer
 PEER_MAN1 = man/spirt-peer.1
 PEER_UNIT = tests/unit/test_crypto tests/unit/test_digest
