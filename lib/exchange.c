@@ -613,8 +613,7 @@ conflict(struct spirt_exchange *x, struct spirt_xpeer *q,
 			    "received it\n", q->id);
 			spirt_digest_format(r->proof + n, l2 + 1, d);
 		}
-		peer_out(r, SPIRT_XP_EQUIV, SPIRT_EMAC, "equivocated: two "
-		    "digests it signed for step %llu name different "
+		peer_out(r, SPIRT_XP_EQUIV, SPIRT_EMAC, "two digests it signed for step %llu name different "
 		    "aggregates (one to %s, one to %s)", ULL(x->step), x->self,
 		    q->id);
 	}
