@@ -268,3 +268,52 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	SPIRT_KEY=p1.key run -66 --separate-stderr spirt-peer exchange -m m -s s1 -t 5 -P peers
 	[[ "$stderr" == *'model/m@5: '* ]]
 }
+
+# ---- spirt-train --peers: the driver of one peer ----
+
+# model_hashes STORE T: the model@T hash in each digest/T/<id> of STORE
+model_hashes() {
+	local k
+	for k in $(spirt-store -s "$1" ls "digest/$2/" | cut -f1); do
+		spirt-store -s "$1" get "$k" >d.rec
+		"$PYTHON" -c "$PYREC
+b = bytes(load('d.rec')['a'])
+assert b[:4] == b'SPDG'
+print(b[152:184].hex())"
+	done
+}
+
+@test "spirt-train --peers: three peers, two functions each, different kernels, one model" {
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	: >peers
+	for i in 0 1 2; do
+		spirt-peer keygen p$i.key >/dev/null
+		echo "p$i $PWD/s$i" >>peers
+	done
+	# the kernels of each peer: the best, AVX2, the baseline
+	isa=("" avx2 base)
+	for i in 0 1 2; do
+		SPIRT_ISA=${isa[$i]} SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 \
+		    timeout 300 spirt-train -q -s s$i -n 2 --peers peers --peer $i \
+		    --steps 24 --eval-every 12 --deadline 60000 >o$i 2>e$i &
+		eval "pid$i=\$!"
+	done
+	wait $pid0 && wait $pid1 && wait $pid2
+	h=$(spirt-store -s s0 get model/mlp@24 | md5sum)
+	[ "$(spirt-store -s s1 get model/mlp@24 | md5sum)" = "$h" ]
+	[ "$(spirt-store -s s2 get model/mlp@24 | md5sum)" = "$h" ]
+	# every peer's signed digests of the last steps name one model
+	for t in 22 23; do
+		run -0 model_hashes s1 $t
+		[ "${#lines[@]}" -eq 3 ]
+		[ "$(printf '%s\n' "${lines[@]}" | sort -u | wc -l)" -eq 1 ]
+	done
+	# each peer trained on its own third of the data: 3 x 2 functions
+	run -0 sh -c 'spirt-shard -s s0 --stats | awk '\''$1 == "assign" && $2 == "worker" { print $3 }'\'' | sort -u | wc -l'
+	assert_output 6
+	# spent rounds are pruned by the driver, never by the exchange
+	run -0 spirt-store -s s0 ls xagg/0/
+	assert_output ''
+	run -0 awk -F'\t' 'END { exit !($6 > 0.6) }' s0.train-mlp.tsv
+}
