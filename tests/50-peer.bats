@@ -101,9 +101,9 @@ EOF
 	run --separate-stderr spirt-peer
 	[ "$status" -eq 64 ]
 	[[ "$stderr" == "usage: spirt-peer keygen"* ]]
-	run --separate-stderr spirt-peer serve
+	run --separate-stderr spirt-peer bogus
 	[ "$status" -eq 64 ]
-	[[ "$stderr" == "spirt-peer: serve: unknown command (keygen or invite)"* ]]
+	[[ "$stderr" == "spirt-peer: bogus: unknown command (keygen, invite or exchange)"* ]]
 	for args in "keygen" "keygen a b" "keygen -g g.key id.key" \
 	    "keygen -r run id.key" "keygen -e 1h id.key" \
 	    "keygen -o x id.key" "keygen --bogus id.key" \
