@@ -1,4 +1,5 @@
-/* spirt-peer.c - peer identities, member tokens, serving the store */
+/* spirt-peer.c - peer identities, member tokens, serving the store, the
+ * exchange between peers */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "crypto.h"
+#include "exchange.h"
 #include "io.h"
 #include "parse.h"
 #include "peersrv.h"
@@ -22,7 +24,10 @@
 "           -i id -r run pubkey\n" \
 "       spirt-peer serve [-qv] [-a allowfile] [-F fd] [-g group] [-i id]\n" \
 "           [-k keyfile] [-l addr:port] [-M size] [-r run] [-s store]\n" \
-"           [-T tokenfile]\n"
+"           [-T tokenfile]\n" \
+"       spirt-peer exchange [-qv] [-m model] [-P peers] [-r rule] [-s store]\n" \
+"           [--byzantine f] [--deadline ms] [--min-peers n] [--select m]\n" \
+"           [--timeout ms] [--trim F] -t step\n"
 
 #define EXPIRES_MAX (10 * 366 * 86400.0)       /* ten years, in seconds */
 
@@ -337,6 +342,242 @@ serve(void)
 	return 0;
 }
 
+/* ---- exchange: one round with the other peers (lib/exchange.h) ---- */
+
+/*
+ * Who we are, from the environment (the names of lib/remote.h's
+ * spirt_cred_env, which replaces this once the transport is merged):
+ * SPIRT_KEY (0600 identity key), SPIRT_TOKEN (token file: id and run) or
+ * SPIRT_ID and SPIRT_RUN; SPIRT_GROUP (public key file or hex) and/or
+ * SPIRT_ALLOW (allowlist) to check the other peers' digests.
+ */
+static struct {
+	struct spirt_key *key;
+	char id[SPIRT_ID_MAX + 1], run[SPIRT_ID_MAX + 1];
+	unsigned char token[SPIRT_TOKEN_BYTES];
+	int has_token;
+	struct spirt_trust *trust;
+} xc;
+
+static void
+xcreds(void)
+{
+	const char *k = getenv("SPIRT_KEY"), *tf = getenv("SPIRT_TOKEN");
+	const char *g = getenv("SPIRT_GROUP"), *al = getenv("SPIRT_ALLOW");
+	const char *id = getenv("SPIRT_ID"), *run = getenv("SPIRT_RUN");
+	unsigned char gpk[SPIRT_PK_BYTES];
+	struct spirt_member m;
+	void *buf;
+	size_t n, line = 0;
+	int rc;
+
+	if (k == NULL || *k == '\0')
+		die(SPIRT_EX_USAGE, "SPIRT_KEY: not set (the identity key "
+		    "file that signs this peer's digests)");
+	if ((rc = spirt_key_load(&xc.key, k)) != 0) {
+		warnrc(rc, "SPIRT_KEY: %s", k);
+		if (rc == SPIRT_EKEYPERM)
+			info("hint: chmod 600 %s", k);
+		exit(spirt_exit(rc));
+	}
+	if (tf != NULL && *tf != '\0') {
+		if ((rc = spirt_readfile(tf, &buf, &n)) != 0)
+			dierc(rc, "SPIRT_TOKEN: %s", tf);
+		rc = spirt_token_parse(xc.token, buf, n);
+		free(buf);
+		if (rc == 0)
+			rc = spirt_token_decode(&m, xc.token);
+		if (rc != 0)
+			dierc(rc, "SPIRT_TOKEN: %s", tf);
+		xc.has_token = 1;
+		id = m.id;
+		run = m.run;
+		snprintf(xc.id, sizeof xc.id, "%s", m.id);
+		snprintf(xc.run, sizeof xc.run, "%s", m.run);
+	}
+	if (id == NULL || !spirt_id_valid(id))
+		die(SPIRT_EX_USAGE, "SPIRT_ID: %s (or SPIRT_TOKEN)", id ?
+		    "not a valid id" : "not set");
+	if (run == NULL || !spirt_id_valid(run))
+		die(SPIRT_EX_USAGE, "SPIRT_RUN: %s (or SPIRT_TOKEN)", run ?
+		    "not a valid run id" : "not set");
+	memmove(xc.id, id, strlen(id) + 1);
+	memmove(xc.run, run, strlen(run) + 1);
+	if ((g == NULL || *g == '\0') && (al == NULL || *al == '\0'))
+		return;         /* digests checked by signature only */
+	if (g != NULL && *g != '\0' && !(strlen(g) == 2 * SPIRT_PK_BYTES &&
+	    spirt_pubkey_parse(gpk, g) == 0) &&
+	    (rc = spirt_pubkey_load(gpk, g)) != 0)
+		dierc(rc, "SPIRT_GROUP: %s", g);
+	if ((rc = spirt_trust_new(&xc.trust, xc.run, g && *g ? gpk : NULL,
+	    30000000000u)) != 0)
+		dierc(rc, "trust");
+	if (al != NULL && *al != '\0') {
+		if ((rc = spirt_readfile(al, &buf, &n)) != 0)
+			dierc(rc, "SPIRT_ALLOW: %s", al);
+		rc = spirt_trust_allow_parse(xc.trust, buf, n, &line);
+		free(buf);
+		if (rc != 0)
+			dierc(rc, "SPIRT_ALLOW: %s:%zu", al, line);
+	}
+}
+
+/* the peers file: "id url" lines; a URL that is not http(s) is a store */
+static void
+xpeers(struct spirt_exchange *x, const char *path)
+{
+	void *buf;
+	size_t n, line = 0;
+	int rc;
+
+	if ((rc = spirt_readfile(path, &buf, &n)) != 0)
+		dierc(rc, "%s", path);
+	rc = spirt_peers_parse(x, buf, n, &spirt_xnet_store, &line);
+	free(buf);
+	if (rc == SPIRT_EDATA)
+		die(SPIRT_EX_DATAERR, "%s:%zu: expected \"id url\" with a new "
+		    "valid id", path, line);
+	if (rc != 0)
+		dierc(rc, "%s", path);
+	for (size_t i = 0; i < x->n; i++)
+		if (spirt_store_is_url(x->peers[i].url))
+			/* TODO(remote.h): spirt_remote_* once merged */
+			die(SPIRT_EX_UNAVAILABLE, "%s:%s: %s", path,
+			    x->peers[i].id, spirt_strerror(SPIRT_ENOTSUP));
+}
+
+static int
+xmain(int argc, char **argv)
+{
+	enum { BYZ = 256, DEADLINE, MAD, MINP, SELECT, TIMEOUT, TRIM };
+	static const struct option lo[] = {
+		{ "byzantine", required_argument, NULL, BYZ },
+		{ "deadline", required_argument, NULL, DEADLINE },
+		{ "help", no_argument, NULL, 'h' },
+		{ "mad", required_argument, NULL, MAD },
+		{ "min-peers", required_argument, NULL, MINP },
+		{ "model", required_argument, NULL, 'm' },
+		{ "peers", required_argument, NULL, 'P' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "rule", required_argument, NULL, 'r' },
+		{ "select", required_argument, NULL, SELECT },
+		{ "step", required_argument, NULL, 't' },
+		{ "store", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, TIMEOUT },
+		{ "trim", required_argument, NULL, TRIM },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct spirt_exchange x;
+	const char *peers = NULL, *store = NULL, *rule = NULL, *minp = NULL;
+	const char *act;
+	struct spirt_store *s = NULL;
+	int c, rc, trim = 0, havestep = 0;
+
+	spirt_exchange_init(&x);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "hm:P:qr:s:t:v", lo, NULL)) != -1)
+		switch (c) {
+		case 'h': usage(0);
+		case 'm': x.model = optarg; break;
+		case 'P': peers = optarg; break;
+		case 'q': spirt_quiet = 1; break;
+		case 'r': rule = optarg; break;
+		case 's': store = optarg; break;
+		case 't': x.step = eparse_u64("-t", optarg, 0, SPIRT_NOSTEP - 2);
+			  havestep = 1; break;
+		case 'v': spirt_verbose++; break;
+		case BYZ: x.p.f = (unsigned)eparse_u64("--byzantine", optarg,
+			    0, SPIRT_AGG_MAXW); break;
+		case DEADLINE: x.deadline_ms = (unsigned)eparse_u64(
+			    "--deadline", optarg, 1, 86400000); break;
+		case MAD: x.p.mad = eparse_double("--mad", optarg, 1e-9, 1e9);
+			  break;
+		case MINP: minp = optarg; break;
+		case SELECT: x.p.m = (unsigned)eparse_u64("--select", optarg, 1,
+			    SPIRT_AGG_MAXW); break;
+		case TIMEOUT: x.timeout_ms = (unsigned)eparse_u64("--timeout",
+			    optarg, 1, 86400000); break;
+		case TRIM: x.p.trim = eparse_double("--trim", optarg, 0,
+			    0.49999);
+			  trim = 1; break;
+		default: usage(1);
+		}
+	if (optind != argc || !havestep)
+		usage(1);
+	if (!rule && trim)
+		rule = "trim";
+	if ((rule = opt_env(rule, "SPIRT_AGG_RULE", "mean")) &&
+	    !(x.p.rule = spirt_agg_rule_parse(rule))) {
+		warnx_("-r: unknown rule \"%s\"", rule);
+		usage(1);
+	}
+	if ((x.model = opt_env(x.model, "SPIRT_MODEL", NULL)) == NULL) {
+		warnx_("no model (-m or SPIRT_MODEL)");
+		usage(1);
+	}
+	echeck_model("-m", x.model);
+	if ((peers = opt_env(peers, "SPIRT_PEERS", NULL)) == NULL) {
+		warnx_("no peers file (-P or SPIRT_PEERS)");
+		usage(1);
+	}
+	if ((rc = spirt_crypto_init()) != 0)
+		dierc(rc, "libsodium");
+	isa_setup();
+	xcreds();
+	x.self = xc.id;
+	x.run = xc.run;
+	x.key = xc.key;
+	x.token = xc.has_token ? xc.token : NULL;
+	x.trust = xc.trust;
+	xpeers(&x, peers);
+	/* default quorum: more than half of the members, self included */
+	x.min_peers = minp ? eparse_u64("--min-peers", minp, 1, x.n + 1) :
+	    (x.n + 1) / 2 + 1;
+	if (spirt_agg_check(&x.p, x.min_peers) != 0) {
+		warnx_("-r %s: does not fit %zu peers (--min-peers)", rule,
+		    x.min_peers);
+		usage(1);
+	}
+
+	act = store ? store : spirt_store_default();
+	if ((rc = spirt_store_open(&s, act, 0)) == 0) {
+		act = "exchange";
+		x.store = s;
+		rc = spirt_exchange_run(&x);
+	}
+	for (size_t i = 0; i < x.n; i++) {
+		struct spirt_xpeer *p = &x.peers[i];
+
+		if (p->state == SPIRT_XP_NONE || p->state == SPIRT_XP_USED)
+			continue;
+		warning("step %llu: peer %s left out: %s: %s",
+		    (unsigned long long)x.step, p->id,
+		    spirt_xstate_name(p->state), p->why);
+		if (p->proof)
+			fputs(p->proof, stdout);
+	}
+	if (rc != 0) {
+		if (x.msg[0])
+			warnx_("%s", x.msg);
+		else
+			warnrc(rc, "%s", act);
+	} else if (x.done) {
+		info("gagg/%llu exists: step %llu exchanged already, nothing "
+		    "done", (unsigned long long)x.step,
+		    (unsigned long long)x.step);
+	} else if (spirt_verbose) {
+		fprintf(stderr, "%s: step %llu: %zu of %zu aggregates, %s, "
+		    "%.3f ms\n", progname, (unsigned long long)x.step, x.used,
+		    x.n + 1, spirt_agg_rule_name(x.p.rule), x.ms);
+	}
+	spirt_store_close(s);
+	spirt_exchange_free(&x);
+	spirt_key_free(xc.key);
+	spirt_trust_free(xc.trust);
+	return fshut_stdout(spirt_exit(rc));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -353,6 +594,8 @@ main(int argc, char **argv)
 		usage(1);
 	cmd = argv[0];
 	optind = 1;
+	if (strcmp(cmd, "exchange") == 0)
+		return xmain(argc, argv);
 	options(argc, argv);
 	argc -= optind;
 	argv += optind;
@@ -377,6 +620,6 @@ main(int argc, char **argv)
 			usage(1);
 		return serve();
 	}
-	warnx_("%s: unknown command (keygen, invite or serve)", cmd);
+	warnx_("%s: unknown command (keygen, invite, serve or exchange)", cmd);
 	usage(1);
 }

@@ -11,7 +11,8 @@ VERSION=@VERSION@
 USAGE="usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]
                    [-m model] [-n functions] [-o optimiser] [-S seed]
                    [-s store] [--checkpoint n] [--cold] [--data dir]
-                   [--eval-every steps] [--schedule name] [--spec spec]
+                   [--deadline ms] [--eval-every steps] [--peer i]
+                   [--peers file] [--schedule name] [--spec spec]
                    [--steps n] [--sync mode] [--target accuracy]"
 
 usage() {
@@ -34,7 +35,11 @@ usage() {
       --cold           start one process per function invocation
       --data DIR       Fashion-MNIST IDX files
                        (default /usr/share/datasets/fashion-mnist)
+      --deadline MS    peers: each exchange wait, in ms (default 30000)
       --eval-every N   evaluate every N steps (default: each epoch)
+      --peer I         peers: this peer's share of the data, 0 to P-1
+      --peers FILE     train as one of the P peers of FILE (id url lines):
+                       spirt-peer exchange every step, apply gagg
       --schedule NAME  learning rate over the epochs: cosine or constant
                        (default cosine)
       --spec SPEC      model spec (default: by model name)
@@ -61,7 +66,7 @@ die() {         # die CODE MESSAGE
 rule=mean batch=32 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
 every=0 sched=cosine spec= steps=0 sync=meta target=0 quiet=0 verbose=0
-ckpt=100
+ckpt=100 peers= peer=0 deadline=30000
 while [ $# -gt 0 ]; do
 	case $1 in
 	--*=*) a=${1%%=*} v=${1#*=}; shift; set -- "$a" "$v" "$@" ;;
@@ -69,7 +74,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-[abelmnoSs]|--rule|--batch|--epochs|--lr|--model|--functions|--opt|\
 	--seed|--store|--checkpoint|--data|--eval-every|--schedule|--spec|\
-	--steps|--sync|--target)
+	--steps|--sync|--target|--deadline|--peer|--peers)
 		[ $# -ge 2 ] || { printf '%s: %s: missing argument\n' "$PROG" \
 		    "$1" >&2; usage 64; } ;;
 	esac
@@ -86,6 +91,9 @@ while [ $# -gt 0 ]; do
 	--checkpoint) ckpt=$2; shift ;;
 	--cold) cold=1 ;;
 	--data) data=$2; shift ;;
+	--deadline) deadline=$2; shift ;;
+	--peer) peer=$2; shift ;;
+	--peers) peers=$2; shift ;;
 	--eval-every) every=$2; shift ;;
 	--schedule) sched=$2; shift ;;
 	--spec) spec=$2; shift ;;
@@ -131,6 +139,19 @@ int -S seed 0 999999999999999999
 int --eval-every every 0 999999999999999999
 int --steps steps 0 999999999999999999
 int --checkpoint ckpt 0 999999999999999999
+int --deadline deadline 1 86400000
+int --peer peer 0 255
+# peers: P members (id url lines of --peers), this one's share --peer
+np=1
+if [ -n "$peers" ]; then
+	[ -r "$peers" ] || die 66 "--peers $peers: cannot read it"
+	np=$(grep -c '^[[:space:]]*[^#[:space:]]' "$peers") || :
+	[ "$np" -ge 1 ] || die 65 "--peers $peers: no peer in it"
+	[ "$peer" -lt "$np" ] || die 64 "--peer $peer: $peers has $np peers (0 to $((np - 1)))"
+fi
+# the data set is sharded over all P x M functions; this peer's are
+# w0 .. w0+M-1
+w0=$((peer * fns)) nw=$((np * fns))
 real --target "$target" 0 1
 [ -n "$store" ] || die 64 "-s: empty store path"
 
@@ -202,7 +223,7 @@ say() {         # a message line; on a terminal, first clear the progress bar
 
 # ---- data: shard the training set over the functions, load the test set ----
 if ! spirt-store ls data/train/info 2>/dev/null | grep -q .; then
-	run spirt-shard -q -n "$fns" --seed "$seed" \
+	run spirt-shard -q -n "$nw" --seed "$seed" \
 	    "$data/train-images-idx3-ubyte.gz" "$data/train-labels-idx1-ubyte.gz"
 fi
 if ! spirt-store ls data/test/info | grep -q .; then
@@ -210,13 +231,13 @@ if ! spirt-store ls data/test/info | grep -q .; then
 	    "$data/t10k-images-idx3-ubyte.gz" "$data/t10k-labels-idx1-ubyte.gz"
 fi
 # samples of the smallest worker's share fix the steps per epoch
-per=$(spirt-shard --stats | awk -v m="$fns" '
+per=$(spirt-shard --stats | awk -v m="$nw" '
 	$1 == "assign" && $2 == "worker" { c[$3] += $9 }
 	END { min = -1; n = 0
 	      for (w in c) { n++; if (min < 0 || c[w] < min) min = c[w] }
 	      if (n != m) min = -n; print min }')
 [ "$per" -gt 0 ] ||
-	die 65 "store $store has data for $((-per)) workers, not $fns; use a new store or -n $((-per))"
+	die 65 "store $store has data for $((-per)) workers, not $nw; use a new store or -n $((-per))"
 spe=$((per / batch))
 [ "$spe" -ge 1 ] || die 64 "batch $batch is larger than a worker's $per samples"
 total=$((spe * epochs))
@@ -251,6 +272,12 @@ persist() {
 # loss costs at most the last $ckpt steps, never the store; the last
 # version of the run is made durable below
 upd="spirt-update -q -m $model -r $lr $optargs --schedule $sched --lr-total $total --keep 2 --checkpoint $ckpt"
+# peers: each step's update applies the global aggregate of the exchange
+xch=
+if [ -n "$peers" ]; then
+	upd="$upd -a gagg"
+	xch="spirt-peer exchange -q -m $model -P $peers --deadline $deadline"
+fi
 # -R: a rerun after a crash between aggregate and update redoes the (identical)
 # aggregate; -P: each step removes the spent gradients of steps before t-1;
 # --max-samples: no gradient counts more samples than a batch (wmean)
@@ -284,9 +311,9 @@ if [ "$cold" -eq 0 ]; then
 	while [ "$w" -lt "$fns" ]; do
 		mkfifo "$work/g$w"
 		# <> keeps the FIFO open, so a function never sees end of input
-		spirt-grad -q --serve -m "$model" -w "$w" -b "$batch" -S "$seed" \
-		    <>"$work/g$w" >"$work/done" &
-		pids="$pids $!" tools="$tools $!:spirt-grad:$w"
+		spirt-grad -q --serve -m "$model" -w $((w0 + w)) -b "$batch" \
+		    -S "$seed" <>"$work/g$w" >"$work/done" &
+		pids="$pids $!" tools="$tools $!:spirt-grad:$((w0 + w))"
 		w=$((w + 1))
 	done
 	mkfifo "$work/agg" "$work/upd"
@@ -365,12 +392,28 @@ wait_done() {
 	done
 }
 
+# exchange T: with --peers, the round of step T with the other peers; a
+# peer whose model differs stops (65), a round short of peers is 75
+exchange() {
+	[ -n "$xch" ] || return 0
+	rc=0
+	run $xch -t "$1" || rc=$?
+	[ "$rc" -eq 0 ] || die "$rc" "step $1: exchange failed (spirt-peer exit $rc)"
+	# spent rounds: what peers exchanged before step T-1 (the exchange
+	# itself never deletes; a peer a step behind still finds T-1)
+	if [ $(($1 % 10)) -eq 9 ] && [ "$1" -ge 2 ]; then
+		run spirt-store -q prune -t $(($1 - 1)) xagg/ gagg/ digest/ ||
+		    die 74 "step $1: could not prune spent rounds"
+	fi
+}
+
 step() {        # step T: one synchronous SPIRT round
 	if [ "$cold" -eq 1 ]; then
-		seq 0 $((fns - 1)) | run xargs -P "$fns" -I{} \
+		seq "$w0" $((w0 + fns - 1)) | run xargs -P "$fns" -I{} \
 		    spirt-grad -q -m "$model" -t "$1" -w {} -b "$batch" \
 		    -S "$seed" || die 75 "step $1: a gradient function failed"
 		run $agg -t "$1" || die 75 "step $1: aggregation failed"
+		exchange "$1"
 		run $upd -t "$1" || die 75 "step $1: update failed"
 		return
 	fi
@@ -389,6 +432,7 @@ step() {        # step T: one synchronous SPIRT round
 	echo "$1" >&7
 	wait_done 1
 	aggloss=${ack##*loss=}
+	exchange "$1"
 	echo "$1" >&8
 	wait_done 1
 }

@@ -13,8 +13,9 @@
 #include "update.h"
 
 #define USAGE \
-"usage: spirt-update [-iqv] [-k keep] [-m model] [-o file] [-p file]\n" \
-"                    [-r lr] [-s store] [-t step] [--checkpoint n]\n" \
+"usage: spirt-update [-iqv] [-a prefix] [-k keep] [-m model] [-o file]\n" \
+"                    [-p file] [-r lr] [-s store] [-t step]\n" \
+"                    [--checkpoint n]\n" \
 "                    [--opt name]\n" \
 "                    [--momentum mu] [--nesterov] [--beta1 b] [--beta2 b]\n" \
 "                    [--eps e] [--wd w]\n" \
@@ -33,6 +34,9 @@ usage(int code)
 	fputs(USAGE, code ? stderr : stdout);
 	if (!code)
 		fputs("\n"
+		    "  -a, --agg PREFIX    apply <PREFIX>/<step> (default agg; "
+		    "gagg: a peer's\n"
+		    "                      global aggregate)\n"
 		    "  -i, --serve         warm: one -t run per step line on "
 		    "stdin\n"
 		    "  -k, --keep K        keep the last K model versions "
@@ -211,6 +215,7 @@ options(int argc, char **argv)
 	enum { LR, MOM, B1, B2, EPS, WD, EVERY, GAMMA, TOTAL, LRMIN, KEEP,
 	    CKPT, NHYPER, OPT = 256, NESTEROV, SCHED };
 	static const struct option lo[] = {
+		{ "agg", required_argument, NULL, 'a' },
 		{ "beta1", required_argument, NULL, 256 + 16 + B1 },
 		{ "beta2", required_argument, NULL, 256 + 16 + B2 },
 		{ "checkpoint", required_argument, NULL, 256 + 16 + CKPT },
@@ -242,9 +247,10 @@ options(int argc, char **argv)
 	int c, nesterov = 0;
 
 	spirt_update_init(&o.u);
-	while ((c = getopt_long(argc, argv, "hik:m:o:p:qr:s:t:vV", lo, NULL))
+	while ((c = getopt_long(argc, argv, "a:hik:m:o:p:qr:s:t:vV", lo, NULL))
 	    != -1)
 		switch (c) {
+		case 'a': o.u.agg = optarg; break;
 		case 'h': usage(0);
 		case 'i': o.serve = 1; break;
 		case 'k': val[KEEP] = optarg; break;
@@ -296,6 +302,11 @@ options(int argc, char **argv)
 	}
 	if (o.u.model != NULL && o.params == NULL)
 		echeck_model("-m", o.u.model);
+	if (o.u.agg != NULL && spirt_name_check(o.u.agg) != 0) {
+		warnx_("-a: invalid key prefix \"%s\" (a name: letters, "
+		    "digits, . _ -)", o.u.agg);
+		usage(1);
+	}
 }
 
 int

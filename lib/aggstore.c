@@ -28,6 +28,8 @@ spirt_aggset_init(struct spirt_aggset *s)
 	s->step = SPIRT_NOSTEP;
 	s->verify = s->replace = s->prune = 0;
 	s->max_samples = 0;
+	s->out = NULL;
+	s->seq_origin = 0;
 	s->w = s->used = 0;
 	memset(&s->hdr, 0, sizeof s->hdr);
 	s->work_ms = 0;
@@ -341,7 +343,8 @@ putexcluded(struct spirt_aggset *s, struct spirt_txn *txn)
 			    -1 : (int64_t)s->ai[i].origin;
 			ex[2 * dims[0]++ + 1] = s->ai[i].excluded;
 		}
-	if ((rc = spirt_key_agg_excluded(key, sizeof key, s->hdr.step)) ||
+	if ((rc = spirt_key_aggroot_excluded(key, sizeof key, s->out,
+	    s->hdr.step)) ||
 	    (rc = spirt_tensor_init(&x, SPIRT_I64, 2, dims)))
 		return rc;
 	x.step = s->hdr.step;
@@ -376,13 +379,16 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 	for (size_t i = 0; i < nkeys; i++)
 		if ((rc = spirt_aggset_add_key(s, txn, keys[i])))
 			return rc;
+	if (s->seq_origin)
+		for (size_t i = 0; i < s->w; i++)
+			s->in[i].t.origin = (uint32_t)i;
 	if ((!nkeys && (rc = spirt_aggset_add_step(s, txn, s->step))) ||
 	    (rc = spirt_aggset_check(s)))
 		return rc;
 	/* a record with no step names no agg/<t> */
-	if ((rc = spirt_key_agg(key, sizeof key, s->in[0].t.step)))
-		return say(s, SPIRT_ESTEP, "%s: no step: no agg/<t> to write",
-		    s->in[0].name);
+	if ((rc = spirt_key_aggroot(key, sizeof key, s->out, s->in[0].t.step)))
+		return say(s, SPIRT_ESTEP, "%s: no step: no %s/<t> to write",
+		    s->in[0].name, s->out ? s->out : "agg");
 	if (!s->replace && spirt_store_get(txn, key, &old, &len) == 0)
 		return say(s, SPIRT_EEXIST, "%s exists", key);
 	t = s->in[0].t;

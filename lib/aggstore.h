@@ -42,6 +42,12 @@ struct spirt_aggset {
 	 * above it counts as max_samples, for wmean's weights and the
 	 * result's samples; 0: no bound */
 	uint64_t max_samples;
+	/* spirt_agg_store_step writes <out>/<t> and <out>/<t>/excluded
+	 * (NULL: "agg"; spirt-peer exchange: "gagg") */
+	const char *out;
+	/* spirt_agg_store_step: the inputs' origins are their positions in
+	 * keys (peers' aggregates, keys in peer id order, carry none) */
+	int seq_origin;
 	/* out */
 	size_t w;
 	struct spirt_aggset_in in[SPIRT_AGG_MAXW];

@@ -285,6 +285,26 @@ spirt_key_public(unsigned char pk[SPIRT_PK_BYTES], const struct spirt_key *k)
 	memcpy(pk, k->pk, SPIRT_PK_BYTES);
 }
 
+void
+spirt_key_sign(unsigned char sig[SPIRT_SIG_BYTES], const struct spirt_key *k,
+    const void *msg, size_t len)
+{
+	crypto_sign_detached(sig, NULL, msg, len, k->sk);
+}
+
+int
+spirt_sig_verify(const unsigned char sig[SPIRT_SIG_BYTES],
+    const unsigned char pk[SPIRT_PK_BYTES], const void *msg, size_t len)
+{
+	return crypto_sign_verify_detached(sig, msg, len, pk) ? SPIRT_EMAC : 0;
+}
+
+void
+spirt_hash(unsigned char out[SPIRT_HASH_BYTES], const void *p, size_t len)
+{
+	crypto_generichash(out, SPIRT_HASH_BYTES, p, len, NULL, 0);
+}
+
 int
 spirt_key_write(const struct spirt_key *k, const char *path, int flags)
 {

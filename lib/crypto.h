@@ -102,6 +102,24 @@ SPIRT_MUST_CHECK int spirt_key_write(const struct spirt_key *k,
 SPIRT_MUST_CHECK int spirt_key_load(struct spirt_key **k, const char *path)
     SPIRT_NONNULL(1, 2);
 
+/*
+ * Detached Ed25519 signatures for records other modules define (signed
+ * digests, lib/digest.h); each such record starts with its own magic
+ * (docs/protocol.md, "Magic"), so a signature never crosses formats.
+ * verify returns 0 or SPIRT_EMAC.
+ */
+#define SPIRT_SIG_BYTES 64
+void spirt_key_sign(unsigned char sig[SPIRT_SIG_BYTES],
+    const struct spirt_key *k, const void *msg, size_t len)
+    SPIRT_NONNULL(1, 2);
+SPIRT_MUST_CHECK int spirt_sig_verify(const unsigned char sig[SPIRT_SIG_BYTES],
+    const unsigned char pk[SPIRT_PK_BYTES], const void *msg, size_t len)
+    SPIRT_NONNULL(1, 2);
+/* BLAKE2b-256 (no key) of len bytes at p. */
+#define SPIRT_HASH_BYTES 32
+void spirt_hash(unsigned char out[SPIRT_HASH_BYTES], const void *p,
+    size_t len) SPIRT_NONNULL(1);
+
 /* A public key file (mode 0644, atomic) and its reader. */
 SPIRT_MUST_CHECK int spirt_pubkey_write(const unsigned char pk[SPIRT_PK_BYTES],
     const char *path) SPIRT_NONNULL(1, 2);

@@ -200,19 +200,38 @@ spirt_key_grad_prefix(char *buf, size_t cap, uint64_t step)
 }
 
 int
-spirt_key_agg(char *buf, size_t cap, uint64_t step)
+spirt_key_aggroot(char *buf, size_t cap, const char *root, uint64_t step)
 {
 	int rc = badstep(buf, cap, step);
 
-	return rc ? rc : fmt(buf, cap, "agg/%" PRIu64, step);
+	if (!rc && root)
+		rc = NAME(buf, cap, root);
+	return rc ? rc : fmt(buf, cap, "%s/%" PRIu64, root ? root : "agg",
+	    step);
+}
+
+int
+spirt_key_aggroot_excluded(char *buf, size_t cap, const char *root,
+    uint64_t step)
+{
+	int rc = badstep(buf, cap, step);
+
+	if (!rc && root)
+		rc = NAME(buf, cap, root);
+	return rc ? rc : fmt(buf, cap, "%s/%" PRIu64 "/excluded",
+	    root ? root : "agg", step);
+}
+
+int
+spirt_key_agg(char *buf, size_t cap, uint64_t step)
+{
+	return spirt_key_aggroot(buf, cap, NULL, step);
 }
 
 int
 spirt_key_agg_excluded(char *buf, size_t cap, uint64_t step)
 {
-	int rc = badstep(buf, cap, step);
-
-	return rc ? rc : fmt(buf, cap, "agg/%" PRIu64 "/excluded", step);
+	return spirt_key_aggroot_excluded(buf, cap, NULL, step);
 }
 
 int

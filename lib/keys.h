@@ -86,6 +86,15 @@ SPIRT_MUST_CHECK int spirt_key_agg(char *buf, size_t cap, uint64_t step)
     SPIRT_NONNULL(1);
 SPIRT_MUST_CHECK int spirt_key_agg_excluded(char *buf, size_t cap,
     uint64_t step) SPIRT_NONNULL(1);
+/*
+ * "<root>/<t>" and "<root>/<t>/excluded": an aggregate under another root
+ * than agg (gagg: a peer's global aggregate, spirt-update -a); root NULL
+ * is agg, any other root must pass spirt_name_check().
+ */
+SPIRT_MUST_CHECK int spirt_key_aggroot(char *buf, size_t cap,
+    const char *root, uint64_t step) SPIRT_NONNULL(1);
+SPIRT_MUST_CHECK int spirt_key_aggroot_excluded(char *buf, size_t cap,
+    const char *root, uint64_t step) SPIRT_NONNULL(1);
 
 /* peers */
 SPIRT_MUST_CHECK int spirt_key_xagg(char *buf, size_t cap, uint64_t step,

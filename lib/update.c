@@ -146,7 +146,7 @@ step_keys(struct spirt_update *u, struct stepio *io)
 	    t + 1)) ||
 	    (rc = spirt_key_opt(io->skey, sizeof io->skey, u->model, t)) ||
 	    (rc = spirt_key_opt(io->okey, sizeof io->okey, u->model, t + 1)) ||
-	    (rc = spirt_key_agg(io->akey, sizeof io->akey, t))) {
+	    (rc = spirt_key_aggroot(io->akey, sizeof io->akey, u->agg, t))) {
 		tellrc(u, SPIRT_ESTEP, "step %llu: no step after it",
 		    (unsigned long long)t);
 		return SPIRT_ESTEP;

@@ -28,6 +28,9 @@ struct spirt_update {
 	uint64_t keep;          /* store: keep the last keep versions, 0 all */
 	uint64_t checkpoint;    /* store: durable every n versions, 0/1 all */
 	uint64_t step;          /* t, SPIRT_NOSTEP: unknown (out: as found) */
+	/* the store's aggregate: <agg>/<t> (NULL: "agg"; a peer applies
+	 * the global aggregate of spirt-peer exchange, "gagg") */
+	const char *agg;
 	/* the aggregate when it comes from a file (apl NULL: agg/<t>) */
 	struct spirt_tensor at;
 	void *apl;              /* owned: spirt_update_free() frees it */

@@ -1,11 +1,13 @@
 # mk/peer.mk - build fragment for spirt-peer and its crypto (included by
 # Makefile).  Only lib/crypto.o includes <sodium.h>; what links it adds
 # $(SODIUM_LIBS).
-PEER_LIBHDR = lib/crypto.h lib/remote.h lib/peersrv.h lib/backend.h
-PEER_LIBOBJ = lib/crypto.o lib/remote.o lib/store_http.o lib/peersrv.o
+PEER_LIBHDR = lib/crypto.h lib/remote.h lib/peersrv.h lib/backend.h \
+	lib/digest.h lib/exchange.h
+PEER_LIBOBJ = lib/crypto.o lib/remote.o lib/store_http.o lib/peersrv.o \
+	lib/digest.o lib/exchange.o
 PEER_BIN = spirt-peer
 PEER_MAN1 = man/spirt-peer.1
-PEER_UNIT = tests/unit/test_crypto tests/unit/test_remote
+PEER_UNIT = tests/unit/test_crypto tests/unit/test_remote tests/unit/test_digest
 
 lib/crypto.o: lib/crypto.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/crypto.c
@@ -34,3 +36,9 @@ tests/unit/test_remote: tests/unit/test_remote.o lib/libspirt.a
 tests/unit/test_remote.o: tests/unit/check.h $(LIBHDR)
 tests/unit/test_remote.o: tests/unit/test_remote.c
 	$(CC) $(ALLCFLAGS) $(CURL_CFLAGS) -c -o $@ tests/unit/test_remote.c
+
+tests/unit/test_digest: tests/unit/test_digest.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_digest.o lib/libspirt.a $(BASE_LIBS)
+tests/unit/test_digest.o: tests/unit/check.h $(LIBHDR)
+tests/unit/test_digest.o: tests/unit/test_digest.c
+	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ tests/unit/test_digest.c

@@ -598,3 +598,19 @@ assert np.all(a == 0.75), a[:4]"
 	assert_equal "$stderr" "spirt-grad: mcut.rec: $trunc"
 	[ ! -e x.rec ]
 }
+
+@test "-a gagg applies a peer's global aggregate gagg/t, not agg/t" {
+	seed
+	py "out(rec(G[1], step=0))" >g0.rec
+	spirt-store put gagg/0 g0.rec
+	run -0 --separate-stderr spirt-update -m m -t 0 -r 0.1 -a gagg
+	check model/m@1 'T0 - 0.1 * G[1]'
+	# without gagg/t: a missing input (66), named, nothing written
+	spirt-store put model/m@5 m0.rec
+	before=$(store_digest spirt.db)
+	run -66 --separate-stderr spirt-update -m m -t 5 -r 0.1 --agg gagg
+	[[ "$stderr" == *"gagg/5: "* ]]
+	[ "$(store_digest spirt.db)" = "$before" ]
+	run -64 --separate-stderr spirt-update -m m -t 0 -a 'g/x'
+	[[ "$stderr" == *'-a: invalid key prefix "g/x"'* ]]
+}

@@ -103,7 +103,7 @@ EOF
 	[[ "$stderr" == "usage: spirt-peer keygen"* ]]
 	run --separate-stderr spirt-peer bogus
 	[ "$status" -eq 64 ]
-	[[ "$stderr" == "spirt-peer: bogus: unknown command (keygen, invite or serve)"* ]]
+	[[ "$stderr" == "spirt-peer: bogus: unknown command (keygen, invite, serve or exchange)"* ]]
 	for args in "keygen" "keygen a b" "keygen -g g.key id.key" \
 	    "keygen -r run id.key" "keygen -e 1h id.key" \
 	    "keygen -o x id.key" "keygen --bogus id.key" \

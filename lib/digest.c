@@ -1,0 +1,233 @@
+/* digest.c - signed per-step digests of peers (ISC licence) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "digest.h"
+#include "le.h"
+
+#define DG_MAGIC "SPDG"
+#define DG_VERSION 1
+
+size_t
+spirt_digest_size(size_t n, int has_token)
+{
+	return SPIRT_DIGEST_HEAD + (has_token ? SPIRT_TOKEN_BYTES : 0) +
+	    n * SPIRT_DIGEST_ENTRY + SPIRT_SIG_BYTES;
+}
+
+static void
+put_id(unsigned char *p, const char *id)
+{
+	memset(p, 0, SPIRT_ID_MAX);
+	memcpy(p, id, strlen(id));
+}
+
+/* an id field: the id, then NULs only; 0 or SPIRT_EDATA */
+static int
+get_id(char *id, const unsigned char *p)
+{
+	size_t n = 0;
+
+	while (n < SPIRT_ID_MAX && p[n])
+		n++;
+	for (size_t i = n; i < SPIRT_ID_MAX; i++)
+		if (p[i])
+			return SPIRT_EDATA;
+	memcpy(id, p, n);
+	id[n] = '\0';
+	return spirt_id_valid(id) ? 0 : SPIRT_EDATA;
+}
+
+static int
+bygot(const void *a, const void *b)
+{
+	return strcmp(((const struct spirt_digest_entry *)a)->id,
+	    ((const struct spirt_digest_entry *)b)->id);
+}
+
+int
+spirt_digest_sign(unsigned char *out, size_t cap, size_t *len,
+    struct spirt_digest *d, const struct spirt_key *k)
+{
+	size_t need, off;
+
+	*len = 0;
+	if (!spirt_id_valid(d->run) || !spirt_id_valid(d->id) ||
+	    d->n > SPIRT_DIGEST_MAXPEERS)
+		return SPIRT_EINVAL;
+	qsort(d->got, d->n, sizeof d->got[0], bygot);
+	for (size_t i = 0; i < d->n; i++)
+		if (!spirt_id_valid(d->got[i].id) ||
+		    strcmp(d->got[i].id, d->id) == 0 ||
+		    (i && strcmp(d->got[i - 1].id, d->got[i].id) == 0))
+			return SPIRT_EINVAL;
+	if (cap < (need = spirt_digest_size(d->n, d->has_token)))
+		return SPIRT_EINVAL;
+	spirt_key_public(d->pk, k);
+	memset(out, 0, SPIRT_DIGEST_HEAD);
+	memcpy(out, DG_MAGIC, 4);
+	out[4] = DG_VERSION;
+	spirt_le_put16(out + 6, d->has_token ? SPIRT_TOKEN_BYTES : 0);
+	spirt_le_put64(out + 8, d->step);
+	spirt_le_put32(out + 16, (uint32_t)d->n);
+	put_id(out + 24, d->run);
+	put_id(out + 56, d->id);
+	memcpy(out + 88, d->pk, SPIRT_PK_BYTES);
+	memcpy(out + 120, d->agg, SPIRT_HASH_BYTES);
+	memcpy(out + 152, d->model, SPIRT_HASH_BYTES);
+	off = SPIRT_DIGEST_HEAD;
+	if (d->has_token) {
+		memcpy(out + off, d->token, SPIRT_TOKEN_BYTES);
+		off += SPIRT_TOKEN_BYTES;
+	}
+	for (size_t i = 0; i < d->n; i++, off += SPIRT_DIGEST_ENTRY) {
+		put_id(out + off, d->got[i].id);
+		memcpy(out + off + 32, d->got[i].hash, SPIRT_HASH_BYTES);
+	}
+	spirt_key_sign(d->sig, k, out, off);
+	memcpy(out + off, d->sig, SPIRT_SIG_BYTES);
+	*len = need;
+	return 0;
+}
+
+int
+spirt_digest_open(struct spirt_digest *d, const unsigned char *b, size_t len)
+{
+	size_t tl, n, need, off;
+	int rc;
+
+	if (len < SPIRT_DIGEST_HEAD)
+		return SPIRT_ETRUNC;
+	if (memcmp(b, DG_MAGIC, 4) != 0)
+		return SPIRT_EMAGIC;
+	if (b[4] != DG_VERSION)
+		return SPIRT_EVERSION;
+	tl = spirt_le_get16(b + 6);
+	n = spirt_le_get32(b + 16);
+	if (b[5] || (tl != 0 && tl != SPIRT_TOKEN_BYTES) ||
+	    spirt_le_get32(b + 20) || n > SPIRT_DIGEST_MAXPEERS)
+		return SPIRT_EDATA;
+	need = spirt_digest_size(n, tl != 0);
+	if (len < need)
+		return SPIRT_ETRUNC;
+	if (len > need)
+		return SPIRT_EDATA;
+	/* the signature first: from here on, every field is the signer's */
+	if ((rc = spirt_sig_verify(b + need - SPIRT_SIG_BYTES, b + 88, b,
+	    need - SPIRT_SIG_BYTES)))
+		return rc;
+	memset(d, 0, offsetof(struct spirt_digest, got));
+	d->step = spirt_le_get64(b + 8);
+	if ((rc = get_id(d->run, b + 24)) || (rc = get_id(d->id, b + 56)))
+		return rc;
+	memcpy(d->pk, b + 88, SPIRT_PK_BYTES);
+	memcpy(d->agg, b + 120, SPIRT_HASH_BYTES);
+	memcpy(d->model, b + 152, SPIRT_HASH_BYTES);
+	off = SPIRT_DIGEST_HEAD;
+	if ((d->has_token = tl != 0)) {
+		memcpy(d->token, b + off, SPIRT_TOKEN_BYTES);
+		off += SPIRT_TOKEN_BYTES;
+	}
+	for (size_t i = 0; i < n; i++, off += SPIRT_DIGEST_ENTRY) {
+		struct spirt_digest_entry *e = &d->got[i];
+
+		if ((rc = get_id(e->id, b + off)))
+			return rc;
+		if (strcmp(e->id, d->id) == 0 ||
+		    (i && strcmp(d->got[i - 1].id, e->id) >= 0))
+			return SPIRT_EDATA;
+		memcpy(e->hash, b + off + 32, SPIRT_HASH_BYTES);
+		d->n = i + 1;
+	}
+	memcpy(d->sig, b + off, SPIRT_SIG_BYTES);
+	return 0;
+}
+
+int
+spirt_digest_verify(struct spirt_digest *d, const unsigned char *buf,
+    size_t len, const char *run, const char *peer, uint64_t step,
+    const struct spirt_trust *t, uint64_t now)
+{
+	int rc;
+
+	if ((rc = spirt_digest_open(d, buf, len)))
+		return rc;
+	if (strcmp(d->run, run) != 0)
+		return SPIRT_ERUN;
+	if (peer != NULL && strcmp(d->id, peer) != 0)
+		return SPIRT_EADDR;
+	if (d->step != step)
+		return SPIRT_ESTEP;
+	if (t == NULL)
+		return 0;
+	return spirt_trust_member(NULL, t, d->pk, d->id, d->has_token ?
+	    d->token : NULL, now, SPIRT_ROLE_PEER);
+}
+
+const unsigned char *
+spirt_digest_hash_of(const struct spirt_digest *d, const char *peer)
+{
+	if (strcmp(peer, d->id) == 0)
+		return d->agg;
+	for (size_t i = 0; i < d->n; i++)
+		if (strcmp(d->got[i].id, peer) == 0)
+			return d->got[i].hash;
+	return NULL;
+}
+
+int
+spirt_digest_conflict(const struct spirt_digest *a,
+    const struct spirt_digest *b)
+{
+	if (a->step != b->step || strcmp(a->run, b->run) ||
+	    strcmp(a->id, b->id) || memcmp(a->pk, b->pk, SPIRT_PK_BYTES))
+		return 0;
+	if (memcmp(a->agg, b->agg, SPIRT_HASH_BYTES))
+		return 1;
+	if (memcmp(a->model, b->model, SPIRT_HASH_BYTES))
+		return 2;
+	return 0;
+}
+
+void
+spirt_hash_hex(char hex[2 * SPIRT_HASH_BYTES + 1],
+    const unsigned char h[SPIRT_HASH_BYTES])
+{
+	static const char x[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < SPIRT_HASH_BYTES; i++) {
+		hex[2 * i] = x[h[i] >> 4];
+		hex[2 * i + 1] = x[h[i] & 15];
+	}
+	hex[2 * SPIRT_HASH_BYTES] = '\0';
+}
+
+size_t
+spirt_digest_format(char *buf, size_t cap, const struct spirt_digest *d)
+{
+	char a[2 * SPIRT_HASH_BYTES + 1], m[sizeof a], k[sizeof a];
+	char s[2 * SPIRT_SIG_BYTES + 1];
+	size_t n = 0;
+	int w;
+
+#define ADD(...) do { \
+	w = snprintf(buf ? buf + (n < cap ? n : cap) : NULL, \
+	    n < cap ? cap - n : 0, __VA_ARGS__); \
+	n += w > 0 ? (size_t)w : 0; \
+} while (0)
+	spirt_hash_hex(a, d->agg);
+	spirt_hash_hex(m, d->model);
+	spirt_hash_hex(k, d->pk);
+	spirt_hash_hex(s, d->sig);
+	spirt_hash_hex(s + 64, d->sig + 32);
+	ADD("step=%llu\nrun=%s\nid=%s\nkey=%s\nagg=%s\nmodel=%s\n",
+	    (unsigned long long)d->step, d->run, d->id, k, a, m);
+	for (size_t i = 0; i < d->n; i++) {
+		spirt_hash_hex(a, d->got[i].hash);
+		ADD("got=%s %s\n", d->got[i].id, a);
+	}
+	ADD("sig=%s\n", s);
+#undef ADD
+	return n;
+}

@@ -1,0 +1,978 @@
+/* exchange.c - one round between peers: publish, pull, check, combine */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "aggstore.h"
+#include "exchange.h"
+#include "io.h"
+#include "tensor.h"
+
+/* the message of a failure with code rc; returns rc */
+#define say(x, rc, ...) spirt_msgf((x)->msg, sizeof (x)->msg, (rc), \
+	__VA_ARGS__)
+
+/* TODO(keys.h): these keys move to lib/keys.[ch] once it lands */
+#define KEY_AGG "agg/%llu"
+#define KEY_XAGG "xagg/%llu/%s"
+#define KEY_DIGEST "digest/%llu/%s"
+#define KEY_GAGG "gagg/%llu"
+#define KEY_ROUND "gagg/%llu/round"
+#define KEY_MODEL "model/%s@%llu"
+
+#define ULL(x) ((unsigned long long)(x))
+
+/* ---- the store as a peer's URL ---- */
+
+static int
+st_open(void **h, const char *url, void *arg, unsigned timeout_ms)
+{
+	(void)arg;
+	(void)timeout_ms;
+	return spirt_store_open((struct spirt_store **)h, url,
+	    SPIRT_STORE_RDONLY);
+}
+
+static int
+st_get(void *h, uint64_t step, const char *key, void **val, size_t *len)
+{
+	struct spirt_txn *t;
+	const void *v;
+	int rc;
+
+	(void)step;
+	if ((rc = spirt_txn_begin(&t, h, SPIRT_TXN_RDONLY)))
+		return rc;
+	if ((rc = spirt_store_get(t, key, &v, len)) == 0) {
+		if ((*val = malloc(*len ? *len : 1)) == NULL)
+			rc = ENOMEM;
+		else
+			memcpy(*val, v, *len);
+	}
+	spirt_txn_abort(t);
+	return rc;
+}
+
+static void
+st_close(void *h)
+{
+	spirt_store_close(h);
+}
+
+static const char *
+st_msg(void *h)
+{
+	(void)h;
+	return "";
+}
+
+const struct spirt_xnet spirt_xnet_store = {
+	st_open, st_get, st_close, st_msg, NULL
+};
+
+/* ---- set-up ---- */
+
+void
+spirt_exchange_init(struct spirt_exchange *x)
+{
+	memset(x, 0, sizeof *x);
+	spirt_agg_defaults(&x->p);
+	x->deadline_ms = 30000;
+	x->timeout_ms = 10000;
+}
+
+void
+spirt_exchange_free(struct spirt_exchange *x)
+{
+	for (size_t i = 0; i < x->n; i++) {
+		free(x->peers[i].agg);
+		free(x->peers[i].proof);
+	}
+	free(x->peers);
+	x->peers = NULL;
+	x->n = 0;
+}
+
+const char *
+spirt_xstate_name(int state)
+{
+	switch (state) {
+	case SPIRT_XP_USED: return "used";
+	case SPIRT_XP_LATE: return "late";
+	case SPIRT_XP_REFUSED: return "refused";
+	case SPIRT_XP_EQUIV: return "equivocated";
+	case SPIRT_XP_MODEL: return "model differs";
+	default: return "none";
+	}
+}
+
+int
+spirt_peers_parse(struct spirt_exchange *x, const char *text, size_t len,
+    const struct spirt_xnet *net, size_t *line)
+{
+	size_t ln = 0, i = 0;
+
+	while (i < len) {
+		char buf[1024], id[64], url[600], extra[8];
+		size_t e = i, k;
+		struct spirt_xpeer *p;
+		int f;
+
+		while (e < len && text[e] != '\n')
+			e++;
+		ln++;
+		k = e - i < sizeof buf - 1 ? e - i : sizeof buf - 1;
+		memcpy(buf, text + i, k);
+		buf[k] = '\0';
+		i = e + 1;
+		if (line)
+			*line = ln;
+		f = sscanf(buf, "%63s %599s %7s", id, url, extra);
+		if (f <= 0 || id[0] == '#')
+			continue;
+		if (f != 2 || e - i + 1 > sizeof buf - 1 || !spirt_id_valid(id) ||
+		    strlen(url) >= sizeof p->url)
+			return SPIRT_EDATA;
+		if (x->self && strcmp(id, x->self) == 0)
+			continue;
+		for (size_t j = 0; j < x->n; j++)
+			if (strcmp(x->peers[j].id, id) == 0)
+				return SPIRT_EDATA;
+		if (x->n == SPIRT_DIGEST_MAXPEERS)
+			return SPIRT_EDATA;
+		if ((p = realloc(x->peers, (x->n + 1) * sizeof *p)) == NULL)
+			return ENOMEM;
+		x->peers = p;
+		p = &x->peers[x->n++];
+		memset(p, 0, offsetof(struct spirt_xpeer, d));
+		p->has_digest = 0;
+		p->proof = NULL;
+		memcpy(p->id, id, strlen(id) + 1);      /* valid: fits */
+		memcpy(p->url, url, strlen(url) + 1);
+		p->net = net;
+	}
+	return 0;
+}
+
+/* ---- pulls: one thread per peer, one deadline ---- */
+
+static double
+now_ms(void)
+{
+	return 1e3 * spirt_clock();
+}
+
+/* a refusal: asking again gives the same answer */
+static int
+refusal(int rc)
+{
+	switch (rc) {
+	case SPIRT_EMAC: case SPIRT_EREPLAY: case SPIRT_ESTALE:
+	case SPIRT_EEXPIRED: case SPIRT_EUNKNOWNKEY: case SPIRT_ERUN:
+	case SPIRT_EROLE: case SPIRT_EADDR: case SPIRT_EWRONGKEY:
+	case SPIRT_ESTEP: case SPIRT_EKEYPERM: case SPIRT_EKEYFILE:
+	case SPIRT_EURL: case ENOMEM:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+struct pull {
+	const struct spirt_exchange *x;
+	struct spirt_xpeer *p;
+	const char *url;
+	char key[SPIRT_KEY_MAX + 1];
+	double end;             /* the deadline, now_ms() */
+	/* out */
+	int rc;
+	void *val;
+	size_t len;
+	double ms;
+	char why[256];
+};
+
+static void
+nap(double ms)
+{
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)(ms / 1e3);
+	ts.tv_nsec = (long)((ms - 1e3 * (double)ts.tv_sec) * 1e6);
+	nanosleep(&ts, NULL);
+}
+
+static void *
+pull_main(void *arg)
+{
+	struct pull *u = arg;
+	const struct spirt_xnet *net = u->p->net;
+	double t0 = now_ms(), wait = 2, left;
+	void *h = NULL;
+	int rc;
+
+	u->rc = SPIRT_ENOTFOUND;
+	for (;;) {
+		left = u->end - now_ms();
+		if (left <= 0)
+			break;
+		if (h == NULL) {
+			unsigned tmo = left < u->x->timeout_ms ?
+			    (unsigned)left + 1 : u->x->timeout_ms;
+
+			rc = net->open(&h, u->url, net->arg, tmo);
+			if (rc)
+				h = NULL;
+		} else {
+			rc = net->get(h, u->x->step, u->key, &u->val,
+			    &u->len);
+			if (rc == 0) {
+				u->rc = 0;
+				break;
+			}
+		}
+		if (rc) {
+			u->rc = rc;
+			snprintf(u->why, sizeof u->why, "%s%s%s",
+			    spirt_strerror(rc), h && *net->msg(h) ? ": " : "",
+			    h ? net->msg(h) : "");
+			if (refusal(rc))
+				break;
+		}
+		if (rc == 0)
+			continue;       /* opened: ask at once */
+		/* not there yet: ask again soon, never past the deadline */
+		left = u->end - now_ms();
+		nap(wait < left ? wait : left > 0 ? left : 0);
+		if (wait < 50)
+			wait *= 2;
+	}
+	if (h)
+		net->close(h);
+	u->ms = now_ms() - t0;
+	return NULL;
+}
+
+/*
+ * Pull key (printf'd with the step and the peer id, or fixed) from the
+ * peers whose flag is set, all at once, until deadline_ms from now.
+ * u[i] holds the outcome of peer i.  Returns 0 or a thread error.
+ */
+static int
+pull_all(const struct spirt_exchange *x, struct pull *u, const char *fmt,
+    const char *id, const int *want)
+{
+	pthread_t *th;
+	int *started, rc = 0;
+	double end = now_ms() + x->deadline_ms;
+
+	if ((th = calloc(x->n ? x->n : 1, sizeof *th)) == NULL ||
+	    (started = calloc(x->n ? x->n : 1, sizeof *started)) == NULL) {
+		free(th);
+		return ENOMEM;
+	}
+	for (size_t i = 0; i < x->n; i++) {
+		memset(&u[i], 0, sizeof u[i]);
+		u[i].x = x;
+		u[i].p = &x->peers[i];
+		u[i].url = x->peers[i].url;
+		u[i].end = end;
+		u[i].rc = SPIRT_ENOTFOUND;
+		snprintf(u[i].key, sizeof u[i].key, fmt, ULL(x->step),
+		    id ? id : x->peers[i].id);
+		if (!want[i])
+			continue;
+		if ((rc = pthread_create(&th[i], NULL, pull_main, &u[i]))) {
+			u[i].rc = rc;
+			break;
+		}
+		started[i] = 1;
+	}
+	for (size_t i = 0; i < x->n; i++)
+		if (started[i])
+			pthread_join(th[i], NULL);
+	free(th);
+	free(started);
+	return rc;
+}
+
+/* ---- the round ---- */
+
+static void
+peer_out(struct spirt_xpeer *p, int state, int rc, const char *fmt, ...)
+    SPIRT_PRINTF(4, 5);
+
+static void
+peer_out(struct spirt_xpeer *p, int state, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	p->state = state;
+	p->rc = rc;
+	va_start(ap, fmt);
+	vsnprintf(p->why, sizeof p->why, fmt, ap);
+	va_end(ap);
+}
+
+/* a u8 record of len bytes: digests and the round's record in the store */
+static int
+put_bytes(struct spirt_txn *t, const char *key, const void *b, size_t len,
+    uint64_t step, unsigned flags)
+{
+	struct spirt_tensor h;
+	uint64_t dims[1] = { len };
+	int rc;
+
+	if ((rc = spirt_tensor_init(&h, SPIRT_U8, 1, dims)))
+		return rc;
+	h.step = step;
+	return spirt_store_put_tensor(t, key, &h, b, flags);
+}
+
+static int
+get_bytes(const void *val, size_t len, const void **b, size_t *n)
+{
+	struct spirt_tensor h;
+	int rc;
+
+	if ((rc = spirt_tensor_decode(&h, b, val, len, 1)))
+		return rc;
+	if (h.dtype != SPIRT_U8 || h.rank != 1)
+		return SPIRT_EDTYPE;
+	*n = h.nbytes;
+	return 0;
+}
+
+struct pub {
+	struct spirt_exchange *x;
+	int stage;              /* 0: publish, 1: digest and pulled aggs */
+	const unsigned char *dg;
+	size_t dglen;
+};
+
+/* publish agg/<t> as xagg/<t>/<self>; hash it and model@t */
+static int
+publish(struct spirt_txn *t, void *arg)
+{
+	struct spirt_exchange *x = ((struct pub *)arg)->x;
+	char key[SPIRT_KEY_MAX + 1], xkey[SPIRT_KEY_MAX + 1];
+	const void *v, *o;
+	size_t len, olen;
+	int rc;
+
+	snprintf(key, sizeof key, KEY_MODEL, x->model, ULL(x->step));
+	if ((rc = spirt_store_get(t, key, &v, &len)))
+		return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
+	spirt_hash(x->modelhash, v, len);
+	snprintf(key, sizeof key, KEY_AGG, ULL(x->step));
+	if ((rc = spirt_store_get(t, key, &v, &len)))
+		return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
+	spirt_hash(x->agghash, v, len);
+	snprintf(xkey, sizeof xkey, KEY_XAGG, ULL(x->step), x->self);
+	if ((rc = spirt_store_get(t, xkey, &o, &olen)) == 0) {
+		if (olen == len && memcmp(o, v, len) == 0)
+			return 0;       /* a rerun: published already */
+		return say(x, SPIRT_EEXIST, "%s exists and differs from %s: "
+		    "a second aggregate for one step would be equivocation",
+		    xkey, key);
+	}
+	if (rc != SPIRT_ENOTFOUND)
+		return rc;
+	return spirt_store_put(t, xkey, v, len, SPIRT_PUT_NOOVERWRITE);
+}
+
+/* the pulled aggregates and our digest, or (rerun) what is there */
+static int
+record(struct spirt_txn *t, void *arg)
+{
+	struct pub *a = arg;
+	struct spirt_exchange *x = a->x;
+	char key[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	for (size_t i = 0; i < x->n; i++) {
+		struct spirt_xpeer *p = &x->peers[i];
+
+		if (p->state != SPIRT_XP_USED)
+			continue;
+		snprintf(key, sizeof key, KEY_XAGG, ULL(x->step), p->id);
+		if ((rc = spirt_store_put(t, key, p->agg, p->agglen,
+		    SPIRT_PUT_NOOVERWRITE)) && rc != SPIRT_EEXIST)
+			return rc;
+	}
+	snprintf(key, sizeof key, KEY_DIGEST, ULL(x->step), x->self);
+	return put_bytes(t, key, a->dg, a->dglen, x->step,
+	    SPIRT_PUT_NOOVERWRITE);
+}
+
+/* check a received aggregate against ours: a record of the same kind */
+static int
+agg_ok(struct spirt_exchange *x, struct spirt_xpeer *p,
+    const struct spirt_tensor *mine)
+{
+	struct spirt_tensor h;
+	const void *pl;
+	int rc;
+
+	if ((rc = spirt_tensor_decode(&h, &pl, p->agg, p->agglen, 1))) {
+		peer_out(p, SPIRT_XP_REFUSED, rc, "its aggregate: %s",
+		    spirt_strerror(rc));
+		return 0;
+	}
+	if (h.dtype != SPIRT_F32 || h.nelem != mine->nelem ||
+	    strcmp(h.name, mine->name) || h.step != x->step) {
+		peer_out(p, SPIRT_XP_REFUSED, SPIRT_EDATA, "its aggregate is "
+		    "not one of model \"%s\" for step %llu with %llu values",
+		    mine->name, ULL(x->step), ULL(mine->nelem));
+		return 0;
+	}
+	return 1;
+}
+
+/* our own agg/<t> header (for agg_ok) */
+static int
+own_header(struct spirt_exchange *x, struct spirt_tensor *h)
+{
+	struct spirt_txn *t;
+	char key[64];
+	const void *pl;
+	int rc;
+
+	snprintf(key, sizeof key, KEY_AGG, ULL(x->step));
+	if ((rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
+		return rc;
+	if ((rc = spirt_store_get_tensor(t, key, h, &pl, 0)))
+		spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
+	spirt_txn_abort(t);
+	return rc;
+}
+
+/* a rerun: our digest and the aggregates it lists, from the store */
+static int
+reload(struct spirt_exchange *x, const void *dv, size_t dvlen)
+{
+	struct spirt_digest *d;
+	struct spirt_txn *t;
+	const void *b, *v;
+	size_t n, len;
+	char key[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	if ((d = malloc(sizeof *d)) == NULL)
+		return ENOMEM;
+	if ((rc = get_bytes(dv, dvlen, &b, &n)) ||
+	    (rc = spirt_digest_open(d, b, n))) {
+		free(d);
+		return say(x, rc, "digest/%llu/%s: %s", ULL(x->step), x->self,
+		    spirt_strerror(rc));
+	}
+	if ((rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY))) {
+		free(d);
+		return rc;
+	}
+	for (size_t i = 0; i < x->n; i++) {
+		struct spirt_xpeer *p = &x->peers[i];
+
+		if (spirt_digest_hash_of(d, p->id) == NULL) {
+			peer_out(p, SPIRT_XP_LATE, SPIRT_ENOTFOUND, "not in "
+			    "this peer's digest of step %llu (an earlier run "
+			    "of the round)", ULL(x->step));
+			continue;
+		}
+		snprintf(key, sizeof key, KEY_XAGG, ULL(x->step), p->id);
+		if ((rc = spirt_store_get(t, key, &v, &len)))
+			break;
+		if ((p->agg = malloc(len ? len : 1)) == NULL) {
+			rc = ENOMEM;
+			break;
+		}
+		memcpy(p->agg, v, len);
+		p->agglen = len;
+		spirt_hash(p->hash, v, len);
+		p->state = SPIRT_XP_USED;
+	}
+	spirt_txn_abort(t);
+	free(d);
+	return rc;
+}
+
+/* phase 1: pull the aggregates; sign and store our digest */
+static int
+phase1(struct spirt_exchange *x, struct pull *u, int *want)
+{
+	struct spirt_tensor mine;
+	struct spirt_digest *d;
+	struct pub a = { x, 1, NULL, 0 };
+	unsigned char *buf;
+	size_t k = 0;
+	int rc;
+
+	if ((rc = own_header(x, &mine)))
+		return rc;
+	for (size_t i = 0; i < x->n; i++)
+		want[i] = 1;
+	if ((rc = pull_all(x, u, KEY_XAGG, NULL, want)))
+		return rc;
+	if ((d = calloc(1, sizeof *d)) == NULL)
+		return ENOMEM;
+	for (size_t i = 0; i < x->n; i++) {
+		struct spirt_xpeer *p = &x->peers[i];
+
+		p->ms = u[i].ms;
+		if (u[i].rc) {
+			peer_out(p, refusal(u[i].rc) ? SPIRT_XP_REFUSED :
+			    SPIRT_XP_LATE, u[i].rc, "xagg/%llu/%s: %s",
+			    ULL(x->step), p->id, u[i].why[0] ? u[i].why :
+			    spirt_strerror(u[i].rc));
+			if (p->state == SPIRT_XP_LATE)
+				snprintf(p->why + strlen(p->why),
+				    sizeof p->why - strlen(p->why),
+				    " (no answer in %u ms)", x->deadline_ms);
+			continue;
+		}
+		p->agg = u[i].val;
+		p->agglen = u[i].len;
+		u[i].val = NULL;
+		if (!agg_ok(x, p, &mine))
+			continue;
+		spirt_hash(p->hash, p->agg, p->agglen);
+		p->state = SPIRT_XP_USED;
+		snprintf(d->got[k].id, sizeof d->got[k].id, "%s", p->id);
+		memcpy(d->got[k++].hash, p->hash, SPIRT_HASH_BYTES);
+	}
+	d->n = k;
+	d->step = x->step;
+	snprintf(d->run, sizeof d->run, "%s", x->run);
+	snprintf(d->id, sizeof d->id, "%s", x->self);
+	memcpy(d->agg, x->agghash, SPIRT_HASH_BYTES);
+	memcpy(d->model, x->modelhash, SPIRT_HASH_BYTES);
+	if ((d->has_token = x->token != NULL))
+		memcpy(d->token, x->token, SPIRT_TOKEN_BYTES);
+	a.dglen = spirt_digest_size(d->n, d->has_token);
+	if ((buf = malloc(a.dglen)) == NULL) {
+		free(d);
+		return ENOMEM;
+	}
+	if ((rc = spirt_digest_sign(buf, a.dglen, &a.dglen, d, x->key)) == 0) {
+		a.dg = buf;
+		rc = spirt_store_write(x->store, record, &a);
+	}
+	free(buf);
+	free(d);
+	return rc;
+}
+
+/* peer q says it got hash h from peer r, whose aggregate we have with
+ * another hash: pull r's digest as q got it; two signatures are a proof */
+static void
+conflict(struct spirt_exchange *x, struct spirt_xpeer *q,
+    struct spirt_xpeer *r)
+{
+	struct spirt_exchange one = *x;
+	struct pull u;
+	struct spirt_digest *d;
+	const void *b;
+	size_t n, l1, l2;
+	int want = 1, rc;
+
+	one.n = 1;
+	one.peers = q;
+	if (pull_all(&one, &u, KEY_DIGEST, r->id, &want) || u.rc) {
+		peer_out(q, SPIRT_XP_REFUSED, SPIRT_EDATA, "says it received "
+		    "another aggregate from %s, and does not show %s's digest "
+		    "of it (%s)", r->id, r->id, spirt_strerror(u.rc));
+		free(u.val);
+		return;
+	}
+	if ((d = malloc(sizeof *d)) == NULL) {
+		free(u.val);
+		return;
+	}
+	rc = get_bytes(u.val, u.len, &b, &n);
+	if (rc == 0)
+		rc = spirt_digest_verify(d, b, n, x->run, r->id, x->step,
+		    x->trust, spirt_crypto_now());
+	if (rc || !spirt_digest_conflict(d, &r->d)) {
+		peer_out(q, SPIRT_XP_REFUSED, rc ? rc : SPIRT_EDATA, "says it "
+		    "received another aggregate from %s, and shows no digest "
+		    "by %s that says so%s%s", r->id, r->id, rc ? ": " : "",
+		    rc ? spirt_strerror(rc) : "");
+	} else {
+		l1 = spirt_digest_format(NULL, 0, &r->d);
+		l2 = spirt_digest_format(NULL, 0, d);
+		free(r->proof);
+		if ((r->proof = malloc(l1 + l2 + 128)) != NULL) {
+			n = (size_t)snprintf(r->proof, 128, "# as %s received "
+			    "it\n", x->self);
+			n += spirt_digest_format(r->proof + n, l1 + 1, &r->d);
+			n += (size_t)snprintf(r->proof + n, 128, "# as %s "
+			    "received it\n", q->id);
+			spirt_digest_format(r->proof + n, l2 + 1, d);
+		}
+		peer_out(r, SPIRT_XP_EQUIV, SPIRT_EMAC, "two digests it signed for step %llu name different "
+		    "aggregates (one to %s, one to %s)", ULL(x->step), x->self,
+		    q->id);
+	}
+	free(d);
+	free(u.val);
+}
+
+/* store the digests pulled (others ask us for them in a conflict) */
+struct dgput {
+	struct spirt_exchange *x;
+	struct pull *u;
+};
+
+static int
+store_digests(struct spirt_txn *t, void *arg)
+{
+	struct dgput *a = arg;
+	char key[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	for (size_t i = 0; i < a->x->n; i++) {
+		if (a->u[i].rc || a->u[i].val == NULL)
+			continue;
+		snprintf(key, sizeof key, KEY_DIGEST, ULL(a->x->step),
+		    a->x->peers[i].id);
+		/* as it came: a record; a peer that sent garbage is refused
+		 * below and its value is not kept */
+		if (!a->x->peers[i].has_digest)
+			continue;
+		rc = spirt_store_put(t, key, a->u[i].val, a->u[i].len,
+		    SPIRT_PUT_NOOVERWRITE);
+		if (rc && rc != SPIRT_EEXIST)
+			return rc;
+	}
+	return 0;
+}
+
+/* phase 2: pull the digests, store them, check them */
+static int
+phase2(struct spirt_exchange *x, struct pull *u, int *want)
+{
+	struct dgput a = { x, u };
+	const void *b;
+	size_t n;
+	int rc;
+
+	for (size_t i = 0; i < x->n; i++)
+		want[i] = x->peers[i].state == SPIRT_XP_USED;
+	if ((rc = pull_all(x, u, KEY_DIGEST, NULL, want)))
+		return rc;
+	for (size_t i = 0; i < x->n; i++) {
+		struct spirt_xpeer *p = &x->peers[i];
+
+		if (!want[i])
+			continue;
+		if (u[i].rc) {
+			peer_out(p, refusal(u[i].rc) ? SPIRT_XP_REFUSED :
+			    SPIRT_XP_LATE, u[i].rc, "digest/%llu/%s: %s%s",
+			    ULL(x->step), p->id, u[i].why[0] ? u[i].why :
+			    spirt_strerror(u[i].rc), refusal(u[i].rc) ? "" :
+			    " (no digest before the deadline)");
+			continue;
+		}
+		if ((rc = get_bytes(u[i].val, u[i].len, &b, &n)) ||
+		    (rc = spirt_digest_verify(&p->d, b, n, x->run, p->id,
+		    x->step, x->trust, spirt_crypto_now()))) {
+			peer_out(p, SPIRT_XP_REFUSED, rc, "digest/%llu/%s: %s",
+			    ULL(x->step), p->id, spirt_strerror(rc));
+			continue;
+		}
+		p->has_digest = 1;
+		if (memcmp(p->d.agg, p->hash, SPIRT_HASH_BYTES)) {
+			peer_out(p, SPIRT_XP_REFUSED, SPIRT_EMAC, "its digest "
+			    "does not sign the aggregate it sent");
+			continue;
+		}
+	}
+	rc = spirt_store_write(x->store, store_digests, &a);
+	for (size_t i = 0; i < x->n; i++) {
+		free(u[i].val);
+		u[i].val = NULL;
+	}
+	return rc;
+}
+
+/* what each peer says it got from the others, against what we got */
+static void
+crosscheck(struct spirt_exchange *x)
+{
+	for (size_t i = 0; i < x->n; i++) {
+		struct spirt_xpeer *q = &x->peers[i];
+
+		if (q->state != SPIRT_XP_USED)
+			continue;
+		for (size_t e = 0; e < q->d.n; e++) {
+			const struct spirt_digest_entry *g = &q->d.got[e];
+
+			if (strcmp(g->id, x->self) == 0) {
+				if (memcmp(g->hash, x->agghash,
+				    SPIRT_HASH_BYTES))
+					peer_out(q, SPIRT_XP_REFUSED,
+					    SPIRT_EDATA, "says it received "
+					    "from %s an aggregate %s did not "
+					    "publish", x->self, x->self);
+				continue;
+			}
+			for (size_t j = 0; j < x->n; j++) {
+				struct spirt_xpeer *r = &x->peers[j];
+
+				if (strcmp(r->id, g->id) || !r->has_digest ||
+				    r->state == SPIRT_XP_EQUIV ||
+				    !memcmp(g->hash, r->hash,
+				    SPIRT_HASH_BYTES))
+					continue;
+				conflict(x, q, r);
+			}
+		}
+	}
+}
+
+/* model@t: the majority's hash; we stop if ours is not it */
+static int
+models(struct spirt_exchange *x)
+{
+	size_t same = 1, best = 0, k;
+	const unsigned char *bh = NULL;
+	char other[400] = "";
+
+	for (size_t i = 0; i < x->n; i++)
+		if (x->peers[i].state == SPIRT_XP_USED &&
+		    !memcmp(x->peers[i].d.model, x->modelhash,
+		    SPIRT_HASH_BYTES))
+			same++;
+	for (size_t i = 0; i < x->n; i++) {
+		const struct spirt_xpeer *p = &x->peers[i];
+
+		if (p->state != SPIRT_XP_USED ||
+		    !memcmp(p->d.model, x->modelhash, SPIRT_HASH_BYTES))
+			continue;
+		k = 0;
+		for (size_t j = 0; j < x->n; j++)
+			if (x->peers[j].state == SPIRT_XP_USED &&
+			    !memcmp(x->peers[j].d.model, p->d.model,
+			    SPIRT_HASH_BYTES))
+				k++;
+		if (k > best) {
+			best = k;
+			bh = p->d.model;
+		}
+		if (strlen(other) + strlen(p->id) + 2 < sizeof other) {
+			if (other[0])
+				strcat(other, ",");
+			strcat(other, p->id);
+		}
+	}
+	if (bh != NULL && best >= same) {
+		char a[2 * SPIRT_HASH_BYTES + 1], b[sizeof a];
+
+		spirt_hash_hex(a, x->modelhash);
+		spirt_hash_hex(b, bh);
+		return say(x, SPIRT_EMODEL, "model/%s@%llu: this peer's model "
+		    "(blake2b %.16s...) differs from %zu peer(s)' (%.16s..., "
+		    "held by %s): it stops", x->model, ULL(x->step), a, best,
+		    b, other);
+	}
+	for (size_t i = 0; i < x->n; i++) {
+		struct spirt_xpeer *p = &x->peers[i];
+
+		if (p->state == SPIRT_XP_USED &&
+		    memcmp(p->d.model, x->modelhash, SPIRT_HASH_BYTES))
+			peer_out(p, SPIRT_XP_MODEL, SPIRT_EMODEL, "its model/"
+			    "%s@%llu differs from this peer's and the "
+			    "majority's", x->model, ULL(x->step));
+	}
+	return 0;
+}
+
+struct comb {
+	struct spirt_exchange *x;
+	struct spirt_aggset *s;
+	char **keys;
+	size_t nkeys;
+	char *round;
+	size_t roundlen;
+};
+
+static int
+combine_txn(struct spirt_txn *t, void *arg)
+{
+	struct comb *c = arg;
+	char key[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	if ((rc = spirt_agg_store_step(c->s, t, c->keys, c->nkeys)))
+		return rc;
+	snprintf(key, sizeof key, KEY_ROUND, ULL(c->x->step));
+	return put_bytes(t, key, c->round, c->roundlen, c->x->step,
+	    SPIRT_PUT_NOOVERWRITE);
+}
+
+static int
+byid(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a + 64, *(char *const *)b + 64);
+}
+
+/* the round's record: who was in, who was not and why */
+static char *
+round_text(struct spirt_exchange *x, size_t *len)
+{
+	size_t cap = 256 + x->n * 512, n;
+	char *r = malloc(cap);
+
+	if (r == NULL)
+		return NULL;
+	n = (size_t)snprintf(r, cap, "VERSION=1\nTYPE=spirt-round\nstep=%llu"
+	    "\nrule=%s\npeer=%s self\n", ULL(x->step),
+	    spirt_agg_rule_name(x->p.rule), x->self);
+	for (size_t i = 0; i < x->n && n < cap; i++) {
+		const struct spirt_xpeer *p = &x->peers[i];
+
+		n += (size_t)snprintf(r + n, cap - n, "peer=%s %s%s%s\n",
+		    p->id, spirt_xstate_name(p->state),
+		    p->state == SPIRT_XP_USED ? "" : ": ",
+		    p->state == SPIRT_XP_USED ? "" : p->why);
+	}
+	if (n < cap)
+		n += (size_t)snprintf(r + n, cap - n, "END\n");
+	*len = n < cap ? n : cap;
+	return r;
+}
+
+static int
+combine(struct spirt_exchange *x)
+{
+	struct comb c = { x, NULL, NULL, 0, NULL, 0 };
+	size_t m = 1;
+	int rc;
+
+	for (size_t i = 0; i < x->n; i++)
+		m += x->peers[i].state == SPIRT_XP_USED;
+	x->used = m;
+	if (m < x->min_peers)
+		return say(x, SPIRT_EBUSY, "step %llu: %zu of %zu members' "
+		    "aggregates, --min-peers is %zu", ULL(x->step), m, x->n + 1,
+		    x->min_peers);
+	/* each key buffer: the key at 0, the peer id at 64 (to sort) */
+	if ((c.keys = calloc(m, sizeof *c.keys)) == NULL ||
+	    (c.s = malloc(sizeof *c.s)) == NULL) {
+		free(c.keys);
+		return ENOMEM;
+	}
+	rc = 0;
+	for (size_t i = 0, k = 0; i <= x->n; i++) {
+		const char *id = i == x->n ? x->self : x->peers[i].id;
+
+		if (i < x->n && x->peers[i].state != SPIRT_XP_USED)
+			continue;
+		if ((c.keys[k] = malloc(64 + SPIRT_ID_MAX + 1)) == NULL) {
+			rc = ENOMEM;
+			break;
+		}
+		snprintf(c.keys[k], 64, KEY_XAGG, ULL(x->step), id);
+		snprintf(c.keys[k] + 64, SPIRT_ID_MAX + 1, "%s", id);
+		c.nkeys = ++k;
+	}
+	if (rc == 0) {
+		qsort(c.keys, c.nkeys, sizeof *c.keys, byid);
+		spirt_aggset_init(c.s);
+		c.s->p = x->p;
+		c.s->step = x->step;
+		c.s->verify = 1;
+		c.s->out = "gagg";
+		c.s->seq_origin = 1;
+		if ((c.round = round_text(x, &c.roundlen)) == NULL)
+			rc = ENOMEM;
+	}
+	if (rc == 0 && (rc = spirt_store_write(x->store, combine_txn, &c)) &&
+	    c.s->msg[0])
+		say(x, rc, "%s", c.s->msg);
+	if (c.s)
+		spirt_aggset_reset(c.s);
+	for (size_t k = 0; k < c.nkeys; k++)
+		free(c.keys[k]);
+	free(c.keys);
+	free(c.s);
+	free(c.round);
+	return rc;
+}
+
+/* gagg/<t> there already, and our digest if any (a rerun) */
+static int
+before(struct spirt_exchange *x, void **dg, size_t *dglen)
+{
+	struct spirt_txn *t;
+	char key[SPIRT_KEY_MAX + 1];
+	const void *v;
+	size_t len;
+	int rc;
+
+	*dg = NULL;
+	if ((rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
+		return rc;
+	snprintf(key, sizeof key, KEY_GAGG, ULL(x->step));
+	if (spirt_store_get(t, key, &v, &len) == 0)
+		x->done = 1;
+	snprintf(key, sizeof key, KEY_DIGEST, ULL(x->step), x->self);
+	if (!x->done && spirt_store_get(t, key, &v, &len) == 0) {
+		if ((*dg = malloc(len)) == NULL)
+			rc = ENOMEM;
+		else
+			memcpy(*dg, v, len);
+		*dglen = len;
+	}
+	spirt_txn_abort(t);
+	return rc;
+}
+
+int
+spirt_exchange_run(struct spirt_exchange *x)
+{
+	struct pub a = { x, 0, NULL, 0 };
+	struct pull *u;
+	void *dg = NULL;
+	size_t dglen = 0;
+	int *want, rc;
+	double t0 = now_ms();
+
+	x->msg[0] = '\0';
+	x->done = 0;
+	x->used = 0;
+	if (!spirt_id_valid(x->self) || !spirt_id_valid(x->run) ||
+	    x->model == NULL)
+		return say(x, SPIRT_EINVAL, "no valid id, run or model");
+	if ((rc = before(x, &dg, &dglen)) || x->done)
+		return rc;
+	if ((rc = spirt_store_write(x->store, publish, &a)))
+		goto out;
+	u = calloc(x->n ? x->n : 1, sizeof *u);
+	want = calloc(x->n ? x->n : 1, sizeof *want);
+	if (u == NULL || want == NULL) {
+		rc = ENOMEM;
+	} else {
+		rc = dg ? reload(x, dg, dglen) : phase1(x, u, want);
+		if (rc == 0)
+			rc = phase2(x, u, want);
+	}
+	for (size_t i = 0; u && i < x->n; i++)
+		free(u[i].val);
+	free(u);
+	free(want);
+	if (rc == 0) {
+		crosscheck(x);
+		rc = models(x);
+	}
+	if (rc == 0)
+		rc = combine(x);
+out:
+	free(dg);
+	x->ms = now_ms() - t0;
+	return rc;
+}

@@ -1,0 +1,140 @@
+/* exchange.h - one round between peers: publish, pull, check, combine */
+#ifndef SPIRT_EXCHANGE_H
+#define SPIRT_EXCHANGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agg.h"
+#include "crypto.h"
+#include "digest.h"
+#include "spirt.h"
+#include "store.h"
+
+/*
+ * The exchange of step t (spirt-peer(1), "exchange"), on the peer that
+ * owns store:
+ *
+ *  1. publish: agg/<t> is copied to xagg/<t>/<self> (a second, different
+ *     aggregate for the same step is refused: that would be equivocation);
+ *  2. pull xagg/<t>/<p> from every other member, each in its own thread,
+ *     retrying while it is not there yet, until one deadline for all;
+ *  3. write what came (xagg/<t>/<p>) and this peer's signed digest
+ *     digest/<t>/<self> (lib/digest.h) in one write transaction;
+ *  4. pull digest/<t>/<p> from the peers whose aggregate came, with a
+ *     deadline of its own, store them, and check each: signature,
+ *     membership, that it signs the aggregate the peer sent, that its
+ *     model@t hashes like ours, and that what it says it received from a
+ *     third peer is what we received (if not, that peer's digest as the
+ *     other received it is pulled: two signatures are a proof);
+ *  5. combine the aggregates of self and the peers that passed, in peer
+ *     id order, with the rules of spirt-agg, into gagg/<t>, with
+ *     gagg/<t>/excluded and the round's record gagg/<t>/round, in one
+ *     write transaction.
+ *
+ * Nothing is ever deleted.  Pulls are idempotent GETs: a round run again
+ * after a crash reuses its digest and what it stored, and a round whose
+ * gagg/<t> exists is done.
+ *
+ * The library never prints: each peer's fate is in its state and why, a
+ * proof of equivocation in proof, a failure of the round in msg.
+ */
+
+/* How a peer is reached; spirt_xnet_store reads a store path. */
+struct spirt_xnet {
+	/* a handle for url, each request bounded by timeout_ms */
+	int (*open)(void **h, const char *url, void *arg, unsigned timeout_ms);
+	/* value of key (for step) in *val, malloc'd, or a code */
+	int (*get)(void *h, uint64_t step, const char *key, void **val,
+	    size_t *len);
+	void (*close)(void *h);
+	/* the last failure in words, or "" */
+	const char *(*msg)(void *h);
+	void *arg;
+};
+
+/* A store path as the URL (peers on one machine; tests). */
+extern const struct spirt_xnet spirt_xnet_store;
+
+enum spirt_xstate {
+	SPIRT_XP_NONE = 0,
+	SPIRT_XP_USED,          /* its aggregate is in gagg/<t> */
+	SPIRT_XP_LATE,          /* no answer before the deadline */
+	SPIRT_XP_REFUSED,       /* answered, but wrongly (rc, why) */
+	SPIRT_XP_EQUIV,         /* equivocated: proof holds the proof */
+	SPIRT_XP_MODEL          /* its model@t differs from the majority */
+};
+
+struct spirt_xpeer {
+	/* in */
+	char id[SPIRT_ID_MAX + 1];
+	char url[512];
+	const struct spirt_xnet *net;
+	/* out */
+	int state;              /* enum spirt_xstate */
+	int rc;                 /* the failure's code */
+	char why[320];
+	double ms;              /* time to its aggregate */
+	unsigned char *agg;     /* the value xagg/<t>/<id> as received */
+	size_t agglen;
+	unsigned char hash[SPIRT_HASH_BYTES];   /* of agg */
+	int has_digest;
+	struct spirt_digest d;
+	char *proof;            /* malloc'd text of two digests, or NULL */
+};
+
+struct spirt_exchange {
+	/* in */
+	struct spirt_store *store;
+	const char *model;              /* model/<model>@t */
+	uint64_t step;
+	const char *self, *run;
+	const struct spirt_key *key;
+	const unsigned char *token;     /* SPIRT_TOKEN_BYTES or NULL */
+	const struct spirt_trust *trust;        /* NULL: no membership check */
+	struct spirt_agg_params p;
+	unsigned deadline_ms;           /* each pull phase's deadline */
+	unsigned timeout_ms;            /* each request's */
+	size_t min_peers;               /* aggregates needed, self included */
+	size_t n;
+	struct spirt_xpeer *peers;      /* n, owned (spirt_exchange_free) */
+	/* out */
+	int done;                       /* gagg/<t> existed: nothing done */
+	size_t used;                    /* aggregates combined, self too */
+	unsigned char agghash[SPIRT_HASH_BYTES];
+	unsigned char modelhash[SPIRT_HASH_BYTES];
+	double ms;                      /* the round */
+	char msg[SPIRT_KEY_MAX + 400];
+};
+
+/* x with defaults: mean, deadline 30 s, timeout 10 s, no peers. */
+void spirt_exchange_init(struct spirt_exchange *x) SPIRT_NONNULL(1);
+/* Free the peers and what they hold. */
+void spirt_exchange_free(struct spirt_exchange *x) SPIRT_NONNULL(1);
+
+/*
+ * Read a peers file: "id url" a line, '#' comments and blank lines
+ * skipped; the line naming x->self (if any) is skipped too, so that one
+ * file serves every member.  Each peer gets net.  Returns 0, ENOMEM, or
+ * SPIRT_EDATA with *line the 1-based line at fault (a bad id, no url, an
+ * id twice, more than SPIRT_DIGEST_MAXPEERS).
+ */
+SPIRT_MUST_CHECK int spirt_peers_parse(struct spirt_exchange *x,
+    const char *text, size_t len, const struct spirt_xnet *net,
+    size_t *line) SPIRT_NONNULL(1, 2, 4);
+
+/*
+ * The round, as above.  Returns 0 (x->done if it had been done before);
+ * SPIRT_ENOTFOUND (no agg/<t> or model@t), SPIRT_EEXIST (xagg/<t>/<self>
+ * holds another aggregate), SPIRT_EBUSY (fewer than x->min_peers
+ * aggregates), SPIRT_EMODEL (this peer's model@t is not the majority's:
+ * it must stop), the aggregation's codes, store errors, ENOMEM; x->msg
+ * says what.
+ */
+SPIRT_MUST_CHECK int spirt_exchange_run(struct spirt_exchange *x)
+    SPIRT_NONNULL(1);
+
+/* "used", "late", "refused", "equivocated", "model differs" */
+const char *spirt_xstate_name(int state);
+
+#endif

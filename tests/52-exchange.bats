@@ -1,0 +1,319 @@
+#!/usr/bin/env bats
+# 52-exchange: peers on one machine: the network-namespace harness
+# (tests/netns.bash), then spirt-peer exchange between them
+
+load helper
+load netns
+
+teardown() {
+	netns_teardown
+	# what a child script made, if the test failed before it was gone
+	local f
+	for f in "$BATS_TEST_TMPDIR"/prefix.*; do
+		[ -e "$f" ] && netns_clean "$(cat "$f")" 3
+	done
+	return 0
+}
+
+# child SIG: a script that makes 3 hosts, serves on host 1, says "ready"
+# and waits; the test kills it with SIG and looks at what it left
+child() {
+	cat >child.sh <<CHILD
+. "$SPIRT_ROOT/tests/netns.bash"
+netns_setup 3 || exit 1
+echo "\$NETNS_PREFIX" >prefix.\$\$
+netns_exec 1 "$PYTHON" -m http.server --bind "\$(netns_addr 1)" 8000 \
+    >/dev/null 2>&1 &
+netns_wait_port 1 8000 || exit 1
+echo ready
+sleep 60 &
+wait
+CHILD
+	bash child.sh >child.out 2>child.err &
+	pid=$!
+	local k
+	for k in $(seq 1 200); do
+		grep -q ready child.out 2>/dev/null && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q ready child.out || { cat child.err >&2; return 1; }
+	prefix=$(cat "prefix.$pid")
+	[ -n "$(netns_left "$prefix")" ]
+	# the server runs inside host 1
+	[ -n "$(ip netns pids "${prefix}1")" ]
+	srv=$(ip netns pids "${prefix}1")
+	kill "-$1" "$pid"
+	wait "$pid" || :
+	# bounded: the trap (TERM) or the reaper (KILL) removes everything
+	for k in $(seq 1 100); do
+		[ -z "$(netns_left "$prefix")" ] && break
+		sleep 0.1
+	done
+	[ -z "$(netns_left "$prefix")" ]
+	for k in $(seq 1 50); do
+		kill -0 $srv 2>/dev/null || break
+		sleep 0.1
+	done
+	! kill -0 $srv 2>/dev/null
+}
+
+@test "netns: three hosts, TCP across them, none from outside" {
+	netns_require
+	netns_setup 3
+	[ "$(netns_left "$NETNS_PREFIX" | sort | tr '\n' ' ')" = \
+	    "$(printf '%s ' "${NETNS_PREFIX}1" "${NETNS_PREFIX}2" "${NETNS_PREFIX}3" "${NETNS_PREFIX}h")" ]
+	run -0 netns_exec 2 ip -4 -o addr show eth0
+	assert_output --partial "inet $(netns_addr 2)/24"
+	echo "across the bridge $RANDOM" >page
+	netns_exec 1 "$PYTHON" -m http.server --bind "$(netns_addr 1)" 8000 \
+	    >/dev/null 2>&1 &
+	netns_wait_port 1 8000
+	run -0 netns_exec 2 curl -sS --max-time 10 "http://$(netns_addr 1):8000/page"
+	assert_output "$(cat page)"
+	run -0 netns_exec 3 curl -sS --max-time 10 "http://$(netns_addr 1):8000/page"
+	assert_output "$(cat page)"
+	# the test's own namespace has no route there (unless it happens to
+	# be on that network itself)
+	if ! ip -4 route get "$(netns_addr 1)" 2>/dev/null | grep -q ' dev '; then
+		run curl -sS --max-time 3 "http://$(netns_addr 1):8000/page"
+		[ "$status" -ne 0 ]
+	fi
+	# nothing was added to the test's own namespace
+	! ip -o link show | grep -q "$NETNS_PREFIX"
+	srv=$(ip netns pids "${NETNS_PREFIX}1")
+	[ -n "$srv" ]
+	prefix=$NETNS_PREFIX
+	netns_teardown
+	[ -z "$(netns_left "$prefix")" ]
+	! kill -0 $srv 2>/dev/null
+	# twice is fine
+	netns_teardown
+}
+
+@test "netns: a test killed by SIGTERM leaves no namespace or process" {
+	netns_require
+	child TERM
+}
+
+@test "netns: a test killed by SIGKILL leaves no namespace or process (reaper)" {
+	netns_require
+	child KILL
+}
+
+# ---- spirt-peer exchange between stores on one machine ----
+
+# stores s1..s3 with the same model/m@0 and each its own agg/0, keys
+# p1..p3, and a peers file naming them by path
+peers3() {
+	"$PYTHON" -c "$PYREC
+rng = np.random.default_rng(1)
+open('m0.rec', 'wb').write(st.encode(rng.standard_normal(1000).astype(np.float32), name='m:1000', step=0))
+open('m0x.rec', 'wb').write(st.encode(rng.standard_normal(1000).astype(np.float32), name='m:1000', step=0))
+for i in (1, 2, 3, 4):
+    a = rng.standard_normal(1000).astype(np.float32)
+    np.save('a%d.npy' % i, a)
+    open('a%d.rec' % i, 'wb').write(st.encode(a, name='m:1000', step=0, samples=32))
+"
+	: >peers
+	for i in 1 2 3; do
+		spirt-store -s s$i put model/m@0 m0.rec
+		spirt-store -s s$i put agg/0 a$i.rec
+		spirt-peer keygen p$i.key >/dev/null
+		echo "p$i $PWD/s$i" >>peers
+	done
+}
+
+# xch I ARGS...: peer I's exchange of step 0 in the background
+xch() {
+	local i=$1
+	shift
+	SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 spirt-peer exchange -m m \
+	    -s s$i -t 0 --deadline 5000 "$@" >out$i 2>err$i &
+	eval "pid$i=\$!"
+}
+
+# gagg_is STORE PYEXPR: gagg/0 of STORE is within 1e-6 of the expression
+gagg_is() {
+	spirt-store -s "$1" get gagg/0 >g.rec
+	"$PYTHON" -c "$PYREC
+A = [None] + [np.load('a%d.npy' % i).astype(np.float64) for i in (1, 2, 3, 4)]
+want = $2
+got = load('g.rec')['a']
+d = np.abs(got - want).max()
+assert d <= 1e-6, 'maxdiff %g' % d
+"
+}
+
+@test "exchange: three peers combine the same gagg/t, the mean of their aggregates" {
+	peers3
+	xch 1 -P peers
+	xch 2 -P peers
+	xch 3 -P peers
+	wait $pid1 && wait $pid2 && wait $pid3
+	[ ! -s err1 ] && [ ! -s out1 ]
+	h=$(spirt-store -s s1 get gagg/0 | md5sum)
+	[ "$(spirt-store -s s2 get gagg/0 | md5sum)" = "$h" ]
+	[ "$(spirt-store -s s3 get gagg/0 | md5sum)" = "$h" ]
+	gagg_is s1 '(A[1] + A[2] + A[3]) / 3'
+	# what each received, and its digest, are in its store; the round says
+	# who was in
+	run -0 spirt-store -s s2 ls
+	assert_line --partial 'xagg/0/p1'
+	assert_line --partial 'xagg/0/p3'
+	assert_line --partial 'digest/0/p1'
+	assert_line --partial 'digest/0/p2'
+	run -0 sh -c 'spirt-store -s s1 get gagg/0/round | tr -c "[:print:]\n" " "'
+	assert_output --partial 'peer=p2 used'
+	assert_output --partial 'peer=p3 used'
+	# each peer applies gagg/0: the same model@1 everywhere
+	for i in 1 2 3; do
+		spirt-update -s s$i -m m -t 0 -r 0.1 -a gagg
+	done
+	h=$(spirt-store -s s1 get model/m@1 | md5sum)
+	[ "$(spirt-store -s s2 get model/m@1 | md5sum)" = "$h" ]
+	[ "$(spirt-store -s s3 get model/m@1 | md5sum)" = "$h" ]
+	# a second run of a finished round does nothing
+	before=$(store_digest s1)
+	xch 1 -P peers
+	wait $pid1
+	grep -q 'exchanged already, nothing done' err1
+	[ "$(store_digest s1)" = "$before" ]
+}
+
+@test "exchange: a peer that does not answer is left out, reported, and the round completes" {
+	peers3
+	rm -rf s3          # p3 never comes
+	xch 1 -P peers --deadline 800
+	xch 2 -P peers --deadline 800
+	wait $pid1 && wait $pid2
+	grep -q '^spirt-peer: warning: step 0: peer p3 left out: late: xagg/0/p3: ' err1
+	grep -q '(no answer in 800 ms)' err1
+	gagg_is s1 '(A[1] + A[2]) / 2'
+	[ "$(spirt-store -s s1 get gagg/0 | md5sum)" = \
+	    "$(spirt-store -s s2 get gagg/0 | md5sum)" ]
+	run -0 sh -c 'spirt-store -s s1 get gagg/0/round | tr -c "[:print:]\n" " "'
+	assert_output --partial 'peer=p3 late: xagg/0/p3'
+	# p4 with p2 only, below the quorum (more than half of 4): 75, no gagg
+	rm -rf s1
+	spirt-store -s s4 put model/m@0 m0.rec
+	spirt-store -s s4 put agg/0 a4.rec
+	SPIRT_KEY=p1.key SPIRT_ID=p4 SPIRT_RUN=r1 run -75 --separate-stderr \
+	    spirt-peer exchange -m m -s s4 -t 0 -P peers --deadline 300
+	[[ "$stderr" == *"spirt-peer: step 0: 2 of 4 members' aggregates, --min-peers is 3"* ]]
+	run -66 spirt-store -s s4 get gagg/0
+}
+
+@test "exchange: a peer whose model differs stops and says so; the others go on" {
+	peers3
+	spirt-store -s s3 put model/m@0 m0x.rec
+	xch 1 -P peers
+	xch 2 -P peers
+	xch 3 -P peers
+	wait $pid1 && wait $pid2
+	run wait $pid3
+	[ "$status" -eq 65 ]
+	grep -q "spirt-peer: model/m@0: this peer's model (blake2b .*) differs from 2 peer(s)' (.*, held by p1,p2): it stops" err3
+	grep -q 'peer p3 left out: model differs' err1
+	gagg_is s1 '(A[1] + A[2]) / 2'
+	run -66 spirt-store -s s3 get gagg/0
+}
+
+@test "exchange: a peer that sends two aggregates is proven to equivocate by its own signatures" {
+	peers3
+	# p3 answers p1 from s3 and p2 from s3b, with another aggregate: two
+	# stories, each under p3's signature
+	spirt-store -s s3b put model/m@0 m0.rec
+	spirt-store -s s3b put agg/0 a4.rec
+	printf 'p1 %s/s1\np2 %s/s2\np3 %s/s3\n' "$PWD" "$PWD" "$PWD" >peers1
+	printf 'p1 %s/s1\np2 %s/s2\np3 %s/s3b\n' "$PWD" "$PWD" "$PWD" >peers2
+	xch 1 -P peers1
+	xch 2 -P peers2
+	xch 3 -P peers1
+	SPIRT_KEY=p3.key SPIRT_ID=p3 SPIRT_RUN=r1 spirt-peer exchange -m m \
+	    -s s3b -t 0 --deadline 5000 -P peers2 >out3b 2>err3b &
+	wait $pid1 && wait $pid2
+	wait $pid3 || :
+	wait || :
+	grep -q 'peer p3 left out: equivocated: two digests it signed for step 0 name different aggregates' err1
+	grep -q 'peer p3 left out: equivocated' err2
+	# the proof: two digests by p3 for step 0, same key, other aggregates
+	[ "$(grep -c '^id=p3$' out1)" -eq 2 ]
+	[ "$(grep '^key=' out1 | sort -u | wc -l)" -eq 1 ]
+	[ "$(grep '^agg=' out1 | sort -u | wc -l)" -eq 2 ]
+	# the honest two agree, without p3
+	gagg_is s1 '(A[1] + A[2]) / 2'
+	gagg_is s2 '(A[1] + A[2]) / 2'
+}
+
+@test "exchange: usage, environment and peers file errors" {
+	peers3
+	export SPIRT_ID=p1 SPIRT_RUN=r1
+	run -64 spirt-peer exchange -m m -s s1 -P peers
+	SPIRT_KEY=p1.key run -64 --separate-stderr spirt-peer exchange -m m -s s1 -t 0 -P peers -r bogus
+	[[ "$stderr" == *'-r: unknown rule "bogus"'* ]]
+	run -64 --separate-stderr spirt-peer exchange -m m -s s1 -t 0 -P peers
+	[[ "$stderr" == *'SPIRT_KEY: not set'* ]]
+	chmod 644 p1.key
+	SPIRT_KEY=p1.key run -66 --separate-stderr spirt-peer exchange -m m -s s1 -t 0 -P peers
+	[[ "$stderr" == *'SPIRT_KEY: p1.key: '* ]]
+	chmod 600 p1.key
+	printf 'p2 %s/s2\n-bad x\n' "$PWD" >badpeers
+	SPIRT_KEY=p1.key run -65 --separate-stderr spirt-peer exchange -m m -s s1 -t 0 -P badpeers
+	[[ "$stderr" == *'badpeers:2: expected "id url"'* ]]
+	SPIRT_KEY=p1.key run -66 spirt-peer exchange -m m -s s1 -t 0 -P nofile
+	# trim across 3 peers needs trim x W >= 1
+	SPIRT_KEY=p1.key run -64 --separate-stderr spirt-peer exchange -m m -s s1 -t 0 -P peers --trim 0.2
+	# no agg/t: named, 66
+	SPIRT_KEY=p1.key run -66 --separate-stderr spirt-peer exchange -m m -s s1 -t 5 -P peers
+	[[ "$stderr" == *'model/m@5: '* ]]
+}
+
+# ---- spirt-train --peers: the driver of one peer ----
+
+# model_hashes STORE T: the model@T hash in each digest/T/<id> of STORE
+model_hashes() {
+	local k
+	for k in $(spirt-store -s "$1" ls "digest/$2/" | cut -f1); do
+		spirt-store -s "$1" get "$k" >d.rec
+		"$PYTHON" -c "$PYREC
+b = bytes(load('d.rec')['a'])
+assert b[:4] == b'SPDG'
+print(b[152:184].hex())"
+	done
+}
+
+@test "spirt-train --peers: three peers, two functions each, different kernels, one model" {
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	: >peers
+	for i in 0 1 2; do
+		spirt-peer keygen p$i.key >/dev/null
+		echo "p$i $PWD/s$i" >>peers
+	done
+	# the kernels of each peer: the best, AVX2, the baseline
+	isa=("" avx2 base)
+	for i in 0 1 2; do
+		SPIRT_ISA=${isa[$i]} SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 \
+		    timeout 300 spirt-train -q -s s$i -n 2 --peers peers --peer $i \
+		    --steps 24 --eval-every 12 --deadline 60000 >o$i 2>e$i &
+		eval "pid$i=\$!"
+	done
+	wait $pid0 && wait $pid1 && wait $pid2
+	h=$(spirt-store -s s0 get model/mlp@24 | md5sum)
+	[ "$(spirt-store -s s1 get model/mlp@24 | md5sum)" = "$h" ]
+	[ "$(spirt-store -s s2 get model/mlp@24 | md5sum)" = "$h" ]
+	# every peer's signed digests of the last steps name one model
+	for t in 22 23; do
+		run -0 model_hashes s1 $t
+		[ "${#lines[@]}" -eq 3 ]
+		[ "$(printf '%s\n' "${lines[@]}" | sort -u | wc -l)" -eq 1 ]
+	done
+	# each peer trained on its own third of the data: 3 x 2 functions
+	run -0 sh -c 'spirt-shard -s s0 --stats | awk '\''$1 == "assign" && $2 == "worker" { print $3 }'\'' | sort -u | wc -l'
+	assert_output 6
+	# spent rounds are pruned by the driver, never by the exchange
+	run -0 spirt-store -s s0 ls xagg/0/
+	assert_output ''
+	run -0 awk -F'\t' 'END { exit !($6 > 0.6) }' s0.train-mlp.tsv
+}

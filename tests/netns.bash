@@ -1,0 +1,153 @@
+# tests/netns.bash - hosts on one machine: N network namespaces on a hub
+#
+# netns_setup N makes N namespaces, "hosts" 1..N, each with one interface
+# eth0 at $NETNS_NET.<i>/24 (default 10.77.0.<i>), joined by veth pairs to
+# a bridge in a hub namespace.  Every link lives inside the namespaces the
+# harness made (the veth pairs are created in the hub with their other end
+# sent straight into a host), so nothing is added to the namespace the
+# test runs in, and deleting the namespaces deletes every link.
+#
+#   load netns
+#   netns_require            # skip (bats) unless root with `ip netns`
+#   netns_setup 3            # hosts 1..3 at 10.77.0.1..3
+#   netns_exec 2 curl http://$(netns_addr 1):8000/
+#   netns_teardown           # in teardown(): processes, namespaces, links
+#
+# Names: "spt<pid>x<i>" and "spt<pid>xh" (hub), with the pid of the shell
+# that made them, so parallel tests never collide.  Teardown kills every
+# process inside each namespace (`ip netns pids`), then deletes the
+# namespaces; it runs from the caller's teardown, from a trap on INT/TERM
+# (set by netns_setup; it then re-raises the signal), and, if the test
+# process is killed with SIGKILL and runs no trap at all, from a reaper
+# started by netns_setup that waits for the owner to exit.  Every wait is
+# bounded.
+#
+# Where namespaces are used by a process that is not the test shell (a
+# script started by the test), NETNS_OWNER names that process instead.
+
+NETNS_NET=${NETNS_NET:-10.77.0}
+NETNS_PREFIX=
+NETNS_N=0
+NETNS_REAPER=
+
+# netns_require: skip the test unless namespaces can be made here
+netns_require() {
+	[ "$(id -u)" -eq 0 ] || skip "network namespaces need root"
+	command -v ip >/dev/null 2>&1 || skip "no ip (Debian package iproute2)"
+	local probe="spt$$probe$RANDOM"
+	ip netns add "$probe" 2>/dev/null ||
+		skip "ip netns add fails here (no CAP_SYS_ADMIN/NET_ADMIN?)"
+	ip netns del "$probe" 2>/dev/null || :
+}
+
+# netns_name I: the namespace of host I ("h": the hub)
+netns_name() {
+	printf '%s%s\n' "$NETNS_PREFIX" "$1"
+}
+
+# netns_addr I: host I's address
+netns_addr() {
+	printf '%s.%s\n' "$NETNS_NET" "$1"
+}
+
+# netns_exec I CMD...: run CMD in host I's namespace
+netns_exec() {
+	local i=$1
+	shift
+	ip netns exec "$NETNS_PREFIX$i" "$@"
+}
+
+# netns_clean PREFIX N: kill what runs in, and delete, every namespace
+# named PREFIX1..PREFIXN and PREFIXh.  A standalone function of its
+# arguments only, so that the reaper can run it after its owner died.
+netns_clean() {
+	local p=$1 n=$2 i ns pids try
+	for i in $(seq 1 "$n") h; do
+		ns=$p$i
+		[ -e "/run/netns/$ns" ] || continue
+		for try in 1 2 3 4 5 6 7 8 9 10; do
+			pids=$(ip netns pids "$ns" 2>/dev/null)
+			[ -n "$pids" ] || break
+			# shellcheck disable=SC2086
+			kill -KILL $pids 2>/dev/null || :
+			sleep 0.1
+		done
+		ip netns del "$ns" 2>/dev/null || :
+	done
+}
+
+# netns_setup N: make hosts 1..N and the hub; 0, or 1 with a message
+netns_setup() {
+	local n=$1 i k ns hub owner=${NETNS_OWNER:-$BASHPID}
+	NETNS_PREFIX="spt${owner}x"
+	NETNS_N=$n
+	hub=$NETNS_PREFIX"h"
+	trap 'netns_teardown; trap - INT; kill -INT $BASHPID' INT
+	trap 'netns_teardown; trap - TERM; kill -TERM $BASHPID' TERM
+	# the reaper: outlives a SIGKILLed owner, then cleans; setsid and no
+	# inherited fds, so it holds no pipe of bats open
+	setsid bash -c "$(declare -f netns_clean)"'
+		tail --pid="$1" -f /dev/null
+		netns_clean "$2" "$3"' reaper "$owner" "$NETNS_PREFIX" "$n" \
+	    </dev/null >/dev/null 2>&1 &
+	NETNS_REAPER=$!
+	ip netns add "$hub" || { echo "netns: cannot add $hub" >&2; return 1; }
+	ip -n "$hub" link add br0 type bridge &&
+	    ip -n "$hub" link set br0 up &&
+	    ip -n "$hub" link set lo up || return 1
+	for i in $(seq 1 "$n"); do
+		ns=$NETNS_PREFIX$i
+		ip netns add "$ns" || return 1
+		ip -n "$hub" link add "v$i" type veth peer name eth0 \
+		    netns "$ns" &&
+		    ip -n "$hub" link set "v$i" master br0 &&
+		    ip -n "$hub" link set "v$i" up &&
+		    ip -n "$ns" link set lo up &&
+		    ip -n "$ns" addr add "$(netns_addr "$i")/24" dev eth0 &&
+		    ip -n "$ns" link set eth0 up || {
+			echo "netns: cannot wire $ns" >&2
+			return 1
+		}
+	done
+	# bounded: every host's eth0 is up (no STP on br0: ports forward
+	# at once)
+	for i in $(seq 1 "$n"); do
+		for k in $(seq 1 100); do
+			ip -n "$NETNS_PREFIX$i" -o link show eth0 2>/dev/null |
+			    grep -q 'state UP' && break
+			sleep 0.1
+		done
+		ip -n "$NETNS_PREFIX$i" -o link show eth0 | grep -q 'state UP' ||
+			{ echo "netns: eth0 of host $i is not up" >&2; return 1; }
+	done
+}
+
+# netns_teardown: kill, delete, forget; safe to call twice or before setup
+netns_teardown() {
+	[ -n "$NETNS_PREFIX" ] || return 0
+	netns_clean "$NETNS_PREFIX" "$NETNS_N"
+	if [ -n "$NETNS_REAPER" ]; then
+		local t
+		t=$(pgrep -P "$NETNS_REAPER" 2>/dev/null)
+		# shellcheck disable=SC2086
+		kill -KILL "$NETNS_REAPER" $t 2>/dev/null || :
+	fi
+	NETNS_PREFIX= NETNS_N=0 NETNS_REAPER=
+}
+
+# netns_left PREFIX: the namespaces still named PREFIX* (empty: all gone)
+netns_left() {
+	ip netns list 2>/dev/null | awk -v p="$1" 'index($1, p) == 1 { print $1 }'
+}
+
+# netns_wait_port I PORT: wait (at most 10 s) for a listener on host I
+netns_wait_port() {
+	local k
+	for k in $(seq 1 100); do
+		netns_exec "$1" ss -Hltn "sport = :$2" 2>/dev/null | grep -q . &&
+			return 0
+		sleep 0.1
+	done
+	echo "netns: nothing listens on port $2 of host $1" >&2
+	return 1
+}

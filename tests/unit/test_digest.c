@@ -1,0 +1,249 @@
+/* test_digest.c - signed digests: layout, refusals, equivocation proofs */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "check.h"
+#include "digest.h"
+
+#define SEC 1000000000ull
+#define T0 (1700000000ull * SEC)
+#define HOUR (3600 * SEC)
+
+static struct spirt_key *
+seed_key(int n)
+{
+	unsigned char seed[32];
+	struct spirt_key *k = NULL;
+
+	memset(seed, n, sizeof seed);
+	CHECK_RC(spirt_key_from_seed(&k, seed));
+	return k;
+}
+
+/* a digest of peer p2 at step 7 with entries p3 and p1 (out of order) */
+static void
+fill(struct spirt_digest *d, int aggbyte)
+{
+	memset(d, 0, sizeof *d);
+	d->step = 7;
+	snprintf(d->run, sizeof d->run, "run1");
+	snprintf(d->id, sizeof d->id, "p2");
+	spirt_hash(d->agg, &aggbyte, sizeof aggbyte);
+	spirt_hash(d->model, "model@7", 7);
+	d->n = 2;
+	snprintf(d->got[0].id, sizeof d->got[0].id, "p3");
+	spirt_hash(d->got[0].hash, "agg p3", 6);
+	snprintf(d->got[1].id, sizeof d->got[1].id, "p1");
+	spirt_hash(d->got[1].hash, "agg p1", 6);
+}
+
+/* the layout of docs/protocol.md, checked with raw libsodium calls */
+static void
+test_layout(void)
+{
+	struct spirt_key *k = seed_key(2);
+	struct spirt_digest d, e;
+	unsigned char buf[2048], pk[32], h[32];
+	size_t len;
+
+	fill(&d, 1);
+	CHECK_RC(spirt_digest_sign(buf, sizeof buf, &len, &d, k));
+	CHECK(len == 184 + 2 * 64 + 64);
+	CHECK(len == spirt_digest_size(2, 0));
+	CHECK(memcmp(buf, "SPDG\1\0\0\0", 8) == 0);
+	CHECK(buf[8] == 7 && buf[9] == 0 && buf[16] == 2 && buf[17] == 0);
+	CHECK(memcmp(buf + 24, "run1\0\0", 6) == 0);
+	CHECK(memcmp(buf + 56, "p2\0\0", 4) == 0);
+	spirt_key_public(pk, k);
+	CHECK(memcmp(buf + 88, pk, 32) == 0);
+	crypto_generichash(h, 32, (const unsigned char *)"model@7", 7, NULL, 0);
+	CHECK(memcmp(buf + 152, h, 32) == 0);
+	/* entries sorted by id: p1 then p3 */
+	CHECK(memcmp(buf + 184, "p1\0", 3) == 0);
+	CHECK(memcmp(buf + 248, "p3\0", 3) == 0);
+	crypto_generichash(h, 32, (const unsigned char *)"agg p1", 6, NULL, 0);
+	CHECK(memcmp(buf + 184 + 32, h, 32) == 0);
+	CHECK(crypto_sign_verify_detached(buf + len - 64, buf, len - 64, pk)
+	    == 0);
+
+	CHECK_RC(spirt_digest_open(&e, buf, len));
+	CHECK(e.step == 7 && strcmp(e.run, "run1") == 0 &&
+	    strcmp(e.id, "p2") == 0 && e.n == 2 && !e.has_token);
+	CHECK(strcmp(e.got[0].id, "p1") == 0 && strcmp(e.got[1].id, "p3") == 0);
+	CHECK(memcmp(e.agg, d.agg, 32) == 0 && memcmp(e.model, d.model, 32) ==
+	    0);
+	CHECK(spirt_digest_hash_of(&e, "p2") == e.agg);
+	CHECK(spirt_digest_hash_of(&e, "p3") == e.got[1].hash);
+	CHECK(spirt_digest_hash_of(&e, "p4") == NULL);
+	spirt_key_free(k);
+}
+
+static void
+test_refusals(void)
+{
+	struct spirt_key *k = seed_key(2);
+	struct spirt_digest d, e;
+	unsigned char buf[2048], bad[2048];
+	size_t len, dummy;
+
+	fill(&d, 1);
+	CHECK_RC(spirt_digest_sign(buf, sizeof buf, &len, &d, k));
+	/* every byte matters: a flip anywhere is refused */
+	for (size_t i = 0; i < len; i++) {
+		int rc;
+
+		memcpy(bad, buf, len);
+		bad[i] ^= 0x20;
+		rc = spirt_digest_open(&e, bad, len);
+		CHECK(rc != 0);
+		if (rc == 0)
+			fprintf(stderr, "byte %zu flipped: accepted\n", i);
+	}
+	CHECK_EQ_RC(spirt_digest_open(&e, buf, len - 1), SPIRT_ETRUNC);
+	CHECK_EQ_RC(spirt_digest_open(&e, buf, 100), SPIRT_ETRUNC);
+	memcpy(bad, buf, len);
+	bad[len] = 0;
+	CHECK_EQ_RC(spirt_digest_open(&e, bad, len + 1), SPIRT_EDATA);
+	memcpy(bad, buf, len);
+	bad[0] = 'X';
+	CHECK_EQ_RC(spirt_digest_open(&e, bad, len), SPIRT_EMAGIC);
+	bad[0] = 'S';
+	bad[4] = 2;
+	CHECK_EQ_RC(spirt_digest_open(&e, bad, len), SPIRT_EVERSION);
+	memcpy(bad, buf, len);
+	bad[200] ^= 1;          /* an entry's id: the signature catches it */
+	CHECK_EQ_RC(spirt_digest_open(&e, bad, len), SPIRT_EMAC);
+	/* a signer cannot list itself, twice, or a bad id */
+	fill(&d, 1);
+	snprintf(d.got[0].id, sizeof d.got[0].id, "p2");
+	CHECK_EQ_RC(spirt_digest_sign(buf, sizeof buf, &dummy, &d, k),
+	    SPIRT_EINVAL);
+	fill(&d, 1);
+	snprintf(d.got[0].id, sizeof d.got[0].id, "p1");
+	CHECK_EQ_RC(spirt_digest_sign(buf, sizeof buf, &dummy, &d, k),
+	    SPIRT_EINVAL);
+	fill(&d, 1);
+	snprintf(d.got[0].id, sizeof d.got[0].id, "-x");
+	CHECK_EQ_RC(spirt_digest_sign(buf, sizeof buf, &dummy, &d, k),
+	    SPIRT_EINVAL);
+	fill(&d, 1);
+	CHECK_EQ_RC(spirt_digest_sign(buf, 100, &dummy, &d, k), SPIRT_EINVAL);
+	spirt_key_free(k);
+}
+
+static void
+test_verify(void)
+{
+	struct spirt_key *k = seed_key(2), *g = seed_key(9), *o = seed_key(3);
+	struct spirt_trust *tl = NULL, *tg = NULL;
+	struct spirt_digest d, e;
+	unsigned char buf[2048], pk[32], gpk[32], opk[32];
+	size_t len;
+
+	spirt_key_public(pk, k);
+	spirt_key_public(gpk, g);
+	spirt_key_public(opk, o);
+	CHECK_RC(spirt_trust_new(&tl, "run1", NULL, 30 * SEC));
+	CHECK_RC(spirt_trust_allow(tl, pk, "p2", SPIRT_ROLE_PEER));
+	CHECK_RC(spirt_trust_allow(tl, opk, "f1", SPIRT_ROLE_FUNCTION));
+	fill(&d, 1);
+	CHECK_RC(spirt_digest_sign(buf, sizeof buf, &len, &d, k));
+	CHECK_RC(spirt_digest_verify(&e, buf, len, "run1", "p2", 7, tl, T0));
+	CHECK_RC(spirt_digest_verify(&e, buf, len, "run1", NULL, 7, tl, T0));
+	CHECK_EQ_RC(spirt_digest_verify(&e, buf, len, "run2", "p2", 7, tl, T0),
+	    SPIRT_ERUN);
+	CHECK_EQ_RC(spirt_digest_verify(&e, buf, len, "run1", "p3", 7, tl, T0),
+	    SPIRT_EADDR);
+	CHECK_EQ_RC(spirt_digest_verify(&e, buf, len, "run1", "p2", 8, tl, T0),
+	    SPIRT_ESTEP);
+	/* signed by a key the allowlist has under another id and role */
+	CHECK_RC(spirt_digest_sign(buf, sizeof buf, &len, &d, o));
+	CHECK_EQ_RC(spirt_digest_verify(&e, buf, len, "run1", "p2", 7, tl, T0),
+	    SPIRT_EUNKNOWNKEY);
+	/* with a token: the group key vouches; expired is refused */
+	CHECK_RC(spirt_trust_new(&tg, "run1", gpk, 30 * SEC));
+	CHECK_RC(spirt_token_make(d.token, g, "run1", "p2", pk,
+	    SPIRT_ROLE_PEER, T0, T0 + HOUR));
+	d.has_token = 1;
+	CHECK_RC(spirt_digest_sign(buf, sizeof buf, &len, &d, k));
+	CHECK(len == spirt_digest_size(2, 1));
+	CHECK_RC(spirt_digest_verify(&e, buf, len, "run1", "p2", 7, tg, T0));
+	CHECK(e.has_token && memcmp(e.token, d.token, SPIRT_TOKEN_BYTES) == 0);
+	CHECK_EQ_RC(spirt_digest_verify(&e, buf, len, "run1", "p2", 7, tg,
+	    T0 + 2 * HOUR), SPIRT_EEXPIRED);
+	/* a token for another key does not vouch for this signer */
+	CHECK_RC(spirt_digest_sign(buf, sizeof buf, &len, &d, o));
+	CHECK_EQ_RC(spirt_digest_verify(&e, buf, len, "run1", "p2", 7, tg, T0),
+	    SPIRT_EUNKNOWNKEY);
+	spirt_trust_free(tl);
+	spirt_trust_free(tg);
+	spirt_key_free(k);
+	spirt_key_free(g);
+	spirt_key_free(o);
+}
+
+static void
+test_conflict(void)
+{
+	struct spirt_key *k = seed_key(2), *o = seed_key(3);
+	struct spirt_digest d, a, b;
+	unsigned char buf[2048];
+	char text[2048];
+	size_t len, n;
+
+	fill(&d, 1);
+	CHECK_RC(spirt_digest_sign(buf, sizeof buf, &len, &d, k));
+	CHECK_RC(spirt_digest_open(&a, buf, len));
+	/* the same statement twice is no proof */
+	CHECK_RC(spirt_digest_open(&b, buf, len));
+	CHECK(spirt_digest_conflict(&a, &b) == 0);
+	/* another aggregate for the same step: a proof */
+	fill(&d, 2);
+	CHECK_RC(spirt_digest_sign(buf, sizeof buf, &len, &d, k));
+	CHECK_RC(spirt_digest_open(&b, buf, len));
+	CHECK(spirt_digest_conflict(&a, &b) == 1);
+	CHECK(spirt_digest_conflict(&b, &a) == 1);
+	/* another model, same aggregate */
+	fill(&d, 1);
+	spirt_hash(d.model, "other", 5);
+	CHECK_RC(spirt_digest_sign(buf, sizeof buf, &len, &d, k));
+	CHECK_RC(spirt_digest_open(&b, buf, len));
+	CHECK(spirt_digest_conflict(&a, &b) == 2);
+	/* another step, or another signer: no proof against this peer */
+	fill(&d, 2);
+	d.step = 8;
+	CHECK_RC(spirt_digest_sign(buf, sizeof buf, &len, &d, k));
+	CHECK_RC(spirt_digest_open(&b, buf, len));
+	CHECK(spirt_digest_conflict(&a, &b) == 0);
+	fill(&d, 2);
+	CHECK_RC(spirt_digest_sign(buf, sizeof buf, &len, &d, o));
+	CHECK_RC(spirt_digest_open(&b, buf, len));
+	CHECK(spirt_digest_conflict(&a, &b) == 0);
+
+	n = spirt_digest_format(text, sizeof text, &a);
+	CHECK(n == strlen(text));
+	CHECK(strncmp(text, "step=7\nrun=run1\nid=p2\nkey=", 26) == 0);
+	CHECK(strstr(text, "\ngot=p1 ") && strstr(text, "\ngot=p3 "));
+	CHECK(strstr(text, "\nsig=") && text[n - 1] == '\n');
+	CHECK(spirt_digest_format(NULL, 0, &a) == n);
+	CHECK(spirt_digest_format(text, 10, &a) == n && strlen(text) == 9);
+	spirt_key_free(k);
+	spirt_key_free(o);
+}
+
+int
+main(void)
+{
+	if (spirt_crypto_init() != 0) {
+		fprintf(stderr, "test_digest: cannot initialise libsodium\n");
+		return 1;
+	}
+	test_layout();
+	test_refusals();
+	test_verify();
+	test_conflict();
+	return check_failed;
+}
