@@ -774,7 +774,8 @@ spirt_remote_list(struct spirt_remote *r, const char *prefix,
 		    "%s: invalid prefix \"%s\"", r->shown, prefix);
 	snprintf(wkey, sizeof wkey, "%s*", prefix);
 	do {
-		if ((rc = call(r, SPIRT_OP_LIST, 0, 0, wkey, after,
+		if ((rc = call(r, SPIRT_OP_LIST, 0,
+		    spirt_remote_keystep(wkey), wkey, after,
 		    strlen(after), &a, &n, &fl)))
 			return rc;
 		while (n) {
