@@ -564,7 +564,7 @@ learn_id(struct spirt_remote *r)
 	if (strcmp(run, r->c->run))
 		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_ERUN,
 		    "%s: serves run %s, not %s", r->shown, run, r->c->run);
-	snprintf(r->peer, sizeof r->peer, "%s", id);
+	memcpy(r->peer, id, strlen(id) + 1);    /* valid: at most 32 */
 	return 0;
 bad:
 	return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EPROTO,
