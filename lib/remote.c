@@ -564,7 +564,7 @@ learn_id(struct spirt_remote *r)
 	if (strcmp(run, r->c->run))
 		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_ERUN,
 		    "%s: serves run %s, not %s", r->shown, run, r->c->run);
-	snprintf(r->peer, sizeof r->peer, "%s", id);
+	memcpy(r->peer, id, strlen(id) + 1);    /* valid: at most 32 */
 	return 0;
 bad:
 	return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EPROTO,
@@ -774,7 +774,8 @@ spirt_remote_list(struct spirt_remote *r, const char *prefix,
 		    "%s: invalid prefix \"%s\"", r->shown, prefix);
 	snprintf(wkey, sizeof wkey, "%s*", prefix);
 	do {
-		if ((rc = call(r, SPIRT_OP_LIST, 0, 0, wkey, after,
+		if ((rc = call(r, SPIRT_OP_LIST, 0,
+		    spirt_remote_keystep(wkey), wkey, after,
 		    strlen(after), &a, &n, &fl)))
 			return rc;
 		while (n) {

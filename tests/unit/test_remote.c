@@ -434,6 +434,10 @@ main(int argc, char **argv)
 	k = 0;
 	CHECK_RC(spirt_remote_list(r, "", count, &k));
 	CHECK(k == 4);
+	/* a prefix with a step is bound to it too */
+	k = 0;
+	CHECK_RC(spirt_remote_list(r, "grad/4/", count, &k));
+	CHECK(k == 1);
 	CHECK_RC(spirt_remote_get(r, 4, "grad/4/1", &v, &n));
 	CHECK(n == 3 && memcmp(v, "abc", 3) == 0);
 	free(v);
