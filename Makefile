@@ -108,9 +108,14 @@ install: all
 	cp -f $(MAN1) $(DESTDIR)$(MANPREFIX)/man1
 	cp -f $(MAN5) $(DESTDIR)$(MANPREFIX)/man5
 	cp -f $(MAN7) $(DESTDIR)$(MANPREFIX)/man7
+	mkdir -p $(DESTDIR)$(COMPDIR)
+	for t in $(BIN); do \
+		cp -f contrib/completion/spirt.bash $(DESTDIR)$(COMPDIR)/$$t; \
+	done
 
 uninstall:
 	cd $(DESTDIR)$(PREFIX)/bin && rm -f $(BIN)
+	cd $(DESTDIR)$(COMPDIR) && rm -f $(BIN)
 	for m in $(MAN1) $(MAN5) $(MAN7); do \
 		s=$${m##*.}; rm -f $(DESTDIR)$(MANPREFIX)/man$$s/$${m#man/}; \
 	done
