@@ -525,8 +525,9 @@ main(int argc, char **argv)
 		    *lambda.api == '\0')
 			die(SPIRT_EX_USAGE, "-F lambda: AWS_LAMBDA_RUNTIME_API "
 			    "is not set");
-		if (spirt_faas_lambda_setup() != 0)
-			die(SPIRT_EX_OSERR, "-F lambda: libcurl did not start");
+		if ((rc = spirt_faas_lambda_setup()) != 0)
+			die(spirt_exit(rc), "-F lambda: %s",
+			    spirt_faas_lambda_error());
 	}
 	if (faas == STDIO) {
 		// nothing on standard error unless the invocation fails,

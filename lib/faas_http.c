@@ -1,4 +1,5 @@
 /* faas_http.c - spirt-grad served over HTTP (libmicrohttpd) */
+#include <dlfcn.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -13,6 +14,67 @@
 #include <microhttpd.h>
 
 #include "faas_http.h"
+
+#define MHD_SONAME "libmicrohttpd.so.12"
+
+/*
+ * libmicrohttpd is loaded at run time, by -F http only, so that a cold
+ * spirt-grad does not load it (nor its GnuTLS) at every start.
+ */
+static struct {
+	void *dl;
+	struct MHD_Daemon *(*start)(unsigned int, uint16_t,
+	    MHD_AcceptPolicyCallback, void *, MHD_AccessHandlerCallback,
+	    void *, ...);
+	void (*stop)(struct MHD_Daemon *);
+	struct MHD_Response *(*from_buffer)(size_t, void *,
+	    enum MHD_ResponseMemoryMode);
+	enum MHD_Result (*add_header)(struct MHD_Response *, const char *,
+	    const char *);
+	enum MHD_Result (*queue)(struct MHD_Connection *, unsigned int,
+	    struct MHD_Response *);
+	void (*destroy)(struct MHD_Response *);
+	int (*values)(struct MHD_Connection *, enum MHD_ValueKind,
+	    MHD_KeyValueIterator, void *);
+	const char *(*lookup)(struct MHD_Connection *, enum MHD_ValueKind,
+	    const char *);
+} mhd;
+
+static int
+load(struct spirt_faas_http *h)
+{
+	const struct {
+		const char *name;
+		void *fn;
+	} t[] = {
+		{ "MHD_start_daemon", &mhd.start },
+		{ "MHD_stop_daemon", &mhd.stop },
+		{ "MHD_create_response_from_buffer", &mhd.from_buffer },
+		{ "MHD_add_response_header", &mhd.add_header },
+		{ "MHD_queue_response", &mhd.queue },
+		{ "MHD_destroy_response", &mhd.destroy },
+		{ "MHD_get_connection_values", &mhd.values },
+		{ "MHD_lookup_connection_value", &mhd.lookup },
+	};
+	size_t i;
+	void *p;
+
+	if (mhd.dl != NULL)
+		return 0;
+	if ((mhd.dl = dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL)) == NULL)
+		return spirt_msgf(h->msg, sizeof h->msg, SPIRT_ENOTSUP, "%s",
+		    dlerror());
+	for (i = 0; i < sizeof t / sizeof t[0]; i++) {
+		if ((p = dlsym(mhd.dl, t[i].name)) == NULL) {
+			dlclose(mhd.dl);
+			mhd.dl = NULL;
+			return spirt_msgf(h->msg, sizeof h->msg, SPIRT_ENOTSUP,
+			    "%s: no symbol %s", MHD_SONAME, t[i].name);
+		}
+		memcpy(t[i].fn, &p, sizeof p);  // ISO C: no object-to-function cast
+	}
+	return 0;
+}
 
 struct srv {
 	struct MHD_Daemon *d;
@@ -35,16 +97,16 @@ reply(struct MHD_Connection *con, unsigned status, const char *type,
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
-	r = MHD_create_response_from_buffer(n, body, owned ?
+	r = mhd.from_buffer(n, body, owned ?
 	    MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
 	if (r == NULL) {
 		if (owned)
 			free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	ret = MHD_queue_response(con, status, r);
-	MHD_destroy_response(r);
+	mhd.add_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	ret = mhd.queue(con, status, r);
+	mhd.destroy(r);
 	return ret;
 }
 
@@ -113,7 +175,7 @@ invoke(struct srv *s, struct spirt_faas_http *h, struct MHD_Connection *con,
 	if (run) {
 		rc = spirt_faas_json(&req, c->body, c->n, SPIRT_FAAS_JSON_VALUE);
 	} else if ((rc = spirt_faas_path(&req, url)) == 0) {
-		MHD_get_connection_values(con, MHD_GET_ARGUMENT_KIND, qparam,
+		mhd.values(con, MHD_GET_ARGUMENT_KIND, qparam,
 		    &q);
 		if ((rc = q.rc) == 0)
 			rc = spirt_faas_body(&req, c->body ? c->body : "",
@@ -151,7 +213,7 @@ handler(void *cls, struct MHD_Connection *con, const char *url,
 		if ((c = calloc(1, sizeof *c)) == NULL)
 			return MHD_NO;
 		*con_cls = c;
-		len = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+		len = mhd.lookup(con, MHD_HEADER_KIND,
 		    MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (len != NULL && (strlen(len) > 9 ||
 		    strtoul(len, NULL, 10) > SPIRT_FAAS_BODY_MAX)) {
@@ -273,6 +335,8 @@ spirt_faas_http_start(struct spirt_faas_http *h)
 	struct srv *s;
 	int rc, fd = -1;
 
+	if ((rc = load(h)) != 0)
+		return rc;
 	if ((s = calloc(1, sizeof *s)) == NULL)
 		return ENOMEM;
 	if ((rc = listen_on(h, &fd)) != 0) {
@@ -282,7 +346,7 @@ spirt_faas_http_start(struct spirt_faas_http *h)
 	pthread_mutex_init(&s->lock, NULL);
 	s->fd = fd;
 	h->priv = s;
-	s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
+	s->d = mhd.start(MHD_USE_THREAD_PER_CONNECTION |
 	    MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handler, h,
 	    MHD_OPTION_LISTEN_SOCKET, fd,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)SPIRT_FAAS_HTTP_CONN,
@@ -319,7 +383,7 @@ spirt_faas_http_stop(struct spirt_faas_http *h)
 	s->draining = 1;
 	// joins the threads, so requests under way finish; closes the
 	// listening socket, which MHD owns once started
-	MHD_stop_daemon(s->d);
+	mhd.stop(s->d);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 	h->priv = NULL;

@@ -33,8 +33,13 @@ struct spirt_faas_lambda {
 	char msg[256];          /* why the loop or init_error failed */
 };
 
-/* Start libcurl, once, before any other thread.  Returns 0 or EIO. */
+/*
+ * Load libcurl (libcurl.so.4, at run time) and start it, once, before any
+ * other thread.  Returns 0, or SPIRT_ENOTSUP with the reason in
+ * spirt_faas_lambda_error().
+ */
 SPIRT_MUST_CHECK int spirt_faas_lambda_setup(void);
+const char *spirt_faas_lambda_error(void);
 
 /*
  * Serve invocations until SIGINT or SIGTERM (spirt_serve_init(); a wait

@@ -62,6 +62,15 @@ until_grep() {
 	return 1
 }
 
+@test "-F: a cold spirt-grad loads neither libcurl nor libmicrohttpd" {
+	# they (and the thirty libraries libcurl pulls in) would triple
+	# the start-up time of every cold invocation; -F loads them itself
+	run -0 ldd "$SPIRT_ROOT/spirt-grad"
+	refute_output --partial libcurl
+	refute_output --partial libmicrohttpd
+	refute_output --partial libgnutls
+}
+
 # ---- stdio: OpenFaaS classic watchdog, OpenWhisk docker skeleton ----
 
 @test "stdio: Http_Query's request answers the cold record, nothing on stderr" {
