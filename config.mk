@@ -4,6 +4,8 @@ VERSION = 0.1.0
 # paths
 PREFIX = /usr/local
 MANPREFIX = $(PREFIX)/share/man
+# bash completion, one file per tool (contrib/completion/spirt.bash)
+COMPDIR = $(PREFIX)/share/bash-completion/completions
 
 # dependencies (Debian 12 package names are listed in deps/debian)
 PKG_CONFIG = pkg-config

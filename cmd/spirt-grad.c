@@ -1,13 +1,19 @@
 /* spirt-grad.c - the serverless function: one minibatch gradient */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "blas.h"
+#include "faas.h"
+#include "faas_http.h"
+#include "faas_lambda.h"
 #include "grad.h"
 #include "io.h"
 #include "keys.h"
@@ -18,15 +24,21 @@
 #include "tool.h"
 
 #define USAGE \
-"usage: spirt-grad [-fiqVv] [-b batch] [-D file] [-d dataset] [-j threads]\n" \
-"       [-m model] [-o file] [-p file] [-S seed] [-s store] [-t step]\n" \
-"       [-w worker]\n"
+"usage: spirt-grad [-fiqVv] [-b batch] [-D file] [-d dataset] [-F contract]\n" \
+"       [-j threads] [-m model] [-o file] [-p file] [-S seed] [-s store]\n" \
+"       [-t step] [-w worker] [request]\n"
 
 static struct {
 	const char *batch, *data, *dataset, *threads, *model, *out, *params;
-	const char *seed, *store, *step, *worker;
+	const char *seed, *store, *step, *worker, *faas;
 	int force, serve;
 } o;
+
+/* -F: the runner's contract (spirt-grad(1), FAAS) */
+enum { COLD, STDIO, HTTP, LAMBDA };
+static int faas;
+static int stderr_fd = -1;      /* -F stdio: the real stderr, kept aside */
+static struct spirt_faas_lambda lambda;
 
 static _Noreturn void
 usage(int code)
@@ -38,6 +50,8 @@ usage(int code)
 		    "  -D, --data-file F  take the data from file F, not the "
 		    "store\n"
 		    "  -d, --dataset NAME data set (default train)\n"
+		    "  -F, --faas C       under a runner's contract: stdio, "
+		    "http or lambda\n"
 		    "  -f, --force        write binary data to a terminal\n"
 		    "  -i, --serve        warm: read \"step [worker]\" lines "
 		    "on stdin\n"
@@ -73,10 +87,15 @@ put_fn(struct spirt_txn *txn, void *arg)
 	return spirt_store_put_tensor(txn, p->key, p->hdr, p->grad, 0);
 }
 
-/* One invocation: compute job's gradient, write it; returns a lib code. */
+/*
+ * One invocation: compute job's gradient, write it; returns a lib code,
+ * with the message in msg (cap bytes).  With a (FaaS) and -o -, the
+ * record goes into a->rec instead of standard output.
+ */
 static int
 invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
-    const struct spirt_grad_job *job, struct spirt_tensor *hdr)
+    const struct spirt_grad_job *job, struct spirt_tensor *hdr, char *msg,
+    size_t cap, struct spirt_faas_ans *a)
 {
 	struct spirt_txn *txn;
 	struct spirt_publish pub;
@@ -84,6 +103,7 @@ invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
 	char key[SPIRT_KEY_MAX + 1];
 	const char *act = "begin read transaction";
 	double t0 = spirt_clock();
+	size_t n;
 	int rc, fd;
 
 	txn = NULL;
@@ -95,7 +115,16 @@ invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
 		spirt_txn_abort(txn);
 	if (rc != 0)
 		goto fail;
-	if (o.out != NULL) {
+	if (o.out != NULL && a != NULL) {
+		act = "record";
+		n = spirt_tensor_reclen(hdr);
+		if ((a->rec = malloc(n)) == NULL) {
+			rc = ENOMEM;
+			goto fail;
+		}
+		a->len = n;
+		rc = spirt_tensor_encode(a->rec, n, hdr, p.grad);
+	} else if (o.out != NULL) {
 		act = o.out;
 		if (strcmp(o.out, "-") == 0) {
 			fd = STDOUT_FILENO;
@@ -114,6 +143,8 @@ invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
 			goto fail;
 		act = p.key = key;
 		rc = spirt_store_write(s, put_fn, &p);
+		if (rc == 0 && a != NULL && strlen(key) < sizeof a->key)
+			memcpy(a->key, key, strlen(key) + 1);
 	}
 	if (rc != 0)
 		goto fail;
@@ -123,10 +154,8 @@ invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
 		    hdr->loss, 1e3 * (spirt_clock() - t0));
 	return 0;
 fail:
-	if (*spirt_grad_where(c) != '\0')
-		warnrc(rc, "%s", spirt_grad_where(c));
-	else
-		warnrc(rc, "%s", act);
+	snprintf(msg, cap, "%.200s: %s", *spirt_grad_where(c) != '\0' ?
+	    spirt_grad_where(c) : act, spirt_strerror(rc));
 	return rc;
 }
 
@@ -144,11 +173,13 @@ serve_one(void *arg, const struct spirt_serve_req *req, char *ans,
 	struct warm *w = arg;
 	struct spirt_grad_job *job = w->job;
 	struct spirt_tensor hdr;
+	char msg[320];
 	int rc;
 
 	job->step = req->step;
 	job->worker = req->worker;
-	if ((rc = invoke(w->c, w->s, job, &hdr)) != 0) {
+	if ((rc = invoke(w->c, w->s, job, &hdr, msg, sizeof msg, NULL))) {
+		warnx_("%s", msg);
 		snprintf(ans, cap, "step=%" PRIu64 " worker=%" PRIu32
 		    " error=%d", job->step, job->worker, spirt_exit(rc));
 		return spirt_exit(rc);
@@ -179,6 +210,207 @@ serve(struct spirt_grad_ctx *c, struct spirt_store *s,
 	return sv.worst;
 }
 
+/* ---- under a runner's contract (-F; spirt-grad(1), FAAS) ---- */
+
+struct fctx {
+	struct spirt_grad_ctx *c;
+	struct spirt_store *s;
+	struct spirt_grad_job job;      /* the deployment's defaults */
+	int has_step;                   /* -t, $SPIRT_STEP or -p's record */
+};
+
+/* One invocation of a request; its answer into a. */
+static void
+faas_run(void *arg, const struct spirt_faas_req *req, struct spirt_faas_ans *a)
+{
+	struct fctx *f = arg;
+	struct spirt_grad_job job = f->job;
+	struct spirt_tensor hdr;
+	char msg[300];
+	int rc;
+
+	if (req->has & SPIRT_FAAS_MODEL)
+		job.model = req->model;
+	if (req->has & SPIRT_FAAS_STEP)
+		job.step = req->step;
+	if (req->has & SPIRT_FAAS_WORKER)
+		job.worker = req->worker;
+	a->step = job.step;
+	a->worker = job.worker;
+	if (!(req->has & SPIRT_FAAS_STEP) && !f->has_step) {
+		a->code = SPIRT_EX_USAGE;
+		snprintf(msg, sizeof msg, "request: no step (step=N, "
+		    "/grad/N/W, or -t)");
+	} else if (job.model == NULL && o.params == NULL) {
+		a->code = SPIRT_EX_USAGE;
+		snprintf(msg, sizeof msg, "request: no model (model=NAME, "
+		    "or -m)");
+	} else if ((rc = invoke(f->c, f->s, &job, &hdr, msg, sizeof msg,
+	    a)) != 0) {
+		a->code = spirt_exit(rc);
+	} else {
+		a->samples = hdr.samples;
+		a->loss = hdr.loss;
+		return;
+	}
+	snprintf(a->msg, sizeof a->msg, "%s: %s", progname, msg);
+	if (faas != STDIO)      // a log line; stdio prints it at the end
+		warnx_("%s", msg);
+}
+
+/* Standard error back, for a failure's message (-F stdio). */
+static void
+stderr_back(void)
+{
+	if (stderr_fd >= 0) {
+		dup2(stderr_fd, STDERR_FILENO);
+		close(stderr_fd);
+		stderr_fd = -1;
+	}
+}
+
+/*
+ * A failure before the first invocation: "prog: what: cause" on standard
+ * error, and the runner's way (stdio: a JSON error on standard output;
+ * lambda: /runtime/init/error), then exit.
+ */
+static _Noreturn void
+die_init(int rc, const char *fmt, ...)
+{
+	char what[256], msg[400], *json;
+	size_t n;
+	va_list ap;
+	int code = spirt_exit(rc);
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	snprintf(msg, sizeof msg, "%s: %s: %s", progname, what,
+	    spirt_strerror(rc));
+	stderr_back();
+	fprintf(stderr, "%s\n", msg);
+	if (faas == STDIO && spirt_faas_json_error(&json, &n, code, msg) == 0) {
+		if (spirt_writeall(STDOUT_FILENO, json, n) != 0)
+			code = SPIRT_EX_IOERR;
+		free(json);
+	}
+	if (faas == LAMBDA && spirt_faas_lambda_init_error(&lambda, code, msg))
+		warnx_("Runtime API %s: %s", lambda.api, lambda.msg);
+	exit(code);
+}
+
+/*
+ * -F stdio: one invocation per process.  The request is the runner's
+ * Http_Method, Http_Path and Http_Query, the operand and standard input;
+ * the answer goes to standard output, and standard error stays empty
+ * unless it failed (the classic watchdog mixes the two).
+ */
+static int
+faas_stdio(struct fctx *f, const char *arg, int stdin_free)
+{
+	struct spirt_faas_req req;
+	struct spirt_faas_ans a;
+	char *body = NULL, *json = NULL;
+	size_t n = 0;
+	ssize_t got;
+	int rc, code;
+
+	memset(&a, 0, sizeof a);
+	spirt_faas_req_init(&req);
+	if (stdin_free && !isatty(STDIN_FILENO)) {
+		body = emalloc(SPIRT_FAAS_BODY_MAX + 1);
+		if ((got = spirt_readall(STDIN_FILENO, body,
+		    SPIRT_FAAS_BODY_MAX + 1)) < 0)
+			die_init(errno, "stdin");
+		n = (size_t)got;
+	}
+	if (n > SPIRT_FAAS_BODY_MAX) {
+		a.code = SPIRT_EX_USAGE;
+		snprintf(a.msg, sizeof a.msg, "%s: request: a body over %d "
+		    "bytes (parameters only)", progname, SPIRT_FAAS_BODY_MAX);
+	} else if ((rc = spirt_faas_cgi(&req, getenv("Http_Method"),
+	    getenv("Http_Path"), getenv("Http_Query"), arg, body, n)) != 0) {
+		a.code = spirt_exit(rc);
+		snprintf(a.msg, sizeof a.msg, "%s: request: %s", progname,
+		    req.msg);
+	} else {
+		faas_run(f, &req, &a);
+	}
+	free(body);
+
+	if (a.code == 0 && a.rec != NULL)
+		rc = spirt_writeall(STDOUT_FILENO, a.rec, a.len);
+	else if ((rc = spirt_faas_json_answer(&json, &n, &a, 0)) == 0)
+		rc = spirt_writeall(STDOUT_FILENO, json, n);
+	free(json);
+	code = a.code;
+	if (code != 0 || rc != 0)
+		stderr_back();
+	if (code != 0)
+		fprintf(stderr, "%s\n", a.msg);
+	spirt_faas_ans_clear(&a);
+	if (rc != 0) {
+		warnrc(rc, "stdout");
+		return SPIRT_EX_IOERR;
+	}
+	return code;
+}
+
+/* -F http: serve on $SPIRT_HTTP_ADDR:$PORT until SIGTERM or SIGINT. */
+static int
+faas_http(struct fctx *f)
+{
+	struct spirt_faas_http h;
+	sigset_t set;
+	int rc, sig;
+
+	memset(&h, 0, sizeof h);
+	h.addr = opt_env(NULL, "SPIRT_HTTP_ADDR", "0.0.0.0");
+	h.port = (unsigned)eparse_u64("$PORT", opt_env(NULL, "PORT", "8080"),
+	    0, 65535);
+	h.run = faas_run;
+	h.arg = f;
+	spirt_serve_init();
+	signal(SIGPIPE, SIG_IGN);
+	// the server's threads inherit the mask: the signal comes here
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	if ((rc = spirt_faas_http_start(&h)) != 0) {
+		warnx_("%s", h.msg);
+		return spirt_exit(rc);
+	}
+	info("listening on %s port %u", h.addr, h.bound);
+	while (sigwait(&set, &sig) != 0)
+		;
+	spirt_faas_http_drain(&h);
+	spirt_faas_http_stop(&h);
+	if (spirt_verbose)
+		info("signal %d: stopped after %lu invocations", sig, h.served);
+	return 0;
+}
+
+/* -F lambda: the custom-runtime loop, until SIGTERM or SIGINT. */
+static int
+faas_lambda(struct fctx *f)
+{
+	int rc;
+
+	lambda.prog = progname;
+	lambda.run = faas_run;
+	lambda.arg = f;
+	lambda.warn = warnx_;
+	spirt_serve_init();
+	if ((rc = spirt_faas_lambda_loop(&lambda)) != 0) {
+		warnx_("Runtime API %s: %s", lambda.api, lambda.msg);
+		return spirt_exit(rc);
+	}
+	if (spirt_verbose)
+		info("stopped after %lu invocations", lambda.served);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -186,6 +418,7 @@ main(int argc, char **argv)
 		{ "batch", required_argument, NULL, 'b' },
 		{ "data-file", required_argument, NULL, 'D' },
 		{ "dataset", required_argument, NULL, 'd' },
+		{ "faas", required_argument, NULL, 'F' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "model", required_argument, NULL, 'm' },
@@ -206,19 +439,22 @@ main(int argc, char **argv)
 	struct spirt_grad_ctx *c;
 	struct spirt_store *s = NULL;
 	struct spirt_tensor hdr;
+	struct fctx f;
 	const char *store, *step;
+	char msg[320];
 	uint64_t fstep = 0;
-	int ch, rc, code;
+	int ch, rc, code, nul;
 
 	progname = "spirt-grad";
 	checkfds();
 
-	while ((ch = getopt_long(argc, argv, "b:D:d:fhij:m:o:p:qS:s:t:Vvw:", lo,
+	while ((ch = getopt_long(argc, argv, "b:D:d:F:fhij:m:o:p:qS:s:t:Vvw:", lo,
 	    NULL)) != -1)
 		switch (ch) {
 		case 'b': o.batch = optarg; break;
 		case 'D': o.data = optarg; break;
 		case 'd': o.dataset = optarg; break;
+		case 'F': o.faas = optarg; break;
 		case 'f': o.force = 1; break;
 		case 'h': usage(0);
 		case 'i': o.serve = 1; break;
@@ -236,15 +472,34 @@ main(int argc, char **argv)
 		default: usage(1);
 		}
 	argc -= optind;
-	if (argc != 0)
+	argv += optind;
+	if ((o.faas = opt_env(o.faas, "SPIRT_FAAS", NULL)) != NULL) {
+		if (strcmp(o.faas, "stdio") == 0)
+			faas = STDIO;
+		else if (strcmp(o.faas, "http") == 0)
+			faas = HTTP;
+		else if (strcmp(o.faas, "lambda") == 0)
+			faas = LAMBDA;
+		else
+			die(SPIRT_EX_USAGE, "-F %s: not stdio, http or lambda",
+			    o.faas);
+	}
+	if (argc > (faas == STDIO))
 		usage(1);
 	job.model = opt_env(o.model, "SPIRT_MODEL", NULL);
 	step = opt_env(o.step, "SPIRT_STEP", NULL);
-	if (o.params == NULL && (job.model == NULL || (step == NULL &&
+	// under -F, the request may name the model and step
+	if (o.params == NULL && !faas && (job.model == NULL || (step == NULL &&
 	    !o.serve)))
 		usage(1);
-	if (o.params == NULL)
+	if (o.params == NULL && job.model != NULL)
 		echeck_model("-m", job.model);
+	if (faas && o.serve)
+		die(SPIRT_EX_USAGE, "-F and --serve: -F %s serves invocations "
+		    "itself", o.faas);
+	if (faas && o.out != NULL && strcmp(o.out, "-") != 0)
+		die(SPIRT_EX_USAGE, "-o %s and -F: the answer is the record "
+		    "(-o -) or the store key written", o.out);
 	if (o.serve && (o.out != NULL || o.params != NULL))
 		die(SPIRT_EX_USAGE, "%s and --serve: a warm function reads the "
 		    "model from and writes to the store", o.out ? "-o" : "-p");
@@ -262,31 +517,66 @@ main(int argc, char **argv)
 	    UINT64_MAX);
 	job.dataset = opt_env(o.dataset, "SPIRT_DATASET", "train");
 	store = o.store ? o.store : spirt_store_default();
-	if (o.out && strcmp(o.out, "-") == 0 && !o.force && isterm(1))
+	if (o.out && strcmp(o.out, "-") == 0 && !o.force && isterm(1) &&
+	    faas != HTTP && faas != LAMBDA)
 		die(SPIRT_EX_USAGE, "stdout is a terminal: use -f to write "
 		    "binary data there");
+	if (faas == LAMBDA) {
+		if ((lambda.api = getenv("AWS_LAMBDA_RUNTIME_API")) == NULL ||
+		    *lambda.api == '\0')
+			die(SPIRT_EX_USAGE, "-F lambda: AWS_LAMBDA_RUNTIME_API "
+			    "is not set");
+		if ((rc = spirt_faas_lambda_setup()) != 0)
+			die(spirt_exit(rc), "-F lambda: %s",
+			    spirt_faas_lambda_error());
+	}
+	if (faas == STDIO) {
+		// nothing on standard error unless the invocation fails,
+		// not even a library's words: the watchdog would mix them
+		// into the answer
+		spirt_quiet = 1;
+		spirt_verbose = 0;
+		if ((nul = open("/dev/null", O_WRONLY)) < 0 ||
+		    (stderr_fd = dup(STDERR_FILENO)) < 0 ||
+		    dup2(nul, STDERR_FILENO) < 0)
+			die_init(errno, "/dev/null");
+		close(nul);
+	}
 
 	blas_setup(o.threads);
 	if ((rc = spirt_grad_ctx_new(&c, 0)) != 0)
-		dierc(rc, "context");
+		die_init(rc, "context");
 	if (o.params && (rc = spirt_grad_model_file(c, o.params, &fstep)))
-		dierc(rc, "%s", *spirt_grad_where(c) ? spirt_grad_where(c) :
-		    o.params);
+		die_init(rc, "%s", *spirt_grad_where(c) ?
+		    spirt_grad_where(c) : o.params);
 	if (o.params && step == NULL)
 		job.step = fstep;       // else a differing -t fails with 65
 	if (o.data && (rc = spirt_grad_data_file(c, o.data)) != 0)
-		dierc(rc, "%s", *spirt_grad_where(c) ? spirt_grad_where(c) :
-		    o.data);
+		die_init(rc, "%s", *spirt_grad_where(c) ?
+		    spirt_grad_where(c) : o.data);
 
 	if ((o.params == NULL || o.data == NULL) &&
 	    (rc = spirt_store_open(&s, store, o.out ? SPIRT_STORE_RDONLY :
 	    0)) != 0)
-		dierc(rc, "%s", store);
+		die_init(rc, "%s", store);
 
+	f.c = c;
+	f.s = s;
+	f.job = job;
+	f.has_step = step != NULL || o.params != NULL;
 	if (o.serve) {
 		code = serve(c, s, &job);
+	} else if (faas == STDIO) {
+		code = faas_stdio(&f, argc ? argv[0] : NULL, !(o.params &&
+		    strcmp(o.params, "-") == 0) && !(o.data &&
+		    strcmp(o.data, "-") == 0));
+	} else if (faas == HTTP) {
+		code = faas_http(&f);
+	} else if (faas == LAMBDA) {
+		code = faas_lambda(&f);
 	} else {
-		rc = invoke(c, s, &job, &hdr);
+		if ((rc = invoke(c, s, &job, &hdr, msg, sizeof msg, NULL)))
+			warnx_("%s", msg);
 		code = spirt_exit(rc);
 	}
 

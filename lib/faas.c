@@ -1,0 +1,682 @@
+/* faas.c - spirt-grad under a FaaS runner's contract: requests, answers */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "faas.h"
+#include "parse.h"
+#include "store.h"
+
+#define JSON_DEPTH 32
+
+void
+spirt_faas_req_init(struct spirt_faas_req *r)
+{
+	memset(r, 0, sizeof *r);
+}
+
+void
+spirt_faas_ans_clear(struct spirt_faas_ans *a)
+{
+	free(a->rec);
+	memset(a, 0, sizeof *a);
+}
+
+/* ---- parameters ---- */
+
+/* A decimal number as the warm protocol has it: no sign, no leading 0. */
+static int
+number(struct spirt_faas_req *r, const char *what, const char *v,
+    uint64_t max, uint64_t *out)
+{
+	size_t i, n = strlen(v);
+	int rc;
+
+	for (i = 0; i < n; i++)
+		if (v[i] < '0' || v[i] > '9')
+			break;
+	if (n == 0 || i < n || (v[0] == '0' && n > 1))
+		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EINVAL,
+		    "%s \"%.40s\": not a decimal number", what, v);
+	if ((rc = spirt_parse_u64(out, v, 0, max)) != 0)
+		return spirt_msgf(r->msg, sizeof r->msg, rc,
+		    "%s %.40s: out of range 0..%llu", what, v,
+		    (unsigned long long)max);
+	return 0;
+}
+
+static int
+setparam(struct spirt_faas_req *r, const char *k, const char *v)
+{
+	unsigned bit;
+	uint64_t x;
+	int rc;
+
+	if (strcmp(k, "step") == 0)
+		bit = SPIRT_FAAS_STEP;
+	else if (strcmp(k, "worker") == 0)
+		bit = SPIRT_FAAS_WORKER;
+	else if (strcmp(k, "model") == 0)
+		bit = SPIRT_FAAS_MODEL;
+	else
+		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EINVAL,
+		    "unknown parameter \"%.40s\" (step, worker, model)", k);
+	if (r->has & bit)
+		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EINVAL,
+		    "%s given twice", k);
+	if (bit == SPIRT_FAAS_STEP) {
+		if ((rc = number(r, k, v, UINT64_MAX - 1, &x)) != 0)
+			return rc;
+		r->step = x;
+	} else if (bit == SPIRT_FAAS_WORKER) {
+		if ((rc = number(r, k, v, UINT32_MAX - 1, &x)) != 0)
+			return rc;
+		r->worker = (uint32_t)x;
+	} else {
+		if (strlen(v) >= sizeof r->model || spirt_name_check(v) != 0)
+			return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EINVAL,
+			    "model \"%.40s\": a name is 1 to 255 letters, "
+			    "digits, '.', '_' or '-'", v);
+		memcpy(r->model, v, strlen(v) + 1);
+	}
+	r->has |= bit;
+	return 0;
+}
+
+int
+spirt_faas_param(struct spirt_faas_req *r, const char *key,
+    const char *value)
+{
+	return setparam(r, key, value);
+}
+
+static int
+hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decode s[0..n) into buf (cap); -1 if bad or too long. */
+static int
+urldecode(char *buf, size_t cap, const char *s, size_t n)
+{
+	size_t i, o = 0;
+	int h, l;
+
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (c == '+') {
+			c = ' ';
+		} else if (c == '%') {
+			if (i + 2 >= n || (h = hexval(s[i + 1])) < 0 ||
+			    (l = hexval(s[i + 2])) < 0)
+				return -1;
+			c = (char)(h << 4 | l);
+			i += 2;
+		}
+		if (c == '\0' || o + 1 >= cap)
+			return -1;
+		buf[o++] = c;
+	}
+	buf[o] = '\0';
+	return 0;
+}
+
+int
+spirt_faas_query(struct spirt_faas_req *r, const char *q, size_t n)
+{
+	char k[32], v[256];
+	size_t i = 0, j, eq;
+	int rc;
+
+	if (q == NULL)
+		return 0;
+	while (i < n) {
+		for (j = i; j < n && q[j] != '&'; j++)
+			;
+		if (j > i) {
+			for (eq = i; eq < j && q[eq] != '='; eq++)
+				;
+			if (eq == j)
+				return spirt_msgf(r->msg, sizeof r->msg,
+				    SPIRT_EINVAL, "query \"%.*s\": not "
+				    "key=value", (int)(j - i > 40 ? 40 :
+				    j - i), q + i);
+			if (urldecode(k, sizeof k, q + i, eq - i) != 0 ||
+			    urldecode(v, sizeof v, q + eq + 1, j - eq - 1))
+				return spirt_msgf(r->msg, sizeof r->msg,
+				    SPIRT_EINVAL, "query \"%.*s\": bad "
+				    "encoding or too long", (int)(j - i > 40 ?
+				    40 : j - i), q + i);
+			if ((rc = setparam(r, k, v)) != 0)
+				return rc;
+		}
+		i = j + 1;
+	}
+	return 0;
+}
+
+int
+spirt_faas_path(struct spirt_faas_req *r, const char *path)
+{
+	char s[32], w[32];
+	const char *p, *slash;
+	int rc;
+
+	if (path[0] == '\0' || strcmp(path, "/") == 0)
+		return 0;
+	if (strncmp(path, "/grad/", 6) != 0)
+		goto notfound;
+	p = path + 6;
+	if ((slash = strchr(p, '/')) == NULL || (size_t)(slash - p) >=
+	    sizeof s || strlen(slash + 1) >= sizeof w)
+		goto notfound;
+	memcpy(s, p, (size_t)(slash - p));
+	s[slash - p] = '\0';
+	memcpy(w, slash + 1, strlen(slash + 1) + 1);
+	if ((rc = setparam(r, "step", s)) != 0 ||
+	    (rc = setparam(r, "worker", w)) != 0)
+		return rc;
+	return 0;
+notfound:
+	return spirt_msgf(r->msg, sizeof r->msg, SPIRT_ENOTFOUND,
+	    "path \"%.60s\": not / or /grad/<step>/<worker>", path);
+}
+
+/* ---- a small JSON reader: only what a request needs ---- */
+
+struct js {
+	const char *p, *e;
+	struct spirt_faas_req *r;
+};
+
+static int
+jbad(struct js *j, const char *why)
+{
+	return spirt_msgf(j->r->msg, sizeof j->r->msg, SPIRT_EINVAL,
+	    "JSON: %s", why);
+}
+
+static void
+jws(struct js *j)
+{
+	while (j->p < j->e && (*j->p == ' ' || *j->p == '\t' ||
+	    *j->p == '\n' || *j->p == '\r'))
+		j->p++;
+}
+
+/*
+ * A string at j->p (at its '"') into buf (cap bytes, NUL terminated), or
+ * skipped when buf is NULL.  \u escapes above 0x7f become '?' (no
+ * parameter or key we read holds one); a control byte is refused.
+ */
+static int
+jstr(struct js *j, char *buf, size_t cap)
+{
+	size_t o = 0;
+	int c, i, h, u;
+
+	if (j->p >= j->e || *j->p != '"')
+		return jbad(j, "string expected");
+	j->p++;
+	for (;;) {
+		if (j->p >= j->e)
+			return jbad(j, "unterminated string");
+		c = (unsigned char)*j->p++;
+		if (c == '"')
+			break;
+		if (c < 0x20)
+			return jbad(j, "control byte in a string");
+		if (c == '\\') {
+			if (j->p >= j->e)
+				return jbad(j, "unterminated string");
+			c = *j->p++;
+			switch (c) {
+			case '"': case '\\': case '/': break;
+			case 'b': c = '\b'; break;
+			case 'f': c = '\f'; break;
+			case 'n': c = '\n'; break;
+			case 'r': c = '\r'; break;
+			case 't': c = '\t'; break;
+			case 'u':
+				if (j->e - j->p < 4)
+					return jbad(j, "bad \\u escape");
+				for (u = 0, i = 0; i < 4; i++) {
+					if ((h = hexval(j->p[i])) < 0)
+						return jbad(j, "bad \\u escape");
+					u = u << 4 | h;
+				}
+				j->p += 4;
+				c = u > 0 && u < 0x80 ? u : '?';
+				break;
+			default:
+				return jbad(j, "bad escape");
+			}
+		}
+		if (buf != NULL) {
+			if (o + 1 >= cap)
+				return jbad(j, "string too long");
+			buf[o++] = (char)c;
+		}
+	}
+	if (buf != NULL)
+		buf[o] = '\0';
+	return 0;
+}
+
+/* A number's text (JSON grammar) into buf, or skipped when buf is NULL. */
+static int
+jnum(struct js *j, char *buf, size_t cap)
+{
+	const char *s = j->p;
+	size_t n;
+
+	while (j->p < j->e && strchr("+-.0123456789eE", *j->p) != NULL)
+		j->p++;
+	n = (size_t)(j->p - s);
+	if (n == 0)
+		return jbad(j, "value expected");
+	if (buf != NULL) {
+		if (n >= cap)
+			return jbad(j, "number too long");
+		memcpy(buf, s, n);
+		buf[n] = '\0';
+	}
+	return 0;
+}
+
+static int jobj(struct js *, int, const char *, int *, int);
+
+/* Skip any value. */
+static int
+jskip(struct js *j, int depth)
+{
+	static const char *const lit[] = { "true", "false", "null" };
+	size_t i, n;
+	int rc;
+
+	jws(j);
+	if (j->p >= j->e)
+		return jbad(j, "value expected");
+	if (*j->p == '{')
+		return jobj(j, 0, NULL, NULL, depth + 1);
+	if (*j->p == '"')
+		return jstr(j, NULL, 0);
+	if (*j->p == '[') {
+		if (depth >= JSON_DEPTH)
+			return jbad(j, "nested too deep");
+		j->p++;
+		jws(j);
+		if (j->p < j->e && *j->p == ']') {
+			j->p++;
+			return 0;
+		}
+		for (;;) {
+			if ((rc = jskip(j, depth + 1)) != 0)
+				return rc;
+			jws(j);
+			if (j->p < j->e && *j->p == ',') {
+				j->p++;
+				continue;
+			}
+			if (j->p < j->e && *j->p == ']') {
+				j->p++;
+				return 0;
+			}
+			return jbad(j, "',' or ']' expected");
+		}
+	}
+	for (i = 0; i < 3; i++) {
+		n = strlen(lit[i]);
+		if ((size_t)(j->e - j->p) >= n && memcmp(j->p, lit[i], n) == 0) {
+			j->p += n;
+			return 0;
+		}
+	}
+	return jnum(j, NULL, 0);
+}
+
+/* A parameter's value: a string or a number; null is none. */
+static int
+jparam(struct js *j, const char *key)
+{
+	char v[256];
+	int rc;
+
+	if (strcmp(key, "step") && strcmp(key, "worker") && strcmp(key, "model"))
+		return setparam(j->r, key, "");         // unknown: refused
+	jws(j);
+	if ((size_t)(j->e - j->p) >= 4 && memcmp(j->p, "null", 4) == 0) {
+		j->p += 4;
+		return 0;
+	}
+	if (j->p < j->e && *j->p == '"')
+		rc = jstr(j, v, sizeof v);
+	else if (j->p < j->e && (*j->p == '-' || (*j->p >= '0' &&
+	    *j->p <= '9')))
+		rc = jnum(j, v, sizeof v);
+	else
+		return spirt_msgf(j->r->msg, sizeof j->r->msg, SPIRT_EINVAL,
+		    "%s: a number or a string expected", key);
+	return rc ? rc : setparam(j->r, key, v);
+}
+
+/*
+ * An object at j->p.  params: its members are parameters.  Else, when
+ * want names a member, that member's value (an object, or null) is read
+ * as parameters and *found set; other members are skipped.
+ */
+static int
+jobj(struct js *j, int params, const char *want, int *found, int depth)
+{
+	char k[64];
+	int rc;
+
+	if (depth > JSON_DEPTH)
+		return jbad(j, "nested too deep");
+	jws(j);
+	if (j->p >= j->e || *j->p != '{')
+		return jbad(j, "object expected");
+	j->p++;
+	jws(j);
+	if (j->p < j->e && *j->p == '}') {
+		j->p++;
+		return 0;
+	}
+	for (;;) {
+		jws(j);
+		if ((rc = jstr(j, k, sizeof k)) != 0)
+			return rc;
+		jws(j);
+		if (j->p >= j->e || *j->p != ':')
+			return jbad(j, "':' expected");
+		j->p++;
+		jws(j);
+		if (params) {
+			rc = jparam(j, k);
+		} else if (want != NULL && strcmp(k, want) == 0) {
+			*found = 1;
+			if ((size_t)(j->e - j->p) >= 4 &&
+			    memcmp(j->p, "null", 4) == 0) {
+				j->p += 4;
+				rc = 0;
+			} else {
+				rc = jobj(j, 1, NULL, NULL, depth + 1);
+			}
+		} else {
+			rc = jskip(j, depth);
+		}
+		if (rc != 0)
+			return rc;
+		jws(j);
+		if (j->p < j->e && *j->p == ',') {
+			j->p++;
+			continue;
+		}
+		if (j->p < j->e && *j->p == '}') {
+			j->p++;
+			return 0;
+		}
+		return jbad(j, "',' or '}' expected");
+	}
+}
+
+int
+spirt_faas_json(struct spirt_faas_req *r, const char *s, size_t n, int how)
+{
+	struct js j = { s, s + n, r };
+	int rc, found = 0;
+
+	if (s == NULL)
+		return jbad(&j, "object expected");
+	if (how == SPIRT_FAAS_JSON_VALUE) {
+		rc = jobj(&j, 0, "value", &found, 0);
+	} else if (how == SPIRT_FAAS_JSON_EVENT) {
+		// an API Gateway event holds queryStringParameters; read
+		// them there, else the event's own members
+		struct spirt_faas_req save = *r;
+
+		rc = jobj(&j, 0, "queryStringParameters", &found, 0);
+		if (rc == 0 && !found) {
+			*r = save;
+			j.p = s;
+			rc = jobj(&j, 1, NULL, NULL, 0);
+		}
+	} else {
+		rc = jobj(&j, 1, NULL, NULL, 0);
+	}
+	if (rc != 0)
+		return rc;
+	jws(&j);
+	if (j.p != j.e)
+		return jbad(&j, "junk after the object");
+	return 0;
+}
+
+int
+spirt_faas_body(struct spirt_faas_req *r, const char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
+	    s[i] == '\r'))
+		i++;
+	if (i == n)
+		return 0;
+	if (s[i] == '{')
+		return spirt_faas_json(r, s, n, SPIRT_FAAS_JSON_FLAT);
+	while (n > i && (s[n - 1] == '\n' || s[n - 1] == '\r'))
+		n--;            // a form body typed with echo
+	if (memchr(s, '\0', n) != NULL)
+		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EINVAL,
+		    "body: a NUL byte (a query string or JSON expected)");
+	return spirt_faas_query(r, s + i, n - i);
+}
+
+int
+spirt_faas_cgi(struct spirt_faas_req *r, const char *method,
+    const char *path, const char *query, const char *arg, const char *body,
+    size_t n)
+{
+	int rc;
+
+	if (method != NULL && method[0] != '\0' && strcmp(method, "GET") &&
+	    strcmp(method, "POST"))
+		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EINVAL,
+		    "method %.20s: GET or POST", method);
+	if (path != NULL && (rc = spirt_faas_path(r, path)) != 0)
+		return rc;
+	if (query != NULL && (rc = spirt_faas_query(r, query,
+	    strlen(query))) != 0)
+		return rc;
+	if (arg != NULL && (rc = spirt_faas_body(r, arg, strlen(arg))) != 0)
+		return rc;
+	return body != NULL ? spirt_faas_body(r, body, n) : 0;
+}
+
+/* ---- answers ---- */
+
+struct buf {
+	char *p;
+	size_t n, cap;
+	int bad;
+};
+
+static void
+bput(struct buf *b, const char *s, size_t n)
+{
+	char *p;
+	size_t cap;
+
+	if (b->bad)
+		return;
+	if (b->n + n + 1 > b->cap) {
+		cap = b->cap ? b->cap : 256;
+		while (cap < b->n + n + 1)
+			cap *= 2;
+		if ((p = realloc(b->p, cap)) == NULL) {
+			b->bad = 1;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+	b->p[b->n] = '\0';
+}
+
+static void
+bputs(struct buf *b, const char *s)
+{
+	bput(b, s, strlen(s));
+}
+
+/* A JSON string of s, quotes included. */
+static void
+bstr(struct buf *b, const char *s)
+{
+	char e[8];
+
+	bputs(b, "\"");
+	for (; *s != '\0'; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\') {
+			e[0] = '\\';
+			e[1] = (char)c;
+			bput(b, e, 2);
+		} else if (c < 0x20 || c >= 0x7f) {
+			snprintf(e, sizeof e, "\\u%04x", c);
+			bputs(b, e);
+		} else {
+			bput(b, (const char *)&c, 1);
+		}
+	}
+	bputs(b, "\"");
+}
+
+static void
+b64(struct buf *b, const unsigned char *s, size_t n)
+{
+	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	char q[4];
+	size_t i;
+	unsigned long v;
+
+	for (i = 0; i < n; i += 3) {
+		v = (unsigned long)s[i] << 16;
+		if (i + 1 < n)
+			v |= (unsigned long)s[i + 1] << 8;
+		if (i + 2 < n)
+			v |= s[i + 2];
+		q[0] = al[v >> 18 & 63];
+		q[1] = al[v >> 12 & 63];
+		q[2] = i + 1 < n ? al[v >> 6 & 63] : '=';
+		q[3] = i + 2 < n ? al[v & 63] : '=';
+		bput(b, q, 4);
+	}
+}
+
+static int
+bdone(struct buf *b, char **out, size_t *len)
+{
+	if (b->bad) {
+		free(b->p);
+		return ENOMEM;
+	}
+	*out = b->p;
+	*len = b->n;
+	return 0;
+}
+
+int
+spirt_faas_json_error(char **out, size_t *len, int code, const char *msg)
+{
+	struct buf b = { NULL, 0, 0, 0 };
+	char n[32];
+
+	bputs(&b, "{\"error\":");
+	bstr(&b, msg);
+	snprintf(n, sizeof n, ",\"exit\":%d}\n", code);
+	bputs(&b, n);
+	return bdone(&b, out, len);
+}
+
+int
+spirt_faas_json_lambda_error(char **out, size_t *len, int code,
+    const char *msg)
+{
+	struct buf b = { NULL, 0, 0, 0 };
+
+	bputs(&b, "{\"errorMessage\":");
+	bstr(&b, msg);
+	bputs(&b, ",\"errorType\":");
+	bstr(&b, spirt_faas_error_type(code));
+	bputs(&b, ",\"stackTrace\":[]}");
+	return bdone(&b, out, len);
+}
+
+int
+spirt_faas_json_answer(char **out, size_t *len,
+    const struct spirt_faas_ans *a, int want_record)
+{
+	struct buf b = { NULL, 0, 0, 0 };
+	char n[160];
+
+	if (a->code != 0)
+		return spirt_faas_json_error(out, len, a->code, a->msg);
+	snprintf(n, sizeof n, "{\"step\":%llu,\"worker\":%lu,\"samples\":%llu,"
+	    "\"loss\":%.9g", (unsigned long long)a->step,
+	    (unsigned long)a->worker, (unsigned long long)a->samples, a->loss);
+	bputs(&b, n);
+	if (a->key[0] != '\0') {
+		bputs(&b, ",\"key\":");
+		bstr(&b, a->key);
+	}
+	if (want_record && a->rec != NULL) {
+		bputs(&b, ",\"record\":\"");
+		b64(&b, a->rec, a->len);
+		bputs(&b, "\"");
+	}
+	bputs(&b, "}\n");
+	return bdone(&b, out, len);
+}
+
+unsigned
+spirt_faas_http_status(int code)
+{
+	switch (code) {
+	case SPIRT_EX_OK: return 200;
+	case SPIRT_EX_USAGE: return 400;
+	case SPIRT_EX_DATAERR: return 422;
+	case SPIRT_EX_NOINPUT: return 404;
+	case SPIRT_EX_TEMPFAIL: return 503;
+	default: return 500;
+	}
+}
+
+const char *
+spirt_faas_error_type(int code)
+{
+	switch (code) {
+	case SPIRT_EX_USAGE: return "Spirt.Usage";
+	case SPIRT_EX_DATAERR: return "Spirt.DataErr";
+	case SPIRT_EX_NOINPUT: return "Spirt.NoInput";
+	case SPIRT_EX_UNAVAILABLE: return "Spirt.Unavailable";
+	case SPIRT_EX_OSERR: return "Spirt.OSErr";
+	case SPIRT_EX_CANTCREAT: return "Spirt.CantCreat";
+	case SPIRT_EX_IOERR: return "Spirt.IOErr";
+	case SPIRT_EX_TEMPFAIL: return "Spirt.TempFail";
+	default: return "Spirt.Software";
+	}
+}

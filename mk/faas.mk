@@ -1,0 +1,18 @@
+# mk/faas.mk - spirt-grad under FaaS runners' contracts (included by
+# Makefile): -F stdio, -F http (libmicrohttpd), -F lambda (libcurl).
+# lib/faas_http.o and lib/faas_lambda.o are the only objects that include
+# the libraries' headers; the libraries themselves are dlopen()ed by those
+# modes only (libmicrohttpd.so.12, libcurl.so.4), so spirt-grad links
+# neither and a cold start does not load them.
+FAAS_LIBHDR = lib/faas.h lib/faas_http.h lib/faas_lambda.h
+FAAS_LIBOBJ = lib/faas.o lib/faas_http.o lib/faas_lambda.o
+FAAS_UNIT = tests/unit/test_faas
+
+lib/faas_http.o: lib/faas_http.c
+	$(CC) $(ALLCFLAGS) $(MHD_CFLAGS) -c -o $@ lib/faas_http.c
+lib/faas_lambda.o: lib/faas_lambda.c
+	$(CC) $(ALLCFLAGS) $(CURL_CFLAGS) -c -o $@ lib/faas_lambda.c
+
+tests/unit/test_faas: tests/unit/test_faas.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_faas.o lib/libspirt.a $(BASE_LIBS)
+tests/unit/test_faas.o: tests/unit/check.h $(LIBHDR)
