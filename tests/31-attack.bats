@@ -175,3 +175,37 @@ assert not recs('gz.rec')[0].array.any()"
 	spirt-attack -o out.rec signflip all.rec
 	spirt-attack signflip all.rec | cmp - out.rec
 }
+
+@test "spirt-grad --label-flip: the gradient of labels K-1-y, as numpy" {
+	# softmax regression on the committed fixture's 8 samples (5 classes)
+	py "
+p = np.load('$DATA/grad/softmax.params.npy')
+x = np.load('$DATA/grad/softmax.x.npy'); y = np.load('$DATA/grad/softmax.y.npy')
+out(st.encode(p.astype(np.float32), name='softmax:20:5', step=0))
+" >m.spt
+	py "
+x = np.load('$DATA/grad/softmax.x.npy'); y = np.load('$DATA/grad/softmax.y.npy')
+out(st.encode(x.astype(np.float32)), st.encode(y.astype(np.int32)))" >d.spt
+	spirt-grad -p m.spt -D d.spt -b 8 --label-flip -o flip.rec
+	spirt-grad -p m.spt -D d.spt -b 8 -o honest.rec
+	py "
+p = np.load('$DATA/grad/softmax.params.npy').astype(np.float64)
+x = np.load('$DATA/grad/softmax.x.npy').astype(np.float64)
+y = np.load('$DATA/grad/softmax.y.npy')
+W, b = p[:100].reshape(5, 20), p[100:]
+def grad(lab):
+    z = x @ W.T + b; z -= z.max(1, keepdims=True)
+    pr = np.exp(z); pr /= pr.sum(1, keepdims=True)
+    loss = -np.log(pr[np.arange(8), lab]).mean()
+    pr[np.arange(8), lab] -= 1; pr /= 8
+    return np.concatenate([(pr.T @ x).ravel(), pr.sum(0)]), loss
+want, loss = grad(4 - y)
+r = recs('flip.rec')[0]
+d = np.abs(r.array - want).max()
+assert d < 1e-5, d
+assert abs(r.loss - loss) < 1e-5, (r.loss, loss)
+h, hl = grad(y)
+assert np.abs(recs('honest.rec')[0].array - h).max() < 1e-5
+assert np.abs(want - h).max() > 1e-2      # the flip changes something
+"
+}
