@@ -209,3 +209,59 @@ assert np.abs(recs('honest.rec')[0].array - h).max() < 1e-5
 assert np.abs(want - h).max() > 1e-2      # the flip changes something
 "
 }
+
+@test "spirt-train --byzantine: chosen functions attacked in the store, named in the log" {
+	[ -e "$FMNIST/train-images-idx3-ubyte.gz" ] || skip "no Fashion-MNIST"
+	run -0 --separate-stderr spirt-train --steps 3 -n 4 -s a.db \
+	    --byzantine 1,3:scale:0 -a cclip:1 --bucket 2
+	[[ "$stderr" == *"rule cclip:1, buckets of 2, byzantine functions 1,3: scale:0 (evaluation only)"* ]]
+	# the last step's gradients are still in the store: 1 and 3 are zero
+	run -0 spirt-store -s a.db show grad/2/0 grad/2/1 grad/2/2 grad/2/3
+	[ "$(grep -c '^l2=0$' <<<"$output")" -eq 2 ]
+	spirt-store -s a.db show grad/2/1 | grep -qx 'l2=0'
+	spirt-store -s a.db show grad/2/3 | grep -qx 'l2=0'
+	# cold: the same attack, the same model
+	spirt-train -q --cold --steps 3 -n 4 -s c.db --byzantine 1,3:scale:0 \
+	    -a cclip:1 --bucket 2
+	spirt-store -s a.db get model/mlp@3 >a.rec
+	spirt-store -s c.db get model/mlp@3 | cmp - a.rec
+	# and not the model of an honest run
+	spirt-train -q --steps 3 -n 4 -s h.db -a cclip:1 --bucket 2
+	! spirt-store -s h.db get model/mlp@3 | cmp -s - a.rec
+}
+
+@test "spirt-train --byzantine W:labelflip runs those functions with --label-flip" {
+	[ -e "$FMNIST/train-images-idx3-ubyte.gz" ] || skip "no Fashion-MNIST"
+	spirt-train -q --steps 2 -n 3 -s l.db --byzantine 2:labelflip
+	spirt-store -s l.db get grad/1/2 >g2.rec
+	spirt-store -s l.db get grad/1/0 >g0.rec
+	spirt-grad -s l.db -m mlp -t 1 -w 2 -b 32 -S 1 --label-flip -o - |
+		cmp - g2.rec
+	spirt-grad -s l.db -m mlp -t 1 -w 0 -b 32 -S 1 -o - | cmp - g0.rec
+	! spirt-grad -s l.db -m mlp -t 1 -w 2 -b 32 -S 1 -o - | cmp -s - g2.rec
+	# cold: the same
+	spirt-train -q --cold --steps 2 -n 3 -s lc.db --byzantine 2:labelflip
+	spirt-store -s lc.db get model/mlp@2 >c.rec
+	spirt-store -s l.db get model/mlp@2 | cmp - c.rec
+}
+
+@test "spirt-train --byzantine and --bucket: bad values are 64 before any work" {
+	for b in 1 x:signflip 1,:signflip ,1:signflip 1,,2:signflip 4:signflip \
+	    1,1:signflip '1:' 1:bogus 1:scale 1:gauss:-1; do
+		run -64 --separate-stderr spirt-train --steps 1 -s b.db --byzantine "$b"
+		[[ "$stderr" == "spirt-train: "* ]] || fail "$b: $stderr"
+		[ ! -e b.db ] || fail "$b: store made"
+	done
+	run -64 --separate-stderr spirt-train -s b.db --byzantine 1,1:ipm
+	[[ "$stderr" == *"function 1 twice"* ]]
+	run -64 --separate-stderr spirt-train -s b.db --byzantine 1:nope
+	[[ "$stderr" == *'unknown or malformed attack "nope"'* ]]
+	run -64 spirt-train -s b.db --bucket 0
+	run -64 spirt-train -s b.db --bucket x
+	run -64 --separate-stderr spirt-train -s b.db --bucket 2 -a krum:1
+	[[ "$stderr" == *"2 buckets of 2 from 4 inputs with --byzantine 1: Krum needs W > 2f+2 = 4"* ]]
+	run -64 spirt-train -s b.db -a cclip:x
+	run -64 spirt-train -s b.db -a cclip:0
+	run -64 spirt-train -s b.db -a cclip:1:0
+	[ ! -e b.db ]
+}
