@@ -1,5 +1,6 @@
 /* spirt-agg.c - aggregate gradient records: mean, trimmed mean, median, Krum */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,16 +16,21 @@
 
 #define USAGE \
 "usage: spirt-agg [-cfiPqRv] [-r rule] [--trim F] [--byzantine f]\n" \
-"                 [--select m] [--mad K] [--max-samples n] [-s store]\n" \
-"                 [-t step] [-o file] [-k key ... | file ...]\n" \
+"                 [--select m] [--mad K] [--tau T] [--iters L]\n" \
+"                 [--center file] [--bucket s] [--seed n]\n" \
+"                 [--max-samples n] [-s store] [-t step] [-o file]\n" \
+"                 [-k key ... | file ...]\n" \
 "       spirt-agg [-r rule] [--trim F] [--byzantine f] [--select m]\n" \
-"                 [--mad K] --check-rule W\n"
+"                 [--mad K] [--tau T] [--iters L] [--bucket s]\n" \
+"                 --check-rule W\n"
 
 static struct {
 	struct spirt_aggset a;
 	const char *store, *out;
 	int force, serve;
 	size_t checkw;          /* --check-rule W */
+	const char *center;     /* --center FILE */
+	void *cbuf;
 	char **keys;
 	size_t nkeys;
 } o;
@@ -49,7 +55,7 @@ usage(int code)
 		    "inputs\n"
 		    "  -R, --replace       replace an existing agg/<step>\n"
 		    "  -r, --rule RULE     mean wmean trim median norm krum "
-		    "mkrum\n"
+		    "mkrum cclip\n"
 		    "  -s, --store PATH    store (default $SPIRT_STORE or "
 		    "./spirt.db)\n"
 		    "  -t, --step N        aggregate grad/N/* of the store\n"
@@ -60,6 +66,16 @@ usage(int code)
 		    "exit\n"
 		    "      --select m      multi-Krum: inputs averaged\n"
 		    "      --mad K         norm rule: threshold in MADs\n"
+		    "      --tau T         cclip: clipping radius (default "
+		    "1)\n"
+		    "      --iters L       cclip: iterations (default 1)\n"
+		    "      --center FILE   cclip: start from this record "
+		    "(default\n"
+		    "                      agg/<t-1> in the store, else 0)\n"
+		    "      --bucket s      average buckets of s inputs "
+		    "before the rule\n"
+		    "      --seed N        bucketing's permutation seed "
+		    "(default 0)\n"
 		    "      --max-samples N samples one gradient may count "
 		    "(default\n"
 		    "                      $SPIRT_BATCH or 64)\n"
@@ -123,6 +139,9 @@ report(double t0)
 			    (unsigned long long)a->max_samples,
 			    (unsigned long long)a->ai[i].samples);
 	}
+	if (spirt_verbose && a->p.rule == SPIRT_AGG_CCLIP)
+		info("cclip: centre %s, tau %g, %u iterations", a->cfrom,
+		    a->p.tau, a->p.iters);
 	if (spirt_verbose)
 		fprintf(stderr, "%s: %s of %zu inputs (%zu used), %llu values:"
 		    " work %.3f ms, total %.3f ms\n", progname,
@@ -177,14 +196,41 @@ serve(struct spirt_store *s)
 	return sv.worst;
 }
 
+/* --center FILE: its first record, f32, is cclip's starting point */
+static void
+load_center(void)
+{
+	struct spirt_tensor t;
+	int fd, rc;
+
+	if ((fd = open(o.center, O_RDONLY)) < 0)
+		die(SPIRT_EX_NOINPUT, "--center %s: %s", o.center,
+		    strerror(errno));
+	rc = spirt_tensor_read(fd, &t, &o.cbuf, 0);
+	close(fd);
+	if (rc == SPIRT_EOF)
+		rc = SPIRT_ETRUNC;
+	if (rc)
+		dierc(rc, "--center %s: record 0", o.center);
+	if (t.dtype != SPIRT_F32)
+		die(SPIRT_EX_DATAERR, "--center %s: record 0: dtype %s, not "
+		    "f32", o.center, spirt_dtype_name(t.dtype));
+	o.a.center = o.cbuf;
+	o.a.ncenter = t.nelem;
+	snprintf(o.a.cfrom, sizeof o.a.cfrom, "%.63s", o.center);
+}
+
 static void
 options(int argc, char **argv)
 {
 	static const struct option lo[] = {
+		{ "bucket", required_argument, NULL, 'B' },
 		{ "byzantine", required_argument, NULL, 'b' },
+		{ "center", required_argument, NULL, 'C' },
 		{ "check-rule", required_argument, NULL, 'W' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "iters", required_argument, NULL, 'L' },
 		{ "key", required_argument, NULL, 'k' },
 		{ "mad", required_argument, NULL, 'M' },
 		{ "max-samples", required_argument, NULL, 'N' },
@@ -193,10 +239,12 @@ options(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "replace", no_argument, NULL, 'R' },
 		{ "rule", required_argument, NULL, 'r' },
+		{ "seed", required_argument, NULL, 'E' },
 		{ "select", required_argument, NULL, 'S' },
 		{ "serve", no_argument, NULL, 'i' },
 		{ "step", required_argument, NULL, 't' },
 		{ "store", required_argument, NULL, 's' },
+		{ "tau", required_argument, NULL, 'U' },
 		{ "trim", required_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "verify", no_argument, NULL, 'c' },
@@ -213,7 +261,16 @@ options(int argc, char **argv)
 		switch (c) {
 		case 'b': o.a.p.f = (unsigned)eparse_u64("--byzantine", optarg,
 			    0, SPIRT_AGG_MAXW); break;
+		case 'B': o.a.p.bucket = (unsigned)eparse_u64("--bucket",
+			    optarg, 1, SPIRT_AGG_MAXW); break;
+		case 'C': o.center = optarg; break;
 		case 'c': o.a.verify = 1; break;
+		case 'E': o.a.p.seed = eparse_u64("--seed", optarg, 0,
+			    UINT64_MAX); break;
+		case 'L': o.a.p.iters = (unsigned)eparse_u64("--iters", optarg,
+			    1, 1000); break;
+		case 'U': o.a.p.tau = eparse_double("--tau", optarg, 1e-30,
+			    1e30); break;
 		case 'f': o.force = 1; break;
 		case 'h': usage(0);
 		case 'i': o.serve = 1; break;
@@ -277,6 +334,13 @@ main(int argc, char **argv)
 		return fshut_stdout(0);
 	}
 	isa_setup();
+	if (o.center && o.a.p.rule != SPIRT_AGG_CCLIP) {
+		warnx_("--center is the centre of rule cclip, not of %s",
+		    spirt_agg_rule_name(o.a.p.rule));
+		usage(1);
+	}
+	if (o.center)
+		load_center();
 	if (argc && o.nkeys) {
 		warnx_("give store keys or files, not both");
 		usage(1);
@@ -352,5 +416,6 @@ done:
 	spirt_aggset_reset(&o.a);
 	free(out);
 	free(o.keys);
+	free(o.cbuf);
 	return fshut_stdout(code >= 0 ? code : spirt_exit(rc));
 }

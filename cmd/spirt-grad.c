@@ -26,12 +26,12 @@
 #define USAGE \
 "usage: spirt-grad [-fiqVv] [-b batch] [-D file] [-d dataset] [-F contract]\n" \
 "       [-j threads] [-m model] [-o file] [-p file] [-S seed] [-s store]\n" \
-"       [-t step] [-w worker] [request]\n"
+"       [-t step] [-w worker] [--label-flip] [request]\n"
 
 static struct {
 	const char *batch, *data, *dataset, *threads, *model, *out, *params;
 	const char *seed, *store, *step, *worker, *faas;
-	int force, serve;
+	int force, serve, label_flip;
 } o;
 
 /* -F: the runner's contract (spirt-grad(1), FAAS) */
@@ -56,6 +56,9 @@ usage(int code)
 		    "  -i, --serve        warm: read \"step [worker]\" lines "
 		    "on stdin\n"
 		    "  -j, --threads N    OpenBLAS threads (default 1)\n"
+		    "      --label-flip   evaluation only: a Byzantine "
+		    "function, labels\n"
+		    "                     y become K-1-y\n"
 		    "  -m, --model NAME   model name (key model/NAME@step)\n"
 		    "  -o, --output FILE  write the record to FILE (- stdout)\n"
 		    "  -p, --params F     take the model from file F, not the "
@@ -421,6 +424,7 @@ main(int argc, char **argv)
 		{ "faas", required_argument, NULL, 'F' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "label-flip", no_argument, NULL, 'L' },
 		{ "model", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "params", required_argument, NULL, 'p' },
@@ -458,6 +462,7 @@ main(int argc, char **argv)
 		case 'f': o.force = 1; break;
 		case 'h': usage(0);
 		case 'i': o.serve = 1; break;
+		case 'L': o.label_flip = 1; break;
 		case 'j': o.threads = optarg; break;
 		case 'm': o.model = optarg; break;
 		case 'o': o.out = optarg; break;
@@ -516,6 +521,7 @@ main(int argc, char **argv)
 	job.seed = eparse_u64("-S", opt_env(o.seed, "SPIRT_SEED", "0"), 0,
 	    UINT64_MAX);
 	job.dataset = opt_env(o.dataset, "SPIRT_DATASET", "train");
+	job.label_flip = o.label_flip;
 	store = o.store ? o.store : spirt_store_default();
 	if (o.out && strcmp(o.out, "-") == 0 && !o.force && isterm(1) &&
 	    faas != HTTP && faas != LAMBDA)

@@ -10,9 +10,10 @@ PROG=spirt-train
 VERSION=@VERSION@
 USAGE="usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]
                    [-m model] [-n functions] [-o optimiser] [-S seed]
-                   [-s store] [--checkpoint n] [--cold] [--data dir]
-                   [--deadline ms] [--eval-every steps] [--peer i]
-                   [--peers file] [--schedule name] [--spec spec]
+                   [-s store] [--bucket s] [--byzantine list:attack]
+                   [--checkpoint n] [--cold] [--data dir] [--deadline ms]
+                   [--eval-every steps] [--peer i] [--peers file]
+                   [--schedule name] [--spec spec]
                    [--steps n] [--sync mode] [--target accuracy]"
 
 usage() {
@@ -21,7 +22,7 @@ usage() {
 		cat <<'HELP'
 
   -a, --rule RULE      aggregation: mean wmean median trim:F norm krum:f
-                       mkrum:f:m (default mean)
+                       mkrum:f:m cclip:T[:L] (default mean)
   -b, --batch N        samples per function per step (default 32)
   -e, --epochs N       epochs to train (default 5)
   -l, --lr LR          peak learning rate (default: per model, see man page)
@@ -30,6 +31,10 @@ usage() {
   -o, --opt NAME       sgd, momentum, nesterov or adam (default adam)
   -S, --seed N         seed for data order and initialisation (default 1)
   -s, --store PATH     store (default $SPIRT_STORE or ./spirt.db)
+      --bucket S       average buckets of S gradients before the rule
+      --byzantine L:A  evaluation only: functions L (e.g. 1,3) are
+                       malicious with attack A: labelflip or one of
+                       spirt-attack(1)'s (e.g. 1,3:signflip:10)
       --checkpoint N   a durable model version every N steps, volatile
                        ones between (default 100; 1: every step)
       --cold           start one process per function invocation
@@ -66,15 +71,15 @@ die() {         # die CODE MESSAGE
 rule=mean batch=32 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
 every=0 sched=cosine spec= steps=0 sync=meta target=0 quiet=0 verbose=0
-ckpt=100 peers= peer=0 deadline=30000
+ckpt=100 peers= peer=0 deadline=30000 bucket=1 byz=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--*=*) a=${1%%=*} v=${1#*=}; shift; set -- "$a" "$v" "$@" ;;
 	esac
 	case $1 in
 	-[abelmnoSs]|--rule|--batch|--epochs|--lr|--model|--functions|--opt|\
-	--seed|--store|--checkpoint|--data|--eval-every|--schedule|--spec|\
-	--steps|--sync|--target|--deadline|--peer|--peers)
+	--seed|--store|--bucket|--byzantine|--checkpoint|--data|--eval-every|\
+	--schedule|--spec|--steps|--sync|--target|--deadline|--peer|--peers)
 		[ $# -ge 2 ] || { printf '%s: %s: missing argument\n' "$PROG" \
 		    "$1" >&2; usage 64; } ;;
 	esac
@@ -88,6 +93,8 @@ while [ $# -gt 0 ]; do
 	-o|--opt) opt=$2; shift ;;
 	-S|--seed) seed=$2; shift ;;
 	-s|--store) store=$2; shift ;;
+	--bucket) bucket=$2; shift ;;
+	--byzantine) byz=$2; shift ;;
 	--checkpoint) ckpt=$2; shift ;;
 	--cold) cold=1 ;;
 	--data) data=$2; shift ;;
@@ -152,6 +159,7 @@ fi
 # the data set is sharded over all P x M functions; this peer's are
 # w0 .. w0+M-1
 w0=$((peer * fns)) nw=$((np * fns))
+int --bucket bucket 1 256
 real --target "$target" 0 1
 [ -n "$store" ] || die 64 "-s: empty store path"
 
@@ -177,10 +185,39 @@ trim:*[!0-9.]*|krum:*[!0-9]*|mkrum:*[!0-9:]*|mkrum:*:*:*) aggargs= ;;
 trim:?*) aggargs="-r trim --trim ${rule#trim:}" ;;
 krum:?*) aggargs="-r krum --byzantine ${rule#krum:}" ;;
 mkrum:?*:?*) r=${rule#mkrum:}; aggargs="-r mkrum --byzantine ${r%%:*} --select ${r#*:}" ;;
+cclip:*[!0-9.eE:-]*|cclip:*:*:*) aggargs= ;;
+cclip:?*:?*) r=${rule#cclip:}; aggargs="-r cclip --tau ${r%%:*} --iters ${r#*:}" ;;
+cclip:?*) aggargs="-r cclip --tau ${rule#cclip:}" ;;
 *) aggargs= ;;
 esac
 [ -n "$aggargs" ] || die 64 "-a $rule: expected mean, wmean, median, trim:F, \
-norm, krum:f or mkrum:f:m"
+norm, krum:f, mkrum:f:m or cclip:T[:L]"
+[ "$bucket" -le 1 ] || aggargs="$aggargs --bucket $bucket --seed $seed"
+# --byzantine LIST:ATTACK (evaluation only): the malicious functions, and
+# spirt-attack's attack or labelflip; asked of spirt-attack, which parses
+# attacks, before any work (an empty input after a good attack is 65)
+bad=" " attack=
+if [ -n "$byz" ]; then
+	list=${byz%%:*} attack=${byz#*:}
+	case $list in
+	''|*[!0-9,]*|,*|*,|*,,*) die 64 "--byzantine $byz: expected functions, e.g. 1,3:signflip" ;;
+	esac
+	[ "$attack" != "$byz" ] && [ -n "$attack" ] ||
+		die 64 "--byzantine $byz: no attack after the functions"
+	for w in $(printf '%s\n' "$list" | tr ',' ' '); do
+		int --byzantine w 0 $((fns - 1))
+		case $bad in *" $w "*) die 64 "--byzantine $byz: function $w twice" ;; esac
+		bad="$bad$w "
+	done
+	if [ "$attack" != labelflip ]; then
+		rc=0
+		e=$(spirt-attack -o /dev/null "$attack" </dev/null 2>&1) || rc=$?
+		[ "$rc" -ne 64 ] || die 64 "--byzantine $byz: unknown or malformed attack \"$attack\""
+	fi
+	# (the store's worker numbers: with --peers this peer's functions
+	# are w0 .. w0+M-1)
+	list=$(for w in $bad; do printf '%s,' $((w0 + w)); done | sed 's/,$//')
+fi
 case $sched in
 cosine|constant) ;;
 *) die 64 "schedule $sched: expected cosine or constant" ;;
@@ -293,6 +330,18 @@ if awk -F'\t' -v l="$last" 'NR > 1 && $2 > l { f = 1 } END { exit !f }' "$log"; 
 fi
 t0=$(awk -F'\t' 'NR > 1 { s = $1 } END { print s + 0 }' "$log")
 
+# flip W: --label-flip if function W flips labels (--byzantine W:labelflip)
+flip() {
+	[ "$attack" = labelflip ] || return 0
+	case $bad in *" $1 "*) echo --label-flip ;; esac
+}
+# attack T: the malicious functions' gradients of step T replaced
+attack() {
+	[ -n "$attack" ] && [ "$attack" != labelflip ] || return 0
+	run spirt-attack -q -S "$seed" -t "$1" -w "$list" "$attack" ||
+	    die 75 "step $1: spirt-attack $attack failed"
+}
+
 # ---- warm functions: one process each, fed step numbers through FIFOs ----
 work=
 cleanup() {
@@ -312,7 +361,7 @@ if [ "$cold" -eq 0 ]; then
 		mkfifo "$work/g$w"
 		# <> keeps the FIFO open, so a function never sees end of input
 		spirt-grad -q --serve -m "$model" -w $((w0 + w)) -b "$batch" \
-		    -S "$seed" <>"$work/g$w" >"$work/done" &
+		    -S "$seed" $(flip "$w") <>"$work/g$w" >"$work/done" &
 		pids="$pids $!" tools="$tools $!:spirt-grad:$((w0 + w))"
 		w=$((w + 1))
 	done
@@ -409,9 +458,23 @@ exchange() {
 
 step() {        # step T: one synchronous SPIRT round
 	if [ "$cold" -eq 1 ]; then
-		seq "$w0" $((w0 + fns - 1)) | run xargs -P "$fns" -I{} \
-		    spirt-grad -q -m "$model" -t "$1" -w {} -b "$batch" \
-		    -S "$seed" || die 75 "step $1: a gradient function failed"
+		if [ "$attack" = labelflip ]; then
+			# a flipping function is another command line
+			ps= w=0
+			while [ "$w" -lt "$fns" ]; do
+				run spirt-grad -q -m "$model" -t "$1" -w $((w0 + w)) \
+				    -b "$batch" -S "$seed" $(flip "$w") &
+				ps="$ps $!" w=$((w + 1))
+			done
+			for p in $ps; do
+				wait "$p" || die 75 "step $1: a gradient function failed"
+			done
+		else
+			seq "$w0" $((w0 + fns - 1)) | run xargs -P "$fns" -I{} \
+			    spirt-grad -q -m "$model" -t "$1" -w {} -b "$batch" \
+			    -S "$seed" || die 75 "step $1: a gradient function failed"
+		fi
+		attack "$1"
 		run $agg -t "$1" || die 75 "step $1: aggregation failed"
 		exchange "$1"
 		run $upd -t "$1" || die 75 "step $1: update failed"
@@ -429,6 +492,7 @@ step() {        # step T: one synchronous SPIRT round
 		w=$((w + 1))
 	done
 	wait_done "$fns"
+	attack "$1"
 	echo "$1" >&7
 	wait_done 1
 	aggloss=${ack##*loss=}
@@ -449,7 +513,11 @@ evaluate() {    # evaluate T: test loss and accuracy of model@T, logged
 }
 
 [ -t 2 ] && [ "$quiet" -eq 0 ] && tty=1
-say "training $model ($spec) in $store: steps $last..$stop of $total, $fns functions x batch $batch, $opt lr $lr, rule $rule"
+# the rule as run, and the malicious functions if any, named in the log
+what="rule $rule"
+[ "$bucket" -le 1 ] || what="$what, buckets of $bucket"
+[ -z "$attack" ] || what="$what, byzantine functions $list: $attack (evaluation only)"
+say "training $model ($spec) in $store: steps $last..$stop of $total, $fns functions x batch $batch, $opt lr $lr, $what"
 # the clock in ns: the log's seconds go on from t0; evaluations are left
 # out; shell arithmetic only, since every process here costs a millisecond
 t0=$(awk -v s="$t0" 'BEGIN { printf "%.0f", s * 1e9 }')
@@ -521,7 +589,7 @@ set y2range [*:1]
 set ytics nomirror
 set y2tics
 set grid
-set title "spirt-train $model ($spec), $fns functions x batch $batch, $opt lr $lr"
+set title "spirt-train $model ($spec), $fns functions x batch $batch, $opt lr $lr, $what"
 plot "$log" using 1:4 with lines lc rgb "#c8b4e6" title "train loss (one step)", \
      "$log" using 1:4 smooth bezier lw 2 lc rgb "#6a3d9a" title "train loss (smoothed)", \
      "$log" using 1:5 with linespoints lw 2 lc rgb "#1b9e77" title "test loss", \

@@ -6,6 +6,7 @@
 
 #include "agg.h"
 #include "parse.h"
+#include "rng.h"
 #include "vec.h"
 #include "tensor.h"
 
@@ -247,6 +248,7 @@ static const char *const rulenames[] = {
 	[SPIRT_AGG_NORM] = "norm",
 	[SPIRT_AGG_KRUM] = "krum",
 	[SPIRT_AGG_MKRUM] = "mkrum",
+	[SPIRT_AGG_CCLIP] = "cclip",
 };
 #define NRULES (sizeof rulenames / sizeof rulenames[0])
 
@@ -259,6 +261,17 @@ spirt_agg_defaults(struct spirt_agg_params *p)
 	p->f = 0;
 	p->m = 0;
 	p->mad = 3.0;
+	p->tau = 1.0;
+	p->iters = 1;
+	p->center = NULL;
+	p->bucket = 0;
+	p->seed = p->step = 0;
+}
+
+size_t
+spirt_agg_nbuckets(const struct spirt_agg_params *p, size_t w)
+{
+	return p->bucket > 1 ? (w + p->bucket - 1) / p->bucket : w;
 }
 
 int
@@ -311,6 +324,7 @@ spirt_agg_check(const struct spirt_agg_params *p, size_t w)
 {
 	if (w == 0 || w > SPIRT_AGG_MAXW)
 		return SPIRT_EINVAL;
+	w = spirt_agg_nbuckets(p, w);
 	switch (p->rule) {
 	case SPIRT_AGG_MEAN: case SPIRT_AGG_WMEAN: case SPIRT_AGG_MEDIAN:
 		return 0;
@@ -318,6 +332,8 @@ spirt_agg_check(const struct spirt_agg_params *p, size_t w)
 		return trimok(p->trim, w) ? 0 : SPIRT_EINVAL;
 	case SPIRT_AGG_NORM:
 		return p->mad > 0 ? 0 : SPIRT_EINVAL;
+	case SPIRT_AGG_CCLIP:
+		return p->tau > 0 && p->iters >= 1 ? 0 : SPIRT_EINVAL;
 	case SPIRT_AGG_KRUM:
 		return w > 2 * (size_t)p->f + 2 ? 0 : SPIRT_EINVAL;
 	case SPIRT_AGG_MKRUM:
@@ -326,6 +342,26 @@ spirt_agg_check(const struct spirt_agg_params *p, size_t w)
 		return p->m <= w - p->f ? 0 : SPIRT_EINVAL;
 	default:
 		return SPIRT_EINVAL;
+	}
+}
+
+int
+spirt_agg_tolerates(const struct spirt_agg_params *p, size_t w)
+{
+	size_t f = p->f;
+
+	if (spirt_agg_check(p, w) != 0)
+		return SPIRT_EINVAL;
+	w = spirt_agg_nbuckets(p, w);
+	switch (p->rule) {
+	case SPIRT_AGG_MEAN: case SPIRT_AGG_WMEAN:
+		return f == 0 ? 0 : SPIRT_EINVAL;
+	case SPIRT_AGG_TRIM:
+		return trimk(p->trim, w) >= f ? 0 : SPIRT_EINVAL;
+	case SPIRT_AGG_MEDIAN: case SPIRT_AGG_NORM: case SPIRT_AGG_CCLIP:
+		return w > 2 * f ? 0 : SPIRT_EINVAL;
+	default:        /* Krum: spirt_agg_check() holds f already */
+		return 0;
 	}
 }
 
@@ -646,6 +682,186 @@ SPIRT_DISPATCH(static, int, select_krum, (struct spirt_agg_input *in,
     size_t w, size_t n, const struct spirt_agg_params *p, struct work *wk),
     (in, w, n, p, wk))
 
+/*
+ * CCLIP over the finite inputs (the non-finite ones marked already): out
+ * starts at p->center (or 0) and moves p->iters times by the mean of the
+ * clipped differences.  Two passes per iteration: the distances, then the
+ * move, coordinates in tiles; the watcher sees the last move's tiles.
+ */
+static int
+run_cclip(float *out, struct spirt_agg_input *in, size_t w, size_t n,
+    const struct spirt_agg_params *p, struct work *wk,
+    const struct spirt_agg_watch *watch)
+{
+	const struct spirt_agg_watch *wt = watch && watch->tile ? watch : NULL;
+	float *c = wk->c;               /* each active input's factor */
+	size_t a = activate(wk, in, w), i, j, j0, T = wk->tile;
+	unsigned it;
+
+	if (a == 0)
+		return SPIRT_ENAN;
+	if (p->center)
+		memcpy(out, p->center, n * sizeof *out);
+	else
+		memset(out, 0, n * sizeof *out);
+	for (it = 0; it < p->iters; it++) {
+		for (i = 0; i < a; i++) {
+			uint32_t junk = 0;
+			double d = 0;
+
+			for (j0 = 0; j0 < n; j0 += T)
+				d += v_sumsq(wk->x[i] + j0, out + j0,
+				    n - j0 < T ? n - j0 : T, &junk);
+			d = sqrt(d);
+			c[i] = d > p->tau ? (float)(p->tau / d) : 1.0f;
+		}
+		if (it + 1 == p->iters) {
+			size_t k = 0;
+
+			for (i = 0; i < w; i++)
+				if (!in[i].excluded)
+					in[i].score = c[k++];
+			if (watch && watch->start)
+				watch->start(watch->arg, in, w);
+		}
+		for (j0 = 0; j0 < n; j0 += T) {
+			size_t len = n - j0 < T ? n - j0 : T;
+			float *o = out + j0;
+
+			for (j = 0; j < len; j++) {
+				float v = o[j], d = 0;
+
+				for (i = 0; i < a; i++)
+					d += c[i] * (wk->x[i][j0 + j] - v);
+				o[j] = v + d / (float)a;
+			}
+			if (wt && it + 1 == p->iters)
+				wt->tile(wt->arg, o, len);
+		}
+	}
+	return 0;
+}
+
+/* the watcher of a bucketed run: exclusions of buckets to their inputs */
+struct bwatch {
+	struct spirt_agg_input *in;     /* the caller's inputs */
+	size_t w;
+	const size_t *fin;              /* bucket k: fin[k*s .. ) */
+	size_t nfin, s;
+	const struct spirt_agg_watch *outer;
+};
+
+static void
+bmap(struct bwatch *b, const struct spirt_agg_input *bk, size_t nb)
+{
+	for (size_t i = 0; i < nb; i++) {
+		size_t k = bk[i].id, m;
+
+		for (m = k * b->s; m < (k + 1) * b->s && m < b->nfin; m++) {
+			b->in[b->fin[m]].excluded = bk[i].excluded;
+			b->in[b->fin[m]].score = bk[i].score;
+		}
+	}
+}
+
+static void
+bw_start(void *arg, const struct spirt_agg_input *bk, size_t nb)
+{
+	struct bwatch *b = arg;
+
+	bmap(b, bk, nb);
+	if (b->outer && b->outer->start)
+		b->outer->start(b->outer->arg, b->in, b->w);
+}
+
+static void
+bw_tile(void *arg, const float *out, size_t len)
+{
+	struct bwatch *b = arg;
+
+	if (b->outer && b->outer->tile)
+		b->outer->tile(b->outer->arg, out, len);
+}
+
+/* Bucketing in front of p's rule (see agg.h). */
+static int
+run_bucketed(float *out, struct spirt_agg_input *in, size_t w, size_t n,
+    const struct spirt_agg_params *p, size_t *used,
+    const struct spirt_agg_watch *watch)
+{
+	struct spirt_agg_params q = *p;
+	struct spirt_agg_input *bk;
+	struct spirt_agg_watch bw;
+	struct bwatch b;
+	struct spirt_sm64 r;
+	size_t *fin, a = 0, nb, i, k, m, s = p->bucket;
+	float *mean;
+	int rc;
+
+	for (i = 0; i < w; i++) {
+		in[i].excluded = SPIRT_AGG_XNONE;
+		in[i].score = 0;
+	}
+	spirt_agg_sort(in, w, n);
+	markbad(in, w, n);
+	if ((fin = malloc(w * sizeof *fin)) == NULL)
+		return ENOMEM;
+	for (i = 0; i < w; i++)
+		if (!in[i].excluded)
+			fin[a++] = i;
+	if (a == 0) {
+		free(fin);
+		return SPIRT_ENAN;
+	}
+	spirt_sm64_seed(&r, spirt_seed_mix(p->seed, p->step, 0));
+	for (i = a - 1; i > 0; i--) {
+		size_t j = (size_t)spirt_sm64_below(&r, i + 1), t = fin[i];
+
+		fin[i] = fin[j];
+		fin[j] = t;
+	}
+	nb = (a + s - 1) / s;
+	bk = calloc(nb, sizeof *bk);
+	mean = malloc(nb * n * sizeof *mean + 1);
+	if (bk == NULL || mean == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	for (k = 0; k < nb; k++) {
+		float *o = mean + k * n;
+		size_t e = (k + 1) * s < a ? (k + 1) * s : a;
+
+		memcpy(o, in[fin[k * s]].x, n * sizeof *o);
+		bk[k].samples = in[fin[k * s]].samples;
+		for (m = k * s + 1; m < e; m++) {
+			for (i = 0; i < n; i++)
+				o[i] += in[fin[m]].x[i];
+			bk[k].samples += in[fin[m]].samples;
+		}
+		if (e - k * s > 1)
+			for (i = 0; i < n; i++)
+				o[i] /= (float)(e - k * s);
+		bk[k].x = o;
+		bk[k].origin = (uint32_t)k;
+		bk[k].id = k;
+	}
+	b = (struct bwatch){ in, w, fin, a, s, watch };
+	bw = (struct spirt_agg_watch){ bw_start, bw_tile, &b };
+	q.bucket = 0;
+	rc = spirt_agg_run_watched(out, bk, nb, n, &q, NULL, &bw);
+	if (rc == 0) {
+		bmap(&b, bk, nb);
+		if (used)
+			for (*used = 0, i = 0; i < w; i++)
+				*used += !in[i].excluded;
+	}
+out:
+	free(mean);
+	free(bk);
+	free(fin);
+	return rc;
+}
+
 int
 spirt_agg_run(float *out, struct spirt_agg_input *in, size_t w, size_t n,
     const struct spirt_agg_params *p, size_t *used)
@@ -668,6 +884,8 @@ spirt_agg_run_watched(float *out, struct spirt_agg_input *in, size_t w,
 		*used = 0;
 	if ((rc = spirt_agg_check(p, w)) != 0)
 		return rc;
+	if (p->bucket > 1)
+		return run_bucketed(out, in, w, n, p, used, watch);
 	for (i = 0; i < w; i++) {
 		in[i].excluded = SPIRT_AGG_XNONE;
 		in[i].score = 0;
@@ -695,6 +913,12 @@ spirt_agg_run_watched(float *out, struct spirt_agg_input *in, size_t w,
 		wk.buf = (float *)(void *)(mem + (sz - w * wk.stride *
 		    sizeof(float)));
 
+	if (p->rule == SPIRT_AGG_CCLIP) {
+		markbad(in, w, n);
+		if ((rc = run_cclip(out, in, w, n, p, &wk, watch)) == 0 && used)
+			*used = wk.na;
+		goto out;
+	}
 	if (p->rule == SPIRT_AGG_NORM) {
 		rc = select_norm(in, w, n, p->mad, wk.d, wk.tile);
 	} else if (p->rule == SPIRT_AGG_KRUM || p->rule == SPIRT_AGG_MKRUM) {

@@ -40,8 +40,12 @@ enum spirt_agg_rule {
 				   (median absolute deviation), then mean */
 	SPIRT_AGG_KRUM,         /* Krum: the input closest to its W-f-2
 				   nearest neighbours */
-	SPIRT_AGG_MKRUM         /* multi-Krum: mean of the m best by Krum
+	SPIRT_AGG_MKRUM,        /* multi-Krum: mean of the m best by Krum
 				   score */
+	SPIRT_AGG_CCLIP         /* centred clipping (Karimireddy, He,
+				   Jaggi 2021): iters times, v += mean of
+				   (x_i - v) min(1, tau / |x_i - v|),
+				   from v = center */
 };
 
 /* Why an input was excluded (the reason column of agg/<t>/excluded). */
@@ -58,6 +62,19 @@ struct spirt_agg_params {
 	unsigned f;             /* Krum: Byzantine inputs tolerated */
 	unsigned m;             /* multi-Krum: inputs averaged, 0 = W - f */
 	double mad;             /* SPIRT_AGG_NORM: threshold in (scaled) MADs */
+	double tau;             /* CCLIP: clipping radius */
+	unsigned iters;         /* CCLIP: iterations (L) */
+	const float *center;    /* CCLIP: the starting point, n floats (the
+				   previous aggregate), NULL: zero */
+	/* bucketing (Karimireddy, He, Jaggi 2022) in front of any rule:
+	 * with bucket s > 1, the finite inputs in canonical order are
+	 * permuted by a Fisher-Yates shuffle drawn from splitmix64 seeded
+	 * with spirt_seed_mix(seed, step, 0), cut into ceil(a/s) buckets of
+	 * s consecutive ones (the last maybe smaller), and the rule runs on
+	 * the buckets' means; an excluded bucket excludes its inputs.  The
+	 * rule's conditions then hold for the number of buckets. */
+	unsigned bucket;        /* 0 or 1: none */
+	uint64_t seed, step;    /* bucketing's permutation */
 };
 
 /* One input.  The caller fills the "in" fields; spirt_agg_run() reorders
@@ -71,11 +88,12 @@ struct spirt_agg_input {
 	double score;           /* out: L2 norm (NORM) or Krum score */
 };
 
-/* Set defaults: mean, trim 0.1, f 0, m 0, mad 3. */
+/* Set defaults: mean, trim 0.1, f 0, m 0, mad 3, tau 1, iters 1, no
+ * center, no bucketing, seed 0, step 0. */
 void spirt_agg_defaults(struct spirt_agg_params *p) SPIRT_NONNULL(1);
 
 /* Rule for a name ("mean", "wmean", "trim", "median", "norm", "krum",
- * "mkrum"), or 0.  spirt_agg_rule_name is the inverse (NULL if unknown). */
+ * "mkrum", "cclip"), or 0.  spirt_agg_rule_name is the inverse (NULL if unknown). */
 int spirt_agg_rule_parse(const char *name);
 const char *spirt_agg_rule_name(int rule);
 /* Short text for an exclusion reason ("nonfinite", "norm outlier", ...). */
@@ -86,10 +104,27 @@ const char *spirt_agg_reason_name(int reason);
  * SPIRT_EINVAL when the rule is unknown, w is 0 or above SPIRT_AGG_MAXW,
  * the trim is outside [0, 0.5) or, being above 0, drops no value
  * (floor(trim * w) = 0), Krum's f breaks w > 2f + 2, or multi-Krum's m is
- * above w - f.
+ * above w - f; CCLIP's tau is not above 0 or iters is 0.  With
+ * bucketing, w is the number of buckets, spirt_agg_nbuckets(p, w).
  */
 SPIRT_MUST_CHECK int spirt_agg_check(const struct spirt_agg_params *p,
     size_t w);
+
+/*
+ * spirt_agg_check(), and whether the rule tolerates the f = p->f
+ * Byzantine inputs declared (the tools refuse to run otherwise): the mean
+ * and wmean tolerate none; the trim must cut at least f per side
+ * (floor(trim * w) >= f); the median, norm and cclip need w > 2f; Krum's
+ * w > 2f + 2 is spirt_agg_check()'s.  w counts buckets as above.
+ * Returns 0 or SPIRT_EINVAL.
+ */
+SPIRT_MUST_CHECK int spirt_agg_tolerates(const struct spirt_agg_params *p,
+    size_t w);
+
+/* Inputs the rule sees for w inputs: ceil(w / bucket) with bucketing,
+ * else w. */
+size_t spirt_agg_nbuckets(const struct spirt_agg_params *p, size_t w)
+    SPIRT_NONNULL(1);
 
 /*
  * Put in[0..w) in canonical order: origin, then samples, then the payload

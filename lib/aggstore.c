@@ -30,6 +30,10 @@ spirt_aggset_init(struct spirt_aggset *s)
 	s->max_samples = 0;
 	s->out = NULL;
 	s->seq_origin = 0;
+	s->center = NULL;
+	s->ncenter = 0;
+	s->cown = NULL;
+	snprintf(s->cfrom, sizeof s->cfrom, "zero");
 	s->w = s->used = 0;
 	memset(&s->hdr, 0, sizeof s->hdr);
 	s->work_ms = 0;
@@ -43,6 +47,10 @@ spirt_aggset_reset(struct spirt_aggset *s)
 		free(s->in[i].own);
 	s->w = 0;
 	s->used = 0;
+	free(s->cown);
+	s->cown = NULL;
+	if (s->center == NULL)
+		snprintf(s->cfrom, sizeof s->cfrom, "zero");
 	s->work_ms = 0;
 	s->msg[0] = '\0';
 }
@@ -256,31 +264,59 @@ spirt_aggset_rule_check(struct spirt_aggset *s, size_t w)
 {
 	const struct spirt_agg_params *p = &s->p;
 	const char *rule = spirt_agg_rule_name(p->rule);
+	size_t nb = spirt_agg_nbuckets(p, w), f = p->f;
+	char in[96];
 
-	if (spirt_agg_check(p, w) == 0)
+	if (spirt_agg_tolerates(p, w) == 0)
 		return 0;
 	if (rule == NULL)
 		return say(s, SPIRT_EINVAL, "unknown rule %d", p->rule);
 	if (w == 0 || w > SPIRT_AGG_MAXW)
 		return say(s, SPIRT_EINVAL, "rule %s: %zu inputs, not 1 to %d",
 		    rule, w, SPIRT_AGG_MAXW);
+	// what the rule sees: W inputs, or the buckets they make
+	if (p->bucket > 1)
+		snprintf(in, sizeof in, "%zu buckets of %u from %zu inputs",
+		    nb, p->bucket, w);
+	else
+		snprintf(in, sizeof in, "%zu inputs", w);
 	switch (p->rule) {
+	case SPIRT_AGG_MEAN:
+	case SPIRT_AGG_WMEAN:
+		return say(s, SPIRT_EINVAL, "rule %s: tolerates no Byzantine "
+		    "input, not --byzantine %zu: use trim, median, krum or "
+		    "cclip", rule, f);
 	case SPIRT_AGG_TRIM:
-		return say(s, SPIRT_EINVAL, "rule trim: --trim %g of %zu "
-		    "inputs must cut at least one per side and keep one "
-		    "(trim x W >= 1, trim < 0.5)", p->trim, w);
+		if (!(p->trim >= 0 && p->trim < 0.5) ||
+		    floor(p->trim * (double)nb + 1e-9) < 1 ||
+		    2 * (size_t)floor(p->trim * (double)nb + 1e-9) >= nb)
+			return say(s, SPIRT_EINVAL, "rule trim: --trim %g of %s "
+			    "must cut at least one per side and keep one "
+			    "(trim x W >= 1, trim < 0.5)", p->trim, in);
+		return say(s, SPIRT_EINVAL, "rule trim: --trim %g of %s cuts "
+		    "%zu per side, fewer than --byzantine %zu: needs "
+		    "floor(trim x W) >= f", p->trim, in,
+		    (size_t)floor(p->trim * (double)nb + 1e-9), f);
 	case SPIRT_AGG_KRUM:
 	case SPIRT_AGG_MKRUM:
-		if (w <= 2 * (size_t)p->f + 2)
-			return say(s, SPIRT_EINVAL, "rule %s: %zu inputs with "
-			    "--byzantine %u: Krum needs W > 2f+2 = %u", rule,
-			    w, p->f, 2 * p->f + 2);
-		return say(s, SPIRT_EINVAL, "rule mkrum: --select %u of %zu "
-		    "inputs with --byzantine %u: needs m <= W - f = %zu",
-		    p->m, w, p->f, w - p->f);
+		if (nb <= 2 * f + 2)
+			return say(s, SPIRT_EINVAL, "rule %s: %s with "
+			    "--byzantine %zu: Krum needs W > 2f+2 = %zu", rule,
+			    in, f, 2 * f + 2);
+		return say(s, SPIRT_EINVAL, "rule mkrum: --select %u of %s "
+		    "with --byzantine %zu: needs m <= W - f = %zu",
+		    p->m, in, f, nb - f);
+	case SPIRT_AGG_MEDIAN:
+	case SPIRT_AGG_NORM:
+	case SPIRT_AGG_CCLIP:
+		if (nb <= 2 * f)
+			return say(s, SPIRT_EINVAL, "rule %s: %s with "
+			    "--byzantine %zu: needs W > 2f = %zu", rule, in,
+			    f, 2 * f);
+		/* FALLTHROUGH */
 	default:
-		return say(s, SPIRT_EINVAL, "rule %s makes no sense for %zu "
-		    "inputs", rule, w);
+		return say(s, SPIRT_EINVAL, "rule %s makes no sense for %s",
+		    rule, in);
 	}
 }
 
@@ -303,6 +339,17 @@ run(struct spirt_aggset *s, float *out, struct sumwatch *x)
 	}
 	if ((rc = spirt_aggset_rule_check(s, s->w)))
 		return rc;
+	s->p.step = s->in[0].t.step;
+	s->p.center = NULL;
+	if (s->p.rule == SPIRT_AGG_CCLIP && s->center) {
+		if (s->ncenter != s->in[0].t.nelem)
+			return say(s, SPIRT_ESHAPE, "cclip: centre of %zu "
+			    "values, %s has %llu", s->ncenter, s->in[0].name,
+			    (unsigned long long)s->in[0].t.nelem);
+		s->p.center = s->center;
+	} else if (s->p.rule == SPIRT_AGG_CCLIP) {
+		s->p.center = s->cown;
+	}
 	rc = spirt_agg_run_watched(out, s->ai, s->w, s->in[0].t.nelem, &s->p,
 	    &s->used, x ? &wt : NULL);
 	if (rc == SPIRT_EDATA && (s->p.rule == SPIRT_AGG_KRUM ||
@@ -361,6 +408,37 @@ prune_spent(struct spirt_txn *txn, uint64_t below)
 	    NULL);
 }
 
+/* cclip's centre: agg/<t-1>, copied (the map may move as we write) */
+static int
+prevagg(struct spirt_aggset *s, struct spirt_txn *txn)
+{
+	struct spirt_tensor t;
+	char from[SPIRT_KEY_MAX + 1];
+	const void *pl;
+	uint64_t step = s->in[0].t.step;
+	int rc;
+
+	if (step == 0 || step == SPIRT_NOSTEP)
+		return 0;
+	if ((rc = spirt_key_aggroot(from, sizeof from, s->out, step - 1)))
+		return sayrc(s, rc, "previous aggregate");
+	if ((rc = spirt_store_get_tensor(txn, from, &t, &pl, s->verify)) ==
+	    SPIRT_ENOTFOUND)
+		return 0;
+	if (rc)
+		return sayrc(s, rc, from);
+	if (t.dtype != SPIRT_F32 || t.nelem != s->in[0].t.nelem)
+		return say(s, SPIRT_ESHAPE, "%s: %llu values of %s, %s has "
+		    "%llu f32: cannot be cclip's centre", from,
+		    (unsigned long long)t.nelem, spirt_dtype_name(t.dtype),
+		    s->in[0].name, (unsigned long long)s->in[0].t.nelem);
+	if ((s->cown = malloc(t.nbytes ? t.nbytes : 1)) == NULL)
+		return ENOMEM;
+	memcpy(s->cown, pl, t.nbytes);
+	snprintf(s->cfrom, sizeof s->cfrom, "%s", from);
+	return 0;
+}
+
 int
 spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
     char *const *keys, size_t nkeys)
@@ -391,6 +469,9 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 		    s->in[0].name, s->out ? s->out : "agg");
 	if (!s->replace && spirt_store_get(txn, key, &old, &len) == 0)
 		return say(s, SPIRT_EEXIST, "%s exists", key);
+	if (s->p.rule == SPIRT_AGG_CCLIP && !s->center &&
+	    (rc = prevagg(s, txn)))
+		return rc;
 	t = s->in[0].t;
 	len = spirt_tensor_reclen(&t);
 	if ((rc = spirt_store_reserve(txn, key, len, (void **)&dst, 0)))

@@ -48,7 +48,13 @@ struct spirt_aggset {
 	/* spirt_agg_store_step: the inputs' origins are their positions in
 	 * keys (peers' aggregates, keys in peer id order, carry none) */
 	int seq_origin;
+	/* cclip's centre, ncenter floats (e.g. from a file), not owned;
+	 * NULL: agg/<t-1> in the store (spirt_agg_store_step), else 0 */
+	const float *center;
+	size_t ncenter;
 	/* out */
+	float *cown;            /* agg/<t-1> as read, or NULL */
+	char cfrom[SPIRT_KEY_MAX + 1]; /* where cclip's centre came from */
 	size_t w;
 	struct spirt_aggset_in in[SPIRT_AGG_MAXW];
 	struct spirt_agg_input ai[SPIRT_AGG_MAXW];     /* as run sorted them */
@@ -85,16 +91,19 @@ SPIRT_MUST_CHECK int spirt_aggset_check(struct spirt_aggset *s)
     SPIRT_NONNULL(1);
 
 /*
- * Whether s's rule and parameters make sense for w inputs
- * (spirt_agg_check); if not, msg says which condition fails (Krum: "W >
- * 2f+2").  Returns 0 or SPIRT_EINVAL.
+ * Whether s's rule and parameters make sense for w inputs and tolerate
+ * its declared Byzantine ones (spirt_agg_tolerates); if not, msg says
+ * which condition fails (Krum: "W > 2f+2").  Returns 0 or SPIRT_EINVAL.
  */
 SPIRT_MUST_CHECK int spirt_aggset_rule_check(struct spirt_aggset *s,
     size_t w) SPIRT_NONNULL(1);
 
 /*
  * Aggregate the (checked) inputs into out (nelem floats) and fill s->hdr,
- * s->used and s->ai.  Returns spirt_agg_run()'s codes.
+ * s->used and s->ai.  Bucketing's step is the inputs'; cclip starts from
+ * s->center (which must have nelem values: else SPIRT_ESHAPE), else the
+ * previous aggregate spirt_agg_store_step found, else 0.  Returns
+ * spirt_agg_run()'s codes, SPIRT_ESHAPE.
  */
 SPIRT_MUST_CHECK int spirt_aggset_run(struct spirt_aggset *s, float *out)
     SPIRT_NONNULL(1, 2);
@@ -103,7 +112,9 @@ SPIRT_MUST_CHECK int spirt_aggset_run(struct spirt_aggset *s, float *out)
  * The in-store aggregation, as the body of a write transaction: read the
  * nkeys keys, or grad/<s->step>/<w> when nkeys is 0; check; write agg/<t>
  * (built in place in the map) and agg/<t>/excluded, an i64 [k, 2] of
- * (origin or -1, enum spirt_agg_reason) rows, k possibly 0; with s->prune,
+ * (origin or -1, enum spirt_agg_reason) rows, k possibly 0; for the rule
+ * cclip without s->center, agg/<t-1> (if t > 0 and it exists: f32 of the
+ * inputs' shape, else SPIRT_ESHAPE) is the centre; with s->prune,
  * also remove the grad/ and agg/ keys of steps before t - 1, spent once
  * their updates were applied.  Starts with
  * spirt_aggset_reset(), so it may run again after the map grows.  Returns

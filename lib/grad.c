@@ -696,6 +696,9 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 		return where(c, rc, "%s%s: label outside 0..%zu",
 		    c->fp ? "" : "data set ", c->fp ? c->dpath : job->dataset,
 		    c->m.nclass - 1);
+	if (job->label_flip)
+		for (i = 0; i < B; i++)
+			y[i] = (int32_t)c->m.nclass - 1 - y[i];
 
 	if (c->gcap < c->m.nparams) {
 		free(c->grad);

@@ -63,6 +63,9 @@ struct spirt_grad_job {
 	size_t batch;
 	uint64_t seed;
 	const char *dataset;    /* data set name, e.g. "train" */
+	int label_flip;         /* evaluation of robust rules only: train
+				   on label K-1-y for y (K classes), as a
+				   Byzantine function would */
 };
 
 /*

@@ -454,3 +454,162 @@ for w in range(4):
 	run -64 spirt-agg -i all.rec
 	run -64 spirt-agg -i -o out.rec
 }
+
+# byz: B.rec, the ten gradients of tests/data/byz/G.npy (step 3, origin w)
+# and c.rec, its centre (contrib/python/make_byz_fixtures.py made them)
+byz() {
+	py "
+G = np.load('$DATA/byz/G.npy')
+out(*[rec(G[w], name='m:37', origin=w) for w in range(10)])" >B.rec
+	py "out(rec(np.load('$DATA/byz/c.npy'), name='m:37', step=2))" >c.rec
+}
+
+# fixture RESULT NAME: RESULT's values are tests/data/byz/NAME.npy's
+fixture() {
+	check "$1" "np.load('$DATA/byz/$2.npy')"
+}
+
+@test "cclip agrees with the NumPy reference (centre 0, or --center)" {
+	byz
+	spirt-agg -r cclip --tau 2 B.rec >cc.rec
+	fixture cc.rec cclip_t2
+	py "assert get('cc.rec')['count'] == 10"
+	spirt-agg -r cclip --tau 0.5 --iters 3 --center c.rec B.rec >cc3.rec
+	fixture cc3.rec cclip_t05_l3_c
+	# order independent, bit for bit
+	py "
+import io
+rs = list(st.read_records(open('B.rec', 'rb')))[::-1]
+out(*[rec(r.array, name='m:37', origin=r.origin) for r in rs])" >R.rec
+	spirt-agg -r cclip --tau 0.5 --iters 3 --center c.rec R.rec | cmp - cc3.rec
+	# a large tau clips nothing: the mean
+	spirt-agg -r cclip --tau 1e9 B.rec >big.rec
+	check big.rec "np.load('$DATA/byz/G.npy').astype(np.float64).mean(0)"
+}
+
+@test "cclip in the store starts from agg/<t-1>, else 0" {
+	byz
+	for w in $(seq 0 9); do
+		py "out(rec(np.load('$DATA/byz/G.npy')[$w], name='m:37', origin=$w))" >s.rec
+		spirt-store put "grad/3/$w" s.rec
+	done
+	run -0 --separate-stderr spirt-agg -v -t 3 -r cclip --tau 2
+	[[ "$stderr" == *"cclip: centre zero, tau 2, 1 iterations"* ]]
+	spirt-store get agg/3 >a.rec
+	fixture a.rec cclip_t2
+	spirt-store put agg/2 c.rec
+	run -0 --separate-stderr spirt-agg -v -R -t 3 -r cclip --tau 0.5 --iters 3
+	[[ "$stderr" == *"cclip: centre agg/2, tau 0.5, 3 iterations"* ]]
+	spirt-store get agg/3 >a.rec
+	fixture a.rec cclip_t05_l3_c
+	# warm: the same, step by step
+	run -0 spirt-agg -i -R -r cclip --tau 0.5 --iters 3 <<<3
+	spirt-store get agg/3 | cmp - a.rec
+	# --center wins over agg/<t-1>
+	spirt-agg -R -t 3 -r cclip --tau 2 --center /dev/null 2>/dev/null && false
+	py "out(rec(np.zeros(37), name='m:37'))" >zero.rec
+	spirt-agg -R -t 3 -r cclip --tau 2 --center zero.rec
+	spirt-store get agg/3 >z.rec
+	fixture z.rec cclip_t2
+	# an agg/<t-1> of another shape cannot be the centre: 65, nothing written
+	py "out(rec(np.zeros(5), name='m:37', step=2))" >bad.rec
+	spirt-store put agg/2 bad.rec
+	before=$(store_digest spirt.db)
+	run -65 --separate-stderr spirt-agg -R -t 3 -r cclip
+	[[ "$stderr" == *"agg/2: 5 values of f32, grad/3/0 has 37 f32: cannot be cclip's centre"* ]]
+	[ "$(store_digest spirt.db)" = "$before" ]
+}
+
+@test "bucketing (s = 2, 3) in front of mean, median, trim, Krum" {
+	byz
+	spirt-agg --bucket 2 --seed 5 B.rec >m.rec
+	fixture m.rec b2s5_mean
+	spirt-agg --bucket 2 --seed 5 -r median B.rec >md.rec
+	fixture md.rec b2s5_median
+	spirt-agg --bucket 3 --seed 1 --trim 0.25 B.rec >t.rec
+	fixture t.rec b3s1_trim25
+	spirt-agg -q --bucket 2 -r krum --byzantine 1 -o k.rec B.rec
+	fixture k.rec b2s0_krum1
+	py "assert get('k.rec')['count'] == 2"
+	# another seed, another permutation; the same, the same bits
+	spirt-agg --bucket 2 --seed 6 -r median B.rec >md6.rec
+	! cmp -s md.rec md6.rec
+	spirt-agg --bucket 2 --seed 5 -r median B.rec | cmp - md.rec
+	# --bucket 1 is no bucketing
+	spirt-agg --bucket 1 -r median B.rec >b1.rec
+	check b1.rec "np.median(np.load('$DATA/byz/G.npy'), 0)"
+}
+
+@test "bucketing in the store: the step seeds it; excluded buckets name their inputs" {
+	byz
+	for w in $(seq 0 9); do
+		py "out(rec(np.load('$DATA/byz/G.npy')[$w], name='m:37', origin=$w))" >s.rec
+		spirt-store put "grad/3/$w" s.rec
+	done
+	spirt-agg -q -t 3 --bucket 2 -r krum --byzantine 1
+	spirt-store get agg/3 >k.rec
+	fixture k.rec b2s0_krum1
+	spirt-store get agg/3/excluded >ex.rec
+	py "
+used = np.load('$DATA/byz/b2s0_krum1_used.npy').tolist()
+ex = get('ex.rec')['a'].tolist()
+assert sorted(o for o, r in ex) == [w for w in range(10) if w not in used], ex
+assert all(r == 3 for o, r in ex), ex"
+	spirt-agg -R -t 3 --bucket 2 --seed 5 -r median
+	spirt-store get agg/3 >md.rec
+	fixture md.rec b2s5_median
+}
+
+@test "each rule states its precondition for the Byzantine count it is given" {
+	byz
+	run -64 --separate-stderr spirt-agg --byzantine 1 B.rec
+	[ "$stderr" = 'spirt-agg: rule mean: tolerates no Byzantine input, not --byzantine 1: use trim, median, krum or cclip' ]
+	run -64 --separate-stderr spirt-agg -r wmean --byzantine 2 B.rec
+	[[ "$stderr" == *"rule wmean: tolerates no Byzantine input"* ]]
+	run -64 --separate-stderr spirt-agg --trim 0.1 --byzantine 2 B.rec
+	[ "$stderr" = 'spirt-agg: rule trim: --trim 0.1 of 10 inputs cuts 1 per side, fewer than --byzantine 2: needs floor(trim x W) >= f' ]
+	spirt-agg --trim 0.2 --byzantine 2 B.rec >/dev/null
+	run -64 --separate-stderr spirt-agg -r median --byzantine 5 B.rec
+	[ "$stderr" = 'spirt-agg: rule median: 10 inputs with --byzantine 5: needs W > 2f = 10' ]
+	spirt-agg -r median --byzantine 4 B.rec >/dev/null
+	run -64 --separate-stderr spirt-agg -r norm --byzantine 5 B.rec
+	[[ "$stderr" == *"rule norm: 10 inputs with --byzantine 5: needs W > 2f = 10"* ]]
+	run -64 --separate-stderr spirt-agg -r cclip --byzantine 5 B.rec
+	[[ "$stderr" == *"rule cclip: 10 inputs with --byzantine 5: needs W > 2f = 10"* ]]
+	# with buckets, the rule sees the buckets
+	run -64 --separate-stderr spirt-agg --bucket 2 -r krum --byzantine 2 B.rec
+	[ "$stderr" = 'spirt-agg: rule krum: 5 buckets of 2 from 10 inputs with --byzantine 2: Krum needs W > 2f+2 = 6' ]
+	run -64 --separate-stderr spirt-agg --bucket 2 --trim 0.1 B.rec
+	[[ "$stderr" == *"rule trim: --trim 0.1 of 5 buckets of 2 from 10 inputs must cut at least one per side"* ]]
+	run -64 --separate-stderr spirt-agg --bucket 2 -r median --byzantine 3 --check-rule 10
+	[[ "$stderr" == *"rule median: 5 buckets of 2 from 10 inputs with --byzantine 3: needs W > 2f = 6"* ]]
+	run -0 spirt-agg --bucket 2 -r median --byzantine 2 --check-rule 10
+	run -0 spirt-agg -r krum --byzantine 2 --check-rule 10
+	run -64 spirt-agg --bucket 2 -r krum --byzantine 2 --check-rule 10
+	# parameters out of range
+	run -64 spirt-agg -r cclip --tau 0 B.rec
+	run -64 spirt-agg -r cclip --tau x B.rec
+	run -64 spirt-agg -r cclip --iters 0 B.rec
+	run -64 spirt-agg --bucket 0 B.rec
+	run -64 spirt-agg --bucket 257 B.rec
+	run -64 spirt-agg --seed -1 B.rec
+	run -64 --separate-stderr spirt-agg -r median --center c.rec B.rec
+	[[ "$stderr" == *"--center is the centre of rule cclip, not of median"* ]]
+	run -66 --separate-stderr spirt-agg -r cclip --center nosuch.rec B.rec
+	[[ "$stderr" == *"--center nosuch.rec: No such file"* ]]
+	py "out(rec(np.zeros(5), name='m:37'))" >c5.rec
+	run -65 --separate-stderr spirt-agg -r cclip --center c5.rec B.rec
+	[[ "$stderr" == *"cclip: centre of 5 values, B.rec: record 0 has 37"* ]]
+	: >empty.rec
+	run -65 spirt-agg -r cclip --center empty.rec B.rec
+}
+
+@test "man page: each rule's precondition and the attacks it is known to fail against" {
+	page=$(mandoc -Tascii "$SPIRT_ROOT/man/spirt-agg.1" |
+		sed "s/.$(printf '\b')//g" | tr -s ' \n' '  ')
+	grep -q 'W > 2f+2' <<<"$page"
+	grep -q 'floor(trim x W) >= f' <<<"$page"
+	grep -q 'W > 2f' <<<"$page"
+	# one list per rule: mean wmean trim median norm krum mkrum cclip
+	[ "$(grep -o 'Known to fail against' <<<"$page" | wc -l)" -eq 8 ]
+}

@@ -1,0 +1,295 @@
+/* spirt-attack.c - replace gradients by Byzantine ones (evaluation only) */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aggstore.h"
+#include "attack.h"
+#include "io.h"
+#include "store.h"
+#include "tensor.h"
+#include "tool.h"
+
+#define USAGE \
+"usage: spirt-attack [-fqv] [-o file] [-S seed] [-w origins] attack\n" \
+"                    [file ...]\n" \
+"       spirt-attack [-qv] [-S seed] [-s store] -t step -w origins attack\n"
+
+static struct {
+	struct spirt_aggset g;          /* the step's gradients */
+	struct spirt_attack a;
+	const char *out, *store, *spec;
+	uint32_t *origins;              /* -w: the malicious functions */
+	size_t norigins;
+	int force;
+	unsigned char mal[SPIRT_AGG_MAXW];
+	char msg[SPIRT_KEY_MAX + 160];
+} o;
+
+static _Noreturn void
+usage(int code)
+{
+	fputs(USAGE, code ? stderr : stdout);
+	if (!code)
+		fputs("\n"
+		    "For evaluating robust aggregation only: writes the "
+		    "gradients malicious\n"
+		    "functions would send.  Attacks (spirt-attack(1)):\n"
+		    "  signflip[:S]  -S * g (default S 10)\n"
+		    "  gauss[:SIGMA] N(0, SIGMA^2) noise (default 100)\n"
+		    "  scale:S       S * g\n"
+		    "  alie[:z]      mean - z * std of the step's gradients "
+		    "(default z\n"
+		    "                from W and the malicious count)\n"
+		    "  ipm[:EPS]     -EPS * mean of the step's gradients "
+		    "(default 0.1)\n\n"
+		    "  -f, --force        write binary data to a terminal\n"
+		    "  -o, --output FILE  write the records to FILE (- = "
+		    "stdout)\n"
+		    "  -S, --seed N       seed of the gauss noise (default "
+		    "0)\n"
+		    "  -s, --store PATH   store (default $SPIRT_STORE or "
+		    "./spirt.db)\n"
+		    "  -t, --step N       attack grad/N/* in the store\n"
+		    "  -w, --origins LIST malicious origins, e.g. 1,3 "
+		    "(default: all)\n"
+		    "  -q, --quiet        no warnings\n"
+		    "  -v, --verbose      name each replaced gradient\n"
+		    "  -h, --help         this help\n"
+		    "  -V, --version      print version\n", stdout);
+	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+}
+
+/* -w LIST: comma-separated distinct origins */
+static void
+parse_origins(char *s)
+{
+	char *p = s, *q;
+
+	o.origins = emalloc((strlen(s) / 2 + 1) * sizeof *o.origins);
+	for (;;) {
+		if ((q = strchr(p, ',')) != NULL)
+			*q = '\0';
+		o.origins[o.norigins] = (uint32_t)eparse_u64("-w", p, 0,
+		    SPIRT_NOORIGIN - 1);
+		for (size_t k = 0; k < o.norigins; k++)
+			if (o.origins[k] == o.origins[o.norigins])
+				die(SPIRT_EX_USAGE, "-w: origin %s twice", p);
+		o.norigins++;
+		if (q == NULL)
+			break;
+		p = q + 1;
+	}
+}
+
+/* Mark the malicious inputs; every origin of -w must be among them. */
+static int
+mark(void)
+{
+	struct spirt_aggset *g = &o.g;
+
+	for (size_t i = 0; i < g->w; i++)
+		o.mal[i] = o.norigins == 0;
+	for (size_t k = 0; k < o.norigins; k++) {
+		size_t i;
+
+		for (i = 0; i < g->w; i++)
+			if (g->in[i].t.origin == o.origins[k])
+				break;
+		if (i == g->w)
+			return spirt_msgf(o.msg, sizeof o.msg, SPIRT_ENOTFOUND,
+			    "-w: no gradient from origin %u among the %zu "
+			    "inputs", (unsigned)o.origins[k], g->w);
+		o.mal[i] = 1;
+	}
+	return 0;
+}
+
+/* The attack on the gathered set: out[i] for each malicious i. */
+static int
+attack(float **out)
+{
+	struct spirt_aggset *g = &o.g;
+	const float *x[SPIRT_AGG_MAXW];
+	uint32_t origin[SPIRT_AGG_MAXW];
+	int rc;
+
+	if ((rc = spirt_aggset_check(g)) || (rc = mark()))
+		return rc;
+	for (size_t i = 0; i < g->w; i++) {
+		x[i] = g->in[i].x;
+		origin[i] = g->in[i].t.origin;
+	}
+	rc = spirt_attack_apply(out, x, o.mal, origin, g->in[0].t.step, g->w,
+	    g->in[0].t.nelem, &o.a);
+	if (rc == SPIRT_EINVAL)
+		return spirt_msgf(o.msg, sizeof o.msg, SPIRT_EINVAL, "%s: no z"
+		    " for %zu gradients of which %zu malicious (needs "
+		    "floor(W/2 + 1) - f >= 1): give alie:z", o.spec, g->w,
+		    o.norigins ? o.norigins : g->w);
+	for (size_t i = 0; i < g->w && spirt_verbose; i++)
+		if (o.mal[i])
+			info("%s: replaced (%s)", g->in[i].name, o.spec);
+	return 0;
+}
+
+/* Store mode: replace grad/<t>/<w> of the malicious w, in one txn. */
+static int
+instore(struct spirt_txn *txn, void *arg)
+{
+	struct spirt_aggset *g = &o.g;
+	float *out[SPIRT_AGG_MAXW] = { NULL }, *buf = NULL;
+	size_t n, f = 0, k = 0;
+	int rc;
+
+	(void)arg;
+	spirt_aggset_reset(g);
+	o.msg[0] = '\0';
+	if ((rc = spirt_aggset_add_step(g, txn, g->step)) ||
+	    (rc = spirt_aggset_check(g)) || (rc = mark()))
+		return rc;
+	n = g->in[0].t.nelem;
+	for (size_t i = 0; i < g->w; i++)
+		f += o.mal[i];
+	if ((buf = malloc(f * n * sizeof *buf + 1)) == NULL)
+		return ENOMEM;
+	for (size_t i = 0; i < g->w; i++)
+		if (o.mal[i])
+			out[i] = buf + n * k++;
+	// every input is read before the first value is written
+	if ((rc = attack(out)) == 0)
+		for (size_t i = 0; i < g->w && rc == 0; i++)
+			if (o.mal[i])
+				rc = spirt_store_put_tensor(txn, g->in[i].name,
+				    &g->in[i].t, out[i], 0);
+	free(buf);
+	return rc;
+}
+
+/* File mode: every record, in order, the malicious ones replaced. */
+static int
+emit(int fd)
+{
+	struct spirt_aggset *g = &o.g;
+	int rc = 0;
+
+	for (size_t i = 0; i < g->w && rc == 0; i++)
+		rc = spirt_tensor_write(fd, &g->in[i].t, g->in[i].x);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "force", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "origins", required_argument, NULL, 'w' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "step", required_argument, NULL, 't' },
+		{ "store", required_argument, NULL, 's' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct spirt_store *s = NULL;
+	struct spirt_publish pub;
+	float *out[SPIRT_AGG_MAXW];
+	const char *act = "read", *seed = NULL;
+	int c, rc = 0;
+
+	progname = "spirt-attack";
+	checkfds();
+	spirt_aggset_init(&o.g);
+	while ((c = getopt_long(argc, argv, "fho:qS:s:t:Vvw:", lo, NULL)) != -1)
+		switch (c) {
+		case 'f': o.force = 1; break;
+		case 'h': usage(0);
+		case 'o': o.out = optarg; break;
+		case 'q': spirt_quiet = 1; break;
+		case 'S': seed = optarg; break;
+		case 's': o.store = optarg; break;
+		case 't': o.g.step = eparse_u64("-t", optarg, 0,
+			    SPIRT_NOSTEP - 1); break;
+		case 'V': print_version();
+		case 'v': spirt_verbose++; break;
+		case 'w': parse_origins(optarg); break;
+		default: usage(1);
+		}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1)
+		usage(1);
+	o.spec = argv[0];
+	if (spirt_attack_parse(&o.a, o.spec)) {
+		warnx_("unknown or malformed attack \"%s\"", o.spec);
+		usage(1);
+	}
+	o.a.seed = eparse_u64("-S", seed ? seed : "0", 0, UINT64_MAX);
+	argc--;
+	argv++;
+	if (o.g.step != SPIRT_NOSTEP) {
+		if (argc || o.out || o.force) {
+			warnx_("-t attacks the store in place: no files, no "
+			    "-o");
+			usage(1);
+		}
+		if (o.norigins == 0) {
+			warnx_("-t needs -w: which functions are malicious");
+			usage(1);
+		}
+	}
+	if (!o.out)
+		o.out = "-";
+
+	if (o.g.step != SPIRT_NOSTEP) {
+		act = o.store ? o.store : spirt_store_default();
+		if ((rc = spirt_store_open(&s, act, 0)))
+			goto fail;
+		act = "write store";
+		rc = spirt_store_write(s, instore, NULL);
+		spirt_store_close(s);
+		if (rc)
+			goto fail;
+		goto done;
+	}
+	if (strcmp(o.out, "-") == 0 && !o.force && isterm(1))
+		die(SPIRT_EX_USAGE, "stdout is a terminal (use -f or -o)");
+	for (int i = 0; i < (argc ? argc : 1); i++)
+		if ((rc = spirt_aggset_add_file(&o.g, argc ? argv[i] : "-")))
+			goto fail;
+	for (size_t i = 0; i < o.g.w; i++)
+		out[i] = o.g.in[i].own;         // a stream's: ours to change
+	if ((rc = attack(out)))
+		goto fail;
+	if (strcmp(o.out, "-") == 0) {
+		act = "stdout";
+		if ((rc = emit(1)))
+			goto fail;
+	} else {
+		act = o.out;
+		if ((rc = spirt_publish_open(&pub, o.out, 0644)))
+			goto fail;
+		if ((rc = emit(pub.fd)) || (rc = spirt_publish_commit(&pub))) {
+			spirt_publish_abort(&pub);
+			goto fail;
+		}
+	}
+	goto done;
+fail:
+	if (o.msg[0])
+		warnx_("%s", o.msg);
+	else if (o.g.msg[0])
+		warnx_("%s", o.g.msg);
+	else if (rc != EPIPE)
+		warnrc(rc, "%s", act);
+done:
+	spirt_aggset_reset(&o.g);
+	free(o.origins);
+	return fshut_stdout(spirt_exit(rc));
+}
