@@ -64,5 +64,5 @@ _spirt()
 	COMPREPLY=($(compgen -f -- "$cur"))
 }
 
-complete -F _spirt spirt-agg spirt-eval spirt-grad spirt-init spirt-peer \
-    spirt-shard spirt-store spirt-train spirt-update
+complete -F _spirt spirt-agg spirt-attack spirt-eval spirt-grad spirt-init \
+    spirt-peer spirt-shard spirt-store spirt-train spirt-update
