@@ -477,3 +477,46 @@ print(b[152:184].hex())"
 	assert_output ''
 	run -0 awk -F'\t' 'END { exit !($6 > 0.6) }' s0.train-mlp.tsv
 }
+
+@test "spirt-train --peers over HTTP: each driver serves its store, the exchange pulls over loopback" {
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	spirt-peer keygen -p group.pub group.key >/dev/null
+	# three free ports (bound, then let go)
+	ports=$("$PYTHON" -c 'import socket
+ss = [socket.socket() for i in range(3)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))')
+	set -- $ports
+	: >peers
+	for i in 0 1 2; do
+		spirt-peer keygen p$i.key >p$i.hex
+		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
+		    "$(cat p$i.hex)"
+		eval "port=\${$((i + 1))}"
+		echo "p$i http://127.0.0.1:$port" >>peers
+	done
+	for i in 0 1 2; do
+		SPIRT_KEY=p$i.key SPIRT_TOKEN=p$i.tok SPIRT_GROUP=group.pub \
+		    timeout 300 spirt-train -q -s s$i -n 2 -b 16 --peers peers \
+		    --peer $i --steps 12 --eval-every 12 --deadline 60000 \
+		    --keep-digests >o$i 2>e$i &
+		eval "pid$i=\$!"
+	done
+	wait $pid0 && wait $pid1 && wait $pid2
+	h=$(spirt-store -s s0 get model/mlp@12 | md5sum)
+	[ "$(spirt-store -s s1 get model/mlp@12 | md5sum)" = "$h" ]
+	[ "$(spirt-store -s s2 get model/mlp@12 | md5sum)" = "$h" ]
+	# the rounds went over HTTP: every driver's server served the others
+	# and refused nothing
+	for i in 0 1 2; do
+		grep -q "^spirt-peer: listening on 127.0.0.1:[0-9]* as p$i (run r1)$" e$i
+		grep -q '^spirt-peer: stopped: [1-9][0-9]* served, 0 refused$' e$i
+	done
+	# digests kept: every step's, from every peer, naming one model
+	for t in 0 5 11; do
+		run -0 model_hashes s2 $t
+		[ "${#lines[@]}" -eq 3 ]
+		[ "$(printf '%s\n' "${lines[@]}" | sort -u | wc -l)" -eq 1 ]
+	done
+}
