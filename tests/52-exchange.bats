@@ -502,6 +502,7 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))')
 		    --peer $i --steps 12 --eval-every 12 --deadline 60000 \
 		    --keep-digests >o$i 2>e$i &
 		eval "pid$i=\$!"
+		SRVS="$SRVS $!"         # stopped in teardown if the test fails
 	done
 	wait $pid0 && wait $pid1 && wait $pid2
 	h=$(spirt-store -s s0 get model/mlp@12 | md5sum)
