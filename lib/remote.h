@@ -112,8 +112,8 @@ void spirt_remote_set_max(struct spirt_remote *r, uint64_t max_bytes)
 
 /*
  * step: the step the request is for (bound into the sealed message); 0
- * when the key has none (spirt_key_wirestep() in keys.h says which).  get returns
- * a malloc'd copy in *val (free()).
+ * when the key has none (spirt_key_wirestep() in keys.h says which).
+ * get returns a malloc'd copy in *val (free()).
  * Codes: 0, SPIRT_ENOTFOUND, SPIRT_EEXIST (put NOOVERWRITE), the
  * server's refusal codes (SPIRT_EROLE for an op the role may not do,
  * SPIRT_EMAC, ...), SPIRT_ETIMEDOUT (deadline), SPIRT_EUNREACH (cannot
