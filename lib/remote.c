@@ -558,7 +558,8 @@ learn_id(struct spirt_remote *r)
 	if (strcmp(run, r->c->run))
 		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_ERUN,
 		    "%s: serves run %s, not %s", r->shown, run, r->c->run);
-	snprintf(r->peer, sizeof r->peer, "%s", id);
+	/* valid: at most SPIRT_ID_MAX bytes (memcpy: -O1 cannot tell) */
+	memcpy(r->peer, id, strlen(id) + 1);
 	return 0;
 bad:
 	return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EPROTO,
