@@ -361,90 +361,42 @@ serve(void)
 /* ---- exchange: one round with the other peers (lib/exchange.h) ---- */
 
 /*
- * Who we are, from the environment (the names of lib/remote.h's
- * spirt_cred_env, which replaces this once the transport is merged):
- * SPIRT_KEY (0600 identity key), SPIRT_TOKEN (token file: id and run) or
- * SPIRT_ID and SPIRT_RUN; SPIRT_GROUP (public key file or hex) and/or
- * SPIRT_ALLOW (allowlist) to check the other peers' digests.
+ * Who we are and whom we trust, from the environment (lib/remote.h's
+ * spirt_cred_env): SPIRT_KEY, SPIRT_TOKEN or SPIRT_ID and SPIRT_RUN,
+ * SPIRT_GROUP and/or SPIRT_ALLOW.  Peers reached through store paths may
+ * go without the last two: their digests are checked by signature only.
  */
-static struct {
-	struct spirt_key *key;
-	char id[SPIRT_ID_MAX + 1], run[SPIRT_ID_MAX + 1];
-	unsigned char token[SPIRT_TOKEN_BYTES];
-	int has_token;
-	struct spirt_trust *trust;
-} xc;
-
-static void
+static struct spirt_cred *
 xcreds(void)
 {
-	const char *k = getenv("SPIRT_KEY"), *tf = getenv("SPIRT_TOKEN");
-	const char *g = getenv("SPIRT_GROUP"), *al = getenv("SPIRT_ALLOW");
-	const char *id = getenv("SPIRT_ID"), *run = getenv("SPIRT_RUN");
-	unsigned char gpk[SPIRT_PK_BYTES];
-	struct spirt_member m;
-	void *buf;
-	size_t n, line = 0;
+	struct spirt_cred *c;
+	char msg[700];
 	int rc;
 
-	if (k == NULL || *k == '\0')
-		die(SPIRT_EX_USAGE, "SPIRT_KEY: not set (the identity key "
-		    "file that signs this peer's digests)");
-	if ((rc = spirt_key_load(&xc.key, k)) != 0) {
-		warnrc(rc, "SPIRT_KEY: %s", k);
-		if (rc == SPIRT_EKEYPERM)
-			info("hint: chmod 600 %s", k);
-		exit(spirt_exit(rc));
-	}
-	if (tf != NULL && *tf != '\0') {
-		if ((rc = spirt_readfile(tf, &buf, &n)) != 0)
-			dierc(rc, "SPIRT_TOKEN: %s", tf);
-		rc = spirt_token_parse(xc.token, buf, n);
-		free(buf);
-		if (rc == 0)
-			rc = spirt_token_decode(&m, xc.token);
-		if (rc != 0)
-			dierc(rc, "SPIRT_TOKEN: %s", tf);
-		xc.has_token = 1;
-		id = m.id;
-		run = m.run;
-		snprintf(xc.id, sizeof xc.id, "%s", m.id);
-		snprintf(xc.run, sizeof xc.run, "%s", m.run);
-	}
-	if (id == NULL || !spirt_id_valid(id))
-		die(SPIRT_EX_USAGE, "SPIRT_ID: %s (or SPIRT_TOKEN)", id ?
-		    "not a valid id" : "not set");
-	if (run == NULL || !spirt_id_valid(run))
-		die(SPIRT_EX_USAGE, "SPIRT_RUN: %s (or SPIRT_TOKEN)", run ?
-		    "not a valid run id" : "not set");
-	memmove(xc.id, id, strlen(id) + 1);
-	memmove(xc.run, run, strlen(run) + 1);
-	if ((g == NULL || *g == '\0') && (al == NULL || *al == '\0'))
-		return;         /* digests checked by signature only */
-	if (g != NULL && *g != '\0' && !(strlen(g) == 2 * SPIRT_PK_BYTES &&
-	    spirt_pubkey_parse(gpk, g) == 0) &&
-	    (rc = spirt_pubkey_load(gpk, g)) != 0)
-		dierc(rc, "SPIRT_GROUP: %s", g);
-	if ((rc = spirt_trust_new(&xc.trust, xc.run, g && *g ? gpk : NULL,
-	    30000000000u)) != 0)
-		dierc(rc, "trust");
-	if (al != NULL && *al != '\0') {
-		if ((rc = spirt_readfile(al, &buf, &n)) != 0)
-			dierc(rc, "SPIRT_ALLOW: %s", al);
-		rc = spirt_trust_allow_parse(xc.trust, buf, n, &line);
-		free(buf);
-		if (rc != 0)
-			dierc(rc, "SPIRT_ALLOW: %s:%zu", al, line);
-	}
+	if ((rc = spirt_cred_env_flags(&c, SPIRT_CRED_TRUST_OPTIONAL, msg,
+	    sizeof msg)) == 0)
+		return c;
+	if (*msg)
+		warnx_("%s", msg);
+	else
+		warnrc(rc, "credentials");
+	if (rc == SPIRT_EKEYPERM)
+		info("hint: chmod 600 %s", getenv("SPIRT_KEY"));
+	exit(spirt_exit(rc));
 }
 
-/* the peers file: "id url" lines; a URL that is not http(s) is a store */
+/*
+ * The peers file: "id url" lines.  An http:// URL is a peer's server,
+ * pinned to the id the line gives (http://ID@host:port); anything else
+ * is a store path (peers on one machine).
+ */
 static void
-xpeers(struct spirt_exchange *x, const char *path)
+xpeers(struct spirt_exchange *x, const char *path, struct spirt_xnet *http,
+    const struct spirt_cred *c)
 {
 	void *buf;
 	size_t n, line = 0;
-	int rc;
+	int rc, remote = 0;
 
 	if ((rc = spirt_readfile(path, &buf, &n)) != 0)
 		dierc(rc, "%s", path);
@@ -455,11 +407,31 @@ xpeers(struct spirt_exchange *x, const char *path)
 		    "valid id", path, line);
 	if (rc != 0)
 		dierc(rc, "%s", path);
-	for (size_t i = 0; i < x->n; i++)
-		if (spirt_store_is_url(x->peers[i].url))
-			/* TODO(remote.h): spirt_remote_* once merged */
-			die(SPIRT_EX_UNAVAILABLE, "%s:%s: %s", path,
-			    x->peers[i].id, spirt_strerror(SPIRT_ENOTSUP));
+	spirt_xnet_http(http, c);
+	for (size_t i = 0; i < x->n; i++) {
+		struct spirt_xpeer *p = &x->peers[i];
+		const char *rest = p->url + 7;
+		char url[sizeof p->url];
+
+		if (!spirt_store_is_url(p->url))
+			continue;
+		if (strncmp(p->url, "http://", 7) != 0)
+			die(SPIRT_EX_UNAVAILABLE, "%s: %s: %s", path, p->id,
+			    spirt_strerror(SPIRT_ENOTSUP));
+		p->net = http;
+		remote = 1;
+		if (strcspn(rest, "@/") < strlen(rest) && rest[strcspn(rest,
+		    "@/")] == '@')
+			continue;       /* pinned already */
+		if ((size_t)snprintf(url, sizeof url, "http://%s@%s", p->id,
+		    rest) >= sizeof url)
+			die(SPIRT_EX_DATAERR, "%s: %s: URL too long", path,
+			    p->id);
+		memcpy(p->url, url, strlen(url) + 1);
+	}
+	if (remote && c->trust == NULL)
+		die(SPIRT_EX_USAGE, "SPIRT_GROUP, SPIRT_ALLOW: neither is set "
+		    "(whom to trust: %s names peers' URLs)", path);
 }
 
 static int
@@ -488,6 +460,8 @@ xmain(int argc, char **argv)
 	const char *peers = NULL, *store = NULL, *rule = NULL, *minp = NULL;
 	const char *act;
 	struct spirt_store *s = NULL;
+	struct spirt_cred *cred;
+	struct spirt_xnet http;
 	int c, rc, trim = 0, havestep = 0;
 
 	spirt_exchange_init(&x);
@@ -540,13 +514,15 @@ xmain(int argc, char **argv)
 	if ((rc = spirt_crypto_init()) != 0)
 		dierc(rc, "libsodium");
 	isa_setup();
-	xcreds();
-	x.self = xc.id;
-	x.run = xc.run;
-	x.key = xc.key;
-	x.token = xc.has_token ? xc.token : NULL;
-	x.trust = xc.trust;
-	xpeers(&x, peers);
+	if ((rc = spirt_remote_global_init()) != 0)
+		dierc(rc, "libcurl");
+	cred = xcreds();
+	x.self = cred->id;
+	x.run = cred->run;
+	x.key = cred->key;
+	x.token = cred->has_token ? cred->token : NULL;
+	x.trust = cred->trust;
+	xpeers(&x, peers, &http, cred);
 	/* default quorum: more than half of the members, self included */
 	x.min_peers = minp ? eparse_u64("--min-peers", minp, 1, x.n + 1) :
 	    (x.n + 1) / 2 + 1;
@@ -589,8 +565,8 @@ xmain(int argc, char **argv)
 	}
 	spirt_store_close(s);
 	spirt_exchange_free(&x);
-	spirt_key_free(xc.key);
-	spirt_trust_free(xc.trust);
+	spirt_cred_free(cred);
+	spirt_remote_global_cleanup();
 	return fshut_stdout(spirt_exit(rc));
 }
 

@@ -12,8 +12,8 @@ USAGE="usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]
                    [-m model] [-n functions] [-o optimiser] [-S seed]
                    [-s store] [--bucket s] [--byzantine list:attack]
                    [--checkpoint n] [--cold] [--data dir] [--deadline ms]
-                   [--eval-every steps] [--peer i] [--peers file]
-                   [--schedule name] [--spec spec]
+                   [--eval-every steps] [--keep-digests] [--peer i]
+                   [--peers file] [--schedule name] [--spec spec]
                    [--steps n] [--sync mode] [--target accuracy]"
 
 usage() {
@@ -42,6 +42,8 @@ usage() {
                        (default /usr/share/datasets/fashion-mnist)
       --deadline MS    peers: each exchange wait, in ms (default 30000)
       --eval-every N   evaluate every N steps (default: each epoch)
+      --keep-digests   peers: keep every step's signed digests (default:
+                       spent rounds are pruned, digests too)
       --peer I         peers: this peer's share of the data, 0 to P-1
       --peers FILE     train as one of the P peers of FILE (id url lines):
                        spirt-peer exchange every step, apply gagg
@@ -71,7 +73,7 @@ die() {         # die CODE MESSAGE
 rule=mean batch=32 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
 every=0 sched=cosine spec= steps=0 sync=meta target=0 quiet=0 verbose=0
-ckpt=100 peers= peer=0 deadline=30000 bucket=1 byz=
+ckpt=100 peers= peer=0 deadline=30000 keepdg=0 bucket=1 byz=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--*=*) a=${1%%=*} v=${1#*=}; shift; set -- "$a" "$v" "$@" ;;
@@ -97,6 +99,7 @@ while [ $# -gt 0 ]; do
 	--byzantine) byz=$2; shift ;;
 	--checkpoint) ckpt=$2; shift ;;
 	--cold) cold=1 ;;
+	--keep-digests) keepdg=1 ;;
 	--data) data=$2; shift ;;
 	--deadline) deadline=$2; shift ;;
 	--peer) peer=$2; shift ;;
@@ -315,6 +318,9 @@ if [ -n "$peers" ]; then
 	upd="$upd -a gagg"
 	xch="spirt-peer exchange -q -m $model -P $peers --deadline $deadline"
 fi
+# the spent rounds' digests go too, unless kept (--keep-digests)
+spent=digest/
+[ "$keepdg" -eq 0 ] || spent=
 # -R: a rerun after a crash between aggregate and update redoes the (identical)
 # aggregate; -P: each step removes the spent gradients of steps before t-1;
 # --max-samples: no gradient counts more samples than a batch (wmean)
@@ -343,14 +349,47 @@ attack() {
 }
 
 # ---- warm functions: one process each, fed step numbers through FIFOs ----
-work=
+work= srv= srvdir=
 cleanup() {
 	[ -z "$work" ] || { kill $pids 2>/dev/null || :; rm -rf "$work"; }
 	work=
+	[ -z "$srv" ] || { kill -TERM "$srv" 2>/dev/null || :; wait "$srv" || :; }
+	srv=
+	[ -z "$srvdir" ] || rm -rf "$srvdir"
+	srvdir=
 }
 trap 'cleanup' EXIT
 trap 'cleanup; trap - INT; kill -INT $$' INT
 trap 'cleanup; trap - TERM; kill -TERM $$' TERM
+
+# ---- peers over HTTP: a peer whose own line is http://[ID@]host:port
+# serves its store there for the run (spirt-peer serve, with the same
+# SPIRT_KEY, SPIRT_TOKEN, SPIRT_GROUP, SPIRT_ALLOW as the exchange) ----
+# urls: the other peers' http:// URLs
+urls=
+if [ -n "$peers" ]; then
+	selfurl=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+		if (n++ == p) { print $2; exit } }' "$peers")
+	urls=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+		if (n++ != p && $2 ~ /^http:\/\//) print $2 }' "$peers")
+	case $selfurl in
+	http://*)
+		listen=${selfurl#http://} listen=${listen#*@} listen=${listen%/}
+		srvdir=$(mktemp -d "${TMPDIR:-/tmp}/spirt-serve.XXXXXX")
+		mkfifo "$srvdir/ready"
+		# (not through run: $! must be the server itself)
+		[ "$verbose" -eq 0 ] ||
+		    printf '+ spirt-peer serve -s %s -l %s\n' "$store" "$listen" >&2
+		spirt-peer serve -s "$store" -l "$listen" -F 3 \
+		    3>"$srvdir/ready" &
+		srv=$!
+		addr=
+		read -r addr <"$srvdir/ready" || :
+		[ -n "$addr" ] || { wait "$srv" || :; srv=
+		    die 69 "--peers $peers: cannot serve $store on $listen"; }
+		;;
+	esac
+fi
 pids= tools=
 if [ "$cold" -eq 0 ]; then
 	work=$(mktemp -d "${TMPDIR:-/tmp}/spirt-train.XXXXXX")
@@ -451,7 +490,7 @@ exchange() {
 	# spent rounds: what peers exchanged before step T-1 (the exchange
 	# itself never deletes; a peer a step behind still finds T-1)
 	if [ $(($1 % 10)) -eq 9 ] && [ "$1" -ge 2 ]; then
-		run spirt-store -q prune -t $(($1 - 1)) xagg/ gagg/ digest/ ||
+		run spirt-store -q prune -t $(($1 - 1)) xagg/ gagg/ $spent ||
 		    die 74 "step $1: could not prune spent rounds"
 	fi
 }
@@ -572,6 +611,19 @@ while [ "$t" -lt "$stop" ]; do
 	fi
 done
 [ "$tty" -eq 0 ] || printf '\r\033[K' >&2
+# serving: the others may still pull our last round; stop once each has
+# combined it (its gagg), or after --deadline
+if [ -n "$srv" ] && [ "$t" -gt 0 ]; then
+	end=$(($(now) + deadline * 1000000))
+	for u in $urls; do
+		until SPIRT_TIMEOUT=2s spirt-store -q -s "$u" get -f \
+		    "gagg/$((t - 1))" \
+		    >/dev/null 2>&1; do
+			[ "$(now)" -lt "$end" ] || break
+			sleep 0.1
+		done
+	done
+fi
 persist
 
 # ---- a plot of loss and test accuracy against time, next to the store ----

@@ -10,19 +10,12 @@
 #include "aggstore.h"
 #include "exchange.h"
 #include "io.h"
+#include "keys.h"
 #include "tensor.h"
 
 /* the message of a failure with code rc; returns rc */
 #define say(x, rc, ...) spirt_msgf((x)->msg, sizeof (x)->msg, (rc), \
 	__VA_ARGS__)
-
-/* TODO(keys.h): these keys move to lib/keys.[ch] once it lands */
-#define KEY_AGG "agg/%llu"
-#define KEY_XAGG "xagg/%llu/%s"
-#define KEY_DIGEST "digest/%llu/%s"
-#define KEY_GAGG "gagg/%llu"
-#define KEY_ROUND "gagg/%llu/round"
-#define KEY_MODEL "model/%s@%llu"
 
 #define ULL(x) ((unsigned long long)(x))
 
@@ -71,8 +64,54 @@ st_msg(void *h)
 }
 
 const struct spirt_xnet spirt_xnet_store = {
-	st_open, st_get, st_close, st_msg, NULL
+	st_open, st_get, st_close, st_msg, NULL, NULL
 };
+
+/* ---- a peer over HTTP (lib/remote.h) ---- */
+
+static int
+ht_open(void **h, const char *url, void *arg, unsigned timeout_ms)
+{
+	return spirt_remote_open((struct spirt_remote **)h, url, arg,
+	    timeout_ms);
+}
+
+static int
+ht_get(void *h, uint64_t step, const char *key, void **val, size_t *len)
+{
+	return spirt_remote_get(h, step, key, val, len);
+}
+
+static void
+ht_close(void *h)
+{
+	spirt_remote_close(h);
+}
+
+static const char *
+ht_msg(void *h)
+{
+	return spirt_remote_msg(h);
+}
+
+static void
+ht_timeout(void *h, unsigned timeout_ms)
+{
+	spirt_remote_set_timeout(h, timeout_ms);
+}
+
+void
+spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
+{
+	memset(net, 0, sizeof *net);
+	net->open = ht_open;
+	net->get = ht_get;
+	net->close = ht_close;
+	net->msg = ht_msg;
+	/* the handles only read the credentials */
+	net->arg = (void *)(uintptr_t)c;
+	net->timeout = ht_timeout;
+}
 
 /* ---- set-up ---- */
 
@@ -228,6 +267,9 @@ pull_main(void *arg)
 			if (rc)
 				h = NULL;
 		} else {
+			if (net->timeout)
+				net->timeout(h, left < u->x->timeout_ms ?
+				    (unsigned)left + 1 : u->x->timeout_ms);
 			rc = net->get(h, u->x->step, u->key, &u->val,
 			    &u->len);
 			if (rc == 0) {
@@ -258,13 +300,14 @@ pull_main(void *arg)
 }
 
 /*
- * Pull key (printf'd with the step and the peer id, or fixed) from the
+ * Pull key (built with the step and the peer id, or fixed) from the
  * peers whose flag is set, all at once, until deadline_ms from now.
  * u[i] holds the outcome of peer i.  Returns 0 or a thread error.
  */
 static int
-pull_all(const struct spirt_exchange *x, struct pull *u, const char *fmt,
-    const char *id, const int *want)
+pull_all(const struct spirt_exchange *x, struct pull *u,
+    int (*key)(char *, size_t, uint64_t, const char *), const char *id,
+    const int *want)
 {
 	pthread_t *th;
 	int *started, rc = 0;
@@ -281,9 +324,13 @@ pull_all(const struct spirt_exchange *x, struct pull *u, const char *fmt,
 		u[i].p = &x->peers[i];
 		u[i].url = x->peers[i].url;
 		u[i].end = end;
+		if ((u[i].rc = key(u[i].key, sizeof u[i].key, x->step,
+		    id ? id : x->peers[i].id))) {
+			snprintf(u[i].why, sizeof u[i].why, "%s",
+			    spirt_strerror(u[i].rc));
+			continue;
+		}
 		u[i].rc = SPIRT_ENOTFOUND;
-		snprintf(u[i].key, sizeof u[i].key, fmt, ULL(x->step),
-		    id ? id : x->peers[i].id);
 		if (!want[i])
 			continue;
 		if ((rc = pthread_create(&th[i], NULL, pull_main, &u[i]))) {
@@ -364,15 +411,16 @@ publish(struct spirt_txn *t, void *arg)
 	size_t len, olen;
 	int rc;
 
-	snprintf(key, sizeof key, KEY_MODEL, x->model, ULL(x->step));
-	if ((rc = spirt_store_get(t, key, &v, &len)))
+	if ((rc = spirt_key_model(key, sizeof key, x->model, x->step)) ||
+	    (rc = spirt_store_get(t, key, &v, &len)))
 		return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
 	spirt_hash(x->modelhash, v, len);
-	snprintf(key, sizeof key, KEY_AGG, ULL(x->step));
-	if ((rc = spirt_store_get(t, key, &v, &len)))
+	if ((rc = spirt_key_agg(key, sizeof key, x->step)) ||
+	    (rc = spirt_store_get(t, key, &v, &len)))
 		return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
 	spirt_hash(x->agghash, v, len);
-	snprintf(xkey, sizeof xkey, KEY_XAGG, ULL(x->step), x->self);
+	if ((rc = spirt_key_xagg(xkey, sizeof xkey, x->step, x->self)))
+		return rc;
 	if ((rc = spirt_store_get(t, xkey, &o, &olen)) == 0) {
 		if (olen == len && memcmp(o, v, len) == 0)
 			return 0;       /* a rerun: published already */
@@ -399,12 +447,14 @@ record(struct spirt_txn *t, void *arg)
 
 		if (p->state != SPIRT_XP_USED)
 			continue;
-		snprintf(key, sizeof key, KEY_XAGG, ULL(x->step), p->id);
+		if ((rc = spirt_key_xagg(key, sizeof key, x->step, p->id)))
+			return rc;
 		if ((rc = spirt_store_put(t, key, p->agg, p->agglen,
 		    SPIRT_PUT_NOOVERWRITE)) && rc != SPIRT_EEXIST)
 			return rc;
 	}
-	snprintf(key, sizeof key, KEY_DIGEST, ULL(x->step), x->self);
+	if ((rc = spirt_key_digest(key, sizeof key, x->step, x->self)))
+		return rc;
 	return put_bytes(t, key, a->dg, a->dglen, x->step,
 	    SPIRT_PUT_NOOVERWRITE);
 }
@@ -438,12 +488,12 @@ static int
 own_header(struct spirt_exchange *x, struct spirt_tensor *h)
 {
 	struct spirt_txn *t;
-	char key[64];
+	char key[SPIRT_KEY_MAX + 1];
 	const void *pl;
 	int rc;
 
-	snprintf(key, sizeof key, KEY_AGG, ULL(x->step));
-	if ((rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
+	if ((rc = spirt_key_agg(key, sizeof key, x->step)) ||
+	    (rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
 		return rc;
 	if ((rc = spirt_store_get_tensor(t, key, h, &pl, 0)))
 		spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
@@ -483,8 +533,8 @@ reload(struct spirt_exchange *x, const void *dv, size_t dvlen)
 			    "of the round)", ULL(x->step));
 			continue;
 		}
-		snprintf(key, sizeof key, KEY_XAGG, ULL(x->step), p->id);
-		if ((rc = spirt_store_get(t, key, &v, &len)))
+		if ((rc = spirt_key_xagg(key, sizeof key, x->step, p->id)) ||
+		    (rc = spirt_store_get(t, key, &v, &len)))
 			break;
 		if ((p->agg = malloc(len ? len : 1)) == NULL) {
 			rc = ENOMEM;
@@ -515,7 +565,7 @@ phase1(struct spirt_exchange *x, struct pull *u, int *want)
 		return rc;
 	for (size_t i = 0; i < x->n; i++)
 		want[i] = 1;
-	if ((rc = pull_all(x, u, KEY_XAGG, NULL, want)))
+	if ((rc = pull_all(x, u, spirt_key_xagg, NULL, want)))
 		return rc;
 	if ((d = calloc(1, sizeof *d)) == NULL)
 		return ENOMEM;
@@ -581,7 +631,7 @@ conflict(struct spirt_exchange *x, struct spirt_xpeer *q,
 
 	one.n = 1;
 	one.peers = q;
-	if (pull_all(&one, &u, KEY_DIGEST, r->id, &want) || u.rc) {
+	if (pull_all(&one, &u, spirt_key_digest, r->id, &want) || u.rc) {
 		peer_out(q, SPIRT_XP_REFUSED, SPIRT_EDATA, "says it received "
 		    "another aggregate from %s, and does not show %s's digest "
 		    "of it (%s)", r->id, r->id, spirt_strerror(u.rc));
@@ -637,8 +687,9 @@ store_digests(struct spirt_txn *t, void *arg)
 	for (size_t i = 0; i < a->x->n; i++) {
 		if (a->u[i].rc || a->u[i].val == NULL)
 			continue;
-		snprintf(key, sizeof key, KEY_DIGEST, ULL(a->x->step),
-		    a->x->peers[i].id);
+		if ((rc = spirt_key_digest(key, sizeof key, a->x->step,
+		    a->x->peers[i].id)))
+			return rc;
 		/* as it came: a record; a peer that sent garbage is refused
 		 * below and its value is not kept */
 		if (!a->x->peers[i].has_digest)
@@ -662,7 +713,7 @@ phase2(struct spirt_exchange *x, struct pull *u, int *want)
 
 	for (size_t i = 0; i < x->n; i++)
 		want[i] = x->peers[i].state == SPIRT_XP_USED;
-	if ((rc = pull_all(x, u, KEY_DIGEST, NULL, want)))
+	if ((rc = pull_all(x, u, spirt_key_digest, NULL, want)))
 		return rc;
 	for (size_t i = 0; i < x->n; i++) {
 		struct spirt_xpeer *p = &x->peers[i];
@@ -809,7 +860,8 @@ combine_txn(struct spirt_txn *t, void *arg)
 
 	if ((rc = spirt_agg_store_step(c->s, t, c->keys, c->nkeys)))
 		return rc;
-	snprintf(key, sizeof key, KEY_ROUND, ULL(c->x->step));
+	if ((rc = spirt_key_gagg_round(key, sizeof key, c->x->step)))
+		return rc;
 	return put_bytes(t, key, c->round, c->roundlen, c->x->step,
 	    SPIRT_PUT_NOOVERWRITE);
 }
@@ -876,7 +928,10 @@ combine(struct spirt_exchange *x)
 			rc = ENOMEM;
 			break;
 		}
-		snprintf(c.keys[k], 64, KEY_XAGG, ULL(x->step), id);
+		if ((rc = spirt_key_xagg(c.keys[k], 64, x->step, id))) {
+			free(c.keys[k]);
+			break;
+		}
 		snprintf(c.keys[k] + 64, SPIRT_ID_MAX + 1, "%s", id);
 		c.nkeys = ++k;
 	}
@@ -917,11 +972,11 @@ before(struct spirt_exchange *x, void **dg, size_t *dglen)
 	*dg = NULL;
 	if ((rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
 		return rc;
-	snprintf(key, sizeof key, KEY_GAGG, ULL(x->step));
-	if (spirt_store_get(t, key, &v, &len) == 0)
+	if ((rc = spirt_key_gagg(key, sizeof key, x->step)) == 0 &&
+	    spirt_store_get(t, key, &v, &len) == 0)
 		x->done = 1;
-	snprintf(key, sizeof key, KEY_DIGEST, ULL(x->step), x->self);
-	if (!x->done && spirt_store_get(t, key, &v, &len) == 0) {
+	if (rc == 0 && !x->done && (rc = spirt_key_digest(key, sizeof key,
+	    x->step, x->self)) == 0 && spirt_store_get(t, key, &v, &len) == 0) {
 		if ((*dg = malloc(len)) == NULL)
 			rc = ENOMEM;
 		else

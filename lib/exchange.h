@@ -8,6 +8,7 @@
 #include "agg.h"
 #include "crypto.h"
 #include "digest.h"
+#include "remote.h"
 #include "spirt.h"
 #include "store.h"
 
@@ -51,10 +52,21 @@ struct spirt_xnet {
 	/* the last failure in words, or "" */
 	const char *(*msg)(void *h);
 	void *arg;
+	/* optional: bound each request from now on by timeout_ms (the
+	 * round's deadline comes nearer) */
+	void (*timeout)(void *h, unsigned timeout_ms);
 };
 
 /* A store path as the URL (peers on one machine; tests). */
 extern const struct spirt_xnet spirt_xnet_store;
+
+/*
+ * A peer's URL, http://[ID@]host:port (lib/remote.h): a handle is one
+ * client session of its own, so each pulling thread has its own; c (our
+ * key, id, run, token and whom we trust) must outlive every handle.
+ */
+void spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
+    SPIRT_NONNULL(1, 2);
 
 enum spirt_xstate {
 	SPIRT_XP_NONE = 0,

@@ -253,6 +253,14 @@ spirt_key_gagg(char *buf, size_t cap, uint64_t step)
 }
 
 int
+spirt_key_gagg_round(char *buf, size_t cap, uint64_t step)
+{
+	int rc = badstep(buf, cap, step);
+
+	return rc ? rc : fmt(buf, cap, "gagg/%" PRIu64 "/round", step);
+}
+
+int
 spirt_key_digest(char *buf, size_t cap, uint64_t step, const char *peer)
 {
 	int rc;
@@ -507,4 +515,34 @@ spirt_key_volatile(const char *key, size_t len)
 	return under(key, len, SPIRT_KEY_GRAD_ROOT) ||
 	    under(key, len, SPIRT_KEY_AGG_ROOT) || under(key, len, "xagg/") ||
 	    under(key, len, "gagg/") || under(key, len, "beat/");
+}
+
+uint64_t
+spirt_key_wirestep(const char *key)
+{
+	static const char *const roots[] = {
+		SPIRT_KEY_GRAD_ROOT, SPIRT_KEY_AGG_ROOT, "xagg/", "gagg/",
+		"digest/"
+	};
+	struct spirt_key_parts k;
+	const char *end;
+	uint64_t t;
+
+	if (spirt_key_parse(&k, key) == 0)
+		switch (k.kind) {
+		case SPIRT_KEY_MODEL: case SPIRT_KEY_GRAD: case SPIRT_KEY_AGG:
+		case SPIRT_KEY_AGG_EXCLUDED: case SPIRT_KEY_XAGG:
+		case SPIRT_KEY_GAGG: case SPIRT_KEY_DIGEST:
+			return k.step;
+		default:
+			return 0;
+		}
+	/* not a whole key: a record or a listing under a step */
+	for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
+		size_t n = strlen(roots[i]);
+
+		if (strncmp(key, roots[i], n) == 0)
+			return decimal(key + n, '/', &t, &end) == 0 ? t : 0;
+	}
+	return 0;
 }

@@ -101,6 +101,9 @@ SPIRT_MUST_CHECK int spirt_key_xagg(char *buf, size_t cap, uint64_t step,
     const char *peer) SPIRT_NONNULL(1, 4);
 SPIRT_MUST_CHECK int spirt_key_gagg(char *buf, size_t cap, uint64_t step)
     SPIRT_NONNULL(1);
+/* "gagg/<t>/round": the record of step t's round (who was in, and why) */
+SPIRT_MUST_CHECK int spirt_key_gagg_round(char *buf, size_t cap,
+    uint64_t step) SPIRT_NONNULL(1);
 SPIRT_MUST_CHECK int spirt_key_digest(char *buf, size_t cap, uint64_t step,
     const char *peer) SPIRT_NONNULL(1, 4);
 SPIRT_MUST_CHECK int spirt_key_beat(char *buf, size_t cap,
@@ -157,6 +160,19 @@ struct spirt_key_parts {
  */
 SPIRT_MUST_CHECK int spirt_key_parse(struct spirt_key_parts *k, const char *key)
     SPIRT_NONNULL(1, 2);
+
+/*
+ * The step a key is bound to on the wire (docs/protocol.md, "HTTP
+ * transport"): t of model/<name>@<t> and of the step families grad/<t>,
+ * agg/<t>, xagg/<t>, gagg/<t> and digest/<t>, with whatever follows the
+ * step ("grad/7/3", "gagg/7/round", a listing of step 7's gradients); 0 for
+ * any other key (opt/, data/, beat/, the user's keys).
+ */
+uint64_t spirt_key_wirestep(const char *key) SPIRT_NONNULL(1);
+
+/* the roots a member of role function may read (spirt-peer(1)) */
+#define SPIRT_KEY_MODEL_ROOT "model/"
+#define SPIRT_KEY_DATA_ROOT "data/"
 
 /*
  * 1 if the key (len bytes, not necessarily NUL-terminated) lives in the

@@ -12,6 +12,7 @@
 #include <sodium.h>
 
 #include "io.h"
+#include "keys.h"
 #include "le.h"
 #include "peersrv.h"
 
@@ -51,39 +52,33 @@ startswith(const char *s, const char *p)
 	return strncmp(s, p, strlen(p)) == 0;
 }
 
-/* grad/<t>/<w>: a function's gradient */
-static int
-gradkey(const char *key)
-{
-	const char *p = key + 5, *q;
-
-	if (!startswith(key, "grad/") || *p < '0' || *p > '9')
-		return 0;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	if (*p++ != '/' || !*p)
-		return 0;
-	for (q = p; *q; q++)
-		if (*q == '/')
-			return 0;
-	return 1;
-}
-
+/* the rules of spirt-peer(1), on keys as lib/keys.h takes them apart */
 int
 spirt_peersrv_allowed(int role, int op, const char *key, int *noover)
 {
+	struct spirt_key_parts k;
+	int kind = spirt_key_parse(&k, key) == 0 ? k.kind : SPIRT_KEY_NONE;
+
 	*noover = 0;
 	switch (op) {
-	case SPIRT_OP_GET: case SPIRT_OP_LIST:
+	case SPIRT_OP_GET:
+		if (role == SPIRT_ROLE_PEER)
+			return 0;
+		return role == SPIRT_ROLE_FUNCTION && (kind ==
+		    SPIRT_KEY_MODEL || kind == SPIRT_KEY_DATA_INFO ||
+		    kind == SPIRT_KEY_DATA_ASSIGN || kind ==
+		    SPIRT_KEY_DATA_SCALE || kind == SPIRT_KEY_DATA_X ||
+		    kind == SPIRT_KEY_DATA_Y) ? 0 : SPIRT_EROLE;
+	case SPIRT_OP_LIST:     /* key: the prefix listed */
 		if (role == SPIRT_ROLE_PEER)
 			return 0;
 		return role == SPIRT_ROLE_FUNCTION &&
-		    (startswith(key, "model/") || startswith(key, "data/")) ?
-		    0 : SPIRT_EROLE;
+		    (startswith(key, SPIRT_KEY_MODEL_ROOT) ||
+		    startswith(key, SPIRT_KEY_DATA_ROOT)) ? 0 : SPIRT_EROLE;
 	case SPIRT_OP_PUT:
-		if (startswith(key, "beat/") && key[5] != '\0')
+		if (kind == SPIRT_KEY_BEAT)
 			return 0;
-		if (role == SPIRT_ROLE_FUNCTION && gradkey(key)) {
+		if (role == SPIRT_ROLE_FUNCTION && kind == SPIRT_KEY_GRAD) {
 			*noover = 1;
 			return 0;
 		}
@@ -392,7 +387,7 @@ do_msg(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 	m = spirt_session_peer(e->s);
 	snprintf(what, sizeof what, "%s: %s", m->id, info.key);
 	klen = strlen(info.key);
-	step = spirt_remote_keystep(info.key);
+	step = spirt_key_wirestep(info.key);
 	pt = q->buf + SPIRT_MSG_HEAD + klen;
 	if ((rc = spirt_session_open(e->s, pt, q->len - SPIRT_MSG_HEAD - klen,
 	    &n, step, info.key, q->buf, q->len)))

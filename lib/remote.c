@@ -44,8 +44,6 @@ spirt_code_status(int rc)
 	return SPIRT_ST_ERROR;
 }
 
-/* ---- keys ---- */
-
 /* the decimal at s up to a NUL or stop; 1 if there is one */
 static int
 decimal(const char *s, char stop, uint64_t *v)
@@ -64,28 +62,6 @@ decimal(const char *s, char stop, uint64_t *v)
 		return 0;
 	*v = t;
 	return 1;
-}
-
-uint64_t
-spirt_remote_keystep(const char *key)
-{
-	static const char *const ns[] = {
-		"grad/", "agg/", "xagg/", "gagg/", "digest/"
-	};
-	const char *at;
-	uint64_t t;
-
-	if (strncmp(key, "model/", 6) == 0) {
-		at = strrchr(key, '@');
-		return at && decimal(at + 1, '\0', &t) ? t : 0;
-	}
-	for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
-		size_t n = strlen(ns[i]);
-
-		if (strncmp(key, ns[i], n) == 0)
-			return decimal(key + n, '/', &t) ? t : 0;
-	}
-	return 0;
 }
 
 /* ---- credentials ---- */
@@ -121,6 +97,13 @@ hexfile(unsigned char pk[SPIRT_PK_BYTES], const char *path)
 
 int
 spirt_cred_env(struct spirt_cred **out, char *msg, size_t cap)
+{
+	return spirt_cred_env_flags(out, 0, msg, cap);
+}
+
+int
+spirt_cred_env_flags(struct spirt_cred **out, unsigned flags, char *msg,
+    size_t cap)
 {
 	const char *key = getenv("SPIRT_KEY"), *tok = getenv("SPIRT_TOKEN"),
 	    *group = getenv("SPIRT_GROUP"), *allow = getenv("SPIRT_ALLOW");
@@ -181,6 +164,10 @@ spirt_cred_env(struct spirt_cred **out, char *msg, size_t cap)
 		snprintf(c->run, sizeof c->run, "%s", run);
 	}
 	if ((!group || !*group) && (!allow || !*allow)) {
+		if (flags & SPIRT_CRED_TRUST_OPTIONAL) {
+			*out = c;
+			return 0;
+		}
 		rc = spirt_msgf(msg, cap, SPIRT_EENV, "SPIRT_GROUP, "
 		    "SPIRT_ALLOW: neither is set (whom to trust)");
 		goto fail;
@@ -380,6 +367,13 @@ spirt_remote_msg(const struct spirt_remote *r)
 }
 
 void
+spirt_remote_set_timeout(struct spirt_remote *r, unsigned timeout_ms)
+{
+	if (timeout_ms > 0)
+		r->timeout_ms = timeout_ms;
+}
+
+void
 spirt_remote_set_max(struct spirt_remote *r, uint64_t max_bytes)
 {
 	r->max = max_bytes;
@@ -564,7 +558,8 @@ learn_id(struct spirt_remote *r)
 	if (strcmp(run, r->c->run))
 		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_ERUN,
 		    "%s: serves run %s, not %s", r->shown, run, r->c->run);
-	memcpy(r->peer, id, strlen(id) + 1);    /* valid: at most 32 */
+	/* valid: at most SPIRT_ID_MAX bytes (memcpy: -O1 cannot tell) */
+	memcpy(r->peer, id, strlen(id) + 1);
 	return 0;
 bad:
 	return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EPROTO,

@@ -70,6 +70,14 @@ struct spirt_cred {
  */
 SPIRT_MUST_CHECK int spirt_cred_env(struct spirt_cred **c, char *msg,
     size_t cap) SPIRT_NONNULL(1, 2);
+/*
+ * As spirt_cred_env, with flags: SPIRT_CRED_TRUST_OPTIONAL takes neither
+ * SPIRT_GROUP nor SPIRT_ALLOW (then c->trust is NULL: for peers reached
+ * through store paths, whose digests are checked by signature only).
+ */
+#define SPIRT_CRED_TRUST_OPTIONAL 0x1
+SPIRT_MUST_CHECK int spirt_cred_env_flags(struct spirt_cred **c,
+    unsigned flags, char *msg, size_t cap) SPIRT_NONNULL(1, 3);
 void spirt_cred_free(struct spirt_cred *c);
 
 /* curl_global_init/cleanup: once, from the tool's main. */
@@ -95,14 +103,17 @@ void spirt_remote_close(struct spirt_remote *r);
 const char *spirt_remote_peer(const struct spirt_remote *r) SPIRT_NONNULL(1);
 /* Last failure in words (names URL, key, HTTP status or curl error). */
 const char *spirt_remote_msg(const struct spirt_remote *r) SPIRT_NONNULL(1);
+/* The deadline of each request from now on (> 0; 0 is ignored). */
+void spirt_remote_set_timeout(struct spirt_remote *r, unsigned timeout_ms)
+    SPIRT_NONNULL(1);
 /* Largest answer accepted (default SPIRT_REMOTE_MAX_BYTES plus framing). */
 void spirt_remote_set_max(struct spirt_remote *r, uint64_t max_bytes)
     SPIRT_NONNULL(1);
 
 /*
  * step: the step the request is for (bound into the sealed message); 0
- * when the key has none (spirt_remote_keystep() says which).  get returns
- * a malloc'd copy in *val (free()).
+ * when the key has none (spirt_key_wirestep() in keys.h says which).
+ * get returns a malloc'd copy in *val (free()).
  * Codes: 0, SPIRT_ENOTFOUND, SPIRT_EEXIST (put NOOVERWRITE), the
  * server's refusal codes (SPIRT_EROLE for an op the role may not do,
  * SPIRT_EMAC, ...), SPIRT_ETIMEDOUT (deadline), SPIRT_EUNREACH (cannot
@@ -120,14 +131,5 @@ SPIRT_MUST_CHECK int spirt_remote_del(struct spirt_remote *r, uint64_t step,
 SPIRT_MUST_CHECK int spirt_remote_list(struct spirt_remote *r,
     const char *prefix, int (*fn)(void *arg, const char *key, size_t len),
     void *arg) SPIRT_NONNULL(1, 2, 3);
-
-/*
- * The step a store key is bound to on the wire: t of model/<name>@<t>,
- * of grad/<t>/..., agg/<t>, xagg/<t>/..., gagg/<t>, digest/<t>/...; 0 for
- * any other key.  A server refuses a request whose step is not its key's
- * (SPIRT_ESTEP).
- * TODO: lib/keys.h (helper A) owns key parsing; move this there.
- */
-uint64_t spirt_remote_keystep(const char *key) SPIRT_NONNULL(1);
 
 #endif

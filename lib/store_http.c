@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "parse.h"
+#include "keys.h"
 #include "remote.h"
 #include "store.h"
 
@@ -164,7 +165,7 @@ h_commit(void *bt)
 	int rc = 0;
 
 	for (struct pend *p = t->head; p && !rc; p = p->next) {
-		uint64_t step = spirt_remote_keystep(p->key);
+		uint64_t step = spirt_key_wirestep(p->key);
 
 		rc = p->op == SPIRT_OP_PUT ?
 		    spirt_remote_put(t->h->r, step, p->key, p->val, p->len,
@@ -205,7 +206,7 @@ h_get(void *bt, const char *key, const void **val, size_t *len)
 	}
 	if (!(c = malloc(sizeof *c)))
 		return ENOMEM;
-	if ((rc = spirt_remote_get(t->h->r, spirt_remote_keystep(key), key,
+	if ((rc = spirt_remote_get(t->h->r, spirt_key_wirestep(key), key,
 	    &v, len))) {
 		free(c);
 		return fail(t->h, rc);
@@ -302,7 +303,7 @@ h_list(void *bt, const char *prefix,
 		void *v;
 		size_t len;
 
-		rc = spirt_remote_get(t->h->r, spirt_remote_keystep(ks.k[i]),
+		rc = spirt_remote_get(t->h->r, spirt_key_wirestep(ks.k[i]),
 		    ks.k[i], &v, &len);
 		if (rc == SPIRT_ENOTFOUND) {    /* gone since: skip it */
 			rc = 0;

@@ -6,6 +6,11 @@ load helper
 load netns
 
 teardown() {
+	local p
+	for p in $SRVS $MUTE; do
+		kill -TERM "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
 	netns_teardown
 	# what a child script made, if the test failed before it was gone
 	local f
@@ -269,6 +274,161 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	[[ "$stderr" == *'model/m@5: '* ]]
 }
 
+# ---- spirt-peer exchange over HTTP, on loopback ----
+
+# hserve I: peer I serves its store s<I> on a free port of 127.0.0.1; its
+# address is in $addr, its log in srv<I>.log, its pid added to SRVS
+hserve() {
+	mkfifo ready$1
+	timeout 120 spirt-peer serve -s s$1 -k p$1.key -T p$1.tok -g group.pub \
+	    -l 127.0.0.1:0 -F 3 3>ready$1 2>srv$1.log &
+	SRVS="$SRVS $!"
+	read -r -t 30 addr <ready$1 || { cat srv$1.log >&2; return 1; }
+}
+
+# the stores of peers3, a group key and a token per peer, each peer
+# serving its store; hpeers names them by URL
+hpeers3() {
+	peers3
+	spirt-peer keygen -p group.pub group.key >/dev/null
+	: >hpeers
+	for i in 1 2 3; do
+		spirt-peer keygen -f p$i.key >p$i.hex
+		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
+		    "$(cat p$i.hex)"
+		hserve $i
+		echo "p$i http://$addr" >>hpeers
+	done
+}
+
+# hxch I ARGS...: peer I's exchange of step 0 over HTTP, in the background
+hxch() {
+	local i=$1
+	shift
+	SPIRT_KEY=p$i.key SPIRT_TOKEN=p$i.tok SPIRT_GROUP=group.pub \
+	    spirt-peer exchange -m m -s s$i -t 0 --deadline 5000 "$@" \
+	    >out$i 2>err$i &
+	eval "pid$i=\$!"
+}
+
+# stop the servers: each says what it served and refused in srv<I>.log
+hstop() {
+	local p
+	for p in $SRVS; do
+		kill -TERM "$p"
+		wait "$p"
+	done
+	SRVS=
+}
+
+@test "exchange over HTTP: three peers serving their stores combine one gagg/t and one model" {
+	hpeers3
+	hxch 1 -P hpeers
+	hxch 2 -P hpeers
+	hxch 3 -P hpeers
+	wait $pid1 && wait $pid2 && wait $pid3
+	[ ! -s err1 ] && [ ! -s err2 ] && [ ! -s err3 ]
+	h=$(spirt-store -s s1 get gagg/0 | md5sum)
+	[ "$(spirt-store -s s2 get gagg/0 | md5sum)" = "$h" ]
+	[ "$(spirt-store -s s3 get gagg/0 | md5sum)" = "$h" ]
+	gagg_is s2 '(A[1] + A[2] + A[3]) / 3'
+	run -0 sh -c 'spirt-store -s s3 get gagg/0/round | tr -c "[:print:]\n" " "'
+	assert_output --partial 'peer=p1 used'
+	assert_output --partial 'peer=p2 used'
+	# what came over the wire is what the sender published
+	cmp <(spirt-store -s s1 get xagg/0/p1) <(spirt-store -s s3 get xagg/0/p1)
+	cmp <(spirt-store -s s2 get digest/0/p2) <(spirt-store -s s1 get digest/0/p2)
+	for i in 1 2 3; do
+		spirt-update -s s$i -m m -t 0 -r 0.1 -a gagg
+	done
+	h=$(spirt-store -s s1 get model/m@1 | md5sum)
+	[ "$(spirt-store -s s2 get model/m@1 | md5sum)" = "$h" ]
+	[ "$(spirt-store -s s3 get model/m@1 | md5sum)" = "$h" ]
+	hstop
+	# each server answered the others' pulls and refused nothing
+	for i in 1 2 3; do
+		grep -q '^spirt-peer: stopped: [1-9][0-9]* served, 0 refused$' \
+		    srv$i.log
+	done
+}
+
+@test "exchange over HTTP: a peer that is down and one that hangs are left out after the deadline" {
+	hpeers3
+	# p3 is down: its port refuses connections
+	port=$("$PYTHON" -c 'import socket; s = socket.socket()
+s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	# p4 accepts and never answers
+	mkfifo mute
+	timeout 60 "$PYTHON" -c 'import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+open(sys.argv[1], "w").write("%d\n" % s.getsockname()[1])
+held = []
+while True: held.append(s.accept())' mute &
+	MUTE=$!
+	read -r -t 30 mport <mute
+	{ grep -v '^p3 ' hpeers; echo "p3 http://127.0.0.1:$port"
+	  echo "p4 http://127.0.0.1:$mport"; } >peers4
+	hxch 1 -P peers4 --deadline 1500 --timeout 400 --min-peers 2
+	hxch 2 -P peers4 --deadline 1500 --timeout 400 --min-peers 2
+	wait $pid1 && wait $pid2
+	for i in 1 2; do
+		grep -q "^spirt-peer: warning: step 0: peer p3 left out: late: xagg/0/p3: .*Couldn't connect" err$i
+		grep -q "^spirt-peer: warning: step 0: peer p4 left out: late: xagg/0/p4: .*no answer within" err$i
+	done
+	gagg_is s1 '(A[1] + A[2]) / 2'
+	[ "$(spirt-store -s s1 get gagg/0 | md5sum)" = \
+	    "$(spirt-store -s s2 get gagg/0 | md5sum)" ]
+	run -0 sh -c 'spirt-store -s s2 get gagg/0/round | tr -c "[:print:]\n" " "'
+	assert_output --partial 'peer=p1 used'
+	assert_output --partial 'peer=p3 late'
+	assert_output --partial 'peer=p4 late'
+}
+
+@test "exchange over HTTP: an outsider gets nothing; the members are refused nothing" {
+	hpeers3
+	# another group's member, with a store of its own
+	spirt-peer keygen -p other.pub other.key >/dev/null
+	spirt-peer keygen x1.key >x1.hex
+	spirt-peer invite -o x1.tok -g other.key -i x1 -r r1 "$(cat x1.hex)"
+	spirt-store -s sx put model/m@0 m0.rec
+	spirt-store -s sx put agg/0 a4.rec
+	before=$(store_digest sx)
+	SPIRT_KEY=x1.key SPIRT_TOKEN=x1.tok SPIRT_GROUP=other.pub \
+	    run -75 --separate-stderr spirt-peer exchange -m m -s sx -t 0 \
+	    -P hpeers --deadline 3000
+	for i in 1 2 3; do
+		[[ "$stderr" == *"peer p$i left out: refused: xagg/0/p$i: "* ]]
+	done
+	[[ "$stderr" == *"step 0: 1 of 4 members' aggregates, --min-peers is 3"* ]]
+	# nothing of theirs came: sx holds only what it published itself
+	run -0 spirt-store -s sx ls xagg/
+	assert_output --regexp '^xagg/0/x1'
+	[ "${#lines[@]}" -eq 1 ]
+	run -66 spirt-store -s sx get gagg/0
+	# without any key at all: no session, nothing but a refusal
+	url=$(sed -n 's/^p1 //p' hpeers)
+	run -0 curl -sS --max-time 10 -o body -w '%{http_code}' \
+	    -H 'Spirt-Session: 00000000000000000000000000000000' \
+	    --data-binary @a1.rec "$url/v1/msg"
+	assert_output 401
+	! grep -q "$(head -c 64 a1.rec | od -An -tx1 | tr -d ' \n')" body
+	# the members go on as if nothing happened
+	hxch 1 -P hpeers
+	hxch 2 -P hpeers
+	hxch 3 -P hpeers
+	wait $pid1 && wait $pid2 && wait $pid3
+	gagg_is s3 '(A[1] + A[2] + A[3]) / 3'
+	hstop
+	# every server counted and logged the outsider
+	for i in 1 2 3; do
+		grep -q '^spirt-peer: refused 127.0.0.1:[0-9]*: handshake: EUNKNOWNKEY$' srv$i.log
+		grep -q '^spirt-peer: refused EUNKNOWNKEY: 1$' srv$i.log
+	done
+	grep -q '^spirt-peer: refused 127.0.0.1:[0-9]*: message: ESESSION$' srv1.log
+	grep -q '^spirt-peer: stopped: [1-9][0-9]* served, 2 refused$' srv1.log
+	grep -q '^spirt-peer: stopped: [1-9][0-9]* served, 1 refused$' srv2.log
+}
+
 # ---- spirt-train --peers: the driver of one peer ----
 
 # model_hashes STORE T: the model@T hash in each digest/T/<id> of STORE
@@ -316,4 +476,48 @@ print(b[152:184].hex())"
 	run -0 spirt-store -s s0 ls xagg/0/
 	assert_output ''
 	run -0 awk -F'\t' 'END { exit !($6 > 0.6) }' s0.train-mlp.tsv
+}
+
+@test "spirt-train --peers over HTTP: each driver serves its store, the exchange pulls over loopback" {
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	spirt-peer keygen -p group.pub group.key >/dev/null
+	# three free ports (bound, then let go)
+	ports=$("$PYTHON" -c 'import socket
+ss = [socket.socket() for i in range(3)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))')
+	set -- $ports
+	: >peers
+	for i in 0 1 2; do
+		spirt-peer keygen p$i.key >p$i.hex
+		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
+		    "$(cat p$i.hex)"
+		eval "port=\${$((i + 1))}"
+		echo "p$i http://127.0.0.1:$port" >>peers
+	done
+	for i in 0 1 2; do
+		SPIRT_KEY=p$i.key SPIRT_TOKEN=p$i.tok SPIRT_GROUP=group.pub \
+		    timeout 300 spirt-train -q -s s$i -n 2 -b 16 --peers peers \
+		    --peer $i --steps 12 --eval-every 12 --deadline 60000 \
+		    --keep-digests >o$i 2>e$i &
+		eval "pid$i=\$!"
+		SRVS="$SRVS $!"         # stopped in teardown if the test fails
+	done
+	wait $pid0 && wait $pid1 && wait $pid2
+	h=$(spirt-store -s s0 get model/mlp@12 | md5sum)
+	[ "$(spirt-store -s s1 get model/mlp@12 | md5sum)" = "$h" ]
+	[ "$(spirt-store -s s2 get model/mlp@12 | md5sum)" = "$h" ]
+	# the rounds went over HTTP: every driver's server served the others
+	# and refused nothing
+	for i in 0 1 2; do
+		grep -q "^spirt-peer: listening on 127.0.0.1:[0-9]* as p$i (run r1)$" e$i
+		grep -q '^spirt-peer: stopped: [1-9][0-9]* served, 0 refused$' e$i
+	done
+	# digests kept: every step's, from every peer, naming one model
+	for t in 0 5 11; do
+		run -0 model_hashes s2 $t
+		[ "${#lines[@]}" -eq 3 ]
+		[ "$(printf '%s\n' "${lines[@]}" | sort -u | wc -l)" -eq 1 ]
+	done
 }

@@ -95,6 +95,17 @@ builders(void)
 	CHECK(!strcmp(b, "xagg/7/p1"));
 	CHECK_RC(spirt_key_gagg(b, sizeof b, 7));
 	CHECK(!strcmp(b, "gagg/7"));
+	CHECK_RC(spirt_key_gagg_round(b, sizeof b, 7));
+	CHECK(!strcmp(b, "gagg/7/round"));
+	CHECK(spirt_key_wirestep(b) == 7);
+	CHECK_EQ_RC(spirt_key_gagg_round(b, sizeof b, UINT64_MAX), SPIRT_EKEY);
+	CHECK_EQ_RC(spirt_key_gagg_round(b, 8, 7), SPIRT_EKEY);
+	CHECK(spirt_key_wirestep("model/m@12") == 12);
+	CHECK(spirt_key_wirestep("model/m@012") == 0);
+	CHECK(spirt_key_wirestep("digest/3/p1") == 3);
+	CHECK(spirt_key_wirestep("data/d/3/x") == 0);
+	CHECK(spirt_key_wirestep("beat/p1") == 0);
+	CHECK(spirt_key_wirestep("user/7") == 0);
 	CHECK_RC(spirt_key_digest(b, sizeof b, 0, "peer-2.b_c"));
 	CHECK(!strcmp(b, "digest/0/peer-2.b_c"));
 	CHECK_RC(spirt_key_beat(b, sizeof b, "f0"));

@@ -11,6 +11,7 @@
 #include "crypto.h"
 #include "le.h"
 #include "peersrv.h"
+#include "keys.h"
 #include "remote.h"
 #include "store.h"
 
@@ -185,7 +186,7 @@ attack(const char *base, const struct spirt_cred *c, const char *peer,
 		reason(why, cap, st, &b);
 		goto out;
 	}
-	if ((rc = sealget(&s, spirt_remote_keystep(key), key, &msg, &len)))
+	if ((rc = sealget(&s, spirt_key_wirestep(key), key, &msg, &len)))
 		goto out;
 	if (!strcmp(what, "msg-replay")) {
 		if ((rc = raw(base, "POST", "/v1/msg", s.sid, msg, len, &st,
@@ -200,7 +201,7 @@ attack(const char *base, const struct spirt_cred *c, const char *peer,
 		rc = raw(base, "POST", "/v1/msg", s.sid, msg, len, &st, &b);
 	} else if (!strcmp(what, "step")) {     /* sealed for another step */
 		free(msg);
-		if ((rc = sealget(&s, spirt_remote_keystep(key) + 7, key, &msg,
+		if ((rc = sealget(&s, spirt_key_wirestep(key) + 7, key, &msg,
 		    &len)))
 			goto out;
 		rc = raw(base, "POST", "/v1/msg", s.sid, msg, len, &st, &b);
@@ -356,13 +357,37 @@ main(int argc, char **argv)
 		return cli(argc, argv);
 
 	/* keys, step bindings, URLs, the role table: no server needed */
-	CHECK(spirt_remote_keystep("model/m@12") == 12);
-	CHECK(spirt_remote_keystep("grad/7/3") == 7);
-	CHECK(spirt_remote_keystep("agg/9") == 9);
-	CHECK(spirt_remote_keystep("xagg/4/p1") == 4);
-	CHECK(spirt_remote_keystep("data/d/0/x") == 0);
-	CHECK(spirt_remote_keystep("grad/7/*") == 7);
-	CHECK(spirt_remote_keystep("grad/*") == 0);
+	CHECK(spirt_key_wirestep("model/m@12") == 12);
+	CHECK(spirt_key_wirestep("grad/7/3") == 7);
+	CHECK(spirt_key_wirestep("agg/9") == 9);
+	CHECK(spirt_key_wirestep("xagg/4/p1") == 4);
+	CHECK(spirt_key_wirestep("data/d/0/x") == 0);
+	CHECK(spirt_key_wirestep("grad/7/*") == 7);
+	CHECK(spirt_key_wirestep("grad/*") == 0);
+	CHECK(spirt_key_wirestep("gagg/5/round") == 5);
+	CHECK(spirt_key_wirestep("digest/6/p2") == 6);
+	CHECK(spirt_key_wirestep("opt/m@3") == 0);
+	CHECK(spirt_key_wirestep("grad/007/1") == 0);
+	/* a peer reads the others' aggregates and digests */
+	CHECK(spirt_peersrv_allowed(SPIRT_ROLE_PEER, SPIRT_OP_GET,
+	    "xagg/3/p1", &noover) == 0);
+	CHECK(spirt_peersrv_allowed(SPIRT_ROLE_PEER, SPIRT_OP_GET,
+	    "digest/3/p1", &noover) == 0);
+	CHECK(spirt_peersrv_allowed(SPIRT_ROLE_FUNCTION, SPIRT_OP_GET,
+	    "xagg/3/p1", &noover) == SPIRT_EROLE);
+	CHECK(spirt_peersrv_allowed(SPIRT_ROLE_FUNCTION, SPIRT_OP_GET,
+	    "model/m@2", &noover) == 0);
+	CHECK(spirt_peersrv_allowed(SPIRT_ROLE_FUNCTION, SPIRT_OP_GET,
+	    "data/d/0/x", &noover) == 0);
+	/* keys as lib/keys.h parses them: a padded step, a bad worker */
+	CHECK(spirt_peersrv_allowed(SPIRT_ROLE_FUNCTION, SPIRT_OP_PUT,
+	    "grad/03/1", &noover) == SPIRT_EROLE);
+	CHECK(spirt_peersrv_allowed(SPIRT_ROLE_FUNCTION, SPIRT_OP_PUT,
+	    "grad/3/w", &noover) == SPIRT_EROLE);
+	CHECK(spirt_peersrv_allowed(SPIRT_ROLE_FUNCTION, SPIRT_OP_PUT,
+	    "beat/f1", &noover) == 0);
+	CHECK(spirt_peersrv_allowed(SPIRT_ROLE_FUNCTION, SPIRT_OP_PUT,
+	    "beat/", &noover) == SPIRT_EROLE);
 	CHECK(spirt_peersrv_allowed(SPIRT_ROLE_FUNCTION, SPIRT_OP_PUT,
 	    "grad/3/1", &noover) == 0 && noover);
 	CHECK(spirt_peersrv_allowed(SPIRT_ROLE_FUNCTION, SPIRT_OP_PUT,
