@@ -770,7 +770,7 @@ spirt_remote_list(struct spirt_remote *r, const char *prefix,
 	snprintf(wkey, sizeof wkey, "%s*", prefix);
 	do {
 		if ((rc = call(r, SPIRT_OP_LIST, 0,
-		    spirt_remote_keystep(wkey), wkey, after,
+		    spirt_key_wirestep(wkey), wkey, after,
 		    strlen(after), &a, &n, &fl)))
 			return rc;
 		while (n) {
