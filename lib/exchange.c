@@ -17,7 +17,7 @@
 	__VA_ARGS__)
 
 /* TODO(keys.h): these keys move to lib/keys.[ch] once it lands */
-#define KEY_AGG "agg/%llu"
+#define KEY_AGG "%s/%llu"
 #define KEY_XAGG "xagg/%llu/%s"
 #define KEY_DIGEST "digest/%llu/%s"
 #define KEY_GAGG "gagg/%llu"
@@ -368,7 +368,7 @@ publish(struct spirt_txn *t, void *arg)
 	if ((rc = spirt_store_get(t, key, &v, &len)))
 		return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
 	spirt_hash(x->modelhash, v, len);
-	snprintf(key, sizeof key, KEY_AGG, ULL(x->step));
+	snprintf(key, sizeof key, KEY_AGG, x->src ? x->src : "agg", ULL(x->step));
 	if ((rc = spirt_store_get(t, key, &v, &len)))
 		return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
 	spirt_hash(x->agghash, v, len);
@@ -442,7 +442,7 @@ own_header(struct spirt_exchange *x, struct spirt_tensor *h)
 	const void *pl;
 	int rc;
 
-	snprintf(key, sizeof key, KEY_AGG, ULL(x->step));
+	snprintf(key, sizeof key, KEY_AGG, x->src ? x->src : "agg", ULL(x->step));
 	if ((rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
 		return rc;
 	if ((rc = spirt_store_get_tensor(t, key, h, &pl, 0)))
