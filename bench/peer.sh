@@ -19,7 +19,7 @@
 # 4. Exchanges every H steps: H = 1, 10, 100 and the per-step exchange,
 #    3 peers, the same samples: time per step and the final accuracy.
 #
-# Environment: REPS (rounds of 1, default 7), STEPS (steps of 2, default
+# Environment: PARTS (the sections to run, default "1 2 3 4"), REPS (rounds of 1, default 7), STEPS (steps of 2, default
 # 30), RACE (rounds of 3, default 2), HSTEPS (steps of 4, default 200).
 set -eu
 cd "$(dirname "$0")/.."
@@ -29,6 +29,8 @@ FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
 PATH="$PWD:$PATH"
 export PATH FMNIST
 unset SPIRT_STORE SPIRT_SYNC SPIRT_THREADS OMP_NUM_THREADS OPENBLAS_NUM_THREADS
+parts=${PARTS:-1 2 3 4}
+on() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
 reps=${REPS:-7} nsteps=${STEPS:-30} race=${RACE:-2} hsteps=${HSTEPS:-200}
 
 bench_header bench/peer
@@ -47,6 +49,7 @@ med() {         # med: median of the numbers on stdin ("-" if none)
 now() { date +%s%N; }
 
 # ---- 1. exchange throughput over veth ----
+if on 1; then
 echo
 echo "1. A 1e7-float aggregate (40 MB record) from peer 1 to peer 2 over veth,"
 echo "   each fetch a fresh process; medians of $reps interleaved rounds"
@@ -111,6 +114,7 @@ open('www/agg.rec', 'wb').write(st.encode(a, name='m:10000000', step=0, samples=
 	netns_teardown
 	cd "$OLDPWD"
 fi
+fi
 
 # train3 DIR P ARGS...: P peers (stores DIR/s0..), wait for all; the
 # peers' logs are DIR/s<i>.train-mlp.tsv
@@ -137,6 +141,7 @@ trainp() {
 lastline() { awk -F'\t' 'END { print $1, $2, $6 }' "$1/s0.train-mlp.tsv"; }
 
 # ---- 2. scaling ----
+if on 2; then
 echo
 echo "2. Scaling at fixed work per peer: P peers, each 2 functions x batch 64,"
 echo "   momentum lr 0.05, $nsteps steps, stores on this machine (the exchange"
@@ -152,8 +157,10 @@ for np in 1 2 3 4; do
 		printf "   %5s %10.1f %10.0f %12.0f\n", p, m, p * 128e3 / m, 128e3 / m }'
 	rm -rf "$tmp/sc$np"
 done
+fi
 
 # ---- 3. against PyTorch DDP ----
+if on 3; then
 echo
 echo "3. MLP to 85%, 3 peers x 2 functions x batch 64 (global 384), momentum"
 echo "   0.9 lr 0.05 constant, evaluated every 25 steps; PyTorch DDP (gloo),"
@@ -187,8 +194,10 @@ awk -v a="$(awk '{ print $1 }' "$tmp/sr" | med)" \
     -v d="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/dr" | med)" 'BEGIN {
 	printf "   spirt / DDP: time to 85%% %.2f, time per step %.2f (target <= 1.0)\n",
 	    a / b, c / d }'
+fi
 
 # ---- 4. every H steps ----
+if on 4; then
 echo
 echo "4. Exchanges every H steps (spirt-train --every H): 3 peers x 2 functions"
 echo "   x batch 64, momentum lr 0.05 constant, $hsteps steps ($((hsteps * 384))"
@@ -204,8 +213,10 @@ for h in 0 1 10 100; do
 $(lastline "$tmp/h$h")
 EOF
 	[ -n "$base" ] || base=$a
-	awk -v h="$h" -v s="$s" -v n="$n" -v a="$a" -v b="$base" 'BEGIN {
-		printf "   %-22s %8.1f %9s %+10.4f\n", (h == 0 ?
-		    "per step (gradients)" : "every " h), 1e3 * s / n, a, a - b }'
+	lab="every $h"
+	[ "$h" -ne 0 ] || lab="per step (gradients)"
+	awk -v l="$lab" -v s="$s" -v n="$n" -v a="$a" -v b="$base" 'BEGIN {
+		printf "   %-22s %8.1f %9s %+10.4f\n", l, 1e3 * s / n, a, a - b }'
 	rm -rf "$tmp/h$h"
 done
+fi
