@@ -25,7 +25,8 @@
 "       spirt-peer serve [-qv] [-a allowfile] [-F fd] [-g group] [-i id]\n" \
 "           [-k keyfile] [-l addr:port] [-M size] [-r run] [-s store]\n" \
 "           [-T tokenfile]\n" \
-"       spirt-peer exchange [-qv] [-m model] [-P peers] [-r rule] [-s store]\n" \
+"       spirt-peer exchange [-qv] [-a prefix] [-m model] [-P peers] [-r rule]\n" \
+"           [-s store]\n" \
 "           [--byzantine f] [--deadline ms] [--min-peers n] [--select m]\n" \
 "           [--timeout ms] [--trim F] -t step\n"
 
@@ -439,6 +440,7 @@ xmain(int argc, char **argv)
 {
 	enum { BYZ = 256, DEADLINE, MAD, MINP, SELECT, TIMEOUT, TRIM };
 	static const struct option lo[] = {
+		{ "agg", required_argument, NULL, 'a' },
 		{ "byzantine", required_argument, NULL, BYZ },
 		{ "deadline", required_argument, NULL, DEADLINE },
 		{ "help", no_argument, NULL, 'h' },
@@ -466,8 +468,10 @@ xmain(int argc, char **argv)
 
 	spirt_exchange_init(&x);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "hm:P:qr:s:t:v", lo, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "a:hm:P:qr:s:t:v", lo, NULL)) !=
+	    -1)
 		switch (c) {
+		case 'a': x.src = optarg; break;
 		case 'h': usage(0);
 		case 'm': x.model = optarg; break;
 		case 'P': peers = optarg; break;
@@ -507,6 +511,11 @@ xmain(int argc, char **argv)
 		usage(1);
 	}
 	echeck_model("-m", x.model);
+	if (x.src && spirt_name_check(x.src) != 0) {
+		warnx_("-a: invalid key prefix \"%s\" (a name: letters, "
+		    "digits, . _ -)", x.src);
+		usage(1);
+	}
 	if ((peers = opt_env(peers, "SPIRT_PEERS", NULL)) == NULL) {
 		warnx_("no peers file (-P or SPIRT_PEERS)");
 		usage(1);

@@ -12,8 +12,8 @@ USAGE="usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]
                    [-m model] [-n functions] [-o optimiser] [-S seed]
                    [-s store] [--bucket s] [--byzantine list:attack]
                    [--checkpoint n] [--cold] [--data dir] [--deadline ms]
-                   [--eval-every steps] [--keep-digests] [--peer i]
-                   [--peers file] [--schedule name] [--spec spec]
+                   [--eval-every steps] [--every h] [--keep-digests]
+                   [--peer i] [--peers file] [--schedule name] [--spec spec]
                    [--steps n] [--sync mode] [--target accuracy]"
 
 usage() {
@@ -42,6 +42,8 @@ usage() {
                        (default /usr/share/datasets/fashion-mnist)
       --deadline MS    peers: each exchange wait, in ms (default 30000)
       --eval-every N   evaluate every N steps (default: each epoch)
+      --every H        peers: H local steps, then exchange the model change
+                       and average it (default: every step, the gradient)
       --keep-digests   peers: keep every step's signed digests (default:
                        spent rounds are pruned, digests too)
       --peer I         peers: this peer's share of the data, 0 to P-1
@@ -73,7 +75,7 @@ die() {         # die CODE MESSAGE
 rule=mean batch=32 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
 every=0 sched=cosine spec= steps=0 sync=meta target=0 quiet=0 verbose=0
-ckpt=100 peers= peer=0 deadline=30000 keepdg=0 bucket=1 byz=
+ckpt=100 peers= peer=0 deadline=30000 keepdg=0 bucket=1 byz= xh=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--*=*) a=${1%%=*} v=${1#*=}; shift; set -- "$a" "$v" "$@" ;;
@@ -81,7 +83,8 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-[abelmnoSs]|--rule|--batch|--epochs|--lr|--model|--functions|--opt|\
 	--seed|--store|--bucket|--byzantine|--checkpoint|--data|--eval-every|\
-	--schedule|--spec|--steps|--sync|--target|--deadline|--peer|--peers)
+	--schedule|--spec|--steps|--sync|--target|--deadline|--peer|--peers|\
+	--every)
 		[ $# -ge 2 ] || { printf '%s: %s: missing argument\n' "$PROG" \
 		    "$1" >&2; usage 64; } ;;
 	esac
@@ -105,6 +108,7 @@ while [ $# -gt 0 ]; do
 	--peer) peer=$2; shift ;;
 	--peers) peers=$2; shift ;;
 	--eval-every) every=$2; shift ;;
+	--every) xh=$2; shift ;;
 	--schedule) sched=$2; shift ;;
 	--spec) spec=$2; shift ;;
 	--steps) steps=$2; shift ;;
@@ -151,6 +155,8 @@ int --steps steps 0 999999999999999999
 int --checkpoint ckpt 0 999999999999999999
 int --deadline deadline 1 86400000
 int --peer peer 0 255
+int --every xh 0 999999999999999999
+[ "$xh" -eq 0 ] || [ -n "$peers" ] || die 64 "--every $xh: it needs --peers"
 # peers: P members (id url lines of --peers), this one's share --peer
 np=1
 if [ -n "$peers" ]; then
@@ -311,11 +317,16 @@ persist() {
 # model versions between checkpoints are volatile (spirt-store(5)): a power
 # loss costs at most the last $ckpt steps, never the store; the last
 # version of the run is made durable below
-upd="spirt-update -q -m $model -r $lr $optargs --schedule $sched --lr-total $total --keep 2 --checkpoint $ckpt"
-# peers: each step's update applies the global aggregate of the exchange
+# (--every H: model@s0 of the round stays until its outer step, H later)
+keep=2
+[ "$xh" -lt 2 ] || keep=$((xh + 1))
+upd="spirt-update -q -m $model -r $lr $optargs --schedule $sched --lr-total $total --keep $keep --checkpoint $ckpt"
+# peers: each step's update applies the global aggregate of the exchange;
+# with --every H, local steps apply agg and each round's last step the
+# outer step (round)
 xch=
 if [ -n "$peers" ]; then
-	upd="$upd -a gagg"
+	[ "$xh" -gt 0 ] || upd="$upd -a gagg"
 	xch="spirt-peer exchange -q -m $model -P $peers --deadline $deadline"
 fi
 # the spent rounds' digests go too, unless kept (--keep-digests)
@@ -483,7 +494,7 @@ wait_done() {
 # exchange T: with --peers, the round of step T with the other peers; a
 # peer whose model differs stops (65), a round short of peers is 75
 exchange() {
-	[ -n "$xch" ] || return 0
+	{ [ -n "$xch" ] && [ "$xh" -eq 0 ]; } || return 0
 	rc=0
 	run $xch -t "$1" || rc=$?
 	[ "$rc" -eq 0 ] || die "$rc" "step $1: exchange failed (spirt-peer exit $rc)"
@@ -493,6 +504,35 @@ exchange() {
 		run spirt-store -q prune -t $(($1 - 1)) xagg/ gagg/ $spent ||
 		    die 74 "step $1: could not prune spent rounds"
 	fi
+}
+
+# round T: with --every H, the step T that ends a round (its H-th local
+# step, or the run's last) ends it: the step writes delta/S, the change
+# since the round's first model model@S, not model@T+1; the peers
+# exchange the deltas as the aggregates of step S; then the outer step
+# model@T+1 = model@S - gagg/S (SGD with lr 1: the mean of the deltas
+# makes it the mean of the peers' models).  model@S and model@T+1 are
+# the same on every peer; the versions between are each peer's own.
+# Returns 1 when T ends no round (the caller updates as usual).
+round() {
+	[ "$xh" -gt 0 ] || return 1
+	[ $((($1 + 1) % xh)) -eq 0 ] || [ $(($1 + 1)) -eq "$stop" ] || return 1
+	s0=$(($1 / xh * xh))
+	run $upd -t "$1" --delta "$s0" ||
+		die 75 "step $1: the round's delta failed"
+	rc=0
+	run $xch -a delta -t "$s0" || rc=$?
+	[ "$rc" -eq 0 ] || die "$rc" "step $1: exchange of round $s0 failed (spirt-peer exit $rc)"
+	run $upd -a gagg -t "$s0" --outer $(($1 + 1 - s0)) ||
+		die 75 "step $1: the outer step of round $s0 failed"
+	# spent rounds: those before the previous one (a peer a round behind
+	# still finds it)
+	if [ "$s0" -ge $((2 * xh)) ] && { [ "$xh" -ge 10 ] ||
+	    [ $((s0 / xh % 10)) -eq 9 ]; }; then
+		run spirt-store -q prune -t $((s0 - xh)) xagg/ gagg/ digest/ \
+		    delta/ || die 74 "step $1: could not prune spent rounds"
+	fi
+	return 0
 }
 
 step() {        # step T: one synchronous SPIRT round
@@ -515,6 +555,8 @@ step() {        # step T: one synchronous SPIRT round
 		fi
 		attack "$1"
 		run $agg -t "$1" || die 75 "step $1: aggregation failed"
+		[ "$xh" -eq 0 ] || { round "$1" || run $upd -t "$1" ||
+		    die 75 "step $1: update failed"; return; }
 		exchange "$1"
 		run $upd -t "$1" || die 75 "step $1: update failed"
 		return
@@ -535,6 +577,7 @@ step() {        # step T: one synchronous SPIRT round
 	echo "$1" >&7
 	wait_done 1
 	aggloss=${ack##*loss=}
+	[ "$xh" -eq 0 ] || ! round "$1" || return 0
 	exchange "$1"
 	echo "$1" >&8
 	wait_done 1

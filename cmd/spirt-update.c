@@ -15,7 +15,7 @@
 #define USAGE \
 "usage: spirt-update [-iqv] [-a prefix] [-k keep] [-m model] [-o file]\n" \
 "                    [-p file] [-r lr] [-s store] [-t step]\n" \
-"                    [--checkpoint n]\n" \
+"                    [--checkpoint n] [--delta step] [--outer n]\n" \
 "                    [--opt name]\n" \
 "                    [--momentum mu] [--nesterov] [--beta1 b] [--beta2 b]\n" \
 "                    [--eps e] [--wd w]\n" \
@@ -54,6 +54,10 @@ usage(int code)
 		    "  -v, --verbose       report timings\n"
 		    "      --checkpoint N  durable every N versions, volatile "
 		    "between\n"
+		    "      --delta S       write delta/S = model@S - the new "
+		    "model, not model@t+1\n"
+		    "      --outer N       model@t+N = model@t - <PREFIX>/t "
+		    "(outer SGD, lr 1)\n"
 		    "      --opt NAME      sgd momentum adam adamw\n"
 		    "      --momentum MU   momentum factor\n"
 		    "      --nesterov      Nesterov momentum\n"
@@ -213,12 +217,13 @@ static void
 options(int argc, char **argv)
 {
 	enum { LR, MOM, B1, B2, EPS, WD, EVERY, GAMMA, TOTAL, LRMIN, KEEP,
-	    CKPT, NHYPER, OPT = 256, NESTEROV, SCHED };
+	    CKPT, NHYPER, OPT = 256, NESTEROV, SCHED, DELTA, OUTER };
 	static const struct option lo[] = {
 		{ "agg", required_argument, NULL, 'a' },
 		{ "beta1", required_argument, NULL, 256 + 16 + B1 },
 		{ "beta2", required_argument, NULL, 256 + 16 + B2 },
 		{ "checkpoint", required_argument, NULL, 256 + 16 + CKPT },
+		{ "delta", required_argument, NULL, DELTA },
 		{ "eps", required_argument, NULL, 256 + 16 + EPS },
 		{ "help", no_argument, NULL, 'h' },
 		{ "keep", required_argument, NULL, 'k' },
@@ -231,6 +236,7 @@ options(int argc, char **argv)
 		{ "momentum", required_argument, NULL, 256 + 16 + MOM },
 		{ "nesterov", no_argument, NULL, NESTEROV },
 		{ "opt", required_argument, NULL, OPT },
+		{ "outer", required_argument, NULL, OUTER },
 		{ "output", required_argument, NULL, 'o' },
 		{ "params", required_argument, NULL, 'p' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -267,6 +273,10 @@ options(int argc, char **argv)
 		case OPT: kind = optarg; break;
 		case NESTEROV: nesterov = 1; break;
 		case SCHED: sched = optarg; break;
+		case DELTA: o.u.delta = eparse_u64("--delta", optarg, 0,
+			    SPIRT_NOSTEP - 2); break;
+		case OUTER: o.u.outer = eparse_u64("--outer", optarg, 1,
+			    SPIRT_NOSTEP - 2); break;
 		default:
 			if (c >= 256 + 16 && c < 256 + 16 + NHYPER) {
 				val[c - 256 - 16] = optarg;
@@ -328,6 +338,16 @@ main(int argc, char **argv)
 		usage(1);
 	if (o.params && o.serve) {
 		warnx_("--serve works in the store: no -p");
+		usage(1);
+	}
+	if ((o.u.delta != SPIRT_NOSTEP || o.u.outer) &&
+	    (o.params || o.serve || o.u.step == SPIRT_NOSTEP)) {
+		warnx_("--delta and --outer need -t and the store: no -p, no "
+		    "--serve");
+		usage(1);
+	}
+	if (o.u.delta != SPIRT_NOSTEP && o.u.outer) {
+		warnx_("--delta and --outer are two steps: one at a time");
 		usage(1);
 	}
 	if (o.out && !o.params) {

@@ -415,7 +415,7 @@ publish(struct spirt_txn *t, void *arg)
 	    (rc = spirt_store_get(t, key, &v, &len)))
 		return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
 	spirt_hash(x->modelhash, v, len);
-	if ((rc = spirt_key_agg(key, sizeof key, x->step)) ||
+	if ((rc = spirt_key_aggroot(key, sizeof key, x->src, x->step)) ||
 	    (rc = spirt_store_get(t, key, &v, &len)))
 		return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
 	spirt_hash(x->agghash, v, len);
@@ -492,7 +492,7 @@ own_header(struct spirt_exchange *x, struct spirt_tensor *h)
 	const void *pl;
 	int rc;
 
-	if ((rc = spirt_key_agg(key, sizeof key, x->step)) ||
+	if ((rc = spirt_key_aggroot(key, sizeof key, x->src, x->step)) ||
 	    (rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
 		return rc;
 	if ((rc = spirt_store_get_tensor(t, key, h, &pl, 0)))

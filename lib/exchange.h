@@ -99,6 +99,7 @@ struct spirt_exchange {
 	/* in */
 	struct spirt_store *store;
 	const char *model;              /* model/<model>@t */
+	const char *src;                /* publish <src>/<t> (NULL: agg) */
 	uint64_t step;
 	const char *self, *run;
 	const struct spirt_key *key;

@@ -2,6 +2,7 @@
  * from file to file */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ spirt_update_init(struct spirt_update *u)
 	memset(u, 0, sizeof *u);
 	spirt_optim_defaults(&u->op);
 	u->step = SPIRT_NOSTEP;
+	u->delta = SPIRT_NOSTEP;
 }
 
 void
@@ -124,7 +126,7 @@ struct stepio {
 	int both;                               /* model@t+1 reserved too */
 	char mkey[SPIRT_KEY_MAX + 1], nkey[SPIRT_KEY_MAX + 1];
 	char akey[SPIRT_KEY_MAX + 1], skey[SPIRT_KEY_MAX + 1];
-	char okey[SPIRT_KEY_MAX + 1];
+	char okey[SPIRT_KEY_MAX + 1], dkey[SPIRT_KEY_MAX + 1];
 	const char *aname, *oname;              /* the aggregate, the optimiser */
 	unsigned ns;                            /* rows of optimiser state */
 	void *own[5];                           /* copies, freed at the end */
@@ -149,6 +151,27 @@ step_keys(struct spirt_update *u, struct stepio *io)
 	    (rc = spirt_key_aggroot(io->akey, sizeof io->akey, u->agg, t))) {
 		tellrc(u, SPIRT_ESTEP, "step %llu: no step after it",
 		    (unsigned long long)t);
+		return SPIRT_ESTEP;
+	}
+	if (u->delta != SPIRT_NOSTEP) {
+		/* the step's result is the change since model@S */
+		if (u->delta > t) {
+			tellx(u, "--delta %llu: after step %llu",
+			    (unsigned long long)u->delta,
+			    (unsigned long long)t);
+			return SPIRT_ESTEP;
+		}
+		if ((rc = spirt_key_aggroot(io->nkey, sizeof io->nkey,
+		    "delta", u->delta)) ||
+		    (rc = spirt_key_model(io->dkey, sizeof io->dkey,
+		    u->model, u->delta)))
+			return rc;
+	}
+	if (u->outer && (t > SPIRT_NOSTEP - 2 - u->outer ||
+	    spirt_key_model(io->nkey, sizeof io->nkey, u->model,
+	    t + u->outer))) {
+		tellx(u, "step %llu: no step %llu after it",
+		    (unsigned long long)t, (unsigned long long)u->outer);
 		return SPIRT_ESTEP;
 	}
 	io->aname = io->akey;
@@ -251,7 +274,7 @@ step_read(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io)
 	}
 	if ((rc = step_check(u, io)))
 		return rc;
-	return step_state(u, txn, io);
+	return u->outer ? 0 : step_state(u, txn, io);
 }
 
 /*
@@ -300,6 +323,8 @@ step_reserve(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io)
 		return ENOMEM;
 	}
 	io->theta = NULL;
+	if (u->delta != SPIRT_NOSTEP)
+		io->both = 0;
 	if (io->both) {
 		if ((rc = spirt_store_reserve(txn, io->nkey, nlen,
 		    (void **)&io->ndst, SPIRT_PUT_NOOVERWRITE)) ||
@@ -312,6 +337,41 @@ step_reserve(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io)
 	if (io->theta == NULL && (io->theta = io->own[4] =
 	    malloc(mt->nbytes ? mt->nbytes : 1)) == NULL)
 		return ENOMEM;
+	return 0;
+}
+
+/*
+ * Delta mode: theta (model@t+1, made in a buffer) becomes model@S - theta
+ * in place, and its record the one of an aggregate of step S: the
+ * model's name, step S, the samples of agg/t.
+ */
+static int
+delta(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io,
+    float *theta)
+{
+	struct spirt_tensor st;
+	const void *spl;
+	void *own = NULL;
+	int rc;
+
+	if ((rc = spirt_store_get_tensor(txn, io->dkey, &st, &spl, 0))) {
+		tellrc(u, rc, "%s", io->dkey);
+		return rc;
+	}
+	if (st.dtype != SPIRT_F32 || st.nelem != io->mt.nelem ||
+	    strcmp(st.name, io->mt.name) != 0) {
+		tellx(u, "%s: not the model of %s", io->dkey, io->mkey);
+		return SPIRT_ESHAPE;
+	}
+	if ((rc = view(&spl, st.nbytes, &own)))
+		return rc;
+	for (size_t j = 0; j < st.nelem; j++)
+		theta[j] = ((const float *)spl)[j] - theta[j];
+	free(own);
+	io->nt.step = u->delta;
+	io->nt.samples = io->at.samples;
+	io->nt.loss = io->at.loss;
+	io->nt.count = io->at.count;
 	return 0;
 }
 
@@ -372,6 +432,38 @@ step_compute(struct spirt_update *u, struct spirt_txn *txn,
 		    io->nt.nbytes, &nsum);
 		return 0;
 	}
+	if (u->delta != SPIRT_NOSTEP && (rc = delta(u, txn, io, theta)))
+		return rc;
+	return spirt_store_put_tensor(txn, io->nkey, &io->nt, theta,
+	    SPIRT_PUT_NOOVERWRITE);
+}
+
+/*
+ * The outer step: model@t+n = model@t - <agg>/t, coordinate by
+ * coordinate (every peer that applies the same aggregate to the same
+ * model gets the same bits).
+ */
+static int
+outer_compute(struct spirt_update *u, struct spirt_txn *txn,
+    struct stepio *io)
+{
+	const float *m = io->mpl, *a = io->apl;
+	float *theta;
+	size_t n = io->mt.nelem;
+
+	if ((theta = io->own[4] = malloc(io->mt.nbytes ? io->mt.nbytes :
+	    1)) == NULL)
+		return ENOMEM;
+	for (size_t j = 0; j < n; j++) {
+		theta[j] = m[j] - a[j];
+		if (!isfinite(theta[j])) {
+			tellx(u, "%s: NaN or Inf in the new model", io->aname);
+			return SPIRT_ENAN;
+		}
+	}
+	io->nt = io->mt;
+	io->nt.step = u->step + u->outer;
+	io->nt.count = 0;
 	return spirt_store_put_tensor(txn, io->nkey, &io->nt, theta,
 	    SPIRT_PUT_NOOVERWRITE);
 }
@@ -392,12 +484,20 @@ spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 		return rc;
 	/* small values sit at 2-byte offsets in LMDB leaves: copy those */
 	if ((rc = view(&io.mpl, io.mt.nbytes, &io.own[0])) ||
-	    (rc = view(&io.apl, io.at.nbytes, &io.own[1])) ||
-	    (io.spl && (rc = view(&io.spl, io.st.nbytes, &io.own[2]))) ||
+	    (rc = view(&io.apl, io.at.nbytes, &io.own[1])))
+		goto fail;
+	if (u->outer) {
+		if ((rc = outer_compute(u, txn, &io)) ||
+		    (rc = prune(u, txn, u->step + u->outer)))
+			goto fail;
+	} else if ((io.spl && (rc = view(&io.spl, io.st.nbytes,
+	    &io.own[2]))) ||
 	    (rc = step_reserve(u, txn, &io)) ||
 	    (rc = step_compute(u, txn, &io)) ||
-	    (rc = prune(u, txn, u->step + 1)))
+	    (rc = prune(u, txn, u->delta != SPIRT_NOSTEP ? u->step :
+	    u->step + 1))) {
 		goto fail;
+	}
 	u->work_ms = 1e3 * spirt_clock() - t0;
 fail:
 	for (int i = 0; i < 5; i++)

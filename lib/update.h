@@ -35,6 +35,15 @@ struct spirt_update {
 	struct spirt_tensor at;
 	void *apl;              /* owned: spirt_update_free() frees it */
 	char aname[64];
+	/* every-H exchanges (spirt-train --every): SPIRT_NOSTEP, or S: step
+	 * t writes delta/<S> = model@S - model@t+1 (the model change since
+	 * S, a record named and stepped like an aggregate of step S) and
+	 * opt@t+1, not model@t+1; delta/<S> is its proof of being applied */
+	uint64_t delta;
+	/* 0, or n: the outer step, model@t+n = model@t - <agg>/t (SGD with
+	 * lr 1: with the mean of the peers' deltas, model averaging); no
+	 * optimiser state is read or written */
+	uint64_t outer;
 	/* out */
 	uint64_t k;             /* steps the optimiser state had seen */
 	int done;               /* store: step t was applied before */
