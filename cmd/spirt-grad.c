@@ -158,7 +158,7 @@ invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
 	return 0;
 fail:
 	snprintf(msg, cap, "%.200s: %s", *spirt_grad_where(c) != '\0' ?
-	    spirt_grad_where(c) : act, spirt_strerror(rc));
+	    spirt_grad_where(c) : act, errcause(rc));
 	return rc;
 }
 
@@ -289,7 +289,7 @@ die_init(int rc, const char *fmt, ...)
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
 	snprintf(msg, sizeof msg, "%s: %s: %s", progname, what,
-	    spirt_strerror(rc));
+	    errcause(rc));
 	stderr_back();
 	fprintf(stderr, "%s\n", msg);
 	if (faas == STDIO && spirt_faas_json_error(&json, &n, code, msg) == 0) {

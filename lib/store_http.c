@@ -63,9 +63,10 @@ fail(struct hstore *h, int rc)
 static const char *
 why(int rc)
 {
+	/* (not consumed: a tool may say a failure twice, e.g. spirt-grad
+	 * -F's answer and its message line) */
 	if (!lastrc || rc != lastrc || !*lastwhy)
 		return NULL;
-	lastrc = 0;
 	return lastwhy;
 }
 

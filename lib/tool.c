@@ -33,9 +33,8 @@ vmsg(const char *pre, const char *cause, const char *fmt, va_list ap)
 	fputc('\n', stderr);
 }
 
-/* a remote store's own words for rc, else spirt_strerror(rc) */
-static const char *
-cause(int rc)
+const char *
+errcause(int rc)
 {
 	const char *w = spirt_store_why(rc);
 
@@ -58,7 +57,7 @@ warnrc(int rc, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vmsg("", cause(rc), fmt, ap);
+	vmsg("", errcause(rc), fmt, ap);
 	va_end(ap);
 }
 
@@ -103,7 +102,7 @@ dierc(int rc, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vmsg("", cause(rc), fmt, ap);
+	vmsg("", errcause(rc), fmt, ap);
 	va_end(ap);
 	exit(spirt_exit(rc));
 }

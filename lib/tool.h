@@ -18,6 +18,8 @@ extern int spirt_verbose;       /* -v: count */
  * ": spirt_strerror(rc)".
  */
 void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* a remote store's own words for rc, else spirt_strerror(rc) */
+const char *errcause(int rc);
 void warnrc(int rc, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
