@@ -90,6 +90,15 @@ put_fn(struct spirt_txn *txn, void *arg)
 	return spirt_store_put_tensor(txn, p->key, p->hdr, p->grad, 0);
 }
 
+/* a remote store's own words for rc (the URL, curl's), else the code's */
+static const char *
+rcwhy(int rc)
+{
+	const char *w = spirt_store_why(rc);
+
+	return w != NULL ? w : spirt_strerror(rc);
+}
+
 /*
  * One invocation: compute job's gradient, write it; returns a lib code,
  * with the message in msg (cap bytes).  With a (FaaS) and -o -, the
@@ -158,7 +167,7 @@ invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
 	return 0;
 fail:
 	snprintf(msg, cap, "%.200s: %s", *spirt_grad_where(c) != '\0' ?
-	    spirt_grad_where(c) : act, spirt_strerror(rc));
+	    spirt_grad_where(c) : act, rcwhy(rc));
 	return rc;
 }
 
@@ -288,8 +297,7 @@ die_init(int rc, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
-	snprintf(msg, sizeof msg, "%s: %s: %s", progname, what,
-	    spirt_strerror(rc));
+	snprintf(msg, sizeof msg, "%s: %s: %s", progname, what, rcwhy(rc));
 	stderr_back();
 	fprintf(stderr, "%s\n", msg);
 	if (faas == STDIO && spirt_faas_json_error(&json, &n, code, msg) == 0) {
