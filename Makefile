@@ -39,8 +39,9 @@ UNIT = tests/unit/test_tensor tests/unit/test_store tests/unit/test_parse \
 	$(DATA_UNIT) $(MODEL_UNIT) $(AGG_UNIT) $(PEER_UNIT) $(FAAS_UNIT)
 BENCH = bench/store_bench $(DATA_BENCH) $(MODEL_BENCH) $(AGG_BENCH)
 
-BASE_LIBS = $(WRAP_LDFLAGS) $(LMDB_LIBS) $(XXHASH_LIBS) $(CURL_LIBS) \
-	$(SODIUM_LIBS) -lm
+# no $(CURL_LIBS): libcurl is dlopen()ed by lib/curldl.c (mk/peer.mk)
+BASE_LIBS = $(WRAP_LDFLAGS) $(LMDB_LIBS) $(XXHASH_LIBS) $(SODIUM_LIBS) \
+	$(DL_LIBS) -lm
 
 all: $(BIN)
 

@@ -35,6 +35,8 @@ CURL_CFLAGS = `$(PKG_CONFIG) --cflags libcurl`
 CURL_LIBS = `$(PKG_CONFIG) --libs libcurl`
 MHD_CFLAGS = `$(PKG_CONFIG) --cflags libmicrohttpd`
 MHD_LIBS = `$(PKG_CONFIG) --libs libmicrohttpd`
+# dlopen(): OpenBLAS, libcurl, libmicrohttpd are loaded at run time
+DL_LIBS = -ldl
 
 INCS = $(XXHASH_CFLAGS) $(BLAS_CFLAGS)
 

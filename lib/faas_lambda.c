@@ -1,38 +1,24 @@
 /* faas_lambda.c - spirt-grad as an AWS Lambda custom runtime (libcurl) */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include <curl/curl.h>
-
+#include "curldl.h"
 #include "faas_lambda.h"
 #include "serve.h"
 
 #define API "/2018-06-01/runtime"
-#define CURL_SONAME "libcurl.so.4"
 
 /*
- * libcurl is loaded at run time, by -F lambda only: linked, it and the
- * thirty libraries it pulls in would be loaded at every start of
- * spirt-grad, cold invocations included, and triple their start-up time.
+ * libcurl is loaded at run time, by -F lambda only (lib/curldl.h): linked,
+ * it and the thirty libraries it pulls in would be loaded at every start
+ * of spirt-grad, cold invocations included, and triple their start-up
+ * time.
  */
-static struct {
-	void *dl;
-	CURLcode (*global_init)(long);
-	CURL *(*init)(void);
-	CURLcode (*setopt)(CURL *, CURLoption, ...);
-	CURLcode (*perform)(CURL *);
-	CURLcode (*getinfo)(CURL *, CURLINFO, ...);
-	void (*reset)(CURL *);
-	void (*cleanup)(CURL *);
-	const char *(*strerror)(CURLcode);
-	struct curl_slist *(*append)(struct curl_slist *, const char *);
-	void (*free_all)(struct curl_slist *);
-	char err[200];
-} cu;
+static const struct spirt_curl *cu;
+static char cuerr[300];
 
 struct xfer {
 	CURL *h;
@@ -128,55 +114,55 @@ call(struct xfer *x, const char *path, const void *body, size_t n,
 	int rc = 0;
 
 	snprintf(url, sizeof url, "http://%s%s", x->l->api, path);
-	cu.reset(x->h);
-	cu.setopt(x->h, CURLOPT_URL, url);
-	cu.setopt(x->h, CURLOPT_NOSIGNAL, 1L);
-	cu.setopt(x->h, CURLOPT_PROTOCOLS_STR, "http");
-	cu.setopt(x->h, CURLOPT_NOPROXY, "*");
-	cu.setopt(x->h, CURLOPT_NOPROGRESS, 0L);
-	cu.setopt(x->h, CURLOPT_XFERINFOFUNCTION, on_progress);
-	cu.setopt(x->h, CURLOPT_XFERINFODATA, x);
-	cu.setopt(x->h, CURLOPT_WRITEFUNCTION, on_body);
-	cu.setopt(x->h, CURLOPT_WRITEDATA, x);
-	cu.setopt(x->h, CURLOPT_HEADERFUNCTION, on_header);
-	cu.setopt(x->h, CURLOPT_HEADERDATA, x);
+	cu->easy_reset(x->h);
+	cu->easy_setopt(x->h, CURLOPT_URL, url);
+	cu->easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
+	cu->easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, "http");
+	cu->easy_setopt(x->h, CURLOPT_NOPROXY, "*");
+	cu->easy_setopt(x->h, CURLOPT_NOPROGRESS, 0L);
+	cu->easy_setopt(x->h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	cu->easy_setopt(x->h, CURLOPT_XFERINFODATA, x);
+	cu->easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_body);
+	cu->easy_setopt(x->h, CURLOPT_WRITEDATA, x);
+	cu->easy_setopt(x->h, CURLOPT_HEADERFUNCTION, on_header);
+	cu->easy_setopt(x->h, CURLOPT_HEADERDATA, x);
 	// no CURLOPT_TIMEOUT: the next event may be hours away
 	if (body != NULL) {
 		snprintf(h1, sizeof h1, "Content-Type: %s", type);
-		if ((t = cu.append(hd, h1)) == NULL)
+		if ((t = cu->slist_append(hd, h1)) == NULL)
 			return ENOMEM;
 		hd = t;
 		// no "Expect: 100-continue" round trip
-		if ((t = cu.append(hd, "Expect:")) == NULL)
+		if ((t = cu->slist_append(hd, "Expect:")) == NULL)
 			goto nomem;
 		hd = t;
 		if (errtype != NULL) {
 			snprintf(h2, sizeof h2,
 			    "Lambda-Runtime-Function-Error-Type: %s", errtype);
-			if ((t = cu.append(hd, h2)) == NULL)
+			if ((t = cu->slist_append(hd, h2)) == NULL)
 				goto nomem;
 			hd = t;
 		}
-		cu.setopt(x->h, CURLOPT_HTTPHEADER, hd);
-		cu.setopt(x->h, CURLOPT_POST, 1L);
-		cu.setopt(x->h, CURLOPT_POSTFIELDS, body);
-		cu.setopt(x->h, CURLOPT_POSTFIELDSIZE_LARGE,
+		cu->easy_setopt(x->h, CURLOPT_HTTPHEADER, hd);
+		cu->easy_setopt(x->h, CURLOPT_POST, 1L);
+		cu->easy_setopt(x->h, CURLOPT_POSTFIELDS, body);
+		cu->easy_setopt(x->h, CURLOPT_POSTFIELDSIZE_LARGE,
 		    (curl_off_t)n);
 	}
-	cc = cu.perform(x->h);
-	cu.free_all(hd);
+	cc = cu->easy_perform(x->h);
+	cu->slist_free_all(hd);
 	if (cc == CURLE_ABORTED_BY_CALLBACK)
 		return EINTR;
 	if (cc != CURLE_OK) {
 		rc = cc == CURLE_COULDNT_CONNECT ? ECONNREFUSED :
 		    cc == CURLE_OUT_OF_MEMORY ? ENOMEM : EIO;
 		return spirt_msgf(x->l->msg, sizeof x->l->msg, rc, "%s: %s",
-		    path, cu.strerror(cc));
+		    path, cu->easy_strerror(cc));
 	}
-	cu.getinfo(x->h, CURLINFO_RESPONSE_CODE, status);
+	cu->easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, status);
 	return 0;
 nomem:
-	cu.free_all(hd);
+	cu->slist_free_all(hd);
 	return ENOMEM;
 }
 
@@ -243,51 +229,25 @@ answer(struct xfer *x, struct spirt_faas_ans *a)
 int
 spirt_faas_lambda_setup(void)
 {
-	const struct {
-		const char *name;
-		void *fn;
-	} t[] = {
-		{ "curl_global_init", &cu.global_init },
-		{ "curl_easy_init", &cu.init },
-		{ "curl_easy_setopt", &cu.setopt },
-		{ "curl_easy_perform", &cu.perform },
-		{ "curl_easy_getinfo", &cu.getinfo },
-		{ "curl_easy_reset", &cu.reset },
-		{ "curl_easy_cleanup", &cu.cleanup },
-		{ "curl_easy_strerror", &cu.strerror },
-		{ "curl_slist_append", &cu.append },
-		{ "curl_slist_free_all", &cu.free_all },
-	};
-	size_t i;
-	void *p;
+	int rc;
 
-	if (cu.dl != NULL)
+	if (cu != NULL)
 		return 0;
-	if ((cu.dl = dlopen(CURL_SONAME, RTLD_NOW | RTLD_LOCAL)) == NULL) {
-		snprintf(cu.err, sizeof cu.err, "%s", dlerror());
-		return SPIRT_ENOTSUP;
+	if ((rc = spirt_curl_load(&cu)) != 0) {
+		snprintf(cuerr, sizeof cuerr, "%s", spirt_curl_error());
+		return rc;
 	}
-	for (i = 0; i < sizeof t / sizeof t[0]; i++) {
-		if ((p = dlsym(cu.dl, t[i].name)) == NULL) {
-			snprintf(cu.err, sizeof cu.err, "%s: no symbol %s",
-			    CURL_SONAME, t[i].name);
-			goto fail;
-		}
-		memcpy(t[i].fn, &p, sizeof p);  // ISO C: no object-to-function cast
-	}
-	if (cu.global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK)
+	if (cu->global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK)
 		return 0;
-	snprintf(cu.err, sizeof cu.err, "curl_global_init failed");
-fail:
-	dlclose(cu.dl);
-	cu.dl = NULL;
+	snprintf(cuerr, sizeof cuerr, "curl_global_init failed");
+	cu = NULL;
 	return SPIRT_ENOTSUP;
 }
 
 const char *
 spirt_faas_lambda_error(void)
 {
-	return cu.err;
+	return cuerr;
 }
 
 int
@@ -301,7 +261,7 @@ spirt_faas_lambda_loop(struct spirt_faas_lambda *l)
 
 	memset(&x, 0, sizeof x);
 	x.l = l;
-	if ((x.h = cu.init()) == NULL)
+	if ((x.h = cu->easy_init()) == NULL)
 		return ENOMEM;
 	memset(&ans, 0, sizeof ans);
 	for (;;) {
@@ -353,7 +313,7 @@ spirt_faas_lambda_loop(struct spirt_faas_lambda *l)
 			break;
 	}
 	free(x.body);
-	cu.cleanup(x.h);
+	cu->easy_cleanup(x.h);
 	return rc;
 }
 
@@ -367,9 +327,12 @@ spirt_faas_lambda_init_error(struct spirt_faas_lambda *l, int code,
 	long status = 0;
 	int rc;
 
+	if (cu == NULL)         /* spirt_faas_lambda_setup() failed */
+		return spirt_msgf(l->msg, sizeof l->msg, SPIRT_ENOTSUP, "%s",
+		    *cuerr ? cuerr : "libcurl not loaded");
 	memset(&x, 0, sizeof x);
 	x.l = l;
-	if ((x.h = cu.init()) == NULL)
+	if ((x.h = cu->easy_init()) == NULL)
 		return ENOMEM;
 	if ((rc = spirt_faas_json_lambda_error(&s, &n, code, msg)) == 0) {
 		rc = call(&x, API "/init/error", s, n, "application/json",
@@ -380,6 +343,6 @@ spirt_faas_lambda_init_error(struct spirt_faas_lambda *l, int code,
 		rc = spirt_msgf(l->msg, sizeof l->msg, EPROTO,
 		    "/init/error: status %ld", status);
 	free(x.body);
-	cu.cleanup(x.h);
+	cu->easy_cleanup(x.h);
 	return rc;
 }

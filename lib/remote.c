@@ -4,8 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
+#include "curldl.h"
 #include "io.h"
 #include "le.h"
 #include "remote.h"
@@ -217,16 +216,31 @@ spirt_cred_free(struct spirt_cred *c)
 int
 spirt_remote_global_init(void)
 {
-	return curl_global_init(CURL_GLOBAL_DEFAULT) ? SPIRT_EBUG : 0;
+	const struct spirt_curl *cu;
+	int rc;
+
+	if ((rc = spirt_curl_load(&cu)))
+		return rc;
+	return cu->global_init(CURL_GLOBAL_DEFAULT) ? SPIRT_EBUG : 0;
+}
+
+const char *
+spirt_remote_global_error(void)
+{
+	return spirt_curl_error();
 }
 
 void
 spirt_remote_global_cleanup(void)
 {
-	curl_global_cleanup();
+	const struct spirt_curl *cu;
+
+	if (spirt_curl_load(&cu) == 0)
+		cu->global_cleanup();
 }
 
 struct spirt_remote {
+	const struct spirt_curl *cu;    /* libcurl (lib/curldl.h) */
 	CURL *curl;
 	const struct spirt_cred *c;
 	char base[URL_MAX];             /* http://host:port */
@@ -334,7 +348,11 @@ spirt_remote_open(struct spirt_remote **out, const char *url,
 		free(r);
 		return rc;
 	}
-	if (!(r->curl = curl_easy_init())) {
+	if ((rc = spirt_curl_load(&r->cu))) {
+		free(r);
+		return rc;
+	}
+	if (!(r->curl = r->cu->easy_init())) {
 		free(r);
 		return ENOMEM;
 	}
@@ -348,7 +366,7 @@ spirt_remote_close(struct spirt_remote *r)
 	if (!r)
 		return;
 	if (r->curl)
-		curl_easy_cleanup(r->curl);
+		r->cu->easy_cleanup(r->curl);
 	spirt_session_free(r->s);
 	free(r->buf);
 	free(r);
@@ -411,7 +429,7 @@ sink(char *data, size_t size, size_t nmemb, void *arg)
 static int
 curlcode(struct spirt_remote *r, CURLcode cc)
 {
-	const char *why = r->ebuf[0] ? r->ebuf : curl_easy_strerror(cc);
+	const char *why = r->ebuf[0] ? r->ebuf : r->cu->easy_strerror(cc);
 
 	switch (cc) {
 	case CURLE_OPERATION_TIMEDOUT:
@@ -455,42 +473,42 @@ http(struct spirt_remote *r, const char *path, const void *body, size_t n)
 	r->len = 0;
 	r->toobig = 0;
 	r->ebuf[0] = '\0';
-	curl_easy_reset(r->curl);
-	curl_easy_setopt(r->curl, CURLOPT_URL, url);
-	curl_easy_setopt(r->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(r->curl, CURLOPT_PROXY, "");   /* peers, directly */
-	curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms);
-	curl_easy_setopt(r->curl, CURLOPT_CONNECTTIMEOUT_MS,
+	r->cu->easy_reset(r->curl);
+	r->cu->easy_setopt(r->curl, CURLOPT_URL, url);
+	r->cu->easy_setopt(r->curl, CURLOPT_NOSIGNAL, 1L);
+	r->cu->easy_setopt(r->curl, CURLOPT_PROXY, "");   /* peers, directly */
+	r->cu->easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms);
+	r->cu->easy_setopt(r->curl, CURLOPT_CONNECTTIMEOUT_MS,
 	    (long)r->timeout_ms);
-	curl_easy_setopt(r->curl, CURLOPT_WRITEFUNCTION, sink);
-	curl_easy_setopt(r->curl, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(r->curl, CURLOPT_ERRORBUFFER, r->ebuf);
-	curl_easy_setopt(r->curl, CURLOPT_PROTOCOLS_STR, "http");
+	r->cu->easy_setopt(r->curl, CURLOPT_WRITEFUNCTION, sink);
+	r->cu->easy_setopt(r->curl, CURLOPT_WRITEDATA, r);
+	r->cu->easy_setopt(r->curl, CURLOPT_ERRORBUFFER, r->ebuf);
+	r->cu->easy_setopt(r->curl, CURLOPT_PROTOCOLS_STR, "http");
 	if (body) {
 		/* no "Expect: 100-continue" round trip */
-		if (!(h = curl_slist_append(NULL, "Expect:")) ||
-		    !(h2 = curl_slist_append(h, "Content-Type: "
+		if (!(h = r->cu->slist_append(NULL, "Expect:")) ||
+		    !(h2 = r->cu->slist_append(h, "Content-Type: "
 		    "application/octet-stream")))
 			goto nomem;
 		h = h2;
 		if (!strcmp(path, "/v1/msg")) {
 			snprintf(sess, sizeof sess, "Spirt-Session: %s",
 			    r->sid);
-			if (!(h2 = curl_slist_append(h, sess)))
+			if (!(h2 = r->cu->slist_append(h, sess)))
 				goto nomem;
 			h = h2;
 		}
-		curl_easy_setopt(r->curl, CURLOPT_HTTPHEADER, h);
-		curl_easy_setopt(r->curl, CURLOPT_POST, 1L);
-		curl_easy_setopt(r->curl, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE_LARGE,
+		r->cu->easy_setopt(r->curl, CURLOPT_HTTPHEADER, h);
+		r->cu->easy_setopt(r->curl, CURLOPT_POST, 1L);
+		r->cu->easy_setopt(r->curl, CURLOPT_POSTFIELDS, body);
+		r->cu->easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE_LARGE,
 		    (curl_off_t)n);
 	}
-	cc = curl_easy_perform(r->curl);
-	curl_slist_free_all(h);
+	cc = r->cu->easy_perform(r->curl);
+	r->cu->slist_free_all(h);
 	if (cc != CURLE_OK)
 		return curlcode(r, cc);
-	curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &r->http);
+	r->cu->easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &r->http);
 	if (r->http != 200) {
 		char line[200], name[32];
 		size_t k = 0;
@@ -518,7 +536,7 @@ http(struct spirt_remote *r, const char *path, const void *body, size_t n)
 	}
 	return 0;
 nomem:
-	curl_slist_free_all(h);
+	r->cu->slist_free_all(h);
 	return ENOMEM;
 }
 

@@ -80,8 +80,13 @@ SPIRT_MUST_CHECK int spirt_cred_env_flags(struct spirt_cred **c,
     unsigned flags, char *msg, size_t cap) SPIRT_NONNULL(1, 3);
 void spirt_cred_free(struct spirt_cred *c);
 
-/* curl_global_init/cleanup: once, from the tool's main. */
+/*
+ * curl_global_init/cleanup: once, from the tool's main.  libcurl is loaded
+ * here (lib/curldl.h), not linked: SPIRT_ENOTSUP when libcurl.so.4 cannot
+ * be, and spirt_remote_global_error() says why.
+ */
 SPIRT_MUST_CHECK int spirt_remote_global_init(void);
+const char *spirt_remote_global_error(void);
 void spirt_remote_global_cleanup(void);
 
 struct spirt_remote;            /* one server, one session, one thread */

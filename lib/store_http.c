@@ -89,8 +89,10 @@ h_open(void **out, const char *loc, unsigned flags)
 	if (!(h = calloc(1, sizeof *h)))
 		return ENOMEM;
 	h->flags = flags;
-	if ((rc = spirt_remote_global_init()) ||
-	    (rc = spirt_cred_env(&h->c, msg, sizeof msg))) {
+	msg[0] = '\0';
+	if ((rc = spirt_remote_global_init()))
+		snprintf(msg, sizeof msg, "%s", spirt_remote_global_error());
+	if (rc || (rc = spirt_cred_env(&h->c, msg, sizeof msg))) {
 		if (*msg) {
 			snprintf(lastwhy, sizeof lastwhy, "%s", msg);
 			lastrc = rc;

@@ -1,9 +1,8 @@
 # mk/faas.mk - spirt-grad under FaaS runners' contracts (included by
 # Makefile): -F stdio, -F http (libmicrohttpd), -F lambda (libcurl).
-# lib/faas_http.o and lib/faas_lambda.o are the only objects that include
-# the libraries' headers; the libraries themselves are dlopen()ed by those
-# modes only (libmicrohttpd.so.12, libcurl.so.4), so spirt-grad links
-# neither and a cold start does not load them.
+# libmicrohttpd (lib/faas_http.o) and libcurl (lib/curldl.o, mk/peer.mk)
+# are dlopen()ed by those modes only (libmicrohttpd.so.12, libcurl.so.4),
+# so spirt-grad links neither and a cold start does not load them.
 FAAS_LIBHDR = lib/faas.h lib/faas_http.h lib/faas_lambda.h
 FAAS_LIBOBJ = lib/faas.o lib/faas_http.o lib/faas_lambda.o
 FAAS_UNIT = tests/unit/test_faas

@@ -1,7 +1,6 @@
 # mk/model.mk - build fragment for the model tools (included by Makefile)
 # OpenBLAS is dlopen()ed by lib/blas.c (spirt-grad(1) says why), so the
-# tools link libdl, not BLAS_LIBS.
-DL_LIBS = -ldl
+# tools link libdl (config.mk's DL_LIBS, in BASE_LIBS), not BLAS_LIBS.
 MODEL_LIBHDR = lib/blas.h lib/model.h lib/grad.h lib/gradctx.h lib/eval.h
 MODEL_LIBOBJ = lib/blas.o lib/model.o lib/grad.o lib/eval.o lib/toolblas.o
 MODEL_BIN = spirt-init spirt-grad spirt-eval

@@ -1,10 +1,13 @@
 # mk/peer.mk - build fragment for spirt-peer and its crypto (included by
 # Makefile).  Only lib/crypto.o includes <sodium.h>; what links it adds
-# $(SODIUM_LIBS).
+# $(SODIUM_LIBS).  No tool links libcurl: lib/curldl.o dlopen()s
+# libcurl.so.4 when a URL store (lib/remote.o) or -F lambda
+# (lib/faas_lambda.o) first needs it, so a cold start does not load it and
+# the thirty libraries it pulls in.  spirt-peer links libmicrohttpd.
 PEER_LIBHDR = lib/crypto.h lib/remote.h lib/peersrv.h lib/backend.h \
-	lib/digest.h lib/exchange.h
+	lib/digest.h lib/exchange.h lib/curldl.h
 PEER_LIBOBJ = lib/crypto.o lib/remote.o lib/store_http.o lib/peersrv.o \
-	lib/digest.o lib/exchange.o
+	lib/digest.o lib/exchange.o lib/curldl.o
 PEER_BIN = spirt-peer
 PEER_MAN1 = man/spirt-peer.1
 PEER_UNIT = tests/unit/test_crypto tests/unit/test_remote tests/unit/test_digest
@@ -25,6 +28,9 @@ spirt-peer: cmd/spirt-peer.o lib/libspirt.a
 lib/remote.o: lib/remote.c
 	$(CC) $(ALLCFLAGS) $(CURL_CFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/remote.c
 
+lib/curldl.o: lib/curldl.c
+	$(CC) $(ALLCFLAGS) $(CURL_CFLAGS) -c -o $@ lib/curldl.c
+
 lib/store_http.o: lib/store_http.c lib/backend.h
 	$(CC) $(ALLCFLAGS) -c -o $@ lib/store_http.c
 
@@ -32,7 +38,7 @@ lib/peersrv.o: lib/peersrv.c
 	$(CC) $(ALLCFLAGS) $(MHD_CFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/peersrv.c
 
 tests/unit/test_remote: tests/unit/test_remote.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_remote.o lib/libspirt.a $(MHD_LIBS) $(BASE_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_remote.o lib/libspirt.a $(MHD_LIBS) $(CURL_LIBS) $(BASE_LIBS)
 tests/unit/test_remote.o: tests/unit/check.h $(LIBHDR)
 tests/unit/test_remote.o: tests/unit/test_remote.c
 	$(CC) $(ALLCFLAGS) $(CURL_CFLAGS) -c -o $@ tests/unit/test_remote.c

@@ -71,6 +71,46 @@ until_grep() {
 	refute_output --partial libgnutls
 }
 
+@test "no tool links libcurl (lib/curldl.c loads it for a URL store)" {
+	local t n=0
+	for t in "$SPIRT_ROOT"/spirt-*; do
+		[ "$(head -c 4 "$t" | tail -c 3)" = ELF ] || continue
+		n=$((n + 1))
+		run -0 ldd "$t"
+		refute_output --partial libcurl
+	done
+	[ "$n" -ge 8 ]          # the tools were there to check
+}
+
+@test "without libcurl.so.4 the tools start; a URL store and -F lambda: 69" {
+	local at lib
+	# where dlopen() finds it (the message names that path), the file
+	at=$(ldconfig -p 2>/dev/null |
+	    awk '$1 == "libcurl.so.4" { print $NF; exit }')
+	[ -n "$at" ] || skip "no libcurl.so.4 in the cache"
+	lib=$(readlink -f "$at")
+	unshare -rm true 2>/dev/null || skip "no user and mount namespaces"
+	mkdata
+	# libcurl.so.4 is an empty file in the namespace: dlopen() fails
+	cat >nocurl.sh <<-EOF
+	mount --bind /dev/null '$lib' || exit 99
+	exec "\$@"
+	EOF
+	run -0 unshare -rm sh nocurl.sh spirt-grad -h
+	run -0 unshare -rm sh nocurl.sh spirt-grad -m m -t 0 -w 1 -b 8 \
+	    -o nc.spt
+	cmp cold.spt nc.spt
+	run -0 unshare -rm sh nocurl.sh spirt-store ls
+	run -69 --separate-stderr unshare -rm sh nocurl.sh \
+	    spirt-store -s http://127.0.0.1:9/ ls
+	assert_equal "${stderr%%libcurl.so.4:*}" \
+	    "spirt-store: http://127.0.0.1:9/: ${at%libcurl.so.4}"
+	run -69 --separate-stderr env AWS_LAMBDA_RUNTIME_API=127.0.0.1:9 \
+	    unshare -rm sh nocurl.sh spirt-grad -F lambda -m m -b 8
+	assert_equal "${stderr%%libcurl.so.4:*}" \
+	    "spirt-grad: -F lambda: ${at%libcurl.so.4}"
+}
+
 # ---- stdio: OpenFaaS classic watchdog, OpenWhisk docker skeleton ----
 
 @test "stdio: Http_Query's request answers the cold record, nothing on stderr" {
