@@ -66,7 +66,8 @@ inst() {
 		up=$(tr '[:lower:]' '[:upper:]' <<<"$name")
 		assert_line --index 0 --regexp "^$up\\($s\\)"
 		assert_line 'NAME'
-		assert_line --regexp "^ +$name (-|—) "
+		# (man writes "--" without a UTF-8 locale, as in a fresh root)
+		assert_line --regexp "^ +$name (--?|—) "
 		pages=$((pages + 1))
 	done
 	# every page of the tree is installed

@@ -37,6 +37,12 @@ netns_require() {
 	local probe="spt$$probe$RANDOM"
 	ip netns add "$probe" 2>/dev/null ||
 		skip "ip netns add fails here (no CAP_SYS_ADMIN/NET_ADMIN?)"
+	# (entering one, as ip -n and ip netns exec do, remounts / rslave,
+	# which fails where / is not a mount point, as in a bare chroot)
+	if ! ip -n "$probe" link set lo up 2>/dev/null; then
+		ip netns del "$probe" 2>/dev/null || :
+		skip "ip netns cannot enter a namespace here (is / a mount point?)"
+	fi
 	ip netns del "$probe" 2>/dev/null || :
 }
 
