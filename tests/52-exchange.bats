@@ -437,18 +437,6 @@ while True: held.append(s.accept())' mute &
 
 # ---- spirt-train --peers: the driver of one peer ----
 
-# model_hashes STORE T: the model@T hash in each digest/T/<id> of STORE
-model_hashes() {
-	local k
-	for k in $(spirt-store -s "$1" ls "digest/$2/" | cut -f1); do
-		spirt-store -s "$1" get "$k" >d.rec
-		"$PYTHON" -c "$PYREC
-b = bytes(load('d.rec')['a'])
-assert b[:4] == b'SPDG'
-print(b[152:184].hex())"
-	done
-}
-
 @test "spirt-train --peers: three peers, two functions each, different kernels, one model" {
 	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
 		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"

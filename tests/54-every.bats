@@ -122,18 +122,6 @@ train3() {
 	wait $pid0 && wait $pid1 && wait $pid2
 }
 
-# model_hashes STORE T: the model@T hash in each digest/T/<id> of STORE
-model_hashes() {
-	local k
-	for k in $(spirt-store -s "$1" ls "digest/$2/" | cut -f1); do
-		spirt-store -s "$1" get "$k" >dg.rec
-		"$PYTHON" -c "$PYREC
-b = bytes(load('dg.rec')['a'])
-assert b[:4] == b'SPDG'
-print(b[152:184].hex())"
-	done
-}
-
 @test "spirt-train --every 4: three peers, identical models after each exchange, local steps between" {
 	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
 		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"

@@ -54,3 +54,16 @@ caught() {
 	m=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
 	[ -n "$m" ] && [ $(( (0x$m >> ($2 - 1)) & 1 )) -eq 1 ]
 }
+
+# model_hashes STORE T: the model@T hash in each digest/T/<id> of STORE
+# (bytes 152..183 of a signed digest, docs/protocol.md)
+model_hashes() {
+	local k
+	for k in $(spirt-store -s "$1" ls "digest/$2/" | cut -f1); do
+		spirt-store -s "$1" get "$k" >dg.rec
+		"$PYTHON" -c "$PYREC
+b = bytes(load('dg.rec')['a'])
+assert b[:4] == b'SPDG'
+print(b[152:184].hex())"
+	done
+}
