@@ -155,14 +155,8 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	assert_regex "$stderr" "^spirt-grad: model/m@0: http://127.0.0.1:$port: .*Couldn't connect to server$"
 	run -69 spirt-store -s "http://127.0.0.1:$port" ls model/
 	# a server that accepts and never answers
-	mkfifo mute
-	timeout 60 "$PYTHON" -c 'import socket, sys
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
-open(sys.argv[1], "w").write("%d\n" % s.getsockname()[1])
-held = []
-while True: held.append(s.accept())' mute &
-	MUTE=$!
-	read -r -t 30 port <mute
+	mute_start
+	port=$MUTE_PORT
 	SPIRT_TIMEOUT=300ms run -75 --separate-stderr spirt-grad \
 	    -s "http://127.0.0.1:$port" -m m -t 0 -w 0 -b 8
 	assert_regex "$stderr" "^spirt-grad: model/m@0: http://127.0.0.1:$port: no answer within 300 ms"

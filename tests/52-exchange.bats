@@ -364,14 +364,8 @@ hstop() {
 	port=$("$PYTHON" -c 'import socket; s = socket.socket()
 s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	# p4 accepts and never answers
-	mkfifo mute
-	timeout 60 "$PYTHON" -c 'import socket, sys
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
-open(sys.argv[1], "w").write("%d\n" % s.getsockname()[1])
-held = []
-while True: held.append(s.accept())' mute &
-	MUTE=$!
-	read -r -t 30 mport <mute
+	mute_start
+	mport=$MUTE_PORT
 	{ grep -v '^p3 ' hpeers; echo "p3 http://127.0.0.1:$port"
 	  echo "p4 http://127.0.0.1:$mport"; } >peers4
 	hxch 1 -P peers4 --deadline 1500 --timeout 400 --min-peers 2

@@ -67,3 +67,17 @@ assert b[:4] == b'SPDG'
 print(b[152:184].hex())"
 	done
 }
+
+# mute_start: a TCP server on 127.0.0.1 that accepts and never answers
+# (at most 60 s); its pid in MUTE (the test's teardown kills it), its port
+# in MUTE_PORT
+mute_start() {
+	mkfifo mute
+	timeout 60 "$PYTHON" -c 'import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+open(sys.argv[1], "w").write("%d\n" % s.getsockname()[1])
+held = []
+while True: held.append(s.accept())' mute &
+	MUTE=$!
+	read -r -t 30 MUTE_PORT <mute
+}
