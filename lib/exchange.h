@@ -109,6 +109,11 @@ struct spirt_exchange {
 	unsigned deadline_ms;           /* each pull phase's deadline */
 	unsigned timeout_ms;            /* each request's */
 	size_t min_peers;               /* aggregates needed, self included */
+	/* wait only for the members this store's watcher holds alive, and
+	 * close the step by the quorum of lib/quorum.h: more than half of
+	 * the last round's members, stragglers cut at about twice the last
+	 * round's time (spirt-beat(1)) */
+	int beats;
 	size_t n;
 	struct spirt_xpeer *peers;      /* n, owned (spirt_exchange_free) */
 	/* out */
@@ -117,6 +122,8 @@ struct spirt_exchange {
 	unsigned char agghash[SPIRT_HASH_BYTES];
 	unsigned char modelhash[SPIRT_HASH_BYTES];
 	double ms;                      /* the round */
+	int reused;                     /* beats: the last round's set again */
+	size_t nlast;                   /* beats: members of the last round */
 	char msg[SPIRT_KEY_MAX + 400];
 };
 
@@ -140,7 +147,8 @@ SPIRT_MUST_CHECK int spirt_peers_parse(struct spirt_exchange *x,
  * The round, as above.  Returns 0 (x->done if it had been done before);
  * SPIRT_ENOTFOUND (no agg/<t> or model@t), SPIRT_EEXIST (xagg/<t>/<self>
  * holds another aggregate), SPIRT_EBUSY (fewer than x->min_peers
- * aggregates), SPIRT_EMODEL (this peer's model@t is not the majority's:
+ * aggregates; with beats also: not more than half of the last round's
+ * members alive, before any pull, or delivered, after them), SPIRT_EMODEL (this peer's model@t is not the majority's:
  * it must stop), the aggregation's codes, store errors, ENOMEM; x->msg
  * says what.
  */
