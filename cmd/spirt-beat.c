@@ -239,7 +239,13 @@ put_beat(struct spirt_txn *t, void *arg)
 static void
 send_beat(struct dest *d, const struct spirt_beat *b)
 {
-	int rc = spirt_store_write(d->s, put_beat, (void *)b);
+	int rc = 0;
+
+	/* another store on this host may not be there yet: open it late */
+	if (d->s == NULL)
+		rc = spirt_store_open(&d->s, d->loc, 0);
+	if (rc == 0)
+		rc = spirt_store_write(d->s, put_beat, (void *)b);
 
 	if (rc && !d->failing)
 		warning("%s: beat %llu failed: %s", d->loc,
@@ -324,6 +330,7 @@ beat(int argc, char **argv)
 	pthread_condattr_t ca;
 	size_t nd = 0;
 	uint64_t seq = 0;
+	pid_t parent;
 	int rc, all;
 
 	if (argc < 1 || o.check || o.ondead)
@@ -349,12 +356,10 @@ beat(int argc, char **argv)
 		d[nd++].s = local;
 	}
 	for (int i = 1; i < argc; i++) {
-		if (!spirt_store_is_url(argv[i])) {
-			warnx_("%s: not a URL (http://[id@]host:port)",
-			    argv[i]);
-			usage(1);
-		}
-		if ((rc = spirt_store_open(&d[nd].s, argv[i], 0)) != 0)
+		/* a URL's credentials are checked at once; a path is opened
+		 * at its first beat */
+		if (spirt_store_is_url(argv[i]) &&
+		    (rc = spirt_store_open(&d[nd].s, argv[i], 0)) != 0)
 			dierc(rc, "%s", argv[i]);
 		d[nd++].loc = argv[i];
 	}
@@ -372,8 +377,14 @@ beat(int argc, char **argv)
 	for (size_t i = local ? 1 : 0; i < nd; i++)
 		if ((rc = pthread_create(&d[i].th, NULL, dest_main, &d[i])))
 			dierc(rc, "thread");
+	parent = getppid();
 	while (!stop) {
 		struct spirt_beat b;
+
+		/* the beats are the sign of life of the process that started
+		 * the beater: when it is gone, so are they (no last word) */
+		if (getppid() != parent)
+			break;
 
 		pthread_mutex_lock(&mu);
 		cur.seq = seq++;
@@ -390,6 +401,8 @@ beat(int argc, char **argv)
 		nap_ms(o.bu.beat_ms);
 	}
 	/* stopped by a signal: say so once, then leave within a beat */
+	if (!last && getppid() != parent)
+		return 0;       /* orphaned: fall silent at once */
 	pthread_mutex_lock(&mu);
 	if (!last) {
 		cur.seq = seq++;
@@ -415,7 +428,8 @@ beat(int argc, char **argv)
 	for (size_t i = 0; i < nd; i++) {
 		if (i > 0 || !local)
 			pthread_join(d[i].th, NULL);
-		spirt_store_close(d[i].s);
+		if (d[i].s)
+			spirt_store_close(d[i].s);
 	}
 	free(d);
 	spirt_remote_global_cleanup();

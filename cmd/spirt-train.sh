@@ -10,7 +10,8 @@ PROG=spirt-train
 VERSION=@VERSION@
 USAGE="usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]
                    [-m model] [-n functions] [-o optimiser] [-S seed]
-                   [-s store] [--bucket s] [--byzantine list:attack]
+                   [-s store] [--beat ms] [--bucket s]
+                   [--byzantine list:attack]
                    [--checkpoint n] [--cold] [--data dir] [--deadline ms]
                    [--eval-every steps] [--every h] [--keep-digests]
                    [--peer i] [--peers file] [--schedule name] [--spec spec]
@@ -31,6 +32,8 @@ usage() {
   -o, --opt NAME       sgd, momentum, nesterov or adam (default adam)
   -S, --seed N         seed for data order and initialisation (default 1)
   -s, --store PATH     store (default $SPIRT_STORE or ./spirt.db)
+      --beat MS        peers: beat every MS to the others, watch their
+                       beats, close each step by the quorum (spirt-beat)
       --bucket S       average buckets of S gradients before the rule
       --byzantine L:A  evaluation only: functions L (e.g. 1,3) are
                        malicious with attack A: labelflip or one of
@@ -75,14 +78,14 @@ die() {         # die CODE MESSAGE
 rule=mean batch=32 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
 every=0 sched=cosine spec= steps=0 sync=meta target=0 quiet=0 verbose=0
-ckpt=100 peers= peer=0 deadline=30000 keepdg=0 bucket=1 byz= xh=0
+ckpt=100 peers= peer=0 deadline=30000 keepdg=0 bucket=1 byz= xh=0 beat=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--*=*) a=${1%%=*} v=${1#*=}; shift; set -- "$a" "$v" "$@" ;;
 	esac
 	case $1 in
 	-[abelmnoSs]|--rule|--batch|--epochs|--lr|--model|--functions|--opt|\
-	--seed|--store|--bucket|--byzantine|--checkpoint|--data|--eval-every|\
+	--seed|--store|--beat|--bucket|--byzantine|--checkpoint|--data|--eval-every|\
 	--schedule|--spec|--steps|--sync|--target|--deadline|--peer|--peers|\
 	--every)
 		[ $# -ge 2 ] || { printf '%s: %s: missing argument\n' "$PROG" \
@@ -98,6 +101,7 @@ while [ $# -gt 0 ]; do
 	-o|--opt) opt=$2; shift ;;
 	-S|--seed) seed=$2; shift ;;
 	-s|--store) store=$2; shift ;;
+	--beat) beat=$2; shift ;;
 	--bucket) bucket=$2; shift ;;
 	--byzantine) byz=$2; shift ;;
 	--checkpoint) ckpt=$2; shift ;;
@@ -156,6 +160,8 @@ int --checkpoint ckpt 0 999999999999999999
 int --deadline deadline 1 86400000
 int --peer peer 0 255
 int --every xh 0 999999999999999999
+int --beat beat 0 86400000
+[ "$beat" -eq 0 ] || [ -n "$peers" ] || die 64 "--beat $beat: it needs --peers"
 [ "$xh" -eq 0 ] || [ -n "$peers" ] || die 64 "--every $xh: it needs --peers"
 # peers: P members (id url lines of --peers), this one's share --peer
 np=1
@@ -328,6 +334,8 @@ xch=
 if [ -n "$peers" ]; then
 	[ "$xh" -gt 0 ] || upd="$upd -a gagg"
 	xch="spirt-peer exchange -q -m $model -P $peers --deadline $deadline"
+	# (--beat: the step closes by the quorum of this store's watcher)
+	[ "$beat" -eq 0 ] || xch="$xch --beats"
 fi
 # the spent rounds' digests go too, unless kept (--keep-digests)
 spent=digest/
@@ -359,6 +367,47 @@ attack() {
 	    die 75 "step $1: spirt-attack $attack failed"
 }
 
+# ---- heartbeats (--beat): this peer beats into its store and to every
+# other peer of --peers (their URLs, or their stores' paths on one host);
+# a watcher on its store declares the silent dead (spirt-beat(1)), and
+# the exchange closes each step by its quorum: a dead peer is left out at
+# once, a minority stops with 75.  A dead peer's workers' shards are
+# spread over the others in this store (spirt-shard --dead), so that its
+# share of the data is still seen. ----
+bpids=
+beats_start() {
+	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
+	# (ids and URLs of the peers file's lines; ours is line $peer)
+	self=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+		if (n++ == p) { print $1; exit } }' "$peers")
+	others=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+		if (n++ != p) print $2 }' "$peers")
+	# --on-dead: the dead peer's workers, from its line's index (the
+	# ids are [A-Za-z0-9._-]: nothing in them means anything to sh)
+	od=$(awk -v m="$fns" '/^[[:space:]]*[^#[:space:]]/ {
+		w = ""; for (i = 0; i < m; i++) w = w " " (n * m + i)
+		printf "%s) w=\"%s\" ;; ", $1, substr(w, 2); n++ }' "$peers")
+	od="w=; case %m in $od esac; [ %r != peer ] || [ -z \"\$w\" ] || spirt-shard -q --dead \$w"
+	[ "$verbose" -eq 0 ] ||
+	    printf '+ spirt-beat -B %s -m %s beat %s %s\n' "$beat" "$model" "$self" "$(echo $others)" >&2
+	# shellcheck disable=SC2086
+	spirt-beat -q -B "$beat" -m "$model" beat "$self" $others &
+	bpids="$bpids $!"
+	if [ "$quiet" -eq 1 ]; then
+		spirt-beat -q -B "$beat" --on-dead "$od" watch &
+	else
+		spirt-beat -B "$beat" --on-dead "$od" watch &
+	fi
+	bpids="$bpids $!"
+}
+beats_stop() {
+	[ -n "$bpids" ] || return 0
+	# (SIGTERM: the beater's last beat says it stops)
+	kill -TERM $bpids 2>/dev/null || :
+	for p in $bpids; do wait "$p" 2>/dev/null || :; done
+	bpids=
+}
+
 # ---- warm functions: one process each, fed step numbers through FIFOs ----
 work= srv= srvdir=
 cleanup() {
@@ -368,6 +417,7 @@ cleanup() {
 	srv=
 	[ -z "$srvdir" ] || rm -rf "$srvdir"
 	srvdir=
+	beats_stop
 }
 trap 'cleanup' EXIT
 trap 'cleanup; trap - INT; kill -INT $$' INT
@@ -401,6 +451,7 @@ if [ -n "$peers" ]; then
 		;;
 	esac
 fi
+beats_start
 pids= tools=
 if [ "$cold" -eq 0 ]; then
 	work=$(mktemp -d "${TMPDIR:-/tmp}/spirt-train.XXXXXX")

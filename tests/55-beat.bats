@@ -132,6 +132,18 @@ for l in bytes(r.array).decode().splitlines():
 	until_ 50 test "$(wc -l <dead.log)" -eq 2
 }
 
+@test "beat: a beater whose starter is killed falls silent, with no last word" {
+	spirt-init -q -m m mlp:4-3
+	bash -c 'spirt-beat -q -B 50 -t 0 beat p9 & echo $! >bpid; exec sleep 60' &
+	sh=$!
+	until_ 100 test -s bpid
+	until_ 100 sh -c '[ "$(spirt-store get beat/p9 2>/dev/null | tr -c "[:print:]" "\n" | sed -n "s/^seq=//p")" -ge 2 ]'
+	kill -KILL "$sh"
+	wait "$sh" || :
+	until_ 100 sh -c '! kill -0 "$(cat bpid)" 2>/dev/null'
+	[ "$(beat_field beat/p9 status)" = live ]
+}
+
 @test "watch: an --on-dead command past its deadline is stopped" {
 	spirt-init -q -m m mlp:4-3
 	spirt-beat -c 1 -t 0 beat p3
@@ -185,7 +197,9 @@ for l in bytes(r.array).decode().splitlines():
 	run -64 spirt-beat beat 'p/1'
 	run -64 spirt-beat beat
 	run -64 spirt-beat -m m -t 1 beat p1
-	run -64 spirt-beat beat p1 not-a-url
+	# another store on this host that is not there (yet): said, no error
+	run -0 spirt-beat -c 2 beat p1 no-such-store
+	assert_output --partial "no-such-store: beat 0 failed"
 	run -64 spirt-beat -R boss beat p1
 	run -64 spirt-beat --status dead beat p1
 	run -64 spirt-beat --check 'a b'
