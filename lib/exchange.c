@@ -904,8 +904,9 @@ round_text(struct spirt_exchange *x, size_t *len)
 	if (r == NULL)
 		return NULL;
 	n = (size_t)snprintf(r, cap, "VERSION=1\nTYPE=spirt-round\nstep=%llu"
-	    "\nrule=%s\npeer=%s self\n", ULL(x->step),
-	    spirt_agg_rule_name(x->p.rule), x->self);
+	    "\nrule=%s\npeer=%s %s\n", ULL(x->step),
+	    spirt_agg_rule_name(x->p.rule), x->self, x->self_out ? "out" :
+	    "self");
 	for (size_t i = 0; i < x->n && n < cap; i++) {
 		const struct spirt_xpeer *p = &x->peers[i];
 
@@ -936,7 +937,7 @@ static int
 combine(struct spirt_exchange *x)
 {
 	struct comb c = { x, NULL, NULL, 0, NULL, 0 };
-	size_t m = 1;
+	size_t m = !x->self_out;
 	int rc;
 
 	for (size_t i = 0; i < x->n; i++)
@@ -957,6 +958,8 @@ combine(struct spirt_exchange *x)
 		const char *id = i == x->n ? x->self : x->peers[i].id;
 
 		if (i < x->n && x->peers[i].state != SPIRT_XP_USED)
+			continue;
+		if (i == x->n && x->self_out)
 			continue;
 		if ((c.keys[k] = malloc(64 + SPIRT_ID_MAX + 1)) == NULL) {
 			rc = ENOMEM;
@@ -1088,7 +1091,8 @@ quorum_of(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID], size_t nl,
 
 	for (size_t i = 0; i < nl; i++)
 		last[i] = ids[i];
-	alive[na++] = x->self;
+	if (!(used && x->self_out))
+		alive[na++] = x->self;
 	for (size_t i = 0; i < x->n; i++) {
 		const struct spirt_xpeer *p = &x->peers[i];
 
@@ -1161,6 +1165,43 @@ quorum_before(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID],
 	return 0;
 }
 
+/*
+ * All or nothing: the step's members are those that every member says,
+ * in its signed digest, it received: the intersection of {q} and what q
+ * received, over this peer and every peer q used.  Every peer that sees
+ * the same digests combines the same aggregates, so a peer one member
+ * cut as a straggler, or one that joins late, is out of the step for all;
+ * one whose own aggregate is out (self_out) combines the others' without
+ * it, and its model stays theirs.
+ */
+static void
+agree(struct spirt_exchange *x)
+{
+	int was[QMAX];
+
+	for (size_t i = 0; i < x->n; i++)
+		was[i] = x->peers[i].state == SPIRT_XP_USED &&
+		    x->peers[i].has_digest;
+	for (size_t i = 0; i < x->n; i++) {
+		const struct spirt_xpeer *q = &x->peers[i];
+
+		if (!was[i])
+			continue;
+		if (spirt_digest_hash_of(&q->d, x->self) == NULL)
+			x->self_out = 1;
+		for (size_t j = 0; j < x->n; j++) {
+			struct spirt_xpeer *r = &x->peers[j];
+
+			if (j == i || r->state != SPIRT_XP_USED ||
+			    spirt_digest_hash_of(&q->d, r->id) != NULL)
+				continue;
+			peer_out(r, SPIRT_XP_LATE, SPIRT_ETIMEDOUT, "not "
+			    "received by %s: out of the step for every "
+			    "member", q->id);
+		}
+	}
+}
+
 /* the pulls under way: give up on a peer as soon as it is declared dead
  * (a death cancels the transfers in flight) */
 static void
@@ -1231,6 +1272,7 @@ spirt_exchange_run(struct spirt_exchange *x)
 	x->msg[0] = '\0';
 	x->done = 0;
 	x->used = 0;
+	x->self_out = 0;
 	if (!spirt_id_valid(x->self) || !spirt_id_valid(x->run) ||
 	    x->model == NULL)
 		return say(x, SPIRT_EINVAL, "no valid id, run or model");
@@ -1261,9 +1303,12 @@ spirt_exchange_run(struct spirt_exchange *x)
 		crosscheck(x);
 		rc = models(x);
 	}
-	/* with beats: more than half of the last round's members delivered */
-	if (rc == 0 && x->beats && !dg)
+	/* with beats: all or nothing, and more than half of the last
+	 * round's members delivered */
+	if (rc == 0 && x->beats && !dg) {
+		agree(x);
 		rc = quorum_of(x, ids, nl, 1, "delivered");
+	}
 	if (rc == 0)
 		rc = combine(x);
 out:

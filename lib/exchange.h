@@ -123,6 +123,10 @@ struct spirt_exchange {
 	unsigned char modelhash[SPIRT_HASH_BYTES];
 	double ms;                      /* the round */
 	int reused;                     /* beats: the last round's set again */
+	/* beats: the members' signed digests leave this peer's aggregate
+	 * out of the step (it joins late, or was cut as a straggler): it
+	 * combines what they combined, without its own */
+	int self_out;
 	size_t nlast;                   /* beats: members of the last round */
 	char msg[SPIRT_KEY_MAX + 400];
 };

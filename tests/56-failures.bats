@@ -217,3 +217,39 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	grep -qF -- "peer p3 left out: late: xagg/1/p3:" <<<"$stderr"
 	grep -qF -- "(no answer in $want ms)" <<<"$stderr"
 }
+
+@test "quorum: all or nothing: a peer the others leave out combines what they combined, without its own" {
+	peers3
+	# p3 catches up: joining for p1 and p2, who do not wait for it; p3
+	# sees them alive
+	for s in s1 s2; do
+		beat1 $s p1 p2
+		spirt-beat -q -s $s -c 1 -t 0 --status catchup beat p3
+		look $s
+	done
+	beat1 s3 p1 p2 p3
+	look s3
+	run -0 spirt-beat -s s1 ls
+	assert_line --regexp '^p3	peer	joining	'
+	xch 1 0 2>err1 &
+	x1=$!
+	xch 2 0 2>err2 &
+	x2=$!
+	run -0 --separate-stderr xch 3 0
+	wait "$x1"
+	wait "$x2"
+	grep -q "peer p3 left out: late: joining: it catches up" err1
+	# every peer combined p1's and p2's: one gagg/0, one model next
+	for s in s1 s2 s3; do gagg_is $s 0 1 2; done
+	run -0 round s3 0
+	assert_line 'peer=p3 out'
+	assert_line 'peer=p1 used'
+	assert_line 'peer=p2 used'
+	# the same bytes everywhere, so the same model next
+	h=$(spirt-store -s s1 get gagg/0 | md5sum)
+	[ "$(spirt-store -s s2 get gagg/0 | md5sum)" = "$h" ]
+	[ "$(spirt-store -s s3 get gagg/0 | md5sum)" = "$h" ]
+	# and the next round's healthy set is {p1, p2} on every peer
+	run -0 round s1 0
+	refute_line --partial 'peer=p3 used'
+}
