@@ -636,6 +636,7 @@ watch(int argc)
 	unsigned char host[SPIRT_BEAT_BOOT];
 	size_t nsaid = 0, bad, nd;
 	uint64_t passes = 0;
+	pid_t parent;
 	int rc;
 
 	if (argc != 0 || o.check || o.model || o.step != SPIRT_NOSTEP)
@@ -651,7 +652,10 @@ watch(int argc)
 		die(SPIRT_EX_USAGE, "%s: a watcher watches a local store",
 		    spirt_store_location(s));
 	catch_signals();
-	while (!stop) {
+	parent = getppid();
+	/* (a watcher whose starter is gone stops too: a killed driver
+	 * leaves nothing behind) */
+	while (!stop && getppid() == parent) {
 		uint64_t now = spirt_mono_ns();
 
 		if ((rc = spirt_watch_pass(s, &o.bu, now, host, dh, MAXDEAD,

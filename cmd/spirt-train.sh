@@ -308,6 +308,39 @@ if [ -z "$last" ]; then
 	run spirt-init -q -m "$model" -S "$seed" "$spec"
 	last=0
 fi
+# ---- rejoin (--beat): a peer behind the others (restarted after it died,
+# or cut off by a partition) catches up from the most advanced peer that
+# answers: the model and optimiser state of its newest step.  It beats as
+# catching up (the others do not wait for it) until its first exchange,
+# which checks its model's hash against the others' signed digests (a
+# model that differs stops, 65); then it beats as live. ----
+joining=0
+catchup() {
+	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
+	best= src=
+	for u in $(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+		if (n++ != p) print $2 }' "$peers"); do
+		s=$(SPIRT_TIMEOUT=2s spirt-store -s "$u" ls "model/$model@" \
+		    2>/dev/null | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1) ||
+		    continue
+		[ -n "$s" ] || continue
+		if [ -z "$best" ] || [ "$s" -gt "$best" ]; then best=$s src=$u; fi
+	done
+	[ -n "$best" ] && [ "$best" -gt "$last" ] || return 0
+	cu=$(mktemp -d "${TMPDIR:-/tmp}/spirt-catchup.XXXXXX")
+	if run spirt-store -s "$src" get -f "model/$model@$best" >"$cu/m" &&
+	    run spirt-store -s "$src" get -f "opt/$model@$best" >"$cu/o" &&
+	    run spirt-store -q put "opt/$model@$best" "$cu/o" &&
+	    run spirt-store -q put "model/$model@$best" "$cu/m"; then
+		rm -rf "$cu"
+	else
+		rm -rf "$cu"
+		die 75 "catching up from $src (model/$model@$best) failed; rerun to retry"
+	fi
+	say "caught up from $src: model/$model@$best (this peer had @$last)"
+	last=$best joining=1
+}
+catchup
 # the run's last model version and optimiser state, made durable; then the
 # older durable versions go, which --keep 2 had to leave while they were
 # the last durable ones (a power loss would have gone back to them)
@@ -385,20 +418,36 @@ beats_start() {
 	# --on-dead: the dead peer's workers, from its line's index (the
 	# ids are [A-Za-z0-9._-]: nothing in them means anything to sh)
 	od=$(awk -v m="$fns" '/^[[:space:]]*[^#[:space:]]/ {
-		w = ""; for (i = 0; i < m; i++) w = w " " (n * m + i)
+		w = ""; for (i = 0; i < m; i++) w = w " --dead " (n * m + i)
 		printf "%s) w=\"%s\" ;; ", $1, substr(w, 2); n++ }' "$peers")
-	od="w=; case %m in $od esac; [ %r != peer ] || [ -z \"\$w\" ] || spirt-shard -q --dead \$w"
+	# (never its own: a restarted peer's watcher may see its last life's
+	# beat go stale before the new one comes)
+	od="w=; case %m in $self) ;; $od esac; [ %r != peer ] || [ -z \"\$w\" ] || spirt-shard -q \$w"
 	[ "$verbose" -eq 0 ] ||
 	    printf '+ spirt-beat -B %s -m %s beat %s %s\n' "$beat" "$model" "$self" "$(echo $others)" >&2
+	st=live
+	[ "$joining" -eq 0 ] || st=catchup
 	# shellcheck disable=SC2086
-	spirt-beat -q -B "$beat" -m "$model" beat "$self" $others &
-	bpids="$bpids $!"
+	spirt-beat -q -B "$beat" -m "$model" --status $st beat "$self" $others &
+	bpid=$! bpids="$bpids $!"
 	if [ "$quiet" -eq 1 ]; then
 		spirt-beat -q -B "$beat" --on-dead "$od" watch &
 	else
 		spirt-beat -B "$beat" --on-dead "$od" watch &
 	fi
 	bpids="$bpids $!"
+}
+# beats_joined: after an exchange; a peer that caught up beats as live
+beats_joined() {
+	[ "$joining" -eq 1 ] || return 0
+	joining=0
+	kill -TERM "$bpid" 2>/dev/null || :
+	wait "$bpid" 2>/dev/null || :
+	bpids=$(for p in $bpids; do [ "$p" = "$bpid" ] || printf '%s ' "$p"; done)
+	# shellcheck disable=SC2086
+	spirt-beat -q -B "$beat" -m "$model" beat "$self" $others &
+	bpid=$! bpids="$bpids $!"
+	say "rejoined: its model checked against the others' digests, it beats as live"
 }
 beats_stop() {
 	[ -n "$bpids" ] || return 0
@@ -609,6 +658,7 @@ step() {        # step T: one synchronous SPIRT round
 		[ "$xh" -eq 0 ] || { round "$1" || run $upd -t "$1" ||
 		    die 75 "step $1: update failed"; return; }
 		exchange "$1"
+		beats_joined
 		run $upd -t "$1" || die 75 "step $1: update failed"
 		return
 	fi
@@ -630,6 +680,7 @@ step() {        # step T: one synchronous SPIRT round
 	aggloss=${ack##*loss=}
 	[ "$xh" -eq 0 ] || ! round "$1" || return 0
 	exchange "$1"
+	beats_joined
 	echo "$1" >&8
 	wait_done 1
 }

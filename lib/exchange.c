@@ -1147,12 +1147,12 @@ quorum_before(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID],
 		struct spirt_xpeer *p = &x->peers[i];
 		int st = peer_health(x, p->id, host, &age, &suspect);
 
-		if (st == SPIRT_H_LIVE || st == SPIRT_H_SUSPECT)
+		/* (one never seen may be starting: no sign of death, so it
+		 * is waited for as the live are) */
+		if (st == SPIRT_H_LIVE || st == SPIRT_H_SUSPECT ||
+		    st == SPIRT_H_UNKNOWN)
 			continue;
-		if (st == SPIRT_H_UNKNOWN)
-			peer_out(p, SPIRT_XP_LATE, SPIRT_ETIMEDOUT, "never "
-			    "seen by this store's watcher (spirt-beat watch)");
-		else if (st == SPIRT_H_JOINING)
+		if (st == SPIRT_H_JOINING)
 			peer_out(p, SPIRT_XP_LATE, SPIRT_ETIMEDOUT, "joining: "
 			    "it catches up");
 		else

@@ -253,3 +253,57 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	run -0 round s1 0
 	refute_line --partial 'peer=p3 used'
 }
+
+@test "spirt-train --beat: a peer killed mid-run is left out, the others go on; the same command rejoins it, one model" {
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	: >peers
+	for i in 0 1 2; do
+		spirt-peer keygen p$i.key >/dev/null
+		echo "p$i $PWD/s$i" >>peers
+	done
+	# train I: peer I's driver (a beat every 200 ms: dead after 2 s)
+	train() {
+		SPIRT_KEY=p$1.key SPIRT_ID=p$1 SPIRT_RUN=r1 exec timeout 600 \
+		    spirt-train -s s$1 -n 2 --peers peers --peer $1 --steps 80 \
+		    --eval-every 80 --deadline 60000 --beat 200
+	}
+	# at STORE T: the newest model of STORE is past step T
+	at() {
+		local s
+		s=$(spirt-store -s "$1" ls model/mlp@ 2>/dev/null | cut -f1 |
+		    sed 's/.*@//' | sort -n | tail -n 1)
+		[ -n "$s" ] && [ "$s" -ge "$2" ]
+	}
+	for i in 0 1 2; do
+		train $i >o$i 2>e$i &
+		eval "pid$i=\$!"
+	done
+	BG="$pid0 $pid1 $pid2"
+	# p1 dies (SIGKILL: its beats stop with it) once it is under way
+	until_ 600 at s1 10
+	# (the driver itself, under its timeout)
+	kill -KILL $(pgrep -P $pid1) $pid1
+	wait $pid1 || :
+	# the others leave it out and go on past where it was
+	until_ 900 at s0 30
+	grep -q 'p1: dead' e0
+	# the same command brings it back: it catches up and rejoins
+	train 1 >o1b 2>e1b &
+	pid1=$!
+	BG="$pid0 $pid1 $pid2"
+	wait $pid0
+	wait $pid2
+	wait $pid1 || { cat e1b >&2; false; }
+	grep -q 'caught up from' e1b
+	grep -q 'rejoined' e1b
+	h=$(spirt-store -s s0 get model/mlp@80 | md5sum)
+	[ "$(spirt-store -s s1 get model/mlp@80 | md5sum)" = "$h" ]
+	[ "$(spirt-store -s s2 get model/mlp@80 | md5sum)" = "$h" ]
+	# the dead peer's workers' shards went to the others' functions
+	run -0 sh -c 'spirt-shard -s s0 --stats | awk '\''$1 == "assign" && $2 == "worker" { print $3 }'\'' | sort -u | tr "\n" " "'
+	refute_output --partial ' 2 '
+	refute_output --partial ' 3 '
+	# nothing is left running
+	! pgrep -f "spirt-beat.*$PWD/s" >/dev/null
+}
