@@ -651,6 +651,8 @@ watch(int argc)
 	if (spirt_store_is_url(spirt_store_location(s)))
 		die(SPIRT_EX_USAGE, "%s: a watcher watches a local store",
 		    spirt_store_location(s));
+	if ((rc = spirt_watch_start(s, spirt_mono_ns(), host)) != 0)
+		dierc(rc, "%s", spirt_store_location(s));
 	catch_signals();
 	parent = getppid();
 	/* (a watcher whose starter is gone stops too: a killed driver

@@ -638,6 +638,13 @@ pass_one(struct pass *a, struct spirt_txn *t, const struct spirt_beat *b)
 	} else if (rc != SPIRT_ENOTFOUND) {
 		return rc;
 	}
+	/* dead, then beating again on the same boot: back from a
+	 * partition, and its next death is a new one */
+	if (h.dead_run && h.b.member[0] && h.b.seq != b->seq &&
+	    !memcmp(h.b.boot, b->boot, SPIRT_BEAT_BOOT) &&
+	    spirt_health_state(&h, a->host, a->now, NULL, NULL) ==
+	    SPIRT_H_DEAD && b->status != SPIRT_BEAT_STOP)
+		h.dead_run = 0;
 	changed = spirt_health_observe(&h, b, a->host, a->now);
 	if (h.suspect_ms != a->b->suspect_ms || h.dead_ms != a->b->dead_ms) {
 		h.suspect_ms = a->b->suspect_ms;
@@ -680,6 +687,71 @@ spirt_watch_pass(struct spirt_store *s, const struct spirt_beat_budget *b,
 {
 	struct pass a = { b, now_ns, host, dh, max, ndead, bad, NULL, 0, 0 };
 	int rc = spirt_store_write(s, pass_txn, &a);
+
+	free(a.v);
+	return rc;
+}
+
+/* ---- a watcher's start ---- */
+
+struct wstart {
+	uint64_t now;
+	const unsigned char *host;
+	struct spirt_health *v;
+	size_t n, cap;
+};
+
+static int
+start_read(void *arg, const char *key, const void *val, size_t len)
+{
+	struct wstart *a = arg;
+	struct spirt_key_parts k;
+	struct spirt_health h, *p;
+
+	if (spirt_key_parse(&k, key) || k.kind != SPIRT_KEY_HEALTH ||
+	    health_decode(&h, val, len) || strcmp(h.b.member, k.peer))
+		return 0;
+	if (a->n == a->cap) {
+		size_t c = a->cap ? 2 * a->cap : 16;
+
+		if ((p = realloc(a->v, c * sizeof *p)) == NULL)
+			return ENOMEM;
+		a->v = p;
+		a->cap = c;
+	}
+	a->v[a->n++] = h;
+	return 0;
+}
+
+static int
+start_txn(struct spirt_txn *t, void *arg)
+{
+	struct wstart *a = arg;
+	int rc;
+
+	a->n = 0;
+	if ((rc = spirt_store_list(t, "health/", start_read, a)))
+		return rc;
+	for (size_t i = 0; i < a->n; i++) {
+		struct spirt_health *h = &a->v[i];
+
+		/* another boot's record is a new sight anyway */
+		if (memcmp(h->host, a->host, SPIRT_BEAT_BOOT) ||
+		    h->b.status == SPIRT_BEAT_STOP)
+			continue;
+		h->seen_ns = a->now;
+		if ((rc = health_put(t, h)))
+			return rc;
+	}
+	return 0;
+}
+
+int
+spirt_watch_start(struct spirt_store *s, uint64_t now_ns,
+    const unsigned char host[SPIRT_BEAT_BOOT])
+{
+	struct wstart a = { now_ns, host, NULL, 0, 0 };
+	int rc = spirt_store_write(s, start_txn, &a);
 
 	free(a.v);
 	return rc;

@@ -159,7 +159,9 @@ SPIRT_MUST_CHECK int spirt_health_list(struct spirt_store *s,
 /*
  * One pass of the watcher over store s at now_ns: read every beat/ record,
  * observe it in health/<member>, and mark dead the members whose state is
- * SPIRT_H_DEAD and were not yet, all in one write transaction.  The ids
+ * SPIRT_H_DEAD and were not yet, all in one write transaction.  A member
+ * declared dead whose beat changes again (a partition healed) is alive
+ * and may be declared again.  The ids
  * of the newly dead go to dead (room for max, *ndead of them; a member
  * past max is declared in a later pass) with their health in dh (max, may
  * be NULL).  Malformed beats are skipped and counted in *bad (may be
@@ -169,5 +171,16 @@ SPIRT_MUST_CHECK int spirt_watch_pass(struct spirt_store *s,
     const struct spirt_beat_budget *b, uint64_t now_ns,
     const unsigned char host[SPIRT_BEAT_BOOT], struct spirt_health *dh,
     size_t max, size_t *ndead, size_t *bad) SPIRT_NONNULL(1, 2, 4, 7);
+
+/*
+ * A watcher that starts gives every member it knows the benefit of the
+ * doubt: what an earlier watcher saw may be old (this peer was down, or
+ * cut off), so each health/ record of s counts from now_ns as if its
+ * beat had just changed (a declared death stays declared).  Returns 0 or
+ * store errors.
+ */
+SPIRT_MUST_CHECK int spirt_watch_start(struct spirt_store *s,
+    uint64_t now_ns, const unsigned char host[SPIRT_BEAT_BOOT])
+    SPIRT_NONNULL(1, 3);
 
 #endif

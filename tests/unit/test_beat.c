@@ -236,6 +236,27 @@ pass(const char *dir)
 	CHECK_RC(spirt_watch_pass(s, &bu, t0 + 2300 * MS, host, dh, 4, &nd,
 	    &bad));
 	CHECK(nd == 2);         /* both silent for 1 s now */
+	/* a watcher that starts gives both the benefit of the doubt; the
+	 * deaths it knows of stay declared */
+	CHECK_RC(spirt_watch_start(s, t0 + 9000 * MS, host));
+	CHECK_RC(spirt_health_get(s, "p1", &dh[1]));
+	CHECK(spirt_health_state(&dh[1], host, t0 + 9500 * MS, NULL, NULL) ==
+	    SPIRT_H_SUSPECT && dh[1].dead_run == 1);
+	CHECK_RC(spirt_watch_pass(s, &bu, t0 + 10000 * MS, host, dh, 4, &nd,
+	    &bad));
+	CHECK(nd == 0);
+	/* p1 beats again on the same boot (a partition healed): alive, and
+	 * its next death is declared again */
+	a.seq = 13;
+	CHECK_RC(spirt_store_write(s, put_beat, &a));
+	CHECK_RC(spirt_watch_pass(s, &bu, t0 + 10100 * MS, host, dh, 4, &nd,
+	    &bad));
+	CHECK_RC(spirt_health_get(s, "p1", &dh[1]));
+	CHECK(dh[1].dead_run == 0 && spirt_health_state(&dh[1], host,
+	    t0 + 10100 * MS, NULL, NULL) == SPIRT_H_LIVE);
+	CHECK_RC(spirt_watch_pass(s, &bu, t0 + 11200 * MS, host, dh, 4, &nd,
+	    &bad));
+	CHECK(nd == 1 && strcmp(dh[0].b.member, "p1") == 0);
 	spirt_store_close(s);
 }
 
