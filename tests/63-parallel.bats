@@ -264,3 +264,15 @@ jobs_ok() {
 	[ "$(spirt-store -s ref get model/mlp@2 | md5sum)" = \
 	  "$(spirt-store -s s1 get model/mlp@2 | md5sum)" ]
 }
+
+@test "examples/parallel-ssh: its run across the namespace hosts, the same bytes as xargs" {
+	hosts_up
+	rm flaky/spirt-grad
+	run -0 on_hosts env HOSTS="$HOSTS" LISTEN="$(netns_addr 1):$((PORT + 1))" \
+	    STEPS=2 sh "$SPIRT_ROOT/examples/parallel-ssh/run.sh" "$PWD/w"
+	assert_line "serving $PWD/w/peer.db at http://$(netns_addr 1):$((PORT + 1))"
+	for i in 2 3 4; do
+		assert_line --regexp "^  $(netns_addr $i) exit 0: [1-4]\$"
+	done
+	assert_line --regexp '^model/mlp@2: parallel and xargs identical \([0-9]+ [0-9]+\)$'
+}

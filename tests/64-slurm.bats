@@ -175,3 +175,21 @@ slurm_up() {
 	done
 	diff <(cut -f2- ref.train-mlp.tsv) <(cut -f2- s1.train-mlp.tsv)
 }
+
+@test "examples/slurm: its run in the cluster, the same bytes as xargs" {
+	need
+	netns_setup 1
+	slurm_up
+	run -0 in_ns timeout 300 env STEPS=2 \
+	    sh "$SPIRT_ROOT/examples/slurm/run.sh" "$PWD/w"
+	assert_line --regexp '^serving .*/w/peer.db at http://127\.0\.0\.1:[0-9]+$'
+	assert_line --regexp '^model/mlp@2: srun and xargs identical \([0-9]+ [0-9]+\)$'
+	# its functions were job steps: two steps of three
+	[ "$(cat slurm/slurmd.n*.log | grep -c 'launch task StepId=')" -eq 6 ]
+}
+
+@test "examples/slurm: no cluster answers: 69" {
+	SLURM_CONF=/nonexistent run -69 sh "$SPIRT_ROOT/examples/slurm/run.sh" "$PWD/w"
+	assert_output 'slurm: no Slurm cluster answers here (sinfo fails)'
+	[ ! -e w ]
+}
