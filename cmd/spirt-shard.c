@@ -410,7 +410,7 @@ main(int argc, char **argv)
 			    rc));
 			if (err.hint)
 				warnx_("hint: %s", hints[err.hint]);
-			return spirt_exit(rc);
+			goto out;       /* (a store --label-names-from opened) */
 		}
 		if (o.nshards > ds.n) {
 			warnx_("%s: %zu shards for %zu samples", argv[0],
