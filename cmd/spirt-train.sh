@@ -294,13 +294,21 @@ if ! spirt-store ls data/test/info | grep -q .; then
 	run spirt-shard -q -d test \
 	    "$data/t10k-images-idx3-ubyte.gz" "$data/t10k-labels-idx1-ubyte.gz"
 fi
-# samples of the smallest worker's share fix the steps per epoch (fewer
-# workers than P x M: a dead peer's were spread over the others, --beat)
+# samples of the smallest worker's share fix the steps per epoch; with
+# one shard per worker, the smallest shard's (the same at first, and
+# still the same once a dead peer's workers' shards were spread over the
+# others, --beat, so every peer keeps one schedule)
 per=$(spirt-shard --stats | awk -v m="$nw" '
+	$1 == "dataset" { for (i = 1; i < NF; i++) if ($i == "shards") k = $(i + 1) }
+	$1 == "shard" { s[$2] = $4 }
 	$1 == "assign" && $2 == "worker" { c[$3] += $9 }
 	END { min = -1; n = 0
 	      for (w in c) { n++; if (min < 0 || c[w] < min) min = c[w] }
-	      if (n > m || n == 0) min = -n; print min }')
+	      if (k == m && n <= m && n > 0) {
+		      min = -1
+		      for (j in s) if (min < 0 || s[j] < min) min = s[j]
+	      } else if (n != m) min = -n
+	      print min }')
 [ "$per" -gt 0 ] ||
 	die 65 "store $store has data for $((-per)) workers, not $nw; use a new store or -n $((-per))"
 spe=$((per / batch))
@@ -435,9 +443,11 @@ beats_start() {
 		printf "%s) w=\"%s\" ;; ", $1, substr(w, 2); n++ }' "$peers")
 	# (never its own: a restarted peer's watcher may see its last life's
 	# beat go stale before the new one comes)
-	# and only on the side of a majority of the peers: a partition's
-	# minority keeps its data as it is, for when it rejoins
-	od="w=; case %m in $self) ;; $od esac; [ %r != peer ] || [ -z \"\$w\" ] || [ \$((2 * \$(spirt-beat ls | awk -F'\t' '\$2 == \"peer\" && (\$3 == \"live\" || \$3 == \"suspect\")' | wc -l))) -le $np ] || spirt-shard -q \$w"
+	# and only on the side of a majority of the peers, live ones (not
+	# merely suspect, as the others of a partition's minority are while
+	# the first is declared dead): a minority keeps its data as it is,
+	# for when it rejoins
+	od="w=; case %m in $self) ;; $od esac; [ %r != peer ] || [ -z \"\$w\" ] || [ \$((2 * \$(spirt-beat ls | awk -F'\t' '\$2 == \"peer\" && \$3 == \"live\"' | wc -l))) -le $np ] || spirt-shard -q \$w"
 	[ "$verbose" -eq 0 ] ||
 	    printf '+ spirt-beat -B %s -m %s beat %s %s\n' "$beat" "$model" "$self" "$(echo $others)" >&2
 	st=live

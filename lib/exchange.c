@@ -266,8 +266,15 @@ pull_main(void *arg)
 			break;
 		if (atomic_load(&u->cancel)) {
 			u->rc = SPIRT_ETIMEDOUT;
-			snprintf(u->why, sizeof u->why, "given up: declared "
-			    "dead while the round waited for it");
+			if (atomic_load(&u->cancel) == 1)
+				snprintf(u->why, sizeof u->why, "given up: "
+				    "declared dead while the round waited for "
+				    "it");
+			else
+				snprintf(u->why, sizeof u->why, "a straggler: "
+				    "no answer in %u ms (about twice the last "
+				    "round's time), and the round had its "
+				    "quorum without it", u->x->straggler_ms);
 			break;
 		}
 		if (h == NULL) {
@@ -600,7 +607,8 @@ phase1(struct spirt_exchange *x, struct pull *u, int *want)
 			    SPIRT_XP_LATE, u[i].rc, "xagg/%llu/%s: %s",
 			    ULL(x->step), p->id, u[i].why[0] ? u[i].why :
 			    spirt_strerror(u[i].rc));
-			if (p->state == SPIRT_XP_LATE)
+			if (p->state == SPIRT_XP_LATE &&
+			    !atomic_load(&u[i].cancel))
 				snprintf(p->why + strlen(p->why),
 				    sizeof p->why - strlen(p->why),
 				    " (no answer in %u ms)", x->deadline_ms);
@@ -1161,8 +1169,32 @@ quorum_before(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID],
 	}
 	if ((rc = quorum_of(x, ids, *nl, 0, "alive")))
 		return rc;
-	x->deadline_ms = spirt_quorum_deadline(xms, suspect, x->deadline_ms);
+	/* stragglers are cut then, once the round has its quorum; until
+	 * it has, the live are waited for up to the round's deadline */
+	x->last = ids;
+	x->straggler_ms = spirt_quorum_deadline(xms, suspect,
+	    x->deadline_ms);
 	return 0;
+}
+
+/* the pulls so far give the round its quorum: more than half of the
+ * last round's members (self among them) and min_peers delivered */
+static int
+quorum_now(const struct spirt_exchange *x, struct pull *u,
+    const int *started)
+{
+	size_t in = 0, got = 1;
+
+	for (size_t k = 0; k < x->nlast; k++)
+		in += strcmp(x->last[k], x->self) == 0;
+	for (size_t i = 0; i < x->n; i++) {
+		if (!started[i] || !atomic_load(&u[i].finished) || u[i].rc)
+			continue;
+		got++;
+		for (size_t k = 0; k < x->nlast; k++)
+			in += strcmp(x->last[k], x->peers[i].id) == 0;
+	}
+	return 2 * in > x->nlast && got >= x->min_peers;
 }
 
 /*
@@ -1209,24 +1241,28 @@ watch_pulls(const struct spirt_exchange *x, struct pull *u,
     const int *started)
 {
 	unsigned char host[SPIRT_BEAT_BOOT];
-	double age;
+	double age, t0 = now_ms();
 
 	if (spirt_host_boot(host))
 		return;
 	for (;;) {
-		int busy = 0;
+		int busy = 0, late = x->last && now_ms() - t0 >=
+		    x->straggler_ms && quorum_now(x, u, started);
 
 		for (size_t i = 0; i < x->n; i++) {
-			if (!started[i] || atomic_load(&u[i].finished))
+			if (!started[i] || atomic_load(&u[i].finished) ||
+			    atomic_load(&u[i].cancel))
 				continue;
 			busy = 1;
-			if (!atomic_load(&u[i].cancel) && peer_health(x,
-			    u[i].p->id, host, &age, NULL) == SPIRT_H_DEAD)
+			if (peer_health(x, u[i].p->id, host, &age, NULL) ==
+			    SPIRT_H_DEAD)
 				atomic_store(&u[i].cancel, 1);
+			else if (late)
+				atomic_store(&u[i].cancel, 2);
 		}
 		if (!busy)
 			return;
-		nap(50);
+		nap(20);
 	}
 }
 
@@ -1273,6 +1309,8 @@ spirt_exchange_run(struct spirt_exchange *x)
 	x->done = 0;
 	x->used = 0;
 	x->self_out = 0;
+	x->last = NULL;
+	x->straggler_ms = 0;
 	if (!spirt_id_valid(x->self) || !spirt_id_valid(x->run) ||
 	    x->model == NULL)
 		return say(x, SPIRT_EINVAL, "no valid id, run or model");
@@ -1312,6 +1350,7 @@ spirt_exchange_run(struct spirt_exchange *x)
 	if (rc == 0)
 		rc = combine(x);
 out:
+	x->last = NULL;
 	free(ids);
 	free(dg);
 	x->ms = now_ms() - t0;

@@ -127,6 +127,10 @@ struct spirt_exchange {
 	 * out of the step (it joins late, or was cut as a straggler): it
 	 * combines what they combined, without its own */
 	int self_out;
+	/* beats, internal: the last round's members (nlast of them) and the
+	 * straggler deadline, set by the round */
+	char (*last)[33];
+	unsigned straggler_ms;
 	size_t nlast;                   /* beats: members of the last round */
 	char msg[SPIRT_KEY_MAX + 400];
 };

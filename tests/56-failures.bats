@@ -215,7 +215,7 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	xms=$(round s1 0 | sed -n 's/^xms=//p')
 	want=$(awk -v x="$xms" 'BEGIN { d = 2 * x; if (d < 700) d = 700; else d = int(d) + 1; print d }')
 	grep -qF -- "peer p3 left out: late: xagg/1/p3:" <<<"$stderr"
-	grep -qF -- "(no answer in $want ms)" <<<"$stderr"
+	grep -qF -- "a straggler: no answer in $want ms" <<<"$stderr"
 }
 
 @test "quorum: all or nothing: a peer the others leave out combines what they combined, without its own" {
