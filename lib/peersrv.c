@@ -26,6 +26,14 @@ struct sess {
 	unsigned char sid[SID_BYTES];
 	struct spirt_session *s;
 	double last;                    /* monotonic seconds */
+	unsigned busy;                  /* answers streaming under it */
+};
+
+/* a streamed answer's buffer kept for the next one (see spare_get) */
+#define SPARES 2
+struct spare {
+	unsigned char *p;
+	size_t cap;
 };
 
 struct spirt_peersrv {
@@ -34,6 +42,7 @@ struct spirt_peersrv {
 	struct sess *tab;
 	char addr[80];
 	struct spirt_peersrv_stats st;
+	struct spare spare[SPARES];
 };
 
 /* one request's state across the handler's calls */
@@ -190,7 +199,7 @@ sess_find(struct spirt_peersrv *p, const unsigned char *sid, double now)
 
 		if (!e->s)
 			continue;
-		if (now - e->last > p->conf.idle_s)
+		if (now - e->last > p->conf.idle_s && !e->busy)
 			sess_drop(e);
 		else if (sodium_memcmp(e->sid, sid, SID_BYTES) == 0)
 			hit = e;
@@ -211,10 +220,12 @@ sess_slot(struct spirt_peersrv *p, double now)
 	for (unsigned i = 0; i < p->conf.max_sessions; i++) {
 		struct sess *e = &p->tab[i];
 
-		if (e->s && now - e->last > p->conf.idle_s)
+		if (e->s && now - e->last > p->conf.idle_s && !e->busy)
 			sess_drop(e);
 		if (!e->s)
 			return e;
+		if (e->busy)
+			continue;       /* its keys seal an answer in flight */
 		if (!spirt_session_confirmed(e->s) &&
 		    (!unconf || e->last < unconf->last))
 			unconf = e;
@@ -356,6 +367,184 @@ list_fn(void *arg, const char *key, const void *val, size_t len)
 	return 0;
 }
 
+/* ---- streamed answers: sealed frame by frame as the socket takes them */
+
+#define FRAME_WIRE (SPIRT_FRAME_BYTES + SPIRT_MSG_TAG)
+#define STREAM_BLOCK (4 * FRAME_WIRE)   /* MHD's buffer: four frames */
+
+/*
+ * The buffers streamed answers copy values into are kept for the next
+ * answer (the exchange asks for values of the same size every step):
+ * freed and allocated anew, their pages would be faulted in and zeroed
+ * by the kernel each time, which costs about as much as sealing them.
+ */
+static unsigned char *
+spare_get(struct spirt_peersrv *p, size_t n, size_t *cap)
+{
+	struct spare *best = NULL;
+	unsigned char *b;
+
+	for (int i = 0; i < SPARES; i++)
+		if (p->spare[i].p && p->spare[i].cap >= n &&
+		    (!best || p->spare[i].cap < best->cap))
+			best = &p->spare[i];
+	if (best) {
+		b = best->p;
+		*cap = best->cap;
+		best->p = NULL;
+		return b;
+	}
+	*cap = n;
+	return malloc(n ? n : 1);
+}
+
+static void
+spare_put(struct spirt_peersrv *p, unsigned char *b, size_t cap)
+{
+	struct spare *small = &p->spare[0];
+
+	/* an empty slot, else the smallest, if b is larger */
+	for (int i = 1; i < SPARES && small->p; i++)
+		if (!p->spare[i].p || p->spare[i].cap < small->cap)
+			small = &p->spare[i];
+	if (!small->p || small->cap < cap) {
+		free(small->p);
+		small->p = b;
+		small->cap = cap;
+	} else {
+		free(b);
+	}
+}
+
+struct sresp {
+	struct spirt_peersrv *srv;
+	struct sess *e;                 /* whose keys seal it (busy) */
+	struct spirt_session *s;
+	struct spirt_stream w;
+	unsigned char *pt;              /* answer head and value */
+	size_t n, ptcap;
+	unsigned char head[SPIRT_MSG_HEAD + SPIRT_MSG_KEY_MAX];
+	size_t hlen;
+	unsigned char *stage;           /* a frame that did not fit */
+	uint64_t stage_at;              /* its offset after the header */
+	size_t stage_len;
+};
+
+static ssize_t
+stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct sresp *a = cls;
+	size_t done = 0;
+
+	while (done < max) {
+		uint64_t p = pos + done, off, at;
+		size_t k, fl;
+
+		if (p < a->hlen) {
+			k = a->hlen - (size_t)p < max - done ?
+			    a->hlen - (size_t)p : max - done;
+			memcpy(buf + done, a->head + p, k);
+			done += k;
+			continue;
+		}
+		off = p - a->hlen;
+		if (a->stage_len && off >= a->stage_at &&
+		    off < a->stage_at + a->stage_len) {
+			k = (size_t)(a->stage_at + a->stage_len - off);
+			if (k > max - done)
+				k = max - done;
+			memcpy(buf + done, a->stage + (off - a->stage_at), k);
+			done += k;
+			continue;
+		}
+		if (a->w.next >= a->w.frames)
+			break;
+		at = a->w.next * (uint64_t)FRAME_WIRE;
+		if (off != at || a->e->s != a->s)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		fl = spirt_stream_frame_len(&a->w);
+		if (max - done >= fl + SPIRT_MSG_TAG) {
+			if (spirt_stream_seal_frame(&a->w, (unsigned char *)buf +
+			    done, a->pt + at / FRAME_WIRE * SPIRT_FRAME_BYTES,
+			    fl))
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			done += fl + SPIRT_MSG_TAG;
+			continue;
+		}
+		if (done)
+			break;          /* the rest next time, whole */
+		if (!a->stage && !(a->stage = malloc(FRAME_WIRE)))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (spirt_stream_seal_frame(&a->w, a->stage, a->pt + at /
+		    FRAME_WIRE * SPIRT_FRAME_BYTES, fl))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		a->stage_at = at;
+		a->stage_len = fl + SPIRT_MSG_TAG;
+	}
+	return done ? (ssize_t)done : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void
+stream_free(void *cls)
+{
+	struct sresp *a = cls;
+
+	if (a->e->s == a->s && a->e->busy)
+		a->e->busy--;
+	spare_put(a->srv, a->pt, a->ptcap);
+	free(a->stage);
+	free(a);
+}
+
+/*
+ * Answer a get with a stream (docs/protocol.md, "Streamed messages"):
+ * the value is copied out of the store (the read transaction ends
+ * here), and each frame is sealed when the connection can take it, so
+ * that sealing overlaps sending and the member's opening.
+ */
+static enum MHD_Result
+stream_answer(struct spirt_peersrv *p, struct MHD_Connection *c,
+    struct sess *e, uint64_t step,
+    const char *key, const unsigned char head[SPIRT_ANS_HEAD],
+    const void *val, size_t vlen)
+{
+	struct MHD_Response *r;
+	struct sresp *a;
+	enum MHD_Result ok;
+	size_t total = spirt_stream_size(key, SPIRT_ANS_HEAD + vlen);
+
+	if (!total || !(a = calloc(1, sizeof *a)))
+		return MHD_NO;
+	a->srv = p;
+	a->n = SPIRT_ANS_HEAD + vlen;
+	if (!(a->pt = spare_get(p, a->n, &a->ptcap))) {
+		free(a);
+		return MHD_NO;
+	}
+	memcpy(a->pt, head, SPIRT_ANS_HEAD);
+	memcpy(a->pt + SPIRT_ANS_HEAD, val, vlen);
+	if (spirt_stream_seal_begin(&a->w, e->s, a->head, sizeof a->head,
+	    &a->hlen, step, key, a->n)) {
+		spare_put(p, a->pt, a->ptcap);
+		free(a);
+		return MHD_NO;
+	}
+	a->e = e;
+	a->s = e->s;
+	e->busy++;
+	r = MHD_create_response_from_callback(total, STREAM_BLOCK,
+	    stream_read, a, stream_free);
+	if (!r) {
+		stream_free(a);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    "application/octet-stream");
+	ok = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
 static const char *const opname[] = { "?", "get", "put", "del", "list" };
 
 static enum MHD_Result
@@ -464,6 +653,19 @@ seal:
 	head[1] = o.more ? SPIRT_ANS_MORE : 0;
 	spirt_le_put16(head + 2, (uint16_t)st);
 	spirt_le_put64(head + 8, info.counter);
+	if (op == SPIRT_OP_GET && st == SPIRT_ST_OK &&
+	    (pt[1] & SPIRT_REQ_STREAM)) {
+		enum MHD_Result ok = stream_answer(p, c, e, step, info.key,
+		    head, val, vlen);
+
+		spirt_txn_abort(t);
+		if (ok == MHD_YES)
+			p->st.served++;
+		else
+			logf_(p, 0, "%s: %s: answer: %s", q->from, what,
+			    spirt_strerror(ENOMEM));
+		return ok;
+	}
 	cap = spirt_msg_size(info.key, SPIRT_ANS_HEAD + vlen);
 	if (cap && (out = malloc(cap))) {
 		unsigned char *dst = out + SPIRT_MSG_HEAD + klen;
@@ -725,6 +927,8 @@ spirt_peersrv_stop(struct spirt_peersrv *p, struct spirt_peersrv_stats *st)
 		*st = p->st;
 	for (unsigned i = 0; i < p->conf.max_sessions; i++)
 		sess_drop(&p->tab[i]);
+	for (int i = 0; i < SPARES; i++)
+		free(p->spare[i].p);
 	free(p->tab);
 	free(p);
 }

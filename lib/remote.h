@@ -31,6 +31,7 @@
 #define SPIRT_REQ_HEAD 8
 #define SPIRT_ANS_HEAD 16
 #define SPIRT_REQ_NOOVERWRITE 0x1       /* put flag */
+#define SPIRT_REQ_STREAM 0x2            /* get: answer as a stream */
 #define SPIRT_ANS_MORE 0x1              /* list: more keys follow */
 /* one listing entry: key length (2), zero (2), value length (8), key */
 #define SPIRT_LIST_ENTRY 12
