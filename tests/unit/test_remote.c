@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -231,14 +232,15 @@ out:
 
 /* ---- a man in the middle: the network changes a streamed answer ---- */
 
-enum { MITM_PASS, MITM_FLIP, MITM_CUT, MITM_REPLAY };
+enum { MITM_PASS, MITM_FLIP, MITM_CUT, MITM_REPLAY, MITM_DELAY };
 
 /*
  * A relay on 127.0.0.1 to the server at port up, one connection at a
  * time, that does what mode says to the first answer whose body is
  * larger than BIG bytes (the streamed value): flip one bit at body
  * offset off, cut the connection there, or (replay) keep it and send it
- * again in place of the next such answer, which has the same length.
+ * again in place of the next such answer, which has the same length;
+ * or (delay) hold every answer back off milliseconds.
  */
 #define BIG 4096
 struct mitm {
@@ -296,6 +298,10 @@ mitm_relay(struct mitm *m, int cfd, int sfd)
 
 		if (n <= 0)
 			return 0;
+		/* delay: each answer held off ms before its first byte */
+		if (m->mode == MITM_DELAY && !a.inbody && a.hn == 0)
+			nanosleep(&(struct timespec){ (time_t)(m->off / 1000),
+			    (long)(m->off % 1000) * 1000000 }, NULL);
 		for (i = 0; i < n; i++) {
 			if (!a.inbody) {
 				if (a.hn < sizeof a.hdr - 1)
@@ -637,6 +643,34 @@ test_streams(struct spirt_store *s, const struct spirt_cred *srvc,
 			if (rc == 0)
 				free(v);
 		}
+		spirt_remote_close(r);
+		mitm_stop(&m);
+	}
+
+	/*
+	 * One deadline for the whole request: the server's id, the
+	 * handshake and the message are each answered within the timeout
+	 * (600 ms late for 1500), but not all three.  With the session
+	 * there, the message alone is in time.
+	 */
+	{
+		int rc;
+
+		CHECK_RC(mitm_start(&m, port, MITM_DELAY, 600));
+		snprintf(url, sizeof url, "http://127.0.0.1:%d", m.port);
+		CHECK_RC(spirt_remote_open(&r, url, peer, 1500));
+		rc = spirt_remote_get(r, 3, "xagg/3/0", &v, &n);
+		CHECK(rc == SPIRT_ETIMEDOUT);
+		if (rc == 0)
+			free(v);
+		spirt_remote_set_timeout(r, 30000);
+		CHECK_RC(spirt_remote_get(r, 3, "xagg/3/0", &v, &n));
+		if (n == 1)
+			free(v);
+		spirt_remote_set_timeout(r, 1500);
+		CHECK_RC(spirt_remote_get(r, 3, "xagg/3/0", &v, &n));
+		if (n == 1)
+			free(v);
 		spirt_remote_close(r);
 		mitm_stop(&m);
 	}
