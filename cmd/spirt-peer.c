@@ -322,6 +322,7 @@ serve(void)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	conf.store = s;
+	conf.path = store;
 	conf.cred = cred;
 	conf.listen = o.listen ? o.listen : LISTEN_DEFAULT;
 	conf.max_bytes = maxb;

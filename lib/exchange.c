@@ -1,11 +1,14 @@
 /* exchange.c - one round between peers: publish, pull, check, combine */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/inotify.h>
 
 #include "aggstore.h"
 #include "exchange.h"
@@ -21,24 +24,44 @@
 
 /* ---- the store as a peer's URL ---- */
 
+/* a peer's store by path, and inotify on its directories for waits */
+struct sthandle {
+	struct spirt_store *s;
+	int ifd;                /* -1 until a wait needs it, or none */
+	int tried;
+	char path[512];
+};
+
 static int
 st_open(void **h, const char *url, void *arg, unsigned timeout_ms)
 {
+	struct sthandle *sh;
+	int rc;
+
 	(void)arg;
 	(void)timeout_ms;
-	return spirt_store_open((struct spirt_store **)h, url,
-	    SPIRT_STORE_RDONLY);
+	if ((sh = calloc(1, sizeof *sh)) == NULL)
+		return ENOMEM;
+	sh->ifd = -1;
+	snprintf(sh->path, sizeof sh->path, "%s", url);
+	if ((rc = spirt_store_open(&sh->s, url, SPIRT_STORE_RDONLY))) {
+		free(sh);
+		return rc;
+	}
+	*h = sh;
+	return 0;
 }
 
 static int
 st_get(void *h, uint64_t step, const char *key, void **val, size_t *len)
 {
+	struct sthandle *sh = h;
 	struct spirt_txn *t;
 	const void *v;
 	int rc;
 
 	(void)step;
-	if ((rc = spirt_txn_begin(&t, h, SPIRT_TXN_RDONLY)))
+	if ((rc = spirt_txn_begin(&t, sh->s, SPIRT_TXN_RDONLY)))
 		return rc;
 	if ((rc = spirt_store_get(t, key, &v, len)) == 0) {
 		if ((*val = malloc(*len ? *len : 1)) == NULL)
@@ -50,10 +73,65 @@ st_get(void *h, uint64_t step, const char *key, void **val, size_t *len)
 	return rc;
 }
 
+/*
+ * A key not there yet, waited for: asked again each time the store's
+ * files change (LMDB writes the meta page of a commit last, so a commit
+ * that made the key is always followed by an event), and every 50 ms in
+ * case one was missed; every 2 ms where inotify cannot be had.
+ */
+static int
+st_wait(void *h, uint64_t step, const char *key, unsigned wait_ms,
+    void **val, size_t *len)
+{
+	struct sthandle *sh = h;
+	double end = spirt_clock() + wait_ms / 1e3;
+	uint32_t mask = IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE;
+	char sub[600], buf[4096];
+	int rc;
+
+	if (!sh->tried) {
+		sh->tried = 1;
+		if ((sh->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) >= 0 &&
+		    inotify_add_watch(sh->ifd, sh->path, mask) < 0) {
+			close(sh->ifd);
+			sh->ifd = -1;
+		}
+		snprintf(sub, sizeof sub, "%s/scratch", sh->path);
+		if (sh->ifd >= 0)
+			(void)inotify_add_watch(sh->ifd, sub, mask);
+	}
+	for (;;) {
+		struct pollfd pf = { sh->ifd, POLLIN, 0 };
+		double left;
+		int ms;
+
+		/* drained before asking: a change after the ask wakes us */
+		if (sh->ifd >= 0)
+			while (read(sh->ifd, buf, sizeof buf) > 0)
+				;
+		if ((rc = st_get(h, step, key, val, len)) != SPIRT_ENOTFOUND)
+			return rc;
+		if ((left = end - spirt_clock()) <= 0)
+			return rc;
+		ms = (int)(left * 1e3) + 1;
+		if (ms > (sh->ifd >= 0 ? 50 : 2))
+			ms = sh->ifd >= 0 ? 50 : 2;
+		if (sh->ifd >= 0)
+			poll(&pf, 1, ms);
+		else
+			nanosleep(&(struct timespec){ 0, ms * 1000000L }, NULL);
+	}
+}
+
 static void
 st_close(void *h)
 {
-	spirt_store_close(h);
+	struct sthandle *sh = h;
+
+	if (sh->ifd >= 0)
+		close(sh->ifd);
+	spirt_store_close(sh->s);
+	free(sh);
 }
 
 static const char *
@@ -64,7 +142,7 @@ st_msg(void *h)
 }
 
 const struct spirt_xnet spirt_xnet_store = {
-	st_open, st_get, st_close, st_msg, NULL, NULL
+	st_open, st_get, st_close, st_msg, NULL, NULL, st_wait
 };
 
 /* ---- a peer over HTTP (lib/remote.h) ---- */
@@ -100,6 +178,13 @@ ht_timeout(void *h, unsigned timeout_ms)
 	spirt_remote_set_timeout(h, timeout_ms);
 }
 
+static int
+ht_wait(void *h, uint64_t step, const char *key, unsigned wait_ms,
+    void **val, size_t *len)
+{
+	return spirt_remote_get_wait(h, step, key, wait_ms, val, len);
+}
+
 void
 spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
 {
@@ -111,6 +196,7 @@ spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
 	/* the handles only read the credentials */
 	net->arg = (void *)(uintptr_t)c;
 	net->timeout = ht_timeout;
+	net->wait = ht_wait;
 }
 
 /* ---- set-up ---- */
@@ -130,6 +216,8 @@ spirt_exchange_free(struct spirt_exchange *x)
 	for (size_t i = 0; i < x->n; i++) {
 		free(x->peers[i].agg);
 		free(x->peers[i].proof);
+		if (x->peers[i].h)
+			x->peers[i].net->close(x->peers[i].h);
 	}
 	free(x->peers);
 	x->peers = NULL;
@@ -245,13 +333,23 @@ nap(double ms)
 	nanosleep(&ts, NULL);
 }
 
+/* a request's deadline: what it may wait, plus timeout_ms, within left */
+static unsigned
+bound(double left, unsigned wait, unsigned timeout_ms)
+{
+	double t = (double)wait + timeout_ms;
+
+	return t < left ? (unsigned)t : (unsigned)left + 1;
+}
+
 static void *
 pull_main(void *arg)
 {
 	struct pull *u = arg;
-	const struct spirt_xnet *net = u->p->net;
-	double t0 = now_ms(), wait = 2, left;
-	void *h = NULL;
+	struct spirt_xpeer *p = u->p;
+	const struct spirt_xnet *net = p->net;
+	double t0 = now_ms(), nap_ms = 2, left, asked;
+	unsigned wait;
 	int rc;
 
 	u->rc = SPIRT_ENOTFOUND;
@@ -259,42 +357,55 @@ pull_main(void *arg)
 		left = u->end - now_ms();
 		if (left <= 0)
 			break;
-		if (h == NULL) {
-			unsigned tmo = left < u->x->timeout_ms ?
-			    (unsigned)left + 1 : u->x->timeout_ms;
-
-			rc = net->open(&h, u->url, net->arg, tmo);
+		if (p->h == NULL) {
+			/* the peer's handle (its session) is kept for every
+			 * later pull */
+			rc = net->open(&p->h, u->url, net->arg,
+			    bound(left, 0, u->x->timeout_ms));
 			if (rc)
-				h = NULL;
+				p->h = NULL;
 		} else {
+			/* waited for on the other side, to the deadline
+			 * (less a margin for the answer to come); the
+			 * whole request bounded by what is left */
+			wait = net->wait && !p->nowait && left > 20 ?
+			    (unsigned)(left - (left > 400 ? 200 : left / 2)) :
+			    0;
 			if (net->timeout)
-				net->timeout(h, left < u->x->timeout_ms ?
-				    (unsigned)left + 1 : u->x->timeout_ms);
-			rc = net->get(h, u->x->step, u->key, &u->val,
-			    &u->len);
+				net->timeout(p->h, bound(left, wait,
+				    u->x->timeout_ms));
+			asked = now_ms();
+			rc = wait ? net->wait(p->h, u->x->step, u->key, wait,
+			    &u->val, &u->len) : net->get(p->h, u->x->step,
+			    u->key, &u->val, &u->len);
 			if (rc == 0) {
 				u->rc = 0;
 				break;
 			}
+			/* a server that does not wait answers at once:
+			 * ask it again after a nap, as before */
+			if (wait && rc == SPIRT_ENOTFOUND && wait > 100 &&
+			    now_ms() - asked < wait / 2.0)
+				p->nowait = 1;
 		}
 		if (rc) {
 			u->rc = rc;
 			snprintf(u->why, sizeof u->why, "%s%s%s",
-			    spirt_strerror(rc), h && *net->msg(h) ? ": " : "",
-			    h ? net->msg(h) : "");
+			    spirt_strerror(rc), p->h && *net->msg(p->h) ?
+			    ": " : "", p->h ? net->msg(p->h) : "");
 			if (refusal(rc))
 				break;
 		}
 		if (rc == 0)
 			continue;       /* opened: ask at once */
+		if (rc == SPIRT_ENOTFOUND && p->h && net->wait && !p->nowait)
+			continue;       /* the wait is over: again */
 		/* not there yet: ask again soon, never past the deadline */
 		left = u->end - now_ms();
-		nap(wait < left ? wait : left > 0 ? left : 0);
-		if (wait < 50)
-			wait *= 2;
+		nap(nap_ms < left ? nap_ms : left > 0 ? left : 0);
+		if (nap_ms < 50)
+			nap_ms *= 2;
 	}
-	if (h)
-		net->close(h);
 	u->ms = now_ms() - t0;
 	return NULL;
 }
@@ -987,6 +1098,28 @@ before(struct spirt_exchange *x, void **dg, size_t *dglen)
 	return rc;
 }
 
+/* what the last round said of each peer goes; its handle stays */
+static void
+round_reset(struct spirt_exchange *x)
+{
+	for (size_t i = 0; i < x->n; i++) {
+		struct spirt_xpeer *p = &x->peers[i];
+
+		free(p->agg);
+		free(p->proof);
+		p->agg = NULL;
+		p->proof = NULL;
+		p->agglen = 0;
+		p->state = SPIRT_XP_NONE;
+		p->rc = 0;
+		p->why[0] = '\0';
+		p->ms = 0;
+		p->has_digest = 0;
+		memset(p->hash, 0, sizeof p->hash);
+		memset(&p->d, 0, sizeof p->d);
+	}
+}
+
 int
 spirt_exchange_run(struct spirt_exchange *x)
 {
@@ -1000,6 +1133,7 @@ spirt_exchange_run(struct spirt_exchange *x)
 	x->msg[0] = '\0';
 	x->done = 0;
 	x->used = 0;
+	round_reset(x);
 	if (!spirt_id_valid(x->self) || !spirt_id_valid(x->run) ||
 	    x->model == NULL)
 		return say(x, SPIRT_EINVAL, "no valid id, run or model");

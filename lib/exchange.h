@@ -55,15 +55,23 @@ struct spirt_xnet {
 	/* optional: bound each request from now on by timeout_ms (the
 	 * round's deadline comes nearer) */
 	void (*timeout)(void *h, unsigned timeout_ms);
+	/* optional: as get, but a key not there yet is waited for, up to
+	 * wait_ms (SPIRT_ENOTFOUND once over); without it, pulls ask again
+	 * after 2 to 50 ms */
+	int (*wait)(void *h, uint64_t step, const char *key, unsigned wait_ms,
+	    void **val, size_t *len);
 };
 
-/* A store path as the URL (peers on one machine; tests). */
+/* A store path as the URL (peers on one machine; tests); a pull waits
+ * for a key with inotify on the store's directories. */
 extern const struct spirt_xnet spirt_xnet_store;
 
 /*
  * A peer's URL, http://[ID@]host:port (lib/remote.h): a handle is one
- * client session of its own, so each pulling thread has its own; c (our
- * key, id, run, token and whom we trust) must outlive every handle.
+ * client session of its own, kept for every pull from that peer (one
+ * handshake per peer, not per request); a pull waits on the server for
+ * a key that is not there yet.  c (our key, id, run, token and whom we
+ * trust) must outlive every handle.
  */
 void spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
     SPIRT_NONNULL(1, 2);
@@ -82,7 +90,10 @@ struct spirt_xpeer {
 	char id[SPIRT_ID_MAX + 1];
 	char url[512];
 	const struct spirt_xnet *net;
-	/* out */
+	/* kept across phases and rounds, closed by spirt_exchange_free */
+	void *h;                /* net's handle, opened at the first pull */
+	int nowait;             /* its waits came back at once: ask again */
+	/* out (each round's; spirt_exchange_run clears them first) */
 	int state;              /* enum spirt_xstate */
 	int rc;                 /* the failure's code */
 	char why[320];
@@ -107,7 +118,8 @@ struct spirt_exchange {
 	const struct spirt_trust *trust;        /* NULL: no membership check */
 	struct spirt_agg_params p;
 	unsigned deadline_ms;           /* each pull phase's deadline */
-	unsigned timeout_ms;            /* each request's */
+	unsigned timeout_ms;            /* each request's, after its wait
+					 * (never past the phase's deadline) */
 	size_t min_peers;               /* aggregates needed, self included */
 	size_t n;
 	struct spirt_xpeer *peers;      /* n, owned (spirt_exchange_free) */
@@ -122,7 +134,7 @@ struct spirt_exchange {
 
 /* x with defaults: mean, deadline 30 s, timeout 10 s, no peers. */
 void spirt_exchange_init(struct spirt_exchange *x) SPIRT_NONNULL(1);
-/* Free the peers and what they hold. */
+/* Free the peers and what they hold, and close their handles. */
 void spirt_exchange_free(struct spirt_exchange *x) SPIRT_NONNULL(1);
 
 /*
@@ -137,7 +149,10 @@ SPIRT_MUST_CHECK int spirt_peers_parse(struct spirt_exchange *x,
     size_t *line) SPIRT_NONNULL(1, 2, 4);
 
 /*
- * The round, as above.  Returns 0 (x->done if it had been done before);
+ * The round, as above.  x may run one round after another (a warm
+ * exchange, x->step changed in between): each peer's handle, and so its
+ * session, is kept, and what the last round said of it is cleared first.
+ * Returns 0 (x->done if it had been done before);
  * SPIRT_ENOTFOUND (no agg/<t> or model@t), SPIRT_EEXIST (xagg/<t>/<self>
  * holds another aggregate), SPIRT_EBUSY (fewer than x->min_peers
  * aggregates), SPIRT_EMODEL (this peer's model@t is not the majority's:

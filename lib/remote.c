@@ -863,9 +863,9 @@ out:
  * streamed answer, r->rx.val, r->rx.vlen (*ans NULL; the caller takes it).
  */
 static int
-call(struct spirt_remote *r, int op, unsigned flags, uint64_t step,
-    const char *wkey, const void *body, size_t n, unsigned char **ans,
-    size_t *alen, unsigned *aflags)
+call(struct spirt_remote *r, int op, unsigned flags, uint32_t arg,
+    uint64_t step, const char *wkey, const void *body, size_t n,
+    unsigned char **ans, size_t *alen, unsigned *aflags)
 {
 	size_t klen = strlen(wkey), mlen, len, pn;
 	unsigned char *out = NULL, *pt, *head;
@@ -887,6 +887,7 @@ again:
 	memset(pt, 0, SPIRT_REQ_HEAD);
 	pt[0] = (unsigned char)op;
 	pt[1] = (unsigned char)flags;
+	spirt_le_put32(pt + 4, arg);
 	if (n)
 		memcpy(pt + SPIRT_REQ_HEAD, body, n);
 	if ((rc = spirt_session_seal(r->s, out, mlen, &len, step, wkey, pt,
@@ -977,6 +978,13 @@ int
 spirt_remote_get(struct spirt_remote *r, uint64_t step, const char *key,
     void **val, size_t *len)
 {
+	return spirt_remote_get_wait(r, step, key, 0, val, len);
+}
+
+int
+spirt_remote_get_wait(struct spirt_remote *r, uint64_t step,
+    const char *key, unsigned wait_ms, void **val, size_t *len)
+{
 	unsigned char *a;
 	unsigned fl;
 	size_t n;
@@ -985,7 +993,8 @@ spirt_remote_get(struct spirt_remote *r, uint64_t step, const char *key,
 	*val = NULL;
 	*len = 0;
 	if ((rc = keyok(r, key)) || (rc = call(r, SPIRT_OP_GET,
-	    SPIRT_REQ_STREAM, step, key, NULL, 0, &a, &n, &fl)))
+	    SPIRT_REQ_STREAM | (wait_ms ? SPIRT_REQ_WAIT : 0), wait_ms, step,
+	    key, NULL, 0, &a, &n, &fl)))
 		return rc;
 	if (!a) {       /* streamed: the buffer it was opened in */
 		*val = r->rx.val;
@@ -1015,7 +1024,7 @@ spirt_remote_put(struct spirt_remote *r, uint64_t step, const char *key,
 		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_ETOOBIG,
 		    "%s: %s: %zu bytes", r->shown, key, len);
 	return call(r, SPIRT_OP_PUT, flags & SPIRT_PUT_NOOVERWRITE ?
-	    SPIRT_REQ_NOOVERWRITE : 0, step, key, val, len, &a, &n, &fl);
+	    SPIRT_REQ_NOOVERWRITE : 0, 0, step, key, val, len, &a, &n, &fl);
 }
 
 int
@@ -1028,7 +1037,7 @@ spirt_remote_del(struct spirt_remote *r, uint64_t step, const char *key)
 
 	if ((rc = keyok(r, key)))
 		return rc;
-	return call(r, SPIRT_OP_DEL, 0, step, key, NULL, 0, &a, &n, &fl);
+	return call(r, SPIRT_OP_DEL, 0, 0, step, key, NULL, 0, &a, &n, &fl);
 }
 
 int
@@ -1049,7 +1058,7 @@ spirt_remote_list(struct spirt_remote *r, const char *prefix,
 		    "%s: invalid prefix \"%s\"", r->shown, prefix);
 	snprintf(wkey, sizeof wkey, "%s*", prefix);
 	do {
-		if ((rc = call(r, SPIRT_OP_LIST, 0,
+		if ((rc = call(r, SPIRT_OP_LIST, 0, 0,
 		    spirt_key_wirestep(wkey), wkey, after,
 		    strlen(after), &a, &n, &fl)))
 			return rc;

@@ -551,6 +551,107 @@ put_big(struct spirt_txn *t, void *arg)
 	return 0;
 }
 
+/* a put of key after ms, from another thread (another writer) */
+struct later {
+	struct spirt_store *s;
+	const char *key;
+	unsigned ms;
+	pthread_t th;
+};
+
+static int
+later_fn(struct spirt_txn *t, void *arg)
+{
+	return spirt_store_put(t, ((struct later *)arg)->key, "late!", 5, 0);
+}
+
+static void *
+later_main(void *arg)
+{
+	struct later *l = arg;
+
+	nanosleep(&(struct timespec){ l->ms / 1000,
+	    (long)(l->ms % 1000) * 1000000 }, NULL);
+	if (spirt_store_write(l->s, later_fn, l))
+		fprintf(stderr, "later: put failed\n");
+	return NULL;
+}
+
+/* a get that waits through a server stopped under it */
+struct waiter {
+	struct spirt_remote *r;
+	int rc;
+	pthread_t th;
+};
+
+static void *
+waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+	void *v = NULL;
+	size_t n;
+
+	w->rc = spirt_remote_get_wait(w->r, 9, "xagg/9/never", 20000, &v, &n);
+	free(v);
+	return NULL;
+}
+
+/* gets that wait for their key: with the store's directory watched, and
+ * without (asked again every few ms) */
+static void
+test_waits(struct spirt_store *s, const char *path,
+    const struct spirt_cred *srvc, const struct spirt_cred *peer)
+{
+	struct spirt_peersrv_conf conf = { 0 };
+	struct spirt_peersrv *srv;
+	struct spirt_remote *r;
+	struct later l;
+	struct waiter w;
+	char msg[600], url[128], key[32];
+	void *v = NULL;
+	size_t n;
+	int rc;
+
+	conf.store = s;
+	conf.path = path;
+	conf.cred = srvc;
+	conf.listen = "127.0.0.1:0";
+	conf.max_bytes = 1 << 20;
+	conf.max_sessions = 4;
+	conf.idle_s = 60;
+	conf.max_conns = 16;
+	conf.log = logline;
+	CHECK_RC(spirt_peersrv_start(&srv, &conf, msg, sizeof msg));
+	snprintf(url, sizeof url, "http://p1@%s", spirt_peersrv_addr(srv));
+	CHECK_RC(spirt_remote_open(&r, url, peer, 30000));
+	/* put 300 ms from now: a wait of 20 s has it */
+	snprintf(key, sizeof key, "xagg/8/%s", path ? "w" : "b");
+	l.s = s;
+	l.key = key;
+	l.ms = 300;
+	CHECK(pthread_create(&l.th, NULL, later_main, &l) == 0);
+	CHECK_RC(spirt_remote_get_wait(r, 8, key, 20000, &v, &n));
+	CHECK(v && n == 5 && memcmp(v, "late!", 5) == 0);
+	free(v);
+	pthread_join(l.th, NULL);
+	/* a key that never comes: not found once the wait is over */
+	CHECK(spirt_remote_get_wait(r, 8, "xagg/8/never", 200, &v, &n) ==
+	    SPIRT_ENOTFOUND);
+	/* there already: at once */
+	CHECK_RC(spirt_remote_get_wait(r, 8, key, 20000, &v, &n));
+	free(v);
+	spirt_remote_close(r);
+	/* stopped while a get waits: answered, and MHD stops */
+	CHECK_RC(spirt_remote_open(&w.r, url, peer, 30000));
+	CHECK(pthread_create(&w.th, NULL, waiter_main, &w) == 0);
+	nanosleep(&(struct timespec){ 0, 300000000 }, NULL);
+	spirt_peersrv_stop(srv, NULL);
+	pthread_join(w.th, NULL);
+	rc = w.rc;
+	CHECK(rc == SPIRT_ENOTFOUND || rc == SPIRT_EUNREACH);
+	spirt_remote_close(w.r);
+}
+
 /* streamed answers: sizes, one session for many, what the network may
  * do to a stream (each refused), on a server over store s */
 static void
@@ -880,6 +981,8 @@ main(int argc, char **argv)
 
 	spirt_peersrv_stop(srv, &st);
 	test_streams(s, srvc, peer);
+	test_waits(s, dir, srvc, peer);
+	test_waits(s, NULL, srvc, peer);
 #define BY(c) st.by_code[(c) - SPIRT_EOF]
 	CHECK(BY(SPIRT_EREPLAY) == 2);
 	CHECK(BY(SPIRT_EMAC) == 1);
