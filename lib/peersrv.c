@@ -718,7 +718,10 @@ park(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q,
 	q->flags = flags;
 	q->until = spirt_clock() + wait_ms / 1e3;
 	snprintf(q->what, sizeof q->what, "%s", what);
-	return repark(p, q);
+	if (!repark(p, q))
+		return 0;
+	logf_(p, 1, "%s: %s: waiting (up to %u ms)", q->from, what, wait_ms);
+	return 1;
 }
 
 /* a parked get, resumed: its key asked for again */
