@@ -514,6 +514,8 @@ xserve(struct spirt_exchange *x)
 	/* aggregates of any size come back every round: their blocks stay
 	 * in the heap for the next one (no mmap, no page faults) */
 	mallopt(M_MMAP_MAX, 0);
+	/* SIGTERM: the round under way stops within a second, unsigned */
+	x->cancelled = spirt_serve_stopped;
 	if ((rc = spirt_serve_loop(&sv, stdin, stdout)) != 0) {
 		warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
 		return SPIRT_EX_IOERR;

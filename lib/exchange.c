@@ -29,6 +29,7 @@ struct sthandle {
 	struct spirt_store *s;
 	int ifd;                /* -1 until a wait needs it, or none */
 	int tried;
+	int (*cancelled)(void);
 	char path[512];
 };
 
@@ -113,6 +114,8 @@ st_wait(void *h, uint64_t step, const char *key, unsigned wait_ms,
 			return rc;
 		if ((left = end - spirt_clock()) <= 0)
 			return rc;
+		if (sh->cancelled && sh->cancelled())
+			return EINTR;
 		ms = (int)(left * 1e3) + 1;
 		if (ms > (sh->ifd >= 0 ? 50 : 2))
 			ms = sh->ifd >= 0 ? 50 : 2;
@@ -121,6 +124,12 @@ st_wait(void *h, uint64_t step, const char *key, unsigned wait_ms,
 		else
 			nanosleep(&(struct timespec){ 0, ms * 1000000L }, NULL);
 	}
+}
+
+static void
+st_cancel(void *h, int (*cancelled)(void))
+{
+	((struct sthandle *)h)->cancelled = cancelled;
 }
 
 static void
@@ -142,7 +151,7 @@ st_msg(void *h)
 }
 
 const struct spirt_xnet spirt_xnet_store = {
-	st_open, st_get, st_close, st_msg, NULL, NULL, st_wait
+	st_open, st_get, st_close, st_msg, NULL, NULL, st_wait, st_cancel
 };
 
 /* ---- a peer over HTTP (lib/remote.h) ---- */
@@ -185,6 +194,12 @@ ht_wait(void *h, uint64_t step, const char *key, unsigned wait_ms,
 	return spirt_remote_get_wait(h, step, key, wait_ms, val, len);
 }
 
+static void
+ht_cancel(void *h, int (*cancelled)(void))
+{
+	spirt_remote_set_cancel(h, cancelled);
+}
+
 void
 spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
 {
@@ -197,6 +212,7 @@ spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
 	net->arg = (void *)(uintptr_t)c;
 	net->timeout = ht_timeout;
 	net->wait = ht_wait;
+	net->cancel = ht_cancel;
 }
 
 /* ---- set-up ---- */
@@ -302,7 +318,7 @@ refusal(int rc)
 	case SPIRT_EEXPIRED: case SPIRT_EUNKNOWNKEY: case SPIRT_ERUN:
 	case SPIRT_EROLE: case SPIRT_EADDR: case SPIRT_EWRONGKEY:
 	case SPIRT_ESTEP: case SPIRT_EKEYPERM: case SPIRT_EKEYFILE:
-	case SPIRT_EURL: case ENOMEM:
+	case SPIRT_EURL: case ENOMEM: case EINTR:
 		return 1;
 	default:
 		return 0;
@@ -357,6 +373,11 @@ pull_main(void *arg)
 		left = u->end - now_ms();
 		if (left <= 0)
 			break;
+		if (u->x->cancelled && u->x->cancelled()) {
+			u->rc = EINTR;
+			snprintf(u->why, sizeof u->why, "stopped");
+			break;
+		}
 		if (p->h == NULL) {
 			/* the peer's handle (its session) is kept for every
 			 * later pull */
@@ -364,6 +385,8 @@ pull_main(void *arg)
 			    bound(left, 0, u->x->timeout_ms));
 			if (rc)
 				p->h = NULL;
+			else if (net->cancel && u->x->cancelled)
+				net->cancel(p->h, u->x->cancelled);
 		} else {
 			/* waited for on the other side, to the deadline
 			 * (less a margin for the answer to come); the
@@ -455,6 +478,9 @@ pull_all(const struct spirt_exchange *x, struct pull *u,
 			pthread_join(th[i], NULL);
 	free(th);
 	free(started);
+	/* stopped: what came is not a round's (nothing is signed of it) */
+	if (rc == 0 && x->cancelled && x->cancelled())
+		rc = EINTR;
 	return rc;
 }
 

@@ -60,6 +60,8 @@ struct spirt_xnet {
 	 * after 2 to 50 ms */
 	int (*wait)(void *h, uint64_t step, const char *key, unsigned wait_ms,
 	    void **val, size_t *len);
+	/* optional: stop a request under way once cancelled() says so */
+	void (*cancel)(void *h, int (*cancelled)(void));
 };
 
 /* A store path as the URL (peers on one machine; tests); a pull waits
@@ -121,6 +123,10 @@ struct spirt_exchange {
 	unsigned timeout_ms;            /* each request's, after its wait
 					 * (never past the phase's deadline) */
 	size_t min_peers;               /* aggregates needed, self included */
+	/* optional: non-zero once the round must stop (a warm exchange's
+	 * SIGTERM): pulls end, and the round returns EINTR, writing nothing
+	 * after the pulls under way */
+	int (*cancelled)(void);
 	size_t n;
 	struct spirt_xpeer *peers;      /* n, owned (spirt_exchange_free) */
 	/* out */
@@ -156,7 +162,8 @@ SPIRT_MUST_CHECK int spirt_peers_parse(struct spirt_exchange *x,
  * SPIRT_ENOTFOUND (no agg/<t> or model@t), SPIRT_EEXIST (xagg/<t>/<self>
  * holds another aggregate), SPIRT_EBUSY (fewer than x->min_peers
  * aggregates), SPIRT_EMODEL (this peer's model@t is not the majority's:
- * it must stop), the aggregation's codes, store errors, ENOMEM; x->msg
+ * it must stop), EINTR (x->cancelled), the aggregation's codes, store
+ * errors, ENOMEM; x->msg
  * says what.
  */
 SPIRT_MUST_CHECK int spirt_exchange_run(struct spirt_exchange *x)

@@ -284,6 +284,7 @@ struct spirt_remote {
 	curl_off_t clen;                /* its Content-Length, or -1 */
 	struct rx rx;
 	unsigned char *stage;           /* a stream's frame 0 */
+	int (*cancelled)(void);         /* non-zero: stop the request */
 	long http;
 	char msg[600];
 	char ebuf[CURL_ERROR_SIZE];
@@ -427,6 +428,27 @@ void
 spirt_remote_set_max(struct spirt_remote *r, uint64_t max_bytes)
 {
 	r->max = max_bytes;
+}
+
+void
+spirt_remote_set_cancel(struct spirt_remote *r, int (*cancelled)(void))
+{
+	r->cancelled = cancelled;
+}
+
+/* libcurl's progress callback: asks whether to stop (about once a second
+ * while nothing moves, more often while it does) */
+static int
+progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+    curl_off_t un)
+{
+	struct spirt_remote *r = arg;
+
+	(void)dt;
+	(void)dn;
+	(void)ut;
+	(void)un;
+	return r->cancelled && r->cancelled();
 }
 
 /* the largest answer: a value plus its framing, one tag per frame */
@@ -645,6 +667,9 @@ curlcode(struct spirt_remote *r, CURLcode cc)
 	case CURLE_SEND_ERROR: case CURLE_RECV_ERROR: case CURLE_GOT_NOTHING:
 		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EUNREACH,
 		    "%s: %s", r->shown, why);
+	case CURLE_ABORTED_BY_CALLBACK:
+		return spirt_msgf(r->msg, sizeof r->msg, EINTR,
+		    "%s: request stopped", r->shown);
 	case CURLE_PARTIAL_FILE:
 		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_ETRUNC,
 		    "%s: answer cut short (%s)", r->shown, why);
@@ -700,6 +725,11 @@ http(struct spirt_remote *r, const char *path, const void *body, size_t n)
 	r->cu->easy_setopt(r->curl, CURLOPT_CONNECTTIMEOUT_MS, ms);
 	/* larger reads: fewer calls of the write callback */
 	r->cu->easy_setopt(r->curl, CURLOPT_BUFFERSIZE, (long)RECV_BUF);
+	if (r->cancelled) {
+		r->cu->easy_setopt(r->curl, CURLOPT_NOPROGRESS, 0L);
+		r->cu->easy_setopt(r->curl, CURLOPT_XFERINFOFUNCTION, progress);
+		r->cu->easy_setopt(r->curl, CURLOPT_XFERINFODATA, r);
+	}
 	r->cu->easy_setopt(r->curl, CURLOPT_WRITEFUNCTION, sink);
 	r->cu->easy_setopt(r->curl, CURLOPT_WRITEDATA, r);
 	r->cu->easy_setopt(r->curl, CURLOPT_ERRORBUFFER, r->ebuf);

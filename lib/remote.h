@@ -117,6 +117,12 @@ void spirt_remote_set_timeout(struct spirt_remote *r, unsigned timeout_ms)
 /* Largest answer accepted (default SPIRT_REMOTE_MAX_BYTES plus framing). */
 void spirt_remote_set_max(struct spirt_remote *r, uint64_t max_bytes)
     SPIRT_NONNULL(1);
+/*
+ * cancelled (NULL: none) is asked while a request is under way, about
+ * once a second while nothing arrives; non-zero stops it: EINTR.
+ */
+void spirt_remote_set_cancel(struct spirt_remote *r, int (*cancelled)(void))
+    SPIRT_NONNULL(1);
 
 /*
  * step: the step the request is for (bound into the sealed message); 0

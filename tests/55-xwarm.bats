@@ -204,3 +204,33 @@ hstop() {
 	[ "$(spirt-store -s s1 get gagg/0 | md5sum)" = \
 	    "$(spirt-store -s s2 get gagg/0 | md5sum)" ]
 }
+
+@test "warm exchange: SIGTERM stops a round that waits, before the deadline, and nothing of it is signed" {
+	stores3
+	mkfifo in1
+	warm 1 in1 -P peers --deadline 100000
+	exec 8>in1
+	echo 0 >&8
+	# its round has begun (its own aggregate published: its loop, and
+	# so its handler, is there), then waits
+	for k in $(seq 1 100); do
+		spirt-store -s s1 ls xagg/0/p1 2>/dev/null | grep -q . && break
+		sleep 0.1
+	done
+	spirt-store -s s1 ls xagg/0/p1 | grep -q .
+	# (xpid1 is timeout(1)'s, which passes the signal on)
+	kill -TERM $xpid1
+	# (bounded: well before the 100 s deadline)
+	for k in $(seq 1 150); do
+		kill -0 $xpid1 2>/dev/null || break
+		sleep 0.1
+	done
+	! kill -0 $xpid1 2>/dev/null
+	exec 8>&-
+	s=0
+	wait $xpid1 || s=$?
+	[ "$s" -eq 75 ] || { cat out1 err1; false; }
+	[ "$(cat out1)" = "step=0 error=75" ]
+	run -66 spirt-store -s s1 get digest/0/p1
+	run -66 spirt-store -s s1 get gagg/0
+}
