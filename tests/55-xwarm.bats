@@ -234,3 +234,30 @@ hstop() {
 	run -66 spirt-store -s s1 get digest/0/p1
 	run -66 spirt-store -s s1 get gagg/0
 }
+
+# ---- spirt-train's bound on its server's start ----
+
+@test "spirt-train --peers: a server that never says it listens stops the run after --deadline (75)" {
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	# a spirt-peer whose serve hangs (a store it waits for, a stopped
+	# process): it neither writes its address nor exits
+	mkdir bin
+	cat >bin/spirt-peer <<SH
+#!/bin/sh
+[ "\$1" = serve ] && echo \$\$ >"$PWD/serve.pid" && exec sleep 300
+exec "$SPIRT_ROOT/spirt-peer" "\$@"
+SH
+	chmod +x bin/spirt-peer
+	spirt-peer keygen p0.key >/dev/null
+	printf 'p0 http://127.0.0.1:1\np1 http://127.0.0.1:2\n' >peers
+	SPIRT_KEY=p0.key SPIRT_ID=p0 SPIRT_RUN=r1 SPIRT_ALLOW=/dev/null \
+	    PATH="$PWD/bin:$PATH" run -75 --separate-stderr timeout 120 \
+	    spirt-train -q -s s0 -n 1 -b 16 --peers peers --peer 0 --steps 2 \
+	    --deadline 1500
+	[[ "$stderr" == *"spirt-train: --peers peers: spirt-peer serve did not say it listens on 127.0.0.1:1 within 1500 ms (--deadline)"* ]]
+	# the hung server is gone
+	[ -s serve.pid ]
+	! kill -0 "$(cat serve.pid)" 2>/dev/null
+	run -66 spirt-store -s s0 get model/mlp@1
+}
