@@ -897,8 +897,8 @@ call(struct spirt_remote *r, int op, unsigned flags, uint32_t arg,
     uint64_t step, const char *wkey, const void *body, size_t n,
     unsigned char **ans, size_t *alen, unsigned *aflags)
 {
-	size_t klen = strlen(wkey), mlen, len, pn;
-	unsigned char *out = NULL, *pt, *head;
+	size_t klen = strlen(wkey), mlen, len, pn = 0;
+	unsigned char *out = NULL, *pt, *head = NULL;
 	uint64_t ctr;
 	int rc, tries = 0;
 	unsigned st;
