@@ -57,8 +57,9 @@ now() { date +%s%N; }
 # ---- 1. exchange throughput over veth ----
 if on 1; then
 echo
-echo "1. A 1e7-float aggregate (40 MB record) from peer 1 to peer 2 over veth,"
-echo "   each fetch a fresh process; medians of $reps interleaved rounds"
+echo "1. A 1e7-float aggregate (40 MB record) from peer 1 to peer 2 over veth:"
+echo "   warm, 3 gets after the first over one session or connection; cold, a"
+echo "   process per fetch; medians of $reps interleaved rounds"
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
 	echo "   skipped: network namespaces need root and ip(8)"
 else
