@@ -52,7 +52,8 @@ main(int argc, char **argv)
 
 		if ((rc = spirt_remote_get(r, spirt_key_wirestep(argv[2]),
 		    argv[2], &v, &len))) {
-			fprintf(stderr, "xfer_bench: %s\n", spirt_remote_msg(r));
+			fprintf(stderr, "xfer_bench: %s\n",
+			    spirt_remote_msg(r));
 			return 1;
 		}
 		printf("%.3f %zu\n", 1e3 * (spirt_clock() - t), len);

@@ -490,9 +490,10 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		fl = spirt_stream_frame_len(&a->w);
 		if (max - done >= fl + SPIRT_MSG_TAG) {
-			if (spirt_stream_seal_frame(&a->w, (unsigned char *)buf +
-			    done, a->pt + at / FRAME_WIRE * SPIRT_FRAME_BYTES,
-			    fl))
+			unsigned char *to = (unsigned char *)buf + done;
+
+			if (spirt_stream_seal_frame(&a->w, to, a->pt + at /
+			    FRAME_WIRE * SPIRT_FRAME_BYTES, fl))
 				return MHD_CONTENT_READER_END_WITH_ERROR;
 			done += fl + SPIRT_MSG_TAG;
 			continue;

@@ -13,7 +13,8 @@
 /*
  * Values are copies: a get returns a buffer the transaction owns until it
  * ends (fetched once: a second get of the key in the transaction returns
- * the same copy, a snapshot as LMDB's readers have); puts, reserves and deletes are kept in order and sent at commit
+ * the same copy, a snapshot as LMDB's readers have); puts, reserves and
+ * deletes are kept in order and sent at commit
  * (a failure stops there: what was sent stays, as with separate commits);
  * a listing asks the server for its keys, then for each value, which is
  * valid during the callback only.  Credentials come from the environment

@@ -707,7 +707,7 @@ test_streams(struct spirt_store *s, const struct spirt_cred *srvc,
 	struct { int mode; size_t off; int want; } att[] = {
 		{ MITM_FLIP, hl + 100, SPIRT_EMAC },
 		{ MITM_FLIP, hl + 2 * 65552 + 65540, SPIRT_EMAC },
-		{ MITM_FLIP, 10, SPIRT_EMAC },          /* the header's counter */
+		{ MITM_FLIP, 10, SPIRT_EMAC },  /* the header's counter */
 		{ MITM_FLIP, 20, SPIRT_ESTEP },
 		{ MITM_CUT, hl + 2 * 65552, SPIRT_ETRUNC },
 		{ MITM_CUT, hl + 65552 + 7, SPIRT_ETRUNC },
