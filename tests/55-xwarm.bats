@@ -261,3 +261,32 @@ SH
 	! kill -0 "$(cat serve.pid)" 2>/dev/null
 	run -66 spirt-store -s s0 get model/mlp@1
 }
+
+@test "spirt-train --peers: a warm exchange that dies stops the run with 75 and says so" {
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	spirt-peer keygen p0.key >/dev/null
+	echo "p0 $PWD/s0" >peers
+	SPIRT_KEY=p0.key SPIRT_ID=p0 SPIRT_RUN=r1 timeout 300 spirt-train -q \
+	    -s s0 -n 1 -b 16 --peers "$PWD/peers" --peer 0 --steps 100000 \
+	    --eval-every 100000 >o 2>e &
+	tp=$!
+	XCHS="$XCHS $tp"
+	# the warm exchange of this run (a child of its driver, which is
+	# timeout's), once it has done a round
+	xp=
+	for k in $(seq 1 300); do
+		dp=$(pgrep -P "$tp" | head -n 1)
+		[ -z "$dp" ] || xp=$(pgrep -P "$dp" -f \
+		    "spirt-peer exchange .*-P $PWD/peers" | head -n 1)
+		[ -n "$xp" ] && spirt-store -s s0 ls gagg/ 2>/dev/null | grep -q . &&
+			break
+		sleep 0.1
+	done
+	[ -n "$xp" ] || { cat e; false; }
+	kill -KILL "$xp"
+	s=0
+	wait $tp || s=$?
+	[ "$s" -eq 75 ] || { cat e; false; }
+	grep -q "spirt-train: step [0-9]*: exchange: warm spirt-peer (pid $xp) was killed by signal 9; rerun to resume" e
+}
