@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 
 #include "aggstore.h"
 #include "exchange.h"
@@ -28,10 +29,24 @@
 struct sthandle {
 	struct spirt_store *s;
 	int ifd;                /* -1 until a wait needs it, or none */
-	int tried;
+	int tried, wsub;        /* wsub: scratch/ is watched too */
 	int (*cancelled)(void);
 	char path[512];
+	struct stat boot;       /* its scratch/boot when opened (or none) */
 };
+
+/* what <store>/scratch/boot is now: a reader opened without it, or with
+ * another boot's, does not see the scratch environment made since */
+static void
+st_boot(const struct sthandle *sh, struct stat *st)
+{
+	char f[600];
+
+	memset(st, 0, sizeof *st);
+	snprintf(f, sizeof f, "%s/scratch/boot", sh->path);
+	if (stat(f, st) != 0)
+		memset(st, 0, sizeof *st);
+}
 
 static int
 st_open(void **h, const char *url, void *arg, unsigned timeout_ms)
@@ -45,6 +60,7 @@ st_open(void **h, const char *url, void *arg, unsigned timeout_ms)
 		return ENOMEM;
 	sh->ifd = -1;
 	snprintf(sh->path, sizeof sh->path, "%s", url);
+	st_boot(sh, &sh->boot);
 	if ((rc = spirt_store_open(&sh->s, url, SPIRT_STORE_RDONLY))) {
 		free(sh);
 		return rc;
@@ -53,24 +69,84 @@ st_open(void **h, const char *url, void *arg, unsigned timeout_ms)
 	return 0;
 }
 
+/* open the store again if its scratch environment is not the one the
+ * handle saw (made, or made anew for this boot, since): 1 if it did */
+static int
+st_reopen(struct sthandle *sh)
+{
+	struct stat now;
+	struct spirt_store *s;
+
+	st_boot(sh, &now);
+	if (now.st_ino == sh->boot.st_ino && now.st_dev == sh->boot.st_dev &&
+	    now.st_mtime == sh->boot.st_mtime && now.st_size == sh->boot.st_size)
+		return 0;
+	if (spirt_store_open(&s, sh->path, SPIRT_STORE_RDONLY))
+		return 0;
+	/* (no thread holds a reader of the old one: see st_get1) */
+	spirt_store_close(sh->s);
+	sh->s = s;
+	sh->boot = now;
+	return 1;
+}
+
+struct stget {
+	struct sthandle *sh;
+	const char *key;
+	void **val;
+	size_t *len;
+	int rc;
+};
+
+static void *
+st_get_main(void *arg)
+{
+	struct stget *g = arg;
+	struct spirt_txn *t;
+	const void *v;
+
+	if ((g->rc = spirt_txn_begin(&t, g->sh->s, SPIRT_TXN_RDONLY)))
+		return NULL;
+	if ((g->rc = spirt_store_get(t, g->key, &v, g->len)) == 0) {
+		if ((*g->val = malloc(*g->len ? *g->len : 1)) == NULL)
+			g->rc = ENOMEM;
+		else
+			memcpy(*g->val, v, *g->len);
+	}
+	spirt_txn_abort(t);
+	return NULL;
+}
+
+/*
+ * One read of the peer's store, in a thread of its own that ends with
+ * it.  LMDB ties a reader to its thread (no MDB_NOTLS) until the thread
+ * ends: a handle kept for the run and read from long-lived threads could
+ * then never be closed and opened again (its thread key is reused, and
+ * the old reader is found: MDB_BAD_RSLOT), and st_reopen must be able to
+ * (the peer's scratch environment made after the handle was opened).
+ */
+static int
+st_get1(struct sthandle *sh, const char *key, void **val, size_t *len)
+{
+	struct stget g = { sh, key, val, len, 0 };
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, st_get_main, &g) != 0)
+		return EAGAIN;
+	pthread_join(th, NULL);
+	return g.rc;
+}
+
 static int
 st_get(void *h, uint64_t step, const char *key, void **val, size_t *len)
 {
 	struct sthandle *sh = h;
-	struct spirt_txn *t;
-	const void *v;
 	int rc;
 
 	(void)step;
-	if ((rc = spirt_txn_begin(&t, sh->s, SPIRT_TXN_RDONLY)))
-		return rc;
-	if ((rc = spirt_store_get(t, key, &v, len)) == 0) {
-		if ((*val = malloc(*len ? *len : 1)) == NULL)
-			rc = ENOMEM;
-		else
-			memcpy(*val, v, *len);
-	}
-	spirt_txn_abort(t);
+	if ((rc = st_get1(sh, key, val, len)) == SPIRT_ENOTFOUND &&
+	    st_reopen(sh))
+		rc = st_get1(sh, key, val, len);
 	return rc;
 }
 
@@ -97,15 +173,17 @@ st_wait(void *h, uint64_t step, const char *key, unsigned wait_ms,
 			close(sh->ifd);
 			sh->ifd = -1;
 		}
-		snprintf(sub, sizeof sub, "%s/scratch", sh->path);
-		if (sh->ifd >= 0)
-			(void)inotify_add_watch(sh->ifd, sub, mask);
 	}
 	for (;;) {
 		struct pollfd pf = { sh->ifd, POLLIN, 0 };
 		double left;
 		int ms;
 
+		/* scratch/, where xagg/ lives, as soon as it is there */
+		snprintf(sub, sizeof sub, "%s/scratch", sh->path);
+		if (sh->ifd >= 0 && !sh->wsub &&
+		    inotify_add_watch(sh->ifd, sub, mask) >= 0)
+			sh->wsub = 1;
 		/* drained before asking: a change after the ask wakes us */
 		if (sh->ifd >= 0)
 			while (read(sh->ifd, buf, sizeof buf) > 0)
@@ -746,7 +824,10 @@ phase1(struct spirt_exchange *x, struct pull *u, int *want)
 	}
 	if ((rc = spirt_digest_sign(buf, a.dglen, &a.dglen, d, x->key)) == 0) {
 		a.dg = buf;
-		rc = spirt_store_write(x->store, record, &a);
+		/* volatile: no synced commit on the round's path
+		 * (docs/protocol.md, "Signed digests") */
+		rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE, record,
+		    &a);
 	}
 	free(buf);
 	free(d);
@@ -879,7 +960,8 @@ phase2(struct spirt_exchange *x, struct pull *u, int *want)
 			continue;
 		}
 	}
-	rc = spirt_store_write(x->store, store_digests, &a);
+	rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE, store_digests,
+	    &a);
 	for (size_t i = 0; i < x->n; i++) {
 		free(u[i].val);
 		u[i].val = NULL;

@@ -21,7 +21,9 @@
  *  2. pull xagg/<t>/<p> from every other member, each in its own thread,
  *     retrying while it is not there yet, until one deadline for all;
  *  3. write what came (xagg/<t>/<p>) and this peer's signed digest
- *     digest/<t>/<self> (lib/digest.h) in one write transaction;
+ *     digest/<t>/<self> (lib/digest.h) in one write transaction, a
+ *     volatile one (the store's scratch environment, never synced: see
+ *     docs/protocol.md, "Signed digests"), as the pulled digests are;
  *  4. pull digest/<t>/<p> from the peers whose aggregate came, with a
  *     deadline of its own, store them, and check each: signature,
  *     membership, that it signs the aggregate the peer sent, that its

@@ -290,3 +290,28 @@ SH
 	[ "$s" -eq 75 ] || { cat e; false; }
 	grep -q "spirt-train: step [0-9]*: exchange: warm spirt-peer (pid $xp) was killed by signal 9; rerun to resume" e
 }
+
+@test "warm exchange: a peer's store whose scratch environment is made after the first look is seen" {
+	stores3
+	grep -v '^p3 ' peers >peers2
+	# p2's store as a reader finds it before its first write of this
+	# boot: no scratch environment (where agg/ and xagg/ live) yet
+	rm -rf s2/scratch s2/scratch.lock
+	mkfifo in1 in2
+	warm 1 in1 -P peers2
+	# (p2's exchange opens its store only once in2 is opened)
+	warm 2 in2 -P peers2
+	exec 7>in1
+	echo 0 >&7
+	# p1 waits for xagg/0/p2, its handle on s2 opened; then p2's agg/0
+	# (the scratch environment made), and p2's round
+	sleep 1
+	spirt-store -s s2 put agg/0 a2_0.rec
+	exec 8>in2
+	echo 0 >&8
+	exec 7>&- 8>&-
+	wait $xpid1 && wait $xpid2
+	[[ "$(cat out1)" =~ ^step=0\ used=2\ peers=2 ]] || { cat out1 err1; false; }
+	[ "$(spirt-store -s s1 get gagg/0 | md5sum)" = \
+	    "$(spirt-store -s s2 get gagg/0 | md5sum)" ]
+}
