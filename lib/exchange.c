@@ -472,6 +472,8 @@ pull_main(void *arg)
 			wait = net->wait && !p->nowait && left > 20 ?
 			    (unsigned)(left - (left > 400 ? 200 : left / 2)) :
 			    0;
+			if (wait > SPIRT_WAIT_MAX_MS)
+				wait = SPIRT_WAIT_MAX_MS;       /* again after */
 			if (net->timeout)
 				net->timeout(p->h, bound(left, wait,
 				    u->x->timeout_ms));
@@ -1223,6 +1225,7 @@ round_reset(struct spirt_exchange *x)
 		p->why[0] = '\0';
 		p->ms = 0;
 		p->has_digest = 0;
+		p->nowait = 0;          /* its server may wait now */
 		memset(p->hash, 0, sizeof p->hash);
 		memset(&p->d, 0, sizeof p->d);
 	}

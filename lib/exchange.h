@@ -96,7 +96,8 @@ struct spirt_xpeer {
 	const struct spirt_xnet *net;
 	/* kept across phases and rounds, closed by spirt_exchange_free */
 	void *h;                /* net's handle, opened at the first pull */
-	int nowait;             /* its waits came back at once: ask again */
+	int nowait;             /* its waits came back at once: ask again
+				 * after naps (this round) */
 	/* out (each round's; spirt_exchange_run clears them first) */
 	int state;              /* enum spirt_xstate */
 	int rc;                 /* the failure's code */

@@ -640,7 +640,6 @@ reply(struct spirt_peersrv *p, struct MHD_Connection *c, const char *from,
  * ms.  At most WAIT_MAX gets wait at once; more are answered at once.
  */
 #define WAIT_MAX 128
-#define WAIT_MS_MAX 30000               /* the longest wait granted */
 #define WAIT_TICK 100                   /* resume all this often anyway */
 #define WAIT_TICK_BLIND 2               /* ... and without inotify */
 
@@ -710,8 +709,8 @@ park(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q,
 {
 	if (wait_ms == 0 || !p->watching)
 		return 0;
-	if (wait_ms > WAIT_MS_MAX)
-		wait_ms = WAIT_MS_MAX;
+	if (wait_ms > SPIRT_WAIT_MAX_MS)
+		wait_ms = SPIRT_WAIT_MAX_MS;
 	q->conn = c;
 	memcpy(q->sid, e->sid, SID_BYTES);
 	q->info = *info;

@@ -34,6 +34,7 @@
 #define SPIRT_REQ_STREAM 0x2            /* get: answer as a stream */
 #define SPIRT_REQ_WAIT 0x4              /* get: wait for the key (bytes
 					 * 4..7: ms, LE) */
+#define SPIRT_WAIT_MAX_MS 30000u        /* the longest wait granted */
 #define SPIRT_ANS_MORE 0x1              /* list: more keys follow */
 /* one listing entry: key length (2), zero (2), value length (8), key */
 #define SPIRT_LIST_ENTRY 12
