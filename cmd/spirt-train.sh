@@ -338,14 +338,26 @@ fi
 joining=0
 catchup() {
 	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
-	best= src=
-	for u in $(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
-		if (n++ != p) print $2 }' "$peers"); do
-		s=$(SPIRT_TIMEOUT=10s spirt-store -s "$u" ls "model/$model@" \
-		    2>/dev/null | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1) ||
-		    continue
-		[ -n "$s" ] || continue
-		if [ -z "$best" ] || [ "$s" -gt "$best" ]; then best=$s src=$u; fi
+	best= src= cend=$(($(now) + deadline * 1000000))
+	# (a restarted peer asks until one of them answers, at most
+	# --deadline: a link that just came back may take a moment)
+	while :; do
+		answered=0
+		for u in $(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+			if (n++ != p) print $2 }' "$peers"); do
+			l=$(SPIRT_TIMEOUT=10s spirt-store -s "$u" ls \
+			    "model/$model@" 2>/dev/null) || continue
+			answered=1
+			s=$(printf '%s\n' "$l" | cut -f1 | sed 's/.*@//' |
+			    sort -n | tail -n 1)
+			[ -n "$s" ] || continue
+			if [ -z "$best" ] || [ "$s" -gt "$best" ]; then
+				best=$s src=$u
+			fi
+		done
+		[ "$answered" -eq 0 ] && [ "$last" -gt 0 ] &&
+		    [ "$(now)" -lt "$cend" ] || break
+		sleep 1
 	done
 	[ -n "$best" ] && [ "$best" -gt "$last" ] || return 0
 	cu=$(mktemp -d "${TMPDIR:-/tmp}/spirt-catchup.XXXXXX")
@@ -384,12 +396,14 @@ upd="spirt-update -q -m $model -r $lr $optargs --schedule $sched --lr-total $tot
 # peers: each step's update applies the global aggregate of the exchange;
 # with --every H, local steps apply agg and each round's last step the
 # outer step (round)
-xch=
+xch= xsrc=
 if [ -n "$peers" ]; then
 	[ "$xh" -gt 0 ] || upd="$upd -a gagg"
 	xch="spirt-peer exchange -q -m $model -P $peers --deadline $deadline"
 	# (--beat: the step closes by the quorum of this store's watcher)
 	[ "$beat" -eq 0 ] || xch="$xch --beats"
+	# --every H: the rounds exchange the model's change
+	[ "$xh" -eq 0 ] || xsrc="-a delta"
 fi
 # the spent rounds' digests go too, unless kept (--keep-digests)
 spent=digest/
@@ -462,6 +476,15 @@ beats_start() {
 	fi
 	bpids="$bpids $!"
 }
+# rejoin_jump: before each step while catching up: the others may have
+# gone on while this peer started; jump to their newest step again, so
+# that it never falls behind what they keep (spent rounds are pruned)
+rejoin_jump() {
+	[ "$joining" -eq 1 ] || return 0
+	last=$t
+	catchup
+	t=$last
+}
 # beats_joined: after an exchange; a peer that caught up beats as live
 beats_joined() {
 	[ "$joining" -eq 1 ] || return 0
@@ -476,10 +499,52 @@ beats_joined() {
 }
 beats_stop() {
 	[ -n "$bpids" ] || return 0
-	# (SIGTERM: the beater's last beat says it stops)
-	kill -TERM $bpids 2>/dev/null || :
+	# (SIGTERM: the beater's last beat says it stops; a run that is
+	# done falls silent instead, so that a peer a step behind still
+	# counts it for the dead threshold's time, and finishes too)
+	if [ "${done_:-0}" -eq 1 ]; then
+		kill -KILL $bpids 2>/dev/null || :
+	else
+		kill -TERM $bpids 2>/dev/null || :
+	fi
 	for p in $bpids; do wait "$p" 2>/dev/null || :; done
 	bpids=
+}
+
+# ---- the exchange with the other peers: one warm spirt-peer exchange
+# -i for the run (its sessions kept, its pulls waiting on the others'
+# servers), fed step lines on the FIFO xch, its answers on the acks FIFO;
+# with --cold, one spirt-peer exchange per round ----
+xwarm=
+# xwarm_start: the warm exchange, among the warm tools (the watchdog
+# answers for it if it dies)
+xwarm_start() {
+	[ -n "$xch" ] || return 0
+	mkfifo "$work/xch"
+	$xch -i $xsrc <>"$work/xch" >"$work/done" &
+	pids="$pids $!" tools="$tools $!:spirt-peer:"
+	xwarm=1
+}
+# xstep T WHAT: the round of step T: its exit code (the warm answer's
+# error=, or the cold process's) ends the run; WHAT names the round
+xstep() {
+	if [ -z "$xwarm" ]; then
+		rc=0
+		run $xch $xsrc -t "$1" || rc=$?
+		[ "$rc" -eq 0 ] || die "$rc" "$2 failed (spirt-peer exit $rc)"
+		return 0
+	fi
+	[ "$verbose" -eq 0 ] || printf '+ %s -i %s <<< %s\n' "$xch" "$xsrc" "$1" >&2
+	echo "$1" 1<>"$work/xch"   # <>: never blocks, as the functions'
+	read -r ack <&9 || die 70 "the exchange went away"
+	case $ack in
+	"error=70 died "*)
+		died "${ack#error=70 died }"
+		die 75 "$2: $how; rerun to resume" ;;
+	*error=*)
+		rc=${ack##*error=}
+		die "$rc" "$2 failed (spirt-peer exit $rc)" ;;
+	esac
 }
 
 # ---- warm functions: one process each, fed step numbers through FIFOs ----
@@ -500,6 +565,35 @@ trap 'cleanup; trap - TERM; kill -TERM $$' TERM
 # ---- peers over HTTP: a peer whose own line is http://[ID@]host:port
 # serves its store there for the run (spirt-peer serve, with the same
 # SPIRT_KEY, SPIRT_TOKEN, SPIRT_GROUP, SPIRT_ALLOW as the exchange) ----
+# serve_ready: the address line of the server $srv, within --deadline:
+# a server that neither says it listens nor exits (a store it waits for,
+# a stopped process) is killed, and the run stops with 75
+serve_ready() {
+	(
+		trap 'exit 0' TERM
+		s=$(((deadline + 999) / 1000))
+		while [ "$s" -gt 0 ]; do
+			sleep 1 & wait $! 2>/dev/null
+			s=$((s - 1))
+		done
+		echo late >"$srvdir/late"
+		kill -TERM "$srv" 2>/dev/null
+		sleep 2 & wait $! 2>/dev/null
+		kill -KILL "$srv" 2>/dev/null
+	) </dev/null >/dev/null 2>&1 &
+	timer=$!
+	addr=
+	read -r addr <"$srvdir/ready" || :
+	kill -TERM "$timer" 2>/dev/null || :
+	wait "$timer" 2>/dev/null || :
+	[ -n "$addr" ] && [ ! -e "$srvdir/late" ] && return 0
+	wait "$srv" || :
+	srv=
+	[ ! -e "$srvdir/late" ] ||
+		die 75 "--peers $peers: spirt-peer serve did not say it listens on $listen within $deadline ms (--deadline)"
+	die 69 "--peers $peers: cannot serve $store on $listen"
+}
+
 # urls: the other peers' http:// URLs
 urls=
 if [ -n "$peers" ]; then
@@ -518,10 +612,7 @@ if [ -n "$peers" ]; then
 		spirt-peer serve -s "$store" -l "$listen" -F 3 \
 		    3>"$srvdir/ready" &
 		srv=$!
-		addr=
-		read -r addr <"$srvdir/ready" || :
-		[ -n "$addr" ] || { wait "$srv" || :; srv=
-		    die 69 "--peers $peers: cannot serve $store on $listen"; }
+		serve_ready
 		;;
 	esac
 fi
@@ -545,6 +636,7 @@ if [ "$cold" -eq 0 ]; then
 	pids="$pids $!" tools="$tools $!:spirt-agg:"
 	$upd --serve <>"$work/upd" >"$work/done" &
 	pids="$pids $!" tools="$tools $!:spirt-update:"
+	xwarm_start
 	# keep the FIFOs open: a write per step instead of open+write+close
 	# (sh has fds 3-9: functions 0-3 on 3-6, agg 7, update 8, acks 9)
 	# (<>: a FIFO whose tool died still has a reader, the driver, so a
@@ -620,9 +712,7 @@ wait_done() {
 # peer whose model differs stops (65), a round short of peers is 75
 exchange() {
 	{ [ -n "$xch" ] && [ "$xh" -eq 0 ]; } || return 0
-	rc=0
-	run $xch -t "$1" || rc=$?
-	[ "$rc" -eq 0 ] || die "$rc" "step $1: exchange failed (spirt-peer exit $rc)"
+	xstep "$1" "step $1: exchange"
 	# spent rounds: what peers exchanged before step T-1 (the exchange
 	# itself never deletes; a peer a step behind still finds T-1)
 	if [ $(($1 % 10)) -eq 9 ] && [ "$1" -ge 2 ]; then
@@ -645,9 +735,7 @@ round() {
 	s0=$(($1 / xh * xh))
 	run $upd -t "$1" --delta "$s0" ||
 		die 75 "step $1: the round's delta failed"
-	rc=0
-	run $xch -a delta -t "$s0" || rc=$?
-	[ "$rc" -eq 0 ] || die "$rc" "step $1: exchange of round $s0 failed (spirt-peer exit $rc)"
+	xstep "$s0" "step $1: exchange of round $s0"
 	run $upd -a gagg -t "$s0" --outer $(($1 + 1 - s0)) ||
 		die 75 "step $1: the outer step of round $s0 failed"
 	# spent rounds: those before the previous one (a peer a round behind
@@ -742,6 +830,7 @@ tick=10
 t=$last
 clock=$(seconds "$t0")
 while [ "$t" -lt "$stop" ]; do
+	rejoin_jump
 	step "$t"
 	t=$((t + 1))
 	[ $((t % tick)) -eq 0 ] || [ $((t % every)) -eq 0 ] ||
@@ -797,6 +886,7 @@ if [ -n "$srv" ] && [ "$t" -gt 0 ]; then
 		done
 	done
 fi
+done_=1
 persist
 
 # ---- a plot of loss and test accuracy against time, next to the store ----

@@ -265,8 +265,8 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	# train I: peer I's driver (a beat every 200 ms: dead after 2 s)
 	train() {
 		SPIRT_KEY=p$1.key SPIRT_ID=p$1 SPIRT_RUN=r1 exec timeout 600 \
-		    spirt-train -s s$1 -n 2 --peers peers --peer $1 --steps 80 \
-		    --eval-every 80 --deadline 60000 --beat 200
+		    spirt-train -s s$1 -n 2 --peers peers --peer $1 --steps 150 \
+		    --eval-every 150 --deadline 60000 --beat 200
 	}
 	# at STORE T: the newest model of STORE is past step T
 	at() {
@@ -297,9 +297,9 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	wait $pid1 || { cat e1b >&2; false; }
 	grep -q 'caught up from' e1b
 	grep -q 'rejoined' e1b
-	h=$(spirt-store -s s0 get model/mlp@80 | md5sum)
-	[ "$(spirt-store -s s1 get model/mlp@80 | md5sum)" = "$h" ]
-	[ "$(spirt-store -s s2 get model/mlp@80 | md5sum)" = "$h" ]
+	h=$(spirt-store -s s0 get model/mlp@150 | md5sum)
+	[ "$(spirt-store -s s1 get model/mlp@150 | md5sum)" = "$h" ]
+	[ "$(spirt-store -s s2 get model/mlp@150 | md5sum)" = "$h" ]
 	# the dead peer's workers' shards went to the others' functions
 	run -0 sh -c 'spirt-shard -s s0 --stats | awk '\''$1 == "assign" && $2 == "worker" { print $3 }'\'' | sort -u | tr "\n" " "'
 	refute_output --partial ' 2 '
