@@ -85,6 +85,28 @@ def ipm(X, eps=0.1):
     return -eps * np.asarray(X, np.float64).mean(0)
 
 
+# ---- a Byzantine peer's aggregate (spirt-attack -a) ----
+def agg_attack(kind, y, X=None, p=None, seed=0, step=0):
+    """What a Byzantine peer publishes instead of its honest aggregate y,
+    from what it knows: y, and for ALIE the W gradients X of the step it
+    averaged (their spread over sqrt(W) is that of honest aggregates)."""
+    y = np.asarray(y, np.float64)
+    if kind == "signflip":
+        return -(10.0 if p is None else p) * y
+    if kind == "scale":
+        return p * y
+    if kind == "ipm":
+        return -(0.1 if p is None else p) * y
+    if kind == "gauss":
+        return gauss(y.shape[0], 100.0 if p is None else p, seed, step,
+                     0xFFFFFFFF)
+    if kind == "alie":
+        X = np.asarray(X, np.float64)
+        z = 1.0 if p is None else p
+        return y - z * X.std(0, ddof=1) / math.sqrt(X.shape[0])
+    raise ValueError(kind)
+
+
 # ---- rules (spirt-agg(1)) ----
 def cclip(X, tau, iters=1, center=None, f=0):
     """Karimireddy, He, Jaggi 2021: v += mean_i (x_i - v) min(1, tau/|x_i - v|).
