@@ -526,9 +526,14 @@ if [ "$cold" -eq 0 ]; then
 	w=0
 	while [ "$w" -lt "$fns" ]; do
 		mkfifo "$work/g$w"
-		# <> keeps the FIFO open, so a function never sees end of input
+		# <> keeps the FIFO open, so a function never sees end of input;
+		# opened here, before the fork, so that it is open from then on:
+		# functions 4.. are fed by open-write-close (1<>), whose line is
+		# lost if nobody has the FIFO open yet (a slow start under load)
+		exec 3<>"$work/g$w"
 		spirt-grad -q --serve -m "$model" -w $((w0 + w)) -b "$batch" \
-		    -S "$seed" $(flip "$w") <>"$work/g$w" >"$work/done" &
+		    -S "$seed" $(flip "$w") <&3 3<&- >"$work/done" &
+		exec 3<&-
 		pids="$pids $!" tools="$tools $!:spirt-grad:$((w0 + w))"
 		w=$((w + 1))
 	done
