@@ -263,13 +263,18 @@ byzpeer_publish() {
 	fi
 	run spirt-attack -q -S "$seed" -t "$1" -a agg -o "$store.byz.rec" \
 	    "$battack" || die 75 "step $1: spirt-attack -a agg $battack failed"
+	# the fork is made whole, then renamed: a puller that opened it half
+	# made (no scratch environment yet) would never see its xagg/
+	f=$bfork
+	[ -d "$bfork" ] || { f=$bfork.tmp; rm -rf "$f"; }
 	spirt-store get "model/$model@$1" >"$store.byz-model.rec" &&
-	    spirt-store -s "$bfork" put "model/$model@$1" "$store.byz-model.rec" &&
-	    spirt-store -s "$bfork" put "agg/$1" "$store.byz.rec" &&
-	    spirt-store -q -s "$bfork" prune -t "$1" "model/$model@" agg/ xagg/ \
-	    gagg/ digest/ || die 74 "step $1: $bfork: could not write the other story"
+	    spirt-store -s "$f" put "model/$model@$1" "$store.byz-model.rec" &&
+	    spirt-store -s "$f" put "agg/$1" "$store.byz.rec" &&
+	    spirt-store -q -s "$f" prune -t "$1" "model/$model@" agg/ xagg/ \
+	    gagg/ digest/ && { [ "$f" = "$bfork" ] || mv "$f" "$bfork"; } ||
+	    die 74 "step $1: $bfork: could not write the other story"
 	# the other story's round, beside this one's (its outcome is no matter)
-	$xch -s "$bfork" -t "$1" >/dev/null 2>&1 &
+	$xch -s "$bfork" -t "$1" >/dev/null 2>>"$store.byz.log" &
 	bpid=$!
 }
 # byzpeer_after T: after step T's round: the peer goes on whatever its
