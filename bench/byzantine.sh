@@ -104,7 +104,10 @@ echo "MLP on Fashion-MNIST, $n functions x batch 32, $([ "$steps" -gt 0 ] &&
 
 mkdir -p "$out"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/spirt-byz.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+pids=
+# (a run's spirt-train is under timeout, in a process group of its own)
+trap 'for p in $pids; do kill -TERM "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
 # the data once: each run starts from a copy of this store (within a
 # peer: n functions; across: 4 peers of n/4, the same n shards)
 spirt-shard -q -s "$tmp/base.db" -n "$n" --seed 1 \
@@ -216,6 +219,7 @@ xone() {
 		pids="$pids $!"
 	done
 	for p in $pids; do wait "$p" || fail=1; done
+	pids=
 	t1=$(date +%s.%N)
 	# the honest peers must finish (the Byzantine one goes on whatever)
 	if [ "$fail" -ne 0 ] && ! { [ -s "$tmp/x0.db.train-mlp.tsv" ] &&
