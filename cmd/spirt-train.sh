@@ -341,6 +341,18 @@ if [ -n "$byz" ]; then
 	# are w0 .. w0+M-1)
 	list=$(for w in $bad; do printf '%s,' $((w0 + w)); done | sed 's/,$//')
 fi
+# SPIRT_FANOUT: with --cold, the command that runs a step's functions in
+# place of xargs (GNU parallel over ssh, srun, ...): it reads the worker
+# numbers on stdin and runs the spirt-grad command that follows it once
+# for each, {} replaced by the number; its words split at blanks
+fanout="xargs -P $fns -I{}"
+if [ -n "${SPIRT_FANOUT-}" ]; then
+	[ "$cold" -eq 1 ] ||
+		die 64 "SPIRT_FANOUT: it runs cold functions; give --cold"
+	[ "$attack" != labelflip ] ||
+		die 64 "SPIRT_FANOUT: --byzantine $byz starts its functions itself"
+	fanout=$SPIRT_FANOUT
+fi
 case $sched in
 cosine|constant) ;;
 *) die 64 "schedule $sched: expected cosine or constant" ;;
@@ -678,9 +690,12 @@ step() {        # step T: one synchronous SPIRT round
 				wait "$p" || die 75 "step $1: a gradient function failed"
 			done
 		else
-			seq "$w0" $((w0 + fns - 1)) | run xargs -P "$fns" -I{} \
+			# ($fanout's words are split, never globbed)
+			set -f
+			seq "$w0" $((w0 + fns - 1)) | run $fanout \
 			    spirt-grad -q -m "$model" -t "$1" -w {} -b "$batch" \
 			    -S "$seed" || die 75 "step $1: a gradient function failed"
+			set +f
 		fi
 		attack "$1"
 		run $agg -t "$1" || die 75 "step $1: aggregation failed"
