@@ -102,7 +102,8 @@ struct spirt_agg_input {
 void spirt_agg_defaults(struct spirt_agg_params *p) SPIRT_NONNULL(1);
 
 /* Rule for a name ("mean", "wmean", "trim", "median", "norm", "krum",
- * "mkrum", "cclip", "scclip"), or 0.  spirt_agg_rule_name is the inverse (NULL if unknown). */
+ * "mkrum", "cclip", "scclip"), or 0.  spirt_agg_rule_name is the inverse
+ * (NULL if unknown). */
 int spirt_agg_rule_parse(const char *name);
 const char *spirt_agg_rule_name(int rule);
 /* Short text for an exclusion reason ("nonfinite", "norm outlier", ...). */
