@@ -29,8 +29,9 @@
 "           [-T tokenfile]\n" \
 "       spirt-peer exchange [-qv] [-a prefix] [-m model] [-P peers] [-r rule]\n" \
 "           [-s store]\n" \
-"           [--beats] [--byzantine f] [--deadline ms] [--min-peers n]\n" \
-"           [--select m] [--timeout ms] [--trim F] -i | -t step\n"
+"           [--beats] [--byzantine f] [--deadline ms] [--iters L]\n" \
+"           [--min-peers n] [--select m] [--tau T] [--timeout ms] [--trim F]\n" \
+"           -i | -t step\n"
 
 #define EXPIRES_MAX (10 * 366 * 86400.0)       /* ten years, in seconds */
 
@@ -94,9 +95,13 @@ usage(int code)
 		    "      --byzantine F  exchange: peers the rule must "
 		    "tolerate\n"
 		    "      --deadline MS  exchange: the round's deadline\n"
+		    "      --iters L      exchange: cclip's, scclip's "
+		    "iterations\n"
 		    "      --min-peers N  exchange: fewest aggregates a round "
 		    "needs\n"
 		    "      --select M     exchange: mkrum's m\n"
+		    "      --tau T        exchange: cclip's, scclip's radius, "
+		    "or auto\n"
 		    "      --timeout MS   exchange: each request's deadline\n"
 		    "      --trim F       exchange: trim F of each end\n"
 		    "  -h, --help         this help\n"
@@ -528,13 +533,15 @@ xserve(struct spirt_exchange *x)
 static int
 xmain(int argc, char **argv)
 {
-	enum { BYZ = 256, DEADLINE, MAD, MINP, SELECT, TIMEOUT, TRIM, BEATS };
+	enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
+	    TRIM, BEATS };
 	static const struct option lo[] = {
 		{ "agg", required_argument, NULL, 'a' },
 		{ "beats", no_argument, NULL, BEATS },
 		{ "byzantine", required_argument, NULL, BYZ },
 		{ "deadline", required_argument, NULL, DEADLINE },
 		{ "help", no_argument, NULL, 'h' },
+		{ "iters", required_argument, NULL, ITERS },
 		{ "mad", required_argument, NULL, MAD },
 		{ "min-peers", required_argument, NULL, MINP },
 		{ "model", required_argument, NULL, 'm' },
@@ -545,6 +552,7 @@ xmain(int argc, char **argv)
 		{ "serve", no_argument, NULL, 'i' },
 		{ "step", required_argument, NULL, 't' },
 		{ "store", required_argument, NULL, 's' },
+		{ "tau", required_argument, NULL, TAU },
 		{ "timeout", required_argument, NULL, TIMEOUT },
 		{ "trim", required_argument, NULL, TRIM },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -579,7 +587,15 @@ xmain(int argc, char **argv)
 			    0, SPIRT_AGG_MAXW); break;
 		case DEADLINE: x.deadline_ms = (unsigned)eparse_u64(
 			    "--deadline", optarg, 1, 86400000); break;
+		case ITERS: x.p.iters = (unsigned)eparse_u64("--iters", optarg,
+			    1, 1000); break;
 		case MAD: x.p.mad = eparse_double("--mad", optarg, 1e-9, 1e9);
+			  break;
+		case TAU: if (strcmp(optarg, "auto") == 0)
+				x.p.tau_auto = 1;
+			  else
+				x.p.tau = eparse_double("--tau", optarg, 1e-30,
+				    1e30);
 			  break;
 		case MINP: minp = optarg; break;
 		case SELECT: x.p.m = (unsigned)eparse_u64("--select", optarg, 1,

@@ -1170,6 +1170,7 @@ static int
 combine(struct spirt_exchange *x)
 {
 	struct comb c = { x, NULL, NULL, 0, NULL, 0 };
+	char own[SPIRT_KEY_MAX + 1];
 	size_t m = !x->self_out;
 	int rc;
 
@@ -1213,6 +1214,11 @@ combine(struct spirt_exchange *x)
 		c.s->verify = 1;
 		c.s->out = "gagg";
 		c.s->seq_origin = 1;
+		/* self-centred: each peer clips the others around its own */
+		if (x->p.rule == SPIRT_AGG_SCCLIP &&
+		    (rc = spirt_key_xagg(own, sizeof own, x->step, x->self)) ==
+		    0)
+			c.s->center_key = own;
 		if ((c.round = round_text(x, &c.roundlen)) == NULL)
 			rc = ENOMEM;
 	}
@@ -1588,7 +1594,9 @@ spirt_exchange_run(struct spirt_exchange *x)
 	free(want);
 	if (rc == 0) {
 		crosscheck(x);
-		rc = models(x);
+		/* under scclip each peer's model is its own (exchange.h) */
+		if (x->p.rule != SPIRT_AGG_SCCLIP)
+			rc = models(x);
 	}
 	/* with beats: all or nothing, and more than half of the last
 	 * round's members delivered */

@@ -33,7 +33,10 @@
  *  5. combine the aggregates of self and the peers that passed, in peer
  *     id order, with the rules of spirt-agg, into gagg/<t>, with
  *     gagg/<t>/excluded and the round's record gagg/<t>/round, in one
- *     write transaction.
+ *     write transaction.  Under scclip (self-centred clipping, He et al.
+ *     2022) the centre is this peer's own xagg/<t>/<self>: peers then
+ *     combine different centres, their models differ by design (as in
+ *     decentralised learning), and step 4's model check is not made.
  *
  * Nothing is ever deleted.  Pulls are idempotent GETs: a round run again
  * after a crash reuses its digest and what it stored, and a round whose
