@@ -1401,8 +1401,11 @@ quorum_before(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID],
 	if ((rc = quorum_of(x, ids, *nl, 0, "alive")))
 		return rc;
 	/* stragglers are cut then, once the round has its quorum; until
-	 * it has, the live are waited for up to the round's deadline */
-	x->last = ids;
+	 * it has, the live are waited for up to the round's deadline.  A
+	 * peer that catches up (its own beat says so) cuts nobody: it
+	 * takes the step the others make, and waits for all of them */
+	x->last = peer_health(x, x->self, host, &age, NULL) ==
+	    SPIRT_H_JOINING ? NULL : ids;
 	x->straggler_ms = spirt_quorum_deadline(xms, suspect,
 	    x->deadline_ms);
 	return 0;

@@ -85,7 +85,7 @@ train() {
 	cut3=$(spirt-store -s s3 ls model/mlp@ | cut -f1 | sed 's/.*@//' |
 	    sort -n | tail -n 1)
 	# the majority goes on without it, well past where p3 stopped
-	until_ 1800 at s1 $((cut3 + 20))
+	until_ 1800 at s1 $((cut3 + 20)) || { tail -n 30 e1 e2 >&2; false; }
 	kill -0 $pid1
 	kill -0 $pid2
 	# the link heals; the same command brings p3 back
