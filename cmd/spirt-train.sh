@@ -481,9 +481,23 @@ catchup() {
 	done
 	[ -n "$best" ] && [ "$best" -gt "$last" ] || return 0
 	cu=$(mktemp -d "${TMPDIR:-/tmp}/spirt-catchup.XXXXXX")
-	if run spirt-store -s "$src" get -f "model/$model@$best" >"$cu/m" &&
-	    run spirt-store -s "$src" get -f "opt/$model@$best" >"$cu/o" &&
-	    run spirt-store -q put "opt/$model@$best" "$cu/o" &&
+	# (a source that goes on meanwhile prunes the version asked for, with
+	# its state: ask for its newest again, until --deadline)
+	until run spirt-store -q -s "$src" get -f "model/$model@$best" \
+	    >"$cu/m" 2>"$cu/e" &&
+	    run spirt-store -q -s "$src" get -f "opt/$model@$best" \
+	    >"$cu/o" 2>"$cu/e"; do
+		s=$(SPIRT_TIMEOUT=10s spirt-store -s "$src" ls \
+		    "model/$model@" 2>/dev/null | cut -f1 | sed 's/.*@//' |
+		    sort -n | tail -n 1)
+		if [ "$(now)" -ge "$cend" ] || [ -z "$s" ] || [ "$s" -le "$best" ]; then
+			cat "$cu/e" >&2
+			rm -rf "$cu"
+			die 75 "catching up from $src (model/$model@$best) failed; rerun to retry"
+		fi
+		best=$s
+	done
+	if run spirt-store -q put "opt/$model@$best" "$cu/o" &&
 	    run spirt-store -q put "model/$model@$best" "$cu/m"; then
 		rm -rf "$cu"
 	else
@@ -609,12 +623,14 @@ rejoin_jump() {
 beats_joined() {
 	[ "$joining" -eq 1 ] || return 0
 	joining=0
+	beatpids=$(for p in $beatpids; do [ "$p" = "$beatpid" ] || printf '%s ' "$p"; done)
+	also    # (before it goes: the watchdog must not take it for a death)
 	kill -TERM "$beatpid" 2>/dev/null || :
 	wait "$beatpid" 2>/dev/null || :
-	beatpids=$(for p in $beatpids; do [ "$p" = "$beatpid" ] || printf '%s ' "$p"; done)
 	# shellcheck disable=SC2086
 	spirt-beat -q -B "$beat" -m "$model" beat "$self" $others &
 	beatpid=$! beatpids="$beatpids $!"
+	also
 	say "rejoined: its model checked against the others' digests, it beats as live"
 }
 beats_stop() {
@@ -668,8 +684,28 @@ xstep() {
 }
 
 # ---- warm functions: one process each, fed step numbers through FIFOs ----
-work= srv= srvdir=
+work= srv= srvdir= guard=
+# also: the beater's, the watcher's and the server's pid:tool:what, for
+# the watchdog, which stops the run when one of them dies as it does for
+# a warm tool (a peer whose beats, watcher or server are gone would go on
+# as a member nobody waits for, or one nobody can pull from)
+also() {
+	[ -n "$work" ] || return 0
+	{
+		for p in $beatpids; do
+			if [ "$p" = "${beatpid:-}" ]; then
+				printf '%s:spirt-beat:beat ' "$p"
+			else
+				printf '%s:spirt-beat:watch ' "$p"
+			fi
+		done
+		[ -z "$srv" ] || printf '%s:spirt-peer:serve' "$srv"
+		echo
+	} >"$work/also.tmp" && mv "$work/also.tmp" "$work/also"
+}
 cleanup() {
+	[ -z "$guard" ] || kill "$guard" 2>/dev/null || :
+	guard=
 	[ -z "$work" ] || { kill $pids 2>/dev/null || :; rm -rf "$work"; }
 	work=
 	[ -z "$srv" ] || { kill -TERM "$srv" 2>/dev/null || :; wait "$srv" || :; }
@@ -735,6 +771,14 @@ if [ -n "$peers" ]; then
 		    3>"$srvdir/ready" &
 		srv=$!
 		serve_ready
+		# a driver killed outright (SIGKILL: no trap runs) leaves no
+		# server behind
+		(
+			trap '' INT TERM
+			while kill -0 $$ 2>/dev/null; do sleep 1; done
+			kill -TERM "$srv" 2>/dev/null
+		) </dev/null >/dev/null 2>&1 &
+		guard=$!
 		;;
 	esac
 fi
@@ -788,13 +832,21 @@ if [ "$cold" -eq 0 ]; then
 			kill -0 "$1" 2>/dev/null
 		fi
 	}
-	# (tools: pid:name:worker of each, for the driver's message)
+	# (tools: pid:name:worker of each, for the driver's message; the
+	# beaters', the watcher's and the server's in $work/also, which the
+	# driver rewrites when it replaces one: a death is one only if the
+	# file still names it)
 	toolpids=$pids
+	also
 	(
 		trap '' INT
 		while kill -0 $$ 2>/dev/null; do
-			for e in $tools; do
+			for e in $tools $(cat "$work/also" 2>/dev/null); do
 				alive "${e%%:*}" && continue
+				case " $tools $(cat "$work/also" 2>/dev/null) " in
+				*" $e "*) ;;
+				*) continue ;;
+				esac
 				echo "error=70 died $e" >&9
 				exit 0
 			done
@@ -817,7 +869,10 @@ died() {
 	else
 		how="exited with status $st"
 	fi
-	how="warm $tool${wk:+ -w $wk} (pid $p) $how"
+	case $wk in
+	*[!0-9]*) how="$tool $wk (pid $p) $how" ;;
+	*) how="warm $tool${wk:+ -w $wk} (pid $p) $how" ;;
+	esac
 }
 
 # wait_done N: read N acknowledgements; fail on an error= line

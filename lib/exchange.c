@@ -536,18 +536,23 @@ pull_main(void *arg)
 	return NULL;
 }
 
+/* enough(arg, u, started): the pulls so far are all a phase needs */
+typedef int (*pull_enough)(void *arg, struct pull *u, const int *started);
+
 static void watch_pulls(const struct spirt_exchange *x, struct pull *u,
-    const int *started);
+    const int *started, pull_enough enough, void *arg);
 
 /*
  * Pull key (built with the step and the peer id, or fixed) from the
- * peers whose flag is set, all at once, until deadline_ms from now.
- * u[i] holds the outcome of peer i.  Returns 0 or a thread error.
+ * peers whose flag is set, all at once, until deadline_ms from now, or
+ * (with beats) until enough(arg, ...) says the phase has what it needs:
+ * the pulls still under way are then given up.  u[i] holds the outcome
+ * of peer i.  Returns 0 or a thread error.
  */
 static int
-pull_all(const struct spirt_exchange *x, struct pull *u,
+pull_until(const struct spirt_exchange *x, struct pull *u,
     int (*key)(char *, size_t, uint64_t, const char *), const char *id,
-    const int *want)
+    const int *want, pull_enough enough, void *arg)
 {
 	pthread_t *th;
 	int *started, rc = 0;
@@ -582,7 +587,7 @@ pull_all(const struct spirt_exchange *x, struct pull *u,
 		started[i] = 1;
 	}
 	if (rc == 0 && x->beats)
-		watch_pulls(x, u, started);
+		watch_pulls(x, u, started, enough, arg);
 	for (size_t i = 0; i < x->n; i++)
 		if (started[i])
 			pthread_join(th[i], NULL);
@@ -592,6 +597,14 @@ pull_all(const struct spirt_exchange *x, struct pull *u,
 	if (rc == 0 && x->cancelled && x->cancelled())
 		rc = EINTR;
 	return rc;
+}
+
+static int
+pull_all(const struct spirt_exchange *x, struct pull *u,
+    int (*key)(char *, size_t, uint64_t, const char *), const char *id,
+    const int *want)
+{
+	return pull_until(x, u, key, id, want, NULL, NULL);
 }
 
 /* ---- the round ---- */
@@ -669,11 +682,13 @@ publish(struct spirt_txn *t, void *arg)
 	if ((rc = spirt_key_xagg(xkey, sizeof xkey, x->step, x->self)))
 		return rc;
 	if ((rc = spirt_store_get(t, xkey, &o, &olen)) == 0) {
-		if (olen == len && memcmp(o, v, len) == 0)
-			return 0;       /* a rerun: published already */
-		return say(x, SPIRT_EEXIST, "%s exists and differs from %s: "
-		    "a second aggregate for one step would be equivocation",
-		    xkey, key);
+		/* a rerun: published already.  agg/<t> may differ from it
+		 * now (the data assignment changed between the two runs: a
+		 * dead peer's shards spread over this peer's functions); the
+		 * one published stands, since the others may hold it and a
+		 * second aggregate for one step would be equivocation */
+		spirt_hash(x->agghash, o, olen);
+		return 0;
 	}
 	if (rc != SPIRT_ENOTFOUND)
 		return rc;
@@ -1106,15 +1121,27 @@ struct comb {
 	size_t roundlen;
 };
 
+static char *round_text(struct spirt_exchange *x, size_t *len);
+
 static int
 combine_txn(struct spirt_txn *t, void *arg)
 {
 	struct comb *c = arg;
 	char key[SPIRT_KEY_MAX + 1];
+	const void *v;
+	size_t len;
 	int rc;
 
 	if ((rc = spirt_agg_store_step(c->s, t, c->keys, c->nkeys)))
 		return rc;
+	/* the decision, in the round's record: what it combined, hashed */
+	if ((rc = spirt_key_gagg(key, sizeof key, c->x->step)) ||
+	    (rc = spirt_store_get(t, key, &v, &len)))
+		return rc;
+	spirt_hash(c->x->gagghash, v, len);
+	free(c->round);
+	if ((c->round = round_text(c->x, &c->roundlen)) == NULL)
+		return ENOMEM;
 	if ((rc = spirt_key_gagg_round(key, sizeof key, c->x->step)))
 		return rc;
 	return put_bytes(t, key, c->round, c->roundlen, c->x->step,
@@ -1160,6 +1187,15 @@ round_text(struct spirt_exchange *x, size_t *len)
 	if (n < cap && x->beats)
 		n += (size_t)snprintf(r + n, cap - n, "quorum=%s\n",
 		    x->reused ? "reused" : "changed");
+	if (n < cap && x->adopted[0])
+		n += (size_t)snprintf(r + n, cap - n, "adopted=%s\n",
+		    x->adopted);
+	if (n < cap) {
+		char h[2 * SPIRT_HASH_BYTES + 1];
+
+		spirt_hash_hex(h, x->gagghash);
+		n += (size_t)snprintf(r + n, cap - n, "gagg=%s\n", h);
+	}
 	if (n < cap)
 		n += (size_t)snprintf(r + n, cap - n, "END\n");
 	*len = n < cap ? n : cap;
@@ -1219,8 +1255,6 @@ combine(struct spirt_exchange *x)
 		    (rc = spirt_key_xagg(own, sizeof own, x->step, x->self)) ==
 		    0)
 			c.s->center_key = own;
-		if ((c.round = round_text(x, &c.roundlen)) == NULL)
-			rc = ENOMEM;
 	}
 	if (rc == 0 && (rc = spirt_store_write(x->store, combine_txn, &c)) &&
 	    c.s->msg[0])
@@ -1469,10 +1503,11 @@ agree(struct spirt_exchange *x)
 }
 
 /* the pulls under way: give up on a peer as soon as it is declared dead
- * (a death cancels the transfers in flight) */
+ * (a death cancels the transfers in flight), and on all of them once
+ * the phase has enough */
 static void
 watch_pulls(const struct spirt_exchange *x, struct pull *u,
-    const int *started)
+    const int *started, pull_enough enough, void *arg)
 {
 	unsigned char host[SPIRT_BEAT_BOOT];
 	double age, t0 = now_ms();
@@ -1482,6 +1517,9 @@ watch_pulls(const struct spirt_exchange *x, struct pull *u,
 	for (;;) {
 		int busy = 0, late = x->last && now_ms() - t0 >=
 		    x->straggler_ms && quorum_now(x, u, started);
+
+		if (enough && enough(arg, u, started))
+			late = 1;
 
 		for (size_t i = 0; i < x->n; i++) {
 			if (!started[i] || atomic_load(&u[i].finished) ||
@@ -1498,6 +1536,386 @@ watch_pulls(const struct spirt_exchange *x, struct pull *u,
 			return;
 		nap(20);
 	}
+}
+
+/*
+ * ---- all or nothing across the members (beats): the decision ----
+ *
+ * The digests make most rounds agree, but not every one: two members that
+ * each saw a third's aggregate and not the other's (one cut as a
+ * straggler, or declared dead, by one of them only) combine two sets,
+ * each a majority, and their models part.  So a member applies step t
+ * only once more than half of all the members (the peers file's P) hold
+ * the decision it holds: its gagg/<t>, named by the hash in its round's
+ * record (gagg=).  A member holds one decision at a time, its own
+ * combination first, and leaves it only for one that more than half hold
+ * already, or, once every member's decision is known and none has more
+ * than half, for the one most of them hold (a tie: the one whose holder
+ * has the lowest id).  A decision more than half hold then keeps its
+ * holders, so no two members ever apply different steps t; a member that
+ * adopts another's decision takes its gagg/<t> (checked against the
+ * hash) and its set.  (Decisions live in the scratch environment: a
+ * reboot forgets them, as it does the digests.)
+ */
+
+/* a member's decision, from its round's record */
+struct dec {
+	int known, failed;
+	unsigned char hash[SPIRT_HASH_BYTES];
+	void *rec;              /* the record as pulled (a u8 tensor) */
+	size_t reclen;
+};
+
+/* the gagg= line of a round's record: 0, or SPIRT_EDATA without one */
+static int
+dec_parse(struct dec *d, const void *val, size_t len)
+{
+	const void *b;
+	const char *p, *end;
+	size_t n;
+	int rc;
+
+	if ((rc = get_bytes(val, len, &b, &n)))
+		return rc;
+	for (p = b, end = p + n; p < end; ) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t k = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (k == 5 + 2 * SPIRT_HASH_BYTES && memcmp(p, "gagg=", 5) == 0) {
+			for (size_t i = 0; i < SPIRT_HASH_BYTES; i++) {
+				unsigned v = 0;
+
+				for (int j = 0; j < 2; j++) {
+					char c = p[5 + 2 * i + (size_t)j];
+
+					v <<= 4;
+					if (c >= '0' && c <= '9')
+						v |= (unsigned)(c - '0');
+					else if (c >= 'a' && c <= 'f')
+						v |= (unsigned)(c - 'a' + 10);
+					else
+						return SPIRT_EDATA;
+				}
+				d->hash[i] = (unsigned char)v;
+			}
+			d->known = 1;
+			return 0;
+		}
+		p += k + 1;
+	}
+	return SPIRT_EDATA;
+}
+
+struct cfm {
+	struct spirt_exchange *x;
+	struct dec *d;          /* x->n of them; own is x->gagghash */
+	int pick;               /* -1: own; i: adopt peer i's */
+};
+
+/* holders of hash h, this member included */
+static size_t
+holders(const struct cfm *c, const unsigned char *h)
+{
+	size_t k = !memcmp(h, c->x->gagghash, SPIRT_HASH_BYTES);
+
+	for (size_t i = 0; i < c->x->n; i++)
+		k += c->d[i].known && !memcmp(c->d[i].hash, h,
+		    SPIRT_HASH_BYTES);
+	return k;
+}
+
+/* the lowest id among the holders of hash h */
+static const char *
+first_holder(const struct cfm *c, const unsigned char *h)
+{
+	const char *id = NULL;
+
+	if (!memcmp(h, c->x->gagghash, SPIRT_HASH_BYTES))
+		id = c->x->self;
+	for (size_t i = 0; i < c->x->n; i++)
+		if (c->d[i].known && !memcmp(c->d[i].hash, h,
+		    SPIRT_HASH_BYTES) && (id == NULL ||
+		    strcmp(c->x->peers[i].id, id) < 0))
+			id = c->x->peers[i].id;
+	return id;
+}
+
+/* the decision to apply, if it is known yet: 1 (c->pick set), else 0 */
+static int
+resolve(struct cfm *c)
+{
+	size_t p = c->x->n + 1, all = 1, best = 0, k;
+	int bi = -1;
+
+	if (2 * holders(c, c->x->gagghash) > p) {
+		c->pick = -1;
+		return 1;
+	}
+	for (size_t i = 0; i < c->x->n; i++) {
+		if (!c->d[i].known)
+			continue;
+		all++;
+		if (2 * holders(c, c->d[i].hash) > p) {
+			c->pick = (int)i;
+			return 1;
+		}
+	}
+	if (all < p)
+		return 0;
+	/* every decision known, none held by more than half */
+	best = holders(c, c->x->gagghash);
+	for (size_t i = 0; i < c->x->n; i++) {
+		const unsigned char *h = c->d[i].hash;
+		const char *a, *b;
+
+		k = holders(c, h);
+		if (k < best)
+			continue;
+		a = first_holder(c, h);
+		b = first_holder(c, bi < 0 ? c->x->gagghash : c->d[bi].hash);
+		if (k > best || strcmp(a, b) < 0) {
+			best = k;
+			bi = (int)i;
+		}
+	}
+	c->pick = bi >= 0 && memcmp(c->d[bi].hash, c->x->gagghash,
+	    SPIRT_HASH_BYTES) ? bi : -1;
+	return 1;
+}
+
+static int
+cfm_enough(void *arg, struct pull *u, const int *started)
+{
+	struct cfm *c = arg;
+
+	for (size_t i = 0; i < c->x->n; i++) {
+		struct dec *d = &c->d[i];
+
+		if (!started[i] || d->known || d->failed ||
+		    !atomic_load(&u[i].finished) || u[i].rc)
+			continue;
+		if (dec_parse(d, u[i].val, u[i].len))
+			d->failed = 1;  /* no decision in it: not counted */
+		else {
+			d->rec = u[i].val;
+			d->reclen = u[i].len;
+			u[i].val = NULL;
+		}
+	}
+	return resolve(c);
+}
+
+struct adopt {
+	struct spirt_exchange *x;
+	const void *agg, *excl;
+	size_t agglen, excllen;
+	char *round;
+	size_t roundlen;
+};
+
+static int
+adopt_txn(struct spirt_txn *t, void *arg)
+{
+	struct adopt *a = arg;
+	char key[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	if ((rc = spirt_key_gagg(key, sizeof key, a->x->step)) ||
+	    (rc = spirt_store_put(t, key, a->agg, a->agglen, 0)))
+		return rc;
+	if ((rc = spirt_key_aggroot_excluded(key, sizeof key, "gagg",
+	    a->x->step)))
+		return rc;
+	if (a->excl)
+		rc = spirt_store_put(t, key, a->excl, a->excllen, 0);
+	else if ((rc = spirt_store_del(t, key)) == SPIRT_ENOTFOUND)
+		rc = 0;
+	if (rc || (rc = spirt_key_gagg_round(key, sizeof key, a->x->step)))
+		return rc;
+	return put_bytes(t, key, a->round, a->roundlen, a->x->step, 0);
+}
+
+static int
+key_gagg(char *buf, size_t cap, uint64_t step, const char *id)
+{
+	(void)id;
+	return spirt_key_gagg(buf, cap, step);
+}
+
+static int
+key_gagg_excluded(char *buf, size_t cap, uint64_t step, const char *id)
+{
+	(void)id;
+	return spirt_key_aggroot_excluded(buf, cap, "gagg", step);
+}
+
+static int
+key_gagg_round(char *buf, size_t cap, uint64_t step, const char *id)
+{
+	(void)id;
+	return spirt_key_gagg_round(buf, cap, step);
+}
+
+/* take peer i's decision: its gagg/<t> (its hash checked), its
+ * excluded list, and its set, as this member's */
+static int
+adopt(struct spirt_exchange *x, size_t i, const struct dec *d)
+{
+	struct spirt_exchange one = *x;
+	struct pull u, e;
+	struct adopt a = { x, NULL, NULL, 0, 0, NULL, 0 };
+	char (*ids)[SPIRT_QUORUM_ID];
+	unsigned char h[SPIRT_HASH_BYTES];
+	const void *b;
+	size_t n, nids = 0;
+	double xms;
+	int want = 1, rc;
+
+	one.n = 1;
+	one.peers = &x->peers[i];
+	one.last = NULL;
+	if ((ids = calloc(QMAX, sizeof *ids)) == NULL)
+		return ENOMEM;
+	memset(&e, 0, sizeof e);
+	if ((rc = pull_all(&one, &u, key_gagg, NULL, &want)) || (rc = u.rc)) {
+		say(x, rc, "step %llu: gagg/%llu of %s, whose combination "
+		    "this peer adopts: %s", ULL(x->step), ULL(x->step),
+		    x->peers[i].id, u.why[0] ? u.why : spirt_strerror(rc));
+		goto out;
+	}
+	spirt_hash(h, u.val, u.len);
+	if (memcmp(h, d->hash, SPIRT_HASH_BYTES)) {
+		rc = say(x, SPIRT_EMAC, "step %llu: gagg/%llu of %s does not "
+		    "hash as its round's record says", ULL(x->step),
+		    ULL(x->step), x->peers[i].id);
+		goto out;
+	}
+	if ((rc = get_bytes(d->rec, d->reclen, &b, &n)) ||
+	    (rc = spirt_quorum_round_parse(ids, QMAX, &nids, &xms, b, n))) {
+		say(x, rc, "gagg/%llu/round of %s: not a round record",
+		    ULL(x->step), x->peers[i].id);
+		goto out;
+	}
+	if (pull_all(&one, &e, key_gagg_excluded, NULL, &want) == 0 &&
+	    e.rc == 0) {
+		a.excl = e.val;
+		a.excllen = e.len;
+	}
+	/* its set becomes this member's: who is in, who is out */
+	x->self_out = 1;
+	for (size_t k = 0; k < nids; k++)
+		if (strcmp(ids[k], x->self) == 0)
+			x->self_out = 0;
+	x->used = nids;
+	for (size_t j = 0; j < x->n; j++) {
+		struct spirt_xpeer *p = &x->peers[j];
+		int in = 0;
+
+		for (size_t k = 0; k < nids; k++)
+			in |= strcmp(ids[k], p->id) == 0;
+		if (in) {
+			p->state = SPIRT_XP_USED;
+			p->why[0] = '\0';
+		} else if (p->state == SPIRT_XP_USED || p->state ==
+		    SPIRT_XP_NONE) {
+			peer_out(p, SPIRT_XP_LATE, SPIRT_ETIMEDOUT, "not in the "
+			    "step as more than half of the members decided it "
+			    "(adopted from %s)", x->peers[i].id);
+		}
+		p->ms = 0;
+	}
+	memcpy(x->gagghash, d->hash, SPIRT_HASH_BYTES);
+	snprintf(x->adopted, sizeof x->adopted, "%s", x->peers[i].id);
+	a.agg = u.val;
+	a.agglen = u.len;
+	if ((a.round = round_text(x, &a.roundlen)) == NULL)
+		rc = ENOMEM;
+	else
+		rc = spirt_store_write(x->store, adopt_txn, &a);
+out:
+	free(a.round);
+	free(u.val);
+	free(e.val);
+	free(ids);
+	return rc;
+}
+
+/* this member's decision: the hash of its gagg/<t> */
+static int
+own_decision(struct spirt_exchange *x)
+{
+	struct spirt_txn *t;
+	char key[SPIRT_KEY_MAX + 1];
+	const void *v;
+	size_t len;
+	int rc;
+
+	if ((rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
+		return rc;
+	if ((rc = spirt_key_gagg(key, sizeof key, x->step)) == 0 &&
+	    (rc = spirt_store_get(t, key, &v, &len)) == 0)
+		spirt_hash(x->gagghash, v, len);
+	spirt_txn_abort(t);
+	return rc;
+}
+
+/* apply step t only with a decision more than half of the members hold */
+static int
+confirm(struct spirt_exchange *x)
+{
+	struct cfm c = { x, NULL, -1 };
+	struct pull *u;
+	int *want, rc;
+	char who[600] = "";
+
+	if (x->n == 0)
+		return 0;
+	if ((rc = own_decision(x)))
+		return say(x, rc, "gagg/%llu: %s", ULL(x->step),
+		    spirt_strerror(rc));
+	u = calloc(x->n, sizeof *u);
+	want = calloc(x->n, sizeof *want);
+	c.d = calloc(x->n, sizeof *c.d);
+	if (u == NULL || want == NULL || c.d == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < x->n; i++)
+		want[i] = 1;
+	x->last = NULL;         /* (no straggler cut: every decision counts) */
+	if ((rc = pull_until(x, u, key_gagg_round, NULL, want,
+	    cfm_enough, &c)))
+		goto out;
+	if (!cfm_enough(&c, u, want)) {
+		char h[2 * SPIRT_HASH_BYTES + 1];
+
+		spirt_hash_hex(h, x->gagghash);
+		snprintf(who, sizeof who, "%s %.12s", x->self, h);
+		for (size_t i = 0; i < x->n; i++) {
+			size_t l = strlen(who);
+
+			if (c.d[i].known)
+				spirt_hash_hex(h, c.d[i].hash);
+			snprintf(who + l, sizeof who - l, ", %s %.12s",
+			    x->peers[i].id, c.d[i].known ? h : "(none)");
+		}
+		rc = say(x, SPIRT_EBUSY, "step %llu: no combination is held "
+		    "by more than half of the %zu members yet (%s): this peer "
+		    "does not apply the step (run it again once they have "
+		    "decided)", ULL(x->step), x->n + 1, who);
+		goto out;
+	}
+	if (c.pick >= 0)
+		rc = adopt(x, (size_t)c.pick, &c.d[c.pick]);
+out:
+	for (size_t i = 0; u && i < x->n; i++)
+		free(u[i].val);
+	for (size_t i = 0; c.d && i < x->n; i++)
+		free(c.d[i].rec);
+	free(c.d);
+	free(u);
+	free(want);
+	return rc;
 }
 
 /* gagg/<t> there already, and our digest if any (a rerun) */
@@ -1566,14 +1984,22 @@ spirt_exchange_run(struct spirt_exchange *x)
 	x->done = 0;
 	x->used = 0;
 	x->self_out = 0;
+	x->adopted[0] = '\0';
 	x->last = NULL;
 	x->straggler_ms = 0;
 	round_reset(x);
 	if (!spirt_id_valid(x->self) || !spirt_id_valid(x->run) ||
 	    x->model == NULL)
 		return say(x, SPIRT_EINVAL, "no valid id, run or model");
-	if ((rc = before(x, &dg, &dglen)) || x->done)
+	if ((rc = before(x, &dg, &dglen)))
 		return rc;
+	if (x->done) {
+		/* (decided before: applied only once more than half hold it) */
+		if (x->beats && x->p.rule != SPIRT_AGG_SCCLIP)
+			rc = confirm(x);
+		x->ms = now_ms() - t0;
+		return rc;
+	}
 	if ((rc = spirt_store_write(x->store, publish, &a)))
 		goto out;
 	if ((ids = calloc(QMAX, sizeof *ids)) == NULL) {
@@ -1609,6 +2035,9 @@ spirt_exchange_run(struct spirt_exchange *x)
 	}
 	if (rc == 0)
 		rc = combine(x);
+	/* under scclip each peer's combination is its own */
+	if (rc == 0 && x->beats && x->p.rule != SPIRT_AGG_SCCLIP)
+		rc = confirm(x);
 out:
 	x->last = NULL;
 	free(ids);

@@ -156,6 +156,10 @@ struct spirt_exchange {
 	char (*last)[33];
 	unsigned straggler_ms;
 	size_t nlast;                   /* beats: members of the last round */
+	/* out: the hash of gagg/<t> (the round's decision), and, with beats,
+	 * the member whose decision this peer adopted ("" for its own) */
+	unsigned char gagghash[SPIRT_HASH_BYTES];
+	char adopted[33];
 	char msg[SPIRT_KEY_MAX + 400];
 };
 
