@@ -19,13 +19,14 @@
 "                   [--standardise] [--standardise-from train] [--stats]\n" \
 "                   file [labels]\n" \
 "       spirt-shard [-qv] [-b batch] [-d name] [-s store] [-t step]\n" \
-"                   [--epoch e] [--group m] [--stats] --live list\n" \
+"                   [--epoch e] [--group m] [--list] [--stats] --live list\n" \
 "       spirt-shard [-qv] [-b batch] [-d name] [-s store] [-t step]\n" \
-"                   [--epoch e] [--group m] [--stats] --dead worker ...\n" \
-"       spirt-shard [-qv] [-d name] [-s store] --stats\n"
+"                   [--epoch e] [--group m] [--list] [--stats]\n" \
+"                   --dead worker ...\n" \
+"       spirt-shard [-qv] [-d name] [-s store] --list | --stats\n"
 
 enum { O_CLASSES = 256, O_DEAD, O_DIM, O_EPOCH, O_FORCE, O_GROUP, O_LABEL,
-    O_LIVE, O_NOSHUF, O_SEED, O_STATS, O_STD, O_STDFROM };
+    O_LIST, O_LIVE, O_NOSHUF, O_SEED, O_STATS, O_STD, O_STDFROM };
 
 #define MAXDEAD 1024
 #define MAXLIVE SPIRT_DATA_MAXSHARDS
@@ -43,7 +44,7 @@ static struct {
 	struct spirt_data_opts d;
 	size_t nshards;
 	uint64_t seed;
-	int stats, force, noshuffle, seeded, standardise;
+	int stats, list, force, noshuffle, seeded, standardise;
 	int64_t dead[MAXDEAD];
 	size_t ndead;
 	int64_t *live;          /* --live LIST */
@@ -86,6 +87,8 @@ usage(int code)
 		    "peer)\n"
 		    "      --label-col COL  CSV label column, 1-based or last "
 		    "(default 1)\n"
+		    "      --list           print the assignment's revision and "
+		    "rows\n"
 		    "      --live LIST      the live workers, e.g. 0,2-3: "
 		    "reassign\n"
 		    "      --no-shuffle     keep the samples in file order\n"
@@ -168,6 +171,7 @@ options(int argc, char **argv)
 		{ "header", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "label-col", required_argument, NULL, O_LABEL },
+		{ "list", no_argument, NULL, O_LIST },
 		{ "live", required_argument, NULL, O_LIVE },
 		{ "no-shuffle", no_argument, NULL, O_NOSHUF },
 		{ "output", required_argument, NULL, 'o' },
@@ -233,11 +237,51 @@ options(int argc, char **argv)
 		case O_NOSHUF: o.noshuffle = 1; break;
 		case O_SEED: o.seed = eparse_u64("--seed", optarg, 0,
 			  UINT64_MAX); o.seeded = 1; break;
+		case O_LIST: o.list = 1; break;
 		case O_STATS: o.stats = 1; break;
 		case O_STD: o.standardise = 1; break;
 		case O_STDFROM: o.scale_from = optarg; break;
 		default: usage(1);
 		}
+}
+
+/* the assignment's rows, one "assign" line each */
+static void
+print_assign(const struct spirt_assign *as)
+{
+	size_t i;
+
+	for (i = 0; i < as->nrows; i++) {
+		const int64_t *a = as->rows + SPIRT_AS_COLS * i;
+
+		printf("assign worker %lld shard %lld start %lld count %lld "
+		    "epoch %lld step %lld", (long long)a[SPIRT_AS_WORKER],
+		    (long long)a[SPIRT_AS_SHARD], (long long)a[SPIRT_AS_START],
+		    (long long)a[SPIRT_AS_COUNT], (long long)a[SPIRT_AS_EPOCH],
+		    (long long)a[SPIRT_AS_STEP]);
+		if (a[SPIRT_AS_BATCH])
+			printf(" batch %lld", (long long)a[SPIRT_AS_BATCH]);
+		putchar('\n');
+	}
+}
+
+/* --list: the revision, then the rows; nothing else is read */
+static int
+print_list(struct spirt_store *s)
+{
+	struct spirt_txn *txn;
+	struct spirt_assign as;
+	int rc;
+
+	if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)))
+		return rc;
+	if ((rc = spirt_data_assign_get(&as, txn, o.name)) == 0) {
+		printf("revision %llu\n", (unsigned long long)as.revision);
+		print_assign(&as);
+		spirt_assign_free(&as);
+	}
+	spirt_txn_abort(txn);
+	return rc;
 }
 
 /* per-shard sample counts and class histograms, then the assignment */
@@ -247,7 +291,6 @@ print_stats(struct spirt_store *s)
 	struct spirt_data_stats st;
 	int64_t k, c, *tot;
 	unsigned r;
-	size_t i;
 	int rc;
 
 	if ((rc = spirt_data_stats(&st, s, o.name)))
@@ -277,18 +320,7 @@ print_stats(struct spirt_store *s)
 	for (c = 0; c < st.nclasses; c++)
 		printf(" %lld", (long long)tot[c]);
 	putchar('\n');
-	for (i = 0; i < st.as.nrows; i++) {
-		const int64_t *a = st.as.rows + SPIRT_AS_COLS * i;
-
-		printf("assign worker %lld shard %lld start %lld count %lld "
-		    "epoch %lld step %lld", (long long)a[SPIRT_AS_WORKER],
-		    (long long)a[SPIRT_AS_SHARD], (long long)a[SPIRT_AS_START],
-		    (long long)a[SPIRT_AS_COUNT], (long long)a[SPIRT_AS_EPOCH],
-		    (long long)a[SPIRT_AS_STEP]);
-		if (a[SPIRT_AS_BATCH])
-			printf(" batch %lld", (long long)a[SPIRT_AS_BATCH]);
-		putchar('\n');
-	}
+	print_assign(&st.as);
 	free(tot);
 	spirt_data_stats_free(&st);
 	return 0;
@@ -426,8 +458,11 @@ main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	re = o.ndead || o.live;
-	if (re ? argc != 0 : argc > 2 || (argc == 0 && !o.stats))
+	if (re ? argc != 0 : argc > 2 || (argc == 0 && !o.stats && !o.list))
 		usage(1);
+	if (o.list && argc > 0)
+		die(SPIRT_EX_USAGE, "--list: the assignment of a store's data "
+		    "set: no file");
 	if (!re && (o.batch || o.step || o.epoch || o.ra.group))
 		die(SPIRT_EX_USAGE, "-b, -t, --epoch and --group go with --live "
 		    "or --dead");
@@ -445,8 +480,8 @@ main(int argc, char **argv)
 		die(SPIRT_EX_USAGE, "--standardise-from: and --standardise?");
 	if ((o.standardise || o.scale_from) && argc == 0)
 		usage(1);
-	if (o.out && (o.stats || re || o.standardise || o.scale_from))
-		die(SPIRT_EX_USAGE, "-o: --stats, --dead, --live and "
+	if (o.out && (o.stats || o.list || re || o.standardise || o.scale_from))
+		die(SPIRT_EX_USAGE, "-o: --stats, --list, --dead, --live and "
 		    "--standardise work on the store");
 	if (o.out && strcmp(o.out, "-") == 0 && !o.force && isterm(1))
 		die(SPIRT_EX_USAGE, "stdout is a terminal: use --force to "
@@ -507,6 +542,11 @@ main(int argc, char **argv)
 			    spirt_clock() - t0);
 	} else if (re && (rc = reassign(s, loc))) {
 		goto out;
+	}
+	if (o.list) {
+		act = "list";
+		if ((rc = print_list(s)))
+			goto fail;
 	}
 	if (o.stats) {
 		act = "stats";

@@ -396,14 +396,13 @@ struct reassign_arg {
  */
 static int
 reassign_why(struct spirt_reassign *r, const struct spirt_assign *cur,
-    const int64_t *counts, size_t nshards, const int64_t *live, size_t nlive)
+    size_t nshards, const int64_t *live, size_t nlive)
 {
 	const int64_t *l = r->live ? r->live : live;
 	size_t n = r->live ? r->nlive : nlive, i, first, np;
 	uint64_t j0;
 	int rc;
 
-	(void)counts;
 	if (n == 0)
 		return spirt_msgf(r->msg, sizeof(r->msg), SPIRT_EINVAL,
 		    "no live worker would remain");
@@ -517,7 +516,7 @@ reassign_fn(struct spirt_txn *txn, void *arg)
 		r->at_epoch = cur.epoch;
 		break;
 	}
-	if ((rc = reassign_why(r, &cur, counts, nshards, live, nlive)))
+	if ((rc = reassign_why(r, &cur, nshards, live, nlive)))
 		goto out;
 	if ((rc = spirt_assign_next(&o, &no, &cur, counts, nshards, r->group,
 	    r->live ? r->live : live, r->live ? r->nlive : nlive, r->at_epoch,

@@ -207,7 +207,7 @@ spirt-shard: hint: shard train with --standardise first"
 	run -64 spirt-shard --standardise-from a/b a.csv
 	run -64 spirt-shard --standardise --stats
 	run -64 --separate-stderr spirt-shard -o d.spt --standardise a.csv
-	assert_equal "$stderr" 'spirt-shard: -o: --stats, --dead, --live and --standardise work on the store'
+	assert_equal "$stderr" 'spirt-shard: -o: --stats, --list, --dead, --live and --standardise work on the store'
 	run -64 spirt-shard -o d.spt --standardise-from a a.csv
 	[ ! -e d.spt ]
 	unchanged
@@ -567,6 +567,13 @@ spirt-shard: hint: name the format with -f"
 	    'assign worker 3 shard 0 start 2 count 1 epoch 1 step 0' \
 	    'assign worker 3 shard 1 start 1 count 2 epoch 1 step 0' \
 	    'assign worker 3 shard 3 start 0 count 2 epoch 1 step 0')"
+	# --list: the revision and the same rows, nothing else read
+	run -0 --separate-stderr spirt-shard --list
+	assert_line --index 0 'revision 2'
+	[ "$(spirt-shard --list | sed 1d)" = "$(spirt-shard --stats | grep ^assign)" ]
+	run -64 spirt-shard --list "$IMG" "$LAB"
+	run -64 spirt-shard -o x --list
+	run -66 spirt-shard -d nope --list
 	# everyone back from epoch 1: the rest of epoch 0 stays
 	run -0 --separate-stderr spirt-shard -v --epoch 1 --live 0,1,2,3
 	assert_equal "$stderr" 'spirt-shard: data/train/assign: revision 3 from epoch 1 step 0'
@@ -680,7 +687,7 @@ spirt-shard: hint: name the format with -f"
 @test "-o: usage, bad input and a missing directory write nothing" {
 	mkdir out
 	run -64 --separate-stderr spirt-shard -o out/d.spt --stats "$IMG" "$LAB"
-	assert_equal "$stderr" 'spirt-shard: -o: --stats, --dead, --live and --standardise work on the store'
+	assert_equal "$stderr" 'spirt-shard: -o: --stats, --list, --dead, --live and --standardise work on the store'
 	run -64 spirt-shard -o out/d.spt --dead 1
 	run -64 spirt-shard -o out/d.spt -n 11 "$IMG" "$LAB"
 	run -65 spirt-shard -o out/d.spt "$SH/short-images-idx3-ubyte" "$LAB"
