@@ -407,7 +407,7 @@ reassign_opts(void)
 	if (o.step) {
 		r->when = SPIRT_RA_STEP;
 		r->step = eparse_u64("-t", o.step, 0, SPIRT_NOSTEP - 1);
-		/* spirt-grad's batch: its -b range, its variable, its default */
+		/* spirt-grad's batch: its -b range, variable and default */
 		r->batch = eparse_u64(o.batch ? "-b" : "SPIRT_BATCH",
 		    opt_env(o.batch, "SPIRT_BATCH", "64"), 1, 1 << 20);
 	} else if (o.epoch) {
@@ -464,8 +464,8 @@ main(int argc, char **argv)
 		die(SPIRT_EX_USAGE, "--list: the assignment of a store's data "
 		    "set: no file");
 	if (!re && (o.batch || o.step || o.epoch || o.ra.group))
-		die(SPIRT_EX_USAGE, "-b, -t, --epoch and --group go with --live "
-		    "or --dead");
+		die(SPIRT_EX_USAGE, "-b, -t, --epoch and --group go with "
+		    "--live or --dead");
 	if (re)
 		reassign_opts();
 	if (spirt_data_name_check(o.name))

@@ -556,11 +556,13 @@ untimer() { echo 0 >"$work/wait"; }
 # numbered 0..M-1 here; the store's workers are w0 + w.  The other peers'
 # workers stay live in this peer's view.
 live=$(seq 0 $((fns - 1)) | tr '\n' ' ') dead= later= ruleok=$fns
+# (no $(...) on the way of a step: each would cost a process)
 has() { case " $1 " in *" $2 "*) return 0 ;; esac; return 1; }
-without() {     # without LIST X: LIST less X
-	_r=
-	for _x in $1; do [ "$_x" = "$2" ] || _r="$_r$_x "; done
-	printf '%s' "$_r"
+drop() {        # drop VAR X: X out of the list in variable VAR
+	eval "_dl=\$$1"
+	_dr=
+	for _dx in $_dl; do [ "$_dx" = "$2" ] || _dr="$_dr$_dx "; done
+	eval "$1=\$_dr"
 }
 # livelist: the store's live workers, comma-separated
 livelist() {
@@ -595,13 +597,13 @@ assign_read() {
 		    re, rj, fe, rl, fl }')"
 }
 assign_read
-# holders T: the functions with samples at step T
+# holders T: $_h, the functions with samples at step T
 holders() {
-	_e=$(($1 / spe)) _j=$(($1 % spe))
+	_e=$(($1 / spe)) _j=$(($1 % spe)) _h=
 	if [ "$as_rj" -gt 0 ] && [ "$_e" -eq "$as_re" ] && [ "$_j" -ge "$as_rj" ]; then
-		printf '%s' "$as_rest"
+		_h=$as_rest
 	elif [ "$_e" -ge "$as_fe" ]; then
-		printf '%s' "$as_full"
+		_h=$as_full
 	fi
 }
 # reassign T: the next revision for the live functions, from step T (an
@@ -629,19 +631,22 @@ rulefor() {
 }
 # declare_dead W HOW: function W is dead, HOW says how it ended
 declare_dead() {
-	live=$(without "$live" "$1") dead="$dead$1 "
+	drop live "$1"
+	dead="$dead$1 "
 	tell "step $t: $2: declared dead; its samples go to the other functions"
 }
 # bury PID:TOOL:WORKER: a warm function the watchdog found dead
 bury() {
 	died "$1"
-	pids=$(without "$pids" "${1%%:*}") tools=$(without "$tools" "$1")
+	drop pids "${1%%:*}"
+	drop tools "$1"
 	declare_dead $((wk - w0)) "$how"
 }
 # busy T: $busy the live functions with samples at step T, $n of them
 busy() {
 	busy= n=0
-	for _x in $(holders "$1"); do
+	holders "$1"
+	for _x in $_h; do
 		has "$live" "$_x" || continue
 		busy="$busy$_x " n=$((n + 1))
 	done
@@ -682,7 +687,8 @@ grads() {
 			case $ack in
 			"error=70 died "*:spirt-grad:*)
 				bury "${ack#error=70 died }"
-				_pend=$(without "$_pend" $((wk - w0))) _gone=1 ;;
+				drop _pend $((wk - w0))
+				_gone=1 ;;
 			"error=70 died "*)
 				died "${ack#error=70 died }"
 				die 75 "step $1: $how; rerun to resume" ;;
@@ -695,7 +701,7 @@ grads() {
 			*error=*) die 75 "step $1: $ack" ;;
 			"step=$1 worker="*)
 				_x=${ack#step=$1 worker=}
-				_pend=$(without "$_pend" $((${_x%% *} - w0))) ;;
+				drop _pend $((${_x%% *} - w0)) ;;
 			*) die 70 "step $1: an answer out of turn: $ack" ;;
 			esac
 		done
@@ -710,8 +716,8 @@ late() {
 	eval "_p=\$fpid_$1"
 	kill -9 "$_p" 2>/dev/null || :
 	wait "$_p" 2>/dev/null || :
-	pids=$(without "$pids" "$_p")
-	tools=$(without "$tools" "$_p:spirt-grad:$((w0 + $1))")
+	drop pids "$_p"
+	drop tools "$_p:spirt-grad:$((w0 + $1))"
 	declare_dead "$1" "warm spirt-grad -w $((w0 + $1)) (pid $_p) did not answer within --deadline $deadline ms"
 }
 # cold_grads T: the same with one process per invocation; one that fails
@@ -780,7 +786,7 @@ back() {
 	done
 	[ -z "$dead" ] || [ "$cold" -eq 1 ] || watchdog
 	dead=
-	_h=$(holders "$1")
+	holders "$1"
 	for _x in $live; do
 		has "$_h" "$_x" || { reassign "$1"; return 0; }
 	done

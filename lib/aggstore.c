@@ -204,7 +204,8 @@ spirt_aggset_filter(struct spirt_aggset *s, struct spirt_txn *txn)
 		for (i = 0; i < s->w; i++)
 			if (!s->in[i].pre &&
 			    s->in[i].t.revision != SPIRT_NOREVISION &&
-			    (rev == SPIRT_NOREVISION || s->in[i].t.revision > rev))
+			    (rev == SPIRT_NOREVISION ||
+			    s->in[i].t.revision > rev))
 				rev = s->in[i].t.revision;
 	s->revision = rev;
 	for (i = 0; i < s->w; i++) {

@@ -135,7 +135,8 @@ SPIRT_MUST_CHECK int spirt_aggset_run(struct spirt_aggset *s, float *out)
 
 /*
  * The in-store aggregation, as the body of a write transaction: read the
- * nkeys keys, or grad/<s->step>/<w> when nkeys is 0; filter; check; write agg/<t>
+ * nkeys keys, or grad/<s->step>/<w> when nkeys is 0; filter
+ * (spirt_aggset_filter); check; write agg/<t>
  * (built in place in the map) and agg/<t>/excluded, an i64 [k, 2] of
  * (origin or -1, enum spirt_agg_reason) rows, k possibly 0; for the rule
  * cclip without s->center, agg/<t-1> (if t > 0 and it exists: f32 of the

@@ -223,7 +223,8 @@ spirt_assign_select(struct spirt_assign_sel *sel,
 		return SPIRT_EINVAL;
 	sel->epoch = step / S;
 	j = step % S;
-	if ((rc = spirt_assign_part(a, sel->epoch, j, batch, &first, &n, &sel->first)))
+	if ((rc = spirt_assign_part(a, sel->epoch, j, batch, &first, &n,
+	    &sel->first)))
 		return rc;
 	for (i = first; i < first + n; i++) {
 		const int64_t *r = a->rows + C * i;
@@ -505,8 +506,8 @@ map_into(struct rowbuf *b, const int64_t *counts, size_t nshards,
 			break;
 		}
 		if (is_in((int64_t)k, live, nlive)) {
-			rc = emit(b, (int64_t)k, (int64_t)k, 0, counts[k], epoch,
-			    0, 0);
+			rc = emit(b, (int64_t)k, (int64_t)k, 0, counts[k],
+			    epoch, 0, 0);
 			continue;
 		}
 		seg[SPIRT_AS_SHARD] = (int64_t)k;

@@ -537,8 +537,8 @@ store_ranges(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 	    job->batch);
 	*rev = a.revision;
 	if (rc == SPIRT_ESTEP)
-		rc = where(c, rc, "%s: step %" PRIu64 " (epoch %" PRIu64 " step "
-		    "%" PRIu64 ") comes before revision %" PRIu64 " (from "
+		rc = where(c, rc, "%s: step %" PRIu64 " (epoch %" PRIu64
+		    " step %" PRIu64 ") comes before revision %" PRIu64 " (from "
 		    "epoch %" PRIu64 " step %" PRIu64 ")", key, job->step,
 		    sel.epoch, job->step % S, a.revision, a.nrest ?
 		    a.rest_epoch : a.epoch, a.nrest ? a.rest_step : 0);

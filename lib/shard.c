@@ -421,8 +421,8 @@ reassign_why(struct spirt_reassign *r, const struct spirt_assign *cur,
 			    cur->epoch));
 		return 0;
 	}
-	rc = spirt_assign_part(cur, r->at_epoch, r->at_step, r->batch, &first, &np,
-	    &j0);
+	rc = spirt_assign_part(cur, r->at_epoch, r->at_step, r->batch, &first,
+	    &np, &j0);
 	if (rc == SPIRT_EINVAL)
 		return spirt_msgf(r->msg, sizeof(r->msg), rc, "revision %llu "
 		    "counts epoch %llu from step %llu in batches of %llu, "

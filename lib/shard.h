@@ -88,7 +88,8 @@ enum {
 /*
  * Write revision + 1 of data/<name>/assign for r in one write transaction
  * (read, spirt_assign_next, write); r->msg says why it cannot be, without
- * the key ("worker 9 has no shard: 4 shards").  Returns 0, SPIRT_ENOTFOUND (no such
+ * the key ("worker 9 has no shard: 4 shards").  Returns 0,
+ * SPIRT_ENOTFOUND (no such
  * data set), SPIRT_EDONE (r->dead only, and none of them is live:
  * nothing to do, store unchanged), spirt_assign_next()'s codes,
  * SPIRT_EDATA/ESHAPE/EDTYPE (a malformed record), store errors.

@@ -96,7 +96,8 @@ test_parse(void)
 
 	CHECK_RC(parse(&a, v1, 2, 4, SPIRT_NOSTEP));
 	CHECK(a.nrows == 2 && a.nrest == 0 && a.epoch == 0 && a.revision == 0);
-	CHECK(a.rows[C + SPIRT_AS_COUNT] == 2 && a.rows[C + SPIRT_AS_EPOCH] == 0);
+	CHECK(a.rows[C + SPIRT_AS_COUNT] == 2 &&
+	    a.rows[C + SPIRT_AS_EPOCH] == 0);
 	CHECK_RC(spirt_assign_check(&a, counts, 2));
 	spirt_assign_free(&a);
 
@@ -441,7 +442,8 @@ test_coverage(void)
 			er[ne].nlive = 0;
 			for (i = 0; i < K; i++)
 				if (check_urand(&s) < 0.7)
-					er[ne].live[er[ne].nlive++] = (int64_t)i;
+					er[ne].live[er[ne].nlive++] =
+					    (int64_t)i;
 			if (er[ne].nlive == 0)
 				er[ne].live[er[ne].nlive++] = 0;
 			if (ne > 0 && er[ne].step == er[ne - 1].step)
@@ -473,7 +475,8 @@ test_refused(void)
 	static const int64_t c4[] = { 10, 10, 9, 9 };
 	static const int64_t base[] = { 0, 0, 0, 10,  1, 1, 0, 10,
 		2, 2, 0, 9,  3, 3, 0, 9 };
-	static const int64_t l013[] = { 0, 1, 3 }, l2[] = { 2 }, l01[] = { 0, 1 };
+	static const int64_t l013[] = { 0, 1, 3 }, l2[] = { 2 };
+	static const int64_t l01[] = { 0, 1 };
 	struct spirt_assign a, b;
 	struct spirt_assign_sel sel;
 	int64_t *rows;
