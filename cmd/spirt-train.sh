@@ -228,6 +228,19 @@ if [ -n "$byz" ]; then
 	# are w0 .. w0+M-1)
 	list=$(for w in $bad; do printf '%s,' $((w0 + w)); done | sed 's/,$//')
 fi
+# SPIRT_FANOUT: with --cold, the command that runs a step's functions in
+# place of one local process each (GNU parallel over ssh, srun, ...): it
+# reads the worker numbers on stdin and runs the spirt-grad command that
+# follows it once for each, {} replaced by the number; its words split at
+# blanks (fan_grads)
+fanout=
+if [ -n "${SPIRT_FANOUT-}" ]; then
+	[ "$cold" -eq 1 ] ||
+		die 64 "SPIRT_FANOUT: it runs cold functions; give --cold"
+	[ "$attack" != labelflip ] ||
+		die 64 "SPIRT_FANOUT: --byzantine $byz starts its functions itself"
+	fanout=$SPIRT_FANOUT
+fi
 case $sched in
 cosine|constant) ;;
 *) die 64 "schedule $sched: expected cosine or constant" ;;
@@ -720,11 +733,26 @@ late() {
 	drop tools "$_p:spirt-grad:$((w0 + $1))"
 	declare_dead "$1" "warm spirt-grad -w $((w0 + $1)) (pid $_p) did not answer within --deadline $deadline ms"
 }
+# fan_grads T: with SPIRT_FANOUT, step T's busy functions through it.
+# The runner has its own retries (parallel --retries): if it fails, the
+# step fails (75), nothing of it applied, and a rerun resumes.
+fan_grads() {
+	# ($fanout's words are split, never globbed)
+	set -f
+	for _x in $busy; do echo $((w0 + _x)); done | run $fanout \
+	    spirt-grad -q -m "$model" -t "$1" -w {} -b "$batch" \
+	    -S "$seed" || die 75 "step $1: a gradient function failed"
+	set +f
+}
 # cold_grads T: the same with one process per invocation; one that fails
 # is a dead function
 cold_grads() {
 	while :; do
 		busy "$1"
+		if [ -n "${SPIRT_FANOUT-}" ]; then
+			fan_grads "$1"
+			return 0
+		fi
 		_ps= _pp=
 		for _x in $busy; do
 			# (not through run: $! must be the function itself)
@@ -757,22 +785,26 @@ cold_grads() {
 		wait "$_tm" 2>/dev/null || _late=$?
 		# (the timer's status: 0 when it fired)
 		[ "$_late" -eq 0 ] && _late=1 || _late=0
-		_gone=0
-		for _p in $_codes; do
-			rc=${_p#*:} _x=${_p%%:*}
-			[ "$rc" -ne 0 ] || continue
-			if [ "$rc" -eq 137 ] && [ "$_late" -eq 1 ]; then
-				how="did not end within --deadline $deadline ms"
-			elif [ "$rc" -gt 128 ]; then
-				how="was killed by signal $((rc - 128))"
-			else
-				how="exited with status $rc"
-			fi
-			declare_dead "$_x" "cold spirt-grad -w $((w0 + _x)) $how"
-			_gone=1
-		done
+		cold_dead "$1"
 		[ "$_gone" -eq 1 ] || return 0
 		again "$1"
+	done
+}
+# cold_dead T: the functions of $_codes (W:status) that failed, dead
+cold_dead() {
+	_gone=0
+	for _p in $_codes; do
+		rc=${_p#*:} _x=${_p%%:*}
+		[ "$rc" -ne 0 ] || continue
+		if [ "$rc" -eq 137 ] && [ "$_late" -eq 1 ]; then
+			how="did not end within --deadline $deadline ms"
+		elif [ "$rc" -gt 128 ]; then
+			how="was killed by signal $((rc - 128))"
+		else
+			how="exited with status $rc"
+		fi
+		declare_dead "$_x" "cold spirt-grad -w $((w0 + _x)) $how"
+		_gone=1
 	done
 }
 # back T: at an epoch's first step the dead functions start again and get

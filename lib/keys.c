@@ -311,6 +311,12 @@ spirt_key_data_scale(char *buf, size_t cap, const char *ds)
 	return data(buf, cap, ds, "scale");
 }
 
+int
+spirt_key_data_classes(char *buf, size_t cap, const char *ds)
+{
+	return data(buf, cap, ds, "classes");
+}
+
 /* "data/<ds>/<k>/<xy>" */
 static int
 shard(char *buf, size_t cap, const char *ds, uint64_t k, char xy)
@@ -456,6 +462,8 @@ parse_data(struct spirt_key_parts *k, const char *s)
 		k->kind = SPIRT_KEY_DATA_ASSIGN;
 	else if (strcmp(rest, "scale") == 0)
 		k->kind = SPIRT_KEY_DATA_SCALE;
+	else if (strcmp(rest, "classes") == 0)
+		k->kind = SPIRT_KEY_DATA_CLASSES;
 	else if (decimal(rest, '/', &k->shard, &end) == 0 &&
 	    (end[1] == 'x' || end[1] == 'y') && end[2] == '\0')
 		k->kind = end[1] == 'x' ? SPIRT_KEY_DATA_X : SPIRT_KEY_DATA_Y;

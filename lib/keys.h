@@ -18,7 +18,8 @@
  *   gagg/<t>               the global aggregate, combined across peers
  *   digest/<t>/<peer>      peer <peer>'s signed digest of step t
  *   data/<ds>/info, data/<ds>/assign, data/<ds>/scale,
- *   data/<ds>/<k>/x, data/<ds>/<k>/y   a data set and its shard k
+ *   data/<ds>/classes, data/<ds>/<k>/x, data/<ds>/<k>/y
+ *                          a data set and its shard k
  *   beat/<member>          a member's heartbeat
  *
  * Steps and shard numbers are unpadded decimal ("0", never "007"), at
@@ -118,6 +119,8 @@ SPIRT_MUST_CHECK int spirt_key_data_assign(char *buf, size_t cap,
     const char *ds) SPIRT_NONNULL(1, 3);
 SPIRT_MUST_CHECK int spirt_key_data_scale(char *buf, size_t cap,
     const char *ds) SPIRT_NONNULL(1, 3);
+SPIRT_MUST_CHECK int spirt_key_data_classes(char *buf, size_t cap,
+    const char *ds) SPIRT_NONNULL(1, 3);
 SPIRT_MUST_CHECK int spirt_key_data_x(char *buf, size_t cap, const char *ds,
     uint64_t k) SPIRT_NONNULL(1, 3);
 SPIRT_MUST_CHECK int spirt_key_data_y(char *buf, size_t cap, const char *ds,
@@ -140,7 +143,8 @@ enum spirt_key_kind {
 	SPIRT_KEY_DATA_ASSIGN,  /* name */
 	SPIRT_KEY_DATA_SCALE,   /* name */
 	SPIRT_KEY_DATA_X,       /* name, shard */
-	SPIRT_KEY_DATA_Y        /* name, shard */
+	SPIRT_KEY_DATA_Y,       /* name, shard */
+	SPIRT_KEY_DATA_CLASSES  /* name */
 };
 
 /* A key taken apart; the fields its kind does not use are zero. */

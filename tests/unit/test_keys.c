@@ -43,6 +43,8 @@ roundtrip(const char *key, int kind)
 	    k.name); break;
 	case SPIRT_KEY_DATA_SCALE: rc = spirt_key_data_scale(b, sizeof b,
 	    k.name); break;
+	case SPIRT_KEY_DATA_CLASSES: rc = spirt_key_data_classes(b,
+	    sizeof b, k.name); break;
 	case SPIRT_KEY_DATA_X: rc = spirt_key_data_x(b, sizeof b, k.name,
 	    k.shard); break;
 	case SPIRT_KEY_DATA_Y: rc = spirt_key_data_y(b, sizeof b, k.name,
@@ -118,6 +120,8 @@ builders(void)
 	CHECK(!strcmp(b, "data/train/assign"));
 	CHECK_RC(spirt_key_data_scale(b, sizeof b, "train"));
 	CHECK(!strcmp(b, "data/train/scale"));
+	CHECK_RC(spirt_key_data_classes(b, sizeof b, "train"));
+	CHECK(!strcmp(b, "data/train/classes"));
 	CHECK_RC(spirt_key_data_x(b, sizeof b, "train", 0));
 	CHECK(!strcmp(b, "data/train/0/x"));
 	CHECK_RC(spirt_key_data_y(b, sizeof b, "train", 1048575));
@@ -282,6 +286,7 @@ no_confusion(void)
 		{ "data/info/info", SPIRT_KEY_DATA_INFO },
 		{ "data/train/assign", SPIRT_KEY_DATA_ASSIGN },
 		{ "data/train/scale", SPIRT_KEY_DATA_SCALE },
+		{ "data/train/classes", SPIRT_KEY_DATA_CLASSES },
 		{ "data/train/0/x", SPIRT_KEY_DATA_X },
 		{ "data/3/3/y", SPIRT_KEY_DATA_Y },
 	};
