@@ -532,7 +532,9 @@ wait_done() {
 		read -r ack <&9 || die 70 "a function went away"
 		case $ack in
 		"error=70 died "*:spirt-grad:*)
-			later="$later${ack#error=70 died } "
+			# (one the driver ended itself is no news: late)
+			! has "$tools" "${ack#error=70 died }" ||
+			    later="$later${ack#error=70 died } "
 			continue ;;
 		"error=70 died "*)
 			died "${ack#error=70 died }"
@@ -699,6 +701,8 @@ grads() {
 			read -r ack <&9 || die 70 "a function went away"
 			case $ack in
 			"error=70 died "*:spirt-grad:*)
+				# (one the driver ended itself is no news)
+				has "$tools" "${ack#error=70 died }" || continue
 				bury "${ack#error=70 died }"
 				drop _pend $((wk - w0))
 				_gone=1 ;;

@@ -180,16 +180,25 @@ EOF
 @test "a warm function that hangs: past --deadline it is ended and declared dead, and back at the next epoch" {
 	train -b 5 -e 2 --eval-every 60 --deadline 2000
 	model_at 2
+	# (the driver stopped meanwhile: the hang starts in epoch 0)
 	drv=$(pgrep -P "$TP" -x spirt-train)
+	kill -STOP "$drv"
 	victim=$(pgrep -P "$drv" -f 'spirt-grad .* -w 1 ')
 	[ -n "$victim" ]
 	kill -STOP "$victim"
+	kill -CONT "$drv"
 	rc=0
 	wait "$TP" || rc=$?
 	[ "$rc" -eq 0 ] || fail "exit $rc: $(cat err)"
 	re='step ([0-9]+): warm spirt-grad -w 1 \(pid '"$victim"'\) did not answer within --deadline 2000 ms: declared dead'
 	[[ "$(cat err)" =~ $re ]] || fail "$(cat err)"
+	t=${BASH_REMATCH[1]}
+	[ "$t" -lt 60 ] || fail "hung at step $t, not in epoch 0"
 	grep -q "epoch 1 step 60: function 1 is back" err || fail "$(cat err)"
+	# declared dead once: the watchdog's word on the process the driver
+	# ended is no news
+	[ "$(grep -c 'spirt-grad -w 1 .*declared dead' err)" -eq 1 ] ||
+		fail "$(cat err)"
 	[ ! -e "/proc/$victim/cmdline" ] ||
 		! tr '\0' ' ' <"/proc/$victim/cmdline" | grep -q spirt-grad
 	run -0 coverage 60 2
