@@ -31,6 +31,7 @@
 #define HS_TOKEN 240                    /* offset of a handshake's token */
 #define KEYFILE_MAX 1024                /* bytes of a key or token file */
 #define SEEN_MAX 65536                  /* identities with a timestamp */
+#define SEEN_RING 64                    /* handshakes remembered each */
 #define WIN_WORDS 32                    /* replay bitmap: 2048 bits */
 
 #define KDF_I2R "spirt-peer v1 i2r"
@@ -595,9 +596,24 @@ struct allowed {
 	int role;
 };
 
+/*
+ * What a responder remembers of an identity's handshakes: the newest
+ * timestamp accepted, and the last SEEN_RING first messages accepted
+ * (timestamp and the first 16 bytes of their BLAKE2b-256), so that an
+ * older first message is accepted once if it was never seen (the
+ * instances of one function start together and their first messages
+ * arrive in any order) while a replayed one is refused.  floor is the
+ * newest timestamp that left the ring: at or below it nobody can tell,
+ * and the message is refused.
+ */
 struct seen {
 	unsigned char pk[SPIRT_PK_BYTES];
-	uint64_t ts;
+	uint64_t ts, floor;
+	unsigned n, next;
+	struct {
+		uint64_t ts;
+		unsigned char h[16];
+	} ring[SEEN_RING];
 };
 
 struct spirt_trust {
@@ -785,8 +801,24 @@ seen_find(const struct spirt_trust *t, const unsigned char *pk)
 	return NULL;
 }
 
+/* seen_fresh: whether a first message of timestamp ts and hash h from
+ * the identity of s (NULL: never seen) may be accepted */
 static int
-seen_record(struct spirt_trust *t, const unsigned char *pk, uint64_t ts)
+seen_fresh(const struct seen *s, uint64_t ts, const unsigned char h[32])
+{
+	if (s == NULL || ts > s->ts)
+		return 1;
+	if (ts <= s->floor)
+		return 0;       /* too old to tell */
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->ring[i].ts == ts && memcmp(s->ring[i].h, h, 16) == 0)
+			return 0;
+	return 1;
+}
+
+static int
+seen_record(struct spirt_trust *t, const unsigned char *pk, uint64_t ts,
+    const unsigned char h[32])
 {
 	struct seen *s = seen_find(t, pk);
 
@@ -801,9 +833,20 @@ seen_record(struct spirt_trust *t, const unsigned char *pk, uint64_t ts)
 			t->capseen = cap;
 		}
 		s = &t->seen[t->nseen++];
+		memset(s, 0, sizeof *s);
 		memcpy(s->pk, pk, SPIRT_PK_BYTES);
 	}
-	s->ts = ts;
+	if (s->n == SEEN_RING) {
+		if (s->ring[s->next].ts > s->floor)
+			s->floor = s->ring[s->next].ts;
+	} else {
+		s->n++;
+	}
+	s->ring[s->next].ts = ts;
+	memcpy(s->ring[s->next].h, h, 16);
+	s->next = (s->next + 1) % SEEN_RING;
+	if (ts > s->ts)
+		s->ts = ts;
 	return 0;
 }
 
@@ -1112,7 +1155,6 @@ spirt_hs_respond(struct spirt_session **out, unsigned char *msg, size_t cap,
 	unsigned char epk[crypto_kx_PUBLICKEYBYTES];
 	unsigned char rx[32], tx[32], echo[32];
 	struct spirt_member m;
-	struct seen *last;
 	struct hsmsg h;
 	size_t n;
 	int rc;
@@ -1132,11 +1174,11 @@ spirt_hs_respond(struct spirt_session **out, unsigned char *msg, size_t cap,
 		return SPIRT_EDATA;
 	if ((rc = hs_check(&m, &h, t, self->id, now, roles)) != 0)
 		return rc;
-	if ((last = seen_find(t, h.idpk)) != NULL && h.ts <= last->ts)
+	hash32(echo, in, inlen, NULL, 0);
+	if (!seen_fresh(seen_find(t, h.idpk), h.ts, echo))
 		return SPIRT_EREPLAY;
 
 	crypto_kx_keypair(epk, esk);
-	hash32(echo, in, inlen, NULL, 0);
 	n = hs_build(msg, HS_RESP, now, t->run, self, m.id, epk, echo);
 	/* responder = crypto_kx server: its rx is the initiator's tx */
 	if (crypto_kx_server_session_keys(rx, tx, epk, esk, h.epk) != 0)
@@ -1144,7 +1186,7 @@ spirt_hs_respond(struct spirt_session **out, unsigned char *msg, size_t cap,
 	else
 		rc = session_make(out, 0, rx, tx, in, inlen, msg, n, t->run,
 		    self->id, m.id, &m);
-	if (rc == 0 && (rc = seen_record(t, h.idpk, h.ts)) != 0) {
+	if (rc == 0 && (rc = seen_record(t, h.idpk, h.ts, echo)) != 0) {
 		spirt_session_free(*out);
 		*out = NULL;
 	}

@@ -911,8 +911,14 @@ call(struct spirt_remote *r, int op, unsigned flags, uint32_t arg,
 	if (!(out = malloc(mlen)))
 		return ENOMEM;
 again:
-	if (!r->s && (rc = handshake(r)))
+	if (!r->s && (rc = handshake(r))) {
+		/* a first message refused as not new: another instance of
+		 * this identity (a function's) got there first with a newer
+		 * one, beyond what the server remembers; a fresh one is new */
+		if (rc == SPIRT_EREPLAY && tries++ == 0)
+			goto again;
 		goto out;
+	}
 	pt = out + SPIRT_MSG_HEAD + klen;
 	memset(pt, 0, SPIRT_REQ_HEAD);
 	pt[0] = (unsigned char)op;

@@ -688,7 +688,9 @@ test_handshake(void)
 	spirt_session_free(sa);
 	spirt_session_free(sb);
 
-	/* a replayed first message; an older one delivered late */
+	/* a replayed first message is refused; an older one delivered late,
+	 * never seen, is taken once (the instances of one function start
+	 * together), and refused when replayed */
 	CHECK_RC(spirt_hs_init(&h1, m1, sizeof m1, &n1, &a.self, a.t, "p2",
 	    T0 + 2 * SEC));
 	CHECK_RC(spirt_hs_init(&h2, m2, sizeof m2, &n2, &a.self, a.t, "p2",
@@ -699,8 +701,12 @@ test_handshake(void)
 	CHECK_EQ_RC(spirt_hs_respond(&sb, r1, sizeof r1, &q1, &b.self, b.t,
 	    m2, n2, T0 + 3 * SEC, SPIRT_ROLE_PEER), SPIRT_EREPLAY);
 	CHECK(sb == NULL);
+	CHECK_RC(spirt_hs_respond(&sb, r1, sizeof r1, &q1, &b.self, b.t,
+	    m1, n1, T0 + 3 * SEC, SPIRT_ROLE_PEER));
+	spirt_session_free(sb);
 	CHECK_EQ_RC(spirt_hs_respond(&sb, r1, sizeof r1, &q1, &b.self, b.t,
 	    m1, n1, T0 + 3 * SEC, SPIRT_ROLE_PEER), SPIRT_EREPLAY);
+	CHECK(sb == NULL);
 	/* another responder has its own memory: the same message is new */
 	CHECK_RC(spirt_trust_new(&x.t, "run1", group_pk, WINDOW));
 	CHECK_RC(spirt_hs_respond(&sb, r1, sizeof r1, &q1, &b.self, x.t, m1,
@@ -912,6 +918,56 @@ test_handshake(void)
 	party_free(&b);
 	party_free(&c);
 	party_free(&f);
+}
+
+/*
+ * The responder's memory of one identity's first messages: the last 64
+ * accepted.  Sixty-five first messages, made in time order, arrive
+ * newest first but the oldest last: each is taken once; a replay of one
+ * remembered is refused, and once the newest has left the memory, so is
+ * anything at or below its time.
+ */
+static void
+test_handshake_order(void)
+{
+	enum { N = 65 };
+	struct party a, b;
+	struct spirt_session *sb;
+	static unsigned char m[N][SPIRT_HS_MAX];
+	unsigned char r[SPIRT_HS_MAX];
+	struct spirt_hs *h[N];
+	size_t n[N], q;
+
+	party(&a, "run1", "p1", 21, SPIRT_ROLE_PEER, T0 + HOUR);
+	party(&b, "run1", "p2", 22, SPIRT_ROLE_PEER, T0 + HOUR);
+	for (int i = 0; i < N; i++)
+		CHECK_RC(spirt_hs_init(&h[i], m[i], sizeof m[i], &n[i],
+		    &a.self, a.t, "p2", T0 + SEC + (uint64_t)i * 1000000));
+	for (int i = N - 1; i >= 1; i--) {
+		CHECK_RC(spirt_hs_respond(&sb, r, sizeof r, &q, &b.self, b.t,
+		    m[i], n[i], T0 + 2 * SEC, SPIRT_ROLE_PEER));
+		spirt_session_free(sb);
+	}
+	/* 64 remembered: a replay of one is refused, the rest may come */
+	CHECK_EQ_RC(spirt_hs_respond(&sb, r, sizeof r, &q, &b.self, b.t, m[5],
+	    n[5], T0 + 2 * SEC, SPIRT_ROLE_PEER), SPIRT_EREPLAY);
+	CHECK(sb == NULL);
+	/* the oldest, last: never seen, so taken; message N-1, the first
+	 * taken and the newest, leaves the memory */
+	CHECK_RC(spirt_hs_respond(&sb, r, sizeof r, &q, &b.self, b.t, m[0],
+	    n[0], T0 + 2 * SEC, SPIRT_ROLE_PEER));
+	spirt_session_free(sb);
+	/* from now on nothing at or below its time can be told apart:
+	 * refused, remembered or not */
+	CHECK_EQ_RC(spirt_hs_respond(&sb, r, sizeof r, &q, &b.self, b.t, m[0],
+	    n[0], T0 + 2 * SEC, SPIRT_ROLE_PEER), SPIRT_EREPLAY);
+	CHECK_EQ_RC(spirt_hs_respond(&sb, r, sizeof r, &q, &b.self, b.t,
+	    m[N - 1], n[N - 1], T0 + 2 * SEC, SPIRT_ROLE_PEER), SPIRT_EREPLAY);
+	CHECK(sb == NULL);
+	for (int i = 0; i < N; i++)
+		spirt_hs_free(h[i]);
+	party_free(&a);
+	party_free(&b);
 }
 
 /* The allowlist alone: no group key, no tokens. */
@@ -1518,6 +1574,7 @@ main(void)
 	test_tokens();
 	test_allowlist();
 	test_handshake();
+	test_handshake_order();
 	test_allowlist_handshake();
 	test_messages();
 	test_streams();
