@@ -10,7 +10,8 @@ PROG=spirt-train
 VERSION=@VERSION@
 USAGE="usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]
                    [-m model] [-n functions] [-o optimiser] [-S seed]
-                   [-s store] [--bucket s] [--byzantine list:attack]
+                   [-s store] [--beat ms] [--bucket s]
+                   [--byzantine list:attack]
                    [--checkpoint n] [--cold] [--data dir] [--deadline ms]
                    [--eval-every steps] [--every h] [--keep-digests]
                    [--peer i] [--peer-rule rule] [--peers file]
@@ -33,6 +34,8 @@ usage() {
   -o, --opt NAME       sgd, momentum, nesterov or adam (default adam)
   -S, --seed N         seed for data order and initialisation (default 1)
   -s, --store PATH     store (default $SPIRT_STORE or ./spirt.db)
+      --beat MS        peers: beat every MS to the others, watch their
+                       beats, close each step by the quorum (spirt-beat)
       --bucket S       average buckets of S gradients before the rule
       --byzantine L:A  evaluation only: functions L (e.g. 1,3) are
                        malicious with attack A: labelflip or one of
@@ -85,7 +88,7 @@ die() {         # die CODE MESSAGE
 rule=mean batch=32 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
 every=0 sched=cosine spec= steps=0 sync=meta target=0 quiet=0 verbose=0
-ckpt=100 peers= peer=0 deadline=30000 keepdg=0 bucket=1 byz= xh=0
+ckpt=100 peers= peer=0 deadline=30000 keepdg=0 bucket=1 byz= xh=0 beat=0
 prule=mean wmom=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -93,7 +96,7 @@ while [ $# -gt 0 ]; do
 	esac
 	case $1 in
 	-[abelmnoSs]|--rule|--batch|--epochs|--lr|--model|--functions|--opt|\
-	--seed|--store|--bucket|--byzantine|--checkpoint|--data|--eval-every|\
+	--seed|--store|--beat|--bucket|--byzantine|--checkpoint|--data|--eval-every|\
 	--schedule|--spec|--steps|--sync|--target|--deadline|--peer|--peers|\
 	--every|--peer-rule|--worker-momentum)
 		[ $# -ge 2 ] || { printf '%s: %s: missing argument\n' "$PROG" \
@@ -109,6 +112,7 @@ while [ $# -gt 0 ]; do
 	-o|--opt) opt=$2; shift ;;
 	-S|--seed) seed=$2; shift ;;
 	-s|--store) store=$2; shift ;;
+	--beat) beat=$2; shift ;;
 	--bucket) bucket=$2; shift ;;
 	--byzantine) byz=$2; shift ;;
 	--checkpoint) ckpt=$2; shift ;;
@@ -169,6 +173,8 @@ int --checkpoint ckpt 0 999999999999999999
 int --deadline deadline 1 86400000
 int --peer peer 0 255
 int --every xh 0 999999999999999999
+int --beat beat 0 86400000
+[ "$beat" -eq 0 ] || [ -n "$peers" ] || die 64 "--beat $beat: it needs --peers"
 [ "$xh" -eq 0 ] || [ -n "$peers" ] || die 64 "--every $xh: it needs --peers"
 # peers: P members (id url lines of --peers), this one's share --peer
 np=1
@@ -438,6 +444,51 @@ if [ -z "$last" ]; then
 	run spirt-init -q -m "$model" -S "$seed" "$spec"
 	last=0
 fi
+# ---- rejoin (--beat): a peer behind the others (restarted after it died,
+# or cut off by a partition) catches up from the most advanced peer that
+# answers: the model and optimiser state of its newest step.  It beats as
+# catching up (the others do not wait for it) until its first exchange,
+# which checks its model's hash against the others' signed digests (a
+# model that differs stops, 65); then it beats as live. ----
+joining=0
+catchup() {
+	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
+	best= src= cend=$(($(now) + deadline * 1000000))
+	# (a restarted peer asks until one of them answers, at most
+	# --deadline: a link that just came back may take a moment)
+	while :; do
+		answered=0
+		for u in $(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+			if (n++ != p) print $2 }' "$peers"); do
+			l=$(SPIRT_TIMEOUT=10s spirt-store -s "$u" ls \
+			    "model/$model@" 2>/dev/null) || continue
+			answered=1
+			s=$(printf '%s\n' "$l" | cut -f1 | sed 's/.*@//' |
+			    sort -n | tail -n 1)
+			[ -n "$s" ] || continue
+			if [ -z "$best" ] || [ "$s" -gt "$best" ]; then
+				best=$s src=$u
+			fi
+		done
+		[ "$answered" -eq 0 ] && [ "$last" -gt 0 ] &&
+		    [ "$(now)" -lt "$cend" ] || break
+		sleep 1
+	done
+	[ -n "$best" ] && [ "$best" -gt "$last" ] || return 0
+	cu=$(mktemp -d "${TMPDIR:-/tmp}/spirt-catchup.XXXXXX")
+	if run spirt-store -s "$src" get -f "model/$model@$best" >"$cu/m" &&
+	    run spirt-store -s "$src" get -f "opt/$model@$best" >"$cu/o" &&
+	    run spirt-store -q put "opt/$model@$best" "$cu/o" &&
+	    run spirt-store -q put "model/$model@$best" "$cu/m"; then
+		rm -rf "$cu"
+	else
+		rm -rf "$cu"
+		die 75 "catching up from $src (model/$model@$best) failed; rerun to retry"
+	fi
+	say "caught up from $src: model/$model@$best (this peer had @$last)"
+	last=$best joining=1
+}
+catchup
 # the run's last model version and optimiser state, made durable; then the
 # older durable versions go, which --keep 2 had to leave while they were
 # the last durable ones (a power loss would have gone back to them)
@@ -464,6 +515,8 @@ xch= xsrc=
 if [ -n "$peers" ]; then
 	[ "$xh" -gt 0 ] || upd="$upd -a gagg"
 	xch="spirt-peer exchange -q -m $model -P $peers --deadline $deadline $xargs_"
+	# (--beat: the step closes by the quorum of this store's watcher)
+	[ "$beat" -eq 0 ] || xch="$xch --beats"
 	# --every H: the rounds exchange the model's change
 	[ "$xh" -eq 0 ] || xsrc="-a delta"
 fi
@@ -495,6 +548,87 @@ attack() {
 	[ -n "$attack" ] && [ "$attack" != labelflip ] || return 0
 	run spirt-attack -q -S "$seed" -t "$1" -w "$list" "$attack" ||
 	    die 75 "step $1: spirt-attack $attack failed"
+}
+
+# ---- heartbeats (--beat): this peer beats into its store and to every
+# other peer of --peers (their URLs, or their stores' paths on one host);
+# a watcher on its store declares the silent dead (spirt-beat(1)), and
+# the exchange closes each step by its quorum: a dead peer is left out at
+# once, a minority stops with 75.  A dead peer's workers' shards are
+# spread over the others in this store, so that its share of the data is
+# still seen: the watcher's --on-dead queues its workers in
+# $store.peers-dead, and the driver reassigns them at its next step
+# (peerdead: at a step boundary, the rest of the epoch too, as for a
+# function of its own; a revision written while gradients are under way
+# would make them stale). ----
+beatpids=
+deadq=$store.peers-dead
+beats_start() {
+	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
+	# (ids and URLs of the peers file's lines; ours is line $peer)
+	self=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+		if (n++ == p) { print $1; exit } }' "$peers")
+	others=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+		if (n++ != p) print $2 }' "$peers")
+	# --on-dead: the dead peer's workers, from its line's index (the
+	# ids are [A-Za-z0-9._-]: nothing in them means anything to sh)
+	od=$(awk -v m="$fns" '/^[[:space:]]*[^#[:space:]]/ {
+		w = ""; for (i = 0; i < m; i++) w = w " " (n * m + i)
+		printf "%s) w=\"%s\" ;; ", $1, substr(w, 2); n++ }' "$peers")
+	# (never its own: a restarted peer's watcher may see its last life's
+	# beat go stale before the new one comes)
+	# and only on the side of a majority of the peers, live ones (not
+	# merely suspect, as the others of a partition's minority are while
+	# the first is declared dead): a minority keeps its data as it is,
+	# for when it rejoins
+	od="w=; case %m in $self) ;; $od esac; [ %r != peer ] || [ -z \"\$w\" ] || [ \$((2 * \$(spirt-beat ls | awk -F'\t' '\$2 == \"peer\" && \$3 == \"live\"' | wc -l))) -le $np ] || echo \$w >>\"$deadq\""
+	[ "$verbose" -eq 0 ] ||
+	    printf '+ spirt-beat -B %s -m %s beat %s %s\n' "$beat" "$model" "$self" "$(echo $others)" >&2
+	st=live
+	[ "$joining" -eq 0 ] || st=catchup
+	# shellcheck disable=SC2086
+	spirt-beat -q -B "$beat" -m "$model" --status $st beat "$self" $others &
+	beatpid=$! beatpids="$beatpids $!"
+	if [ "$quiet" -eq 1 ]; then
+		spirt-beat -q -B "$beat" --on-dead "$od" watch &
+	else
+		spirt-beat -B "$beat" --on-dead "$od" watch &
+	fi
+	beatpids="$beatpids $!"
+}
+# rejoin_jump: before each step while catching up: the others may have
+# gone on while this peer started; jump to their newest step again, so
+# that it never falls behind what they keep (spent rounds are pruned)
+rejoin_jump() {
+	[ "$joining" -eq 1 ] || return 0
+	last=$t
+	catchup
+	t=$last
+}
+# beats_joined: after an exchange; a peer that caught up beats as live
+beats_joined() {
+	[ "$joining" -eq 1 ] || return 0
+	joining=0
+	kill -TERM "$beatpid" 2>/dev/null || :
+	wait "$beatpid" 2>/dev/null || :
+	beatpids=$(for p in $beatpids; do [ "$p" = "$beatpid" ] || printf '%s ' "$p"; done)
+	# shellcheck disable=SC2086
+	spirt-beat -q -B "$beat" -m "$model" beat "$self" $others &
+	beatpid=$! beatpids="$beatpids $!"
+	say "rejoined: its model checked against the others' digests, it beats as live"
+}
+beats_stop() {
+	[ -n "$beatpids" ] || return 0
+	# (SIGTERM: the beater's last beat says it stops; a run that is
+	# done falls silent instead, so that a peer a step behind still
+	# counts it for the dead threshold's time, and finishes too)
+	if [ "${done_:-0}" -eq 1 ]; then
+		kill -KILL $beatpids 2>/dev/null || :
+	else
+		kill -TERM $beatpids 2>/dev/null || :
+	fi
+	for p in $beatpids; do wait "$p" 2>/dev/null || :; done
+	beatpids=
 }
 
 # ---- the exchange with the other peers: one warm spirt-peer exchange
@@ -551,6 +685,7 @@ cleanup() {
 	srv=
 	[ -z "$srvdir" ] || rm -rf "$srvdir"
 	srvdir=
+	beats_stop
 	[ -z "${bpid:-}" ] || kill "$bpid" 2>/dev/null || :
 	bpid=
 }
@@ -612,6 +747,7 @@ if [ -n "$peers" ]; then
 		;;
 	esac
 fi
+beats_start
 pids= tools=
 # A dead tool the driver has not reaped yet is a zombie, which kill -0
 # still finds: /proc tells.
@@ -772,7 +908,8 @@ untimer() { printf '%12d\n' 0 1<>"$work/wait"; }
 # out), and training goes on.  At the next epoch's first step it starts
 # again and gets work back (spirt-shard --epoch E --live).  Functions are
 # numbered 0..M-1 here; the store's workers are w0 + w.  The other peers'
-# workers stay live in this peer's view.
+# workers stay as the store's full part has them, but those of a peer
+# the watcher declared dead (--beat: peerdead).
 live=$(seq 0 $((fns - 1)) | tr '\n' ' ') dead= later= ruleok=$fns
 # (no $(...) on the way of a step: each would cost a process)
 has() { case " $1 " in *" $2 "*) return 0 ;; esac; return 1; }
@@ -782,15 +919,18 @@ drop() {        # drop VAR X: X out of the list in variable VAR
 	for _dx in $_dl; do [ "$_dx" = "$2" ] || _dr="$_dr$_dx "; done
 	eval "$1=\$_dr"
 }
-# livelist: the store's live workers, comma-separated
+# livelist: the store's live workers, comma-separated: this peer's live
+# functions, and the other peers' workers that hold samples in the full
+# part, but those of a peer declared dead (pdead)
+pdead=
 livelist() {
 	_l= _i=0
-	while [ "$_i" -lt "$nw" ]; do
-		if [ "$_i" -lt "$w0" ] || [ "$_i" -ge $((w0 + fns)) ] ||
-		    ! has "$dead" $((_i - w0)); then
-			_l="$_l${_l:+,}$_i"
-		fi
+	while [ "$_i" -lt "$fns" ]; do
+		has "$dead" "$_i" || _l="$_l${_l:+,}$((w0 + _i))"
 		_i=$((_i + 1))
+	done
+	for _x in $as_ofull; do
+		has "$pdead" "$_x" || _l="$_l${_l:+,}$_x"
 	done
 	printf '%s' "$_l"
 }
@@ -811,8 +951,10 @@ assign_read() {
 				if (!(w in f)) { f[w] = 1; fl = fl " " w }
 			}
 		}
-		END { printf "as_re=%d as_rj=%d as_fe=%d as_rest=\"%s\" as_full=\"%s\"\n",
-		    re, rj, fe, rl, fl }')"
+		$1 == "assign" && ($3 < w0 || $3 >= w0 + m) && $13 == 0 &&
+		    !($3 in o) { o[$3] = 1; ol = ol " " $3 }
+		END { printf "as_re=%d as_rj=%d as_fe=%d as_rest=\"%s\" as_full=\"%s\" as_ofull=\"%s\"\n",
+		    re, rj, fe, rl, fl, ol }')"
 }
 assign_read
 # holders T: $_h, the functions with samples at step T
@@ -1014,6 +1156,22 @@ cold_dead() {
 		_gone=1
 	done
 }
+# peerdead T: the workers of peers the watcher declared dead (--beat,
+# queued in $deadq), reassigned from step T, before any gradient of it
+peerdead() {
+	[ -s "$deadq" ] || return 0
+	mv -f "$deadq" "$deadq.taken" || die 74 "$deadq: cannot take it"
+	_new=
+	for _x in $(cat "$deadq.taken"); do
+		case $_x in ''|*[!0-9]*) continue ;; esac
+		[ "$_x" -lt "$w0" ] || [ "$_x" -ge $((w0 + fns)) ] || continue
+		has "$pdead" "$_x" || { pdead="$pdead$_x " _new="$_new $_x"; }
+	done
+	rm -f "$deadq.taken"
+	[ -n "$_new" ] || return 0
+	reassign "$1"
+	tell "step $1: a dead peer's workers$_new: their samples go to the live ones (revision $as_rev)"
+}
 # back T: at an epoch's first step the dead functions start again and get
 # work back, and a revision from this epoch holds every live one
 back() {
@@ -1080,6 +1238,7 @@ round() {
 }
 
 step() {        # step T: one synchronous SPIRT round
+	peerdead "$1"
 	back "$1"
 	if [ "$cold" -eq 1 ]; then
 		cold_grads "$1"
@@ -1088,6 +1247,7 @@ step() {        # step T: one synchronous SPIRT round
 		[ "$xh" -eq 0 ] || { round "$1" || run $upd -t "$1" ||
 		    die 75 "step $1: update failed"; return; }
 		exchange "$1"
+		beats_joined
 		run $upd -t "$1" || die 75 "step $1: update failed"
 		return
 	fi
@@ -1098,6 +1258,7 @@ step() {        # step T: one synchronous SPIRT round
 	aggloss=${ack##*loss=}
 	[ "$xh" -eq 0 ] || ! round "$1" || return 0
 	exchange "$1"
+	beats_joined
 	echo "$1" >&8
 	wait_done 1 spirt-update
 }
@@ -1133,6 +1294,7 @@ tick=10
 t=$last
 clock=$(seconds "$t0")
 while [ "$t" -lt "$stop" ]; do
+	rejoin_jump
 	step "$t"
 	t=$((t + 1))
 	[ $((t % tick)) -eq 0 ] || [ $((t % every)) -eq 0 ] ||
@@ -1188,6 +1350,7 @@ if [ -n "$srv" ] && [ "$t" -gt 0 ]; then
 		done
 	done
 fi
+done_=1
 persist
 
 # ---- a plot of loss and test accuracy against time, next to the store ----
