@@ -607,6 +607,7 @@ beats_start() {
 		spirt-beat -B "$beat" --on-dead "$od" watch &
 	fi
 	beatpids="$beatpids $!"
+	guarded
 }
 # beater ARGS...: (re)start this peer's beater, spirt-beat beat ARGS; the
 # one before is killed without a last word (its "stop" would read as a
@@ -624,6 +625,7 @@ beater() {
 	# shellcheck disable=SC2086
 	spirt-beat -q -B "$beat" "$@" beat "$self" $others &
 	beatpid=$! beatpids="$beatpids $!"
+	guarded
 }
 # join_prepare: before each step while joining: name the step J this peer
 # joins at, beat it, and fetch model@J (join_fetch); $t is then J.  The
@@ -765,12 +767,23 @@ xwarm_start() {
 	xwarm=1
 }
 # xstep T WHAT: the round of step T: its exit code (the warm answer's
-# error=, or the cold process's) ends the run; WHAT names the round
+# error=, or the cold process's) ends the run; WHAT names the round.
+# With --beat, a round short of members (75: members died or restarted
+# during it) is run again, up to 3 times, after a beat's pause
 xstep() {
+	xtries=0
+	while :; do
+		r=0
+		xstep1 "$@" || r=$?
+		[ "$r" -eq 2 ] || return "$r"
+		sleep "$(seconds $((beat * 1000000)))"
+	done
+}
+xstep1() {
 	if [ -z "$xwarm" ]; then
 		rc=0
 		run $xch $xsrc -t "$1" || rc=$?
-		[ "$rc" -eq 0 ] || xfailed "$rc" "$2" || return 1
+		[ "$rc" -eq 0 ] || { xfailed "$rc" "$2" || return $?; }
 		return 0
 	fi
 	[ "$verbose" -eq 0 ] || printf '+ %s -i %s <<< %s\n' "$xch" "$xsrc" "$1" >&2
@@ -789,14 +802,21 @@ xstep() {
 			die 75 "$2: $how; rerun to resume" ;;
 		*error=*)
 			rc=${ack##*error=}
-			xfailed "$rc" "$2" || return 1 ;;
+			xfailed "$rc" "$2" || return $? ;;
 		esac
 		break
 	done
 }
 # xfailed CODE WHAT: a round that failed ends the run, unless this peer
-# is joining (returns 1: it joins again further on)
+# is joining (returns 1: it joins again further on), or it is short of
+# members with --beat (returns 2: the round again, up to 3 times)
 xfailed() {
+	if [ "$1" -eq 75 ] && [ "$beat" -gt 0 ] && [ "$joining" -eq 0 ] &&
+	    [ "$xtries" -lt 3 ]; then
+		xtries=$((xtries + 1))
+		say "$2 failed (spirt-peer exit 75); the round again ($xtries of 3)"
+		return 2
+	fi
 	[ "$joining" -eq 1 ] || die "$1" "$2 failed (spirt-peer exit $1)"
 	jmargin=$((jmargin * 2))
 	say "joining: $2 failed (spirt-peer exit $1); it joins again further on"
@@ -804,8 +824,33 @@ xfailed() {
 }
 
 # ---- warm functions: one process each, fed step numbers through FIFOs ----
-work= srv= srvdir= wdog=
+work= srv= srvdir= wdog= guard= gfile=
+# guarded: the server's and the beaters' pids, for the guard
+guarded() {
+	[ -n "$gfile" ] || return 0
+	echo "${srv:-} $beatpids" >"$gfile.tmp" && mv "$gfile.tmp" "$gfile"
+}
+# guard_start: a driver killed outright (SIGKILL: no trap runs) leaves
+# no server or beater behind: the guard, once a second, ends them once
+# the driver is gone (the beaters with a last word: the others see this
+# peer stopped at once, and the same command started again can listen)
+guard_start() {
+	[ -n "$peers" ] || return 0
+	gfile=$(mktemp "${TMPDIR:-/tmp}/spirt-guard.XXXXXX")
+	(
+		trap '' INT TERM
+		while kill -0 $$ 2>/dev/null; do sleep 1; done
+		# shellcheck disable=SC2046
+		kill -TERM $(cat "$gfile" 2>/dev/null) 2>/dev/null
+		rm -f "$gfile" "$gfile.tmp"
+	) </dev/null >/dev/null 2>&1 &
+	guard=$!
+}
 cleanup() {
+	[ -z "$guard" ] || kill -KILL "$guard" 2>/dev/null || :
+	guard=
+	[ -z "$gfile" ] || rm -f "$gfile" "$gfile.tmp"
+	gfile=
 	[ -z "$work" ] || { kill $pids $wdog 2>/dev/null || :; rm -rf "$work"; }
 	work=
 	[ -z "$srv" ] || { kill -TERM "$srv" 2>/dev/null || :; wait "$srv" || :; }
@@ -849,11 +894,31 @@ serve_ready() {
 	srv=
 	[ ! -e "$srvdir/late" ] ||
 		die 75 "--peers $peers: spirt-peer serve did not say it listens on $listen within $deadline ms (--deadline)"
+	# (the same command run again at once: the server of the run
+	# before, whose driver was killed, may hold the port a moment yet)
+	[ "$(now)" -ge "$send" ] || return 1
 	die 69 "--peers $peers: cannot serve $store on $listen"
+}
+# serve_start: spirt-peer serve for the run, asked again for --deadline
+# while it cannot listen
+serve_start() {
+	send=$(($(now) + deadline * 1000000))
+	while :; do
+		# (not through run: $! must be the server itself)
+		[ "$verbose" -eq 0 ] ||
+		    printf '+ spirt-peer serve -s %s -l %s\n' "$store" "$listen" >&2
+		spirt-peer serve -s "$store" -l "$listen" -F 3 \
+		    3>"$srvdir/ready" &
+		srv=$!
+		guarded
+		serve_ready && return 0
+		sleep 0.2
+	done
 }
 
 # urls: the other peers' http:// URLs
 urls=
+guard_start
 if [ -n "$peers" ]; then
 	selfurl=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
 		if (n++ == p) { print $2; exit } }' "$peers")
@@ -864,13 +929,7 @@ if [ -n "$peers" ]; then
 		listen=${selfurl#http://} listen=${listen#*@} listen=${listen%/}
 		srvdir=$(mktemp -d "${TMPDIR:-/tmp}/spirt-serve.XXXXXX")
 		mkfifo "$srvdir/ready"
-		# (not through run: $! must be the server itself)
-		[ "$verbose" -eq 0 ] ||
-		    printf '+ spirt-peer serve -s %s -l %s\n' "$store" "$listen" >&2
-		spirt-peer serve -s "$store" -l "$listen" -F 3 \
-		    3>"$srvdir/ready" &
-		srv=$!
-		serve_ready
+		serve_start
 		;;
 	esac
 fi

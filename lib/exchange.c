@@ -904,6 +904,17 @@ phase1(struct spirt_exchange *x, struct pull *u, int *want)
 		snprintf(d->got[k].id, sizeof d->got[k].id, "%s", p->id);
 		memcpy(d->got[k++].hash, p->hash, SPIRT_HASH_BYTES);
 	}
+	/* with beats, too few came (members died or restarted during the
+	 * pulls): no digest is signed, so the round run again pulls anew
+	 * (a digest is never signed twice: one that named too few would
+	 * hold every later run of the step to it) */
+	if (x->beats && k + 1 < x->min_peers) {
+		free(d);
+		return say(x, SPIRT_EBUSY, "step %llu: %zu of %zu members' "
+		    "aggregates came, --min-peers is %zu: no digest signed; "
+		    "run it again", ULL(x->step), k + 1, x->n + 1,
+		    x->min_peers);
+	}
 	d->n = k;
 	d->step = x->step;
 	snprintf(d->run, sizeof d->run, "%s", x->run);
@@ -1476,13 +1487,14 @@ quorum_before(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID],
 {
 	unsigned char host[SPIRT_BEAT_BOOT];
 	unsigned suspect = SPIRT_BEAT_SUSPECT * SPIRT_BEAT_MS;
-	double xms, age;
+	double xms, age, t0 = now_ms();
 	int rc;
 
 	if ((rc = spirt_host_boot(host)))
 		return say(x, rc, "the host's boot id: %s", spirt_strerror(rc));
 	if ((rc = last_round(x, ids, nl, &xms)))
 		return rc;
+again:
 	for (size_t i = 0; i < x->n; i++) {
 		struct spirt_xpeer *p = &x->peers[i];
 		uint64_t join;
@@ -1520,7 +1532,21 @@ quorum_before(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID],
 			break;
 		}
 	}
-	if ((rc = quorum_of(x, ids, *nl, 0, "alive")))
+	/* a minority alive waits for the others a while (four times the
+	 * watcher's suspect threshold, at least 2 s, at most the deadline):
+	 * a member that restarts (its last beat said it stops) is back in a
+	 * moment, and two that each stopped on seeing the other gone, and
+	 * were each restarted, would else go on missing each other */
+	if ((rc = quorum_of(x, ids, *nl, 0, "alive")) == SPIRT_EBUSY &&
+	    now_ms() - t0 < (4.0 * suspect > 2000 ? 4.0 * suspect : 2000) &&
+	    now_ms() - t0 < x->deadline_ms &&
+	    !(x->cancelled && x->cancelled())) {
+		nap(50);
+		for (size_t i = 0; i < x->n; i++)
+			round_reset_one(&x->peers[i]);
+		goto again;
+	}
+	if (rc)
 		return rc;
 	/* stragglers are cut then, once the round has its quorum; until
 	 * it has, the live are waited for up to the round's deadline.  A

@@ -149,7 +149,7 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	stopped s2 p1
 	look s2
 	before=$(store_digest s2)
-	run -75 --separate-stderr xch 2 2
+	run -75 --separate-stderr xch 2 2 --deadline 1000
 	grep -qF -- "step 2: a minority alive: 1 of the last round's 2 members (p2), and more than half are needed: this peer stops" <<<"$stderr"
 	run -66 spirt-store -s s2 get gagg/2
 	# p1 came back: the round goes on (p3 is still out)

@@ -214,8 +214,9 @@ def final():
         if ('model', t) in ledger:
             # (the digest's hash is BLAKE2b-256 of the whole value)
             if ledger[('model', t)][0] != h:
-                raise Fail('step %d: the digests name model %s, the stores '
-                           'held %s' % (t, h[:16], ledger[('model', t)][0][:16]))
+                raise Fail('step %d: the digests name model %s, %s held '
+                           '%s' % (t, h[:16], ledger[('model', t)][1],
+                                   ledger[('model', t)][0][:16]))
     missing = [t for t in range(n) if t not in steps]
     if missing:
         raise Fail('steps without a digest (no round took them): %s'
