@@ -639,6 +639,7 @@ join_prepare() {
 	while :; do
 		peers_newest
 		[ -n "$best" ] || die 75 "joining: no other peer answers with a model; rerun to retry"
+		still=0
 		if [ "$jmargin" -eq 0 ]; then
 			b0=$best n0=$(now)
 			sleep "$(seconds $((beat * 1000000)))"
@@ -648,8 +649,14 @@ join_prepare() {
 			jmargin=$(( (b1 - b0) * (2 * beat + 500) * 1000000 /
 			    (n1 - n0 + 1) + 2 ))
 			best=$b1
+			[ "$b1" -ne "$b0" ] || still=1
 		fi
 		j=$((best + jmargin))
+		# (the others made no step in a beat: they may wait for this
+		# peer, a member of the last round that a minority cannot go
+		# on without; it joins at the step they are at)
+		[ "$still" -eq 0 ] || [ "$xh" -ne 0 ] || [ "$best" -le "$jlast" ] ||
+		    j=$best
 		[ "$j" -gt "$jlast" ] || j=$((jlast + 1))
 		j=$(( (j + jr - 1) / jr * jr ))
 		if [ "$j" -ge "$stop" ]; then

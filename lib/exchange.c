@@ -1827,12 +1827,15 @@ watch_pulls(const struct spirt_exchange *x, struct pull *u,
 /* a member's decision, from its round's record */
 struct dec {
 	int known, out;
+	int st;                 /* its state= line: 0, DEC_DOUBT, DEC_DONE */
 	unsigned char hash[SPIRT_HASH_BYTES];
 	void *rec;              /* the record as pulled (a u8 tensor) */
 	size_t reclen;
 };
+enum { DEC_DOUBT = 1, DEC_DONE = 2 };
 
-/* the gagg= line of a round's record: 0, or SPIRT_EDATA without one */
+/* the gagg= and state= lines of a round's record: 0, or SPIRT_EDATA
+ * without a gagg= line */
 static int
 dec_parse(struct dec *d, const void *val, size_t len)
 {
@@ -1841,6 +1844,8 @@ dec_parse(struct dec *d, const void *val, size_t len)
 	size_t n;
 	int rc;
 
+	d->known = 0;
+	d->st = 0;
 	if ((rc = get_bytes(val, len, &b, &n)))
 		return rc;
 	for (p = b, end = p + n; p < end; ) {
@@ -1848,6 +1853,8 @@ dec_parse(struct dec *d, const void *val, size_t len)
 		size_t k = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
 		if (k == 5 + 2 * SPIRT_HASH_BYTES && memcmp(p, "gagg=", 5) == 0) {
+			int bad = 0;
+
 			for (size_t i = 0; i < SPIRT_HASH_BYTES; i++) {
 				unsigned v = 0;
 
@@ -1860,16 +1867,21 @@ dec_parse(struct dec *d, const void *val, size_t len)
 					else if (c >= 'a' && c <= 'f')
 						v |= (unsigned)(c - 'a' + 10);
 					else
-						return SPIRT_EDATA;
+						bad = 1;
 				}
 				d->hash[i] = (unsigned char)v;
 			}
+			if (bad)
+				return SPIRT_EDATA;
 			d->known = 1;
-			return 0;
+		} else if (k == 11 && memcmp(p, "state=doubt", 11) == 0) {
+			d->st = DEC_DOUBT;
+		} else if (k == 13 && memcmp(p, "state=decided", 13) == 0) {
+			d->st = DEC_DONE;
 		}
 		p += k + 1;
 	}
-	return SPIRT_EDATA;
+	return d->known ? 0 : SPIRT_EDATA;
 }
 
 struct cfm {
@@ -1906,12 +1918,15 @@ first_holder(const struct cfm *c, const unsigned char *h)
 	return id;
 }
 
-/* the decision to apply, if it is known yet: 1 (c->pick set), else 0 */
+/*
+ * The decision to apply, if it is known yet: 1 (c->pick set: one held by
+ * more than half of all the members), 2 (every member's known or the
+ * member out, none held by more than half: in doubt), else 0.
+ */
 static int
 resolve(struct cfm *c)
 {
-	size_t p = c->x->n + 1, all = 1, best, k;
-	int bi = -1;
+	size_t p = c->x->n + 1, all = 1;
 
 	if (2 * holders(c, c->x->gagghash) > p) {
 		c->pick = -1;
@@ -1928,12 +1943,17 @@ resolve(struct cfm *c)
 			return 1;
 		}
 	}
-	if (all < p)
-		return 0;
-	/* every member's decision known, or the member out (dead, not
-	 * waited for in this round, or without one): none held by more
-	 * than half, the one most hold, a tie to the lowest holder's id */
-	best = holders(c, c->x->gagghash);
+	return all < p ? 0 : 2;
+}
+
+/* in doubt: the one most of the known hold, a tie to the lowest holder's
+ * id (c->pick) */
+static void
+tie_pick(struct cfm *c)
+{
+	size_t best = holders(c, c->x->gagghash), k;
+	int bi = -1;
+
 	for (size_t i = 0; i < c->x->n; i++) {
 		const unsigned char *h = c->d[i].hash;
 		const char *a, *b;
@@ -1952,7 +1972,6 @@ resolve(struct cfm *c)
 	}
 	c->pick = bi >= 0 && memcmp(c->d[bi].hash, c->x->gagghash,
 	    SPIRT_HASH_BYTES) ? bi : -1;
-	return 1;
 }
 
 static int
@@ -1986,7 +2005,7 @@ cfm_enough(void *arg, struct pull *u, const int *started)
 			u[i].val = NULL;
 		}
 	}
-	return resolve(c);
+	return resolve(c) != 0;
 }
 
 struct adopt {
@@ -2124,44 +2143,120 @@ out:
 	return rc;
 }
 
-/* this member's decision: the hash of its gagg/<t> */
+/* this member's decision: the hash of its gagg/<t>, and its record's
+ * state= (*st) */
 static int
-own_decision(struct spirt_exchange *x)
+own_decision(struct spirt_exchange *x, int *st)
 {
 	struct spirt_txn *t;
+	struct dec d;
 	char key[SPIRT_KEY_MAX + 1];
 	const void *v;
 	size_t len;
 	int rc;
 
+	*st = 0;
 	if ((rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
 		return rc;
 	if ((rc = spirt_key_gagg(key, sizeof key, x->step)) == 0 &&
 	    (rc = spirt_store_get(t, key, &v, &len)) == 0)
 		spirt_hash(x->gagghash, v, len);
+	if (rc == 0 && spirt_key_gagg_round(key, sizeof key, x->step) == 0 &&
+	    spirt_store_get(t, key, &v, &len) == 0 &&
+	    dec_parse(&d, v, len) == 0)
+		*st = d.st;
 	spirt_txn_abort(t);
 	return rc;
 }
 
-/* apply step t only with a decision more than half of the members hold */
+struct sst {
+	struct spirt_exchange *x;
+	const char *state;
+};
+
+/* its record's state= line, the one before replaced */
+static int
+state_txn(struct spirt_txn *t, void *arg)
+{
+	struct sst *a = arg;
+	char key[SPIRT_KEY_MAX + 1], *r;
+	const void *v, *b;
+	const char *p, *end;
+	size_t len, n, k = 0;
+	int rc;
+
+	if ((rc = spirt_key_gagg_round(key, sizeof key, a->x->step)) ||
+	    (rc = spirt_store_get(t, key, &v, &len)) ||
+	    (rc = get_bytes(v, len, &b, &n)))
+		return rc;
+	if ((r = malloc(n + 32)) == NULL)
+		return ENOMEM;
+	for (p = b, end = p + n; p < end; ) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (!(l >= 6 && memcmp(p, "state=", 6) == 0) &&
+		    !(l == 3 && memcmp(p, "END", 3) == 0)) {
+			memcpy(r + k, p, l);
+			k += l;
+			r[k++] = '\n';
+		}
+		p += l + 1;
+	}
+	k += (size_t)snprintf(r + k, n + 32 - k, "state=%s\nEND\n", a->state);
+	rc = put_bytes(t, key, r, k, a->x->step, 0);
+	free(r);
+	return rc;
+}
+
+static int
+set_state(struct spirt_exchange *x, const char *state)
+{
+	struct sst a = { x, state };
+
+	return spirt_store_write(x->store, state_txn, &a);
+}
+
+/* the lowest id among this member and the members whose decision is
+ * known: this one's? */
+static int
+lowest_known(const struct cfm *c)
+{
+	for (size_t i = 0; i < c->x->n; i++)
+		if (c->d[i].known && strcmp(c->x->peers[i].id, c->x->self) < 0)
+			return 0;
+	return 1;
+}
+
+/*
+ * Apply step t only with a decision more than half of the members hold;
+ * in doubt (every member's known or out, none with more than half), with
+ * one another member decided already, else, once every member known is
+ * in doubt too, by the tie rule of the lowest id among them: the others
+ * in doubt wait for it (docs/protocol.md, "The decision").
+ */
 static int
 confirm(struct spirt_exchange *x)
 {
 	struct cfm c = { x, NULL, -1 };
 	unsigned char host[SPIRT_BEAT_BOOT];
 	struct pull *u;
-	int *want, rc;
+	int *want, *ask, rc, st, doubt = 0, r = 0;
+	double t0 = now_ms();
 	char who[600] = "";
 
 	if (x->n == 0)
 		return 0;
-	if ((rc = own_decision(x)))
+	if ((rc = own_decision(x, &st)))
 		return say(x, rc, "gagg/%llu: %s", ULL(x->step),
 		    spirt_strerror(rc));
+	if (st == DEC_DONE)
+		return 0;       /* decided before (a round run again) */
 	u = calloc(x->n, sizeof *u);
 	want = calloc(x->n, sizeof *want);
+	ask = calloc(x->n, sizeof *ask);
 	c.d = calloc(x->n, sizeof *c.d);
-	if (u == NULL || want == NULL || c.d == NULL) {
+	if (u == NULL || want == NULL || ask == NULL || c.d == NULL) {
 		rc = ENOMEM;
 		goto out;
 	}
@@ -2175,7 +2270,6 @@ confirm(struct spirt_exchange *x)
 		const struct spirt_xpeer *p = &x->peers[i];
 		uint64_t join;
 		double age;
-		int st;
 
 		if (p->asked >= 0) {
 			want[i] = p->asked;
@@ -2186,10 +2280,54 @@ confirm(struct spirt_exchange *x)
 		    join == x->step);
 	}
 	x->last = NULL;         /* (no straggler cut: every decision counts) */
-	if ((rc = pull_until(x, u, key_gagg_round, NULL, want,
-	    cfm_enough, &c)))
-		goto out;
-	if (!cfm_enough(&c, u, want)) {
+	for (;;) {
+		/* (again: the records of those not out, which change) */
+		for (size_t i = 0; i < x->n; i++) {
+			ask[i] = want[i] && !c.d[i].out;
+			c.d[i].known = 0;
+			free(c.d[i].rec);
+			c.d[i].rec = NULL;
+			free(u[i].val);
+			memset(&u[i], 0, sizeof u[i]);
+		}
+		for (size_t i = 0; i < x->n; i++)
+			if (!want[i])
+				c.d[i].out = 1;
+		if ((rc = pull_until(x, u, key_gagg_round, NULL, ask,
+		    cfm_enough, &c)))
+			goto out;
+		cfm_enough(&c, u, ask);
+		r = resolve(&c);
+		if (r != 2)
+			break;
+		/* in doubt: one decided already is followed */
+		c.pick = -2;
+		for (size_t i = 0; i < x->n && c.pick == -2; i++)
+			if (c.d[i].known && c.d[i].st == DEC_DONE)
+				c.pick = memcmp(c.d[i].hash, x->gagghash,
+				    SPIRT_HASH_BYTES) ? (int)i : -1;
+		if (c.pick != -2)
+			break;
+		if (!doubt && (rc = set_state(x, "doubt")))
+			goto out;
+		doubt = 1;
+		if (lowest_known(&c)) {
+			int all = 1;
+
+			for (size_t i = 0; i < x->n; i++)
+				all &= !c.d[i].known || c.d[i].st != 0;
+			if (all) {
+				tie_pick(&c);
+				break;
+			}
+		}
+		if (now_ms() - t0 >= x->deadline_ms) {
+			r = 0;
+			break;
+		}
+		nap(30);
+	}
+	if (r == 0) {
 		char h[2 * SPIRT_HASH_BYTES + 1];
 
 		spirt_hash_hex(h, x->gagghash);
@@ -2200,7 +2338,8 @@ confirm(struct spirt_exchange *x)
 			if (c.d[i].known)
 				spirt_hash_hex(h, c.d[i].hash);
 			snprintf(who + l, sizeof who - l, ", %s %.12s",
-			    x->peers[i].id, c.d[i].known ? h : "(none)");
+			    x->peers[i].id, c.d[i].known ? h : c.d[i].out ?
+			    "(out)" : "(none)");
 		}
 		rc = say(x, SPIRT_EBUSY, "step %llu: no combination is held "
 		    "by more than half of the %zu members yet (%s): this peer "
@@ -2210,6 +2349,8 @@ confirm(struct spirt_exchange *x)
 	}
 	if (c.pick >= 0)
 		rc = adopt(x, (size_t)c.pick, &c.d[c.pick]);
+	if (rc == 0)
+		rc = set_state(x, "decided");
 out:
 	for (size_t i = 0; u && i < x->n; i++)
 		free(u[i].val);
@@ -2218,6 +2359,7 @@ out:
 	free(c.d);
 	free(u);
 	free(want);
+	free(ask);
 	return rc;
 }
 

@@ -40,10 +40,11 @@
  *  6. with beats (not under scclip): the decision.  The record names the
  *     hash of gagg/<t>; the records of the members the round waited for
  *     are pulled, and the step stands only with a combination more than
- *     half of all the members hold, or (every one known or out, none
- *     with more than half) the one most hold, a tie to the lowest
- *     holder id; one that is not this peer's is adopted (docs/protocol.md,
- *     "The decision").
+ *     half of all the members hold; in doubt (every one known or out,
+ *     none with more than half) one another member decided, else the
+ *     lowest id in doubt decides (the one most hold, a tie to the
+ *     lowest holder id); one that is not this peer's is adopted
+ *     (docs/protocol.md, "The decision").
  *
  * Nothing is ever deleted.  Pulls are idempotent GETs: a round run again
  * after a crash reuses its digest and what it stored, and a round whose

@@ -198,11 +198,49 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	run -0 round s1 0
 	refute_line --regexp '^adopted='
 	assert_line 'peer=p3 used'
+	assert_line 'state=decided'
 	gagg_is s1 0 1 2 3
 	gagg_is s2 0 1 2 3
 	h1=$(spirt-store -s s1 get gagg/0 | b2sum)
 	h2=$(spirt-store -s s2 get gagg/0 | b2sum)
 	[ "$h1" = "$h2" ]
+}
+
+@test "decision: in doubt, a member follows one that decided by a majority it cannot see" {
+	peers3
+	for s in s1 s2 s3; do
+		beat1 $s p1 p2 p3
+		look $s
+	done
+	# p3's digest and round record are lost on their way to p1 only:
+	# p2 and p3 combine {p1,p2,p3} and decide it (two of three hold
+	# it); p1 combines {p1,p2}, sees p2's and not p3's: in doubt, and
+	# the lowest id, its own would win a tie; it follows p2's decision
+	xch 3 0 --deadline 120000 >out3 2>err3 &
+	x3=$!
+	xch 2 0 --deadline 120000 >out2 2>err2 &
+	x2=$!
+	SPIRT_XDROP='digest/0/p3@p3 gagg/0/round@p3' \
+	    xch 1 0 --deadline 120000 >out1 2>err1 &
+	x1=$!
+	# (p2 decides without p1: p3's record and its own hold the same)
+	until_ 600 sh -c 'spirt-store -s s2 get gagg/0/round 2>/dev/null |
+	    grep -aq "^state=decided"'
+	stopped s1 p3
+	look s1
+	wait "$x1" || { cat err1; false; }
+	wait "$x2" || { cat err2; false; }
+	wait "$x3" || { cat err3; false; }
+	run -0 round s1 0
+	assert_line --regexp '^peer=p3 '
+	assert_line 'adopted=p2'
+	assert_line 'state=decided'
+	run -0 round s2 0
+	refute_line --regexp '^adopted='
+	assert_line 'peer=p3 used'
+	for s in s1 s2 s3; do
+		gagg_is $s 0 1 2 3
+	done
 }
 
 @test "quorum: a peer declared dead while the round waits for it is given up at once" {
