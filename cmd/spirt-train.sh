@@ -655,9 +655,13 @@ join_prepare() {
 		# (the others made no step in a beat: they may wait for this
 		# peer, a member of the last round that a minority cannot go
 		# on without; it joins at the step they are at)
-		[ "$still" -eq 0 ] || [ "$xh" -ne 0 ] || [ "$best" -le "$jlast" ] ||
-		    j=$best
-		[ "$j" -gt "$jlast" ] || j=$((jlast + 1))
+		# (also when they made none since the last attempt, 2 s or
+		# more before)
+		[ "$best" != "${jprev:-}" ] ||
+		    [ $(($(now) - jprevt)) -lt 2000000000 ] || still=1
+		[ "$best" = "${jprev:-}" ] || jprev=$best jprevt=$(now)
+		[ "$still" -eq 0 ] || [ "$xh" -ne 0 ] || j=$best
+		[ "$j" -gt "$jlast" ] || [ "$still" -eq 1 ] || j=$((jlast + 1))
 		j=$(( (j + jr - 1) / jr * jr ))
 		if [ "$j" -ge "$stop" ]; then
 			# the run ends before: its last model, once it is there
@@ -847,8 +851,14 @@ guard_start() {
 	(
 		trap '' INT TERM
 		while kill -0 $$ 2>/dev/null; do sleep 1; done
-		# shellcheck disable=SC2046
-		kill -TERM $(cat "$gfile" 2>/dev/null) 2>/dev/null
+		_g=$(cat "$gfile" 2>/dev/null)
+		# shellcheck disable=SC2086
+		kill -TERM $_g 2>/dev/null
+		# (a server finishing the long polls under way may take
+		# seconds: it is killed after one, as the port is wanted)
+		sleep 1
+		# shellcheck disable=SC2086
+		kill -KILL $_g 2>/dev/null
 		rm -f "$gfile" "$gfile.tmp"
 	) </dev/null >/dev/null 2>&1 &
 	guard=$!

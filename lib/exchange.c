@@ -1926,7 +1926,7 @@ first_holder(const struct cfm *c, const unsigned char *h)
 static int
 resolve(struct cfm *c)
 {
-	size_t p = c->x->n + 1, all = 1;
+	size_t p = c->x->n + 1, all = 1, seen = 1;
 
 	if (2 * holders(c, c->x->gagghash) > p) {
 		c->pick = -1;
@@ -1938,12 +1938,17 @@ resolve(struct cfm *c)
 		if (!c->d[i].known)
 			continue;
 		all++;
+		seen++;
 		if (2 * holders(c, c->d[i].hash) > p) {
 			c->pick = (int)i;
 			return 1;
 		}
 	}
-	return all < p ? 0 : 2;
+	if (all < p)
+		return 0;
+	/* (in doubt only with more than half of the members seen: one
+	 * that sees too few, the others out, waits for them to be back) */
+	return 2 * seen > p ? 2 : 3;
 }
 
 /* in doubt: the one most of the known hold, a tie to the lowest holder's
@@ -2276,14 +2281,15 @@ confirm(struct spirt_exchange *x)
 			continue;
 		}
 		st = peer_health(x, p->id, host, &age, NULL, &join);
-		want[i] = st != SPIRT_H_DEAD && (st != SPIRT_H_JOINING ||
-		    join == x->step);
+		want[i] = st != SPIRT_H_JOINING || join == x->step;
 	}
 	x->last = NULL;         /* (no straggler cut: every decision counts) */
 	for (;;) {
-		/* (again: the records of those not out, which change) */
+		/* (again: the records, which change; a member out for its
+		 * death is asked again: it may be back) */
 		for (size_t i = 0; i < x->n; i++) {
-			ask[i] = want[i] && !c.d[i].out;
+			ask[i] = want[i];
+			c.d[i].out = 0;
 			c.d[i].known = 0;
 			free(c.d[i].rec);
 			c.d[i].rec = NULL;
@@ -2298,8 +2304,10 @@ confirm(struct spirt_exchange *x)
 			goto out;
 		cfm_enough(&c, u, ask);
 		r = resolve(&c);
-		if (r != 2)
+		if (r == 0 || r == 1)
 			break;
+		if (r == 3)
+			goto later;
 		/* in doubt: one decided already is followed */
 		c.pick = -2;
 		for (size_t i = 0; i < x->n && c.pick == -2; i++)
@@ -2321,6 +2329,7 @@ confirm(struct spirt_exchange *x)
 				break;
 			}
 		}
+later:
 		if (now_ms() - t0 >= x->deadline_ms) {
 			r = 0;
 			break;

@@ -155,7 +155,7 @@ supervise() {
 		[ "$rc" -ne 0 ] || break
 		case $rc in
 		75|137) ;;
-		*) fail "peer $i launch $L: exit $rc: $(tail -n 2 "$dir/log/$p$i.$L.err" | tr '\n' ' ')" ;;
+		*) fail "peer $i launch $L: exit $rc: $(grep -v '^spirt-beat:\|^spirt-peer: stopped\|^spirt-peer: refused' "$dir/log/$p$i.$L.err" | tail -n 2 | tr '\n' ' ')" ;;
 		esac
 		[ ! -e "$dir/stop" ] || break
 		[ "$L" -lt 400 ] || { fail "peer $i: $L launches"; break; }
@@ -246,7 +246,7 @@ while [ "$k" -lt "$faults" ]; do
 	tries=$((tries + 1))
 	[ "$tries" -le $((3 * faults)) ] || { fail "only $k of $faults faults could be injected"; break; }
 	# the draw: always the same numbers in the same order
-	delay=$((RANDOM % 400)) i=$((RANDOM % P))
+	delay=$((RANDOM % 200)) i=$((RANDOM % P))
 	kind=${kinds[$((RANDOM % ${#kinds[@]}))]}
 	sig=KILL
 	[ $((RANDOM % 2)) -eq 0 ] || sig=STOP
