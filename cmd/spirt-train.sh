@@ -615,10 +615,12 @@ beats_start() {
 beatpid=
 beater() {
 	if [ -n "$beatpid" ]; then
-		kill -KILL "$beatpid" 2>/dev/null || :
-		wait "$beatpid" 2>/dev/null || :
+		# (out of the guard's list first: its end is no death)
 		beatpids=$(for p in $beatpids; do
 			[ "$p" = "$beatpid" ] || printf '%s ' "$p"; done)
+		guarded
+		kill -KILL "$beatpid" 2>/dev/null || :
+		wait "$beatpid" 2>/dev/null || :
 	fi
 	[ "$verbose" -eq 0 ] ||
 	    printf '+ spirt-beat -B %s %s beat %s %s\n' "$beat" "$*" "$self" "$(echo $others)" >&2
@@ -844,13 +846,36 @@ guarded() {
 # guard_start: a driver killed outright (SIGKILL: no trap runs) leaves
 # no server or beater behind: the guard, once a second, ends them once
 # the driver is gone (the beaters with a last word: the others see this
-# peer stopped at once, and the same command started again can listen)
+# peer stopped at once, and the same command started again can listen).
+# And one of them that dies (killed, a crash) would leave a peer nobody
+# can pull from, or whose watcher hears no one: the guard names it in
+# $gfile.died and ends the run (SIGTERM: 75, rerun to resume)
 guard_start() {
 	[ -n "$peers" ] || return 0
 	gfile=$(mktemp "${TMPDIR:-/tmp}/spirt-guard.XXXXXX")
 	(
+		set +e          # (a kill of one gone, a file gone: go on)
 		trap '' INT TERM
-		while kill -0 $$ 2>/dev/null; do sleep 1; done
+		_told=0
+		while kill -0 $$ 2>/dev/null; do
+			sleep 1
+			[ "$_told" -eq 0 ] || continue
+			for _p in $(cat "$gfile" 2>/dev/null); do
+				_st=Z
+				[ ! -r "/proc/$_p/stat" ] ||
+				    read -r _ _ _st _ <"/proc/$_p/stat" 2>/dev/null
+				[ "$_st" = Z ] || continue
+				# (still listed: not one the driver replaced)
+				case " $(cat "$gfile" 2>/dev/null) " in
+				*" $_p "*) ;;
+				*) continue ;;
+				esac
+				echo "$_p" >"$gfile.died"
+				kill -TERM $$ 2>/dev/null
+				_told=1
+				break
+			done
+		done
 		_g=$(cat "$gfile" 2>/dev/null)
 		# shellcheck disable=SC2086
 		kill -TERM $_g 2>/dev/null
@@ -859,14 +884,14 @@ guard_start() {
 		sleep 1
 		# shellcheck disable=SC2086
 		kill -KILL $_g 2>/dev/null
-		rm -f "$gfile" "$gfile.tmp"
+		rm -f "$gfile" "$gfile.tmp" "$gfile.died"
 	) </dev/null >/dev/null 2>&1 &
 	guard=$!
 }
 cleanup() {
 	[ -z "$guard" ] || kill -KILL "$guard" 2>/dev/null || :
 	guard=
-	[ -z "$gfile" ] || rm -f "$gfile" "$gfile.tmp"
+	[ -z "$gfile" ] || rm -f "$gfile" "$gfile.tmp" "$gfile.died"
 	gfile=
 	[ -z "$work" ] || { kill $pids $wdog 2>/dev/null || :; rm -rf "$work"; }
 	work=
@@ -880,7 +905,22 @@ cleanup() {
 }
 trap 'cleanup' EXIT
 trap 'cleanup; trap - INT; kill -INT $$' INT
-trap 'cleanup; trap - TERM; kill -TERM $$' TERM
+# (SIGTERM from the guard: this peer's server or a beater died)
+termed() {
+	_d=
+	[ -z "$gfile" ] || [ ! -s "$gfile.died" ] || _d=$(cat "$gfile.died")
+	if [ -n "$_d" ]; then
+		_w="spirt-beat"
+		[ "$_d" != "$srv" ] || _w="spirt-peer serve"
+		cleanup
+		trap - EXIT
+		die 75 "this peer's $_w (pid $_d) died; rerun to resume"
+	fi
+	cleanup
+	trap - TERM
+	kill -TERM $$
+}
+trap 'termed' TERM
 
 # ---- peers over HTTP: a peer whose own line is http://[ID@]host:port
 # serves its store there for the run (spirt-peer serve, with the same
@@ -907,7 +947,7 @@ serve_ready() {
 	kill -TERM "$timer" 2>/dev/null || :
 	wait "$timer" 2>/dev/null || :
 	[ -n "$addr" ] && [ ! -e "$srvdir/late" ] && return 0
-	wait "$srv" || :
+	wait "$srv" 2>/dev/null || :
 	srv=
 	[ ! -e "$srvdir/late" ] ||
 		die 75 "--peers $peers: spirt-peer serve did not say it listens on $listen within $deadline ms (--deadline)"
@@ -927,8 +967,9 @@ serve_start() {
 		spirt-peer serve -s "$store" -l "$listen" -F 3 \
 		    3>"$srvdir/ready" &
 		srv=$!
-		guarded
-		serve_ready && return 0
+		# (listed for the guard once it listens: one that cannot,
+		# and exits, is no death)
+		serve_ready && { guarded; return 0; }
 		sleep 0.2
 	done
 }

@@ -13,6 +13,9 @@
 # (default 40), as each process there is several times slower.  The
 # seed: SPIRT_CHAOS_SEED (default: random, printed).  Accuracy against an
 # uninterrupted run is bench/chaos.sh's (docs/performance.md, "Chaos").
+# A driver that exits 64 on a known gap of another task (a mid-epoch
+# reassignment with no live worker, docs/performance.md) is counted
+# (known_reassign=) and restarted.
 
 load helper
 
@@ -25,19 +28,10 @@ load helper
 	esac
 	# (its own timeout: a run that hangs is a failure, not a stuck make)
 	run --separate-stderr env CHAOS_FAULTS="$faults" CHAOS_REF=0 CHAOS_EPOCHS=3 \
-	    CHAOS_TIMEOUT=240 ${SPIRT_CHAOS_SEED:+CHAOS_SEED=$SPIRT_CHAOS_SEED} \
-	    timeout -k 10 600 bash "$SPIRT_ROOT/tests/chaos.sh" "$BATS_TEST_TMPDIR/c"
+	    CHAOS_TIMEOUT=600 ${SPIRT_CHAOS_SEED:+CHAOS_SEED=$SPIRT_CHAOS_SEED} \
+	    timeout -k 10 900 bash "$SPIRT_ROOT/tests/chaos.sh" "$BATS_TEST_TMPDIR/c"
 	echo "$output"
 	bugs=$BATS_TEST_TMPDIR/c/bugs
-	# (a known gap, not this test's: a driver restarted mid-epoch with
-	# every other peer's workers still queued dead from before cannot
-	# give its own functions work until the epoch's end; the returning
-	# peer's data share is another task's: skipped, and said)
-	if [ "$status" -ne 0 ] && [ -s "$bugs" ] &&
-	    ! grep -qv 'no live worker would remain' "$bugs" &&
-	    grep -q 'no live worker would remain' "$bugs"; then
-		skip "known gap (returning peer's data share): $(head -n 1 "$bugs")"
-	fi
 	[ "$status" -eq 0 ] || {
 		echo "$stderr" | tail -n 40
 		cat "$bugs" 2>/dev/null
@@ -47,6 +41,8 @@ load helper
 	assert_line "faults=$faults"
 	# the final checks ran: one model per step in every digest
 	assert_line --regexp '^steps=[0-9]+$'
+	# (a known gap of another task, counted: docs/performance.md)
+	assert_line --regexp '^known_reassign=[0-9]+$'
 	# every kind of process was hit
 	for k in grad agg update serve exchange beat watch driver; do
 		grep -q "^faults_${k}_" <<<"$output"
