@@ -34,16 +34,15 @@
 # Environment (defaults for make check's short form):
 #   CHAOS_FAULTS   faults to inject (200)
 #   CHAOS_SEED     the generator's seed (random, printed)
-#   CHAOS_SPACED   1: each fault waits for the last one's recovery (every
-#                  peer running and at the others' step, 3 steps made), so
-#                  each one's cost can be measured alone (bench/chaos.sh)
 #   CHAOS_BEAT     beat interval in ms (100: suspect 300 ms, dead 1 s)
 #   CHAOS_EPOCHS   epochs (1), CHAOS_BATCH (32), CHAOS_FNS functions per
 #                  peer (2), CHAOS_SPEC model (mlp:784-32-10)
 #   CHAOS_KINDS    kinds of process to hit (all of the above)
 #   CHAOS_REF      0: no reference run (no accuracy comparison)
 #   CHAOS_TIMEOUT  seconds the whole chaos run may take (1200)
-# Output: key=value lines on stdout (faults per kind, costs, accuracies),
+# Output: key=value lines on stdout (faults per kind, launches, the known
+# reassignment gap's launches, accuracies; the costs per kind are
+# bench/chaos.sh's, from DIR/faults),
 # the record of every fault in DIR/faults, every launch's words in
 # DIR/log/s<peer>.<launch>.err (r<peer>: the reference run).  Exit 0
 # when every check held, 1 otherwise.
@@ -56,7 +55,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
 faults=${CHAOS_FAULTS:-200}
 seed=${CHAOS_SEED:-$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')}
-spaced=${CHAOS_SPACED:-0}
 beat=${CHAOS_BEAT:-100}
 epochs=${CHAOS_EPOCHS:-1} batch=${CHAOS_BATCH:-32} fns=${CHAOS_FNS:-2}
 spec=${CHAOS_SPEC:-mlp:784-32-10} model=chaos
