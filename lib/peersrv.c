@@ -590,6 +590,8 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		return do_id(p, c);
 	case 2:
 		q->kind = 0;
+		if (!q->buf)    /* no body: nothing to hand the handshake */
+			return refuse(p, c, q->from, "handshake", SPIRT_ETRUNC);
 		return do_hs(p, c, q);
 	default:
 		q->kind = 0;
