@@ -33,6 +33,7 @@ struct MHD_Daemon {
 struct MHD_Connection {
 	const struct mhd_stub_header *h;
 	size_t nh;
+	int phase;              /* 0 headers, 1 body, 2 its end */
 	struct sockaddr_in addr;
 	union MHD_ConnectionInfo info;
 	struct mhd_stub_answer *a;
@@ -205,8 +206,10 @@ MHD_queue_response(struct MHD_Connection *c, unsigned int status,
 {
 	struct mhd_stub_answer *a = c->a;
 
-	if (a->queued)
-		return MHD_NO;  /* as libmicrohttpd: one answer a request */
+	/* as libmicrohttpd: one answer a request, given with the headers
+	 * or once the whole body is in, never in the middle of it */
+	if (a->queued || c->phase == 1)
+		return MHD_NO;
 	a->queued = 1;
 	a->status = status;
 	if ((a->body = malloc(r->len ? r->len : 1)) == NULL)
@@ -249,6 +252,7 @@ mhd_stub_request(struct mhd_stub_answer *a, const char *method,
 	nextport = nextport == 60000 ? 40000 : nextport + 1;
 	r = daemon1.dh(daemon1.dh_cls, &c, url, method, MHD_HTTP_VERSION_1_1,
 	    NULL, &up, &ctx);
+	c.phase = 1;
 	while (r == MHD_YES && !a->queued && off < len) {
 		size_t k = piece && piece < len - off ? piece : len - off;
 
@@ -262,6 +266,7 @@ mhd_stub_request(struct mhd_stub_answer *a, const char *method,
 		if (up == k && r == MHD_YES && !a->queued)
 			die("the handler took none of the body");
 	}
+	c.phase = 2;
 	if (r == MHD_YES && !a->queued) {
 		up = 0;
 		r = daemon1.dh(daemon1.dh_cls, &c, url, method,

@@ -11,7 +11,8 @@
  * callback it is given, and mhd_stub_request() then calls them as
  * libmicrohttpd does for one request: once with the headers, once per
  * piece of the body, once at its end (a handler that queued an answer
- * before the body gets no more of it), then the completion.  What the
+ * before the body gets no more of it; one cannot queue an answer in the
+ * middle of a body), then the completion.  What the
  * handler answered comes back in struct mhd_stub_answer.
  */
 struct mhd_stub_header {
