@@ -6,7 +6,8 @@
 # invite, handshake messages a real client sent and a real server
 # answered, data cut from Fashion-MNIST and LIBSVM's heart_scale.  Each
 # seed is an input its harness takes: the option bytes a harness reads
-# first (see each tests/fuzz/fuzz_*.c) are put in front.
+# first (see each tests/fuzz/fuzz_*.c) are put in front.  The keys are
+# throwaway ones, made for the seeds.
 #
 #   sh tests/fuzz/mkseeds.sh        rewrites tests/fuzz/corpus/
 set -eu
@@ -65,7 +66,7 @@ spirt-shard -q -o /dev/null crlf.csv
 { bytes 2 0 0; cat last.csv; } | seed csv label-last
 { bytes 24 3 3; cat small.csv; } | seed csv classes-dim
 { bytes 0 0 0; cat crlf.csv; } | seed csv crlf
-{ bytes 0 0 0; gzip -c small.csv; } | seed csv gzip
+{ bytes 0 0 0; gzip -nc small.csv; } | seed csv gzip
 
 head -n 6 "$HEART" | sed 's/^+1/1/; s/^-1/0/' >heart.svm
 spirt-shard -q -o /dev/null heart.svm
@@ -73,7 +74,7 @@ spirt-shard -q -o /dev/null heart.svm
 { bytes 0 0 0; head -n 3 "$HEART"; } | seed libsvm heart-signed
 { bytes 16 0 20; printf '# a comment\n1 3:0.5 7:1e-2 # tail\n0\n'; } |
     seed libsvm dim-comment
-{ bytes 0 0 0; gzip -c heart.svm; } | seed libsvm gzip
+{ bytes 0 0 0; gzip -nc heart.svm; } | seed libsvm gzip
 
 # IDX: the first items of Fashion-MNIST's test set, count rewritten
 "$PYTHON" - "$FMNIST" <<'EOF'
@@ -98,8 +99,8 @@ for p in im1:lb1 im3:lb3 imf:lbi; do
 	i=${p%%:*} l=${p#*:}
 	{ le16 "$(wc -c <"$i")"; cat "$i" "$l"; } | seed idx "$i-$l"
 done
-gzip -c im1 >im1.gz
-gzip -c lb1 >lb1.gz
+gzip -nc im1 >im1.gz
+gzip -nc lb1 >lb1.gz
 { le16 "$(wc -c <im1.gz)"; cat im1.gz lb1.gz; } | seed idx gzip
 
 # records: a model file (model and state), a data file, a gradient, the
@@ -139,6 +140,15 @@ for k in xagg/3/p1 gagg/3 gagg/3/round digest/3/p2 beat/f1 opt/m@1 \
     agg/3/excluded data/d/scale; do
 	printf %s "$k" | seed storekey "$(printf %s "$k" | tr '/@' '__')"
 done
+
+# ---- option values and the peers file (fuzz_parse: the parser byte) ----
+for v in 0:42 0:18446744073709551615 8:1000 1:64M 1:2GiB 1:4096 2:-12 \
+    3:0.25 3:1e-3 4:250ms 4:2m 4:1.5h; do
+	{ bytes "${v%%:*}"; printf %s "${v#*:}"; } |
+	    seed parse "$(printf %s "$v" | tr ':.' '__')"
+done
+{ bytes 5; printf '# the members\np1 /var/spirt/p1\np2 http://p2@127.0.0.1:7070\n'
+  printf '\n  p3\thttp://10.0.0.3:7070  \n'; } | seed parse peers
 
 # ---- the warm protocol: the tool byte, then request lines ----
 { bytes 0; printf '0\n1 3\n18446744073709551613 4294967293\n'; } |
