@@ -75,11 +75,24 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		}
 		rc = spirt_digest_verify(&dg2, b, len, FUZZ_RUN, NULL, dg.step,
 		    trust, FUZZ_NOW);
-		if (rc == 0)
-			FUZZ_ASSERT(strcmp(dg2.run, FUZZ_RUN) == 0 &&
-			    (strcmp(dg2.id, "p1") == 0 ||
-			    strcmp(dg2.id, "p2") == 0 ||
-			    strcmp(dg2.id, "p3") == 0));
+		if (rc == 0) {
+			struct spirt_member m;
+
+			FUZZ_ASSERT(strcmp(dg2.run, FUZZ_RUN) == 0);
+			/* a member: on the allowlist (p3), or by a token
+			 * for its key and id, which only the harness signs
+			 * for the group (bit 8) */
+			if (dg2.has_token && (mode & 9) == 9) {
+				FUZZ_ASSERT(spirt_token_decode(&m, dg2.token) ==
+				    0 && strcmp(m.id, dg2.id) == 0 &&
+				    memcmp(m.pk, dg2.pk, SPIRT_PK_BYTES) == 0 &&
+				    m.role == SPIRT_ROLE_PEER);
+			} else {
+				FUZZ_ASSERT(strcmp(dg2.id, "p3") == 0 &&
+				    memcmp(dg2.pk, fz.pk[FZ_P3],
+				    SPIRT_PK_BYTES) == 0);
+			}
+		}
 	} else {
 		FUZZ_ASSERT(spirt_digest_verify(&dg2, b, len, FUZZ_RUN, NULL,
 		    0, trust, FUZZ_NOW) == rc);
