@@ -4,11 +4,12 @@
 #include "fuzz_crypto.h"
 
 /*
- * The first byte picks: the input as it is, or signed by a member whose
- * key is put in (p1, p2, p3, f1; bit 8: and its token made for that key
- * by the group), so the fields behind the signature are fuzzed.  Beyond "no crash": a digest opened signs again to the same
- * bytes, its entries are ascending and never the signer, and one verified
- * is for our run and step by a member in role peer.
+ * The first byte picks: the input as it is, or (bit 0) signed by a
+ * member whose key is put in (bits 1-2: p1, p2, p3, f1; bit 3: and its
+ * token made for that key by the group), so the fields behind the
+ * signature are fuzzed.  Beyond "no crash": a digest opened signs again
+ * to the same bytes, its entries are ascending and never the signer, and
+ * one verified is for our run, by a member in role peer.
  */
 static struct spirt_trust *trust;
 
@@ -81,7 +82,7 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 			FUZZ_ASSERT(strcmp(dg2.run, FUZZ_RUN) == 0);
 			/* a member: on the allowlist (p3), or by a token
 			 * for its key and id, which only the harness signs
-			 * for the group (bit 8) */
+			 * for the group (bits 0 and 3) */
 			if (dg2.has_token && (mode & 9) == 9) {
 				FUZZ_ASSERT(spirt_token_decode(&m, dg2.token) ==
 				    0 && strcmp(m.id, dg2.id) == 0 &&

@@ -149,7 +149,7 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		spirt_hs_free(hs);
 		break;
 	default:
-		/* f1 or p3 to p1; changes: (offset, xor) pairs from the input */
+		/* f1 or p3 to p1; changes: (offset, xor) from the input */
 		who = mode & 4 ? FZ_P3 : FZ_F1;
 		me = fuzz_self((int)who);
 		FUZZ_ASSERT(spirt_hs_init(&hs, m1, sizeof m1, &n1, &me,
@@ -171,7 +171,8 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 			FUZZ_ASSERT(rc == 0);
 			memcpy(orig, m2, n2);
 			for (size_t i = 0; i + 2 < len; i += 3) {
-				size_t off = (size_t)m[i] | (size_t)m[i + 1] << 8;
+				size_t off = (size_t)m[i] |
+				    (size_t)m[i + 1] << 8;
 
 				if (off < n2)
 					m2[off] ^= m[i + 2];

@@ -156,7 +156,8 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 				if (ok) {
 					FUZZ_ASSERT(rc == 0 && got == e->n &&
 					    memcmp(pt, e->pt, e->n) == 0);
-					FUZZ_ASSERT(spirt_session_confirmed(rx));
+					FUZZ_ASSERT(
+					    spirt_session_confirmed(rx));
 					ref_take(&ref, e->ctr);
 				} else {
 					FUZZ_ASSERT(rc == SPIRT_EREPLAY);

@@ -349,7 +349,7 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 			memcpy(pt + SPIRT_REQ_HEAD, v, vn);
 			cap = spirt_msg_size(key, SPIRT_REQ_HEAD + vn);
 			FUZZ_ASSERT((m = malloc(cap)) != NULL);
-			/* the counter this seal takes: the one the answer echoes */
+			/* the counter this seal takes: the answer's echo */
 			FUZZ_ASSERT(spirt_session_seal(c->s, m, cap, &len,
 			    spirt_key_wirestep(key), key, pt,
 			    SPIRT_REQ_HEAD + vn) == 0);
@@ -369,7 +369,8 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 				/* its slot went to a newer handshake */
 				refusal(&a);
 			} else if (len > MAXB + SPIRT_MSG_HEAD +
-			    SPIRT_MSG_KEY_MAX + SPIRT_MSG_TAG + SPIRT_ANS_HEAD) {
+			    SPIRT_MSG_KEY_MAX + SPIRT_MSG_TAG +
+			    SPIRT_ANS_HEAD) {
 				FUZZ_ASSERT((x & 0x40) ? a.dropped :
 				    a.status == 413);
 				free(m);
