@@ -37,7 +37,8 @@ MAN7 = man/spirt.7
 UNIT = tests/unit/test_tensor tests/unit/test_store tests/unit/test_parse \
 	tests/unit/test_keys tests/unit/test_npy tests/unit/test_mem \
 	$(DATA_UNIT) $(MODEL_UNIT) $(AGG_UNIT) $(PEER_UNIT) $(FAAS_UNIT)
-BENCH = bench/store_bench $(DATA_BENCH) $(MODEL_BENCH) $(AGG_BENCH)
+BENCH = bench/store_bench $(DATA_BENCH) $(MODEL_BENCH) $(AGG_BENCH) \
+	$(PEER_BENCH)
 
 # no $(CURL_LIBS): libcurl is dlopen()ed by lib/curldl.c (mk/peer.mk)
 BASE_LIBS = $(WRAP_LDFLAGS) $(LMDB_LIBS) $(XXHASH_LIBS) $(SODIUM_LIBS) \

@@ -8,7 +8,10 @@ do with spirt-train --peers.
 
 usage: ddp_train.py P BATCH LR EVERY TARGET STEPS
 
-  P       processes (ranks), each started here on 127.0.0.1
+  P       processes (ranks), each started here on 127.0.0.1; with
+          DDP_RANK=r in the environment, only rank r, here, its
+          rendezvous at MASTER_ADDR:MASTER_PORT (bench/peer.sh starts
+          one per network namespace, with GLOO_SOCKET_IFNAME=eth0)
   BATCH   samples per process per step (global batch P x BATCH)
   EVERY   evaluate (rank 0, all ranks waiting) every EVERY steps
   TARGET  stop at the first evaluation reaching it (0: never)
@@ -52,8 +55,8 @@ def labels(name):
 
 def run(rank, p, batch, lr, every, target, steps, port, q):
     torch.set_num_threads(1)
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(port))
     dist.init_process_group("gloo", rank=rank, world_size=p)
     torch.manual_seed(1)
     net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128),
@@ -106,6 +109,13 @@ def main():
     lr, every = float(sys.argv[3]), int(sys.argv[4])
     target, steps = float(sys.argv[5]), int(sys.argv[6])
     port = 29500 + os.getpid() % 1000
+    if "DDP_RANK" in os.environ:
+        class Line:
+            def put(self, line):
+                print(line, flush=True)
+        run(int(os.environ["DDP_RANK"]), p, batch, lr, every, target,
+            steps, port, Line())
+        return
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     procs = [ctx.Process(target=run, args=(r, p, batch, lr, every, target,

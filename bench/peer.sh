@@ -2,20 +2,26 @@
 # bench/peer.sh - peers: the exchange's throughput over veth against curl,
 # scaling with the number of peers, spirt's 3 peers against PyTorch DDP,
 # and exchanges every H steps (spirt-train --every).
-#   bash bench/peer.sh           (after make all; root for namespaces)
+#   bash bench/peer.sh   (after make all bench/xfer_bench, or make bench;
+#                         root, for the namespaces of parts 1 and 3)
 #
 # 1. Exchange throughput: a 1e7-float aggregate record (40 MB) in peer
 #    1's store, served by spirt-peer serve in namespace 1; peer 2 fetches
-#    it from namespace 2 over veth through spirt_remote_get (spirt-store
-#    -s http://... get: handshake, XChaCha20-Poly1305, every byte
-#    authenticated), against curl fetching the same bytes from a static
-#    server (python3 -m http.server) in the same namespace, interleaved,
-#    each a fresh process, as a peer's pull is.  Medians; target >= 80%.
+#    it from namespace 2 over veth through spirt_remote_get (a streamed,
+#    XChaCha20-Poly1305 answer, every frame authenticated), against curl
+#    fetching the same bytes from a static server (python3 -m
+#    http.server) in the same namespace, interleaved.  Two ways: warm,
+#    as the exchange pulls (bench/xfer_bench: one process, one session,
+#    4 gets; against one curl with 4 URLs, keep-alive), the first get of
+#    each left out; and cold, each fetch a fresh process (spirt-store
+#    get: process, libcurl, key, handshake).  Medians; target >= 80%.
 # 2. Scaling: 1 to 4 peers (spirt-train --peers, each peer 2 functions x
 #    batch 64, stores on this machine), step time and samples/s.
-# 3. spirt's 3 peers against PyTorch DDP (gloo, 3 processes, loopback):
-#    the MLP to 85% at the same global batch (3 x 2 x 64), model,
-#    optimiser (momentum 0.9, lr 0.05 constant) and evaluation interval.
+# 3. spirt's 3 peers against PyTorch DDP (gloo, 3 processes), each side
+#    in the same 3 network namespaces (spirt's peers over HTTP, DDP's
+#    rendezvous at namespace 1's address): the MLP to 85% at the same
+#    global batch (3 x 2 x 64), model, optimiser (momentum 0.9, lr 0.05
+#    constant) and evaluation interval.
 # 4. Exchanges every H steps: H = 1, 10, 100 and the per-step exchange,
 #    3 peers, the same samples: time per step and the final accuracy.
 #
@@ -51,8 +57,9 @@ now() { date +%s%N; }
 # ---- 1. exchange throughput over veth ----
 if on 1; then
 echo
-echo "1. A 1e7-float aggregate (40 MB record) from peer 1 to peer 2 over veth,"
-echo "   each fetch a fresh process; medians of $reps interleaved rounds"
+echo "1. A 1e7-float aggregate (40 MB record) from peer 1 to peer 2 over veth:"
+echo "   warm, 3 gets after the first over one session or connection; cold, a"
+echo "   process per fetch; medians of $reps interleaved rounds"
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
 	echo "   skipped: network namespaces need root and ip(8)"
 else
@@ -88,29 +95,49 @@ open('www/agg.rec', 'wb').write(st.encode(a, name='m:10000000', step=0, samples=
 		    get xagg/0/p1
 	}
 	cget() { netns_exec 2 curl -sf "http://$a1:8701/agg.rec"; }
+	# warm: 4 gets over one session, 4 fetches over one connection; ms
+	# of the 2nd to 4th, one a line
+	swarm() {
+		netns_exec 2 env SPIRT_KEY=p2.key SPIRT_ID=p2 SPIRT_RUN=r1 \
+		    SPIRT_ALLOW=allow "$OLDPWD/bench/xfer_bench" \
+		    "http://p1@$a1:8700" xagg/0/p1 4 | awk 'NR > 1 { print $1 }'
+	}
+	cwarm() {
+		netns_exec 2 curl -sf -w '%{time_total}\n' \
+		    -o /dev/null "http://$a1:8701/agg.rec" \
+		    -o /dev/null "http://$a1:8701/agg.rec" \
+		    -o /dev/null "http://$a1:8701/agg.rec" \
+		    -o /dev/null "http://$a1:8701/agg.rec" |
+		    awk 'NR > 1 { print 1e3 * $1 }'
+	}
 	# the same bytes on both sides
 	[ "$(sget | md5sum)" = "$(cget | md5sum)" ] ||
 		{ echo "bench/peer: the two fetches differ" >&2; exit 1; }
 	[ "$(cget | wc -c)" -eq "$(wc -c <www/agg.rec)" ]
-	: >sp; : >cu
+	: >sp; : >cu; : >sw; : >cw
 	r=0
 	while [ "$r" -lt "$reps" ]; do
-		t=$(now); sget >/dev/null; echo $(($(now) - t)) >>sp
-		t=$(now); cget >/dev/null; echo $(($(now) - t)) >>cu
+		swarm >>sw
+		cwarm >>cw
+		t=$(now); sget >/dev/null; echo $((($(now) - t) / 1000000)) >>sp
+		t=$(now); cget >/dev/null; echo $((($(now) - t) / 1000000)) >>cu
 		r=$((r + 1))
 	done
-	b=$(wc -c <www/agg.rec) s=$(med <sp) c=$(med <cu)
-	awk -v b="$b" -v s="$s" -v c="$c" 'BEGIN {
-		printf "   %-44s %8s %8s\n", "", "ms", "MB/s"
-		printf "   %-44s %8.1f %8.0f\n", "spirt (authenticated, encrypted)",
-		    s / 1e6, b / 1e6 / (s / 1e9)
-		printf "   %-44s %8.1f %8.0f\n", "curl from python3 -m http.server",
-		    c / 1e6, b / 1e6 / (c / 1e9)
-		printf "   %-44s %7.0f%%  (target >= 80%%)\n",
-		    "spirt / curl throughput", 100 * c / s }'
-	printf '   min-max: spirt %s ms, curl %s ms\n' \
-	    "$(sort -g sp | sed -n '1p;$p' | awk '{ printf "%s%.0f", (NR > 1 ? "-" : ""), $1 / 1e6 }')" \
-	    "$(sort -g cu | sed -n '1p;$p' | awk '{ printf "%s%.0f", (NR > 1 ? "-" : ""), $1 / 1e6 }')"
+	b=$(wc -c <www/agg.rec)
+	range() { sort -g "$1" | sed -n '1p;$p' | awk '{ printf "%s%.0f", (NR > 1 ? "-" : ""), $1 }'; }
+	printf '   %-46s %8s %8s %10s\n' "" ms MB/s range
+	for f in "sw:warm: spirt, one session (xfer_bench)" \
+	    "cw:warm: curl, one connection" \
+	    "sp:cold: spirt-store get, a process each" \
+	    "cu:cold: curl, a process each"; do
+		awk -v b="$b" -v m="$(med <"${f%%:*}")" -v l="${f#*:}" \
+		    -v r="$(range "${f%%:*}")" 'BEGIN {
+			printf "   %-46s %8.1f %8.0f %10s\n", l, m, b / 1e3 / m, r }'
+	done
+	awk -v s="$(med <sw)" -v c="$(med <cw)" -v s2="$(med <sp)" \
+	    -v c2="$(med <cu)" 'BEGIN {
+		printf "   spirt / curl throughput: warm %.0f%%, cold %.0f%% (target >= 80%%)\n",
+		    100 * c / s, 100 * c2 / s2 }'
 	netns_teardown
 	cd "$OLDPWD"
 fi
@@ -160,24 +187,76 @@ done
 fi
 
 # ---- 3. against PyTorch DDP ----
+# trainns DIR ARGS...: 3 peers, peer i in namespace i+1, each serving its
+# store at its namespace's address, the exchange over HTTP (tokens of one
+# group); wait for all
+trainns() {
+	local d=$1 i pids=
+	shift
+	mkdir -p "$d"
+	: >"$d/peers"
+	[ -e "$tmp/ngroup.key" ] ||
+		spirt-peer keygen -p "$tmp/ngroup.pub" "$tmp/ngroup.key" >/dev/null
+	for i in 0 1 2; do
+		if [ ! -e "$tmp/n$i.tok" ]; then
+			spirt-peer keygen "$tmp/n$i.key" >"$tmp/n$i.hex"
+			spirt-peer invite -o "$tmp/n$i.tok" -g "$tmp/ngroup.key" \
+			    -i "p$i" -r r1 "$(cat "$tmp/n$i.hex")"
+		fi
+		echo "p$i http://$(netns_addr $((i + 1))):8710" >>"$d/peers"
+	done
+	for i in 0 1 2; do
+		netns_exec $((i + 1)) env SPIRT_KEY="$tmp/n$i.key" \
+		    SPIRT_TOKEN="$tmp/n$i.tok" SPIRT_GROUP="$tmp/ngroup.pub" \
+		    timeout 1800 spirt-train -q -s "$d/s$i" --peers "$d/peers" \
+		    --peer "$i" --deadline 120000 --data "$FMNIST" "$@" \
+		    >"$d/o$i" 2>"$d/e$i" &
+		pids="$pids $!"
+	done
+	# shellcheck disable=SC2086
+	wait $pids || { cat "$d"/e* >&2; return 1; }
+}
+# ddpns ARGS...: bench/ddp_train.py's 3 ranks, rank r in namespace r+1,
+# the rendezvous at namespace 1's address; rank 0's line
+ddpns() {
+	local r pids=
+	for r in 0 1 2; do
+		netns_exec $((r + 1)) env DDP_RANK=$r \
+		    MASTER_ADDR="$(netns_addr 1)" MASTER_PORT=29611 \
+		    GLOO_SOCKET_IFNAME=eth0 timeout 1800 $PY bench/ddp_train.py \
+		    "$@" >"$tmp/ddp$r" 2>"$tmp/ddpe$r" &
+		pids="$pids $!"
+	done
+	# shellcheck disable=SC2086
+	wait $pids || { cat "$tmp"/ddpe* >&2; return 1; }
+	cat "$tmp/ddp0"
+}
 if on 3; then
 echo
 echo "3. MLP to 85%, 3 peers x 2 functions x batch 64 (global 384), momentum"
 echo "   0.9 lr 0.05 constant, evaluated every 25 steps; PyTorch DDP (gloo),"
-echo "   3 processes x batch 128, one thread each, on loopback (DDP's"
-echo "   rendezvous wants one address for all; spirt's peers share stores by"
-echo "   path here too).  Medians of $race interleaved rounds."
+echo "   3 processes x batch 128, one thread each; both in the same 3 network"
+echo "   namespaces (spirt's peers over HTTP; DDP's rendezvous at namespace 1)."
+echo "   Medians of $race interleaved rounds."
+if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
+	echo "   skipped: network namespaces need root and ip(8)"
+elif ! $PY -c 'import torch' 2>/dev/null; then
+	echo "   skipped: no PyTorch (Debian package python3-torch)"
+else
+netns_setup 3
+# (no job notices when teardown kills what runs in the namespaces)
+disown -a
 : >"$tmp/sr"; : >"$tmp/dr"
 r=0
 while [ "$r" -lt "$race" ]; do
-	trainp "$tmp/race" 3 -n 2 -b 64 -o momentum -l 0.05 \
+	trainns "$tmp/race" -n 2 -b 64 -o momentum -l 0.05 \
 	    --schedule constant --eval-every 25 --target 0.85 -e 5
 	lastline "$tmp/race" >>"$tmp/sr"
 	rm -rf "$tmp/race"
-	$PY bench/ddp_train.py 3 128 0.05 25 0.85 5000 |
-	    awk '{ print $2, $1, $3 }' >>"$tmp/dr"
+	ddpns 3 128 0.05 25 0.85 5000 | awk '{ print $2, $1, $3 }' >>"$tmp/dr"
 	r=$((r + 1))
 done
+netns_teardown
 [ "$race" -gt 0 ] &&
 printf '   %-24s %9s %6s %9s %8s\n' "" seconds steps accuracy ms/step &&
 for f in sr:spirt dr:"PyTorch DDP"; do
@@ -194,6 +273,7 @@ awk -v a="$(awk '{ print $1 }' "$tmp/sr" | med)" \
     -v d="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/dr" | med)" 'BEGIN {
 	printf "   spirt / DDP: time to 85%% %.2f, time per step %.2f (target <= 1.0)\n",
 	    a / b, c / d }'
+fi
 fi
 
 # ---- 4. every H steps ----

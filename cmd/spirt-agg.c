@@ -1,4 +1,5 @@
-/* spirt-agg.c - aggregate gradient records: mean, trimmed mean, median, Krum */
+/* spirt-agg.c - aggregate gradient records: mean, trimmed mean, median,
+ * Krum, centred clipping */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -17,9 +18,9 @@
 #define USAGE \
 "usage: spirt-agg [-cfiPqRv] [-r rule] [--trim F] [--byzantine f]\n" \
 "                 [--select m] [--mad K] [--tau T] [--iters L]\n" \
-"                 [--center file] [--bucket s] [--seed n]\n" \
-"                 [--max-samples n] [-s store] [-t step] [-o file]\n" \
-"                 [-k key ... | file ...]\n" \
+"                 [--center file] [--worker-momentum b] [--bucket s]\n" \
+"                 [--seed n] [--max-samples n] [-s store] [-t step]\n" \
+"                 [-o file] [-k key ... | file ...]\n" \
 "       spirt-agg [-r rule] [--trim F] [--byzantine f] [--select m]\n" \
 "                 [--mad K] [--tau T] [--iters L] [--bucket s]\n" \
 "                 --check-rule W\n"
@@ -56,22 +57,34 @@ usage(int code)
 		    "  -R, --replace       replace an existing agg/<step>\n"
 		    "  -r, --rule RULE     mean wmean trim median norm krum "
 		    "mkrum cclip\n"
+		    "                      scclip\n"
 		    "  -s, --store PATH    store (default $SPIRT_STORE or "
 		    "./spirt.db)\n"
 		    "  -t, --step N        aggregate grad/N/* of the store\n"
 		    "  -v, --verbose       report timings\n"
 		    "      --trim F        trimmed mean, cut F per side\n"
-		    "      --byzantine f   Krum: inputs assumed Byzantine\n"
+		    "      --byzantine f   inputs assumed Byzantine (Krum, tau "
+		    "auto)\n"
 		    "      --check-rule W  check the rule for W inputs, and "
 		    "exit\n"
 		    "      --select m      multi-Krum: inputs averaged\n"
 		    "      --mad K         norm rule: threshold in MADs\n"
-		    "      --tau T         cclip: clipping radius (default "
+		    "      --tau T         cclip, scclip: clipping radius "
+		    "(default 1);\n"
+		    "                      auto: the (f+1)-th largest "
+		    "distance\n"
+		    "      --iters L       cclip, scclip: iterations (default "
 		    "1)\n"
-		    "      --iters L       cclip: iterations (default 1)\n"
 		    "      --center FILE   cclip: start from this record "
 		    "(default\n"
-		    "                      agg/<t-1> in the store, else 0)\n"
+		    "                      agg/<t-1> in the store, else 0); "
+		    "scclip:\n"
+		    "                      its centre, the peer's own "
+		    "aggregate\n"
+		    "      --worker-momentum B  aggregate the workers' "
+		    "momenta\n"
+		    "                      (1-B) g + B mom/<t-1>/<w>, kept as "
+		    "mom/<t>/<w>\n"
 		    "      --bucket s      average buckets of s inputs "
 		    "before the rule\n"
 		    "      --seed N        bucketing's permutation seed "
@@ -139,9 +152,20 @@ report(double t0)
 			    (unsigned long long)a->max_samples,
 			    (unsigned long long)a->ai[i].samples);
 	}
-	if (spirt_verbose && a->p.rule == SPIRT_AGG_CCLIP)
-		info("cclip: centre %s, tau %g, %u iterations", a->cfrom,
-		    a->p.tau, a->p.iters);
+	if (spirt_verbose && (a->p.rule == SPIRT_AGG_CCLIP ||
+	    a->p.rule == SPIRT_AGG_SCCLIP)) {
+		char tau[32];
+
+		if (a->p.tau_auto)
+			snprintf(tau, sizeof tau, "auto (f = %u)", a->p.f);
+		else
+			snprintf(tau, sizeof tau, "%g", a->p.tau);
+		info("%s: centre %s, tau %s, %u iterations",
+		    spirt_agg_rule_name(a->p.rule), a->cfrom, tau, a->p.iters);
+	}
+	if (spirt_verbose && a->momentum > 0)
+		info("worker momentum %g: %zu of %zu started from the "
+		    "gradient", a->momentum, a->mom_new, a->w);
 	if (spirt_verbose)
 		fprintf(stderr, "%s: %s of %zu inputs (%zu used), %llu values:"
 		    " work %.3f ms, total %.3f ms\n", progname,
@@ -249,6 +273,7 @@ options(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "verify", no_argument, NULL, 'c' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "worker-momentum", required_argument, NULL, 'O' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *rule = NULL, *maxs = NULL;
@@ -269,8 +294,14 @@ options(int argc, char **argv)
 			    UINT64_MAX); break;
 		case 'L': o.a.p.iters = (unsigned)eparse_u64("--iters", optarg,
 			    1, 1000); break;
-		case 'U': o.a.p.tau = eparse_double("--tau", optarg, 1e-30,
-			    1e30); break;
+		case 'O': o.a.momentum = eparse_double("--worker-momentum",
+			    optarg, 0, 0.999999); break;
+		case 'U': if (strcmp(optarg, "auto") == 0)
+				o.a.p.tau_auto = 1;
+			  else
+				o.a.p.tau = eparse_double("--tau", optarg,
+				    1e-30, 1e30);
+			  break;
 		case 'f': o.force = 1; break;
 		case 'h': usage(0);
 		case 'i': o.serve = 1; break;
@@ -334,9 +365,15 @@ main(int argc, char **argv)
 		return fshut_stdout(0);
 	}
 	isa_setup();
-	if (o.center && o.a.p.rule != SPIRT_AGG_CCLIP) {
-		warnx_("--center is the centre of rule cclip, not of %s",
-		    spirt_agg_rule_name(o.a.p.rule));
+	if (o.center && o.a.p.rule != SPIRT_AGG_CCLIP &&
+	    o.a.p.rule != SPIRT_AGG_SCCLIP) {
+		warnx_("--center is the centre of rules cclip and scclip, not "
+		    "of %s", spirt_agg_rule_name(o.a.p.rule));
+		usage(1);
+	}
+	if (o.a.p.rule == SPIRT_AGG_SCCLIP && !o.center) {
+		warnx_("rule scclip needs its centre: --center file (spirt-peer "
+		    "exchange -r scclip centres on the peer's own aggregate)");
 		usage(1);
 	}
 	if (o.center)
@@ -351,6 +388,11 @@ main(int argc, char **argv)
 	}
 	fromstore = o.serve || o.nkeys || (!argc && o.a.step != SPIRT_NOSTEP);
 	tostore = fromstore && !o.out;
+	if (o.a.momentum > 0 && (!tostore || o.nkeys)) {
+		warnx_("--worker-momentum keeps each worker's momentum in the "
+		    "store: -t step (or -i), no -k, -o or file operands");
+		usage(1);
+	}
 	if (o.a.prune && !tostore) {
 		warnx_("-P prunes the store after writing agg/<step>: not with "
 		    "-o or file operands");

@@ -9,6 +9,7 @@
 #include "aggstore.h"
 #include "attack.h"
 #include "io.h"
+#include "keys.h"
 #include "store.h"
 #include "tensor.h"
 #include "tool.h"
@@ -16,12 +17,17 @@
 #define USAGE \
 "usage: spirt-attack [-fqv] [-o file] [-S seed] [-w origins] attack\n" \
 "                    [file ...]\n" \
-"       spirt-attack [-qv] [-S seed] [-s store] -t step -w origins attack\n"
+"       spirt-attack [-qv] [-S seed] [-s store] -t step -w origins attack\n" \
+"       spirt-attack [-qv] [-o file] [-S seed] [-s store] -t step -a prefix\n" \
+"                    attack\n"
 
 static struct {
 	struct spirt_aggset g;          /* the step's gradients */
 	struct spirt_attack a;
 	const char *out, *store, *spec;
+	const char *agg;                /* -a: a peer's aggregate prefix */
+	struct spirt_tensor ah;         /* -a -o: the crafted record */
+	float *abuf;
 	uint32_t *origins;              /* -w: the malicious functions */
 	size_t norigins;
 	int force;
@@ -46,6 +52,11 @@ usage(int code)
 		    "                from W and the malicious count)\n"
 		    "  ipm[:EPS]     -EPS * mean of the step's gradients "
 		    "(default 0.1)\n\n"
+		    "  -a, --agg PREFIX   a Byzantine peer: attack its aggregate "
+		    "PREFIX/<t>\n"
+		    "                     (e.g. agg) in place or to -o; alie "
+		    "takes the\n"
+		    "                     spread of grad/<t>/*, default z 1\n"
 		    "  -f, --force        write binary data to a terminal\n"
 		    "  -o, --output FILE  write the records to FILE (- = "
 		    "stdout)\n"
@@ -169,6 +180,61 @@ instore(struct spirt_txn *txn, void *arg)
 	return rc;
 }
 
+/*
+ * Aggregate mode (-a): a Byzantine peer's PREFIX/<t> replaced by the
+ * crafted one (arg not NULL: in place) or kept in o.ah, o.abuf for -o.
+ */
+static int
+aggattack(struct spirt_txn *txn, void *arg)
+{
+	struct spirt_aggset *g = &o.g;
+	const float *x[SPIRT_AGG_MAXW], *y;
+	char key[SPIRT_KEY_MAX + 1];
+	const void *pl;
+	size_t n;
+	int rc;
+
+	spirt_aggset_reset(g);
+	o.msg[0] = '\0';
+	free(o.abuf);
+	o.abuf = NULL;
+	if ((rc = spirt_key_aggroot(key, sizeof key, o.agg, g->step)))
+		return rc;
+	if ((rc = spirt_store_get_tensor(txn, key, &o.ah, &pl, 0)))
+		return spirt_msgrc(o.msg, sizeof o.msg, rc, "%s", key);
+	if (o.ah.dtype != SPIRT_F32)
+		return spirt_msgf(o.msg, sizeof o.msg, SPIRT_EDTYPE, "%s: "
+		    "dtype %s, not f32", key, spirt_dtype_name(o.ah.dtype));
+	n = o.ah.nelem;
+	if (o.a.kind == SPIRT_ATTACK_ALIE) {
+		if ((rc = spirt_aggset_add_step(g, txn, g->step)) ||
+		    (rc = spirt_aggset_check(g)))
+			return rc;
+		if (g->in[0].t.nelem != n)
+			return spirt_msgf(o.msg, sizeof o.msg, SPIRT_ESHAPE,
+			    "%s: %zu values, %s has %llu: not its gradients",
+			    key, n, g->in[0].name,
+			    (unsigned long long)g->in[0].t.nelem);
+		for (size_t i = 0; i < g->w; i++)
+			x[i] = g->in[i].x;
+	}
+	/* two halves: the aggregate (aligned) and the crafted one */
+	if ((o.abuf = malloc(2 * n * sizeof *o.abuf + 1)) == NULL)
+		return ENOMEM;
+	memcpy(o.abuf + n, pl, n * sizeof *o.abuf);
+	y = o.abuf + n;
+	rc = spirt_attack_aggregate(o.abuf, y, x, g->w, n, g->step, &o.a);
+	if (rc == SPIRT_EINVAL)
+		return spirt_msgf(o.msg, sizeof o.msg, SPIRT_EINVAL, "%s: alie "
+		    "on an aggregate needs the spread of at least 2 of the "
+		    "step's gradients, not %zu", key, g->w);
+	if (rc == 0 && spirt_verbose)
+		info("%s: replaced (%s)", key, o.spec);
+	if (rc == 0 && arg)
+		rc = spirt_store_put_tensor(txn, key, &o.ah, o.abuf, 0);
+	return rc;
+}
+
 /* File mode: every record, in order, the malicious ones replaced. */
 static int
 emit(int fd)
@@ -185,6 +251,7 @@ int
 main(int argc, char **argv)
 {
 	static const struct option lo[] = {
+		{ "agg", required_argument, NULL, 'a' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "origins", required_argument, NULL, 'w' },
@@ -206,8 +273,10 @@ main(int argc, char **argv)
 	progname = "spirt-attack";
 	checkfds();
 	spirt_aggset_init(&o.g);
-	while ((c = getopt_long(argc, argv, "fho:qS:s:t:Vvw:", lo, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "a:fho:qS:s:t:Vvw:", lo, NULL)) !=
+	    -1)
 		switch (c) {
+		case 'a': o.agg = optarg; break;
 		case 'f': o.force = 1; break;
 		case 'h': usage(0);
 		case 'o': o.out = optarg; break;
@@ -233,7 +302,18 @@ main(int argc, char **argv)
 	o.a.seed = eparse_u64("-S", seed ? seed : "0", 0, UINT64_MAX);
 	argc--;
 	argv++;
-	if (o.g.step != SPIRT_NOSTEP) {
+	if (o.agg) {
+		if (o.g.step == SPIRT_NOSTEP || argc || o.norigins) {
+			warnx_("-a attacks a peer's aggregate of step -t in the "
+			    "store: no files, no -w");
+			usage(1);
+		}
+		if (spirt_name_check(o.agg) != 0) {
+			warnx_("-a: invalid key prefix \"%s\" (a name: letters, "
+			    "digits, . _ -)", o.agg);
+			usage(1);
+		}
+	} else if (o.g.step != SPIRT_NOSTEP) {
 		if (argc || o.out || o.force) {
 			warnx_("-t attacks the store in place: no files, no "
 			    "-o");
@@ -243,6 +323,45 @@ main(int argc, char **argv)
 			warnx_("-t needs -w: which functions are malicious");
 			usage(1);
 		}
+	}
+	if (o.agg) {
+		act = o.store ? o.store : spirt_store_default();
+		if ((rc = spirt_store_open(&s, act, o.out ? SPIRT_STORE_RDONLY :
+		    0)))
+			goto fail;
+		act = o.out ? "read store" : "write store";
+		if (o.out) {
+			struct spirt_txn *txn;
+
+			if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY))
+			    == 0) {
+				rc = aggattack(txn, NULL);
+				spirt_txn_abort(txn);
+			}
+		} else {
+			rc = spirt_store_write(s, aggattack, &o);
+		}
+		spirt_store_close(s);
+		if (rc)
+			goto fail;
+		if (o.out && strcmp(o.out, "-") == 0) {
+			act = "stdout";
+			if (!o.force && isterm(1))
+				die(SPIRT_EX_USAGE, "stdout is a terminal (use "
+				    "-f or -o)");
+			if ((rc = spirt_tensor_write(1, &o.ah, o.abuf)))
+				goto fail;
+		} else if (o.out) {
+			act = o.out;
+			if ((rc = spirt_publish_open(&pub, o.out, 0644)))
+				goto fail;
+			if ((rc = spirt_tensor_write(pub.fd, &o.ah, o.abuf)) ||
+			    (rc = spirt_publish_commit(&pub))) {
+				spirt_publish_abort(&pub);
+				goto fail;
+			}
+		}
+		goto done;
 	}
 	if (!o.out)
 		o.out = "-";
@@ -291,5 +410,6 @@ fail:
 done:
 	spirt_aggset_reset(&o.g);
 	free(o.origins);
+	free(o.abuf);
 	return fshut_stdout(spirt_exit(rc));
 }

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "parse.h"
 #include "peersrv.h"
 #include "remote.h"
+#include "serve.h"
 #include "store.h"
 #include "tool.h"
 
@@ -28,8 +30,8 @@
 "           [--rate r]\n" \
 "       spirt-peer exchange [-qv] [-a prefix] [-m model] [-P peers] [-r rule]\n" \
 "           [-s store]\n" \
-"           [--byzantine f] [--deadline ms] [--min-peers n] [--select m]\n" \
-"           [--timeout ms] [--trim F] -t step\n"
+"           [--byzantine f] [--deadline ms] [--iters L] [--min-peers n]\n" \
+"           [--select m] [--tau T] [--timeout ms] [--trim F] -i | -t step\n"
 
 #define EXPIRES_MAX (10 * 366 * 86400.0)       /* ten years, in seconds */
 
@@ -74,6 +76,8 @@ usage(int code)
 		    "                     serve: its public key (file or hex)\n"
 		    "  -i, --id ID        the member's id (serve: ours, "
 		    "without -T)\n"
+		    "  -i, --serve        exchange: warm, one round per step "
+		    "line on stdin\n"
 		    "  -k, --key FILE     serve: our identity key file\n"
 		    "  -l, --listen A:P   serve: address and port (default "
 		    LISTEN_DEFAULT ")\n"
@@ -105,9 +109,13 @@ usage(int code)
 		    "      --byzantine F  exchange: peers the rule must "
 		    "tolerate\n"
 		    "      --deadline MS  exchange: the round's deadline\n"
+		    "      --iters L      exchange: cclip's, scclip's "
+		    "iterations\n"
 		    "      --min-peers N  exchange: fewest aggregates a round "
 		    "needs\n"
 		    "      --select M     exchange: mkrum's m\n"
+		    "      --tau T        exchange: cclip's, scclip's radius, "
+		    "or auto\n"
 		    "      --timeout MS   exchange: each request's deadline\n"
 		    "      --trim F       exchange: trim F of each end\n"
 		    "  -h, --help         this help\n"
@@ -356,6 +364,7 @@ serve(void)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	conf.store = s;
+	conf.path = store;
 	conf.cred = cred;
 	conf.listen = o.listen ? o.listen : LISTEN_DEFAULT;
 	conf.max_bytes = maxb;
@@ -468,15 +477,100 @@ xpeers(struct spirt_exchange *x, const char *path, struct spirt_xnet *http,
 		    "(whom to trust: %s names peers' URLs)", path);
 }
 
+/*
+ * What a round says: each peer left out and why (a warning), a proof of
+ * equivocation (on out), the round's failure.  Returns its exit code.
+ */
+static int
+xreport(struct spirt_exchange *x, int rc, FILE *out)
+{
+	for (size_t i = 0; i < x->n; i++) {
+		struct spirt_xpeer *p = &x->peers[i];
+
+		if (p->state == SPIRT_XP_NONE || p->state == SPIRT_XP_USED)
+			continue;
+		warning("step %llu: peer %s left out: %s: %s",
+		    (unsigned long long)x->step, p->id,
+		    spirt_xstate_name(p->state), p->why);
+		if (p->proof)
+			fputs(p->proof, out);
+	}
+	if (rc != 0) {
+		if (x->msg[0])
+			warnx_("%s", x->msg);
+		else
+			warnrc(rc, "exchange");
+	} else if (x->done) {
+		info("gagg/%llu exists: step %llu exchanged already, nothing "
+		    "done", (unsigned long long)x->step,
+		    (unsigned long long)x->step);
+	} else if (spirt_verbose) {
+		fprintf(stderr, "%s: step %llu: %zu of %zu aggregates, %s, "
+		    "%.3f ms\n", progname, (unsigned long long)x->step,
+		    x->used, x->n + 1, spirt_agg_rule_name(x->p.rule), x->ms);
+	}
+	return spirt_exit(rc);
+}
+
+/*
+ * Warm (-i): one round per request line (lib/serve.h), the store, the
+ * credentials and each peer's session kept from one to the next; proofs
+ * go to stderr, stdout is the answers'.
+ */
+static int
+xserve_one(void *arg, const struct spirt_serve_req *req, char *ans,
+    size_t cap)
+{
+	struct spirt_exchange *x = arg;
+	int code;
+
+	x->step = req->step;
+	code = xreport(x, spirt_exchange_run(x), stderr);
+	if (code)
+		snprintf(ans, cap, "step=%llu error=%d",
+		    (unsigned long long)x->step, code);
+	else if (x->done)
+		snprintf(ans, cap, "step=%llu exchanged=already",
+		    (unsigned long long)x->step);
+	else
+		snprintf(ans, cap, "step=%llu used=%zu peers=%zu ms=%.3f",
+		    (unsigned long long)x->step, x->used, x->n + 1, x->ms);
+	return code;
+}
+
+static int
+xserve(struct spirt_exchange *x)
+{
+	struct spirt_serve sv = {
+		.name = "stdin", .maxstep = SPIRT_NOSTEP - 2,
+		.run = xserve_one, .arg = x, .warn = warnx_,
+	};
+	int rc;
+
+	spirt_serve_init();
+	/* aggregates of any size come back every round: their blocks stay
+	 * in the heap for the next one (no mmap, no page faults) */
+	mallopt(M_MMAP_MAX, 0);
+	/* SIGTERM: the round under way stops within a second, unsigned */
+	x->cancelled = spirt_serve_stopped;
+	if ((rc = spirt_serve_loop(&sv, stdin, stdout)) != 0) {
+		warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
+		return SPIRT_EX_IOERR;
+	}
+	return sv.worst;
+}
+
 static int
 xmain(int argc, char **argv)
 {
-	enum { BYZ = 256, DEADLINE, MAD, MINP, SELECT, TIMEOUT, TRIM };
+	enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
+	    TRIM };
 	static const struct option lo[] = {
 		{ "agg", required_argument, NULL, 'a' },
 		{ "byzantine", required_argument, NULL, BYZ },
 		{ "deadline", required_argument, NULL, DEADLINE },
 		{ "help", no_argument, NULL, 'h' },
+		{ "iters", required_argument, NULL, ITERS },
 		{ "mad", required_argument, NULL, MAD },
 		{ "min-peers", required_argument, NULL, MINP },
 		{ "model", required_argument, NULL, 'm' },
@@ -484,8 +578,10 @@ xmain(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "rule", required_argument, NULL, 'r' },
 		{ "select", required_argument, NULL, SELECT },
+		{ "serve", no_argument, NULL, 'i' },
 		{ "step", required_argument, NULL, 't' },
 		{ "store", required_argument, NULL, 's' },
+		{ "tau", required_argument, NULL, TAU },
 		{ "timeout", required_argument, NULL, TIMEOUT },
 		{ "trim", required_argument, NULL, TRIM },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -497,15 +593,16 @@ xmain(int argc, char **argv)
 	struct spirt_store *s = NULL;
 	struct spirt_cred *cred;
 	struct spirt_xnet http;
-	int c, rc, trim = 0, havestep = 0;
+	int c, rc, code, trim = 0, havestep = 0, warm = 0;
 
 	spirt_exchange_init(&x);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "a:hm:P:qr:s:t:v", lo, NULL)) !=
+	while ((c = getopt_long(argc, argv, "a:him:P:qr:s:t:v", lo, NULL)) !=
 	    -1)
 		switch (c) {
 		case 'a': x.src = optarg; break;
 		case 'h': usage(0);
+		case 'i': warm = 1; break;
 		case 'm': x.model = optarg; break;
 		case 'P': peers = optarg; break;
 		case 'q': spirt_quiet = 1; break;
@@ -518,7 +615,15 @@ xmain(int argc, char **argv)
 			    0, SPIRT_AGG_MAXW); break;
 		case DEADLINE: x.deadline_ms = (unsigned)eparse_u64(
 			    "--deadline", optarg, 1, 86400000); break;
+		case ITERS: x.p.iters = (unsigned)eparse_u64("--iters", optarg,
+			    1, 1000); break;
 		case MAD: x.p.mad = eparse_double("--mad", optarg, 1e-9, 1e9);
+			  break;
+		case TAU: if (strcmp(optarg, "auto") == 0)
+				x.p.tau_auto = 1;
+			  else
+				x.p.tau = eparse_double("--tau", optarg, 1e-30,
+				    1e30);
 			  break;
 		case MINP: minp = optarg; break;
 		case SELECT: x.p.m = (unsigned)eparse_u64("--select", optarg, 1,
@@ -530,8 +635,8 @@ xmain(int argc, char **argv)
 			  trim = 1; break;
 		default: usage(1);
 		}
-	if (optind != argc || !havestep)
-		usage(1);
+	if (optind != argc || havestep == warm)
+		usage(1);       /* -t step, or -i: steps on stdin */
 	if (!rule && trim)
 		rule = "trim";
 	if ((rule = opt_env(rule, "SPIRT_AGG_RULE", "mean")) &&
@@ -575,41 +680,19 @@ xmain(int argc, char **argv)
 	}
 
 	act = store ? store : spirt_store_default();
-	if ((rc = spirt_store_open(&s, act, 0)) == 0) {
-		act = "exchange";
+	if ((rc = spirt_store_open(&s, act, 0)) != 0) {
+		warnrc(rc, "%s", act);
+		code = spirt_exit(rc);
+	} else {
 		x.store = s;
-		rc = spirt_exchange_run(&x);
-	}
-	for (size_t i = 0; i < x.n; i++) {
-		struct spirt_xpeer *p = &x.peers[i];
-
-		if (p->state == SPIRT_XP_NONE || p->state == SPIRT_XP_USED)
-			continue;
-		warning("step %llu: peer %s left out: %s: %s",
-		    (unsigned long long)x.step, p->id,
-		    spirt_xstate_name(p->state), p->why);
-		if (p->proof)
-			fputs(p->proof, stdout);
-	}
-	if (rc != 0) {
-		if (x.msg[0])
-			warnx_("%s", x.msg);
-		else
-			warnrc(rc, "%s", act);
-	} else if (x.done) {
-		info("gagg/%llu exists: step %llu exchanged already, nothing "
-		    "done", (unsigned long long)x.step,
-		    (unsigned long long)x.step);
-	} else if (spirt_verbose) {
-		fprintf(stderr, "%s: step %llu: %zu of %zu aggregates, %s, "
-		    "%.3f ms\n", progname, (unsigned long long)x.step, x.used,
-		    x.n + 1, spirt_agg_rule_name(x.p.rule), x.ms);
+		code = warm ? xserve(&x) :
+		    xreport(&x, spirt_exchange_run(&x), stdout);
 	}
 	spirt_store_close(s);
 	spirt_exchange_free(&x);
 	spirt_cred_free(cred);
 	spirt_remote_global_cleanup();
-	return fshut_stdout(spirt_exit(rc));
+	return fshut_stdout(code);
 }
 
 int

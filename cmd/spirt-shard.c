@@ -1,5 +1,6 @@
 /* spirt-shard.c - split a data set into shards in the store */
 /* ISC licence, see LICENSE */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,15 +15,16 @@
 
 #define USAGE \
 "usage: spirt-shard [-Hqv] [-d name] [-f format] [-n shards] [-o file]\n" \
-"                   [-s store] [--classes k] [--dim d] [--force]\n" \
-"                   [--label-col col] [--no-shuffle] [--seed n]\n" \
+"                   [-s store] [--classes k] [--columns list] [--dim d]\n" \
+"                   [--force] [--label-col col] [--label-names]\n" \
+"                   [--label-names-from train] [--no-shuffle] [--seed n]\n" \
 "                   [--standardise] [--standardise-from train] [--stats]\n" \
 "                   file [labels]\n" \
 "       spirt-shard [-qv] [-d name] [-s store] --dead worker ... [--stats]\n" \
 "       spirt-shard [-qv] [-d name] [-s store] --stats\n"
 
 enum { O_CLASSES = 256, O_DEAD, O_DIM, O_FORCE, O_LABEL, O_NOSHUF,
-    O_SEED, O_STATS, O_STD, O_STDFROM };
+    O_SEED, O_STATS, O_STD, O_STDFROM, O_COLS, O_NAMES, O_NAMESFROM };
 
 #define MAXDEAD 1024
 
@@ -31,17 +33,22 @@ static const char *const hints[] = {
 	[SPIRT_DATA_HINT_CLASSES] = "give the number of classes with "
 	    "--classes",
 	[SPIRT_DATA_HINT_HEADER] = "skip a title line with -H",
-	[SPIRT_DATA_HINT_FORMAT] = "name the format with -f"
+	[SPIRT_DATA_HINT_FORMAT] = "name the format with -f",
+	[SPIRT_DATA_HINT_COLUMNS] = "read only the columns of numbers with "
+	    "--columns (e.g. --columns 2-5)",
+	[SPIRT_DATA_HINT_NAMES] = "labels that are names need --label-names"
 };
 
 static struct {
-	const char *store, *name, *out, *scale_from;
+	const char *store, *name, *out, *scale_from, *names_from;
 	struct spirt_data_opts d;
 	size_t nshards;
 	uint64_t seed;
 	int stats, force, noshuffle, seeded, standardise;
 	int64_t dead[MAXDEAD];
 	size_t ndead;
+	uint32_t *cols;                 /* --columns, for d.cols */
+	char *names;                    /* --label-names-from's, d.names_from */
 } o = { .name = "train", .nshards = 1 };
 
 static _Noreturn void
@@ -62,6 +69,9 @@ usage(int code)
 		    "./spirt.db)\n"
 		    "      --classes K      labels lie in 0..K-1 (default: "
 		    "largest + 1)\n"
+		    "      --columns LIST   CSV feature columns, 1-based, as "
+		    "2-5,7 (default:\n"
+		    "                       all but the label's)\n"
 		    "      --dead W         spread worker W's ranges over the "
 		    "others\n"
 		    "      --dim D          features per sample (LIBSVM: "
@@ -69,6 +79,11 @@ usage(int code)
 		    "      --force          write binary data to a terminal\n"
 		    "      --label-col COL  CSV label column, 1-based or last "
 		    "(default 1)\n"
+		    "      --label-names    CSV labels are class names: "
+		    "classes in name order\n"
+		    "      --label-names-from TRAIN\n"
+		    "                       the class names of data set "
+		    "TRAIN\n"
 		    "      --no-shuffle     keep the samples in file order\n"
 		    "      --seed N         shuffle seed (default 0)\n"
 		    "      --standardise    each feature to mean 0, deviation 1"
@@ -90,6 +105,7 @@ options(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "classes", required_argument, NULL, O_CLASSES },
+		{ "columns", required_argument, NULL, O_COLS },
 		{ "dataset", required_argument, NULL, 'd' },
 		{ "dead", required_argument, NULL, O_DEAD },
 		{ "dim", required_argument, NULL, O_DIM },
@@ -98,6 +114,8 @@ options(int argc, char **argv)
 		{ "header", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "label-col", required_argument, NULL, O_LABEL },
+		{ "label-names", no_argument, NULL, O_NAMES },
+		{ "label-names-from", required_argument, NULL, O_NAMESFROM },
 		{ "no-shuffle", no_argument, NULL, O_NOSHUF },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -111,7 +129,7 @@ options(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c;
+	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "d:f:Hhn:o:qs:vV", lo, NULL)) !=
 	    -1)
@@ -154,8 +172,41 @@ options(int argc, char **argv)
 		case O_STATS: o.stats = 1; break;
 		case O_STD: o.standardise = 1; break;
 		case O_STDFROM: o.scale_from = optarg; break;
+		case O_COLS:
+			free(o.cols);
+			if ((rc = spirt_data_cols_parse(&o.cols, &o.d.ncols,
+			    optarg)) == ENOMEM)
+				die(spirt_exit(rc), "--columns: %s",
+				    spirt_strerror(rc));
+			else if (rc)
+				die(SPIRT_EX_USAGE, "--columns: \"%s\": not "
+				    "a list of columns (1-based, as 2-5,7, "
+				    "each once)", optarg);
+			o.d.cols = o.cols;
+			break;
+		case O_NAMES: o.d.label_names = 1; break;
+		case O_NAMESFROM: o.names_from = optarg; break;
 		default: usage(1);
 		}
+}
+
+/* "class K NAME" for each class of a data set with class names */
+static int
+class_names(struct spirt_store *s)
+{
+	const char *p, *e;
+	char *names;
+	size_t len, k = 0;
+	int rc;
+
+	if ((rc = spirt_data_names_get(&names, &len, s, o.name)))
+		return rc == SPIRT_ENOTFOUND ? 0 : rc;
+	for (p = names; p < names + len; p = e + 1, k++) {
+		e = memchr(p, '\n', (size_t)(names + len - p));
+		printf("class %zu %.*s\n", k, (int)(e - p), p);
+	}
+	free(names);
+	return 0;
 }
 
 /* per-shard sample counts and class histograms, then the assignment */
@@ -195,6 +246,8 @@ print_stats(struct spirt_store *s)
 	for (c = 0; c < st.nclasses; c++)
 		printf(" %lld", (long long)tot[c]);
 	putchar('\n');
+	if ((rc = class_names(s)))
+		goto out;
 	for (i = 0; i < st.nassign; i++) {
 		const int64_t *a = st.assign + 4 * i;
 
@@ -202,9 +255,10 @@ print_stats(struct spirt_store *s)
 		    (long long)a[0], (long long)a[1], (long long)a[2],
 		    (long long)a[3]);
 	}
+out:
 	free(tot);
 	spirt_data_stats_free(&st);
-	return 0;
+	return rc;
 }
 
 /*
@@ -249,6 +303,33 @@ standardise(struct spirt_dataset *ds, struct spirt_store *s,
 		info("standardised with the mean and deviation of %s",
 		    s ? o.scale_from : o.name);
 	return rc;
+}
+
+/*
+ * Open the store at loc (it must exist) into *s and take the class names
+ * of data set --label-names-from for the reader.  Failures are reported
+ * here.
+ */
+static int
+names_from(struct spirt_store **s, const char *loc)
+{
+	int rc;
+
+	if ((rc = spirt_store_open(s, loc, 0))) {
+		warnrc(rc, "%s", loc);
+		return rc;
+	}
+	if ((rc = spirt_data_names_get(&o.names, &o.d.names_from_len, *s,
+	    o.names_from))) {
+		warnrc(rc, "%s: data/%s/classes", loc, o.names_from);
+		if (rc == SPIRT_ENOTFOUND)
+			warnx_("hint: shard %s with --label-names first",
+			    o.names_from);
+		return rc;
+	}
+	o.d.names_from = o.names;
+	o.d.label_names = 1;
+	return 0;
 }
 
 /* the shards as a data file on path ("-" stdout), published atomically */
@@ -301,14 +382,27 @@ main(int argc, char **argv)
 		die(SPIRT_EX_USAGE, "--standardise-from: and --standardise?");
 	if ((o.standardise || o.scale_from) && argc == 0)
 		usage(1);
+	if (o.names_from && spirt_data_name_check(o.names_from))
+		die(SPIRT_EX_USAGE, "--label-names-from: invalid data set "
+		    "name \"%s\"", o.names_from);
+	if (o.d.label_names && o.names_from)
+		die(SPIRT_EX_USAGE, "--label-names-from: and --label-names?");
+	if ((o.d.label_names || o.names_from || o.cols) && argc == 0)
+		usage(1);
 	if (o.out && (o.stats || o.ndead || o.standardise || o.scale_from))
 		die(SPIRT_EX_USAGE, "-o: --stats, --dead and --standardise "
 		    "work on the store");
+	if (o.out && (o.d.label_names || o.names_from))
+		die(SPIRT_EX_USAGE, "-o: --label-names records the names in "
+		    "the store");
 	if (o.out && strcmp(o.out, "-") == 0 && !o.force && isterm(1))
 		die(SPIRT_EX_USAGE, "stdout is a terminal: use --force to "
 		    "write binary data there");
 	loc = o.store ? o.store : spirt_store_default();
 
+	/* the class names to map to, from the store they are in */
+	if (o.names_from && (rc = names_from(&s, loc)))
+		goto out;
 	if (argc > 0) {         /* read everything before touching the store */
 		if ((rc = spirt_data_read(&ds, &err, (const char *const *)argv,
 		    (size_t)argc, &o.d))) {
@@ -316,7 +410,7 @@ main(int argc, char **argv)
 			    rc));
 			if (err.hint)
 				warnx_("hint: %s", hints[err.hint]);
-			return spirt_exit(rc);
+			goto out;       /* (a store --label-names-from opened) */
 		}
 		if (o.nshards > ds.n) {
 			warnx_("%s: %zu shards for %zu samples", argv[0],
@@ -331,7 +425,8 @@ main(int argc, char **argv)
 			    t1 - t0);
 		/* in file order, so a record number means the file's;
 		 * a store to standardise from must exist: it is not created */
-		if (o.scale_from && (rc = spirt_store_open(&s, loc, 0)))
+		if (o.scale_from && s == NULL &&
+		    (rc = spirt_store_open(&s, loc, 0)))
 			goto fail;
 		if ((o.standardise || o.scale_from) &&
 		    (rc = standardise(&ds, s, argv[0], loc)))
@@ -390,5 +485,7 @@ fail:
 out:
 	spirt_store_close(s);
 	spirt_dataset_free(&ds);
+	free(o.cols);
+	free(o.names);
 	return fshut_stdout(spirt_exit(rc));
 }

@@ -13,8 +13,10 @@ USAGE="usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]
                    [-s store] [--bucket s] [--byzantine list:attack]
                    [--checkpoint n] [--cold] [--data dir] [--deadline ms]
                    [--eval-every steps] [--every h] [--keep-digests]
-                   [--peer i] [--peers file] [--schedule name] [--spec spec]
-                   [--steps n] [--sync mode] [--target accuracy]"
+                   [--peer i] [--peer-rule rule] [--peers file]
+                   [--schedule name] [--spec spec] [--steps n]
+                   [--sync mode] [--target accuracy]
+                   [--worker-momentum b]"
 
 usage() {
 	if [ "$1" -eq 0 ]; then
@@ -34,7 +36,10 @@ usage() {
       --bucket S       average buckets of S gradients before the rule
       --byzantine L:A  evaluation only: functions L (e.g. 1,3) are
                        malicious with attack A: labelflip or one of
-                       spirt-attack(1)'s (e.g. 1,3:signflip:10)
+                       spirt-attack(1)'s (e.g. 1,3:signflip:10);
+                       peer:A: with --peers, this whole peer is
+                       (labelflip, an attack on its aggregate, or
+                       equivocate:A: A to the pullers of STORE.fork)
       --checkpoint N   a durable model version every N steps, volatile
                        ones between (default 100; 1: every step)
       --cold           start one process per function invocation
@@ -47,6 +52,9 @@ usage() {
       --keep-digests   peers: keep every step's signed digests (default:
                        spent rounds are pruned, digests too)
       --peer I         peers: this peer's share of the data, 0 to P-1
+      --peer-rule RULE peers: how the exchange combines aggregates: mean
+                       median trim:F norm cclip:T[:L] scclip:T[:L] (T a
+                       radius or auto; default mean)
       --peers FILE     train as one of the P peers of FILE (id url lines):
                        spirt-peer exchange every step, apply gagg
       --schedule NAME  learning rate over the epochs: cosine or constant
@@ -55,6 +63,7 @@ usage() {
       --steps N        stop after N steps in all (default: epochs' worth)
       --sync MODE      full, meta or none (default meta; see man page)
       --target ACC     stop once test accuracy reaches ACC (0 to 1)
+      --worker-momentum B  aggregate the functions' momenta (spirt-agg(1))
   -q, --quiet          no progress lines
   -v, --verbose        print each command
   -h, --help           this help
@@ -76,6 +85,7 @@ rule=mean batch=32 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
 every=0 sched=cosine spec= steps=0 sync=meta target=0 quiet=0 verbose=0
 ckpt=100 peers= peer=0 deadline=30000 keepdg=0 bucket=1 byz= xh=0
+prule=mean wmom=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--*=*) a=${1%%=*} v=${1#*=}; shift; set -- "$a" "$v" "$@" ;;
@@ -84,7 +94,7 @@ while [ $# -gt 0 ]; do
 	-[abelmnoSs]|--rule|--batch|--epochs|--lr|--model|--functions|--opt|\
 	--seed|--store|--bucket|--byzantine|--checkpoint|--data|--eval-every|\
 	--schedule|--spec|--steps|--sync|--target|--deadline|--peer|--peers|\
-	--every)
+	--every|--peer-rule|--worker-momentum)
 		[ $# -ge 2 ] || { printf '%s: %s: missing argument\n' "$PROG" \
 		    "$1" >&2; usage 64; } ;;
 	esac
@@ -106,7 +116,9 @@ while [ $# -gt 0 ]; do
 	--data) data=$2; shift ;;
 	--deadline) deadline=$2; shift ;;
 	--peer) peer=$2; shift ;;
+	--peer-rule) prule=$2; shift ;;
 	--peers) peers=$2; shift ;;
+	--worker-momentum) wmom=$2; shift ;;
 	--eval-every) every=$2; shift ;;
 	--every) xh=$2; shift ;;
 	--schedule) sched=$2; shift ;;
@@ -187,6 +199,94 @@ nesterov) optargs="--opt momentum --momentum 0.9 --nesterov" ;;
 adam) optargs="--opt adam" ;;
 *) die 64 "optimiser $opt: expected sgd, momentum, nesterov or adam" ;;
 esac
+# ---- across peers, and a Byzantine peer (evaluation only) ----
+# peer_rule_args RULE Q: spirt-peer exchange's options for --peer-rule
+# RULE, Q the fewest aggregates a round combines (its default quorum,
+# more than half of the P peers); only numbers reach its argv.  A radius
+# "auto" is the (f+1)-th largest distance, f = (Q-1)/2 the most a round
+# of Q tolerates (1 of 4 peers)
+peer_rule_args() {
+	case $1 in
+	mean|median|norm) echo "-r $1" ;;
+	trim:*[!0-9.]*|trim:) return 1 ;;
+	trim:*) echo "-r trim --trim ${1#trim:}" ;;
+	cclip:?*|scclip:?*)
+		pr=${1%%:*} pa=${1#*:} pl=1
+		pt=${pa%%:*}
+		case $pa in *:*) pl=${pa#*:} ;; esac
+		case $pl in ''|*[!0-9]*) return 1 ;; esac
+		case $pt in
+		auto) echo "-r $pr --tau auto --byzantine $((($2 - 1) / 2)) --iters $pl" ;;
+		''|*[!0-9.eE-]*) return 1 ;;
+		*) echo "-r $pr --tau $pt --iters $pl" ;;
+		esac ;;
+	*) return 1 ;;
+	esac
+}
+# byzpeer_check: --byzantine peer:A, checked before any work.  A peer
+# that flips labels is every function of it flipping (the functions'
+# form); any other attack is spirt-attack -a on its aggregate before each
+# exchange; equivocate:A publishes the honest aggregate in the store and
+# the crafted one in STORE.fork, with a round of its own there, so the
+# pullers whose peers file names STORE.fork for this peer get the other
+# story, each under this peer's signature
+bpid= bequiv=0 battack= bfork=
+byzpeer_check() {
+	bspec=$byz byz=
+	[ -n "$peers" ] || die 64 "--byzantine $bspec: a Byzantine peer needs --peers"
+	[ "$xh" -eq 0 ] || die 64 "--byzantine $bspec: not with --every"
+	battack=$bpeer
+	case $bpeer in equivocate:*) bequiv=1 battack=${bpeer#equivocate:} ;; esac
+	[ -n "$battack" ] || die 64 "--byzantine $bspec: no attack after peer:"
+	if [ "$battack" = labelflip ]; then
+		[ "$bequiv" -eq 0 ] || die 64 "--byzantine $bspec: equivocate needs an attack on the aggregate, not labelflip"
+		byz="$(seq -s, 0 $((fns - 1))):labelflip"
+		return 0
+	fi
+	rc=0
+	e=$(spirt-attack -o /dev/null "$battack" </dev/null 2>&1) || rc=$?
+	[ "$rc" -ne 64 ] || die 64 "--byzantine $bspec: unknown or malformed attack \"$battack\""
+	[ "$bequiv" -eq 1 ] || return 0
+	case $(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+		if (n++ == p) { print $2; exit } }' "$peers") in
+	*://*) die 64 "--byzantine $bspec: equivocation is played by peers on one machine (store paths): over HTTP serve $store.fork with a second spirt-peer serve" ;;
+	esac
+	bfork=$store.fork
+}
+# byzpeer_publish T: before step T's exchange, this peer lies
+byzpeer_publish() {
+	[ "$battack" != labelflip ] || return 0
+	if [ "$bequiv" -eq 0 ]; then
+		run spirt-attack -q -S "$seed" -t "$1" -a agg "$battack" ||
+			die 75 "step $1: spirt-attack -a agg $battack failed"
+		return 0
+	fi
+	run spirt-attack -q -S "$seed" -t "$1" -a agg -o "$store.byz.rec" \
+	    "$battack" || die 75 "step $1: spirt-attack -a agg $battack failed"
+	# the fork is made whole, then renamed: a puller that opened it half
+	# made (no scratch environment yet) would never see its xagg/
+	f=$bfork
+	[ -d "$bfork" ] || { f=$bfork.tmp; rm -rf "$f"; }
+	spirt-store get "model/$model@$1" >"$store.byz-model.rec" &&
+	    spirt-store -s "$f" put "model/$model@$1" "$store.byz-model.rec" &&
+	    spirt-store -s "$f" put "agg/$1" "$store.byz.rec" &&
+	    spirt-store -q -s "$f" prune -t "$1" "model/$model@" agg/ xagg/ \
+	    gagg/ digest/ && { [ "$f" = "$bfork" ] || mv "$f" "$bfork"; } ||
+	    die 74 "step $1: $bfork: could not write the other story"
+	# the other story's round, beside this one's (its outcome is no matter)
+	$xch -s "$bfork" -t "$1" >/dev/null 2>>"$store.byz.log" &
+	bpid=$!
+}
+# byzpeer_after T: after step T's round: the peer goes on whatever its
+# round said (the others may have left it out); without gagg/T it applies
+# its own aggregate
+byzpeer_after() {
+	[ -z "$bpid" ] || { wait "$bpid" || :; bpid=; }
+	spirt-store get "gagg/$1" >/dev/null 2>&1 ||
+		spirt-store get "agg/$1" | spirt-store -q put "gagg/$1" - ||
+		die 74 "step $1: no gagg/$1, and agg/$1 could not stand for it"
+}
+
 # (the parameters are numbers: nothing else may reach spirt-agg's argv)
 case $rule in
 mean|wmean|median|norm) aggargs="-r $rule" ;;
@@ -202,6 +302,20 @@ esac
 [ -n "$aggargs" ] || die 64 "-a $rule: expected mean, wmean, median, trim:F, \
 norm, krum:f, mkrum:f:m or cclip:T[:L]"
 [ "$bucket" -le 1 ] || aggargs="$aggargs --bucket $bucket --seed $seed"
+if [ -n "$wmom" ]; then
+	real --worker-momentum "$wmom" 0 0.999999
+	aggargs="$aggargs --worker-momentum $wmom"
+fi
+# the exchange's rule across the P peers (peer_rule_args)
+[ "$prule" = mean ] || [ -n "$peers" ] ||
+	die 64 "--peer-rule $prule: it needs --peers"
+xq=$((np / 2 + 1))
+xargs_=$(peer_rule_args "$prule" "$xq") ||
+	die 64 "--peer-rule $prule: expected mean, median, trim:F, norm, \
+cclip:T[:L] or scclip:T[:L] (T a radius or auto)"
+# --byzantine peer:ATTACK (evaluation only): this whole peer lies
+bpeer=
+case $byz in peer:*) bpeer=${byz#peer:}; byzpeer_check ;; esac
 # --byzantine LIST:ATTACK (evaluation only): the malicious functions, and
 # spirt-attack's attack or labelflip; asked of spirt-attack, which parses
 # attacks, before any work (an empty input after a good attack is 65)
@@ -227,6 +341,18 @@ if [ -n "$byz" ]; then
 	# are w0 .. w0+M-1)
 	list=$(for w in $bad; do printf '%s,' $((w0 + w)); done | sed 's/,$//')
 fi
+# SPIRT_FANOUT: with --cold, the command that runs a step's functions in
+# place of xargs (GNU parallel over ssh, srun, ...): it reads the worker
+# numbers on stdin and runs the spirt-grad command that follows it once
+# for each, {} replaced by the number; its words split at blanks
+fanout="xargs -P $fns -I{}"
+if [ -n "${SPIRT_FANOUT-}" ]; then
+	[ "$cold" -eq 1 ] ||
+		die 64 "SPIRT_FANOUT: it runs cold functions; give --cold"
+	[ "$attack" != labelflip ] ||
+		die 64 "SPIRT_FANOUT: --byzantine $byz starts its functions itself"
+	fanout=$SPIRT_FANOUT
+fi
 case $sched in
 cosine|constant) ;;
 *) die 64 "schedule $sched: expected cosine or constant" ;;
@@ -245,6 +371,12 @@ rc=0
 e=$(spirt-agg $aggargs --check-rule "$fns" 2>&1) || rc=$?
 [ "$rc" -lt 126 ] || rc=70
 [ "$rc" -eq 0 ] || die "$rc" "-a $rule: $(first "$e" spirt-agg)"
+if [ -n "$peers" ]; then
+	rc=0
+	e=$(spirt-agg $xargs_ --check-rule "$xq" 2>&1) || rc=$?
+	[ "$rc" -lt 126 ] || rc=70
+	[ "$rc" -eq 0 ] || die "$rc" "--peer-rule $prule: $(first "$e" spirt-agg)"
+fi
 e=$(spirt-init -q -m "$model" -S "$seed" -o - "$spec" 2>&1 >/dev/null) ||
 	rc=$?
 [ "$rc" -lt 126 ] || rc=70
@@ -324,10 +456,12 @@ upd="spirt-update -q -m $model -r $lr $optargs --schedule $sched --lr-total $tot
 # peers: each step's update applies the global aggregate of the exchange;
 # with --every H, local steps apply agg and each round's last step the
 # outer step (round)
-xch=
+xch= xsrc=
 if [ -n "$peers" ]; then
 	[ "$xh" -gt 0 ] || upd="$upd -a gagg"
-	xch="spirt-peer exchange -q -m $model -P $peers --deadline $deadline"
+	xch="spirt-peer exchange -q -m $model -P $peers --deadline $deadline $xargs_"
+	# --every H: the rounds exchange the model's change
+	[ "$xh" -eq 0 ] || xsrc="-a delta"
 fi
 # the spent rounds' digests go too, unless kept (--keep-digests)
 spent=digest/
@@ -359,6 +493,42 @@ attack() {
 	    die 75 "step $1: spirt-attack $attack failed"
 }
 
+# ---- the exchange with the other peers: one warm spirt-peer exchange
+# -i for the run (its sessions kept, its pulls waiting on the others'
+# servers), fed step lines on the FIFO xch, its answers on the acks FIFO;
+# with --cold, one spirt-peer exchange per round ----
+xwarm=
+# xwarm_start: the warm exchange, among the warm tools (the watchdog
+# answers for it if it dies)
+xwarm_start() {
+	{ [ -n "$xch" ] && [ -z "$bpeer" ]; } || return 0
+	mkfifo "$work/xch"
+	$xch -i $xsrc <>"$work/xch" >"$work/done" &
+	pids="$pids $!" tools="$tools $!:spirt-peer:"
+	xwarm=1
+}
+# xstep T WHAT: the round of step T: its exit code (the warm answer's
+# error=, or the cold process's) ends the run; WHAT names the round
+xstep() {
+	if [ -z "$xwarm" ]; then
+		rc=0
+		run $xch $xsrc -t "$1" || rc=$?
+		[ "$rc" -eq 0 ] || die "$rc" "$2 failed (spirt-peer exit $rc)"
+		return 0
+	fi
+	[ "$verbose" -eq 0 ] || printf '+ %s -i %s <<< %s\n' "$xch" "$xsrc" "$1" >&2
+	echo "$1" 1<>"$work/xch"   # <>: never blocks, as the functions'
+	read -r ack <&9 || die 70 "the exchange went away"
+	case $ack in
+	"error=70 died "*)
+		died "${ack#error=70 died }"
+		die 75 "$2: $how; rerun to resume" ;;
+	*error=*)
+		rc=${ack##*error=}
+		die "$rc" "$2 failed (spirt-peer exit $rc)" ;;
+	esac
+}
+
 # ---- warm functions: one process each, fed step numbers through FIFOs ----
 work= srv= srvdir=
 cleanup() {
@@ -368,6 +538,8 @@ cleanup() {
 	srv=
 	[ -z "$srvdir" ] || rm -rf "$srvdir"
 	srvdir=
+	[ -z "${bpid:-}" ] || kill "$bpid" 2>/dev/null || :
+	bpid=
 }
 trap 'cleanup' EXIT
 trap 'cleanup; trap - INT; kill -INT $$' INT
@@ -376,6 +548,35 @@ trap 'cleanup; trap - TERM; kill -TERM $$' TERM
 # ---- peers over HTTP: a peer whose own line is http://[ID@]host:port
 # serves its store there for the run (spirt-peer serve, with the same
 # SPIRT_KEY, SPIRT_TOKEN, SPIRT_GROUP, SPIRT_ALLOW as the exchange) ----
+# serve_ready: the address line of the server $srv, within --deadline:
+# a server that neither says it listens nor exits (a store it waits for,
+# a stopped process) is killed, and the run stops with 75
+serve_ready() {
+	(
+		trap 'exit 0' TERM
+		s=$(((deadline + 999) / 1000))
+		while [ "$s" -gt 0 ]; do
+			sleep 1 & wait $! 2>/dev/null
+			s=$((s - 1))
+		done
+		echo late >"$srvdir/late"
+		kill -TERM "$srv" 2>/dev/null
+		sleep 2 & wait $! 2>/dev/null
+		kill -KILL "$srv" 2>/dev/null
+	) </dev/null >/dev/null 2>&1 &
+	timer=$!
+	addr=
+	read -r addr <"$srvdir/ready" || :
+	kill -TERM "$timer" 2>/dev/null || :
+	wait "$timer" 2>/dev/null || :
+	[ -n "$addr" ] && [ ! -e "$srvdir/late" ] && return 0
+	wait "$srv" || :
+	srv=
+	[ ! -e "$srvdir/late" ] ||
+		die 75 "--peers $peers: spirt-peer serve did not say it listens on $listen within $deadline ms (--deadline)"
+	die 69 "--peers $peers: cannot serve $store on $listen"
+}
+
 # urls: the other peers' http:// URLs
 urls=
 if [ -n "$peers" ]; then
@@ -394,10 +595,7 @@ if [ -n "$peers" ]; then
 		spirt-peer serve -s "$store" -l "$listen" -F 3 \
 		    3>"$srvdir/ready" &
 		srv=$!
-		addr=
-		read -r addr <"$srvdir/ready" || :
-		[ -n "$addr" ] || { wait "$srv" || :; srv=
-		    die 69 "--peers $peers: cannot serve $store on $listen"; }
+		serve_ready
 		;;
 	esac
 fi
@@ -409,9 +607,14 @@ if [ "$cold" -eq 0 ]; then
 	w=0
 	while [ "$w" -lt "$fns" ]; do
 		mkfifo "$work/g$w"
-		# <> keeps the FIFO open, so a function never sees end of input
+		# <> keeps the FIFO open, so a function never sees end of input;
+		# opened here, before the fork, so that it is open from then on:
+		# functions 4.. are fed by open-write-close (1<>), whose line is
+		# lost if nobody has the FIFO open yet (a slow start under load)
+		exec 3<>"$work/g$w"
 		spirt-grad -q --serve -m "$model" -w $((w0 + w)) -b "$batch" \
-		    -S "$seed" $(flip "$w") <>"$work/g$w" >"$work/done" &
+		    -S "$seed" $(flip "$w") <&3 3<&- >"$work/done" &
+		exec 3<&-
 		pids="$pids $!" tools="$tools $!:spirt-grad:$((w0 + w))"
 		w=$((w + 1))
 	done
@@ -420,6 +623,7 @@ if [ "$cold" -eq 0 ]; then
 	pids="$pids $!" tools="$tools $!:spirt-agg:"
 	$upd --serve <>"$work/upd" >"$work/done" &
 	pids="$pids $!" tools="$tools $!:spirt-update:"
+	xwarm_start
 	# keep the FIFOs open: a write per step instead of open+write+close
 	# (sh has fds 3-9: functions 0-3 on 3-6, agg 7, update 8, acks 9)
 	# (<>: a FIFO whose tool died still has a reader, the driver, so a
@@ -495,9 +699,15 @@ wait_done() {
 # peer whose model differs stops (65), a round short of peers is 75
 exchange() {
 	{ [ -n "$xch" ] && [ "$xh" -eq 0 ]; } || return 0
-	rc=0
-	run $xch -t "$1" || rc=$?
-	[ "$rc" -eq 0 ] || die "$rc" "step $1: exchange failed (spirt-peer exit $rc)"
+	if [ -n "$bpeer" ]; then
+		# a Byzantine peer (evaluation only) goes on whatever its round
+		# said: a cold round each step, its exit code no matter
+		byzpeer_publish "$1"
+		run $xch $xsrc -t "$1" || :
+		byzpeer_after "$1"
+	else
+		xstep "$1" "step $1: exchange"
+	fi
 	# spent rounds: what peers exchanged before step T-1 (the exchange
 	# itself never deletes; a peer a step behind still finds T-1)
 	if [ $(($1 % 10)) -eq 9 ] && [ "$1" -ge 2 ]; then
@@ -520,9 +730,7 @@ round() {
 	s0=$(($1 / xh * xh))
 	run $upd -t "$1" --delta "$s0" ||
 		die 75 "step $1: the round's delta failed"
-	rc=0
-	run $xch -a delta -t "$s0" || rc=$?
-	[ "$rc" -eq 0 ] || die "$rc" "step $1: exchange of round $s0 failed (spirt-peer exit $rc)"
+	xstep "$s0" "step $1: exchange of round $s0"
 	run $upd -a gagg -t "$s0" --outer $(($1 + 1 - s0)) ||
 		die 75 "step $1: the outer step of round $s0 failed"
 	# spent rounds: those before the previous one (a peer a round behind
@@ -549,9 +757,12 @@ step() {        # step T: one synchronous SPIRT round
 				wait "$p" || die 75 "step $1: a gradient function failed"
 			done
 		else
-			seq "$w0" $((w0 + fns - 1)) | run xargs -P "$fns" -I{} \
+			# ($fanout's words are split, never globbed)
+			set -f
+			seq "$w0" $((w0 + fns - 1)) | run $fanout \
 			    spirt-grad -q -m "$model" -t "$1" -w {} -b "$batch" \
 			    -S "$seed" || die 75 "step $1: a gradient function failed"
+			set +f
 		fi
 		attack "$1"
 		run $agg -t "$1" || die 75 "step $1: aggregation failed"
@@ -598,7 +809,9 @@ evaluate() {    # evaluate T: test loss and accuracy of model@T, logged
 # the rule as run, and the malicious functions if any, named in the log
 what="rule $rule"
 [ "$bucket" -le 1 ] || what="$what, buckets of $bucket"
-[ -z "$attack" ] || what="$what, byzantine functions $list: $attack (evaluation only)"
+[ -z "$attack" ] || [ -n "$bpeer" ] || what="$what, byzantine functions $list: $attack (evaluation only)"
+[ -n "$prule" ] && [ "$prule" = mean ] || what="$what, across peers $prule"
+[ -z "$bpeer" ] || what="$what, byzantine peer: $bpeer (evaluation only)"
 say "training $model ($spec) in $store: steps $last..$stop of $total, $fns functions x batch $batch, $opt lr $lr, $what"
 # the clock in ns: the log's seconds go on from t0; evaluations are left
 # out; shell arithmetic only, since every process here costs a millisecond

@@ -249,6 +249,7 @@ static const char *const rulenames[] = {
 	[SPIRT_AGG_KRUM] = "krum",
 	[SPIRT_AGG_MKRUM] = "mkrum",
 	[SPIRT_AGG_CCLIP] = "cclip",
+	[SPIRT_AGG_SCCLIP] = "scclip",
 };
 #define NRULES (sizeof rulenames / sizeof rulenames[0])
 
@@ -262,6 +263,7 @@ spirt_agg_defaults(struct spirt_agg_params *p)
 	p->m = 0;
 	p->mad = 3.0;
 	p->tau = 1.0;
+	p->tau_auto = 0;
 	p->iters = 1;
 	p->center = NULL;
 	p->bucket = 0;
@@ -332,8 +334,9 @@ spirt_agg_check(const struct spirt_agg_params *p, size_t w)
 		return trimok(p->trim, w) ? 0 : SPIRT_EINVAL;
 	case SPIRT_AGG_NORM:
 		return p->mad > 0 ? 0 : SPIRT_EINVAL;
-	case SPIRT_AGG_CCLIP:
-		return p->tau > 0 && p->iters >= 1 ? 0 : SPIRT_EINVAL;
+	case SPIRT_AGG_CCLIP: case SPIRT_AGG_SCCLIP:
+		return (p->tau_auto || p->tau > 0) && p->iters >= 1 ? 0 :
+		    SPIRT_EINVAL;
 	case SPIRT_AGG_KRUM:
 		return w > 2 * (size_t)p->f + 2 ? 0 : SPIRT_EINVAL;
 	case SPIRT_AGG_MKRUM:
@@ -359,6 +362,7 @@ spirt_agg_tolerates(const struct spirt_agg_params *p, size_t w)
 	case SPIRT_AGG_TRIM:
 		return trimk(p->trim, w) >= f ? 0 : SPIRT_EINVAL;
 	case SPIRT_AGG_MEDIAN: case SPIRT_AGG_NORM: case SPIRT_AGG_CCLIP:
+	case SPIRT_AGG_SCCLIP:
 		return w > 2 * f ? 0 : SPIRT_EINVAL;
 	default:        /* Krum: spirt_agg_check() holds f already */
 		return 0;
@@ -682,11 +686,21 @@ SPIRT_DISPATCH(static, int, select_krum, (struct spirt_agg_input *in,
     size_t w, size_t n, const struct spirt_agg_params *p, struct work *wk),
     (in, w, n, p, wk))
 
+/* the (k+1)-th largest of d[0..a), a > 0 (k clipped to a - 1); sorts d */
+static double
+kth_largest(double *d, size_t a, size_t k)
+{
+	sortd(d, a);
+	return d[a - 1 - (k < a ? k : a - 1)];
+}
+
 /*
- * CCLIP over the finite inputs (the non-finite ones marked already): out
- * starts at p->center (or 0) and moves p->iters times by the mean of the
- * clipped differences.  Two passes per iteration: the distances, then the
- * move, coordinates in tiles; the watcher sees the last move's tiles.
+ * CCLIP and SCCLIP over the finite inputs (the non-finite ones marked
+ * already): out starts at p->center (or 0) and moves p->iters times by the
+ * mean of the clipped differences.  Two passes per iteration: the
+ * distances, then the move, coordinates in tiles; the watcher sees the
+ * last move's tiles.  With tau_auto, each iteration's radius is the
+ * (f+1)-th largest distance (dist: a doubles of scratch).
  */
 static int
 run_cclip(float *out, struct spirt_agg_input *in, size_t w, size_t n,
@@ -695,6 +709,7 @@ run_cclip(float *out, struct spirt_agg_input *in, size_t w, size_t n,
 {
 	const struct spirt_agg_watch *wt = watch && watch->tile ? watch : NULL;
 	float *c = wk->c;               /* each active input's factor */
+	double *dist = wk->d, *srt = wk->d + w, tau = p->tau;
 	size_t a = activate(wk, in, w), i, j, j0, T = wk->tile;
 	unsigned it;
 
@@ -712,9 +727,12 @@ run_cclip(float *out, struct spirt_agg_input *in, size_t w, size_t n,
 			for (j0 = 0; j0 < n; j0 += T)
 				d += v_sumsq(wk->x[i] + j0, out + j0,
 				    n - j0 < T ? n - j0 : T, &junk);
-			d = sqrt(d);
-			c[i] = d > p->tau ? (float)(p->tau / d) : 1.0f;
+			dist[i] = srt[i] = sqrt(d);
 		}
+		if (p->tau_auto)
+			tau = kth_largest(srt, a, p->f);
+		for (i = 0; i < a; i++)
+			c[i] = dist[i] > tau ? (float)(tau / dist[i]) : 1.0f;
 		if (it + 1 == p->iters) {
 			size_t k = 0;
 
@@ -913,7 +931,11 @@ spirt_agg_run_watched(float *out, struct spirt_agg_input *in, size_t w,
 		wk.buf = (float *)(void *)(mem + (sz - w * wk.stride *
 		    sizeof(float)));
 
-	if (p->rule == SPIRT_AGG_CCLIP) {
+	if (p->rule == SPIRT_AGG_SCCLIP && p->center == NULL) {
+		rc = SPIRT_EINVAL;      /* self-centred: the centre is needed */
+		goto out;
+	}
+	if (p->rule == SPIRT_AGG_CCLIP || p->rule == SPIRT_AGG_SCCLIP) {
 		markbad(in, w, n);
 		if ((rc = run_cclip(out, in, w, n, p, &wk, watch)) == 0 && used)
 			*used = wk.na;

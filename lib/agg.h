@@ -42,10 +42,13 @@ enum spirt_agg_rule {
 				   nearest neighbours */
 	SPIRT_AGG_MKRUM,        /* multi-Krum: mean of the m best by Krum
 				   score */
-	SPIRT_AGG_CCLIP         /* centred clipping (Karimireddy, He,
+	SPIRT_AGG_CCLIP,        /* centred clipping (Karimireddy, He,
 				   Jaggi 2021): iters times, v += mean of
 				   (x_i - v) min(1, tau / |x_i - v|),
 				   from v = center */
+	SPIRT_AGG_SCCLIP        /* self-centred clipping (He, Karimireddy,
+				   Jaggi 2022): CCLIP from v = center, the
+				   caller's own input, which is required */
 };
 
 /* Why an input was excluded (the reason column of agg/<t>/excluded). */
@@ -62,10 +65,16 @@ struct spirt_agg_params {
 	unsigned f;             /* Krum: Byzantine inputs tolerated */
 	unsigned m;             /* multi-Krum: inputs averaged, 0 = W - f */
 	double mad;             /* SPIRT_AGG_NORM: threshold in (scaled) MADs */
-	double tau;             /* CCLIP: clipping radius */
-	unsigned iters;         /* CCLIP: iterations (L) */
+	double tau;             /* CCLIP, SCCLIP: clipping radius */
+	/* CCLIP, SCCLIP: the radius of each iteration is the (f+1)-th
+	 * largest distance |x_i - v| of the finite inputs to the centre (f
+	 * = p->f; He et al. 2022's adaptive choice: the f farthest are
+	 * clipped to the next one's distance); tau is then unused */
+	int tau_auto;
+	unsigned iters;         /* CCLIP, SCCLIP: iterations (L) */
 	const float *center;    /* CCLIP: the starting point, n floats (the
-				   previous aggregate), NULL: zero */
+				   previous aggregate), NULL: zero; SCCLIP:
+				   the caller's own input, never NULL */
 	/* bucketing (Karimireddy, He, Jaggi 2022) in front of any rule:
 	 * with bucket s > 1, the finite inputs in canonical order are
 	 * permuted by a Fisher-Yates shuffle drawn from splitmix64 seeded
@@ -88,12 +97,13 @@ struct spirt_agg_input {
 	double score;           /* out: L2 norm (NORM) or Krum score */
 };
 
-/* Set defaults: mean, trim 0.1, f 0, m 0, mad 3, tau 1, iters 1, no
- * center, no bucketing, seed 0, step 0. */
+/* Set defaults: mean, trim 0.1, f 0, m 0, mad 3, tau 1 (not auto),
+ * iters 1, no center, no bucketing, seed 0, step 0. */
 void spirt_agg_defaults(struct spirt_agg_params *p) SPIRT_NONNULL(1);
 
 /* Rule for a name ("mean", "wmean", "trim", "median", "norm", "krum",
- * "mkrum", "cclip"), or 0.  spirt_agg_rule_name is the inverse (NULL if unknown). */
+ * "mkrum", "cclip", "scclip"), or 0.  spirt_agg_rule_name is the inverse
+ * (NULL if unknown). */
 int spirt_agg_rule_parse(const char *name);
 const char *spirt_agg_rule_name(int rule);
 /* Short text for an exclusion reason ("nonfinite", "norm outlier", ...). */
@@ -104,7 +114,8 @@ const char *spirt_agg_reason_name(int reason);
  * SPIRT_EINVAL when the rule is unknown, w is 0 or above SPIRT_AGG_MAXW,
  * the trim is outside [0, 0.5) or, being above 0, drops no value
  * (floor(trim * w) = 0), Krum's f breaks w > 2f + 2, or multi-Krum's m is
- * above w - f; CCLIP's tau is not above 0 or iters is 0.  With
+ * above w - f; CCLIP's or SCCLIP's tau is not above 0 (and not auto)
+ * or iters is 0.  With
  * bucketing, w is the number of buckets, spirt_agg_nbuckets(p, w).
  */
 SPIRT_MUST_CHECK int spirt_agg_check(const struct spirt_agg_params *p,
@@ -114,7 +125,8 @@ SPIRT_MUST_CHECK int spirt_agg_check(const struct spirt_agg_params *p,
  * spirt_agg_check(), and whether the rule tolerates the f = p->f
  * Byzantine inputs declared (the tools refuse to run otherwise): the mean
  * and wmean tolerate none; the trim must cut at least f per side
- * (floor(trim * w) >= f); the median, norm and cclip need w > 2f; Krum's
+ * (floor(trim * w) >= f); the median, norm, cclip and scclip need
+ * w > 2f; Krum's
  * w > 2f + 2 is spirt_agg_check()'s.  w counts buckets as above.
  * Returns 0 or SPIRT_EINVAL.
  */
@@ -139,7 +151,8 @@ void spirt_agg_sort(struct spirt_agg_input *in, size_t w, size_t n);
  * overlap any input.  Allocates one tile buffer, freed before returning.
  * Returns 0; SPIRT_EINVAL if spirt_agg_check() fails; SPIRT_ENAN if every
  * input holds NaN/Inf; SPIRT_EDATA if too few finite inputs remain for the
- * rule, or WMEAN inputs carry no sample count; ENOMEM.
+ * rule, or WMEAN inputs carry no sample count; SPIRT_EINVAL for SCCLIP
+ * without p->center; ENOMEM.
  */
 SPIRT_MUST_CHECK int spirt_agg_run(float *out, struct spirt_agg_input *in,
     size_t w, size_t n, const struct spirt_agg_params *p, size_t *used)

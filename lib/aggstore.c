@@ -32,7 +32,11 @@ spirt_aggset_init(struct spirt_aggset *s)
 	s->seq_origin = 0;
 	s->center = NULL;
 	s->ncenter = 0;
+	s->center_key = NULL;
+	s->momentum = 0;
 	s->cown = NULL;
+	s->mown = NULL;
+	s->mom_new = 0;
 	snprintf(s->cfrom, sizeof s->cfrom, "zero");
 	s->w = s->used = 0;
 	memset(&s->hdr, 0, sizeof s->hdr);
@@ -49,6 +53,9 @@ spirt_aggset_reset(struct spirt_aggset *s)
 	s->used = 0;
 	free(s->cown);
 	s->cown = NULL;
+	free(s->mown);
+	s->mown = NULL;
+	s->mom_new = 0;
 	if (s->center == NULL)
 		snprintf(s->cfrom, sizeof s->cfrom, "zero");
 	s->work_ms = 0;
@@ -309,6 +316,7 @@ spirt_aggset_rule_check(struct spirt_aggset *s, size_t w)
 	case SPIRT_AGG_MEDIAN:
 	case SPIRT_AGG_NORM:
 	case SPIRT_AGG_CCLIP:
+	case SPIRT_AGG_SCCLIP:
 		if (nb <= 2 * f)
 			return say(s, SPIRT_EINVAL, "rule %s: %s with "
 			    "--byzantine %zu: needs W > 2f = %zu", rule, in,
@@ -318,6 +326,13 @@ spirt_aggset_rule_check(struct spirt_aggset *s, size_t w)
 		return say(s, SPIRT_EINVAL, "rule %s makes no sense for %s",
 		    rule, in);
 	}
+}
+
+/* the rules that start from a centre */
+static int
+clipping(int rule)
+{
+	return rule == SPIRT_AGG_CCLIP || rule == SPIRT_AGG_SCCLIP;
 }
 
 static int
@@ -341,15 +356,21 @@ run(struct spirt_aggset *s, float *out, struct sumwatch *x)
 		return rc;
 	s->p.step = s->in[0].t.step;
 	s->p.center = NULL;
-	if (s->p.rule == SPIRT_AGG_CCLIP && s->center) {
+	if (clipping(s->p.rule) && s->center) {
 		if (s->ncenter != s->in[0].t.nelem)
-			return say(s, SPIRT_ESHAPE, "cclip: centre of %zu "
-			    "values, %s has %llu", s->ncenter, s->in[0].name,
+			return say(s, SPIRT_ESHAPE, "%s: centre of %zu "
+			    "values, %s has %llu",
+			    spirt_agg_rule_name(s->p.rule), s->ncenter,
+			    s->in[0].name,
 			    (unsigned long long)s->in[0].t.nelem);
 		s->p.center = s->center;
-	} else if (s->p.rule == SPIRT_AGG_CCLIP) {
+	} else if (clipping(s->p.rule)) {
 		s->p.center = s->cown;
 	}
+	if (s->p.rule == SPIRT_AGG_SCCLIP && s->p.center == NULL)
+		return say(s, SPIRT_EINVAL, "scclip: no centre: it is the "
+		    "peer's own aggregate (spirt-peer exchange) or --center "
+		    "file");
 	rc = spirt_agg_run_watched(out, s->ai, s->w, s->in[0].t.nelem, &s->p,
 	    &s->used, x ? &wt : NULL);
 	if (rc == SPIRT_EDATA && (s->p.rule == SPIRT_AGG_KRUM ||
@@ -404,11 +425,14 @@ prune_spent(struct spirt_txn *txn, uint64_t below)
 {
 	int rc = spirt_store_del_steps(txn, SPIRT_KEY_GRAD_ROOT, below, NULL);
 
+	if (rc == 0)
+		rc = spirt_store_del_steps(txn, SPIRT_KEY_MOM_ROOT, below, NULL);
 	return rc ? rc : spirt_store_del_steps(txn, SPIRT_KEY_AGG_ROOT, below,
 	    NULL);
 }
 
-/* cclip's centre: agg/<t-1>, copied (the map may move as we write) */
+/* cclip's centre: agg/<t-1>, or scclip's s->center_key, copied (the map
+ * may move as we write); a missing agg/<t-1> is no centre */
 static int
 prevagg(struct spirt_aggset *s, struct spirt_txn *txn)
 {
@@ -418,24 +442,105 @@ prevagg(struct spirt_aggset *s, struct spirt_txn *txn)
 	uint64_t step = s->in[0].t.step;
 	int rc;
 
-	if (step == 0 || step == SPIRT_NOSTEP)
-		return 0;
-	if ((rc = spirt_key_aggroot(from, sizeof from, s->out, step - 1)))
-		return sayrc(s, rc, "previous aggregate");
+	if (!s->center_key && s->p.rule != SPIRT_AGG_CCLIP)
+		return 0;       /* scclip's centre is never agg/<t-1> */
+	if (s->center_key) {
+		snprintf(from, sizeof from, "%s", s->center_key);
+	} else {
+		if (step == 0 || step == SPIRT_NOSTEP)
+			return 0;
+		if ((rc = spirt_key_aggroot(from, sizeof from, s->out,
+		    step - 1)))
+			return sayrc(s, rc, "previous aggregate");
+	}
 	if ((rc = spirt_store_get_tensor(txn, from, &t, &pl, s->verify)) ==
-	    SPIRT_ENOTFOUND)
+	    SPIRT_ENOTFOUND && !s->center_key)
 		return 0;
 	if (rc)
 		return sayrc(s, rc, from);
 	if (t.dtype != SPIRT_F32 || t.nelem != s->in[0].t.nelem)
 		return say(s, SPIRT_ESHAPE, "%s: %llu values of %s, %s has "
-		    "%llu f32: cannot be cclip's centre", from,
+		    "%llu f32: cannot be %s's centre", from,
 		    (unsigned long long)t.nelem, spirt_dtype_name(t.dtype),
-		    s->in[0].name, (unsigned long long)s->in[0].t.nelem);
+		    s->in[0].name, (unsigned long long)s->in[0].t.nelem,
+		    spirt_agg_rule_name(s->p.rule));
 	if ((s->cown = malloc(t.nbytes ? t.nbytes : 1)) == NULL)
 		return ENOMEM;
 	memcpy(s->cown, pl, t.nbytes);
 	snprintf(s->cfrom, sizeof s->cfrom, "%s", from);
+	return 0;
+}
+
+/*
+ * Worker momentum (aggstore.h): each input's momentum into s->mown, the
+ * input then points there; mom/<t>/<w> written for the finite ones.
+ */
+static int
+momenta(struct spirt_aggset *s, struct spirt_txn *txn, size_t nkeys)
+{
+	size_t n = s->in[0].t.nelem;
+	uint64_t step = s->in[0].t.step;
+	float b = (float)s->momentum, a = (float)(1.0 - s->momentum);
+	char key[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	if (nkeys || s->seq_origin)
+		return say(s, SPIRT_EINVAL, "worker momentum: of a step's "
+		    "gradients grad/<t>/<w> only, not of named keys");
+	if ((s->mown = malloc(s->w * n * sizeof *s->mown + 1)) == NULL)
+		return ENOMEM;
+	s->mom_new = 0;
+	for (size_t i = 0; i < s->w; i++) {
+		struct spirt_aggset_in *in = &s->in[i];
+		struct spirt_tensor t;
+		const float *g = in->x;
+		float *m = s->mown + i * n;
+		const void *pl = NULL;
+
+		if (in->t.origin == SPIRT_NOORIGIN)
+			return say(s, SPIRT_EDATA, "%s: no origin: whose "
+			    "momentum is it?", in->name);
+		if (step > 0) {
+			if ((rc = spirt_key_mom(key, sizeof key, step - 1,
+			    in->t.origin)))
+				return sayrc(s, rc, in->name);
+			rc = spirt_store_get_tensor(txn, key, &t, &pl,
+			    s->verify);
+			if (rc == SPIRT_ENOTFOUND)
+				pl = NULL;
+			else if (rc)
+				return sayrc(s, rc, key);
+			else if (t.dtype != SPIRT_F32 || t.nelem != n)
+				return say(s, SPIRT_ESHAPE, "%s: %llu values "
+				    "of %s, %s has %zu f32: not its momentum",
+				    key, (unsigned long long)t.nelem,
+				    spirt_dtype_name(t.dtype), in->name, n);
+		}
+		if (pl) {
+			const float *mp = pl;
+
+			if (!spirt_aligned(pl, SPIRT_F32)) {
+				memcpy(m, pl, n * sizeof *m);
+				mp = m;
+			}
+			for (size_t j = 0; j < n; j++)
+				m[j] = a * g[j] + b * mp[j];
+		} else {
+			memcpy(m, g, n * sizeof *m);
+			s->mom_new++;
+		}
+		in->x = m;
+	}
+	/* written once every input is read */
+	for (size_t i = 0; i < s->w; i++) {
+		struct spirt_aggset_in *in = &s->in[i];
+
+		if (spirt_count_nonfinite_f32(in->x, n))
+			continue;       /* the rule excludes it; no history */
+		if ((rc = spirt_key_mom(key, sizeof key, step, in->t.origin)) ||
+		    (rc = spirt_store_put_tensor(txn, key, &in->t, in->x, 0)))
+			return sayrc(s, rc, key);
+	}
 	return 0;
 }
 
@@ -469,8 +574,9 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 		    s->in[0].name, s->out ? s->out : "agg");
 	if (!s->replace && spirt_store_get(txn, key, &old, &len) == 0)
 		return say(s, SPIRT_EEXIST, "%s exists", key);
-	if (s->p.rule == SPIRT_AGG_CCLIP && !s->center &&
-	    (rc = prevagg(s, txn)))
+	if (s->momentum > 0 && (rc = momenta(s, txn, nkeys)))
+		return rc;
+	if (clipping(s->p.rule) && !s->center && (rc = prevagg(s, txn)))
 		return rc;
 	t = s->in[0].t;
 	len = spirt_tensor_reclen(&t);

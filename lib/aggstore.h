@@ -48,12 +48,32 @@ struct spirt_aggset {
 	/* spirt_agg_store_step: the inputs' origins are their positions in
 	 * keys (peers' aggregates, keys in peer id order, carry none) */
 	int seq_origin;
-	/* cclip's centre, ncenter floats (e.g. from a file), not owned;
-	 * NULL: agg/<t-1> in the store (spirt_agg_store_step), else 0 */
+	/* cclip's or scclip's centre, ncenter floats (e.g. from a file), not
+	 * owned; NULL: center_key, else for cclip agg/<t-1> in the store
+	 * (spirt_agg_store_step), else 0 */
 	const float *center;
 	size_t ncenter;
+	/* spirt_agg_store_step: the centre is this store key, f32 of the
+	 * inputs' shape (spirt-peer exchange's scclip: the peer's own
+	 * xagg/<t>/<self>); NULL: none */
+	const char *center_key;
+	/*
+	 * Worker momentum (Karimireddy, He and Jaggi 2021), beta in [0, 1);
+	 * 0: none.  spirt_agg_store_step on the step's gradients (no keys)
+	 * then aggregates the workers' momenta instead of their gradients:
+	 * worker w's is m = (1 - beta) g + beta m', g = grad/<t>/<w>, m' =
+	 * mom/<t-1>/<w>, or m = g without m' (its first step, or after a
+	 * step it missed), and is written as mom/<t>/<w> in the same
+	 * transaction as agg/<t> (unless it holds NaN or Inf: that worker
+	 * starts again from its next gradient).  mom/<t>/<w> depends only
+	 * on grad/<t>/<w> and mom/<t-1>/<w>, so a rerun (replace) writes the
+	 * same values: each step's momenta are made once.
+	 */
+	double momentum;
 	/* out */
-	float *cown;            /* agg/<t-1> as read, or NULL */
+	float *cown;            /* the centre as read from the store, or NULL */
+	float *mown;            /* the momenta, w * nelem, or NULL */
+	size_t mom_new;         /* momenta started from the gradient */
 	char cfrom[SPIRT_KEY_MAX + 1]; /* where cclip's centre came from */
 	size_t w;
 	struct spirt_aggset_in in[SPIRT_AGG_MAXW];
@@ -100,10 +120,11 @@ SPIRT_MUST_CHECK int spirt_aggset_rule_check(struct spirt_aggset *s,
 
 /*
  * Aggregate the (checked) inputs into out (nelem floats) and fill s->hdr,
- * s->used and s->ai.  Bucketing's step is the inputs'; cclip starts from
- * s->center (which must have nelem values: else SPIRT_ESHAPE), else the
- * previous aggregate spirt_agg_store_step found, else 0.  Returns
- * spirt_agg_run()'s codes, SPIRT_ESHAPE.
+ * s->used and s->ai.  Bucketing's step is the inputs'; cclip and scclip
+ * start from s->center (which must have nelem values: else SPIRT_ESHAPE),
+ * else the centre spirt_agg_store_step read (center_key, or cclip's
+ * previous aggregate), else cclip from 0; scclip without a centre is
+ * SPIRT_EINVAL.  Returns spirt_agg_run()'s codes, SPIRT_ESHAPE.
  */
 SPIRT_MUST_CHECK int spirt_aggset_run(struct spirt_aggset *s, float *out)
     SPIRT_NONNULL(1, 2);
@@ -112,11 +133,13 @@ SPIRT_MUST_CHECK int spirt_aggset_run(struct spirt_aggset *s, float *out)
  * The in-store aggregation, as the body of a write transaction: read the
  * nkeys keys, or grad/<s->step>/<w> when nkeys is 0; check; write agg/<t>
  * (built in place in the map) and agg/<t>/excluded, an i64 [k, 2] of
- * (origin or -1, enum spirt_agg_reason) rows, k possibly 0; for the rule
- * cclip without s->center, agg/<t-1> (if t > 0 and it exists: f32 of the
- * inputs' shape, else SPIRT_ESHAPE) is the centre; with s->prune,
- * also remove the grad/ and agg/ keys of steps before t - 1, spent once
- * their updates were applied.  Starts with
+ * (origin or -1, enum spirt_agg_reason) rows, k possibly 0; with
+ * s->momentum, the momenta mom/<t>/<w> first (above); for the rules
+ * cclip and scclip without s->center, s->center_key, else for cclip
+ * agg/<t-1> (if t > 0 and it exists: f32 of the inputs' shape, else
+ * SPIRT_ESHAPE) is the centre; with s->prune, also remove the grad/,
+ * mom/ and agg/ keys of steps before t - 1, spent once their updates were
+ * applied.  Starts with
  * spirt_aggset_reset(), so it may run again after the map grows.  Returns
  * the codes above, SPIRT_EEXIST (agg/<t> exists and not s->replace), store
  * errors.

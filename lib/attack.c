@@ -6,6 +6,7 @@
 #include "attack.h"
 #include "parse.h"
 #include "rng.h"
+#include "tensor.h"
 
 static const char *const names[] = {
 	[SPIRT_ATTACK_SIGNFLIP] = "signflip",
@@ -175,6 +176,46 @@ spirt_attack_apply(float *const *out, const float *const *x,
 			for (i = 0; i < w; i++)
 				if (mal[i])
 					out[i][j] = (float)v;
+		}
+		return 0;
+	default:
+		return SPIRT_EINVAL;
+	}
+}
+
+int
+spirt_attack_aggregate(float *out, const float *y, const float *const *x,
+    size_t w, size_t n, uint64_t step, const struct spirt_attack *a)
+{
+	double z = a->zset ? a->a : SPIRT_ATTACK_AGG_Z;
+	size_t i, j;
+
+	switch (a->kind) {
+	case SPIRT_ATTACK_SIGNFLIP:
+	case SPIRT_ATTACK_SCALE:
+	case SPIRT_ATTACK_IPM: {
+		float c = (float)(a->kind == SPIRT_ATTACK_SCALE ? a->a : -a->a);
+
+		for (j = 0; j < n; j++)
+			out[j] = c * y[j];
+		return 0;
+	}
+	case SPIRT_ATTACK_GAUSS:
+		gauss(out, n, a->a, a->seed, step, SPIRT_NOORIGIN);
+		return 0;
+	case SPIRT_ATTACK_ALIE:
+		if (x == NULL || w < 2)
+			return SPIRT_EINVAL;
+		for (j = 0; j < n; j++) {
+			double mu = 0, var = 0;
+
+			for (i = 0; i < w; i++)
+				mu += x[i][j];
+			mu /= (double)w;
+			for (i = 0; i < w; i++)
+				var += (x[i][j] - mu) * (x[i][j] - mu);
+			var /= (double)(w - 1);
+			out[j] = (float)(y[j] - z * sqrt(var / (double)w));
 		}
 		return 0;
 	default:

@@ -73,4 +73,25 @@ SPIRT_MUST_CHECK int spirt_attack_apply(float *const *out,
     uint64_t step, size_t w, size_t n, const struct spirt_attack *a)
     SPIRT_NONNULL(1, 2, 3, 4, 8);
 
+/* ALIE's z on a peer's aggregate when none is given (the formula's is 0
+ * for 4 peers and 1 Byzantine: no shift at all) */
+#define SPIRT_ATTACK_AGG_Z 1.0
+
+/*
+ * A Byzantine peer's crafted aggregate (spirt-train --byzantine
+ * peer:ATTACK): out (n floats, out) from its honest aggregate y (n floats,
+ * in; out may be y except for ALIE) and, for ALIE, the w gradients x of
+ * the step it was made from (in; NULL and 0 for the others).  What the
+ * peer knows is its own: signflip -S y, scale S y, gauss N(0, SIGMA^2)
+ * (seeded with seed, step and SPIRT_NOORIGIN), IPM -EPS y (its aggregate
+ * is its estimate of the honest mean), ALIE y - z sd / sqrt(w), sd the
+ * standard deviation (n - 1 in the denominator) of the gradients per
+ * coordinate, so sd / sqrt(w) estimates the spread of honest aggregates
+ * of w gradients each; z is SPIRT_ATTACK_AGG_Z unless given.  Returns 0 or
+ * SPIRT_EINVAL (ALIE with fewer than 2 gradients).
+ */
+SPIRT_MUST_CHECK int spirt_attack_aggregate(float *out, const float *y,
+    const float *const *x, size_t w, size_t n, uint64_t step,
+    const struct spirt_attack *a) SPIRT_NONNULL(1, 2, 7);
+
 #endif

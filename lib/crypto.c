@@ -31,6 +31,7 @@
 #define HS_TOKEN 240                    /* offset of a handshake's token */
 #define KEYFILE_MAX 1024                /* bytes of a key or token file */
 #define SEEN_MAX 65536                  /* identities with a timestamp */
+#define SEEN_RING 64                    /* handshakes remembered each */
 #define WIN_WORDS 32                    /* replay bitmap: 2048 bits */
 
 #define KDF_I2R "spirt-peer v1 i2r"
@@ -595,9 +596,24 @@ struct allowed {
 	int role;
 };
 
+/*
+ * What a responder remembers of an identity's handshakes: the newest
+ * timestamp accepted, and the last SEEN_RING first messages accepted
+ * (timestamp and the first 16 bytes of their BLAKE2b-256), so that an
+ * older first message is accepted once if it was never seen (the
+ * instances of one function start together and their first messages
+ * arrive in any order) while a replayed one is refused.  floor is the
+ * newest timestamp that left the ring: at or below it nobody can tell,
+ * and the message is refused.
+ */
 struct seen {
 	unsigned char pk[SPIRT_PK_BYTES];
-	uint64_t ts;
+	uint64_t ts, floor;
+	unsigned n, next;
+	struct {
+		uint64_t ts;
+		unsigned char h[16];
+	} ring[SEEN_RING];
 };
 
 struct spirt_trust {
@@ -785,8 +801,24 @@ seen_find(const struct spirt_trust *t, const unsigned char *pk)
 	return NULL;
 }
 
+/* seen_fresh: whether a first message of timestamp ts and hash h from
+ * the identity of s (NULL: never seen) may be accepted */
 static int
-seen_record(struct spirt_trust *t, const unsigned char *pk, uint64_t ts)
+seen_fresh(const struct seen *s, uint64_t ts, const unsigned char h[32])
+{
+	if (s == NULL || ts > s->ts)
+		return 1;
+	if (ts <= s->floor)
+		return 0;       /* too old to tell */
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->ring[i].ts == ts && memcmp(s->ring[i].h, h, 16) == 0)
+			return 0;
+	return 1;
+}
+
+static int
+seen_record(struct spirt_trust *t, const unsigned char *pk, uint64_t ts,
+    const unsigned char h[32])
 {
 	struct seen *s = seen_find(t, pk);
 
@@ -801,9 +833,20 @@ seen_record(struct spirt_trust *t, const unsigned char *pk, uint64_t ts)
 			t->capseen = cap;
 		}
 		s = &t->seen[t->nseen++];
+		memset(s, 0, sizeof *s);
 		memcpy(s->pk, pk, SPIRT_PK_BYTES);
 	}
-	s->ts = ts;
+	if (s->n == SEEN_RING) {
+		if (s->ring[s->next].ts > s->floor)
+			s->floor = s->ring[s->next].ts;
+	} else {
+		s->n++;
+	}
+	s->ring[s->next].ts = ts;
+	memcpy(s->ring[s->next].h, h, 16);
+	s->next = (s->next + 1) % SEEN_RING;
+	if (ts > s->ts)
+		s->ts = ts;
 	return 0;
 }
 
@@ -1112,7 +1155,6 @@ spirt_hs_respond(struct spirt_session **out, unsigned char *msg, size_t cap,
 	unsigned char epk[crypto_kx_PUBLICKEYBYTES];
 	unsigned char rx[32], tx[32], echo[32];
 	struct spirt_member m;
-	struct seen *last;
 	struct hsmsg h;
 	size_t n;
 	int rc;
@@ -1132,11 +1174,11 @@ spirt_hs_respond(struct spirt_session **out, unsigned char *msg, size_t cap,
 		return SPIRT_EDATA;
 	if ((rc = hs_check(&m, &h, t, self->id, now, roles)) != 0)
 		return rc;
-	if ((last = seen_find(t, h.idpk)) != NULL && h.ts <= last->ts)
+	hash32(echo, in, inlen, NULL, 0);
+	if (!seen_fresh(seen_find(t, h.idpk), h.ts, echo))
 		return SPIRT_EREPLAY;
 
 	crypto_kx_keypair(epk, esk);
-	hash32(echo, in, inlen, NULL, 0);
 	n = hs_build(msg, HS_RESP, now, t->run, self, m.id, epk, echo);
 	/* responder = crypto_kx server: its rx is the initiator's tx */
 	if (crypto_kx_server_session_keys(rx, tx, epk, esk, h.epk) != 0)
@@ -1144,7 +1186,7 @@ spirt_hs_respond(struct spirt_session **out, unsigned char *msg, size_t cap,
 	else
 		rc = session_make(out, 0, rx, tx, in, inlen, msg, n, t->run,
 		    self->id, m.id, &m);
-	if (rc == 0 && (rc = seen_record(t, h.idpk, h.ts)) != 0) {
+	if (rc == 0 && (rc = seen_record(t, h.idpk, h.ts, echo)) != 0) {
 		spirt_session_free(*out);
 		*out = NULL;
 	}
@@ -1283,6 +1325,44 @@ nonce_of(unsigned char nonce[24], uint64_t counter)
 	spirt_le_put64(nonce, counter);
 }
 
+/* the clear header of a message of type (one of the session's counters) */
+static void
+head_build(unsigned char *out, int type, const struct spirt_session *s,
+    uint64_t step, const char *key, size_t k, uint64_t n)
+{
+	memcpy(out, MSG_MAGIC, 4);
+	out[4] = FMT_VERSION;
+	out[5] = (unsigned char)type;
+	spirt_le_put16(out + 6, (uint16_t)k);
+	spirt_le_put64(out + 8, s->txctr);
+	spirt_le_put64(out + 16, step);
+	memcpy(out + 24, s->run, SPIRT_ID_MAX);
+	memcpy(out + 56, s->self, SPIRT_ID_MAX);
+	memcpy(out + 88, s->peer, SPIRT_ID_MAX);
+	spirt_le_put64(out + 120, n);
+	memcpy(out + SPIRT_MSG_HEAD, key, k);
+}
+
+/*
+ * What a receiver compares before it decrypts (docs/protocol.md, steps 2
+ * and 3): run, sender and receiver, step, store key, then the counter.
+ */
+static int
+head_check(const struct spirt_session *s, const unsigned char *m, size_t k,
+    uint64_t step, const char *key)
+{
+	if (memcmp(m + 24, s->run, SPIRT_ID_MAX) != 0)
+		return SPIRT_ERUN;
+	if (memcmp(m + 56, s->peer, SPIRT_ID_MAX) != 0 ||
+	    memcmp(m + 88, s->self, SPIRT_ID_MAX) != 0)
+		return SPIRT_EADDR;
+	if (spirt_le_get64(m + 16) != step)
+		return SPIRT_ESTEP;
+	if (k != strlen(key) || memcmp(m + SPIRT_MSG_HEAD, key, k) != 0)
+		return SPIRT_EWRONGKEY;
+	return win_check(&s->win, spirt_le_get64(m + 8));
+}
+
 int
 spirt_session_seal(struct spirt_session *s, unsigned char *out, size_t cap,
     size_t *len, uint64_t step, const char *key, const void *pt, size_t n)
@@ -1299,17 +1379,7 @@ spirt_session_seal(struct spirt_session *s, unsigned char *out, size_t cap,
 		return SPIRT_EINVAL;
 	if (s->txctr >= UINT64_MAX - 1)
 		return EOVERFLOW;       /* a new handshake is needed */
-	memcpy(out, MSG_MAGIC, 4);
-	out[4] = FMT_VERSION;
-	out[5] = MSG_DATA;
-	spirt_le_put16(out + 6, (uint16_t)k);
-	spirt_le_put64(out + 8, s->txctr);
-	spirt_le_put64(out + 16, step);
-	memcpy(out + 24, s->run, SPIRT_ID_MAX);
-	memcpy(out + 56, s->self, SPIRT_ID_MAX);
-	memcpy(out + 88, s->peer, SPIRT_ID_MAX);
-	spirt_le_put64(out + 120, n);
-	memcpy(out + SPIRT_MSG_HEAD, key, k);
+	head_build(out, MSG_DATA, s, step, key, k, n);
 	nonce_of(nonce, s->txctr);
 	crypto_aead_xchacha20poly1305_ietf_encrypt(out + SPIRT_MSG_HEAD + k,
 	    &clen, pt, n, out, SPIRT_MSG_HEAD + k, NULL, nonce, s->tx);
@@ -1329,18 +1399,9 @@ spirt_session_open(struct spirt_session *s, void *pt, size_t cap, size_t *n,
 
 	if ((rc = msg_parse(m, len, &k, &pn)) != 0)
 		return rc;
-	if (memcmp(m + 24, s->run, SPIRT_ID_MAX) != 0)
-		return SPIRT_ERUN;
-	if (memcmp(m + 56, s->peer, SPIRT_ID_MAX) != 0 ||
-	    memcmp(m + 88, s->self, SPIRT_ID_MAX) != 0)
-		return SPIRT_EADDR;
-	if (spirt_le_get64(m + 16) != step)
-		return SPIRT_ESTEP;
-	if (k != strlen(key) || memcmp(m + SPIRT_MSG_HEAD, key, k) != 0)
-		return SPIRT_EWRONGKEY;
-	ctr = spirt_le_get64(m + 8);
-	if ((rc = win_check(&s->win, ctr)) != 0)
+	if ((rc = head_check(s, m, k, step, key)) != 0)
 		return rc;
+	ctr = spirt_le_get64(m + 8);
 	if (cap < pn)
 		return SPIRT_EINVAL;
 	nonce_of(nonce, ctr);
@@ -1352,4 +1413,282 @@ spirt_session_open(struct spirt_session *s, void *pt, size_t cap, size_t *n,
 	s->confirmed = 1;
 	*n = pn;
 	return 0;
+}
+
+/* ---- streamed messages ---- */
+
+/*
+ * Stream (type 2): the header and key as a message's, then frames of
+ * SPIRT_FRAME_BYTES plaintext bytes (the last one n mod that, or a whole
+ * one; a single empty frame when n = 0), each its ciphertext and tag.
+ * Frame i: nonce counter (8 LE), i (8 LE), 1, seven zero bytes (a type 1
+ * nonce has a zero there); associated data the header and key, i (8 LE),
+ * and 1 for the last frame, else 0.
+ */
+#define MSG_STREAM SPIRT_MSG_STREAM
+
+_Static_assert(MSG_DATA == SPIRT_MSG_SINGLE, "one message type");
+
+uint64_t
+spirt_stream_frames(uint64_t n)
+{
+	return n == 0 ? 1 : n / SPIRT_FRAME_BYTES +
+	    (n % SPIRT_FRAME_BYTES != 0);
+}
+
+/* 128 + k + n + 16 F, or 0 if it overflows */
+static uint64_t
+stream_total(size_t k, uint64_t n)
+{
+	uint64_t f = spirt_stream_frames(n), fixed = SPIRT_MSG_HEAD + k;
+
+	if (n > crypto_aead_xchacha20poly1305_ietf_MESSAGEBYTES_MAX ||
+	    n > UINT64_MAX / 2 || f > (UINT64_MAX / 2 - n - fixed) /
+	    SPIRT_MSG_TAG)
+		return 0;
+	return fixed + n + f * SPIRT_MSG_TAG;
+}
+
+size_t
+spirt_stream_size(const char *key, size_t n)
+{
+	size_t k = key_len(key);
+	uint64_t t = k ? stream_total(k, n) : 0;
+
+	return t > SIZE_MAX ? 0 : (size_t)t;
+}
+
+size_t
+spirt_stream_frame_len(const struct spirt_stream *w)
+{
+	uint64_t off = w->next * SPIRT_FRAME_BYTES;
+
+	if (w->next >= w->frames)
+		return 0;
+	return (size_t)(w->n - off < SPIRT_FRAME_BYTES ? w->n - off :
+	    SPIRT_FRAME_BYTES);
+}
+
+int
+spirt_msg_peek(const unsigned char *m, size_t len, int *type, size_t *hlen,
+    uint64_t *total)
+{
+	size_t k;
+	uint64_t n;
+
+	if (len < SPIRT_MSG_HEAD)
+		return SPIRT_ETRUNC;
+	if (memcmp(m, MSG_MAGIC, 4) != 0)
+		return SPIRT_EMAGIC;
+	if (m[4] != FMT_VERSION)
+		return SPIRT_EVERSION;
+	if (m[5] != MSG_DATA && m[5] != MSG_STREAM)
+		return SPIRT_EDATA;
+	k = spirt_le_get16(m + 6);
+	n = spirt_le_get64(m + 120);
+	if (k == 0 || k > SPIRT_MSG_KEY_MAX)
+		return SPIRT_EDATA;
+	*type = m[5];
+	*hlen = SPIRT_MSG_HEAD + k;
+	if (m[5] == MSG_DATA)
+		*total = n > UINT64_MAX / 2 ? 0 : SPIRT_MSG_HEAD + k + n +
+		    SPIRT_MSG_TAG;
+	else
+		*total = stream_total(k, n);
+	return *total == 0 ? SPIRT_EDATA : 0;
+}
+
+static void
+frame_nonce(unsigned char nonce[24], uint64_t counter, uint64_t i)
+{
+	memset(nonce, 0, 24);
+	spirt_le_put64(nonce, counter);
+	spirt_le_put64(nonce + 8, i);
+	nonce[16] = 1;
+}
+
+/* the associated data of frame w->next: header, key, number, last flag */
+static size_t
+frame_ad(struct spirt_stream *w)
+{
+	spirt_le_put64(w->ad + w->hlen, w->next);
+	w->ad[w->hlen + 8] = w->next + 1 == w->frames;
+	return w->hlen + 9;
+}
+
+int
+spirt_stream_seal_begin(struct spirt_stream *w, struct spirt_session *s,
+    unsigned char *head, size_t cap, size_t *hlen, uint64_t step,
+    const char *key, size_t n)
+{
+	size_t k = key_len(key);
+
+	memset(w, 0, sizeof *w);
+	if (k == 0 || cap < SPIRT_MSG_HEAD + k)
+		return SPIRT_EINVAL;
+	if (stream_total(k, n) == 0 || s->txctr >= UINT64_MAX - 1)
+		return EOVERFLOW;
+	head_build(head, MSG_STREAM, s, step, key, k, n);
+	w->s = s;
+	w->hlen = SPIRT_MSG_HEAD + k;
+	memcpy(w->ad, head, w->hlen);
+	w->counter = s->txctr++;
+	w->n = n;
+	w->frames = spirt_stream_frames(n);
+	*hlen = w->hlen;
+	return 0;
+}
+
+int
+spirt_stream_seal_frame(struct spirt_stream *w, unsigned char *out,
+    const void *pt, size_t len)
+{
+	unsigned char nonce[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
+	size_t adlen;
+
+	if (w->open || w->s == NULL || w->next >= w->frames ||
+	    len != spirt_stream_frame_len(w))
+		return SPIRT_EINVAL;
+	adlen = frame_ad(w);
+	frame_nonce(nonce, w->counter, w->next);
+	crypto_aead_xchacha20poly1305_ietf_encrypt_detached(out, out + len,
+	    NULL, pt, len, w->ad, adlen, NULL, nonce, w->s->tx);
+	w->next++;
+	return 0;
+}
+
+int
+spirt_stream_open_begin(struct spirt_stream *r, struct spirt_session *s,
+    const unsigned char *head, size_t hlen, uint64_t step, const char *key,
+    size_t *n)
+{
+	uint64_t total;
+	size_t hl;
+	int rc, type;
+
+	memset(r, 0, sizeof *r);
+	if ((rc = spirt_msg_peek(head, hlen, &type, &hl, &total)) != 0)
+		return rc;
+	if (type != MSG_STREAM)
+		return SPIRT_EDATA;
+	if (hlen < hl)
+		return SPIRT_ETRUNC;
+	if (hlen > hl)
+		return SPIRT_EDATA;
+	if ((rc = head_check(s, head, hl - SPIRT_MSG_HEAD, step, key)) != 0)
+		return rc;
+	r->n = spirt_le_get64(head + 120);
+	if (r->n > SIZE_MAX)
+		return SPIRT_EDATA;
+	r->s = s;
+	r->open = 1;
+	r->hlen = hl;
+	memcpy(r->ad, head, hl);
+	r->counter = spirt_le_get64(head + 8);
+	r->frames = spirt_stream_frames(r->n);
+	*n = (size_t)r->n;
+	return 0;
+}
+
+int
+spirt_stream_open_frame(struct spirt_stream *r, void *pt,
+    const unsigned char *in, size_t inlen)
+{
+	unsigned char nonce[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
+	size_t len = spirt_stream_frame_len(r), adlen;
+
+	if (!r->open || r->s == NULL)
+		return SPIRT_EINVAL;
+	if (r->next >= r->frames)
+		return SPIRT_EDATA;             /* more than the header said */
+	if (inlen != len + SPIRT_MSG_TAG)
+		return inlen < len + SPIRT_MSG_TAG ? SPIRT_ETRUNC : SPIRT_EDATA;
+	adlen = frame_ad(r);
+	frame_nonce(nonce, r->counter, r->next);
+	if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(pt, NULL, in,
+	    len, in + len, r->ad, adlen, nonce, r->s->rx) != 0)
+		return SPIRT_EMAC;
+	r->next++;
+	return 0;
+}
+
+int
+spirt_stream_open_end(struct spirt_stream *r)
+{
+	int rc;
+
+	if (!r->open || r->s == NULL)
+		return SPIRT_EINVAL;
+	if (r->next < r->frames)
+		return SPIRT_ETRUNC;
+	/* one answer per counter: checked again, as another stream of the
+	 * session may have been opened since this one began */
+	if ((rc = win_check(&r->s->win, r->counter)) != 0)
+		return rc;
+	win_commit(&r->s->win, r->counter);
+	r->s->confirmed = 1;
+	r->s = NULL;
+	return 0;
+}
+
+int
+spirt_stream_seal(struct spirt_session *s, unsigned char *out, size_t cap,
+    size_t *len, uint64_t step, const char *key, const void *pt, size_t n)
+{
+	struct spirt_stream w;
+	size_t need = spirt_stream_size(key, n), hl, fl, off = 0;
+	unsigned char *p;
+	int rc;
+
+	if (key_len(key) == 0)
+		return SPIRT_EINVAL;
+	if (need == 0)
+		return EOVERFLOW;
+	if (cap < need)
+		return SPIRT_EINVAL;
+	if ((rc = spirt_stream_seal_begin(&w, s, out, cap, &hl, step, key, n)))
+		return rc;
+	p = out + hl;
+	while (w.next < w.frames) {
+		fl = spirt_stream_frame_len(&w);
+		if ((rc = spirt_stream_seal_frame(&w, p, (const unsigned char *)
+		    pt + off, fl)) != 0)
+			return rc;
+		p += fl + SPIRT_MSG_TAG;
+		off += fl;
+	}
+	*len = need;
+	return 0;
+}
+
+int
+spirt_stream_open(struct spirt_session *s, void *pt, size_t cap, size_t *n,
+    uint64_t step, const char *key, const unsigned char *m, size_t len)
+{
+	struct spirt_stream r;
+	uint64_t total;
+	size_t hl, fl, off = 0;
+	const unsigned char *p;
+	int rc, type;
+
+	if ((rc = spirt_msg_peek(m, len, &type, &hl, &total)) != 0)
+		return rc;
+	if (type != MSG_STREAM)
+		return SPIRT_EDATA;
+	if (len != total)
+		return len < total ? SPIRT_ETRUNC : SPIRT_EDATA;
+	if ((rc = spirt_stream_open_begin(&r, s, m, hl, step, key, n)) != 0)
+		return rc;
+	if (cap < *n)
+		return SPIRT_EINVAL;
+	p = m + hl;
+	while (r.next < r.frames) {
+		fl = spirt_stream_frame_len(&r);
+		if ((rc = spirt_stream_open_frame(&r, (unsigned char *)pt + off,
+		    p, fl + SPIRT_MSG_TAG)) != 0)
+			return rc;
+		p += fl + SPIRT_MSG_TAG;
+		off += fl;
+	}
+	return spirt_stream_open_end(&r);
 }

@@ -131,6 +131,7 @@ spirt_dataset_free(struct spirt_dataset *ds)
 	free(ds->x);
 	free(ds->y);
 	free(ds->scale);
+	free(ds->names);
 	memset(ds, 0, sizeof(*ds));
 }
 
@@ -729,22 +730,388 @@ rows_done(struct spirt_dataset *ds, struct rows *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* ---- CSV columns and class names ---- */
+
+int
+spirt_data_cols_parse(uint32_t **cols, size_t *n, const char *spec)
+{
+	unsigned char *seen;
+	const char *p = spec;
+	uint32_t *out;
+	size_t k = 0, c;
+	int rc = SPIRT_EINVAL;
+
+	*cols = NULL;
+	*n = 0;
+	if ((seen = calloc(SPIRT_DATA_MAXCOLS, 1)) == NULL)
+		return ENOMEM;
+	for (;;) {
+		unsigned long lo, hi;
+		char *e;
+
+		if (*p < '1' || *p > '9')
+			goto out;
+		errno = 0;
+		lo = hi = strtoul(p, &e, 10);
+		if (errno || lo > SPIRT_DATA_MAXCOLS)
+			goto out;
+		p = e;
+		if (*p == '-') {
+			if (p[1] < '1' || p[1] > '9')
+				goto out;
+			hi = strtoul(p + 1, &e, 10);
+			if (errno || hi > SPIRT_DATA_MAXCOLS || hi < lo)
+				goto out;
+			p = e;
+		}
+		for (c = lo; c <= hi; c++) {
+			if (seen[c - 1])
+				goto out;
+			seen[c - 1] = 1;
+			k++;
+		}
+		if (*p == '\0')
+			break;
+		if (*p++ != ',')
+			goto out;
+	}
+	if ((out = malloc(k * sizeof(*out))) == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	for (c = 0, k = 0; c < SPIRT_DATA_MAXCOLS; c++)
+		if (seen[c])
+			out[k++] = (uint32_t)c;
+	*cols = out;
+	*n = k;
+	rc = 0;
+out:
+	free(seen);
+	return rc;
+}
+
+/*
+ * Class names while reading: the bytes of each, ended by '\n', in one
+ * blob, in the order first met (or as given), with an open-addressing
+ * table of id + 1 (0: free) for the lookups.
+ */
+struct names {
+	char *blob;
+	size_t blen, bcap;
+	size_t *off;                    /* [n]: start of name id in blob */
+	uint64_t *line;                 /* [n]: the line it was first on */
+	size_t n, cap;
+	uint32_t *tab;                  /* [tcap], tcap a power of 2 */
+	size_t tcap;
+};
+
+static uint64_t
+name_hash(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325u;       /* FNV-1a */
+
+	while (len--)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3u;
+	return h;
+}
+
+static size_t
+name_len(const struct names *nm, size_t id)
+{
+	const char *a = nm->blob + nm->off[id];
+
+	return (size_t)((const char *)memchr(a, '\n', nm->blen -
+	    nm->off[id]) - a);
+}
+
+/* the slot of name s in the table: its id + 1 there, or 0 (free) */
+static size_t
+name_slot(const struct names *nm, const char *s, size_t len)
+{
+	size_t i = (size_t)name_hash(s, len) & (nm->tcap - 1);
+
+	for (;; i = (i + 1) & (nm->tcap - 1)) {
+		uint32_t v = nm->tab[i];
+
+		if (v == 0 || (name_len(nm, v - 1) == len &&
+		    memcmp(nm->blob + nm->off[v - 1], s, len) == 0))
+			return i;
+	}
+}
+
+/* add name s (not yet there) as id nm->n; 0 or ENOMEM */
+static int
+name_add(struct names *nm, const char *s, size_t len, uint64_t line)
+{
+	size_t i;
+
+	if (nm->n == nm->cap) {
+		size_t cap = nm->cap ? 2 * nm->cap : 16;
+		size_t *off = realloc(nm->off, cap * sizeof(*off));
+		uint64_t *ln;
+
+		if (off == NULL)
+			return ENOMEM;
+		nm->off = off;
+		if ((ln = realloc(nm->line, cap * sizeof(*ln))) == NULL)
+			return ENOMEM;
+		nm->line = ln;
+		nm->cap = cap;
+	}
+	if (nm->blen + len + 1 > nm->bcap) {
+		size_t cap = 2 * (nm->blen + len + 1);
+		char *b = realloc(nm->blob, cap);
+
+		if (b == NULL)
+			return ENOMEM;
+		nm->blob = b;
+		nm->bcap = cap;
+	}
+	if (2 * (nm->n + 1) > nm->tcap) {       /* at most half full */
+		size_t cap = nm->tcap ? 2 * nm->tcap : 64, k;
+		uint32_t *old = nm->tab, *t = calloc(cap, sizeof(*t));
+
+		if (t == NULL)
+			return ENOMEM;
+		nm->tab = t;
+		nm->tcap = cap;
+		for (k = 0; k < nm->n; k++)
+			nm->tab[name_slot(nm, nm->blob + nm->off[k],
+			    name_len(nm, k))] = (uint32_t)k + 1;
+		free(old);
+	}
+	memcpy(nm->blob + nm->blen, s, len);
+	nm->blob[nm->blen + len] = '\n';
+	nm->off[nm->n] = nm->blen;
+	nm->line[nm->n] = line;
+	nm->blen += len + 1;
+	i = name_slot(nm, s, len);
+	nm->tab[i] = (uint32_t)++nm->n;
+	return 0;
+}
+
+static void
+names_free(struct names *nm)
+{
+	free(nm->blob);
+	free(nm->off);
+	free(nm->line);
+	free(nm->tab);
+	memset(nm, 0, sizeof(*nm));
+}
+
+/* load a checked list (as ds.names); 0, ENOMEM or SPIRT_EDATA */
+static int
+names_load(struct names *nm, const char *names, size_t len)
+{
+	const char *p = names, *end = names + len, *e;
+	int rc;
+
+	while (p < end) {
+		if ((e = memchr(p, '\n', (size_t)(end - p))) == NULL ||
+		    e == p)
+			return SPIRT_EDATA;
+		if (nm->n && nm->tab[name_slot(nm, p, (size_t)(e - p))])
+			return SPIRT_EDATA;
+		if (nm->n >= SPIRT_DATA_MAXCLASSES)
+			return SPIRT_EDATA;
+		if ((rc = name_add(nm, p, (size_t)(e - p), 0)))
+			return rc;
+		p = e + 1;
+	}
+	return 0;
+}
+
+int
+spirt_data_names_check(const char *names, size_t len, size_t *count)
+{
+	struct names nm;
+	int rc;
+
+	memset(&nm, 0, sizeof(nm));
+	rc = names_load(&nm, names, len);
+	*count = nm.n;
+	names_free(&nm);
+	return rc == ENOMEM ? ENOMEM : rc ? SPIRT_EDATA : 0;
+}
+
+struct name_ref {
+	const char *s;
+	size_t len, id;
+};
+
+/* byte order; a name before the longer names it begins */
+static int
+name_cmp(const void *a, const void *b)
+{
+	const struct name_ref *x = a, *y = b;
+	int c = memcmp(x->s, y->s, x->len < y->len ? x->len : y->len);
+
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/*
+ * The names of r's labels as ds->names: in byte order (sorted, y
+ * renumbered) or, loaded from names_from, as they are.  0 or ENOMEM.
+ */
+static int
+names_done(struct spirt_dataset *ds, struct names *nm, int32_t *y, size_t n,
+    int sorted)
+{
+	struct name_ref *ord = NULL;
+	size_t k, at = 0;
+	int32_t *to = NULL;
+	char *blob;
+
+	if ((blob = malloc(nm->blen ? nm->blen : 1)) == NULL)
+		return ENOMEM;
+	if (!sorted) {
+		memcpy(blob, nm->blob, nm->blen);
+		goto done;
+	}
+	ord = malloc((nm->n ? nm->n : 1) * sizeof(*ord));
+	to = malloc((nm->n ? nm->n : 1) * sizeof(*to));
+	if (ord == NULL || to == NULL) {
+		free(ord);
+		free(to);
+		free(blob);
+		return ENOMEM;
+	}
+	for (k = 0; k < nm->n; k++) {
+		ord[k].s = nm->blob + nm->off[k];
+		ord[k].len = name_len(nm, k);
+		ord[k].id = k;
+	}
+	qsort(ord, nm->n, sizeof(*ord), name_cmp);
+	for (k = 0; k < nm->n; k++) {
+		memcpy(blob + at, ord[k].s, ord[k].len + 1);
+		at += ord[k].len + 1;
+		to[ord[k].id] = (int32_t)k;
+	}
+	for (k = 0; k < n; k++)
+		y[k] = to[y[k]];
+	free(ord);
+	free(to);
+done:
+	ds->names = blob;
+	ds->names_len = nm->blen;
+	return 0;
+}
+
+/* a value a spreadsheet or a data frame writes for "missing" */
+static int
+missing(const char *f, int len)
+{
+	static const char *const na[] = { "", "NA", "N/A", "na", "n/a",
+	    "NaN", "nan", "NAN", "null", "NULL", "None", "?", "-", "." };
+	size_t i;
+
+	for (i = 0; i < sizeof(na) / sizeof(*na); i++)
+		if ((size_t)len == strlen(na[i]) &&
+		    memcmp(f, na[i], (size_t)len) == 0)
+			return 1;
+	return 0;
+}
+
+/* 1 if [f, f + len) holds no digit: a word, not a mistyped number */
+static int
+word(const char *f, size_t len)
+{
+	for (; len > 0; len--, f++)
+		if (*f >= '0' && *f <= '9')
+			return 0;
+	return 1;
+}
+
+/* field [*pp, le) up to its comma, blanks and one pair of double quotes
+ * around it taken off: *f, *len; *pp left at the comma or le */
+static void
+csv_field(const char **pp, const char *le, const char **f, size_t *len)
+{
+	const char *p = skipblank(*pp, le), *e;
+
+	for (e = p; e < le && *e != ','; e++)
+		;
+	*pp = e;
+	while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	if (e - p >= 2 && *p == '"' && e[-1] == '"') {
+		p++;
+		e--;
+	}
+	*f = p;
+	*len = (size_t)(e - p);
+}
+
+/* 1 if column c is a feature column */
+static int
+is_feature(const struct spirt_data_opts *opts, size_t c, size_t lc)
+{
+	size_t lo = 0, hi = opts->ncols;
+
+	if (c == lc)
+		return 0;
+	if (opts->cols == NULL)
+		return 1;
+	while (lo < hi) {               /* the list is ascending */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (opts->cols[mid] == c)
+			return 1;
+		if (opts->cols[mid] < c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+/* 1 if no feature field of the line [p, le) is a number: a header */
+static int
+no_numbers(const char *p, const char *le, const struct spirt_data_opts *opts,
+    size_t lc)
+{
+	size_t c;
+
+	for (c = 0; p <= le; c++, p++) {
+		const char *q = p;
+		double v;
+
+		if (is_feature(opts, c, lc) && parse_num(&q, le, &v) == 0 &&
+		    (q == le || *q == ','))
+			return 0;
+		while (p < le && *p != ',')
+			p++;
+	}
+	return 1;
+}
+
 int
 spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
     const char *path, const struct spirt_data_opts *opts)
 {
 	struct rows r;
+	struct names nm;
 	const char *p, *q, *end, *eol, *le;
 	char *buf;
 	uint64_t line = 0, hdr = 0;
-	size_t len, ncols = 0, lc = 0, c, nf;
+	size_t len, ncols = 0, lc = 0, c, nf, j;
 	int first, rc;
 
 	memset(ds, 0, sizeof(*ds));
 	memset(&r, 0, sizeof(r));
+	memset(&nm, 0, sizeof(nm));
 	err->file = path;
-	if ((rc = slurp(&buf, &len, err, path)))
+	if (opts->label_names && opts->names_from &&
+	    (rc = names_load(&nm, opts->names_from, opts->names_from_len))) {
+		names_free(&nm);
+		return seterr(err, rc, 0, 0, 0, rc == ENOMEM ? NULL :
+		    "the class names to map to are not a list of names");
+	}
+	if ((rc = slurp(&buf, &len, err, path))) {
+		names_free(&nm);
 		return rc;
+	}
 	end = buf + len;
 	for (p = buf; p < end; p = eol + 1) {
 		line++;
@@ -778,6 +1145,27 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 				lc = (size_t)opts->label_col;
 			ncols = nf;
 			r.feat = nf - 1;
+			if (opts->cols) {
+				for (j = 0; j < opts->ncols; j++)
+					if (opts->cols[j] >= nf ||
+					    opts->cols[j] == lc)
+						break;
+				if (j < opts->ncols) {
+					rc = seterr(err, SPIRT_EINVAL, line, 0,
+					    0, opts->cols[j] == lc ?
+					    "column %lu is the label's, not a "
+					    "feature's" : "no column %lu in "
+					    "%zu fields", (unsigned long)
+					    opts->cols[j] + 1, nf);
+					goto out;
+				}
+				r.feat = opts->ncols;
+			}
+			if (opts->label_names && !opts->header &&
+			    no_numbers(p, le, opts, lc)) {
+				hdr = line;     /* names only: a header */
+				continue;
+			}
 		} else if (nf != ncols && hdr && r.n == 0) {
 			rc = seterr(err, SPIRT_EDATA, line, 0, 0,
 			    "%zu fields, expected %zu as in the header on "
@@ -795,24 +1183,88 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 			rc = seterr(err, rc, 0, 0, 0, NULL);
 			goto out;
 		}
-		for (c = 0, q = p; c < ncols; c++, q++) {
+		for (c = 0, j = 0, q = p; c < ncols; c++, q++) {
 			float *x = r.x + r.n * r.feat;
 			const char *f = skipblank(q, le);
 			double v;
 
+			if (c == lc && opts->label_names) {
+				size_t flen, slot;
+
+				csv_field(&q, le, &f, &flen);
+				if (flen == 0 || flen > 255) {
+					rc = seterr(err, SPIRT_EDATA, line, 0,
+					    0, "field %zu: %s", c + 1, flen ?
+					    "a class name of more than 255 "
+					    "bytes" : "missing value \"\" "
+					    "(no class name)");
+					goto out;
+				}
+				slot = nm.n ? name_slot(&nm, f, flen) : 0;
+				if (nm.n && nm.tab[slot]) {
+					r.y[r.n] = (int32_t)nm.tab[slot] - 1;
+					continue;
+				}
+				if (opts->names_from) {
+					rc = seterr(err, SPIRT_EDATA, line, 0,
+					    0, "field %zu: \"%.*s\" is none "
+					    "of the %zu class names", c + 1,
+					    (int)flen, f, nm.n);
+					goto out;
+				}
+				if (nm.n >= SPIRT_DATA_MAXCLASSES) {
+					rc = seterr(err, SPIRT_EDATA, line, 0,
+					    0, "field %zu: more than %d class "
+					    "names", c + 1,
+					    SPIRT_DATA_MAXCLASSES);
+					goto out;
+				}
+				if ((rc = name_add(&nm, f, flen, line))) {
+					rc = seterr(err, rc, 0, 0, 0, NULL);
+					goto out;
+				}
+				r.y[r.n] = (int32_t)nm.n - 1;
+				continue;
+			}
+			if (c != lc && !is_feature(opts, c, lc)) {
+				while (q < le && *q != ',')
+					q++;
+				continue;
+			}
 			rc = parse_num(&q, le, &v);
 			if (rc == 0 && q < le && *q != ',')
 				rc = SPIRT_EDATA;
 			if (rc == SPIRT_EDATA && first && !opts->header &&
-			    !isnumfield(p, le, lc)) {
+			    !opts->label_names && !isnumfield(p, le, lc)) {
 				hdr = line;     /* a header line */
 				break;
 			}
 			if (rc) {
-				rc = seterr(err, rc, line, 0, 0, "field %zu: "
-				    "%s: \"%.*s\"", c + 1, rc == SPIRT_ENAN ?
-				    "not a finite float" : "not a number",
-				    toklen(f, le, ","), f);
+				const char *mf;
+				size_t ml;
+
+				q = f;
+				csv_field(&q, le, &mf, &ml);
+				if (rc == SPIRT_EDATA && missing(mf, (int)ml))
+					rc = seterr(err, rc, line, 0, 0,
+					    "field %zu: missing value "
+					    "\"%.*s\"", c + 1, (int)ml, mf);
+				else {
+					rc = seterr(err, rc, line, 0, 0,
+					    "field %zu: %s: \"%.*s\"", c + 1,
+					    rc == SPIRT_ENAN ?
+					    "not a finite float" :
+					    "not a number",
+					    toklen(f, le, ","), f);
+					/* a word: a column of text, or
+					 * labels that are names (past a
+					 * first line: not a header's) */
+					if (rc == SPIRT_EDATA && word(mf, ml) &&
+					    (c != lc || r.n > 0 || hdr))
+						err->hint = c == lc ?
+						    SPIRT_DATA_HINT_NAMES :
+						    SPIRT_DATA_HINT_COLUMNS;
+				}
 				goto out;
 			}
 			if (c == lc) {
@@ -820,7 +1272,7 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 				    opts->classes)))
 					goto out;
 			} else
-				x[c < lc ? c : c - 1] = (float)v;
+				x[j++] = (float)v;
 		}
 		if (c == ncols)
 			r.n++;
@@ -830,11 +1282,21 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 	}
 	if (r.n == 0)
 		rc = seterr(err, SPIRT_EDATA, 0, 0, 0, "no samples");
+	else if (opts->label_names && !opts->names_from && nm.n < 2)
+		rc = seterr(err, SPIRT_EDATA, 0, 0, 0, "every label is "
+		    "\"%.*s\": one class, a model needs at least 2",
+		    (int)name_len(&nm, 0), nm.blob);
+	else if (opts->label_names &&
+	    (rc = names_done(ds, &nm, r.y, r.n, opts->names_from == NULL)))
+		rc = seterr(err, rc, 0, 0, 0, NULL);
 out:
 	free(buf);
+	names_free(&nm);
 	if (rc) {
 		free(r.x);
 		free(r.y);
+		free(ds->names);
+		ds->names = NULL;
 		return rc;
 	}
 	rows_done(ds, &r);
@@ -1060,6 +1522,9 @@ spirt_data_read(struct spirt_dataset *ds, struct spirt_data_err *err,
 	if (fmt == SPIRT_FMT_IDX && opts->header)
 		return seterr(err, SPIRT_EINVAL, 0, 0, 0,
 		    "IDX has no header line");
+	if (fmt != SPIRT_FMT_CSV && (opts->label_names || opts->cols))
+		return seterr(err, SPIRT_EINVAL, 0, 0, 0, "class names and "
+		    "a column list are for CSV only");
 	if (fmt == SPIRT_FMT_IDX)
 		rc = spirt_data_read_idx(ds, err, paths[0], paths[1]);
 	else if (fmt == SPIRT_FMT_CSV)
@@ -1068,7 +1533,20 @@ spirt_data_read(struct spirt_dataset *ds, struct spirt_data_err *err,
 		rc = spirt_data_read_libsvm(ds, err, paths[0], opts);
 	if (rc)
 		return rc;
-	if ((rc = spirt_data_check_labels(ds, err, lfile, opts->classes)))
+	if (ds->names) {                /* the names are the classes */
+		size_t k;
+
+		if ((rc = spirt_data_names_check(ds->names, ds->names_len,
+		    &k)) || (opts->classes && (size_t)opts->classes != k)) {
+			rc = seterr(err, rc ? rc : SPIRT_EINVAL, 0, 0, 0,
+			    "%zu class names, not --classes %ld", k,
+			    (long)opts->classes);
+			goto fail;
+		}
+		rc = spirt_data_check_labels(ds, err, lfile, (int32_t)k);
+	} else
+		rc = spirt_data_check_labels(ds, err, lfile, opts->classes);
+	if (rc)
 		goto fail;
 	if (opts->dim && ds->feat != opts->dim) {
 		err->file = paths[0];

@@ -49,6 +49,10 @@ struct spirt_dataset {
 	float   *scale;                 /* NULL, or [2 * feat] x was
 	                                   standardised with (owned) */
 	char     scale_from[SPIRT_DATA_NAME_MAX + 1]; /* fitted on */
+	char    *names;                 /* NULL, or the nclasses class names
+	                                   (opts.label_names), class 0
+	                                   first, each ended by '\n' (owned) */
+	size_t   names_len;             /* bytes of names */
 };
 
 /* Reader options; zero them, then set what differs. */
@@ -64,6 +68,20 @@ struct spirt_data_opts {
 	int32_t  classes;               /* labels must lie in 0..classes-1
 	                                   (2..MAXCLASSES); 0 infers the
 	                                   largest label + 1, at least 2 */
+	int      label_names;           /* CSV: the label column holds class
+	                                   names (any text but an empty
+	                                   field); classes are numbered in
+	                                   the byte order of the names, or
+	                                   as in names_from */
+	const char *names_from;         /* with label_names: NULL, or the
+	                                   names of the classes (as
+	                                   ds.names) every label must be */
+	size_t   names_from_len;
+	const uint32_t *cols;           /* CSV: NULL, or the feature
+	                                   columns (0-based, ascending, not
+	                                   the label's), in place of every
+	                                   column but the label's */
+	size_t   ncols;
 };
 
 /*
@@ -87,12 +105,32 @@ enum {
 	SPIRT_DATA_HINT_DIM,            /* give opts.dim */
 	SPIRT_DATA_HINT_CLASSES,        /* give opts.classes */
 	SPIRT_DATA_HINT_HEADER,         /* set opts.header */
-	SPIRT_DATA_HINT_FORMAT          /* give opts.format */
+	SPIRT_DATA_HINT_FORMAT,         /* give opts.format */
+	SPIRT_DATA_HINT_COLUMNS,        /* CSV: give opts.cols */
+	SPIRT_DATA_HINT_NAMES           /* CSV: set opts.label_names */
 };
 
 /* Format the error (see above) into buf; returns buf. */
 char *spirt_data_errstr(char *buf, size_t cap,
     const struct spirt_data_err *err, int rc);
+
+/*
+ * Parse a CSV column list: 1-based columns and ranges, comma-separated,
+ * as "2-5,7" (at most SPIRT_DATA_MAXCOLS), into *cols, malloc'ed (free()),
+ * 0-based, ascending, each once.  Returns 0, ENOMEM or SPIRT_EINVAL (not
+ * such a list: a column 0, a range backwards, one given twice).
+ */
+#define SPIRT_DATA_MAXCOLS (1u << 20)
+SPIRT_MUST_CHECK int spirt_data_cols_parse(uint32_t **cols, size_t *n,
+    const char *spec);
+
+/*
+ * Check a list of class names (as ds.names: each ended by '\n', none
+ * empty, none twice, at most SPIRT_DATA_MAXCLASSES) and count them.
+ * Returns 0 or SPIRT_EDATA.
+ */
+SPIRT_MUST_CHECK int spirt_data_names_check(const char *names, size_t len,
+    size_t *count);
 
 /* Guess a format from a file name, or SPIRT_FMT_AUTO when unsure. */
 int spirt_data_format_guess(const char *path);

@@ -1,11 +1,15 @@
 /* exchange.c - one round between peers: publish, pull, check, combine */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
 
 #include "aggstore.h"
 #include "exchange.h"
@@ -21,39 +25,200 @@
 
 /* ---- the store as a peer's URL ---- */
 
+/* a peer's store by path, and inotify on its directories for waits */
+struct sthandle {
+	struct spirt_store *s;
+	int ifd;                /* -1 until a wait needs it, or none */
+	int tried, wsub;        /* wsub: scratch/ is watched too */
+	int (*cancelled)(void);
+	char path[512];
+	struct stat boot;       /* its scratch/boot when opened (or none) */
+};
+
+/* what <store>/scratch/boot is now: a reader opened without it, or with
+ * another boot's, does not see the scratch environment made since */
+static void
+st_boot(const struct sthandle *sh, struct stat *st)
+{
+	char f[600];
+
+	memset(st, 0, sizeof *st);
+	snprintf(f, sizeof f, "%s/scratch/boot", sh->path);
+	if (stat(f, st) != 0)
+		memset(st, 0, sizeof *st);
+}
+
 static int
 st_open(void **h, const char *url, void *arg, unsigned timeout_ms)
 {
+	struct sthandle *sh;
+	int rc;
+
 	(void)arg;
 	(void)timeout_ms;
-	return spirt_store_open((struct spirt_store **)h, url,
-	    SPIRT_STORE_RDONLY);
+	if ((sh = calloc(1, sizeof *sh)) == NULL)
+		return ENOMEM;
+	sh->ifd = -1;
+	snprintf(sh->path, sizeof sh->path, "%s", url);
+	st_boot(sh, &sh->boot);
+	if ((rc = spirt_store_open(&sh->s, url, SPIRT_STORE_RDONLY))) {
+		free(sh);
+		return rc;
+	}
+	*h = sh;
+	return 0;
+}
+
+/* open the store again if its scratch environment is not the one the
+ * handle saw (made, or made anew for this boot, since): 1 if it did */
+static int
+st_reopen(struct sthandle *sh)
+{
+	struct stat now;
+	struct spirt_store *s;
+
+	st_boot(sh, &now);
+	if (now.st_ino == sh->boot.st_ino && now.st_dev == sh->boot.st_dev &&
+	    now.st_mtime == sh->boot.st_mtime && now.st_size == sh->boot.st_size)
+		return 0;
+	if (spirt_store_open(&s, sh->path, SPIRT_STORE_RDONLY))
+		return 0;
+	/* (no thread holds a reader of the old one: see st_get1) */
+	spirt_store_close(sh->s);
+	sh->s = s;
+	sh->boot = now;
+	return 1;
+}
+
+struct stget {
+	struct sthandle *sh;
+	const char *key;
+	void **val;
+	size_t *len;
+	int rc;
+};
+
+static void *
+st_get_main(void *arg)
+{
+	struct stget *g = arg;
+	struct spirt_txn *t;
+	const void *v;
+
+	if ((g->rc = spirt_txn_begin(&t, g->sh->s, SPIRT_TXN_RDONLY)))
+		return NULL;
+	if ((g->rc = spirt_store_get(t, g->key, &v, g->len)) == 0) {
+		if ((*g->val = malloc(*g->len ? *g->len : 1)) == NULL)
+			g->rc = ENOMEM;
+		else
+			memcpy(*g->val, v, *g->len);
+	}
+	spirt_txn_abort(t);
+	return NULL;
+}
+
+/*
+ * One read of the peer's store, in a thread of its own that ends with
+ * it.  LMDB ties a reader to its thread (no MDB_NOTLS) until the thread
+ * ends: a handle kept for the run and read from long-lived threads could
+ * then never be closed and opened again (its thread key is reused, and
+ * the old reader is found: MDB_BAD_RSLOT), and st_reopen must be able to
+ * (the peer's scratch environment made after the handle was opened).
+ */
+static int
+st_get1(struct sthandle *sh, const char *key, void **val, size_t *len)
+{
+	struct stget g = { sh, key, val, len, 0 };
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, st_get_main, &g) != 0)
+		return EAGAIN;
+	pthread_join(th, NULL);
+	return g.rc;
 }
 
 static int
 st_get(void *h, uint64_t step, const char *key, void **val, size_t *len)
 {
-	struct spirt_txn *t;
-	const void *v;
+	struct sthandle *sh = h;
 	int rc;
 
 	(void)step;
-	if ((rc = spirt_txn_begin(&t, h, SPIRT_TXN_RDONLY)))
-		return rc;
-	if ((rc = spirt_store_get(t, key, &v, len)) == 0) {
-		if ((*val = malloc(*len ? *len : 1)) == NULL)
-			rc = ENOMEM;
-		else
-			memcpy(*val, v, *len);
-	}
-	spirt_txn_abort(t);
+	if ((rc = st_get1(sh, key, val, len)) == SPIRT_ENOTFOUND &&
+	    st_reopen(sh))
+		rc = st_get1(sh, key, val, len);
 	return rc;
+}
+
+/*
+ * A key not there yet, waited for: asked again each time the store's
+ * files change (LMDB writes the meta page of a commit last, so a commit
+ * that made the key is always followed by an event), and every 50 ms in
+ * case one was missed; every 2 ms where inotify cannot be had.
+ */
+static int
+st_wait(void *h, uint64_t step, const char *key, unsigned wait_ms,
+    void **val, size_t *len)
+{
+	struct sthandle *sh = h;
+	double end = spirt_clock() + wait_ms / 1e3;
+	uint32_t mask = IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE;
+	char sub[600], buf[4096];
+	int rc;
+
+	if (!sh->tried) {
+		sh->tried = 1;
+		if ((sh->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) >= 0 &&
+		    inotify_add_watch(sh->ifd, sh->path, mask) < 0) {
+			close(sh->ifd);
+			sh->ifd = -1;
+		}
+	}
+	for (;;) {
+		struct pollfd pf = { sh->ifd, POLLIN, 0 };
+		double left;
+		int ms;
+
+		/* scratch/, where xagg/ lives, as soon as it is there */
+		snprintf(sub, sizeof sub, "%s/scratch", sh->path);
+		if (sh->ifd >= 0 && !sh->wsub &&
+		    inotify_add_watch(sh->ifd, sub, mask) >= 0)
+			sh->wsub = 1;
+		/* drained before asking: a change after the ask wakes us */
+		if (sh->ifd >= 0)
+			while (read(sh->ifd, buf, sizeof buf) > 0)
+				;
+		if ((rc = st_get(h, step, key, val, len)) != SPIRT_ENOTFOUND)
+			return rc;
+		if ((left = end - spirt_clock()) <= 0)
+			return rc;
+		if (sh->cancelled && sh->cancelled())
+			return EINTR;
+		ms = (int)(left * 1e3) + 1;
+		if (ms > (sh->ifd >= 0 ? 50 : 2))
+			ms = sh->ifd >= 0 ? 50 : 2;
+		if (sh->ifd >= 0)
+			poll(&pf, 1, ms);
+		else
+			nanosleep(&(struct timespec){ 0, ms * 1000000L }, NULL);
+	}
+}
+
+static void
+st_cancel(void *h, int (*cancelled)(void))
+{
+	((struct sthandle *)h)->cancelled = cancelled;
 }
 
 static void
 st_close(void *h)
 {
-	spirt_store_close(h);
+	struct sthandle *sh = h;
+
+	if (sh->ifd >= 0)
+		close(sh->ifd);
+	spirt_store_close(sh->s);
+	free(sh);
 }
 
 static const char *
@@ -64,7 +229,7 @@ st_msg(void *h)
 }
 
 const struct spirt_xnet spirt_xnet_store = {
-	st_open, st_get, st_close, st_msg, NULL, NULL
+	st_open, st_get, st_close, st_msg, NULL, NULL, st_wait, st_cancel
 };
 
 /* ---- a peer over HTTP (lib/remote.h) ---- */
@@ -100,6 +265,19 @@ ht_timeout(void *h, unsigned timeout_ms)
 	spirt_remote_set_timeout(h, timeout_ms);
 }
 
+static int
+ht_wait(void *h, uint64_t step, const char *key, unsigned wait_ms,
+    void **val, size_t *len)
+{
+	return spirt_remote_get_wait(h, step, key, wait_ms, val, len);
+}
+
+static void
+ht_cancel(void *h, int (*cancelled)(void))
+{
+	spirt_remote_set_cancel(h, cancelled);
+}
+
 void
 spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
 {
@@ -111,6 +289,8 @@ spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
 	/* the handles only read the credentials */
 	net->arg = (void *)(uintptr_t)c;
 	net->timeout = ht_timeout;
+	net->wait = ht_wait;
+	net->cancel = ht_cancel;
 }
 
 /* ---- set-up ---- */
@@ -130,6 +310,8 @@ spirt_exchange_free(struct spirt_exchange *x)
 	for (size_t i = 0; i < x->n; i++) {
 		free(x->peers[i].agg);
 		free(x->peers[i].proof);
+		if (x->peers[i].h)
+			x->peers[i].net->close(x->peers[i].h);
 	}
 	free(x->peers);
 	x->peers = NULL;
@@ -219,7 +401,7 @@ refusal(int rc)
 	case SPIRT_EEXPIRED: case SPIRT_EUNKNOWNKEY: case SPIRT_ERUN:
 	case SPIRT_EROLE: case SPIRT_EADDR: case SPIRT_EWRONGKEY:
 	case SPIRT_ESTEP: case SPIRT_EKEYPERM: case SPIRT_EKEYFILE:
-	case SPIRT_EURL: case ENOMEM:
+	case SPIRT_EURL: case ENOMEM: case EINTR:
 		return 1;
 	default:
 		return 0;
@@ -250,13 +432,23 @@ nap(double ms)
 	nanosleep(&ts, NULL);
 }
 
+/* a request's deadline: what it may wait, plus timeout_ms, within left */
+static unsigned
+bound(double left, unsigned wait, unsigned timeout_ms)
+{
+	double t = (double)wait + timeout_ms;
+
+	return t < left ? (unsigned)t : (unsigned)left + 1;
+}
+
 static void *
 pull_main(void *arg)
 {
 	struct pull *u = arg;
-	const struct spirt_xnet *net = u->p->net;
-	double t0 = now_ms(), wait = 2, left;
-	void *h = NULL;
+	struct spirt_xpeer *p = u->p;
+	const struct spirt_xnet *net = p->net;
+	double t0 = now_ms(), nap_ms = 2, left, asked;
+	unsigned wait;
 	int rc;
 
 	u->rc = SPIRT_ENOTFOUND;
@@ -264,42 +456,64 @@ pull_main(void *arg)
 		left = u->end - now_ms();
 		if (left <= 0)
 			break;
-		if (h == NULL) {
-			unsigned tmo = left < u->x->timeout_ms ?
-			    (unsigned)left + 1 : u->x->timeout_ms;
-
-			rc = net->open(&h, u->url, net->arg, tmo);
+		if (u->x->cancelled && u->x->cancelled()) {
+			u->rc = EINTR;
+			snprintf(u->why, sizeof u->why, "stopped");
+			break;
+		}
+		if (p->h == NULL) {
+			/* the peer's handle (its session) is kept for every
+			 * later pull */
+			rc = net->open(&p->h, u->url, net->arg,
+			    bound(left, 0, u->x->timeout_ms));
 			if (rc)
-				h = NULL;
+				p->h = NULL;
+			else if (net->cancel && u->x->cancelled)
+				net->cancel(p->h, u->x->cancelled);
 		} else {
+			/* waited for on the other side, to the deadline
+			 * (less a margin for the answer to come); the
+			 * whole request bounded by what is left */
+			wait = net->wait && !p->nowait && left > 20 ?
+			    (unsigned)(left - (left > 400 ? 200 : left / 2)) :
+			    0;
+			if (wait > SPIRT_WAIT_MAX_MS)
+				wait = SPIRT_WAIT_MAX_MS;       /* again after */
 			if (net->timeout)
-				net->timeout(h, left < u->x->timeout_ms ?
-				    (unsigned)left + 1 : u->x->timeout_ms);
-			rc = net->get(h, u->x->step, u->key, &u->val,
-			    &u->len);
+				net->timeout(p->h, bound(left, wait,
+				    u->x->timeout_ms));
+			asked = now_ms();
+			rc = wait ? net->wait(p->h, u->x->step, u->key, wait,
+			    &u->val, &u->len) : net->get(p->h, u->x->step,
+			    u->key, &u->val, &u->len);
 			if (rc == 0) {
 				u->rc = 0;
 				break;
 			}
+			/* a server that does not wait answers at once:
+			 * ask it again after a nap, as before */
+			if (wait && rc == SPIRT_ENOTFOUND && wait > 100 &&
+			    now_ms() - asked < wait / 2.0)
+				p->nowait = 1;
 		}
 		if (rc) {
 			u->rc = rc;
 			snprintf(u->why, sizeof u->why, "%s%s%s",
-			    spirt_strerror(rc), h && *net->msg(h) ? ": " : "",
-			    h ? net->msg(h) : "");
+			    spirt_strerror(rc), p->h && *net->msg(p->h) ?
+			    ": " : "", p->h ? net->msg(p->h) : "");
 			if (refusal(rc))
 				break;
 		}
 		if (rc == 0)
 			continue;       /* opened: ask at once */
+		if (rc == SPIRT_ENOTFOUND && p->h && net->wait && !p->nowait)
+			continue;       /* the wait is over: again */
 		/* not there yet: ask again soon, never past the deadline */
 		left = u->end - now_ms();
-		nap(wait < left ? wait : left > 0 ? left : 0);
-		if (wait < 50)
-			wait *= 2;
+		nap(nap_ms < left ? nap_ms : left > 0 ? left : 0);
+		if (nap_ms < 50)
+			nap_ms *= 2;
 	}
-	if (h)
-		net->close(h);
 	u->ms = now_ms() - t0;
 	return NULL;
 }
@@ -349,6 +563,9 @@ pull_all(const struct spirt_exchange *x, struct pull *u,
 			pthread_join(th[i], NULL);
 	free(th);
 	free(started);
+	/* stopped: what came is not a round's (nothing is signed of it) */
+	if (rc == 0 && x->cancelled && x->cancelled())
+		rc = EINTR;
 	return rc;
 }
 
@@ -614,7 +831,10 @@ phase1(struct spirt_exchange *x, struct pull *u, int *want)
 	}
 	if ((rc = spirt_digest_sign(buf, a.dglen, &a.dglen, d, x->key)) == 0) {
 		a.dg = buf;
-		rc = spirt_store_write(x->store, record, &a);
+		/* volatile: no synced commit on the round's path
+		 * (docs/protocol.md, "Signed digests") */
+		rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE, record,
+		    &a);
 	}
 	free(buf);
 	free(d);
@@ -747,7 +967,8 @@ phase2(struct spirt_exchange *x, struct pull *u, int *want)
 			continue;
 		}
 	}
-	rc = spirt_store_write(x->store, store_digests, &a);
+	rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE, store_digests,
+	    &a);
 	for (size_t i = 0; i < x->n; i++) {
 		free(u[i].val);
 		u[i].val = NULL;
@@ -907,6 +1128,7 @@ static int
 combine(struct spirt_exchange *x)
 {
 	struct comb c = { x, NULL, NULL, 0, NULL, 0 };
+	char own[SPIRT_KEY_MAX + 1];
 	size_t m = 1;
 	int rc;
 
@@ -948,6 +1170,11 @@ combine(struct spirt_exchange *x)
 		c.s->verify = 1;
 		c.s->out = "gagg";
 		c.s->seq_origin = 1;
+		/* self-centred: each peer clips the others around its own */
+		if (x->p.rule == SPIRT_AGG_SCCLIP &&
+		    (rc = spirt_key_xagg(own, sizeof own, x->step, x->self)) ==
+		    0)
+			c.s->center_key = own;
 		if ((c.round = round_text(x, &c.roundlen)) == NULL)
 			rc = ENOMEM;
 	}
@@ -992,6 +1219,29 @@ before(struct spirt_exchange *x, void **dg, size_t *dglen)
 	return rc;
 }
 
+/* what the last round said of each peer goes; its handle stays */
+static void
+round_reset(struct spirt_exchange *x)
+{
+	for (size_t i = 0; i < x->n; i++) {
+		struct spirt_xpeer *p = &x->peers[i];
+
+		free(p->agg);
+		free(p->proof);
+		p->agg = NULL;
+		p->proof = NULL;
+		p->agglen = 0;
+		p->state = SPIRT_XP_NONE;
+		p->rc = 0;
+		p->why[0] = '\0';
+		p->ms = 0;
+		p->has_digest = 0;
+		p->nowait = 0;          /* its server may wait now */
+		memset(p->hash, 0, sizeof p->hash);
+		memset(&p->d, 0, sizeof p->d);
+	}
+}
+
 int
 spirt_exchange_run(struct spirt_exchange *x)
 {
@@ -1005,6 +1255,7 @@ spirt_exchange_run(struct spirt_exchange *x)
 	x->msg[0] = '\0';
 	x->done = 0;
 	x->used = 0;
+	round_reset(x);
 	if (!spirt_id_valid(x->self) || !spirt_id_valid(x->run) ||
 	    x->model == NULL)
 		return say(x, SPIRT_EINVAL, "no valid id, run or model");
@@ -1027,7 +1278,9 @@ spirt_exchange_run(struct spirt_exchange *x)
 	free(want);
 	if (rc == 0) {
 		crosscheck(x);
-		rc = models(x);
+		/* under scclip each peer's model is its own (exchange.h) */
+		if (x->p.rule != SPIRT_AGG_SCCLIP)
+			rc = models(x);
 	}
 	if (rc == 0)
 		rc = combine(x);

@@ -21,7 +21,9 @@
  *  2. pull xagg/<t>/<p> from every other member, each in its own thread,
  *     retrying while it is not there yet, until one deadline for all;
  *  3. write what came (xagg/<t>/<p>) and this peer's signed digest
- *     digest/<t>/<self> (lib/digest.h) in one write transaction;
+ *     digest/<t>/<self> (lib/digest.h) in one write transaction, a
+ *     volatile one (the store's scratch environment, never synced: see
+ *     docs/protocol.md, "Signed digests"), as the pulled digests are;
  *  4. pull digest/<t>/<p> from the peers whose aggregate came, with a
  *     deadline of its own, store them, and check each: signature,
  *     membership, that it signs the aggregate the peer sent, that its
@@ -31,7 +33,10 @@
  *  5. combine the aggregates of self and the peers that passed, in peer
  *     id order, with the rules of spirt-agg, into gagg/<t>, with
  *     gagg/<t>/excluded and the round's record gagg/<t>/round, in one
- *     write transaction.
+ *     write transaction.  Under scclip (self-centred clipping, He et al.
+ *     2022) the centre is this peer's own xagg/<t>/<self>: peers then
+ *     combine different centres, their models differ by design (as in
+ *     decentralised learning), and step 4's model check is not made.
  *
  * Nothing is ever deleted.  Pulls are idempotent GETs: a round run again
  * after a crash reuses its digest and what it stored, and a round whose
@@ -55,15 +60,25 @@ struct spirt_xnet {
 	/* optional: bound each request from now on by timeout_ms (the
 	 * round's deadline comes nearer) */
 	void (*timeout)(void *h, unsigned timeout_ms);
+	/* optional: as get, but a key not there yet is waited for, up to
+	 * wait_ms (SPIRT_ENOTFOUND once over); without it, pulls ask again
+	 * after 2 to 50 ms */
+	int (*wait)(void *h, uint64_t step, const char *key, unsigned wait_ms,
+	    void **val, size_t *len);
+	/* optional: stop a request under way once cancelled() says so */
+	void (*cancel)(void *h, int (*cancelled)(void));
 };
 
-/* A store path as the URL (peers on one machine; tests). */
+/* A store path as the URL (peers on one machine; tests); a pull waits
+ * for a key with inotify on the store's directories. */
 extern const struct spirt_xnet spirt_xnet_store;
 
 /*
  * A peer's URL, http://[ID@]host:port (lib/remote.h): a handle is one
- * client session of its own, so each pulling thread has its own; c (our
- * key, id, run, token and whom we trust) must outlive every handle.
+ * client session of its own, kept for every pull from that peer (one
+ * handshake per peer, not per request); a pull waits on the server for
+ * a key that is not there yet.  c (our key, id, run, token and whom we
+ * trust) must outlive every handle.
  */
 void spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
     SPIRT_NONNULL(1, 2);
@@ -82,7 +97,11 @@ struct spirt_xpeer {
 	char id[SPIRT_ID_MAX + 1];
 	char url[512];
 	const struct spirt_xnet *net;
-	/* out */
+	/* kept across phases and rounds, closed by spirt_exchange_free */
+	void *h;                /* net's handle, opened at the first pull */
+	int nowait;             /* its waits came back at once: ask again
+				 * after naps (this round) */
+	/* out (each round's; spirt_exchange_run clears them first) */
 	int state;              /* enum spirt_xstate */
 	int rc;                 /* the failure's code */
 	char why[320];
@@ -107,8 +126,13 @@ struct spirt_exchange {
 	const struct spirt_trust *trust;        /* NULL: no membership check */
 	struct spirt_agg_params p;
 	unsigned deadline_ms;           /* each pull phase's deadline */
-	unsigned timeout_ms;            /* each request's */
+	unsigned timeout_ms;            /* each request's, after its wait
+					 * (never past the phase's deadline) */
 	size_t min_peers;               /* aggregates needed, self included */
+	/* optional: non-zero once the round must stop (a warm exchange's
+	 * SIGTERM): pulls end, and the round returns EINTR, writing nothing
+	 * after the pulls under way */
+	int (*cancelled)(void);
 	size_t n;
 	struct spirt_xpeer *peers;      /* n, owned (spirt_exchange_free) */
 	/* out */
@@ -122,7 +146,7 @@ struct spirt_exchange {
 
 /* x with defaults: mean, deadline 30 s, timeout 10 s, no peers. */
 void spirt_exchange_init(struct spirt_exchange *x) SPIRT_NONNULL(1);
-/* Free the peers and what they hold. */
+/* Free the peers and what they hold, and close their handles. */
 void spirt_exchange_free(struct spirt_exchange *x) SPIRT_NONNULL(1);
 
 /*
@@ -137,11 +161,15 @@ SPIRT_MUST_CHECK int spirt_peers_parse(struct spirt_exchange *x,
     size_t *line) SPIRT_NONNULL(1, 2, 4);
 
 /*
- * The round, as above.  Returns 0 (x->done if it had been done before);
+ * The round, as above.  x may run one round after another (a warm
+ * exchange, x->step changed in between): each peer's handle, and so its
+ * session, is kept, and what the last round said of it is cleared first.
+ * Returns 0 (x->done if it had been done before);
  * SPIRT_ENOTFOUND (no agg/<t> or model@t), SPIRT_EEXIST (xagg/<t>/<self>
  * holds another aggregate), SPIRT_EBUSY (fewer than x->min_peers
  * aggregates), SPIRT_EMODEL (this peer's model@t is not the majority's:
- * it must stop), the aggregation's codes, store errors, ENOMEM; x->msg
+ * it must stop), EINTR (x->cancelled), the aggregation's codes, store
+ * errors, ENOMEM; x->msg
  * says what.
  */
 SPIRT_MUST_CHECK int spirt_exchange_run(struct spirt_exchange *x)

@@ -200,6 +200,15 @@ spirt_key_grad_prefix(char *buf, size_t cap, uint64_t step)
 }
 
 int
+spirt_key_mom(char *buf, size_t cap, uint64_t step, uint32_t worker)
+{
+	int rc = badstep(buf, cap, step);
+
+	return rc ? rc : fmt(buf, cap, "mom/%" PRIu64 "/%" PRIu32, step,
+	    worker);
+}
+
+int
 spirt_key_aggroot(char *buf, size_t cap, const char *root, uint64_t step)
 {
 	int rc = badstep(buf, cap, step);
@@ -311,6 +320,12 @@ spirt_key_data_scale(char *buf, size_t cap, const char *ds)
 	return data(buf, cap, ds, "scale");
 }
 
+int
+spirt_key_data_classes(char *buf, size_t cap, const char *ds)
+{
+	return data(buf, cap, ds, "classes");
+}
+
 /* "data/<ds>/<k>/<xy>" */
 static int
 shard(char *buf, size_t cap, const char *ds, uint64_t k, char xy)
@@ -378,7 +393,7 @@ parse_version(struct spirt_key_parts *k, const char *s, int kind)
 }
 
 static int
-parse_grad(struct spirt_key_parts *k, const char *s)
+parse_grad(struct spirt_key_parts *k, const char *s, int kind)
 {
 	const char *rest, *end;
 	uint64_t w;
@@ -387,7 +402,7 @@ parse_grad(struct spirt_key_parts *k, const char *s)
 	    decimal(rest, '\0', &w, &end) || w > UINT32_MAX)
 		return SPIRT_EKEY;
 	k->worker = (uint32_t)w;
-	k->kind = SPIRT_KEY_GRAD;
+	k->kind = kind;
 	return 0;
 }
 
@@ -456,6 +471,8 @@ parse_data(struct spirt_key_parts *k, const char *s)
 		k->kind = SPIRT_KEY_DATA_ASSIGN;
 	else if (strcmp(rest, "scale") == 0)
 		k->kind = SPIRT_KEY_DATA_SCALE;
+	else if (strcmp(rest, "classes") == 0)
+		k->kind = SPIRT_KEY_DATA_CLASSES;
 	else if (decimal(rest, '/', &k->shard, &end) == 0 &&
 	    (end[1] == 'x' || end[1] == 'y') && end[2] == '\0')
 		k->kind = end[1] == 'x' ? SPIRT_KEY_DATA_X : SPIRT_KEY_DATA_Y;
@@ -477,7 +494,9 @@ spirt_key_parse(struct spirt_key_parts *k, const char *key)
 	else if (!strncmp(key, "opt/", 4))
 		rc = parse_version(k, key + 4, SPIRT_KEY_OPT);
 	else if (!strncmp(key, "grad/", 5))
-		rc = parse_grad(k, key + 5);
+		rc = parse_grad(k, key + 5, SPIRT_KEY_GRAD);
+	else if (!strncmp(key, "mom/", 4))
+		rc = parse_grad(k, key + 4, SPIRT_KEY_MOM);
 	else if (!strncmp(key, "agg/", 4))
 		rc = parse_agg(k, key + 4);
 	else if (!strncmp(key, "xagg/", 5))
@@ -513,6 +532,7 @@ int
 spirt_key_volatile(const char *key, size_t len)
 {
 	return under(key, len, SPIRT_KEY_GRAD_ROOT) ||
+	    under(key, len, SPIRT_KEY_MOM_ROOT) ||
 	    under(key, len, SPIRT_KEY_AGG_ROOT) || under(key, len, "xagg/") ||
 	    under(key, len, "gagg/") || under(key, len, "beat/");
 }
@@ -521,8 +541,8 @@ uint64_t
 spirt_key_wirestep(const char *key)
 {
 	static const char *const roots[] = {
-		SPIRT_KEY_GRAD_ROOT, SPIRT_KEY_AGG_ROOT, "xagg/", "gagg/",
-		"digest/"
+		SPIRT_KEY_GRAD_ROOT, SPIRT_KEY_MOM_ROOT, SPIRT_KEY_AGG_ROOT,
+		"xagg/", "gagg/", "digest/"
 	};
 	struct spirt_key_parts k;
 	const char *end;
@@ -530,7 +550,8 @@ spirt_key_wirestep(const char *key)
 
 	if (spirt_key_parse(&k, key) == 0)
 		switch (k.kind) {
-		case SPIRT_KEY_MODEL: case SPIRT_KEY_GRAD: case SPIRT_KEY_AGG:
+		case SPIRT_KEY_MODEL: case SPIRT_KEY_GRAD: case SPIRT_KEY_MOM:
+		case SPIRT_KEY_AGG:
 		case SPIRT_KEY_AGG_EXCLUDED: case SPIRT_KEY_XAGG:
 		case SPIRT_KEY_GAGG: case SPIRT_KEY_DIGEST:
 			return k.step;

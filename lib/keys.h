@@ -18,7 +18,8 @@
  *   gagg/<t>               the global aggregate, combined across peers
  *   digest/<t>/<peer>      peer <peer>'s signed digest of step t
  *   data/<ds>/info, data/<ds>/assign, data/<ds>/scale,
- *   data/<ds>/<k>/x, data/<ds>/<k>/y   a data set and its shard k
+ *   data/<ds>/classes, data/<ds>/<k>/x, data/<ds>/<k>/y
+ *                          a data set and its shard k
  *   beat/<member>          a member's heartbeat
  *
  * Steps and shard numbers are unpadded decimal ("0", never "007"), at
@@ -38,6 +39,7 @@
 /* the roots of the step-versioned families, for listing and pruning */
 #define SPIRT_KEY_GRAD_ROOT "grad/"
 #define SPIRT_KEY_AGG_ROOT "agg/"
+#define SPIRT_KEY_MOM_ROOT "mom/"
 
 /* Validate a key: 1..SPIRT_KEY_MAX printable ASCII bytes, no spaces. */
 SPIRT_MUST_CHECK int spirt_key_check(const char *key);
@@ -82,6 +84,10 @@ SPIRT_MUST_CHECK int spirt_key_grad(char *buf, size_t cap, uint64_t step,
 /* "grad/<t>/": the prefix of step t's gradients */
 SPIRT_MUST_CHECK int spirt_key_grad_prefix(char *buf, size_t cap,
     uint64_t step) SPIRT_NONNULL(1);
+/* "mom/<t>/<w>": worker w's momentum of step t (spirt-agg
+ * --worker-momentum) */
+SPIRT_MUST_CHECK int spirt_key_mom(char *buf, size_t cap, uint64_t step,
+    uint32_t worker) SPIRT_NONNULL(1);
 SPIRT_MUST_CHECK int spirt_key_agg(char *buf, size_t cap, uint64_t step)
     SPIRT_NONNULL(1);
 SPIRT_MUST_CHECK int spirt_key_agg_excluded(char *buf, size_t cap,
@@ -118,6 +124,8 @@ SPIRT_MUST_CHECK int spirt_key_data_assign(char *buf, size_t cap,
     const char *ds) SPIRT_NONNULL(1, 3);
 SPIRT_MUST_CHECK int spirt_key_data_scale(char *buf, size_t cap,
     const char *ds) SPIRT_NONNULL(1, 3);
+SPIRT_MUST_CHECK int spirt_key_data_classes(char *buf, size_t cap,
+    const char *ds) SPIRT_NONNULL(1, 3);
 SPIRT_MUST_CHECK int spirt_key_data_x(char *buf, size_t cap, const char *ds,
     uint64_t k) SPIRT_NONNULL(1, 3);
 SPIRT_MUST_CHECK int spirt_key_data_y(char *buf, size_t cap, const char *ds,
@@ -140,7 +148,9 @@ enum spirt_key_kind {
 	SPIRT_KEY_DATA_ASSIGN,  /* name */
 	SPIRT_KEY_DATA_SCALE,   /* name */
 	SPIRT_KEY_DATA_X,       /* name, shard */
-	SPIRT_KEY_DATA_Y        /* name, shard */
+	SPIRT_KEY_DATA_Y,       /* name, shard */
+	SPIRT_KEY_DATA_CLASSES, /* name */
+	SPIRT_KEY_MOM           /* step, worker */
 };
 
 /* A key taken apart; the fields its kind does not use are zero. */
@@ -164,9 +174,9 @@ SPIRT_MUST_CHECK int spirt_key_parse(struct spirt_key_parts *k, const char *key)
 /*
  * The step a key is bound to on the wire (docs/protocol.md, "HTTP
  * transport"): t of model/<name>@<t> and of the step families grad/<t>,
- * agg/<t>, xagg/<t>, gagg/<t> and digest/<t>, with whatever follows the
- * step ("grad/7/3", "gagg/7/round", a listing of step 7's gradients); 0 for
- * any other key (opt/, data/, beat/, the user's keys).
+ * mom/<t>, agg/<t>, xagg/<t>, gagg/<t> and digest/<t>, with whatever
+ * follows the step ("grad/7/3", "gagg/7/round", a listing of step 7's
+ * gradients); 0 for any other key (opt/, data/, beat/, the user's keys).
  */
 uint64_t spirt_key_wirestep(const char *key) SPIRT_NONNULL(1);
 
@@ -177,7 +187,8 @@ uint64_t spirt_key_wirestep(const char *key) SPIRT_NONNULL(1);
 /*
  * 1 if the key (len bytes, not necessarily NUL-terminated) lives in the
  * store's scratch environment (spirt-store(5)): values recomputed or
- * refetched each step, never synced: grad/, agg/, xagg/, gagg/, beat/.
+ * refetched each step, never synced: grad/, mom/, agg/, xagg/, gagg/,
+ * beat/.
  * Model versions, optimiser state, data and digests are durable.
  */
 int spirt_key_volatile(const char *key, size_t len) SPIRT_NONNULL(1);

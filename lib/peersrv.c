@@ -1,12 +1,17 @@
 /* peersrv.c - a peer's store served over HTTP (ISC licence) */
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 #include <sodium.h>
@@ -26,6 +31,7 @@ struct sess {
 	unsigned char sid[SID_BYTES];
 	struct spirt_session *s;
 	double last;                    /* monotonic seconds */
+	unsigned busy;                  /* answers streaming under it */
 };
 
 /* a member's token bucket (conf.rate) */
@@ -33,6 +39,15 @@ struct bucket {
 	char id[SPIRT_ID_MAX + 1];
 	double tokens, last;
 };
+
+/* a streamed answer's buffer kept for the next one (see spare_get) */
+#define SPARES 2
+struct spare {
+	unsigned char *p;
+	size_t cap;
+};
+
+struct req;
 
 struct spirt_peersrv {
 	struct spirt_peersrv_conf conf;
@@ -42,14 +57,34 @@ struct spirt_peersrv {
 	unsigned nrates;
 	char addr[80];
 	struct spirt_peersrv_stats st;
+	struct spare spare[SPARES];
+	/* gets waiting for their key (see "waits" below) */
+	pthread_mutex_t wlock;
+	struct req *waiters;            /* suspended, to be resumed */
+	unsigned parked;                /* suspended or resuming */
+	int stopping;
+	int ifd;                        /* inotify on the store, or -1 */
+	int wake[2];                    /* the watcher's pipe */
+	pthread_t watcher;
+	int watching;
 };
 
 /* one request's state across the handler's calls */
 struct req {
-	int kind;                       /* 1 id, 2 hs, 3 msg, 0 refused */
+	int kind;                       /* 1 id, 2 hs, 3 msg, 0 refused,
+					 * 4 a get waiting for its key */
 	unsigned char *buf;
 	size_t len, cap, max;
 	char from[80];
+	/* a waiting get: what it asked, under which session, until when */
+	struct req *wnext;
+	struct MHD_Connection *conn;
+	unsigned char sid[SID_BYTES];
+	struct spirt_msg_info info;
+	uint64_t step;
+	unsigned flags;
+	double until;
+	char what[SPIRT_MSG_KEY_MAX + 64];
 };
 
 /* ---- authorisation ---- */
@@ -207,7 +242,7 @@ sess_find(struct spirt_peersrv *p, const unsigned char *sid, double now)
 
 		if (!e->s)
 			continue;
-		if (now - e->last > p->conf.idle_s)
+		if (now - e->last > p->conf.idle_s && !e->busy)
 			sess_drop(e);
 		else if (sodium_memcmp(e->sid, sid, SID_BYTES) == 0)
 			hit = e;
@@ -228,10 +263,12 @@ sess_slot(struct spirt_peersrv *p, double now)
 	for (unsigned i = 0; i < p->conf.max_sessions; i++) {
 		struct sess *e = &p->tab[i];
 
-		if (e->s && now - e->last > p->conf.idle_s)
+		if (e->s && now - e->last > p->conf.idle_s && !e->busy)
 			sess_drop(e);
 		if (!e->s)
 			return e;
+		if (e->busy)
+			continue;       /* its keys seal an answer in flight */
 		if (!spirt_session_confirmed(e->s) &&
 		    (!unconf || e->last < unconf->last))
 			unconf = e;
@@ -415,14 +452,513 @@ list_fn(void *arg, const char *key, const void *val, size_t len)
 	return 0;
 }
 
+/* ---- streamed answers: sealed frame by frame as the socket takes them */
+
+#define FRAME_WIRE (SPIRT_FRAME_BYTES + SPIRT_MSG_TAG)
+#define STREAM_BLOCK (4 * FRAME_WIRE)   /* MHD's buffer: four frames */
+
+/*
+ * The buffers streamed answers copy values into are kept for the next
+ * answer (the exchange asks for values of the same size every step):
+ * freed and allocated anew, their pages would be faulted in and zeroed
+ * by the kernel each time, which costs about as much as sealing them.
+ */
+static unsigned char *
+spare_get(struct spirt_peersrv *p, size_t n, size_t *cap)
+{
+	struct spare *best = NULL;
+	unsigned char *b;
+
+	for (int i = 0; i < SPARES; i++)
+		if (p->spare[i].p && p->spare[i].cap >= n &&
+		    (!best || p->spare[i].cap < best->cap))
+			best = &p->spare[i];
+	if (best) {
+		b = best->p;
+		*cap = best->cap;
+		best->p = NULL;
+		return b;
+	}
+	*cap = n;
+	return malloc(n ? n : 1);
+}
+
+static void
+spare_put(struct spirt_peersrv *p, unsigned char *b, size_t cap)
+{
+	struct spare *small = &p->spare[0];
+
+	/* an empty slot, else the smallest, if b is larger */
+	for (int i = 1; i < SPARES && small->p; i++)
+		if (!p->spare[i].p || p->spare[i].cap < small->cap)
+			small = &p->spare[i];
+	if (!small->p || small->cap < cap) {
+		free(small->p);
+		small->p = b;
+		small->cap = cap;
+	} else {
+		free(b);
+	}
+}
+
+struct sresp {
+	struct spirt_peersrv *srv;
+	struct sess *e;                 /* whose keys seal it (busy) */
+	struct spirt_session *s;
+	struct spirt_stream w;
+	unsigned char *pt;              /* answer head and value */
+	size_t n, ptcap;
+	unsigned char head[SPIRT_MSG_HEAD + SPIRT_MSG_KEY_MAX];
+	size_t hlen;
+	unsigned char *stage;           /* a frame that did not fit */
+	uint64_t stage_at;              /* its offset after the header */
+	size_t stage_len;
+};
+
+static ssize_t
+stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct sresp *a = cls;
+	size_t done = 0;
+
+	while (done < max) {
+		uint64_t p = pos + done, off, at;
+		size_t k, fl;
+
+		if (p < a->hlen) {
+			k = a->hlen - (size_t)p < max - done ?
+			    a->hlen - (size_t)p : max - done;
+			memcpy(buf + done, a->head + p, k);
+			done += k;
+			continue;
+		}
+		off = p - a->hlen;
+		if (a->stage_len && off >= a->stage_at &&
+		    off < a->stage_at + a->stage_len) {
+			k = (size_t)(a->stage_at + a->stage_len - off);
+			if (k > max - done)
+				k = max - done;
+			memcpy(buf + done, a->stage + (off - a->stage_at), k);
+			done += k;
+			continue;
+		}
+		if (a->w.next >= a->w.frames)
+			break;
+		at = a->w.next * (uint64_t)FRAME_WIRE;
+		if (off != at || a->e->s != a->s)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		fl = spirt_stream_frame_len(&a->w);
+		if (max - done >= fl + SPIRT_MSG_TAG) {
+			unsigned char *to = (unsigned char *)buf + done;
+
+			if (spirt_stream_seal_frame(&a->w, to, a->pt + at /
+			    FRAME_WIRE * SPIRT_FRAME_BYTES, fl))
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			done += fl + SPIRT_MSG_TAG;
+			continue;
+		}
+		if (done)
+			break;          /* the rest next time, whole */
+		if (!a->stage && !(a->stage = malloc(FRAME_WIRE)))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (spirt_stream_seal_frame(&a->w, a->stage, a->pt + at /
+		    FRAME_WIRE * SPIRT_FRAME_BYTES, fl))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		a->stage_at = at;
+		a->stage_len = fl + SPIRT_MSG_TAG;
+	}
+	return done ? (ssize_t)done : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void
+stream_free(void *cls)
+{
+	struct sresp *a = cls;
+
+	if (a->e->s == a->s && a->e->busy)
+		a->e->busy--;
+	spare_put(a->srv, a->pt, a->ptcap);
+	free(a->stage);
+	free(a);
+}
+
+/*
+ * Answer a get with a stream (docs/protocol.md, "Streamed messages"):
+ * the value is copied out of the store (the read transaction ends
+ * here), and each frame is sealed when the connection can take it, so
+ * that sealing overlaps sending and the member's opening.
+ */
+static enum MHD_Result
+stream_answer(struct spirt_peersrv *p, struct MHD_Connection *c,
+    struct sess *e, uint64_t step,
+    const char *key, const unsigned char head[SPIRT_ANS_HEAD],
+    const void *val, size_t vlen)
+{
+	struct MHD_Response *r;
+	struct sresp *a;
+	enum MHD_Result ok;
+	size_t total = spirt_stream_size(key, SPIRT_ANS_HEAD + vlen);
+
+	if (!total || !(a = calloc(1, sizeof *a)))
+		return MHD_NO;
+	a->srv = p;
+	a->n = SPIRT_ANS_HEAD + vlen;
+	if (!(a->pt = spare_get(p, a->n, &a->ptcap))) {
+		free(a);
+		return MHD_NO;
+	}
+	memcpy(a->pt, head, SPIRT_ANS_HEAD);
+	memcpy(a->pt + SPIRT_ANS_HEAD, val, vlen);
+	if (spirt_stream_seal_begin(&a->w, e->s, a->head, sizeof a->head,
+	    &a->hlen, step, key, a->n)) {
+		spare_put(p, a->pt, a->ptcap);
+		free(a);
+		return MHD_NO;
+	}
+	a->e = e;
+	a->s = e->s;
+	e->busy++;
+	r = MHD_create_response_from_callback(total, STREAM_BLOCK,
+	    stream_read, a, stream_free);
+	if (!r) {
+		stream_free(a);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    "application/octet-stream");
+	ok = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
 static const char *const opname[] = { "?", "get", "put", "del", "list" };
+
+/* the sealed answer to op (a stream for a get that asked for one) */
+static enum MHD_Result
+reply(struct spirt_peersrv *p, struct MHD_Connection *c, const char *from,
+    struct sess *e, int op, int more, int st, uint64_t counter,
+    uint64_t step, const char *key, unsigned flags, const void *val,
+    size_t vlen, const char *what)
+{
+	unsigned char head[SPIRT_ANS_HEAD], *out;
+	size_t klen = strlen(key), cap, olen;
+	int rc;
+
+	memset(head, 0, sizeof head);
+	head[0] = (unsigned char)op;
+	head[1] = more ? SPIRT_ANS_MORE : 0;
+	spirt_le_put16(head + 2, (uint16_t)st);
+	spirt_le_put64(head + 8, counter);
+	if (op == SPIRT_OP_GET && st == SPIRT_ST_OK &&
+	    (flags & SPIRT_REQ_STREAM)) {
+		enum MHD_Result ok = stream_answer(p, c, e, step, key, head,
+		    val, vlen);
+
+		if (ok == MHD_YES)
+			p->st.served++;
+		else
+			logf_(p, 0, "%s: %s: answer: %s", from, what,
+			    spirt_strerror(ENOMEM));
+		return ok;
+	}
+	cap = spirt_msg_size(key, SPIRT_ANS_HEAD + vlen);
+	if (cap && (out = malloc(cap))) {
+		unsigned char *dst = out + SPIRT_MSG_HEAD + klen;
+
+		memcpy(dst, head, SPIRT_ANS_HEAD);
+		if (vlen)
+			memcpy(dst + SPIRT_ANS_HEAD, val, vlen);
+		rc = spirt_session_seal(e->s, out, cap, &olen, step, key,
+		    dst, SPIRT_ANS_HEAD + vlen);
+	} else {
+		out = NULL;
+		rc = ENOMEM;
+	}
+	if (rc) {
+		free(out);
+		logf_(p, 0, "%s: %s: answer: %s", from, what,
+		    spirt_strerror(rc));
+		return MHD_NO;
+	}
+	p->st.served++;
+	return answer(c, MHD_HTTP_OK, out, olen, "application/octet-stream");
+}
+
+/*
+ * ---- waits: a get for a key that is not there yet, held until it is
+ *
+ * A get with SPIRT_REQ_WAIT and a wait in ms (docs/protocol.md) whose
+ * key is not in the store is parked: its connection is suspended, and a
+ * watcher thread resumes every parked get when the store's files change
+ * (inotify on <store> and <store>/scratch, where LMDB writes its pages
+ * and, last, the meta page of each commit), and each one whose wait is
+ * over.  A resumed get asks the store again in the server's thread, and
+ * is answered, or parked again.  So a pulling peer has the value a few
+ * hundred microseconds after it is committed, instead of asking again
+ * and again.  Without inotify the watcher resumes them every WAIT_TICK
+ * ms.  At most WAIT_MAX gets wait at once; more are answered at once.
+ */
+#define WAIT_MAX 128
+#define WAIT_TICK 100                   /* resume all this often anyway */
+#define WAIT_TICK_BLIND 2               /* ... and without inotify */
+
+/* under wlock: resume every parked get (its handler runs again) */
+static void
+resume_all(struct spirt_peersrv *p)
+{
+	for (struct req *q = p->waiters, *n; q; q = n) {
+		n = q->wnext;
+		q->wnext = NULL;
+		MHD_resume_connection(q->conn);
+	}
+	p->waiters = NULL;
+}
+
+/* under wlock: resume those whose wait is over */
+static void
+resume_due(struct spirt_peersrv *p, double now)
+{
+	for (struct req **qq = &p->waiters, *q; (q = *qq);) {
+		if (q->until <= now) {
+			*qq = q->wnext;
+			q->wnext = NULL;
+			MHD_resume_connection(q->conn);
+		} else {
+			qq = &q->wnext;
+		}
+	}
+}
+
+static void
+poke(struct spirt_peersrv *p)
+{
+	char b = 'w';
+
+	if (write(p->wake[1], &b, 1) < 0) {
+		/* full: the watcher is awake anyway */
+	}
+}
+
+/* 1 if q is parked (its connection suspended), 0 if it must be
+ * answered now */
+static int
+repark(struct spirt_peersrv *p, struct req *q)
+{
+	int ok = 0;
+
+	pthread_mutex_lock(&p->wlock);
+	if (!p->stopping && p->parked < WAIT_MAX && spirt_clock() < q->until) {
+		q->kind = 4;
+		q->wnext = p->waiters;
+		p->waiters = q;
+		p->parked++;
+		MHD_suspend_connection(q->conn);
+		ok = 1;
+	}
+	pthread_mutex_unlock(&p->wlock);
+	if (ok)
+		poke(p);
+	return ok;
+}
+
+static int
+park(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q,
+    const struct sess *e, const struct spirt_msg_info *info, uint64_t step,
+    unsigned flags, uint32_t wait_ms, const char *what)
+{
+	if (wait_ms == 0 || !p->watching)
+		return 0;
+	if (wait_ms > SPIRT_WAIT_MAX_MS)
+		wait_ms = SPIRT_WAIT_MAX_MS;
+	q->conn = c;
+	memcpy(q->sid, e->sid, SID_BYTES);
+	q->info = *info;
+	q->step = step;
+	q->flags = flags;
+	q->until = spirt_clock() + wait_ms / 1e3;
+	snprintf(q->what, sizeof q->what, "%s", what);
+	if (!repark(p, q))
+		return 0;
+	logf_(p, 1, "%s: %s: waiting (up to %u ms)", q->from, what, wait_ms);
+	return 1;
+}
+
+/* a parked get, resumed: its key asked for again */
+static enum MHD_Result
+waited(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
+{
+	struct spirt_txn *t = NULL;
+	const void *val = NULL;
+	size_t vlen = 0;
+	struct sess *e;
+	enum MHD_Result ok;
+	int rc;
+
+	pthread_mutex_lock(&p->wlock);
+	p->parked--;
+	pthread_mutex_unlock(&p->wlock);
+	q->kind = 0;
+	if (!(e = sess_find(p, q->sid, spirt_clock())))
+		return refuse(p, c, q->from, q->what, SPIRT_ESESSION);
+	e->last = spirt_clock();
+	if ((rc = spirt_txn_begin(&t, p->conf.store, SPIRT_TXN_RDONLY)) == 0 &&
+	    (rc = spirt_store_get(t, q->info.key, &val, &vlen)) == 0 &&
+	    vlen > p->conf.max_bytes)
+		rc = SPIRT_ETOOBIG;
+	if (rc == SPIRT_ENOTFOUND && repark(p, q)) {
+		spirt_txn_abort(t);
+		return MHD_YES;
+	}
+	if (rc && rc != SPIRT_ENOTFOUND)
+		logf_(p, 0, "%s: %s: %s", q->from, q->what, spirt_strerror(rc));
+	if (rc)
+		vlen = 0;
+	else
+		logf_(p, 1, "%s: %s: %zu bytes (waited)", q->from, q->what,
+		    vlen);
+	ok = reply(p, c, q->from, e, SPIRT_OP_GET, 0,
+	    (int)spirt_code_status(rc), q->info.counter, q->step, q->info.key,
+	    q->flags, val, vlen, q->what);
+	spirt_txn_abort(t);
+	return ok;
+}
+
+static void *
+watch_main(void *arg)
+{
+	struct spirt_peersrv *p = arg;
+	double last = spirt_clock();
+	char buf[4096];
+
+	for (;;) {
+		struct pollfd pf[2] = { { p->wake[0], POLLIN, 0 },
+		    { p->ifd, POLLIN, 0 } };
+		double now = spirt_clock(), due = -1;
+		int ms = -1, tick = p->ifd >= 0 ? WAIT_TICK : WAIT_TICK_BLIND;
+
+		pthread_mutex_lock(&p->wlock);
+		if (p->stopping) {
+			resume_all(p);
+			pthread_mutex_unlock(&p->wlock);
+			break;
+		}
+		for (struct req *q = p->waiters; q; q = q->wnext)
+			if (due < 0 || q->until < due)
+				due = q->until;
+		pthread_mutex_unlock(&p->wlock);
+		if (due >= 0) {
+			ms = (int)((due - now) * 1e3) + 1;
+			if (ms > tick)
+				ms = tick;
+			if (ms < 1)
+				ms = 1;
+		}
+		if (poll(pf, p->ifd >= 0 ? 2 : 1, ms) < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents & POLLIN)
+			while (read(p->wake[0], buf, sizeof buf) > 0)
+				;
+		now = spirt_clock();
+		pthread_mutex_lock(&p->wlock);
+		if (p->ifd >= 0 && (pf[1].revents & POLLIN)) {
+			/* the store changed: every parked get asks again */
+			while (read(p->ifd, buf, sizeof buf) > 0)
+				;
+			resume_all(p);
+			last = now;
+		} else if (now - last >= tick / 1e3 && p->waiters) {
+			resume_all(p);
+			last = now;
+		} else {
+			resume_due(p, now);
+		}
+		pthread_mutex_unlock(&p->wlock);
+	}
+	return NULL;
+}
+
+/* inotify on the store's directories; -1 where it cannot be had */
+static int
+watch_store(const char *dir)
+{
+	char sub[4096];
+	int fd;
+	uint32_t mask = IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE;
+
+	if (!dir || (fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
+		return -1;
+	if (inotify_add_watch(fd, dir, mask) < 0) {
+		close(fd);
+		return -1;
+	}
+	snprintf(sub, sizeof sub, "%s/scratch", dir);
+	(void)inotify_add_watch(fd, sub, mask);   /* where xagg/ lives */
+	return fd;
+}
+
+static int
+watch_start(struct spirt_peersrv *p)
+{
+	int fl;
+
+	pthread_mutex_init(&p->wlock, NULL);
+	p->ifd = watch_store(p->conf.path);
+	if (pipe(p->wake) != 0) {
+		p->wake[0] = p->wake[1] = -1;
+		goto fail;
+	}
+	for (int i = 0; i < 2; i++)
+		if ((fl = fcntl(p->wake[i], F_GETFL)) < 0 ||
+		    fcntl(p->wake[i], F_SETFL, fl | O_NONBLOCK) < 0 ||
+		    fcntl(p->wake[i], F_SETFD, FD_CLOEXEC) < 0)
+			goto fail;
+	if (pthread_create(&p->watcher, NULL, watch_main, p) != 0)
+		goto fail;
+	p->watching = 1;
+	return 0;
+fail:
+	/* no waits then: gets are answered at once, as before */
+	return 0;
+}
+
+/* every parked get answered (not found, now), then the watcher ends */
+static void
+watch_stop(struct spirt_peersrv *p)
+{
+	pthread_mutex_lock(&p->wlock);
+	p->stopping = 1;
+	resume_all(p);
+	pthread_mutex_unlock(&p->wlock);
+	if (p->watching) {
+		poke(p);
+		pthread_join(p->watcher, NULL);
+	}
+	/* MHD must not stop with a connection suspended: let the server's
+	 * thread answer the resumed ones first (bounded) */
+	for (int i = 0; i < 5000; i++) {
+		unsigned n;
+
+		pthread_mutex_lock(&p->wlock);
+		n = p->parked;
+		pthread_mutex_unlock(&p->wlock);
+		if (n == 0)
+			break;
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	if (p->ifd >= 0)
+		close(p->ifd);
+	for (int i = 0; i < 2; i++)
+		if (p->wake[i] >= 0)
+			close(p->wake[i]);
+	pthread_mutex_destroy(&p->wlock);
+}
 
 static enum MHD_Result
 do_msg(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 {
 	const char *hex = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 	    "Spirt-Session");
-	unsigned char sid[SID_BYTES], *pt, *out = NULL, head[SPIRT_ANS_HEAD];
+	unsigned char sid[SID_BYTES], *pt;
 	struct spirt_msg_info info;
 	const struct spirt_member *m;
 	struct spirt_txn *t = NULL;
@@ -430,8 +966,9 @@ do_msg(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 	struct op o = { 0 };
 	struct sess *e;
 	uint64_t step;
-	size_t n, klen, vlen = 0, bin, olen, cap;
+	size_t n, klen, vlen = 0, bin;
 	char what[SPIRT_MSG_KEY_MAX + 64], prefix[SPIRT_MSG_KEY_MAX + 1];
+	enum MHD_Result ok;
 	int rc, op, st = 0;
 
 	if (!hex || strlen(hex) != 2 * SID_BYTES ||
@@ -496,6 +1033,13 @@ do_msg(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 		if (!(rc = spirt_store_get(t, o.key, &val, &vlen)) &&
 		    vlen > p->conf.max_bytes)
 			rc = SPIRT_ETOOBIG;
+		/* not there yet: the member may wait for it */
+		if (rc == SPIRT_ENOTFOUND && (pt[1] & SPIRT_REQ_WAIT) &&
+		    park(p, c, q, e, &info, step, pt[1],
+		    spirt_le_get32(pt + 4), what)) {
+			spirt_txn_abort(t);
+			return MHD_YES;
+		}
 		break;
 	case SPIRT_OP_PUT:
 		rc = spirt_store_write(p->conf.store, put_fn, &o);
@@ -522,33 +1066,11 @@ do_msg(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 		logf_(p, 1, "%s: %s: %zu bytes", q->from, what,
 		    op == SPIRT_OP_PUT ? o.len : vlen);
 seal:
-	memset(head, 0, sizeof head);
-	head[0] = (unsigned char)op;
-	head[1] = o.more ? SPIRT_ANS_MORE : 0;
-	spirt_le_put16(head + 2, (uint16_t)st);
-	spirt_le_put64(head + 8, info.counter);
-	cap = spirt_msg_size(info.key, SPIRT_ANS_HEAD + vlen);
-	if (cap && (out = malloc(cap))) {
-		unsigned char *dst = out + SPIRT_MSG_HEAD + klen;
-
-		memcpy(dst, head, SPIRT_ANS_HEAD);
-		if (vlen)
-			memcpy(dst + SPIRT_ANS_HEAD, val, vlen);
-		rc = spirt_session_seal(e->s, out, cap, &olen, step, info.key,
-		    dst, SPIRT_ANS_HEAD + vlen);
-	} else {
-		rc = ENOMEM;
-	}
+	ok = reply(p, c, q->from, e, op, o.more, st, info.counter, step,
+	    info.key, op == SPIRT_OP_GET ? pt[1] : 0, val, vlen, what);
 	spirt_txn_abort(t);
 	free(o.ent);
-	if (rc) {
-		free(out);
-		logf_(p, 0, "%s: %s: answer: %s", q->from, what,
-		    spirt_strerror(rc));
-		return MHD_NO;
-	}
-	p->st.served++;
-	return answer(c, MHD_HTTP_OK, out, olen, "application/octet-stream");
+	return ok;
 }
 
 static void
@@ -619,6 +1141,8 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		}
 		return MHD_YES;
 	}
+	if (q->kind == 4)
+		return waited(p, c, q);
 	if (q->kind == 0)
 		return MHD_YES;         /* refused: MHD drops the body */
 	if (*upsize) {
@@ -753,8 +1277,9 @@ spirt_peersrv_start(struct spirt_peersrv **out,
 	}
 	p->conf = *conf;
 	errno = 0;
+	watch_start(p);
 	p->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-	    MHD_USE_AUTO | MHD_USE_ERROR_LOG |
+	    MHD_USE_AUTO | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME |
 	    (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 	    0, NULL, NULL, handler, p,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhdlog, p,
@@ -769,6 +1294,7 @@ spirt_peersrv_start(struct spirt_peersrv **out,
 	freeaddrinfo(ai);
 	if (!p->d) {
 		rc = errno ? errno : EADDRINUSE;
+		watch_stop(p);
 		free(p->rates);
 		free(p->tab);
 		free(p);
@@ -798,11 +1324,14 @@ spirt_peersrv_stop(struct spirt_peersrv *p, struct spirt_peersrv_stats *st)
 {
 	if (!p)
 		return;
+	watch_stop(p);
 	MHD_stop_daemon(p->d);
 	if (st)
 		*st = p->st;
 	for (unsigned i = 0; i < p->conf.max_sessions; i++)
 		sess_drop(&p->tab[i]);
+	for (int i = 0; i < SPARES; i++)
+		free(p->spare[i].p);
 	free(p->rates);
 	free(p->tab);
 	free(p);

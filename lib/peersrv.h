@@ -19,6 +19,9 @@
 
 struct spirt_peersrv_conf {
 	struct spirt_store *store;      /* served; outlives the server */
+	const char *path;               /* its directory, watched for waits
+					 * (NULL: gets that wait ask the
+					 * store again every 2 ms) */
 	const struct spirt_cred *cred;  /* our key, id, run, token, trust */
 	const char *listen;             /* "addr:port", "[v6]:port"; port 0
 					 * picks a free one */

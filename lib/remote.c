@@ -13,6 +13,7 @@
 #define WINDOW_NS 30000000000u  /* handshake timestamps: 30 s of skew */
 #define SID_BYTES 16
 #define URL_MAX 300
+#define RECV_BUF (256 * 1024)   /* curl's receive buffer */
 
 /* ---- statuses ---- */
 
@@ -239,6 +240,30 @@ spirt_remote_global_cleanup(void)
 		cu->global_cleanup();
 }
 
+/*
+ * A sealed answer as it arrives (the write callback's state): its header
+ * and key, then either the whole message into r->buf, sized once from the
+ * header (type 1), or a stream whose frames are opened as each one is
+ * complete, in place in the value's buffer, which is then handed to the
+ * caller as it is (type 2).
+ */
+struct rx {
+	int on;                         /* parse the body as a message */
+	int rc;                         /* why the transfer was stopped */
+	uint64_t step;                  /* what it must be for */
+	const char *key;
+	unsigned char head[SPIRT_MSG_HEAD + SPIRT_MSG_KEY_MAX];
+	size_t have, hlen;              /* header bytes had, needed */
+	int type;                       /* 0 until the header is in */
+	uint64_t total, got;            /* the message's bytes, arrived */
+	struct spirt_stream st;
+	unsigned char ans[SPIRT_ANS_HEAD];
+	unsigned char *val;             /* stream: the value (owned) */
+	size_t vlen;
+	size_t fl, fhave;               /* the frame: plaintext, bytes had */
+	uint64_t p0;                    /* its first plaintext byte */
+};
+
 struct spirt_remote {
 	const struct spirt_curl *cu;    /* libcurl (lib/curldl.h) */
 	CURL *curl;
@@ -250,10 +275,16 @@ struct spirt_remote {
 	struct spirt_session *s;
 	char sid[2 * SID_BYTES + 1];    /* hex */
 	unsigned timeout_ms;
+	double end;                     /* the operation's deadline (s) */
 	uint64_t max;                   /* largest answer body */
 	unsigned char *buf;             /* the answer */
 	size_t len, cap;
 	int toobig;
+	int started;                    /* the body's first bytes came */
+	curl_off_t clen;                /* its Content-Length, or -1 */
+	struct rx rx;
+	unsigned char *stage;           /* a stream's frame 0 */
+	int (*cancelled)(void);         /* non-zero: stop the request */
 	long http;
 	char msg[600];
 	char ebuf[CURL_ERROR_SIZE];
@@ -369,6 +400,8 @@ spirt_remote_close(struct spirt_remote *r)
 		r->cu->easy_cleanup(r->curl);
 	spirt_session_free(r->s);
 	free(r->buf);
+	free(r->rx.val);
+	free(r->stage);
 	free(r);
 }
 
@@ -397,29 +430,223 @@ spirt_remote_set_max(struct spirt_remote *r, uint64_t max_bytes)
 	r->max = max_bytes;
 }
 
+void
+spirt_remote_set_cancel(struct spirt_remote *r, int (*cancelled)(void))
+{
+	r->cancelled = cancelled;
+}
+
+/* libcurl's progress callback: asks whether to stop (about once a second
+ * while nothing moves, more often while it does) */
+static int
+progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+    curl_off_t un)
+{
+	struct spirt_remote *r = arg;
+
+	(void)dt;
+	(void)dn;
+	(void)ut;
+	(void)un;
+	return r->cancelled && r->cancelled();
+}
+
+/* the largest answer: a value plus its framing, one tag per frame */
+static uint64_t
+limit(const struct spirt_remote *r)
+{
+	return r->max + SPIRT_MSG_HEAD + SPIRT_MSG_KEY_MAX + SPIRT_ANS_HEAD +
+	    SPIRT_MSG_TAG * spirt_stream_frames(r->max + SPIRT_ANS_HEAD);
+}
+
+/* room for need bytes in r->buf, grown once to need when it can be */
+static int
+reserve(struct spirt_remote *r, size_t need)
+{
+	unsigned char *b;
+
+	if (need <= r->cap)
+		return 0;
+	if (!(b = realloc(r->buf, need)))
+		return ENOMEM;
+	r->buf = b;
+	r->cap = need;
+	return 0;
+}
+
+/* the header is in: a single message goes whole to r->buf, a stream
+ * begins (its header checked before a byte of payload is taken) */
+static int
+rx_start(struct spirt_remote *r)
+{
+	struct rx *x = &r->rx;
+	size_t n;
+	int rc;
+
+	if (x->type == SPIRT_MSG_SINGLE) {
+		if ((rc = reserve(r, (size_t)x->total)))
+			return rc;
+		memcpy(r->buf, x->head, x->hlen);
+		r->len = x->hlen;
+		return 0;
+	}
+	if ((rc = spirt_stream_open_begin(&x->st, r->s, x->head, x->hlen,
+	    x->step, x->key, &n)))
+		return rc;
+	if (n < SPIRT_ANS_HEAD)
+		return SPIRT_EPROTO;
+	if (!r->stage && !(r->stage = malloc(SPIRT_FRAME_BYTES +
+	    SPIRT_MSG_TAG)))
+		return ENOMEM;
+	/* room for the last frame's tag after the value */
+	x->vlen = n - SPIRT_ANS_HEAD;
+	if (!(x->val = malloc(x->vlen + SPIRT_MSG_TAG)))
+		return ENOMEM;
+	x->fl = spirt_stream_frame_len(&x->st);
+	return 0;
+}
+
+/* a frame is in: open it in place (frame 0 in the stage: it holds the
+ * answer's head) */
+static int
+rx_frame(struct spirt_remote *r)
+{
+	struct rx *x = &r->rx;
+	unsigned char *at = x->p0 ? x->val + x->p0 - SPIRT_ANS_HEAD : r->stage;
+	int rc;
+
+	if ((rc = spirt_stream_open_frame(&x->st, at, at, x->fl +
+	    SPIRT_MSG_TAG)))
+		return rc;
+	if (x->p0 == 0) {
+		memcpy(x->ans, r->stage, SPIRT_ANS_HEAD);
+		memcpy(x->val, r->stage + SPIRT_ANS_HEAD, x->fl -
+		    SPIRT_ANS_HEAD);
+	}
+	x->p0 += x->fl;
+	x->fl = spirt_stream_frame_len(&x->st);
+	x->fhave = 0;
+	return 0;
+}
+
+/* n more bytes of a sealed answer */
+static int
+rx_feed(struct spirt_remote *r, const unsigned char *d, size_t n)
+{
+	struct rx *x = &r->rx;
+	size_t k;
+	int rc, type;
+
+	x->got += n;
+	if (x->hlen && x->got > x->total)
+		return SPIRT_EDATA;     /* more than its header says */
+	while (n > 0) {
+		if (!x->type) {
+			size_t want = x->hlen ? x->hlen : SPIRT_MSG_HEAD;
+
+			k = want - x->have < n ? want - x->have : n;
+			memcpy(x->head + x->have, d, k);
+			x->have += k;
+			d += k;
+			n -= k;
+			if (x->have < want)
+				break;
+			if ((rc = spirt_msg_peek(x->head, x->have, &type,
+			    &x->hlen, &x->total)))
+				return rc;
+			if (x->total > limit(r)) {
+				r->toobig = 1;
+				return SPIRT_EPROTO;
+			}
+			if ((r->clen >= 0 && (uint64_t)r->clen != x->total) ||
+			    x->got > x->total)
+				return SPIRT_EPROTO;
+			if (x->hlen > x->have)
+				continue;       /* the key still to come */
+			x->type = type;
+			if ((rc = rx_start(r)))
+				return rc;
+			continue;
+		}
+		if (x->type == SPIRT_MSG_SINGLE) {
+			memcpy(r->buf + r->len, d, n);
+			r->len += n;
+			break;
+		}
+		/* a whole frame in what came: opened from there into the
+		 * value, no copy */
+		if (x->p0 && x->fhave == 0 && n >= x->fl + SPIRT_MSG_TAG) {
+			k = x->fl + SPIRT_MSG_TAG;
+			if ((rc = spirt_stream_open_frame(&x->st, x->val +
+			    x->p0 - SPIRT_ANS_HEAD, d, k)))
+				return rc;
+			d += k;
+			n -= k;
+			x->p0 += x->fl;
+			x->fl = spirt_stream_frame_len(&x->st);
+			continue;
+		}
+		/* a frame: ciphertext then tag, contiguous where it opens */
+		k = x->fl + SPIRT_MSG_TAG - x->fhave;
+		if (k > n)
+			k = n;
+		memcpy((x->p0 ? x->val + x->p0 - SPIRT_ANS_HEAD : r->stage) +
+		    x->fhave, d, k);
+		x->fhave += k;
+		d += k;
+		n -= k;
+		if (x->fhave == x->fl + SPIRT_MSG_TAG && (rc = rx_frame(r)))
+			return rc;
+	}
+	return 0;
+}
+
+/* a sealed answer for step and key is expected next (key NULL: none) */
+static void
+rx_reset(struct spirt_remote *r, uint64_t step, const char *key)
+{
+	free(r->rx.val);
+	memset(&r->rx, 0, sizeof r->rx);
+	r->rx.on = key != NULL;
+	r->rx.step = step;
+	r->rx.key = key;
+}
+
 static size_t
 sink(char *data, size_t size, size_t nmemb, void *arg)
 {
 	struct spirt_remote *r = arg;
 	size_t n = size * nmemb;
-	/* the largest answer: a value plus its framing */
-	uint64_t lim = r->max + SPIRT_MSG_HEAD + SPIRT_MSG_KEY_MAX +
-	    SPIRT_MSG_TAG + SPIRT_ANS_HEAD;
+	uint64_t lim = limit(r);
 
+	if (!r->started) {
+		r->started = 1;
+		r->cu->easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &r->http);
+		if (r->cu->easy_getinfo(r->curl,
+		    CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &r->clen) != CURLE_OK)
+			r->clen = -1;
+		r->rx.on = r->rx.on && r->http == 200;
+		/* sized once from Content-Length, when it is in bounds */
+		if (!r->rx.on && r->clen > 0 && (uint64_t)r->clen <= lim &&
+		    reserve(r, (size_t)r->clen))
+			return 0;
+	}
+	if (r->rx.on) {
+		if ((r->rx.rc = rx_feed(r, (const unsigned char *)data, n)))
+			return 0;
+		return n;
+	}
 	if ((uint64_t)r->len + n > lim) {
 		r->toobig = 1;
 		return 0;
 	}
 	if (r->len + n > r->cap) {
 		size_t cap = r->cap ? r->cap : 4096;
-		unsigned char *b;
 
 		while (cap < r->len + n)
 			cap *= 2;
-		if (!(b = realloc(r->buf, cap)))
+		if (reserve(r, cap))
 			return 0;
-		r->buf = b;
-		r->cap = cap;
 	}
 	memcpy(r->buf + r->len, data, n);
 	r->len += n;
@@ -440,6 +667,12 @@ curlcode(struct spirt_remote *r, CURLcode cc)
 	case CURLE_SEND_ERROR: case CURLE_RECV_ERROR: case CURLE_GOT_NOTHING:
 		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EUNREACH,
 		    "%s: %s", r->shown, why);
+	case CURLE_ABORTED_BY_CALLBACK:
+		return spirt_msgf(r->msg, sizeof r->msg, EINTR,
+		    "%s: request stopped", r->shown);
+	case CURLE_PARTIAL_FILE:
+		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_ETRUNC,
+		    "%s: answer cut short (%s)", r->shown, why);
 	case CURLE_WRITE_ERROR:
 		if (!r->toobig)
 			return spirt_msgf(r->msg, sizeof r->msg, ENOMEM,
@@ -466,20 +699,37 @@ http(struct spirt_remote *r, const char *path, const void *body, size_t n)
 {
 	struct curl_slist *h = NULL, *h2;
 	char url[URL_MAX + 16], sess[64];
+	double left = r->end - spirt_clock();
+	long ms = left * 1e3 < 1 ? 1 : (long)(left * 1e3 + 0.5);
 	CURLcode cc;
 	int rc = 0;
 
+	/* the whole operation (its id, handshake, message, a retry) has
+	 * one deadline: each request gets what is left of it */
+	if (left <= 0)
+		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_ETIMEDOUT,
+		    "%s%s: no answer within %u ms", r->shown, path,
+		    r->timeout_ms);
 	snprintf(url, sizeof url, "%s%s", r->base, path);
 	r->len = 0;
 	r->toobig = 0;
+	r->started = 0;
+	r->clen = -1;
+	r->http = 0;
 	r->ebuf[0] = '\0';
 	r->cu->easy_reset(r->curl);
 	r->cu->easy_setopt(r->curl, CURLOPT_URL, url);
 	r->cu->easy_setopt(r->curl, CURLOPT_NOSIGNAL, 1L);
 	r->cu->easy_setopt(r->curl, CURLOPT_PROXY, "");   /* peers, directly */
-	r->cu->easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms);
-	r->cu->easy_setopt(r->curl, CURLOPT_CONNECTTIMEOUT_MS,
-	    (long)r->timeout_ms);
+	r->cu->easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, ms);
+	r->cu->easy_setopt(r->curl, CURLOPT_CONNECTTIMEOUT_MS, ms);
+	/* larger reads: fewer calls of the write callback */
+	r->cu->easy_setopt(r->curl, CURLOPT_BUFFERSIZE, (long)RECV_BUF);
+	if (r->cancelled) {
+		r->cu->easy_setopt(r->curl, CURLOPT_NOPROGRESS, 0L);
+		r->cu->easy_setopt(r->curl, CURLOPT_XFERINFOFUNCTION, progress);
+		r->cu->easy_setopt(r->curl, CURLOPT_XFERINFODATA, r);
+	}
 	r->cu->easy_setopt(r->curl, CURLOPT_WRITEFUNCTION, sink);
 	r->cu->easy_setopt(r->curl, CURLOPT_WRITEDATA, r);
 	r->cu->easy_setopt(r->curl, CURLOPT_ERRORBUFFER, r->ebuf);
@@ -506,9 +756,13 @@ http(struct spirt_remote *r, const char *path, const void *body, size_t n)
 	}
 	cc = r->cu->easy_perform(r->curl);
 	r->cu->slist_free_all(h);
+	if (cc == CURLE_WRITE_ERROR && r->rx.rc)
+		return r->rx.rc;        /* the answer, refused as it came */
 	if (cc != CURLE_OK)
 		return curlcode(r, cc);
 	r->cu->easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &r->http);
+	if (r->http == 200 && r->rx.on && !r->started)
+		return SPIRT_ETRUNC;    /* no message at all */
 	if (r->http != 200) {
 		char line[200], name[32];
 		size_t k = 0;
@@ -547,6 +801,7 @@ learn_id(struct spirt_remote *r)
 	char text[256], *line, *save = NULL, id[64] = "", run[64] = "";
 	int rc, ver = 0, type = 0, end = 0;
 
+	rx_reset(r, 0, NULL);
 	if ((rc = http(r, "/v1/id", NULL, 0)))
 		return rc;
 	if (r->len >= sizeof text)
@@ -604,6 +859,7 @@ handshake(struct spirt_remote *r)
 	    r->peer, spirt_crypto_now())))
 		return spirt_msgrc(r->msg, sizeof r->msg, rc,
 		    "%s: handshake", r->shown);
+	rx_reset(r, 0, NULL);
 	if ((rc = http(r, "/v1/hs", m1, n1)))
 		goto out;
 	if (r->len < SID_BYTES + SPIRT_HS_BYTES) {
@@ -630,32 +886,44 @@ out:
 
 /*
  * One sealed request: op with flags for step and wire key, carrying n
- * bytes of body; on 0, *ans and *alen are the answer's payload after its
- * head (in r->buf) and *aflags its flags.
+ * bytes of body, within one deadline (r->timeout_ms from now) for all it
+ * takes: the server's id, a handshake, the message, one retry.  On 0,
+ * *aflags is the answer's flags and its payload after its head is either
+ * *ans, *alen (in r->buf, valid until the next request), or, for a
+ * streamed answer, r->rx.val, r->rx.vlen (*ans NULL; the caller takes it).
  */
 static int
-call(struct spirt_remote *r, int op, unsigned flags, uint64_t step,
-    const char *wkey, const void *body, size_t n, unsigned char **ans,
-    size_t *alen, unsigned *aflags)
+call(struct spirt_remote *r, int op, unsigned flags, uint32_t arg,
+    uint64_t step, const char *wkey, const void *body, size_t n,
+    unsigned char **ans, size_t *alen, unsigned *aflags)
 {
-	size_t klen = strlen(wkey), mlen, len, pn;
-	unsigned char *out = NULL, *pt;
+	size_t klen = strlen(wkey), mlen, len, pn = 0;
+	unsigned char *out = NULL, *pt, *head = NULL;
 	uint64_t ctr;
 	int rc, tries = 0;
 	unsigned st;
 
+	r->end = spirt_clock() + r->timeout_ms / 1e3;
+	*ans = NULL;
 	if (n > SIZE_MAX - SPIRT_REQ_HEAD ||
 	    !(mlen = spirt_msg_size(wkey, SPIRT_REQ_HEAD + n)))
 		return SPIRT_EKEY;
 	if (!(out = malloc(mlen)))
 		return ENOMEM;
 again:
-	if (!r->s && (rc = handshake(r)))
+	if (!r->s && (rc = handshake(r))) {
+		/* a first message refused as not new: another instance of
+		 * this identity (a function's) got there first with a newer
+		 * one, beyond what the server remembers; a fresh one is new */
+		if (rc == SPIRT_EREPLAY && tries++ == 0)
+			goto again;
 		goto out;
+	}
 	pt = out + SPIRT_MSG_HEAD + klen;
 	memset(pt, 0, SPIRT_REQ_HEAD);
 	pt[0] = (unsigned char)op;
 	pt[1] = (unsigned char)flags;
+	spirt_le_put32(pt + 4, arg);
 	if (n)
 		memcpy(pt + SPIRT_REQ_HEAD, body, n);
 	if ((rc = spirt_session_seal(r->s, out, mlen, &len, step, wkey, pt,
@@ -668,6 +936,7 @@ again:
 		goto out;
 	}
 	ctr = spirt_le_get64(out + 8);
+	rx_reset(r, step, wkey);
 	rc = http(r, "/v1/msg", out, len);
 	if (rc == SPIRT_ESESSION && tries++ == 0) {
 		/* the server dropped the session (restart, idle): again */
@@ -676,28 +945,52 @@ again:
 		goto again;
 	}
 	if (rc)
-		goto out;
-	pt = r->buf + SPIRT_MSG_HEAD + klen;
-	if (r->len < SPIRT_MSG_HEAD + klen) {
-		rc = SPIRT_ETRUNC;
-	} else if (!(rc = spirt_session_open(r->s, pt, r->len - SPIRT_MSG_HEAD -
-	    klen, &pn, step, wkey, r->buf, r->len)) && (pn < SPIRT_ANS_HEAD ||
-	    pt[0] != op || spirt_le_get64(pt + 8) != ctr)) {
-		rc = SPIRT_EPROTO;
+		goto said;
+	if (r->rx.type == SPIRT_MSG_STREAM) {
+		/* every frame opened as it came; the last one ends it */
+		if (r->rx.got != r->rx.total)
+			rc = SPIRT_ETRUNC;
+		else
+			rc = spirt_stream_open_end(&r->rx.st);
+		head = r->rx.ans;
+		pn = SPIRT_ANS_HEAD + r->rx.vlen;
+	} else {
+		head = r->buf + SPIRT_MSG_HEAD + klen;
+		if (r->rx.type != SPIRT_MSG_SINGLE || r->len < r->rx.total)
+			rc = SPIRT_ETRUNC;
+		else
+			rc = spirt_session_open(r->s, head, r->len -
+			    SPIRT_MSG_HEAD - klen, &pn, step, wkey, r->buf,
+			    r->len);
 	}
-	if (rc) {
+	if (!rc && (pn < SPIRT_ANS_HEAD || head[0] != op ||
+	    spirt_le_get64(head + 8) != ctr))
+		rc = SPIRT_EPROTO;
+said:
+	if (rc && r->toobig) {
+		spirt_msgf(r->msg, sizeof r->msg, rc, "%s: answer for %s "
+		    "larger than %llu bytes", r->shown, wkey,
+		    (unsigned long long)r->max);
+		goto out;
+	}
+	if (rc && rc != SPIRT_ETIMEDOUT && rc != SPIRT_EUNREACH &&
+	    r->http == 200) {
 		spirt_msgrc(r->msg, sizeof r->msg, rc, "%s: answer for %s",
 		    r->shown, wkey);
 		goto out;
 	}
-	st = spirt_le_get16(pt + 2);
+	if (rc)
+		goto out;
+	st = spirt_le_get16(head + 2);
 	if ((rc = spirt_status_code(st))) {
 		spirt_msgrc(r->msg, sizeof r->msg, rc, "%s", r->shown);
 		goto out;
 	}
-	*ans = pt + SPIRT_ANS_HEAD;
-	*alen = pn - SPIRT_ANS_HEAD;
-	*aflags = pt[1];
+	if (r->rx.type == SPIRT_MSG_SINGLE) {
+		*ans = head + SPIRT_ANS_HEAD;
+		*alen = pn - SPIRT_ANS_HEAD;
+	}
+	*aflags = head[1];
 out:
 	free(out);
 	return rc;
@@ -721,6 +1014,13 @@ int
 spirt_remote_get(struct spirt_remote *r, uint64_t step, const char *key,
     void **val, size_t *len)
 {
+	return spirt_remote_get_wait(r, step, key, 0, val, len);
+}
+
+int
+spirt_remote_get_wait(struct spirt_remote *r, uint64_t step,
+    const char *key, unsigned wait_ms, void **val, size_t *len)
+{
 	unsigned char *a;
 	unsigned fl;
 	size_t n;
@@ -728,9 +1028,16 @@ spirt_remote_get(struct spirt_remote *r, uint64_t step, const char *key,
 
 	*val = NULL;
 	*len = 0;
-	if ((rc = keyok(r, key)) ||
-	    (rc = call(r, SPIRT_OP_GET, 0, step, key, NULL, 0, &a, &n, &fl)))
+	if ((rc = keyok(r, key)) || (rc = call(r, SPIRT_OP_GET,
+	    SPIRT_REQ_STREAM | (wait_ms ? SPIRT_REQ_WAIT : 0), wait_ms, step,
+	    key, NULL, 0, &a, &n, &fl)))
 		return rc;
+	if (!a) {       /* streamed: the buffer it was opened in */
+		*val = r->rx.val;
+		*len = r->rx.vlen;
+		r->rx.val = NULL;
+		return 0;
+	}
 	if (!(*val = malloc(n ? n : 1)))
 		return ENOMEM;
 	memcpy(*val, a, n);
@@ -753,7 +1060,7 @@ spirt_remote_put(struct spirt_remote *r, uint64_t step, const char *key,
 		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_ETOOBIG,
 		    "%s: %s: %zu bytes", r->shown, key, len);
 	return call(r, SPIRT_OP_PUT, flags & SPIRT_PUT_NOOVERWRITE ?
-	    SPIRT_REQ_NOOVERWRITE : 0, step, key, val, len, &a, &n, &fl);
+	    SPIRT_REQ_NOOVERWRITE : 0, 0, step, key, val, len, &a, &n, &fl);
 }
 
 int
@@ -766,7 +1073,7 @@ spirt_remote_del(struct spirt_remote *r, uint64_t step, const char *key)
 
 	if ((rc = keyok(r, key)))
 		return rc;
-	return call(r, SPIRT_OP_DEL, 0, step, key, NULL, 0, &a, &n, &fl);
+	return call(r, SPIRT_OP_DEL, 0, 0, step, key, NULL, 0, &a, &n, &fl);
 }
 
 int
@@ -787,7 +1094,7 @@ spirt_remote_list(struct spirt_remote *r, const char *prefix,
 		    "%s: invalid prefix \"%s\"", r->shown, prefix);
 	snprintf(wkey, sizeof wkey, "%s*", prefix);
 	do {
-		if ((rc = call(r, SPIRT_OP_LIST, 0,
+		if ((rc = call(r, SPIRT_OP_LIST, 0, 0,
 		    spirt_key_wirestep(wkey), wkey, after,
 		    strlen(after), &a, &n, &fl)))
 			return rc;

@@ -31,6 +31,10 @@
 #define SPIRT_REQ_HEAD 8
 #define SPIRT_ANS_HEAD 16
 #define SPIRT_REQ_NOOVERWRITE 0x1       /* put flag */
+#define SPIRT_REQ_STREAM 0x2            /* get: answer as a stream */
+#define SPIRT_REQ_WAIT 0x4              /* get: wait for the key (bytes
+					 * 4..7: ms, LE) */
+#define SPIRT_WAIT_MAX_MS 30000u        /* the longest wait granted */
 #define SPIRT_ANS_MORE 0x1              /* list: more keys follow */
 /* one listing entry: key length (2), zero (2), value length (8), key */
 #define SPIRT_LIST_ENTRY 12
@@ -114,6 +118,12 @@ void spirt_remote_set_timeout(struct spirt_remote *r, unsigned timeout_ms)
 /* Largest answer accepted (default SPIRT_REMOTE_MAX_BYTES plus framing). */
 void spirt_remote_set_max(struct spirt_remote *r, uint64_t max_bytes)
     SPIRT_NONNULL(1);
+/*
+ * cancelled (NULL: none) is asked while a request is under way, about
+ * once a second while nothing arrives; non-zero stops it: EINTR.
+ */
+void spirt_remote_set_cancel(struct spirt_remote *r, int (*cancelled)(void))
+    SPIRT_NONNULL(1);
 
 /*
  * step: the step the request is for (bound into the sealed message); 0
@@ -126,6 +136,16 @@ void spirt_remote_set_max(struct spirt_remote *r, uint64_t max_bytes)
  */
 SPIRT_MUST_CHECK int spirt_remote_get(struct spirt_remote *r, uint64_t step,
     const char *key, void **val, size_t *len) SPIRT_NONNULL(1, 3, 4, 5);
+/*
+ * As spirt_remote_get, but a key that is not there yet is waited for, up
+ * to wait_ms (the server grants at most 30 s): the server answers as soon
+ * as the key is committed, else SPIRT_ENOTFOUND once the wait is over.
+ * The request's deadline (spirt_remote_set_timeout) must be longer than
+ * the wait.  A server that does not wait answers SPIRT_ENOTFOUND at once.
+ */
+SPIRT_MUST_CHECK int spirt_remote_get_wait(struct spirt_remote *r,
+    uint64_t step, const char *key, unsigned wait_ms, void **val,
+    size_t *len) SPIRT_NONNULL(1, 3, 5, 6);
 SPIRT_MUST_CHECK int spirt_remote_put(struct spirt_remote *r, uint64_t step,
     const char *key, const void *val, size_t len, unsigned flags)
     SPIRT_NONNULL(1, 3);

@@ -59,6 +59,50 @@ out:
 	return rc;
 }
 
+/* ---- class names read back ---- */
+
+int
+spirt_data_names_get(char **names, size_t *len, struct spirt_store *s,
+    const char *name)
+{
+	struct spirt_txn *txn;
+	struct spirt_tensor t;
+	char key[SPIRT_KEY_MAX + 1], *b = NULL;
+	const void *p;
+	size_t k;
+	int rc;
+
+	*names = NULL;
+	*len = 0;
+	if (spirt_data_name_check(name))
+		return SPIRT_EINVAL;
+	if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)))
+		return rc;
+	if ((rc = spirt_key_data_classes(key, sizeof(key), name)) ||
+	    (rc = spirt_store_get_tensor(txn, key, &t, &p, 1)))
+		goto out;
+	if (t.dtype != SPIRT_U8) {
+		rc = SPIRT_EDTYPE;
+		goto out;
+	}
+	if (t.rank != 1) {
+		rc = SPIRT_ESHAPE;
+		goto out;
+	}
+	if ((rc = spirt_data_names_check(p, t.nbytes, &k)))
+		goto out;
+	if ((b = malloc(t.nbytes ? t.nbytes : 1)) == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	memcpy(b, p, t.nbytes);
+	*names = b;
+	*len = t.nbytes;
+out:
+	spirt_txn_abort(txn);
+	return rc;
+}
+
 /* ---- shuffle and split ---- */
 
 /* swap two disjoint rows of n bytes through a small stack buffer */
@@ -220,6 +264,15 @@ store_fn(struct spirt_txn *txn, void *arg)
 		if ((rc = put(txn, key, &t, ds->y + off)))
 			return rc;
 		off += a->counts[k];
+	}
+
+	if (ds->names) {
+		dims[0] = ds->names_len;
+		if ((rc = spirt_key_data_classes(key, sizeof(key), a->name)) ||
+		    (rc = spirt_tensor_init(&t, SPIRT_U8, 1, dims)) ||
+		    (rc = spirt_tensor_set_name(&t, a->name)) ||
+		    (rc = put(txn, key, &t, ds->names)))
+			return rc;
 	}
 
 	if (ds->scale) {

@@ -27,6 +27,16 @@ SPIRT_MUST_CHECK int spirt_data_scale_get(float **scale,
     struct spirt_store *s, const char *name, size_t feat);
 
 /*
+ * Read data/<name>/classes, the class names of a data set sharded with
+ * label names (as ds.names), into a malloc'ed *names of *len bytes
+ * (free()).  Returns 0, SPIRT_ENOTFOUND (no such key: its labels were
+ * numbers), SPIRT_EDTYPE, SPIRT_ESHAPE, SPIRT_EDATA (not a list of names),
+ * ENOMEM, store errors.
+ */
+SPIRT_MUST_CHECK int spirt_data_names_get(char **names, size_t *len,
+    struct spirt_store *s, const char *name);
+
+/*
  * Shuffle the samples of ds in place (x rows and y together): Fisher-Yates
  * from the last sample down, swapping i with spirt_rng_below(r, i + 1) (rng.h).
  * The same seed gives the same order on every machine.
@@ -42,7 +52,8 @@ void spirt_data_split(size_t *counts, size_t n, size_t nshards);
 /*
  * Write ds as nshards shards under data/<name>/ with the initial assignment
  * (worker k reads shard k whole, revision 0) and, when ds->scale is set,
- * data/<name>/scale, all in one write transaction
+ * data/<name>/scale, when ds->names is, data/<name>/classes (u8 [len]:
+ * the names), all in one write transaction
  * that first deletes every earlier key under data/<name>/.  Shard k holds
  * the samples after those of shards 0..k-1 in ds order.  Returns 0,
  * SPIRT_EINVAL (bad name, nshards 0 or above n or MAXSHARDS), or a store

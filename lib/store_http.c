@@ -12,7 +12,9 @@
 
 /*
  * Values are copies: a get returns a buffer the transaction owns until it
- * ends; puts, reserves and deletes are kept in order and sent at commit
+ * ends (fetched once: a second get of the key in the transaction returns
+ * the same copy, a snapshot as LMDB's readers have); puts, reserves and
+ * deletes are kept in order and sent at commit
  * (a failure stops there: what was sent stays, as with separate commits);
  * a listing asks the server for its keys, then for each value, which is
  * valid during the callback only.  Credentials come from the environment
@@ -37,6 +39,8 @@ struct pend {
 struct copy {
 	struct copy *next;
 	void *p;
+	size_t len;
+	char *key;              /* a value got: asked again, given again */
 };
 
 struct htxn {
@@ -156,6 +160,7 @@ h_abort(void *bt)
 	for (struct copy *c = t->copies, *n; c; c = n) {
 		n = c->next;
 		free(c->p);
+		free(c->key);
 		free(c);
 	}
 	free(t);
@@ -207,14 +212,26 @@ h_get(void *bt, const char *key, const void **val, size_t *len)
 		*len = p->len;
 		return 0;
 	}
-	if (!(c = malloc(sizeof *c)))
+	/* one transaction, one answer per key: a reader that checks a
+	 * record and then reads it (spirt-store get) fetches it once */
+	for (c = t->copies; c; c = c->next)
+		if (!strcmp(c->key, key)) {
+			*val = c->p;
+			*len = c->len;
+			return 0;
+		}
+	if (!(c = calloc(1, sizeof *c)) || !(c->key = strdup(key))) {
+		free(c);
 		return ENOMEM;
+	}
 	if ((rc = spirt_remote_get(t->h->r, spirt_key_wirestep(key), key,
 	    &v, len))) {
+		free(c->key);
 		free(c);
 		return fail(t->h, rc);
 	}
 	c->p = v;
+	c->len = *len;
 	c->next = t->copies;
 	t->copies = c;
 	*val = v;

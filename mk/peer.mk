@@ -11,6 +11,7 @@ PEER_LIBOBJ = lib/crypto.o lib/remote.o lib/store_http.o lib/peersrv.o \
 PEER_BIN = spirt-peer
 PEER_MAN1 = man/spirt-peer.1
 PEER_UNIT = tests/unit/test_crypto tests/unit/test_remote tests/unit/test_digest
+PEER_BENCH = bench/xfer_bench
 
 lib/crypto.o: lib/crypto.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/crypto.c
@@ -48,3 +49,7 @@ tests/unit/test_digest: tests/unit/test_digest.o lib/libspirt.a
 tests/unit/test_digest.o: tests/unit/check.h $(LIBHDR)
 tests/unit/test_digest.o: tests/unit/test_digest.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ tests/unit/test_digest.c
+
+bench/xfer_bench: bench/xfer_bench.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/xfer_bench.o lib/libspirt.a $(BASE_LIBS)
+bench/xfer_bench.o: $(LIBHDR)

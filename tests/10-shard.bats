@@ -210,6 +210,147 @@ spirt-shard: hint: shard train with --standardise first"
 	unchanged
 }
 
+# mixed_csv: train.csv and test.csv as a user has them: a header, an id,
+# features of very different scales, a text column, a quoted species name
+# last (numpy writes them; the reference below reads them with the csv
+# module, independently of spirt's reader)
+mixed_csv() {
+	"$PYTHON" -c "
+import numpy as np
+r = np.random.default_rng(7)
+sp = np.array(['setosa', 'versicolor', 'virginica'])
+for name, n, k in (('train', 40, 3), ('test', 12, 2)):
+    with open(name + '.csv', 'w') as f:
+        f.write('id,length,width,colour,mass,age,species\n')
+        for i in range(n):
+            c = r.integers(0, k)
+            x = r.normal([5 + 2 * c, 0.3, 1200 * (c + 1), 40],
+                         [0.5, 0.05, 150, 10])
+            f.write('%d,%.6g,%.6g,%s,%.6g,%.6g,\"%s\"\n' % (i, x[0], x[1],
+                    ('red', 'blue')[i % 2], x[2], x[3], sp[::-1][c]))
+"
+}
+
+@test "CSV of mixed scales: --columns, --label-names, --standardise; the test set mapped and scaled as the training set (numpy/csv reference)" {
+	mixed_csv
+	run -0 --separate-stderr spirt-shard -n 2 --no-shuffle --columns 2,3,5-6 \
+	    --label-col last --label-names --standardise train.csv
+	assert_equal "$stderr" ''
+	run -0 spirt-shard -d test --no-shuffle --columns 2,3,5-6 \
+	    --label-col last --label-names-from train --standardise-from train \
+	    test.csv
+	run -0 spirt-shard --stats
+	assert_line 'class 0 setosa'
+	assert_line 'class 1 versicolor'
+	assert_line 'class 2 virginica'
+	assert_line --regexp '^dataset train samples 40 classes 3 features 4 dtype f32 '
+	# the test set has the training set's three classes and names, and
+	# only two of them in its rows
+	run -0 spirt-shard -d test --stats
+	assert_line --regexp '^dataset test samples 12 classes 3 features 4 '
+	assert_line 'class 2 virginica'
+	run -0 spirt-store show data/test/classes
+	assert_line 'name=test'
+	for k in data/train/0/x data/train/1/x data/test/0/x data/train/0/y \
+	    data/train/1/y data/test/0/y data/train/classes; do
+		spirt-store export "$k" "$(echo "$k" | tr / _).npy"
+	done
+	run -0 "$PYTHON" -c "
+import csv
+import numpy as np
+def read(name):
+    rows = list(csv.reader(open(name + '.csv')))[1:]
+    x = np.array([[float(r[j]) for j in (1, 2, 4, 5)] for r in rows])
+    return x, [r[6] for r in rows]
+a, la = read('train')
+b, lb = read('test')
+names = sorted(set(la))
+m, s = a.mean(0), a.std(0)
+x = np.concatenate([np.load('data_train_0_x.npy'), np.load('data_train_1_x.npy')])
+y = np.concatenate([np.load('data_train_0_y.npy'), np.load('data_train_1_y.npy')])
+t, ty = np.load('data_test_0_x.npy'), np.load('data_test_0_y.npy')
+print(bytes(np.load('data_train_classes.npy')).decode().split('\n') == names + [''])
+print(list(y) == [names.index(v) for v in la], list(ty) == [names.index(v) for v in lb])
+print(np.abs(x - (a - m) / s).max() < 1e-5, np.abs(t - (b - m) / s).max() < 1e-5)"
+	assert_output "$(printf '%s\n' True 'True True' 'True True')"
+	# and a softmax regression learns it: the features are standardised,
+	# so one learning rate fits all four
+	spirt-init -m sm softmax:4:3
+	for t in $(seq 0 29); do
+		spirt-grad -q -m sm -t $t -w 0 -b 20
+		spirt-grad -q -m sm -t $t -w 1 -b 20
+		spirt-agg -q -t $t
+		spirt-update -q -m sm -t $t -r 0.5
+	done
+	run -0 spirt-eval -m sm -d test
+	awk -F= '$1 == "accuracy" { exit !($2 >= 0.9) }' <<<"$output"
+}
+
+@test "CSV: a missing value, a text column, an unknown class name: 65 naming file, line and field; nothing written" {
+	seed_store
+	printf 'y,a,b\n0,1.5,2\n1,NA,3\n' > na.csv
+	run -65 --separate-stderr spirt-shard -d t na.csv
+	assert_equal "$stderr" 'spirt-shard: na.csv:3: field 2: missing value "NA"'
+	printf '0,1.5,2\n1,,3\n' > empty.csv
+	run -65 --separate-stderr spirt-shard -d t empty.csv
+	assert_equal "$stderr" 'spirt-shard: empty.csv:2: field 2: missing value ""'
+	printf '0,1.5,red\n1,2,blue\n' > text.csv
+	run -65 --separate-stderr spirt-shard -d t text.csv
+	assert_equal "$stderr" 'spirt-shard: text.csv:1: field 3: not a number: "red"
+spirt-shard: hint: read only the columns of numbers with --columns (e.g. --columns 2-5)'
+	printf '1.5,2,cat\n2,3,dog\n' > names.csv
+	run -65 --separate-stderr spirt-shard -d t --label-col last names.csv
+	# (line 1, whose label is not a number, is taken for a header)
+	assert_equal "$stderr" 'spirt-shard: names.csv:2: field 3: not a number: "dog"
+spirt-shard: hint: labels that are names need --label-names'
+	printf '1.5,2,cat\n2,3,\n' > nolabel.csv
+	run -65 --separate-stderr spirt-shard -d t --label-col last --label-names nolabel.csv
+	assert_equal "$stderr" 'spirt-shard: nolabel.csv:2: field 3: missing value "" (no class name)'
+	printf '1.5,2,cat\n2,3,cat\n' > one.csv
+	run -65 --separate-stderr spirt-shard -d t --label-col last --label-names one.csv
+	assert_equal "$stderr" 'spirt-shard: one.csv: every label is "cat": one class, a model needs at least 2'
+	unchanged
+	spirt-shard -d pets --label-col last --label-names names.csv
+	before=$(digest "$SPIRT_STORE")
+	printf '1,2,dog\n3,4,cow\n' > cow.csv
+	run -65 --separate-stderr spirt-shard -d t --label-col last \
+	    --label-names-from pets cow.csv
+	assert_equal "$stderr" 'spirt-shard: cow.csv:2: field 3: "cow" is none of the 2 class names'
+	unchanged
+	# the text column left out, the names read: it shards
+	run -0 spirt-shard -d t --columns 1,2 --label-col last --label-names names.csv
+}
+
+@test "CSV options: bad lists and combinations exit 64; no class names to take: 66" {
+	printf 'id,a,b,y\n1,0.5,2,x\n2,1,3,z\n' > t.csv
+	for l in 0 2-1 1,1 2,1-3 a 2, ,2 1-; do
+		run -64 --separate-stderr spirt-shard --columns "$l" t.csv
+		assert_equal "$stderr" "spirt-shard: --columns: \"$l\": not a list of columns (1-based, as 2-5,7, each once)"
+	done
+	run -64 --separate-stderr spirt-shard --columns 2,9 --label-col last --label-names t.csv
+	assert_equal "$stderr" 'spirt-shard: t.csv:1: no column 9 in 4 fields'
+	run -64 --separate-stderr spirt-shard --columns 2-4 --label-col last --label-names t.csv
+	assert_equal "$stderr" 'spirt-shard: t.csv:1: column 4 is the label'"'"'s, not a feature'"'"'s'
+	run -64 --separate-stderr spirt-shard --classes 3 --columns 2,3 --label-col last --label-names t.csv
+	assert_equal "$stderr" 'spirt-shard: t.csv: 2 class names, not --classes 3'
+	run -64 --separate-stderr spirt-shard --label-names "$IMG" "$LAB"
+	assert_equal "$stderr" "spirt-shard: $IMG: class names and a column list are for CSV only"
+	run -64 spirt-shard --columns 2 "$SH/tiny.svm"
+	run -64 --separate-stderr spirt-shard -o d.spt --label-names t.csv
+	assert_equal "$stderr" 'spirt-shard: -o: --label-names records the names in the store'
+	run -64 spirt-shard --label-names --label-names-from train t.csv
+	run -64 spirt-shard --label-names-from a/b t.csv
+	run -64 spirt-shard --label-names --stats
+	[ ! -e "$SPIRT_STORE" ] && [ ! -e d.spt ]
+	run -66 spirt-shard --label-names-from train t.csv
+	seed_store
+	run -66 --separate-stderr spirt-shard -d t --columns 2,3 --label-col last \
+	    --label-names-from train t.csv
+	assert_equal "$stderr" "spirt-shard: $SPIRT_STORE: data/train/classes: no such key
+spirt-shard: hint: shard train with --label-names first"
+	unchanged
+}
+
 @test "same seed, same store; other seed, other order; gzip = plain" {
 	spirt-shard -s a.db -n 2 --seed 5 "$IMG" "$LAB"
 	spirt-shard -s b.db -n 2 --seed 5 "$IMG.gz" "$LAB.gz"
@@ -448,7 +589,8 @@ EOF
 	# a first line with a numeric label is data, not a header
 	printf '0,1,x\n1,2,3\n' > typo.csv
 	run -65 --separate-stderr spirt-shard typo.csv
-	assert_equal "$stderr" 'spirt-shard: typo.csv:1: field 3: not a number: "x"'
+	assert_equal "$stderr" 'spirt-shard: typo.csv:1: field 3: not a number: "x"
+spirt-shard: hint: read only the columns of numbers with --columns (e.g. --columns 2-5)'
 	unchanged
 }
 

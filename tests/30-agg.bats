@@ -520,6 +520,118 @@ out(*[rec(r.array, name='m:37', origin=r.origin) for r in rs])" >R.rec
 	[ "$(store_digest spirt.db)" = "$before" ]
 }
 
+@test "tau auto, and scclip centred on its own input, agree with the NumPy reference" {
+	byz
+	spirt-agg -r cclip --tau auto --byzantine 1 --center c.rec B.rec >ca.rec
+	fixture ca.rec cclip_auto1
+	py "out(rec(np.load('$DATA/byz/G.npy')[2], name='m:37'))" >own.rec
+	spirt-agg -r scclip --tau 2 --center own.rec B.rec >sc.rec
+	fixture sc.rec scclip_own2_t2
+	spirt-agg -r scclip --tau auto --byzantine 1 --center own.rec B.rec >sa.rec
+	fixture sa.rec scclip_own2_auto1
+	# the outlier (row 7, 50 times the others) is clipped to the second
+	# farthest: it moves the result less than the mean moves
+	py "
+G = np.load('$DATA/byz/G.npy').astype(np.float64)
+r = get('sa.rec')['a']
+assert np.linalg.norm(r - G[2]) < np.linalg.norm(G.mean(0) - G[2]) / 5"
+	# a radius near 0 keeps the peer where it is
+	spirt-agg -r scclip --tau 1e-9 --center own.rec B.rec >tiny.rec
+	check tiny.rec "np.load('$DATA/byz/G.npy')[2]"
+	# verbose says which radius
+	run -0 --separate-stderr spirt-agg -v -r scclip --tau auto --byzantine 1 --center own.rec -o /dev/null B.rec
+	[[ "$stderr" == *"scclip: centre own.rec, tau auto (f = 1), 1 iterations"* ]]
+	# scclip needs its centre; the precondition is W > 2f, as cclip's
+	run -64 --separate-stderr spirt-agg -r scclip B.rec
+	[[ "$stderr" == *"rule scclip needs its centre: --center file"* ]]
+	run -64 --separate-stderr spirt-agg -r scclip --byzantine 5 --center own.rec B.rec
+	[[ "$stderr" == *"rule scclip: 10 inputs with --byzantine 5: needs W > 2f = 10"* ]]
+	run -0 spirt-agg -r scclip --byzantine 1 --check-rule 4
+	run -64 spirt-agg -r scclip --byzantine 2 --check-rule 4
+	run -64 spirt-agg -r scclip --tau au --center own.rec B.rec
+}
+
+# gm: grad/<t>/<w> of tests/data/byz/GM.npy for steps 0..2, worker 4
+# missing at step 1
+gm() {
+	py "
+GM = np.load('$DATA/byz/GM.npy')
+for t in range(3):
+    for w in range(10):
+        if (t, w) != (1, 4):
+            open('gm_%d_%d.rec' % (t, w), 'wb').write(rec(GM[t, w],
+                name='m:37', step=t, origin=w, loss=t + w))"
+	for t in 0 1 2; do
+		for w in $(seq 0 9); do
+			[ ! -e "gm_${t}_$w.rec" ] ||
+				spirt-store put "grad/$t/$w" "gm_${t}_$w.rec"
+		done
+	done
+}
+
+@test "worker momentum: cclip on the workers' momenta, kept in the store, as the reference" {
+	gm
+	run -0 --separate-stderr spirt-agg -v -t 0 -r cclip --tau 2 --worker-momentum 0.9
+	[[ "$stderr" == *"worker momentum 0.9: 10 of 10 started from the gradient"* ]]
+	spirt-agg -q -t 1 -r cclip --tau 2 --worker-momentum 0.9
+	# worker 4 missed step 1: its momentum starts again at step 2
+	run -0 --separate-stderr spirt-agg -v -t 2 -r cclip --tau 2 --worker-momentum 0.9
+	[[ "$stderr" == *"worker momentum 0.9: 1 of 10 started from the gradient"* ]]
+	[[ "$stderr" == *"cclip: centre agg/1, tau 2, 1 iterations"* ]]
+	for t in 0 1 2; do
+		spirt-store get agg/$t >a$t.rec
+		check a$t.rec "np.load('$DATA/byz/mom_cclip_t2.npy')[$t]"
+	done
+	run -66 spirt-store get mom/1/4
+	for w in $(seq 0 9); do
+		spirt-store get mom/2/$w >m$w.rec
+		check m$w.rec "np.load('$DATA/byz/mom_step2.npy')[$w]"
+		py "r = st.read_record(open('m$w.rec', 'rb'))
+assert r.step == 2 and r.origin == $w and r.name == 'm:37', r"
+	done
+	# made once per step: a rerun writes the same bytes; without -R it is
+	# refused and changes nothing
+	a=$(spirt-store get agg/2 | md5sum) m=$(spirt-store get mom/2/3 | md5sum)
+	spirt-agg -q -R -t 2 -r cclip --tau 2 --worker-momentum 0.9
+	[ "$(spirt-store get agg/2 | md5sum)" = "$a" ]
+	[ "$(spirt-store get mom/2/3 | md5sum)" = "$m" ]
+	before=$(store_digest spirt.db)
+	run -73 spirt-agg -q -t 2 -r cclip --tau 2 --worker-momentum 0.9
+	[ "$(store_digest spirt.db)" = "$before" ]
+	# warm, the same
+	run -0 spirt-agg -i -R -q -r cclip --tau 2 --worker-momentum 0.9 <<<2
+	[ "$(spirt-store get agg/2 | md5sum)" = "$a" ]
+	# -P: the momenta of spent steps go with their gradients
+	spirt-agg -q -R -P -t 2 -r cclip --tau 2 --worker-momentum 0.9
+	run -66 spirt-store get mom/0/0
+	spirt-store get mom/1/0 >/dev/null
+	# the momentum goes in front of any rule: the mean of the momenta
+	spirt-agg -q -R -t 2 --worker-momentum 0.9
+	spirt-store get agg/2 >mean.rec
+	check mean.rec "np.load('$DATA/byz/mom_step2.npy').mean(0)"
+}
+
+@test "worker momentum: NaN is not kept, misuse is 64" {
+	py "
+for w in range(3):
+    g = np.full(8, float(w + 1))
+    if w == 1: g[3] = np.nan
+    open('n%d.rec' % w, 'wb').write(rec(g, origin=w, step=0))"
+	for w in 0 1 2; do spirt-store put grad/0/$w n$w.rec; done
+	run -0 --separate-stderr spirt-agg -t 0 --worker-momentum 0.5
+	[[ "$stderr" == *"grad/0/1: excluded: NaN or Inf values"* ]]
+	spirt-store get mom/0/0 >/dev/null
+	run -66 spirt-store get mom/0/1
+	spirt-store get agg/0 >a.rec
+	check a.rec 'np.full(8, 2.0)'
+	grads 3
+	run -64 spirt-agg --worker-momentum 0.5 all.rec
+	run -64 spirt-agg -t 0 -o out.rec --worker-momentum 0.5
+	run -64 spirt-agg -k grad/0/0 --worker-momentum 0.5
+	run -64 spirt-agg -t 0 -R --worker-momentum 1
+	run -64 spirt-agg -t 0 -R --worker-momentum -0.1
+}
+
 @test "bucketing (s = 2, 3) in front of mean, median, trim, Krum" {
 	byz
 	spirt-agg --bucket 2 --seed 5 B.rec >m.rec
@@ -594,7 +706,7 @@ assert all(r == 3 for o, r in ex), ex"
 	run -64 spirt-agg --bucket 257 B.rec
 	run -64 spirt-agg --seed -1 B.rec
 	run -64 --separate-stderr spirt-agg -r median --center c.rec B.rec
-	[[ "$stderr" == *"--center is the centre of rule cclip, not of median"* ]]
+	[[ "$stderr" == *"--center is the centre of rules cclip and scclip, not of median"* ]]
 	run -66 --separate-stderr spirt-agg -r cclip --center nosuch.rec B.rec
 	[[ "$stderr" == *"--center nosuch.rec: No such file"* ]]
 	py "out(rec(np.zeros(5), name='m:37'))" >c5.rec
@@ -611,5 +723,6 @@ assert all(r == 3 for o, r in ex), ex"
 	grep -q 'floor(trim x W) >= f' <<<"$page"
 	grep -q 'W > 2f' <<<"$page"
 	# one list per rule: mean wmean trim median norm krum mkrum cclip
-	[ "$(grep -o 'Known to fail against' <<<"$page" | wc -l)" -eq 8 ]
+	# scclip
+	[ "$(grep -o 'Known to fail against' <<<"$page" | wc -l)" -eq 9 ]
 }

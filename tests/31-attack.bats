@@ -128,6 +128,87 @@ assert not recs('gz.rec')[0].array.any()"
 	[ "$(store_digest spirt.db)" = "$before" ]
 }
 
+# aggstore: grad/3/0..4 and agg/3 (their mean, count 5) in the store
+aggstore() {
+	for w in 0 1 2 3 4; do
+		py "out(rec(G[$w], origin=$w, samples=8 + $w, loss=$w / 4))" >g$w.rec
+		spirt-store put "grad/3/$w" "g$w.rec"
+	done
+	py "
+r = st.encode(G[:5].mean(0).astype(np.float32), name='m:9', step=3,
+              samples=50, loss=0.5, count=5)
+out(r)" >agg.rec
+	spirt-store put agg/3 agg.rec
+}
+
+# crafted OUT PYEXPR: OUT is agg.rec's header with the values of PYEXPR
+# (y: the honest aggregate, X: the gradients, float64) within 1e-5
+crafted() {
+	py "
+a, h = recs('$1')[0], recs('agg.rec')[0]
+y, X = h.array.astype(np.float64), G[:5].astype(np.float64)
+assert (a.name, a.step, a.samples, a.loss, a.count) == \
+    (h.name, h.step, h.samples, h.loss, h.count), (a, h)
+w = np.asarray($2, np.float64)
+d = np.abs(a.array - w).max()
+assert d <= 1e-5 * max(1, np.abs(w).max()), ('maxdiff', d)
+"
+}
+
+@test "-a: a Byzantine peer's aggregate, as the reference, to -o or in place" {
+	aggstore
+	spirt-attack -t 3 -a agg -o sf.rec signflip
+	crafted sf.rec "ref.agg_attack('signflip', y)"
+	spirt-attack -t 3 -a agg -o sc.rec scale:-3
+	crafted sc.rec "ref.agg_attack('scale', y, p=-3)"
+	spirt-attack -t 3 -a agg -o ip.rec ipm
+	crafted ip.rec "ref.agg_attack('ipm', y)"
+	spirt-attack -t 3 -a agg -o ga.rec -S 7 gauss:2
+	crafted ga.rec "ref.agg_attack('gauss', y, p=2, seed=7, step=3)"
+	spirt-attack -t 3 -a agg -o al.rec alie
+	crafted al.rec "ref.agg_attack('alie', y, X)"
+	spirt-attack -t 3 -a agg -o al2.rec alie:2.5
+	crafted al2.rec "ref.agg_attack('alie', y, X, p=2.5)"
+	# ALIE moves it by z times the spread of aggregates, not of gradients
+	py "
+a, y = recs('al.rec')[0].array, recs('agg.rec')[0].array
+sd = G[:5].astype(np.float64).std(0, ddof=1)
+assert np.allclose(np.abs(a - y), sd / np.sqrt(5), rtol=1e-4)"
+	spirt-attack -t 3 -a agg -o - ipm | cmp - ip.rec
+	# -o read nothing but wrote nothing to the store
+	spirt-store get agg/3 | cmp - agg.rec
+	# in place: agg/3 is replaced, the gradients are not
+	before=$(for w in 0 1 2 3 4; do spirt-store get grad/3/$w; done | md5sum)
+	run -0 --separate-stderr spirt-attack -v -t 3 -a agg alie
+	[[ "$stderr" == *"agg/3: replaced (alie)"* ]]
+	spirt-store get agg/3 | cmp - al.rec
+	[ "$(for w in 0 1 2 3 4; do spirt-store get grad/3/$w; done | md5sum)" = "$before" ]
+}
+
+@test "-a: misuse 64, a missing aggregate 66, ALIE without gradients 64" {
+	aggstore
+	run -64 spirt-attack -a agg signflip
+	run -64 spirt-attack -t 3 -a agg -w 1 signflip
+	run -64 spirt-attack -t 3 -a agg signflip all.rec
+	run -64 --separate-stderr spirt-attack -t 3 -a ../x signflip
+	[[ "$stderr" == *'-a: invalid key prefix "../x"'* ]]
+	before=$(store_digest spirt.db)
+	run -66 --separate-stderr spirt-attack -t 4 -a agg signflip
+	[[ "$stderr" == *"agg/4: "* ]]
+	run -66 spirt-attack -t 3 -a gagg signflip
+	[ "$(store_digest spirt.db)" = "$before" ]
+	spirt-store put delta/3 agg.rec
+	spirt-store rm grad/3/1 grad/3/2 grad/3/3 grad/3/4
+	run -64 --separate-stderr spirt-attack -t 3 -a agg alie
+	[[ "$stderr" == *"agg/3: alie on an aggregate needs the spread of at least 2 of the step's gradients, not 1"* ]]
+	spirt-store rm grad/3/0
+	run -66 spirt-attack -t 3 -a agg alie
+	# another prefix (spirt-train --every publishes delta/<s>)
+	spirt-attack -t 3 -a delta signflip:1
+	spirt-store get delta/3 >d.rec
+	crafted d.rec "-y"
+}
+
 @test "bad attacks and options: 64 with usage" {
 	grads 3
 	for a in bogus '' scale scale:x gauss:0 gauss:-1 ipm:0 signflip: \

@@ -50,18 +50,25 @@ knock() {
 # read from the store's own dump (the signed digest record, its model
 # hash at bytes 152..184 of the digest)
 digests() {
-	mdb_dump "$1" | "$PYTHON" -c '
+	# (the exchange writes digests in the scratch environment, as the
+	# aggregates they sign; spirt-store persist moves them to the main
+	# one: both are read, each key once)
+	{ mdb_dump "$1"; [ ! -d "$1/scratch" ] || mdb_dump "$1/scratch"; } |
+	    "$PYTHON" -c '
 import sys
 lines = sys.stdin.read().split("\n")
-i = lines.index("HEADER=END") + 1
-while lines[i].startswith(" "):
-    k = bytes.fromhex(lines[i].strip()).decode()
-    v = bytes.fromhex(lines[i + 1].strip())
-    i += 2
-    if k.startswith("digest/"):
-        d = v[v.find(b"SPDG"):]
-        _, t, p = k.split("/")
-        print(t, p, d[152:184].hex())
+seen = set()
+for h in [j for j, l in enumerate(lines) if l == "HEADER=END"]:
+    i = h + 1
+    while lines[i].startswith(" "):
+        k = bytes.fromhex(lines[i].strip()).decode()
+        v = bytes.fromhex(lines[i + 1].strip())
+        i += 2
+        if k.startswith("digest/") and k not in seen:
+            seen.add(k)
+            d = v[v.find(b"SPDG"):]
+            _, t, p = k.split("/")
+            print(t, p, d[152:184].hex())
 '
 }
 

@@ -304,11 +304,14 @@ EOF
 @test "a member over its request rate is refused (429, ERATE, exit 75) and logged; others are not" {
 	members
 	mkstore
-	serve --rate 1
+	# 24 keys a function may read (a tool asks for each key once)
+	spirt-store get -f model/m@0 >m.rec
 	keys=
-	for i in $(seq 12); do
-		keys="$keys model/m@0 data/train/info"
+	for i in $(seq 24); do
+		spirt-store put "model/m@$i" m.rec
+		keys="$keys model/m@$i"
 	done
+	serve --rate 1
 	as f1
 	# one process, 24 requests at once: 2 go (the burst), the rest
 	# are refused; the tool says why and exits 75
@@ -321,7 +324,7 @@ EOF
 	as p2
 	run -0 spirt-store -s "$URL" show model/m@0 data/train/info
 	stop
-	grep -q '^spirt-peer: refused 127.0.0.1:[0-9]*: f1: model/m@0: ERATE$' \
+	grep -q '^spirt-peer: refused 127.0.0.1:[0-9]*: f1: model/m@[0-9]*: ERATE$' \
 	    srv.log
 	run grep -c ': ERATE$' srv.log
 	[ "$output" -ge 10 ] || fail "$output refusals"

@@ -62,3 +62,31 @@ fmnist_or_skip() {
 	run -0 sh -c 'cksum < w/train.csv'
 	assert_output '3009668909 8543'
 }
+
+@test "examples/cron: two ticks resume; a tick while one runs does nothing; the model of one run" {
+	fmnist_or_skip
+	run -0 env STEPS=3 sh "$SPIRT_ROOT/examples/cron/run.sh" "$PWD/w"
+	assert_line --regexp '^cron: .*: steps 0 to 3$'
+	# a tick while the last run holds the lock
+	flock w/train.lock sh -c 'STEPS=3 sh "$1/examples/cron/run.sh" "$2"' \
+	    tick "$SPIRT_ROOT" "$PWD/w" >held.out 2>&1
+	grep -q "^cron: .*: the last run still holds $PWD/w/train.lock; nothing done$" held.out
+	run -0 spirt-store -s w/train.db ls model/
+	refute_output --partial 'model/mlp@6'
+	run -0 env STEPS=3 sh "$SPIRT_ROOT/examples/cron/run.sh" "$PWD/w"
+	assert_line --regexp '^cron: .*: steps 3 to 6$'
+	# one run of the six steps: the same model
+	spirt-train -q -s one.db -n 2 -b 32 --steps 6 --eval-every 3
+	[ "$(spirt-store -s w/train.db get model/mlp@6 | cksum)" = \
+	  "$(spirt-store -s one.db get model/mlp@6 | cksum)" ]
+}
+
+@test "examples/parallel-ssh: on this machine (sshlogin :)" {
+	fmnist_or_skip
+	command -v parallel >/dev/null || skip "no parallel (Debian package parallel)"
+	run -0 env STEPS=2 sh "$SPIRT_ROOT/examples/parallel-ssh/run.sh" "$PWD/w"
+	assert_line '  : exit 0: 6'
+	assert_line --regexp '^model/mlp@2: parallel and xargs identical \([0-9]+ [0-9]+\)$'
+}
+
+# examples/slurm needs a cluster: tests/64-slurm.bats makes one and runs it

@@ -11,8 +11,12 @@
 #        as the body) with Lambda-Runtime-Aws-Request-Id (req-1, req-2,
 #        ...), -Deadline-Ms, -Invoked-Function-Arn and -Trace-Id; once the
 #        events are used up it never answers (as Lambda, which freezes the
-#        runtime there).  The first one is held for HOLD seconds (env,
-#        default 0): a runtime with a timeout on /next would give up.
+#        runtime there), unless QUEUE (env) names a directory: the
+#        events after the EVENTs are then the files QUEUE/1, QUEUE/2, ...
+#        each given once it appears, as invocations come in (write it
+#        elsewhere and rename it there).  The first one is held for HOLD
+#        seconds (env, default 0): a runtime with a timeout on /next
+#        would give up.
 #   POST /2018-06-01/runtime/invocation/<id>/response  -> 202; the body
 #        into DIR/<id>.response
 #   POST /2018-06-01/runtime/invocation/<id>/error     -> 202; needs the
@@ -36,6 +40,7 @@ BASE = '/2018-06-01/runtime'
 DIR = sys.argv[1]
 EVENTS = [e.encode() for e in sys.argv[2:]]
 HOLD = float(os.environ.get('HOLD', '0'))
+QUEUE = os.environ.get('QUEUE')
 lock = threading.Lock()
 state = {'given': 0, 'open': None, 'answered': set()}
 
@@ -84,6 +89,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             else:
                 state['given'] = n + 1
                 ev = EVENTS[n]
+                rid = 'req-%d' % (n + 1)
+                state['open'] = rid
+        if ev is None and QUEUE:    # the next invocation, when it comes
+            path = os.path.join(QUEUE, str(n - len(EVENTS) + 1))
+            while not os.path.exists(path):
+                time.sleep(0.02)
+            with open(path, 'rb') as f:
+                ev = f.read()
+            with lock:
+                state['given'] = n + 1
                 rid = 'req-%d' % (n + 1)
                 state['open'] = rid
         if ev is None:

@@ -85,16 +85,66 @@ def ipm(X, eps=0.1):
     return -eps * np.asarray(X, np.float64).mean(0)
 
 
+# ---- a Byzantine peer's aggregate (spirt-attack -a) ----
+def agg_attack(kind, y, X=None, p=None, seed=0, step=0):
+    """What a Byzantine peer publishes instead of its honest aggregate y,
+    from what it knows: y, and for ALIE the W gradients X of the step it
+    averaged (their spread over sqrt(W) is that of honest aggregates)."""
+    y = np.asarray(y, np.float64)
+    if kind == "signflip":
+        return -(10.0 if p is None else p) * y
+    if kind == "scale":
+        return p * y
+    if kind == "ipm":
+        return -(0.1 if p is None else p) * y
+    if kind == "gauss":
+        return gauss(y.shape[0], 100.0 if p is None else p, seed, step,
+                     0xFFFFFFFF)
+    if kind == "alie":
+        X = np.asarray(X, np.float64)
+        z = 1.0 if p is None else p
+        return y - z * X.std(0, ddof=1) / math.sqrt(X.shape[0])
+    raise ValueError(kind)
+
+
 # ---- rules (spirt-agg(1)) ----
-def cclip(X, tau, iters=1, center=None):
-    """Karimireddy, He, Jaggi 2021: v += mean_i (x_i - v) min(1, tau/|x_i - v|)."""
+def cclip(X, tau, iters=1, center=None, f=0):
+    """Karimireddy, He, Jaggi 2021: v += mean_i (x_i - v) min(1, tau/|x_i - v|).
+
+    tau None: each iteration's radius is the (f+1)-th largest distance
+    |x_i - v| (He, Karimireddy, Jaggi 2022's adaptive choice)."""
     X = np.asarray(X, np.float64)
     v = np.zeros(X.shape[1]) if center is None else np.array(center, np.float64)
     for _ in range(iters):
         d = np.linalg.norm(X - v, axis=1)
-        c = np.where(d > tau, tau / np.where(d > 0, d, 1), 1.0)
+        t = tau if tau is not None else np.sort(d)[::-1][min(f, len(d) - 1)]
+        c = np.where(d > t, t / np.where(d > 0, d, 1), 1.0)
         v = v + (c[:, None] * (X - v)).mean(0)
     return v
+
+
+def scclip(X, own, tau, iters=1, f=0):
+    """Self-centred clipping (He, Karimireddy, Jaggi 2022, ClippedGossip
+    with uniform weights): x_own + mean_j clip(x_j - x_own, tau), the own
+    input among the X (its difference is 0)."""
+    return cclip(X, tau, iters, np.asarray(X, np.float64)[own], f)
+
+
+def momenta(steps, beta):
+    """Worker momentum (Karimireddy, He, Jaggi 2021), as spirt-agg
+    --worker-momentum keeps it: steps is a list of {worker: gradient}, one
+    per step; worker w's momentum at step t is (1 - beta) g + beta m of its
+    step t-1, or g when it had none then.  Returns the list of
+    {worker: momentum}."""
+    out, prev = [], {}
+    for gs in steps:
+        cur = {}
+        for w, g in gs.items():
+            g = np.asarray(g, np.float64)
+            cur[w] = g if w not in prev else (1 - beta) * g + beta * prev[w]
+        out.append(cur)
+        prev = cur
+    return out
 
 
 def bucket_perm(w, seed, step):

@@ -1,5 +1,6 @@
-/* fuzz_msg.c - sealed messages and the replay window (lib/crypto.c,
- * docs/protocol.md "Sealed messages", "Replay rules") */
+/* fuzz_msg.c - sealed messages, streams of frames and the replay window
+ * (lib/crypto.c, docs/protocol.md "Sealed messages", "Streamed messages",
+ * "Replay rules") */
 #include "fuzz_crypto.h"
 
 /*
@@ -11,24 +12,75 @@
  *   2  deliver kept message i with one byte changed;
  *   3  deliver kept message i opened for another step or key;
  *   4  deliver raw bytes from the input;
- *   5  seal and keep nothing, k times (the counter moves on).
+ *   5  seal and keep nothing, k times (the counter moves on);
+ *   6  seal a stream (of up to 3 frames and more) and keep it; op 1
+ *      delivers it whole or frame by frame;
+ *   7  deliver kept stream i cut short, or with two frames swapped.
  *
  * A model of the window (docs/protocol.md: refused when seen, or more than
  * 1983 behind the newest accepted) says what each delivery of an intact
- * message must do; a changed byte or a raw message is always refused, and
- * a message that opens gives back exactly what was sealed.
+ * message or stream must do; a changed byte, a cut or reordered stream or
+ * a raw message is always refused (and spends no counter), and what opens
+ * gives back exactly what was sealed.
  */
 #define KEEP 64
-#define MAXPT 512
 
 struct kept {
 	unsigned char *m;
 	size_t len;
 	uint64_t ctr, step;
 	char key[64];
-	unsigned char pt[MAXPT];
+	unsigned char *pt;      /* what was sealed, n bytes */
 	size_t n;
+	int stream;
 };
+
+#define MAXSTREAM (3 * SPIRT_FRAME_BYTES + 1000)
+
+/* the bytes of a stream of n: the input's, over and over, or a count */
+static void
+fill(unsigned char *b, size_t n, const uint8_t *p, size_t pn)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = pn ? p[i % pn] : (unsigned char)(i * 7);
+}
+
+/* open kept stream e: whole, or frame by frame (by) */
+static int
+sopen(struct spirt_session *rx, const struct kept *e, unsigned char *out,
+    size_t cap, size_t *got, uint64_t step, const char *key, int by)
+{
+	struct spirt_stream r;
+	size_t hlen, off, n;
+	uint64_t total;
+	int type, rc;
+
+	if (!by)
+		return spirt_stream_open(rx, out, cap, got, step, key, e->m,
+		    e->len);
+	if ((rc = spirt_msg_peek(e->m, e->len, &type, &hlen, &total)))
+		return rc;
+	FUZZ_ASSERT(type == SPIRT_MSG_STREAM && total == e->len);
+	if ((rc = spirt_stream_open_begin(&r, rx, e->m, hlen, step, key, &n)))
+		return rc;
+	FUZZ_ASSERT(n == e->n && n <= cap);
+	off = hlen;
+	*got = 0;
+	/* every frame, the empty one of an empty stream too (whose
+	 * spirt_stream_frame_len() is 0, as after the last) */
+	for (uint64_t f = 0, fs = spirt_stream_frames(n); f < fs; f++) {
+		size_t fl = spirt_stream_frame_len(&r);
+
+		FUZZ_ASSERT(off + fl + SPIRT_MSG_TAG <= e->len);
+		if ((rc = spirt_stream_open_frame(&r, out + *got, e->m + off,
+		    fl + SPIRT_MSG_TAG)))
+			return rc;
+		off += fl + SPIRT_MSG_TAG;
+		*got += fl;
+	}
+	FUZZ_ASSERT(off == e->len && spirt_stream_frame_len(&r) == 0);
+	return spirt_stream_open_end(&r);
+}
 
 static const char *const keys[] = {
 	"agg/7/p1", "model/m@7", "grad/7/3", "data/d/0/x", "beat/f1", "x*",
@@ -81,9 +133,10 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	struct spirt_hs *hs;
 	struct kept kept[KEEP];
 	struct ref ref = { NULL, 0, 0 };
-	unsigned char m1[SPIRT_HS_MAX], m2[SPIRT_HS_MAX], pt[MAXPT + 64];
-	unsigned char *buf;
+	unsigned char m1[SPIRT_HS_MAX], m2[SPIRT_HS_MAX];
+	unsigned char *buf, *pt;
 	size_t n1, n2, nk = 0, got, k, plen;
+	unsigned char *pt2;
 	uint64_t ctr = 0;
 	const uint8_t *p;
 	int rc;
@@ -98,9 +151,10 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	FUZZ_ASSERT(spirt_hs_finish(&tx, hs, ti, m2, n2, FUZZ_NOW,
 	    SPIRT_ROLE_PEER) == 0);
 	FUZZ_ASSERT((ref.seen = calloc(MAXCTR / 8, 1)) != NULL);
+	FUZZ_ASSERT((pt = malloc(MAXSTREAM)) != NULL);
 
 	while (in.n && ctr < MAXCTR - 300) {
-		unsigned op = fuzz_u8(&in) % 6, i, x;
+		unsigned op = fuzz_u8(&in) % 8, i, x;
 		struct kept *e;
 		uint64_t step;
 		const char *key;
@@ -136,8 +190,11 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 					e->step = step;
 					snprintf(e->key, sizeof e->key, "%s",
 					    key);
+					FUZZ_ASSERT((e->pt = malloc(plen +
+					    1)) != NULL);
 					memcpy(e->pt, p, plen);
 					e->n = plen;
+					e->stream = 0;
 				}
 				ctr++;
 			}
@@ -151,7 +208,9 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 			if (op == 1) {
 				int ok = ref_ok(&ref, e->ctr);
 
-				rc = spirt_session_open(rx, pt, sizeof pt, &got,
+				rc = e->stream ? sopen(rx, e, pt, MAXSTREAM,
+				    &got, e->step, e->key, fuzz_u8(&in) & 1) :
+				    spirt_session_open(rx, pt, MAXSTREAM, &got,
 				    e->step, e->key, e->m, e->len);
 				if (ok) {
 					FUZZ_ASSERT(rc == 0 && got == e->n &&
@@ -166,7 +225,9 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 				i = fuzz_u16(&in) % e->len;
 				x = fuzz_u8(&in) | 1;
 				e->m[i] ^= (unsigned char)x;
-				rc = spirt_session_open(rx, pt, sizeof pt, &got,
+				rc = e->stream ? sopen(rx, e, pt, MAXSTREAM,
+				    &got, e->step, e->key, x & 2) :
+				    spirt_session_open(rx, pt, MAXSTREAM, &got,
 				    e->step, e->key, e->m, e->len);
 				e->m[i] ^= (unsigned char)x;
 				FUZZ_ASSERT(rc != 0);
@@ -176,10 +237,89 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 				key = x & 2 ? "agg/7/p2" : e->key;
 				if (step == e->step && key == e->key)
 					key = "gagg/7";
-				rc = spirt_session_open(rx, pt, sizeof pt, &got,
+				rc = e->stream ? sopen(rx, e, pt, MAXSTREAM,
+				    &got, step, key, x & 4) :
+				    spirt_session_open(rx, pt, MAXSTREAM, &got,
 				    step, key, e->m, e->len);
 				FUZZ_ASSERT(rc == (step != e->step ?
 				    SPIRT_ESTEP : SPIRT_EWRONGKEY));
+			}
+			break;
+		case 6:
+			step = fuzz_u8(&in) % 9;
+			key = keys[fuzz_u8(&in) % (sizeof keys / sizeof *keys)];
+			k = (size_t)fuzz_u16(&in) * 4 % MAXSTREAM;
+			p = fuzz_take(&in, fuzz_u8(&in), &plen);
+			{
+				size_t cap = spirt_stream_size(key, k);
+
+				FUZZ_ASSERT(cap > 0 && (buf = malloc(cap)));
+				e = nk < KEEP ? &kept[nk] : NULL;
+				FUZZ_ASSERT((pt2 = malloc(k + 1)) != NULL);
+				fill(pt2, k, p, plen);
+				FUZZ_ASSERT(spirt_stream_seal(tx, buf, cap,
+				    &got, step, key, pt2, k) == 0 &&
+				    got == cap);
+				if (!e) {
+					free(buf);
+					free(pt2);
+				} else {
+					nk++;
+					e->m = buf;
+					e->len = got;
+					e->ctr = ctr;
+					e->step = step;
+					snprintf(e->key, sizeof e->key, "%s",
+					    key);
+					e->pt = pt2;
+					e->n = k;
+					e->stream = 1;
+				}
+				ctr++;
+			}
+			break;
+		case 7:
+			if (nk == 0)
+				break;
+			e = &kept[fuzz_u8(&in) % nk];
+			if (!e->stream)
+				break;
+			x = fuzz_u8(&in);
+			if (x & 1) {
+				/* cut short by 1..256 bytes */
+				k = (size_t)fuzz_u8(&in) + 1;
+				if (k >= e->len)
+					k = e->len - 1;
+				rc = spirt_stream_open(rx, pt, MAXSTREAM, &got,
+				    e->step, e->key, e->m, e->len - k);
+				FUZZ_ASSERT(rc != 0);
+			} else if (e->n > SPIRT_FRAME_BYTES) {
+				/* two whole frames swapped: the first two */
+				size_t fw = SPIRT_FRAME_BYTES + SPIRT_MSG_TAG;
+				size_t h = e->len - (e->n + SPIRT_MSG_TAG *
+				    spirt_stream_frames(e->n));
+				unsigned char *c = malloc(e->len);
+
+				FUZZ_ASSERT(c != NULL);
+				memcpy(c, e->m, e->len);
+				if (e->n >= 2 * SPIRT_FRAME_BYTES) {
+					memcpy(c + h, e->m + h + fw, fw);
+					memcpy(c + h + fw, e->m + h, fw);
+					rc = spirt_stream_open(rx, pt,
+					    MAXSTREAM, &got, e->step, e->key,
+					    c, e->len);
+					FUZZ_ASSERT(rc != 0);
+				}
+				free(c);
+			}
+			/* a refusal spends nothing: the stream itself still
+			 * opens, if the window lets it */
+			if (ref_ok(&ref, e->ctr)) {
+				FUZZ_ASSERT(sopen(rx, e, pt, MAXSTREAM, &got,
+				    e->step, e->key, x & 2) == 0 &&
+				    got == e->n && memcmp(pt, e->pt, e->n) ==
+				    0);
+				ref_take(&ref, e->ctr);
 			}
 			break;
 		default:
@@ -187,18 +327,24 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 			if (spirt_msg_info(&info, p, plen) == 0) {
 				FUZZ_ASSERT(info.n + SPIRT_MSG_HEAD +
 				    strlen(info.key) + SPIRT_MSG_TAG == plen);
-				rc = spirt_session_open(rx, pt, sizeof pt, &got,
+				rc = spirt_session_open(rx, pt, MAXSTREAM, &got,
 				    info.step, info.key, p, plen);
 			} else {
-				rc = spirt_session_open(rx, pt, sizeof pt, &got,
+				rc = spirt_session_open(rx, pt, MAXSTREAM, &got,
 				    7, "agg/7/p1", p, plen);
 			}
 			FUZZ_ASSERT(rc != 0);
+			/* and as a stream */
+			FUZZ_ASSERT(spirt_stream_open(rx, pt, MAXSTREAM, &got,
+			    7, "agg/7/p1", p, plen) != 0);
 			break;
 		}
 	}
-	for (size_t j = 0; j < nk; j++)
+	for (size_t j = 0; j < nk; j++) {
 		free(kept[j].m);
+		free(kept[j].pt);
+	}
+	free(pt);
 	free(ref.seen);
 	spirt_session_free(tx);
 	spirt_session_free(rx);

@@ -17,8 +17,9 @@
  * a model, data and a gradient) and runs a program, one byte an operation:
  *
  *   0  handshake as a member (f1, p2, p3, f2) or as an outsider key;
- *   1  a sealed request in one of those sessions: op, flags, key and value
- *      from the input, sent whole or in pieces;
+ *   1  a sealed request in one of those sessions: op, flags (no
+ *      overwrite, a streamed answer, a short wait for a missing key), key
+ *      and value from the input, sent whole or in pieces;
  *   2  a raw request: method, URL, session header and body from the input;
  *   3  the last sealed request again (a replay);
  *   4  the last sealed request with one byte changed;
@@ -219,10 +220,12 @@ handshake(struct csess *c, int who)
 /* the answer to a sealed request of c, counter ctr, op, key */
 static void
 sealed_answer(struct csess *c, const struct mhd_stub_answer *a,
-    uint64_t ctr, int op, const char *key, size_t vlen)
+    uint64_t ctr, int op, unsigned flags, const char *key, size_t vlen)
 {
 	unsigned char *pt;
-	size_t n;
+	size_t n, hlen;
+	uint64_t total;
+	int type;
 	int noover, allowed;
 	unsigned st;
 
@@ -233,8 +236,17 @@ sealed_answer(struct csess *c, const struct mhd_stub_answer *a,
 	}
 	FUZZ_ASSERT(strcmp(a->type, "application/octet-stream") == 0);
 	FUZZ_ASSERT((pt = malloc(a->len)) != NULL);
-	FUZZ_ASSERT(spirt_session_open(c->s, pt, a->len, &n,
-	    spirt_key_wirestep(key), key, a->body, a->len) == 0);
+	/* a message, or a stream of frames when the get asked for one */
+	FUZZ_ASSERT(spirt_msg_peek(a->body, a->len, &type, &hlen, &total) ==
+	    0 && total == a->len);
+	if (type == SPIRT_MSG_STREAM) {
+		FUZZ_ASSERT(op == SPIRT_OP_GET && (flags & SPIRT_REQ_STREAM));
+		FUZZ_ASSERT(spirt_stream_open(c->s, pt, a->len, &n,
+		    spirt_key_wirestep(key), key, a->body, a->len) == 0);
+	} else {
+		FUZZ_ASSERT(spirt_session_open(c->s, pt, a->len, &n,
+		    spirt_key_wirestep(key), key, a->body, a->len) == 0);
+	}
 	FUZZ_ASSERT(n >= SPIRT_ANS_HEAD && pt[0] == op);
 	FUZZ_ASSERT(spirt_le_get64(pt + 8) == ctr);
 	st = spirt_le_get16(pt + 2);
@@ -293,6 +305,7 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	char msg[256], lastsid[33] = "", lastkey[SPIRT_MSG_KEY_MAX + 1];
 	uint64_t lastctr = 0;
 	int lastop = 0, lastcs = -1, dirty = 0;
+	unsigned waited = 0;
 
 	fuzz_crypto_reset();
 	cred.trust = fuzz_trust();
@@ -324,6 +337,7 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 			const uint8_t *v;
 			size_t vn, cap, len, piece;
 			uint64_t ctr;
+			unsigned fl;
 			int rop;
 
 			c = &cs[fuzz_u8(&in) % NSESS];
@@ -345,7 +359,16 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 			v = fuzz_take(&in, fuzz_u16(&in) % (MAXB + 32), &vn);
 			memset(pt, 0, SPIRT_REQ_HEAD);
 			pt[0] = (unsigned char)rop;
-			pt[1] = (unsigned char)(x >> 3 & 1);
+			/* flags: no overwrite, a streamed answer, a wait of
+			 * up to 248 ms for a missing key (1.5 s an input) */
+			fl = fuzz_u8(&in);
+			pt[1] = (unsigned char)(fl & 7);
+			if ((fl & 4) && waited + (fl >> 3) * 8 <= 1500) {
+				waited += (fl >> 3) * 8;
+				spirt_le_put32(pt + 4, (fl >> 3) * 8);
+			} else {
+				pt[1] &= ~4u;
+			}
 			memcpy(pt + SPIRT_REQ_HEAD, v, vn);
 			cap = spirt_msg_size(key, SPIRT_REQ_HEAD + vn);
 			FUZZ_ASSERT((m = malloc(cap)) != NULL);
@@ -381,7 +404,7 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 				refusal(&a);
 				FUZZ_ASSERT(a.status == 400 || a.status == 429);
 			} else {
-				sealed_answer(c, &a, ctr, rop, key, vn);
+				sealed_answer(c, &a, ctr, rop, pt[1], key, vn);
 				/* a put or delete may have changed the store */
 				dirty |= rop == SPIRT_OP_PUT ||
 				    rop == SPIRT_OP_DEL;

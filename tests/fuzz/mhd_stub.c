@@ -1,13 +1,16 @@
 /* mhd_stub.c - the libmicrohttpd calls of lib/peersrv.c, without sockets
  * (mhd_stub.h), so that fuzz_peersrv drives the handler directly */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <microhttpd.h>
 
@@ -34,6 +37,8 @@ struct MHD_Connection {
 	const struct mhd_stub_header *h;
 	size_t nh;
 	int phase;              /* 0 headers, 1 body, 2 its end */
+	int suspended;          /* under lock: until another thread resumes */
+	int parked;             /* the handler's last call suspended it */
 	struct sockaddr_in addr;
 	union MHD_ConnectionInfo info;
 	struct mhd_stub_answer *a;
@@ -47,6 +52,9 @@ struct MHD_Response {
 
 struct mhd_stub_opts mhd_stub_opts;
 static struct MHD_Daemon daemon1;
+/* a suspended connection is resumed from the server's watcher thread */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t resumed = PTHREAD_COND_INITIALIZER;
 static uint16_t nextport = 40000;
 
 struct MHD_Daemon *
@@ -221,6 +229,49 @@ MHD_queue_response(struct MHD_Connection *c, unsigned int status,
 }
 
 void
+MHD_suspend_connection(struct MHD_Connection *c)
+{
+	pthread_mutex_lock(&lock);
+	c->suspended = 1;
+	c->parked = 1;
+	pthread_mutex_unlock(&lock);
+}
+
+void
+MHD_resume_connection(struct MHD_Connection *c)
+{
+	pthread_mutex_lock(&lock);
+	c->suspended = 0;
+	pthread_cond_broadcast(&resumed);
+	pthread_mutex_unlock(&lock);
+}
+
+/*
+ * 1 if the handler's last call suspended c (it may be resumed already, by
+ * the watcher thread): then once it is resumed (at most 60 s), the
+ * handler is to run again, as libmicrohttpd does with a resumed
+ * connection.
+ */
+static int
+held(struct MHD_Connection *c)
+{
+	struct timespec until;
+	int was;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 60;
+	pthread_mutex_lock(&lock);
+	was = c->parked;
+	c->parked = 0;
+	while (was && c->suspended)
+		if (pthread_cond_timedwait(&resumed, &lock, &until) ==
+		    ETIMEDOUT)
+			die("a connection suspended for 60 s");
+	pthread_mutex_unlock(&lock);
+	return was;
+}
+
+void
 MHD_destroy_response(struct MHD_Response *r)
 {
 	if (r) {
@@ -269,6 +320,13 @@ mhd_stub_request(struct mhd_stub_answer *a, const char *method,
 	c.phase = 2;
 	if (r == MHD_YES && !a->queued) {
 		up = 0;
+		r = daemon1.dh(daemon1.dh_cls, &c, url, method,
+		    MHD_HTTP_VERSION_1_1, NULL, &up, &ctx);
+	}
+	/* a suspended request runs again once resumed, until answered */
+	while (r == MHD_YES && !a->queued && held(&c)) {
+		up = 0;
+		a->resumes++;
 		r = daemon1.dh(daemon1.dh_cls, &c, url, method,
 		    MHD_HTTP_VERSION_1_1, NULL, &up, &ctx);
 	}

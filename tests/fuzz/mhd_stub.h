@@ -12,7 +12,9 @@
  * libmicrohttpd does for one request: once with the headers, once per
  * piece of the body, once at its end (a handler that queued an answer
  * before the body gets no more of it; one cannot queue an answer in the
- * middle of a body), then the completion.  What the
+ * middle of a body), again each time it is resumed after the handler
+ * suspended it (MHD_resume_connection from another thread), then the
+ * completion.  What the
  * handler answered comes back in struct mhd_stub_answer.
  */
 struct mhd_stub_header {
@@ -23,6 +25,7 @@ struct mhd_stub_answer {
 	int queued;             /* an answer was queued, once */
 	int dropped;            /* the handler said MHD_NO: connection closed */
 	int body_read;          /* bytes of the body handed to the handler */
+	int resumes;            /* times it was suspended and resumed */
 	unsigned status;
 	unsigned char *body;    /* malloc()ed, len bytes */
 	size_t len;

@@ -263,6 +263,10 @@ srv=
   bytes 5 1 2 0 255 5 1 2 0 255 5 1 2 0 255 5 1 2 0 255 1 0; } |
     seed msg window
 { bytes 0 3 4 1; printf 'hi'; bytes 0 3 5 0 1 1 1 0; } | seed msg list-keys
+# a stream of 2 frames (op 6: 20480 x 4 bytes of "abcd"), delivered
+# frame by frame (1), cut short (7), then a 1-frame one delivered whole
+{ bytes 6 7 0 0 80 4; printf abcd; bytes 1 0 1 1 0 0 7 0 1 7 0 0
+  bytes 6 1 1 32 0 0 1 1 0; } | seed msg streams
 
 # ---- digests a peer signs: a real exchange between two local stores ----
 for p in p1 p2; do

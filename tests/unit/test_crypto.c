@@ -19,6 +19,10 @@
 /* BLAKE2b-256 of the known-answer exchange (test_known_answer) */
 #define KAT_HASH \
 	"2a60638375e1c8973ec188e04660943d3c3c4f9ead70bc61adcf178b84ea04c2"
+/* ... and of its stream, decrypted in place after the check (the frozen
+ * bytes are then the first frame's ciphertext and the second's plaintext) */
+#define KAT_STREAM_HASH \
+	"f83e88295c5890702b565dc77adb7069e912de567d0340c1c97cda2dd05ba95f"
 
 /* ---- a deterministic random source for the known-answer test ---- */
 
@@ -684,7 +688,9 @@ test_handshake(void)
 	spirt_session_free(sa);
 	spirt_session_free(sb);
 
-	/* a replayed first message; an older one delivered late */
+	/* a replayed first message is refused; an older one delivered late,
+	 * never seen, is taken once (the instances of one function start
+	 * together), and refused when replayed */
 	CHECK_RC(spirt_hs_init(&h1, m1, sizeof m1, &n1, &a.self, a.t, "p2",
 	    T0 + 2 * SEC));
 	CHECK_RC(spirt_hs_init(&h2, m2, sizeof m2, &n2, &a.self, a.t, "p2",
@@ -695,8 +701,12 @@ test_handshake(void)
 	CHECK_EQ_RC(spirt_hs_respond(&sb, r1, sizeof r1, &q1, &b.self, b.t,
 	    m2, n2, T0 + 3 * SEC, SPIRT_ROLE_PEER), SPIRT_EREPLAY);
 	CHECK(sb == NULL);
+	CHECK_RC(spirt_hs_respond(&sb, r1, sizeof r1, &q1, &b.self, b.t,
+	    m1, n1, T0 + 3 * SEC, SPIRT_ROLE_PEER));
+	spirt_session_free(sb);
 	CHECK_EQ_RC(spirt_hs_respond(&sb, r1, sizeof r1, &q1, &b.self, b.t,
 	    m1, n1, T0 + 3 * SEC, SPIRT_ROLE_PEER), SPIRT_EREPLAY);
+	CHECK(sb == NULL);
 	/* another responder has its own memory: the same message is new */
 	CHECK_RC(spirt_trust_new(&x.t, "run1", group_pk, WINDOW));
 	CHECK_RC(spirt_hs_respond(&sb, r1, sizeof r1, &q1, &b.self, x.t, m1,
@@ -910,6 +920,56 @@ test_handshake(void)
 	party_free(&f);
 }
 
+/*
+ * The responder's memory of one identity's first messages: the last 64
+ * accepted.  Sixty-five first messages, made in time order, arrive
+ * newest first but the oldest last: each is taken once; a replay of one
+ * remembered is refused, and once the newest has left the memory, so is
+ * anything at or below its time.
+ */
+static void
+test_handshake_order(void)
+{
+	enum { N = 65 };
+	struct party a, b;
+	struct spirt_session *sb;
+	static unsigned char m[N][SPIRT_HS_MAX];
+	unsigned char r[SPIRT_HS_MAX];
+	struct spirt_hs *h[N];
+	size_t n[N], q;
+
+	party(&a, "run1", "p1", 21, SPIRT_ROLE_PEER, T0 + HOUR);
+	party(&b, "run1", "p2", 22, SPIRT_ROLE_PEER, T0 + HOUR);
+	for (int i = 0; i < N; i++)
+		CHECK_RC(spirt_hs_init(&h[i], m[i], sizeof m[i], &n[i],
+		    &a.self, a.t, "p2", T0 + SEC + (uint64_t)i * 1000000));
+	for (int i = N - 1; i >= 1; i--) {
+		CHECK_RC(spirt_hs_respond(&sb, r, sizeof r, &q, &b.self, b.t,
+		    m[i], n[i], T0 + 2 * SEC, SPIRT_ROLE_PEER));
+		spirt_session_free(sb);
+	}
+	/* 64 remembered: a replay of one is refused, the rest may come */
+	CHECK_EQ_RC(spirt_hs_respond(&sb, r, sizeof r, &q, &b.self, b.t, m[5],
+	    n[5], T0 + 2 * SEC, SPIRT_ROLE_PEER), SPIRT_EREPLAY);
+	CHECK(sb == NULL);
+	/* the oldest, last: never seen, so taken; message N-1, the first
+	 * taken and the newest, leaves the memory */
+	CHECK_RC(spirt_hs_respond(&sb, r, sizeof r, &q, &b.self, b.t, m[0],
+	    n[0], T0 + 2 * SEC, SPIRT_ROLE_PEER));
+	spirt_session_free(sb);
+	/* from now on nothing at or below its time can be told apart:
+	 * refused, remembered or not */
+	CHECK_EQ_RC(spirt_hs_respond(&sb, r, sizeof r, &q, &b.self, b.t, m[0],
+	    n[0], T0 + 2 * SEC, SPIRT_ROLE_PEER), SPIRT_EREPLAY);
+	CHECK_EQ_RC(spirt_hs_respond(&sb, r, sizeof r, &q, &b.self, b.t,
+	    m[N - 1], n[N - 1], T0 + 2 * SEC, SPIRT_ROLE_PEER), SPIRT_EREPLAY);
+	CHECK(sb == NULL);
+	for (int i = 0; i < N; i++)
+		spirt_hs_free(h[i]);
+	party_free(&a);
+	party_free(&b);
+}
+
 /* The allowlist alone: no group key, no tokens. */
 static void
 test_allowlist_handshake(void)
@@ -1118,6 +1178,215 @@ test_messages(void)
 	party_free(&e);
 }
 
+/* ---- streamed messages ---- */
+
+#define FB SPIRT_FRAME_BYTES
+
+/* frame i of the stream m (header and key hl bytes), payload n */
+static unsigned char *
+frame_at(unsigned char *m, size_t hl, size_t i)
+{
+	return m + hl + i * (FB + SPIRT_MSG_TAG);
+}
+
+static void
+test_streams(void)
+{
+	struct party a, b, c;
+	struct spirt_session *ab, *ba, *ac, *ca;
+	struct spirt_stream w, r;
+	const char *key = "xagg/12/p1";
+	size_t k = strlen(key), hl = SPIRT_MSG_HEAD + k, n = 3 * FB + 100;
+	size_t cap = spirt_stream_size(key, n), len, len2, got, fl;
+	unsigned char *pt = malloc(n), *out = malloc(n), *m = malloc(cap);
+	unsigned char *m2 = malloc(cap), *cp = malloc(cap), head[700];
+	uint64_t total;
+	int rc, type;
+
+	party(&a, "run1", "p1", 61, SPIRT_ROLE_PEER, T0 + HOUR);
+	party(&b, "run1", "p2", 62, SPIRT_ROLE_PEER, T0 + HOUR);
+	party(&c, "run1", "p3", 63, SPIRT_ROLE_PEER, T0 + HOUR);
+	CHECK_RC(shake(&ab, &ba, &a, &b, "p2", T0, SPIRT_ROLE_PEER));
+	CHECK_RC(shake(&ac, &ca, &a, &c, "p3", T0, SPIRT_ROLE_PEER));
+	if (!ab || !ba || !ac || !ca || !pt || !out || !m || !m2 || !cp)
+		return;
+	for (size_t i = 0; i < n; i++)
+		pt[i] = (unsigned char)(i * 13 + (i >> 9));
+
+	/* sizes: a tag per frame; one empty frame for nothing */
+	CHECK(spirt_stream_frames(0) == 1 && spirt_stream_frames(1) == 1);
+	CHECK(spirt_stream_frames(FB) == 1 && spirt_stream_frames(FB + 1) == 2);
+	CHECK(cap == hl + n + 4 * SPIRT_MSG_TAG);
+	CHECK(spirt_stream_size(key, 0) == hl + SPIRT_MSG_TAG);
+	CHECK(spirt_stream_size("", 1) == 0);
+	CHECK(spirt_stream_size(key, SIZE_MAX - 10) == 0);
+
+	/* a round trip, whole; its header says what it is */
+	CHECK_RC(spirt_stream_seal(ab, m, cap, &len, 12, key, pt, n));
+	CHECK(len == cap);
+	CHECK(memcmp(m, "SPMS\1\2", 6) == 0);
+	CHECK_RC(spirt_msg_peek(m, len, &type, &got, &total));
+	CHECK(type == SPIRT_MSG_STREAM && got == hl && total == len);
+	CHECK_EQ_RC(spirt_msg_peek(m, SPIRT_MSG_HEAD - 1, &type, &got,
+	    &total), SPIRT_ETRUNC);
+	memcpy(cp, m, len);
+	CHECK_EQ_RC(spirt_stream_open(ba, out, n - 1, &got, 12, key, cp, len),
+	    SPIRT_EINVAL);
+	/* not a type 1 message, nor the other way round */
+	CHECK_EQ_RC(spirt_session_open(ba, out, n, &got, 12, key, cp, len),
+	    SPIRT_EDATA);
+
+	/* every byte of the header and key, the first frame and its tag */
+	for (size_t i = 0; i < hl + FB + SPIRT_MSG_TAG; i += i < hl ? 1 : 997) {
+		memcpy(cp, m, len);
+		cp[i] ^= (unsigned char)(1u << (i % 8));
+		rc = spirt_stream_open(ba, out, n, &got, 12, key, cp, len);
+		if (i < 4)
+			CHECK_EQ_RC(rc, SPIRT_EMAGIC);
+		else if (i == 4)
+			CHECK_EQ_RC(rc, SPIRT_EVERSION);
+		else if (i < 8)
+			CHECK(rc == SPIRT_EDATA || rc == SPIRT_ETRUNC);
+		else if (i < 16)
+			CHECK_EQ_RC(rc, SPIRT_EMAC);    /* a fresh counter */
+		else if (i < 24)
+			CHECK_EQ_RC(rc, SPIRT_ESTEP);
+		else if (i < 56)
+			CHECK_EQ_RC(rc, SPIRT_ERUN);
+		else if (i < 120)
+			CHECK_EQ_RC(rc, SPIRT_EADDR);
+		else if (i < 128)
+			CHECK(rc == SPIRT_EDATA || rc == SPIRT_ETRUNC);
+		else if (i < hl)
+			CHECK_EQ_RC(rc, SPIRT_EWRONGKEY);
+		else
+			CHECK_EQ_RC(rc, SPIRT_EMAC);
+	}
+	/* the last frame's tag, the last byte */
+	memcpy(cp, m, len);
+	cp[len - 1] ^= 0x80;
+	CHECK_EQ_RC(spirt_stream_open(ba, out, n, &got, 12, key, cp, len),
+	    SPIRT_EMAC);
+
+	/* truncated: a byte, a frame, everything after the header */
+	CHECK_EQ_RC(spirt_stream_open(ba, out, n, &got, 12, key, m, len - 1),
+	    SPIRT_ETRUNC);
+	CHECK_EQ_RC(spirt_stream_open(ba, out, n, &got, 12, key, m,
+	    len - 100 - SPIRT_MSG_TAG), SPIRT_ETRUNC);
+	CHECK_EQ_RC(spirt_stream_open(ba, out, n, &got, 12, key, m, hl),
+	    SPIRT_ETRUNC);
+	CHECK_EQ_RC(spirt_stream_open(ba, out, n, &got, 12, key, m, len + 1),
+	    SPIRT_EDATA);
+	/* cut at a frame's end, the header made to say so: the header is
+	 * in every frame's associated data, and the cut frame was not sealed
+	 * as the last */
+	memcpy(cp, m, len);
+	cp[120] = 0;
+	cp[121] = 0;
+	cp[122] = 2;            /* n = 2 FB */
+	CHECK_EQ_RC(spirt_stream_open(ba, out, n, &got, 12, key, cp,
+	    hl + 2 * (FB + SPIRT_MSG_TAG)), SPIRT_EMAC);
+	/* incrementally: the end before the last frame is a truncation */
+	CHECK_RC(spirt_stream_open_begin(&r, ba, m, hl, 12, key, &got));
+	CHECK(got == n);
+	for (size_t i = 0; i < 3; i++)
+		CHECK_RC(spirt_stream_open_frame(&r, out + i * FB,
+		    frame_at(m, hl, i), FB + SPIRT_MSG_TAG));
+	CHECK_EQ_RC(spirt_stream_open_end(&r), SPIRT_ETRUNC);
+	CHECK_EQ_RC(spirt_stream_open_frame(&r, out, frame_at(m, hl, 3),
+	    100 + SPIRT_MSG_TAG - 1), SPIRT_ETRUNC);
+
+	/* reordered frames: 0 and 1 swapped; a frame twice */
+	memcpy(cp, m, len);
+	memcpy(frame_at(cp, hl, 0), frame_at(m, hl, 1), FB + SPIRT_MSG_TAG);
+	memcpy(frame_at(cp, hl, 1), frame_at(m, hl, 0), FB + SPIRT_MSG_TAG);
+	CHECK_EQ_RC(spirt_stream_open(ba, out, n, &got, 12, key, cp, len),
+	    SPIRT_EMAC);
+	memcpy(cp, m, len);
+	memcpy(frame_at(cp, hl, 2), frame_at(m, hl, 1), FB + SPIRT_MSG_TAG);
+	CHECK_EQ_RC(spirt_stream_open(ba, out, n, &got, 12, key, cp, len),
+	    SPIRT_EMAC);
+	/* a frame of another stream of the same session (another counter) */
+	CHECK_RC(spirt_stream_seal(ab, m2, cap, &len2, 12, key, pt, n));
+	memcpy(cp, m, len);
+	memcpy(frame_at(cp, hl, 1), frame_at(m2, hl, 1), FB + SPIRT_MSG_TAG);
+	CHECK_EQ_RC(spirt_stream_open(ba, out, n, &got, 12, key, cp, len),
+	    SPIRT_EMAC);
+	/* for another step, key, peer; under another session's keys */
+	CHECK_EQ_RC(spirt_stream_open(ba, out, n, &got, 13, key, m, len),
+	    SPIRT_ESTEP);
+	CHECK_EQ_RC(spirt_stream_open(ba, out, n, &got, 12, "xagg/12/p2", m,
+	    len), SPIRT_EWRONGKEY);
+	CHECK_EQ_RC(spirt_stream_open(ca, out, n, &got, 12, key, m, len),
+	    SPIRT_EADDR);
+	CHECK_RC(spirt_stream_seal(ac, cp, cap, &len2, 12, key, pt, n));
+	memcpy(cp + 88, "p2\0", 3);
+	CHECK_EQ_RC(spirt_stream_open(ba, out, n, &got, 12, key, cp, len),
+	    SPIRT_EMAC);
+
+	/* the genuine one, in place, once; then a replay */
+	memcpy(cp, m, len);
+	CHECK_RC(spirt_stream_open_begin(&r, ba, cp, hl, 12, key, &got));
+	for (size_t i = 0; i < 4; i++) {
+		fl = spirt_stream_frame_len(&r);
+		CHECK(fl == (i < 3 ? FB : 100));
+		CHECK_RC(spirt_stream_open_frame(&r, frame_at(cp, hl, i),
+		    frame_at(cp, hl, i), fl + SPIRT_MSG_TAG));
+		rc = memcmp(frame_at(cp, hl, i), pt + i * FB, fl) != 0;
+		CHECK(rc == 0);
+	}
+	CHECK(spirt_stream_frame_len(&r) == 0);
+	CHECK_EQ_RC(spirt_stream_open_frame(&r, out, frame_at(m, hl, 3),
+	    100 + SPIRT_MSG_TAG), SPIRT_EDATA);
+	CHECK_RC(spirt_stream_open_end(&r));
+	CHECK_EQ_RC(spirt_stream_open(ba, out, n, &got, 12, key, m, len),
+	    SPIRT_EREPLAY);
+	/* the second stream still opens (out of order is fine), once */
+	CHECK_RC(spirt_stream_open(ba, out, n, &got, 12, key, m2, len2));
+	CHECK(got == n && memcmp(out, pt, n) == 0);
+	CHECK_EQ_RC(spirt_stream_open(ba, out, n, &got, 12, key, m2, len2),
+	    SPIRT_EREPLAY);
+	/* two streams begun at once: the second to end is a replay */
+	CHECK_RC(spirt_stream_seal(ab, m, cap, &len, 12, key, pt, 10));
+	CHECK_RC(spirt_stream_open_begin(&r, ba, m, hl, 12, key, &got));
+	CHECK_RC(spirt_stream_open_begin(&w, ba, m, hl, 12, key, &got));
+	CHECK_RC(spirt_stream_open_frame(&r, out, m + hl, 10 + 16));
+	CHECK_RC(spirt_stream_open_frame(&w, out, m + hl, 10 + 16));
+	CHECK_RC(spirt_stream_open_end(&r));
+	CHECK_EQ_RC(spirt_stream_open_end(&w), SPIRT_EREPLAY);
+
+	/* nothing, and exactly one frame; seal frame by frame, in place */
+	CHECK_RC(spirt_stream_seal(ab, m, cap, &len, 0, "x", pt, 0));
+	CHECK(len == SPIRT_MSG_HEAD + 1 + SPIRT_MSG_TAG);
+	CHECK_RC(spirt_stream_open(ba, out, 0, &got, 0, "x", m, len));
+	CHECK(got == 0);
+	CHECK_RC(spirt_stream_seal_begin(&w, ab, head, sizeof head, &len, 5,
+	    "x", FB));
+	CHECK(len == SPIRT_MSG_HEAD + 1 && w.frames == 1);
+	CHECK_EQ_RC(spirt_stream_seal_frame(&w, m + len, pt, FB - 1),
+	    SPIRT_EINVAL);
+	memcpy(m, head, len);
+	memcpy(m + len, pt, FB);
+	CHECK_RC(spirt_stream_seal_frame(&w, m + len, m + len, FB));
+	CHECK_EQ_RC(spirt_stream_seal_frame(&w, m + len, pt, 0), SPIRT_EINVAL);
+	CHECK_RC(spirt_stream_open(ba, out, FB, &got, 5, "x", m,
+	    len + FB + SPIRT_MSG_TAG));
+	CHECK(got == FB && memcmp(out, pt, FB) == 0);
+
+	free(pt);
+	free(out);
+	free(m);
+	free(m2);
+	free(cp);
+	spirt_session_free(ab);
+	spirt_session_free(ba);
+	spirt_session_free(ac);
+	spirt_session_free(ca);
+	party_free(&a);
+	party_free(&b);
+	party_free(&c);
+}
+
 /* ---- the protocol, recomputed from docs/protocol.md ---- */
 
 /* The 32 random bytes handed out whose X25519 public key is epk. */
@@ -1142,7 +1411,7 @@ test_known_answer(void)
 	struct party a, b;
 	unsigned char m1[SPIRT_HS_MAX], m2[SPIRT_HS_MAX], msg[256], out[64];
 	unsigned char esk_i[32], esk_r[32], rx[32], tx[32], th[32], k[32];
-	unsigned char nonce[24] = { 0 }, h[32], want[32];
+	unsigned char nonce[24] = { 0 }, h[32], want[32], ki2r[32];
 	const char *label = "spirt-peer v1 i2r", *key = "agg/7/p1";
 	struct spirt_session *sa, *sb;
 	crypto_generichash_state st;
@@ -1210,6 +1479,7 @@ test_known_answer(void)
 	CHECK(crypto_aead_xchacha20poly1305_ietf_decrypt(out, &olen, NULL,
 	    msg + 128 + kl, len - 128 - kl, msg, 128 + kl, nonce, k) == 0);
 	CHECK(olen == 12 && memcmp(out, "known answer", 12) == 0);
+	memcpy(ki2r, k, 32);
 	/* the responder's server keys agree */
 	CHECK(crypto_kx_server_session_keys(th, k, m2 + 144, esk_r,
 	    m1 + 144) == 0);
@@ -1227,6 +1497,49 @@ test_known_answer(void)
 		sodium_bin2hex(hex, sizeof hex, h, 32);
 		fprintf(stderr, "known answer: got %s\n", hex);
 		check_failed = 1;
+	}
+
+	/*
+	 * A stream of 70000 bytes, the session's next counter (1): two
+	 * frames, the second (4464 bytes) opened with the key above from
+	 * the nonce and associated data of docs/protocol.md alone.
+	 */
+	{
+		size_t sn = 70000, slen, f1 = sn - SPIRT_FRAME_BYTES;
+		unsigned char *sm = malloc(spirt_stream_size(key, sn));
+		unsigned char *sp = malloc(sn), ad[128 + 16 + 9];
+		size_t off = 128 + kl + SPIRT_FRAME_BYTES + 16;
+
+		for (size_t i = 0; i < sn; i++)
+			sp[i] = (unsigned char)(i % 251);
+		CHECK_RC(spirt_stream_seal(sa, sm, spirt_stream_size(key, sn),
+		    &slen, 7, key, sp, sn));
+		CHECK(slen == 128 + kl + sn + 2 * 16);
+		CHECK(memcmp(sm, "SPMS\1\2", 6) == 0 && sm[8] == 1);
+		CHECK(sm[120] == (70000 & 255) && sm[121] == (70000 >> 8 & 255)
+		    && sm[122] == 1);
+		memcpy(ad, sm, 128 + kl);
+		memset(ad + 128 + kl, 0, 9);
+		ad[128 + kl] = 1;               /* frame 1 */
+		ad[128 + kl + 8] = 1;           /* the last */
+		memset(nonce, 0, sizeof nonce);
+		nonce[0] = 1;                   /* counter 1 */
+		nonce[8] = 1;                   /* frame 1 */
+		nonce[16] = 1;                  /* a stream's frame */
+		CHECK(crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
+		    sm + off, NULL, sm + off, f1, sm + off + f1, ad,
+		    128 + kl + 9, nonce, ki2r) == 0);
+		CHECK(memcmp(sm + off, sp + SPIRT_FRAME_BYTES, f1) == 0);
+		crypto_generichash(h, 32, sm, slen, NULL, 0);
+		hexto(want, KAT_STREAM_HASH);
+		if (memcmp(h, want, 32) != 0) {
+			char hex[65];
+			sodium_bin2hex(hex, sizeof hex, h, 32);
+			fprintf(stderr, "known answer (stream): got %s\n", hex);
+			check_failed = 1;
+		}
+		free(sm);
+		free(sp);
 	}
 	spirt_session_free(sa);
 	spirt_session_free(sb);
@@ -1261,8 +1574,10 @@ main(void)
 	test_tokens();
 	test_allowlist();
 	test_handshake();
+	test_handshake_order();
 	test_allowlist_handshake();
 	test_messages();
+	test_streams();
 	test_known_answer();
 
 	spirt_key_free(group);

@@ -522,6 +522,71 @@ test_names(void)
 	CHECK(spirt_data_name_check("a b") != 0);
 }
 
+/* --columns lists, class names in byte order or from a list, quotes */
+static void
+test_csv_names(void)
+{
+	struct spirt_data_opts o = opts(SPIRT_FMT_CSV);
+	struct spirt_dataset ds;
+	struct spirt_data_err err;
+	const char *p[1];
+	char path[256];
+	uint32_t *cols;
+	size_t n;
+	float *x;
+
+	CHECK_RC(spirt_data_cols_parse(&cols, &n, "7,2-4,9"));
+	CHECK(n == 5 && cols[0] == 1 && cols[1] == 2 && cols[2] == 3 &&
+	    cols[3] == 6 && cols[4] == 8);
+	free(cols);
+	CHECK_EQ_RC(spirt_data_cols_parse(&cols, &n, "3,2-3"), SPIRT_EINVAL);
+	CHECK_EQ_RC(spirt_data_cols_parse(&cols, &n, "0"), SPIRT_EINVAL);
+	CHECK_EQ_RC(spirt_data_cols_parse(&cols, &n, "4-2"), SPIRT_EINVAL);
+	CHECK_EQ_RC(spirt_data_cols_parse(&cols, &n, "1048577"),
+	    SPIRT_EINVAL);
+	CHECK(cols == NULL && n == 0);
+	CHECK_RC(spirt_data_names_check("a\nb\n", 4, &n));
+	CHECK(n == 2);
+	CHECK_EQ_RC(spirt_data_names_check("a\na\n", 4, &n), SPIRT_EDATA);
+	CHECK_EQ_RC(spirt_data_names_check("a\n\n", 3, &n), SPIRT_EDATA);
+	CHECK_EQ_RC(spirt_data_names_check("a", 1, &n), SPIRT_EDATA);
+
+	/* names in byte order, whatever the file's; "b" before "ba" */
+	tmpwrite(path, sizeof(path), "n.csv", "id,v,text,w,y\n"
+	    "1,0.5,x,2,ba\n2,1.5,y,3, \"b\" \n3,2.5,z,4,A\n4,3.5,x,5,ba\n", 0);
+	p[0] = path;
+	CHECK_RC(spirt_data_cols_parse(&cols, &n, "2,4"));
+	o.cols = cols;
+	o.ncols = n;
+	o.label_col = SPIRT_LABEL_LAST;
+	o.label_names = 1;
+	CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+	CHECK(ds.n == 4 && ds.feat == 2 && ds.nclasses == 3);
+	CHECK(ds.names_len == 7 && memcmp(ds.names, "A\nb\nba\n", 7) == 0);
+	CHECK(ds.y[0] == 2 && ds.y[1] == 1 && ds.y[2] == 0 && ds.y[3] == 2);
+	x = ds.x;
+	CHECK(x[0] == 0.5f && x[1] == 2 && x[6] == 3.5f && x[7] == 5);
+	spirt_dataset_free(&ds);
+	/* mapped to a given list: its numbering, its count */
+	o.names_from = "ba\nb\nA\nzz\n";
+	o.names_from_len = 10;
+	CHECK_RC(spirt_data_read(&ds, &err, p, 1, &o));
+	CHECK(ds.nclasses == 4 && ds.names_len == 10);
+	CHECK(ds.y[0] == 0 && ds.y[1] == 1 && ds.y[2] == 2 && ds.y[3] == 0);
+	spirt_dataset_free(&ds);
+	o.names_from = "ba\nb\n";
+	o.names_from_len = 5;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 4 && strstr(err.msg, "\"A\""));
+	o.names_from = NULL;
+	/* a missing value names its line and field */
+	tmpwrite(path, sizeof(path), "m.csv", "1,2,a\n3,NA,b\n", 0);
+	o.cols = NULL;
+	CHECK_EQ_RC(spirt_data_read(&ds, &err, p, 1, &o), SPIRT_EDATA);
+	CHECK(err.line == 2 && strstr(err.msg, "field 2: missing value"));
+	free(cols);
+}
+
 static int
 rows_eq(const int64_t *got, size_t n, const int64_t *want, size_t m)
 {
@@ -675,6 +740,7 @@ main(void)
 	test_names();
 	test_idx();
 	test_csv();
+	test_csv_names();
 	test_libsvm();
 	test_label_limit();
 	test_claims();

@@ -28,6 +28,8 @@ roundtrip(const char *key, int kind)
 	    break;
 	case SPIRT_KEY_GRAD: rc = spirt_key_grad(b, sizeof b, k.step,
 	    k.worker); break;
+	case SPIRT_KEY_MOM: rc = spirt_key_mom(b, sizeof b, k.step,
+	    k.worker); break;
 	case SPIRT_KEY_AGG: rc = spirt_key_agg(b, sizeof b, k.step); break;
 	case SPIRT_KEY_AGG_EXCLUDED: rc = spirt_key_agg_excluded(b, sizeof b,
 	    k.step); break;
@@ -43,6 +45,8 @@ roundtrip(const char *key, int kind)
 	    k.name); break;
 	case SPIRT_KEY_DATA_SCALE: rc = spirt_key_data_scale(b, sizeof b,
 	    k.name); break;
+	case SPIRT_KEY_DATA_CLASSES: rc = spirt_key_data_classes(b,
+	    sizeof b, k.name); break;
 	case SPIRT_KEY_DATA_X: rc = spirt_key_data_x(b, sizeof b, k.name,
 	    k.shard); break;
 	case SPIRT_KEY_DATA_Y: rc = spirt_key_data_y(b, sizeof b, k.name,
@@ -103,6 +107,11 @@ builders(void)
 	CHECK(spirt_key_wirestep("model/m@12") == 12);
 	CHECK(spirt_key_wirestep("model/m@012") == 0);
 	CHECK(spirt_key_wirestep("digest/3/p1") == 3);
+	CHECK_RC(spirt_key_mom(b, sizeof b, 9, 4));
+	CHECK(!strcmp(b, "mom/9/4"));
+	CHECK(spirt_key_wirestep(b) == 9);
+	CHECK(spirt_key_wirestep("mom/9/") == 9);
+	CHECK_EQ_RC(spirt_key_mom(b, sizeof b, UINT64_MAX, 0), SPIRT_EKEY);
 	CHECK(spirt_key_wirestep("data/d/3/x") == 0);
 	CHECK(spirt_key_wirestep("beat/p1") == 0);
 	CHECK(spirt_key_wirestep("user/7") == 0);
@@ -118,6 +127,8 @@ builders(void)
 	CHECK(!strcmp(b, "data/train/assign"));
 	CHECK_RC(spirt_key_data_scale(b, sizeof b, "train"));
 	CHECK(!strcmp(b, "data/train/scale"));
+	CHECK_RC(spirt_key_data_classes(b, sizeof b, "train"));
+	CHECK(!strcmp(b, "data/train/classes"));
 	CHECK_RC(spirt_key_data_x(b, sizeof b, "train", 0));
 	CHECK(!strcmp(b, "data/train/0/x"));
 	CHECK_RC(spirt_key_data_y(b, sizeof b, "train", 1048575));
@@ -270,6 +281,7 @@ no_confusion(void)
 		{ "opt/mlp@12", SPIRT_KEY_OPT },
 		{ "grad/0/0", SPIRT_KEY_GRAD },
 		{ "grad/12/4294967295", SPIRT_KEY_GRAD },
+		{ "mom/12/7", SPIRT_KEY_MOM },
 		{ "agg/0", SPIRT_KEY_AGG },
 		{ "agg/12/excluded", SPIRT_KEY_AGG_EXCLUDED },
 		{ "xagg/12/p1", SPIRT_KEY_XAGG },
@@ -282,11 +294,12 @@ no_confusion(void)
 		{ "data/info/info", SPIRT_KEY_DATA_INFO },
 		{ "data/train/assign", SPIRT_KEY_DATA_ASSIGN },
 		{ "data/train/scale", SPIRT_KEY_DATA_SCALE },
+		{ "data/train/classes", SPIRT_KEY_DATA_CLASSES },
 		{ "data/train/0/x", SPIRT_KEY_DATA_X },
 		{ "data/3/3/y", SPIRT_KEY_DATA_Y },
 	};
 	static const char *const roots[] = { "model/", "opt/", "grad/",
-	    "agg/", "xagg/", "gagg/", "digest/", "beat/", "data/" };
+	    "mom/", "agg/", "xagg/", "gagg/", "digest/", "beat/", "data/" };
 	size_t n = sizeof k / sizeof k[0], nr = sizeof roots / sizeof *roots;
 	struct spirt_key_parts p;
 	char b[BIG];
@@ -320,7 +333,8 @@ no_confusion(void)
 static void
 routing(void)
 {
-	static const char *const vol[] = { "grad/1/0", "grad/", "agg/1",
+	static const char *const vol[] = { "grad/1/0", "grad/", "mom/1/0",
+	    "agg/1",
 	    "agg/1/excluded", "xagg/1/p", "gagg/1", "beat/f0" };
 	static const char *const dur[] = { "model/m@1", "opt/m@1",
 	    "data/d/info", "digest/1/p", "gra", "ag", "aggx/1", "other" };

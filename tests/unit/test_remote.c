@@ -1,8 +1,15 @@
 /* test_remote.c - the HTTP transport: client, server, refusals */
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -223,6 +230,183 @@ out:
 	return rc;
 }
 
+/* ---- a man in the middle: the network changes a streamed answer ---- */
+
+enum { MITM_PASS, MITM_FLIP, MITM_CUT, MITM_REPLAY, MITM_DELAY };
+
+/*
+ * A relay on 127.0.0.1 to the server at port up, one connection at a
+ * time, that does what mode says to the first answer whose body is
+ * larger than BIG bytes (the streamed value): flip one bit at body
+ * offset off, cut the connection there, or (replay) keep it and send it
+ * again in place of the next such answer, which has the same length;
+ * or (delay) hold every answer back off milliseconds.
+ */
+#define BIG 4096
+struct mitm {
+	int lfd, port, up, mode, stop, done, seen;
+	size_t off;
+	unsigned char *rec;             /* replay: the answer kept */
+	size_t reclen;
+	pthread_t th;
+};
+
+static int
+mitm_connect(int port)
+{
+	struct sockaddr_in a = { 0 };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_family = AF_INET;
+	a.sin_port = htons((uint16_t)port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* the server's bytes to the client: headers, then a body of Content-Length */
+struct ans_parse {
+	char hdr[4096];
+	size_t hn;
+	uint64_t left, body;            /* body bytes to come, its length */
+	int inbody;
+	size_t at;                      /* offset in the body */
+};
+
+static int
+mitm_relay(struct mitm *m, int cfd, int sfd)
+{
+	struct pollfd pf[2] = { { cfd, POLLIN, 0 }, { sfd, POLLIN, 0 } };
+	struct ans_parse a = { .hn = 0 };
+	unsigned char buf[65536];
+
+	for (;;) {
+		if (poll(pf, 2, 200) < 0 || m->stop)
+			return 0;
+		if (pf[0].revents) {
+			ssize_t n = read(cfd, buf, sizeof buf);
+
+			if (n <= 0 || write(sfd, buf, (size_t)n) != n)
+				return 0;
+		}
+		if (!pf[1].revents)
+			continue;
+		ssize_t n = read(sfd, buf, sizeof buf), i;
+
+		if (n <= 0)
+			return 0;
+		/* delay: each answer held off ms before its first byte */
+		if (m->mode == MITM_DELAY && !a.inbody && a.hn == 0)
+			nanosleep(&(struct timespec){ (time_t)(m->off / 1000),
+			    (long)(m->off % 1000) * 1000000 }, NULL);
+		for (i = 0; i < n; i++) {
+			if (!a.inbody) {
+				if (a.hn < sizeof a.hdr - 1)
+					a.hdr[a.hn++] = (char)tolower(buf[i]);
+				a.hdr[a.hn] = '\0';
+				if (a.hn >= 4 && !memcmp(a.hdr + a.hn - 4,
+				    "\r\n\r\n", 4)) {
+					char *cl = strstr(a.hdr,
+					    "\ncontent-length:");
+
+					a.body = a.left = cl ? strtoull(cl + 16,
+					    NULL, 10) : 0;
+					a.inbody = a.left > 0;
+					a.at = 0;
+					a.hn = 0;
+				}
+				continue;
+			}
+			/* a body byte of a big answer: the first is changed
+			 * (replay: the first kept, the second replaced) */
+			if (a.body > BIG && a.at == 0)
+				m->seen++;
+			if (a.body > BIG && !m->done) {
+				if (m->mode == MITM_FLIP && a.at == m->off) {
+					buf[i] ^= 0x10;
+					m->done = 1;
+				}
+				if (m->mode == MITM_CUT && a.at == m->off) {
+					m->done = 1;
+					break;
+				}
+				if (m->mode == MITM_REPLAY && m->seen == 1) {
+					if (a.at == 0 && (m->rec =
+					    malloc(a.body)))
+						m->reclen = a.body;
+					if (m->rec)
+						m->rec[a.at] = buf[i];
+				} else if (m->mode == MITM_REPLAY && m->rec &&
+				    m->reclen == a.body && m->seen == 2) {
+					buf[i] = m->rec[a.at];
+				}
+			}
+			a.at++;
+			if (--a.left == 0)
+				a.inbody = 0;
+		}
+		if (i > 0 && write(cfd, buf, (size_t)i) != i)
+			return 0;
+		if (i < n)
+			return 0;       /* cut */
+	}
+}
+
+static void *
+mitm_main(void *arg)
+{
+	struct mitm *m = arg;
+
+	while (!m->stop) {
+		struct pollfd pf = { m->lfd, POLLIN, 0 };
+		int cfd, sfd;
+
+		if (poll(&pf, 1, 100) <= 0)
+			continue;
+		if ((cfd = accept(m->lfd, NULL, NULL)) < 0)
+			continue;
+		if ((sfd = mitm_connect(m->up)) >= 0) {
+			mitm_relay(m, cfd, sfd);
+			close(sfd);
+		}
+		close(cfd);
+	}
+	return NULL;
+}
+
+static int
+mitm_start(struct mitm *m, int up, int mode, size_t off)
+{
+	struct sockaddr_in a = { 0 };
+	socklen_t al = sizeof a;
+
+	memset(m, 0, sizeof *m);
+	m->up = up;
+	m->mode = mode;
+	m->off = off;
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if ((m->lfd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+	    bind(m->lfd, (struct sockaddr *)&a, sizeof a) != 0 ||
+	    listen(m->lfd, 8) != 0 ||
+	    getsockname(m->lfd, (struct sockaddr *)&a, &al) != 0)
+		return errno;
+	m->port = ntohs(a.sin_port);
+	return pthread_create(&m->th, NULL, mitm_main, m);
+}
+
+static void
+mitm_stop(struct mitm *m)
+{
+	m->stop = 1;
+	pthread_join(m->th, NULL);
+	close(m->lfd);
+	free(m->rec);
+}
+
 /* ---- command-line modes, for the bats tests ---- */
 
 static int
@@ -326,12 +510,272 @@ put_fn(struct spirt_txn *t, void *arg)
 	    spirt_store_put(t, "data/d/info", "dd", 2, 0);
 }
 
+static int sessions;            /* handshakes the server answered */
+
 static void
 logline(void *arg, int level, const char *line)
 {
 	(void)arg;
+	if (level == 1 && strstr(line, "): session"))
+		sessions++;
 	if (level == 0 && getenv("TEST_REMOTE_LOG"))
 		fprintf(stderr, "log: %s\n", line);
+}
+
+/* values of sizes around the frames' edges, as xagg/3/<i> */
+static const size_t sizes[] = { 1, 65520, 65521, 65536, 200000,
+    3 * 65536 + 7 };
+#define NSIZES (sizeof sizes / sizeof *sizes)
+
+static unsigned char
+pattern(size_t i, size_t j)
+{
+	return (unsigned char)(j * 31 + i * 7 + (j >> 11));
+}
+
+static int
+put_big(struct spirt_txn *t, void *arg)
+{
+	char key[32];
+	void *dst;
+	int rc;
+
+	(void)arg;
+	for (size_t i = 0; i < NSIZES; i++) {
+		snprintf(key, sizeof key, "xagg/3/%zu", i);
+		if ((rc = spirt_store_reserve(t, key, sizes[i], &dst, 0)))
+			return rc;
+		for (size_t j = 0; j < sizes[i]; j++)
+			((unsigned char *)dst)[j] = pattern(i, j);
+	}
+	return 0;
+}
+
+/* a put of key after ms, from another thread (another writer) */
+struct later {
+	struct spirt_store *s;
+	const char *key;
+	unsigned ms;
+	pthread_t th;
+};
+
+static int
+later_fn(struct spirt_txn *t, void *arg)
+{
+	return spirt_store_put(t, ((struct later *)arg)->key, "late!", 5, 0);
+}
+
+static void *
+later_main(void *arg)
+{
+	struct later *l = arg;
+
+	nanosleep(&(struct timespec){ l->ms / 1000,
+	    (long)(l->ms % 1000) * 1000000 }, NULL);
+	if (spirt_store_write(l->s, later_fn, l))
+		fprintf(stderr, "later: put failed\n");
+	return NULL;
+}
+
+/* a get that waits through a server stopped under it */
+struct waiter {
+	struct spirt_remote *r;
+	int rc;
+	pthread_t th;
+};
+
+static void *
+waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+	void *v = NULL;
+	size_t n;
+
+	w->rc = spirt_remote_get_wait(w->r, 9, "xagg/9/never", 20000, &v, &n);
+	free(v);
+	return NULL;
+}
+
+/* gets that wait for their key: with the store's directory watched, and
+ * without (asked again every few ms) */
+static void
+test_waits(struct spirt_store *s, const char *path,
+    const struct spirt_cred *srvc, const struct spirt_cred *peer)
+{
+	struct spirt_peersrv_conf conf = { 0 };
+	struct spirt_peersrv *srv;
+	struct spirt_remote *r;
+	struct later l;
+	struct waiter w;
+	char msg[600], url[128], key[32];
+	void *v = NULL;
+	size_t n;
+	int rc;
+
+	conf.store = s;
+	conf.path = path;
+	conf.cred = srvc;
+	conf.listen = "127.0.0.1:0";
+	conf.max_bytes = 1 << 20;
+	conf.max_sessions = 4;
+	conf.idle_s = 60;
+	conf.max_conns = 16;
+	conf.log = logline;
+	CHECK_RC(spirt_peersrv_start(&srv, &conf, msg, sizeof msg));
+	snprintf(url, sizeof url, "http://p1@%s", spirt_peersrv_addr(srv));
+	CHECK_RC(spirt_remote_open(&r, url, peer, 30000));
+	/* put 300 ms from now: a wait of 20 s has it */
+	snprintf(key, sizeof key, "xagg/8/%s", path ? "w" : "b");
+	l.s = s;
+	l.key = key;
+	l.ms = 300;
+	CHECK(pthread_create(&l.th, NULL, later_main, &l) == 0);
+	CHECK_RC(spirt_remote_get_wait(r, 8, key, 20000, &v, &n));
+	CHECK(v && n == 5 && memcmp(v, "late!", 5) == 0);
+	free(v);
+	pthread_join(l.th, NULL);
+	/* a key that never comes: not found once the wait is over */
+	CHECK(spirt_remote_get_wait(r, 8, "xagg/8/never", 200, &v, &n) ==
+	    SPIRT_ENOTFOUND);
+	/* there already: at once */
+	CHECK_RC(spirt_remote_get_wait(r, 8, key, 20000, &v, &n));
+	free(v);
+	spirt_remote_close(r);
+	/* stopped while a get waits: answered, and MHD stops */
+	CHECK_RC(spirt_remote_open(&w.r, url, peer, 30000));
+	CHECK(pthread_create(&w.th, NULL, waiter_main, &w) == 0);
+	nanosleep(&(struct timespec){ 0, 300000000 }, NULL);
+	spirt_peersrv_stop(srv, NULL);
+	pthread_join(w.th, NULL);
+	rc = w.rc;
+	CHECK(rc == SPIRT_ENOTFOUND || rc == SPIRT_EUNREACH);
+	spirt_remote_close(w.r);
+}
+
+/* streamed answers: sizes, one session for many, what the network may
+ * do to a stream (each refused), on a server over store s */
+static void
+test_streams(struct spirt_store *s, const struct spirt_cred *srvc,
+    const struct spirt_cred *peer)
+{
+	struct spirt_peersrv_conf conf = { 0 };
+	struct spirt_peersrv *srv;
+	struct spirt_remote *r;
+	struct mitm m;
+	char msg[600], url[128];
+	const char *addr;
+	void *v;
+	size_t n, hl = SPIRT_MSG_HEAD + strlen("xagg/3/5");
+	int port, before, bad;
+
+	CHECK_RC(spirt_store_write(s, put_big, NULL));
+	conf.store = s;
+	conf.cred = srvc;
+	conf.listen = "127.0.0.1:0";
+	conf.max_bytes = 1 << 22;
+	conf.max_sessions = 4;
+	conf.idle_s = 60;
+	conf.max_conns = 16;
+	conf.log = logline;
+	CHECK_RC(spirt_peersrv_start(&srv, &conf, msg, sizeof msg));
+	addr = spirt_peersrv_addr(srv);
+	port = atoi(strrchr(addr, ':') + 1);
+	snprintf(url, sizeof url, "http://p1@%s", addr);
+
+	/* every size, twice over one session: one handshake */
+	before = sessions;
+	CHECK_RC(spirt_remote_open(&r, url, peer, 10000));
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < NSIZES; i++) {
+			char key[32];
+
+			snprintf(key, sizeof key, "xagg/3/%zu", i);
+			CHECK_RC(spirt_remote_get(r, 3, key, &v, &n));
+			CHECK(n == sizes[i]);
+			bad = 0;
+			for (size_t j = 0; j < n && j < sizes[i]; j++)
+				bad |= ((unsigned char *)v)[j] != pattern(i, j);
+			CHECK(bad == 0);
+			free(v);
+		}
+	CHECK(spirt_remote_get(r, 3, "xagg/3/p9", &v, &n) == SPIRT_ENOTFOUND);
+	spirt_remote_close(r);
+	CHECK(sessions == before + 1);
+
+	/* the network changes a frame (the first, a later one's tag), cuts
+	 * the stream (at a frame's end, inside one), replays it */
+	struct { int mode; size_t off; int want; } att[] = {
+		{ MITM_FLIP, hl + 100, SPIRT_EMAC },
+		{ MITM_FLIP, hl + 2 * 65552 + 65540, SPIRT_EMAC },
+		{ MITM_FLIP, 10, SPIRT_EMAC },  /* the header's counter */
+		{ MITM_FLIP, 20, SPIRT_ESTEP },
+		{ MITM_CUT, hl + 2 * 65552, SPIRT_ETRUNC },
+		{ MITM_CUT, hl + 65552 + 7, SPIRT_ETRUNC },
+		{ MITM_CUT, hl - 3, SPIRT_ETRUNC },
+		{ MITM_REPLAY, 0, SPIRT_EREPLAY },
+		{ MITM_PASS, 0, 0 },
+	};
+	for (size_t a = 0; a < sizeof att / sizeof *att; a++) {
+		int rc;
+
+		CHECK_RC(mitm_start(&m, port, att[a].mode, att[a].off));
+		snprintf(url, sizeof url, "http://p1@127.0.0.1:%d", m.port);
+		CHECK_RC(spirt_remote_open(&r, url, peer, 10000));
+		if (att[a].mode == MITM_REPLAY) {
+			CHECK_RC(spirt_remote_get(r, 3, "xagg/3/5", &v, &n));
+			free(v);
+		}
+		rc = spirt_remote_get(r, 3, "xagg/3/5", &v, &n);
+		if (rc != att[a].want)
+			fprintf(stderr, "stream attack %zu: got %s (%s)\n", a,
+			    spirt_strerror(rc), spirt_remote_msg(r));
+		CHECK(rc == att[a].want);
+		if (rc == 0) {
+			CHECK(n == sizes[5]);
+			free(v);
+		}
+		/* the session goes on after a refused answer */
+		if (att[a].mode != MITM_CUT) {
+			rc = spirt_remote_get(r, 3, "xagg/3/4", &v, &n);
+			if (rc)
+				fprintf(stderr, "after stream attack %zu: %s\n",
+				    a, spirt_remote_msg(r));
+			CHECK(rc == 0);
+			if (rc == 0)
+				free(v);
+		}
+		spirt_remote_close(r);
+		mitm_stop(&m);
+	}
+
+	/*
+	 * One deadline for the whole request: the server's id, the
+	 * handshake and the message are each answered within the timeout
+	 * (600 ms late for 1500), but not all three.  With the session
+	 * there, the message alone is in time.
+	 */
+	{
+		int rc;
+
+		CHECK_RC(mitm_start(&m, port, MITM_DELAY, 600));
+		snprintf(url, sizeof url, "http://127.0.0.1:%d", m.port);
+		CHECK_RC(spirt_remote_open(&r, url, peer, 1500));
+		rc = spirt_remote_get(r, 3, "xagg/3/0", &v, &n);
+		CHECK(rc == SPIRT_ETIMEDOUT);
+		if (rc == 0)
+			free(v);
+		spirt_remote_set_timeout(r, 30000);
+		CHECK_RC(spirt_remote_get(r, 3, "xagg/3/0", &v, &n));
+		if (n == 1)
+			free(v);
+		spirt_remote_set_timeout(r, 1500);
+		CHECK_RC(spirt_remote_get(r, 3, "xagg/3/0", &v, &n));
+		if (n == 1)
+			free(v);
+		spirt_remote_close(r);
+		mitm_stop(&m);
+	}
+	spirt_peersrv_stop(srv, NULL);
 }
 
 int
@@ -536,6 +980,9 @@ main(int argc, char **argv)
 	}
 
 	spirt_peersrv_stop(srv, &st);
+	test_streams(s, srvc, peer);
+	test_waits(s, dir, srvc, peer);
+	test_waits(s, NULL, srvc, peer);
 #define BY(c) st.by_code[(c) - SPIRT_EOF]
 	CHECK(BY(SPIRT_EREPLAY) == 2);
 	CHECK(BY(SPIRT_EMAC) == 1);
