@@ -58,12 +58,16 @@ sopen(struct spirt_session *rx, const struct kept *e, unsigned char *out,
 	if (!by)
 		return spirt_stream_open(rx, out, cap, got, step, key, e->m,
 		    e->len);
+	/* the header may be changed (op 2): what it says is followed, as a
+	 * receiver would, until the frames' tags refuse it */
 	if ((rc = spirt_msg_peek(e->m, e->len, &type, &hlen, &total)))
 		return rc;
-	FUZZ_ASSERT(type == SPIRT_MSG_STREAM && total == e->len);
+	if (type != SPIRT_MSG_STREAM || total != e->len)
+		return SPIRT_EDATA;     /* a receiver would read no stream */
 	if ((rc = spirt_stream_open_begin(&r, rx, e->m, hlen, step, key, &n)))
 		return rc;
-	FUZZ_ASSERT(n == e->n && n <= cap);
+	if (n > cap)
+		return SPIRT_ETOOBIG;
 	off = hlen;
 	*got = 0;
 	/* every frame, the empty one of an empty stream too (whose
@@ -71,7 +75,8 @@ sopen(struct spirt_session *rx, const struct kept *e, unsigned char *out,
 	for (uint64_t f = 0, fs = spirt_stream_frames(n); f < fs; f++) {
 		size_t fl = spirt_stream_frame_len(&r);
 
-		FUZZ_ASSERT(off + fl + SPIRT_MSG_TAG <= e->len);
+		if (off + fl + SPIRT_MSG_TAG > e->len)
+			return SPIRT_ETRUNC;
 		if ((rc = spirt_stream_open_frame(&r, out + *got, e->m + off,
 		    fl + SPIRT_MSG_TAG)))
 			return rc;

@@ -20,6 +20,8 @@ rebuild(const struct spirt_key_parts *k, const char *key)
 		rc = spirt_key_opt(b, sizeof b, k->name, k->step); break;
 	case SPIRT_KEY_GRAD:
 		rc = spirt_key_grad(b, sizeof b, k->step, k->worker); break;
+	case SPIRT_KEY_MOM:
+		rc = spirt_key_mom(b, sizeof b, k->step, k->worker); break;
 	case SPIRT_KEY_AGG:
 		rc = spirt_key_agg(b, sizeof b, k->step); break;
 	case SPIRT_KEY_AGG_EXCLUDED:
@@ -38,11 +40,14 @@ rebuild(const struct spirt_key_parts *k, const char *key)
 		rc = spirt_key_data_assign(b, sizeof b, k->name); break;
 	case SPIRT_KEY_DATA_SCALE:
 		rc = spirt_key_data_scale(b, sizeof b, k->name); break;
+	case SPIRT_KEY_DATA_CLASSES:
+		rc = spirt_key_data_classes(b, sizeof b, k->name); break;
 	case SPIRT_KEY_DATA_X:
 		rc = spirt_key_data_x(b, sizeof b, k->name, k->shard); break;
 	case SPIRT_KEY_DATA_Y:
 		rc = spirt_key_data_y(b, sizeof b, k->name, k->shard); break;
 	default:
+		/* a new kind of key: add its builder here */
 		FUZZ_ASSERT(!"a kind the parser does not name");
 	}
 	FUZZ_ASSERT(rc == 0 && strcmp(b, key) == 0);
@@ -76,9 +81,9 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	FUZZ_ASSERT(k.step <= SPIRT_KEY_STEP_MAX);
 	rebuild(&k, key);
 	switch (k.kind) {
-	case SPIRT_KEY_MODEL: case SPIRT_KEY_GRAD: case SPIRT_KEY_AGG:
-	case SPIRT_KEY_AGG_EXCLUDED: case SPIRT_KEY_XAGG: case SPIRT_KEY_GAGG:
-	case SPIRT_KEY_DIGEST:
+	case SPIRT_KEY_MODEL: case SPIRT_KEY_GRAD: case SPIRT_KEY_MOM:
+	case SPIRT_KEY_AGG: case SPIRT_KEY_AGG_EXCLUDED: case SPIRT_KEY_XAGG:
+	case SPIRT_KEY_GAGG: case SPIRT_KEY_DIGEST:
 		FUZZ_ASSERT(spirt_key_wirestep(key) == k.step);
 		break;
 	default:
@@ -86,7 +91,8 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		break;
 	}
 	FUZZ_ASSERT(spirt_key_volatile(key, strlen(key)) ==
-	    (k.kind == SPIRT_KEY_GRAD || k.kind == SPIRT_KEY_AGG ||
+	    (k.kind == SPIRT_KEY_GRAD || k.kind == SPIRT_KEY_MOM ||
+	    k.kind == SPIRT_KEY_AGG ||
 	    k.kind == SPIRT_KEY_AGG_EXCLUDED || k.kind == SPIRT_KEY_XAGG ||
 	    k.kind == SPIRT_KEY_GAGG || k.kind == SPIRT_KEY_BEAT));
 	return 0;
