@@ -387,3 +387,40 @@ EOF
 		grep -q '^spirt-peer: stopped: [0-9]* served, [0-9]* refused$' \
 		    srv.log
 }
+
+@test "a server that lies in its unauthenticated answers is refused (76), not believed" {
+	members
+	as f1
+	# /v1/id answered 200 with no body (found by tests/fuzz/fuzz_remote:
+	# the client copied from a buffer it never had, a crash of the
+	# sanitizer build), with junk, without a run, of another version;
+	# each refused as not the protocol
+	for body in '' 'junk' 'VERSION=1\nTYPE=spirt-peer\nID=p1\nEND\n' \
+	    'VERSION=2\nTYPE=spirt-peer\nID=p1\nRUN=r1\nEND\n'; do
+		rm -f liar.port
+		mkfifo liar.port
+		timeout 30 "$PYTHON" -c '
+import socket, sys
+body = sys.argv[1].encode().decode("unicode_escape").encode()
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(4)
+print(s.getsockname()[1], flush=True)
+c, _ = s.accept()
+c.settimeout(20)
+req = b""
+while b"\r\n\r\n" not in req:
+    req += c.recv(4096)
+c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+          + body)
+c.close()' "$body" >liar.port &
+		SLOW=$!
+		read -r -t 20 port <liar.port
+		run -76 --separate-stderr spirt-store -s \
+		    "http://127.0.0.1:$port" get -f model/m@0
+		[[ "$stderr" == *"/v1/id: not a spirt peer's answer" ]] ||
+			fail "$body: $stderr"
+		wait "$SLOW" || true
+		SLOW=
+	done
+}

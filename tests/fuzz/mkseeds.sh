@@ -300,6 +300,18 @@ sys.stdout.buffer.write(r[h:h + n])' dg.rec >dg
 	fi
 done
 
+# ---- the client of a peer: programs of fuzz_remote.c (pin byte, then
+# per operation: op, key; per request the client makes: p1's answer mode,
+# its piece size) ----
+# pinned; get model/m@0 honestly (handshake, message) in one piece, then
+# model/m@1 in 200-byte pieces, a listing of model/, a put (refused)
+{ bytes 1  0 0 0 0 0 0  0 1 0 200  2 0 0 0  3 0 0 0; } | seed remote honest
+# unpinned: /v1/id first; a changed byte (1), a cut (2), raw bytes (3),
+# sealed lies (4), a transfer error (5), a lying length (6)
+{ bytes 0  0 0 0 0 0 0 0 0  0 4 1 7 0 1 0  2 1 2 5 0 1 0  0 2 3 1 0
+  bytes 0 0 4 3 40 0; printf 'x%.0s' $(seq 40)
+  bytes 0 3 5 0 0  2 3 6 0 1 0; } | seed remote malice
+
 # ---- the peer server: programs of fuzz_peersrv.c ----
 # handshake as f1 (op 0, x = 1 << 2: member f1 in slot 0), then sealed
 # requests in slot 0: get model/m@0 (op 1), put grad/3/2, list model/*,
