@@ -30,8 +30,9 @@
 "           [--rate r]\n" \
 "       spirt-peer exchange [-qv] [-a prefix] [-m model] [-P peers] [-r rule]\n" \
 "           [-s store]\n" \
-"           [--byzantine f] [--deadline ms] [--iters L] [--min-peers n]\n" \
-"           [--select m] [--tau T] [--timeout ms] [--trim F] -i | -t step\n"
+"           [--beats] [--byzantine f] [--deadline ms] [--iters L]\n" \
+"           [--min-peers n] [--select m] [--tau T] [--timeout ms] [--trim F]\n" \
+"           -i | -t step\n"
 
 #define EXPIRES_MAX (10 * 366 * 86400.0)       /* ten years, in seconds */
 
@@ -106,6 +107,8 @@ usage(int code)
 		    "address (64; 0 none)\n"
 		    "      --rate R       serve: requests a second from one "
 		    "member (1000; 0 none)\n"
+		    "      --beats        exchange: the quorum of the store's "
+		    "watcher (spirt-beat)\n"
 		    "      --byzantine F  exchange: peers the rule must "
 		    "tolerate\n"
 		    "      --deadline MS  exchange: the round's deadline\n"
@@ -564,9 +567,10 @@ static int
 xmain(int argc, char **argv)
 {
 	enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
-	    TRIM };
+	    TRIM, BEATS };
 	static const struct option lo[] = {
 		{ "agg", required_argument, NULL, 'a' },
+		{ "beats", no_argument, NULL, BEATS },
 		{ "byzantine", required_argument, NULL, BYZ },
 		{ "deadline", required_argument, NULL, DEADLINE },
 		{ "help", no_argument, NULL, 'h' },
@@ -611,6 +615,7 @@ xmain(int argc, char **argv)
 		case 't': x.step = eparse_u64("-t", optarg, 0, SPIRT_NOSTEP - 2);
 			  havestep = 1; break;
 		case 'v': spirt_verbose++; break;
+		case BEATS: x.beats = 1; break;
 		case BYZ: x.p.f = (unsigned)eparse_u64("--byzantine", optarg,
 			    0, SPIRT_AGG_MAXW); break;
 		case DEADLINE: x.deadline_ms = (unsigned)eparse_u64(

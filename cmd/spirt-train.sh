@@ -10,7 +10,8 @@ PROG=spirt-train
 VERSION=@VERSION@
 USAGE="usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]
                    [-m model] [-n functions] [-o optimiser] [-S seed]
-                   [-s store] [--bucket s] [--byzantine list:attack]
+                   [-s store] [--beat ms] [--bucket s]
+                   [--byzantine list:attack]
                    [--checkpoint n] [--cold] [--data dir] [--deadline ms]
                    [--eval-every steps] [--every h] [--keep-digests]
                    [--peer i] [--peer-rule rule] [--peers file]
@@ -33,6 +34,8 @@ usage() {
   -o, --opt NAME       sgd, momentum, nesterov or adam (default adam)
   -S, --seed N         seed for data order and initialisation (default 1)
   -s, --store PATH     store (default $SPIRT_STORE or ./spirt.db)
+      --beat MS        peers: beat every MS to the others, watch their
+                       beats, close each step by the quorum (spirt-beat)
       --bucket S       average buckets of S gradients before the rule
       --byzantine L:A  evaluation only: functions L (e.g. 1,3) are
                        malicious with attack A: labelflip or one of
@@ -84,7 +87,7 @@ die() {         # die CODE MESSAGE
 rule=mean batch=32 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
 every=0 sched=cosine spec= steps=0 sync=meta target=0 quiet=0 verbose=0
-ckpt=100 peers= peer=0 deadline=30000 keepdg=0 bucket=1 byz= xh=0
+ckpt=100 peers= peer=0 deadline=30000 keepdg=0 bucket=1 byz= xh=0 beat=0
 prule=mean wmom=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -92,7 +95,7 @@ while [ $# -gt 0 ]; do
 	esac
 	case $1 in
 	-[abelmnoSs]|--rule|--batch|--epochs|--lr|--model|--functions|--opt|\
-	--seed|--store|--bucket|--byzantine|--checkpoint|--data|--eval-every|\
+	--seed|--store|--beat|--bucket|--byzantine|--checkpoint|--data|--eval-every|\
 	--schedule|--spec|--steps|--sync|--target|--deadline|--peer|--peers|\
 	--every|--peer-rule|--worker-momentum)
 		[ $# -ge 2 ] || { printf '%s: %s: missing argument\n' "$PROG" \
@@ -108,6 +111,7 @@ while [ $# -gt 0 ]; do
 	-o|--opt) opt=$2; shift ;;
 	-S|--seed) seed=$2; shift ;;
 	-s|--store) store=$2; shift ;;
+	--beat) beat=$2; shift ;;
 	--bucket) bucket=$2; shift ;;
 	--byzantine) byz=$2; shift ;;
 	--checkpoint) ckpt=$2; shift ;;
@@ -168,6 +172,8 @@ int --checkpoint ckpt 0 999999999999999999
 int --deadline deadline 1 86400000
 int --peer peer 0 255
 int --every xh 0 999999999999999999
+int --beat beat 0 86400000
+[ "$beat" -eq 0 ] || [ -n "$peers" ] || die 64 "--beat $beat: it needs --peers"
 [ "$xh" -eq 0 ] || [ -n "$peers" ] || die 64 "--every $xh: it needs --peers"
 # peers: P members (id url lines of --peers), this one's share --peer
 np=1
@@ -408,12 +414,21 @@ if ! spirt-store ls data/test/info | grep -q .; then
 	run spirt-shard -q -d test \
 	    "$data/t10k-images-idx3-ubyte.gz" "$data/t10k-labels-idx1-ubyte.gz"
 fi
-# samples of the smallest worker's share fix the steps per epoch
+# samples of the smallest worker's share fix the steps per epoch; with
+# one shard per worker, the smallest shard's (the same at first, and
+# still the same once a dead peer's workers' shards were spread over the
+# others, --beat, so every peer keeps one schedule)
 per=$(spirt-shard --stats | awk -v m="$nw" '
+	$1 == "dataset" { for (i = 1; i < NF; i++) if ($i == "shards") k = $(i + 1) }
+	$1 == "shard" { s[$2] = $4 }
 	$1 == "assign" && $2 == "worker" { c[$3] += $9 }
 	END { min = -1; n = 0
 	      for (w in c) { n++; if (min < 0 || c[w] < min) min = c[w] }
-	      if (n != m) min = -n; print min }')
+	      if (k == m && n <= m && n > 0) {
+		      min = -1
+		      for (j in s) if (min < 0 || s[j] < min) min = s[j]
+	      } else if (n != m) min = -n
+	      print min }')
 [ "$per" -gt 0 ] ||
 	die 65 "store $store has data for $((-per)) workers, not $nw; use a new store or -n $((-per))"
 spe=$((per / batch))
@@ -434,6 +449,51 @@ if [ -z "$last" ]; then
 	run spirt-init -q -m "$model" -S "$seed" "$spec"
 	last=0
 fi
+# ---- rejoin (--beat): a peer behind the others (restarted after it died,
+# or cut off by a partition) catches up from the most advanced peer that
+# answers: the model and optimiser state of its newest step.  It beats as
+# catching up (the others do not wait for it) until its first exchange,
+# which checks its model's hash against the others' signed digests (a
+# model that differs stops, 65); then it beats as live. ----
+joining=0
+catchup() {
+	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
+	best= src= cend=$(($(now) + deadline * 1000000))
+	# (a restarted peer asks until one of them answers, at most
+	# --deadline: a link that just came back may take a moment)
+	while :; do
+		answered=0
+		for u in $(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+			if (n++ != p) print $2 }' "$peers"); do
+			l=$(SPIRT_TIMEOUT=10s spirt-store -s "$u" ls \
+			    "model/$model@" 2>/dev/null) || continue
+			answered=1
+			s=$(printf '%s\n' "$l" | cut -f1 | sed 's/.*@//' |
+			    sort -n | tail -n 1)
+			[ -n "$s" ] || continue
+			if [ -z "$best" ] || [ "$s" -gt "$best" ]; then
+				best=$s src=$u
+			fi
+		done
+		[ "$answered" -eq 0 ] && [ "$last" -gt 0 ] &&
+		    [ "$(now)" -lt "$cend" ] || break
+		sleep 1
+	done
+	[ -n "$best" ] && [ "$best" -gt "$last" ] || return 0
+	cu=$(mktemp -d "${TMPDIR:-/tmp}/spirt-catchup.XXXXXX")
+	if run spirt-store -s "$src" get -f "model/$model@$best" >"$cu/m" &&
+	    run spirt-store -s "$src" get -f "opt/$model@$best" >"$cu/o" &&
+	    run spirt-store -q put "opt/$model@$best" "$cu/o" &&
+	    run spirt-store -q put "model/$model@$best" "$cu/m"; then
+		rm -rf "$cu"
+	else
+		rm -rf "$cu"
+		die 75 "catching up from $src (model/$model@$best) failed; rerun to retry"
+	fi
+	say "caught up from $src: model/$model@$best (this peer had @$last)"
+	last=$best joining=1
+}
+catchup
 # the run's last model version and optimiser state, made durable; then the
 # older durable versions go, which --keep 2 had to leave while they were
 # the last durable ones (a power loss would have gone back to them)
@@ -460,6 +520,8 @@ xch= xsrc=
 if [ -n "$peers" ]; then
 	[ "$xh" -gt 0 ] || upd="$upd -a gagg"
 	xch="spirt-peer exchange -q -m $model -P $peers --deadline $deadline $xargs_"
+	# (--beat: the step closes by the quorum of this store's watcher)
+	[ "$beat" -eq 0 ] || xch="$xch --beats"
 	# --every H: the rounds exchange the model's change
 	[ "$xh" -eq 0 ] || xsrc="-a delta"
 fi
@@ -491,6 +553,82 @@ attack() {
 	[ -n "$attack" ] && [ "$attack" != labelflip ] || return 0
 	run spirt-attack -q -S "$seed" -t "$1" -w "$list" "$attack" ||
 	    die 75 "step $1: spirt-attack $attack failed"
+}
+
+# ---- heartbeats (--beat): this peer beats into its store and to every
+# other peer of --peers (their URLs, or their stores' paths on one host);
+# a watcher on its store declares the silent dead (spirt-beat(1)), and
+# the exchange closes each step by its quorum: a dead peer is left out at
+# once, a minority stops with 75.  A dead peer's workers' shards are
+# spread over the others in this store (spirt-shard --dead), so that its
+# share of the data is still seen. ----
+beatpids=
+beats_start() {
+	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
+	# (ids and URLs of the peers file's lines; ours is line $peer)
+	self=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+		if (n++ == p) { print $1; exit } }' "$peers")
+	others=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+		if (n++ != p) print $2 }' "$peers")
+	# --on-dead: the dead peer's workers, from its line's index (the
+	# ids are [A-Za-z0-9._-]: nothing in them means anything to sh)
+	od=$(awk -v m="$fns" '/^[[:space:]]*[^#[:space:]]/ {
+		w = ""; for (i = 0; i < m; i++) w = w " --dead " (n * m + i)
+		printf "%s) w=\"%s\" ;; ", $1, substr(w, 2); n++ }' "$peers")
+	# (never its own: a restarted peer's watcher may see its last life's
+	# beat go stale before the new one comes)
+	# and only on the side of a majority of the peers, live ones (not
+	# merely suspect, as the others of a partition's minority are while
+	# the first is declared dead): a minority keeps its data as it is,
+	# for when it rejoins
+	od="w=; case %m in $self) ;; $od esac; [ %r != peer ] || [ -z \"\$w\" ] || [ \$((2 * \$(spirt-beat ls | awk -F'\t' '\$2 == \"peer\" && \$3 == \"live\"' | wc -l))) -le $np ] || spirt-shard -q \$w"
+	[ "$verbose" -eq 0 ] ||
+	    printf '+ spirt-beat -B %s -m %s beat %s %s\n' "$beat" "$model" "$self" "$(echo $others)" >&2
+	st=live
+	[ "$joining" -eq 0 ] || st=catchup
+	# shellcheck disable=SC2086
+	spirt-beat -q -B "$beat" -m "$model" --status $st beat "$self" $others &
+	beatpid=$! beatpids="$beatpids $!"
+	if [ "$quiet" -eq 1 ]; then
+		spirt-beat -q -B "$beat" --on-dead "$od" watch &
+	else
+		spirt-beat -B "$beat" --on-dead "$od" watch &
+	fi
+	beatpids="$beatpids $!"
+}
+# rejoin_jump: before each step while catching up: the others may have
+# gone on while this peer started; jump to their newest step again, so
+# that it never falls behind what they keep (spent rounds are pruned)
+rejoin_jump() {
+	[ "$joining" -eq 1 ] || return 0
+	last=$t
+	catchup
+	t=$last
+}
+# beats_joined: after an exchange; a peer that caught up beats as live
+beats_joined() {
+	[ "$joining" -eq 1 ] || return 0
+	joining=0
+	kill -TERM "$beatpid" 2>/dev/null || :
+	wait "$beatpid" 2>/dev/null || :
+	beatpids=$(for p in $beatpids; do [ "$p" = "$beatpid" ] || printf '%s ' "$p"; done)
+	# shellcheck disable=SC2086
+	spirt-beat -q -B "$beat" -m "$model" beat "$self" $others &
+	beatpid=$! beatpids="$beatpids $!"
+	say "rejoined: its model checked against the others' digests, it beats as live"
+}
+beats_stop() {
+	[ -n "$beatpids" ] || return 0
+	# (SIGTERM: the beater's last beat says it stops; a run that is
+	# done falls silent instead, so that a peer a step behind still
+	# counts it for the dead threshold's time, and finishes too)
+	if [ "${done_:-0}" -eq 1 ]; then
+		kill -KILL $beatpids 2>/dev/null || :
+	else
+		kill -TERM $beatpids 2>/dev/null || :
+	fi
+	for p in $beatpids; do wait "$p" 2>/dev/null || :; done
+	beatpids=
 }
 
 # ---- the exchange with the other peers: one warm spirt-peer exchange
@@ -538,6 +676,7 @@ cleanup() {
 	srv=
 	[ -z "$srvdir" ] || rm -rf "$srvdir"
 	srvdir=
+	beats_stop
 	[ -z "${bpid:-}" ] || kill "$bpid" 2>/dev/null || :
 	bpid=
 }
@@ -599,6 +738,7 @@ if [ -n "$peers" ]; then
 		;;
 	esac
 fi
+beats_start
 pids= tools=
 if [ "$cold" -eq 0 ]; then
 	work=$(mktemp -d "${TMPDIR:-/tmp}/spirt-train.XXXXXX")
@@ -769,6 +909,7 @@ step() {        # step T: one synchronous SPIRT round
 		[ "$xh" -eq 0 ] || { round "$1" || run $upd -t "$1" ||
 		    die 75 "step $1: update failed"; return; }
 		exchange "$1"
+		beats_joined
 		run $upd -t "$1" || die 75 "step $1: update failed"
 		return
 	fi
@@ -790,6 +931,7 @@ step() {        # step T: one synchronous SPIRT round
 	aggloss=${ack##*loss=}
 	[ "$xh" -eq 0 ] || ! round "$1" || return 0
 	exchange "$1"
+	beats_joined
 	echo "$1" >&8
 	wait_done 1
 }
@@ -825,6 +967,7 @@ tick=10
 t=$last
 clock=$(seconds "$t0")
 while [ "$t" -lt "$stop" ]; do
+	rejoin_jump
 	step "$t"
 	t=$((t + 1))
 	[ $((t % tick)) -eq 0 ] || [ $((t % every)) -eq 0 ] ||
@@ -880,6 +1023,7 @@ if [ -n "$srv" ] && [ "$t" -gt 0 ]; then
 		done
 	done
 fi
+done_=1
 persist
 
 # ---- a plot of loss and test accuracy against time, next to the store ----

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +13,11 @@
 #include <sys/stat.h>
 
 #include "aggstore.h"
+#include "beat.h"
 #include "exchange.h"
 #include "io.h"
 #include "keys.h"
+#include "quorum.h"
 #include "tensor.h"
 
 /* the message of a failure with code rc; returns rc */
@@ -414,6 +417,8 @@ struct pull {
 	const char *url;
 	char key[SPIRT_KEY_MAX + 1];
 	double end;             /* the deadline, now_ms() */
+	atomic_int cancel;      /* the peer was declared dead: give up */
+	atomic_int finished;
 	/* out */
 	int rc;
 	void *val;
@@ -456,6 +461,19 @@ pull_main(void *arg)
 		left = u->end - now_ms();
 		if (left <= 0)
 			break;
+		if (atomic_load(&u->cancel)) {
+			u->rc = SPIRT_ETIMEDOUT;
+			if (atomic_load(&u->cancel) == 1)
+				snprintf(u->why, sizeof u->why, "given up: "
+				    "declared dead while the round waited for "
+				    "it");
+			else
+				snprintf(u->why, sizeof u->why, "a straggler: "
+				    "no answer in %u ms (about twice the last "
+				    "round's time), and the round had its "
+				    "quorum without it", u->x->straggler_ms);
+			break;
+		}
 		if (u->x->cancelled && u->x->cancelled()) {
 			u->rc = EINTR;
 			snprintf(u->why, sizeof u->why, "stopped");
@@ -479,6 +497,10 @@ pull_main(void *arg)
 			    0;
 			if (wait > SPIRT_WAIT_MAX_MS)
 				wait = SPIRT_WAIT_MAX_MS;       /* again after */
+			/* (beats: back often enough to give up on a peer
+			 * declared dead, or cut as a straggler) */
+			if (u->x->beats && wait > 250)
+				wait = 250;
 			if (net->timeout)
 				net->timeout(p->h, bound(left, wait,
 				    u->x->timeout_ms));
@@ -515,8 +537,12 @@ pull_main(void *arg)
 			nap_ms *= 2;
 	}
 	u->ms = now_ms() - t0;
+	atomic_store(&u->finished, 1);
 	return NULL;
 }
+
+static void watch_pulls(const struct spirt_exchange *x, struct pull *u,
+    const int *started);
 
 /*
  * Pull key (built with the step and the peer id, or fixed) from the
@@ -539,6 +565,8 @@ pull_all(const struct spirt_exchange *x, struct pull *u,
 	}
 	for (size_t i = 0; i < x->n; i++) {
 		memset(&u[i], 0, sizeof u[i]);
+		atomic_init(&u[i].cancel, 0);
+		atomic_init(&u[i].finished, 0);
 		u[i].x = x;
 		u[i].p = &x->peers[i];
 		u[i].url = x->peers[i].url;
@@ -558,6 +586,8 @@ pull_all(const struct spirt_exchange *x, struct pull *u,
 		}
 		started[i] = 1;
 	}
+	if (rc == 0 && x->beats)
+		watch_pulls(x, u, started);
 	for (size_t i = 0; i < x->n; i++)
 		if (started[i])
 			pthread_join(th[i], NULL);
@@ -785,8 +815,9 @@ phase1(struct spirt_exchange *x, struct pull *u, int *want)
 
 	if ((rc = own_header(x, &mine)))
 		return rc;
+	/* (with beats, those declared dead are left out already) */
 	for (size_t i = 0; i < x->n; i++)
-		want[i] = 1;
+		want[i] = x->peers[i].state == SPIRT_XP_NONE;
 	if ((rc = pull_all(x, u, spirt_key_xagg, NULL, want)))
 		return rc;
 	if ((d = calloc(1, sizeof *d)) == NULL)
@@ -794,13 +825,16 @@ phase1(struct spirt_exchange *x, struct pull *u, int *want)
 	for (size_t i = 0; i < x->n; i++) {
 		struct spirt_xpeer *p = &x->peers[i];
 
+		if (!want[i])
+			continue;
 		p->ms = u[i].ms;
 		if (u[i].rc) {
 			peer_out(p, refusal(u[i].rc) ? SPIRT_XP_REFUSED :
 			    SPIRT_XP_LATE, u[i].rc, "xagg/%llu/%s: %s",
 			    ULL(x->step), p->id, u[i].why[0] ? u[i].why :
 			    spirt_strerror(u[i].rc));
-			if (p->state == SPIRT_XP_LATE)
+			if (p->state == SPIRT_XP_LATE &&
+			    !atomic_load(&u[i].cancel))
 				snprintf(p->why + strlen(p->why),
 				    sizeof p->why - strlen(p->why),
 				    " (no answer in %u ms)", x->deadline_ms);
@@ -1108,8 +1142,9 @@ round_text(struct spirt_exchange *x, size_t *len)
 	if (r == NULL)
 		return NULL;
 	n = (size_t)snprintf(r, cap, "VERSION=1\nTYPE=spirt-round\nstep=%llu"
-	    "\nrule=%s\npeer=%s self\n", ULL(x->step),
-	    spirt_agg_rule_name(x->p.rule), x->self);
+	    "\nrule=%s\npeer=%s %s\n", ULL(x->step),
+	    spirt_agg_rule_name(x->p.rule), x->self, x->self_out ? "out" :
+	    "self");
 	for (size_t i = 0; i < x->n && n < cap; i++) {
 		const struct spirt_xpeer *p = &x->peers[i];
 
@@ -1118,6 +1153,18 @@ round_text(struct spirt_exchange *x, size_t *len)
 		    p->state == SPIRT_XP_USED ? "" : ": ",
 		    p->state == SPIRT_XP_USED ? "" : p->why);
 	}
+	if (n < cap) {
+		double xms = 0;
+
+		for (size_t i = 0; i < x->n; i++)
+			if (x->peers[i].state == SPIRT_XP_USED &&
+			    x->peers[i].ms > xms)
+				xms = x->peers[i].ms;
+		n += (size_t)snprintf(r + n, cap - n, "xms=%.1f\n", xms);
+	}
+	if (n < cap && x->beats)
+		n += (size_t)snprintf(r + n, cap - n, "quorum=%s\n",
+		    x->reused ? "reused" : "changed");
 	if (n < cap)
 		n += (size_t)snprintf(r + n, cap - n, "END\n");
 	*len = n < cap ? n : cap;
@@ -1129,7 +1176,7 @@ combine(struct spirt_exchange *x)
 {
 	struct comb c = { x, NULL, NULL, 0, NULL, 0 };
 	char own[SPIRT_KEY_MAX + 1];
-	size_t m = 1;
+	size_t m = !x->self_out;
 	int rc;
 
 	for (size_t i = 0; i < x->n; i++)
@@ -1150,6 +1197,8 @@ combine(struct spirt_exchange *x)
 		const char *id = i == x->n ? x->self : x->peers[i].id;
 
 		if (i < x->n && x->peers[i].state != SPIRT_XP_USED)
+			continue;
+		if (i == x->n && x->self_out)
 			continue;
 		if ((c.keys[k] = malloc(64 + SPIRT_ID_MAX + 1)) == NULL) {
 			rc = ENOMEM;
@@ -1189,6 +1238,271 @@ combine(struct spirt_exchange *x)
 	free(c.s);
 	free(c.round);
 	return rc;
+}
+
+/* ---- the quorum, from this store's watcher (lib/beat.h, quorum.h) ---- */
+
+#define QMAX (SPIRT_DIGEST_MAXPEERS + 1)
+
+/* peer id's health: its state; SPIRT_H_UNKNOWN without a record */
+static int
+peer_health(const struct spirt_exchange *x, const char *id,
+    const unsigned char *host, double *age, unsigned *suspect)
+{
+	struct spirt_health h;
+
+	*age = -1;
+	if (spirt_health_get(x->store, id, &h) != 0)
+		return SPIRT_H_UNKNOWN;
+	if (suspect)
+		*suspect = h.suspect_ms;
+	return spirt_health_state(&h, host, spirt_mono_ns(), NULL, age);
+}
+
+struct lastr {
+	uint64_t below, best;
+	int found;
+};
+
+static int
+last_one(void *arg, const char *key, const void *val, size_t len)
+{
+	struct lastr *l = arg;
+	uint64_t t;
+	const char *p = key + 5, *end;
+
+	(void)val;
+	(void)len;
+	/* gagg/<t>/round */
+	end = strchr(p, '/');
+	if (end == NULL || strcmp(end, "/round") != 0 || end == p)
+		return 0;
+	t = 0;
+	for (; p < end; p++) {
+		if (*p < '0' || *p > '9' || t > (UINT64_MAX - 9) / 10)
+			return 0;
+		t = 10 * t + (uint64_t)(*p - '0');
+	}
+	if (t < l->below && (!l->found || t > l->best)) {
+		l->best = t;
+		l->found = 1;
+	}
+	return 0;
+}
+
+/* the last round's members (self included) and measured time: from the
+ * newest gagg/<t'>/round with t' < t, else every member and none */
+static int
+last_round(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID],
+    size_t *n, double *xms)
+{
+	struct lastr l = { x->step, 0, 0 };
+	struct spirt_txn *t;
+	char key[SPIRT_KEY_MAX + 1];
+	const void *v, *b;
+	size_t len, bl;
+	int rc;
+
+	if ((rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
+		return rc;
+	rc = spirt_store_list(t, "gagg/", last_one, &l);
+	if (rc == 0 && l.found && (rc = spirt_key_gagg_round(key, sizeof key,
+	    l.best)) == 0 && (rc = spirt_store_get(t, key, &v, &len)) == 0 &&
+	    ((rc = get_bytes(v, len, &b, &bl)) || (rc =
+	    spirt_quorum_round_parse(ids, QMAX, n, xms, b, bl))))
+		say(x, rc, "%s: not a round record", key);
+	spirt_txn_abort(t);
+	if (rc || l.found)
+		return rc;
+	*xms = -1;
+	*n = 0;
+	snprintf(ids[(*n)++], SPIRT_QUORUM_ID, "%s", x->self);
+	for (size_t i = 0; i < x->n; i++)
+		snprintf(ids[(*n)++], SPIRT_QUORUM_ID, "%s", x->peers[i].id);
+	return 0;
+}
+
+/* the members alive and the last set: a quorum, or SPIRT_EBUSY */
+static int
+quorum_of(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID], size_t nl,
+    int used, const char *when)
+{
+	const char *last[QMAX], *alive[QMAX];
+	struct spirt_quorum q;
+	char who[400] = "";
+	size_t na = 0;
+	int rc;
+
+	for (size_t i = 0; i < nl; i++)
+		last[i] = ids[i];
+	if (!(used && x->self_out))
+		alive[na++] = x->self;
+	for (size_t i = 0; i < x->n; i++) {
+		const struct spirt_xpeer *p = &x->peers[i];
+
+		if (used ? p->state == SPIRT_XP_USED : p->state ==
+		    SPIRT_XP_NONE)
+			alive[na++] = p->id;
+	}
+	for (size_t i = 0; i < na; i++)
+		if (strlen(who) + strlen(alive[i]) + 2 < sizeof who)
+			snprintf(who + strlen(who), sizeof who - strlen(who),
+			    "%s%s", i ? "," : "", alive[i]);
+	memset(&q, 0, sizeof q);
+	q.last = last;
+	q.nlast = nl;
+	q.alive = alive;
+	q.nalive = na;
+	q.min_peers = x->min_peers;
+	rc = spirt_quorum_decide(&q);
+	x->reused = q.reused;
+	x->nlast = nl;
+	if (rc == SPIRT_EBUSY && q.minority)
+		return say(x, rc, "step %llu: a minority %s: %zu of the last "
+		    "round's %zu members (%s), and more than half are needed: "
+		    "this peer stops (run it again once the others are back)",
+		    ULL(x->step), when, q.in_last, nl, who);
+	if (rc == SPIRT_EBUSY)
+		return say(x, rc, "step %llu: %zu members %s (%s), --min-peers "
+		    "is %zu", ULL(x->step), na, when, who, x->min_peers);
+	return rc ? say(x, rc, "step %llu: the last round names a member "
+	    "twice", ULL(x->step)) : 0;
+}
+
+/*
+ * Before the pulls: leave out the members this store's watcher does not
+ * hold alive, check the quorum, and cut the round's deadline to the
+ * stragglers' (about twice the last round's slowest member).
+ */
+static int
+quorum_before(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID],
+    size_t *nl)
+{
+	unsigned char host[SPIRT_BEAT_BOOT];
+	unsigned suspect = SPIRT_BEAT_SUSPECT * SPIRT_BEAT_MS;
+	double xms, age;
+	int rc;
+
+	if ((rc = spirt_host_boot(host)))
+		return say(x, rc, "the host's boot id: %s", spirt_strerror(rc));
+	if ((rc = last_round(x, ids, nl, &xms)))
+		return rc;
+	for (size_t i = 0; i < x->n; i++) {
+		struct spirt_xpeer *p = &x->peers[i];
+		int st = peer_health(x, p->id, host, &age, &suspect);
+
+		/* (one never seen may be starting: no sign of death, so it
+		 * is waited for as the live are) */
+		if (st == SPIRT_H_LIVE || st == SPIRT_H_SUSPECT ||
+		    st == SPIRT_H_UNKNOWN)
+			continue;
+		if (st == SPIRT_H_JOINING)
+			peer_out(p, SPIRT_XP_LATE, SPIRT_ETIMEDOUT, "joining: "
+			    "it catches up");
+		else
+			peer_out(p, SPIRT_XP_LATE, SPIRT_ETIMEDOUT, "dead: no "
+			    "beat for %.1f s", age / 1e3);
+	}
+	if ((rc = quorum_of(x, ids, *nl, 0, "alive")))
+		return rc;
+	/* stragglers are cut then, once the round has its quorum; until
+	 * it has, the live are waited for up to the round's deadline.  A
+	 * peer that catches up (its own beat says so) cuts nobody: it
+	 * takes the step the others make, and waits for all of them */
+	x->last = peer_health(x, x->self, host, &age, NULL) ==
+	    SPIRT_H_JOINING ? NULL : ids;
+	x->straggler_ms = spirt_quorum_deadline(xms, suspect,
+	    x->deadline_ms);
+	return 0;
+}
+
+/* the pulls so far give the round its quorum: more than half of the
+ * last round's members (self among them) and min_peers delivered */
+static int
+quorum_now(const struct spirt_exchange *x, struct pull *u,
+    const int *started)
+{
+	size_t in = 0, got = 1;
+
+	for (size_t k = 0; k < x->nlast; k++)
+		in += strcmp(x->last[k], x->self) == 0;
+	for (size_t i = 0; i < x->n; i++) {
+		if (!started[i] || !atomic_load(&u[i].finished) || u[i].rc)
+			continue;
+		got++;
+		for (size_t k = 0; k < x->nlast; k++)
+			in += strcmp(x->last[k], x->peers[i].id) == 0;
+	}
+	return 2 * in > x->nlast && got >= x->min_peers;
+}
+
+/*
+ * All or nothing: the step's members are those that every member says,
+ * in its signed digest, it received: the intersection of {q} and what q
+ * received, over this peer and every peer q used.  Every peer that sees
+ * the same digests combines the same aggregates, so a peer one member
+ * cut as a straggler, or one that joins late, is out of the step for all;
+ * one whose own aggregate is out (self_out) combines the others' without
+ * it, and its model stays theirs.
+ */
+static void
+agree(struct spirt_exchange *x)
+{
+	int was[QMAX];
+
+	for (size_t i = 0; i < x->n; i++)
+		was[i] = x->peers[i].state == SPIRT_XP_USED &&
+		    x->peers[i].has_digest;
+	for (size_t i = 0; i < x->n; i++) {
+		const struct spirt_xpeer *q = &x->peers[i];
+
+		if (!was[i])
+			continue;
+		if (spirt_digest_hash_of(&q->d, x->self) == NULL)
+			x->self_out = 1;
+		for (size_t j = 0; j < x->n; j++) {
+			struct spirt_xpeer *r = &x->peers[j];
+
+			if (j == i || r->state != SPIRT_XP_USED ||
+			    spirt_digest_hash_of(&q->d, r->id) != NULL)
+				continue;
+			peer_out(r, SPIRT_XP_LATE, SPIRT_ETIMEDOUT, "not "
+			    "received by %s: out of the step for every "
+			    "member", q->id);
+		}
+	}
+}
+
+/* the pulls under way: give up on a peer as soon as it is declared dead
+ * (a death cancels the transfers in flight) */
+static void
+watch_pulls(const struct spirt_exchange *x, struct pull *u,
+    const int *started)
+{
+	unsigned char host[SPIRT_BEAT_BOOT];
+	double age, t0 = now_ms();
+
+	if (spirt_host_boot(host))
+		return;
+	for (;;) {
+		int busy = 0, late = x->last && now_ms() - t0 >=
+		    x->straggler_ms && quorum_now(x, u, started);
+
+		for (size_t i = 0; i < x->n; i++) {
+			if (!started[i] || atomic_load(&u[i].finished) ||
+			    atomic_load(&u[i].cancel))
+				continue;
+			busy = 1;
+			if (peer_health(x, u[i].p->id, host, &age, NULL) ==
+			    SPIRT_H_DEAD)
+				atomic_store(&u[i].cancel, 1);
+			else if (late)
+				atomic_store(&u[i].cancel, 2);
+		}
+		if (!busy)
+			return;
+		nap(20);
+	}
 }
 
 /* gagg/<t> there already, and our digest if any (a rerun) */
@@ -1248,13 +1562,17 @@ spirt_exchange_run(struct spirt_exchange *x)
 	struct pub a = { x, 0, NULL, 0 };
 	struct pull *u;
 	void *dg = NULL;
-	size_t dglen = 0;
+	char (*ids)[SPIRT_QUORUM_ID] = NULL;
+	size_t dglen = 0, nl = 0;
 	int *want, rc;
 	double t0 = now_ms();
 
 	x->msg[0] = '\0';
 	x->done = 0;
 	x->used = 0;
+	x->self_out = 0;
+	x->last = NULL;
+	x->straggler_ms = 0;
 	round_reset(x);
 	if (!spirt_id_valid(x->self) || !spirt_id_valid(x->run) ||
 	    x->model == NULL)
@@ -1262,6 +1580,12 @@ spirt_exchange_run(struct spirt_exchange *x)
 	if ((rc = before(x, &dg, &dglen)) || x->done)
 		return rc;
 	if ((rc = spirt_store_write(x->store, publish, &a)))
+		goto out;
+	if ((ids = calloc(QMAX, sizeof *ids)) == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	if (x->beats && !dg && (rc = quorum_before(x, ids, &nl)))
 		goto out;
 	u = calloc(x->n ? x->n : 1, sizeof *u);
 	want = calloc(x->n ? x->n : 1, sizeof *want);
@@ -1282,9 +1606,17 @@ spirt_exchange_run(struct spirt_exchange *x)
 		if (x->p.rule != SPIRT_AGG_SCCLIP)
 			rc = models(x);
 	}
+	/* with beats: all or nothing, and more than half of the last
+	 * round's members delivered */
+	if (rc == 0 && x->beats && !dg) {
+		agree(x);
+		rc = quorum_of(x, ids, nl, 1, "delivered");
+	}
 	if (rc == 0)
 		rc = combine(x);
 out:
+	x->last = NULL;
+	free(ids);
 	free(dg);
 	x->ms = now_ms() - t0;
 	return rc;

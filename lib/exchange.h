@@ -129,6 +129,11 @@ struct spirt_exchange {
 	unsigned timeout_ms;            /* each request's, after its wait
 					 * (never past the phase's deadline) */
 	size_t min_peers;               /* aggregates needed, self included */
+	/* wait only for the members this store's watcher holds alive, and
+	 * close the step by the quorum of lib/quorum.h: more than half of
+	 * the last round's members, stragglers cut at about twice the last
+	 * round's time (spirt-beat(1)) */
+	int beats;
 	/* optional: non-zero once the round must stop (a warm exchange's
 	 * SIGTERM): pulls end, and the round returns EINTR, writing nothing
 	 * after the pulls under way */
@@ -141,6 +146,16 @@ struct spirt_exchange {
 	unsigned char agghash[SPIRT_HASH_BYTES];
 	unsigned char modelhash[SPIRT_HASH_BYTES];
 	double ms;                      /* the round */
+	int reused;                     /* beats: the last round's set again */
+	/* beats: the members' signed digests leave this peer's aggregate
+	 * out of the step (it joins late, or was cut as a straggler): it
+	 * combines what they combined, without its own */
+	int self_out;
+	/* beats, internal: the last round's members (nlast of them) and the
+	 * straggler deadline, set by the round */
+	char (*last)[33];
+	unsigned straggler_ms;
+	size_t nlast;                   /* beats: members of the last round */
 	char msg[SPIRT_KEY_MAX + 400];
 };
 
@@ -167,9 +182,11 @@ SPIRT_MUST_CHECK int spirt_peers_parse(struct spirt_exchange *x,
  * Returns 0 (x->done if it had been done before);
  * SPIRT_ENOTFOUND (no agg/<t> or model@t), SPIRT_EEXIST (xagg/<t>/<self>
  * holds another aggregate), SPIRT_EBUSY (fewer than x->min_peers
- * aggregates), SPIRT_EMODEL (this peer's model@t is not the majority's:
- * it must stop), EINTR (x->cancelled), the aggregation's codes, store
- * errors, ENOMEM; x->msg
+ * aggregates; with beats also: not more than half of the last round's
+ * members alive, before any pull, or delivered, after them),
+ * SPIRT_EMODEL (this peer's model@t is not the majority's: it must stop),
+ * EINTR (x->cancelled), the aggregation's codes, store errors, ENOMEM;
+ * x->msg
  * says what.
  */
 SPIRT_MUST_CHECK int spirt_exchange_run(struct spirt_exchange *x)

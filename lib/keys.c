@@ -287,6 +287,14 @@ spirt_key_beat(char *buf, size_t cap, const char *member)
 	return rc ? rc : fmt(buf, cap, "beat/%s", member);
 }
 
+int
+spirt_key_health(char *buf, size_t cap, const char *member)
+{
+	int rc = ID(buf, cap, member);
+
+	return rc ? rc : fmt(buf, cap, "health/%s", member);
+}
+
 /* "data/<ds>/<what>" */
 static int
 data(char *buf, size_t cap, const char *ds, const char *what)
@@ -448,11 +456,11 @@ parse_gagg(struct spirt_key_parts *k, const char *s)
 }
 
 static int
-parse_beat(struct spirt_key_parts *k, const char *s)
+parse_beat(struct spirt_key_parts *k, const char *s, int kind)
 {
 	if (part(k->peer, sizeof k->peer, s, strlen(s), spirt_key_id_check))
 		return SPIRT_EKEY;
-	k->kind = SPIRT_KEY_BEAT;
+	k->kind = kind;
 	return 0;
 }
 
@@ -506,7 +514,9 @@ spirt_key_parse(struct spirt_key_parts *k, const char *key)
 	else if (!strncmp(key, "digest/", 7))
 		rc = parse_peerstep(k, key + 7, SPIRT_KEY_DIGEST);
 	else if (!strncmp(key, "beat/", 5))
-		rc = parse_beat(k, key + 5);
+		rc = parse_beat(k, key + 5, SPIRT_KEY_BEAT);
+	else if (!strncmp(key, "health/", 7))
+		rc = parse_beat(k, key + 7, SPIRT_KEY_HEALTH);
 	else if (!strncmp(key, "data/", 5))
 		rc = parse_data(k, key + 5);
 	else
@@ -534,7 +544,8 @@ spirt_key_volatile(const char *key, size_t len)
 	return under(key, len, SPIRT_KEY_GRAD_ROOT) ||
 	    under(key, len, SPIRT_KEY_MOM_ROOT) ||
 	    under(key, len, SPIRT_KEY_AGG_ROOT) || under(key, len, "xagg/") ||
-	    under(key, len, "gagg/") || under(key, len, "beat/");
+	    under(key, len, "gagg/") || under(key, len, "beat/") ||
+	    under(key, len, "health/");
 }
 
 uint64_t

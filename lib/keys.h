@@ -21,6 +21,7 @@
  *   data/<ds>/classes, data/<ds>/<k>/x, data/<ds>/<k>/y
  *                          a data set and its shard k
  *   beat/<member>          a member's heartbeat
+ *   health/<member>        the watcher's view of it (spirt-beat(1))
  *
  * Steps and shard numbers are unpadded decimal ("0", never "007"), at
  * most SPIRT_KEY_STEP_MAX.  Names (<name>, <ds>) pass spirt_name_check();
@@ -114,6 +115,9 @@ SPIRT_MUST_CHECK int spirt_key_digest(char *buf, size_t cap, uint64_t step,
     const char *peer) SPIRT_NONNULL(1, 4);
 SPIRT_MUST_CHECK int spirt_key_beat(char *buf, size_t cap,
     const char *member) SPIRT_NONNULL(1, 3);
+/* "health/<member>": what this store's watcher saw of beat/<member> */
+SPIRT_MUST_CHECK int spirt_key_health(char *buf, size_t cap,
+    const char *member) SPIRT_NONNULL(1, 3);
 
 /* data sets: "data/<ds>/" and the keys under it */
 SPIRT_MUST_CHECK int spirt_key_data_prefix(char *buf, size_t cap,
@@ -150,7 +154,8 @@ enum spirt_key_kind {
 	SPIRT_KEY_DATA_X,       /* name, shard */
 	SPIRT_KEY_DATA_Y,       /* name, shard */
 	SPIRT_KEY_DATA_CLASSES, /* name */
-	SPIRT_KEY_MOM           /* step, worker */
+	SPIRT_KEY_MOM,          /* step, worker */
+	SPIRT_KEY_HEALTH        /* peer (the member watched) */
 };
 
 /* A key taken apart; the fields its kind does not use are zero. */
@@ -188,7 +193,8 @@ uint64_t spirt_key_wirestep(const char *key) SPIRT_NONNULL(1);
  * 1 if the key (len bytes, not necessarily NUL-terminated) lives in the
  * store's scratch environment (spirt-store(5)): values recomputed or
  * refetched each step, never synced: grad/, mom/, agg/, xagg/, gagg/,
- * beat/.
+ * beat/, health/ (a watcher's monotonic times mean nothing after a
+ * reboot).
  * Model versions, optimiser state, data and digests are durable.
  */
 int spirt_key_volatile(const char *key, size_t len) SPIRT_NONNULL(1);

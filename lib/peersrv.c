@@ -131,6 +131,19 @@ spirt_peersrv_allowed(int role, int op, const char *key, int *noover)
 	}
 }
 
+int
+spirt_peersrv_member_allowed(int role, const char *id, int op,
+    const char *key, int *noover)
+{
+	struct spirt_key_parts k;
+	int rc = spirt_peersrv_allowed(role, op, key, noover);
+
+	if (rc == 0 && op == SPIRT_OP_PUT && spirt_key_parse(&k, key) == 0 &&
+	    k.kind == SPIRT_KEY_BEAT && strcmp(k.peer, id) != 0)
+		return SPIRT_EROLE;
+	return rc;
+}
+
 /* ---- answers ---- */
 
 static void
@@ -1013,7 +1026,8 @@ do_msg(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 		o.val = pt + SPIRT_REQ_HEAD;
 		o.len = n - SPIRT_REQ_HEAD;
 	}
-	if ((rc = spirt_peersrv_allowed(m->role, op, o.key, &o.noover))) {
+	if ((rc = spirt_peersrv_member_allowed(m->role, m->id, op, o.key,
+	    &o.noover))) {
 		/* counted and logged, and answered sealed: the member learns
 		 * it for sure */
 		p->st.refused++;

@@ -73,5 +73,11 @@ void spirt_peersrv_stop(struct spirt_peersrv *srv,
  */
 int spirt_peersrv_allowed(int role, int op, const char *key, int *noover)
     SPIRT_NONNULL(3, 4);
+/*
+ * spirt_peersrv_allowed() for the member of id in role, who may put its
+ * own beat/<id> and no other member's (spirt-beat(1)).  0 or SPIRT_EROLE.
+ */
+int spirt_peersrv_member_allowed(int role, const char *id, int op,
+    const char *key, int *noover) SPIRT_NONNULL(2, 4, 5);
 
 #endif

@@ -65,4 +65,4 @@ _spirt()
 }
 
 complete -F _spirt spirt-agg spirt-attack spirt-eval spirt-grad spirt-init \
-    spirt-peer spirt-shard spirt-store spirt-train spirt-update
+    spirt-beat spirt-peer spirt-shard spirt-store spirt-train spirt-update

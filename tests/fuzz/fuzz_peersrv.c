@@ -28,8 +28,9 @@
  * Beyond "no crash": every request is answered or its connection closed;
  * a refusal is one line of text with a status; a sealed answer opens in
  * the client's session, echoes its op and counter, and says what the
- * role rules (spirt_peersrv_allowed) allow; a replayed or changed request
- * is refused; a body over the limit is refused before it is read.
+ * role rules (spirt_peersrv_member_allowed) allow; a replayed or changed
+ * request is refused; a body over the limit is refused before it is
+ * read.
  */
 #define MAXB 4096               /* the server's --max-bytes */
 #define NSESS 4
@@ -257,9 +258,11 @@ sealed_answer(struct csess *c, const struct mhd_stub_answer *a,
 
 		memcpy(prefix, key, kl - 1);
 		prefix[kl - 1] = '\0';
-		allowed = spirt_peersrv_allowed(c->role, op, prefix, &noover);
+		allowed = spirt_peersrv_member_allowed(c->role,
+		    fuzz_ids[c->who], op, prefix, &noover);
 	} else {
-		allowed = spirt_peersrv_allowed(c->role, op, key, &noover);
+		allowed = spirt_peersrv_member_allowed(c->role,
+		    fuzz_ids[c->who], op, key, &noover);
 	}
 	FUZZ_ASSERT((st == SPIRT_ST_ROLE) == (allowed != 0));
 	if (st != SPIRT_ST_OK)

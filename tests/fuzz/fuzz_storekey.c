@@ -34,6 +34,8 @@ rebuild(const struct spirt_key_parts *k, const char *key)
 		rc = spirt_key_digest(b, sizeof b, k->step, k->peer); break;
 	case SPIRT_KEY_BEAT:
 		rc = spirt_key_beat(b, sizeof b, k->peer); break;
+	case SPIRT_KEY_HEALTH:
+		rc = spirt_key_health(b, sizeof b, k->peer); break;
 	case SPIRT_KEY_DATA_INFO:
 		rc = spirt_key_data_info(b, sizeof b, k->name); break;
 	case SPIRT_KEY_DATA_ASSIGN:
@@ -94,6 +96,7 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	    (k.kind == SPIRT_KEY_GRAD || k.kind == SPIRT_KEY_MOM ||
 	    k.kind == SPIRT_KEY_AGG ||
 	    k.kind == SPIRT_KEY_AGG_EXCLUDED || k.kind == SPIRT_KEY_XAGG ||
-	    k.kind == SPIRT_KEY_GAGG || k.kind == SPIRT_KEY_BEAT));
+	    k.kind == SPIRT_KEY_GAGG || k.kind == SPIRT_KEY_BEAT ||
+	    k.kind == SPIRT_KEY_HEALTH));
 	return 0;
 }

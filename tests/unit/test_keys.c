@@ -39,6 +39,8 @@ roundtrip(const char *key, int kind)
 	case SPIRT_KEY_DIGEST: rc = spirt_key_digest(b, sizeof b, k.step,
 	    k.peer); break;
 	case SPIRT_KEY_BEAT: rc = spirt_key_beat(b, sizeof b, k.peer); break;
+	case SPIRT_KEY_HEALTH: rc = spirt_key_health(b, sizeof b, k.peer);
+	    break;
 	case SPIRT_KEY_DATA_INFO: rc = spirt_key_data_info(b, sizeof b,
 	    k.name); break;
 	case SPIRT_KEY_DATA_ASSIGN: rc = spirt_key_data_assign(b, sizeof b,
@@ -119,6 +121,9 @@ builders(void)
 	CHECK(!strcmp(b, "digest/0/peer-2.b_c"));
 	CHECK_RC(spirt_key_beat(b, sizeof b, "f0"));
 	CHECK(!strcmp(b, "beat/f0"));
+	CHECK_RC(spirt_key_health(b, sizeof b, "p2"));
+	CHECK(!strcmp(b, "health/p2"));
+	CHECK(spirt_key_wirestep("health/p2") == 0);
 	CHECK_RC(spirt_key_data_prefix(b, sizeof b, "train"));
 	CHECK(!strcmp(b, "data/train/"));
 	CHECK_RC(spirt_key_data_info(b, sizeof b, "train"));
@@ -254,6 +259,8 @@ refusals(void)
 	refused("digest/1/-p");
 	refused("beat/");
 	refused("beat/a/b");
+	refused("health/");
+	refused("health/a/b");
 	refused("data/");
 	refused("data/d");
 	refused("data/d/");
@@ -290,6 +297,7 @@ no_confusion(void)
 		{ "digest/12/p1", SPIRT_KEY_DIGEST },
 		{ "beat/f0", SPIRT_KEY_BEAT },
 		{ "beat/12", SPIRT_KEY_BEAT },
+		{ "health/p1", SPIRT_KEY_HEALTH },
 		{ "data/train/info", SPIRT_KEY_DATA_INFO },
 		{ "data/info/info", SPIRT_KEY_DATA_INFO },
 		{ "data/train/assign", SPIRT_KEY_DATA_ASSIGN },
@@ -299,7 +307,8 @@ no_confusion(void)
 		{ "data/3/3/y", SPIRT_KEY_DATA_Y },
 	};
 	static const char *const roots[] = { "model/", "opt/", "grad/",
-	    "mom/", "agg/", "xagg/", "gagg/", "digest/", "beat/", "data/" };
+	    "mom/", "agg/", "xagg/", "gagg/", "digest/", "beat/", "health/",
+	    "data/" };
 	size_t n = sizeof k / sizeof k[0], nr = sizeof roots / sizeof *roots;
 	struct spirt_key_parts p;
 	char b[BIG];
@@ -334,8 +343,8 @@ static void
 routing(void)
 {
 	static const char *const vol[] = { "grad/1/0", "grad/", "mom/1/0",
-	    "agg/1",
-	    "agg/1/excluded", "xagg/1/p", "gagg/1", "beat/f0" };
+	    "agg/1", "agg/1/excluded", "xagg/1/p", "gagg/1", "beat/f0",
+	    "health/f0" };
 	static const char *const dur[] = { "model/m@1", "opt/m@1",
 	    "data/d/info", "digest/1/p", "gra", "ag", "aggx/1", "other" };
 

@@ -844,6 +844,19 @@ main(int argc, char **argv)
 	    "grad/3/1", &noover) == SPIRT_EROLE);
 	CHECK(spirt_peersrv_allowed(SPIRT_ROLE_PEER, SPIRT_OP_DEL,
 	    "beat/p1", &noover) == SPIRT_EROLE);
+	/* a member puts its own beat, never another's */
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "f1",
+	    SPIRT_OP_PUT, "beat/f1", &noover) == 0);
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_PEER, "p2",
+	    SPIRT_OP_PUT, "beat/p2", &noover) == 0);
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_PEER, "p2",
+	    SPIRT_OP_PUT, "beat/p1", &noover) == SPIRT_EROLE);
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "f1",
+	    SPIRT_OP_PUT, "beat/f10", &noover) == SPIRT_EROLE);
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "f1",
+	    SPIRT_OP_PUT, "health/f1", &noover) == SPIRT_EROLE);
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "f1",
+	    SPIRT_OP_PUT, "grad/3/1", &noover) == 0 && noover);
 
 	CHECK_RC(spirt_key_generate(&group));
 	spirt_key_public(gpk, group);

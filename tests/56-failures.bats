@@ -1,0 +1,309 @@
+#!/usr/bin/env bats
+# 56-failures: the quorum of a step from heartbeats (spirt-peer exchange
+# --beats over spirt-beat's watcher): a dead peer is left out at once and
+# the round completes with the rest; the set is reused while unchanged;
+# a minority stops with 75; a death cancels the wait for it; stragglers
+# are cut at the straggler deadline.  No assertion is on time: each wait
+# is for a state, bounded.
+
+load helper
+
+teardown() {
+	for p in $BG; do
+		kill -TERM "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	:
+}
+
+# until_ N CMD...: run CMD every 0.1 s until it succeeds, at most N times
+until_() {
+	local n=$1 i=0
+	shift
+	until "$@"; do
+		i=$((i + 1))
+		[ "$i" -lt "$n" ] || { echo "until_: $* never held" >&2; return 1; }
+		sleep 0.1
+	done
+}
+
+# stores s1..s3 with the same model/m@0..2 and each its own agg/0..2,
+# keys p1..p3, and a peers file naming them by path
+peers3() {
+	"$PYTHON" -c "$PYREC
+rng = np.random.default_rng(7)
+m = rng.standard_normal(500).astype(np.float32)
+for t in (0, 1, 2):
+    open('m%d.rec' % t, 'wb').write(st.encode(m, name='m:500', step=t))
+    for i in (1, 2, 3):
+        a = rng.standard_normal(500).astype(np.float32)
+        np.save('a%d_%d.npy' % (i, t), a)
+        open('a%d_%d.rec' % (i, t), 'wb').write(st.encode(a, name='m:500', step=t, samples=8))
+"
+	: >peers
+	for i in 1 2 3; do
+		for t in 0 1 2; do
+			spirt-store -s s$i put model/m@$t m$t.rec
+			spirt-store -s s$i put agg/$t a${i}_$t.rec
+		done
+		spirt-peer keygen p$i.key >/dev/null
+		echo "p$i $PWD/s$i" >>peers
+	done
+}
+
+# xch I T ARGS...: peer I's exchange of step T, with the quorum of beats
+xch() {
+	local i=$1 t=$2
+	shift 2
+	SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 spirt-peer exchange -m m \
+	    -s s$i -P peers -t "$t" --beats "$@"
+}
+
+# beat1 STORE MEMBER...: one beat of each member into STORE
+beat1() {
+	local s=$1 m
+	shift
+	for m in "$@"; do
+		spirt-beat -q -s "$s" -c 1 -t 0 beat "$m"
+	done
+}
+
+# stopped STORE MEMBER: MEMBER beats into STORE, then stops (its last
+# beat says so)
+stopped() {
+	spirt-beat -q -s "$1" -t 0 beat "$2" &
+	local p=$!
+	until_ 100 caught "$p" 15
+	until_ 100 spirt-store -s "$1" get beat/$2 >/dev/null
+	kill -TERM "$p"
+	wait "$p"
+}
+
+# look STORE: one pass of its watcher (the thresholds of a run that
+# never waits for them: only a beat that says it stops is dead)
+look() {
+	spirt-beat -q -s "$1" --suspect 300000 --dead 600000 -c 1 watch
+}
+
+# round STORE T: the text of gagg/T/round
+round() {
+	spirt-store -s "$1" get "gagg/$2/round" | tr -c '[:print:]\n' ' '
+}
+
+# gagg_is STORE T I...: gagg/T is the mean of peers I...'s agg/T
+gagg_is() {
+	local s=$1 t=$2
+	shift 2
+	spirt-store -s "$s" get "gagg/$t" >g.rec
+	"$PYTHON" -c "$PYREC
+want = np.mean([np.load('a%s_$t.npy' % i).astype(np.float64) for i in '$*'.split()], axis=0)
+d = np.abs(load('g.rec')['a'] - want).max()
+assert d <= 1e-6, 'maxdiff %g' % d
+"
+}
+
+@test "quorum: a dead peer is left out at once; the set is reused; a minority stops with 75" {
+	peers3
+	for s in s1 s2; do
+		beat1 $s p1 p2
+		stopped $s p3
+		look $s
+	done
+	run -0 spirt-beat -s s1 ls
+	assert_line --regexp '^p3	peer	dead	'
+	# p3's store has its aggregate, but p3 is dead: nobody asks for it
+	xch 2 0 2>err2 &
+	x2=$!
+	run -0 --separate-stderr xch 1 0
+	grep -qF -- "peer p3 left out: late: dead: no beat for" <<<"$stderr"
+	wait "$x2"
+	gagg_is s1 0 1 2
+	gagg_is s2 0 1 2
+	run -0 round s1 0
+	assert_line 'peer=p2 used'
+	assert_line --regexp '^peer=p3 late: dead: no beat for [0-9.]+ s$'
+	assert_line 'quorum=changed'
+	assert_line --regexp '^xms=[0-9.]+$'
+	# step 1: the last round's set {p1, p2} is alive: reused as it is
+	xch 1 1 &
+	x1=$!
+	run -0 xch 2 1
+	wait "$x1"
+	run -0 round s2 1
+	assert_line 'quorum=reused'
+	gagg_is s2 1 1 2
+	# step 2: p1 stops too; p2 alone is not more than half of {p1, p2}
+	stopped s2 p1
+	look s2
+	before=$(store_digest s2)
+	run -75 --separate-stderr xch 2 2
+	grep -qF -- "step 2: a minority alive: 1 of the last round's 2 members (p2), and more than half are needed: this peer stops" <<<"$stderr"
+	run -66 spirt-store -s s2 get gagg/2
+	# p1 came back: the round goes on (p3 is still out)
+	beat1 s2 p1
+	look s2
+	xch 1 2 &
+	x1=$!
+	run -0 xch 2 2
+	wait "$x1"
+	gagg_is s2 2 1 2
+}
+
+@test "quorum: a peer declared dead while the round waits for it is given up at once" {
+	peers3
+	# p3 never publishes step 1, and beats on until it is killed
+	for s in s1 s2; do
+		beat1 $s p1 p2
+		look $s
+		spirt-beat -q -s $s -B 100 -t 1 beat p3 &
+		BG="$BG $!"
+		spirt-beat -q -s $s --suspect 300000 --dead 600000 -B 100 watch &
+		BG="$BG $!"
+	done
+	for s in s1 s2; do
+		until_ 100 sh -c "spirt-beat -s $s ls | grep -q '^p3	peer	live'"
+	done
+	# (gagg/0/round is absent: the first round waits up to --deadline)
+	xch 1 1 --deadline 120000 >out1 2>err1 &
+	x1=$!
+	xch 2 1 --deadline 120000 >out2 2>err2 &
+	x2=$!
+	# both wait for p3; then p3's beaters stop (its last beats say so)
+	until_ 100 spirt-store -s s1 get xagg/1/p1 >/dev/null
+	until_ 100 spirt-store -s s2 get xagg/1/p2 >/dev/null
+	for p in $BG; do
+		if ps -o args= -p "$p" | grep -q 'beat p3'; then
+			kill -TERM "$p"
+			wait "$p"
+		fi
+	done
+	wait "$x1"
+	wait "$x2"
+	grep -q "peer p3 left out: late: xagg/1/p3: given up: declared dead while the round waited for it" err1
+	grep -q "peer p3 left out: late: xagg/1/p3: given up: declared dead" err2
+	gagg_is s1 1 1 2
+	gagg_is s2 1 1 2
+}
+
+@test "quorum: a straggler is cut at twice the last round's time, at least the suspect threshold" {
+	peers3
+	# everyone beats; the watchers' suspect threshold is the floor
+	for s in s1 s2 s3; do
+		for m in p1 p2 p3; do
+			spirt-beat -q -s $s -B 100 -t 0 beat $m &
+			BG="$BG $!"
+		done
+		spirt-beat -q -s $s -B 100 --suspect 700 --dead 600000 watch &
+		BG="$BG $!"
+	done
+	for s in s1 s2 s3; do
+		until_ 100 sh -c "spirt-beat -s $s ls | grep -c live | grep -qx 3"
+	done
+	xch 1 0 --deadline 60000 &
+	x1=$!
+	xch 2 0 --deadline 60000 &
+	x2=$!
+	xch 3 0 --deadline 60000
+	wait "$x1"
+	wait "$x2"
+	# step 1: p3 is alive but never delivers (its aggregate is gone)
+	spirt-store -s s3 rm agg/1
+	xch 2 1 --deadline 60000 2>/dev/null &
+	x2=$!
+	run -0 --separate-stderr xch 1 1 --deadline 60000
+	wait "$x2"
+	xms=$(round s1 0 | sed -n 's/^xms=//p')
+	want=$(awk -v x="$xms" 'BEGIN { d = 2 * x; if (d < 700) d = 700; else d = int(d) + 1; print d }')
+	grep -qF -- "peer p3 left out: late: xagg/1/p3:" <<<"$stderr"
+	grep -qF -- "a straggler: no answer in $want ms" <<<"$stderr"
+}
+
+@test "quorum: all or nothing: a peer the others leave out combines what they combined, without its own" {
+	peers3
+	# p3 catches up: joining for p1 and p2, who do not wait for it; p3
+	# sees them alive
+	for s in s1 s2; do
+		beat1 $s p1 p2
+		spirt-beat -q -s $s -c 1 -t 0 --status catchup beat p3
+		look $s
+	done
+	beat1 s3 p1 p2 p3
+	look s3
+	run -0 spirt-beat -s s1 ls
+	assert_line --regexp '^p3	peer	joining	'
+	xch 1 0 2>err1 &
+	x1=$!
+	xch 2 0 2>err2 &
+	x2=$!
+	run -0 --separate-stderr xch 3 0
+	wait "$x1"
+	wait "$x2"
+	grep -q "peer p3 left out: late: joining: it catches up" err1
+	# every peer combined p1's and p2's: one gagg/0, one model next
+	for s in s1 s2 s3; do gagg_is $s 0 1 2; done
+	run -0 round s3 0
+	assert_line 'peer=p3 out'
+	assert_line 'peer=p1 used'
+	assert_line 'peer=p2 used'
+	# the same bytes everywhere, so the same model next
+	h=$(spirt-store -s s1 get gagg/0 | md5sum)
+	[ "$(spirt-store -s s2 get gagg/0 | md5sum)" = "$h" ]
+	[ "$(spirt-store -s s3 get gagg/0 | md5sum)" = "$h" ]
+	# and the next round's healthy set is {p1, p2} on every peer
+	run -0 round s1 0
+	refute_line --partial 'peer=p3 used'
+}
+
+@test "spirt-train --beat: a peer killed mid-run is left out, the others go on; the same command rejoins it, one model" {
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	: >peers
+	for i in 0 1 2; do
+		spirt-peer keygen p$i.key >/dev/null
+		echo "p$i $PWD/s$i" >>peers
+	done
+	# train I: peer I's driver (a beat every 200 ms: dead after 2 s)
+	train() {
+		SPIRT_KEY=p$1.key SPIRT_ID=p$1 SPIRT_RUN=r1 exec timeout 600 \
+		    spirt-train -s s$1 -n 2 --peers peers --peer $1 --steps 150 \
+		    --eval-every 150 --deadline 60000 --beat 200
+	}
+	# at STORE T: the newest model of STORE is past step T
+	at() {
+		local s
+		s=$(spirt-store -s "$1" ls model/mlp@ 2>/dev/null | cut -f1 |
+		    sed 's/.*@//' | sort -n | tail -n 1)
+		[ -n "$s" ] && [ "$s" -ge "$2" ]
+	}
+	for i in 0 1 2; do
+		train $i >o$i 2>e$i &
+		eval "pid$i=\$!"
+	done
+	BG="$pid0 $pid1 $pid2"
+	# p1 dies (SIGKILL: its beats stop with it) once it is under way
+	until_ 600 at s1 10
+	# (the driver itself, under its timeout)
+	kill -KILL $(pgrep -P $pid1) $pid1
+	wait $pid1 || :
+	# the others leave it out and go on past where it was
+	until_ 900 at s0 30
+	grep -q 'p1: dead' e0
+	# the same command brings it back: it catches up and rejoins
+	train 1 >o1b 2>e1b &
+	pid1=$!
+	BG="$pid0 $pid1 $pid2"
+	wait $pid0
+	wait $pid2
+	wait $pid1 || { cat e1b >&2; false; }
+	grep -q 'caught up from' e1b
+	grep -q 'rejoined' e1b
+	h=$(spirt-store -s s0 get model/mlp@150 | md5sum)
+	[ "$(spirt-store -s s1 get model/mlp@150 | md5sum)" = "$h" ]
+	[ "$(spirt-store -s s2 get model/mlp@150 | md5sum)" = "$h" ]
+	# the dead peer's workers' shards went to the others' functions
+	run -0 sh -c 'spirt-shard -s s0 --stats | awk '\''$1 == "assign" && $2 == "worker" { print $3 }'\'' | sort -u | tr "\n" " "'
+	refute_output --partial ' 2 '
+	refute_output --partial ' 3 '
+	# nothing is left running
+	! pgrep -f "spirt-beat.*$PWD/s" >/dev/null
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env bats
+# 56-partition: three peers in three network namespaces train with
+# heartbeats (spirt-train --beat) over HTTP; the link of one is taken
+# down: that minority stops with 75 and says why, the majority goes on;
+# the link comes back and the same command rejoins the third, which
+# catches up: one model on all three at the end.  Root only; bounded; the
+# namespaces and everything in them go in teardown (tests/netns.bash).
+
+load helper
+load netns
+
+STEPS=120
+PORT=7070
+
+teardown() {
+	netns_teardown
+	return 0
+}
+
+as_peer() {
+	printf 'SPIRT_KEY=%s SPIRT_TOKEN=%s SPIRT_GROUP=%s' "$PWD/p$1.key" \
+	    "$PWD/p$1.tok" "$PWD/group.pub"
+}
+
+# until_ N CMD...: run CMD every 0.1 s until it succeeds, at most N times
+until_() {
+	local n=$1 i=0
+	shift
+	until "$@"; do
+		i=$((i + 1))
+		[ "$i" -lt "$n" ] || { echo "until_: $* never held" >&2; return 1; }
+		sleep 0.1
+	done
+}
+
+# at STORE T: the newest model of STORE is at step T or past it
+at() {
+	local s
+	s=$(spirt-store -s "$1" ls model/mlp@ 2>/dev/null | cut -f1 |
+	    sed 's/.*@//' | sort -n | tail -n 1)
+	[ -n "$s" ] && [ "$s" -ge "$2" ]
+}
+
+# train I: peer I's driver in host I, a beat every 200 ms (dead after 2 s)
+train() {
+	netns_exec "$1" env $(as_peer "$1") timeout 600 spirt-train \
+	    -s "$PWD/s$1" -n 2 -b 16 --peers "$PWD/peers" --peer $(($1 - 1)) \
+	    --steps $STEPS --eval-every $STEPS --deadline 60000 --beat 200
+}
+
+@test "partition: the minority stops with 75 and says why, the majority goes on; healed, the same command rejoins; one model" {
+	netns_require
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	netns_setup 3
+	spirt-peer keygen -p group.pub group.key >/dev/null
+	: >peers
+	for i in 1 2 3; do
+		spirt-peer keygen p$i.key >p$i.hex
+		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
+		    "$(cat p$i.hex)"
+		echo "p$i http://$(netns_addr $i):$PORT" >>peers
+	done
+	spirt-shard -s base -q -n 6 --seed 1 \
+	    "$FMNIST/train-images-idx3-ubyte.gz" \
+	    "$FMNIST/train-labels-idx1-ubyte.gz"
+	spirt-shard -s base -q -d test "$FMNIST/t10k-images-idx3-ubyte.gz" \
+	    "$FMNIST/t10k-labels-idx1-ubyte.gz"
+	for i in 1 2 3; do
+		cp -r base s$i
+	done
+	for i in 1 2 3; do
+		train $i >o$i 2>e$i &
+		eval "pid$i=\$!"
+	done
+	until_ 1200 at s3 10
+	# host 3's link goes down (the hub's end of its veth pair)
+	ip -n "$(netns_name h)" link set v3 down
+	# p3 alone is no majority of {p1, p2, p3}: it stops and says why
+	rc=0
+	wait $pid3 || rc=$?
+	[ "$rc" -eq 75 ] || { cat e3 >&2; false; }
+	grep -q 'a minority' e3
+	grep -q 'rerun to resume\|run it again once the others are back' e3
+	cut3=$(spirt-store -s s3 ls model/mlp@ | cut -f1 | sed 's/.*@//' |
+	    sort -n | tail -n 1)
+	# the majority goes on without it, well past where p3 stopped
+	until_ 1800 at s1 $((cut3 + 20)) || { tail -n 30 e1 e2 >&2; false; }
+	kill -0 $pid1
+	kill -0 $pid2
+	# the link heals; the same command brings p3 back
+	ip -n "$(netns_name h)" link set v3 up
+	train 3 >o3b 2>e3b &
+	pid3=$!
+	wait $pid1 || { cat e1 >&2; false; }
+	wait $pid2 || { cat e2 >&2; false; }
+	wait $pid3 || { cat e3b >&2; false; }
+	grep -q 'caught up from http://' e3b
+	h=$(spirt-store -s s1 get model/mlp@$STEPS | md5sum)
+	[ "$(spirt-store -s s2 get model/mlp@$STEPS | md5sum)" = "$h" ]
+	[ "$(spirt-store -s s3 get model/mlp@$STEPS | md5sum)" = "$h" ]
+	# the majority spread p3's workers' shards over its functions; the
+	# minority kept its data as it was
+	run -0 sh -c 'spirt-shard -s s1 --stats | awk '\''$1 == "assign" && $2 == "worker" { print $3 }'\'' | sort -u | tr "\n" " "'
+	assert_output '0 1 2 3 '
+	run -0 sh -c 'spirt-shard -s s3 --stats | awk '\''$1 == "assign" && $2 == "worker" { print $3 }'\'' | sort -u | tr "\n" " "'
+	assert_output '0 1 2 3 4 5 '
+}
