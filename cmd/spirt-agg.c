@@ -19,8 +19,8 @@
 "usage: spirt-agg [-cfiPqRv] [-r rule] [--trim F] [--byzantine f]\n" \
 "                 [--select m] [--mad K] [--tau T] [--iters L]\n" \
 "                 [--center file] [--worker-momentum b] [--bucket s]\n" \
-"                 [--seed n] [--max-samples n] [-s store] [-t step]\n" \
-"                 [-o file] [-k key ... | file ...]\n" \
+"                 [--seed n] [--max-samples n] [-d dataset] [-s store]\n" \
+"                 [-t step] [-o file] [-k key ... | file ...]\n" \
 "       spirt-agg [-r rule] [--trim F] [--byzantine f] [--select m]\n" \
 "                 [--mad K] [--tau T] [--iters L] [--bucket s]\n" \
 "                 --check-rule W\n"
@@ -44,6 +44,9 @@ usage(int code)
 		fputs("\n"
 		    "  -c, --verify        check payload checksums of store "
 		    "records\n"
+		    "  -d, --dataset NAME  its assignment's revision is in "
+		    "force (default\n"
+		    "                      $SPIRT_DATASET or train)\n"
 		    "  -f, --force         write binary data to a terminal\n"
 		    "  -i, --serve         warm: one -t run per step line on "
 		    "stdin\n"
@@ -97,10 +100,36 @@ usage(int code)
 	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
 }
 
+/*
+ * The stragglers left out, named even with -q: they are no rule's doing
+ * but a late or moved function's (counted in agg/<t>/excluded too).
+ */
+static void
+stragglers(void)
+{
+	const struct spirt_aggset *a = &o.a;
+
+	for (size_t i = 0; i < a->w; i++) {
+		const struct spirt_aggset_in *in = &a->in[i];
+
+		if (in->pre == SPIRT_AGG_XSTALE)
+			fprintf(stderr, "%s: %s: not applied: assignment "
+			    "revision %llu, not %llu (stale)\n", progname,
+			    in->name, (unsigned long long)in->t.revision,
+			    (unsigned long long)a->revision);
+		else if (in->pre == SPIRT_AGG_XPAST)
+			fprintf(stderr, "%s: %s: not applied: step %llu, a "
+			    "past step (not %llu)\n", progname, in->name,
+			    (unsigned long long)in->t.step,
+			    (unsigned long long)a->step);
+	}
+}
+
 /* The failure's message: the library's, else act with the cause. */
 static void
 tell(int rc, const char *act)
 {
+	stragglers();
 	if (o.a.msg[0])
 		warnx_("%s", o.a.msg);
 	else if (rc != EPIPE)
@@ -139,9 +168,12 @@ report(double t0)
 {
 	const struct spirt_aggset *a = &o.a;
 
+	stragglers();
 	for (size_t i = 0; i < a->w; i++) {
 		const struct spirt_aggset_in *in = &a->in[a->ai[i].id];
 
+		if (in->pre)
+			continue;       /* stragglers(): said already */
 		if (a->ai[i].excluded)
 			info("%s: excluded: %s", in->name,
 			    spirt_agg_reason_name(a->ai[i].excluded));
@@ -170,7 +202,7 @@ report(double t0)
 		fprintf(stderr, "%s: %s of %zu inputs (%zu used), %llu values:"
 		    " work %.3f ms, total %.3f ms\n", progname,
 		    spirt_agg_rule_name(a->p.rule), a->w, a->used,
-		    (unsigned long long)a->in[0].t.nelem, a->work_ms,
+		    (unsigned long long)a->in[a->first].t.nelem, a->work_ms,
 		    1e3 * spirt_clock() - t0);
 }
 
@@ -252,6 +284,7 @@ options(int argc, char **argv)
 		{ "byzantine", required_argument, NULL, 'b' },
 		{ "center", required_argument, NULL, 'C' },
 		{ "check-rule", required_argument, NULL, 'W' },
+		{ "dataset", required_argument, NULL, 'd' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "iters", required_argument, NULL, 'L' },
@@ -276,13 +309,13 @@ options(int argc, char **argv)
 		{ "worker-momentum", required_argument, NULL, 'O' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *rule = NULL, *maxs = NULL;
+	const char *rule = NULL, *maxs = NULL, *ds = NULL;
 	int c, trim = 0;
 
 	spirt_aggset_init(&o.a);
 	o.keys = emalloc(argc * sizeof *o.keys);
-	while ((c = getopt_long(argc, argv, "cfhik:o:PqRr:s:t:vV", lo, NULL))
-	    != -1)
+	while ((c = getopt_long(argc, argv, "cd:fhik:o:PqRr:s:t:vV", lo,
+	    NULL)) != -1)
 		switch (c) {
 		case 'b': o.a.p.f = (unsigned)eparse_u64("--byzantine", optarg,
 			    0, SPIRT_AGG_MAXW); break;
@@ -290,6 +323,7 @@ options(int argc, char **argv)
 			    optarg, 1, SPIRT_AGG_MAXW); break;
 		case 'C': o.center = optarg; break;
 		case 'c': o.a.verify = 1; break;
+		case 'd': ds = optarg; break;
 		case 'E': o.a.p.seed = eparse_u64("--seed", optarg, 0,
 			    UINT64_MAX); break;
 		case 'L': o.a.p.iters = (unsigned)eparse_u64("--iters", optarg,
@@ -328,6 +362,9 @@ options(int argc, char **argv)
 			    optarg, 1, SPIRT_AGG_MAXW); break;
 		default: usage(1);
 		}
+	/* spirt-grad's data set, whose assignment revision is in force */
+	o.a.dataset = opt_env(ds, "SPIRT_DATASET", "train");
+	o.a.revcheck = 1;
 	/* spirt-grad's batch: its -b range, its variable, its default */
 	o.a.max_samples = eparse_u64(maxs ? "--max-samples" : "SPIRT_BATCH",
 	    opt_env(maxs, "SPIRT_BATCH", "64"), 1, 1 << 20);
@@ -437,11 +474,13 @@ main(int argc, char **argv)
 			    "-")))
 				goto fail;
 	}
-	if ((rc = spirt_aggset_check(&o.a)))
+	if ((rc = spirt_aggset_filter(&o.a, txn)) ||
+	    (rc = spirt_aggset_check(&o.a)))
 		goto fail;
 
 	t1 = 1e3 * spirt_clock();
-	out = emalloc(o.a.in[0].t.nbytes ? o.a.in[0].t.nbytes : 1);
+	out = emalloc(o.a.in[o.a.first].t.nbytes ? o.a.in[o.a.first].t.nbytes :
+	    1);
 	if ((rc = spirt_aggset_run(&o.a, out)))
 		goto fail;
 	o.a.work_ms = 1e3 * spirt_clock() - t1;

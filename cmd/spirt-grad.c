@@ -91,6 +91,46 @@ put_fn(struct spirt_txn *txn, void *arg)
 }
 
 /*
+ * $SPIRT_SAMPLE_LOG: a line for each gradient written, the samples it
+ * used, appended with one write (spirt-grad(1), ENVIRONMENT).
+ */
+static void
+log_samples(const struct spirt_grad_ctx *c, const struct spirt_grad_job *job,
+    const struct spirt_tensor *hdr)
+{
+	const char *path = getenv("SPIRT_SAMPLE_LOG");
+	const struct spirt_grad_sample *b;
+	char *line;
+	size_t n, i, len, cap;
+	int fd, rc = 0;
+
+	if (path == NULL || *path == '\0')
+		return;
+	b = spirt_grad_batch(c, &n);
+	cap = 128 + n * 42;
+	line = emalloc(cap);
+	len = (size_t)snprintf(line, cap, "step=%" PRIu64 " worker=%" PRIu32
+	    " revision=", job->step, job->worker);
+	if (hdr->revision == SPIRT_NOREVISION)
+		len += (size_t)snprintf(line + len, cap - len, "-");
+	else
+		len += (size_t)snprintf(line + len, cap - len, "%" PRIu64,
+		    hdr->revision);
+	len += (size_t)snprintf(line + len, cap - len, " samples=");
+	for (i = 0; i < n; i++)
+		len += (size_t)snprintf(line + len, cap - len, "%s%" PRIu64 ":%"
+		    PRIu64, i ? "," : "", b[i].shard, b[i].index);
+	len += (size_t)snprintf(line + len, cap - len, "\n");
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+	    0644)) < 0 || (rc = spirt_writeall(fd, line, len)) != 0)
+		warning("SPIRT_SAMPLE_LOG %s: %s", path, strerror(fd < 0 ?
+		    errno : rc));
+	if (fd >= 0)
+		close(fd);
+	free(line);
+}
+
+/*
  * One invocation: compute job's gradient, write it; returns a lib code,
  * with the message in msg (cap bytes).  With a (FaaS) and -o -, the
  * record goes into a->rec instead of standard output.
@@ -151,6 +191,7 @@ invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
 	}
 	if (rc != 0)
 		goto fail;
+	log_samples(c, job, hdr);
 	if (spirt_verbose)
 		info("step %" PRIu64 " worker %" PRIu32 ": %" PRIu64 " samples,"
 		    " loss %.6g, %.3f ms", job->step, job->worker, hdr->samples,

@@ -20,13 +20,19 @@
 "                   [--label-names-from train] [--no-shuffle] [--seed n]\n" \
 "                   [--standardise] [--standardise-from train] [--stats]\n" \
 "                   file [labels]\n" \
-"       spirt-shard [-qv] [-d name] [-s store] --dead worker ... [--stats]\n" \
-"       spirt-shard [-qv] [-d name] [-s store] --stats\n"
+"       spirt-shard [-qv] [-b batch] [-d name] [-s store] [-t step]\n" \
+"                   [--epoch e] [--group m] [--list] [--stats] --live list\n" \
+"       spirt-shard [-qv] [-b batch] [-d name] [-s store] [-t step]\n" \
+"                   [--epoch e] [--group m] [--list] [--stats]\n" \
+"                   --dead worker ...\n" \
+"       spirt-shard [-qv] [-d name] [-s store] --list | --stats\n"
 
-enum { O_CLASSES = 256, O_DEAD, O_DIM, O_FORCE, O_LABEL, O_NOSHUF,
-    O_SEED, O_STATS, O_STD, O_STDFROM, O_COLS, O_NAMES, O_NAMESFROM };
+enum { O_CLASSES = 256, O_DEAD, O_DIM, O_EPOCH, O_FORCE, O_GROUP, O_LABEL,
+    O_LIST, O_LIVE, O_NOSHUF, O_SEED, O_STATS, O_STD, O_STDFROM, O_COLS,
+    O_NAMES, O_NAMESFROM };
 
 #define MAXDEAD 1024
+#define MAXLIVE SPIRT_DATA_MAXSHARDS
 
 static const char *const hints[] = {
 	[SPIRT_DATA_HINT_DIM] = "give the number of features with --dim",
@@ -44,9 +50,13 @@ static struct {
 	struct spirt_data_opts d;
 	size_t nshards;
 	uint64_t seed;
-	int stats, force, noshuffle, seeded, standardise;
+	int stats, list, force, noshuffle, seeded, standardise;
 	int64_t dead[MAXDEAD];
 	size_t ndead;
+	int64_t *live;          /* --live LIST */
+	size_t nlive;
+	const char *batch, *step, *epoch;
+	struct spirt_reassign ra;       /* --live, --dead */
 	uint32_t *cols;                 /* --columns, for d.cols */
 	char *names;                    /* --label-names-from's, d.names_from */
 } o = { .name = "train", .nshards = 1 };
@@ -57,6 +67,9 @@ usage(int code)
 	fputs(USAGE, code ? stderr : stdout);
 	if (!code)
 		fputs("\n"
+		    "  -b, --batch N        with -t: the steps' batch (default "
+		    "$SPIRT_BATCH\n"
+		    "                       or 64)\n"
 		    "  -d, --dataset NAME   data set name (default train)\n"
 		    "  -f, --format FMT     idx, csv or libsvm (default: by "
 		    "name)\n"
@@ -67,16 +80,22 @@ usage(int code)
 		    "(- stdout)\n"
 		    "  -s, --store PATH     store (default $SPIRT_STORE or "
 		    "./spirt.db)\n"
+		    "  -t, --step T         the reassignment holds from step T "
+		    "on\n"
 		    "      --classes K      labels lie in 0..K-1 (default: "
 		    "largest + 1)\n"
 		    "      --columns LIST   CSV feature columns, 1-based, as "
 		    "2-5,7 (default:\n"
 		    "                       all but the label's)\n"
-		    "      --dead W         spread worker W's ranges over the "
-		    "others\n"
+		    "      --dead W         worker W is dead: its samples go to "
+		    "the others\n"
 		    "      --dim D          features per sample (LIBSVM: "
 		    "densify to D)\n"
+		    "      --epoch E        the reassignment holds from epoch E "
+		    "on\n"
 		    "      --force          write binary data to a terminal\n"
+		    "      --group M        workers per peer (default: all one "
+		    "peer)\n"
 		    "      --label-col COL  CSV label column, 1-based or last "
 		    "(default 1)\n"
 		    "      --label-names    CSV labels are class names: "
@@ -84,6 +103,10 @@ usage(int code)
 		    "      --label-names-from TRAIN\n"
 		    "                       the class names of data set "
 		    "TRAIN\n"
+		    "      --list           print the assignment's revision and "
+		    "rows\n"
+		    "      --live LIST      the live workers, e.g. 0,2-3: "
+		    "reassign\n"
 		    "      --no-shuffle     keep the samples in file order\n"
 		    "      --seed N         shuffle seed (default 0)\n"
 		    "      --standardise    each feature to mean 0, deviation 1"
@@ -91,8 +114,9 @@ usage(int code)
 		    "      --standardise-from TRAIN\n"
 		    "                       with the mean and deviation of "
 		    "data set TRAIN\n"
-		    "      --stats          print shard sizes and class "
-		    "counts\n"
+		    "      --stats          print shard sizes, class counts and "
+		    "the\n"
+		    "                       assignment\n"
 		    "  -q, --quiet          no warnings\n"
 		    "  -v, --verbose        report progress and timings\n"
 		    "  -h, --help           this help\n"
@@ -100,22 +124,74 @@ usage(int code)
 	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
 }
 
+/* one entry p..e of --live arg: a worker, or a range a-b */
+static void
+live_entry(char *p, char *e, int64_t *a, int64_t *b, const char *arg)
+{
+	char save = *e, *dash;
+
+	*e = '\0';
+	if ((dash = strchr(p, '-')) != NULL) {
+		*dash = '\0';
+		*a = eparse_i64("--live", p, 0, SPIRT_DATA_MAXSHARDS - 1);
+		*b = eparse_i64("--live", dash + 1, 0, SPIRT_DATA_MAXSHARDS - 1);
+		if (*b < *a)
+			die(SPIRT_EX_USAGE, "--live %s: range %s-%s is empty",
+			    arg, p, dash + 1);
+	} else {
+		*a = *b = eparse_i64("--live", p, 0, SPIRT_DATA_MAXSHARDS - 1);
+	}
+	*e = save;
+}
+
+/* --live LIST: workers and ranges a-b, comma-separated, into o.live */
+static void
+parse_live(const char *arg)
+{
+	char *copy = emalloc(strlen(arg) + 1), *p = copy, *e;
+	int64_t a, b;
+
+	memcpy(copy, arg, strlen(arg) + 1);
+	o.live = ecalloc(MAXLIVE, sizeof(*o.live));
+	for (;;) {
+		e = p + strcspn(p, ",");
+		if (e == p)
+			die(SPIRT_EX_USAGE, "--live %s: an empty entry", arg);
+		live_entry(p, e, &a, &b, arg);
+		for (; a <= b; a++) {
+			if (o.nlive == MAXLIVE)
+				die(SPIRT_EX_USAGE, "--live: more than %d",
+				    MAXLIVE);
+			o.live[o.nlive++] = a;
+		}
+		if (*e == '\0')
+			break;
+		p = e + 1;
+	}
+	free(copy);
+}
+
 static void
 options(int argc, char **argv)
 {
 	static const struct option lo[] = {
+		{ "batch", required_argument, NULL, 'b' },
 		{ "classes", required_argument, NULL, O_CLASSES },
 		{ "columns", required_argument, NULL, O_COLS },
 		{ "dataset", required_argument, NULL, 'd' },
 		{ "dead", required_argument, NULL, O_DEAD },
 		{ "dim", required_argument, NULL, O_DIM },
+		{ "epoch", required_argument, NULL, O_EPOCH },
 		{ "force", no_argument, NULL, O_FORCE },
 		{ "format", required_argument, NULL, 'f' },
+		{ "group", required_argument, NULL, O_GROUP },
 		{ "header", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "label-col", required_argument, NULL, O_LABEL },
 		{ "label-names", no_argument, NULL, O_NAMES },
 		{ "label-names-from", required_argument, NULL, O_NAMESFROM },
+		{ "list", no_argument, NULL, O_LIST },
+		{ "live", required_argument, NULL, O_LIVE },
 		{ "no-shuffle", no_argument, NULL, O_NOSHUF },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -124,6 +200,7 @@ options(int argc, char **argv)
 		{ "standardise", no_argument, NULL, O_STD },
 		{ "standardise-from", required_argument, NULL, O_STDFROM },
 		{ "stats", no_argument, NULL, O_STATS },
+		{ "step", required_argument, NULL, 't' },
 		{ "store", required_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
@@ -131,9 +208,10 @@ options(int argc, char **argv)
 	};
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "d:f:Hhn:o:qs:vV", lo, NULL)) !=
-	    -1)
+	while ((c = getopt_long(argc, argv, "b:d:f:Hhn:o:qs:t:vV", lo, NULL))
+	    != -1)
 		switch (c) {
+		case 'b': o.batch = optarg; break;
 		case 'd': o.name = optarg; break;
 		case 'f':
 			if (!(o.d.format = spirt_data_format_parse(optarg)))
@@ -147,6 +225,7 @@ options(int argc, char **argv)
 		case 'o': o.out = optarg; break;
 		case 'q': spirt_quiet = 1; break;
 		case 's': o.store = optarg; break;
+		case 't': o.step = optarg; break;
 		case 'v': spirt_verbose++; break;
 		case 'V': print_version();
 		case O_CLASSES: o.d.classes = (int32_t)eparse_i64("--classes",
@@ -158,7 +237,15 @@ options(int argc, char **argv)
 			o.dead[o.ndead++] = eparse_i64("--dead", optarg, 0,
 			    INT64_MAX);
 			break;
+		case O_EPOCH: o.epoch = optarg; break;
 		case O_FORCE: o.force = 1; break;
+		case O_GROUP: o.ra.group = eparse_u64("--group", optarg, 1,
+			  SPIRT_DATA_MAXSHARDS); break;
+		case O_LIVE:
+			if (o.live)
+				die(SPIRT_EX_USAGE, "--live: give it once");
+			parse_live(optarg);
+			break;
 		case O_DIM: o.d.dim = eparse_u64("--dim", optarg, 1,
 			  UINT32_MAX); break;
 		case O_LABEL:
@@ -169,6 +256,7 @@ options(int argc, char **argv)
 		case O_NOSHUF: o.noshuffle = 1; break;
 		case O_SEED: o.seed = eparse_u64("--seed", optarg, 0,
 			  UINT64_MAX); o.seeded = 1; break;
+		case O_LIST: o.list = 1; break;
 		case O_STATS: o.stats = 1; break;
 		case O_STD: o.standardise = 1; break;
 		case O_STDFROM: o.scale_from = optarg; break;
@@ -188,6 +276,45 @@ options(int argc, char **argv)
 		case O_NAMESFROM: o.names_from = optarg; break;
 		default: usage(1);
 		}
+}
+
+/* the assignment's rows, one "assign" line each */
+static void
+print_assign(const struct spirt_assign *as)
+{
+	size_t i;
+
+	for (i = 0; i < as->nrows; i++) {
+		const int64_t *a = as->rows + SPIRT_AS_COLS * i;
+
+		printf("assign worker %lld shard %lld start %lld count %lld "
+		    "epoch %lld step %lld", (long long)a[SPIRT_AS_WORKER],
+		    (long long)a[SPIRT_AS_SHARD], (long long)a[SPIRT_AS_START],
+		    (long long)a[SPIRT_AS_COUNT], (long long)a[SPIRT_AS_EPOCH],
+		    (long long)a[SPIRT_AS_STEP]);
+		if (a[SPIRT_AS_BATCH])
+			printf(" batch %lld", (long long)a[SPIRT_AS_BATCH]);
+		putchar('\n');
+	}
+}
+
+/* --list: the revision, then the rows; nothing else is read */
+static int
+print_list(struct spirt_store *s)
+{
+	struct spirt_txn *txn;
+	struct spirt_assign as;
+	int rc;
+
+	if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)))
+		return rc;
+	if ((rc = spirt_data_assign_get(&as, txn, o.name)) == 0) {
+		printf("revision %llu\n", (unsigned long long)as.revision);
+		print_assign(&as);
+		spirt_assign_free(&as);
+	}
+	spirt_txn_abort(txn);
+	return rc;
 }
 
 /* "class K NAME" for each class of a data set with class names */
@@ -216,7 +343,6 @@ print_stats(struct spirt_store *s)
 	struct spirt_data_stats st;
 	int64_t k, c, *tot;
 	unsigned r;
-	size_t i;
 	int rc;
 
 	if ((rc = spirt_data_stats(&st, s, o.name)))
@@ -229,7 +355,7 @@ print_stats(struct spirt_store *s)
 		printf("%s%llu", r > 1 ? "x" : "",
 		    (unsigned long long)st.xdims[r]);
 	printf(" shards %lld revision %llu\n", (long long)st.nshards,
-	    (unsigned long long)st.revision);
+	    (unsigned long long)st.as.revision);
 	tot = ecalloc((size_t)st.nclasses, sizeof(*tot));
 	for (k = 0; k < st.nshards; k++) {
 		const int64_t *h = st.hist + k * st.nclasses;
@@ -248,13 +374,7 @@ print_stats(struct spirt_store *s)
 	putchar('\n');
 	if ((rc = class_names(s)))
 		goto out;
-	for (i = 0; i < st.nassign; i++) {
-		const int64_t *a = st.assign + 4 * i;
-
-		printf("assign worker %lld shard %lld start %lld count %lld\n",
-		    (long long)a[0], (long long)a[1], (long long)a[2],
-		    (long long)a[3]);
-	}
+	print_assign(&st.as);
 out:
 	free(tot);
 	spirt_data_stats_free(&st);
@@ -350,6 +470,58 @@ write_file(const char *path, const struct spirt_dataset *ds)
 	return spirt_publish_commit(&pub);
 }
 
+/* --live or --dead: where the reassignment takes effect, checked */
+static void
+reassign_opts(void)
+{
+	struct spirt_reassign *r = &o.ra;
+
+	if (o.ndead && o.live)
+		die(SPIRT_EX_USAGE, "--dead and --live: give one of them");
+	if (o.step && o.epoch)
+		die(SPIRT_EX_USAGE, "-t and --epoch: give one of them");
+	if (o.batch && !o.step)
+		die(SPIRT_EX_USAGE, "-b is the batch of -t's steps: give -t");
+	r->live = o.live;
+	r->nlive = o.nlive;
+	r->dead = o.dead;
+	r->ndead = o.ndead;
+	if (o.step) {
+		r->when = SPIRT_RA_STEP;
+		r->step = eparse_u64("-t", o.step, 0, SPIRT_NOSTEP - 1);
+		/* spirt-grad's batch: its -b range, variable and default */
+		r->batch = eparse_u64(o.batch ? "-b" : "SPIRT_BATCH",
+		    opt_env(o.batch, "SPIRT_BATCH", "64"), 1, 1 << 20);
+	} else if (o.epoch) {
+		r->when = SPIRT_RA_EPOCH;
+		r->epoch = eparse_u64("--epoch", o.epoch, 0, SPIRT_NOSTEP - 1);
+	}
+}
+
+/* Write the next revision; 0, or a code whose message is said */
+static int
+reassign(struct spirt_store *s, const char *loc)
+{
+	struct spirt_reassign *r = &o.ra;
+	int rc = spirt_data_reassign(s, o.name, r);
+
+	if (rc == SPIRT_EDONE) {
+		warning("data/%s/assign: no dead worker is live: nothing to do",
+		    o.name);
+		return 0;
+	}
+	if (rc && r->msg[0])
+		warnx_("data/%s/assign: cannot reassign: %s", o.name, r->msg);
+	else if (rc)
+		warnrc(rc, "%s: reassign data/%s", loc, o.name);
+	else if (spirt_verbose)
+		info("data/%s/assign: revision %llu from epoch %llu step %llu",
+		    o.name, (unsigned long long)r->revision,
+		    (unsigned long long)r->at_epoch,
+		    (unsigned long long)r->at_step);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -358,9 +530,8 @@ main(int argc, char **argv)
 	struct spirt_store *s = NULL;
 	const char *act = "open", *loc;
 	char msg[512];
-	uint64_t rev;
 	double t0 = spirt_clock(), t1 = t0;
-	int rc;
+	int rc, re;
 
 	progname = "spirt-shard";
 	checkfds();
@@ -368,8 +539,17 @@ main(int argc, char **argv)
 	options(argc, argv);
 	argc -= optind;
 	argv += optind;
-	if (o.ndead ? argc != 0 : argc > 2 || (argc == 0 && !o.stats))
+	re = o.ndead || o.live;
+	if (re ? argc != 0 : argc > 2 || (argc == 0 && !o.stats && !o.list))
 		usage(1);
+	if (o.list && argc > 0)
+		die(SPIRT_EX_USAGE, "--list: the assignment of a store's data "
+		    "set: no file");
+	if (!re && (o.batch || o.step || o.epoch || o.ra.group))
+		die(SPIRT_EX_USAGE, "-b, -t, --epoch and --group go with "
+		    "--live or --dead");
+	if (re)
+		reassign_opts();
 	if (spirt_data_name_check(o.name))
 		die(SPIRT_EX_USAGE, "-d: invalid data set name \"%s\"", o.name);
 	if (o.noshuffle && o.seeded)
@@ -389,9 +569,9 @@ main(int argc, char **argv)
 		die(SPIRT_EX_USAGE, "--label-names-from: and --label-names?");
 	if ((o.d.label_names || o.names_from || o.cols) && argc == 0)
 		usage(1);
-	if (o.out && (o.stats || o.ndead || o.standardise || o.scale_from))
-		die(SPIRT_EX_USAGE, "-o: --stats, --dead and --standardise "
-		    "work on the store");
+	if (o.out && (o.stats || o.list || re || o.standardise || o.scale_from))
+		die(SPIRT_EX_USAGE, "-o: --stats, --list, --dead, --live and "
+		    "--standardise work on the store");
 	if (o.out && (o.d.label_names || o.names_from))
 		die(SPIRT_EX_USAGE, "-o: --label-names records the names in "
 		    "the store");
@@ -445,7 +625,7 @@ main(int argc, char **argv)
 	}
 
 	if (s == NULL && (rc = spirt_store_open(&s, loc, argc > 0 ?
-	    SPIRT_STORE_CREATE : o.ndead ? 0 : SPIRT_STORE_RDONLY)))
+	    SPIRT_STORE_CREATE : re ? 0 : SPIRT_STORE_RDONLY)))
 		goto fail;
 
 	if (argc > 0) {
@@ -456,22 +636,13 @@ main(int argc, char **argv)
 			info("wrote %zu shards of data/%s/ in %.3f s "
 			    "(%.3f s in all)", o.nshards, o.name, spirt_clock() - t1,
 			    spirt_clock() - t0);
-	} else if (o.ndead) {
-		act = "rebalance";
-		rc = spirt_data_rebalance(s, o.name, o.dead, o.ndead, &rev);
-		if (rc == SPIRT_EINVAL) {
-			warnx_("data/%s/assign: cannot rebalance: no live "
-			    "worker would remain", o.name);
-			goto out;
-		} else if (rc == SPIRT_EDONE) {
-			warning("data/%s/assign: no range of a dead worker: "
-			    "nothing to do", o.name);
-			rc = 0;
-		} else if (rc)
+	} else if (re && (rc = reassign(s, loc))) {
+		goto out;
+	}
+	if (o.list) {
+		act = "list";
+		if ((rc = print_list(s)))
 			goto fail;
-		else if (spirt_verbose)
-			info("data/%s/assign: revision %llu", o.name,
-			    (unsigned long long)rev);
 	}
 	if (o.stats) {
 		act = "stats";

@@ -120,6 +120,7 @@ describe(const char *what, const struct spirt_tensor *t, const void *pl)
 	pu64("origin", t->origin, SPIRT_NOORIGIN);
 	pu64("samples", t->samples, 0);
 	pu64("count", t->count, 0);
+	pu64("revision", t->revision, SPIRT_NOREVISION);
 	if (isnan(t->loss))
 		puts("loss=-");
 	else

@@ -48,7 +48,8 @@ usage() {
       --cold           start one process per function invocation
       --data DIR       Fashion-MNIST IDX files
                        (default /usr/share/datasets/fashion-mnist)
-      --deadline MS    peers: each exchange wait, in ms (default 30000)
+      --deadline MS    each wait for a step's functions, the aggregation,
+                       the update, an exchange, in ms (default 30000)
       --eval-every N   evaluate every N steps (default: each epoch)
       --every H        peers: H local steps, then exchange the model change
                        and average it (default: every step, the gradient)
@@ -348,10 +349,11 @@ if [ -n "$byz" ]; then
 	list=$(for w in $bad; do printf '%s,' $((w0 + w)); done | sed 's/,$//')
 fi
 # SPIRT_FANOUT: with --cold, the command that runs a step's functions in
-# place of xargs (GNU parallel over ssh, srun, ...): it reads the worker
-# numbers on stdin and runs the spirt-grad command that follows it once
-# for each, {} replaced by the number; its words split at blanks
-fanout="xargs -P $fns -I{}"
+# place of one local process each (GNU parallel over ssh, srun, ...): it
+# reads the worker numbers on stdin and runs the spirt-grad command that
+# follows it once for each, {} replaced by the number; its words split at
+# blanks (fan_grads)
+fanout=
 if [ -n "${SPIRT_FANOUT-}" ]; then
 	[ "$cold" -eq 1 ] ||
 		die 64 "SPIRT_FANOUT: it runs cold functions; give --cold"
@@ -401,6 +403,9 @@ seconds() { printf '%d.%03d' $(($1 / 1000000000)) $(($1 % 1000000000 / 1000000))
 tty=0
 say() {         # a message line; on a terminal, first clear the progress bar
 	[ "$quiet" -eq 0 ] || return 0
+	tell "$@"
+}
+tell() {        # say, also with -q: what happened to a function is no progress
 	[ "$tty" -eq 0 ] || printf '\r\033[K' >&2
 	printf '%s: %s\n' "$PROG" "$*" >&2
 }
@@ -414,25 +419,15 @@ if ! spirt-store ls data/test/info | grep -q .; then
 	run spirt-shard -q -d test \
 	    "$data/t10k-images-idx3-ubyte.gz" "$data/t10k-labels-idx1-ubyte.gz"
 fi
-# samples of the smallest worker's share fix the steps per epoch; with
-# one shard per worker, the smallest shard's (the same at first, and
-# still the same once a dead peer's workers' shards were spread over the
-# others, --beat, so every peer keeps one schedule)
-per=$(spirt-shard --stats | awk -v m="$nw" '
-	$1 == "dataset" { for (i = 1; i < NF; i++) if ($i == "shards") k = $(i + 1) }
-	$1 == "shard" { s[$2] = $4 }
-	$1 == "assign" && $2 == "worker" { c[$3] += $9 }
-	END { min = -1; n = 0
-	      for (w in c) { n++; if (min < 0 || c[w] < min) min = c[w] }
-	      if (k == m && n <= m && n > 0) {
-		      min = -1
-		      for (j in s) if (min < 0 || s[j] < min) min = s[j]
-	      } else if (n != m) min = -n
-	      print min }')
-[ "$per" -gt 0 ] ||
-	die 65 "store $store has data for $((-per)) workers, not $nw; use a new store or -n $((-per))"
-spe=$((per / batch))
-[ "$spe" -ge 1 ] || die 64 "batch $batch is larger than a worker's $per samples"
+# the steps per epoch: the smallest shard's samples in batches, as
+# spirt-grad and spirt-shard count them (spirt-shard(1), The assignment)
+sh=$(spirt-shard --stats | sed -n '1s/.* samples \([0-9]*\) .* shards \([0-9]*\) .*/\1 \2/p')
+nsam=${sh% *} nsh=${sh#* }
+[ -n "$sh" ] && [ "$nsh" -eq "$nw" ] ||
+	die 65 "store $store has data for ${nsh:-no} workers, not $nw; use a new store or -n ${nsh:-$nw}"
+per=$((nsam / nsh))
+[ "$batch" -le "$per" ] || die 64 "batch $batch is larger than a worker's $per samples"
+spe=$(((per + batch - 1) / batch))
 total=$((spe * epochs))
 # --steps ends the run early; the schedule still spans the epochs
 stop=$total
@@ -560,9 +555,14 @@ attack() {
 # a watcher on its store declares the silent dead (spirt-beat(1)), and
 # the exchange closes each step by its quorum: a dead peer is left out at
 # once, a minority stops with 75.  A dead peer's workers' shards are
-# spread over the others in this store (spirt-shard --dead), so that its
-# share of the data is still seen. ----
+# spread over the others in this store, so that its share of the data is
+# still seen: the watcher's --on-dead queues its workers in
+# $store.peers-dead, and the driver reassigns them at its next step
+# (peerdead: at a step boundary, the rest of the epoch too, as for a
+# function of its own; a revision written while gradients are under way
+# would make them stale). ----
 beatpids=
+deadq=$store.peers-dead
 beats_start() {
 	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
 	# (ids and URLs of the peers file's lines; ours is line $peer)
@@ -573,7 +573,7 @@ beats_start() {
 	# --on-dead: the dead peer's workers, from its line's index (the
 	# ids are [A-Za-z0-9._-]: nothing in them means anything to sh)
 	od=$(awk -v m="$fns" '/^[[:space:]]*[^#[:space:]]/ {
-		w = ""; for (i = 0; i < m; i++) w = w " --dead " (n * m + i)
+		w = ""; for (i = 0; i < m; i++) w = w " " (n * m + i)
 		printf "%s) w=\"%s\" ;; ", $1, substr(w, 2); n++ }' "$peers")
 	# (never its own: a restarted peer's watcher may see its last life's
 	# beat go stale before the new one comes)
@@ -581,7 +581,7 @@ beats_start() {
 	# merely suspect, as the others of a partition's minority are while
 	# the first is declared dead): a minority keeps its data as it is,
 	# for when it rejoins
-	od="w=; case %m in $self) ;; $od esac; [ %r != peer ] || [ -z \"\$w\" ] || [ \$((2 * \$(spirt-beat ls | awk -F'\t' '\$2 == \"peer\" && \$3 == \"live\"' | wc -l))) -le $np ] || spirt-shard -q \$w"
+	od="w=; case %m in $self) ;; $od esac; [ %r != peer ] || [ -z \"\$w\" ] || [ \$((2 * \$(spirt-beat ls | awk -F'\t' '\$2 == \"peer\" && \$3 == \"live\"' | wc -l))) -le $np ] || echo \$w >>\"$deadq\""
 	[ "$verbose" -eq 0 ] ||
 	    printf '+ spirt-beat -B %s -m %s beat %s %s\n' "$beat" "$model" "$self" "$(echo $others)" >&2
 	st=live
@@ -656,21 +656,30 @@ xstep() {
 	fi
 	[ "$verbose" -eq 0 ] || printf '+ %s -i %s <<< %s\n' "$xch" "$xsrc" "$1" >&2
 	echo "$1" 1<>"$work/xch"   # <>: never blocks, as the functions'
-	read -r ack <&9 || die 70 "the exchange went away"
-	case $ack in
-	"error=70 died "*)
-		died "${ack#error=70 died }"
-		die 75 "$2: $how; rerun to resume" ;;
-	*error=*)
-		rc=${ack##*error=}
-		die "$rc" "$2 failed (spirt-peer exit $rc)" ;;
-	esac
+	while :; do
+		read -r ack <&9 || die 70 "the exchange went away"
+		case $ack in
+		"error=70 died "*:spirt-grad:*)
+			# a function: dealt with at the next step (wait_done)
+			! has "$tools" "${ack#error=70 died }" ||
+			    later="$later${ack#error=70 died } "
+			continue ;;
+		"error=75 late "*) continue ;;      # an earlier wait's
+		"error=70 died "*)
+			died "${ack#error=70 died }"
+			die 75 "$2: $how; rerun to resume" ;;
+		*error=*)
+			rc=${ack##*error=}
+			die "$rc" "$2 failed (spirt-peer exit $rc)" ;;
+		esac
+		break
+	done
 }
 
 # ---- warm functions: one process each, fed step numbers through FIFOs ----
-work= srv= srvdir=
+work= srv= srvdir= wdog=
 cleanup() {
-	[ -z "$work" ] || { kill $pids 2>/dev/null || :; rm -rf "$work"; }
+	[ -z "$work" ] || { kill $pids $wdog 2>/dev/null || :; rm -rf "$work"; }
 	work=
 	[ -z "$srv" ] || { kill -TERM "$srv" 2>/dev/null || :; wait "$srv" || :; }
 	srv=
@@ -740,22 +749,89 @@ if [ -n "$peers" ]; then
 fi
 beats_start
 pids= tools=
+# A dead tool the driver has not reaped yet is a zombie, which kill -0
+# still finds: /proc tells.
+alive() {
+	if [ -r "/proc/$1/stat" ]; then
+		read -r _ _ st _ <"/proc/$1/stat" 2>/dev/null &&
+		    [ "$st" != Z ]
+	else
+		kill -0 "$1" 2>/dev/null
+	fi
+}
+# fn_start W: function W's warm process, on a fresh FIFO (a request the
+# last one there did not read must not reach this one)
+fn_start() {
+	rm -f "$work/g$1"
+	mkfifo "$work/g$1"
+	# its stdin, opened before the fork (on fd 3 for the while), so
+	# that the FIFO is open from then on: functions 4.. are fed by
+	# open-write-close (1<>), whose line is lost if nobody has the FIFO
+	# open yet (a slow start under load); <> keeps it open, so a
+	# function never sees end of input
+	exec 3<>"$work/g$1"
+	spirt-grad -q --serve -m "$model" -w $((w0 + $1)) -b "$batch" \
+	    -S "$seed" $(flip "$1") <&3 3<&- 4<&- 5<&- 6<&- 7<&- 8<&- \
+	    >"$work/done" &
+	pids="$pids $!" tools="$tools $!:spirt-grad:$((w0 + $1))"
+	eval "fpid_$1=\$!"
+	# (sh has fds 3-9: functions 0-3 on 3-6, agg 7, update 8, acks 9)
+	# (<>: a FIFO whose tool died still has a reader, the driver, so a
+	# write to it cannot kill the driver with SIGPIPE)
+	case $1 in
+	1) exec 4<>"$work/g1" ;;
+	2) exec 5<>"$work/g2" ;;
+	3) exec 6<>"$work/g3" ;;
+	esac
+	exec 3<>"$work/g0"
+}
+# A watchdog, once a second.  A killed driver cannot clean up: the
+# watchdog ends the tools.  A tool that dies (killed, out of memory, a
+# crash) would leave the driver waiting for its answer: the watchdog
+# answers for it, once, on fd 9, which is open for writing already
+# (opening the FIFO anew could block).  It is started again whenever a
+# function starts, to watch it too.
+watchdog() {
+	[ -z "$wdog" ] || { kill "$wdog" 2>/dev/null || :; wait "$wdog" 2>/dev/null || :; }
+	# (tools: pid:name:worker of each, for the driver's message)
+	toolpids=$pids
+	(
+		trap '' INT
+		gone=" " _w=0 _n=0 _told=0
+		while kill -0 $$ 2>/dev/null; do
+			for e in $tools; do
+				case $gone in *" $e "*) continue ;; esac
+				alive "${e%%:*}" && continue
+				echo "error=70 died $e" >&9
+				gone="$gone$e "
+			done
+			# the wait under way, as long as it lasts (timer)
+			_r=0
+			read -r _r <"$work/wait" 2>/dev/null || _r=0
+			if [ "$_r" = "$_w" ]; then
+				_n=$((_n + 1))
+			else
+				_w=$_r _n=0
+			fi
+			if [ "$_w" != 0 ] && [ "$_w" != "$_told" ] &&
+			    [ $((_n * 1000)) -ge "$deadline" ]; then
+				echo "error=75 late $_w" >&9
+				_told=$_w
+			fi
+			sleep 1
+		done
+		kill $toolpids 2>/dev/null; rm -rf "$work"
+	) </dev/null >/dev/null 2>&1 &
+	wdog=$!
+}
 if [ "$cold" -eq 0 ]; then
 	work=$(mktemp -d "${TMPDIR:-/tmp}/spirt-train.XXXXXX")
 	mkfifo "$work/done"
 	exec 9<>"$work/done"
+	printf '%12d\n' 0 >"$work/wait"
 	w=0
 	while [ "$w" -lt "$fns" ]; do
-		mkfifo "$work/g$w"
-		# <> keeps the FIFO open, so a function never sees end of input;
-		# opened here, before the fork, so that it is open from then on:
-		# functions 4.. are fed by open-write-close (1<>), whose line is
-		# lost if nobody has the FIFO open yet (a slow start under load)
-		exec 3<>"$work/g$w"
-		spirt-grad -q --serve -m "$model" -w $((w0 + w)) -b "$batch" \
-		    -S "$seed" $(flip "$w") <&3 3<&- >"$work/done" &
-		exec 3<&-
-		pids="$pids $!" tools="$tools $!:spirt-grad:$((w0 + w))"
+		fn_start "$w"
 		w=$((w + 1))
 	done
 	mkfifo "$work/agg" "$work/upd"
@@ -765,44 +841,8 @@ if [ "$cold" -eq 0 ]; then
 	pids="$pids $!" tools="$tools $!:spirt-update:"
 	xwarm_start
 	# keep the FIFOs open: a write per step instead of open+write+close
-	# (sh has fds 3-9: functions 0-3 on 3-6, agg 7, update 8, acks 9)
-	# (<>: a FIFO whose tool died still has a reader, the driver, so a
-	# write to it cannot kill the driver with SIGPIPE)
 	exec 7<>"$work/agg" 8<>"$work/upd"
-	[ "$fns" -lt 1 ] || exec 3<>"$work/g0"
-	[ "$fns" -lt 2 ] || exec 4<>"$work/g1"
-	[ "$fns" -lt 3 ] || exec 5<>"$work/g2"
-	[ "$fns" -lt 4 ] || exec 6<>"$work/g3"
-	# A watchdog, once a second.  A killed driver cannot clean up: the
-	# watchdog ends the functions.  A function that dies (killed, out of
-	# memory, a crash) would leave the driver waiting for its answer: the
-	# watchdog answers for it, on fd 9, which is open for writing already
-	# (opening the FIFO anew could block).
-	# A dead tool the driver has not reaped yet is a zombie, which kill -0
-	# still finds: /proc tells.
-	alive() {
-		if [ -r "/proc/$1/stat" ]; then
-			read -r _ _ st _ <"/proc/$1/stat" 2>/dev/null &&
-			    [ "$st" != Z ]
-		else
-			kill -0 "$1" 2>/dev/null
-		fi
-	}
-	# (tools: pid:name:worker of each, for the driver's message)
-	toolpids=$pids
-	(
-		trap '' INT
-		while kill -0 $$ 2>/dev/null; do
-			for e in $tools; do
-				alive "${e%%:*}" && continue
-				echo "error=70 died $e" >&9
-				exit 0
-			done
-			sleep 1
-		done
-		kill $toolpids 2>/dev/null; rm -rf "$work"
-	) </dev/null >/dev/null 2>&1 &
-	pids="$pids $!"
+	watchdog
 fi
 
 # died PID:TOOL:WORKER: $how, the message for a warm tool that died (the
@@ -820,18 +860,332 @@ died() {
 	how="warm $tool${wk:+ -w $wk} (pid $p) $how"
 }
 
-# wait_done N: read N acknowledgements; fail on an error= line
+# wait_done N: read N acknowledgements of spirt-agg or spirt-update; fail
+# on an error= line; a function that died meanwhile is dealt with at the
+# next step (later)
 wait_done() {
 	i=0
+	timer
 	while [ "$i" -lt "$1" ]; do
 		read -r ack <&9 || die 70 "a function went away"
 		case $ack in
+		"error=70 died "*:spirt-grad:*)
+			# (one the driver ended itself is no news: late)
+			! has "$tools" "${ack#error=70 died }" ||
+			    later="$later${ack#error=70 died } "
+			continue ;;
 		"error=70 died "*)
 			died "${ack#error=70 died }"
 			die 75 "step $t: $how; rerun to resume" ;;
+		"error=75 late $rid")
+			die 75 "step $t: no answer from $2 within --deadline $deadline ms; rerun to resume" ;;
+		"error=75 late "*) continue ;;      # an earlier wait's
 		*error=*) die 75 "step $t: $ack" ;;
 		esac
 		i=$((i + 1))
+	done
+	untimer
+}
+# timer: a deadline for this wait, told by the watchdog, which sees the
+# wait's number in $work/wait: after --deadline (to the second above), it
+# answers "error=75 late RID" on fd 9.  Each wait its own number, so an
+# answer for an earlier one is told apart.  A shell builtin writes it in
+# place, padded to one width (no O_TRUNC: truncating a file can wait for
+# the disk, 10-20 ms a step on ext4), so a step costs no process more.
+rid=0
+timer() {
+	rid=$((rid + 1))
+	printf '%12d\n' "$rid" 1<>"$work/wait"
+}
+untimer() { printf '%12d\n' 0 1<>"$work/wait"; }
+
+# ---- workers within a peer (docs/contracts.md, The assignment) ----
+# A function that dies (its warm process ends, or a cold invocation
+# fails) is declared dead at once: its samples go to the live functions
+# from that step on (spirt-shard -t T --live: revision r+1, the rest of
+# the epoch and the map from the next), the survivors compute the step
+# again under it (the gradients of r are stale: spirt-agg leaves them
+# out), and training goes on.  At the next epoch's first step it starts
+# again and gets work back (spirt-shard --epoch E --live).  Functions are
+# numbered 0..M-1 here; the store's workers are w0 + w.  The other peers'
+# workers stay as the store's full part has them, but those of a peer
+# the watcher declared dead (--beat: peerdead).
+live=$(seq 0 $((fns - 1)) | tr '\n' ' ') dead= later= ruleok=$fns
+# (no $(...) on the way of a step: each would cost a process)
+has() { case " $1 " in *" $2 "*) return 0 ;; esac; return 1; }
+drop() {        # drop VAR X: X out of the list in variable VAR
+	eval "_dl=\$$1"
+	_dr=
+	for _dx in $_dl; do [ "$_dx" = "$2" ] || _dr="$_dr$_dx "; done
+	eval "$1=\$_dr"
+}
+# livelist: the store's live workers, comma-separated: this peer's live
+# functions, and the other peers' workers that hold samples in the full
+# part, but those of a peer declared dead (pdead)
+pdead=
+livelist() {
+	_l= _i=0
+	while [ "$_i" -lt "$fns" ]; do
+		has "$dead" "$_i" || _l="$_l${_l:+,}$((w0 + _i))"
+		_i=$((_i + 1))
+	done
+	for _x in $as_ofull; do
+		has "$pdead" "$_x" || _l="$_l${_l:+,}$_x"
+	done
+	printf '%s' "$_l"
+}
+# assign_read: which of this peer's functions hold a list: in the rest
+# part (epoch as_re from its step as_rj, 0: none) and the full part (from
+# epoch as_fe), from spirt-shard --list
+assign_read() {
+	_a=$(spirt-shard --list) || die 65 "data/train/assign: cannot read it"
+	as_rev=$(printf '%s\n' "$_a" | sed -n '1s/^revision //p')
+	eval "$(printf '%s\n' "$_a" | awk -v w0="$w0" -v m="$fns" '
+		$1 == "assign" && $3 >= w0 && $3 < w0 + m {
+			w = $3 - w0
+			if ($13 > 0) {
+				re = $11; rj = $13
+				if (!(w in r)) { r[w] = 1; rl = rl " " w }
+			} else {
+				fe = $11
+				if (!(w in f)) { f[w] = 1; fl = fl " " w }
+			}
+		}
+		$1 == "assign" && ($3 < w0 || $3 >= w0 + m) && $13 == 0 &&
+		    !($3 in o) { o[$3] = 1; ol = ol " " $3 }
+		END { printf "as_re=%d as_rj=%d as_fe=%d as_rest=\"%s\" as_full=\"%s\" as_ofull=\"%s\"\n",
+		    re, rj, fe, rl, fl, ol }')"
+}
+assign_read
+# holders T: $_h, the functions with samples at step T
+holders() {
+	_e=$(($1 / spe)) _j=$(($1 % spe)) _h=
+	if [ "$as_rj" -gt 0 ] && [ "$_e" -eq "$as_re" ] && [ "$_j" -ge "$as_rj" ]; then
+		_h=$as_rest
+	elif [ "$_e" -ge "$as_fe" ]; then
+		_h=$as_full
+	fi
+}
+# reassign T: the next revision for the live functions, from step T (an
+# epoch's first step: from that epoch)
+reassign() {
+	[ -n "$live" ] || die 75 "step $1: every function is dead; rerun to resume"
+	if [ $(($1 % spe)) -eq 0 ]; then
+		_at="--epoch $(($1 / spe))"
+	else
+		_at="-t $1 -b $batch"
+	fi
+	rc=0
+	run spirt-shard -q $_at --group "$fns" --live "$(livelist)" || rc=$?
+	[ "$rc" -eq 0 ] || die "$rc" "step $1: could not reassign the samples of functions$(printf ' %s' $dead)"
+	assign_read
+}
+# rulefor N: the rule holds for N gradients, else stop saying why
+rulefor() {
+	[ "$1" -ne "$ruleok" ] || return 0
+	rc=0
+	e=$(spirt-agg $aggargs --check-rule "$1" 2>&1) || rc=$?
+	[ "$rc" -lt 126 ] || rc=70
+	[ "$rc" -eq 0 ] || die "$rc" "step $t: $1 functions left: -a $rule: $(first "$e" spirt-agg)"
+	ruleok=$1
+}
+# declare_dead W HOW: function W is dead, HOW says how it ended
+declare_dead() {
+	drop live "$1"
+	dead="$dead$1 "
+	tell "step $t: $2: declared dead; its samples go to the other functions"
+}
+# bury PID:TOOL:WORKER: a warm function the watchdog found dead
+bury() {
+	died "$1"
+	drop pids "${1%%:*}"
+	drop tools "$1"
+	declare_dead $((wk - w0)) "$how"
+}
+# busy T: $busy the live functions with samples at step T, $n of them
+busy() {
+	busy= n=0
+	holders "$1"
+	for _x in $_h; do
+		has "$live" "$_x" || continue
+		busy="$busy$_x " n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || die 75 "step $1: no live function has samples (functions$(printf ' %s' $dead) dead); rerun to resume"
+	rulefor "$n"
+}
+send() {        # send T W: step T to function W
+	case $2 in
+	0) echo "$1" >&3 ;;
+	1) echo "$1" >&4 ;;
+	2) echo "$1" >&5 ;;
+	3) echo "$1" >&6 ;;
+	*) echo "$1" 1<>"$work/g$2" ;;   # <>: never blocks, as 3-6
+	esac
+}
+# again T: after deaths during step T, the samples reassigned from T
+again() {
+	reassign "$1"
+	busy "$1"
+	tell "step $1: revision $as_rev: functions$(printf ' %s' $busy) compute it again"
+}
+# grads T: the gradients of step T, the live functions' with samples;
+# when one dies meanwhile, it is declared dead and the survivors compute
+# the step again under the new revision
+grads() {
+	if [ -n "$later" ]; then
+		for _d in $later; do bury "$_d"; done
+		later=
+		reassign "$1"
+	fi
+	while :; do
+		busy "$1"
+		for _x in $busy; do send "$1" "$_x"; done
+		_pend=$busy _gone=0
+		timer
+		while [ -n "$_pend" ]; do
+			read -r ack <&9 || die 70 "a function went away"
+			case $ack in
+			"error=70 died "*:spirt-grad:*)
+				# (one the driver ended itself is no news)
+				has "$tools" "${ack#error=70 died }" || continue
+				bury "${ack#error=70 died }"
+				drop _pend $((wk - w0))
+				_gone=1 ;;
+			"error=70 died "*)
+				died "${ack#error=70 died }"
+				die 75 "step $1: $how; rerun to resume" ;;
+			"error=75 late $rid")
+				# the functions that did not answer: ended, so
+				# nothing they write later counts as work
+				for _x in $_pend; do late "$_x"; done
+				_pend= _gone=1 ;;
+			"error=75 late "*) ;;               # an earlier wait's
+			*error=*) die 75 "step $1: $ack" ;;
+			"step=$1 worker="*)
+				_x=${ack#step=$1 worker=}
+				drop _pend $((${_x%% *} - w0)) ;;
+			*) die 70 "step $1: an answer out of turn: $ack" ;;
+			esac
+		done
+		untimer
+		[ "$_gone" -eq 1 ] || return 0
+		again "$1"
+	done
+}
+# late W: warm function W did not answer within --deadline: it is ended
+# (SIGKILL: a stopped process too) and declared dead
+late() {
+	eval "_p=\$fpid_$1"
+	kill -9 "$_p" 2>/dev/null || :
+	wait "$_p" 2>/dev/null || :
+	drop pids "$_p"
+	drop tools "$_p:spirt-grad:$((w0 + $1))"
+	declare_dead "$1" "warm spirt-grad -w $((w0 + $1)) (pid $_p) did not answer within --deadline $deadline ms"
+}
+# fan_grads T: with SPIRT_FANOUT, step T's busy functions through it.
+# The runner has its own retries (parallel --retries): if it fails, the
+# step fails (75), nothing of it applied, and a rerun resumes.
+fan_grads() {
+	# ($fanout's words are split, never globbed)
+	set -f
+	for _x in $busy; do echo $((w0 + _x)); done | run $fanout \
+	    spirt-grad -q -m "$model" -t "$1" -w {} -b "$batch" \
+	    -S "$seed" || die 75 "step $1: a gradient function failed"
+	set +f
+}
+# cold_grads T: the same with one process per invocation; one that fails
+# is a dead function
+cold_grads() {
+	while :; do
+		busy "$1"
+		if [ -n "${SPIRT_FANOUT-}" ]; then
+			fan_grads "$1"
+			return 0
+		fi
+		_ps= _pp=
+		for _x in $busy; do
+			# (not through run: $! must be the function itself)
+			[ "$verbose" -eq 0 ] || printf '+ spirt-grad -q -m %s -t %s -w %s -b %s -S %s %s\n' \
+			    "$model" "$1" $((w0 + _x)) "$batch" "$seed" "$(flip "$_x")" >&2
+			spirt-grad -q -m "$model" -t "$1" -w $((w0 + _x)) \
+			    -b "$batch" -S "$seed" $(flip "$_x") &
+			_ps="$_ps $!:$_x" _pp="$_pp $!"
+		done
+		# past --deadline the invocations still running are ended
+		# (ended in time, the timer ends its sleep too: no process
+		# left; once it has fired, it says so with status 0)
+		( _f=
+		  trap 'kill $! 2>/dev/null; [ -z "$_f" ] || exit 0; exit 1' TERM
+		  sleep "$(seconds $((deadline * 1000000)))" &
+		  wait $!
+		  _f=1
+		  kill -9 $_pp 2>/dev/null || :
+		  exit 0 ) </dev/null >/dev/null 2>&1 &
+		_tm=$!
+		_codes=
+		for _p in $_ps; do
+			rc=0
+			# (2>: the shell's own "Killed" line is not ours to print)
+			wait "${_p%%:*}" 2>/dev/null || rc=$?
+			_codes="$_codes ${_p#*:}:$rc"
+		done
+		kill "$_tm" 2>/dev/null || :
+		_late=0
+		wait "$_tm" 2>/dev/null || _late=$?
+		# (the timer's status: 0 when it fired)
+		[ "$_late" -eq 0 ] && _late=1 || _late=0
+		cold_dead "$1"
+		[ "$_gone" -eq 1 ] || return 0
+		again "$1"
+	done
+}
+# cold_dead T: the functions of $_codes (W:status) that failed, dead
+cold_dead() {
+	_gone=0
+	for _p in $_codes; do
+		rc=${_p#*:} _x=${_p%%:*}
+		[ "$rc" -ne 0 ] || continue
+		if [ "$rc" -eq 137 ] && [ "$_late" -eq 1 ]; then
+			how="did not end within --deadline $deadline ms"
+		elif [ "$rc" -gt 128 ]; then
+			how="was killed by signal $((rc - 128))"
+		else
+			how="exited with status $rc"
+		fi
+		declare_dead "$_x" "cold spirt-grad -w $((w0 + _x)) $how"
+		_gone=1
+	done
+}
+# peerdead T: the workers of peers the watcher declared dead (--beat,
+# queued in $deadq), reassigned from step T, before any gradient of it
+peerdead() {
+	[ -s "$deadq" ] || return 0
+	mv -f "$deadq" "$deadq.taken" || die 74 "$deadq: cannot take it"
+	_new=
+	for _x in $(cat "$deadq.taken"); do
+		case $_x in ''|*[!0-9]*) continue ;; esac
+		[ "$_x" -lt "$w0" ] || [ "$_x" -ge $((w0 + fns)) ] || continue
+		has "$pdead" "$_x" || { pdead="$pdead$_x " _new="$_new $_x"; }
+	done
+	rm -f "$deadq.taken"
+	[ -n "$_new" ] || return 0
+	reassign "$1"
+	tell "step $1: a dead peer's workers$_new: their samples go to the live ones (revision $as_rev)"
+}
+# back T: at an epoch's first step the dead functions start again and get
+# work back, and a revision from this epoch holds every live one
+back() {
+	[ $(($1 % spe)) -eq 0 ] || return 0
+	for _x in $dead; do
+		[ "$cold" -eq 1 ] || fn_start "$_x"
+		live="$live$_x "
+		tell "epoch $(($1 / spe)) step $1: function $_x is back"
+	done
+	[ -z "$dead" ] || [ "$cold" -eq 1 ] || watchdog
+	dead=
+	holders "$1"
+	for _x in $live; do
+		has "$_h" "$_x" || { reassign "$1"; return 0; }
 	done
 }
 
@@ -884,26 +1238,10 @@ round() {
 }
 
 step() {        # step T: one synchronous SPIRT round
+	peerdead "$1"
+	back "$1"
 	if [ "$cold" -eq 1 ]; then
-		if [ "$attack" = labelflip ]; then
-			# a flipping function is another command line
-			ps= w=0
-			while [ "$w" -lt "$fns" ]; do
-				run spirt-grad -q -m "$model" -t "$1" -w $((w0 + w)) \
-				    -b "$batch" -S "$seed" $(flip "$w") &
-				ps="$ps $!" w=$((w + 1))
-			done
-			for p in $ps; do
-				wait "$p" || die 75 "step $1: a gradient function failed"
-			done
-		else
-			# ($fanout's words are split, never globbed)
-			set -f
-			seq "$w0" $((w0 + fns - 1)) | run $fanout \
-			    spirt-grad -q -m "$model" -t "$1" -w {} -b "$batch" \
-			    -S "$seed" || die 75 "step $1: a gradient function failed"
-			set +f
-		fi
+		cold_grads "$1"
 		attack "$1"
 		run $agg -t "$1" || die 75 "step $1: aggregation failed"
 		[ "$xh" -eq 0 ] || { round "$1" || run $upd -t "$1" ||
@@ -913,27 +1251,16 @@ step() {        # step T: one synchronous SPIRT round
 		run $upd -t "$1" || die 75 "step $1: update failed"
 		return
 	fi
-	w=0
-	while [ "$w" -lt "$fns" ]; do
-		case $w in
-		0) echo "$1" >&3 ;;
-		1) echo "$1" >&4 ;;
-		2) echo "$1" >&5 ;;
-		3) echo "$1" >&6 ;;
-		*) echo "$1" 1<>"$work/g$w" ;;   # <>: never blocks, as 3-6
-		esac
-		w=$((w + 1))
-	done
-	wait_done "$fns"
+	grads "$1"
 	attack "$1"
 	echo "$1" >&7
-	wait_done 1
+	wait_done 1 spirt-agg
 	aggloss=${ack##*loss=}
 	[ "$xh" -eq 0 ] || ! round "$1" || return 0
 	exchange "$1"
 	beats_joined
 	echo "$1" >&8
-	wait_done 1
+	wait_done 1 spirt-update
 }
 
 evaluate() {    # evaluate T: test loss and accuracy of model@T, logged

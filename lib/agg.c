@@ -298,6 +298,8 @@ spirt_agg_reason_name(int reason)
 	case SPIRT_AGG_XNONFINITE: return "NaN or Inf values";
 	case SPIRT_AGG_XNORM: return "L2 norm outlier";
 	case SPIRT_AGG_XKRUM: return "not selected by Krum";
+	case SPIRT_AGG_XSTALE: return "stale: another assignment revision";
+	case SPIRT_AGG_XPAST: return "a gradient of a past step";
 	default: return "unknown reason";
 	}
 }

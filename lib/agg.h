@@ -56,7 +56,12 @@ enum spirt_agg_reason {
 	SPIRT_AGG_XNONE = 0,
 	SPIRT_AGG_XNONFINITE = 1,       /* holds NaN or Inf */
 	SPIRT_AGG_XNORM = 2,            /* L2 norm outlier */
-	SPIRT_AGG_XKRUM = 3             /* not selected by (multi-)Krum */
+	SPIRT_AGG_XKRUM = 3,            /* not selected by (multi-)Krum */
+	/* set before any rule runs (lib/aggstore.c), never by one: */
+	SPIRT_AGG_XSTALE = 4,           /* computed under another revision
+					   of the assignment than the one
+					   in force (a straggler) */
+	SPIRT_AGG_XPAST = 5             /* a gradient of a past step */
 };
 
 struct spirt_agg_params {

@@ -9,6 +9,7 @@
 
 #include "io.h"
 #include "aggstore.h"
+#include "assign.h"
 #include "keys.h"
 
 /* the message of a failure with code rc; returns rc */
@@ -32,6 +33,10 @@ spirt_aggset_init(struct spirt_aggset *s)
 	s->seq_origin = 0;
 	s->center = NULL;
 	s->ncenter = 0;
+	s->revcheck = 0;
+	s->dataset = NULL;
+	s->revision = SPIRT_NOREVISION;
+	s->nstale = s->npast = s->first = 0;
 	s->center_key = NULL;
 	s->momentum = 0;
 	s->cown = NULL;
@@ -51,6 +56,8 @@ spirt_aggset_reset(struct spirt_aggset *s)
 		free(s->in[i].own);
 	s->w = 0;
 	s->used = 0;
+	s->revision = SPIRT_NOREVISION;
+	s->nstale = s->npast = s->first = 0;
 	free(s->cown);
 	s->cown = NULL;
 	free(s->mown);
@@ -78,6 +85,7 @@ add(struct spirt_aggset *s, const char *name, const struct spirt_tensor *t,
 	snprintf(in->name, sizeof in->name, "%s", name);
 	in->t = *t;
 	in->own = own;
+	in->pre = 0;
 	if (t->dtype == SPIRT_F32 && !spirt_aligned(pl, SPIRT_F32)) {
 		if ((in->own = malloc(t->nbytes ? t->nbytes : 1)) == NULL)
 			return ENOMEM;
@@ -169,17 +177,82 @@ spirt_aggset_add_file(struct spirt_aggset *s, const char *path)
 }
 
 int
+spirt_aggset_filter(struct spirt_aggset *s, struct spirt_txn *txn)
+{
+	struct spirt_assign a;
+	uint64_t rev = SPIRT_NOREVISION;
+	size_t i;
+	int rc;
+
+	s->nstale = s->npast = 0;
+	s->revision = SPIRT_NOREVISION;
+	for (i = 0; i < s->w; i++) {
+		struct spirt_aggset_in *in = &s->in[i];
+
+		in->pre = 0;
+		if (s->step != SPIRT_NOSTEP && in->t.step < s->step) {
+			in->pre = SPIRT_AGG_XPAST;
+			s->npast++;
+		}
+	}
+	if (!s->revcheck)
+		return 0;
+	if (txn != NULL && s->dataset != NULL) {
+		rc = spirt_data_assign_get(&a, txn, s->dataset);
+		if (rc == 0)
+			rev = a.revision;
+		spirt_assign_free(&a);
+		if (rc != 0 && rc != SPIRT_ENOTFOUND)
+			return say(s, rc, "data/%s/assign: %s", s->dataset,
+			    spirt_strerror(rc));
+	}
+	/* no assignment to ask: the newest revision the inputs carry */
+	if (rev == SPIRT_NOREVISION)
+		for (i = 0; i < s->w; i++)
+			if (!s->in[i].pre &&
+			    s->in[i].t.revision != SPIRT_NOREVISION &&
+			    (rev == SPIRT_NOREVISION ||
+			    s->in[i].t.revision > rev))
+				rev = s->in[i].t.revision;
+	s->revision = rev;
+	for (i = 0; i < s->w; i++) {
+		struct spirt_aggset_in *in = &s->in[i];
+
+		if (!in->pre && in->t.revision != SPIRT_NOREVISION &&
+		    in->t.revision != rev) {
+			in->pre = SPIRT_AGG_XSTALE;
+			s->nstale++;
+		}
+	}
+	return 0;
+}
+
+int
 spirt_aggset_check(struct spirt_aggset *s)
 {
-	const struct spirt_tensor *a = &s->in[0].t;
+	const struct spirt_tensor *a;
+	const char *n0;
+	size_t f;
 
+	for (f = 0; f < s->w && s->in[f].pre; f++)
+		;
+	s->first = f;
 	if (s->w == 0)
 		return say(s, SPIRT_ENOTFOUND, "no gradients for step %llu",
 		    (unsigned long long)s->step);
-	for (size_t i = 0; i < s->w; i++) {
+	if (f == s->w)
+		return say(s, SPIRT_ENOTFOUND, "no gradients for step %llu "
+		    "left: %zu of a past step, %zu of another assignment "
+		    "revision", (unsigned long long)s->step, s->npast,
+		    s->nstale);
+	a = &s->in[f].t;
+	n0 = s->in[f].name;
+	for (size_t i = f; i < s->w; i++) {
 		const struct spirt_tensor *b = &s->in[i].t;
-		const char *n = s->in[i].name, *n0 = s->in[0].name;
+		const char *n = s->in[i].name;
 
+		if (s->in[i].pre)
+			continue;
 		if (b->dtype != SPIRT_F32)
 			return say(s, SPIRT_EDTYPE, "%s: dtype %s, not f32", n,
 			    spirt_dtype_name(b->dtype));
@@ -197,8 +270,8 @@ spirt_aggset_check(struct spirt_aggset *s)
 		if (strcmp(b->name, a->name) != 0)
 			return say(s, SPIRT_EMODEL, "%s: model \"%s\", %s has "
 			    "\"%s\"", n, b->name, n0, a->name);
-		for (size_t k = 0; k < i; k++)
-			if (b->origin != SPIRT_NOORIGIN &&
+		for (size_t k = f; k < i; k++)
+			if (!s->in[k].pre && b->origin != SPIRT_NOORIGIN &&
 			    b->origin == s->in[k].t.origin)
 				return say(s, SPIRT_EDATA, "%s: origin %u "
 				    "again (%s)", n, (unsigned)b->origin,
@@ -216,8 +289,10 @@ header(struct spirt_aggset *s)
 	uint64_t samples = 0;
 	size_t nl = 0, used = 0;
 
-	*t = s->in[0].t;
+	*t = s->in[s->first].t;
 	t->origin = SPIRT_NOORIGIN;
+	/* an aggregate is no function's: no revision (version 1 bytes) */
+	spirt_tensor_set_revision(t, SPIRT_NOREVISION);
 	for (size_t i = 0; i < s->w; i++) {
 		const struct spirt_tensor *b = &s->in[s->ai[i].id].t;
 
@@ -339,30 +414,35 @@ static int
 run(struct spirt_aggset *s, float *out, struct sumwatch *x)
 {
 	struct spirt_agg_watch wt = { sw_start, sw_tile, x };
-	size_t i;
+	const struct spirt_aggset_in *in0 = &s->in[s->first];
+	size_t i, k, nv = 0;
 	int rc;
 
+	/* the rule sees the inputs not left out; those come after it */
 	for (i = 0; i < s->w; i++) {
-		s->ai[i].x = s->in[i].x;
-		s->ai[i].origin = s->in[i].t.origin;
+		if (s->in[i].pre)
+			continue;
+		s->ai[nv].x = s->in[i].x;
+		s->ai[nv].origin = s->in[i].t.origin;
 		/* a worker's claim is bounded by what a step can use, so a
 		 * liar weighs no more than an honest batch in wmean */
-		s->ai[i].samples = s->in[i].t.samples;
-		if (s->max_samples && s->ai[i].samples > s->max_samples)
-			s->ai[i].samples = s->max_samples;
-		s->ai[i].id = i;
+		s->ai[nv].samples = s->in[i].t.samples;
+		if (s->max_samples && s->ai[nv].samples > s->max_samples)
+			s->ai[nv].samples = s->max_samples;
+		s->ai[nv].id = i;
+		s->ai[nv].excluded = 0;
+		nv++;
 	}
-	if ((rc = spirt_aggset_rule_check(s, s->w)))
+	if ((rc = spirt_aggset_rule_check(s, nv)))
 		return rc;
-	s->p.step = s->in[0].t.step;
+	s->p.step = in0->t.step;
 	s->p.center = NULL;
 	if (clipping(s->p.rule) && s->center) {
-		if (s->ncenter != s->in[0].t.nelem)
+		if (s->ncenter != in0->t.nelem)
 			return say(s, SPIRT_ESHAPE, "%s: centre of %zu "
 			    "values, %s has %llu",
 			    spirt_agg_rule_name(s->p.rule), s->ncenter,
-			    s->in[0].name,
-			    (unsigned long long)s->in[0].t.nelem);
+			    in0->name, (unsigned long long)in0->t.nelem);
 		s->p.center = s->center;
 	} else if (clipping(s->p.rule)) {
 		s->p.center = s->cown;
@@ -371,16 +451,26 @@ run(struct spirt_aggset *s, float *out, struct sumwatch *x)
 		return say(s, SPIRT_EINVAL, "scclip: no centre: it is the "
 		    "peer's own aggregate (spirt-peer exchange) or --center "
 		    "file");
-	rc = spirt_agg_run_watched(out, s->ai, s->w, s->in[0].t.nelem, &s->p,
+	/* header() reads every slot: the left out ones go after the rule's */
+	for (i = 0, k = nv; i < s->w; i++)
+		if (s->in[i].pre) {
+			s->ai[k].x = s->in[i].x;
+			s->ai[k].origin = s->in[i].t.origin;
+			s->ai[k].samples = 0;
+			s->ai[k].id = i;
+			s->ai[k].excluded = s->in[i].pre;
+			k++;
+		}
+	rc = spirt_agg_run_watched(out, s->ai, nv, in0->t.nelem, &s->p,
 	    &s->used, x ? &wt : NULL);
 	if (rc == SPIRT_EDATA && (s->p.rule == SPIRT_AGG_KRUM ||
 	    s->p.rule == SPIRT_AGG_MKRUM))
 		say(s, rc, "%s: too few usable inputs for rule %s: Krum needs "
-		    "more than 2f+2 = %u finite inputs", s->in[0].name,
+		    "more than 2f+2 = %u finite inputs", in0->name,
 		    spirt_agg_rule_name(s->p.rule), 2 * s->p.f + 2);
 	else if (rc == SPIRT_ENAN || rc == SPIRT_EDATA)
 		say(s, rc, "%s: too few usable inputs for rule %s",
-		    s->in[0].name, spirt_agg_rule_name(s->p.rule));
+		    in0->name, spirt_agg_rule_name(s->p.rule));
 	if (rc)
 		return rc;
 	if (x && x->rc)
@@ -439,7 +529,8 @@ prevagg(struct spirt_aggset *s, struct spirt_txn *txn)
 	struct spirt_tensor t;
 	char from[SPIRT_KEY_MAX + 1];
 	const void *pl;
-	uint64_t step = s->in[0].t.step;
+	const struct spirt_aggset_in *in0 = &s->in[s->first];
+	uint64_t step = in0->t.step;
 	int rc;
 
 	if (!s->center_key && s->p.rule != SPIRT_AGG_CCLIP)
@@ -458,11 +549,11 @@ prevagg(struct spirt_aggset *s, struct spirt_txn *txn)
 		return 0;
 	if (rc)
 		return sayrc(s, rc, from);
-	if (t.dtype != SPIRT_F32 || t.nelem != s->in[0].t.nelem)
+	if (t.dtype != SPIRT_F32 || t.nelem != in0->t.nelem)
 		return say(s, SPIRT_ESHAPE, "%s: %llu values of %s, %s has "
 		    "%llu f32: cannot be %s's centre", from,
 		    (unsigned long long)t.nelem, spirt_dtype_name(t.dtype),
-		    s->in[0].name, (unsigned long long)s->in[0].t.nelem,
+		    in0->name, (unsigned long long)in0->t.nelem,
 		    spirt_agg_rule_name(s->p.rule));
 	if ((s->cown = malloc(t.nbytes ? t.nbytes : 1)) == NULL)
 		return ENOMEM;
@@ -478,8 +569,8 @@ prevagg(struct spirt_aggset *s, struct spirt_txn *txn)
 static int
 momenta(struct spirt_aggset *s, struct spirt_txn *txn, size_t nkeys)
 {
-	size_t n = s->in[0].t.nelem;
-	uint64_t step = s->in[0].t.step;
+	size_t n = s->in[s->first].t.nelem;
+	uint64_t step = s->in[s->first].t.step;
 	float b = (float)s->momentum, a = (float)(1.0 - s->momentum);
 	char key[SPIRT_KEY_MAX + 1];
 	int rc;
@@ -497,6 +588,8 @@ momenta(struct spirt_aggset *s, struct spirt_txn *txn, size_t nkeys)
 		float *m = s->mown + i * n;
 		const void *pl = NULL;
 
+		if (in->pre)
+			continue;       /* a straggler: no momentum of it */
 		if (in->t.origin == SPIRT_NOORIGIN)
 			return say(s, SPIRT_EDATA, "%s: no origin: whose "
 			    "momentum is it?", in->name);
@@ -535,7 +628,7 @@ momenta(struct spirt_aggset *s, struct spirt_txn *txn, size_t nkeys)
 	for (size_t i = 0; i < s->w; i++) {
 		struct spirt_aggset_in *in = &s->in[i];
 
-		if (spirt_count_nonfinite_f32(in->x, n))
+		if (in->pre || spirt_count_nonfinite_f32(in->x, n))
 			continue;       /* the rule excludes it; no history */
 		if ((rc = spirt_key_mom(key, sizeof key, step, in->t.origin)) ||
 		    (rc = spirt_store_put_tensor(txn, key, &in->t, in->x, 0)))
@@ -548,6 +641,7 @@ int
 spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
     char *const *keys, size_t nkeys)
 {
+	const struct spirt_aggset_in *in0;
 	struct spirt_tensor t;
 	struct sumwatch x;
 	char key[SPIRT_KEY_MAX + 1];
@@ -566,19 +660,23 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 		for (size_t i = 0; i < s->w; i++)
 			s->in[i].t.origin = (uint32_t)i;
 	if ((!nkeys && (rc = spirt_aggset_add_step(s, txn, s->step))) ||
+	    (rc = spirt_aggset_filter(s, txn)) ||
 	    (rc = spirt_aggset_check(s)))
 		return rc;
+	in0 = &s->in[s->first];
 	/* a record with no step names no agg/<t> */
-	if ((rc = spirt_key_aggroot(key, sizeof key, s->out, s->in[0].t.step)))
+	if ((rc = spirt_key_aggroot(key, sizeof key, s->out, in0->t.step)))
 		return say(s, SPIRT_ESTEP, "%s: no step: no %s/<t> to write",
-		    s->in[0].name, s->out ? s->out : "agg");
+		    in0->name, s->out ? s->out : "agg");
 	if (!s->replace && spirt_store_get(txn, key, &old, &len) == 0)
 		return say(s, SPIRT_EEXIST, "%s exists", key);
 	if (s->momentum > 0 && (rc = momenta(s, txn, nkeys)))
 		return rc;
 	if (clipping(s->p.rule) && !s->center && (rc = prevagg(s, txn)))
 		return rc;
-	t = s->in[0].t;
+	/* the aggregate's header: the first input's without a revision */
+	t = in0->t;
+	spirt_tensor_set_revision(&t, SPIRT_NOREVISION);
 	len = spirt_tensor_reclen(&t);
 	if ((rc = spirt_store_reserve(txn, key, len, (void **)&dst, 0)))
 		return rc;

@@ -29,6 +29,8 @@ struct spirt_aggset_in {
 	struct spirt_tensor t;
 	const float *x;                 /* payload, 4-byte aligned */
 	void *own;                      /* buffer to free, or NULL */
+	int pre;                        /* left out before the rule:
+					   SPIRT_AGG_XSTALE, _XPAST, or 0 */
 };
 
 struct spirt_aggset {
@@ -53,6 +55,10 @@ struct spirt_aggset {
 	 * (spirt_agg_store_step), else 0 */
 	const float *center;
 	size_t ncenter;
+	/* leave out gradients of another assignment revision than the one in
+	 * force (spirt_aggset_filter); dataset names data/<ds>/assign */
+	int revcheck;
+	const char *dataset;
 	/* spirt_agg_store_step: the centre is this store key, f32 of the
 	 * inputs' shape (spirt-peer exchange's scclip: the peer's own
 	 * xagg/<t>/<self>); NULL: none */
@@ -67,10 +73,14 @@ struct spirt_aggset {
 	 * transaction as agg/<t> (unless it holds NaN or Inf: that worker
 	 * starts again from its next gradient).  mom/<t>/<w> depends only
 	 * on grad/<t>/<w> and mom/<t-1>/<w>, so a rerun (replace) writes the
-	 * same values: each step's momenta are made once.
+	 * same values: each step's momenta are made once.  Stragglers
+	 * (spirt_aggset_filter) have none.
 	 */
 	double momentum;
 	/* out */
+	uint64_t revision;      /* in force, SPIRT_NOREVISION if none */
+	size_t nstale, npast;   /* inputs left out as stale, of a past step */
+	size_t first;           /* the first input not left out */
 	float *cown;            /* the centre as read from the store, or NULL */
 	float *mown;            /* the momenta, w * nelem, or NULL */
 	size_t mom_new;         /* momenta started from the gradient */
@@ -103,9 +113,25 @@ SPIRT_MUST_CHECK int spirt_aggset_add_file(struct spirt_aggset *s,
     const char *path) SPIRT_NONNULL(1, 2);
 
 /*
- * Whether the inputs agree: at least one, all f32 of one shape, step (s->step
- * if set) and model spec, origins distinct.  Returns 0, SPIRT_ENOTFOUND
- * (none), SPIRT_EDTYPE, SPIRT_ESHAPE, SPIRT_ESTEP, SPIRT_EMODEL, SPIRT_EDATA.
+ * Leave out, before any rule runs, the stragglers (docs/contracts.md "The
+ * assignment"): with s->step set, inputs of an earlier step
+ * (SPIRT_AGG_XPAST); with s->revcheck, inputs that carry an assignment
+ * revision other than the one in force: that of data/<s->dataset>/assign
+ * in txn (when txn and dataset are set and the key exists), else the
+ * newest among the inputs (SPIRT_AGG_XSTALE).  Inputs without a revision
+ * are not checked.  They stay in the set, counted (s->nstale, s->npast)
+ * and in agg/<t>/excluded, never in the result.  spirt_agg_store_step()
+ * calls it.  Returns 0, spirt_data_assign_get()'s codes but
+ * SPIRT_ENOTFOUND.
+ */
+SPIRT_MUST_CHECK int spirt_aggset_filter(struct spirt_aggset *s,
+    struct spirt_txn *txn) SPIRT_NONNULL(1);
+
+/*
+ * Whether the inputs not left out agree: at least one, all f32 of one
+ * shape, step (s->step if set) and model spec, origins distinct; sets
+ * s->first.  Returns 0, SPIRT_ENOTFOUND (none, or none left), SPIRT_EDTYPE,
+ * SPIRT_ESHAPE, SPIRT_ESTEP, SPIRT_EMODEL, SPIRT_EDATA.
  */
 SPIRT_MUST_CHECK int spirt_aggset_check(struct spirt_aggset *s)
     SPIRT_NONNULL(1);
@@ -131,7 +157,8 @@ SPIRT_MUST_CHECK int spirt_aggset_run(struct spirt_aggset *s, float *out)
 
 /*
  * The in-store aggregation, as the body of a write transaction: read the
- * nkeys keys, or grad/<s->step>/<w> when nkeys is 0; check; write agg/<t>
+ * nkeys keys, or grad/<s->step>/<w> when nkeys is 0; filter
+ * (spirt_aggset_filter); check; write agg/<t>
  * (built in place in the map) and agg/<t>/excluded, an i64 [k, 2] of
  * (origin or -1, enum spirt_agg_reason) rows, k possibly 0; with
  * s->momentum, the momenta mom/<t>/<w> first (above); for the rules

@@ -12,6 +12,7 @@
 #include "grad.h"
 #include "gradctx.h"
 #include "keys.h"
+#include "assign.h"
 #include "vec.h"
 #include "model.h"
 
@@ -48,6 +49,11 @@ spirt_grad_ctx_free(struct spirt_grad_ctx *c)
 	free(c->pcopy);
 	free(c->perm);
 	free(c->r);
+	for (size_t i = 0; i < c->nso; i++)
+		free(c->so[i].p);
+	free(c->so);
+	free(c->bat);
+	free(c->brange);
 	free(c->pred);
 	free(c->mpath);
 	free(c->mparams);
@@ -328,7 +334,7 @@ spirt_grad_load_info(struct spirt_grad_ctx *c, struct spirt_txn *txn,
     const char *ds, int64_t info[4])
 {
 	struct spirt_tensor t;
-	const int64_t *v;
+	const int64_t *v = NULL;
 	char key[SPIRT_KEY_MAX + 1];
 	int rc;
 
@@ -480,60 +486,110 @@ spirt_grad_fetch_k(float *x, int32_t *y, const struct range *r, uint64_t row,
 SPIRT_DISPATCH_VOID(, spirt_grad_fetch, (float *x, int32_t *y,
     const struct range *r, uint64_t row, size_t nin), (x, y, r, row, nin))
 
-/* The worker's assignment rows, their shards loaded; total into *N. */
+/* room for a range more in c->r */
 static int
-load_ranges(struct spirt_grad_ctx *c, struct spirt_txn *txn, const char *ds,
-    uint32_t worker, uint64_t nshards, uint64_t *N)
+range_room(struct spirt_grad_ctx *c)
 {
-	struct spirt_tensor t;
-	const int64_t *v;
+	size_t cap;
+	struct range *nr;
+
+	if (c->nr < c->rcap)
+		return 0;
+	cap = c->rcap ? 2 * c->rcap : 8;
+	if ((nr = realloc(c->r, cap * sizeof *nr)) == NULL)
+		return ENOMEM;
+	c->r = nr;
+	c->rcap = cap;
+	return 0;
+}
+
+static int shard_order(struct spirt_grad_ctx *c, uint64_t seed,
+    uint64_t shard, uint64_t epoch, uint64_t n, const uint32_t **p);
+
+/*
+ * The worker's list at job's step from the assignment in force, its
+ * shards loaded and their orders of the epoch made: c->r, and the step's
+ * positions in the list *lo .. *lo + *B; *rev the revision.
+ */
+static int
+store_ranges(struct spirt_grad_ctx *c, struct spirt_txn *txn,
+    const struct spirt_grad_job *job, const int64_t info[4], uint64_t *lo,
+    uint64_t *B, uint64_t *rev)
+{
+	struct spirt_assign a;
+	struct spirt_assign_sel sel;
 	char key[SPIRT_KEY_MAX + 1];
-	uint64_t i, n;
-	int64_t row[4];
+	const char *ds = job->dataset;
+	uint64_t S, n, i;
 	int rc;
 
+	for (i = 0; i < c->nso; i++)
+		c->so[i].used = 0;
 	if ((rc = spirt_key_data_assign(key, sizeof key, ds)) != 0)
 		return where(c, rc, "data set name \"%s\"", ds);
-	if ((rc = get_i64(c, txn, key, &t, &v)) != 0)
-		return rc;
-	if (t.rank != 2 || t.dims[1] != 4)
-		return where(c, SPIRT_ESHAPE, "%s: want shape [m, 4]", key);
+	if ((rc = spirt_data_assign_get(&a, txn, ds)) != 0)
+		return rc == SPIRT_EDATA || rc == SPIRT_ESHAPE ||
+		    rc == SPIRT_EDTYPE ? where(c, rc, "%s: not an assignment "
+		    "(spirt-shard(1))", key) : where(c, rc, "%s", key);
+	S = spirt_epoch_steps((uint64_t)info[1], (uint64_t)info[0],
+	    job->batch);
+	rc = spirt_assign_select(&sel, &a, job->worker, job->step, S,
+	    job->batch);
+	*rev = a.revision;
+	if (rc == SPIRT_ESTEP)
+		rc = where(c, rc, "%s: step %" PRIu64 " (epoch %" PRIu64
+		    " step %" PRIu64 ") comes before revision %" PRIu64 " (from "
+		    "epoch %" PRIu64 " step %" PRIu64 ")", key, job->step,
+		    sel.epoch, job->step % S, a.revision, a.nrest ?
+		    a.rest_epoch : a.epoch, a.nrest ? a.rest_step : 0);
+	else if (rc == SPIRT_EINVAL)
+		rc = where(c, rc, "%s: revision %" PRIu64 " counts epoch %"
+		    PRIu64 " from step %" PRIu64 " in batches of %" PRIu64
+		    ", not %zu", key, a.revision, a.rest_epoch, a.rest_step,
+		    a.rest_batch, job->batch);
+	else if (rc == SPIRT_ENOTFOUND)
+		rc = where(c, rc, "%s: no samples for worker %" PRIu32 " at "
+		    "step %" PRIu64 " (revision %" PRIu64 ")", key,
+		    job->worker, job->step, a.revision);
+	if (rc != 0)
+		goto out;
 	c->nr = 0;
-	*N = 0;
-	for (i = 0; i < t.dims[0]; i++) {
-		memcpy(row, v + 4 * i, sizeof row);
-		if (row[0] != (int64_t)worker || row[3] == 0)
-			continue;
-		if (row[1] < 0 || (uint64_t)row[1] >= nshards || row[2] < 0 ||
-		    row[3] < 0)
-			return where(c, SPIRT_EDATA, "%s: row %" PRIu64 ": bad "
-			    "shard or range", key, i);
-		if (c->nr == c->rcap) {
-			size_t cap = c->rcap ? 2 * c->rcap : 8;
-			struct range *nr = realloc(c->r, cap * sizeof *nr);
-			if (nr == NULL)
-				return ENOMEM;
-			c->r = nr;
-			c->rcap = cap;
+	for (i = 0; i < sel.nrows; i++) {
+		const int64_t *row = sel.rows + SPIRT_AS_COLS * i;
+		struct range *r;
+
+		if ((rc = range_room(c)) != 0)
+			goto out;
+		r = &c->r[c->nr];
+		r->shard = (uint64_t)row[SPIRT_AS_SHARD];
+		r->start = (uint64_t)row[SPIRT_AS_START];
+		r->count = (uint64_t)row[SPIRT_AS_COUNT];
+		if (r->shard >= (uint64_t)info[0]) {
+			rc = where(c, SPIRT_EDATA, "%s: worker %" PRIu32
+			    ": shard %" PRIu64 " of %" PRId64, key, job->worker,
+			    r->shard, info[0]);
+			goto out;
 		}
-		struct range *r = &c->r[c->nr];
-		r->shard = (uint64_t)row[1];
-		r->start = (uint64_t)row[2];
-		r->count = (uint64_t)row[3];
-		if ((rc = spirt_grad_load_shard(c, txn, ds, r->shard, r, &n)) != 0)
-			return rc;
-		if (r->start > n || r->count > n - r->start)
-			return where(c, SPIRT_EDATA, "%s: row %" PRIu64 ": "
-			    "samples %" PRIu64 "..%" PRIu64 " outside shard %"
-			    PRIu64 " of %" PRIu64, key, i, r->start,
+		if ((rc = spirt_grad_load_shard(c, txn, ds, r->shard, r,
+		    &n)) != 0)
+			goto out;
+		if (r->start > n || r->count > n - r->start) {
+			rc = where(c, SPIRT_EDATA, "%s: worker %" PRIu32 ": "
+			    "positions %" PRIu64 "..%" PRIu64 " outside shard %"
+			    PRIu64 " of %" PRIu64, key, job->worker, r->start,
 			    r->start + r->count, r->shard, n);
-		*N += r->count;
+			goto out;
+		}
+		if ((rc = shard_order(c, job->seed, r->shard, sel.epoch, n,
+		    &r->order)) != 0)
+			goto out;
 		c->nr++;
 	}
-	if (*N == 0)
-		return where(c, SPIRT_ENOTFOUND, "%s: no samples for worker %"
-		    PRIu32, key, worker);
-	return 0;
+	*lo = sel.lo;
+	*B = sel.hi - sel.lo;
+out:
+	spirt_assign_free(&a);
+	return rc;
 }
 
 /* ---- the minibatch rule ---- */
@@ -612,6 +668,86 @@ permutation(struct spirt_grad_ctx *c, uint64_t seed, uint32_t worker,
 	return 0;
 }
 
+/*
+ * Shard's order of epoch: the permutation of its n samples seeded from
+ * (seed, shard, epoch), cached while the ranges use it (a warm function
+ * makes each once an epoch).
+ */
+static int
+shard_order(struct spirt_grad_ctx *c, uint64_t seed, uint64_t shard,
+    uint64_t epoch, uint64_t n, const uint32_t **p)
+{
+	struct sorder *o = NULL;
+	size_t i;
+
+	for (i = 0; i < c->nso; i++)
+		if (c->so[i].key[0] == seed && c->so[i].key[1] == shard &&
+		    c->so[i].key[2] == epoch && c->so[i].key[3] == n) {
+			c->so[i].used = 1;
+			*p = c->so[i].p;
+			return 0;
+		}
+	if (n == 0 || n > UINT32_MAX)
+		return SPIRT_EINVAL;
+	/* reuse a slot no range of this call uses, else add one */
+	for (i = 0; i < c->nso && o == NULL; i++)
+		if (!c->so[i].used)
+			o = &c->so[i];
+	if (o == NULL) {
+		if (c->nso == c->socap) {
+			size_t cap = c->socap ? 2 * c->socap : 4;
+			struct sorder *ns = realloc(c->so, cap * sizeof *ns);
+			if (ns == NULL)
+				return ENOMEM;
+			c->so = ns;
+			c->socap = cap;
+		}
+		o = &c->so[c->nso++];
+		o->p = NULL;
+	}
+	free(o->p);
+	o->used = 0;
+	o->key[0] = o->key[1] = o->key[2] = o->key[3] = UINT64_MAX;
+	if ((o->p = malloc(n * sizeof *o->p)) == NULL)
+		return ENOMEM;
+	/* the shard's number in the worker's place: a worker that reads its
+	 * own whole shard k = w sees what the per-worker rule gave it */
+	perm_fill(o->p, n, seed, (uint32_t)shard, epoch);
+	o->key[0] = seed;
+	o->key[1] = shard;
+	o->key[2] = epoch;
+	o->key[3] = n;
+	o->used = 1;
+	*p = o->p;
+	return 0;
+}
+
+const struct spirt_grad_sample *
+spirt_grad_batch(const struct spirt_grad_ctx *c, size_t *n)
+{
+	*n = c->nbat;
+	return c->bat;
+}
+
+/* room for B samples in c->bat, c->brange */
+static int
+batch_room(struct spirt_grad_ctx *c, size_t B)
+{
+	struct spirt_grad_sample *nb;
+	const struct range **nr;
+
+	if (B <= c->batcap)
+		return 0;
+	if ((nb = realloc(c->bat, B * sizeof *nb)) == NULL)
+		return ENOMEM;
+	c->bat = nb;
+	if ((nr = realloc(c->brange, B * sizeof *nr)) == NULL)
+		return ENOMEM;
+	c->brange = nr;
+	c->batcap = B;
+	return 0;
+}
+
 /* The worker's samples from the data file: pair worker, or the only one. */
 static int
 file_ranges(struct spirt_grad_ctx *c, uint32_t worker, uint64_t *N)
@@ -648,7 +784,7 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 {
 	const float *params;
 	int64_t info[4];
-	uint64_t N, epoch, lo, B, i, dims[1];
+	uint64_t N, epoch, lo = 0, B = 0, i, dims[1], rev = SPIRT_NOREVISION;
 	size_t bad;
 	double loss;
 	float *x;
@@ -656,41 +792,55 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 	int rc;
 
 	c->where[0] = '\0';
+	c->nbat = 0;
 	if (job->batch == 0)
 		return SPIRT_EINVAL;
 	if ((rc = spirt_grad_load_model(c, txn, job->model, job->step, &params)) != 0)
 		return rc;
-	if (c->fp != NULL)
-		rc = file_ranges(c, job->worker, &N);
-	else if (txn == NULL)
+	if (c->fp != NULL) {
+		if ((rc = file_ranges(c, job->worker, &N)) != 0)
+			return rc;
+		batch_place(&epoch, &lo, &B, job->step, N, job->batch);
+		rc = permutation(c, job->seed, job->worker, epoch, N);
+	} else if (txn == NULL) {
 		rc = SPIRT_EBUG;
-	else if ((rc = spirt_grad_load_info(c, txn, job->dataset, info)) == 0)
-		rc = load_ranges(c, txn, job->dataset, job->worker,
-		    (uint64_t)info[0], &N);
-	if (rc != 0)
+	} else if ((rc = spirt_grad_load_info(c, txn, job->dataset, info)) ==
+	    0) {
+		rc = store_ranges(c, txn, job, info, &lo, &B, &rev);
+	}
+	/* a list longer than an epoch of batches has runs above the batch
+	 * (spirt_batch_span): the workspace holds the run */
+	if (rc != 0 || (rc = spirt_grad_ensure_ws(c, &c->m, B > job->batch ?
+	    (size_t)B : job->batch, 1)) != 0 ||
+	    (rc = batch_room(c, (size_t)B)) != 0)
 		return rc;
+	/* the batch's samples: a data file's by the worker's permutation of
+	 * its pair, the store's by position in the list and shard order */
+	for (i = 0; i < B; i++) {
+		const struct range *r;
+		uint64_t row;
 
-	batch_place(&epoch, &lo, &B, job->step, N, job->batch);
-	if ((rc = permutation(c, job->seed, job->worker, epoch, N)) != 0 ||
-	    (rc = spirt_grad_ensure_ws(c, &c->m, job->batch, 1)) != 0)
-		return rc;
+		if (c->fp != NULL) {
+			r = locate(c, c->perm[lo + i], &row);
+		} else {
+			r = locate(c, lo + i, &row);
+			row = r->order[row];
+		}
+		c->brange[i] = r;
+		c->bat[i].shard = r->shard;
+		c->bat[i].index = row;
+	}
+	c->nbat = (size_t)B;
 	x = spirt_ws_input(c->ws);
 	y = spirt_ws_labels(c->ws);
 	/* the rows are scattered over the shard: ask for row i + 4 while
 	 * converting row i (a batch gather waits on memory, not on math) */
 	for (i = 0; i < B + 4; i++) {
-		const struct range *r;
-		uint64_t row;
-
-		if (i < B) {
-			r = locate(c, c->perm[lo + i], &row);
-			prefetch_row(r, row, c->m.nin);
-		}
-		if (i >= 4) {
-			r = locate(c, c->perm[lo + i - 4], &row);
-			spirt_grad_fetch(x + (i - 4) * c->m.nin, y + i - 4, r, row,
-			    c->m.nin);
-		}
+		if (i < B)
+			prefetch_row(c->brange[i], c->bat[i].index, c->m.nin);
+		if (i >= 4)
+			spirt_grad_fetch(x + (i - 4) * c->m.nin, y + i - 4,
+			    c->brange[i - 4], c->bat[i - 4].index, c->m.nin);
 	}
 	if ((rc = spirt_labels_check(y, B, c->m.nclass)) != 0)
 		return where(c, rc, "%s%s: label outside 0..%zu",
@@ -725,6 +875,7 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 	hdr->origin = job->worker;
 	hdr->samples = B;
 	hdr->loss = loss;
+	spirt_tensor_set_revision(hdr, rev);
 	*grad = c->grad;
 	return 0;
 }

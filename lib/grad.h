@@ -18,21 +18,28 @@
  *   data/<ds>/<k>/x, y   u8 (value/255) or f32 samples; i32 labels
  *   data/<ds>/assign     i64 [m, 4]: (worker, shard, start, count)
  *
- * The minibatch of (seed, step t, worker w): the worker's samples are the
- * concatenation of its assignment rows, N in all.  With S = ceil(N / B)
- * steps per epoch, step t belongs to epoch e = t / S and takes positions
- * (t mod S) * B ... of a Fisher-Yates permutation of 0..N-1 seeded from
- * (seed, w, e); the last batch of an epoch may be short (N mod B samples
- * when B does not divide N).  Every sample is thus seen exactly once per
- * epoch.  Nothing else enters, so a retried or moved invocation computes
- * identical bytes.  spirt_minibatch() lists a step's positions.
+ * The minibatch of (seed, step t, worker w) from the store: an epoch is
+ * S = spirt_epoch_steps() steps of batch B, step t is step j = t mod S of
+ * epoch e = t / S; the revision of data/<ds>/assign in force there gives
+ * the worker a list (shard.h: its rows of the part for (e, j), positions
+ * in each shard's order of epoch e, the permutation of its samples seeded
+ * from (seed, shard, e)), and the step takes its run of the list by
+ * spirt_batch_span().  Every sample is thus seen exactly once per epoch,
+ * across reassignments too (docs/contracts.md).  Nothing else enters, so
+ * a retried or moved invocation computes identical bytes; the gradient
+ * carries the revision it was computed under.
  *
  * Files may stand in for the store (spirt-grad -p, -D): a model file is a
  * record stream whose first record is the model (f32 [P], name = spec,
  * step = t; a second record, the optimiser state, is ignored); a data file
  * is a stream of x, y record pairs as data/<ds>/<k>/x and y hold, one pair
  * per shard.  With a data file, worker w takes pair w when there are
- * several, else the only pair, under the same minibatch rule.
+ * several, else the only pair, N samples: with S = ceil(N / B) steps per
+ * epoch, step t takes positions (t mod S) * B ... of a Fisher-Yates
+ * permutation of 0..N-1 seeded from (seed, w, t / S), the last batch of an
+ * epoch short when B does not divide N; spirt_minibatch() lists them.
+ * (For a worker that reads its own whole shard k = w of the store, both
+ * rules give the same samples.)
  *
  * A context caches what is a pure function of its inputs (the parsed spec,
  * the batch workspace, the current epoch's permutation), so one process
@@ -101,18 +108,34 @@ SPIRT_MUST_CHECK int spirt_minibatch(uint32_t *idx, size_t *count,
  * Compute the gradient of job in txn (read-only is enough; NULL when both
  * a model file and a data file are set).  On success
  * hdr describes the gradient record (f32 [P], name = spec, step, origin =
- * worker, samples = batch size used, loss = mean loss) and *grad points to
- * the values, owned by c, valid until the next call (they outlive txn).
- * Returns 0, SPIRT_ENOTFOUND (no model at that step, no data set, no rows
- * for the worker), SPIRT_EMODEL (bad spec in the record), SPIRT_EDTYPE,
- * SPIRT_ESHAPE (record does not fit its spec or the data),
- * SPIRT_ESTEP (record's step field differs from its key), SPIRT_EDATA
- * (label out of range, inconsistent shards), SPIRT_ENAN (non-finite
- * parameters or gradient), ENOMEM, store and record errors.
+ * worker, samples = batch size used, loss = mean loss, revision = the
+ * assignment's, from the store) and *grad points to the values, owned by
+ * c, valid until the next call (they outlive txn).
+ * Returns 0, SPIRT_ENOTFOUND (no model at that step, no data set, no
+ * samples for the worker at that step), SPIRT_EMODEL (bad spec in the
+ * record), SPIRT_EDTYPE, SPIRT_ESHAPE (record does not fit its spec or the
+ * data), SPIRT_ESTEP (record's step field differs from its key, or the
+ * step comes before the assignment revision's first), SPIRT_EINVAL (the
+ * revision counts the step's epoch in another batch), SPIRT_EDATA
+ * (label out of range, inconsistent shards or assignment), SPIRT_ENAN
+ * (non-finite parameters or gradient), ENOMEM, store and record errors.
  */
 SPIRT_MUST_CHECK int spirt_grad_compute(struct spirt_grad_ctx *c,
     struct spirt_txn *txn, const struct spirt_grad_job *job,
     struct spirt_tensor *hdr, const float **grad);
+
+/* One sample of a batch: its shard (data file: pair) and row there. */
+struct spirt_grad_sample {
+	uint64_t shard, index;
+};
+
+/*
+ * The samples of the last batch spirt_grad_compute() computed (also when
+ * the gradient itself then failed), *n of them, owned by c: valid until
+ * the next call.
+ */
+const struct spirt_grad_sample *spirt_grad_batch(
+    const struct spirt_grad_ctx *c, size_t *n) SPIRT_NONNULL(1, 2);
 
 /* Latest step t with a key model/<name>@<t>; SPIRT_ENOTFOUND if none. */
 SPIRT_MUST_CHECK int spirt_model_latest(struct spirt_txn *txn,

@@ -11,12 +11,24 @@
 #include "store.h"
 #include "tensor.h"
 
-/* A run of samples of one shard a worker reads (or a data file's pair). */
+/*
+ * A run of samples of one shard a worker reads (or a data file's pair):
+ * from the store, positions start.. of the shard's order this epoch
+ * (order[], its n samples permuted); from a data file, rows start..
+ */
 struct range {
 	uint64_t shard, start, count;
 	const void *x;          /* shard's samples (zero-copy) */
 	int xdtype;             /* SPIRT_U8 or SPIRT_F32 */
 	const void *y;          /* shard's labels, i32, maybe unaligned */
+	const uint32_t *order;  /* the store's shard order, or NULL */
+};
+
+/* A shard's order of an epoch, cached: (seed, shard, epoch, n) -> p. */
+struct sorder {
+	uint64_t key[4];
+	uint32_t *p;
+	int used;
 };
 
 /* One x, y pair of a data file, read into memory. */
@@ -40,6 +52,11 @@ struct spirt_grad_ctx {
 	int permvalid;
 	struct range *r;
 	size_t nr, rcap;
+	struct sorder *so;      /* the shards' orders the ranges use */
+	size_t nso, socap;
+	struct spirt_grad_sample *bat;  /* the last batch: its samples */
+	const struct range **brange;    /* ... and their ranges */
+	size_t nbat, batcap;
 	int32_t *pred;
 	size_t predcap;
 	/* files instead of the store: spirt_grad_model_file, _data_file */

@@ -1,4 +1,4 @@
-/* shard.c - data sets in the store: shuffle, shards, assignment, rebalance */
+/* shard.c - data sets in the store: shuffle, shards, the assignment */
 /* ISC licence, see LICENSE */
 #include <errno.h>
 #include <math.h>
@@ -215,7 +215,7 @@ struct store_arg {
 	const struct spirt_dataset *ds;
 	size_t nshards;
 	const size_t *counts;
-	int64_t *assign;                /* [nshards * 4] */
+	int64_t *assign;                /* [nshards * SPIRT_AS_COLS] */
 };
 
 static int
@@ -286,7 +286,7 @@ store_fn(struct spirt_txn *txn, void *arg)
 	}
 
 	dims[0] = a->nshards;
-	dims[1] = 4;
+	dims[1] = SPIRT_AS_COLS;
 	if ((rc = spirt_key_data_assign(key, sizeof(key), a->name)) ||
 	    (rc = spirt_tensor_init(&t, SPIRT_I64, 2, dims)))
 		return rc;
@@ -307,17 +307,17 @@ spirt_data_store(struct spirt_store *s, const char *name,
 	    nshards > SPIRT_DATA_MAXSHARDS)
 		return SPIRT_EINVAL;
 	counts = calloc(nshards, sizeof(*counts));
-	assign = calloc(nshards * 4, sizeof(*assign));
+	assign = calloc(nshards * SPIRT_AS_COLS, sizeof(*assign));
 	if (counts == NULL || assign == NULL) {
 		rc = ENOMEM;
 		goto out;
 	}
 	spirt_data_split(counts, ds->n, nshards);
-	for (k = 0; k < nshards; k++) {
-		assign[4 * k] = (int64_t)k;
-		assign[4 * k + 1] = (int64_t)k;
-		assign[4 * k + 2] = 0;
-		assign[4 * k + 3] = (int64_t)counts[k];
+	for (k = 0; k < nshards; k++) {        /* epoch 0, step 0, batch 0 */
+		int64_t *r = assign + SPIRT_AS_COLS * k;
+		r[SPIRT_AS_WORKER] = (int64_t)k;
+		r[SPIRT_AS_SHARD] = (int64_t)k;
+		r[SPIRT_AS_COUNT] = (int64_t)counts[k];
 	}
 	a.name = name;
 	a.ds = ds;
@@ -367,134 +367,9 @@ spirt_data_write(int fd, const char *name, const struct spirt_dataset *ds,
 	return rc;
 }
 
-/* ---- assignment ---- */
+/* ---- the assignment in the store ---- */
 
-static int
-rowcmp(const void *a, const void *b)
-{
-	const int64_t *x = a, *y = b;
-	int i;
-
-	for (i = 0; i < 3; i++)
-		if (x[i] != y[i])
-			return x[i] < y[i] ? -1 : 1;
-	return 0;
-}
-
-static int
-i64cmp(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static int
-isdead(int64_t w, const int64_t *dead, size_t ndead)
-{
-	size_t i;
-
-	for (i = 0; i < ndead; i++)
-		if (dead[i] == w)
-			return 1;
-	return 0;
-}
-
-int
-spirt_assign_rebalance(int64_t **out, size_t *nout, const int64_t *rows,
-    size_t nrows, const int64_t *dead, size_t ndead)
-{
-	int64_t *live = NULL, *o = NULL;
-	size_t nlive = 0, nd = 0, no = 0, i, j, rot = 0, cap;
-	int rc = 0;
-
-	*out = NULL;
-	*nout = 0;
-	for (i = 0; i < nrows; i++) {
-		const int64_t *r = rows + 4 * i;
-		if (r[0] < 0 || r[1] < 0 || r[2] < 0 || r[3] < 0)
-			return SPIRT_EDATA;
-		nd += isdead(r[0], dead, ndead);
-	}
-	if (nd == 0)
-		return SPIRT_EDONE;
-	if ((live = malloc((nrows ? nrows : 1) * sizeof(*live))) == NULL)
-		return ENOMEM;
-	for (i = 0; i < nrows; i++)
-		if (!isdead(rows[4 * i], dead, ndead))
-			live[nlive++] = rows[4 * i];
-	qsort(live, nlive, sizeof(*live), i64cmp);
-	for (i = j = 0; i < nlive; i++)
-		if (j == 0 || live[j - 1] != live[i])
-			live[j++] = live[i];
-	nlive = j;
-	if (nlive == 0) {
-		rc = SPIRT_EINVAL;
-		goto out;
-	}
-	/* live rows stay; a dead row of count c becomes min(c, nlive)
-	 * pieces: room for what is written, not for nd * nlive rows */
-	for (i = 0, cap = nrows - nd; i < nrows; i++)
-		if (isdead(rows[4 * i], dead, ndead)) {
-			uint64_t c = (uint64_t)rows[4 * i + 3];
-			cap += c < nlive ? (size_t)c : nlive;
-			if (cap > SIZE_MAX / 32) {
-				rc = ENOMEM;
-				goto out;
-			}
-		}
-	if ((o = malloc((cap ? cap : 1) * 4 * sizeof(*o))) == NULL) {
-		rc = ENOMEM;
-		goto out;
-	}
-	for (i = 0; i < nrows; i++) {
-		const int64_t *r = rows + 4 * i;
-		int64_t base, rem, start;
-
-		if (!isdead(r[0], dead, ndead)) {
-			memcpy(o + 4 * no++, r, 4 * sizeof(*o));
-			continue;
-		}
-		base = r[3] / (int64_t)nlive;
-		rem = r[3] % (int64_t)nlive;
-		start = r[2];
-		for (j = 0; j < nlive; j++) {
-			int64_t c = base + ((int64_t)j < rem);
-			if (c == 0)
-				continue;
-			o[4 * no] = live[(rot + j) % nlive];
-			o[4 * no + 1] = r[1];
-			o[4 * no + 2] = start;
-			o[4 * no + 3] = c;
-			no++;
-			start += c;
-		}
-		rot = (rot + (size_t)rem) % nlive;
-	}
-	qsort(o, no, 4 * sizeof(*o), rowcmp);
-	for (i = j = 0; i < no; i++) {
-		int64_t *p = o + 4 * (j - 1), *r = o + 4 * i;
-		if (j > 0 && p[0] == r[0] && p[1] == r[1] &&
-		    p[2] + p[3] == r[2])
-			p[3] += r[3];
-		else
-			memmove(o + 4 * j++, r, 4 * sizeof(*o));
-	}
-	*out = o;
-	*nout = j;
-	o = NULL;
-out:
-	free(live);
-	free(o);
-	return rc;
-}
-
-struct rebal_arg {
-	const char *name;
-	const int64_t *dead;
-	size_t ndead;
-	uint64_t revision;
-};
+#define C SPIRT_AS_COLS
 
 /* Copy a tensor payload that may be unaligned in the map. */
 static int
@@ -515,57 +390,220 @@ get_i64(struct spirt_txn *txn, const char *key, struct spirt_tensor *t,
 	return 0;
 }
 
+/* the shard sizes of data set name (info says how many) */
 static int
-rebal_fn(struct spirt_txn *txn, void *arg)
+shard_counts(struct spirt_txn *txn, const char *name, int64_t **counts,
+    size_t *nshards, uint64_t *nsamples)
 {
-	struct rebal_arg *a = arg;
 	struct spirt_tensor t;
 	char key[SPIRT_KEY_MAX + 1];
-	int64_t *rows = NULL, *o = NULL;
-	size_t no;
-	uint64_t dims[2];
+	const void *p;
+	int64_t *info = NULL, *c = NULL;
+	size_t k;
 	int rc;
 
-	if ((rc = spirt_key_data_assign(key, sizeof(key), a->name)) ||
-	    (rc = get_i64(txn, key, &t, &rows)))
+	*counts = NULL;
+	if ((rc = spirt_key_data_info(key, sizeof(key), name)) ||
+	    (rc = get_i64(txn, key, &t, &info)))
 		goto out;
-	if (t.rank != 2 || t.dims[1] != 4) {
-		rc = SPIRT_ESHAPE;
+	if (t.nelem != 4 || info[0] < 1 || info[0] > SPIRT_DATA_MAXSHARDS ||
+	    info[1] < info[0]) {
+		rc = SPIRT_EDATA;
 		goto out;
 	}
-	a->revision = (t.step == SPIRT_NOSTEP ? 0 : t.step) + 1;
-	if ((rc = spirt_assign_rebalance(&o, &no, rows, (size_t)t.dims[0],
-	    a->dead, a->ndead)))
+	if ((c = malloc((size_t)info[0] * sizeof(*c))) == NULL) {
+		rc = ENOMEM;
 		goto out;
+	}
+	for (k = 0; k < (size_t)info[0]; k++) {
+		if ((rc = spirt_key_data_y(key, sizeof(key), name, k)) ||
+		    (rc = spirt_store_get_tensor(txn, key, &t, &p, 0))) {
+			if (rc == SPIRT_ENOTFOUND)      /* info says it is */
+				rc = SPIRT_EDATA;
+			goto out;
+		}
+		if (t.rank != 1) {
+			rc = SPIRT_ESHAPE;
+			goto out;
+		}
+		c[k] = (int64_t)t.dims[0];
+	}
+	*nshards = (size_t)info[0];
+	*nsamples = (uint64_t)info[1];
+	*counts = c;
+	c = NULL;
+out:
+	free(info);
+	free(c);
+	return rc;
+}
+
+struct reassign_arg {
+	const char *name;
+	struct spirt_reassign *r;
+};
+
+/*
+ * The conditions spirt_assign_next() refuses, with a message in r->msg:
+ * the live set (r's, else live[]), where it takes effect.
+ */
+static int
+reassign_why(struct spirt_reassign *r, const struct spirt_assign *cur,
+    size_t nshards, const int64_t *live, size_t nlive)
+{
+	const int64_t *l = r->live ? r->live : live;
+	size_t n = r->live ? r->nlive : nlive, i, first, np;
+	uint64_t j0;
+	int rc;
+
+	if (n == 0)
+		return spirt_msgf(r->msg, sizeof(r->msg), SPIRT_EINVAL,
+		    "no live worker would remain");
+	for (i = 0; i < n; i++)
+		if (l[i] < 0 || (uint64_t)l[i] >= nshards)
+			return spirt_msgf(r->msg, sizeof(r->msg), SPIRT_EINVAL,
+			    "worker %lld has no shard: %zu shards",
+			    (long long)l[i], nshards);
+	if (r->at_step == 0) {
+		if (r->at_epoch < cur->epoch)
+			return spirt_msgf(r->msg, sizeof(r->msg), SPIRT_ESTEP,
+			    "epoch %llu comes before revision %llu (from "
+			    "epoch %llu)", (unsigned long long)r->at_epoch,
+			    (unsigned long long)cur->revision,
+			    (unsigned long long)(cur->nrest ? cur->rest_epoch :
+			    cur->epoch));
+		return 0;
+	}
+	rc = spirt_assign_part(cur, r->at_epoch, r->at_step, r->batch, &first,
+	    &np, &j0);
+	if (rc == SPIRT_EINVAL)
+		return spirt_msgf(r->msg, sizeof(r->msg), rc, "revision %llu "
+		    "counts epoch %llu from step %llu in batches of %llu, "
+		    "not %llu", (unsigned long long)cur->revision,
+		    (unsigned long long)cur->rest_epoch,
+		    (unsigned long long)cur->rest_step,
+		    (unsigned long long)cur->rest_batch,
+		    (unsigned long long)r->batch);
+	if (rc == SPIRT_ESTEP)
+		return spirt_msgf(r->msg, sizeof(r->msg), rc, "step %llu "
+		    "(epoch %llu step %llu) comes before revision %llu",
+		    (unsigned long long)r->step,
+		    (unsigned long long)r->at_epoch,
+		    (unsigned long long)r->at_step,
+		    (unsigned long long)cur->revision);
+	if (rc)
+		return rc;
+	for (i = first; i < first + np; i++) {
+		int64_t w = cur->rows[SPIRT_AS_COLS * i + SPIRT_AS_WORKER];
+		size_t k;
+
+		for (k = 0; k < n; k++)
+			if (l[k] == w)
+				return 0;
+	}
+	return spirt_msgf(r->msg, sizeof(r->msg), SPIRT_EINVAL,
+	    "no live worker would remain in epoch %llu",
+	    (unsigned long long)r->at_epoch);
+}
+
+static int
+reassign_fn(struct spirt_txn *txn, void *arg)
+{
+	struct reassign_arg *ra = arg;
+	struct spirt_reassign *r = ra->r;
+	struct spirt_assign cur;
+	struct spirt_tensor t;
+	char key[SPIRT_KEY_MAX + 1];
+	int64_t *counts = NULL, *o = NULL, *live = NULL;
+	size_t nshards = 0, no, nlive = 0, i;
+	uint64_t nsamples = 0, S = 0, dims[2];
+	int rc;
+
+	memset(&cur, 0, sizeof(cur));
+	r->msg[0] = '\0';
+	if ((rc = spirt_data_assign_get(&cur, txn, ra->name)) ||
+	    (rc = shard_counts(txn, ra->name, &counts, &nshards, &nsamples)))
+		goto out;
+	if (r->live == NULL) {
+		/* the workers of the current full part, less the dead */
+		int any = 0;
+		if ((live = malloc((cur.nrows + 1) * sizeof(*live))) == NULL) {
+			rc = ENOMEM;
+			goto out;
+		}
+		for (i = cur.nrest; i < cur.nrows; i++) {
+			int64_t w = cur.rows[C * i + SPIRT_AS_WORKER];
+			size_t d;
+
+			for (d = 0; d < r->ndead && r->dead[d] != w; d++)
+				;
+			if (d < r->ndead) {
+				any = 1;
+				continue;
+			}
+			if (nlive == 0 || live[nlive - 1] != w)
+				live[nlive++] = w;
+		}
+		if (!any) {
+			rc = SPIRT_EDONE;
+			goto out;
+		}
+	}
+	r->at_step = 0;
+	switch (r->when) {
+	case SPIRT_RA_EPOCH:
+		r->at_epoch = r->epoch;
+		break;
+	case SPIRT_RA_STEP:
+		S = spirt_epoch_steps(nsamples, nshards, r->batch);
+		if (S == 0 || S > UINT32_MAX) {
+			rc = spirt_msgf(r->msg, sizeof(r->msg), SPIRT_EINVAL,
+			    "batch %llu: no whole epoch",
+			    (unsigned long long)r->batch);
+			goto out;
+		}
+		r->at_epoch = r->step / S;
+		r->at_step = r->step % S;
+		break;
+	default:
+		r->at_epoch = cur.epoch;
+		break;
+	}
+	if ((rc = reassign_why(r, &cur, nshards, live, nlive)))
+		goto out;
+	if ((rc = spirt_assign_next(&o, &no, &cur, counts, nshards, r->group,
+	    r->live ? r->live : live, r->live ? r->nlive : nlive, r->at_epoch,
+	    r->at_step, S ? S : 1, r->batch ? r->batch : 1)))
+		goto out;
+	r->revision = cur.revision + 1;
 	dims[0] = no;
-	dims[1] = 4;
-	if ((rc = spirt_tensor_init(&t, SPIRT_I64, 2, dims)))
+	dims[1] = C;
+	if ((rc = spirt_key_data_assign(key, sizeof(key), ra->name)) ||
+	    (rc = spirt_tensor_init(&t, SPIRT_I64, 2, dims)))
 		goto out;
-	t.step = a->revision;
+	t.step = r->revision;
 	rc = put(txn, key, &t, o);
 out:
-	free(rows);
+	spirt_assign_free(&cur);
+	free(counts);
 	free(o);
+	free(live);
 	return rc;
 }
 
 int
-spirt_data_rebalance(struct spirt_store *s, const char *name,
-    const int64_t *dead, size_t ndead, uint64_t *revision)
+spirt_data_reassign(struct spirt_store *s, const char *name,
+    struct spirt_reassign *r)
 {
-	struct rebal_arg a;
-	int rc;
+	struct reassign_arg a = { name, r };
 
 	if (spirt_data_name_check(name))
 		return SPIRT_EINVAL;
-	a.name = name;
-	a.dead = dead;
-	a.ndead = ndead;
-	a.revision = 0;
-	rc = spirt_store_write(s, rebal_fn, &a);
-	*revision = a.revision;
-	return rc;
+	r->revision = 0;
+	return spirt_store_write(s, reassign_fn, &a);
 }
+
+#undef C
 
 /* ---- stats ---- */
 
@@ -574,7 +612,7 @@ spirt_data_stats_free(struct spirt_data_stats *st)
 {
 	free(st->counts);
 	free(st->hist);
-	free(st->assign);
+	spirt_assign_free(&st->as);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -680,15 +718,11 @@ spirt_data_stats(struct spirt_data_stats *st, struct spirt_store *s,
 		rc = SPIRT_EDATA;
 		goto out;
 	}
-	if ((rc = spirt_key_data_assign(key, sizeof(key), name)) ||
-	    (rc = get_i64(txn, key, &t, &st->assign)))
+	if ((rc = spirt_data_assign_get(&st->as, txn, name)))
 		goto out;
-	if (t.rank != 2 || t.dims[1] != 4) {
-		rc = SPIRT_ESHAPE;
-		goto out;
-	}
-	st->nassign = (size_t)t.dims[0];
-	st->revision = t.step == SPIRT_NOSTEP ? 0 : t.step;
+	/* every part reads shards there are, and the full one each of
+	 * their samples once */
+	rc = spirt_assign_check(&st->as, st->counts, (size_t)st->nshards);
 out:
 	spirt_txn_abort(txn);
 	free(info);

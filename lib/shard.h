@@ -1,4 +1,4 @@
-/* shard.h - data sets in the store: shuffle, shards, assignment, rebalance */
+/* shard.h - data sets in the store: shuffle, shards, the assignment */
 #ifndef SPIRT_SHARD_H
 #define SPIRT_SHARD_H
 
@@ -7,13 +7,15 @@
 
 #include "data.h"
 #include "spirt.h"
+#include "assign.h"
 #include "store.h"
+#include "tensor.h"
 
 /*
  * A data set read by data.h goes to the store as shards under
  * data/<name>/ (keys.h builds the keys; docs/contracts.md and
- * spirt-store(5) give the layout), with the worker -> shard assignment
- * that spirt-grad reads and a rebalance rewrites.
+ * spirt-store(5) give the layout), with the assignment of samples to
+ * workers that spirt-grad reads and a reassignment rewrites.
  */
 
 /*
@@ -73,31 +75,38 @@ SPIRT_MUST_CHECK int spirt_data_store(struct spirt_store *s,
 SPIRT_MUST_CHECK int spirt_data_write(int fd, const char *name,
     const struct spirt_dataset *ds, size_t nshards);
 
-/*
- * Assignment rows are int64 quadruples (worker, shard, start, count).
- *
- * Spread the rows of the dead workers over the remaining workers (every
- * worker that has a row and is not dead): each dead row's range is split
- * evenly over them in worker order, remainders rotating so the extra
- * samples go to different workers.  Output rows are sorted by (worker,
- * shard, start) and adjacent ranges of one worker are merged.  *out is
- * malloc'ed (free()).  Returns 0, ENOMEM, SPIRT_EDONE (no dead worker
- * has a row: nothing to do), SPIRT_EINVAL (no worker would remain),
- * SPIRT_EDATA (a negative field).
- */
-SPIRT_MUST_CHECK int spirt_assign_rebalance(int64_t **out, size_t *nout,
-    const int64_t *rows, size_t nrows, const int64_t *dead, size_t ndead);
+/* A reassignment to write (spirt_data_reassign). */
+struct spirt_reassign {
+	const int64_t *live;    /* the live set, or NULL: the workers of */
+	size_t nlive;           /* the current full part less dead[] */
+	const int64_t *dead;
+	size_t ndead;
+	uint64_t group;         /* workers per peer, 0: one group */
+	int when;               /* SPIRT_RA_*: where it takes effect */
+	uint64_t epoch;         /* SPIRT_RA_EPOCH */
+	uint64_t step, batch;   /* SPIRT_RA_STEP: a step of batch */
+	/* out */
+	uint64_t revision;      /* the one written */
+	uint64_t at_epoch, at_step;     /* where it takes effect */
+	char msg[192];          /* on SPIRT_EINVAL and SPIRT_ESTEP: why */
+};
+enum {
+	SPIRT_RA_CURRENT,       /* at the current revision's full part */
+	SPIRT_RA_EPOCH,         /* at the start of epoch */
+	SPIRT_RA_STEP           /* at step (any step, with its batch) */
+};
 
 /*
- * Rebalance data/<name>/assign in the store in one write transaction
- * (read, spread, write revision + 1).  *revision gets the new revision.
- * Returns 0, SPIRT_ENOTFOUND (no such data set), SPIRT_EDONE (no dead
- * worker has a row: nothing to do, store unchanged), SPIRT_EINVAL (no
- * worker would remain), SPIRT_EDATA/ESHAPE/EDTYPE (malformed assignment),
- * store errors.
+ * Write revision + 1 of data/<name>/assign for r in one write transaction
+ * (read, spirt_assign_next, write); r->msg says why it cannot be, without
+ * the key ("worker 9 has no shard: 4 shards").  Returns 0,
+ * SPIRT_ENOTFOUND (no such
+ * data set), SPIRT_EDONE (r->dead only, and none of them is live:
+ * nothing to do, store unchanged), spirt_assign_next()'s codes,
+ * SPIRT_EDATA/ESHAPE/EDTYPE (a malformed record), store errors.
  */
-SPIRT_MUST_CHECK int spirt_data_rebalance(struct spirt_store *s,
-    const char *name, const int64_t *dead, size_t ndead, uint64_t *revision);
+SPIRT_MUST_CHECK int spirt_data_reassign(struct spirt_store *s,
+    const char *name, struct spirt_reassign *r) SPIRT_NONNULL(1, 2, 3);
 
 /* Per-shard facts read back from the store (spirt-shard --stats). */
 struct spirt_data_stats {
@@ -107,9 +116,7 @@ struct spirt_data_stats {
 	uint64_t xdims[SPIRT_MAXRANK];  /* shape of one sample: xdims[1..] */
 	int64_t *counts;                /* [nshards] samples per shard */
 	int64_t *hist;                  /* [nshards * nclasses] */
-	int64_t *assign;                /* [nassign * 4] */
-	size_t nassign;
-	uint64_t revision;
+	struct spirt_assign as;         /* the assignment */
 };
 
 /*

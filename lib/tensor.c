@@ -109,9 +109,21 @@ spirt_tensor_init(struct spirt_tensor *t, int dtype, unsigned rank,
 		t->dims[i] = dims[i];
 	t->step = SPIRT_NOSTEP;
 	t->origin = SPIRT_NOORIGIN;
+	t->revision = SPIRT_NOREVISION;
 	t->loss = NAN;
 	spirt_tensor_hdrlen(t);
 	return sizes(t);
+}
+
+void
+spirt_tensor_set_revision(struct spirt_tensor *t, uint64_t rev)
+{
+	t->revision = rev;
+	if (rev == SPIRT_NOREVISION)
+		t->flags &= (uint16_t)~SPIRT_TF_REVISION;
+	else
+		t->flags |= SPIRT_TF_REVISION;
+	spirt_tensor_hdrlen(t);
 }
 
 int
@@ -132,11 +144,19 @@ pad8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
+/* header bytes: fixed part, dims, padded name, revision, checksum */
+static size_t
+hdrbytes(unsigned rank, size_t namelen, unsigned flags)
+{
+	return SPIRT_TENSOR_FIXED + 8 * (size_t)rank + pad8(namelen) +
+	    (flags & SPIRT_TF_REVISION ? 8 : 0) + 8;
+}
+
 size_t
 spirt_tensor_hdrlen(struct spirt_tensor *t)
 {
-	size_t n = SPIRT_TENSOR_FIXED + 8 * (size_t)t->rank +
-	    pad8(strnlen(t->name, SPIRT_NAME_MAX)) + 8;
+	size_t n = hdrbytes(t->rank, strnlen(t->name, SPIRT_NAME_MAX),
+	    t->flags);
 
 	t->hdrlen = (uint32_t)n;
 	return n;
@@ -163,7 +183,9 @@ spirt_tensor_pack_header(void *out, size_t cap, struct spirt_tensor *t)
 		return SPIRT_EINVAL;
 	memset(p, 0, n);
 	memcpy(p, SPIRT_TENSOR_MAGIC, 4);
-	spirt_le_put16(p + 4, SPIRT_TENSOR_VERSION);
+	/* version 1 unless the record needs version 2's field */
+	spirt_le_put16(p + 4, t->flags & SPIRT_TF_REVISION ?
+	    SPIRT_TENSOR_VERSION2 : SPIRT_TENSOR_VERSION);
 	p[6] = t->dtype;
 	p[7] = t->rank;
 	spirt_le_put32(p + 8, t->hdrlen);
@@ -180,6 +202,8 @@ spirt_tensor_pack_header(void *out, size_t cap, struct spirt_tensor *t)
 	for (unsigned i = 0; i < t->rank; i++, off += 8)
 		spirt_le_put64(p + off, t->dims[i]);
 	memcpy(p + off, t->name, namelen);
+	if (t->flags & SPIRT_TF_REVISION)
+		spirt_le_put64(p + n - 16, t->revision);
 	off = n - 8;
 	t->hsum = XXH3_64bits(p, off);
 	spirt_le_put64(p + off, t->hsum);
@@ -193,7 +217,7 @@ spirt_tensor_unpack_header(struct spirt_tensor *t, const void *buf,
 	const unsigned char *p = buf;
 	uint32_t hdrlen;
 	uint64_t nbytes, lossbits;
-	unsigned namelen, rank;
+	unsigned namelen, rank, version, flags;
 	size_t off;
 	int rc;
 
@@ -206,15 +230,19 @@ spirt_tensor_unpack_header(struct spirt_tensor *t, const void *buf,
 		return SPIRT_EMAGIC;
 	if (len < 6)
 		return SPIRT_ETRUNC;
-	if (spirt_le_get16(p + 4) != SPIRT_TENSOR_VERSION)
+	version = spirt_le_get16(p + 4);
+	if (version != SPIRT_TENSOR_VERSION && version != SPIRT_TENSOR_VERSION2)
 		return SPIRT_EVERSION;
 	if (len < SPIRT_TENSOR_FIXED)
 		return SPIRT_ETRUNC;
 	hdrlen = spirt_le_get32(p + 8);
 	rank = p[7];
 	namelen = spirt_le_get16(p + 12);
+	flags = spirt_le_get16(p + 14);
+	/* the length is one of the two layouts before it is trusted */
 	if (rank > SPIRT_MAXRANK || namelen > SPIRT_NAME_MAX ||
-	    hdrlen != SPIRT_TENSOR_FIXED + 8 * rank + pad8(namelen) + 8)
+	    (hdrlen != hdrbytes(rank, namelen, 0) &&
+	    hdrlen != hdrbytes(rank, namelen, SPIRT_TF_REVISION)))
 		return SPIRT_EHEADER;
 	if (need)
 		*need = hdrlen;
@@ -223,11 +251,17 @@ spirt_tensor_unpack_header(struct spirt_tensor *t, const void *buf,
 	if (!SPIRT_FUZZ_NOSUM &&
 	    XXH3_64bits(p, hdrlen - 8) != spirt_le_get64(p + hdrlen - 8))
 		return SPIRT_EHEADER;
+	/* a flag its version does not define: a newer writer's record */
+	if (flags & ~(version == SPIRT_TENSOR_VERSION ? SPIRT_TF_KNOWN_V1 :
+	    SPIRT_TF_KNOWN))
+		return SPIRT_EVERSION;
+	if (hdrlen != hdrbytes(rank, namelen, flags))
+		return SPIRT_EHEADER;
 
 	memset(t, 0, sizeof *t);
 	t->dtype = p[6];
 	t->rank = (uint8_t)rank;
-	t->flags = spirt_le_get16(p + 14);
+	t->flags = (uint16_t)flags;
 	t->step = spirt_le_get64(p + 16);
 	t->samples = spirt_le_get64(p + 24);
 	lossbits = spirt_le_get64(p + 32);
@@ -246,10 +280,10 @@ spirt_tensor_unpack_header(struct spirt_tensor *t, const void *buf,
 		if (p[off + i])
 			return SPIRT_EHEADER;
 	t->name[namelen] = '\0';
+	t->revision = flags & SPIRT_TF_REVISION ?
+	    spirt_le_get64(p + hdrlen - 16) : SPIRT_NOREVISION;
 	t->hdrlen = hdrlen;
 	t->hsum = spirt_le_get64(p + hdrlen - 8);
-	if (t->flags & ~SPIRT_TF_KNOWN)
-		return SPIRT_EVERSION;
 	if ((rc = sizes(t)))
 		return rc;
 	if (nbytes != t->nbytes)

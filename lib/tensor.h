@@ -12,7 +12,8 @@
  * HTTP bodies.  Byte layout (all little-endian) is in spirt-tensor(5):
  *
  *   fixed header (56 bytes) | dims (8*rank) | name, zero-padded to 8 |
- *   header checksum (8) | payload | trailer "SPRE" 0000 payload-checksum (16)
+ *   [revision (8), version 2 only] | header checksum (8) | payload |
+ *   trailer "SPRE" 0000 payload-checksum (16)
  *
  * The header checksum is XXH3-64 of every header byte before it; the payload
  * checksum is XXH3-64 of the payload seeded with the header checksum, so a
@@ -21,7 +22,8 @@
 
 #define SPIRT_TENSOR_MAGIC    "SPRT"
 #define SPIRT_TENSOR_ENDMAGIC "SPRE"
-#define SPIRT_TENSOR_VERSION  1
+#define SPIRT_TENSOR_VERSION  1        /* a record without a revision */
+#define SPIRT_TENSOR_VERSION2 2        /* one with (SPIRT_TF_REVISION) */
 #define SPIRT_TENSOR_FIXED    56        /* fixed header bytes */
 #define SPIRT_TENSOR_TRAILER  16
 #define SPIRT_MAXRANK         8
@@ -29,6 +31,7 @@
 
 #define SPIRT_NOSTEP   UINT64_MAX       /* step field unset */
 #define SPIRT_NOORIGIN UINT32_MAX       /* origin field unset */
+#define SPIRT_NOREVISION UINT64_MAX     /* revision field absent */
 
 enum spirt_dtype {
 	SPIRT_F32 = 1,
@@ -38,8 +41,17 @@ enum spirt_dtype {
 	SPIRT_I64 = 5
 };
 
-/* Flags: none defined in version 1; readers reject unknown bits. */
-#define SPIRT_TF_KNOWN 0x0000u
+/*
+ * Flags: none defined in version 1; readers reject unknown bits.
+ * Version 2 defines one: SPIRT_TF_REVISION, an 8-byte field after the
+ * name holding the data assignment revision a gradient was computed under
+ * (data/<ds>/assign, spirt-shard(1)).  A writer makes a version 2 record
+ * only when that flag is set, so records without a revision are the
+ * version 1 bytes they always were.
+ */
+#define SPIRT_TF_REVISION 0x0001u
+#define SPIRT_TF_KNOWN_V1 0x0000u
+#define SPIRT_TF_KNOWN    SPIRT_TF_REVISION
 
 /* Parsed header.  A plain struct in memory, never written as is. */
 struct spirt_tensor {
@@ -52,6 +64,8 @@ struct spirt_tensor {
 	double   loss;                  /* NaN when unset */
 	uint32_t origin;                /* SPIRT_NOORIGIN when unset */
 	uint32_t count;                 /* inputs aggregated into it (0 unset) */
+	uint64_t revision;              /* with SPIRT_TF_REVISION, else
+					   SPIRT_NOREVISION */
 	char     name[SPIRT_NAME_MAX + 1];
 	/* derived by spirt_tensor_init / pack / unpack: */
 	uint64_t nelem;                 /* product of dims */
@@ -78,6 +92,13 @@ SPIRT_MUST_CHECK int spirt_tensor_init(struct spirt_tensor *t, int dtype,
 /* Set the name (truncates nothing: SPIRT_EINVAL when too long). */
 SPIRT_MUST_CHECK int spirt_tensor_set_name(struct spirt_tensor *t,
     const char *name);
+
+/*
+ * Give t a revision field holding rev (SPIRT_TF_REVISION set), or none
+ * for SPIRT_NOREVISION; recomputes t->hdrlen.
+ */
+void spirt_tensor_set_revision(struct spirt_tensor *t, uint64_t rev)
+    SPIRT_NONNULL(1);
 
 /* Header bytes for t as it stands (recomputes t->hdrlen). */
 size_t spirt_tensor_hdrlen(struct spirt_tensor *t);

@@ -1,10 +1,10 @@
 # mk/data.mk - build fragment for the data tools (included by Makefile)
-DATA_LIBHDR = lib/data.h lib/shard.h
-DATA_LIBOBJ = lib/data.o lib/shard.o
+DATA_LIBHDR = lib/data.h lib/assign.h lib/shard.h
+DATA_LIBOBJ = lib/data.o lib/assign.o lib/shard.o
 DATA_BIN = spirt-shard
 DATA_MAN1 = man/spirt-shard.1
 DATA_MAN5 =
-DATA_UNIT = tests/unit/test_data
+DATA_UNIT = tests/unit/test_data tests/unit/test_assign
 DATA_BENCH =
 
 
@@ -17,3 +17,7 @@ spirt-shard: cmd/spirt-shard.o lib/libspirt.a
 tests/unit/test_data.o: tests/unit/check.h $(LIBHDR)
 tests/unit/test_data: tests/unit/test_data.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_data.o lib/libspirt.a $(BASE_LIBS) $(ZLIB_LIBS)
+
+tests/unit/test_assign.o: tests/unit/check.h $(LIBHDR)
+tests/unit/test_assign: tests/unit/test_assign.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_assign.o lib/libspirt.a $(BASE_LIBS) $(ZLIB_LIBS)

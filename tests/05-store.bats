@@ -321,6 +321,25 @@ with open('py.rec', 'wb') as f:
 	assert_line 'count=2'
 	assert_line 'loss=0.25'
 	assert_line 'mean=1.5'
+	assert_line 'revision=-'
+	cmp py.rec <(spirt-store get py)
+	# version 2: a record with an assignment revision, both ways
+	run -0 env PYTHONPATH="$SPIRT_ROOT/contrib/python" "$PYTHON" -c "
+import numpy as np, spirt_tensor as st
+with open('rev.rec', 'wb') as f:
+    st.write_record(f, np.ones(5, 'f4'), name='g', step=3, revision=7)
+b = open('rev.rec', 'rb').read()
+assert b[4] == 2 and b[14] == 1, b[:16]"
+	run -0 spirt-store put rev rev.rec
+	run -0 spirt-store show rev
+	assert_line 'revision=7'
+	assert_line 'step=3'
+	cmp rev.rec <(spirt-store get rev)
+	run -0 env PYTHONPATH="$SPIRT_ROOT/contrib/python" "$PYTHON" -c "
+import spirt_tensor as st
+r = st.read_record(open('rev.rec', 'rb'))
+assert r.revision == 7 and r.step == 3 and r.name == 'g', r
+assert st.read_record(open('py.rec', 'rb')).revision is None"
 	# and a corrupted record is refused by the python reader too
 	cp a.rec bad.rec
 	flip 90 bad.rec

@@ -54,6 +54,9 @@ print(' '.join(str(int(x)) for x in v))"
 	run -64 spirt-shard --dim 0 "$SH/tiny.svm"
 	run -64 spirt-shard --label-col 0 "$SH/tiny.csv"
 	run -64 spirt-shard --dead -3
+	run -64 spirt-shard --live 1 "$IMG" "$LAB"
+	run -64 spirt-shard -t 3 "$IMG" "$LAB"
+	run -64 spirt-shard --group 2 --stats
 	run -64 --separate-stderr spirt-shard -f npy "$SH/tiny.csv"
 	assert_equal "$stderr" 'spirt-shard: -f: unknown format "npy" (idx, csv, libsvm)'
 	run -64 --separate-stderr spirt-shard -d a/b "$IMG" "$LAB"
@@ -81,7 +84,7 @@ print(' '.join(str(int(x)) for x in v))"
 	    "data/train/1/y	i32	3	12	-	-" \
 	    "data/train/2/x	u8	3x1x4x3	36	-	-" \
 	    "data/train/2/y	i32	3	12	-	-" \
-	    "data/train/assign	i64	3x4	96	0	-" \
+	    "data/train/assign	i64	3x7	168	0	-" \
 	    "data/train/info	i64	4	32	-	-")"
 	run -0 spirt-store show data/train/0/x
 	assert_line 'name=train'
@@ -96,9 +99,9 @@ print(' '.join(str(int(x)) for x in v))"
 	    'shard 1 samples 3 hist 0 2 1' \
 	    'shard 2 samples 3 hist 1 1 1' \
 	    'total samples 10 hist 4 3 3' \
-	    'assign worker 0 shard 0 start 0 count 4' \
-	    'assign worker 1 shard 1 start 0 count 3' \
-	    'assign worker 2 shard 2 start 0 count 3')"
+	    'assign worker 0 shard 0 start 0 count 4 epoch 0 step 0' \
+	    'assign worker 1 shard 1 start 0 count 3 epoch 0 step 0' \
+	    'assign worker 2 shard 2 start 0 count 3 epoch 0 step 0')"
 }
 
 @test "shuffle: the documented order (reference from Python)" {
@@ -204,7 +207,7 @@ spirt-shard: hint: shard train with --standardise first"
 	run -64 spirt-shard --standardise-from a/b a.csv
 	run -64 spirt-shard --standardise --stats
 	run -64 --separate-stderr spirt-shard -o d.spt --standardise a.csv
-	assert_equal "$stderr" 'spirt-shard: -o: --stats, --dead and --standardise work on the store'
+	assert_equal "$stderr" 'spirt-shard: -o: --stats, --list, --dead, --live and --standardise work on the store'
 	run -64 spirt-shard -o d.spt --standardise-from a a.csv
 	[ ! -e d.spt ]
 	unchanged
@@ -660,33 +663,124 @@ spirt-shard: hint: name the format with -f"
 @test "--dead spreads a worker's ranges; revision counts" {
 	spirt-shard -n 4 "$IMG" "$LAB"
 	run -0 --separate-stderr spirt-shard -v --dead 1 --stats
-	assert_equal "$stderr" 'spirt-shard: data/train/assign: revision 1'
+	assert_equal "$stderr" 'spirt-shard: data/train/assign: revision 1 from epoch 0 step 0'
 	assert_line --index 0 --partial 'shards 4 revision 1'
 	run -0 bash -c 'spirt-shard --stats | grep ^assign'
 	assert_output "$(printf '%s\n' \
-	    'assign worker 0 shard 0 start 0 count 3' \
-	    'assign worker 0 shard 1 start 0 count 1' \
-	    'assign worker 2 shard 1 start 1 count 1' \
-	    'assign worker 2 shard 2 start 0 count 2' \
-	    'assign worker 3 shard 1 start 2 count 1' \
-	    'assign worker 3 shard 3 start 0 count 2')"
+	    'assign worker 0 shard 0 start 0 count 3 epoch 0 step 0' \
+	    'assign worker 0 shard 1 start 0 count 1 epoch 0 step 0' \
+	    'assign worker 2 shard 1 start 1 count 1 epoch 0 step 0' \
+	    'assign worker 2 shard 2 start 0 count 2 epoch 0 step 0' \
+	    'assign worker 3 shard 1 start 2 count 1 epoch 0 step 0' \
+	    'assign worker 3 shard 3 start 0 count 2 epoch 0 step 0')"
+	# the dead accumulate: 0 and 3 as well leave worker 2
 	run -0 bash -c 'spirt-shard --dead 0 --dead 3 --stats | grep ^assign'
 	assert_output "$(printf '%s\n' \
-	    'assign worker 2 shard 0 start 0 count 3' \
-	    'assign worker 2 shard 1 start 0 count 3' \
-	    'assign worker 2 shard 2 start 0 count 2' \
-	    'assign worker 2 shard 3 start 0 count 2')"
+	    'assign worker 2 shard 0 start 0 count 3 epoch 0 step 0' \
+	    'assign worker 2 shard 1 start 0 count 3 epoch 0 step 0' \
+	    'assign worker 2 shard 2 start 0 count 2 epoch 0 step 0' \
+	    'assign worker 2 shard 3 start 0 count 2 epoch 0 step 0')"
+	# and --live brings them back: the map of the live set alone
+	run -0 bash -c 'spirt-shard --live 0-3 --stats | grep ^assign'
+	assert_output "$(printf '%s\n' \
+	    'assign worker 0 shard 0 start 0 count 3 epoch 0 step 0' \
+	    'assign worker 1 shard 1 start 0 count 3 epoch 0 step 0' \
+	    'assign worker 2 shard 2 start 0 count 2 epoch 0 step 0' \
+	    'assign worker 3 shard 3 start 0 count 2 epoch 0 step 0')"
+}
+
+@test "--live -t: from a step on, the rest of its epoch, then the map" {
+	# 10 samples in 4 shards (3 3 2 2), batch 1: 2 steps an epoch
+	spirt-shard -n 4 "$IMG" "$LAB"
+	run -0 --separate-stderr spirt-shard -v --dead 1
+	# at step 1 (epoch 0) worker 0 dies too: the half of its list step 0
+	# did not take, 2 samples, goes to 2 and 3 for the epoch's last step
+	run -0 --separate-stderr spirt-shard -v -t 1 -b 1 --live 2,3 --stats
+	assert_equal "$stderr" 'spirt-shard: data/train/assign: revision 2 from epoch 0 step 1'
+	run -0 bash -c 'spirt-shard --stats | grep ^assign'
+	assert_output "$(printf '%s\n' \
+	    'assign worker 2 shard 0 start 2 count 1 epoch 0 step 1 batch 1' \
+	    'assign worker 2 shard 2 start 0 count 2 epoch 0 step 1 batch 1' \
+	    'assign worker 3 shard 1 start 0 count 1 epoch 0 step 1 batch 1' \
+	    'assign worker 3 shard 3 start 0 count 2 epoch 0 step 1 batch 1' \
+	    'assign worker 2 shard 0 start 0 count 2 epoch 1 step 0' \
+	    'assign worker 2 shard 1 start 0 count 1 epoch 1 step 0' \
+	    'assign worker 2 shard 2 start 0 count 2 epoch 1 step 0' \
+	    'assign worker 3 shard 0 start 2 count 1 epoch 1 step 0' \
+	    'assign worker 3 shard 1 start 1 count 2 epoch 1 step 0' \
+	    'assign worker 3 shard 3 start 0 count 2 epoch 1 step 0')"
+	# --list: the revision and the same rows, nothing else read
+	run -0 --separate-stderr spirt-shard --list
+	assert_line --index 0 'revision 2'
+	[ "$(spirt-shard --list | sed 1d)" = "$(spirt-shard --stats | grep ^assign)" ]
+	run -64 spirt-shard --list "$IMG" "$LAB"
+	run -64 spirt-shard -o x --list
+	run -66 spirt-shard -d nope --list
+	# everyone back from epoch 1: the rest of epoch 0 stays
+	run -0 --separate-stderr spirt-shard -v --epoch 1 --live 0,1,2,3
+	assert_equal "$stderr" 'spirt-shard: data/train/assign: revision 3 from epoch 1 step 0'
+	run -0 bash -c 'spirt-shard --stats | grep ^assign | grep -c "epoch 0 step 1 batch 1"'
+	assert_output 4
+	run -0 bash -c 'spirt-shard --stats | grep "^assign.* epoch 1 step 0$" | cut -d" " -f3'
+	assert_output "$(printf '%s\n' 0 1 2 3)"
+}
+
+@test "--group: a dead function's shard stays with its peer; a dead peer's goes to the others" {
+	# 12 rows, 6 shards of 2, peers {0,1,2} {3,4,5}
+	for i in $(seq 0 11); do echo "$((i % 2)),$i"; done >t.csv
+	spirt-shard -q -n 6 --no-shuffle t.csv
+	run -0 bash -c 'spirt-shard --group 3 --dead 1 --stats | grep "^assign.* shard 1 "'
+	assert_output "$(printf '%s\n' \
+	    'assign worker 0 shard 1 start 0 count 1 epoch 0 step 0' \
+	    'assign worker 2 shard 1 start 1 count 1 epoch 0 step 0')"
+	run -0 bash -c 'spirt-shard --group 3 --live 0,1,2 --stats | grep "^assign" | awk "\$3 > 2"'
+	assert_output ''
+	run -0 bash -c 'spirt-shard --stats | grep -c "^assign worker [0-2] shard [3-5] "'
+	assert_output 6
 }
 
 @test "--dead: nothing to do warns, exit 0; last worker exits 64" {
 	seed_store
 	run -0 --separate-stderr spirt-shard --dead 7
-	assert_equal "$stderr" 'spirt-shard: warning: data/train/assign: no range of a dead worker: nothing to do'
+	assert_equal "$stderr" 'spirt-shard: warning: data/train/assign: no dead worker is live: nothing to do'
 	run -0 --separate-stderr spirt-shard -q --dead 7
 	assert_equal "$stderr" ''
 	unchanged
 	run -64 --separate-stderr spirt-shard --dead 0 --dead 1
-	assert_equal "$stderr" 'spirt-shard: data/train/assign: cannot rebalance: no live worker would remain'
+	assert_equal "$stderr" 'spirt-shard: data/train/assign: cannot reassign: no live worker would remain'
+	unchanged
+}
+
+@test "--live: bad lists and settings exit 64, a step before the revision 65; nothing changes" {
+	seed_store
+	for l in '' , 1, x 2-1 1-x -1 3--4; do
+		run -64 spirt-shard --live "$l"
+	done
+	run -64 --separate-stderr spirt-shard --live 0 --dead 1
+	assert_equal "$stderr" 'spirt-shard: --dead and --live: give one of them'
+	run -64 --separate-stderr spirt-shard --live 0 -t 1 --epoch 1
+	assert_equal "$stderr" 'spirt-shard: -t and --epoch: give one of them'
+	run -64 --separate-stderr spirt-shard --live 0 -b 4
+	assert_equal "$stderr" "spirt-shard: -b is the batch of -t's steps: give -t"
+	run -64 --separate-stderr spirt-shard --live 0,5
+	assert_equal "$stderr" 'spirt-shard: data/train/assign: cannot reassign: worker 5 has no shard: 2 shards'
+	unchanged
+	# revision 1 from step 3 in batches of 2 (5 samples a shard: 3
+	# steps an epoch, so epoch 1 step 0); then step 2 comes before it;
+	# revision 2 from step 4 (epoch 1 step 1) counts in batches of 2,
+	# and with batches of 3 step 3 is in that part too
+	run -0 spirt-shard -t 3 -b 2 --live 0
+	before=$(digest "$SPIRT_STORE")
+	run -65 --separate-stderr spirt-shard -t 2 -b 2 --live 0,1
+	assert_equal "$stderr" 'spirt-shard: data/train/assign: cannot reassign: step 2 (epoch 0 step 2) comes before revision 1'
+	run -65 --separate-stderr spirt-shard --epoch 0 --live 0,1
+	assert_equal "$stderr" 'spirt-shard: data/train/assign: cannot reassign: epoch 0 comes before revision 1 (from epoch 1)'
+	unchanged
+	run -0 spirt-shard -t 4 -b 2 --live 0
+	before=$(digest "$SPIRT_STORE")
+	run -64 --separate-stderr spirt-shard -t 3 -b 3 --live 0
+	[[ "$stderr" == *"cannot reassign: revision 2 counts epoch 1 from step 1 in batches of 2, not 3" ]] ||
+		fail "$stderr"
 	unchanged
 }
 
@@ -735,7 +829,7 @@ spirt-shard: hint: name the format with -f"
 @test "-o: usage, bad input and a missing directory write nothing" {
 	mkdir out
 	run -64 --separate-stderr spirt-shard -o out/d.spt --stats "$IMG" "$LAB"
-	assert_equal "$stderr" 'spirt-shard: -o: --stats, --dead and --standardise work on the store'
+	assert_equal "$stderr" 'spirt-shard: -o: --stats, --list, --dead, --live and --standardise work on the store'
 	run -64 spirt-shard -o out/d.spt --dead 1
 	run -64 spirt-shard -o out/d.spt -n 11 "$IMG" "$LAB"
 	run -65 spirt-shard -o out/d.spt "$SH/short-images-idx3-ubyte" "$LAB"

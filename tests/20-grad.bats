@@ -274,6 +274,16 @@ mkfiles() {
 	spirt-init -m m -S 3 -t 4 mlp:4-5-3
 }
 
+# samegrad A B: gradient records A (from the store's data: assignment
+# revision 0) and B (from a data file: no revision) alike in all else
+samegrad() {
+	"$PYTHON" -c "$PYREC
+a, b = (st.read_record(open(f, 'rb')) for f in ('$1', '$2'))
+assert a.revision == 0 and b.revision is None, (a.revision, b.revision)
+assert (a.array.tobytes(), a.name, a.step, a.origin, a.samples, a.loss) == \\
+    (b.array.tobytes(), b.name, b.step, b.origin, b.samples, b.loss)"
+}
+
 @test "-p and -D: the same gradient as from the store, and no store opened" {
 	mkfiles
 	spirt-store get model/m@4 | cmp - m.spt
@@ -281,14 +291,14 @@ mkfiles() {
 		spirt-grad -m m -t 4 -w $w -b 6 -S 9 -o a$w
 		SPIRT_STORE=$PWD/none.db spirt-grad -p m.spt -D d.spt \
 		    -w $w -b 6 -S 9 >b$w
-		cmp a$w b$w
+		samegrad a$w b$w
 	done
 	[ ! -e none.db ]
 	# either file alone, the rest from the store
 	spirt-grad -p m.spt -w 1 -b 6 -S 9 -o c
 	cmp a1 c
 	spirt-grad -m m -t 4 -D d.spt -w 1 -b 6 -S 9 -o c
-	cmp a1 c
+	samegrad a1 c
 	# -p without -o writes grad/<t>/<w> to the store, t from the record
 	run -0 spirt-grad -p m.spt -w 1 -b 6 -S 9
 	assert_output ''
@@ -296,12 +306,12 @@ mkfiles() {
 	# a model file may carry the optimiser state as a second record
 	cat m.spt m.spt >m2.spt
 	spirt-grad -p m2.spt -D d.spt -w 1 -b 6 -S 9 -o c
-	cmp a1 c
+	samegrad a1 c
 	# stdin
 	spirt-grad -p - -D d.spt -w 1 -b 6 -S 9 -o c <m.spt
-	cmp a1 c
+	samegrad a1 c
 	spirt-grad -p m.spt -D - -w 1 -b 6 -S 9 -o c <d.spt
-	cmp a1 c
+	samegrad a1 c
 }
 
 @test "-D: several pairs give worker w pair w; a single pair serves all" {
@@ -471,4 +481,78 @@ open('lab.idx', 'wb').write(struct.pack('>II', 0x801, n) +
 	[[ "$stderr" == *"reference kernels"* ]]
 	want='determinism: threads=1 openblas=none core=naive isa='
 	[[ "$stderr" == *"$want"* ]]
+}
+
+@test "from the store, across a death mid-epoch and a return: each sample once per epoch" {
+	# sample i is e_i (one-hot), so the columns of a softmax gradient
+	# that are not zero are its batch; 4 shards of 6, batch 2: 3 steps
+	# an epoch
+	awk 'BEGIN { for (i = 0; i < 24; i++) { printf "%d", i % 3
+		for (j = 0; j < 24; j++) printf ",%d", i == j; print "" } }' \
+	    >onehot.csv
+	spirt-shard -q -n 4 --seed 2 onehot.csv
+	for t in $(seq 0 8); do spirt-init -q -m m -S 1 -t $t softmax:24:3; done
+	grad() {        # grad T W...: worker W's gradient of step T
+		local t=$1 w
+		shift
+		for w; do
+			SPIRT_SAMPLE_LOG=log spirt-grad -m m -t "$t" -w "$w" \
+			    -b 2 -S 4 -o "g$t.$w"
+		done
+	}
+	# epoch 0: worker 2 dies after step 0; what it had left goes to the
+	# others for steps 1 and 2
+	grad 0 0 1 2 3
+	run -0 --separate-stderr spirt-shard -v -t 1 -b 2 --live 0,1,3
+	assert_equal "$stderr" 'spirt-shard: data/train/assign: revision 1 from epoch 0 step 1'
+	# it has nothing to do, and step 0 is history
+	run -66 --separate-stderr spirt-grad -m m -t 1 -w 2 -b 2 -S 4 -o x
+	assert_equal "$stderr" 'spirt-grad: data/train/assign: no samples for worker 2 at step 1 (revision 1): no such key'
+	run -65 --separate-stderr spirt-grad -m m -t 0 -w 0 -b 2 -S 4 -o x
+	assert_equal "$stderr" 'spirt-grad: data/train/assign: step 0 (epoch 0 step 0) comes before revision 1 (from epoch 0 step 1): wrong or unknown step'
+	# another batch would count other steps
+	run -64 --separate-stderr spirt-grad -m m -t 1 -w 0 -b 3 -S 4 -o x
+	[[ "$stderr" == *"revision 1 counts epoch 0 from step 1 in batches of 2, not 3"* ]]
+	grad 1 0 1 3
+	grad 2 0 1 3
+	# it is back for epoch 1
+	spirt-shard -q --epoch 1 --live 0-3
+	for t in 3 4 5; do grad $t 0 1 2 3; done
+	# epoch 2: worker 1 dies at the epoch's last step, 0 too
+	for t in 6 7; do grad $t 0 1 2 3; done
+	spirt-shard -q -t 8 -b 2 --live 2,3
+	grad 8 2 3
+	for k in 0 1 2 3; do
+		spirt-store export data/train/$k/x x$k.npy
+	done
+	run -0 "$PYTHON" - "$SPIRT_ROOT/contrib/python" <<'PY'
+import glob, re, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import spirt_tensor as st
+x = [np.load("x%d.npy" % k).reshape(-1, 24) for k in range(4)]
+steps = {}
+for f in sorted(glob.glob("g*.*")):
+    t, w = map(int, re.match(r"g(\d+)\.(\d+)$", f).groups())
+    r = st.read_record(open(f, "rb"))
+    cols = set(np.nonzero(np.abs(r.array[:72].reshape(3, 24)).sum(0))[0])
+    assert r.samples == len(cols) and r.revision is not None, (f, r)
+    steps.setdefault(t, {})[w] = (cols, r.revision)
+# the log names the same samples, by shard and row
+for line in open("log"):
+    m = dict(kv.split("=") for kv in line.split())
+    t, w = int(m["step"]), int(m["worker"])
+    ids = {int(np.argmax(x[int(k)][int(i)])) for k, i in
+           (s.split(":") for s in m["samples"].split(","))}
+    assert ids == steps[t][w][0], (t, w, ids, steps[t][w][0])
+    assert int(m["revision"]) == steps[t][w][1]
+for e in range(3):
+    seen = [c for t in range(3 * e, 3 * e + 3) for c, _ in steps[t].values()]
+    flat = [i for c in seen for i in c]
+    assert sorted(flat) == list(range(24)), (e, sorted(flat))
+assert {w: r for w, (c, r) in steps[1].items()} == {0: 1, 1: 1, 3: 1}
+assert set(steps[8]) == {2, 3} and steps[8][2][1] == 3
+print("ok")
+PY
+	assert_output 'ok'
 }

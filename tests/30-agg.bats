@@ -5,9 +5,11 @@ load helper
 
 # Python prelude: rec() makes a gradient record, get() reads one back
 PRELUDE="$PYREC"'
-def rec(a, name="m:8", step=3, origin=None, samples=8, loss=1.0):
+def rec(a, name="m:8", step=3, origin=None, samples=8, loss=1.0,
+        revision=None):
     return st.encode(np.asarray(a, dtype=np.float32), name=name, step=step,
-                     origin=origin, samples=samples, loss=loss)
+                     origin=origin, samples=samples, loss=loss,
+                     revision=revision)
 get = load
 G = np.random.default_rng(7).standard_normal((16, 8)).astype(np.float32)
 '
@@ -265,8 +267,13 @@ out(*[rec(G[w], origin=w) for w in range(4)], rec(a, origin=4))" >k.rec
 	run -65 --separate-stderr spirt-agg s.rec
 	[[ "$stderr" == *"s.rec: record 1: step 4, not 3"* ]]
 	[ -z "$output" ]
-	run -65 --separate-stderr spirt-agg -t 4 g0.rec
-	[[ "$stderr" == *"g0.rec: record 0: step 3, not 4"* ]]
+	# with -t, an earlier step is a straggler, not applied; a later one
+	# is a mistake
+	run -66 --separate-stderr spirt-agg -t 4 g0.rec
+	[[ "$stderr" == *"g0.rec: record 0: not applied: step 3, a past step (not 4)"* ]]
+	[[ "$stderr" == *"no gradients for step 4 left: 1 of a past step, 0 of another assignment revision"* ]]
+	run -65 --separate-stderr spirt-agg -t 2 g0.rec
+	[[ "$stderr" == *"g0.rec: record 0: step 3, not 2"* ]]
 
 	py "out(rec(G[5], origin=5, name='m:other'))" >model.rec
 	cat g1.rec model.rec >m.rec
@@ -725,4 +732,71 @@ assert all(r == 3 for o, r in ex), ex"
 	# one list per rule: mean wmean trim median norm krum mkrum cclip
 	# scclip
 	[ "$(grep -o 'Known to fail against' <<<"$page" | wc -l)" -eq 9 ]
+}
+
+# revs R...: grad/3/<w> of revision R (or - for none) for w = 0, 1, ...
+revs() {
+	local w=0 r
+	for r; do
+		if [ "$r" = - ]; then
+			py "out(rec(G[$w], origin=$w))" >r$w.rec
+		else
+			py "out(rec(G[$w], origin=$w, revision=$r))" >r$w.rec
+		fi
+		spirt-store put "grad/3/$w" r$w.rec || return 1
+		w=$((w + 1))
+	done
+}
+
+@test "stragglers: a gradient of another assignment revision is not applied, named and counted (reason 4)" {
+	# a data set, its assignment at revision 1
+	for i in $(seq 0 7); do echo "$((i % 2)),$i"; done >t.csv
+	spirt-shard -q -n 4 t.csv
+	spirt-shard -q --dead 3
+	revs 1 0 1 1 0 -
+	run -0 --separate-stderr spirt-agg -q -t 3
+	# named even with -q
+	assert_equal "$stderr" "$(printf '%s\n' \
+	    'spirt-agg: grad/3/1: not applied: assignment revision 0, not 1 (stale)' \
+	    'spirt-agg: grad/3/4: not applied: assignment revision 0, not 1 (stale)')"
+	spirt-store get agg/3 >a.rec
+	check a.rec 'G[[0, 2, 3, 5]].mean(0)'
+	py "r = get('a.rec'); assert r['count'] == 4, r['count']
+x = st.read_record(open('a.rec', 'rb'))
+assert x.revision is None and open('a.rec', 'rb').read(6)[4] == 1"
+	spirt-store get agg/3/excluded >x.rec
+	py "assert get('x.rec')['a'].tolist() == [[1, 4], [4, 4]]"
+	# the same in warm mode
+	run -0 --separate-stderr sh -c 'echo 3 | spirt-agg -q -R -i'
+	assert_output 'step=3 count=4 loss=1'
+	[[ "$stderr" == *"grad/3/4: not applied: assignment revision 0, not 1 (stale)"* ]]
+	# every gradient stale: 66, nothing written
+	revs 0 0
+	spirt-store rm grad/3/2 grad/3/3 grad/3/4 grad/3/5
+	before=$(store_digest spirt.db)
+	run -66 --separate-stderr spirt-agg -q -R -t 3
+	[[ "$stderr" == *"no gradients for step 3 left: 0 of a past step, 2 of another assignment revision"* ]]
+	[ "$(store_digest spirt.db)" = "$before" ]
+	# -d names the data set whose assignment is in force: one that has
+	# none leaves the newest revision the gradients carry
+	revs 0 2 0
+	run -0 --separate-stderr spirt-agg -q -R -d other -t 3
+	assert_equal "$stderr" "$(printf '%s\n' \
+	    'spirt-agg: grad/3/0: not applied: assignment revision 0, not 2 (stale)' \
+	    'spirt-agg: grad/3/2: not applied: assignment revision 0, not 2 (stale)')"
+	SPIRT_DATASET=other run -0 spirt-agg -q -R -t 3
+	spirt-store get agg/3/excluded >x.rec
+	py "assert get('x.rec')['a'].tolist() == [[0, 4], [2, 4]]"
+}
+
+@test "stragglers in a stream: the newest revision wins, a past step with -t is left out" {
+	py "out(rec(G[0], origin=0, revision=5), rec(G[1], origin=1, revision=4),
+    rec(G[2], origin=2, revision=5), rec(G[3], origin=3),
+    rec(G[4], origin=1, step=2, revision=5))" >s.rec
+	run -0 --separate-stderr spirt-agg -t 3 -o out.rec s.rec
+	[[ "$stderr" == *"s.rec: record 1: not applied: assignment revision 4, not 5 (stale)"* ]]
+	[[ "$stderr" == *"s.rec: record 4: not applied: step 2, a past step (not 3)"* ]]
+	# origin 1 twice is no conflict: one of them is not applied
+	check out.rec 'G[[0, 2, 3]].mean(0)'
+	py "assert get('out.rec')['count'] == 3"
 }

@@ -24,6 +24,9 @@ except ImportError:  # pragma: no cover
     xxhash = None
 
 MAGIC, ENDMAGIC, VERSION = b"SPRT", b"SPRE", 1
+# version 2: flag bit 0 announces the revision field, 8 bytes after the
+# name; a record without one is written as version 1
+VERSION2, TF_REVISION = 2, 0x0001
 FIXED = struct.Struct("<4sHBBIHHQQdIIQ")       # 56 bytes
 NOSTEP, NOORIGIN = 2**64 - 1, 2**32 - 1
 DTYPES = {1: "<f4", 2: "<f8", 3: "<i4", 4: "u1", 5: "<i8"}
@@ -33,14 +36,16 @@ CODES = {numpy.dtype(v).str if k != 4 else "|u1": k
 
 class Record:
     def __init__(self, array, name="", step=None, origin=None, samples=0,
-                 loss=float("nan"), count=0):
+                 loss=float("nan"), count=0, revision=None):
         self.array, self.name, self.step, self.origin = array, name, step, origin
         self.samples, self.loss, self.count = samples, loss, count
+        self.revision = revision        # assignment revision, or None
 
     def __repr__(self):
-        return ("Record(name=%r, step=%r, origin=%r, dtype=%s, shape=%r)"
-                % (self.name, self.step, self.origin, self.array.dtype,
-                   self.array.shape))
+        return ("Record(name=%r, step=%r, origin=%r, revision=%r, dtype=%s, "
+                "shape=%r)" % (self.name, self.step, self.origin,
+                               self.revision, self.array.dtype,
+                               self.array.shape))
 
 
 class RecordError(ValueError):
@@ -65,8 +70,13 @@ def read_record(f):
      origin, count, plen) = FIXED.unpack(fixed)
     if magic != MAGIC:
         raise RecordError("bad magic")
-    if ver != VERSION:
+    if ver not in (VERSION, VERSION2):
         raise RecordError("unsupported version %d" % ver)
+    if flags & ~(TF_REVISION if ver == VERSION2 else 0):
+        raise RecordError("unsupported flags %#x (version %d)" % (flags, ver))
+    extra = 8 if flags & TF_REVISION else 0
+    if hlen != FIXED.size + 8 * rank + nlen + (-nlen) % 8 + extra + 8:
+        raise RecordError("corrupt record header (length)")
     rest = _read(f, hlen - FIXED.size, "header")
     header = fixed + rest
     hsum = struct.unpack("<Q", header[-8:])[0]
@@ -74,6 +84,7 @@ def read_record(f):
         raise RecordError("corrupt record header")
     dims = struct.unpack("<%dQ" % rank, rest[:8 * rank])
     name = rest[8 * rank:8 * rank + nlen].decode()
+    revision = struct.unpack("<Q", header[-16:-8])[0] if extra else None
     payload = _read(f, plen, "payload")
     trailer = _read(f, 16, "trailer")
     if trailer[:4] != ENDMAGIC:
@@ -83,7 +94,8 @@ def read_record(f):
         raise RecordError("payload checksum mismatch")
     a = numpy.frombuffer(payload, DTYPES[dtype]).reshape(dims)
     return Record(a, name, None if step == NOSTEP else step,
-                  None if origin == NOORIGIN else origin, samples, loss, count)
+                  None if origin == NOORIGIN else origin, samples, loss, count,
+                  revision)
 
 
 def read_records(f):
@@ -95,7 +107,7 @@ def read_records(f):
 
 
 def encode(array, name="", step=None, origin=None, samples=0,
-           loss=float("nan"), count=0):
+           loss=float("nan"), count=0, revision=None):
     """The bytes of one record holding array (C order, little-endian)."""
     a = numpy.ascontiguousarray(array)
     code = CODES.get(a.dtype.str)
@@ -106,13 +118,18 @@ def encode(array, name="", step=None, origin=None, samples=0,
         raise ValueError("unsupported dtype %s" % array.dtype)
     nb = name.encode()
     pad = (-len(nb)) % 8
-    hlen = FIXED.size + 8 * a.ndim + len(nb) + pad + 8
+    extra = 0 if revision is None else 8
+    hlen = FIXED.size + 8 * a.ndim + len(nb) + pad + extra + 8
     payload = a.tobytes()
-    header = FIXED.pack(MAGIC, VERSION, code, a.ndim, hlen, len(nb), 0,
+    header = FIXED.pack(MAGIC, VERSION if revision is None else VERSION2,
+                        code, a.ndim, hlen, len(nb),
+                        0 if revision is None else TF_REVISION,
                         NOSTEP if step is None else step, samples, loss,
                         NOORIGIN if origin is None else origin, count,
                         len(payload))
     header += struct.pack("<%dQ" % a.ndim, *a.shape) + nb + b"\0" * pad
+    if revision is not None:
+        header += struct.pack("<Q", revision)
     if xxhash is None:
         raise RuntimeError("writing records needs python3-xxhash")
     hsum = xxhash.xxh3_64_intdigest(header)

@@ -43,7 +43,8 @@ cat "$store.train-mlp.tsv"
 
 # 2. one more step by hand, t = $steps, as spirt-train --cold runs it.
 #    The cosine schedule spans the 5 epochs: 60000/4 = 15000 samples per
-#    function, 15000/64 = 234 steps per epoch, 1170 in all.
+#    function, ceil(15000/64) = 235 steps per epoch (the last one of
+#    24 samples), 1175 in all.
 cp -R "$store" "$work/copy.db"          # for step 3; no writer is running
 cp "$store.train-mlp.tsv" "$work/copy.db.train-mlp.tsv"
 t=$steps
@@ -56,7 +57,7 @@ spirt-agg -q -R -t "$t"
 spirt-store show "agg/$t" | grep -E '^(count|samples|loss)='
 #    apply agg/$t to model/mlp@$t: model/mlp@$((t + 1)), keeping 2 versions
 spirt-update -q -m mlp -r 0.002 --opt adam --schedule cosine \
-    --lr-total 1170 --keep 2 -t "$t"
+    --lr-total 1175 --keep 2 -t "$t"
 spirt-store ls model/
 spirt-eval -m mlp -t $((t + 1)) | grep -E '^(step|loss|accuracy)='
 

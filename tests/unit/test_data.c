@@ -588,60 +588,6 @@ test_csv_names(void)
 }
 
 static int
-rows_eq(const int64_t *got, size_t n, const int64_t *want, size_t m)
-{
-	return n == m && memcmp(got, want, 4 * n * sizeof(int64_t)) == 0;
-}
-
-static void
-test_rebalance(void)
-{
-	static const int64_t rows[] = {
-		0, 0, 0, 10,  1, 1, 0, 10,  2, 2, 0, 9,  3, 3, 0, 11 };
-	static const int64_t dead1[] = { 1 }, dead13[] = { 3, 1 };
-	static const int64_t want1[] = {
-		0, 0, 0, 10,  0, 1, 0, 4,
-		2, 1, 4, 3,  2, 2, 0, 9,
-		3, 1, 7, 3,  3, 3, 0, 11 };
-	/* rows of 1 and 3 (10 and 11) over 0 and 2 */
-	static const int64_t want13[] = {
-		0, 0, 0, 10,  0, 1, 0, 5,  0, 3, 0, 6,
-		2, 1, 5, 5,  2, 2, 0, 9,  2, 3, 6, 5 };
-	/* a remainder moves the next extra sample on to the next worker */
-	static const int64_t odd[] = { 0, 0, 0, 1,  1, 1, 0, 1,  2, 2, 0, 1,
-		3, 3, 0, 1 };
-	static const int64_t dead01[] = { 0, 1 };
-	static const int64_t wanto[] = { 2, 0, 0, 1,  2, 2, 0, 1,
-		3, 1, 0, 1,  3, 3, 0, 1 };
-	static const int64_t all[] = { 0, 1, 2, 3 }, none[] = { 7 };
-	static const int64_t merge[] = { 0, 0, 0, 4,  1, 0, 4, 4 };
-	static const int64_t wantm[] = { 0, 0, 0, 8 };
-	static const int64_t neg[] = { 0, 0, -1, 4 };
-	int64_t *out;
-	size_t n;
-
-	CHECK_RC(spirt_assign_rebalance(&out, &n, rows, 4, dead1, 1));
-	CHECK(rows_eq(out, n, want1, 6));
-	free(out);
-	CHECK_RC(spirt_assign_rebalance(&out, &n, rows, 4, dead13, 2));
-	CHECK(rows_eq(out, n, want13, 6));
-	free(out);
-	CHECK_RC(spirt_assign_rebalance(&out, &n, odd, 4, dead01, 2));
-	CHECK(rows_eq(out, n, wanto, 4));
-	free(out);
-	CHECK_EQ_RC(spirt_assign_rebalance(&out, &n, rows, 4, all, 4),
-	    SPIRT_EINVAL);
-	CHECK_EQ_RC(spirt_assign_rebalance(&out, &n, rows, 4, none, 1),
-	    SPIRT_EDONE);
-	CHECK(out == NULL && n == 0);
-	CHECK_RC(spirt_assign_rebalance(&out, &n, merge, 2, dead1, 1));
-	CHECK(rows_eq(out, n, wantm, 1));
-	free(out);
-	CHECK_EQ_RC(spirt_assign_rebalance(&out, &n, neg, 1, none, 1),
-	    SPIRT_EDATA);
-}
-
-static int
 count_keys(void *arg, const char *key, const void *val, size_t len)
 {
 	(void)key;
@@ -674,8 +620,8 @@ test_store(void)
 	struct spirt_data_err err;
 	struct spirt_store *s;
 	char dir[] = "/tmp/spirt-test-data.XXXXXX", path[64];
-	static const int64_t d0[] = { 0 };
-	uint64_t rev;
+	static const int64_t d0[] = { 0 }, l012[] = { 0, 1, 2 }, l9[] = { 9 };
+	struct spirt_reassign ra;
 	int64_t k, c, sum;
 
 	if (mkdtemp(dir) == NULL) {
@@ -706,18 +652,42 @@ test_store(void)
 			sum += st.hist[k * 3 + c];
 		CHECK(sum == (c == 0 ? 4 : 3));
 	}
-	CHECK(st.nassign == 3 && st.revision == 0);
+	CHECK(st.as.nrows == 3 && st.as.revision == 0 && st.as.nrest == 0);
 	spirt_data_stats_free(&st);
 
-	CHECK_RC(spirt_data_rebalance(s, "t", d0, 1, &rev));
-	CHECK(rev == 1);
-	CHECK_EQ_RC(spirt_data_rebalance(s, "t", d0, 1, &rev), SPIRT_EDONE);
+	/* worker 0 dead: revision 1, its 4 samples over 1 and 2 */
+	memset(&ra, 0, sizeof(ra));
+	ra.dead = d0;
+	ra.ndead = 1;
+	CHECK_RC(spirt_data_reassign(s, "t", &ra));
+	CHECK(ra.revision == 1 && ra.at_epoch == 0 && ra.at_step == 0);
+	CHECK_EQ_RC(spirt_data_reassign(s, "t", &ra), SPIRT_EDONE);
 	CHECK_RC(spirt_data_stats(&st, s, "t"));
-	CHECK(st.revision == 1 && st.nassign == 4);
+	CHECK(st.as.revision == 1 && st.as.nrows == 4);
 	spirt_data_stats_free(&st);
+	/* from step 1 of batch 2 (S = 2), everyone live again: worker 0
+	 * back at epoch 1; then a step before that is refused */
+	memset(&ra, 0, sizeof(ra));
+	ra.live = l012;
+	ra.nlive = 3;
+	ra.when = SPIRT_RA_STEP;
+	ra.step = 1;
+	ra.batch = 2;
+	CHECK_RC(spirt_data_reassign(s, "t", &ra));
+	CHECK(ra.revision == 2 && ra.at_epoch == 0 && ra.at_step == 1);
+	CHECK_RC(spirt_data_stats(&st, s, "t"));
+	CHECK(st.as.nrest > 0 && st.as.epoch == 1);
+	spirt_data_stats_free(&st);
+	ra.step = 0;
+	CHECK_EQ_RC(spirt_data_reassign(s, "t", &ra), SPIRT_ESTEP);
+	CHECK(strstr(ra.msg, "comes before revision 2") != NULL);
+	ra.live = l9;
+	ra.nlive = 1;
+	ra.step = 3;
+	CHECK_EQ_RC(spirt_data_reassign(s, "t", &ra), SPIRT_EINVAL);
+	CHECK(strcmp(ra.msg, "worker 9 has no shard: 3 shards") == 0);
 	CHECK_EQ_RC(spirt_data_stats(&st, s, "none"), SPIRT_ENOTFOUND);
-	CHECK_EQ_RC(spirt_data_rebalance(s, "none", d0, 1, &rev),
-	    SPIRT_ENOTFOUND);
+	CHECK_EQ_RC(spirt_data_reassign(s, "none", &ra), SPIRT_ENOTFOUND);
 
 	spirt_dataset_free(&ds);
 	spirt_store_close(s);
@@ -745,7 +715,6 @@ main(void)
 	test_label_limit();
 	test_claims();
 	test_scale();
-	test_rebalance();
 	test_store();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
 	if (system(cmd) != 0)

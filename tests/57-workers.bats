@@ -1,0 +1,238 @@
+#!/usr/bin/env bats
+# 57-workers: workers within a peer.  4 functions train; one is killed in
+# the middle of an epoch: it is declared dead, the step is done again by
+# the survivors on the reassigned samples, training goes on, the killed
+# one gets work back at the next epoch, and every sample is seen exactly
+# once in each epoch (counted from the samples each applied gradient
+# used, spirt-grad's SPIRT_SAMPLE_LOG).  Also cold invocations that fail,
+# a rule that no longer holds, and every function gone.
+
+load helper
+
+setup_file() {
+	# a small IDX data set like Fashion-MNIST's files: 1200 images of
+	# 28x28, 10 classes (a bright block whose place is the class), and a
+	# test set of 200; 4 shards of 300
+	cd "$BATS_FILE_TMPDIR" || return 1
+	mkdir -p data
+	"${PYTHON:-/usr/bin/python3}" - <<'PY'
+import gzip, random, struct
+random.seed(1)
+def write(name, n):
+    labels = [i % 10 for i in range(n)]
+    img = bytearray()
+    for c in labels:
+        px = bytearray(random.randrange(40) for _ in range(784))
+        r0, c0 = (c // 5) * 10 + 3, (c % 5) * 5 + 1
+        for r in range(r0, r0 + 5):
+            for q in range(c0, c0 + 4):
+                px[r * 28 + q] = 200 + random.randrange(55)
+        img += px
+    with gzip.open("data/%s-images-idx3-ubyte.gz" % name, "wb") as f:
+        f.write(struct.pack(">IIII", 0x803, n, 28, 28) + bytes(img))
+    with gzip.open("data/%s-labels-idx1-ubyte.gz" % name, "wb") as f:
+        f.write(struct.pack(">II", 0x801, n) + bytes(labels))
+write("train", 1200)
+write("t10k", 200)
+PY
+}
+
+teardown() {
+	# no function may outlive its driver
+	pkill -9 -f "$BATS_TEST_TMPDIR" 2>/dev/null || :
+}
+
+# train ARGS...: spirt-train on the small set, softmax, in the background
+# (bounded); its pid in TP, stderr in err
+train() {
+	SPIRT_SAMPLE_LOG=$PWD/log timeout 300 spirt-train -m softmax \
+	    --data "$BATS_FILE_TMPDIR/data" -s "$PWD/t.db" "$@" 2>err &
+	TP=$!
+}
+
+# logged N: wait (at most 60 s) until the functions have logged N
+# gradients (a few steps; cheaper to ask than the store)
+logged() {
+	local i
+	for i in $(seq 6000); do
+		[ "$(cat log 2>/dev/null | wc -l)" -lt "$1" ] || return 0
+		sleep 0.01
+	done
+	return 1
+}
+
+# coverage S E: in each of epochs 0..E-1 of S steps, the gradients
+# applied (those of a step's newest revision: the survivors compute a step
+# again under the revision that reassigns it) used every sample of the 4
+# shards of 300 exactly once; prints the workers of each epoch
+coverage() {
+	"$PYTHON" - "$1" "$2" <<'PY'
+import collections, sys
+S, E = int(sys.argv[1]), int(sys.argv[2])
+by = collections.defaultdict(list)
+for line in open("log"):
+    m = dict(kv.split("=", 1) for kv in line.split())
+    by[int(m["step"])].append(m)
+want = {(k, i) for k in range(4) for i in range(300)}
+for e in range(E):
+    seen = collections.Counter()
+    workers = set()
+    for t in range(e * S, (e + 1) * S):
+        top = max(int(m["revision"]) for m in by[t])
+        for m in by[t]:
+            if int(m["revision"]) != top:
+                continue
+            workers.add(int(m["worker"]))
+            seen.update(tuple(map(int, s.split(":")))
+                        for s in m["samples"].split(","))
+    twice = [s for s, c in seen.items() if c > 1]
+    missed = want - set(seen)
+    assert not twice and not missed and set(seen) <= want, \
+        (e, len(twice), len(missed))
+    print("epoch %d workers %s" % (e, " ".join(map(str, sorted(workers)))))
+PY
+}
+
+@test "a warm function killed mid-epoch: declared dead, the step redone, every sample once an epoch, back at the next epoch" {
+	# batch 2: 150 steps an epoch, 3 epochs
+	train -b 2 -e 3 --eval-every 150
+	logged 40
+	# the driver stopped while function 2 is killed, so the death comes
+	# in the middle of a step of epoch 0
+	drv=$(pgrep -P "$TP" -x spirt-train)
+	[ -n "$drv" ]
+	kill -STOP "$drv"
+	victim=$(pgrep -P "$drv" -f 'spirt-grad .* -w 2 ')
+	[ -n "$victim" ]
+	kill -9 "$victim"
+	kill -CONT "$drv"
+	rc=0
+	wait "$TP" || rc=$?
+	[ "$rc" -eq 0 ] || fail "exit $rc: $(cat err)"
+	# said on stderr: who died how, at which step, the new revision
+	re='step ([0-9]+): warm spirt-grad -w 2 \(pid '"$victim"'\) was killed by signal 9: declared dead; its samples go to the other functions'
+	[[ "$(cat err)" =~ $re ]] || fail "$(cat err)"
+	t=${BASH_REMATCH[1]}
+	[ "$t" -gt 0 ] && [ "$t" -lt 150 ] || fail "died at step $t, not in epoch 0"
+	grep -q "step $t: revision 1: functions 0 1 3 compute it again" err ||
+		fail "$(cat err)"
+	grep -q "epoch 1 step 150: function 2 is back" err || fail "$(cat err)"
+	grep -q "model/softmax@450" err
+	# training went on to the end, and learnt
+	grep -q "epoch 3.000 step 450: test loss .*, accuracy 1.0000" err ||
+		fail "$(cat err)"
+	# the counted coverage: exact in each epoch; 2 missing from the
+	# death on in epoch 0, back in epochs 1 and 2
+	run -0 coverage 150 3
+	assert_output "$(printf '%s\n' 'epoch 0 workers 0 1 2 3' \
+	    'epoch 1 workers 0 1 2 3' 'epoch 2 workers 0 1 2 3')"
+	# (a gradient of step t it wrote before it was killed is of revision
+	# 0, stale: spirt-agg leaves it out, tests/30-agg.bats)
+	run -1 grep ' worker=2 revision=1 ' log
+	# the step of the death: the survivors once under revision 0, again
+	# under 1; after it revision 1; from epoch 1 revision 2 with all four
+	[ "$(grep -c "^step=$t .* revision=1 " log)" -eq 3 ]
+	[ "$(grep "^step=$((t + 1)) " log | grep -c ' revision=1 ')" -eq 3 ]
+	[ "$(grep '^step=150 ' log | grep -c ' revision=2 ')" -eq 4 ]
+	run -0 spirt-shard -s t.db --list
+	assert_line --index 0 'revision 2'
+	[ -z "$(pgrep -f "$BATS_TEST_TMPDIR")" ]
+}
+
+@test "cold invocations that fail or hang: declared dead, the step redone, back at the next epoch" {
+	# a spirt-grad that kills itself as worker 1 for steps 4 to 20, and
+	# hangs as worker 3 at step 9
+	mkdir bin
+	cat >bin/spirt-grad <<EOF
+#!/bin/sh
+t=\$(printf '%s\n' " \$* " | sed 's/.* -t \([0-9]*\) .*/\1/')
+case " \$* " in
+*" -w 1 "*) [ "\$t" -lt 4 ] || [ "\$t" -gt 20 ] || kill -9 \$\$ ;;
+*" -w 3 "*) [ "\$t" -ne 9 ] || exec sleep 600 ;;
+esac
+exec "$SPIRT_ROOT/spirt-grad" "\$@"
+EOF
+	chmod +x bin/spirt-grad
+	# batch 20: 15 steps an epoch
+	PATH="$PWD/bin:$PATH" train --cold -b 20 -e 2 --eval-every 15 \
+	    --deadline 3000
+	rc=0
+	wait "$TP" || rc=$?
+	[ "$rc" -eq 0 ] || fail "exit $rc: $(cat err)"
+	grep -q "step 4: cold spirt-grad -w 1 was killed by signal 9: declared dead; its samples go to the other functions" err ||
+		fail "$(cat err)"
+	grep -q "step 4: revision 1: functions 0 2 3 compute it again" err
+	grep -q "step 9: cold spirt-grad -w 3 did not end within --deadline 3000 ms: declared dead" err ||
+		fail "$(cat err)"
+	grep -q "step 9: revision 2: functions 0 2 compute it again" err
+	[ -z "$(pgrep -f "$BATS_TEST_TMPDIR/bin")" ]
+	# back at step 15, where 1 dies again: reassigned from the epoch's
+	# start
+	grep -q "epoch 1 step 15: function 1 is back" err
+	grep -q "epoch 1 step 15: function 3 is back" err
+	grep -q "step 15: cold spirt-grad -w 1 was killed by signal 9" err
+	run -0 coverage 15 2
+	assert_output "$(printf '%s\n' 'epoch 0 workers 0 1 2 3' \
+	    'epoch 1 workers 0 2 3')"
+}
+
+@test "a warm function that hangs: past --deadline it is ended and declared dead, and back at the next epoch" {
+	train -b 2 -e 2 --eval-every 150 --deadline 2000
+	logged 40
+	# (the driver stopped meanwhile: the hang starts in epoch 0)
+	drv=$(pgrep -P "$TP" -x spirt-train)
+	kill -STOP "$drv"
+	victim=$(pgrep -P "$drv" -f 'spirt-grad .* -w 1 ')
+	[ -n "$victim" ]
+	kill -STOP "$victim"
+	kill -CONT "$drv"
+	rc=0
+	wait "$TP" || rc=$?
+	[ "$rc" -eq 0 ] || fail "exit $rc: $(cat err)"
+	re='step ([0-9]+): warm spirt-grad -w 1 \(pid '"$victim"'\) did not answer within --deadline 2000 ms: declared dead'
+	[[ "$(cat err)" =~ $re ]] || fail "$(cat err)"
+	t=${BASH_REMATCH[1]}
+	[ "$t" -lt 150 ] || fail "hung at step $t, not in epoch 0"
+	grep -q "epoch 1 step 150: function 1 is back" err || fail "$(cat err)"
+	# declared dead once: the watchdog's word on the process the driver
+	# ended is no news
+	[ "$(grep -c 'spirt-grad -w 1 .*declared dead' err)" -eq 1 ] ||
+		fail "$(cat err)"
+	[ ! -e "/proc/$victim/cmdline" ] ||
+		! tr '\0' ' ' <"/proc/$victim/cmdline" | grep -q spirt-grad
+	run -0 coverage 150 2
+	assert_output "$(printf '%s\n' 'epoch 0 workers 0 1 2 3' \
+	    'epoch 1 workers 0 1 2 3')"
+}
+
+@test "a rule the survivors no longer meet stops the run, saying why; every function gone stops it too" {
+	# Krum with f = 1 needs more than 4 inputs: 5 functions, then 4
+	train -n 5 -a krum:1 -b 1 -e 1
+	logged 20
+	drv=$(pgrep -P "$TP" -x spirt-train)
+	kill -STOP "$drv"
+	kill -9 "$(pgrep -P "$drv" -f 'spirt-grad .* -w 3 ')"
+	kill -CONT "$drv"
+	rc=0
+	wait "$TP" || rc=$?
+	[ "$rc" -eq 64 ] || fail "exit $rc: $(cat err)"
+	grep -q "4 functions left: -a krum:1: rule krum: 4 inputs with --byzantine 1: Krum needs W > 2f+2 = 4" err ||
+		fail "$(cat err)"
+	[ -z "$(pgrep -f "$BATS_TEST_TMPDIR")" ]
+	# one function, killed: 75, and a rerun resumes
+	rm -rf t.db* log
+	train -n 1 -b 1 -e 1
+	logged 10
+	drv=$(pgrep -P "$TP" -x spirt-train)
+	kill -STOP "$drv"
+	kill -9 "$(pgrep -P "$drv" -x spirt-grad)"
+	kill -CONT "$drv"
+	rc=0
+	wait "$TP" || rc=$?
+	[ "$rc" -eq 75 ] || fail "exit $rc: $(cat err)"
+	grep -q "every function is dead; rerun to resume" err || fail "$(cat err)"
+	run -0 spirt-train -q -m softmax --data "$BATS_FILE_TMPDIR/data" \
+	    -s "$PWD/t.db" -n 1 -b 1 -e 1
+	run -0 spirt-store -s t.db ls model/softmax@1200
+	assert_output --partial 'model/softmax@1200'
+}
