@@ -37,7 +37,8 @@ pass=0 fail=0 summary=
 # dictionary of target t
 dict() {
 	case $1 in
-	hs|msg|token|keyfile|allow|digest|peersrv) echo tests/fuzz/dict/crypto.dict ;;
+	hs|msg|token|keyfile|allow|digest|peersrv|remote)
+		echo tests/fuzz/dict/crypto.dict ;;
 	*) echo "tests/fuzz/dict/$1.dict" ;;
 	esac
 }
