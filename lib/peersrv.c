@@ -1056,7 +1056,12 @@ do_msg(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 		}
 		break;
 	case SPIRT_OP_PUT:
-		rc = spirt_store_write(p->conf.store, put_fn, &o);
+		/* the body's bound has the message's slack on top: the
+		 * value itself is held to the bound as a get's is */
+		if (o.len > p->conf.max_bytes)
+			rc = SPIRT_ETOOBIG;
+		else
+			rc = spirt_store_write(p->conf.store, put_fn, &o);
 		break;
 	case SPIRT_OP_DEL:
 		rc = spirt_store_write(p->conf.store, del_fn, &o);

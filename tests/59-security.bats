@@ -95,6 +95,15 @@ secret() {
 		SPIRT_KEY=junk.key run -66 spirt-store -s http://127.0.0.1:1 \
 		    ls
 		run -66 spirt-grad -s http://127.0.0.1:1 -m m -t 0 -w 0 -b 8
+		# every other tool that opens a peer's store
+		SPIRT_KEY=junk.key run -66 --separate-stderr spirt-eval \
+		    -s http://127.0.0.1:1 -m m
+		assert_equal "$stderr" "spirt-eval: http://127.0.0.1:1: SPIRT_KEY: junk.key: secret key file readable by group or others (chmod 600)"
+		run -66 spirt-init -s http://127.0.0.1:1 -m m mlp:4-5-3
+		run -66 spirt-shard -s http://127.0.0.1:1 train.csv
+		run -66 spirt-attack -s http://127.0.0.1:1 -t 0 -w 0 \
+		    signflip:10
+		run -66 spirt-beat -s http://127.0.0.1:1 beat f1
 		printf 'p2 http://127.0.0.1:1\n' >peers
 		SPIRT_KEY=junk.key SPIRT_TOKEN=p1.tok run -66 spirt-peer \
 		    exchange -m m -P peers -t 0
@@ -226,6 +235,34 @@ EOF
 	    srv.log)" -eq 2 ]
 	grep -q '^spirt-peer: refused ETOOBIG: 3$' srv.log
 	! grep -q 'internal error' srv.log
+}
+
+@test "the bound is the largest legal value: one of --max-bytes is taken and given, one byte more is not" {
+	members
+	mkstore
+	spirt-grad -m m -t 0 -w 0 -b 8 -o g.rec
+	spirt-store get -f model/m@0 >m.rec
+	g=$(wc -c <g.rec) m=$(wc -c <m.rec)
+	as f1
+	serve -M "$g"
+	run -0 spirt-store -s "$URL" put grad/0/0 g.rec
+	stop
+	# a put's body has the message's slack on top of the value: the
+	# value itself is held to the bound (it was not: a value up to the
+	# slack over it was stored)
+	serve -M "$((g - 1))"
+	run -65 --separate-stderr spirt-store -s "$URL" put grad/0/1 g.rec
+	[[ "$stderr" == *": value too large for the peer" ]] || fail "$stderr"
+	stop
+	grep -q ': f1: put grad/0/1: value too large for the peer$' srv.log
+	run -66 spirt-store show grad/0/1
+	spirt-store show grad/0/0 >/dev/null
+	serve -M "$m"
+	spirt-store -s "$URL" get -f model/m@0 | cmp - m.rec
+	stop
+	serve -M "$((m - 1))"
+	run -65 spirt-store -s "$URL" get -f model/m@0
+	stop
 }
 
 # slow N: N connections from 127.0.0.2 that send a header byte every 0.2 s;
