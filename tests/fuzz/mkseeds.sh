@@ -122,6 +122,16 @@ done
 spirt-store get -f agg/0 | seed record agg
 spirt-store get -f data/train/assign | seed record assign
 spirt-store get -f data/train/info | seed record info
+# a gradient of an assignment revision (spirt-tensor(5) version 2, its
+# revision field), in a store of its own: the one above stays revision 0
+(
+	export SPIRT_STORE="$tmp/rev.db"
+	spirt-shard -q -n 2 small.csv
+	spirt-init -q -m m -t 2 mlp:3-2-3
+	spirt-shard -q --live 0 -t 1
+	spirt-grad -m m -t 2 -w 0 -b 2 -o grad-rev.rec
+)
+seed record grad-rev <grad-rev.rec
 
 # .npy: what spirt-store export writes, of each dtype it has
 spirt-store export -f model/m@0 m.npy
