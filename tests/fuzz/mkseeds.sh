@@ -343,6 +343,55 @@ done
 # allowlist
 { bytes 0 16 0 9 0 13; bytes 1 1 1 0 0 0; } | seed peersrv allowlist
 
+# ---- the assignment: programs of fuzz_assign.c (set-up bytes, then the
+# rows of data/train/assign as spirt-shard wrote them: 8-byte fields,
+# mode 2; one byte each, mode 0; version 1's 4 columns, mode 1+2) ----
+(
+	export SPIRT_STORE="$tmp/assign.db"
+	awk 'BEGIN { for (i = 0; i < 24; i++)
+		printf "%d,%.3f,%.3f\n", i % 3, (i % 7) / 7, (i % 5) / 5 }' \
+	    >as.csv
+	# 4 shards of 6: revision 0; worker 3 gone at epoch 0 step 1
+	# (batch 2, 3 steps an epoch: a rest part); worker 2 too at step 4
+	spirt-shard -q -n 4 as.csv
+	spirt-store get -f data/train/assign >as0.rec
+	spirt-shard -q --live 0,1,2 -t 1 -b 2
+	spirt-store get -f data/train/assign >as1.rec
+	spirt-shard -q --dead 2 -t 4 -b 2
+	spirt-store get -f data/train/assign >as2.rec
+)
+# set-up: 4 shards of 6, group 0, the live mask, worker, step, S 3,
+# batch 2, j, revision, mode; then the record's payload
+"$PYTHON" - "$out/assign" as0.rec as1.rec as2.rec <<'EOF'
+import os, struct, sys
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+def rows(path):
+    d = open(path, 'rb').read()
+    rank, = struct.unpack_from('<B', d, 7)
+    dims = struct.unpack_from('<%dQ' % rank, d, 56)
+    n = dims[0] * dims[1]
+    return [list(struct.unpack_from('<%dq' % dims[1], d,
+                                    len(d) - 16 - 8 * n + 8 * dims[1] * i))
+            for i in range(dims[0])]
+def seed(name, live, worker, step, j, rev, mode, rs):
+    b = bytes([3, 6, 6, 6, 6, 0, live, worker, step & 255, step >> 8, 2,
+               1, j, rev, mode])
+    for r in rs:
+        if mode & 1:
+            r = r[:4]
+        for v in r:
+            b += struct.pack('<q', v) if mode & 2 else bytes([v & 255])
+    open(os.path.join(out, name), 'wb').write(b)
+r0, r1, r2 = (rows(p) for p in sys.argv[2:5])
+seed('rev0', 15, 1, 0, 0, 0, 2, r0)
+seed('rev0-v1', 15, 2, 4, 0, 0, 3, r0)
+seed('rev1-rest', 7, 0, 1, 1, 1, 2, r1)
+seed('rev1-bytes', 7, 2, 2, 1, 1, 0, r1)
+seed('rev2', 3, 1, 4, 2, 2, 2, r2)
+seed('rev2-bytes', 3, 0, 7, 0, 2, 0, r2)
+EOF
+
 n=$(find "$out" -type f | wc -l)
 b=$(du -sk "$out" | cut -f1)
 echo "mkseeds: $n seeds, $b KiB, in tests/fuzz/corpus/"
