@@ -40,8 +40,17 @@ roundtrip(const uint8_t *d, size_t n, struct spirt_tensor *t,
 	FUZZ_ASSERT((out = malloc(len)) != NULL);
 	FUZZ_ASSERT(spirt_tensor_encode(out, len, &u, payload) == 0);
 	FUZZ_ASSERT(u.hdrlen == t->hdrlen);
-	/* all but the two checksums, which the fuzz build does not check */
-	FUZZ_ASSERT(memcmp(out, d, t->hdrlen - 8) == 0);
+	/* all but the two checksums, which the fuzz build does not check;
+	 * a version 2 header without the revision flag is read as version
+	 * 1's layout (spirt-tensor(5): bit 0 "may be set"), and a writer
+	 * makes version 1 of it (a 60 s bench run found the version
+	 * byte differing: the harness had been too strict) */
+	if (d[4] == SPIRT_TENSOR_VERSION2 && !(t->flags & SPIRT_TF_REVISION)) {
+		FUZZ_ASSERT(out[4] == SPIRT_TENSOR_VERSION && out[5] == d[5]);
+		FUZZ_ASSERT(memcmp(out, d, 4) == 0);
+		FUZZ_ASSERT(memcmp(out + 6, d + 6, t->hdrlen - 14) == 0);
+	} else
+		FUZZ_ASSERT(memcmp(out, d, t->hdrlen - 8) == 0);
 	FUZZ_ASSERT(memcmp(out + t->hdrlen, d + t->hdrlen, t->nbytes + 8) ==
 	    0);
 	free(out);
