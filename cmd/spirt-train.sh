@@ -445,50 +445,62 @@ if [ -z "$last" ]; then
 	last=0
 fi
 # ---- rejoin (--beat): a peer behind the others (restarted after it died,
-# or cut off by a partition) catches up from the most advanced peer that
-# answers: the model and optimiser state of its newest step.  It beats as
-# catching up (the others do not wait for it) until its first exchange,
-# which checks its model's hash against the others' signed digests (a
-# model that differs stops, 65); then it beats as live. ----
-joining=0
-catchup() {
-	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
-	best= src= cend=$(($(now) + deadline * 1000000))
-	# (a restarted peer asks until one of them answers, at most
-	# --deadline: a link that just came back may take a moment)
+# or cut off by a partition) joins them at a step it names: it beats
+# "catchup, joins at step J" to every peer, J a few steps ahead of the
+# most advanced one; fetches model@J and its optimiser state from that
+# peer as soon as they are there; and takes step J with the others, who
+# leave it out before J and wait for it at J as for a live member (up to
+# the straggler deadline).  Its model is checked against the others'
+# signed digests in that round; once the round's record names it a
+# member, it beats as live.  A join that misses (the others saw the
+# announcement too late, or went past J before this peer could take
+# it, or its exchange failed) is tried again further ahead, the margin
+# doubled, up to the run's end (then it fetches the last model). ----
+joining=0 jmargin=0 jlast=-1 best= src= srcid=
+# other_peers: "id location" of each other peer of --peers
+other_peers() {
+	awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+		if (n++ != p) print $1, $2 }' "$peers"
+}
+# newest_at LOCATION: the newest model step in that peer's store
+# (nothing if it has none); fails if it does not answer
+newest_at() {
+	l=$(SPIRT_TIMEOUT=10s spirt-store -s "$1" ls "model/$model@" \
+	    2>/dev/null) || return 1
+	printf '%s\n' "$l" | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1
+}
+# peers_newest: $best, $src, $srcid: the newest model step among the
+# other peers that answer, and that peer (a restarted peer asks until one
+# of them answers, at most --deadline: a link that just came back may
+# take a moment)
+peers_newest() {
+	best= src= srcid= cend=$(($(now) + deadline * 1000000))
 	while :; do
 		answered=0
-		for u in $(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
-			if (n++ != p) print $2 }' "$peers"); do
-			l=$(SPIRT_TIMEOUT=10s spirt-store -s "$u" ls \
-			    "model/$model@" 2>/dev/null) || continue
+		while read -r id u; do
+			s=$(newest_at "$u") || continue
 			answered=1
-			s=$(printf '%s\n' "$l" | cut -f1 | sed 's/.*@//' |
-			    sort -n | tail -n 1)
 			[ -n "$s" ] || continue
 			if [ -z "$best" ] || [ "$s" -gt "$best" ]; then
-				best=$s src=$u
+				best=$s src=$u srcid=$id
 			fi
-		done
+		done <<EOF
+$(other_peers)
+EOF
 		[ "$answered" -eq 0 ] && [ "$last" -gt 0 ] &&
 		    [ "$(now)" -lt "$cend" ] || break
 		sleep 1
 	done
-	[ -n "$best" ] && [ "$best" -gt "$last" ] || return 0
-	cu=$(mktemp -d "${TMPDIR:-/tmp}/spirt-catchup.XXXXXX")
-	if run spirt-store -s "$src" get -f "model/$model@$best" >"$cu/m" &&
-	    run spirt-store -s "$src" get -f "opt/$model@$best" >"$cu/o" &&
-	    run spirt-store -q put "opt/$model@$best" "$cu/o" &&
-	    run spirt-store -q put "model/$model@$best" "$cu/m"; then
-		rm -rf "$cu"
-	else
-		rm -rf "$cu"
-		die 75 "catching up from $src (model/$model@$best) failed; rerun to retry"
-	fi
-	say "caught up from $src: model/$model@$best (this peer had @$last)"
-	last=$best joining=1
 }
-catchup
+# behind: at the start, with --beat, this peer joins the others if one
+# of them is further on than it is
+behind() {
+	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
+	peers_newest
+	[ -n "$best" ] && [ "$best" -gt "$last" ] || return 0
+	joining=1
+}
+behind
 # the run's last model version and optimiser state, made durable; then the
 # older durable versions go, which --keep 2 had to leave while they were
 # the last durable ones (a power loss would have gone back to them)
@@ -584,11 +596,11 @@ beats_start() {
 	od="w=; case %m in $self) ;; $od esac; [ %r != peer ] || [ -z \"\$w\" ] || [ \$((2 * \$(spirt-beat ls | awk -F'\t' '\$2 == \"peer\" && \$3 == \"live\"' | wc -l))) -le $np ] || echo \$w >>\"$deadq\""
 	[ "$verbose" -eq 0 ] ||
 	    printf '+ spirt-beat -B %s -m %s beat %s %s\n' "$beat" "$model" "$self" "$(echo $others)" >&2
-	st=live
-	[ "$joining" -eq 0 ] || st=catchup
-	# shellcheck disable=SC2086
-	spirt-beat -q -B "$beat" -m "$model" --status $st beat "$self" $others &
-	beatpid=$! beatpids="$beatpids $!"
+	if [ "$joining" -eq 0 ]; then
+		beater -m "$model"
+	else
+		beater --status catchup
+	fi
 	if [ "$quiet" -eq 1 ]; then
 		spirt-beat -q -B "$beat" --on-dead "$od" watch &
 	else
@@ -596,26 +608,133 @@ beats_start() {
 	fi
 	beatpids="$beatpids $!"
 }
-# rejoin_jump: before each step while catching up: the others may have
-# gone on while this peer started; jump to their newest step again, so
-# that it never falls behind what they keep (spent rounds are pruned)
-rejoin_jump() {
-	[ "$joining" -eq 1 ] || return 0
-	last=$t
-	catchup
-	t=$last
-}
-# beats_joined: after an exchange; a peer that caught up beats as live
-beats_joined() {
-	[ "$joining" -eq 1 ] || return 0
-	joining=0
-	kill -TERM "$beatpid" 2>/dev/null || :
-	wait "$beatpid" 2>/dev/null || :
-	beatpids=$(for p in $beatpids; do [ "$p" = "$beatpid" ] || printf '%s ' "$p"; done)
+# beater ARGS...: (re)start this peer's beater, spirt-beat beat ARGS; the
+# one before is killed without a last word (its "stop" would read as a
+# death: the new one's first beat follows at once)
+beatpid=
+beater() {
+	if [ -n "$beatpid" ]; then
+		kill -KILL "$beatpid" 2>/dev/null || :
+		wait "$beatpid" 2>/dev/null || :
+		beatpids=$(for p in $beatpids; do
+			[ "$p" = "$beatpid" ] || printf '%s ' "$p"; done)
+	fi
+	[ "$verbose" -eq 0 ] ||
+	    printf '+ spirt-beat -B %s %s beat %s %s\n' "$beat" "$*" "$self" "$(echo $others)" >&2
 	# shellcheck disable=SC2086
-	spirt-beat -q -B "$beat" -m "$model" beat "$self" $others &
+	spirt-beat -q -B "$beat" "$@" beat "$self" $others &
 	beatpid=$! beatpids="$beatpids $!"
-	say "rejoined: its model checked against the others' digests, it beats as live"
+}
+# join_prepare: before each step while joining: name the step J this peer
+# joins at, beat it, and fetch model@J (join_fetch); $t is then J.  The
+# first margin is the steps the others make in two beats and half a
+# second, the time they take to see the announcement, from their pace
+# over one beat; with --every H, J is a round's first step
+join_prepare() {
+	[ "$joining" -eq 1 ] || return 0
+	jr=1
+	[ "$xh" -eq 0 ] || jr=$xh
+	while :; do
+		peers_newest
+		[ -n "$best" ] || die 75 "joining: no other peer answers with a model; rerun to retry"
+		if [ "$jmargin" -eq 0 ]; then
+			b0=$best n0=$(now)
+			sleep "$(seconds $((beat * 1000000)))"
+			b1=$(newest_at "$src") || b1=$b0
+			[ -n "$b1" ] || b1=$b0
+			n1=$(now)
+			jmargin=$(( (b1 - b0) * (2 * beat + 500) * 1000000 /
+			    (n1 - n0 + 1) + 2 ))
+			best=$b1
+		fi
+		j=$((best + jmargin))
+		[ "$j" -gt "$jlast" ] || j=$((jlast + 1))
+		j=$(( (j + jr - 1) / jr * jr ))
+		if [ "$j" -ge "$stop" ]; then
+			# the run ends before: its last model, once it is there
+			jlast=$stop
+			beater --status catchup -t "$stop"
+			join_fetch "$stop" || continue
+			say "the run ended before this peer could join: it has the others' model/$model@$stop"
+			t=$stop joining=0
+			return 0
+		fi
+		jlast=$j
+		beater --status catchup -t "$j"
+		say "joining at step $j (the most advanced peer, $srcid, is at $best)"
+		join_fetch "$j" && break
+		jmargin=$((jmargin * 2))
+	done
+	t=$j
+}
+# join_fetch J: model@J and opt@J from $src into this store, once $src
+# has them; 1 if $src went past step J's round first (the join missed)
+# or died (another is asked)
+join_fetch() {
+	cu=$(mktemp -d "${TMPDIR:-/tmp}/spirt-catchup.XXXXXX")
+	seen=$best pend=$(($(now) + deadline * 1000000)) i=0 rc=1
+	while :; do
+		if spirt-store -s "$src" get -f "model/$model@$1" \
+		    >"$cu/m" 2>/dev/null; then
+			# (either gone meanwhile, or $src past J: too late)
+			spirt-store -s "$src" get -f "opt/$model@$1" \
+			    >"$cu/o" 2>/dev/null && ! src_past "$1" && rc=0
+			break
+		fi
+		i=$((i + 1))
+		if [ $((i % 10)) -eq 0 ]; then
+			src_past "$1" && break
+			if [ "$(now)" -ge "$pend" ]; then
+				rm -rf "$cu"
+				die 75 "joining: $srcid did not go on in $deadline ms (--deadline); rerun to retry"
+			fi
+		fi
+		sleep 0.05
+	done
+	if [ "$rc" -ne 0 ]; then
+		rm -rf "$cu"
+		return 1
+	fi
+	# (the optimiser state first: a model's newest version is whole)
+	if spirt-store ls "model/$model@$1" | grep -q .; then
+		rm -rf "$cu"
+	elif run spirt-store -q put "opt/$model@$1" "$cu/o" &&
+	    run spirt-store -q put "model/$model@$1" "$cu/m"; then
+		rm -rf "$cu"
+		say "caught up from $src: model/$model@$1 (this peer had @$last)"
+	else
+		rm -rf "$cu"
+		die 74 "joining: could not store model/$model@$1"
+	fi
+	last=$1
+}
+# src_past J: $src is dead, or past step J's round, by its beats here
+# (their step is its newest model's); $seen and $pend follow its steps
+src_past() {
+	hs=$(spirt-beat ls | awk -F'\t' -v id="$srcid" \
+	    '$1 == id { print $3, $5 }')
+	case $hs in dead\ *) return 0 ;; esac
+	hstep=${hs#* }
+	case $hstep in ''|*[!0-9]*) return 1 ;; esac
+	[ "$hstep" -lt $(($1 + jr)) ] || return 0
+	[ "$hstep" -eq "$seen" ] ||
+	    seen=$hstep pend=$(($(now) + deadline * 1000000))
+	return 1
+}
+# join_check T: after the exchange of step T while joining: the round's
+# record names this peer a member (it joined: it beats as live), or the
+# others left it out (it joins again further ahead, once step T is done)
+join_check() {
+	[ "$joining" -eq 1 ] || return 0
+	if spirt-store get "gagg/$1/round" 2>/dev/null |
+	    grep -a -q "^peer=$self self\$"; then
+		joining=0
+		beater -m "$model"
+		say "rejoined at step $1: its model checked against the others' digests, it beats as live"
+	else
+		jmargin=$((jmargin * 2))
+		say "joining: the others left this peer out of step $1; it joins again further on"
+	fi
 }
 beats_stop() {
 	[ -n "$beatpids" ] || return 0
@@ -651,7 +770,7 @@ xstep() {
 	if [ -z "$xwarm" ]; then
 		rc=0
 		run $xch $xsrc -t "$1" || rc=$?
-		[ "$rc" -eq 0 ] || die "$rc" "$2 failed (spirt-peer exit $rc)"
+		[ "$rc" -eq 0 ] || xfailed "$rc" "$2" || return 1
 		return 0
 	fi
 	[ "$verbose" -eq 0 ] || printf '+ %s -i %s <<< %s\n' "$xch" "$xsrc" "$1" >&2
@@ -670,10 +789,18 @@ xstep() {
 			die 75 "$2: $how; rerun to resume" ;;
 		*error=*)
 			rc=${ack##*error=}
-			die "$rc" "$2 failed (spirt-peer exit $rc)" ;;
+			xfailed "$rc" "$2" || return 1 ;;
 		esac
 		break
 	done
+}
+# xfailed CODE WHAT: a round that failed ends the run, unless this peer
+# is joining (returns 1: it joins again further on)
+xfailed() {
+	[ "$joining" -eq 1 ] || die "$1" "$2 failed (spirt-peer exit $1)"
+	jmargin=$((jmargin * 2))
+	say "joining: $2 failed (spirt-peer exit $1); it joins again further on"
+	return 1
 }
 
 # ---- warm functions: one process each, fed step numbers through FIFOs ----
@@ -1200,7 +1327,9 @@ exchange() {
 		run $xch $xsrc -t "$1" || :
 		byzpeer_after "$1"
 	else
-		xstep "$1" "step $1: exchange"
+		# (a joining peer whose round failed joins again further on:
+		# the step is not applied)
+		xstep "$1" "step $1: exchange" || { stepped=0; return 0; }
 	fi
 	# spent rounds: what peers exchanged before step T-1 (the exchange
 	# itself never deletes; a peer a step behind still finds T-1)
@@ -1224,7 +1353,8 @@ round() {
 	s0=$(($1 / xh * xh))
 	run $upd -t "$1" --delta "$s0" ||
 		die 75 "step $1: the round's delta failed"
-	xstep "$s0" "step $1: exchange of round $s0"
+	xstep "$s0" "step $1: exchange of round $s0" || { stepped=0; return 0; }
+	join_check "$s0"
 	run $upd -a gagg -t "$s0" --outer $(($1 + 1 - s0)) ||
 		die 75 "step $1: the outer step of round $s0 failed"
 	# spent rounds: those before the previous one (a peer a round behind
@@ -1237,7 +1367,9 @@ round() {
 	return 0
 }
 
-step() {        # step T: one synchronous SPIRT round
+# step T: one synchronous SPIRT round; $stepped is 0 after it if the
+# round failed while this peer joins (nothing of it applied)
+step() {
 	peerdead "$1"
 	back "$1"
 	if [ "$cold" -eq 1 ]; then
@@ -1247,7 +1379,8 @@ step() {        # step T: one synchronous SPIRT round
 		[ "$xh" -eq 0 ] || { round "$1" || run $upd -t "$1" ||
 		    die 75 "step $1: update failed"; return; }
 		exchange "$1"
-		beats_joined
+		[ "$stepped" -eq 1 ] || return 0
+		join_check "$1"
 		run $upd -t "$1" || die 75 "step $1: update failed"
 		return
 	fi
@@ -1258,7 +1391,8 @@ step() {        # step T: one synchronous SPIRT round
 	aggloss=${ack##*loss=}
 	[ "$xh" -eq 0 ] || ! round "$1" || return 0
 	exchange "$1"
-	beats_joined
+	[ "$stepped" -eq 1 ] || return 0
+	join_check "$1"
 	echo "$1" >&8
 	wait_done 1 spirt-update
 }
@@ -1294,8 +1428,12 @@ tick=10
 t=$last
 clock=$(seconds "$t0")
 while [ "$t" -lt "$stop" ]; do
-	rejoin_jump
+	join_prepare
+	[ "$t" -lt "$stop" ] || break
+	stepped=1
 	step "$t"
+	# (a joining peer's step whose round failed: it joins again)
+	[ "$stepped" -eq 1 ] || continue
 	t=$((t + 1))
 	[ $((t % tick)) -eq 0 ] || [ $((t % every)) -eq 0 ] ||
 	    [ "$t" -eq "$stop" ] || continue

@@ -544,6 +544,25 @@ pull_main(void *arg)
 static void watch_pulls(const struct spirt_exchange *x, struct pull *u,
     const int *started);
 
+/* what a round said of peer p goes; its handle stays */
+static void
+round_reset_one(struct spirt_xpeer *p)
+{
+	free(p->agg);
+	free(p->proof);
+	p->agg = NULL;
+	p->proof = NULL;
+	p->agglen = 0;
+	p->state = SPIRT_XP_NONE;
+	p->rc = 0;
+	p->why[0] = '\0';
+	p->ms = 0;
+	p->has_digest = 0;
+	p->nowait = 0;          /* its server may wait now */
+	memset(p->hash, 0, sizeof p->hash);
+	memset(&p->d, 0, sizeof p->d);
+}
+
 /*
  * Pull key (built with the step and the peer id, or fixed) from the
  * peers whose flag is set, all at once, until deadline_ms from now.
@@ -966,13 +985,21 @@ static int
 phase2(struct spirt_exchange *x, struct pull *u, int *want)
 {
 	struct dgput a = { x, u };
+	char (*last)[SPIRT_QUORUM_ID];
 	const void *b;
 	size_t n;
 	int rc;
 
 	for (size_t i = 0; i < x->n; i++)
 		want[i] = x->peers[i].state == SPIRT_XP_USED;
-	if ((rc = pull_all(x, u, spirt_key_digest, NULL, want)))
+	/* no straggler is cut here: this peer signed that it received
+	 * their aggregates, so the members count them in unless they see
+	 * their digests; a peer declared dead is still given up */
+	last = x->last;
+	x->last = NULL;
+	rc = pull_all(x, u, spirt_key_digest, NULL, want);
+	x->last = last;
+	if (rc)
 		return rc;
 	for (size_t i = 0; i < x->n; i++) {
 		struct spirt_xpeer *p = &x->peers[i];
@@ -1244,19 +1271,34 @@ combine(struct spirt_exchange *x)
 
 #define QMAX (SPIRT_DIGEST_MAXPEERS + 1)
 
-/* peer id's health: its state; SPIRT_H_UNKNOWN without a record */
+/* peer id's health: its state; SPIRT_H_UNKNOWN without a record; the
+ * step its newest beat names in *step (may be NULL; SPIRT_NOSTEP: none) */
 static int
 peer_health(const struct spirt_exchange *x, const char *id,
-    const unsigned char *host, double *age, unsigned *suspect)
+    const unsigned char *host, double *age, unsigned *suspect,
+    uint64_t *step)
 {
 	struct spirt_health h;
 
 	*age = -1;
+	if (step)
+		*step = SPIRT_NOSTEP;
 	if (spirt_health_get(x->store, id, &h) != 0)
 		return SPIRT_H_UNKNOWN;
 	if (suspect)
 		*suspect = h.suspect_ms;
+	if (step)
+		*step = h.b.step;
 	return spirt_health_state(&h, host, spirt_mono_ns(), NULL, age);
+}
+
+static int
+in_ids(char (*ids)[SPIRT_QUORUM_ID], size_t n, const char *id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(ids[i], id) == 0)
+			return 1;
+	return 0;
 }
 
 struct lastr {
@@ -1389,19 +1431,40 @@ quorum_before(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID],
 		return rc;
 	for (size_t i = 0; i < x->n; i++) {
 		struct spirt_xpeer *p = &x->peers[i];
-		int st = peer_health(x, p->id, host, &age, &suspect);
+		uint64_t join;
+		int st = peer_health(x, p->id, host, &age, &suspect, &join);
 
 		/* (one never seen may be starting: no sign of death, so it
 		 * is waited for as the live are) */
 		if (st == SPIRT_H_LIVE || st == SPIRT_H_SUSPECT ||
 		    st == SPIRT_H_UNKNOWN)
 			continue;
-		if (st == SPIRT_H_JOINING)
-			peer_out(p, SPIRT_XP_LATE, SPIRT_ETIMEDOUT, "joining: "
-			    "it catches up");
-		else
+		if (st != SPIRT_H_JOINING) {
 			peer_out(p, SPIRT_XP_LATE, SPIRT_ETIMEDOUT, "dead: no "
 			    "beat for %.1f s", age / 1e3);
+			continue;
+		}
+		/* one that catches up is a member from the step its beat
+		 * names: waited for then as the live are */
+		switch (spirt_quorum_joins(x->step, join, in_ids(ids, *nl,
+		    p->id))) {
+		case SPIRT_JOIN_IN:
+			break;
+		case SPIRT_JOIN_LATER:
+			if (join == SPIRT_NOSTEP)
+				peer_out(p, SPIRT_XP_LATE, SPIRT_ETIMEDOUT,
+				    "joining: it catches up");
+			else
+				peer_out(p, SPIRT_XP_LATE, SPIRT_ETIMEDOUT,
+				    "joining: it joins at step %llu",
+				    ULL(join));
+			break;
+		default:
+			peer_out(p, SPIRT_XP_LATE, SPIRT_ETIMEDOUT, "joining: "
+			    "the step it named, %llu, went by without it",
+			    ULL(join));
+			break;
+		}
 	}
 	if ((rc = quorum_of(x, ids, *nl, 0, "alive")))
 		return rc;
@@ -1409,7 +1472,7 @@ quorum_before(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID],
 	 * it has, the live are waited for up to the round's deadline.  A
 	 * peer that catches up (its own beat says so) cuts nobody: it
 	 * takes the step the others make, and waits for all of them */
-	x->last = peer_health(x, x->self, host, &age, NULL) ==
+	x->last = peer_health(x, x->self, host, &age, NULL, NULL) ==
 	    SPIRT_H_JOINING ? NULL : ids;
 	x->straggler_ms = spirt_quorum_deadline(xms, suspect,
 	    x->deadline_ms);
@@ -1473,6 +1536,158 @@ agree(struct spirt_exchange *x)
 	}
 }
 
+/* follow(): what it pulled, into the store as the round's other pulls */
+struct fput {
+	struct spirt_exchange *x;
+	const int *want;
+	struct pull *dg;
+};
+
+static int
+follow_put(struct spirt_txn *t, void *arg)
+{
+	struct fput *a = arg;
+	char key[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	for (size_t i = 0; i < a->x->n; i++) {
+		struct spirt_xpeer *p = &a->x->peers[i];
+
+		if (!a->want[i] || p->state != SPIRT_XP_USED)
+			continue;
+		if ((rc = spirt_key_xagg(key, sizeof key, a->x->step, p->id)) ||
+		    ((rc = spirt_store_put(t, key, p->agg, p->agglen,
+		    SPIRT_PUT_NOOVERWRITE)) && rc != SPIRT_EEXIST) ||
+		    (rc = spirt_key_digest(key, sizeof key, a->x->step,
+		    p->id)) || ((rc = spirt_store_put(t, key, a->dg[i].val,
+		    a->dg[i].len, SPIRT_PUT_NOOVERWRITE)) && rc != SPIRT_EEXIST))
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * A peer that the members left out of the step (self_out) combines what
+ * they combined: every member that a member it used says it received.
+ * One it did not use itself (it cut it as a straggler: it was stopped,
+ * or slow, while the others went on) is pulled now, aggregate then
+ * digest, to the round's deadline and with no straggler cut, and checked
+ * as in the round; else this peer's gagg/<t> would not be theirs, and
+ * its model would go its own way.  *n: how many were pulled.  Returns 0,
+ * or SPIRT_EBUSY when one of them cannot be had.
+ */
+static int
+follow(struct spirt_exchange *x, size_t *n)
+{
+	struct spirt_tensor mine;
+	struct pull *u = NULL, *v = NULL;
+	struct fput a = { x, NULL, NULL };
+	char (*last)[SPIRT_QUORUM_ID] = x->last;
+	int *want, rc = 0;
+	const void *b;
+	size_t len;
+
+	*n = 0;
+	if ((want = calloc(x->n ? x->n : 1, sizeof *want)) == NULL)
+		return ENOMEM;
+	for (size_t i = 0; i < x->n; i++) {
+		const struct spirt_xpeer *q = &x->peers[i];
+
+		if (q->state != SPIRT_XP_USED || !q->has_digest)
+			continue;
+		for (size_t j = 0; j < x->n; j++) {
+			const struct spirt_xpeer *r = &x->peers[j];
+
+			if (r->state == SPIRT_XP_LATE && !want[j] &&
+			    spirt_digest_hash_of(&q->d, r->id) != NULL) {
+				want[j] = 1;
+				(*n)++;
+			}
+		}
+	}
+	if (*n == 0)
+		goto out;
+	if ((rc = own_header(x, &mine)))
+		goto out;
+	if ((u = calloc(x->n, sizeof *u)) == NULL ||
+	    (v = calloc(x->n, sizeof *v)) == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	x->last = NULL;         /* no straggler cut */
+	for (size_t i = 0; i < x->n; i++)
+		if (want[i])
+			round_reset_one(&x->peers[i]);
+	if ((rc = pull_all(x, u, spirt_key_xagg, NULL, want)))
+		goto out;
+	for (size_t i = 0; i < x->n && rc == 0; i++) {
+		struct spirt_xpeer *p = &x->peers[i];
+
+		if (!want[i])
+			continue;
+		if (u[i].rc) {
+			rc = say(x, SPIRT_EBUSY, "step %llu: the members left "
+			    "this peer out, and combined %s's aggregate, which "
+			    "it does not have: xagg/%llu/%s: %s", ULL(x->step),
+			    p->id, ULL(x->step), p->id, u[i].why[0] ? u[i].why :
+			    spirt_strerror(u[i].rc));
+			break;
+		}
+		p->agg = u[i].val;
+		p->agglen = u[i].len;
+		u[i].val = NULL;
+		p->ms = u[i].ms;
+		if (!agg_ok(x, p, &mine)) {
+			rc = say(x, SPIRT_EBUSY, "step %llu: the members left "
+			    "this peer out, and combined %s's aggregate, "
+			    "which it refuses: %s", ULL(x->step), p->id,
+			    p->why);
+			break;
+		}
+		spirt_hash(p->hash, p->agg, p->agglen);
+	}
+	if (rc == 0)
+		rc = pull_all(x, v, spirt_key_digest, NULL, want);
+	for (size_t i = 0; i < x->n && rc == 0; i++) {
+		struct spirt_xpeer *p = &x->peers[i];
+
+		if (!want[i])
+			continue;
+		if (v[i].rc || get_bytes(v[i].val, v[i].len, &b, &len) ||
+		    spirt_digest_verify(&p->d, b, len, x->run, p->id, x->step,
+		    x->trust, spirt_crypto_now()) ||
+		    memcmp(p->d.agg, p->hash, SPIRT_HASH_BYTES)) {
+			rc = say(x, SPIRT_EBUSY, "step %llu: the members left "
+			    "this peer out, and combined %s's aggregate, whose "
+			    "digest it cannot have or check: digest/%llu/%s%s%s",
+			    ULL(x->step), p->id, ULL(x->step), p->id,
+			    v[i].rc ? ": " : "", v[i].rc ? (v[i].why[0] ?
+			    v[i].why : spirt_strerror(v[i].rc)) : "");
+			break;
+		}
+		p->has_digest = 1;
+		p->state = SPIRT_XP_USED;
+	}
+	if (rc == 0) {
+		a.want = want;
+		a.dg = v;
+		rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE,
+		    follow_put, &a);
+	}
+out:
+	x->last = last;
+	for (size_t i = 0; i < x->n; i++) {
+		if (u)
+			free(u[i].val);
+		if (v)
+			free(v[i].val);
+	}
+	free(u);
+	free(v);
+	free(want);
+	return rc;
+}
+
 /* the pulls under way: give up on a peer as soon as it is declared dead
  * (a death cancels the transfers in flight) */
 static void
@@ -1493,8 +1708,8 @@ watch_pulls(const struct spirt_exchange *x, struct pull *u,
 			    atomic_load(&u[i].cancel))
 				continue;
 			busy = 1;
-			if (peer_health(x, u[i].p->id, host, &age, NULL) ==
-			    SPIRT_H_DEAD)
+			if (peer_health(x, u[i].p->id, host, &age, NULL,
+			    NULL) == SPIRT_H_DEAD)
 				atomic_store(&u[i].cancel, 1);
 			else if (late)
 				atomic_store(&u[i].cancel, 2);
@@ -1537,23 +1752,8 @@ before(struct spirt_exchange *x, void **dg, size_t *dglen)
 static void
 round_reset(struct spirt_exchange *x)
 {
-	for (size_t i = 0; i < x->n; i++) {
-		struct spirt_xpeer *p = &x->peers[i];
-
-		free(p->agg);
-		free(p->proof);
-		p->agg = NULL;
-		p->proof = NULL;
-		p->agglen = 0;
-		p->state = SPIRT_XP_NONE;
-		p->rc = 0;
-		p->why[0] = '\0';
-		p->ms = 0;
-		p->has_digest = 0;
-		p->nowait = 0;          /* its server may wait now */
-		memset(p->hash, 0, sizeof p->hash);
-		memset(&p->d, 0, sizeof p->d);
-	}
+	for (size_t i = 0; i < x->n; i++)
+		round_reset_one(&x->peers[i]);
 }
 
 int
@@ -1609,8 +1809,17 @@ spirt_exchange_run(struct spirt_exchange *x)
 	/* with beats: all or nothing, and more than half of the last
 	 * round's members delivered */
 	if (rc == 0 && x->beats && !dg) {
+		size_t nf = 0;
+
 		agree(x);
-		rc = quorum_of(x, ids, nl, 1, "delivered");
+		/* out of the step: what the members combined, all of it */
+		if (x->self_out && (rc = follow(x, &nf)) == 0 && nf) {
+			if (x->p.rule != SPIRT_AGG_SCCLIP)
+				rc = models(x);
+			agree(x);
+		}
+		if (rc == 0)
+			rc = quorum_of(x, ids, nl, 1, "delivered");
 	}
 	if (rc == 0)
 		rc = combine(x);

@@ -45,6 +45,16 @@ spirt_quorum_decide(struct spirt_quorum *q)
 	return q->nalive < q->min_peers ? SPIRT_EBUSY : 0;
 }
 
+int
+spirt_quorum_joins(uint64_t t, uint64_t join, int in_last)
+{
+	if (join == UINT64_MAX || t < join)
+		return SPIRT_JOIN_LATER;
+	if (t == join || in_last)
+		return SPIRT_JOIN_IN;
+	return SPIRT_JOIN_MISSED;
+}
+
 unsigned
 spirt_quorum_deadline(double measured_ms, unsigned floor_ms, unsigned cap_ms)
 {

@@ -3,6 +3,7 @@
 #define SPIRT_QUORUM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "spirt.h"
 
@@ -42,6 +43,20 @@ struct spirt_quorum {
  */
 SPIRT_MUST_CHECK int spirt_quorum_decide(struct spirt_quorum *q)
     SPIRT_NONNULL(1);
+
+/*
+ * A member that catches up (its beat's status is catchup) names in its
+ * beat the step it joins at, join (UINT64_MAX: none chosen yet).  At
+ * step t it is a member of the step, waited for as the live are, when t
+ * is that step, or when it joined before (join < t) and the last round
+ * combined it (in_last: its live beats may not have come yet).  Returns
+ * SPIRT_JOIN_IN, SPIRT_JOIN_LATER (t < join, or no join step: it is left
+ * out, not yet a member) or SPIRT_JOIN_MISSED (join < t and the last
+ * round did not combine it: the step it named went by without it, and
+ * it names another).
+ */
+enum { SPIRT_JOIN_IN, SPIRT_JOIN_LATER, SPIRT_JOIN_MISSED };
+int spirt_quorum_joins(uint64_t t, uint64_t join, int in_last);
 
 /*
  * The straggler deadline in ms: twice measured_ms (the time the last

@@ -90,6 +90,19 @@ round() {
 	spirt-store -s "$1" get "gagg/$2/round" | tr -c '[:print:]\n' ' '
 }
 
+# received STORE T ID: the peers that ID's signed digest of step T, in
+# STORE, says ID received (docs/protocol.md, "Signed digests")
+received() {
+	spirt-store -s "$1" get "digest/$2/$3" >dg.rec
+	"$PYTHON" -c "$PYREC
+b = bytes(load('dg.rec')['a'])
+assert b[:4] == b'SPDG'
+n = int.from_bytes(b[6:8], 'little')
+e = int.from_bytes(b[16:20], 'little')
+print(' '.join(b[184 + n + 64 * i:184 + n + 64 * i + 32].rstrip(b'\\0').decode()
+    for i in range(e)))"
+}
+
 # gagg_is STORE T I...: gagg/T is the mean of peers I...'s agg/T
 gagg_is() {
 	local s=$1 t=$2
@@ -220,11 +233,11 @@ assert d <= 1e-6, 'maxdiff %g' % d
 
 @test "quorum: all or nothing: a peer the others leave out combines what they combined, without its own" {
 	peers3
-	# p3 catches up: joining for p1 and p2, who do not wait for it; p3
-	# sees them alive
+	# p3 catches up, with no step named yet: joining for p1 and p2, who
+	# do not wait for it; p3 sees them alive
 	for s in s1 s2; do
 		beat1 $s p1 p2
-		spirt-beat -q -s $s -c 1 -t 0 --status catchup beat p3
+		spirt-beat -q -s $s -c 1 --status catchup beat p3
 		look $s
 	done
 	beat1 s3 p1 p2 p3
@@ -254,7 +267,136 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	refute_line --partial 'peer=p3 used'
 }
 
-@test "spirt-train --beat: a peer killed mid-run is left out, the others go on; the same command rejoins it, one model" {
+@test "quorum: a peer left out that cut a member as a straggler pulls it after all: what the members combined" {
+	peers3
+	for s in s1 s2 s3; do
+		for m in p1 p2 p3; do
+			spirt-beat -q -s $s -B 100 -t 0 beat $m &
+			BG="$BG $!"
+		done
+		spirt-beat -q -s $s -B 100 --suspect 700 --dead 600000 watch &
+		BG="$BG $!"
+	done
+	for s in s1 s2 s3; do
+		until_ 100 sh -c "spirt-beat -s $s ls | grep -c live | grep -qx 3"
+	done
+	xch 1 0 --deadline 60000 &
+	x1=$!
+	xch 2 0 --deadline 60000 &
+	x2=$!
+	xch 3 0 --deadline 60000
+	wait "$x1"
+	wait "$x2"
+	# step 1: p1 and p2 go on without p3, which is late
+	xch 1 1 --deadline 60000 2>/dev/null &
+	x1=$!
+	xch 2 1 --deadline 60000 2>/dev/null
+	wait "$x1"
+	gagg_is s1 1 1 2
+	# p3 then reaches p2 only through s2b, where p2's aggregate is not
+	# yet: p3 cuts it as a straggler, and finds itself out of the step
+	spirt-store -s s2b put model/m@1 m1.rec
+	sed "s|^p2 .*|p2 $PWD/s2b|" peers >peers3
+	SPIRT_KEY=p3.key SPIRT_ID=p3 SPIRT_RUN=r1 spirt-peer exchange -m m \
+	    -s s3 -P peers3 -t 1 --beats --deadline 60000 >out3 2>err3 &
+	x3=$!
+	until_ 300 spirt-store -s s3 get digest/1/p3 >/dev/null
+	# p1's digest says p1 received p2's: p3 pulls it after all
+	for k in xagg/1/p2 digest/1/p2; do
+		spirt-store -s s2 get $k >k.rec
+		spirt-store -s s2b put $k k.rec
+	done
+	wait "$x3" || { cat err3 >&2; false; }
+	run -0 round s3 1
+	assert_line 'peer=p3 out'
+	assert_line 'peer=p2 used'
+	# one gagg/1 everywhere
+	gagg_is s3 1 1 2
+	h=$(spirt-store -s s1 get gagg/1 | md5sum)
+	[ "$(spirt-store -s s3 get gagg/1 | md5sum)" = "$h" ]
+	# (p3's own digest says it did not receive p2's in time)
+	run -0 received s3 1 p3
+	assert_output 'p1'
+}
+
+@test "quorum: a peer that catches up is a member from the step its beat names, waited for there, and after it" {
+	peers3
+	# p3 will join at step 1: its beat says so to every watcher
+	for s in s1 s2 s3; do
+		beat1 $s p1 p2
+		spirt-beat -q -s $s -c 1 -t 1 --status catchup beat p3
+		look $s
+	done
+	run -0 spirt-beat -s s1 ls
+	assert_line --regexp '^p3	peer	joining	[0-9.]+	1	'
+	# step 0: not yet a member, left out with no wait
+	xch 2 0 2>/dev/null &
+	x2=$!
+	run -0 --separate-stderr xch 1 0
+	wait "$x2"
+	grep -qF -- "peer p3 left out: late: joining: it joins at step 1" <<<"$stderr"
+	gagg_is s1 0 1 2
+	# step 1: p1 and p2 publish and wait for it; it comes later
+	xch 1 1 2>err1 &
+	x1=$!
+	xch 2 1 2>err2 &
+	x2=$!
+	until_ 300 spirt-store -s s1 get xagg/1/p1 >/dev/null
+	until_ 300 spirt-store -s s2 get xagg/1/p2 >/dev/null
+	run -66 spirt-store -s s1 get gagg/1
+	run -0 xch 3 1
+	wait "$x1"
+	wait "$x2"
+	for s in s1 s2 s3; do gagg_is $s 1 1 2 3; done
+	run -0 round s3 1
+	assert_line 'peer=p3 self'
+	# step 2: its beat still names step 1 (its live beats have not come
+	# yet), but the last round had it: a member
+	xch 1 2 2>/dev/null &
+	x1=$!
+	xch 2 2 2>/dev/null &
+	x2=$!
+	run -0 xch 3 2
+	wait "$x1"
+	wait "$x2"
+	for s in s1 s2 s3; do gagg_is $s 2 1 2 3; done
+}
+
+@test "quorum: a peer that catches up and misses the step it named is left out after it, with no wait" {
+	peers3
+	for s in s1 s2; do
+		beat1 $s p1 p2
+		spirt-beat -q -s $s -c 1 -t 0 --status catchup beat p3
+		look $s
+	done
+	# step 0: p3 is a member, and never delivers: the round's deadline
+	# leaves it out
+	xch 2 0 --deadline 2000 2>/dev/null &
+	x2=$!
+	run -0 --separate-stderr xch 1 0 --deadline 2000
+	wait "$x2"
+	grep -qF -- "peer p3 left out: late: xagg/0/p3:" <<<"$stderr"
+	gagg_is s1 0 1 2
+	# step 1: the step it named went by without it: out at once
+	xch 2 1 2>/dev/null &
+	x2=$!
+	run -0 --separate-stderr xch 1 1
+	wait "$x2"
+	grep -qF -- "peer p3 left out: late: joining: the step it named, 0, went by without it" <<<"$stderr"
+	gagg_is s1 1 1 2
+	gagg_is s2 1 1 2
+}
+
+# killed_and_back STEPS [stop S]: three peers train STEPS steps with
+# heartbeats; p1 is
+# killed mid-run, the others go on; the same command brings it back, and
+# it rejoins: one model on all three.  With "stop S" the rejoiner is
+# stopped (SIGSTOP, its whole process group) for S seconds as soon as it has
+# named the step it joins at, longer than the dead threshold: it misses
+# that step, names another and joins then.
+killed_and_back() {
+	local steps=$1
+	shift
 	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
 		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
 	: >peers
@@ -265,8 +407,8 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	# train I: peer I's driver (a beat every 200 ms: dead after 2 s)
 	train() {
 		SPIRT_KEY=p$1.key SPIRT_ID=p$1 SPIRT_RUN=r1 exec timeout 600 \
-		    spirt-train -s s$1 -n 2 --peers peers --peer $1 --steps 150 \
-		    --eval-every 150 --deadline 60000 --beat 200
+		    spirt-train -s s$1 -n 2 --peers peers --peer $1 --steps $steps \
+		    --eval-every $steps --deadline 60000 --beat 200
 	}
 	# at STORE T: the newest model of STORE is past step T
 	at() {
@@ -292,18 +434,42 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	train 1 >o1b 2>e1b &
 	pid1=$!
 	BG="$pid0 $pid1 $pid2"
+	if [ "${1:-}" = stop ]; then
+		until_ 900 grep -q 'joining at step' e1b
+		# (timeout leads a process group of its own: the whole peer)
+		[ "$(ps -o pgid= -p $pid1)" -eq $pid1 ]
+		kill -STOP -- -$pid1
+		sleep "$2"
+		kill -CONT -- -$pid1
+	fi
 	wait $pid0
 	wait $pid2
 	wait $pid1 || { cat e1b >&2; false; }
-	grep -q 'caught up from' e1b
-	grep -q 'rejoined' e1b
-	h=$(spirt-store -s s0 get model/mlp@150 | md5sum)
-	[ "$(spirt-store -s s1 get model/mlp@150 | md5sum)" = "$h" ]
-	[ "$(spirt-store -s s2 get model/mlp@150 | md5sum)" = "$h" ]
+	grep -q 'caught up from' e1b || { cat e1b >&2; false; }
+	grep -q 'rejoined at step' e1b || { cat e1b >&2; false; }
+	if [ "${1:-}" = stop ]; then
+		# the step it named first went by; it named another
+		[ "$(grep -c 'joining at step' e1b)" -ge 2 ] || { cat e1b >&2; false; }
+		j1=$(sed -n 's/.*joining at step \([0-9]*\).*/\1/p' e1b | head -n 1)
+		! grep -q "rejoined at step $j1:" e1b
+	fi
+	h=$(spirt-store -s s0 get model/mlp@$steps | md5sum)
+	[ "$(spirt-store -s s1 get model/mlp@$steps | md5sum)" = "$h" ]
+	[ "$(spirt-store -s s2 get model/mlp@$steps | md5sum)" = "$h" ]
 	# the dead peer's workers' shards went to the others' functions
 	run -0 sh -c 'spirt-shard -s s0 --stats | awk '\''$1 == "assign" && $2 == "worker" { print $3 }'\'' | sort -u | tr "\n" " "'
 	refute_output --partial ' 2 '
 	refute_output --partial ' 3 '
 	# nothing is left running
 	! pgrep -f "spirt-beat.*$PWD/s" >/dev/null
+}
+
+@test "spirt-train --beat: a peer killed mid-run is left out, the others go on; the same command rejoins it at the step it names, one model" {
+	killed_and_back 150
+}
+
+@test "spirt-train --beat: a rejoiner stopped at the step it named misses it, names another and rejoins then; one model" {
+	# (long enough for the others not to end while it is stopped, and
+	# it joins again: its margin doubled after the miss)
+	killed_and_back 400 stop 3
 }

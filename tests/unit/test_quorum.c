@@ -103,10 +103,27 @@ round_record(void)
 	CHECK(n == 3 && xms == -1);
 }
 
+/* a member that catches up is in at the step it names, and after it
+ * only if the last round combined it */
+static void
+joins(void)
+{
+	CHECK(spirt_quorum_joins(5, UINT64_MAX, 0) == SPIRT_JOIN_LATER);
+	CHECK(spirt_quorum_joins(5, UINT64_MAX, 1) == SPIRT_JOIN_LATER);
+	CHECK(spirt_quorum_joins(5, 9, 0) == SPIRT_JOIN_LATER);
+	CHECK(spirt_quorum_joins(5, 9, 1) == SPIRT_JOIN_LATER);
+	CHECK(spirt_quorum_joins(9, 9, 0) == SPIRT_JOIN_IN);
+	CHECK(spirt_quorum_joins(0, 0, 0) == SPIRT_JOIN_IN);
+	CHECK(spirt_quorum_joins(10, 9, 1) == SPIRT_JOIN_IN);
+	CHECK(spirt_quorum_joins(10, 9, 0) == SPIRT_JOIN_MISSED);
+	CHECK(spirt_quorum_joins(UINT64_MAX - 1, 9, 0) == SPIRT_JOIN_MISSED);
+}
+
 int
 main(void)
 {
 	quorum();
+	joins();
 	deadline();
 	round_record();
 	return check_failed;
