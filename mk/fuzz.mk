@@ -30,7 +30,8 @@ FUZZ_BIN = tests/fuzz/fuzz_record tests/fuzz/fuzz_idx tests/fuzz/fuzz_csv \
 	tests/fuzz/fuzz_faas tests/fuzz/fuzz_storekey tests/fuzz/fuzz_hs \
 	tests/fuzz/fuzz_msg tests/fuzz/fuzz_token tests/fuzz/fuzz_keyfile \
 	tests/fuzz/fuzz_allow tests/fuzz/fuzz_digest tests/fuzz/fuzz_peersrv \
-	tests/fuzz/fuzz_parse tests/fuzz/fuzz_remote tests/fuzz/fuzz_assign
+	tests/fuzz/fuzz_parse tests/fuzz/fuzz_remote tests/fuzz/fuzz_assign \
+	tests/fuzz/fuzz_beat
 
 .c.fo:
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
@@ -76,6 +77,8 @@ tests/fuzz/fuzz_parse: tests/fuzz/fuzz_parse.c $(FUZZ_HDR) tests/fuzz/libspirt.a
 	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_parse.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
 tests/fuzz/fuzz_assign: tests/fuzz/fuzz_assign.c $(FUZZ_HDR) tests/fuzz/libspirt.a
 	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_assign.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
+tests/fuzz/fuzz_beat: tests/fuzz/fuzz_beat.c $(FUZZ_HDR) tests/fuzz/libspirt.a
+	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_beat.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
 # the client, over a libcurl played by the harness (its spirt_curl_load)
 tests/fuzz/fuzz_remote: tests/fuzz/fuzz_remote.c $(FUZZ_HDR) tests/fuzz/libspirt.a
 	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_remote.c tests/fuzz/libspirt.a $(FUZZ_LIBS)

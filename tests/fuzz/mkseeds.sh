@@ -19,7 +19,7 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
 HEART=/usr/share/doc/liblinear-tools/examples/heart_scale
 for t in spirt-init spirt-shard spirt-grad spirt-agg spirt-update \
-    spirt-store spirt-peer; do
+    spirt-store spirt-peer spirt-beat; do
 	[ -x "$root/$t" ] || { echo "mkseeds: $t: run make all first" >&2
 		exit 69; }
 done
@@ -390,6 +390,33 @@ seed('rev1-rest', 7, 0, 1, 1, 1, 2, r1)
 seed('rev1-bytes', 7, 2, 2, 1, 1, 0, r1)
 seed('rev2', 3, 1, 4, 2, 2, 2, r2)
 seed('rev2-bytes', 3, 0, 7, 0, 2, 0, r2)
+EOF
+
+# ---- beats and health: what spirt-beat puts and its watcher writes
+# (fuzz_beat.c: a mode byte, then text, or a stored record with bit 1) ----
+(
+	export SPIRT_STORE="$tmp/beat.db"
+	spirt-init -q -m m mlp:3-2-3
+	spirt-beat -q -B 100 -c 1 -t 7 beat p1
+	spirt-beat -q -B 100 -c 1 -R function --status catchup beat f1
+	spirt-beat -q -B 100 -c 1 watch
+	spirt-store get -f beat/p1 >beat-p1.rec
+	spirt-store get -f beat/f1 >beat-f1.rec
+	spirt-store get -f health/p1 >health-p1.rec
+)
+"$PYTHON" - "$out/beat" beat-p1.rec beat-f1.rec health-p1.rec <<'EOF'
+import os, struct, sys
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+def text(path):
+    d = open(path, 'rb').read()
+    return d[struct.unpack_from('<I', d, 8)[0]:-16]
+for mode, name, path in ((0, 'beat-p1', 2), (0, 'beat-f1', 3),
+                         (1, 'health-p1', 4)):
+    open(os.path.join(out, name), 'wb').write(
+        bytes([mode]) + text(sys.argv[path]))
+open(os.path.join(out, 'record-p1'), 'wb').write(
+    bytes([2]) + open(sys.argv[2], 'rb').read())
 EOF
 
 n=$(find "$out" -type f | wc -l)
