@@ -17,7 +17,7 @@
 # wants its runs per second), each still for -t seconds: the CI stage
 # runs 2, one a core.
 cd "$(dirname "$0")/../.." || exit 70
-secs=30 keep= jobs=1
+secs=30 keep='' jobs=1
 while getopts j:o:t: c; do
 	case $c in
 	j) jobs=$OPTARG ;;
@@ -35,6 +35,7 @@ case $jobs in
 ''|0|*[!0-9]*) echo "run.sh: -j $jobs: not a number of jobs" >&2; exit 64 ;;
 esac
 if [ $# -eq 0 ]; then
+	# shellcheck disable=SC2046
 	set -- $(ls tests/fuzz/corpus)
 fi
 out=${keep:-$(mktemp -d)} || exit 71
