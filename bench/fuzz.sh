@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench/fuzz.sh - the long fuzzing run: every harness of tests/fuzz/ for
 # FUZZ_SECONDS each (default 120; the figures in docs/fuzzing.md are from
-# 600), one after another, and a table of what each did: runs, runs per
+# 60), one after another, and a table of what each did: runs, runs per
 # second, coverage (libFuzzer's edge count), the corpus it grew to, and
 # its result.  A crash, hang, leak or sanitizer report fails the bench
 # and leaves the input and the log (tests/fuzz/run.sh prints where).
