@@ -286,11 +286,17 @@ finish(struct rowbuf *b)
 {
 	size_t i, j;
 
+	if (b->n == 0)
+		return;         /* b->r may be NULL: not qsort()'s to take */
 	qsort(b->r, b->n, C * sizeof(*b->r), rowcmp);
 	for (i = j = 0; i < b->n; i++) {
-		int64_t *p = b->r + C * (j - 1), *r = b->r + C * i;
+		/* the last row kept; none before the first (a pointer
+		 * before the array is undefined even unread: UBSan's
+		 * pointer-overflow, found by tests/fuzz/fuzz_assign) */
+		int64_t *p = j > 0 ? b->r + C * (j - 1) : NULL;
+		int64_t *r = b->r + C * i;
 
-		if (j > 0 && samepart(p, r) &&
+		if (p && samepart(p, r) &&
 		    p[SPIRT_AS_WORKER] == r[SPIRT_AS_WORKER] &&
 		    p[SPIRT_AS_SHARD] == r[SPIRT_AS_SHARD] &&
 		    p[SPIRT_AS_START] + p[SPIRT_AS_COUNT] == r[SPIRT_AS_START])

@@ -352,13 +352,18 @@ spirt_peers_parse(struct spirt_exchange *x, const char *text, size_t len,
 		k = e - i < sizeof buf - 1 ? e - i : sizeof buf - 1;
 		memcpy(buf, text + i, k);
 		buf[k] = '\0';
+		/* a longer line is refused whole, not read cut short (what
+		 * follows its first 1023 bytes was once dropped unseen) */
+		f = e - i > sizeof buf - 1;
 		i = e + 1;
 		if (line)
 			*line = ln;
+		if (f && sscanf(buf, "%63s", id) == 1 && id[0] != '#')
+			return SPIRT_EDATA;
 		f = sscanf(buf, "%63s %599s %7s", id, url, extra);
 		if (f <= 0 || id[0] == '#')
 			continue;
-		if (f != 2 || e - i + 1 > sizeof buf - 1 || !spirt_id_valid(id) ||
+		if (f != 2 || !spirt_id_valid(id) ||
 		    strlen(url) >= sizeof p->url)
 			return SPIRT_EDATA;
 		if (x->self && strcmp(id, x->self) == 0)

@@ -806,7 +806,8 @@ learn_id(struct spirt_remote *r)
 		return rc;
 	if (r->len >= sizeof text)
 		goto bad;
-	memcpy(text, r->buf, r->len);
+	if (r->len)     /* an empty answer has no buffer */
+		memcpy(text, r->buf, r->len);
 	text[r->len] = '\0';
 	for (line = strtok_r(text, "\n", &save); line;
 	    line = strtok_r(NULL, "\n", &save)) {

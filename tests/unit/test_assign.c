@@ -194,6 +194,14 @@ test_map(void)
 	CHECK_EQ_RC(spirt_assign_map(&out, &n, counts, 4, 0, bad, 1, 0),
 	    SPIRT_EINVAL);
 	CHECK(out == NULL && n == 0);
+	/* every shard empty: no rows, and none sorted (qsort() of a NULL
+	 * base, undefined; found by tests/fuzz/fuzz_assign) */
+	{
+		static const int64_t zero[] = { 0, 0, 0, 0 };
+		CHECK_RC(spirt_assign_map(&out, &n, zero, 4, 0, l02, 2, 0));
+		CHECK(n == 0);
+		free(out);
+	}
 
 	/* groups: a dead worker's shard stays within its group */
 	{
