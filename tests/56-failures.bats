@@ -473,3 +473,141 @@ killed_and_back() {
 	# it joins again: its margin doubled after the miss)
 	killed_and_back 400 stop 3
 }
+
+# ---- a death cancels a transfer in flight ----
+
+# trickle_start PORT: a proxy on 127.0.0.1 in front of 127.0.0.1:PORT
+# that passes requests at once and answers at 64 KiB/s; its port in
+# $tport, and it logs in trickle.log each connection's answer bytes sent,
+# and "gone after N" once the client hangs up with N sent
+trickle_start() {
+	cat >trickle.py <<-'PY'
+	import socket, sys, threading, time
+	up = int(sys.argv[1])
+	ls = socket.socket()
+	ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+	ls.bind(("127.0.0.1", 0))
+	ls.listen(16)
+	log = open("trickle.log", "a", buffering=1)
+	print(ls.getsockname()[1], flush=True)
+	def pump(a, b):
+	    try:
+	        while True:
+	            d = a.recv(65536)
+	            if not d:
+	                break
+	            b.sendall(d)
+	    except OSError:
+	        pass
+	def serve(c, n):
+	    u = socket.create_connection(("127.0.0.1", up))
+	    threading.Thread(target=pump, args=(c, u), daemon=True).start()
+	    sent = 0
+	    try:
+	        while True:
+	            d = u.recv(4096)
+	            if not d:
+	                break
+	            c.sendall(d)
+	            sent += len(d)
+	            log.write("conn %d sent %d\n" % (n, sent))
+	            time.sleep(len(d) / 65536.0)
+	    except OSError:
+	        log.write("conn %d gone after %d\n" % (n, sent))
+	    c.close()
+	    u.close()
+	n = 0
+	while True:
+	    c, _ = ls.accept()
+	    n += 1
+	    threading.Thread(target=serve, args=(c, n), daemon=True).start()
+	PY
+	"$PYTHON" trickle.py "$1" >tport 2>trickle.err &
+	BG="$BG $!"
+	TRICKLE=$!
+	until_ 100 test -s tport
+	tport=$(cat tport)
+}
+
+@test "quorum: a pull in the middle of a large transfer from a peer then stopped and declared dead stops at once" {
+	# three peers over HTTP, a model of 1e6 floats; p3 is served through
+	# the trickle: its 4 MB aggregate takes about a minute to come
+	"$PYTHON" -c "$PYREC
+rng = np.random.default_rng(3)
+m = rng.standard_normal(1000000).astype(np.float32)
+open('m.rec', 'wb').write(st.encode(m, name='m:1000000', step=0))
+for i in (1, 2, 3):
+    a = rng.standard_normal(1000000).astype(np.float32)
+    np.save('a%d.npy' % i, a)
+    open('a%d.rec' % i, 'wb').write(st.encode(a, name='m:1000000', step=0, samples=8))
+"
+	spirt-peer keygen -p group.pub group.key >/dev/null
+	: >peers
+	for i in 1 2 3; do
+		spirt-store -s s$i put model/m@0 m.rec
+		spirt-store -s s$i put agg/0 a$i.rec
+		spirt-peer keygen -f p$i.key >p$i.hex
+		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
+		    "$(cat p$i.hex)"
+		mkfifo ready$i
+		timeout 300 spirt-peer serve -s s$i -k p$i.key -T p$i.tok \
+		    -g group.pub -l 127.0.0.1:0 -F 3 3>ready$i 2>srv$i.log &
+		BG="$BG $!"
+		eval "srv$i=\$!"
+		read -r -t 30 addr <ready$i || { cat srv$i.log >&2; false; }
+		if [ $i -eq 3 ]; then
+			trickle_start "${addr##*:}"
+			addr=127.0.0.1:$tport
+		fi
+		echo "p$i http://p$i@$addr" >>peers
+	done
+	# p3 has published its aggregate (as its exchange would)
+	spirt-store -s s3 put xagg/0/p3 a3.rec
+	# everyone beats into s1 and s2 every 100 ms; their watchers declare
+	# a member dead after 1.5 s of silence
+	for i in 1 2 3; do
+		spirt-beat -q -s s$i -B 100 -t 0 beat p$i "$PWD/s1" "$PWD/s2" &
+		BG="$BG $!"
+		eval "beat$i=\$!"
+	done
+	for s in s1 s2; do
+		spirt-beat -q -s $s -B 100 --suspect 500 --dead 1500 watch &
+		BG="$BG $!"
+	done
+	for s in s1 s2; do
+		until_ 100 sh -c "spirt-beat -s $s ls | grep -c '	live	' | grep -qx 3"
+	done
+	# the round waits up to 120 s for each, and so may each request
+	for i in 1 2; do
+		SPIRT_KEY=p$i.key SPIRT_TOKEN=p$i.tok SPIRT_GROUP=group.pub \
+		    spirt-peer exchange -m m -s s$i -P peers -t 0 --beats \
+		    --deadline 120000 --timeout 120000 >out$i 2>err$i &
+		eval "x$i=\$!"
+	done
+	# both are receiving p3's aggregate (more than 64 KiB of it came);
+	# then p3 stops, whole: its server, its trickle, its beater
+	until_ 300 sh -c "awk '\$3 == \"sent\" && \$4 > 65536' trickle.log | awk '{ print \$2 }' | sort -u | wc -l | grep -qx 2"
+	kill -STOP $srv3 $TRICKLE $beat3
+	t0=$(date +%s)
+	wait $x1 || { cat err1 >&2; false; }
+	wait $x2 || { cat err2 >&2; false; }
+	t1=$(date +%s)
+	kill -CONT $srv3 $TRICKLE $beat3
+	# (a figure, not an assertion: the dead threshold is 1.5 s)
+	echo "# the pulls stopped $((t1 - t0)) s after p3 did" >&3
+	grep -q "peer p3 left out: late: xagg/0/p3: given up: declared dead while the round waited for it" err1
+	grep -q "peer p3 left out: late: xagg/0/p3: given up: declared dead while the round waited for it" err2
+	# the round is that of p1 and p2
+	for i in 1 2; do
+		spirt-store -s s$i get gagg/0 >g.rec
+		"$PYTHON" -c "$PYREC
+want = (np.load('a1.npy').astype(np.float64) + np.load('a2.npy')) / 2
+d = np.abs(load('g.rec')['a'] - want).max()
+assert d <= 1e-6, 'maxdiff %g' % d
+"
+	done
+	# the transfers were cut in the middle: both pullers hung up on the
+	# trickle before p3's aggregate had come whole
+	until_ 100 sh -c "grep -c ' gone after ' trickle.log | grep -qx 2"
+	awk '$3 == "gone" { if ($5 >= 4000000) exit 1 }' trickle.log
+}
