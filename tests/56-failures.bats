@@ -387,36 +387,6 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	gagg_is s2 1 1 2
 }
 
-# smalldata: a small IDX data set like Fashion-MNIST's files in
-# $BATS_FILE_TMPDIR/data (as tests/57-workers makes it): 1200 images of
-# 28x28, 10 classes, and a test set of 200; for 3 peers of 2 functions,
-# 6 shards of 200, an epoch of 10 steps of batch 20
-smalldata() {
-	[ -s "$BATS_FILE_TMPDIR/data/t10k-labels-idx1-ubyte.gz" ] && return 0
-	mkdir -p "$BATS_FILE_TMPDIR/data"
-	(cd "$BATS_FILE_TMPDIR" && "$PYTHON" - <<'PY'
-import gzip, random, struct
-random.seed(1)
-def write(name, n):
-    labels = [i % 10 for i in range(n)]
-    img = bytearray()
-    for c in labels:
-        px = bytearray(random.randrange(40) for _ in range(784))
-        r0, c0 = (c // 5) * 10 + 3, (c % 5) * 5 + 1
-        for r in range(r0, r0 + 5):
-            for q in range(c0, c0 + 4):
-                px[r * 28 + q] = 200 + random.randrange(55)
-        img += px
-    with gzip.open("data/%s-images-idx3-ubyte.gz" % name, "wb") as f:
-        f.write(struct.pack(">IIII", 0x803, n, 28, 28) + bytes(img))
-    with gzip.open("data/%s-labels-idx1-ubyte.gz" % name, "wb") as f:
-        f.write(struct.pack(">II", 0x801, n) + bytes(labels))
-write("train", 1200)
-write("t10k", 200)
-PY
-	)
-}
-
 # killed_and_back STEPS [stop S]: three peers train STEPS steps with
 # heartbeats, on the small data set (epochs of 10 steps); p1 is killed
 # mid-run, the others go on; the same command brings it back, and it
@@ -429,7 +399,7 @@ PY
 killed_and_back() {
 	local steps=$1
 	shift
-	smalldata
+	smalldata "$BATS_FILE_TMPDIR/data"
 	: >peers
 	for i in 0 1 2; do
 		spirt-peer keygen p$i.key >/dev/null
