@@ -282,9 +282,9 @@ ht_cancel(void *h, int (*cancelled)(void))
 }
 
 static void
-ht_abort(void *h, int (*aborted)(void *), void *arg)
+ht_giveup(void *h, int (*given_up)(void *), void *arg)
 {
-	spirt_remote_set_abort(h, aborted, arg);
+	spirt_remote_set_abort(h, given_up, arg);
 }
 
 void
@@ -300,7 +300,7 @@ spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
 	net->timeout = ht_timeout;
 	net->wait = ht_wait;
 	net->cancel = ht_cancel;
-	net->abort = ht_abort;
+	net->giveup = ht_giveup;
 }
 
 /* ---- set-up ---- */
@@ -499,8 +499,8 @@ pull_main(void *arg)
 				p->h = NULL;
 			else if (net->cancel && u->x->cancelled)
 				net->cancel(p->h, u->x->cancelled);
-			if (rc == 0 && net->abort)
-				net->abort(p->h, pull_aborted, u);
+			if (rc == 0 && net->giveup)
+				net->giveup(p->h, pull_aborted, u);
 		} else {
 			/* waited for on the other side, to the deadline
 			 * (less a margin for the answer to come); the
@@ -517,8 +517,8 @@ pull_main(void *arg)
 			if (net->timeout)
 				net->timeout(p->h, bound(left, wait,
 				    u->x->timeout_ms));
-			if (net->abort)
-				net->abort(p->h, pull_aborted, u);
+			if (net->giveup)
+				net->giveup(p->h, pull_aborted, u);
 			asked = now_ms();
 			rc = wait ? net->wait(p->h, u->x->step, u->key, wait,
 			    &u->val, &u->len) : net->get(p->h, u->x->step,
@@ -554,8 +554,8 @@ pull_main(void *arg)
 			nap_ms *= 2;
 	}
 	/* (the handle outlives this pull: it asks it no more) */
-	if (p->h && net->abort)
-		net->abort(p->h, NULL, NULL);
+	if (p->h && net->giveup)
+		net->giveup(p->h, NULL, NULL);
 	u->ms = now_ms() - t0;
 	atomic_store(&u->finished, 1);
 	return NULL;
