@@ -232,7 +232,7 @@ st_msg(void *h)
 }
 
 const struct spirt_xnet spirt_xnet_store = {
-	st_open, st_get, st_close, st_msg, NULL, NULL, st_wait, st_cancel
+	st_open, st_get, st_close, st_msg, NULL, NULL, st_wait, st_cancel, NULL
 };
 
 /* ---- a peer over HTTP (lib/remote.h) ---- */
@@ -281,6 +281,12 @@ ht_cancel(void *h, int (*cancelled)(void))
 	spirt_remote_set_cancel(h, cancelled);
 }
 
+static void
+ht_giveup(void *h, int (*given_up)(void *), void *arg)
+{
+	spirt_remote_set_abort(h, given_up, arg);
+}
+
 void
 spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
 {
@@ -294,6 +300,7 @@ spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
 	net->timeout = ht_timeout;
 	net->wait = ht_wait;
 	net->cancel = ht_cancel;
+	net->giveup = ht_giveup;
 }
 
 /* ---- set-up ---- */
@@ -427,6 +434,15 @@ struct pull {
 	char why[256];
 };
 
+/* the pull was given up (its peer declared dead, or cut as a straggler):
+ * a transfer under way stops at once (a death cancels the transfers in
+ * flight), not at the round's deadline */
+static int
+pull_aborted(void *arg)
+{
+	return atomic_load(&((struct pull *)arg)->cancel) != 0;
+}
+
 static void
 nap(double ms)
 {
@@ -488,6 +504,8 @@ pull_main(void *arg)
 				p->h = NULL;
 			else if (net->cancel && u->x->cancelled)
 				net->cancel(p->h, u->x->cancelled);
+			if (rc == 0 && net->giveup)
+				net->giveup(p->h, pull_aborted, u);
 		} else {
 			/* waited for on the other side, to the deadline
 			 * (less a margin for the answer to come); the
@@ -504,6 +522,8 @@ pull_main(void *arg)
 			if (net->timeout)
 				net->timeout(p->h, bound(left, wait,
 				    u->x->timeout_ms));
+			if (net->giveup)
+				net->giveup(p->h, pull_aborted, u);
 			asked = now_ms();
 			rc = wait ? net->wait(p->h, u->x->step, u->key, wait,
 			    &u->val, &u->len) : net->get(p->h, u->x->step,
@@ -518,6 +538,8 @@ pull_main(void *arg)
 			    now_ms() - asked < wait / 2.0)
 				p->nowait = 1;
 		}
+		if (rc && atomic_load(&u->cancel))
+			continue;       /* given up under way: said above */
 		if (rc) {
 			u->rc = rc;
 			snprintf(u->why, sizeof u->why, "%s%s%s",
@@ -536,6 +558,9 @@ pull_main(void *arg)
 		if (nap_ms < 50)
 			nap_ms *= 2;
 	}
+	/* (the handle outlives this pull: it asks it no more) */
+	if (p->h && net->giveup)
+		net->giveup(p->h, NULL, NULL);
 	u->ms = now_ms() - t0;
 	atomic_store(&u->finished, 1);
 	return NULL;
