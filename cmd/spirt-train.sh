@@ -603,6 +603,7 @@ beats_start() {
 		spirt-beat -B "$beat" watch &
 	fi
 	beatpids="$beatpids $!"
+	guarded
 }
 # beater ARGS...: (re)start this peer's beater, spirt-beat beat ARGS; the
 # one before is killed without a last word (its "stop" would read as a
@@ -610,16 +611,19 @@ beats_start() {
 beatpid=
 beater() {
 	if [ -n "$beatpid" ]; then
-		kill -KILL "$beatpid" 2>/dev/null || :
-		wait "$beatpid" 2>/dev/null || :
+		# (out of the guard's list first: its end is no death)
 		beatpids=$(for p in $beatpids; do
 			[ "$p" = "$beatpid" ] || printf '%s ' "$p"; done)
+		guarded
+		kill -KILL "$beatpid" 2>/dev/null || :
+		wait "$beatpid" 2>/dev/null || :
 	fi
 	[ "$verbose" -eq 0 ] ||
 	    printf '+ spirt-beat -B %s %s beat %s %s\n' "$beat" "$*" "$self" "$(echo $others)" >&2
 	# shellcheck disable=SC2086
 	spirt-beat -q -B "$beat" "$@" beat "$self" $others &
 	beatpid=$! beatpids="$beatpids $!"
+	guarded
 }
 # join_prepare: before each step while joining: name the step J this peer
 # joins at, beat it, and fetch model@J (join_fetch); $t is then J.  The
@@ -631,6 +635,7 @@ join_prepare() {
 	while :; do
 		peers_newest
 		[ -n "$best" ] || die 75 "joining: no other peer answers with a model; rerun to retry"
+		still=0
 		if [ "$jmargin" -eq 0 ]; then
 			b0=$best n0=$(now)
 			sleep "$(seconds $((beat * 1000000)))"
@@ -640,9 +645,19 @@ join_prepare() {
 			jmargin=$(( (b1 - b0) * (2 * beat + 500) * 1000000 /
 			    (n1 - n0 + 1) + 2 ))
 			best=$b1
+			[ "$b1" -ne "$b0" ] || still=1
 		fi
 		j=$((best + jmargin))
-		[ "$j" -gt "$jlast" ] || j=$((jlast + 1))
+		# (the others made no step in a beat: they may wait for this
+		# peer, a member of the last round that a minority cannot go
+		# on without; it joins at the step they are at)
+		# (also when they made none since the last attempt, 2 s or
+		# more before)
+		[ "$best" != "${jprev:-}" ] ||
+		    [ $(($(now) - jprevt)) -lt 2000000000 ] || still=1
+		[ "$best" = "${jprev:-}" ] || jprev=$best jprevt=$(now)
+		[ "$still" -eq 0 ] || [ "$xh" -ne 0 ] || j=$best
+		[ "$j" -gt "$jlast" ] || [ "$still" -eq 1 ] || j=$((jlast + 1))
 		j=$(( (j + jr - 1) / jr * jr ))
 		if [ "$j" -ge "$stop" ]; then
 			# the run ends before: its last model, once it is there
@@ -759,12 +774,23 @@ xwarm_start() {
 	xwarm=1
 }
 # xstep T WHAT: the round of step T: its exit code (the warm answer's
-# error=, or the cold process's) ends the run; WHAT names the round
+# error=, or the cold process's) ends the run; WHAT names the round.
+# With --beat, a round short of members (75: members died or restarted
+# during it) is run again, up to 3 times, after a beat's pause
 xstep() {
+	xtries=0
+	while :; do
+		r=0
+		xstep1 "$@" || r=$?
+		[ "$r" -eq 2 ] || return "$r"
+		sleep "$(seconds $((beat * 1000000)))"
+	done
+}
+xstep1() {
 	if [ -z "$xwarm" ]; then
 		rc=0
 		run $xch $xsrc -t "$1" || rc=$?
-		[ "$rc" -eq 0 ] || xfailed "$rc" "$2" || return 1
+		[ "$rc" -eq 0 ] || { xfailed "$rc" "$2" || return $?; }
 		return 0
 	fi
 	[ "$verbose" -eq 0 ] || printf '+ %s -i %s <<< %s\n' "$xch" "$xsrc" "$1" >&2
@@ -783,14 +809,21 @@ xstep() {
 			die 75 "$2: $how; rerun to resume" ;;
 		*error=*)
 			rc=${ack##*error=}
-			xfailed "$rc" "$2" || return 1 ;;
+			xfailed "$rc" "$2" || return $? ;;
 		esac
 		break
 	done
 }
 # xfailed CODE WHAT: a round that failed ends the run, unless this peer
-# is joining (returns 1: it joins again further on)
+# is joining (returns 1: it joins again further on), or it is short of
+# members with --beat (returns 2: the round again, up to 3 times)
 xfailed() {
+	if [ "$1" -eq 75 ] && [ "$beat" -gt 0 ] && [ "$joining" -eq 0 ] &&
+	    [ "$xtries" -lt 3 ]; then
+		xtries=$((xtries + 1))
+		say "$2 failed (spirt-peer exit 75); the round again ($xtries of 3)"
+		return 2
+	fi
 	[ "$joining" -eq 1 ] || die "$1" "$2 failed (spirt-peer exit $1)"
 	jmargin=$((jmargin * 2))
 	say "joining: $2 failed (spirt-peer exit $1); it joins again further on"
@@ -798,8 +831,62 @@ xfailed() {
 }
 
 # ---- warm functions: one process each, fed step numbers through FIFOs ----
-work= srv= srvdir= wdog=
+work= srv= srvdir= wdog= guard= gfile=
+# guarded: the server's and the beaters' pids, for the guard
+guarded() {
+	[ -n "$gfile" ] || return 0
+	echo "${srv:-} $beatpids" >"$gfile.tmp" && mv "$gfile.tmp" "$gfile"
+}
+# guard_start: a driver killed outright (SIGKILL: no trap runs) leaves
+# no server or beater behind: the guard, once a second, ends them once
+# the driver is gone (the beaters with a last word: the others see this
+# peer stopped at once, and the same command started again can listen).
+# And one of them that dies (killed, a crash) would leave a peer nobody
+# can pull from, or whose watcher hears no one: the guard names it in
+# $gfile.died and ends the run (SIGTERM: 75, rerun to resume)
+guard_start() {
+	[ -n "$peers" ] || return 0
+	gfile=$(mktemp "${TMPDIR:-/tmp}/spirt-guard.XXXXXX")
+	(
+		set +e          # (a kill of one gone, a file gone: go on)
+		trap '' INT TERM
+		_told=0
+		while kill -0 $$ 2>/dev/null; do
+			sleep 1
+			[ "$_told" -eq 0 ] || continue
+			for _p in $(cat "$gfile" 2>/dev/null); do
+				_st=Z
+				[ ! -r "/proc/$_p/stat" ] ||
+				    read -r _ _ _st _ <"/proc/$_p/stat" 2>/dev/null
+				[ "$_st" = Z ] || continue
+				# (still listed: not one the driver replaced)
+				case " $(cat "$gfile" 2>/dev/null) " in
+				*" $_p "*) ;;
+				*) continue ;;
+				esac
+				echo "$_p" >"$gfile.died"
+				kill -TERM $$ 2>/dev/null
+				_told=1
+				break
+			done
+		done
+		_g=$(cat "$gfile" 2>/dev/null)
+		# shellcheck disable=SC2086
+		kill -TERM $_g 2>/dev/null
+		# (a server finishing the long polls under way may take
+		# seconds: it is killed after one, as the port is wanted)
+		sleep 1
+		# shellcheck disable=SC2086
+		kill -KILL $_g 2>/dev/null
+		rm -f "$gfile" "$gfile.tmp" "$gfile.died"
+	) </dev/null >/dev/null 2>&1 &
+	guard=$!
+}
 cleanup() {
+	[ -z "$guard" ] || kill -KILL "$guard" 2>/dev/null || :
+	guard=
+	[ -z "$gfile" ] || rm -f "$gfile" "$gfile.tmp" "$gfile.died"
+	gfile=
 	[ -z "$work" ] || { kill $pids $wdog 2>/dev/null || :; rm -rf "$work"; }
 	work=
 	[ -z "$srv" ] || { kill -TERM "$srv" 2>/dev/null || :; wait "$srv" || :; }
@@ -812,7 +899,22 @@ cleanup() {
 }
 trap 'cleanup' EXIT
 trap 'cleanup; trap - INT; kill -INT $$' INT
-trap 'cleanup; trap - TERM; kill -TERM $$' TERM
+# (SIGTERM from the guard: this peer's server or a beater died)
+termed() {
+	_d=
+	[ -z "$gfile" ] || [ ! -s "$gfile.died" ] || _d=$(cat "$gfile.died")
+	if [ -n "$_d" ]; then
+		_w="spirt-beat"
+		[ "$_d" != "$srv" ] || _w="spirt-peer serve"
+		cleanup
+		trap - EXIT
+		die 75 "this peer's $_w (pid $_d) died; rerun to resume"
+	fi
+	cleanup
+	trap - TERM
+	kill -TERM $$
+}
+trap 'termed' TERM
 
 # ---- peers over HTTP: a peer whose own line is http://[ID@]host:port
 # serves its store there for the run (spirt-peer serve, with the same
@@ -839,15 +941,36 @@ serve_ready() {
 	kill -TERM "$timer" 2>/dev/null || :
 	wait "$timer" 2>/dev/null || :
 	[ -n "$addr" ] && [ ! -e "$srvdir/late" ] && return 0
-	wait "$srv" || :
+	wait "$srv" 2>/dev/null || :
 	srv=
 	[ ! -e "$srvdir/late" ] ||
 		die 75 "--peers $peers: spirt-peer serve did not say it listens on $listen within $deadline ms (--deadline)"
+	# (the same command run again at once: the server of the run
+	# before, whose driver was killed, may hold the port a moment yet)
+	[ "$(now)" -ge "$send" ] || return 1
 	die 69 "--peers $peers: cannot serve $store on $listen"
+}
+# serve_start: spirt-peer serve for the run, asked again for --deadline
+# while it cannot listen
+serve_start() {
+	send=$(($(now) + deadline * 1000000))
+	while :; do
+		# (not through run: $! must be the server itself)
+		[ "$verbose" -eq 0 ] ||
+		    printf '+ spirt-peer serve -s %s -l %s\n' "$store" "$listen" >&2
+		spirt-peer serve -s "$store" -l "$listen" -F 3 \
+		    3>"$srvdir/ready" &
+		srv=$!
+		# (listed for the guard once it listens: one that cannot,
+		# and exits, is no death)
+		serve_ready && { guarded; return 0; }
+		sleep 0.2
+	done
 }
 
 # urls: the other peers' http:// URLs
 urls=
+guard_start
 if [ -n "$peers" ]; then
 	selfurl=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
 		if (n++ == p) { print $2; exit } }' "$peers")
@@ -858,13 +981,7 @@ if [ -n "$peers" ]; then
 		listen=${selfurl#http://} listen=${listen#*@} listen=${listen%/}
 		srvdir=$(mktemp -d "${TMPDIR:-/tmp}/spirt-serve.XXXXXX")
 		mkfifo "$srvdir/ready"
-		# (not through run: $! must be the server itself)
-		[ "$verbose" -eq 0 ] ||
-		    printf '+ spirt-peer serve -s %s -l %s\n' "$store" "$listen" >&2
-		spirt-peer serve -s "$store" -l "$listen" -F 3 \
-		    3>"$srvdir/ready" &
-		srv=$!
-		serve_ready
+		serve_start
 		;;
 	esac
 fi

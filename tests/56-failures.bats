@@ -149,7 +149,7 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	stopped s2 p1
 	look s2
 	before=$(store_digest s2)
-	run -75 --separate-stderr xch 2 2
+	run -75 --separate-stderr xch 2 2 --deadline 1000
 	grep -qF -- "step 2: a minority alive: 1 of the last round's 2 members (p2), and more than half are needed: this peer stops" <<<"$stderr"
 	run -66 spirt-store -s s2 get gagg/2
 	# p1 came back: the round goes on (p3 is still out)
@@ -160,6 +160,87 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	run -0 xch 2 2
 	wait "$x1"
 	gagg_is s2 2 1 2
+}
+
+@test "decision: a digest lost on the way to one member only: both apply one step (issue 12)" {
+	peers3
+	for s in s1 s2 s3; do
+		beat1 $s p1 p2 p3
+		look $s
+	done
+	# p3's digest of step 0 reaches p1 and is lost on its way to p2
+	# (the link to p3 went down then, as in tests/56-partition), and
+	# p3's round record reaches neither: p1 combines {p1,p2,p3}, p2
+	# (p3 declared dead meanwhile) {p1,p2}.  Before the decision both
+	# applied their own, and stopped at the next step (models differ
+	# 1 to 1)
+	xch 3 0 --deadline 120000 >out3 2>err3 &
+	x3=$!
+	SPIRT_XDROP='gagg/0/round@p3' xch 1 0 --deadline 120000 >out1 2>err1 &
+	x1=$!
+	SPIRT_XDROP='digest/0/p3@p3 gagg/0/round@p3' \
+	    xch 2 0 --deadline 120000 >out2 2>err2 &
+	x2=$!
+	until_ 600 spirt-store -s s1 get digest/0/p3 >/dev/null
+	until_ 600 spirt-store -s s2 get digest/0/p2 >/dev/null
+	for s in s1 s2; do
+		stopped $s p3
+		look $s
+	done
+	wait "$x1" || { cat err1; false; }
+	wait "$x2" || { cat err2; false; }
+	wait "$x3" || :
+	# p2's record: p1 combined p3 too; p2 left it out, then adopted
+	# p1's combination (a tie, 1 to 1, p3 out: the lowest id's)
+	run -0 round s2 0
+	assert_line --regexp '^peer=p3 '
+	assert_line 'adopted=p1'
+	run -0 round s1 0
+	refute_line --regexp '^adopted='
+	assert_line 'peer=p3 used'
+	assert_line 'state=decided'
+	gagg_is s1 0 1 2 3
+	gagg_is s2 0 1 2 3
+	h1=$(spirt-store -s s1 get gagg/0 | b2sum)
+	h2=$(spirt-store -s s2 get gagg/0 | b2sum)
+	[ "$h1" = "$h2" ]
+}
+
+@test "decision: in doubt, a member follows one that decided by a majority it cannot see" {
+	peers3
+	for s in s1 s2 s3; do
+		beat1 $s p1 p2 p3
+		look $s
+	done
+	# p3's digest and round record are lost on their way to p1 only:
+	# p2 and p3 combine {p1,p2,p3} and decide it (two of three hold
+	# it); p1 combines {p1,p2}, sees p2's and not p3's: in doubt, and
+	# the lowest id, its own would win a tie; it follows p2's decision
+	xch 3 0 --deadline 120000 >out3 2>err3 &
+	x3=$!
+	xch 2 0 --deadline 120000 >out2 2>err2 &
+	x2=$!
+	SPIRT_XDROP='digest/0/p3@p3 gagg/0/round@p3' \
+	    xch 1 0 --deadline 120000 >out1 2>err1 &
+	x1=$!
+	# (p2 decides without p1: p3's record and its own hold the same)
+	until_ 600 sh -c 'spirt-store -s s2 get gagg/0/round 2>/dev/null |
+	    grep -aq "^state=decided"'
+	stopped s1 p3
+	look s1
+	wait "$x1" || { cat err1; false; }
+	wait "$x2" || { cat err2; false; }
+	wait "$x3" || { cat err3; false; }
+	run -0 round s1 0
+	assert_line --regexp '^peer=p3 '
+	assert_line 'adopted=p2'
+	assert_line 'state=decided'
+	run -0 round s2 0
+	refute_line --regexp '^adopted='
+	assert_line 'peer=p3 used'
+	for s in s1 s2 s3; do
+		gagg_is $s 0 1 2 3
+	done
 }
 
 @test "quorum: a peer declared dead while the round waits for it is given up at once" {
