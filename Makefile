@@ -132,7 +132,8 @@ uninstall:
 
 clean:
 	rm -f $(BIN) lib/libspirt.a $(LIBOBJ) cmd/*.o tests/unit/*.o $(UNIT) \
-		bench/*.o $(BENCH)
+		bench/*.o $(BENCH) $(FUZZ_LIBOBJ) tests/fuzz/libspirt.a \
+		$(FUZZ_BIN)
 
 dist: clean
 	mkdir -p spirt-$(VERSION)
@@ -142,3 +143,6 @@ dist: clean
 	rm -rf spirt-$(VERSION)
 
 .PHONY: all deps check test demo lint bench install uninstall clean dist
+
+# last: it builds the library's objects again (make fuzz)
+include mk/fuzz.mk

@@ -26,7 +26,8 @@
 "           -i id -r run pubkey\n" \
 "       spirt-peer serve [-qv] [-a allowfile] [-F fd] [-g group] [-i id]\n" \
 "           [-k keyfile] [-l addr:port] [-M size] [-r run] [-s store]\n" \
-"           [-T tokenfile]\n" \
+"           [-T tokenfile] [--conn-timeout s] [--max-conns n] [--per-ip n]\n" \
+"           [--rate r]\n" \
 "       spirt-peer exchange [-qv] [-a prefix] [-m model] [-P peers] [-r rule]\n" \
 "           [-s store]\n" \
 "           [--beats] [--byzantine f] [--deadline ms] [--iters L]\n" \
@@ -37,11 +38,20 @@
 
 #define LISTEN_DEFAULT "127.0.0.1:7070"
 
+/* serve's limits (spirt-peer(1)): their defaults */
+#define CONN_TIMEOUT_DEFAULT 60         /* s an idle connection stays */
+#define MAX_CONNS_DEFAULT 256           /* connections at once */
+#define PER_IP_DEFAULT 64               /* of them from one address */
+#define RATE_DEFAULT 1000               /* requests/s from one member */
+
 static struct {
 	const char *expires, *group, *id, *out, *pub, *role, *run;
 	const char *allow, *key, *listen, *maxbytes, *readyfd, *store, *token;
+	const char *conntimeout, *maxconns, *perip, *rate;
 	int force;
 } o;
+
+enum { CONNTIMEOUT = 256, MAXCONNS, PERIP, RATE };
 
 static _Noreturn void
 usage(int code)
@@ -90,6 +100,13 @@ usage(int code)
 		    "  -T, --token FILE   serve: our member token\n"
 		    "  -t, --step N       exchange: the step\n"
 		    "  -v, --verbose      serve: log every request\n"
+		    "      --conn-timeout S  serve: an idle connection closes "
+		    "after S s (60)\n"
+		    "      --max-conns N  serve: connections at once (256)\n"
+		    "      --per-ip N     serve: connections at once from one "
+		    "address (64; 0 none)\n"
+		    "      --rate R       serve: requests a second from one "
+		    "member (1000; 0 none)\n"
 		    "      --beats        exchange: the quorum of the store's "
 		    "watcher (spirt-beat)\n"
 		    "      --byzantine F  exchange: peers the rule must "
@@ -114,6 +131,7 @@ options(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "allow", required_argument, NULL, 'a' },
+		{ "conn-timeout", required_argument, NULL, CONNTIMEOUT },
 		{ "expires", required_argument, NULL, 'e' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "group", required_argument, NULL, 'g' },
@@ -122,9 +140,12 @@ options(int argc, char **argv)
 		{ "key", required_argument, NULL, 'k' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "max-bytes", required_argument, NULL, 'M' },
+		{ "max-conns", required_argument, NULL, MAXCONNS },
 		{ "output", required_argument, NULL, 'o' },
+		{ "per-ip", required_argument, NULL, PERIP },
 		{ "public", required_argument, NULL, 'p' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "rate", required_argument, NULL, RATE },
 		{ "ready-fd", required_argument, NULL, 'F' },
 		{ "role", required_argument, NULL, 'R' },
 		{ "run", required_argument, NULL, 'r' },
@@ -158,6 +179,10 @@ options(int argc, char **argv)
 		case 'T': o.token = optarg; break;
 		case 'v': spirt_verbose++; break;
 		case 'V': print_version();
+		case CONNTIMEOUT: o.conntimeout = optarg; break;
+		case MAXCONNS: o.maxconns = optarg; break;
+		case PERIP: o.perip = optarg; break;
+		case RATE: o.rate = optarg; break;
 		default: usage(1);
 		}
 }
@@ -267,7 +292,8 @@ static int
 serveopts(void)
 {
 	return o.allow || o.key || o.listen || o.maxbytes || o.readyfd ||
-	    o.store || o.token || spirt_quiet || spirt_verbose;
+	    o.store || o.token || spirt_quiet || spirt_verbose ||
+	    o.conntimeout || o.maxconns || o.perip || o.rate;
 }
 
 static void
@@ -308,6 +334,14 @@ serve(void)
 		    o.maxbytes);
 	if (o.readyfd != NULL)
 		fd = (int)eparse_i64("-F", o.readyfd, 3, 1 << 20);
+	conf.conn_timeout_s = o.conntimeout ? (unsigned)eparse_i64(
+	    "--conn-timeout", o.conntimeout, 1, 86400) : CONN_TIMEOUT_DEFAULT;
+	conf.max_conns = o.maxconns ? (unsigned)eparse_i64("--max-conns",
+	    o.maxconns, 1, 65536) : MAX_CONNS_DEFAULT;
+	conf.per_ip = o.perip ? (unsigned)eparse_i64("--per-ip", o.perip, 0,
+	    65536) : PER_IP_DEFAULT;
+	conf.rate = o.rate ? eparse_double("--rate", o.rate, 0, 1e9) :
+	    RATE_DEFAULT;
 	if (spirt_store_is_url(store))
 		die(SPIRT_EX_USAGE, "%s: serve serves a local store", store);
 	optenv("SPIRT_KEY", o.key);
@@ -339,7 +373,6 @@ serve(void)
 	conf.max_bytes = maxb;
 	conf.max_sessions = 1024;
 	conf.idle_s = 600;
-	conf.max_conns = 256;
 	conf.log = srvlog;
 	if ((rc = spirt_peersrv_start(&srv, &conf, msg, sizeof msg)) != 0)
 		die(spirt_exit(rc) == SPIRT_EX_USAGE ? SPIRT_EX_USAGE :

@@ -232,7 +232,7 @@ st_msg(void *h)
 }
 
 const struct spirt_xnet spirt_xnet_store = {
-	st_open, st_get, st_close, st_msg, NULL, NULL, st_wait, st_cancel
+	st_open, st_get, st_close, st_msg, NULL, NULL, st_wait, st_cancel, NULL
 };
 
 /* ---- a peer over HTTP (lib/remote.h) ---- */
@@ -281,6 +281,12 @@ ht_cancel(void *h, int (*cancelled)(void))
 	spirt_remote_set_cancel(h, cancelled);
 }
 
+static void
+ht_giveup(void *h, int (*given_up)(void *), void *arg)
+{
+	spirt_remote_set_abort(h, given_up, arg);
+}
+
 void
 spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
 {
@@ -294,6 +300,7 @@ spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
 	net->timeout = ht_timeout;
 	net->wait = ht_wait;
 	net->cancel = ht_cancel;
+	net->giveup = ht_giveup;
 }
 
 /* ---- set-up ---- */
@@ -352,13 +359,18 @@ spirt_peers_parse(struct spirt_exchange *x, const char *text, size_t len,
 		k = e - i < sizeof buf - 1 ? e - i : sizeof buf - 1;
 		memcpy(buf, text + i, k);
 		buf[k] = '\0';
+		/* a longer line is refused whole, not read cut short (what
+		 * follows its first 1023 bytes was once dropped unseen) */
+		f = e - i > sizeof buf - 1;
 		i = e + 1;
 		if (line)
 			*line = ln;
+		if (f && sscanf(buf, "%63s", id) == 1 && id[0] != '#')
+			return SPIRT_EDATA;
 		f = sscanf(buf, "%63s %599s %7s", id, url, extra);
 		if (f <= 0 || id[0] == '#')
 			continue;
-		if (f != 2 || e - i + 1 > sizeof buf - 1 || !spirt_id_valid(id) ||
+		if (f != 2 || !spirt_id_valid(id) ||
 		    strlen(url) >= sizeof p->url)
 			return SPIRT_EDATA;
 		if (x->self && strcmp(id, x->self) == 0)
@@ -421,6 +433,15 @@ struct pull {
 	double ms;
 	char why[256];
 };
+
+/* the pull was given up (its peer declared dead, or cut as a straggler):
+ * a transfer under way stops at once (a death cancels the transfers in
+ * flight), not at the round's deadline */
+static int
+pull_aborted(void *arg)
+{
+	return atomic_load(&((struct pull *)arg)->cancel) != 0;
+}
 
 static void
 nap(double ms)
@@ -508,6 +529,8 @@ pull_main(void *arg)
 				p->h = NULL;
 			else if (net->cancel && u->x->cancelled)
 				net->cancel(p->h, u->x->cancelled);
+			if (rc == 0 && net->giveup)
+				net->giveup(p->h, pull_aborted, u);
 		} else {
 			/* waited for on the other side, to the deadline
 			 * (less a margin for the answer to come); the
@@ -524,6 +547,8 @@ pull_main(void *arg)
 			if (net->timeout)
 				net->timeout(p->h, bound(left, wait,
 				    u->x->timeout_ms));
+			if (net->giveup)
+				net->giveup(p->h, pull_aborted, u);
 			asked = now_ms();
 			rc = wait ? net->wait(p->h, u->x->step, u->key, wait,
 			    &u->val, &u->len) : net->get(p->h, u->x->step,
@@ -538,6 +563,8 @@ pull_main(void *arg)
 			    now_ms() - asked < wait / 2.0)
 				p->nowait = 1;
 		}
+		if (rc && atomic_load(&u->cancel))
+			continue;       /* given up under way: said above */
 		if (rc) {
 			u->rc = rc;
 			snprintf(u->why, sizeof u->why, "%s%s%s",
@@ -556,6 +583,9 @@ pull_main(void *arg)
 		if (nap_ms < 50)
 			nap_ms *= 2;
 	}
+	/* (the handle outlives this pull: it asks it no more) */
+	if (p->h && net->giveup)
+		net->giveup(p->h, NULL, NULL);
 	u->ms = now_ms() - t0;
 	atomic_store(&u->finished, 1);
 	return NULL;

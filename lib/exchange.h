@@ -75,6 +75,9 @@ struct spirt_xnet {
 	    void **val, size_t *len);
 	/* optional: stop a request under way once cancelled() says so */
 	void (*cancel)(void *h, int (*cancelled)(void));
+	/* optional: the same, once given_up(arg) says so (NULL: none); a
+	 * pull gives its peer up so, in the middle of a transfer */
+	void (*giveup)(void *h, int (*given_up)(void *), void *arg);
 };
 
 /* A store path as the URL (peers on one machine; tests); a pull waits

@@ -31,7 +31,8 @@ spirt_parse_u64(uint64_t *out, const char *s, uint64_t min, uint64_t max)
 	char *end;
 	unsigned long long v;
 
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+	/* digits only: strtoull would take a sign, and skip blanks */
+	if (!s || *s < '0' || *s > '9')
 		return SPIRT_EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
@@ -68,7 +69,7 @@ spirt_parse_size(uint64_t *out, const char *s, uint64_t min, uint64_t max)
 	unsigned long long v;
 	unsigned shift = 0;
 
-	if (!s || !*s || *s == '-' || *s == '+')
+	if (!s || *s < '0' || *s > '9')         /* as spirt_parse_u64 */
 		return SPIRT_EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);

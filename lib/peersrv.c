@@ -34,6 +34,12 @@ struct sess {
 	unsigned busy;                  /* answers streaming under it */
 };
 
+/* a member's token bucket (conf.rate) */
+struct bucket {
+	char id[SPIRT_ID_MAX + 1];
+	double tokens, last;
+};
+
 /* a streamed answer's buffer kept for the next one (see spare_get) */
 #define SPARES 2
 struct spare {
@@ -47,6 +53,8 @@ struct spirt_peersrv {
 	struct spirt_peersrv_conf conf;
 	struct MHD_Daemon *d;
 	struct sess *tab;
+	struct bucket *rates;           /* nrates of them, or NULL */
+	unsigned nrates;
 	char addr[80];
 	struct spirt_peersrv_stats st;
 	struct spare spare[SPARES];
@@ -189,9 +197,23 @@ httpstatus(int rc)
 		return 413;
 	case SPIRT_EBUSY:
 		return MHD_HTTP_SERVICE_UNAVAILABLE;
+	case SPIRT_ERATE:
+		return 429;             /* Too Many Requests */
 	default:
 		return MHD_HTTP_FORBIDDEN;
 	}
+}
+
+/* a refusal counted and logged; its code (EDATA for one not ours) */
+static int
+noted(struct spirt_peersrv *p, const char *from, const char *what, int rc)
+{
+	if (!spirt_errname(rc))
+		rc = SPIRT_EDATA;
+	p->st.refused++;
+	p->st.by_code[rc - SPIRT_EOF]++;
+	logf_(p, 0, "refused %s: %s: %s", from, what, spirt_errname(rc));
+	return rc;
 }
 
 /* a refusal: counted, logged, answered with a status and one line */
@@ -199,17 +221,12 @@ static enum MHD_Result
 refuse(struct spirt_peersrv *p, struct MHD_Connection *c, const char *from,
     const char *what, int rc)
 {
-	const char *name = spirt_errname(rc);
+	const char *name;
 	char *line;
 	size_t n;
 
-	if (!name) {
-		name = "EDATA";
-		rc = SPIRT_EDATA;
-	}
-	p->st.refused++;
-	p->st.by_code[rc - SPIRT_EOF]++;
-	logf_(p, 0, "refused %s: %s: %s", from, what, name);
+	rc = noted(p, from, what, rc);
+	name = spirt_errname(rc);
 	n = strlen(name) + strlen(spirt_strerror(rc)) + 4;
 	if (!(line = malloc(n)))
 		return MHD_NO;
@@ -276,6 +293,48 @@ sess_slot(struct spirt_peersrv *p, double now)
 	if (lru)
 		sess_drop(lru);
 	return lru;
+}
+
+/* ---- request rates ---- */
+
+/*
+ * One request of member id at now: 0, or SPIRT_ERATE when its bucket is
+ * empty.  A bucket holds 2 * rate (at least 2) and fills at rate a
+ * second.  Members beyond the table take the bucket unused longest: it
+ * is full again by then, or nearly, so little is forgotten.
+ */
+static int
+rate_take(struct spirt_peersrv *p, const char *id, double now)
+{
+	double cap = 2 * p->conf.rate > 2 ? 2 * p->conf.rate : 2;
+	struct bucket *b = NULL, *old = NULL;
+
+	if (!p->rates)
+		return 0;
+	for (unsigned i = 0; i < p->nrates && !b; i++) {
+		struct bucket *e = &p->rates[i];
+
+		if (!strcmp(e->id, id))
+			b = e;
+		else if (!old || !e->id[0] || (old->id[0] &&
+		    e->last < old->last))
+			old = e;
+	}
+	if (!b) {
+		if (!(b = old))
+			return 0;
+		snprintf(b->id, sizeof b->id, "%s", id);
+		b->tokens = cap;
+		b->last = now;
+	}
+	b->tokens += (now - b->last) * p->conf.rate;
+	if (b->tokens > cap)
+		b->tokens = cap;
+	b->last = now;
+	if (b->tokens < 1)
+		return SPIRT_ERATE;
+	b->tokens -= 1;
+	return 0;
 }
 
 /* ---- endpoints ---- */
@@ -943,6 +1002,10 @@ do_msg(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 	    &n, step, info.key, q->buf, q->len)))
 		return refuse(p, c, q->from, what, rc);
 	e->last = spirt_clock();
+	/* counted once it opened: junk under a member's session id, which
+	 * travels in the clear, costs that member nothing */
+	if ((rc = rate_take(p, m->id, e->last)))
+		return refuse(p, c, q->from, what, rc);
 	op = n >= SPIRT_REQ_HEAD ? pt[0] : 0;
 	if (op < SPIRT_OP_GET || op > SPIRT_OP_LIST)
 		return refuse(p, c, q->from, what, SPIRT_EDATA);
@@ -993,7 +1056,12 @@ do_msg(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 		}
 		break;
 	case SPIRT_OP_PUT:
-		rc = spirt_store_write(p->conf.store, put_fn, &o);
+		/* the body's bound has the message's slack on top: the
+		 * value itself is held to the bound as a get's is */
+		if (o.len > p->conf.max_bytes)
+			rc = SPIRT_ETOOBIG;
+		else
+			rc = spirt_store_write(p->conf.store, put_fn, &o);
 		break;
 	case SPIRT_OP_DEL:
 		rc = spirt_store_write(p->conf.store, del_fn, &o);
@@ -1100,9 +1168,15 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		size_t n = *upsize;
 
 		if (n > q->max - q->len) {
+			/* a body without a Content-Length that passes the
+			 * bound: libmicrohttpd takes no answer in the middle
+			 * of a body, and reading the rest to answer after it
+			 * would be to read what was refused; so counted,
+			 * logged, and the connection closed */
 			q->kind = 0;
 			*upsize = 0;
-			return refuse(p, c, q->from, "body", SPIRT_ETOOBIG);
+			(void)noted(p, q->from, "body", SPIRT_ETOOBIG);
+			return MHD_NO;
 		}
 		if (q->len + n > q->cap) {
 			size_t cap = q->cap ? q->cap : 4096;
@@ -1128,6 +1202,8 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		return do_id(p, c);
 	case 2:
 		q->kind = 0;
+		if (!q->buf)    /* no body: nothing to hand the handshake */
+			return refuse(p, c, q->from, "handshake", SPIRT_ETRUNC);
 		return do_hs(p, c, q);
 	default:
 		q->kind = 0;
@@ -1209,7 +1285,11 @@ spirt_peersrv_start(struct spirt_peersrv **out,
 	if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai)
 		goto bad;
 	if (!(p = calloc(1, sizeof *p)) ||
-	    !(p->tab = calloc(conf->max_sessions, sizeof *p->tab))) {
+	    !(p->tab = calloc(conf->max_sessions, sizeof *p->tab)) ||
+	    (conf->rate > 0 && !(p->rates = calloc(p->nrates =
+	    conf->max_sessions ? conf->max_sessions : 1, sizeof *p->rates)))) {
+		if (p)
+			free(p->tab);
 		free(p);
 		freeaddrinfo(ai);
 		return ENOMEM;
@@ -1224,7 +1304,9 @@ spirt_peersrv_start(struct spirt_peersrv **out,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhdlog, p,
 	    MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)conf->max_conns,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)conf->per_ip,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(conf->conn_timeout_s ?
+	    conf->conn_timeout_s : 60),
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768,
 	    MHD_OPTION_NOTIFY_COMPLETED, completed, p,
 	    MHD_OPTION_END);
@@ -1232,6 +1314,7 @@ spirt_peersrv_start(struct spirt_peersrv **out,
 	if (!p->d) {
 		rc = errno ? errno : EADDRINUSE;
 		watch_stop(p);
+		free(p->rates);
 		free(p->tab);
 		free(p);
 		return spirt_msgrc(msg, cap, rc, "%s: cannot listen",
@@ -1268,6 +1351,7 @@ spirt_peersrv_stop(struct spirt_peersrv *p, struct spirt_peersrv_stats *st)
 		sess_drop(&p->tab[i]);
 	for (int i = 0; i < SPARES; i++)
 		free(p->spare[i].p);
+	free(p->rates);
 	free(p->tab);
 	free(p);
 }

@@ -29,6 +29,13 @@ struct spirt_peersrv_conf {
 	unsigned max_sessions;          /* session table size */
 	unsigned idle_s;                /* a session unused this long ends */
 	unsigned max_conns;             /* connections at once */
+	/* the limits of spirt-peer(1), each 0 for its default: */
+	unsigned per_ip;                /* connections at once from one
+					 * address (0: no limit but max_conns) */
+	unsigned conn_timeout_s;        /* an idle connection closes (0: 60) */
+	double rate;                    /* sealed requests a second from one
+					 * member, bursts of twice that (at
+					 * least 2); 0: no limit */
 	/* level 0: a refusal; 1: a request served (verbose).  One line, no
 	 * newline, without the program name.  Called from the server's
 	 * thread. */

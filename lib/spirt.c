@@ -55,6 +55,8 @@ static const char *const msgs[] = {
 	    "protocol error (not a spirt peer, or a malformed answer)",
 	[SPIRT_ESESSION - SPIRT_EOF]  = "unknown or expired session",
 	[SPIRT_ETOOBIG - SPIRT_EOF]   = "value too large for the peer",
+	[SPIRT_ERATE - SPIRT_EOF]     =
+	    "over the peer's request rate (slow down, retry)",
 };
 
 /* the names, in enum order (spirt_errname) */
@@ -65,7 +67,7 @@ static const char *const names[] = {
 	"EBUSY", "EINVAL", "EMODEL", "EDATA", "EBUG", "EENV", "EREPLAY",
 	"ESTALE", "EEXPIRED", "EUNKNOWNKEY", "ERUN", "EROLE", "EADDR",
 	"EWRONGKEY", "EKEYPERM", "EKEYFILE", "ETIMEDOUT", "EUNREACH",
-	"EPROTO", "ESESSION", "ETOOBIG",
+	"EPROTO", "ESESSION", "ETOOBIG", "ERATE",
 };
 _Static_assert(sizeof names / sizeof names[0] == SPIRT_ELAST - SPIRT_EOF,
     "one name per SPIRT_E* code");
@@ -154,6 +156,7 @@ spirt_exit(int rc)
 	case SPIRT_ENOTSUP:
 		return SPIRT_EX_UNAVAILABLE;
 	case SPIRT_EBUSY: case SPIRT_ETIMEDOUT: case SPIRT_ESESSION:
+	case SPIRT_ERATE:
 		return SPIRT_EX_TEMPFAIL;
 	case SPIRT_EUNREACH:
 		return SPIRT_EX_UNAVAILABLE;

@@ -82,6 +82,7 @@ enum {
 	SPIRT_EPROTO,           /* not a spirt peer, or a malformed answer */
 	SPIRT_ESESSION,         /* unknown or expired session (handshake again) */
 	SPIRT_ETOOBIG,          /* value over the peer's size limit */
+	SPIRT_ERATE,            /* a member over the peer's request rate */
 	SPIRT_ELAST
 };
 

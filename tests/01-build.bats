@@ -270,3 +270,27 @@ isarun() {
 	done
 	[ -z "$bad" ] || { echo "layering:$bad"; false; }
 }
+
+@test "the fuzz build's checksum bypass (-DSPIRT_FUZZ) is in no tool" {
+	# set by mk/fuzz.mk alone, for the fuzzers' objects (lib/*.fo)
+	run -0 grep -l SPIRT_FUZZ "$SPIRT_ROOT"/Makefile "$SPIRT_ROOT"/config.mk \
+	    "$SPIRT_ROOT"/mk/*.mk
+	assert_output "$SPIRT_ROOT/mk/fuzz.mk"
+	run -0 grep -c '^\.c\.fo:$' "$SPIRT_ROOT"/mk/fuzz.mk
+	# and the tools built here compare both checksums
+	spirt-init -q -m m -o m.rec mlp:2-3-2
+	run -0 spirt-store inspect m.rec
+	for at in header payload; do
+		"$PYTHON" - "$at" m.rec bad.rec <<'PY'
+import struct, sys
+r = bytearray(open(sys.argv[2], 'rb').read())
+h, = struct.unpack_from('<I', r, 8)
+n, = struct.unpack_from('<Q', r, 48)
+r[h - 1 if sys.argv[1] == 'header' else h + n + 15] ^= 1
+open(sys.argv[3], 'wb').write(r)
+PY
+		run -65 --separate-stderr spirt-store inspect bad.rec
+		[[ $stderr == *checksum* || $stderr == *corrupt* ]] ||
+			fail "$at: $stderr"
+	done
+}

@@ -30,6 +30,14 @@ main(void)
 	CHECK_RC(spirt_parse_u64(&u, "18446744073709551615", 0, UINT64_MAX));
 	CHECK(u == UINT64_MAX);
 	CHECK_EQ_RC(spirt_parse_u64(&u, "-1", 0, UINT64_MAX), SPIRT_EINVAL);
+	/* no blank before the digits, of any kind (tests/fuzz/regress/parse/
+	 * u64-newline: " 5" was refused, "\n\n5" and "\t5" taken) */
+	CHECK_EQ_RC(spirt_parse_u64(&u, "\n\n5", 0, 10), SPIRT_EINVAL);
+	CHECK_EQ_RC(spirt_parse_u64(&u, "\t5", 0, 10), SPIRT_EINVAL);
+	CHECK_EQ_RC(spirt_parse_u64(&u, " 5", 0, 10), SPIRT_EINVAL);
+	CHECK_EQ_RC(spirt_parse_u64(&u, "+5", 0, 10), SPIRT_EINVAL);
+	CHECK_EQ_RC(spirt_parse_size(&u, "\t5k", 0, UINT64_MAX), SPIRT_EINVAL);
+	CHECK_EQ_RC(spirt_parse_size(&u, " 5k", 0, UINT64_MAX), SPIRT_EINVAL);
 	CHECK_RC(spirt_parse_double(&d, "0.25", 0, 1));
 	CHECK(d == 0.25);
 	CHECK_RC(spirt_parse_double(&d, "1e-3", 0, 1));
