@@ -80,7 +80,7 @@ train() {
 	rc=0
 	wait $pid3 || rc=$?
 	[ "$rc" -eq 75 ] || { cat e3 >&2; false; }
-	grep -q 'a minority' e3
+	grep -q 'a minority' e3 || { grep -v '^spirt-beat' e3 >&2; false; }
 	grep -q 'rerun to resume\|run it again once the others are back' e3
 	cut3=$(spirt-store -s s3 ls model/mlp@ | cut -f1 | sed 's/.*@//' |
 	    sort -n | tail -n 1)
