@@ -675,6 +675,8 @@ xmain(int argc, char **argv)
 	x.token = cred->has_token ? cred->token : NULL;
 	x.trust = cred->trust;
 	xpeers(&x, peers, &http, cred);
+	/* (a test hook: pulls lost on the way, spirt-peer(1)) */
+	x.drop = getenv("SPIRT_XDROP");
 	/* default quorum: more than half of the members, self included */
 	x.min_peers = minp ? eparse_u64("--min-peers", minp, 1, x.n + 1) :
 	    (x.n + 1) / 2 + 1;

@@ -21,15 +21,16 @@
 "                   [--standardise] [--standardise-from train] [--stats]\n" \
 "                   file [labels]\n" \
 "       spirt-shard [-qv] [-b batch] [-d name] [-s store] [-t step]\n" \
-"                   [--epoch e] [--group m] [--list] [--stats] --live list\n" \
+"                   [--epoch e] [--group m] [--list] [--since d] [--stats]\n" \
+"                   --live list\n" \
 "       spirt-shard [-qv] [-b batch] [-d name] [-s store] [-t step]\n" \
-"                   [--epoch e] [--group m] [--list] [--stats]\n" \
+"                   [--epoch e] [--group m] [--list] [--since d] [--stats]\n" \
 "                   --dead worker ...\n" \
 "       spirt-shard [-qv] [-d name] [-s store] --list | --stats\n"
 
 enum { O_CLASSES = 256, O_DEAD, O_DIM, O_EPOCH, O_FORCE, O_GROUP, O_LABEL,
     O_LIST, O_LIVE, O_NOSHUF, O_SEED, O_STATS, O_STD, O_STDFROM, O_COLS,
-    O_NAMES, O_NAMESFROM };
+    O_NAMES, O_NAMESFROM, O_SINCE };
 
 #define MAXDEAD 1024
 #define MAXLIVE SPIRT_DATA_MAXSHARDS
@@ -55,7 +56,7 @@ static struct {
 	size_t ndead;
 	int64_t *live;          /* --live LIST */
 	size_t nlive;
-	const char *batch, *step, *epoch;
+	const char *batch, *step, *epoch, *since;
 	struct spirt_reassign ra;       /* --live, --dead */
 	uint32_t *cols;                 /* --columns, for d.cols */
 	char *names;                    /* --label-names-from's, d.names_from */
@@ -109,6 +110,8 @@ usage(int code)
 		    "reassign\n"
 		    "      --no-shuffle     keep the samples in file order\n"
 		    "      --seed N         shuffle seed (default 0)\n"
+		    "      --since D        with -t: the dead took nothing from "
+		    "step D on\n"
 		    "      --standardise    each feature to mean 0, deviation 1"
 		    "\n"
 		    "      --standardise-from TRAIN\n"
@@ -196,6 +199,7 @@ options(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "seed", required_argument, NULL, O_SEED },
+		{ "since", required_argument, NULL, O_SINCE },
 		{ "shards", required_argument, NULL, 'n' },
 		{ "standardise", no_argument, NULL, O_STD },
 		{ "standardise-from", required_argument, NULL, O_STDFROM },
@@ -238,6 +242,7 @@ options(int argc, char **argv)
 			    INT64_MAX);
 			break;
 		case O_EPOCH: o.epoch = optarg; break;
+		case O_SINCE: o.since = optarg; break;
 		case O_FORCE: o.force = 1; break;
 		case O_GROUP: o.ra.group = eparse_u64("--group", optarg, 1,
 			  SPIRT_DATA_MAXSHARDS); break;
@@ -482,6 +487,8 @@ reassign_opts(void)
 		die(SPIRT_EX_USAGE, "-t and --epoch: give one of them");
 	if (o.batch && !o.step)
 		die(SPIRT_EX_USAGE, "-b is the batch of -t's steps: give -t");
+	if (o.since && !o.step)
+		die(SPIRT_EX_USAGE, "--since is a step before -t's: give -t");
 	r->live = o.live;
 	r->nlive = o.nlive;
 	r->dead = o.dead;
@@ -492,6 +499,9 @@ reassign_opts(void)
 		/* spirt-grad's batch: its -b range, variable and default */
 		r->batch = eparse_u64(o.batch ? "-b" : "SPIRT_BATCH",
 		    opt_env(o.batch, "SPIRT_BATCH", "64"), 1, 1 << 20);
+		r->has_since = o.since != NULL;
+		if (o.since)
+			r->since = eparse_u64("--since", o.since, 0, r->step);
 	} else if (o.epoch) {
 		r->when = SPIRT_RA_EPOCH;
 		r->epoch = eparse_u64("--epoch", o.epoch, 0, SPIRT_NOSTEP - 1);
@@ -545,9 +555,9 @@ main(int argc, char **argv)
 	if (o.list && argc > 0)
 		die(SPIRT_EX_USAGE, "--list: the assignment of a store's data "
 		    "set: no file");
-	if (!re && (o.batch || o.step || o.epoch || o.ra.group))
-		die(SPIRT_EX_USAGE, "-b, -t, --epoch and --group go with "
-		    "--live or --dead");
+	if (!re && (o.batch || o.step || o.epoch || o.ra.group || o.since))
+		die(SPIRT_EX_USAGE, "-b, -t, --epoch, --group and --since go "
+		    "with --live or --dead");
 	if (re)
 		reassign_opts();
 	if (spirt_data_name_check(o.name))

@@ -455,8 +455,20 @@ fi
 # member, it beats as live.  A join that misses (the others saw the
 # announcement too late, or went past J before this peer could take
 # it, or its exchange failed) is tried again further ahead, the margin
-# doubled, up to the run's end (then it fetches the last model). ----
+# doubled, up to the run's end (then it fetches the last model).  J is
+# an epoch's first step (and a round's, with --every): there the share of
+# the data is every peer's own again (back), so the rejoiner gets its
+# data back as it joins, and trains nothing before. ----
 joining=0 jmargin=0 jlast=-1 best= src= srcid=
+# jr: the steps J is a multiple of: the epoch's, and --every's rounds
+# (xu steps each)
+jr=$spe xu=1
+[ "$xh" -eq 0 ] || xu=$xh
+if [ "$xh" -gt 0 ]; then
+	_a=$spe _b=$xh
+	while [ "$_b" -gt 0 ]; do _c=$((_a % _b)) _a=$_b _b=$_c; done
+	jr=$((spe / _a * xh))
+fi
 # other_peers: "id location" of each other peer of --peers
 other_peers() {
 	awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
@@ -566,15 +578,11 @@ attack() {
 # other peer of --peers (their URLs, or their stores' paths on one host);
 # a watcher on its store declares the silent dead (spirt-beat(1)), and
 # the exchange closes each step by its quorum: a dead peer is left out at
-# once, a minority stops with 75.  A dead peer's workers' shards are
-# spread over the others in this store, so that its share of the data is
-# still seen: the watcher's --on-dead queues its workers in
-# $store.peers-dead, and the driver reassigns them at its next step
-# (peerdead: at a step boundary, the rest of the epoch too, as for a
-# function of its own; a revision written while gradients are under way
-# would make them stale). ----
+# once, a minority stops with 75.  The peers' share of the data follows
+# the rounds' member sets, which every member agrees on (the signed
+# digests, all or nothing), not the watcher, which each peer has its own
+# of (peerout, below). ----
 beatpids=
-deadq=$store.peers-dead
 beats_start() {
 	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
 	# (ids and URLs of the peers file's lines; ours is line $peer)
@@ -582,18 +590,6 @@ beats_start() {
 		if (n++ == p) { print $1; exit } }' "$peers")
 	others=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
 		if (n++ != p) print $2 }' "$peers")
-	# --on-dead: the dead peer's workers, from its line's index (the
-	# ids are [A-Za-z0-9._-]: nothing in them means anything to sh)
-	od=$(awk -v m="$fns" '/^[[:space:]]*[^#[:space:]]/ {
-		w = ""; for (i = 0; i < m; i++) w = w " " (n * m + i)
-		printf "%s) w=\"%s\" ;; ", $1, substr(w, 2); n++ }' "$peers")
-	# (never its own: a restarted peer's watcher may see its last life's
-	# beat go stale before the new one comes)
-	# and only on the side of a majority of the peers, live ones (not
-	# merely suspect, as the others of a partition's minority are while
-	# the first is declared dead): a minority keeps its data as it is,
-	# for when it rejoins
-	od="w=; case %m in $self) ;; $od esac; [ %r != peer ] || [ -z \"\$w\" ] || [ \$((2 * \$(spirt-beat ls | awk -F'\t' '\$2 == \"peer\" && \$3 == \"live\"' | wc -l))) -le $np ] || echo \$w >>\"$deadq\""
 	[ "$verbose" -eq 0 ] ||
 	    printf '+ spirt-beat -B %s -m %s beat %s %s\n' "$beat" "$model" "$self" "$(echo $others)" >&2
 	if [ "$joining" -eq 0 ]; then
@@ -602,11 +598,12 @@ beats_start() {
 		beater --status catchup
 	fi
 	if [ "$quiet" -eq 1 ]; then
-		spirt-beat -q -B "$beat" --on-dead "$od" watch &
+		spirt-beat -q -B "$beat" watch &
 	else
-		spirt-beat -B "$beat" --on-dead "$od" watch &
+		spirt-beat -B "$beat" watch &
 	fi
 	beatpids="$beatpids $!"
+	guarded
 }
 # beater ARGS...: (re)start this peer's beater, spirt-beat beat ARGS; the
 # one before is killed without a last word (its "stop" would read as a
@@ -614,16 +611,19 @@ beats_start() {
 beatpid=
 beater() {
 	if [ -n "$beatpid" ]; then
-		kill -KILL "$beatpid" 2>/dev/null || :
-		wait "$beatpid" 2>/dev/null || :
+		# (out of the guard's list first: its end is no death)
 		beatpids=$(for p in $beatpids; do
 			[ "$p" = "$beatpid" ] || printf '%s ' "$p"; done)
+		guarded
+		kill -KILL "$beatpid" 2>/dev/null || :
+		wait "$beatpid" 2>/dev/null || :
 	fi
 	[ "$verbose" -eq 0 ] ||
 	    printf '+ spirt-beat -B %s %s beat %s %s\n' "$beat" "$*" "$self" "$(echo $others)" >&2
 	# shellcheck disable=SC2086
 	spirt-beat -q -B "$beat" "$@" beat "$self" $others &
 	beatpid=$! beatpids="$beatpids $!"
+	guarded
 }
 # join_prepare: before each step while joining: name the step J this peer
 # joins at, beat it, and fetch model@J (join_fetch); $t is then J.  The
@@ -632,11 +632,10 @@ beater() {
 # over one beat; with --every H, J is a round's first step
 join_prepare() {
 	[ "$joining" -eq 1 ] || return 0
-	jr=1
-	[ "$xh" -eq 0 ] || jr=$xh
 	while :; do
 		peers_newest
 		[ -n "$best" ] || die 75 "joining: no other peer answers with a model; rerun to retry"
+		still=0
 		if [ "$jmargin" -eq 0 ]; then
 			b0=$best n0=$(now)
 			sleep "$(seconds $((beat * 1000000)))"
@@ -646,9 +645,19 @@ join_prepare() {
 			jmargin=$(( (b1 - b0) * (2 * beat + 500) * 1000000 /
 			    (n1 - n0 + 1) + 2 ))
 			best=$b1
+			[ "$b1" -ne "$b0" ] || still=1
 		fi
 		j=$((best + jmargin))
-		[ "$j" -gt "$jlast" ] || j=$((jlast + 1))
+		# (the others made no step in a beat: they may wait for this
+		# peer, a member of the last round that a minority cannot go
+		# on without; it joins at the step they are at)
+		# (also when they made none since the last attempt, 2 s or
+		# more before)
+		[ "$best" != "${jprev:-}" ] ||
+		    [ $(($(now) - jprevt)) -lt 2000000000 ] || still=1
+		[ "$best" = "${jprev:-}" ] || jprev=$best jprevt=$(now)
+		[ "$still" -eq 0 ] || [ "$xh" -ne 0 ] || j=$best
+		[ "$j" -gt "$jlast" ] || [ "$still" -eq 1 ] || j=$((jlast + 1))
 		j=$(( (j + jr - 1) / jr * jr ))
 		if [ "$j" -ge "$stop" ]; then
 			# the run ends before: its last model, once it is there
@@ -716,7 +725,7 @@ src_past() {
 	case $hs in dead\ *) return 0 ;; esac
 	hstep=${hs#* }
 	case $hstep in ''|*[!0-9]*) return 1 ;; esac
-	[ "$hstep" -lt $(($1 + jr)) ] || return 0
+	[ "$hstep" -lt $(($1 + xu)) ] || return 0
 	[ "$hstep" -eq "$seen" ] ||
 	    seen=$hstep pend=$(($(now) + deadline * 1000000))
 	return 1
@@ -765,12 +774,23 @@ xwarm_start() {
 	xwarm=1
 }
 # xstep T WHAT: the round of step T: its exit code (the warm answer's
-# error=, or the cold process's) ends the run; WHAT names the round
+# error=, or the cold process's) ends the run; WHAT names the round.
+# With --beat, a round short of members (75: members died or restarted
+# during it) is run again, up to 3 times, after a beat's pause
 xstep() {
+	xtries=0
+	while :; do
+		r=0
+		xstep1 "$@" || r=$?
+		[ "$r" -eq 2 ] || return "$r"
+		sleep "$(seconds $((beat * 1000000)))"
+	done
+}
+xstep1() {
 	if [ -z "$xwarm" ]; then
 		rc=0
 		run $xch $xsrc -t "$1" || rc=$?
-		[ "$rc" -eq 0 ] || xfailed "$rc" "$2" || return 1
+		[ "$rc" -eq 0 ] || { xfailed "$rc" "$2" || return $?; }
 		return 0
 	fi
 	[ "$verbose" -eq 0 ] || printf '+ %s -i %s <<< %s\n' "$xch" "$xsrc" "$1" >&2
@@ -789,14 +809,21 @@ xstep() {
 			die 75 "$2: $how; rerun to resume" ;;
 		*error=*)
 			rc=${ack##*error=}
-			xfailed "$rc" "$2" || return 1 ;;
+			xfailed "$rc" "$2" || return $? ;;
 		esac
 		break
 	done
 }
 # xfailed CODE WHAT: a round that failed ends the run, unless this peer
-# is joining (returns 1: it joins again further on)
+# is joining (returns 1: it joins again further on), or it is short of
+# members with --beat (returns 2: the round again, up to 3 times)
 xfailed() {
+	if [ "$1" -eq 75 ] && [ "$beat" -gt 0 ] && [ "$joining" -eq 0 ] &&
+	    [ "$xtries" -lt 3 ]; then
+		xtries=$((xtries + 1))
+		say "$2 failed (spirt-peer exit 75); the round again ($xtries of 3)"
+		return 2
+	fi
 	[ "$joining" -eq 1 ] || die "$1" "$2 failed (spirt-peer exit $1)"
 	jmargin=$((jmargin * 2))
 	say "joining: $2 failed (spirt-peer exit $1); it joins again further on"
@@ -804,8 +831,62 @@ xfailed() {
 }
 
 # ---- warm functions: one process each, fed step numbers through FIFOs ----
-work= srv= srvdir= wdog=
+work= srv= srvdir= wdog= guard= gfile=
+# guarded: the server's and the beaters' pids, for the guard
+guarded() {
+	[ -n "$gfile" ] || return 0
+	echo "${srv:-} $beatpids" >"$gfile.tmp" && mv "$gfile.tmp" "$gfile"
+}
+# guard_start: a driver killed outright (SIGKILL: no trap runs) leaves
+# no server or beater behind: the guard, once a second, ends them once
+# the driver is gone (the beaters with a last word: the others see this
+# peer stopped at once, and the same command started again can listen).
+# And one of them that dies (killed, a crash) would leave a peer nobody
+# can pull from, or whose watcher hears no one: the guard names it in
+# $gfile.died and ends the run (SIGTERM: 75, rerun to resume)
+guard_start() {
+	[ -n "$peers" ] || return 0
+	gfile=$(mktemp "${TMPDIR:-/tmp}/spirt-guard.XXXXXX")
+	(
+		set +e          # (a kill of one gone, a file gone: go on)
+		trap '' INT TERM
+		_told=0
+		while kill -0 $$ 2>/dev/null; do
+			sleep 1
+			[ "$_told" -eq 0 ] || continue
+			for _p in $(cat "$gfile" 2>/dev/null); do
+				_st=Z
+				[ ! -r "/proc/$_p/stat" ] ||
+				    read -r _ _ _st _ <"/proc/$_p/stat" 2>/dev/null
+				[ "$_st" = Z ] || continue
+				# (still listed: not one the driver replaced)
+				case " $(cat "$gfile" 2>/dev/null) " in
+				*" $_p "*) ;;
+				*) continue ;;
+				esac
+				echo "$_p" >"$gfile.died"
+				kill -TERM $$ 2>/dev/null
+				_told=1
+				break
+			done
+		done
+		_g=$(cat "$gfile" 2>/dev/null)
+		# shellcheck disable=SC2086
+		kill -TERM $_g 2>/dev/null
+		# (a server finishing the long polls under way may take
+		# seconds: it is killed after one, as the port is wanted)
+		sleep 1
+		# shellcheck disable=SC2086
+		kill -KILL $_g 2>/dev/null
+		rm -f "$gfile" "$gfile.tmp" "$gfile.died"
+	) </dev/null >/dev/null 2>&1 &
+	guard=$!
+}
 cleanup() {
+	[ -z "$guard" ] || kill -KILL "$guard" 2>/dev/null || :
+	guard=
+	[ -z "$gfile" ] || rm -f "$gfile" "$gfile.tmp" "$gfile.died"
+	gfile=
 	[ -z "$work" ] || { kill $pids $wdog 2>/dev/null || :; rm -rf "$work"; }
 	work=
 	[ -z "$srv" ] || { kill -TERM "$srv" 2>/dev/null || :; wait "$srv" || :; }
@@ -818,7 +899,22 @@ cleanup() {
 }
 trap 'cleanup' EXIT
 trap 'cleanup; trap - INT; kill -INT $$' INT
-trap 'cleanup; trap - TERM; kill -TERM $$' TERM
+# (SIGTERM from the guard: this peer's server or a beater died)
+termed() {
+	_d=
+	[ -z "$gfile" ] || [ ! -s "$gfile.died" ] || _d=$(cat "$gfile.died")
+	if [ -n "$_d" ]; then
+		_w="spirt-beat"
+		[ "$_d" != "$srv" ] || _w="spirt-peer serve"
+		cleanup
+		trap - EXIT
+		die 75 "this peer's $_w (pid $_d) died; rerun to resume"
+	fi
+	cleanup
+	trap - TERM
+	kill -TERM $$
+}
+trap 'termed' TERM
 
 # ---- peers over HTTP: a peer whose own line is http://[ID@]host:port
 # serves its store there for the run (spirt-peer serve, with the same
@@ -845,15 +941,36 @@ serve_ready() {
 	kill -TERM "$timer" 2>/dev/null || :
 	wait "$timer" 2>/dev/null || :
 	[ -n "$addr" ] && [ ! -e "$srvdir/late" ] && return 0
-	wait "$srv" || :
+	wait "$srv" 2>/dev/null || :
 	srv=
 	[ ! -e "$srvdir/late" ] ||
 		die 75 "--peers $peers: spirt-peer serve did not say it listens on $listen within $deadline ms (--deadline)"
+	# (the same command run again at once: the server of the run
+	# before, whose driver was killed, may hold the port a moment yet)
+	[ "$(now)" -ge "$send" ] || return 1
 	die 69 "--peers $peers: cannot serve $store on $listen"
+}
+# serve_start: spirt-peer serve for the run, asked again for --deadline
+# while it cannot listen
+serve_start() {
+	send=$(($(now) + deadline * 1000000))
+	while :; do
+		# (not through run: $! must be the server itself)
+		[ "$verbose" -eq 0 ] ||
+		    printf '+ spirt-peer serve -s %s -l %s\n' "$store" "$listen" >&2
+		spirt-peer serve -s "$store" -l "$listen" -F 3 \
+		    3>"$srvdir/ready" &
+		srv=$!
+		# (listed for the guard once it listens: one that cannot,
+		# and exits, is no death)
+		serve_ready && { guarded; return 0; }
+		sleep 0.2
+	done
 }
 
 # urls: the other peers' http:// URLs
 urls=
+guard_start
 if [ -n "$peers" ]; then
 	selfurl=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
 		if (n++ == p) { print $2; exit } }' "$peers")
@@ -864,13 +981,7 @@ if [ -n "$peers" ]; then
 		listen=${selfurl#http://} listen=${listen#*@} listen=${listen%/}
 		srvdir=$(mktemp -d "${TMPDIR:-/tmp}/spirt-serve.XXXXXX")
 		mkfifo "$srvdir/ready"
-		# (not through run: $! must be the server itself)
-		[ "$verbose" -eq 0 ] ||
-		    printf '+ spirt-peer serve -s %s -l %s\n' "$store" "$listen" >&2
-		spirt-peer serve -s "$store" -l "$listen" -F 3 \
-		    3>"$srvdir/ready" &
-		srv=$!
-		serve_ready
+		serve_start
 		;;
 	esac
 fi
@@ -1036,7 +1147,7 @@ untimer() { printf '%12d\n' 0 1<>"$work/wait"; }
 # again and gets work back (spirt-shard --epoch E --live).  Functions are
 # numbered 0..M-1 here; the store's workers are w0 + w.  The other peers'
 # workers stay as the store's full part has them, but those of a peer
-# the watcher declared dead (--beat: peerdead).
+# out of a round (--beat: peerout).
 live=$(seq 0 $((fns - 1)) | tr '\n' ' ') dead= later= ruleok=$fns
 # (no $(...) on the way of a step: each would cost a process)
 has() { case " $1 " in *" $2 "*) return 0 ;; esac; return 1; }
@@ -1047,16 +1158,21 @@ drop() {        # drop VAR X: X out of the list in variable VAR
 	eval "$1=\$_dr"
 }
 # livelist: the store's live workers, comma-separated: this peer's live
-# functions, and the other peers' workers that hold samples in the full
-# part, but those of a peer declared dead (pdead)
-pdead=
+# functions, and the other peers' workers (oall), but those of peers out
+# of the map for the rest of the epoch (pdead: peerout)
+pdead= oall=
+_x=0
+while [ "$_x" -lt "$nw" ]; do
+	[ "$_x" -ge "$w0" ] && [ "$_x" -lt $((w0 + fns)) ] || oall="$oall$_x "
+	_x=$((_x + 1))
+done
 livelist() {
 	_l= _i=0
 	while [ "$_i" -lt "$fns" ]; do
 		has "$dead" "$_i" || _l="$_l${_l:+,}$((w0 + _i))"
 		_i=$((_i + 1))
 	done
-	for _x in $as_ofull; do
+	for _x in $oall; do
 		has "$pdead" "$_x" || _l="$_l${_l:+,}$_x"
 	done
 	printf '%s' "$_l"
@@ -1084,6 +1200,9 @@ assign_read() {
 		    re, rj, fe, rl, fl, ol }')"
 }
 assign_read
+# (a resumed run: the other peers' workers the store's map holds out, as
+# its last reassignment left them, until the next epoch)
+for _x in $oall; do has "$as_ofull" "$_x" || pdead="$pdead$_x "; done
 # holders T: $_h, the functions with samples at step T
 holders() {
 	_e=$(($1 / spe)) _j=$(($1 % spe)) _h=
@@ -1283,21 +1402,64 @@ cold_dead() {
 		_gone=1
 	done
 }
-# peerdead T: the workers of peers the watcher declared dead (--beat,
-# queued in $deadq), reassigned from step T, before any gradient of it
-peerdead() {
-	[ -s "$deadq" ] || return 0
-	mv -f "$deadq" "$deadq.taken" || die 74 "$deadq: cannot take it"
-	_new=
-	for _x in $(cat "$deadq.taken"); do
-		case $_x in ''|*[!0-9]*) continue ;; esac
-		[ "$_x" -lt "$w0" ] || [ "$_x" -ge $((w0 + fns)) ] || continue
-		has "$pdead" "$_x" || { pdead="$pdead$_x " _new="$_new $_x"; }
+# peerout T: with --beat, before any gradient of step T, the peers' share
+# of the data from the round just closed (that of step T-1; with --every
+# H, of the round of H steps before T).  Every member of that round holds
+# the same member set (all or nothing, from the signed digests; its
+# record gagg/<r>/round names each peer used, and this one "self"), so
+# every peer reassigns the same workers at the same step with no round
+# of its own: those of a peer of the map that was not a member are out
+# for the rest of the epoch, their samples from the round's first step
+# on (none of their gradients since was applied) spread over the live
+# ones from step T (spirt-shard -t T --since R --group).  At an epoch's
+# first step every peer holds its own share again (back): the dead and
+# the rejoined get theirs back there, and one still dead is out again
+# after that step.  This peer, if the round left it out, is out too: it
+# trains nothing until the next epoch's first step, where it joins again
+# (join_prepare; it returns 1, the step not taken).
+# (opeers: ID:W of each other peer, W its first worker)
+opeers=
+[ -z "$peers" ] || opeers=$(awk -v p="$peer" -v m="$fns" '
+	/^[[:space:]]*[^#[:space:]]/ { if (n != p) printf "%s:%d ", $1, n * m
+	n++ }' "$peers")
+peerout() {
+	[ "$beat" -gt 0 ] && [ -n "$peers" ] && [ "$joining" -eq 0 ] ||
+	    return 0
+	[ $(($1 % spe)) -ne 0 ] && [ $(($1 % xu)) -eq 0 ] &&
+	    [ "$1" -ge "$xu" ] || return 0
+	_r=$(($1 - xu)) _e=$(($1 / spe * spe))
+	_rec=$(spirt-store get "gagg/$_r/round" 2>/dev/null |
+	    tr -c '[:print:]\n' ' ')
+	case $_rec in
+	'') return 0 ;;         # (no round: nothing to go on)
+	*"
+peer=$self self"*) ;;
+	*)
+		tell "step $1: this peer was left out of the round of step $_r: its samples go to the others for the rest of epoch $(($1 / spe)); it joins again at an epoch's first step"
+		joining=1 jmargin=0 jlast=$(($1 - 1))
+		return 1 ;;
+	esac
+	_new= _ids=
+	for _p in $opeers; do
+		_id=${_p%:*} _w=${_p#*:}
+		! has "$pdead" "$_w" || continue
+		case $_rec in *"
+peer=$_id used"*) continue ;; esac
+		_i=0
+		while [ "$_i" -lt "$fns" ]; do
+			pdead="$pdead$((_w + _i)) " _new="$_new $((_w + _i))"
+			_i=$((_i + 1))
+		done
+		_ids="$_ids $_id"
 	done
-	rm -f "$deadq.taken"
 	[ -n "$_new" ] || return 0
-	reassign "$1"
-	tell "step $1: a dead peer's workers$_new: their samples go to the live ones (revision $as_rev)"
+	[ "$_r" -ge "$_e" ] || _r=$_e
+	rc=0
+	run spirt-shard -q -t "$1" -b "$batch" --since "$_r" --group "$fns" \
+	    --live "$(livelist)" || rc=$?
+	[ "$rc" -eq 0 ] || die "$rc" "step $1: could not reassign the samples of peers$_ids"
+	assign_read
+	tell "step $1: peers$_ids out of the round of step $(($1 - xu)): their workers'$_new samples from step $_r go to the live ones (revision $as_rev)"
 }
 # back T: at an epoch's first step the dead functions start again and get
 # work back, and a revision from this epoch holds every live one
@@ -1310,9 +1472,16 @@ back() {
 	done
 	[ -z "$dead" ] || [ "$cold" -eq 1 ] || watchdog
 	dead=
+	# (and every other peer's share its own: peerout)
+	[ -z "$pdead" ] ||
+	    tell "epoch $(($1 / spe)) step $1: the workers$(printf ' %s' $pdead) of peers out of the last epoch get their samples back"
+	pdead=
 	holders "$1"
 	for _x in $live; do
 		has "$_h" "$_x" || { reassign "$1"; return 0; }
+	done
+	for _x in $oall; do
+		has "$as_ofull" "$_x" || { reassign "$1"; return 0; }
 	done
 }
 
@@ -1370,7 +1539,7 @@ round() {
 # step T: one synchronous SPIRT round; $stepped is 0 after it if the
 # round failed while this peer joins (nothing of it applied)
 step() {
-	peerdead "$1"
+	peerout "$1" || { stepped=0; return 0; }
 	back "$1"
 	if [ "$cold" -eq 1 ]; then
 		cold_grads "$1"

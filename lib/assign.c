@@ -556,6 +556,16 @@ spirt_assign_next(int64_t **out, size_t *nout, const struct spirt_assign *cur,
     const int64_t *live, size_t nlive, uint64_t epoch, uint64_t j,
     uint64_t S, uint64_t batch)
 {
+	return spirt_assign_next_since(out, nout, cur, counts, nshards, group,
+	    live, nlive, epoch, j, j, S, batch);
+}
+
+int
+spirt_assign_next_since(int64_t **out, size_t *nout,
+    const struct spirt_assign *cur, const int64_t *counts, size_t nshards,
+    uint64_t group, const int64_t *live, size_t nlive, uint64_t epoch,
+    uint64_t j, uint64_t d, uint64_t S, uint64_t batch)
+{
 	struct rowbuf b = { NULL, 0, 0 };
 	struct heirs h;
 	int64_t *l = NULL, *heir = NULL;
@@ -565,7 +575,8 @@ spirt_assign_next(int64_t **out, size_t *nout, const struct spirt_assign *cur,
 
 	*out = NULL;
 	*nout = 0;
-	if (S == 0 || batch == 0 || j >= S || S > UINT32_MAX)
+	if (S == 0 || batch == 0 || j >= S || S > UINT32_MAX || d > j ||
+	    (j == 0 && d != 0))
 		return SPIRT_EINVAL;
 	if ((rc = liveset(&l, &nl, live, nlive, nshards)))
 		return rc;
@@ -589,6 +600,10 @@ spirt_assign_next(int64_t **out, size_t *nout, const struct spirt_assign *cur,
 	}
 	if ((rc = spirt_assign_part(cur, epoch, j, batch, &first, &n, &j0)))
 		goto done;
+	if (d < j0) {           /* before the part in force */
+		rc = SPIRT_ESTEP;
+		goto done;
+	}
 	/* the heirs: live workers that hold a list in the part in force */
 	if ((heir = malloc((nl ? nl : 1) * sizeof(*heir))) == NULL) {
 		rc = ENOMEM;
@@ -617,14 +632,17 @@ spirt_assign_next(int64_t **out, size_t *nout, const struct spirt_assign *cur,
 			rc = SPIRT_EINVAL;
 			break;
 		}
-		/* what the steps j0 .. j-1 of the part took */
-		spirt_batch_span(&lo, &hi, N, S - j0, batch, j - j0);
-		if (is_in(w, heir, nh))
+		/* what the steps j0 .. j-1 of the part took; of a worker
+		 * no longer live, those before d only */
+		if (is_in(w, heir, nh)) {
+			spirt_batch_span(&lo, &hi, N, S - j0, batch, j - j0);
 			rc = emit_run(&b, cur->rows + C * i, e - i, lo, N - lo,
 			    w, epoch, j, batch);
-		else
+		} else {
+			spirt_batch_span(&lo, &hi, N, S - j0, batch, d - j0);
 			rc = bequeath(&b, &h, w, cur->rows + C * i, e - i, lo,
 			    N - lo, epoch, j, batch);
+		}
 	}
 	heirs_free(&h);
 	if (rc == 0)

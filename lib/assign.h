@@ -155,6 +155,19 @@ SPIRT_MUST_CHECK int spirt_assign_next(int64_t **out, size_t *nout,
     const struct spirt_assign *cur, const int64_t *counts, size_t nshards,
     uint64_t group, const int64_t *live, size_t nlive, uint64_t epoch,
     uint64_t j, uint64_t S, uint64_t batch);
+/*
+ * spirt_assign_next_since: the same, but the workers no longer live took
+ * nothing from step d of the epoch on (d <= j, at or after the first step
+ * of the part in force, else SPIRT_ESTEP): their tails from step d are
+ * split over the live ones for steps j .. S-1.  A peer that learns of a
+ * death only once the round of step d is closed without it (the agreed
+ * member set) takes its samples of steps d .. j-1 so, since no gradient of
+ * them was applied.  d = j: spirt_assign_next.
+ */
+SPIRT_MUST_CHECK int spirt_assign_next_since(int64_t **out, size_t *nout,
+    const struct spirt_assign *cur, const int64_t *counts, size_t nshards,
+    uint64_t group, const int64_t *live, size_t nlive, uint64_t epoch,
+    uint64_t j, uint64_t d, uint64_t S, uint64_t batch);
 
 /*
  * Read and parse data/<name>/assign in txn.  Returns 0, SPIRT_ENOTFOUND,

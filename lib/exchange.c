@@ -232,7 +232,7 @@ st_msg(void *h)
 }
 
 const struct spirt_xnet spirt_xnet_store = {
-	st_open, st_get, st_close, st_msg, NULL, NULL, st_wait, st_cancel
+	st_open, st_get, st_close, st_msg, NULL, NULL, st_wait, st_cancel, NULL
 };
 
 /* ---- a peer over HTTP (lib/remote.h) ---- */
@@ -281,6 +281,12 @@ ht_cancel(void *h, int (*cancelled)(void))
 	spirt_remote_set_cancel(h, cancelled);
 }
 
+static void
+ht_giveup(void *h, int (*given_up)(void *), void *arg)
+{
+	spirt_remote_set_abort(h, given_up, arg);
+}
+
 void
 spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
 {
@@ -294,6 +300,7 @@ spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
 	net->timeout = ht_timeout;
 	net->wait = ht_wait;
 	net->cancel = ht_cancel;
+	net->giveup = ht_giveup;
 }
 
 /* ---- set-up ---- */
@@ -427,6 +434,15 @@ struct pull {
 	char why[256];
 };
 
+/* the pull was given up (its peer declared dead, or cut as a straggler):
+ * a transfer under way stops at once (a death cancels the transfers in
+ * flight), not at the round's deadline */
+static int
+pull_aborted(void *arg)
+{
+	return atomic_load(&((struct pull *)arg)->cancel) != 0;
+}
+
 static void
 nap(double ms)
 {
@@ -444,6 +460,26 @@ bound(double left, unsigned wait, unsigned timeout_ms)
 	double t = (double)wait + timeout_ms;
 
 	return t < left ? (unsigned)t : (unsigned)left + 1;
+}
+
+/* the test hook x->drop names this pull: "KEY@ID" among its words */
+static int
+dropped(const struct pull *u)
+{
+	const char *d = u->x->drop;
+	size_t kl = strlen(u->key), il = strlen(u->p->id);
+
+	while (d && *d) {
+		size_t n;
+
+		d += strspn(d, " \t\n");
+		n = strcspn(d, " \t\n");
+		if (n == kl + 1 + il && memcmp(d, u->key, kl) == 0 &&
+		    d[kl] == '@' && memcmp(d + kl + 1, u->p->id, il) == 0)
+			return 1;
+		d += n;
+	}
+	return 0;
 }
 
 static void *
@@ -479,6 +515,11 @@ pull_main(void *arg)
 			snprintf(u->why, sizeof u->why, "stopped");
 			break;
 		}
+		if (dropped(u)) {
+			/* (lost on the way: asked again, never answered) */
+			nap(left < 20 ? left : 20);
+			continue;
+		}
 		if (p->h == NULL) {
 			/* the peer's handle (its session) is kept for every
 			 * later pull */
@@ -488,6 +529,8 @@ pull_main(void *arg)
 				p->h = NULL;
 			else if (net->cancel && u->x->cancelled)
 				net->cancel(p->h, u->x->cancelled);
+			if (rc == 0 && net->giveup)
+				net->giveup(p->h, pull_aborted, u);
 		} else {
 			/* waited for on the other side, to the deadline
 			 * (less a margin for the answer to come); the
@@ -504,6 +547,8 @@ pull_main(void *arg)
 			if (net->timeout)
 				net->timeout(p->h, bound(left, wait,
 				    u->x->timeout_ms));
+			if (net->giveup)
+				net->giveup(p->h, pull_aborted, u);
 			asked = now_ms();
 			rc = wait ? net->wait(p->h, u->x->step, u->key, wait,
 			    &u->val, &u->len) : net->get(p->h, u->x->step,
@@ -518,6 +563,8 @@ pull_main(void *arg)
 			    now_ms() - asked < wait / 2.0)
 				p->nowait = 1;
 		}
+		if (rc && atomic_load(&u->cancel))
+			continue;       /* given up under way: said above */
 		if (rc) {
 			u->rc = rc;
 			snprintf(u->why, sizeof u->why, "%s%s%s",
@@ -536,13 +583,19 @@ pull_main(void *arg)
 		if (nap_ms < 50)
 			nap_ms *= 2;
 	}
+	/* (the handle outlives this pull: it asks it no more) */
+	if (p->h && net->giveup)
+		net->giveup(p->h, NULL, NULL);
 	u->ms = now_ms() - t0;
 	atomic_store(&u->finished, 1);
 	return NULL;
 }
 
+/* enough(arg, u, started): the pulls so far are all a phase needs */
+typedef int (*pull_enough)(void *arg, struct pull *u, const int *started);
+
 static void watch_pulls(const struct spirt_exchange *x, struct pull *u,
-    const int *started);
+    const int *started, pull_enough enough, void *arg);
 
 /* what a round said of peer p goes; its handle stays */
 static void
@@ -565,13 +618,15 @@ round_reset_one(struct spirt_xpeer *p)
 
 /*
  * Pull key (built with the step and the peer id, or fixed) from the
- * peers whose flag is set, all at once, until deadline_ms from now.
- * u[i] holds the outcome of peer i.  Returns 0 or a thread error.
+ * peers whose flag is set, all at once, until deadline_ms from now, or
+ * (with beats) until enough(arg, ...) says the phase has what it needs:
+ * the pulls still under way are then given up.  u[i] holds the outcome
+ * of peer i.  Returns 0 or a thread error.
  */
 static int
-pull_all(const struct spirt_exchange *x, struct pull *u,
+pull_until(const struct spirt_exchange *x, struct pull *u,
     int (*key)(char *, size_t, uint64_t, const char *), const char *id,
-    const int *want)
+    const int *want, pull_enough enough, void *arg)
 {
 	pthread_t *th;
 	int *started, rc = 0;
@@ -606,7 +661,7 @@ pull_all(const struct spirt_exchange *x, struct pull *u,
 		started[i] = 1;
 	}
 	if (rc == 0 && x->beats)
-		watch_pulls(x, u, started);
+		watch_pulls(x, u, started, enough, arg);
 	for (size_t i = 0; i < x->n; i++)
 		if (started[i])
 			pthread_join(th[i], NULL);
@@ -616,6 +671,14 @@ pull_all(const struct spirt_exchange *x, struct pull *u,
 	if (rc == 0 && x->cancelled && x->cancelled())
 		rc = EINTR;
 	return rc;
+}
+
+static int
+pull_all(const struct spirt_exchange *x, struct pull *u,
+    int (*key)(char *, size_t, uint64_t, const char *), const char *id,
+    const int *want)
+{
+	return pull_until(x, u, key, id, want, NULL, NULL);
 }
 
 /* ---- the round ---- */
@@ -693,11 +756,13 @@ publish(struct spirt_txn *t, void *arg)
 	if ((rc = spirt_key_xagg(xkey, sizeof xkey, x->step, x->self)))
 		return rc;
 	if ((rc = spirt_store_get(t, xkey, &o, &olen)) == 0) {
-		if (olen == len && memcmp(o, v, len) == 0)
-			return 0;       /* a rerun: published already */
-		return say(x, SPIRT_EEXIST, "%s exists and differs from %s: "
-		    "a second aggregate for one step would be equivocation",
-		    xkey, key);
+		/* a rerun: published already.  agg/<t> may differ from it
+		 * now (the data assignment changed between the two runs: a
+		 * dead peer's shards spread over this peer's functions); the
+		 * one published stands, since the others may hold it and a
+		 * second aggregate for one step would be equivocation */
+		spirt_hash(x->agghash, o, olen);
+		return 0;
 	}
 	if (rc != SPIRT_ENOTFOUND)
 		return rc;
@@ -868,6 +933,17 @@ phase1(struct spirt_exchange *x, struct pull *u, int *want)
 		p->state = SPIRT_XP_USED;
 		snprintf(d->got[k].id, sizeof d->got[k].id, "%s", p->id);
 		memcpy(d->got[k++].hash, p->hash, SPIRT_HASH_BYTES);
+	}
+	/* with beats, too few came (members died or restarted during the
+	 * pulls): no digest is signed, so the round run again pulls anew
+	 * (a digest is never signed twice: one that named too few would
+	 * hold every later run of the step to it) */
+	if (x->beats && k + 1 < x->min_peers) {
+		free(d);
+		return say(x, SPIRT_EBUSY, "step %llu: %zu of %zu members' "
+		    "aggregates came, --min-peers is %zu: no digest signed; "
+		    "run it again", ULL(x->step), k + 1, x->n + 1,
+		    x->min_peers);
 	}
 	d->n = k;
 	d->step = x->step;
@@ -1138,15 +1214,27 @@ struct comb {
 	size_t roundlen;
 };
 
+static char *round_text(struct spirt_exchange *x, size_t *len);
+
 static int
 combine_txn(struct spirt_txn *t, void *arg)
 {
 	struct comb *c = arg;
 	char key[SPIRT_KEY_MAX + 1];
+	const void *v;
+	size_t len;
 	int rc;
 
 	if ((rc = spirt_agg_store_step(c->s, t, c->keys, c->nkeys)))
 		return rc;
+	/* the decision, in the round's record: what it combined, hashed */
+	if ((rc = spirt_key_gagg(key, sizeof key, c->x->step)) ||
+	    (rc = spirt_store_get(t, key, &v, &len)))
+		return rc;
+	spirt_hash(c->x->gagghash, v, len);
+	free(c->round);
+	if ((c->round = round_text(c->x, &c->roundlen)) == NULL)
+		return ENOMEM;
 	if ((rc = spirt_key_gagg_round(key, sizeof key, c->x->step)))
 		return rc;
 	return put_bytes(t, key, c->round, c->roundlen, c->x->step,
@@ -1192,6 +1280,15 @@ round_text(struct spirt_exchange *x, size_t *len)
 	if (n < cap && x->beats)
 		n += (size_t)snprintf(r + n, cap - n, "quorum=%s\n",
 		    x->reused ? "reused" : "changed");
+	if (n < cap && x->adopted[0])
+		n += (size_t)snprintf(r + n, cap - n, "adopted=%s\n",
+		    x->adopted);
+	if (n < cap) {
+		char h[2 * SPIRT_HASH_BYTES + 1];
+
+		spirt_hash_hex(h, x->gagghash);
+		n += (size_t)snprintf(r + n, cap - n, "gagg=%s\n", h);
+	}
 	if (n < cap)
 		n += (size_t)snprintf(r + n, cap - n, "END\n");
 	*len = n < cap ? n : cap;
@@ -1251,8 +1348,6 @@ combine(struct spirt_exchange *x)
 		    (rc = spirt_key_xagg(own, sizeof own, x->step, x->self)) ==
 		    0)
 			c.s->center_key = own;
-		if ((c.round = round_text(x, &c.roundlen)) == NULL)
-			rc = ENOMEM;
 	}
 	if (rc == 0 && (rc = spirt_store_write(x->store, combine_txn, &c)) &&
 	    c.s->msg[0])
@@ -1422,13 +1517,14 @@ quorum_before(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID],
 {
 	unsigned char host[SPIRT_BEAT_BOOT];
 	unsigned suspect = SPIRT_BEAT_SUSPECT * SPIRT_BEAT_MS;
-	double xms, age;
+	double xms, age, t0 = now_ms();
 	int rc;
 
 	if ((rc = spirt_host_boot(host)))
 		return say(x, rc, "the host's boot id: %s", spirt_strerror(rc));
 	if ((rc = last_round(x, ids, nl, &xms)))
 		return rc;
+again:
 	for (size_t i = 0; i < x->n; i++) {
 		struct spirt_xpeer *p = &x->peers[i];
 		uint64_t join;
@@ -1466,7 +1562,21 @@ quorum_before(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID],
 			break;
 		}
 	}
-	if ((rc = quorum_of(x, ids, *nl, 0, "alive")))
+	/* a minority alive waits for the others a while (four times the
+	 * watcher's suspect threshold, at least 2 s, at most the deadline):
+	 * a member that restarts (its last beat said it stops) is back in a
+	 * moment, and two that each stopped on seeing the other gone, and
+	 * were each restarted, would else go on missing each other */
+	if ((rc = quorum_of(x, ids, *nl, 0, "alive")) == SPIRT_EBUSY &&
+	    now_ms() - t0 < (4.0 * suspect > 2000 ? 4.0 * suspect : 2000) &&
+	    now_ms() - t0 < x->deadline_ms &&
+	    !(x->cancelled && x->cancelled())) {
+		nap(50);
+		for (size_t i = 0; i < x->n; i++)
+			round_reset_one(&x->peers[i]);
+		goto again;
+	}
+	if (rc)
 		return rc;
 	/* stragglers are cut then, once the round has its quorum; until
 	 * it has, the live are waited for up to the round's deadline.  A
@@ -1689,10 +1799,11 @@ out:
 }
 
 /* the pulls under way: give up on a peer as soon as it is declared dead
- * (a death cancels the transfers in flight) */
+ * (a death cancels the transfers in flight), and on all of them once
+ * the phase has enough */
 static void
 watch_pulls(const struct spirt_exchange *x, struct pull *u,
-    const int *started)
+    const int *started, pull_enough enough, void *arg)
 {
 	unsigned char host[SPIRT_BEAT_BOOT];
 	double age, t0 = now_ms();
@@ -1702,6 +1813,9 @@ watch_pulls(const struct spirt_exchange *x, struct pull *u,
 	for (;;) {
 		int busy = 0, late = x->last && now_ms() - t0 >=
 		    x->straggler_ms && quorum_now(x, u, started);
+
+		if (enough && enough(arg, u, started))
+			late = 1;
 
 		for (size_t i = 0; i < x->n; i++) {
 			if (!started[i] || atomic_load(&u[i].finished) ||
@@ -1718,6 +1832,574 @@ watch_pulls(const struct spirt_exchange *x, struct pull *u,
 			return;
 		nap(20);
 	}
+}
+
+/*
+ * ---- all or nothing across the members (beats): the decision ----
+ *
+ * The digests make most rounds agree, but not every one: two members that
+ * each saw a third's aggregate and not the other's (one cut as a
+ * straggler, or declared dead, by one of them only) combine two sets,
+ * each a majority, and their models part.  So a member applies step t
+ * only once more than half of all the members (the peers file's P) hold
+ * the decision it holds: its gagg/<t>, named by the hash in its round's
+ * record (gagg=).  A member holds one decision at a time, its own
+ * combination first, and leaves it only for one that more than half hold
+ * already, or, once every member's decision is known and none has more
+ * than half, for the one most of them hold (a tie: the one whose holder
+ * has the lowest id).  A decision more than half hold then keeps its
+ * holders, so no two members ever apply different steps t; a member that
+ * adopts another's decision takes its gagg/<t> (checked against the
+ * hash) and its set.  (Decisions live in the scratch environment: a
+ * reboot forgets them, as it does the digests.)
+ */
+
+/* a member's decision, from its round's record */
+struct dec {
+	int known, out;
+	int st;                 /* its state= line: 0, DEC_DOUBT, DEC_DONE */
+	unsigned char hash[SPIRT_HASH_BYTES];
+	void *rec;              /* the record as pulled (a u8 tensor) */
+	size_t reclen;
+};
+enum { DEC_DOUBT = 1, DEC_DONE = 2 };
+
+/* the gagg= and state= lines of a round's record: 0, or SPIRT_EDATA
+ * without a gagg= line */
+static int
+dec_parse(struct dec *d, const void *val, size_t len)
+{
+	const void *b;
+	const char *p, *end;
+	size_t n;
+	int rc;
+
+	d->known = 0;
+	d->st = 0;
+	if ((rc = get_bytes(val, len, &b, &n)))
+		return rc;
+	for (p = b, end = p + n; p < end; ) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t k = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (k == 5 + 2 * SPIRT_HASH_BYTES && memcmp(p, "gagg=", 5) == 0) {
+			int bad = 0;
+
+			for (size_t i = 0; i < SPIRT_HASH_BYTES; i++) {
+				unsigned v = 0;
+
+				for (int j = 0; j < 2; j++) {
+					char c = p[5 + 2 * i + (size_t)j];
+
+					v <<= 4;
+					if (c >= '0' && c <= '9')
+						v |= (unsigned)(c - '0');
+					else if (c >= 'a' && c <= 'f')
+						v |= (unsigned)(c - 'a' + 10);
+					else
+						bad = 1;
+				}
+				d->hash[i] = (unsigned char)v;
+			}
+			if (bad)
+				return SPIRT_EDATA;
+			d->known = 1;
+		} else if (k == 11 && memcmp(p, "state=doubt", 11) == 0) {
+			d->st = DEC_DOUBT;
+		} else if (k == 13 && memcmp(p, "state=decided", 13) == 0) {
+			d->st = DEC_DONE;
+		}
+		p += k + 1;
+	}
+	return d->known ? 0 : SPIRT_EDATA;
+}
+
+struct cfm {
+	struct spirt_exchange *x;
+	struct dec *d;          /* x->n of them; own is x->gagghash */
+	int pick;               /* -1: own; i: adopt peer i's */
+};
+
+/* holders of hash h, this member included */
+static size_t
+holders(const struct cfm *c, const unsigned char *h)
+{
+	size_t k = !memcmp(h, c->x->gagghash, SPIRT_HASH_BYTES);
+
+	for (size_t i = 0; i < c->x->n; i++)
+		k += c->d[i].known && !memcmp(c->d[i].hash, h,
+		    SPIRT_HASH_BYTES);
+	return k;
+}
+
+/* the lowest id among the holders of hash h */
+static const char *
+first_holder(const struct cfm *c, const unsigned char *h)
+{
+	const char *id = NULL;
+
+	if (!memcmp(h, c->x->gagghash, SPIRT_HASH_BYTES))
+		id = c->x->self;
+	for (size_t i = 0; i < c->x->n; i++)
+		if (c->d[i].known && !memcmp(c->d[i].hash, h,
+		    SPIRT_HASH_BYTES) && (id == NULL ||
+		    strcmp(c->x->peers[i].id, id) < 0))
+			id = c->x->peers[i].id;
+	return id;
+}
+
+/*
+ * The decision to apply, if it is known yet: 1 (c->pick set: one held by
+ * more than half of all the members), 2 (every member's known or the
+ * member out, none held by more than half: in doubt), else 0.
+ */
+static int
+resolve(struct cfm *c)
+{
+	size_t p = c->x->n + 1, all = 1, seen = 1;
+
+	if (2 * holders(c, c->x->gagghash) > p) {
+		c->pick = -1;
+		return 1;
+	}
+	for (size_t i = 0; i < c->x->n; i++) {
+		if (c->d[i].out)
+			all++;
+		if (!c->d[i].known)
+			continue;
+		all++;
+		seen++;
+		if (2 * holders(c, c->d[i].hash) > p) {
+			c->pick = (int)i;
+			return 1;
+		}
+	}
+	if (all < p)
+		return 0;
+	/* (in doubt only with more than half of the members seen: one
+	 * that sees too few, the others out, waits for them to be back) */
+	return 2 * seen > p ? 2 : 3;
+}
+
+/* in doubt: the one most of the known hold, a tie to the lowest holder's
+ * id (c->pick) */
+static void
+tie_pick(struct cfm *c)
+{
+	size_t best = holders(c, c->x->gagghash), k;
+	int bi = -1;
+
+	for (size_t i = 0; i < c->x->n; i++) {
+		const unsigned char *h = c->d[i].hash;
+		const char *a, *b;
+
+		if (!c->d[i].known)
+			continue;
+		k = holders(c, h);
+		if (k < best)
+			continue;
+		a = first_holder(c, h);
+		b = first_holder(c, bi < 0 ? c->x->gagghash : c->d[bi].hash);
+		if (k > best || strcmp(a, b) < 0) {
+			best = k;
+			bi = (int)i;
+		}
+	}
+	c->pick = bi >= 0 && memcmp(c->d[bi].hash, c->x->gagghash,
+	    SPIRT_HASH_BYTES) ? bi : -1;
+}
+
+static int
+cfm_enough(void *arg, struct pull *u, const int *started)
+{
+	struct cfm *c = arg;
+
+	for (size_t i = 0; i < c->x->n; i++) {
+		struct dec *d = &c->d[i];
+
+		if (d->known || d->out)
+			continue;
+		if (!started[i]) {
+			d->out = 1;     /* not waited for in this round */
+			continue;
+		}
+		if (!atomic_load(&u[i].finished))
+			continue;
+		if (u[i].rc) {
+			/* declared dead while this peer waited: out; else
+			 * (the deadline) unknown */
+			if (atomic_load(&u[i].cancel) == 1)
+				d->out = 1;
+			continue;
+		}
+		if (dec_parse(d, u[i].val, u[i].len))
+			d->out = 1;     /* no decision in it: not counted */
+		else {
+			d->rec = u[i].val;
+			d->reclen = u[i].len;
+			u[i].val = NULL;
+		}
+	}
+	return resolve(c) != 0;
+}
+
+struct adopt {
+	struct spirt_exchange *x;
+	const void *agg, *excl;
+	size_t agglen, excllen;
+	char *round;
+	size_t roundlen;
+};
+
+static int
+adopt_txn(struct spirt_txn *t, void *arg)
+{
+	struct adopt *a = arg;
+	char key[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	if ((rc = spirt_key_gagg(key, sizeof key, a->x->step)) ||
+	    (rc = spirt_store_put(t, key, a->agg, a->agglen, 0)))
+		return rc;
+	if ((rc = spirt_key_aggroot_excluded(key, sizeof key, "gagg",
+	    a->x->step)))
+		return rc;
+	if (a->excl)
+		rc = spirt_store_put(t, key, a->excl, a->excllen, 0);
+	else if ((rc = spirt_store_del(t, key)) == SPIRT_ENOTFOUND)
+		rc = 0;
+	if (rc || (rc = spirt_key_gagg_round(key, sizeof key, a->x->step)))
+		return rc;
+	return put_bytes(t, key, a->round, a->roundlen, a->x->step, 0);
+}
+
+static int
+key_gagg(char *buf, size_t cap, uint64_t step, const char *id)
+{
+	(void)id;
+	return spirt_key_gagg(buf, cap, step);
+}
+
+static int
+key_gagg_excluded(char *buf, size_t cap, uint64_t step, const char *id)
+{
+	(void)id;
+	return spirt_key_aggroot_excluded(buf, cap, "gagg", step);
+}
+
+static int
+key_gagg_round(char *buf, size_t cap, uint64_t step, const char *id)
+{
+	(void)id;
+	return spirt_key_gagg_round(buf, cap, step);
+}
+
+/* take peer i's decision: its gagg/<t> (its hash checked), its
+ * excluded list, and its set, as this member's */
+static int
+adopt(struct spirt_exchange *x, size_t i, const struct dec *d)
+{
+	struct spirt_exchange one = *x;
+	struct pull u, e;
+	struct adopt a = { x, NULL, NULL, 0, 0, NULL, 0 };
+	char (*ids)[SPIRT_QUORUM_ID];
+	unsigned char h[SPIRT_HASH_BYTES];
+	const void *b;
+	size_t n, nids = 0;
+	double xms;
+	int want = 1, rc;
+
+	one.n = 1;
+	one.peers = &x->peers[i];
+	one.last = NULL;
+	if ((ids = calloc(QMAX, sizeof *ids)) == NULL)
+		return ENOMEM;
+	memset(&e, 0, sizeof e);
+	if ((rc = pull_all(&one, &u, key_gagg, NULL, &want)) || (rc = u.rc)) {
+		say(x, rc, "step %llu: gagg/%llu of %s, whose combination "
+		    "this peer adopts: %s", ULL(x->step), ULL(x->step),
+		    x->peers[i].id, u.why[0] ? u.why : spirt_strerror(rc));
+		goto out;
+	}
+	spirt_hash(h, u.val, u.len);
+	if (memcmp(h, d->hash, SPIRT_HASH_BYTES)) {
+		rc = say(x, SPIRT_EMAC, "step %llu: gagg/%llu of %s does not "
+		    "hash as its round's record says", ULL(x->step),
+		    ULL(x->step), x->peers[i].id);
+		goto out;
+	}
+	if ((rc = get_bytes(d->rec, d->reclen, &b, &n)) ||
+	    (rc = spirt_quorum_round_parse(ids, QMAX, &nids, &xms, b, n))) {
+		say(x, rc, "gagg/%llu/round of %s: not a round record",
+		    ULL(x->step), x->peers[i].id);
+		goto out;
+	}
+	if (pull_all(&one, &e, key_gagg_excluded, NULL, &want) == 0 &&
+	    e.rc == 0) {
+		a.excl = e.val;
+		a.excllen = e.len;
+	}
+	/* its set becomes this member's: who is in, who is out */
+	x->self_out = 1;
+	for (size_t k = 0; k < nids; k++)
+		if (strcmp(ids[k], x->self) == 0)
+			x->self_out = 0;
+	x->used = nids;
+	for (size_t j = 0; j < x->n; j++) {
+		struct spirt_xpeer *p = &x->peers[j];
+		int in = 0;
+
+		for (size_t k = 0; k < nids; k++)
+			in |= strcmp(ids[k], p->id) == 0;
+		if (in) {
+			p->state = SPIRT_XP_USED;
+			p->why[0] = '\0';
+		} else if (p->state == SPIRT_XP_USED || p->state ==
+		    SPIRT_XP_NONE) {
+			peer_out(p, SPIRT_XP_LATE, SPIRT_ETIMEDOUT, "not in the "
+			    "step as more than half of the members decided it "
+			    "(adopted from %s)", x->peers[i].id);
+		}
+		p->ms = 0;
+	}
+	memcpy(x->gagghash, d->hash, SPIRT_HASH_BYTES);
+	snprintf(x->adopted, sizeof x->adopted, "%s", x->peers[i].id);
+	a.agg = u.val;
+	a.agglen = u.len;
+	if ((a.round = round_text(x, &a.roundlen)) == NULL)
+		rc = ENOMEM;
+	else
+		rc = spirt_store_write(x->store, adopt_txn, &a);
+out:
+	free(a.round);
+	free(u.val);
+	free(e.val);
+	free(ids);
+	return rc;
+}
+
+/* this member's decision: the hash of its gagg/<t>, and its record's
+ * state= (*st) */
+static int
+own_decision(struct spirt_exchange *x, int *st)
+{
+	struct spirt_txn *t;
+	struct dec d;
+	char key[SPIRT_KEY_MAX + 1];
+	const void *v;
+	size_t len;
+	int rc;
+
+	*st = 0;
+	if ((rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
+		return rc;
+	if ((rc = spirt_key_gagg(key, sizeof key, x->step)) == 0 &&
+	    (rc = spirt_store_get(t, key, &v, &len)) == 0)
+		spirt_hash(x->gagghash, v, len);
+	if (rc == 0 && spirt_key_gagg_round(key, sizeof key, x->step) == 0 &&
+	    spirt_store_get(t, key, &v, &len) == 0 &&
+	    dec_parse(&d, v, len) == 0)
+		*st = d.st;
+	spirt_txn_abort(t);
+	return rc;
+}
+
+struct sst {
+	struct spirt_exchange *x;
+	const char *state;
+};
+
+/* its record's state= line, the one before replaced */
+static int
+state_txn(struct spirt_txn *t, void *arg)
+{
+	struct sst *a = arg;
+	char key[SPIRT_KEY_MAX + 1], *r;
+	const void *v, *b;
+	const char *p, *end;
+	size_t len, n, k = 0;
+	int rc;
+
+	if ((rc = spirt_key_gagg_round(key, sizeof key, a->x->step)) ||
+	    (rc = spirt_store_get(t, key, &v, &len)) ||
+	    (rc = get_bytes(v, len, &b, &n)))
+		return rc;
+	if ((r = malloc(n + 32)) == NULL)
+		return ENOMEM;
+	for (p = b, end = p + n; p < end; ) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (!(l >= 6 && memcmp(p, "state=", 6) == 0) &&
+		    !(l == 3 && memcmp(p, "END", 3) == 0)) {
+			memcpy(r + k, p, l);
+			k += l;
+			r[k++] = '\n';
+		}
+		p += l + 1;
+	}
+	k += (size_t)snprintf(r + k, n + 32 - k, "state=%s\nEND\n", a->state);
+	rc = put_bytes(t, key, r, k, a->x->step, 0);
+	free(r);
+	return rc;
+}
+
+static int
+set_state(struct spirt_exchange *x, const char *state)
+{
+	struct sst a = { x, state };
+
+	return spirt_store_write(x->store, state_txn, &a);
+}
+
+/* the lowest id among this member and the members whose decision is
+ * known: this one's? */
+static int
+lowest_known(const struct cfm *c)
+{
+	for (size_t i = 0; i < c->x->n; i++)
+		if (c->d[i].known && strcmp(c->x->peers[i].id, c->x->self) < 0)
+			return 0;
+	return 1;
+}
+
+/*
+ * Apply step t only with a decision more than half of the members hold;
+ * in doubt (every member's known or out, none with more than half), with
+ * one another member decided already, else, once every member known is
+ * in doubt too, by the tie rule of the lowest id among them: the others
+ * in doubt wait for it (docs/protocol.md, "The decision").
+ */
+static int
+confirm(struct spirt_exchange *x)
+{
+	struct cfm c = { x, NULL, -1 };
+	unsigned char host[SPIRT_BEAT_BOOT];
+	struct pull *u;
+	int *want, *ask, rc, st, doubt = 0, r = 0;
+	double t0 = now_ms();
+	char who[600] = "";
+
+	if (x->n == 0)
+		return 0;
+	if ((rc = own_decision(x, &st)))
+		return say(x, rc, "gagg/%llu: %s", ULL(x->step),
+		    spirt_strerror(rc));
+	if (st == DEC_DONE)
+		return 0;       /* decided before (a round run again) */
+	u = calloc(x->n, sizeof *u);
+	want = calloc(x->n, sizeof *want);
+	ask = calloc(x->n, sizeof *ask);
+	c.d = calloc(x->n, sizeof *c.d);
+	if (u == NULL || want == NULL || ask == NULL || c.d == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	if ((rc = spirt_host_boot(host))) {
+		rc = say(x, rc, "the host's boot id: %s", spirt_strerror(rc));
+		goto out;
+	}
+	/* the members this round waited for; in a round run again, those
+	 * its beats do not hold dead, nor joining at a later step */
+	for (size_t i = 0; i < x->n; i++) {
+		const struct spirt_xpeer *p = &x->peers[i];
+		uint64_t join;
+		double age;
+
+		if (p->asked >= 0) {
+			want[i] = p->asked;
+			continue;
+		}
+		st = peer_health(x, p->id, host, &age, NULL, &join);
+		want[i] = st != SPIRT_H_JOINING || join == x->step;
+	}
+	x->last = NULL;         /* (no straggler cut: every decision counts) */
+	for (;;) {
+		/* (again: the records, which change; a member out for its
+		 * death is asked again: it may be back) */
+		for (size_t i = 0; i < x->n; i++) {
+			ask[i] = want[i];
+			c.d[i].out = 0;
+			c.d[i].known = 0;
+			free(c.d[i].rec);
+			c.d[i].rec = NULL;
+			free(u[i].val);
+			memset(&u[i], 0, sizeof u[i]);
+		}
+		for (size_t i = 0; i < x->n; i++)
+			if (!want[i])
+				c.d[i].out = 1;
+		if ((rc = pull_until(x, u, key_gagg_round, NULL, ask,
+		    cfm_enough, &c)))
+			goto out;
+		cfm_enough(&c, u, ask);
+		r = resolve(&c);
+		if (r == 0 || r == 1)
+			break;
+		if (r == 3)
+			goto later;
+		/* in doubt: one decided already is followed */
+		c.pick = -2;
+		for (size_t i = 0; i < x->n && c.pick == -2; i++)
+			if (c.d[i].known && c.d[i].st == DEC_DONE)
+				c.pick = memcmp(c.d[i].hash, x->gagghash,
+				    SPIRT_HASH_BYTES) ? (int)i : -1;
+		if (c.pick != -2)
+			break;
+		if (!doubt && (rc = set_state(x, "doubt")))
+			goto out;
+		doubt = 1;
+		if (lowest_known(&c)) {
+			int all = 1;
+
+			for (size_t i = 0; i < x->n; i++)
+				all &= !c.d[i].known || c.d[i].st != 0;
+			if (all) {
+				tie_pick(&c);
+				break;
+			}
+		}
+later:
+		if (now_ms() - t0 >= x->deadline_ms) {
+			r = 0;
+			break;
+		}
+		nap(30);
+	}
+	if (r == 0) {
+		char h[2 * SPIRT_HASH_BYTES + 1];
+
+		spirt_hash_hex(h, x->gagghash);
+		snprintf(who, sizeof who, "%s %.12s", x->self, h);
+		for (size_t i = 0; i < x->n; i++) {
+			size_t l = strlen(who);
+
+			if (c.d[i].known)
+				spirt_hash_hex(h, c.d[i].hash);
+			snprintf(who + l, sizeof who - l, ", %s %.12s",
+			    x->peers[i].id, c.d[i].known ? h : c.d[i].out ?
+			    "(out)" : "(none)");
+		}
+		rc = say(x, SPIRT_EBUSY, "step %llu: no combination is held "
+		    "by more than half of the %zu members yet (%s): this peer "
+		    "does not apply the step (run it again once they have "
+		    "decided)", ULL(x->step), x->n + 1, who);
+		goto out;
+	}
+	if (c.pick >= 0)
+		rc = adopt(x, (size_t)c.pick, &c.d[c.pick]);
+	if (rc == 0)
+		rc = set_state(x, "decided");
+out:
+	for (size_t i = 0; u && i < x->n; i++)
+		free(u[i].val);
+	for (size_t i = 0; c.d && i < x->n; i++)
+		free(c.d[i].rec);
+	free(c.d);
+	free(u);
+	free(want);
+	free(ask);
+	return rc;
 }
 
 /* gagg/<t> there already, and our digest if any (a rerun) */
@@ -1752,8 +2434,10 @@ before(struct spirt_exchange *x, void **dg, size_t *dglen)
 static void
 round_reset(struct spirt_exchange *x)
 {
-	for (size_t i = 0; i < x->n; i++)
+	for (size_t i = 0; i < x->n; i++) {
 		round_reset_one(&x->peers[i]);
+		x->peers[i].asked = -1;
+	}
 }
 
 int
@@ -1771,22 +2455,35 @@ spirt_exchange_run(struct spirt_exchange *x)
 	x->done = 0;
 	x->used = 0;
 	x->self_out = 0;
+	x->adopted[0] = '\0';
 	x->last = NULL;
 	x->straggler_ms = 0;
 	round_reset(x);
 	if (!spirt_id_valid(x->self) || !spirt_id_valid(x->run) ||
 	    x->model == NULL)
 		return say(x, SPIRT_EINVAL, "no valid id, run or model");
-	if ((rc = before(x, &dg, &dglen)) || x->done)
+	if ((rc = before(x, &dg, &dglen)))
 		return rc;
+	if (x->done) {
+		/* (decided before: applied only once more than half hold it) */
+		if (x->beats && x->p.rule != SPIRT_AGG_SCCLIP)
+			rc = confirm(x);
+		x->ms = now_ms() - t0;
+		return rc;
+	}
 	if ((rc = spirt_store_write(x->store, publish, &a)))
 		goto out;
 	if ((ids = calloc(QMAX, sizeof *ids)) == NULL) {
 		rc = ENOMEM;
 		goto out;
 	}
-	if (x->beats && !dg && (rc = quorum_before(x, ids, &nl)))
-		goto out;
+	if (x->beats && !dg) {
+		if ((rc = quorum_before(x, ids, &nl)))
+			goto out;
+		/* (the members waited for: their decisions count) */
+		for (size_t i = 0; i < x->n; i++)
+			x->peers[i].asked = x->peers[i].state == SPIRT_XP_NONE;
+	}
 	u = calloc(x->n ? x->n : 1, sizeof *u);
 	want = calloc(x->n ? x->n : 1, sizeof *want);
 	if (u == NULL || want == NULL) {
@@ -1823,6 +2520,9 @@ spirt_exchange_run(struct spirt_exchange *x)
 	}
 	if (rc == 0)
 		rc = combine(x);
+	/* under scclip each peer's combination is its own */
+	if (rc == 0 && x->beats && x->p.rule != SPIRT_AGG_SCCLIP)
+		rc = confirm(x);
 out:
 	x->last = NULL;
 	free(ids);

@@ -16,8 +16,8 @@
  * The exchange of step t (spirt-peer(1), "exchange"), on the peer that
  * owns store:
  *
- *  1. publish: agg/<t> is copied to xagg/<t>/<self> (a second, different
- *     aggregate for the same step is refused: that would be equivocation);
+ *  1. publish: agg/<t> is copied to xagg/<t>/<self> (once: one published
+ *     before stands, since two for one step would be equivocation);
  *  2. pull xagg/<t>/<p> from every other member, each in its own thread,
  *     retrying while it is not there yet, until one deadline for all;
  *  3. write what came (xagg/<t>/<p>) and this peer's signed digest
@@ -37,6 +37,14 @@
  *     2022) the centre is this peer's own xagg/<t>/<self>: peers then
  *     combine different centres, their models differ by design (as in
  *     decentralised learning), and step 4's model check is not made.
+ *  6. with beats (not under scclip): the decision.  The record names the
+ *     hash of gagg/<t>; the records of the members the round waited for
+ *     are pulled, and the step stands only with a combination more than
+ *     half of all the members hold; in doubt (every one known or out,
+ *     none with more than half) one another member decided, else the
+ *     lowest id in doubt decides (the one most hold, a tie to the
+ *     lowest holder id); one that is not this peer's is adopted
+ *     (docs/protocol.md, "The decision").
  *
  * Nothing is ever deleted.  Pulls are idempotent GETs: a round run again
  * after a crash reuses its digest and what it stored, and a round whose
@@ -67,6 +75,9 @@ struct spirt_xnet {
 	    void **val, size_t *len);
 	/* optional: stop a request under way once cancelled() says so */
 	void (*cancel)(void *h, int (*cancelled)(void));
+	/* optional: the same, once given_up(arg) says so (NULL: none); a
+	 * pull gives its peer up so, in the middle of a transfer */
+	void (*giveup)(void *h, int (*given_up)(void *), void *arg);
 };
 
 /* A store path as the URL (peers on one machine; tests); a pull waits
@@ -112,6 +123,8 @@ struct spirt_xpeer {
 	int has_digest;
 	struct spirt_digest d;
 	char *proof;            /* malloc'd text of two digests, or NULL */
+	int asked;              /* beats: waited for in this round, its
+				 * decision counted (-1: by its beats) */
 };
 
 struct spirt_exchange {
@@ -138,6 +151,10 @@ struct spirt_exchange {
 	 * SIGTERM): pulls end, and the round returns EINTR, writing nothing
 	 * after the pulls under way */
 	int (*cancelled)(void);
+	/* optional, for tests: "KEY@ID ..." (KEY with the step in it): a
+	 * pull of KEY from peer ID is never answered, as if the link lost
+	 * it, until the peer is declared dead or the deadline */
+	const char *drop;
 	size_t n;
 	struct spirt_xpeer *peers;      /* n, owned (spirt_exchange_free) */
 	/* out */
@@ -156,6 +173,10 @@ struct spirt_exchange {
 	char (*last)[33];
 	unsigned straggler_ms;
 	size_t nlast;                   /* beats: members of the last round */
+	/* out: the hash of gagg/<t> (the round's decision), and, with beats,
+	 * the member whose decision this peer adopted ("" for its own) */
+	unsigned char gagghash[SPIRT_HASH_BYTES];
+	char adopted[33];
 	char msg[SPIRT_KEY_MAX + 400];
 };
 

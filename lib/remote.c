@@ -285,6 +285,8 @@ struct spirt_remote {
 	struct rx rx;
 	unsigned char *stage;           /* a stream's frame 0 */
 	int (*cancelled)(void);         /* non-zero: stop the request */
+	int (*aborted)(void *);         /* the same, asked with abort_arg */
+	void *abort_arg;
 	long http;
 	char msg[600];
 	char ebuf[CURL_ERROR_SIZE];
@@ -436,6 +438,14 @@ spirt_remote_set_cancel(struct spirt_remote *r, int (*cancelled)(void))
 	r->cancelled = cancelled;
 }
 
+void
+spirt_remote_set_abort(struct spirt_remote *r, int (*aborted)(void *),
+    void *arg)
+{
+	r->aborted = aborted;
+	r->abort_arg = arg;
+}
+
 /* libcurl's progress callback: asks whether to stop (about once a second
  * while nothing moves, more often while it does) */
 static int
@@ -448,7 +458,8 @@ progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 	(void)dn;
 	(void)ut;
 	(void)un;
-	return r->cancelled && r->cancelled();
+	return (r->cancelled && r->cancelled()) ||
+	    (r->aborted && r->aborted(r->abort_arg));
 }
 
 /* the largest answer: a value plus its framing, one tag per frame */
@@ -725,7 +736,7 @@ http(struct spirt_remote *r, const char *path, const void *body, size_t n)
 	r->cu->easy_setopt(r->curl, CURLOPT_CONNECTTIMEOUT_MS, ms);
 	/* larger reads: fewer calls of the write callback */
 	r->cu->easy_setopt(r->curl, CURLOPT_BUFFERSIZE, (long)RECV_BUF);
-	if (r->cancelled) {
+	if (r->cancelled || r->aborted) {
 		r->cu->easy_setopt(r->curl, CURLOPT_NOPROGRESS, 0L);
 		r->cu->easy_setopt(r->curl, CURLOPT_XFERINFOFUNCTION, progress);
 		r->cu->easy_setopt(r->curl, CURLOPT_XFERINFODATA, r);

@@ -124,6 +124,14 @@ void spirt_remote_set_max(struct spirt_remote *r, uint64_t max_bytes)
  */
 void spirt_remote_set_cancel(struct spirt_remote *r, int (*cancelled)(void))
     SPIRT_NONNULL(1);
+/*
+ * The same for one caller: aborted(arg) (aborted NULL: none) is asked as
+ * cancelled is, from then on; non-zero stops the request under way:
+ * EINTR.  A transfer that trickles, or stops moving, is stopped so
+ * within about a second.
+ */
+void spirt_remote_set_abort(struct spirt_remote *r, int (*aborted)(void *),
+    void *arg) SPIRT_NONNULL(1);
 
 /*
  * step: the step the request is for (bound into the sealed message); 0

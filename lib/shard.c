@@ -493,6 +493,12 @@ reassign_why(struct spirt_reassign *r, const struct spirt_assign *cur,
 		    (unsigned long long)cur->revision);
 	if (rc)
 		return rc;
+	if (r->at_since < j0)
+		return spirt_msgf(r->msg, sizeof(r->msg), SPIRT_ESTEP, "step "
+		    "%llu (--since) comes before revision %llu (from step "
+		    "%llu of epoch %llu)", (unsigned long long)r->since,
+		    (unsigned long long)cur->revision,
+		    (unsigned long long)j0, (unsigned long long)r->at_epoch);
 	for (i = first; i < first + np; i++) {
 		int64_t w = cur->rows[SPIRT_AS_COLS * i + SPIRT_AS_WORKER];
 		size_t k;
@@ -549,7 +555,7 @@ reassign_fn(struct spirt_txn *txn, void *arg)
 			goto out;
 		}
 	}
-	r->at_step = 0;
+	r->at_step = r->at_since = 0;
 	switch (r->when) {
 	case SPIRT_RA_EPOCH:
 		r->at_epoch = r->epoch;
@@ -564,6 +570,18 @@ reassign_fn(struct spirt_txn *txn, void *arg)
 		}
 		r->at_epoch = r->step / S;
 		r->at_step = r->step % S;
+		r->at_since = r->at_step;
+		if (r->has_since && (r->since > r->step ||
+		    r->since / S != r->at_epoch)) {
+			rc = spirt_msgf(r->msg, sizeof(r->msg), SPIRT_EINVAL,
+			    "step %llu is not in step %llu's epoch %llu up to "
+			    "it", (unsigned long long)r->since,
+			    (unsigned long long)r->step,
+			    (unsigned long long)r->at_epoch);
+			goto out;
+		}
+		if (r->has_since)
+			r->at_since = r->since % S;
 		break;
 	default:
 		r->at_epoch = cur.epoch;
@@ -571,9 +589,10 @@ reassign_fn(struct spirt_txn *txn, void *arg)
 	}
 	if ((rc = reassign_why(r, &cur, nshards, live, nlive)))
 		goto out;
-	if ((rc = spirt_assign_next(&o, &no, &cur, counts, nshards, r->group,
-	    r->live ? r->live : live, r->live ? r->nlive : nlive, r->at_epoch,
-	    r->at_step, S ? S : 1, r->batch ? r->batch : 1)))
+	if ((rc = spirt_assign_next_since(&o, &no, &cur, counts, nshards,
+	    r->group, r->live ? r->live : live, r->live ? r->nlive : nlive,
+	    r->at_epoch, r->at_step, r->at_since, S ? S : 1,
+	    r->batch ? r->batch : 1)))
 		goto out;
 	r->revision = cur.revision + 1;
 	dims[0] = no;

@@ -85,9 +85,12 @@ struct spirt_reassign {
 	int when;               /* SPIRT_RA_*: where it takes effect */
 	uint64_t epoch;         /* SPIRT_RA_EPOCH */
 	uint64_t step, batch;   /* SPIRT_RA_STEP: a step of batch */
+	int has_since;          /* SPIRT_RA_STEP: the dead took nothing */
+	uint64_t since;         /* from step since (<= step, same epoch) */
 	/* out */
 	uint64_t revision;      /* the one written */
 	uint64_t at_epoch, at_step;     /* where it takes effect */
+	uint64_t at_since;              /* the dead's last, in the epoch */
 	char msg[192];          /* on SPIRT_EINVAL and SPIRT_ESTEP: why */
 };
 enum {

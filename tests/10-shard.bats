@@ -725,6 +725,40 @@ spirt-shard: hint: name the format with -f"
 	assert_output "$(printf '%s\n' 0 1 2 3)"
 }
 
+@test "--live -t --since: the dead took nothing from an earlier step: from it on, to the live" {
+	# 10 samples in 4 shards (3 3 2 2), batch 1: 2 steps an epoch; the
+	# round of step 0 went without worker 1, as the others learn at step
+	# 1: its whole list goes to 0, 2 and 3 for step 1, each keeping the
+	# half of its own that step 0 did not take
+	spirt-shard -n 4 "$IMG" "$LAB"
+	run -0 --separate-stderr spirt-shard -v -t 1 -b 1 --since 0 --live 0,2,3
+	assert_equal "$stderr" 'spirt-shard: data/train/assign: revision 1 from epoch 0 step 1'
+	run -0 bash -c 'spirt-shard --stats | grep "^assign.* batch 1$"'
+	assert_output "$(printf '%s\n' \
+	    'assign worker 0 shard 0 start 1 count 2 epoch 0 step 1 batch 1' \
+	    'assign worker 0 shard 1 start 0 count 1 epoch 0 step 1 batch 1' \
+	    'assign worker 2 shard 1 start 1 count 1 epoch 0 step 1 batch 1' \
+	    'assign worker 2 shard 2 start 1 count 1 epoch 0 step 1 batch 1' \
+	    'assign worker 3 shard 1 start 2 count 1 epoch 0 step 1 batch 1' \
+	    'assign worker 3 shard 3 start 1 count 1 epoch 0 step 1 batch 1')"
+	# (without --since: what step 0 did not take of its list only)
+	spirt-shard -s t2.db -q -n 4 "$IMG" "$LAB"
+	run -0 bash -c 'spirt-shard -s t2.db -t 1 -b 1 --live 0,2,3 &&
+	    spirt-shard -s t2.db --stats | grep "^assign.* shard 1 .* batch 1$"'
+	assert_output "$(printf '%s\n' \
+	    'assign worker 0 shard 1 start 1 count 1 epoch 0 step 1 batch 1' \
+	    'assign worker 2 shard 1 start 2 count 1 epoch 0 step 1 batch 1')"
+	# a step after -t's, in another epoch, or without -t: 64, unchanged
+	before=$(digest "$SPIRT_STORE")
+	run -64 --separate-stderr spirt-shard -t 3 -b 1 --since 1 --live 0,2
+	assert_equal "$stderr" "spirt-shard: data/train/assign: cannot reassign: step 1 is not in step 3's epoch 1 up to it"
+	run -64 spirt-shard -t 1 -b 1 --since 2 --live 0
+	run -64 --separate-stderr spirt-shard --since 0 --live 0
+	assert_equal "$stderr" "spirt-shard: --since is a step before -t's: give -t"
+	run -64 spirt-shard --since 0 --stats
+	unchanged
+}
+
 @test "--group: a dead function's shard stays with its peer; a dead peer's goes to the others" {
 	# 12 rows, 6 shards of 2, peers {0,1,2} {3,4,5}
 	for i in $(seq 0 11); do echo "$((i % 2)),$i"; done >t.csv

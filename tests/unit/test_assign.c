@@ -273,7 +273,27 @@ struct event {
 	uint64_t step;
 	int64_t live[16];
 	size_t nlive;
+	uint64_t since;         /* the dead's reads stop counting (0: step) */
 };
+
+/* worker w is dead by an event still to come whose since has passed: what
+ * it reads is not applied (a peer left out of the rounds since then) */
+static int
+gone(const struct event *ev, size_t x, size_t nev, uint64_t t, size_t w)
+{
+	for (; x < nev; x++) {
+		size_t k;
+
+		if (!ev[x].since || ev[x].since > t || t >= ev[x].step)
+			continue;
+		for (k = 0; k < ev[x].nlive && ev[x].live[k] != (int64_t)w;
+		    k++)
+			;
+		if (k == ev[x].nlive)
+			return 1;
+	}
+	return 0;
+}
 
 /*
  * Run E epochs of K workers over the shards counts[], batch B, with the
@@ -312,8 +332,10 @@ run(const int64_t *counts, size_t K, uint64_t group, uint64_t B,
 			for (k = 0; k < K; k++)
 				got[k] = live[k];
 		while (x < nev && ev[x].step == t) {
-			int rc = spirt_assign_next(&rows, &nr, &a, counts, K,
-			    group, ev[x].live, ev[x].nlive, e, t % S, S, B);
+			uint64_t d = ev[x].since ? ev[x].since : t;
+			int rc = spirt_assign_next_since(&rows, &nr, &a, counts,
+			    K, group, ev[x].live, ev[x].nlive, e, t % S, d % S,
+			    S, B);
 			CHECK_RC(rc);
 			if (rc)
 				goto out;
@@ -336,7 +358,11 @@ run(const int64_t *counts, size_t K, uint64_t group, uint64_t B,
 		}
 		for (w = 0; w < K; w++) {
 			struct spirt_assign_sel sel;
-			int rc = spirt_assign_select(&sel, &a, w, t, S, B);
+			int rc;
+
+			if (gone(ev, x, nev, t, w))
+				continue;
+			rc = spirt_assign_select(&sel, &a, w, t, S, B);
 
 			if (rc == SPIRT_ENOTFOUND && !got[w])
 				continue;
@@ -395,10 +421,10 @@ test_coverage(void)
 	 * of epoch 1), 1 returns at step 7 (mid-epoch 2: nothing till 3),
 	 * everyone at step 9 (epoch 3) */
 	struct event ev[] = {
-		{ 1, { 0, 2, 3 }, 3 },
-		{ 5, { 0, 2 }, 2 },
-		{ 7, { 0, 1, 2 }, 3 },
-		{ 9, { 0, 1, 2, 3 }, 4 },
+		{ 1, { 0, 2, 3 }, 3, 0 },
+		{ 5, { 0, 2 }, 2, 0 },
+		{ 7, { 0, 1, 2 }, 3, 0 },
+		{ 9, { 0, 1, 2, 3 }, 4, 0 },
 	};
 	uint64_t s = 5;
 
@@ -406,8 +432,8 @@ test_coverage(void)
 	/* two deaths in one step, another later in the same epoch */
 	{
 		struct event e2[] = {
-			{ 1, { 0, 3 }, 2 },
-			{ 2, { 3 }, 1 },
+			{ 1, { 0, 3 }, 2, 0 },
+			{ 2, { 3 }, 1, 0 },
 		};
 		CHECK(run(c4, 4, 0, 2, e2, 2, 3) == 0);
 	}
@@ -415,10 +441,10 @@ test_coverage(void)
 	{
 		static const int64_t c5[] = { 4, 4, 4, 4, 4 };
 		struct event e3[] = {
-			{ 1, { 0, 1, 2, 3 }, 4 },
-			{ 2, { 0, 1, 2 }, 3 },
-			{ 3, { 0, 1 }, 2 },
-			{ 4, { 0, 1, 2, 3, 4 }, 5 },
+			{ 1, { 0, 1, 2, 3 }, 4, 0 },
+			{ 2, { 0, 1, 2 }, 3, 0 },
+			{ 3, { 0, 1 }, 2, 0 },
+			{ 4, { 0, 1, 2, 3, 4 }, 5, 0 },
 		};
 		CHECK(run(c5, 5, 0, 1, e3, 4, 3) == 0);
 	}
@@ -426,11 +452,32 @@ test_coverage(void)
 	{
 		static const int64_t c9[] = { 7, 7, 7, 7, 7, 7, 7, 6, 6 };
 		struct event e4[] = {
-			{ 2, { 0, 1, 2, 3, 5, 6, 7, 8 }, 8 },
-			{ 4, { 0, 1, 2, 6, 7, 8 }, 6 },
-			{ 9, { 0, 1, 2, 3, 4, 5, 6, 7, 8 }, 9 },
+			{ 2, { 0, 1, 2, 3, 5, 6, 7, 8 }, 8, 0 },
+			{ 4, { 0, 1, 2, 6, 7, 8 }, 6, 0 },
+			{ 9, { 0, 1, 2, 3, 4, 5, 6, 7, 8 }, 9, 0 },
 		};
 		CHECK(run(c9, 9, 3, 2, e4, 3, 4) == 0);
+	}
+	/* a peer's rounds closed without it since step 1; the others learn
+	 * it at step 3 and take what it had from step 1 (batch 2: S = 5) */
+	{
+		struct event e5[] = {
+			{ 3, { 0, 2, 3 }, 3, 1 },
+			{ 5, { 0, 1, 2, 3 }, 4, 0 },
+		};
+		CHECK(run(c4, 4, 0, 2, e5, 2, 3) == 0);
+	}
+	/* groups of 3: peer 1 (workers 3..5) out since step 1, learnt at
+	 * step 2 (S = 3), back at the next epoch; then out since the
+	 * epoch's first step, learnt at its second */
+	{
+		static const int64_t c9[] = { 7, 7, 7, 7, 7, 7, 7, 6, 6 };
+		struct event e6[] = {
+			{ 2, { 0, 1, 2, 6, 7, 8 }, 6, 1 },
+			{ 3, { 0, 1, 2, 3, 4, 5, 6, 7, 8 }, 9, 0 },
+			{ 4, { 0, 1, 2, 6, 7, 8 }, 6, 3 },
+		};
+		CHECK(run(c9, 9, 3, 2, e6, 3, 3) == 0);
 	}
 	/* random schedules */
 	for (int k = 0; k < 300; k++) {
@@ -438,6 +485,7 @@ test_coverage(void)
 		struct event er[6];
 		size_t K = 1 + (size_t)(check_urand(&s) * 8), ne = 0, i;
 		uint64_t B = 1 + (uint64_t)(check_urand(&s) * 5), n0, S, t = 0;
+		uint64_t n1, S1;
 		uint64_t group = (uint64_t)(check_urand(&s) * 4);
 
 		n0 = 1 + (uint64_t)(check_urand(&s) * 20);
@@ -466,6 +514,26 @@ test_coverage(void)
 				er[ne].live[0] = 0;
 				er[ne].nlive++;
 			}
+		/* half the mid-epoch ones learnt late: the dead's reads stop
+		 * counting since a step at or after the one before (and the
+		 * epoch's first) */
+		n1 = 0;         /* (run()'s epoch, of the shards as they are) */
+		for (i = 0; i < K; i++)
+			n1 += (uint64_t)c[i];
+		S1 = spirt_epoch_steps(n1, K, B);
+		for (ne = 0; ne < 6; ne++) {
+			uint64_t lo = er[ne].step / S1 * S1;
+
+			er[ne].since = 0;
+			if (er[ne].step % S1 == 0 || check_urand(&s) < 0.5)
+				continue;
+			if (ne > 0 && er[ne - 1].step > lo)
+				lo = er[ne - 1].step;
+			er[ne].since = lo + (uint64_t)(check_urand(&s) *
+			    (double)(er[ne].step - lo + 1));
+			if (er[ne].since > er[ne].step)
+				er[ne].since = er[ne].step;
+		}
 		if (run(c, K, group, B, er, 6, t / S + 2) != 0) {
 			fprintf(stderr, "random case %d: K %zu B %llu group "
 			    "%llu\n", k, K, (unsigned long long)B,
