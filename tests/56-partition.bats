@@ -80,8 +80,11 @@ train() {
 	rc=0
 	wait $pid3 || rc=$?
 	[ "$rc" -eq 75 ] || { cat e3 >&2; false; }
-	grep -q 'a minority' e3 || { grep -v '^spirt-beat' e3 >&2; false; }
-	grep -q 'rerun to resume\|run it again once the others are back' e3
+	# (cut between rounds: a minority of the last round's members alive;
+	# cut inside one: no combination held by more than half decided)
+	grep -q 'a minority\|no combination is held by more than half' e3 ||
+	    { cat e3 >&2; false; }
+	grep -q 'rerun to resume\|run it again once' e3
 	cut3=$(spirt-store -s s3 ls model/mlp@ | cut -f1 | sed 's/.*@//' |
 	    sort -n | tail -n 1)
 	# the majority goes on without it, well past where p3 stopped
