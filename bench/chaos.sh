@@ -25,10 +25,11 @@ PATH="$PWD:$PATH"
 FAULTS=${FAULTS:-1000}
 EPOCHS=${EPOCHS:-12}
 dir=${DIR:-$(mktemp -d "${TMPDIR:-/tmp}/spirt-chaos.XXXXXX")}
+mkdir -p "$dir" || exit 1
 bench_header bench/chaos
 echo "== chaos: $FAULTS faults, 3 peers x 2 functions x batch 32, $EPOCHS epochs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 out=$dir/out
-CHAOS_FAULTS=$FAULTS CHAOS_EPOCHS=$EPOCHS CHAOS_REF=1 \
+env CHAOS_FAULTS=$FAULTS CHAOS_EPOCHS=$EPOCHS CHAOS_REF=1 \
     CHAOS_TIMEOUT=$((FAULTS * 4 + 600)) ${SEED:+CHAOS_SEED=$SEED} \
     bash tests/chaos.sh "$dir/run" >"$out" 2>"$dir/err"
 rc=$?

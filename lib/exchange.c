@@ -2277,7 +2277,8 @@ confirm(struct spirt_exchange *x)
 	unsigned char host[SPIRT_BEAT_BOOT];
 	struct pull *u;
 	int *want, *ask, rc, st, doubt = 0, r = 0;
-	double t0 = now_ms();
+	unsigned suspect = SPIRT_BEAT_SUSPECT * SPIRT_BEAT_MS;
+	double t0 = now_ms(), few = 0, fewms;
 	char who[600] = "";
 
 	if (x->n == 0)
@@ -2306,13 +2307,15 @@ confirm(struct spirt_exchange *x)
 		uint64_t join;
 		double age;
 
-		if (p->asked >= 0) {
+		st = peer_health(x, p->id, host, &age, &suspect, &join);
+		if (p->asked >= 0)
 			want[i] = p->asked;
-			continue;
-		}
-		st = peer_health(x, p->id, host, &age, NULL, &join);
-		want[i] = st != SPIRT_H_JOINING || join == x->step;
+		else
+			want[i] = st != SPIRT_H_JOINING || join == x->step;
 	}
+	/* seeing too few, the others out: they are waited for as a
+	 * minority alive is (quorum_before), then it stops */
+	fewms = 4.0 * suspect > 2000 ? 4.0 * suspect : 2000;
 	x->last = NULL;         /* (no straggler cut: every decision counts) */
 	for (;;) {
 		/* (again: the records, which change; a member out for its
@@ -2336,8 +2339,14 @@ confirm(struct spirt_exchange *x)
 		r = resolve(&c);
 		if (r == 0 || r == 1)
 			break;
-		if (r == 3)
+		if (r == 3) {
+			if (few == 0)
+				few = now_ms();
+			if (now_ms() - few >= fewms)
+				break;
 			goto later;
+		}
+		few = 0;
 		/* in doubt: one decided already is followed */
 		c.pick = -2;
 		for (size_t i = 0; i < x->n && c.pick == -2; i++)
@@ -2365,6 +2374,18 @@ later:
 			break;
 		}
 		nap(30);
+	}
+	if (r == 3) {
+		size_t seen = 1;
+
+		for (size_t i = 0; i < x->n; i++)
+			seen += c.d[i].known;
+		rc = say(x, SPIRT_EBUSY, "step %llu: a minority decided: this "
+		    "peer sees %zu of the %zu members' combinations, the "
+		    "others out, and more than half are needed: this peer "
+		    "stops (run it again once the others are back)",
+		    ULL(x->step), seen, x->n + 1);
+		goto out;
 	}
 	if (r == 0) {
 		char h[2 * SPIRT_HASH_BYTES + 1];
