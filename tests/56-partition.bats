@@ -9,6 +9,7 @@
 load helper
 load netns
 
+# (the small data set: epochs of 10 steps)
 STEPS=120
 PORT=7070
 
@@ -44,14 +45,14 @@ at() {
 # train I: peer I's driver in host I, a beat every 200 ms (dead after 2 s)
 train() {
 	netns_exec "$1" env $(as_peer "$1") timeout 600 spirt-train \
-	    -s "$PWD/s$1" -n 2 -b 16 --peers "$PWD/peers" --peer $(($1 - 1)) \
+	    -s "$PWD/s$1" -n 2 -b 20 -e $((STEPS / 10)) \
+	    --peers "$PWD/peers" --peer $(($1 - 1)) \
 	    --steps $STEPS --eval-every $STEPS --deadline 60000 --beat 200
 }
 
 @test "partition: the minority stops with 75 and says why, the majority goes on; healed, the same command rejoins; one model" {
 	netns_require
-	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
-		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	smalldata "$PWD/data"
 	netns_setup 3
 	spirt-peer keygen -p group.pub group.key >/dev/null
 	: >peers
@@ -62,10 +63,9 @@ train() {
 		echo "p$i http://$(netns_addr $i):$PORT" >>peers
 	done
 	spirt-shard -s base -q -n 6 --seed 1 \
-	    "$FMNIST/train-images-idx3-ubyte.gz" \
-	    "$FMNIST/train-labels-idx1-ubyte.gz"
-	spirt-shard -s base -q -d test "$FMNIST/t10k-images-idx3-ubyte.gz" \
-	    "$FMNIST/t10k-labels-idx1-ubyte.gz"
+	    data/train-images-idx3-ubyte.gz data/train-labels-idx1-ubyte.gz
+	spirt-shard -s base -q -d test data/t10k-images-idx3-ubyte.gz \
+	    data/t10k-labels-idx1-ubyte.gz
 	for i in 1 2 3; do
 		cp -r base s$i
 	done
@@ -99,13 +99,19 @@ train() {
 	wait $pid2 || { cat e2 >&2; false; }
 	wait $pid3 || { cat e3b >&2; false; }
 	grep -q 'caught up from http://' e3b
+	grep -q 'rejoined at step [0-9]*0:' e3b || { cat e3b >&2; false; }
 	h=$(spirt-store -s s1 get model/mlp@$STEPS | md5sum)
 	[ "$(spirt-store -s s2 get model/mlp@$STEPS | md5sum)" = "$h" ]
 	[ "$(spirt-store -s s3 get model/mlp@$STEPS | md5sum)" = "$h" ]
-	# the majority spread p3's workers' shards over its functions; the
-	# minority kept its data as it was
+	# the majority spread p3's workers' samples over its functions, at
+	# the same step on both, until p3 rejoined at an epoch's first step
+	# and got them back; the minority kept its data as it was
+	grep 'peers p3 out of the round' e1 | sed 's/(revision .*//' >out1
+	grep 'peers p3 out of the round' e2 | sed 's/(revision .*//' >out2
+	[ -s out1 ] && diff out1 out2
+	grep -q 'of peers out of the last epoch get their samples back' e1
 	run -0 sh -c 'spirt-shard -s s1 --stats | awk '\''$1 == "assign" && $2 == "worker" { print $3 }'\'' | sort -u | tr "\n" " "'
-	assert_output '0 1 2 3 '
+	assert_output '0 1 2 3 4 5 '
 	run -0 sh -c 'spirt-shard -s s3 --stats | awk '\''$1 == "assign" && $2 == "worker" { print $3 }'\'' | sort -u | tr "\n" " "'
 	assert_output '0 1 2 3 4 5 '
 }
