@@ -10,7 +10,7 @@ load helper
 load netns
 
 # (the small data set: epochs of 10 steps)
-STEPS=120
+STEPS=200
 PORT=7070
 
 teardown() {
@@ -99,7 +99,13 @@ train() {
 	wait $pid2 || { cat e2 >&2; false; }
 	wait $pid3 || { cat e3b >&2; false; }
 	grep -q 'caught up from http://' e3b
-	grep -q 'rejoined at step [0-9]*0:' e3b || { cat e3b >&2; false; }
+	# it rejoins at an epoch's first step; or, when p3's stop took the
+	# majority's whole run (an undecided round waits up to --deadline,
+	# three times, on a loaded machine), it fetches their last model, as
+	# a peer that comes back after the end does (56-failures has the
+	# rejoins for themselves)
+	grep -q 'rejoined at step [0-9]*0:\|the run ended before this peer could join' e3b ||
+	    { cat e3b >&2; false; }
 	h=$(spirt-store -s s1 get model/mlp@$STEPS | md5sum)
 	[ "$(spirt-store -s s2 get model/mlp@$STEPS | md5sum)" = "$h" ]
 	[ "$(spirt-store -s s3 get model/mlp@$STEPS | md5sum)" = "$h" ]
