@@ -10,31 +10,10 @@
 load helper
 
 setup_file() {
-	# a small IDX data set like Fashion-MNIST's files: 1200 images of
-	# 28x28, 10 classes (a bright block whose place is the class), and a
-	# test set of 200; 4 shards of 300
+	# the small IDX data set of tests/helper.bash (1200 training images,
+	# a test set of 200), here in 4 shards of 300
 	cd "$BATS_FILE_TMPDIR" || return 1
-	mkdir -p data
-	"${PYTHON:-/usr/bin/python3}" - <<'PY'
-import gzip, random, struct
-random.seed(1)
-def write(name, n):
-    labels = [i % 10 for i in range(n)]
-    img = bytearray()
-    for c in labels:
-        px = bytearray(random.randrange(40) for _ in range(784))
-        r0, c0 = (c // 5) * 10 + 3, (c % 5) * 5 + 1
-        for r in range(r0, r0 + 5):
-            for q in range(c0, c0 + 4):
-                px[r * 28 + q] = 200 + random.randrange(55)
-        img += px
-    with gzip.open("data/%s-images-idx3-ubyte.gz" % name, "wb") as f:
-        f.write(struct.pack(">IIII", 0x803, n, 28, 28) + bytes(img))
-    with gzip.open("data/%s-labels-idx1-ubyte.gz" % name, "wb") as f:
-        f.write(struct.pack(">II", 0x801, n) + bytes(labels))
-write("train", 1200)
-write("t10k", 200)
-PY
+	smalldata data
 }
 
 teardown() {
