@@ -1,4 +1,5 @@
 /* exchange.c - one round between peers: publish, pull, check, combine */
+#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -362,11 +363,18 @@ spirt_peers_parse(struct spirt_exchange *x, const char *text, size_t len,
 		/* a longer line is refused whole, not read cut short (what
 		 * follows its first 1023 bytes was once dropped unseen) */
 		f = e - i > sizeof buf - 1;
-		i = e + 1;
 		if (line)
 			*line = ln;
-		if (f && sscanf(buf, "%63s", id) == 1 && id[0] != '#')
-			return SPIRT_EDATA;
+		if (f) {
+			/* the first word may start past byte 1023 */
+			size_t w = i;
+
+			while (w < e && isspace((unsigned char)text[w]))
+				w++;
+			if (w < e && text[w] != '#')
+				return SPIRT_EDATA;
+		}
+		i = e + 1;
 		f = sscanf(buf, "%63s %599s %7s", id, url, extra);
 		if (f <= 0 || id[0] == '#')
 			continue;

@@ -917,6 +917,7 @@ call(struct spirt_remote *r, int op, unsigned flags, uint32_t arg,
 
 	r->end = spirt_clock() + r->timeout_ms / 1e3;
 	*ans = NULL;
+	*alen = 0;
 	if (n > SIZE_MAX - SPIRT_REQ_HEAD ||
 	    !(mlen = spirt_msg_size(wkey, SPIRT_REQ_HEAD + n)))
 		return SPIRT_EKEY;
@@ -959,8 +960,12 @@ again:
 	if (rc)
 		goto said;
 	if (r->rx.type == SPIRT_MSG_STREAM) {
-		/* every frame opened as it came; the last one ends it */
-		if (r->rx.got != r->rx.total)
+		/* every frame opened as it came; the last one ends it; only
+		 * a value asked for as a stream may come as one (a listing
+		 * sent so once left *alen unset: fuzz_remote) */
+		if (!(flags & SPIRT_REQ_STREAM))
+			rc = SPIRT_EPROTO;
+		else if (r->rx.got != r->rx.total)
 			rc = SPIRT_ETRUNC;
 		else
 			rc = spirt_stream_open_end(&r->rx.st);

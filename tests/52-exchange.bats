@@ -278,6 +278,11 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	{ printf 'p2 %s/s2' "$PWD"; printf '%1100s' ''; echo extra; } >badpeers
 	SPIRT_KEY=p1.key run -65 --separate-stderr spirt-peer exchange -m m -s s1 -t 0 -P badpeers
 	[[ "$stderr" == *'badpeers:1: expected "id url"'* ]]
+	# so is one whose first word starts past byte 1023, not skipped as
+	# blank (tests/fuzz/regress/parse/peers-blank-prefix)
+	{ printf 'p2 %s/s2\n' "$PWD"; printf '%1100s' ''; echo p3 x; } >badpeers
+	SPIRT_KEY=p1.key run -65 --separate-stderr spirt-peer exchange -m m -s s1 -t 0 -P badpeers
+	[[ "$stderr" == *'badpeers:2: expected "id url"'* ]]
 	SPIRT_KEY=p1.key run -66 spirt-peer exchange -m m -s s1 -t 0 -P nofile
 	# trim across 3 peers needs trim x W >= 1
 	SPIRT_KEY=p1.key run -64 --separate-stderr spirt-peer exchange -m m -s s1 -t 0 -P peers --trim 0.2

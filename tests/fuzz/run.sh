@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/fuzz/run.sh - run the libFuzzer harnesses (after `make fuzz`)
 #
-#   sh tests/fuzz/run.sh [-j jobs] [-t seconds] [-o dir] [target ...]
+#   sh tests/fuzz/run.sh [-j jobs] [-s seed] [-t seconds] [-o dir] [target ...]
 #
 # For each target (default: all of tests/fuzz/corpus/): replay its
 # committed inputs (tests/fuzz/regress/<target>/, inputs that once failed,
@@ -15,21 +15,28 @@
 # "N passed, N failed" as .ci/run sums it.  Exit 0 only when all passed.
 # -j N runs N targets at a time (default 1: each alone, as bench/fuzz.sh
 # wants its runs per second), each still for -t seconds: the CI stage
-# runs 2, one a core.
+# runs 2, one a core.  -s N gives libFuzzer -seed=N: the CI stage runs
+# with a fixed seed, so that what it finds on one commit it finds again
+# (the mutations are the same; only how far it gets in -t seconds
+# varies); bench/fuzz.sh explores with a fresh seed each run.
 cd "$(dirname "$0")/../.." || exit 70
-secs=30 keep='' jobs=1
-while getopts j:o:t: c; do
+secs=30 keep='' jobs=1 seed=''
+while getopts j:o:s:t: c; do
 	case $c in
 	j) jobs=$OPTARG ;;
 	t) secs=$OPTARG ;;
 	o) keep=$OPTARG ;;
-	*) echo "usage: sh tests/fuzz/run.sh [-j jobs] [-t seconds]" \
-	    "[-o dir] [target ...]" >&2; exit 64 ;;
+	s) seed=$OPTARG ;;
+	*) echo "usage: sh tests/fuzz/run.sh [-j jobs] [-s seed]" \
+	    "[-t seconds] [-o dir] [target ...]" >&2; exit 64 ;;
 	esac
 done
 shift $((OPTIND - 1))
 case $secs in
 ''|*[!0-9]*) echo "run.sh: -t $secs: not a number of seconds" >&2; exit 64 ;;
+esac
+case $seed in
+*[!0-9]*) echo "run.sh: -s $seed: not a number" >&2; exit 64 ;;
 esac
 case $jobs in
 ''|0|*[!0-9]*) echo "run.sh: -j $jobs: not a number of jobs" >&2; exit 64 ;;
@@ -91,7 +98,7 @@ one() {
 	start=$(date +%s)
 	# shellcheck disable=SC2086
 	"$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-	    -dict="$(dict "$t")" -print_final_stats=1 \
+	    -dict="$(dict "$t")" -print_final_stats=1 ${seed:+-seed="$seed"} \
 	    -artifact_prefix="$out/$t-" "$work" $dirs >"$log" 2>&1
 	rc=$?
 	el=$(( $(date +%s) - start ))
