@@ -871,6 +871,9 @@ guard_start() {
 			done
 		done
 		_g=$(cat "$gfile" 2>/dev/null)
+		# (the warm tools too, if the watchdog that ends them is gone)
+		# shellcheck disable=SC2046
+		kill -TERM $(cat "$gfile.k" 2>/dev/null) 2>/dev/null
 		# shellcheck disable=SC2086
 		kill -TERM $_g 2>/dev/null
 		# (a server finishing the long polls under way may take
@@ -878,14 +881,15 @@ guard_start() {
 		sleep 1
 		# shellcheck disable=SC2086
 		kill -KILL $_g 2>/dev/null
-		rm -f "$gfile" "$gfile.tmp" "$gfile.died"
+		rm -f "$gfile" "$gfile.tmp" "$gfile.died" "$gfile.k" "$gfile.k.tmp"
 	) </dev/null >/dev/null 2>&1 &
 	guard=$!
 }
 cleanup() {
 	[ -z "$guard" ] || kill -KILL "$guard" 2>/dev/null || :
 	guard=
-	[ -z "$gfile" ] || rm -f "$gfile" "$gfile.tmp" "$gfile.died"
+	[ -z "$gfile" ] || rm -f "$gfile" "$gfile.tmp" "$gfile.died" \
+	    "$gfile.k" "$gfile.k.tmp"
 	gfile=
 	[ -z "$work" ] || { kill $pids $wdog 2>/dev/null || :; rm -rf "$work"; }
 	work=
@@ -1033,6 +1037,10 @@ watchdog() {
 	[ -z "$wdog" ] || { kill "$wdog" 2>/dev/null || :; wait "$wdog" 2>/dev/null || :; }
 	# (tools: pid:name:worker of each, for the driver's message)
 	toolpids=$pids
+	# (and for the guard, which ends them too if this watchdog is gone
+	# when the driver is: each of the two ends what the other would)
+	[ -z "$gfile" ] || { echo "$pids" >"$gfile.k.tmp" &&
+	    mv "$gfile.k.tmp" "$gfile.k"; } || :
 	(
 		trap '' INT
 		gone=" " _w=0 _n=0 _told=0
@@ -1058,7 +1066,9 @@ watchdog() {
 			fi
 			sleep 1
 		done
-		kill $toolpids 2>/dev/null; rm -rf "$work"
+		# shellcheck disable=SC2046
+		kill $toolpids $(cat "$gfile" 2>/dev/null) 2>/dev/null
+		rm -rf "$work"
 	) </dev/null >/dev/null 2>&1 &
 	wdog=$!
 }
