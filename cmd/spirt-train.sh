@@ -458,7 +458,10 @@ fi
 # doubled, up to the run's end (then it fetches the last model).  J is
 # an epoch's first step (and a round's, with --every): there the share of
 # the data is every peer's own again (back), so the rejoiner gets its
-# data back as it joins, and trains nothing before. ----
+# data back as it joins, and trains nothing before.  But when the others
+# wait for it (they made no step in a beat) and the round before their
+# step combined it, it joins at their step: its share is still its own
+# there. ----
 joining=0 jmargin=0 jlast=-1 best= src= srcid=
 # jr: the steps J is a multiple of: the epoch's, and --every's rounds
 # (xu steps each)
@@ -658,7 +661,21 @@ join_prepare() {
 		[ "$best" = "${jprev:-}" ] || jprev=$best jprevt=$(now)
 		[ "$still" -eq 0 ] || [ "$xh" -ne 0 ] || j=$best
 		[ "$j" -gt "$jlast" ] || [ "$still" -eq 1 ] || j=$((jlast + 1))
-		j=$(( (j + jr - 1) / jr * jr ))
+		# (if they wait at step $best and the round before it combined
+		# this peer, its share of the data there is still its own: no
+		# peer reassigned it, the share following the rounds' member
+		# sets; it joins at that step, mid-epoch.  Rounded up to the
+		# epoch's first step, it would wait for them there while they
+		# wait for it here: each launch of theirs would end 75, 'a
+		# minority alive', and the run would never end)
+		if [ "$still" -eq 1 ] && [ "$xh" -eq 0 ] && [ "$best" -gt 0 ] &&
+		    SPIRT_TIMEOUT=10s spirt-store -s "$src" get \
+		    "gagg/$((best - 1))/round" 2>/dev/null |
+		    grep -a -q "^peer=$self used\$"; then
+			j=$best
+		else
+			j=$(( (j + jr - 1) / jr * jr ))
+		fi
 		if [ "$j" -ge "$stop" ]; then
 			# the run ends before: its last model, once it is there
 			jlast=$stop

@@ -608,6 +608,108 @@ PY
 	killed_and_back 400 stop 3
 }
 
+@test "spirt-train --beat: a peer the other waits for, rolled back, rejoins at the step the other stands at, mid-epoch; one model, every sample once" {
+	# Two peers.  Alone, p0 is a minority of the last round's two: each
+	# launch of it stops 75 until p1 is back.  p1 comes back behind (its
+	# newest versions lost, as a power loss loses the volatile ones),
+	# and the round before p0's step combined it, so its share there is
+	# still its own: it joins at that step.  Were it to join at the next
+	# epoch's first step instead, it would wait for p0 there while p0
+	# waits for it here, and neither would end (chaos found it).
+	local steps=90 spe=15
+	smalldata "$BATS_FILE_TMPDIR/data"
+	: >peers
+	for i in 0 1; do
+		spirt-peer keygen p$i.key >/dev/null
+		echo "p$i $PWD/s$i" >>peers
+	done
+	# train I LOG: peer I's driver, its functions' samples in LOG
+	train() {
+		SPIRT_KEY=p$1.key SPIRT_ID=p$1 SPIRT_RUN=r1 \
+		    SPIRT_SAMPLE_LOG=$PWD/$2 exec timeout 300 \
+		    spirt-train -s s$1 -n 2 -b 20 -e $((steps / spe)) \
+		    --data "$BATS_FILE_TMPDIR/data" --peers peers --peer $1 \
+		    --steps $steps --eval-every $steps --deadline 20000 --beat 200
+	}
+	newest() {
+		spirt-store -s "$1" ls model/mlp@ 2>/dev/null | cut -f1 |
+		    sed 's/.*@//' | sort -n | tail -n 1
+	}
+	at() { local s; s=$(newest "$1"); [ -n "$s" ] && [ "$s" -ge "$2" ]; }
+	train 0 log0 >o0 2>e0 &
+	pid0=$!
+	train 1 log1 >o1 2>e1 &
+	pid1=$!
+	BG="$pid0 $pid1"
+	# p1 dies in the second epoch, past its first step
+	until_ 900 at s1 $((spe + 5))
+	kill -KILL $(pgrep -P $pid1) $pid1 2>/dev/null || :
+	wait $pid1 || :
+	# p0 stops, a minority
+	rc=0
+	wait $pid0 || rc=$?
+	[ "$rc" -eq 75 ] || { cat e0 >&2; false; }
+	grep -q 'a minority' e0 || { cat e0 >&2; false; }
+	n=$(newest s0)
+	# p1 loses its versions from step n - 1 on
+	for k in $(spirt-store -s s1 ls model/mlp@ | cut -f1 | sed 's/.*@//'); do
+		[ "$k" -lt $((n - 1)) ] ||
+		    spirt-store -s s1 rm model/mlp@$k opt/mlp@$k
+	done
+	[ "$(newest s1)" -lt "$n" ]
+	# both again, p0 as a supervisor would run it (again on 75)
+	(
+		for k in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
+			(train 0 log0) >>o0 2>>e0 && exit 0
+			rc=$?
+			[ "$rc" -eq 75 ] || exit "$rc"
+		done
+		exit 75
+	) &
+	pid0=$!
+	train 1 log1b >o1b 2>e1b &
+	pid1=$!
+	BG="$pid0 $pid1"
+	wait $pid1 || { cat e1b >&2; tail -n 20 e0 >&2; false; }
+	wait $pid0 || { tail -n 40 e0 >&2; false; }
+	grep -q "joining at step $n " e1b || { cat e1b >&2; false; }
+	grep -q "rejoined at step $n:" e1b || { cat e1b >&2; false; }
+	h=$(spirt-store -s s0 get model/mlp@$steps | md5sum)
+	[ "$(spirt-store -s s1 get model/mlp@$steps | md5sum)" = "$h" ]
+	# every sample once an epoch: p0's (each step's newest revision, a
+	# step it took twice counted once), p1's before step n from its first
+	# life and from step n from its second
+	"$PYTHON" - $steps $spe $n <<'PY'
+import collections, sys
+T, S, N = map(int, sys.argv[1:4])
+def read(path, keep):
+    by = collections.defaultdict(list)
+    for line in open(path):
+        m = dict(kv.split("=", 1) for kv in line.split())
+        if keep(int(m["step"])):
+            by[int(m["step"])].append(m)
+    return by
+logs = [read("log0", lambda t: True), read("log1", lambda t: t < N),
+        read("log1b", lambda t: t >= N)]
+want = {(k, i) for k in range(4) for i in range(300)}
+for e in range(T // S):
+    seen = collections.Counter()
+    for by in logs:
+        for t in range(e * S, (e + 1) * S):
+            if not by[t]:
+                continue
+            top = max(int(m["revision"]) for m in by[t])
+            seen.update(set(tuple(map(int, s.split(":")))
+                            for m in by[t] if int(m["revision"]) == top
+                            for s in m["samples"].split(",")))
+    twice = [s for s, c in seen.items() if c > 1]
+    missed = want - set(seen)
+    assert not twice and not missed and set(seen) <= want, \
+        (e, len(twice), len(missed))
+PY
+	! pgrep -f "spirt-beat.*$PWD/s" >/dev/null
+}
+
 # ---- a death cancels a transfer in flight ----
 
 # trickle_start PORT: a proxy on 127.0.0.1 in front of 127.0.0.1:PORT
