@@ -683,6 +683,8 @@ join_prepare() {
 			join_fetch "$stop" || continue
 			say "the run ended before this peer could join: it has the others' model/$model@$stop"
 			t=$stop joining=0
+			# (its beats say so: the others, serving till then, end)
+			beater -m "$model"
 			return 0
 		fi
 		jlast=$j
@@ -1672,17 +1674,33 @@ while [ "$t" -lt "$stop" ]; do
 done
 [ "$tty" -eq 0 ] || printf '\r\033[K' >&2
 # serving: the others may still pull our last round; stop once each has
-# combined it (its gagg), or after --deadline
+# combined it (its gagg), or after --deadline.  With --beat, once each
+# other peer the watcher saw beats this step or a later one (it has the
+# last model) and is not joining: one behind (restarted after it died,
+# even after its last round: it has that gagg and not the model) catches
+# up from the peers that serve, and once they all ended there would be
+# no one to catch up from.  A member that does not come back costs that
+# wait, as one that does not answer does without --beat.
 if [ -n "$srv" ] && [ "$t" -gt 0 ]; then
 	end=$(($(now) + deadline * 1000000))
-	for u in $urls; do
-		until SPIRT_TIMEOUT=2s spirt-store -q -s "$u" get -f \
-		    "gagg/$((t - 1))" \
-		    >/dev/null 2>&1; do
-			[ "$(now)" -lt "$end" ] || break
-			sleep 0.1
+	if [ "$beat" -gt 0 ]; then
+		while [ "$(now)" -lt "$end" ] &&
+		    spirt-beat ls 2>/dev/null | awk -F'\t' -v me="$self" \
+		    -v t="$t" '$1 != me && $2 == "peer" && ($3 == "joining" ||
+			$5 == "-" || $5 + 0 < t) { b = 1 }
+			END { exit !b }'; do
+			sleep 0.2
 		done
-	done
+	else
+		for u in $urls; do
+			until SPIRT_TIMEOUT=2s spirt-store -q -s "$u" get -f \
+			    "gagg/$((t - 1))" \
+			    >/dev/null 2>&1; do
+				[ "$(now)" -lt "$end" ] || break
+				sleep 0.1
+			done
+		done
+	fi
 fi
 done_=1
 persist

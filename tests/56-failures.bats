@@ -710,6 +710,70 @@ PY
 	! pgrep -f "spirt-beat.*$PWD/s" >/dev/null
 }
 
+@test "spirt-train --beat over HTTP: a peer back after the others' last step catches up from them, who serve until it has the last model" {
+	# p2 dies mid-run and comes back once p0 and p1 have taken the last
+	# step, its store as if it had died after its last round and before
+	# that round's update (the round's gagg there, not the model): the
+	# others' servers must not end on seeing that gagg, but on its beats
+	# saying it has the last model (chaos: known_behind, 'joining: no
+	# other peer answers with a model' on every launch)
+	local steps=40 spe=10
+	smalldata "$BATS_FILE_TMPDIR/data"
+	spirt-peer keygen -p group.pub group.key >/dev/null
+	set -- $("$PYTHON" -c 'import socket
+ss = [socket.socket() for i in range(3)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))')
+	: >peers
+	for i in 0 1 2; do
+		spirt-peer keygen p$i.key >p$i.hex
+		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
+		    "$(cat p$i.hex)"
+		eval "port=\${$((i + 1))}"
+		echo "p$i http://127.0.0.1:$port" >>peers
+	done
+	train() {
+		SPIRT_KEY=p$1.key SPIRT_TOKEN=p$1.tok SPIRT_GROUP=group.pub \
+		    exec timeout 300 spirt-train -s s$1 -n 2 -b 20 \
+		    -e $((steps / spe)) --data "$BATS_FILE_TMPDIR/data" \
+		    --peers peers --peer $1 --steps $steps --eval-every $steps \
+		    --deadline 30000 --beat 200
+	}
+	at() {
+		local s
+		s=$(spirt-store -s "$1" ls model/mlp@ 2>/dev/null | cut -f1 |
+		    sed 's/.*@//' | sort -n | tail -n 1)
+		[ -n "$s" ] && [ "$s" -ge "$2" ]
+	}
+	for i in 0 1 2; do
+		train $i >o$i 2>e$i &
+		eval "pid$i=\$!"
+	done
+	BG="$pid0 $pid1 $pid2"
+	until_ 900 at s2 15
+	kill -KILL $(pgrep -P $pid2) $pid2 2>/dev/null || :
+	wait $pid2 || :
+	until_ 1200 at s0 $steps
+	until_ 1200 at s1 $steps
+	spirt-store -s s0 get -f gagg/$((steps - 1)) >g.rec
+	spirt-store -s s2 put gagg/$((steps - 1)) g.rec
+	! at s2 $steps
+	train 2 >o2b 2>e2b &
+	pid2=$!
+	BG="$pid0 $pid1 $pid2"
+	wait $pid2 || { cat e2b >&2; false; }
+	wait $pid0 || { cat e0 >&2; false; }
+	wait $pid1 || { cat e1 >&2; false; }
+	grep -q 'the run ended before this peer could join' e2b || { cat e2b >&2; false; }
+	h=$(spirt-store -s s0 get model/mlp@$steps | md5sum)
+	[ "$(spirt-store -s s1 get model/mlp@$steps | md5sum)" = "$h" ]
+	[ "$(spirt-store -s s2 get model/mlp@$steps | md5sum)" = "$h" ]
+	! pgrep -f "spirt-beat.*$PWD/s" >/dev/null
+	for e in e0 e1 e2b; do
+		grep -q '^spirt-peer: stopped: ' $e || { cat $e >&2; false; }
+	done
+}
+
 # ---- a death cancels a transfer in flight ----
 
 # trickle_start PORT: a proxy on 127.0.0.1 in front of 127.0.0.1:PORT

@@ -40,17 +40,6 @@ load helper
 	    timeout -k 10 900 bash "$SPIRT_ROOT/tests/chaos.sh" "$BATS_TEST_TMPDIR/c"
 	echo "$output"
 	bugs=$BATS_TEST_TMPDIR/c/bugs
-	# (a known deadlock of the merged rejoin design, not this test's: a
-	# peer alone of the last round's members waits for one that is
-	# joining, which joins only at the next epoch's first step, which
-	# the first cannot reach; every launch then ends 75 and the run
-	# does not end.  docs/performance.md, "Chaos": skipped, and said)
-	if [ "$status" -ne 0 ] && [ -s "$bugs" ] &&
-	    ! grep -qv 'launches$\|did not end within' "$bugs" &&
-	    grep -qs 'joining: .* did not go on in' "$BATS_TEST_TMPDIR"/c/log/s*.err &&
-	    grep -qs 'a minority alive' "$BATS_TEST_TMPDIR"/c/log/s*.err; then
-		skip "known deadlock (a minority waits for a joiner that joins at the next epoch): $(head -n 1 "$bugs")"
-	fi
 	[ "$status" -eq 0 ] || {
 		echo "$stderr" | tail -n 40
 		cat "$bugs" 2>/dev/null
