@@ -389,6 +389,7 @@ main(int argc, char **argv)
 
 	progname = "spirt-agg";
 	checkfds();
+	parent_watch();
 	options(argc, argv);
 	argc -= optind;
 	argv += optind;

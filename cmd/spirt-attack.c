@@ -272,6 +272,7 @@ main(int argc, char **argv)
 
 	progname = "spirt-attack";
 	checkfds();
+	parent_watch();
 	spirt_aggset_init(&o.g);
 	while ((c = getopt_long(argc, argv, "a:fho:qS:s:t:Vvw:", lo, NULL)) !=
 	    -1)

@@ -759,6 +759,7 @@ main(int argc, char **argv)
 
 	progname = "spirt-beat";
 	checkfds();
+	parent_watch();
 
 	options(argc, argv);
 	argc -= optind;

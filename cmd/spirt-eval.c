@@ -72,6 +72,7 @@ main(int argc, char **argv)
 
 	progname = "spirt-eval";
 	checkfds();
+	parent_watch();
 
 	while ((ch = getopt_long(argc, argv, "b:D:d:hj:m:p:qs:t:Vv", lo, NULL))
 	    != -1)

@@ -492,6 +492,7 @@ main(int argc, char **argv)
 
 	progname = "spirt-grad";
 	checkfds();
+	parent_watch();
 
 	while ((ch = getopt_long(argc, argv, "b:D:d:F:fhij:m:o:p:qS:s:t:Vvw:", lo,
 	    NULL)) != -1)

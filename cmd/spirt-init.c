@@ -83,6 +83,7 @@ main(int argc, char **argv)
 
 	progname = "spirt-init";
 	checkfds();
+	parent_watch();
 
 	while ((ch = getopt_long(argc, argv, "fhm:o:qS:s:t:Vv", lo, NULL)) != -1)
 		switch (ch) {

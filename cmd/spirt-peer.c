@@ -710,6 +710,7 @@ main(int argc, char **argv)
 
 	progname = "spirt-peer";
 	checkfds();
+	parent_watch();
 
 	options(argc, argv);
 	argc -= optind;

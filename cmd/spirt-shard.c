@@ -545,6 +545,7 @@ main(int argc, char **argv)
 
 	progname = "spirt-shard";
 	checkfds();
+	parent_watch();
 
 	options(argc, argv);
 	argc -= optind;

@@ -552,6 +552,7 @@ main(int argc, char **argv)
 
 	progname = "spirt-store";
 	checkfds();
+	parent_watch();
 
 	/* options before and after the command */
 	options(argc, argv);

@@ -601,9 +601,9 @@ beats_start() {
 		beater --status catchup
 	fi
 	if [ "$quiet" -eq 1 ]; then
-		spirt-beat -q -B "$beat" watch &
+		SPIRT_PARENT=$$ spirt-beat -q -B "$beat" watch &
 	else
-		spirt-beat -B "$beat" watch &
+		SPIRT_PARENT=$$ spirt-beat -B "$beat" watch &
 	fi
 	beatpids="$beatpids $!"
 	guarded
@@ -624,7 +624,7 @@ beater() {
 	[ "$verbose" -eq 0 ] ||
 	    printf '+ spirt-beat -B %s %s beat %s %s\n' "$beat" "$*" "$self" "$(echo $others)" >&2
 	# shellcheck disable=SC2086
-	spirt-beat -q -B "$beat" "$@" beat "$self" $others &
+	SPIRT_PARENT=$$ spirt-beat -q -B "$beat" "$@" beat "$self" $others &
 	beatpid=$! beatpids="$beatpids $!"
 	guarded
 }
@@ -788,7 +788,7 @@ xwarm=
 xwarm_start() {
 	{ [ -n "$xch" ] && [ -z "$bpeer" ]; } || return 0
 	mkfifo "$work/xch"
-	$xch -i $xsrc <>"$work/xch" >"$work/done" &
+	SPIRT_PARENT=$$ $xch -i $xsrc <>"$work/xch" >"$work/done" &
 	pids="$pids $!" tools="$tools $!:spirt-peer:"
 	xwarm=1
 }
@@ -981,7 +981,7 @@ serve_start() {
 		# (not through run: $! must be the server itself)
 		[ "$verbose" -eq 0 ] ||
 		    printf '+ spirt-peer serve -s %s -l %s\n' "$store" "$listen" >&2
-		spirt-peer serve -s "$store" -l "$listen" -F 3 \
+		SPIRT_PARENT=$$ spirt-peer serve -s "$store" -l "$listen" -F 3 \
 		    3>"$srvdir/ready" &
 		srv=$!
 		# (listed for the guard once it listens: one that cannot,
@@ -1031,7 +1031,7 @@ fn_start() {
 	# open yet (a slow start under load); <> keeps it open, so a
 	# function never sees end of input
 	exec 3<>"$work/g$1"
-	spirt-grad -q --serve -m "$model" -w $((w0 + $1)) -b "$batch" \
+	SPIRT_PARENT=$$ spirt-grad -q --serve -m "$model" -w $((w0 + $1)) -b "$batch" \
 	    -S "$seed" $(flip "$1") <&3 3<&- 4<&- 5<&- 6<&- 7<&- 8<&- \
 	    >"$work/done" &
 	pids="$pids $!" tools="$tools $!:spirt-grad:$((w0 + $1))"
@@ -1047,7 +1047,11 @@ fn_start() {
 	exec 3<>"$work/g0"
 }
 # A watchdog, once a second.  A killed driver cannot clean up: the
-# watchdog ends the tools.  A tool that dies (killed, out of memory, a
+# watchdog ends the tools (and the kernel does first, on Linux: each
+# long-lived tool is started with SPIRT_PARENT=$$, spirt(7), and gets
+# SIGTERM when the driver ends; the watchdog and the guard know a tool
+# only once its pid is written down, and chaos killed a driver in
+# between, leaving a warm spirt-grad behind).  A tool that dies (killed, out of memory, a
 # crash) would leave the driver waiting for its answer: the watchdog
 # answers for it, once, on fd 9, which is open for writing already
 # (opening the FIFO anew could block).  It is started again whenever a
@@ -1102,9 +1106,9 @@ if [ "$cold" -eq 0 ]; then
 		w=$((w + 1))
 	done
 	mkfifo "$work/agg" "$work/upd"
-	$agg --serve <>"$work/agg" >"$work/done" &
+	SPIRT_PARENT=$$ $agg --serve <>"$work/agg" >"$work/done" &
 	pids="$pids $!" tools="$tools $!:spirt-agg:"
-	$upd --serve <>"$work/upd" >"$work/done" &
+	SPIRT_PARENT=$$ $upd --serve <>"$work/upd" >"$work/done" &
 	pids="$pids $!" tools="$tools $!:spirt-update:"
 	xwarm_start
 	# keep the FIFOs open: a write per step instead of open+write+close

@@ -330,6 +330,7 @@ main(int argc, char **argv)
 
 	progname = "spirt-update";
 	checkfds();
+	parent_watch();
 	options(argc, argv);
 	argc -= optind;
 	argv += optind;

@@ -1,11 +1,15 @@
 /* tool.c - messages and e* wrappers for the tools only (ISC licence) */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "isa.h"
 #include "parse.h"
@@ -214,6 +218,31 @@ checkfds(void)
 		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF)
 			if (open("/dev/null", fd ? O_WRONLY : O_RDONLY) != fd)
 				exit(SPIRT_EX_OSERR);
+}
+
+void
+parent_watch(void)
+{
+	const char *s = getenv("SPIRT_PARENT");
+	char v[24];
+	uint64_t pid;
+
+	if (s == NULL || *s == '\0')
+		return;
+	if (spirt_parse_u64(&pid, s, 2, INT32_MAX))
+		die(SPIRT_EX_USAGE, "SPIRT_PARENT %.20s: not a process id", s);
+	snprintf(v, sizeof v, "%s", s);
+	/* the tool's own children (spirt-beat --on-dead's commands) have
+	 * another parent: not theirs */
+	unsetenv("SPIRT_PARENT");
+#ifdef __linux__
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0)
+		die(SPIRT_EX_OSERR, "SPIRT_PARENT: prctl PR_SET_PDEATHSIG:");
+#endif
+	/* gone before the line above: nobody sends the signal */
+	if ((uint64_t)getppid() != pid)
+		die(SPIRT_EX_TEMPFAIL, "SPIRT_PARENT %s: that process, which "
+		    "started this one, is gone", v);
 }
 
 int

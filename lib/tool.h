@@ -56,6 +56,17 @@ void isa_setup(void);
 /* Make sure fds 0-2 are open (curl main_checkfds). */
 void checkfds(void);
 
+/*
+ * $SPIRT_PARENT, a process id: the process that started this tool, which
+ * it must not outlive (spirt-train's warm tools, beaters, watcher and
+ * server: a driver killed outright cannot end them).  On Linux the kernel
+ * sends SIGTERM when that parent ends (PR_SET_PDEATHSIG); if the parent is
+ * already another process, the tool exits at once, 75.  Elsewhere only
+ * the second.  Unset afterwards, for the tool's own children.  Not a
+ * number: 64.
+ */
+void parent_watch(void);
+
 /* 1 if fd is a terminal: refuse binary output there unless forced. */
 int isterm(int fd);
 

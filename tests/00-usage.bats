@@ -80,3 +80,38 @@ squash() {
 	assert_success
 	assert_output ''
 }
+
+@test "SPIRT_PARENT: not a number is 64, a parent already gone is 75, and a tool ends when its parent is killed" {
+	sleep 60 &
+	other=$!
+	for c in "$SPIRT_ROOT"/cmd/*.c; do
+		t=$(basename "$c" .c)
+		run --separate-stderr env SPIRT_PARENT=x "$t" -V
+		[ "$status" -eq 64 ] || fail "$t: exit $status"
+		[[ "$stderr" == *"SPIRT_PARENT x: not a process id"* ]] || fail "$t: $stderr"
+		run --separate-stderr env SPIRT_PARENT=$other "$t" -V
+		[ "$status" -eq 75 ] || fail "$t: exit $status"
+		[[ "$stderr" == *"SPIRT_PARENT $other: that process, which started this one, is gone"* ]] ||
+			fail "$t: $stderr"
+	done
+	kill $other
+	# its own parent: the tool runs
+	run -0 sh -c 'SPIRT_PARENT=$$ spirt-init -q -s s -m m mlp:4-2 && echo ok'
+	[ "$output" = ok ]
+	run -0 spirt-store -s s ls model/m@
+	# a watcher that runs for ever, its parent then SIGKILLed: it ends
+	sh -c 'SPIRT_PARENT=$$ spirt-beat -q -s s watch & echo $! >wpid; wait' &
+	sh=$!
+	until [ -s wpid ]; do sleep 0.1; done
+	w=$(cat wpid)
+	sleep 0.5
+	kill -0 "$w"
+	kill -KILL "$sh"
+	wait "$sh" || :
+	i=0
+	while kill -0 "$w" 2>/dev/null; do
+		i=$((i + 1))
+		[ "$i" -lt 100 ] || { kill "$w"; fail "spirt-beat watch outlived its parent"; }
+		sleep 0.1
+	done
+}

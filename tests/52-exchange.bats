@@ -480,21 +480,7 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 @test "spirt-train --peers over HTTP: each driver serves its store, the exchange pulls over loopback" {
 	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
 		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
-	spirt-peer keygen -p group.pub group.key >/dev/null
-	# three free ports (bound, then let go)
-	ports=$("$PYTHON" -c 'import socket
-ss = [socket.socket() for i in range(3)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))')
-	set -- $ports
-	: >peers
-	for i in 0 1 2; do
-		spirt-peer keygen p$i.key >p$i.hex
-		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
-		    "$(cat p$i.hex)"
-		eval "port=\${$((i + 1))}"
-		echo "p$i http://127.0.0.1:$port" >>peers
-	done
+	httppeers 3
 	for i in 0 1 2; do
 		SPIRT_KEY=p$i.key SPIRT_TOKEN=p$i.tok SPIRT_GROUP=group.pub \
 		    timeout 300 spirt-train -q -s s$i -n 2 -b 16 --peers peers \

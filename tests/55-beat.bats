@@ -14,16 +14,6 @@ teardown() {
 	:
 }
 
-# until_ N CMD...: run CMD every 0.1 s until it succeeds, at most N times
-until_() {
-	local n=$1 i=0
-	shift
-	until "$@"; do
-		i=$((i + 1))
-		[ "$i" -lt "$n" ] || { echo "until_: $* never held" >&2; return 1; }
-		sleep 0.1
-	done
-}
 
 # state M: member M's state in spirt-beat ls
 state() {

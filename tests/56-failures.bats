@@ -16,16 +16,6 @@ teardown() {
 	:
 }
 
-# until_ N CMD...: run CMD every 0.1 s until it succeeds, at most N times
-until_() {
-	local n=$1 i=0
-	shift
-	until "$@"; do
-		i=$((i + 1))
-		[ "$i" -lt "$n" ] || { echo "until_: $* never held" >&2; return 1; }
-		sleep 0.1
-	done
-}
 
 # stores s1..s3 with the same model/m@0..2 and each its own agg/0..2,
 # keys p1..p3, and a peers file naming them by path
@@ -495,13 +485,6 @@ killed_and_back() {
 		    --data "$BATS_FILE_TMPDIR/data" --peers peers --peer $1 --steps $steps \
 		    --eval-every $steps --deadline 60000 --beat 200
 	}
-	# at STORE T: the newest model of STORE is past step T
-	at() {
-		local s
-		s=$(spirt-store -s "$1" ls model/mlp@ 2>/dev/null | cut -f1 |
-		    sed 's/.*@//' | sort -n | tail -n 1)
-		[ -n "$s" ] && [ "$s" -ge "$2" ]
-	}
 	for i in 0 1 2; do
 		train $i >o$i 2>e$i &
 		eval "pid$i=\$!"
@@ -509,12 +492,12 @@ killed_and_back() {
 	BG="$pid0 $pid1 $pid2"
 	# p1 dies (SIGKILL: its beats stop with it) once it is under way,
 	# in the middle of an epoch (the second, third or fourth)
-	until_ 600 at s1 15
+	until_ 600 model_at s1 15
 	# (the driver itself, under its timeout)
 	kill -KILL $(pgrep -P $pid1) $pid1 2>/dev/null || :
 	wait $pid1 || :
 	# the others leave it out and go on past where it was
-	until_ 900 at s0 45
+	until_ 900 model_at s0 45
 	grep -q 'p1: dead' e0
 	# the same command brings it back: it catches up and rejoins
 	train 1 log1b >o1b 2>e1b &
@@ -555,39 +538,45 @@ killed_and_back() {
 	r1=$(sed -n 's/.*peers p1 out of the round of step \([0-9]*\).*/\1/p' e0 | head -n 1)
 	j=$(sed -n 's/.*rejoined at step \([0-9]*\):.*/\1/p' e1b)
 	[ $((j % 10)) -eq 0 ]
-	coverage "$steps" 10 "$r1" "$j"
+	# (p0's and p2's, p1's of its first life before step r1, the round
+	# it was out of first, and of its second from step j, where it
+	# rejoined)
+	coverage "$steps" 10 6 200 log0 log2 log1:0:"$r1" log1b:"$j"
 	# nothing is left running
 	! pgrep -f "spirt-beat.*$PWD/s" >/dev/null
 }
 
-# coverage STEPS S R J: in each whole epoch of S steps (STEPS of them),
-# the gradients applied used every sample of the 6 shards of 200 exactly
-# once: p0's and p2's (of each step's newest revision, as a peer computes
-# a step again when a function of its own dies), p1's of its first life
-# before step R (the round it was out of first) and of its second from
-# step J (the one it rejoined at)
+# coverage STEPS S K N LOG[:FROM[:TO]]...: in each whole epoch of S steps
+# (STEPS of them), the gradients applied used every sample of the K
+# shards of N exactly once.  Each LOG (SPIRT_SAMPLE_LOG) counts for its
+# steps from FROM (default 0) to before TO (default none); of a step it
+# counts the newest revision (a peer computes a step again when a
+# function of its own dies), and a worker's step taken twice under one
+# revision (its peer's driver run again) once
 coverage() {
 	"$PYTHON" - "$@" <<'PY'
 import collections, sys
-T, S, R, J = map(int, sys.argv[1:5])
-def read(path, keep):
-    by = collections.defaultdict(list)
+T, S, K, N = map(int, sys.argv[1:5])
+def read(spec):
+    path, lo, hi = (spec.split(":") + ["0", ""])[:3]
+    lo, hi = int(lo or 0), int(hi) if hi else None
+    by = collections.defaultdict(dict)
     for line in open(path):
         m = dict(kv.split("=", 1) for kv in line.split())
-        if keep(int(m["step"])):
-            by[int(m["step"])].append(m)
+        t = int(m["step"])
+        if t >= lo and (hi is None or t < hi):
+            by[t][(m["worker"], m["revision"])] = m
     return by
-logs = [read("log0", lambda t: True), read("log2", lambda t: True),
-        read("log1", lambda t: t < R), read("log1b", lambda t: t >= J)]
-want = {(k, i) for k in range(6) for i in range(200)}
+logs = [read(spec) for spec in sys.argv[5:]]
+want = {(k, i) for k in range(K) for i in range(N)}
 for e in range(T // S):
     seen = collections.Counter()
     for by in logs:
         for t in range(e * S, (e + 1) * S):
             if not by[t]:
                 continue
-            top = max(int(m["revision"]) for m in by[t])
-            for m in by[t]:
+            top = max(int(m["revision"]) for m in by[t].values())
+            for m in by[t].values():
                 if int(m["revision"]) == top:
                     seen.update(tuple(map(int, s.split(":")))
                                 for s in m["samples"].split(","))
@@ -631,18 +620,13 @@ PY
 		    --data "$BATS_FILE_TMPDIR/data" --peers peers --peer $1 \
 		    --steps $steps --eval-every $steps --deadline 20000 --beat 200
 	}
-	newest() {
-		spirt-store -s "$1" ls model/mlp@ 2>/dev/null | cut -f1 |
-		    sed 's/.*@//' | sort -n | tail -n 1
-	}
-	at() { local s; s=$(newest "$1"); [ -n "$s" ] && [ "$s" -ge "$2" ]; }
 	train 0 log0 >o0 2>e0 &
 	pid0=$!
 	train 1 log1 >o1 2>e1 &
 	pid1=$!
 	BG="$pid0 $pid1"
 	# p1 dies in the second epoch, past its first step
-	until_ 900 at s1 $((spe + 5))
+	until_ 900 model_at s1 $((spe + 5))
 	kill -KILL $(pgrep -P $pid1) $pid1 2>/dev/null || :
 	wait $pid1 || :
 	# p0 stops, a minority
@@ -650,13 +634,13 @@ PY
 	wait $pid0 || rc=$?
 	[ "$rc" -eq 75 ] || { cat e0 >&2; false; }
 	grep -q 'a minority' e0 || { cat e0 >&2; false; }
-	n=$(newest s0)
+	n=$(newest_model s0)
 	# p1 loses its versions from step n - 1 on
 	for k in $(spirt-store -s s1 ls model/mlp@ | cut -f1 | sed 's/.*@//'); do
 		[ "$k" -lt $((n - 1)) ] ||
 		    spirt-store -s s1 rm model/mlp@$k opt/mlp@$k
 	done
-	[ "$(newest s1)" -lt "$n" ]
+	[ "$(newest_model s1)" -lt "$n" ]
 	# both again, p0 as a supervisor would run it (again on 75)
 	(
 		for k in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
@@ -676,37 +660,9 @@ PY
 	grep -q "rejoined at step $n:" e1b || { cat e1b >&2; false; }
 	h=$(spirt-store -s s0 get model/mlp@$steps | md5sum)
 	[ "$(spirt-store -s s1 get model/mlp@$steps | md5sum)" = "$h" ]
-	# every sample once an epoch: p0's (each step's newest revision, a
-	# step it took twice counted once), p1's before step n from its first
-	# life and from step n from its second
-	"$PYTHON" - $steps $spe $n <<'PY'
-import collections, sys
-T, S, N = map(int, sys.argv[1:4])
-def read(path, keep):
-    by = collections.defaultdict(list)
-    for line in open(path):
-        m = dict(kv.split("=", 1) for kv in line.split())
-        if keep(int(m["step"])):
-            by[int(m["step"])].append(m)
-    return by
-logs = [read("log0", lambda t: True), read("log1", lambda t: t < N),
-        read("log1b", lambda t: t >= N)]
-want = {(k, i) for k in range(4) for i in range(300)}
-for e in range(T // S):
-    seen = collections.Counter()
-    for by in logs:
-        for t in range(e * S, (e + 1) * S):
-            if not by[t]:
-                continue
-            top = max(int(m["revision"]) for m in by[t])
-            seen.update(set(tuple(map(int, s.split(":")))
-                            for m in by[t] if int(m["revision"]) == top
-                            for s in m["samples"].split(",")))
-    twice = [s for s, c in seen.items() if c > 1]
-    missed = want - set(seen)
-    assert not twice and not missed and set(seen) <= want, \
-        (e, len(twice), len(missed))
-PY
+	# every sample once an epoch: p0's, p1's before step n from its
+	# first life and from step n from its second
+	coverage $steps $spe 4 300 log0 log1:0:$n log1b:$n
 	! pgrep -f "spirt-beat.*$PWD/s" >/dev/null
 }
 
@@ -719,19 +675,7 @@ PY
 	# other peer answers with a model' on every launch)
 	local steps=40 spe=10
 	smalldata "$BATS_FILE_TMPDIR/data"
-	spirt-peer keygen -p group.pub group.key >/dev/null
-	set -- $("$PYTHON" -c 'import socket
-ss = [socket.socket() for i in range(3)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))')
-	: >peers
-	for i in 0 1 2; do
-		spirt-peer keygen p$i.key >p$i.hex
-		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
-		    "$(cat p$i.hex)"
-		eval "port=\${$((i + 1))}"
-		echo "p$i http://127.0.0.1:$port" >>peers
-	done
+	httppeers 3
 	train() {
 		SPIRT_KEY=p$1.key SPIRT_TOKEN=p$1.tok SPIRT_GROUP=group.pub \
 		    exec timeout 300 spirt-train -s s$1 -n 2 -b 20 \
@@ -739,25 +683,19 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))')
 		    --peers peers --peer $1 --steps $steps --eval-every $steps \
 		    --deadline 30000 --beat 200
 	}
-	at() {
-		local s
-		s=$(spirt-store -s "$1" ls model/mlp@ 2>/dev/null | cut -f1 |
-		    sed 's/.*@//' | sort -n | tail -n 1)
-		[ -n "$s" ] && [ "$s" -ge "$2" ]
-	}
 	for i in 0 1 2; do
 		train $i >o$i 2>e$i &
 		eval "pid$i=\$!"
 	done
 	BG="$pid0 $pid1 $pid2"
-	until_ 900 at s2 15
+	until_ 900 model_at s2 15
 	kill -KILL $(pgrep -P $pid2) $pid2 2>/dev/null || :
 	wait $pid2 || :
-	until_ 1200 at s0 $steps
-	until_ 1200 at s1 $steps
+	until_ 1200 model_at s0 $steps
+	until_ 1200 model_at s1 $steps
 	spirt-store -s s0 get -f gagg/$((steps - 1)) >g.rec
 	spirt-store -s s2 put gagg/$((steps - 1)) g.rec
-	! at s2 $steps
+	! model_at s2 $steps
 	train 2 >o2b 2>e2b &
 	pid2=$!
 	BG="$pid0 $pid1 $pid2"

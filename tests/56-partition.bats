@@ -23,24 +23,7 @@ as_peer() {
 	    "$PWD/p$1.tok" "$PWD/group.pub"
 }
 
-# until_ N CMD...: run CMD every 0.1 s until it succeeds, at most N times
-until_() {
-	local n=$1 i=0
-	shift
-	until "$@"; do
-		i=$((i + 1))
-		[ "$i" -lt "$n" ] || { echo "until_: $* never held" >&2; return 1; }
-		sleep 0.1
-	done
-}
 
-# at STORE T: the newest model of STORE is at step T or past it
-at() {
-	local s
-	s=$(spirt-store -s "$1" ls model/mlp@ 2>/dev/null | cut -f1 |
-	    sed 's/.*@//' | sort -n | tail -n 1)
-	[ -n "$s" ] && [ "$s" -ge "$2" ]
-}
 
 # train I: peer I's driver in host I, a beat every 200 ms (dead after 2 s)
 train() {
@@ -73,7 +56,7 @@ train() {
 		train $i >o$i 2>e$i &
 		eval "pid$i=\$!"
 	done
-	until_ 1200 at s3 10
+	until_ 1200 model_at s3 10
 	# host 3's link goes down (the hub's end of its veth pair)
 	ip -n "$(netns_name h)" link set v3 down
 	# p3 alone is no majority of {p1, p2, p3}: it stops and says why
@@ -88,7 +71,7 @@ train() {
 	cut3=$(spirt-store -s s3 ls model/mlp@ | cut -f1 | sed 's/.*@//' |
 	    sort -n | tail -n 1)
 	# the majority goes on without it, well past where p3 stopped
-	until_ 1800 at s1 $((cut3 + 20)) || { tail -n 30 e1 e2 >&2; false; }
+	until_ 1800 model_at s1 $((cut3 + 20)) || { tail -n 30 e1 e2 >&2; false; }
 	kill -0 $pid1
 	kill -0 $pid2
 	# the link heals; the same command brings p3 back

@@ -111,3 +111,49 @@ write("train", 1200)
 write("t10k", 200)
 PY
 }
+
+# until_ N CMD...: run CMD every 0.1 s until it succeeds, at most N times
+until_() {
+	local n=$1 i=0
+	shift
+	until "$@"; do
+		i=$((i + 1))
+		[ "$i" -lt "$n" ] || { echo "until_: $* never held" >&2; return 1; }
+		sleep 0.1
+	done
+}
+
+# newest_model STORE [MODEL]: the newest step of model MODEL (default mlp)
+# in STORE, nothing if it has none
+newest_model() {
+	spirt-store -s "$1" ls "model/${2:-mlp}@" 2>/dev/null | cut -f1 |
+	    sed 's/.*@//' | sort -n | tail -n 1
+}
+
+# model_at STORE T: the newest model of STORE is at step T or past it
+model_at() {
+	local s
+	s=$(newest_model "$1")
+	[ -n "$s" ] && [ "$s" -ge "$2" ]
+}
+
+# httppeers N: a group key (group.key, group.pub) and N members p0..pN-1
+# (pI.key, pI.hex, pI.tok, of run r1), and a peers file naming each by a
+# free port of 127.0.0.1 (bound, then let go)
+httppeers() {
+	local i port ports
+	spirt-peer keygen -p group.pub group.key >/dev/null
+	ports=$("$PYTHON" -c 'import socket, sys
+ss = [socket.socket() for i in range(int(sys.argv[1]))]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1")
+	: >peers
+	i=0
+	for port in $ports; do
+		spirt-peer keygen p$i.key >p$i.hex
+		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
+		    "$(cat p$i.hex)"
+		echo "p$i http://127.0.0.1:$port" >>peers
+		i=$((i + 1))
+	done
+}
