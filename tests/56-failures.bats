@@ -558,8 +558,9 @@ coverage() {
 import collections, sys
 T, S, K, N = map(int, sys.argv[1:5])
 def read(spec):
-    path, lo, hi = (spec.split(":") + ["0", ""])[:3]
-    lo, hi = int(lo or 0), int(hi) if hi else None
+    f = spec.split(":")
+    path, lo = f[0], int(f[1]) if len(f) > 1 and f[1] else 0
+    hi = int(f[2]) if len(f) > 2 and f[2] else None
     by = collections.defaultdict(dict)
     for line in open(path):
         m = dict(kv.split("=", 1) for kv in line.split())
