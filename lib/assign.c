@@ -409,20 +409,35 @@ emit_run(struct rowbuf *b, const int64_t *segs, size_t nseg, uint64_t from,
 
 /*
  * Give the run [from, from + len) of the list segs of dead worker d to
- * the heirs: d's own group's live workers if any, else every group with
- * a live worker, then within each.
+ * the heirs: d's own group's live workers that hold a list (h) if any;
+ * else its group's live workers that returned (ret: they hold no list,
+ * and get work back now rather than at the next epoch, so that what a
+ * peer's dead functions leave stays with that peer, which the other
+ * peers know nothing of); else every group with a live worker that holds
+ * a list, then within each.  SPIRT_EINVAL if there is none.
  */
 static int
-bequeath(struct rowbuf *b, struct heirs *h, int64_t d, const int64_t *segs,
-    size_t nseg, uint64_t from, uint64_t len, uint64_t epoch, uint64_t step,
-    uint64_t batch)
+bequeath(struct rowbuf *b, struct heirs *h0, struct heirs *ret, int64_t d,
+    const int64_t *segs, size_t nseg, uint64_t from, uint64_t len,
+    uint64_t epoch, uint64_t step, uint64_t batch)
 {
+	struct heirs *h = h0;
 	uint64_t g = (uint64_t)d / h->group, *gc = NULL, *wc = NULL;
 	size_t i, j, gi;
 	int rc = 0;
 
 	for (gi = 0; gi < h->ngroups && h->gid[gi] != g; gi++)
 		;
+	if (gi == h->ngroups) {
+		for (gi = 0; gi < ret->ngroups && ret->gid[gi] != g; gi++)
+			;
+		if (gi < ret->ngroups)
+			h = ret;
+		else
+			gi = h->ngroups;
+	}
+	if (h->ngroups == 0)
+		return len ? SPIRT_EINVAL : 0;
 	if ((gc = malloc((h->ngroups + 1) * sizeof(*gc))) == NULL ||
 	    (wc = malloc((h->nlive + 1) * sizeof(*wc))) == NULL) {
 		rc = ENOMEM;
@@ -498,11 +513,12 @@ static int
 map_into(struct rowbuf *b, const int64_t *counts, size_t nshards,
     uint64_t group, const int64_t *live, size_t nlive, uint64_t epoch)
 {
-	struct heirs h;
+	struct heirs h, none;
 	int64_t seg[C];
 	size_t k;
 	int rc = 0;
 
+	memset(&none, 0, sizeof(none));
 	if ((rc = heirs_init(&h, live, nlive, group)))
 		return rc;
 	memset(seg, 0, sizeof(seg));
@@ -518,7 +534,7 @@ map_into(struct rowbuf *b, const int64_t *counts, size_t nshards,
 		}
 		seg[SPIRT_AS_SHARD] = (int64_t)k;
 		seg[SPIRT_AS_COUNT] = counts[k];
-		rc = bequeath(b, &h, (int64_t)k, seg, 1, 0,
+		rc = bequeath(b, &h, &none, (int64_t)k, seg, 1, 0,
 		    (uint64_t)counts[k], epoch, 0, 0);
 	}
 	heirs_free(&h);
@@ -567,9 +583,9 @@ spirt_assign_next_since(int64_t **out, size_t *nout,
     uint64_t j, uint64_t d, uint64_t S, uint64_t batch)
 {
 	struct rowbuf b = { NULL, 0, 0 };
-	struct heirs h;
-	int64_t *l = NULL, *heir = NULL;
-	size_t nl, first, n, i, e, nh = 0;
+	struct heirs h, hb;
+	int64_t *l = NULL, *heir = NULL, *back = NULL;
+	size_t nl, first, n, i, e, nh = 0, nb = 0;
 	uint64_t j0;
 	int rc;
 
@@ -604,8 +620,10 @@ spirt_assign_next_since(int64_t **out, size_t *nout,
 		rc = SPIRT_ESTEP;
 		goto done;
 	}
-	/* the heirs: live workers that hold a list in the part in force */
-	if ((heir = malloc((nl ? nl : 1) * sizeof(*heir))) == NULL) {
+	/* the heirs: live workers that hold a list in the part in force;
+	 * and the live that hold none (returned), in their own groups */
+	if ((heir = malloc((nl ? nl : 1) * sizeof(*heir))) == NULL ||
+	    (back = malloc((nl ? nl : 1) * sizeof(*back))) == NULL) {
 		rc = ENOMEM;
 		goto done;
 	}
@@ -614,12 +632,19 @@ spirt_assign_next_since(int64_t **out, size_t *nout,
 		if (is_in(w, l, nl) && (nh == 0 || heir[nh - 1] != w))
 			heir[nh++] = w;
 	}
-	if (nh == 0) {
+	for (i = 0; i < nl; i++)
+		if (!is_in(l[i], heir, nh))
+			back[nb++] = l[i];
+	if (nh == 0 && nb == 0) {
 		rc = SPIRT_EINVAL;
 		goto done;
 	}
 	if ((rc = heirs_init(&h, heir, nh, group)))
 		goto done;
+	if ((rc = heirs_init(&hb, back, nb, group))) {
+		heirs_free(&h);
+		goto done;
+	}
 	/* each worker's list in the part: rows [i, e) */
 	for (i = first; i < first + n && rc == 0; i = e) {
 		int64_t w = cur->rows[C * i + SPIRT_AS_WORKER];
@@ -640,11 +665,12 @@ spirt_assign_next_since(int64_t **out, size_t *nout,
 			    w, epoch, j, batch);
 		} else {
 			spirt_batch_span(&lo, &hi, N, S - j0, batch, d - j0);
-			rc = bequeath(&b, &h, w, cur->rows + C * i, e - i, lo,
-			    N - lo, epoch, j, batch);
+			rc = bequeath(&b, &h, &hb, w, cur->rows + C * i,
+			    e - i, lo, N - lo, epoch, j, batch);
 		}
 	}
 	heirs_free(&h);
+	heirs_free(&hb);
 	if (rc == 0)
 		rc = map_into(&b, counts, nshards, group, l, nl, epoch + 1);
 done:
@@ -657,6 +683,7 @@ done:
 	free(b.r);
 	free(l);
 	free(heir);
+	free(back);
 	return rc;
 }
 

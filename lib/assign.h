@@ -138,7 +138,9 @@ SPIRT_MUST_CHECK int spirt_assign_select(struct spirt_assign_sel *sel,
  * the tail of its list its steps before j did not take; the tails of
  * workers no longer live are split over the live ones that hold a list
  * (same groups rule), appended to their own tails.  A live worker that
- * had no list (it returned) gets work back at the next epoch.  So the
+ * had no list (it returned) gets work back at the next epoch, unless no
+ * worker of its group that holds a list is live: then the group's tails
+ * go to its returned ones at once, not to the other groups.  So the
  * steps of the epoch see each sample once, the same ones the first j
  * took and the rest after.
  *

@@ -499,6 +499,9 @@ reassign_why(struct spirt_reassign *r, const struct spirt_assign *cur,
 		    "%llu of epoch %llu)", (unsigned long long)r->since,
 		    (unsigned long long)cur->revision,
 		    (unsigned long long)j0, (unsigned long long)r->at_epoch);
+	/* a live worker that holds a list takes any tail; without one,
+	 * each holder that is gone needs a live worker of its group (one
+	 * that returned takes it, spirt_assign_next) */
 	for (i = first; i < first + np; i++) {
 		int64_t w = cur->rows[SPIRT_AS_COLS * i + SPIRT_AS_WORKER];
 		size_t k;
@@ -507,9 +510,19 @@ reassign_why(struct spirt_reassign *r, const struct spirt_assign *cur,
 			if (l[k] == w)
 				return 0;
 	}
-	return spirt_msgf(r->msg, sizeof(r->msg), SPIRT_EINVAL,
-	    "no live worker would remain in epoch %llu",
-	    (unsigned long long)r->at_epoch);
+	for (i = first; i < first + np; i++) {
+		uint64_t g = r->group ? r->group : UINT64_MAX, w = (uint64_t)
+		    cur->rows[SPIRT_AS_COLS * i + SPIRT_AS_WORKER];
+		size_t k;
+
+		for (k = 0; k < n && (uint64_t)l[k] / g != w / g; k++)
+			;
+		if (k == n)
+			return spirt_msgf(r->msg, sizeof(r->msg), SPIRT_EINVAL,
+			    "no live worker would remain in epoch %llu",
+			    (unsigned long long)r->at_epoch);
+	}
+	return 0;
 }
 
 static int

@@ -310,7 +310,7 @@ run(const int64_t *counts, size_t K, uint64_t group, uint64_t B,
 	int64_t *rows, base[16 * C];
 	uint64_t nsamples = 0, S, t, e, maxn = 0;
 	unsigned *seen;
-	int live[16], got[16], fails = 0;
+	int live[16], got[16], back[16], fails = 0;
 	size_t k, w, x = 0, nr;
 
 	for (k = 0; k < K; k++) {
@@ -347,7 +347,29 @@ run(const int64_t *counts, size_t K, uint64_t group, uint64_t B,
 				live[k] = 0;
 			for (k = 0; k < ev[x].nlive; k++)
 				live[ev[x].live[k]] = 1;
-			/* the dead stop now; the returned start next epoch */
+			/* the dead stop now; the returned start next epoch,
+			 * unless every worker of their group that read is
+			 * dead: then they take its tails now (2: they may
+			 * find nothing left at a step) */
+			for (k = 0; k < K; k++) {
+				size_t g = group ? k / group : 0, q;
+				int heir = 0, gone = 0;
+
+				back[k] = 0;
+				if (!live[k] || got[k] || t % S == 0)
+					continue;
+				for (q = 0; q < K; q++) {
+					if ((group ? q / group : 0) != g ||
+					    !got[q])
+						continue;
+					heir |= live[q];
+					gone |= !live[q];
+				}
+				back[k] = !heir && gone;
+			}
+			for (k = 0; k < K; k++)
+				if (back[k])
+					got[k] = 2;
 			for (k = 0; k < K; k++)
 				if (!live[k])
 					got[k] = 0;
@@ -364,7 +386,7 @@ run(const int64_t *counts, size_t K, uint64_t group, uint64_t B,
 				continue;
 			rc = spirt_assign_select(&sel, &a, w, t, S, B);
 
-			if (rc == SPIRT_ENOTFOUND && !got[w])
+			if (rc == SPIRT_ENOTFOUND && got[w] != 1)
 				continue;
 			if (rc || !got[w]) {
 				fprintf(stderr, "step %llu worker %zu: rc %d "
@@ -583,8 +605,18 @@ test_refused(void)
 	    3, 3), SPIRT_ESTEP);
 	CHECK_EQ_RC(spirt_assign_next(&rows, &n, &b, c4, 4, 0, l01, 2, 2, 2,
 	    3, 2), SPIRT_EINVAL);
-	CHECK_EQ_RC(spirt_assign_next(&rows, &n, &b, c4, 4, 0, l2, 1, 2, 2,
-	    3, 3), SPIRT_EINVAL);
+	/* only the returned worker is left: it takes the tails at once */
+	CHECK_RC(spirt_assign_next(&rows, &n, &b, c4, 4, 0, l2, 1, 2, 2, 3,
+	    3));
+	{
+		struct spirt_assign r2;
+
+		CHECK_RC(parse(&r2, rows, n, C, 2));
+		free(rows);
+		CHECK_RC(spirt_assign_select(&sel, &r2, 2, 8, 3, 3));
+		CHECK(sel.hi > sel.lo);
+		spirt_assign_free(&r2);
+	}
 	CHECK_EQ_RC(spirt_assign_next(&rows, &n, &b, c4, 4, 0, l01, 2, 2, 3,
 	    3, 3), SPIRT_EINVAL);
 	CHECK(rows == NULL && n == 0);
