@@ -20,8 +20,8 @@
 # 3. spirt's 3 peers against PyTorch DDP (gloo, 3 processes), each side
 #    in the same 3 network namespaces (spirt's peers over HTTP, DDP's
 #    rendezvous at namespace 1's address): the MLP to 85% at the same
-#    global batch (3 x 2 x 64), model, optimiser (momentum 0.9, lr 0.05
-#    constant) and evaluation interval.
+#    global batch (3 x 2 x 64; and 3 x 1 x 128, DDP's own shape), model,
+#    optimiser (momentum 0.9, lr 0.05 constant) and evaluation interval.
 # 4. Exchanges every H steps: H = 1, 10, 100 and the per-step exchange,
 #    3 peers, the same samples: time per step and the final accuracy.
 #
@@ -233,11 +233,12 @@ ddpns() {
 }
 if on 3; then
 echo
-echo "3. MLP to 85%, 3 peers x 2 functions x batch 64 (global 384), momentum"
-echo "   0.9 lr 0.05 constant, evaluated every 25 steps; PyTorch DDP (gloo),"
-echo "   3 processes x batch 128, one thread each; both in the same 3 network"
-echo "   namespaces (spirt's peers over HTTP; DDP's rendezvous at namespace 1)."
-echo "   Medians of $race interleaved rounds."
+echo "3. MLP to 85%, 3 peers x 2 functions x batch 64 (global 384), and 3"
+echo "   peers x 1 function x batch 128 (DDP's shape: a process of compute"
+echo "   per rank), momentum 0.9 lr 0.05 constant, evaluated every 25 steps;"
+echo "   PyTorch DDP (gloo), 3 processes x batch 128, one thread each; all in"
+echo "   the same 3 network namespaces (spirt's peers over HTTP; DDP's"
+echo "   rendezvous at namespace 1).  Medians of $race interleaved rounds."
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
 	echo "   skipped: network namespaces need root and ip(8)"
 elif ! $PY -c 'import torch' 2>/dev/null; then
@@ -246,12 +247,16 @@ else
 netns_setup 3
 # (no job notices when teardown kills what runs in the namespaces)
 disown -a
-: >"$tmp/sr"; : >"$tmp/dr"
+: >"$tmp/sr"; : >"$tmp/s1r"; : >"$tmp/dr"
 r=0
 while [ "$r" -lt "$race" ]; do
 	trainns "$tmp/race" -n 2 -b 64 -o momentum -l 0.05 \
 	    --schedule constant --eval-every 25 --target 0.85 -e 5
 	lastline "$tmp/race" >>"$tmp/sr"
+	rm -rf "$tmp/race"
+	trainns "$tmp/race" -n 1 -b 128 -o momentum -l 0.05 \
+	    --schedule constant --eval-every 25 --target 0.85 -e 5
+	lastline "$tmp/race" >>"$tmp/s1r"
 	rm -rf "$tmp/race"
 	ddpns 3 128 0.05 25 0.85 5000 | awk '{ print $2, $1, $3 }' >>"$tmp/dr"
 	r=$((r + 1))
@@ -259,7 +264,8 @@ done
 netns_teardown
 [ "$race" -gt 0 ] &&
 printf '   %-24s %9s %6s %9s %8s\n' "" seconds steps accuracy ms/step &&
-for f in sr:spirt dr:"PyTorch DDP"; do
+for f in sr:"spirt, 2 x 64 a peer" s1r:"spirt, 1 x 128 a peer" \
+    dr:"PyTorch DDP"; do
 	printf '   %-24s %9.2f %6s %9s %8.2f\n' "${f#*:}" \
 	    "$(awk '{ print $1 }' "$tmp/${f%%:*}" | med)" \
 	    "$(awk '{ print $2 }' "$tmp/${f%%:*}" | med)" \
@@ -267,12 +273,14 @@ for f in sr:spirt dr:"PyTorch DDP"; do
 	    "$(awk '{ print 1e3 * $1 / $2 }' "$tmp/${f%%:*}" | med)"
 done
 [ "$race" -eq 0 ] ||
-awk -v a="$(awk '{ print $1 }' "$tmp/sr" | med)" \
-    -v b="$(awk '{ print $1 }' "$tmp/dr" | med)" \
-    -v c="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/sr" | med)" \
-    -v d="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/dr" | med)" 'BEGIN {
-	printf "   spirt / DDP: time to 85%% %.2f, time per step %.2f (target <= 1.0)\n",
-	    a / b, c / d }'
+for f in sr:"2 x 64" s1r:"1 x 128"; do
+	awk -v n="${f#*:}" -v a="$(awk '{ print $1 }' "$tmp/${f%%:*}" | med)" \
+	    -v b="$(awk '{ print $1 }' "$tmp/dr" | med)" \
+	    -v c="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/${f%%:*}" | med)" \
+	    -v d="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/dr" | med)" 'BEGIN {
+		printf "   spirt (%s) / DDP: time to 85%% %.2f, time per step %.2f (target <= 1.0)\n",
+		    n, a / b, c / d }'
+done
 fi
 fi
 
