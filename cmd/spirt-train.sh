@@ -856,6 +856,21 @@ guarded() {
 	[ -n "$gfile" ] || return 0
 	echo "${srv:-} $beatpids" >"$gfile.tmp" && mv "$gfile.tmp" "$gfile"
 }
+# orphaned: true in a subshell of the driver (a timer, a watchdog) whose
+# driver is gone, killed outright (no trap ran): it is another process's
+# child now, and the pids it was to end may be others' by now (a pid is
+# reused once the kernel's pids wrap: 32768 of them on many machines).
+# The parent from /proc (the driver's pid cannot be reused while this
+# is its child); without /proc, whether $$ is there
+orphaned() {
+	_o=
+	read -r _o </proc/self/stat 2>/dev/null ||
+	    { ! kill -0 $$ 2>/dev/null; return; }
+	_o=${_o##*) }
+	# shellcheck disable=SC2086
+	set -- $_o
+	[ "$2" != "$$" ]
+}
 # guard_start: a driver killed outright (SIGKILL: no trap runs) leaves
 # no server or beater behind: the guard, once a second, ends them once
 # the driver is gone (the beaters with a last word: the others see this
@@ -952,10 +967,14 @@ serve_ready() {
 		while [ "$s" -gt 0 ]; do
 			sleep 1 & wait $! 2>/dev/null
 			s=$((s - 1))
+			# (its driver killed outright: the server's pid may be
+			# another's by now)
+			! orphaned || exit 0
 		done
 		echo late >"$srvdir/late"
 		kill -TERM "$srv" 2>/dev/null
 		sleep 2 & wait $! 2>/dev/null
+		! orphaned || exit 0
 		kill -KILL "$srv" 2>/dev/null
 	) </dev/null >/dev/null 2>&1 &
 	timer=$!
@@ -1391,17 +1410,21 @@ cold_grads() {
 			# (not through run: $! must be the function itself)
 			[ "$verbose" -eq 0 ] || printf '+ spirt-grad -q -m %s -t %s -w %s -b %s -S %s %s\n' \
 			    "$model" "$1" $((w0 + _x)) "$batch" "$seed" "$(flip "$_x")" >&2
-			spirt-grad -q -m "$model" -t "$1" -w $((w0 + _x)) \
-			    -b "$batch" -S "$seed" $(flip "$_x") &
+			# (SPIRT_PARENT: it ends with a driver killed outright)
+			SPIRT_PARENT=$$ spirt-grad -q -m "$model" -t "$1" \
+			    -w $((w0 + _x)) -b "$batch" -S "$seed" $(flip "$_x") &
 			_ps="$_ps $!:$_x" _pp="$_pp $!"
 		done
 		# past --deadline the invocations still running are ended
 		# (ended in time, the timer ends its sleep too: no process
 		# left; once it has fired, it says so with status 0)
+		# (a driver killed outright leaves the timer: it ends then
+		# without a kill, as the pids may be others' by now)
 		( _f=
 		  trap 'kill $! 2>/dev/null; [ -z "$_f" ] || exit 0; exit 1' TERM
 		  sleep "$(seconds $((deadline * 1000000)))" &
 		  wait $!
+		  orphaned && exit 1
 		  _f=1
 		  kill -9 $_pp 2>/dev/null || :
 		  exit 0 ) </dev/null >/dev/null 2>&1 &

@@ -155,6 +155,39 @@ EOF
 	    'epoch 1 workers 0 2 3')"
 }
 
+@test "a cold driver killed outright: its functions are told (SPIRT_PARENT), its timer ends at --deadline without a kill" {
+	# worker 1 hangs at step 2 (a sleep: no spirt tool, nothing ends
+	# it with the driver); worker 2 says what SPIRT_PARENT it got
+	mkdir bin
+	cat >bin/spirt-grad <<EOF
+#!/bin/sh
+t=\$(printf '%s\n' " \$* " | sed 's/.* -t \([0-9]*\) .*/\1/')
+case " \$* " in
+*" -w 1 "*) [ "\$t" -ne 2 ] || exec sleep 600 ;;
+*" -w 2 "*) echo "\${SPIRT_PARENT-unset}" >"$PWD/parent.w2" ;;
+esac
+exec "$SPIRT_ROOT/spirt-grad" "\$@"
+EOF
+	chmod +x bin/spirt-grad
+	PATH="$PWD/bin:$PATH" train --cold -b 20 -e 1 --deadline 2000
+	until_ 300 pgrep -P "$TP" -x spirt-train >/dev/null
+	drv=$(pgrep -P "$TP" -x spirt-train)
+	until_ 300 pgrep -P "$drv" -x sleep >/dev/null
+	hung=$(pgrep -P "$drv" -x sleep)
+	# the step's timer: the driver's subshell (its name the driver's)
+	timer=$(pgrep -P "$drv" -x spirt-train)
+	[ -n "$timer" ]
+	[ "$(cat parent.w2)" = "$drv" ]
+	kill -KILL "$drv"
+	# past --deadline (2 s) the timer is gone, and it killed nothing: a
+	# pid it held may be another process's by then (here it is still
+	# the hung function's, which it would have killed)
+	until_ 60 eval '! kill -0 $timer 2>/dev/null'
+	sleep 0.5
+	kill -0 "$hung"
+	kill -KILL "$hung"
+}
+
 @test "a warm function that hangs: past --deadline it is ended and declared dead, and back at the next epoch" {
 	train -b 2 -e 2 --eval-every 150 --deadline 2000
 	logged 40
