@@ -1119,8 +1119,9 @@ watchdog() {
 	) </dev/null >/dev/null 2>&1 &
 	wdog=$!
 }
+# (cold: for the deadline timers' word, cold_grads)
+work=$(mktemp -d "${TMPDIR:-/tmp}/spirt-train.XXXXXX")
 if [ "$cold" -eq 0 ]; then
-	work=$(mktemp -d "${TMPDIR:-/tmp}/spirt-train.XXXXXX")
 	mkfifo "$work/done"
 	exec 9<>"$work/done"
 	printf '%12d\n' 0 >"$work/wait"
@@ -1417,15 +1418,19 @@ cold_grads() {
 		done
 		# past --deadline the invocations still running are ended
 		# (ended in time, the timer ends its sleep too: no process
-		# left; once it has fired, it says so with status 0)
-		# (a driver killed outright leaves the timer: it ends then
-		# without a kill, as the pids may be others' by now)
-		( _f=
-		  trap 'kill $! 2>/dev/null; [ -z "$_f" ] || exit 0; exit 1' TERM
+		# left).  Once it has fired it says so in $work/late, before
+		# its kill: a file, not its exit status (CI saw a hung
+		# function's SIGKILL at the deadline told as "killed by signal
+		# 9", the status lost; a file written before the kill is
+		# there when the driver's wait returns).  A driver killed
+		# outright leaves the timer: it ends then without a kill, as
+		# the pids may be others' by now
+		rm -f "$work/late"
+		( trap 'kill $! 2>/dev/null; exit 0' TERM
 		  sleep "$(seconds $((deadline * 1000000)))" &
 		  wait $!
-		  orphaned && exit 1
-		  _f=1
+		  orphaned && exit 0
+		  : >"$work/late"
 		  kill -9 $_pp 2>/dev/null || :
 		  exit 0 ) </dev/null >/dev/null 2>&1 &
 		_tm=$!
@@ -1437,10 +1442,9 @@ cold_grads() {
 			_codes="$_codes ${_p#*:}:$rc"
 		done
 		kill "$_tm" 2>/dev/null || :
+		wait "$_tm" 2>/dev/null || :
 		_late=0
-		wait "$_tm" 2>/dev/null || _late=$?
-		# (the timer's status: 0 when it fired)
-		[ "$_late" -eq 0 ] && _late=1 || _late=0
+		[ ! -e "$work/late" ] || _late=1
 		cold_dead "$1"
 		[ "$_gone" -eq 1 ] || return 0
 		again "$1"
