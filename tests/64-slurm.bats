@@ -212,7 +212,13 @@ slurm_logs() {
 }
 
 @test "examples/slurm: no cluster answers: 69" {
-	SLURM_CONF=/nonexistent run -69 sh "$SPIRT_ROOT/examples/slurm/run.sh" "$PWD/w"
+	# a cluster whose controller nobody runs (loopback port 1): sinfo
+	# fails after its retries, 9 s (a missing slurm.conf it retries for
+	# 60 s)
+	printf '%s\n' ClusterName=none SlurmctldHost=localhost SlurmctldPort=1 \
+	    'NodeName=n1 CPUs=1 State=UNKNOWN' \
+	    'PartitionName=p Nodes=n1 Default=YES' >none.conf
+	SLURM_CONF=$PWD/none.conf run -69 sh "$SPIRT_ROOT/examples/slurm/run.sh" "$PWD/w"
 	assert_output 'slurm: no Slurm cluster answers here (sinfo fails)'
 	[ ! -e w ]
 }
