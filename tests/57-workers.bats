@@ -29,6 +29,20 @@ train() {
 	TP=$!
 }
 
+# fake_grad CASE...: bin/spirt-grad, a sh script that runs CASE... (the
+# arms of a case on " $* ", with t the step asked for), then the real one
+fake_grad() {
+	mkdir -p bin
+	cat >bin/spirt-grad <<'EOF'
+#!/bin/sh
+t=$(printf '%s\n' " $* " | sed 's/.* -t \([0-9]*\) .*/\1/')
+case " $* " in
+EOF
+	printf '%s\n' "$@" esac "exec \"$SPIRT_ROOT/spirt-grad\" \"\$@\"" \
+	    >>bin/spirt-grad
+	chmod +x bin/spirt-grad
+}
+
 # logged N: wait (at most 60 s) until the functions have logged N
 # gradients (a few steps; cheaper to ask than the store)
 logged() {
@@ -121,17 +135,8 @@ PY
 @test "cold invocations that fail or hang: declared dead, the step redone, back at the next epoch" {
 	# a spirt-grad that kills itself as worker 1 for steps 4 to 20, and
 	# hangs as worker 3 at step 9
-	mkdir bin
-	cat >bin/spirt-grad <<EOF
-#!/bin/sh
-t=\$(printf '%s\n' " \$* " | sed 's/.* -t \([0-9]*\) .*/\1/')
-case " \$* " in
-*" -w 1 "*) [ "\$t" -lt 4 ] || [ "\$t" -gt 20 ] || kill -9 \$\$ ;;
-*" -w 3 "*) [ "\$t" -ne 9 ] || exec sleep 600 ;;
-esac
-exec "$SPIRT_ROOT/spirt-grad" "\$@"
-EOF
-	chmod +x bin/spirt-grad
+	fake_grad '*" -w 1 "*) [ "$t" -lt 4 ] || [ "$t" -gt 20 ] || kill -9 $$ ;;' \
+	    '*" -w 3 "*) [ "$t" -ne 9 ] || exec sleep 600 ;;'
 	# batch 20: 15 steps an epoch
 	PATH="$PWD/bin:$PATH" train --cold -b 20 -e 2 --eval-every 15 \
 	    --deadline 3000
@@ -158,17 +163,8 @@ EOF
 @test "a cold driver killed outright: its functions are told (SPIRT_PARENT), its timer ends at --deadline without a kill" {
 	# worker 1 hangs at step 2 (a sleep: no spirt tool, nothing ends
 	# it with the driver); worker 2 says what SPIRT_PARENT it got
-	mkdir bin
-	cat >bin/spirt-grad <<EOF
-#!/bin/sh
-t=\$(printf '%s\n' " \$* " | sed 's/.* -t \([0-9]*\) .*/\1/')
-case " \$* " in
-*" -w 1 "*) [ "\$t" -ne 2 ] || exec sleep 600 ;;
-*" -w 2 "*) echo "\${SPIRT_PARENT-unset}" >"$PWD/parent.w2" ;;
-esac
-exec "$SPIRT_ROOT/spirt-grad" "\$@"
-EOF
-	chmod +x bin/spirt-grad
+	fake_grad '*" -w 1 "*) [ "$t" -ne 2 ] || exec sleep 600 ;;' \
+	    "*\" -w 2 \"*) echo \"\${SPIRT_PARENT-unset}\" >\"$PWD/parent.w2\" ;;"
 	PATH="$PWD/bin:$PATH" train --cold -b 20 -e 1 --deadline 2000
 	until_ 300 pgrep -P "$TP" -x spirt-train >/dev/null
 	drv=$(pgrep -P "$TP" -x spirt-train)
