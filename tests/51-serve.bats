@@ -29,7 +29,7 @@ mkstore() {
 # srv.log; its address comes through a fifo, so no sleep
 serve() {
 	mkfifo ready
-	timeout 120 spirt-peer serve -k p1.key -T p1.tok -g group.pub \
+	timeout -k 10 120 spirt-peer serve -k p1.key -T p1.tok -g group.pub \
 	    -l 127.0.0.1:0 -F 3 "$@" 3>ready 2>srv.log &
 	SRV=$!
 	read -r -t 30 addr <ready || { cat srv.log; return 1; }

@@ -37,7 +37,7 @@ mkstore() {
 serve() {
 	rm -f ready
 	mkfifo ready
-	timeout --foreground 120 spirt-peer serve -k p1.key -T p1.tok \
+	timeout --foreground -k 10 120 spirt-peer serve -k p1.key -T p1.tok \
 	    -g group.pub -l 127.0.0.1:0 -F 3 "$@" 3>ready 2>srv.log &
 	SRV=$!
 	read -r -t 30 ADDR <ready || { cat srv.log; return 1; }
