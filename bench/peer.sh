@@ -250,14 +250,14 @@ disown -a
 : >"$tmp/sr"; : >"$tmp/s1r"; : >"$tmp/dr"
 r=0
 while [ "$r" -lt "$race" ]; do
-	trainns "$tmp/race" -n 2 -b 64 -o momentum -l 0.05 \
-	    --schedule constant --eval-every 25 --target 0.85 -e 5
-	lastline "$tmp/race" >>"$tmp/sr"
-	rm -rf "$tmp/race"
-	trainns "$tmp/race" -n 1 -b 128 -o momentum -l 0.05 \
-	    --schedule constant --eval-every 25 --target 0.85 -e 5
-	lastline "$tmp/race" >>"$tmp/s1r"
-	rm -rf "$tmp/race"
+	# (functions:batch:file of each spirt shape)
+	for sh in 2:64:sr 1:128:s1r; do
+		trainns "$tmp/race" -n "${sh%%:*}" -b "$(echo "$sh" | cut -d: -f2)" \
+		    -o momentum -l 0.05 --schedule constant --eval-every 25 \
+		    --target 0.85 -e 5
+		lastline "$tmp/race" >>"$tmp/${sh##*:}"
+		rm -rf "$tmp/race"
+	done
 	ddpns 3 128 0.05 25 0.85 5000 | awk '{ print $2, $1, $3 }' >>"$tmp/dr"
 	r=$((r + 1))
 done
