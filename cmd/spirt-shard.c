@@ -26,11 +26,13 @@
 "       spirt-shard [-qv] [-b batch] [-d name] [-s store] [-t step]\n" \
 "                   [--epoch e] [--group m] [--list] [--since d] [--stats]\n" \
 "                   --dead worker ...\n" \
+"       spirt-shard [-qv] [-b batch] [-d name] [-s store] [--list]\n" \
+"                   [--stats] -t step --redo\n" \
 "       spirt-shard [-qv] [-d name] [-s store] --list | --stats\n"
 
 enum { O_CLASSES = 256, O_DEAD, O_DIM, O_EPOCH, O_FORCE, O_GROUP, O_LABEL,
     O_LIST, O_LIVE, O_NOSHUF, O_SEED, O_STATS, O_STD, O_STDFROM, O_COLS,
-    O_NAMES, O_NAMESFROM, O_SINCE };
+    O_NAMES, O_NAMESFROM, O_SINCE, O_REDO };
 
 #define MAXDEAD 1024
 #define MAXLIVE SPIRT_DATA_MAXSHARDS
@@ -51,7 +53,7 @@ static struct {
 	struct spirt_data_opts d;
 	size_t nshards;
 	uint64_t seed;
-	int stats, list, force, noshuffle, seeded, standardise;
+	int stats, list, force, noshuffle, seeded, standardise, redo;
 	int64_t dead[MAXDEAD];
 	size_t ndead;
 	int64_t *live;          /* --live LIST */
@@ -109,6 +111,9 @@ usage(int code)
 		    "      --live LIST      the live workers, e.g. 0,2-3: "
 		    "reassign\n"
 		    "      --no-shuffle     keep the samples in file order\n"
+		    "      --redo           with -t: steps from T are done again: "
+		    "the revision\n"
+		    "                       that held at step T holds again\n"
 		    "      --seed N         shuffle seed (default 0)\n"
 		    "      --since D        with -t: the dead took nothing from "
 		    "step D on\n"
@@ -200,6 +205,7 @@ options(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "since", required_argument, NULL, O_SINCE },
+		{ "redo", no_argument, NULL, O_REDO },
 		{ "shards", required_argument, NULL, 'n' },
 		{ "standardise", no_argument, NULL, O_STD },
 		{ "standardise-from", required_argument, NULL, O_STDFROM },
@@ -243,6 +249,7 @@ options(int argc, char **argv)
 			break;
 		case O_EPOCH: o.epoch = optarg; break;
 		case O_SINCE: o.since = optarg; break;
+		case O_REDO: o.redo = 1; break;
 		case O_FORCE: o.force = 1; break;
 		case O_GROUP: o.ra.group = eparse_u64("--group", optarg, 1,
 			  SPIRT_DATA_MAXSHARDS); break;
@@ -483,6 +490,12 @@ reassign_opts(void)
 
 	if (o.ndead && o.live)
 		die(SPIRT_EX_USAGE, "--dead and --live: give one of them");
+	if (o.redo && (o.ndead || o.live || o.epoch || o.since || r->group))
+		die(SPIRT_EX_USAGE, "--redo: the revision of a step already "
+		    "taken holds again: no --live, --dead, --epoch, --since "
+		    "or --group");
+	if (o.redo && !o.step)
+		die(SPIRT_EX_USAGE, "--redo: give the step done again with -t");
 	if (o.step && o.epoch)
 		die(SPIRT_EX_USAGE, "-t and --epoch: give one of them");
 	if (o.batch && !o.step)
@@ -494,7 +507,7 @@ reassign_opts(void)
 	r->dead = o.dead;
 	r->ndead = o.ndead;
 	if (o.step) {
-		r->when = SPIRT_RA_STEP;
+		r->when = o.redo ? SPIRT_RA_REDO : SPIRT_RA_STEP;
 		r->step = eparse_u64("-t", o.step, 0, SPIRT_NOSTEP - 1);
 		/* spirt-grad's batch: its -b range, variable and default */
 		r->batch = eparse_u64(o.batch ? "-b" : "SPIRT_BATCH",
@@ -515,6 +528,14 @@ reassign(struct spirt_store *s, const char *loc)
 	struct spirt_reassign *r = &o.ra;
 	int rc = spirt_data_reassign(s, o.name, r);
 
+	if (rc == SPIRT_EDONE && r->when == SPIRT_RA_REDO) {
+		if (spirt_verbose)
+			info("data/%s/assign: revision %llu holds at step "
+			    "%llu: nothing to do", o.name,
+			    (unsigned long long)r->from_revision,
+			    (unsigned long long)r->step);
+		return 0;
+	}
 	if (rc == SPIRT_EDONE) {
 		warning("data/%s/assign: no dead worker is live: nothing to do",
 		    o.name);
@@ -524,6 +545,12 @@ reassign(struct spirt_store *s, const char *loc)
 		warnx_("data/%s/assign: cannot reassign: %s", o.name, r->msg);
 	else if (rc)
 		warnrc(rc, "%s: reassign data/%s", loc, o.name);
+	else if (r->when == SPIRT_RA_REDO)
+		warning("data/%s/assign: step %llu is done again: revision "
+		    "%llu, as revision %llu held there", o.name,
+		    (unsigned long long)r->step,
+		    (unsigned long long)r->revision,
+		    (unsigned long long)r->from_revision);
 	else if (spirt_verbose)
 		info("data/%s/assign: revision %llu from epoch %llu step %llu",
 		    o.name, (unsigned long long)r->revision,
@@ -550,7 +577,7 @@ main(int argc, char **argv)
 	options(argc, argv);
 	argc -= optind;
 	argv += optind;
-	re = o.ndead || o.live;
+	re = o.ndead || o.live || o.redo;
 	if (re ? argc != 0 : argc > 2 || (argc == 0 && !o.stats && !o.list))
 		usage(1);
 	if (o.list && argc > 0)

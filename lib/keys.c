@@ -323,6 +323,17 @@ spirt_key_data_assign(char *buf, size_t cap, const char *ds)
 }
 
 int
+spirt_key_data_assign_rev(char *buf, size_t cap, const char *ds,
+    uint64_t rev)
+{
+	int rc;
+
+	if ((rc = NAME(buf, cap, ds)) || (rc = badstep(buf, cap, rev)))
+		return rc;
+	return fmt(buf, cap, "data/%s/assign/%" PRIu64, ds, rev);
+}
+
+int
 spirt_key_data_scale(char *buf, size_t cap, const char *ds)
 {
 	return data(buf, cap, ds, "scale");
@@ -477,6 +488,9 @@ parse_data(struct spirt_key_parts *k, const char *s)
 		k->kind = SPIRT_KEY_DATA_INFO;
 	else if (strcmp(rest, "assign") == 0)
 		k->kind = SPIRT_KEY_DATA_ASSIGN;
+	else if (strncmp(rest, "assign/", 7) == 0 &&
+	    decimal(rest + 7, '\0', &k->step, &end) == 0)
+		k->kind = SPIRT_KEY_DATA_ASSIGN_REV;
 	else if (strcmp(rest, "scale") == 0)
 		k->kind = SPIRT_KEY_DATA_SCALE;
 	else if (strcmp(rest, "classes") == 0)

@@ -17,7 +17,8 @@
  *   xagg/<t>/<peer>        peer <peer>'s aggregate, published or pulled
  *   gagg/<t>               the global aggregate, combined across peers
  *   digest/<t>/<peer>      peer <peer>'s signed digest of step t
- *   data/<ds>/info, data/<ds>/assign, data/<ds>/scale,
+ *   data/<ds>/info, data/<ds>/assign, data/<ds>/assign/<r>,
+ *   data/<ds>/scale,
  *   data/<ds>/classes, data/<ds>/<k>/x, data/<ds>/<k>/y
  *                          a data set and its shard k
  *   beat/<member>          a member's heartbeat
@@ -126,6 +127,9 @@ SPIRT_MUST_CHECK int spirt_key_data_info(char *buf, size_t cap,
     const char *ds) SPIRT_NONNULL(1, 3);
 SPIRT_MUST_CHECK int spirt_key_data_assign(char *buf, size_t cap,
     const char *ds) SPIRT_NONNULL(1, 3);
+/* "data/<ds>/assign/<r>": revision r of the assignment, kept (history) */
+SPIRT_MUST_CHECK int spirt_key_data_assign_rev(char *buf, size_t cap,
+    const char *ds, uint64_t rev) SPIRT_NONNULL(1, 3);
 SPIRT_MUST_CHECK int spirt_key_data_scale(char *buf, size_t cap,
     const char *ds) SPIRT_NONNULL(1, 3);
 SPIRT_MUST_CHECK int spirt_key_data_classes(char *buf, size_t cap,
@@ -155,7 +159,8 @@ enum spirt_key_kind {
 	SPIRT_KEY_DATA_Y,       /* name, shard */
 	SPIRT_KEY_DATA_CLASSES, /* name */
 	SPIRT_KEY_MOM,          /* step, worker */
-	SPIRT_KEY_HEALTH        /* peer (the member watched) */
+	SPIRT_KEY_HEALTH,       /* peer (the member watched) */
+	SPIRT_KEY_DATA_ASSIGN_REV       /* name, step (the revision) */
 };
 
 /* A key taken apart; the fields its kind does not use are zero. */

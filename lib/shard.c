@@ -525,6 +525,104 @@ reassign_why(struct spirt_reassign *r, const struct spirt_assign *cur,
 	return 0;
 }
 
+/* whether a holds at step j of epoch (batch): its part in force there
+ * begins at or before it; 0, SPIRT_ESTEP, SPIRT_EINVAL (another batch) */
+static int
+holds_at(const struct spirt_assign *a, const struct spirt_reassign *r)
+{
+	size_t first, n;
+	uint64_t j0;
+
+	return spirt_assign_part(a, r->at_epoch, r->at_step, r->batch, &first,
+	    &n, &j0);
+}
+
+/*
+ * SPIRT_RA_REDO: the rows to write (*out, *nout rows, malloc'ed) for r's
+ * step done again: those of the newest kept revision that holds there,
+ * checked against the shards; SPIRT_EDONE when cur does.
+ */
+static int
+redo_rows(struct spirt_txn *txn, const char *name, struct spirt_reassign *r,
+    const struct spirt_assign *cur, const int64_t *counts, size_t nshards,
+    int64_t **out, size_t *nout)
+{
+	char key[SPIRT_KEY_MAX + 1];
+	uint64_t rev;
+	int rc = holds_at(cur, r);
+
+	if (rc == 0) {
+		r->from_revision = cur->revision;
+		return SPIRT_EDONE;
+	}
+	if (rc != SPIRT_ESTEP)
+		return spirt_msgf(r->msg, sizeof(r->msg), rc, "revision %llu "
+		    "counts epoch %llu from step %llu in batches of %llu, "
+		    "not %llu", (unsigned long long)cur->revision,
+		    (unsigned long long)cur->rest_epoch,
+		    (unsigned long long)cur->rest_step,
+		    (unsigned long long)cur->rest_batch,
+		    (unsigned long long)r->batch);
+	for (rev = cur->revision; rev-- > 0 &&
+	    cur->revision - rev <= SPIRT_ASSIGN_KEEP;) {
+		struct spirt_assign a;
+		struct spirt_tensor t;
+		const void *p;
+
+		if ((rc = spirt_key_data_assign_rev(key, sizeof(key), name,
+		    rev)))
+			return rc;
+		rc = spirt_store_get_tensor(txn, key, &t, &p, 1);
+		if (rc == SPIRT_ENOTFOUND)
+			continue;
+		if (rc || (rc = spirt_assign_parse(&a, &t, p)))
+			return rc;
+		if (a.revision != rev ||
+		    spirt_assign_check(&a, counts, nshards)) {
+			spirt_assign_free(&a);
+			return SPIRT_EDATA;
+		}
+		if (holds_at(&a, r) == 0) {
+			r->from_revision = rev;
+			*out = a.rows;
+			*nout = a.nrows;
+			return 0;
+		}
+		spirt_assign_free(&a);
+	}
+	return spirt_msgf(r->msg, sizeof(r->msg), SPIRT_ESTEP, "no kept "
+	    "revision holds at step %llu (epoch %llu step %llu): revision "
+	    "%llu begins after it", (unsigned long long)r->step,
+	    (unsigned long long)r->at_epoch, (unsigned long long)r->at_step,
+	    (unsigned long long)cur->revision);
+}
+
+/* cur kept as data/<name>/assign/<its revision>; the one
+ * SPIRT_ASSIGN_KEEP before it goes */
+static int
+keep_revision(struct spirt_txn *txn, const char *name,
+    const struct spirt_assign *cur)
+{
+	struct spirt_tensor t;
+	char key[SPIRT_KEY_MAX + 1];
+	uint64_t dims[2] = { cur->nrows, C };
+	int rc;
+
+	if ((rc = spirt_key_data_assign_rev(key, sizeof(key), name,
+	    cur->revision)) ||
+	    (rc = spirt_tensor_init(&t, SPIRT_I64, 2, dims)))
+		return rc;
+	t.step = cur->revision;
+	if ((rc = put(txn, key, &t, cur->rows)) ||
+	    cur->revision < SPIRT_ASSIGN_KEEP)
+		return rc;
+	if ((rc = spirt_key_data_assign_rev(key, sizeof(key), name,
+	    cur->revision - SPIRT_ASSIGN_KEEP)))
+		return rc;
+	rc = spirt_store_del(txn, key);
+	return rc == SPIRT_ENOTFOUND ? 0 : rc;
+}
+
 static int
 reassign_fn(struct spirt_txn *txn, void *arg)
 {
@@ -543,7 +641,7 @@ reassign_fn(struct spirt_txn *txn, void *arg)
 	if ((rc = spirt_data_assign_get(&cur, txn, ra->name)) ||
 	    (rc = shard_counts(txn, ra->name, &counts, &nshards, &nsamples)))
 		goto out;
-	if (r->live == NULL) {
+	if (r->live == NULL && r->when != SPIRT_RA_REDO) {
 		/* the workers of the current full part, less the dead */
 		int any = 0;
 		if ((live = malloc((cur.nrows + 1) * sizeof(*live))) == NULL) {
@@ -574,6 +672,7 @@ reassign_fn(struct spirt_txn *txn, void *arg)
 		r->at_epoch = r->epoch;
 		break;
 	case SPIRT_RA_STEP:
+	case SPIRT_RA_REDO:
 		S = spirt_epoch_steps(nsamples, nshards, r->batch);
 		if (S == 0 || S > UINT32_MAX) {
 			rc = spirt_msgf(r->msg, sizeof(r->msg), SPIRT_EINVAL,
@@ -600,12 +699,17 @@ reassign_fn(struct spirt_txn *txn, void *arg)
 		r->at_epoch = cur.epoch;
 		break;
 	}
-	if ((rc = reassign_why(r, &cur, nshards, live, nlive)))
-		goto out;
-	if ((rc = spirt_assign_next_since(&o, &no, &cur, counts, nshards,
+	if (r->when == SPIRT_RA_REDO) {
+		if ((rc = redo_rows(txn, ra->name, r, &cur, counts, nshards,
+		    &o, &no)))
+			goto out;
+	} else if ((rc = reassign_why(r, &cur, nshards, live, nlive)) ||
+	    (rc = spirt_assign_next_since(&o, &no, &cur, counts, nshards,
 	    r->group, r->live ? r->live : live, r->live ? r->nlive : nlive,
 	    r->at_epoch, r->at_step, r->at_since, S ? S : 1,
 	    r->batch ? r->batch : 1)))
+		goto out;
+	if ((rc = keep_revision(txn, ra->name, &cur)))
 		goto out;
 	r->revision = cur.revision + 1;
 	dims[0] = no;

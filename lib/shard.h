@@ -91,21 +91,40 @@ struct spirt_reassign {
 	uint64_t revision;      /* the one written */
 	uint64_t at_epoch, at_step;     /* where it takes effect */
 	uint64_t at_since;              /* the dead's last, in the epoch */
+	uint64_t from_revision;         /* SPIRT_RA_REDO: the one restored */
 	char msg[192];          /* on SPIRT_EINVAL and SPIRT_ESTEP: why */
 };
 enum {
 	SPIRT_RA_CURRENT,       /* at the current revision's full part */
 	SPIRT_RA_EPOCH,         /* at the start of epoch */
-	SPIRT_RA_STEP           /* at step (any step, with its batch) */
+	SPIRT_RA_STEP,          /* at step (any step, with its batch) */
+	SPIRT_RA_REDO           /* step (with its batch) is done again */
 };
+
+/* revisions kept under data/<name>/assign/<r>, the newest ones */
+#define SPIRT_ASSIGN_KEEP 64
 
 /*
  * Write revision + 1 of data/<name>/assign for r in one write transaction
  * (read, spirt_assign_next, write); r->msg says why it cannot be, without
- * the key ("worker 9 has no shard: 4 shards").  Returns 0,
+ * the key ("worker 9 has no shard: 4 shards").  The revision it replaces
+ * is kept as data/<name>/assign/<r>, with the SPIRT_ASSIGN_KEEP - 1 before
+ * it (older ones go).
+ *
+ * SPIRT_RA_REDO: the steps from r->step on are done again (the model
+ * went back to that step: a resume from an older durable version, a
+ * rejoin at the others' step): the parts of the current revision that
+ * begin after it are of a discarded timeline.  When the current revision
+ * holds at that step (its part in force there begins at or before it),
+ * nothing is written (SPIRT_EDONE); else the newest kept revision that
+ * holds there is written again as revision + 1 (r->from_revision), or
+ * SPIRT_ESTEP when none is kept.
+ *
+ * Returns 0,
  * SPIRT_ENOTFOUND (no such
- * data set), SPIRT_EDONE (r->dead only, and none of them is live:
- * nothing to do, store unchanged), spirt_assign_next()'s codes,
+ * data set), SPIRT_EDONE (r->dead only, and none of them is live; or a
+ * redo the current revision holds for: nothing to do, store unchanged),
+ * spirt_assign_next()'s codes,
  * SPIRT_EDATA/ESHAPE/EDTYPE (a malformed record), store errors.
  */
 SPIRT_MUST_CHECK int spirt_data_reassign(struct spirt_store *s,

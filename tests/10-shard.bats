@@ -759,6 +759,74 @@ spirt-shard: hint: name the format with -f"
 	unchanged
 }
 
+@test "--redo -t: a step done again: the revision that held there holds again; history kept, 64 revisions" {
+	# 10 samples in 4 shards (3 3 2 2), batch 1: 2 steps an epoch.
+	# Revision 1: worker 1 out from epoch 1; revision 2: worker 0 too,
+	# from step 3 (epoch 1 step 1); revision 3: all back from epoch 3
+	spirt-shard -n 4 "$IMG" "$LAB"
+	r0=$(spirt-shard --list | sed 1d)
+	spirt-shard -q --epoch 1 --live 0,2,3
+	r1=$(spirt-shard --list | sed 1d)
+	spirt-shard -q -t 3 -b 1 --live 2,3
+	r2=$(spirt-shard --list | sed 1d)
+	[ "$(spirt-store ls data/train/assign/ | cut -f1 | tr '\n' ' ')" = "data/train/assign/0 data/train/assign/1 " ]
+	# revision 2 holds at step 3 and after: nothing to do
+	before=$(digest "$SPIRT_STORE")
+	run -0 --separate-stderr spirt-shard -v --redo -t 3 -b 1
+	assert_equal "$stderr" 'spirt-shard: data/train/assign: revision 2 holds at step 3: nothing to do'
+	run -0 --separate-stderr spirt-shard --redo -t 5 -b 1
+	assert_equal "$stderr" ''
+	unchanged
+	spirt-shard -q --epoch 3 --live 0-3
+	# a model back at step 3, mid-epoch: revision 2's rest part holds
+	run -0 --separate-stderr spirt-shard --redo -t 3 -b 1
+	assert_equal "$stderr" 'spirt-shard: warning: data/train/assign: step 3 is done again: revision 4, as revision 2 held there'
+	[ "$(spirt-shard --list | sed 1d)" = "$r2" ]
+	# back at epoch 1's first step: the map from epoch 1 is refused
+	# (that epoch is under way in revision 4's timeline) until the step
+	# is said to be done again; then revision 1's rows hold
+	before=$(digest "$SPIRT_STORE")
+	run -65 spirt-shard --epoch 1 --live 0,2,3
+	unchanged
+	run -0 --separate-stderr spirt-shard --redo -t 2 -b 1
+	assert_equal "$stderr" 'spirt-shard: warning: data/train/assign: step 2 is done again: revision 5, as revision 1 held there'
+	run -0 spirt-shard --list
+	assert_line --index 0 'revision 5'
+	[ "$(spirt-shard --list | sed 1d)" = "$r1" ]
+	run -0 spirt-shard -q --epoch 1 --live 0,1,2,3
+	# back at step 0: revision 0's rows, past revisions 6 to 1
+	run -0 --separate-stderr spirt-shard -q --redo -t 0 -b 1
+	assert_equal "$stderr" ''
+	run -0 spirt-shard --list
+	assert_line --index 0 'revision 7'
+	[ "$(spirt-shard --list | sed 1d)" = "$r0" ]
+	# bad settings: 64, nothing changes
+	before=$(digest "$SPIRT_STORE")
+	run -64 --separate-stderr spirt-shard --redo
+	assert_equal "$stderr" 'spirt-shard: --redo: give the step done again with -t'
+	for o in '--live 0' '--dead 0' '--since 1' '--group 2'; do
+		run -64 --separate-stderr spirt-shard --redo -t 3 -b 1 $o
+		assert_equal "$stderr" 'spirt-shard: --redo: the revision of a step already taken holds again: no --live, --dead, --epoch, --since or --group'
+	done
+	unchanged
+	# the newest 64 revisions are kept: with revisions 0 and 7 gone, no
+	# kept one holds at step 0 (65, nothing changes)
+	for i in $(seq 57); do spirt-shard -q --epoch 1 --live 0-3; done
+	run -0 spirt-shard --list
+	assert_line --index 0 'revision 64'
+	[ "$(spirt-store ls data/train/assign/ | wc -l)" -eq 64 ]
+	for i in $(seq 8); do spirt-shard -q --epoch 1 --live 0-3; done
+	[ "$(spirt-store ls data/train/assign/ | wc -l)" -eq 64 ]
+	[ "$(spirt-store ls data/train/assign/ | cut -f1 | sed 's,.*/,,' | sort -n | sed -n '1p;$p' | tr '\n' ' ')" = "8 71 " ]
+	before=$(digest "$SPIRT_STORE")
+	run -65 --separate-stderr spirt-shard --redo -t 0 -b 1
+	assert_equal "$stderr" 'spirt-shard: data/train/assign: cannot reassign: no kept revision holds at step 0 (epoch 0 step 0): revision 72 begins after it'
+	unchanged
+	# a data set written again drops the kept revisions with the rest
+	spirt-shard -q -n 4 "$IMG" "$LAB"
+	[ -z "$(spirt-store ls data/train/assign/)" ]
+}
+
 @test "--group: a dead function's shard stays with its peer; a dead peer's goes to the others" {
 	# 12 rows, 6 shards of 2, peers {0,1,2} {3,4,5}
 	for i in $(seq 0 11); do echo "$((i % 2)),$i"; done >t.csv

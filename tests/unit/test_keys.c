@@ -45,6 +45,8 @@ roundtrip(const char *key, int kind)
 	    k.name); break;
 	case SPIRT_KEY_DATA_ASSIGN: rc = spirt_key_data_assign(b, sizeof b,
 	    k.name); break;
+	case SPIRT_KEY_DATA_ASSIGN_REV: rc = spirt_key_data_assign_rev(b,
+	    sizeof b, k.name, k.step); break;
 	case SPIRT_KEY_DATA_SCALE: rc = spirt_key_data_scale(b, sizeof b,
 	    k.name); break;
 	case SPIRT_KEY_DATA_CLASSES: rc = spirt_key_data_classes(b,
@@ -130,6 +132,8 @@ builders(void)
 	CHECK(!strcmp(b, "data/train/info"));
 	CHECK_RC(spirt_key_data_assign(b, sizeof b, "train"));
 	CHECK(!strcmp(b, "data/train/assign"));
+	CHECK_RC(spirt_key_data_assign_rev(b, sizeof b, "train", 12));
+	CHECK(!strcmp(b, "data/train/assign/12"));
 	CHECK_RC(spirt_key_data_scale(b, sizeof b, "train"));
 	CHECK(!strcmp(b, "data/train/scale"));
 	CHECK_RC(spirt_key_data_classes(b, sizeof b, "train"));
@@ -267,6 +271,10 @@ refusals(void)
 	refused("data/d/other");
 	refused("data/d/1");
 	refused("data/d/1/z");
+	refused("data/d/assign/");
+	refused("data/d/assign/01");
+	refused("data/d/assign/1/");
+	refused("data/d/assign/x");
 	refused("data/d/01/x");
 	refused("data/d/1/x/");
 	refused("data/.d/info");
@@ -301,6 +309,8 @@ no_confusion(void)
 		{ "data/train/info", SPIRT_KEY_DATA_INFO },
 		{ "data/info/info", SPIRT_KEY_DATA_INFO },
 		{ "data/train/assign", SPIRT_KEY_DATA_ASSIGN },
+		{ "data/train/assign/0", SPIRT_KEY_DATA_ASSIGN_REV },
+		{ "data/train/assign/17", SPIRT_KEY_DATA_ASSIGN_REV },
 		{ "data/train/scale", SPIRT_KEY_DATA_SCALE },
 		{ "data/train/classes", SPIRT_KEY_DATA_CLASSES },
 		{ "data/train/0/x", SPIRT_KEY_DATA_X },
