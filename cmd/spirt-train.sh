@@ -735,6 +735,7 @@ join_fetch() {
 		die 74 "joining: could not store model/$model@$1"
 	fi
 	last=$1
+	redo_from "$1"
 }
 # src_past J: $src is dead, or past step J's round, by its beats here
 # (their step is its newest model's); $seen and $pend follow its steps
@@ -1261,6 +1262,34 @@ assign_read
 # (a resumed run: the other peers' workers the store's map holds out, as
 # its last reassignment left them, until the next epoch)
 for _x in $oall; do has "$as_ofull" "$_x" || pdead="$pdead$_x "; done
+# redo_from T: the steps from T are done (again) on this model: a run
+# that starts at its newest version, a peer that joins at the others'
+# step.  A revision of the assignment made at a later step belongs to a
+# timeline this model is not on (a power loss undid the volatile
+# versions after it; a rejoiner's own store went further than the step
+# the others stand at): the revision that held at T holds again
+# (spirt-shard --redo; nothing changes when the current one holds).  A
+# function dead in this run that the revision gives samples at T gives
+# them to the live ones at once, as when it died
+redo_from() {
+	rc=0
+	run spirt-shard -q --redo -t "$1" -b "$batch" || rc=$?
+	[ "$rc" -eq 0 ] || die "$rc" "step $1: no assignment revision of this step is kept (data/train/assign)"
+	_rev=$as_rev
+	assign_read
+	[ "$as_rev" = "$_rev" ] || {
+		tell "step $1: done again: the assignment that held there holds again (revision $as_rev)"
+		pdead=
+		for _x in $oall; do has "$as_ofull" "$_x" || pdead="$pdead$_x "; done
+		[ $(($1 % spe)) -ne 0 ] || return 0
+		holders "$1"
+		for _x in $dead; do
+			has "$_h" "$_x" || continue
+			reassign "$1"
+			return 0
+		done
+	}
+}
 # holders T: $_h, the functions with samples at step T
 holders() {
 	_e=$(($1 / spe)) _j=$(($1 % spe)) _h=
@@ -1284,6 +1313,8 @@ reassign() {
 	[ "$rc" -eq 0 ] || die "$rc" "step $1: could not reassign the samples of functions$(printf ' %s' $dead)"
 	assign_read
 }
+# (the run's first step: as it is done again, the revision of its step)
+redo_from "$last"
 # rulefor N: the rule holds for N gradients, else stop saying why
 rulefor() {
 	[ "$1" -ne "$ruleok" ] || return 0
