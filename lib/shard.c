@@ -443,6 +443,19 @@ struct reassign_arg {
 	struct spirt_reassign *r;
 };
 
+/* SPIRT_EINVAL, r->msg: cur's rest part counts in another batch than r's */
+static int
+otherbatch(struct spirt_reassign *r, const struct spirt_assign *cur)
+{
+	return spirt_msgf(r->msg, sizeof(r->msg), SPIRT_EINVAL, "revision "
+	    "%llu counts epoch %llu from step %llu in batches of %llu, not "
+	    "%llu", (unsigned long long)cur->revision,
+	    (unsigned long long)cur->rest_epoch,
+	    (unsigned long long)cur->rest_step,
+	    (unsigned long long)cur->rest_batch,
+	    (unsigned long long)r->batch);
+}
+
 /*
  * The conditions spirt_assign_next() refuses, with a message in r->msg:
  * the live set (r's, else live[]), where it takes effect.
@@ -477,13 +490,7 @@ reassign_why(struct spirt_reassign *r, const struct spirt_assign *cur,
 	rc = spirt_assign_part(cur, r->at_epoch, r->at_step, r->batch, &first,
 	    &np, &j0);
 	if (rc == SPIRT_EINVAL)
-		return spirt_msgf(r->msg, sizeof(r->msg), rc, "revision %llu "
-		    "counts epoch %llu from step %llu in batches of %llu, "
-		    "not %llu", (unsigned long long)cur->revision,
-		    (unsigned long long)cur->rest_epoch,
-		    (unsigned long long)cur->rest_step,
-		    (unsigned long long)cur->rest_batch,
-		    (unsigned long long)r->batch);
+		return otherbatch(r, cur);
 	if (rc == SPIRT_ESTEP)
 		return spirt_msgf(r->msg, sizeof(r->msg), rc, "step %llu "
 		    "(epoch %llu step %llu) comes before revision %llu",
@@ -556,13 +563,7 @@ redo_rows(struct spirt_txn *txn, const char *name, struct spirt_reassign *r,
 		return SPIRT_EDONE;
 	}
 	if (rc != SPIRT_ESTEP)
-		return spirt_msgf(r->msg, sizeof(r->msg), rc, "revision %llu "
-		    "counts epoch %llu from step %llu in batches of %llu, "
-		    "not %llu", (unsigned long long)cur->revision,
-		    (unsigned long long)cur->rest_epoch,
-		    (unsigned long long)cur->rest_step,
-		    (unsigned long long)cur->rest_batch,
-		    (unsigned long long)r->batch);
+		return otherbatch(r, cur);
 	for (rev = cur->revision; rev-- > 0 &&
 	    cur->revision - rev <= SPIRT_ASSIGN_KEEP;) {
 		struct spirt_assign a;
