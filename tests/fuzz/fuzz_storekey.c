@@ -40,6 +40,9 @@ rebuild(const struct spirt_key_parts *k, const char *key)
 		rc = spirt_key_data_info(b, sizeof b, k->name); break;
 	case SPIRT_KEY_DATA_ASSIGN:
 		rc = spirt_key_data_assign(b, sizeof b, k->name); break;
+	case SPIRT_KEY_DATA_ASSIGN_REV:
+		rc = spirt_key_data_assign_rev(b, sizeof b, k->name, k->step);
+		break;
 	case SPIRT_KEY_DATA_SCALE:
 		rc = spirt_key_data_scale(b, sizeof b, k->name); break;
 	case SPIRT_KEY_DATA_CLASSES:
