@@ -1259,9 +1259,14 @@ assign_read() {
 		    re, rj, fe, rl, fl, ol }')"
 }
 assign_read
-# (a resumed run: the other peers' workers the store's map holds out, as
-# its last reassignment left them, until the next epoch)
-for _x in $oall; do has "$as_ofull" "$_x" || pdead="$pdead$_x "; done
+# pdead_map: pdead as the store's map has it: the other peers' workers
+# its full part holds out, as its last reassignment left them, until the
+# next epoch (a resumed run; a revision that holds again)
+pdead_map() {
+	pdead=
+	for _x in $oall; do has "$as_ofull" "$_x" || pdead="$pdead$_x "; done
+}
+pdead_map
 # redo_from T: the steps from T are done (again) on this model: a run
 # that starts at its newest version, a peer that joins at the others'
 # step.  A revision of the assignment made at a later step belongs to a
@@ -1279,8 +1284,7 @@ redo_from() {
 	assign_read
 	[ "$as_rev" = "$_rev" ] || {
 		tell "step $1: done again: the assignment that held there holds again (revision $as_rev)"
-		pdead=
-		for _x in $oall; do has "$as_ofull" "$_x" || pdead="$pdead$_x "; done
+		pdead_map
 		[ $(($1 % spe)) -ne 0 ] || return 0
 		holders "$1"
 		for _x in $dead; do
