@@ -1849,28 +1849,39 @@ watch_pulls(const struct spirt_exchange *x, struct pull *u,
  * each saw a third's aggregate and not the other's (one cut as a
  * straggler, or declared dead, by one of them only) combine two sets,
  * each a majority, and their models part.  So a member applies step t
- * only once more than half of all the members (the peers file's P) hold
- * the decision it holds: its gagg/<t>, named by the hash in its round's
- * record (gagg=).  A member holds one decision at a time, its own
- * combination first, and leaves it only for one that more than half hold
- * already, or, once every member's decision is known and none has more
- * than half, for the one most of them hold (a tie: the one whose holder
- * has the lowest id).  A decision more than half hold then keeps its
- * holders, so no two members ever apply different steps t; a member that
- * adopts another's decision takes its gagg/<t> (checked against the
- * hash) and its set.  (Decisions live in the scratch environment: a
- * reboot forgets them, as it does the digests.)
+ * only once it knows that no other member can apply another: its round's
+ * record names its decision (gagg=, the hash of its gagg/<t>) and a state
+ * (state=), and
+ *
+ *   - a member LOCKS a decision (state=lock) when it sees more than half
+ *     of all the members (the peers file's P) hold it, or another member
+ *     lock it, or, in doubt, by the tie rule; a lock is never left but
+ *     for a decision applied (state=decided) elsewhere;
+ *   - a member APPLIES a decision (state=decided) when more than half of
+ *     the members have locked it, or every member holds it, or another
+ *     member applied it.
+ *
+ * Two sets of more than half share a member, and a locked member holds
+ * one decision, so two decisions are never both locked by more than
+ * half; one that every member holds is the only one any of them can
+ * lock (no member can be in doubt then).  A member that is not locked may
+ * leave its decision (adopt another's: its gagg/<t>, checked against the
+ * hash, and its set); its leaving is safe as no one applied on its word.
+ * The lock costs a second look at the records only when some member is
+ * out or holds another decision.  (Decisions live in the scratch
+ * environment: a reboot forgets them, as it does the digests.)
  */
 
 /* a member's decision, from its round's record */
 struct dec {
 	int known, out;
-	int st;                 /* its state= line: 0, DEC_DOUBT, DEC_DONE */
+	int st;                 /* its state= line: 0, DEC_DOUBT, DEC_LOCK,
+				 * DEC_DONE */
 	unsigned char hash[SPIRT_HASH_BYTES];
 	void *rec;              /* the record as pulled (a u8 tensor) */
 	size_t reclen;
 };
-enum { DEC_DOUBT = 1, DEC_DONE = 2 };
+enum { DEC_DOUBT = 1, DEC_LOCK = 2, DEC_DONE = 3 };
 
 /* the gagg= and state= lines of a round's record: 0, or SPIRT_EDATA
  * without a gagg= line */
@@ -1914,6 +1925,8 @@ dec_parse(struct dec *d, const void *val, size_t len)
 			d->known = 1;
 		} else if (k == 11 && memcmp(p, "state=doubt", 11) == 0) {
 			d->st = DEC_DOUBT;
+		} else if (k == 10 && memcmp(p, "state=lock", 10) == 0) {
+			d->st = DEC_LOCK;
 		} else if (k == 13 && memcmp(p, "state=decided", 13) == 0) {
 			d->st = DEC_DONE;
 		}
@@ -1925,96 +1938,125 @@ dec_parse(struct dec *d, const void *val, size_t len)
 struct cfm {
 	struct spirt_exchange *x;
 	struct dec *d;          /* x->n of them; own is x->gagghash */
+	int st;                 /* own state */
 	int pick;               /* -1: own; i: adopt peer i's */
+	double relook;          /* when a look that waits looks again */
 };
 
-/* holders of hash h, this member included */
+/* what the records say to do next (next_move) */
+enum {
+	MV_WAIT,        /* a member neither known nor out: pull on */
+	MV_APPLY,       /* apply c->pick (state=decided) */
+	MV_LOCK,        /* lock c->pick, then look again */
+	MV_AGAIN,       /* locked: look again for the others' locks */
+	MV_DOUBT,       /* every member known or out, none with more than
+			 * half: in doubt */
+	MV_FEW          /* too few seen to be in doubt */
+};
+
+/* the members, this one included, whose record names hash h with a
+ * state of at least st (0: every holder) */
 static size_t
-holders(const struct cfm *c, const unsigned char *h)
+count(const struct cfm *c, const unsigned char *h, int st)
 {
-	size_t k = !memcmp(h, c->x->gagghash, SPIRT_HASH_BYTES);
+	size_t k = c->st >= st && !memcmp(h, c->x->gagghash, SPIRT_HASH_BYTES);
 
 	for (size_t i = 0; i < c->x->n; i++)
-		k += c->d[i].known && !memcmp(c->d[i].hash, h,
-		    SPIRT_HASH_BYTES);
+		k += c->d[i].known && c->d[i].st >= st &&
+		    !memcmp(c->d[i].hash, h, SPIRT_HASH_BYTES);
 	return k;
 }
 
-/* the lowest id among the holders of hash h */
+/* the lowest id among the members whose record names hash h with a
+ * state of at least st */
 static const char *
-first_holder(const struct cfm *c, const unsigned char *h)
+first_holder(const struct cfm *c, const unsigned char *h, int st)
 {
 	const char *id = NULL;
 
-	if (!memcmp(h, c->x->gagghash, SPIRT_HASH_BYTES))
+	if (c->st >= st && !memcmp(h, c->x->gagghash, SPIRT_HASH_BYTES))
 		id = c->x->self;
 	for (size_t i = 0; i < c->x->n; i++)
-		if (c->d[i].known && !memcmp(c->d[i].hash, h,
-		    SPIRT_HASH_BYTES) && (id == NULL ||
+		if (c->d[i].known && c->d[i].st >= st &&
+		    !memcmp(c->d[i].hash, h, SPIRT_HASH_BYTES) && (id == NULL ||
 		    strcmp(c->x->peers[i].id, id) < 0))
 			id = c->x->peers[i].id;
 	return id;
 }
 
-/*
- * The decision to apply, if it is known yet: 1 (c->pick set: one held by
- * more than half of all the members), 2 (every member's known or the
- * member out, none held by more than half: in doubt), else 0.
- */
-static int
-resolve(struct cfm *c)
+/* pick the decision that most members name with a state of at least st,
+ * a tie to the one whose first such member has the lowest id: c->pick
+ * (-1: own) and that count */
+static size_t
+best_pick(struct cfm *c, int st)
 {
-	size_t p = c->x->n + 1, all = 1, seen = 1;
-
-	if (2 * holders(c, c->x->gagghash) > p) {
-		c->pick = -1;
-		return 1;
-	}
-	for (size_t i = 0; i < c->x->n; i++) {
-		if (c->d[i].out)
-			all++;
-		if (!c->d[i].known)
-			continue;
-		all++;
-		seen++;
-		if (2 * holders(c, c->d[i].hash) > p) {
-			c->pick = (int)i;
-			return 1;
-		}
-	}
-	if (all < p)
-		return 0;
-	/* (in doubt only with more than half of the members seen: one
-	 * that sees too few, the others out, waits for them to be back) */
-	return 2 * seen > p ? 2 : 3;
-}
-
-/* in doubt: the one most of the known hold, a tie to the lowest holder's
- * id (c->pick) */
-static void
-tie_pick(struct cfm *c)
-{
-	size_t best = holders(c, c->x->gagghash), k;
+	size_t best = count(c, c->x->gagghash, st), k;
 	int bi = -1;
 
 	for (size_t i = 0; i < c->x->n; i++) {
 		const unsigned char *h = c->d[i].hash;
 		const char *a, *b;
 
-		if (!c->d[i].known)
+		if (!c->d[i].known || c->d[i].st < st)
 			continue;
-		k = holders(c, h);
+		k = count(c, h, st);
 		if (k < best)
 			continue;
-		a = first_holder(c, h);
-		b = first_holder(c, bi < 0 ? c->x->gagghash : c->d[bi].hash);
-		if (k > best || strcmp(a, b) < 0) {
+		a = first_holder(c, h, st);
+		b = first_holder(c, bi < 0 ? c->x->gagghash : c->d[bi].hash, st);
+		if (k > best || b == NULL || strcmp(a, b) < 0) {
 			best = k;
 			bi = (int)i;
 		}
 	}
 	c->pick = bi >= 0 && memcmp(c->d[bi].hash, c->x->gagghash,
 	    SPIRT_HASH_BYTES) ? bi : -1;
+	return best;
+}
+
+/*
+ * The next move by the records seen (the comment above): apply one that
+ * a member applied, or that more than half locked, or that every member
+ * holds; not locked, lock one that more than half hold, or one locked;
+ * else wait, look again, or be in doubt.
+ */
+static int
+next_move(struct cfm *c)
+{
+	struct spirt_exchange *x = c->x;
+	size_t p = x->n + 1, all = 1, seen = 1, same = 1;
+
+	for (size_t i = 0; i < x->n; i++)
+		if (c->d[i].known && c->d[i].st == DEC_DONE) {
+			c->pick = memcmp(c->d[i].hash, x->gagghash,
+			    SPIRT_HASH_BYTES) ? (int)i : -1;
+			return MV_APPLY;
+		}
+	if (2 * best_pick(c, DEC_LOCK) > p)
+		return MV_APPLY;
+	for (size_t i = 0; i < x->n; i++) {
+		if (c->d[i].out)
+			all++;
+		if (!c->d[i].known)
+			continue;
+		all++;
+		seen++;
+		same += !memcmp(c->d[i].hash, x->gagghash, SPIRT_HASH_BYTES);
+	}
+	if (same == p) {
+		c->pick = -1;
+		return MV_APPLY;
+	}
+	if (c->st < DEC_LOCK && (2 * best_pick(c, 0) > p ||
+	    best_pick(c, DEC_LOCK) > 0))
+		return MV_LOCK;
+	if (all < p)
+		return MV_WAIT;
+	/* (in doubt only with more than half of the members seen: one
+	 * that sees too few, the others out, waits for them to be back) */
+	if (2 * seen <= p)
+		return MV_FEW;
+	return c->st >= DEC_LOCK ? MV_AGAIN : MV_DOUBT;
 }
 
 static int
@@ -2048,7 +2090,14 @@ cfm_enough(void *arg, struct pull *u, const int *started)
 			u[i].val = NULL;
 		}
 	}
-	return resolve(c) != 0;
+	if (next_move(c) != MV_WAIT)
+		return 1;
+	/* (waiting for a record: those seen are looked at again, as their
+	 * states change: a lock is seen while a member is still missing) */
+	for (size_t i = 0; i < c->x->n; i++)
+		if (c->d[i].known)
+			return now_ms() >= c->relook;
+	return 0;
 }
 
 struct adopt {
@@ -2102,10 +2151,30 @@ key_gagg_round(char *buf, size_t cap, uint64_t step, const char *id)
 	return spirt_key_gagg_round(buf, cap, step);
 }
 
-/* take peer i's decision: its gagg/<t> (its hash checked), its
- * excluded list, and its set, as this member's */
+/* a round's record text (round_text) with a state= line before its END */
 static int
-adopt(struct spirt_exchange *x, size_t i, const struct dec *d)
+with_state(char **r, size_t *len, const char *state)
+{
+	size_t n = *len, k = strlen(state);
+	char *b;
+
+	if (n < 4 || memcmp(*r + n - 4, "END\n", 4))
+		return SPIRT_EDATA;
+	if ((b = realloc(*r, n + k + 8)) == NULL)
+		return ENOMEM;
+	n -= 4;
+	n += (size_t)snprintf(b + n, k + 12, "state=%s\nEND\n", state);
+	*r = b;
+	*len = n;
+	return 0;
+}
+
+/* take peer i's decision: its gagg/<t> (its hash checked), its
+ * excluded list, and its set, as this member's, with the state given
+ * (one transaction: an adopted decision is never without it) */
+static int
+adopt(struct spirt_exchange *x, size_t i, const struct dec *d,
+    const char *state)
 {
 	struct spirt_exchange one = *x;
 	struct pull u, e;
@@ -2176,7 +2245,7 @@ adopt(struct spirt_exchange *x, size_t i, const struct dec *d)
 	a.agglen = u.len;
 	if ((a.round = round_text(x, &a.roundlen)) == NULL)
 		rc = ENOMEM;
-	else
+	else if ((rc = with_state(&a.round, &a.roundlen, state)) == 0)
 		rc = spirt_store_write(x->store, adopt_txn, &a);
 out:
 	free(a.round);
@@ -2272,29 +2341,31 @@ lowest_known(const struct cfm *c)
 }
 
 /*
- * Apply step t only with a decision more than half of the members hold;
- * in doubt (every member's known or out, none with more than half), with
- * one another member decided already, else, once every member known is
- * in doubt too, by the tie rule of the lowest id among them: the others
- * in doubt wait for it (docs/protocol.md, "The decision").
+ * Apply step t only with a decision no other member can apply another
+ * against (the comment above "struct dec"): applied elsewhere, locked by
+ * more than half, or held by every member.  In doubt (every member known
+ * or out, none with more than half, none locked) the lowest id among
+ * this member and those it sees, once they all say doubt, locks the one
+ * most of them hold (a tie: the lowest holder's); the others in doubt
+ * see its lock and lock it too (docs/protocol.md, "The decision").
  */
 static int
 confirm(struct spirt_exchange *x)
 {
-	struct cfm c = { x, NULL, -1 };
+	struct cfm c = { x, NULL, 0, -1, 0 };
 	unsigned char host[SPIRT_BEAT_BOOT];
 	struct pull *u;
-	int *want, *ask, rc, st, doubt = 0, r = 0;
+	int *want, *ask, rc, mv = MV_WAIT;
 	unsigned suspect = SPIRT_BEAT_SUSPECT * SPIRT_BEAT_MS;
 	double t0 = now_ms(), few = 0, fewms;
 	char who[600] = "";
 
 	if (x->n == 0)
 		return 0;
-	if ((rc = own_decision(x, &st)))
+	if ((rc = own_decision(x, &c.st)))
 		return say(x, rc, "gagg/%llu: %s", ULL(x->step),
 		    spirt_strerror(rc));
-	if (st == DEC_DONE)
+	if (c.st == DEC_DONE)
 		return 0;       /* decided before (a round run again) */
 	u = calloc(x->n, sizeof *u);
 	want = calloc(x->n, sizeof *want);
@@ -2314,8 +2385,8 @@ confirm(struct spirt_exchange *x)
 		const struct spirt_xpeer *p = &x->peers[i];
 		uint64_t join;
 		double age;
+		int st = peer_health(x, p->id, host, &age, &suspect, &join);
 
-		st = peer_health(x, p->id, host, &age, &suspect, &join);
 		if (p->asked >= 0)
 			want[i] = p->asked;
 		else
@@ -2330,24 +2401,33 @@ confirm(struct spirt_exchange *x)
 		 * death is asked again: it may be back) */
 		for (size_t i = 0; i < x->n; i++) {
 			ask[i] = want[i];
-			c.d[i].out = 0;
+			c.d[i].out = !want[i];
 			c.d[i].known = 0;
 			free(c.d[i].rec);
 			c.d[i].rec = NULL;
 			free(u[i].val);
 			memset(&u[i], 0, sizeof u[i]);
 		}
-		for (size_t i = 0; i < x->n; i++)
-			if (!want[i])
-				c.d[i].out = 1;
+		c.relook = now_ms() + 200;
 		if ((rc = pull_until(x, u, key_gagg_round, NULL, ask,
 		    cfm_enough, &c)))
 			goto out;
 		cfm_enough(&c, u, ask);
-		r = resolve(&c);
-		if (r == 0 || r == 1)
+		mv = next_move(&c);
+		if (mv == MV_APPLY)
 			break;
-		if (r == 3) {
+		if (mv == MV_WAIT)
+			goto later;     /* (a look again, or the deadline) */
+		if (mv == MV_LOCK) {
+			/* (a decision more than half hold, or one locked) */
+			rc = c.pick >= 0 ? adopt(x, (size_t)c.pick,
+			    &c.d[c.pick], "lock") : set_state(x, "lock");
+			if (rc)
+				goto out;
+			c.st = DEC_LOCK;
+			continue;
+		}
+		if (mv == MV_FEW) {
 			if (few == 0)
 				few = now_ms();
 			if (now_ms() - few >= fewms)
@@ -2355,35 +2435,38 @@ confirm(struct spirt_exchange *x)
 			goto later;
 		}
 		few = 0;
-		/* in doubt: one decided already is followed */
-		c.pick = -2;
-		for (size_t i = 0; i < x->n && c.pick == -2; i++)
-			if (c.d[i].known && c.d[i].st == DEC_DONE)
-				c.pick = memcmp(c.d[i].hash, x->gagghash,
-				    SPIRT_HASH_BYTES) ? (int)i : -1;
-		if (c.pick != -2)
-			break;
-		if (!doubt && (rc = set_state(x, "doubt")))
-			goto out;
-		doubt = 1;
+		if (mv == MV_AGAIN)
+			goto later;
+		/* in doubt */
+		if (c.st < DEC_DOUBT) {
+			if ((rc = set_state(x, "doubt")))
+				goto out;
+			c.st = DEC_DOUBT;
+		}
 		if (lowest_known(&c)) {
 			int all = 1;
 
 			for (size_t i = 0; i < x->n; i++)
 				all &= !c.d[i].known || c.d[i].st != 0;
 			if (all) {
-				tie_pick(&c);
-				break;
+				best_pick(&c, 0);
+				rc = c.pick >= 0 ? adopt(x, (size_t)c.pick,
+				    &c.d[c.pick], "lock") :
+				    set_state(x, "lock");
+				if (rc)
+					goto out;
+				c.st = DEC_LOCK;
+				continue;
 			}
 		}
 later:
 		if (now_ms() - t0 >= x->deadline_ms) {
-			r = 0;
+			mv = MV_WAIT;
 			break;
 		}
 		nap(30);
 	}
-	if (r == 3) {
+	if (mv == MV_FEW) {
 		size_t seen = 1;
 
 		for (size_t i = 0; i < x->n; i++)
@@ -2395,30 +2478,30 @@ later:
 		    ULL(x->step), seen, x->n + 1);
 		goto out;
 	}
-	if (r == 0) {
+	if (mv != MV_APPLY) {
 		char h[2 * SPIRT_HASH_BYTES + 1];
 
 		spirt_hash_hex(h, x->gagghash);
-		snprintf(who, sizeof who, "%s %.12s", x->self, h);
+		snprintf(who, sizeof who, "%s %.12s%s", x->self, h,
+		    c.st == DEC_LOCK ? " locked" : "");
 		for (size_t i = 0; i < x->n; i++) {
 			size_t l = strlen(who);
 
 			if (c.d[i].known)
 				spirt_hash_hex(h, c.d[i].hash);
-			snprintf(who + l, sizeof who - l, ", %s %.12s",
+			snprintf(who + l, sizeof who - l, ", %s %.12s%s",
 			    x->peers[i].id, c.d[i].known ? h : c.d[i].out ?
-			    "(out)" : "(none)");
+			    "(out)" : "(none)", c.d[i].known &&
+			    c.d[i].st == DEC_LOCK ? " locked" : "");
 		}
-		rc = say(x, SPIRT_EBUSY, "step %llu: no combination is held "
+		rc = say(x, SPIRT_EBUSY, "step %llu: no combination is locked "
 		    "by more than half of the %zu members yet (%s): this peer "
 		    "does not apply the step (run it again once they have "
 		    "decided)", ULL(x->step), x->n + 1, who);
 		goto out;
 	}
-	if (c.pick >= 0)
-		rc = adopt(x, (size_t)c.pick, &c.d[c.pick]);
-	if (rc == 0)
-		rc = set_state(x, "decided");
+	rc = c.pick >= 0 ? adopt(x, (size_t)c.pick, &c.d[c.pick], "decided") :
+	    set_state(x, "decided");
 out:
 	for (size_t i = 0; u && i < x->n; i++)
 		free(u[i].val);

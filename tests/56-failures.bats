@@ -233,6 +233,58 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	done
 }
 
+@test "decision: a majority one member counted is never broken by a tie the others break without it (chaos find)" {
+	peers3
+	for s in s1 s2 s3; do
+		beat1 $s p1 p2 p3
+		look $s
+	done
+	# p2 and p3 combine {p1,p2,p3}; p1, whose pull of p3's digest is
+	# lost, {p1,p2} once p3 is declared dead in its view.  p2 sees p3's
+	# record: two of three hold its combination.  p2's record is lost
+	# on its way to p1 and p3, and p2 is declared dead in their views:
+	# they see each other only, one to one.  Before the lock, p2
+	# applied its own at once and p1 and p3 broke the tie to p1's: two
+	# steps 0 (chaos, seed 23338: "model@1 differs")
+	xch 2 0 --deadline 120000 >out2 2>err2 &
+	x2=$!
+	SPIRT_XDROP='gagg/0/round@p2' xch 3 0 --deadline 120000 >out3 2>err3 &
+	x3=$!
+	SPIRT_XDROP='digest/0/p3@p3 gagg/0/round@p2' \
+	    xch 1 0 --deadline 120000 >out1 2>err1 &
+	x1=$!
+	until_ 600 spirt-store -s s2 get gagg/0 >/dev/null
+	until_ 600 spirt-store -s s3 get gagg/0 >/dev/null
+	stopped s1 p3
+	look s1
+	until_ 600 spirt-store -s s1 get gagg/0 >/dev/null
+	# (p3 is back in p1's view: p1 sees its record)
+	beat1 s1 p3
+	look s1
+	for s in s1 s3; do
+		stopped $s p2
+		look $s
+	done
+	wait "$x1" || { cat err1; false; }
+	wait "$x2" || { cat err2; false; }
+	wait "$x3" || { cat err3; false; }
+	# one step 0 in all three: p1's, by the tie (p2 was locked, not
+	# applied, and follows)
+	for s in s1 s2 s3; do
+		run -0 round $s 0
+		assert_line 'state=decided'
+		gagg_is $s 0 1 2
+	done
+	run -0 round s2 0
+	assert_line --regexp '^adopted=p[13]$'
+	run -0 round s3 0
+	assert_line 'adopted=p1'
+	h1=$(spirt-store -s s1 get gagg/0 | b2sum)
+	for s in s2 s3; do
+		[ "$(spirt-store -s $s get gagg/0 | b2sum)" = "$h1" ]
+	done
+}
+
 @test "quorum: a peer declared dead while the round waits for it is given up at once" {
 	peers3
 	# p3 never publishes step 1, and beats on until it is killed

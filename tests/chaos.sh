@@ -357,7 +357,8 @@ if [ ! -s bugs ]; then
 			fail "accuracy $acc, the reference's $racc: more than 0.5 points apart"
 	fi
 fi
-echo "quit" >&"${CHK[1]}"
+# (the checker may have died: its coproc variables are then unset)
+[ -z "${CHK[1]:-}" ] || echo "quit" >&"${CHK[1]}"
 # every session of the run has emptied (the supervisors' checks)
 wait
 for s in $(awk '{ print $1 }' sessions); do
