@@ -1864,9 +1864,11 @@ watch_pulls(const struct spirt_exchange *x, struct pull *u,
  * Two sets of more than half share a member, and a locked member holds
  * one decision, so two decisions are never both locked by more than
  * half; one that every member holds is the only one any of them can
- * lock (no member can be in doubt then).  A member that is not locked may
- * leave its decision (adopt another's: its gagg/<t>, checked against the
- * hash, and its set); its leaving is safe as no one applied on its word.
+ * lock (no member can be in doubt then).  A member that is not locked
+ * leaves its decision only to lock another (adopting it: its gagg/<t>,
+ * checked against the hash, and its set, in the transaction that locks);
+ * its leaving is safe as no one applied on its word, and a record's
+ * decision changes at most twice: locked, then applied.
  * The lock costs a second look at the records only when some member is
  * out or holds another decision.  (Decisions live in the scratch
  * environment: a reboot forgets them, as it does the digests.)
@@ -2171,10 +2173,11 @@ with_state(char **r, size_t *len, const char *state)
 
 /* take peer i's decision: its gagg/<t> (its hash checked), its
  * excluded list, and its set, as this member's, with the state given
- * (one transaction: an adopted decision is never without it) */
+ * (one transaction: an adopted decision is never without it); *soft:
+ * the failure was peer i's (gone, or what it sent), not this store's */
 static int
 adopt(struct spirt_exchange *x, size_t i, const struct dec *d,
-    const char *state)
+    const char *state, int *soft)
 {
 	struct spirt_exchange one = *x;
 	struct pull u, e;
@@ -2189,10 +2192,12 @@ adopt(struct spirt_exchange *x, size_t i, const struct dec *d,
 	one.n = 1;
 	one.peers = &x->peers[i];
 	one.last = NULL;
+	*soft = 0;
 	if ((ids = calloc(QMAX, sizeof *ids)) == NULL)
 		return ENOMEM;
 	memset(&e, 0, sizeof e);
 	if ((rc = pull_all(&one, &u, key_gagg, NULL, &want)) || (rc = u.rc)) {
+		*soft = rc == u.rc;
 		say(x, rc, "step %llu: gagg/%llu of %s, whose combination "
 		    "this peer adopts: %s", ULL(x->step), ULL(x->step),
 		    x->peers[i].id, u.why[0] ? u.why : spirt_strerror(rc));
@@ -2200,6 +2205,7 @@ adopt(struct spirt_exchange *x, size_t i, const struct dec *d,
 	}
 	spirt_hash(h, u.val, u.len);
 	if (memcmp(h, d->hash, SPIRT_HASH_BYTES)) {
+		*soft = 1;
 		rc = say(x, SPIRT_EMAC, "step %llu: gagg/%llu of %s does not "
 		    "hash as its round's record says", ULL(x->step),
 		    ULL(x->step), x->peers[i].id);
@@ -2207,6 +2213,7 @@ adopt(struct spirt_exchange *x, size_t i, const struct dec *d,
 	}
 	if ((rc = get_bytes(d->rec, d->reclen, &b, &n)) ||
 	    (rc = spirt_quorum_round_parse(ids, QMAX, &nids, &xms, b, n))) {
+		*soft = 1;
 		say(x, rc, "gagg/%llu/round of %s: not a round record",
 		    ULL(x->step), x->peers[i].id);
 		goto out;
@@ -2340,6 +2347,17 @@ lowest_known(const struct cfm *c)
 	return 1;
 }
 
+/* this member's decision becomes c->pick's (-1: its own) with the state
+ * given */
+static int
+take(struct cfm *c, const char *state, int *soft)
+{
+	*soft = 0;
+	if (c->pick < 0)
+		return set_state(c->x, state);
+	return adopt(c->x, (size_t)c->pick, &c->d[c->pick], state, soft);
+}
+
 /*
  * Apply step t only with a decision no other member can apply another
  * against (the comment above "struct dec"): applied elsewhere, locked by
@@ -2355,7 +2373,7 @@ confirm(struct spirt_exchange *x)
 	struct cfm c = { x, NULL, 0, -1, 0 };
 	unsigned char host[SPIRT_BEAT_BOOT];
 	struct pull *u;
-	int *want, *ask, rc, mv = MV_WAIT;
+	int *want, *ask, rc, mv = MV_WAIT, soft;
 	unsigned suspect = SPIRT_BEAT_SUSPECT * SPIRT_BEAT_MS;
 	double t0 = now_ms(), few = 0, fewms;
 	char who[600] = "";
@@ -2414,14 +2432,18 @@ confirm(struct spirt_exchange *x)
 			goto out;
 		cfm_enough(&c, u, ask);
 		mv = next_move(&c);
-		if (mv == MV_APPLY)
-			break;
+		if (mv == MV_APPLY) {
+			if ((rc = take(&c, "decided", &soft)) == 0 || !soft)
+				break;
+			mv = MV_WAIT;
+			goto later;
+		}
 		if (mv == MV_WAIT)
 			goto later;     /* (a look again, or the deadline) */
 		if (mv == MV_LOCK) {
 			/* (a decision more than half hold, or one locked) */
-			rc = c.pick >= 0 ? adopt(x, (size_t)c.pick,
-			    &c.d[c.pick], "lock") : set_state(x, "lock");
+			if ((rc = take(&c, "lock", &soft)) && soft)
+				goto later;     /* (its holder gone: look again) */
 			if (rc)
 				goto out;
 			c.st = DEC_LOCK;
@@ -2450,9 +2472,8 @@ confirm(struct spirt_exchange *x)
 				all &= !c.d[i].known || c.d[i].st != 0;
 			if (all) {
 				best_pick(&c, 0);
-				rc = c.pick >= 0 ? adopt(x, (size_t)c.pick,
-				    &c.d[c.pick], "lock") :
-				    set_state(x, "lock");
+				if ((rc = take(&c, "lock", &soft)) && soft)
+					goto later;
 				if (rc)
 					goto out;
 				c.st = DEC_LOCK;
@@ -2464,8 +2485,10 @@ later:
 			mv = MV_WAIT;
 			break;
 		}
-		nap(30);
+		nap(c.st >= DEC_LOCK ? 10 : 30);
 	}
+	if (mv == MV_APPLY)
+		goto out;       /* (taken above) */
 	if (mv == MV_FEW) {
 		size_t seen = 1;
 
@@ -2500,8 +2523,6 @@ later:
 		    "decided)", ULL(x->step), x->n + 1, who);
 		goto out;
 	}
-	rc = c.pick >= 0 ? adopt(x, (size_t)c.pick, &c.d[c.pick], "decided") :
-	    set_state(x, "decided");
 out:
 	for (size_t i = 0; u && i < x->n; i++)
 		free(u[i].val);
