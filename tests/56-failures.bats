@@ -41,6 +41,15 @@ for t in (0, 1, 2):
 	done
 }
 
+# alive3: peers3, and every member alive in every store's watcher
+alive3() {
+	peers3
+	for s in s1 s2 s3; do
+		beat1 $s p1 p2 p3
+		look $s
+	done
+}
+
 # xch I T ARGS...: peer I's exchange of step T, with the quorum of beats
 xch() {
 	local i=$1 t=$2
@@ -153,11 +162,7 @@ assert d <= 1e-6, 'maxdiff %g' % d
 }
 
 @test "decision: a digest lost on the way to one member only: both apply one step (issue 12)" {
-	peers3
-	for s in s1 s2 s3; do
-		beat1 $s p1 p2 p3
-		look $s
-	done
+	alive3
 	# p3's digest of step 0 reaches p1 and is lost on its way to p2
 	# (the link to p3 went down then, as in tests/56-partition), and
 	# p3's round record reaches neither: p1 combines {p1,p2,p3}, p2
@@ -197,11 +202,7 @@ assert d <= 1e-6, 'maxdiff %g' % d
 }
 
 @test "decision: in doubt, a member follows one that decided by a majority it cannot see" {
-	peers3
-	for s in s1 s2 s3; do
-		beat1 $s p1 p2 p3
-		look $s
-	done
+	alive3
 	# p3's digest and round record are lost on their way to p1 only:
 	# p2 and p3 combine {p1,p2,p3} and decide it (two of three hold
 	# it); p1 combines {p1,p2}, sees p2's and not p3's: in doubt, and
@@ -234,11 +235,7 @@ assert d <= 1e-6, 'maxdiff %g' % d
 }
 
 @test "decision: a majority one member counted is never broken by a tie the others break without it (chaos find)" {
-	peers3
-	for s in s1 s2 s3; do
-		beat1 $s p1 p2 p3
-		look $s
-	done
+	alive3
 	# p2 and p3 combine {p1,p2,p3}; p1, whose pull of p3's digest is
 	# lost, {p1,p2} once p3 is declared dead in its view.  p2 sees p3's
 	# record: two of three hold its combination.  p2's record is lost
