@@ -2018,9 +2018,12 @@ best_pick(struct cfm *c, int st)
 
 /*
  * The next move by the records seen (the comment above): apply one that
- * a member applied, or that more than half locked, or that every member
- * holds; not locked, lock one that more than half hold, or one locked;
- * else wait, look again, or be in doubt.
+ * more than half locked, or that every member holds; not locked, lock one
+ * that more than half hold; else apply one that a member applied; else
+ * wait for the records still missing; then, not locked, lock one locked;
+ * else look again, or be in doubt.  (A majority comes first: one member's
+ * record alone, which a member peer can forge, moves only members that
+ * see no majority, docs/protocol.md, "Threat model".)
  */
 static int
 next_move(struct cfm *c)
@@ -2028,12 +2031,6 @@ next_move(struct cfm *c)
 	struct spirt_exchange *x = c->x;
 	size_t p = x->n + 1, all = 1, seen = 1, same = 1;
 
-	for (size_t i = 0; i < x->n; i++)
-		if (c->d[i].known && c->d[i].st == DEC_DONE) {
-			c->pick = memcmp(c->d[i].hash, x->gagghash,
-			    SPIRT_HASH_BYTES) ? (int)i : -1;
-			return MV_APPLY;
-		}
 	if (2 * best_pick(c, DEC_LOCK) > p)
 		return MV_APPLY;
 	for (size_t i = 0; i < x->n; i++) {
@@ -2049,15 +2046,22 @@ next_move(struct cfm *c)
 		c->pick = -1;
 		return MV_APPLY;
 	}
-	if (c->st < DEC_LOCK && (2 * best_pick(c, 0) > p ||
-	    best_pick(c, DEC_LOCK) > 0))
+	if (c->st < DEC_LOCK && 2 * best_pick(c, 0) > p)
 		return MV_LOCK;
+	for (size_t i = 0; i < x->n; i++)
+		if (c->d[i].known && c->d[i].st == DEC_DONE) {
+			c->pick = memcmp(c->d[i].hash, x->gagghash,
+			    SPIRT_HASH_BYTES) ? (int)i : -1;
+			return MV_APPLY;
+		}
 	if (all < p)
 		return MV_WAIT;
 	/* (in doubt only with more than half of the members seen: one
 	 * that sees too few, the others out, waits for them to be back) */
 	if (2 * seen <= p)
 		return MV_FEW;
+	if (c->st < DEC_LOCK && best_pick(c, DEC_LOCK) > 0)
+		return MV_LOCK;
 	return c->st >= DEC_LOCK ? MV_AGAIN : MV_DOUBT;
 }
 
