@@ -699,7 +699,8 @@ join_prepare() {
 # has them; 1 if $src went past step J's round first (the join missed)
 # or died (another is asked)
 join_fetch() {
-	cu=$(mktemp -d "${TMPDIR:-/tmp}/spirt-catchup.XXXXXX")
+	cu=$(mktemp -d "${gdir:-${TMPDIR:-/tmp}}/catchup.XXXXXX") ||
+	    die 73 "joining: cannot make a directory in ${gdir:-${TMPDIR:-/tmp}}"
 	seen=$best pend=$(($(now) + deadline * 1000000)) i=0 rc=1
 	while :; do
 		if spirt-store -s "$src" get -f "model/$model@$1" \
@@ -851,7 +852,7 @@ xfailed() {
 }
 
 # ---- warm functions: one process each, fed step numbers through FIFOs ----
-work= srv= srvdir= wdog= guard= gfile=
+work= srv= srvdir= wdog= guard= gfile= gdir=
 # guarded: the server's and the beaters' pids, for the guard
 guarded() {
 	[ -n "$gfile" ] || return 0
@@ -881,7 +882,11 @@ orphaned() {
 # $gfile.died and ends the run (SIGTERM: 75, rerun to resume)
 guard_start() {
 	[ -n "$peers" ] || return 0
-	gfile=$(mktemp "${TMPDIR:-/tmp}/spirt-guard.XXXXXX")
+	# (its directory holds what a killed driver would leave: the guard
+	# removes it, the server's and the catch-up's files with it)
+	gdir=$(mktemp -d "${TMPDIR:-/tmp}/spirt-peer.XXXXXX") ||
+	    die 73 "cannot make a directory in ${TMPDIR:-/tmp}"
+	gfile=$gdir/guard
 	(
 		set +e          # (a kill of one gone, a file gone: go on)
 		trap '' INT TERM
@@ -916,7 +921,7 @@ guard_start() {
 		sleep 1
 		# shellcheck disable=SC2086
 		kill -KILL $_g 2>/dev/null
-		rm -f "$gfile" "$gfile.tmp" "$gfile.died" "$gfile.k" "$gfile.k.tmp"
+		rm -rf "$gdir"
 	) </dev/null >/dev/null 2>&1 &
 	guard=$!
 }
@@ -932,6 +937,8 @@ cleanup() {
 	srv=
 	[ -z "$srvdir" ] || rm -rf "$srvdir"
 	srvdir=
+	[ -z "$gdir" ] || rm -rf "$gdir"
+	gdir=
 	beats_stop
 	[ -z "${bpid:-}" ] || kill "$bpid" 2>/dev/null || :
 	bpid=
@@ -1027,8 +1034,9 @@ if [ -n "$peers" ]; then
 	case $selfurl in
 	http://*)
 		listen=${selfurl#http://} listen=${listen#*@} listen=${listen%/}
-		srvdir=$(mktemp -d "${TMPDIR:-/tmp}/spirt-serve.XXXXXX")
-		mkfifo "$srvdir/ready"
+		srvdir=$gdir/serve
+		mkdir "$srvdir" && mkfifo "$srvdir/ready" ||
+		    die 73 "cannot make $srvdir"
 		serve_start
 		;;
 	esac
