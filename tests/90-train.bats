@@ -6,6 +6,7 @@ load helper
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
 	export SPIRT_STORE="$BATS_TEST_TMPDIR/spirt.db"
+	export TMPDIR="$BATS_TEST_TMPDIR"       # (as helper.bash's setup)
 	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
 		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
 }

@@ -31,6 +31,9 @@ def load(path):
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
 	export SPIRT_STORE="$BATS_TEST_TMPDIR/spirt.db"
+	# (what the tools make in TMPDIR goes with the test, even when the
+	# test kills a driver's whole session and nothing of it can clean up)
+	export TMPDIR="$BATS_TEST_TMPDIR"
 	unset SPIRT_MAPSIZE SPIRT_MAPSIZE_MAX
 }
 
