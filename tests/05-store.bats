@@ -630,3 +630,31 @@ assert c.dtype == np.float32 and np.array_equal(c, w)"
 	run -73 spirt-store import --spec mlp:4-5-3 model/m@0 ok.npy
 	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
 }
+
+@test "after a reboot a reader never meets the new scratch tag before its environment" {
+	strace -f -o /dev/null true 2>/dev/null ||
+		skip "strace cannot trace here (ptrace not permitted)"
+	seed_store
+	spirt-store import grad/1/0 a.npy
+	echo another-boot >"$SPIRT_STORE/scratch/boot"
+	boot=$(cat /proc/sys/kernel/random/boot_id)
+	# a writer that empties the scratch, its renames held 3 s after they
+	# return: the new tag (published by rename) stands that long before
+	# the writer goes on
+	timeout 30 strace -f -o /dev/null \
+	    -e trace=rename,renameat,renameat2 \
+	    -e inject=rename,renameat,renameat2:delay_exit=3000000 \
+	    spirt-store import grad/2/0 a.npy &
+	pid=$!
+	for _ in $(seq 200); do
+		[ "$(cat "$SPIRT_STORE/scratch/boot")" = "$boot" ] && break
+		sleep 0.02
+	done
+	[ "$(cat "$SPIRT_STORE/scratch/boot")" = "$boot" ]
+	# inside the window: the reader opens the (emptied) scratch
+	run -0 spirt-store ls grad/
+	assert_output ''
+	wait "$pid"
+	run -0 spirt-store ls grad/
+	[ "$(printf '%s\n' "$output" | cut -f1)" = grad/2/0 ]
+}
