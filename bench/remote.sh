@@ -56,6 +56,7 @@ for s in 3 60; do
 	ip netns exec "$(netns_name 1)" env SPIRT_KEY=p1.key SPIRT_TOKEN=p1.tok \
 	    SPIRT_GROUP=group.pub spirt-peer serve -q -s "$st" \
 	    -l "$(netns_addr 1):$port" -F 3 3>"ready$s" 2>/dev/null &
+	srv=$!
 	read -r addr <"ready$s"
 	bytes=$({ spirt-store -s "$st" ls data/train/0/
 	    spirt-store -s "$st" ls model/mlp@0; } |
@@ -76,6 +77,9 @@ for s in 3 60; do
 		printf "%-8s %-12.1f %10.1f %10.1f %10.1f %8.0f\n", s,
 		    b / 1e6, l / 1000, r / 1000, (r - l) / 1000,
 		    b / ((r - l) / 1e6) / 1e6 }'
+	# this size's server ends here, not killed (and reported) at exit
+	kill "$srv" 2>/dev/null
+	wait "$srv" 2>/dev/null
 	port=$((port + 1))
 done
 echo "(remote: the model and the shard's x, y fetched, the gradient"

@@ -137,6 +137,8 @@ netns_teardown() {
 		t=$(pgrep -P "$NETNS_REAPER" 2>/dev/null)
 		# shellcheck disable=SC2086
 		kill -KILL "$NETNS_REAPER" $t 2>/dev/null || :
+		# reaped quietly (no "Killed" line) where it is our child
+		wait "$NETNS_REAPER" 2>/dev/null || :
 	fi
 	NETNS_PREFIX= NETNS_N=0 NETNS_REAPER=
 }
