@@ -697,31 +697,8 @@ spirt_watch_pass(struct spirt_store *s, const struct spirt_beat_budget *b,
 struct wstart {
 	uint64_t now;
 	const unsigned char *host;
-	struct spirt_health *v;
-	size_t n, cap;
+	struct hlist l;                 /* the records, read as ls reads them */
 };
-
-static int
-start_read(void *arg, const char *key, const void *val, size_t len)
-{
-	struct wstart *a = arg;
-	struct spirt_key_parts k;
-	struct spirt_health h, *p;
-
-	if (spirt_key_parse(&k, key) || k.kind != SPIRT_KEY_HEALTH ||
-	    health_decode(&h, val, len) || strcmp(h.b.member, k.peer))
-		return 0;
-	if (a->n == a->cap) {
-		size_t c = a->cap ? 2 * a->cap : 16;
-
-		if ((p = realloc(a->v, c * sizeof *p)) == NULL)
-			return ENOMEM;
-		a->v = p;
-		a->cap = c;
-	}
-	a->v[a->n++] = h;
-	return 0;
-}
 
 static int
 start_txn(struct spirt_txn *t, void *arg)
@@ -729,11 +706,11 @@ start_txn(struct spirt_txn *t, void *arg)
 	struct wstart *a = arg;
 	int rc;
 
-	a->n = 0;
-	if ((rc = spirt_store_list(t, "health/", start_read, a)))
+	a->l.n = 0;
+	if ((rc = spirt_store_list(t, "health/", hlist_add, &a->l)))
 		return rc;
-	for (size_t i = 0; i < a->n; i++) {
-		struct spirt_health *h = &a->v[i];
+	for (size_t i = 0; i < a->l.n; i++) {
+		struct spirt_health *h = &a->l.v[i];
 
 		/* another boot's record is a new sight anyway */
 		if (memcmp(h->host, a->host, SPIRT_BEAT_BOOT) ||
@@ -750,9 +727,9 @@ int
 spirt_watch_start(struct spirt_store *s, uint64_t now_ns,
     const unsigned char host[SPIRT_BEAT_BOOT])
 {
-	struct wstart a = { now_ns, host, NULL, 0, 0 };
+	struct wstart a = { now_ns, host, { NULL, 0, 0 } };
 	int rc = spirt_store_write(s, start_txn, &a);
 
-	free(a.v);
+	free(a.l.v);
 	return rc;
 }
