@@ -741,8 +741,10 @@ PY
 	until_ 900 model_at s2 15
 	kill -KILL $(pgrep -P $pid2) $pid2 2>/dev/null || :
 	wait $pid2 || :
-	until_ 1200 model_at s0 $steps
-	until_ 1200 model_at s1 $steps
+	# on a failure, what the peers said (once seen in CI, 1 run in about
+	# 50: p0 not at the last step 120 s after p2's death)
+	until_ 1200 model_at s0 $steps || { tail -n 40 e0 e1 e2 >&2; false; }
+	until_ 1200 model_at s1 $steps || { tail -n 40 e0 e1 e2 >&2; false; }
 	spirt-store -s s0 get -f gagg/$((steps - 1)) >g.rec
 	spirt-store -s s2 put gagg/$((steps - 1)) g.rec
 	! model_at s2 $steps
