@@ -741,8 +741,8 @@ PY
 	until_ 900 model_at s2 15
 	kill -KILL $(pgrep -P $pid2) $pid2 2>/dev/null || :
 	wait $pid2 || :
-	# on a failure, what the peers said (once seen in CI, 1 run in about
-	# 50: p0 not at the last step 120 s after p2's death)
+	# on a failure, what the peers said (how the lost signal of
+	# spirt-train's serve_ready, a69fcc5, was found)
 	until_ 1200 model_at s0 $steps || { tail -n 40 e0 e1 e2 >&2; false; }
 	until_ 1200 model_at s1 $steps || { tail -n 40 e0 e1 e2 >&2; false; }
 	spirt-store -s s0 get -f gagg/$((steps - 1)) >g.rec
