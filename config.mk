@@ -34,8 +34,10 @@ SODIUM_LIBS = `$(PKG_CONFIG) --libs libsodium`
 CURL_CFLAGS = `$(PKG_CONFIG) --cflags libcurl`
 CURL_LIBS = `$(PKG_CONFIG) --libs libcurl`
 MHD_CFLAGS = `$(PKG_CONFIG) --cflags libmicrohttpd`
+# OpenSSL 3's <openssl/evp.h> (libssl-dev); libcrypto.so.3 is dlopen()ed
+SSL_CFLAGS = `$(PKG_CONFIG) --cflags libcrypto`
 MHD_LIBS = `$(PKG_CONFIG) --libs libmicrohttpd`
-# dlopen(): OpenBLAS, libcurl, libmicrohttpd are loaded at run time
+# dlopen(): OpenBLAS, libcurl, libcrypto are loaded at run time
 DL_LIBS = -ldl
 
 INCS = $(XXHASH_CFLAGS) $(BLAS_CFLAGS)

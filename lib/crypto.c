@@ -9,6 +9,7 @@
 
 #include <sodium.h>
 
+#include "aead.h"
 #include "crypto.h"
 #include "io.h"
 #include "keys.h"
@@ -1369,7 +1370,7 @@ spirt_session_seal(struct spirt_session *s, unsigned char *out, size_t cap,
 {
 	unsigned char nonce[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
 	size_t k = key_len(key), need = spirt_msg_size(key, n);
-	unsigned long long clen;
+	int rc;
 
 	if (k == 0)
 		return SPIRT_EINVAL;
@@ -1381,8 +1382,10 @@ spirt_session_seal(struct spirt_session *s, unsigned char *out, size_t cap,
 		return EOVERFLOW;       /* a new handshake is needed */
 	head_build(out, MSG_DATA, s, step, key, k, n);
 	nonce_of(nonce, s->txctr);
-	crypto_aead_xchacha20poly1305_ietf_encrypt(out + SPIRT_MSG_HEAD + k,
-	    &clen, pt, n, out, SPIRT_MSG_HEAD + k, NULL, nonce, s->tx);
+	if ((rc = spirt_aead_seal(out + SPIRT_MSG_HEAD + k, out +
+	    SPIRT_MSG_HEAD + k + n, pt, n, out, SPIRT_MSG_HEAD + k, nonce,
+	    s->tx)) != 0)
+		return rc;
 	s->txctr++;
 	*len = need;
 	return 0;
@@ -1405,10 +1408,9 @@ spirt_session_open(struct spirt_session *s, void *pt, size_t cap, size_t *n,
 	if (cap < pn)
 		return SPIRT_EINVAL;
 	nonce_of(nonce, ctr);
-	if (crypto_aead_xchacha20poly1305_ietf_decrypt(pt, NULL, NULL,
-	    m + SPIRT_MSG_HEAD + k, pn + SPIRT_MSG_TAG, m, SPIRT_MSG_HEAD + k,
-	    nonce, s->rx) != 0)
-		return SPIRT_EMAC;
+	if ((rc = spirt_aead_open(pt, m + SPIRT_MSG_HEAD + k, pn, m +
+	    SPIRT_MSG_HEAD + k + pn, m, SPIRT_MSG_HEAD + k, nonce, s->rx)) != 0)
+		return rc;
 	win_commit(&s->win, ctr);
 	s->confirmed = 1;
 	*n = pn;
@@ -1545,14 +1547,16 @@ spirt_stream_seal_frame(struct spirt_stream *w, unsigned char *out,
 {
 	unsigned char nonce[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
 	size_t adlen;
+	int rc;
 
 	if (w->open || w->s == NULL || w->next >= w->frames ||
 	    len != spirt_stream_frame_len(w))
 		return SPIRT_EINVAL;
 	adlen = frame_ad(w);
 	frame_nonce(nonce, w->counter, w->next);
-	crypto_aead_xchacha20poly1305_ietf_encrypt_detached(out, out + len,
-	    NULL, pt, len, w->ad, adlen, NULL, nonce, w->s->tx);
+	if ((rc = spirt_aead_seal(out, out + len, pt, len, w->ad, adlen, nonce,
+	    w->s->tx)) != 0)
+		return rc;
 	w->next++;
 	return 0;
 }
@@ -1596,6 +1600,7 @@ spirt_stream_open_frame(struct spirt_stream *r, void *pt,
 {
 	unsigned char nonce[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
 	size_t len = spirt_stream_frame_len(r), adlen;
+	int rc;
 
 	if (!r->open || r->s == NULL)
 		return SPIRT_EINVAL;
@@ -1605,9 +1610,9 @@ spirt_stream_open_frame(struct spirt_stream *r, void *pt,
 		return inlen < len + SPIRT_MSG_TAG ? SPIRT_ETRUNC : SPIRT_EDATA;
 	adlen = frame_ad(r);
 	frame_nonce(nonce, r->counter, r->next);
-	if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(pt, NULL, in,
-	    len, in + len, r->ad, adlen, nonce, r->s->rx) != 0)
-		return SPIRT_EMAC;
+	if ((rc = spirt_aead_open(pt, in, len, in + len, r->ad, adlen, nonce,
+	    r->s->rx)) != 0)
+		return rc;
 	r->next++;
 	return 0;
 }

@@ -9,6 +9,7 @@
 
 #include <sodium.h>
 
+#include "aead.h"
 #include "check.h"
 #include "crypto.h"
 
@@ -1548,6 +1549,111 @@ test_known_answer(void)
 	party_free(&b);
 }
 
+/*
+ * lib/aead.c: OpenSSL's ChaCha20-Poly1305 under libsodium's HChaCha20
+ * gives libsodium's XChaCha20-Poly1305 bytes, sealed and opened, at every
+ * length that matters (none, one byte, around a ChaCha20 block and a
+ * Poly1305 block, a frame, a frame and a bit), in place and not; a
+ * changed byte anywhere is refused with the output zeroed.
+ */
+static void
+test_aead(void)
+{
+	static const size_t lens[] = { 0, 1, 15, 16, 17, 63, 64, 65, 255,
+	    4096, 65536, 65536 + 16, 1000003 };
+	static const int impl[] = { SPIRT_AEAD_OPENSSL, SPIRT_AEAD_SODIUM };
+	unsigned char key[32], npub[24], ad[150], tag[16], wtag[16], t2[16];
+	unsigned char *m = malloc(1000003), *c = malloc(1000003);
+	unsigned char *w = malloc(1000003), *o = malloc(1000003);
+	uint64_t st = 42;
+
+	if (!m || !c || !w || !o) {
+		CHECK(!"memory");
+		goto out;
+	}
+	for (size_t i = 0; i < 1000003; i++)
+		m[i] = (unsigned char)(check_urand(&st) * 256);
+	memcpy(key, m + 7, 32);
+	memcpy(npub, m + 99, 24);
+	memcpy(ad, m + 300, sizeof ad);
+	/* deps/debian brings libcrypto.so.3: it is used unless the
+	 * environment asks for libsodium */
+	CHECK_RC(spirt_aead_use(SPIRT_AEAD_AUTO));
+	CHECK(strcmp(spirt_aead_name(), getenv("SPIRT_AEAD") &&
+	    strcmp(getenv("SPIRT_AEAD"), "libsodium") == 0 ? "libsodium" :
+	    "openssl") == 0);
+	CHECK(spirt_aead_use(99) == SPIRT_EINVAL);
+	for (size_t a = 0; a < 2; a++) {
+		CHECK_RC(spirt_aead_use(impl[a]));
+		CHECK(strcmp(spirt_aead_name(), a ? "libsodium" : "openssl")
+		    == 0);
+		for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+			size_t n = lens[i], adl = i * 11 % (sizeof ad + 1);
+
+			crypto_aead_xchacha20poly1305_ietf_encrypt_detached(w,
+			    wtag, NULL, m, n, ad, adl, NULL, npub, key);
+			CHECK_RC(spirt_aead_seal(c, tag, m, n, ad, adl, npub,
+			    key));
+			CHECK(memcmp(c, w, n) == 0 && memcmp(tag, wtag, 16)
+			    == 0);
+			/* in place */
+			memcpy(o, m, n);
+			CHECK_RC(spirt_aead_seal(o, t2, o, n, ad, adl, npub,
+			    key));
+			CHECK(memcmp(o, w, n) == 0 && memcmp(t2, wtag, 16)
+			    == 0);
+			CHECK_RC(spirt_aead_open(o, o, n, t2, ad, adl, npub,
+			    key));
+			CHECK(memcmp(o, m, n) == 0);
+			memset(o, 0, n);
+			CHECK_RC(spirt_aead_open(o, w, n, wtag, ad, adl, npub,
+			    key));
+			CHECK(memcmp(o, m, n) == 0);
+			/* a flipped bit: in the text, the tag, the data, the
+			 * nonce's either part, the key */
+			if (n) {
+				c[n / 2] ^= 4;
+				memset(o, 1, n);
+				CHECK(spirt_aead_open(o, c, n, tag, ad, adl,
+				    npub, key) == SPIRT_EMAC);
+				CHECK(o[0] == 0 && o[n - 1] == 0 && o[n / 2]
+				    == 0);
+				c[n / 2] ^= 4;
+			}
+			tag[15] ^= 1;
+			CHECK(spirt_aead_open(o, c, n, tag, ad, adl, npub, key)
+			    == SPIRT_EMAC);
+			tag[15] ^= 1;
+			if (adl) {
+				ad[adl - 1] ^= 0x80;
+				CHECK(spirt_aead_open(o, c, n, tag, ad, adl,
+				    npub, key) == SPIRT_EMAC);
+				ad[adl - 1] ^= 0x80;
+			}
+			npub[3] ^= 1;
+			CHECK(spirt_aead_open(o, c, n, tag, ad, adl, npub, key)
+			    == SPIRT_EMAC);
+			npub[3] ^= 1;
+			npub[20] ^= 1;
+			CHECK(spirt_aead_open(o, c, n, tag, ad, adl, npub, key)
+			    == SPIRT_EMAC);
+			npub[20] ^= 1;
+			key[31] ^= 1;
+			CHECK(spirt_aead_open(o, c, n, tag, ad, adl, npub, key)
+			    == SPIRT_EMAC);
+			key[31] ^= 1;
+			CHECK_RC(spirt_aead_open(o, c, n, tag, ad, adl, npub,
+			    key));
+		}
+	}
+	CHECK_RC(spirt_aead_use(SPIRT_AEAD_AUTO));
+out:
+	free(m);
+	free(c);
+	free(w);
+	free(o);
+}
+
 int
 main(void)
 {
@@ -1576,6 +1682,13 @@ main(void)
 	test_handshake();
 	test_handshake_order();
 	test_allowlist_handshake();
+	test_aead();
+	/* the messages and streams with each implementation of the AEAD */
+	CHECK_RC(spirt_aead_use(SPIRT_AEAD_SODIUM));
+	test_messages();
+	test_streams();
+	test_known_answer();
+	CHECK_RC(spirt_aead_use(SPIRT_AEAD_OPENSSL));
 	test_messages();
 	test_streams();
 	test_known_answer();

@@ -1,0 +1,234 @@
+/* aead.c - XChaCha20-Poly1305 for sealed messages (ISC licence) */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+#include <sodium.h>
+
+#include "aead.h"
+
+/*
+ * OpenSSL 3's libcrypto, loaded on first use (aead.h says why).  The
+ * types are <openssl/evp.h>'s; only these seven functions are called.
+ */
+#define SSL_SONAME "libcrypto.so.3"
+
+static struct {
+	EVP_CIPHER *(*fetch)(OSSL_LIB_CTX *, const char *, const char *);
+	EVP_CIPHER_CTX *(*ctx_new)(void);
+	void (*ctx_free)(EVP_CIPHER_CTX *);
+	int (*init)(EVP_CIPHER_CTX *, const EVP_CIPHER *, ENGINE *,
+	    const unsigned char *, const unsigned char *, int);
+	int (*update)(EVP_CIPHER_CTX *, unsigned char *, int *,
+	    const unsigned char *, int);
+	int (*final)(EVP_CIPHER_CTX *, unsigned char *, int *);
+	int (*ctrl)(EVP_CIPHER_CTX *, int, int, void *);
+	EVP_CIPHER *cipher;             /* fetched once, kept */
+} ssl;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int have_ssl;                    /* set once, by load() */
+static int env_sodium;                  /* SPIRT_AEAD=libsodium */
+static atomic_int pinned = SPIRT_AEAD_AUTO;
+
+static int ssl_seal(unsigned char *, unsigned char *, const unsigned char *,
+    size_t, const unsigned char *, size_t, const unsigned char *,
+    const unsigned char *);
+
+/* OpenSSL's answer for a fixed input is libsodium's, or it is not used */
+static int
+self_test(void)
+{
+	unsigned char key[32], npub[24], ad[13], m[200], c1[200], c2[200];
+	unsigned char t1[16], t2[16];
+
+	for (size_t i = 0; i < sizeof m; i++)
+		m[i] = (unsigned char)(i * 7 + 1);
+	memcpy(key, m + 3, sizeof key);
+	memcpy(npub, m + 50, sizeof npub);
+	memcpy(ad, m + 90, sizeof ad);
+	crypto_aead_xchacha20poly1305_ietf_encrypt_detached(c1, t1, NULL, m,
+	    sizeof m, ad, sizeof ad, NULL, npub, key);
+	return ssl_seal(c2, t2, m, sizeof m, ad, sizeof ad, npub, key) == 0 &&
+	    memcmp(c1, c2, sizeof c1) == 0 && memcmp(t1, t2, sizeof t1) == 0;
+}
+
+static void
+load(void)
+{
+	const struct {
+		const char *name;
+		void *fn;
+	} t[] = {
+		{ "EVP_CIPHER_fetch", &ssl.fetch },
+		{ "EVP_CIPHER_CTX_new", &ssl.ctx_new },
+		{ "EVP_CIPHER_CTX_free", &ssl.ctx_free },
+		{ "EVP_CipherInit_ex", &ssl.init },
+		{ "EVP_CipherUpdate", &ssl.update },
+		{ "EVP_CipherFinal_ex", &ssl.final },
+		{ "EVP_CIPHER_CTX_ctrl", &ssl.ctrl },
+	};
+	const char *env = getenv("SPIRT_AEAD");
+	void *dl, *p;
+
+	env_sodium = env && strcmp(env, "libsodium") == 0;
+	if (sodium_init() < 0)
+		return;
+	if ((dl = dlopen(SSL_SONAME, RTLD_NOW | RTLD_LOCAL)) == NULL)
+		return;
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		if ((p = dlsym(dl, t[i].name)) == NULL)
+			goto fail;
+		memcpy(t[i].fn, &p, sizeof p);  /* no object-to-function cast */
+	}
+	if ((ssl.cipher = ssl.fetch(NULL, "ChaCha20-Poly1305", NULL)) == NULL)
+		goto fail;
+	if (!self_test())
+		goto fail;      /* the cipher stays fetched: a few bytes, once */
+	have_ssl = 1;   /* libcrypto stays loaded for the life of the process */
+	return;
+fail:
+	if (ssl.cipher == NULL)
+		dlclose(dl);
+	memset(&ssl, 0, sizeof ssl);
+}
+
+/* whether OpenSSL's implementation is the one in use */
+static int
+use_ssl(void)
+{
+	int p;
+
+	pthread_once(&once, load);
+	p = atomic_load(&pinned);
+	if (p == SPIRT_AEAD_AUTO && env_sodium)
+		return 0;
+	return p == SPIRT_AEAD_SODIUM ? 0 : have_ssl;
+}
+
+int
+spirt_aead_use(int which)
+{
+	pthread_once(&once, load);
+	if (which == SPIRT_AEAD_OPENSSL && !have_ssl)
+		return SPIRT_ENOTSUP;
+	if (which != SPIRT_AEAD_AUTO && which != SPIRT_AEAD_SODIUM &&
+	    which != SPIRT_AEAD_OPENSSL)
+		return SPIRT_EINVAL;
+	atomic_store(&pinned, which);
+	return 0;
+}
+
+const char *
+spirt_aead_name(void)
+{
+	return use_ssl() ? "openssl" : "libsodium";
+}
+
+/* the XChaCha20 subkey and the RFC 8439 nonce of npub (aead.h) */
+static void
+xsub(unsigned char sub[32], unsigned char iv[12], const unsigned char *npub,
+    const unsigned char *key)
+{
+	crypto_core_hchacha20(sub, npub, key, NULL);
+	memset(iv, 0, 4);
+	memcpy(iv + 4, npub + 16, 8);
+}
+
+/* ChaCha20-Poly1305 over n bytes in pieces an int can count */
+static int
+ssl_run(EVP_CIPHER_CTX *x, unsigned char *out, const unsigned char *in,
+    size_t n, const unsigned char *ad, size_t adlen)
+{
+	const size_t piece = (size_t)1 << 30;
+	int l;
+
+	for (size_t off = 0; off < adlen; off += piece)
+		if (ssl.update(x, NULL, &l, ad + off, (int)(adlen - off < piece ?
+		    adlen - off : piece)) != 1)
+			return -1;
+	for (size_t off = 0; off < n; off += piece)
+		if (ssl.update(x, out + off, &l, in + off, (int)(n - off <
+		    piece ? n - off : piece)) != 1)
+			return -1;
+	return 0;
+}
+
+static int
+ssl_seal(unsigned char *c, unsigned char *tag, const unsigned char *m,
+    size_t n, const unsigned char *ad, size_t adlen,
+    const unsigned char *npub, const unsigned char *key)
+{
+	unsigned char sub[32], iv[12];
+	EVP_CIPHER_CTX *x;
+	int l, rc = ENOMEM;
+
+	if ((x = ssl.ctx_new()) == NULL)
+		return ENOMEM;
+	xsub(sub, iv, npub, key);
+	if (ssl.init(x, ssl.cipher, NULL, sub, iv, 1) == 1 &&
+	    ssl_run(x, c, m, n, ad, adlen) == 0 &&
+	    ssl.final(x, c + n, &l) == 1 &&
+	    ssl.ctrl(x, EVP_CTRL_AEAD_GET_TAG, SPIRT_AEAD_TAG, tag) == 1)
+		rc = 0;
+	ssl.ctx_free(x);
+	sodium_memzero(sub, sizeof sub);
+	return rc;
+}
+
+static int
+ssl_open(unsigned char *m, const unsigned char *c, size_t n,
+    const unsigned char *tag, const unsigned char *ad, size_t adlen,
+    const unsigned char *npub, const unsigned char *key)
+{
+	unsigned char sub[32], iv[12], t[SPIRT_AEAD_TAG];
+	EVP_CIPHER_CTX *x;
+	int l, rc = ENOMEM;
+
+	if ((x = ssl.ctx_new()) == NULL)
+		return ENOMEM;
+	memcpy(t, tag, sizeof t);       /* tag may lie in what m overwrites */
+	xsub(sub, iv, npub, key);
+	if (ssl.init(x, ssl.cipher, NULL, sub, iv, 0) == 1 &&
+	    ssl_run(x, m, c, n, ad, adlen) == 0 &&
+	    ssl.ctrl(x, EVP_CTRL_AEAD_SET_TAG, SPIRT_AEAD_TAG, t) == 1)
+		rc = ssl.final(x, m + n, &l) == 1 ? 0 : SPIRT_EMAC;
+	ssl.ctx_free(x);
+	sodium_memzero(sub, sizeof sub);
+	/* OpenSSL writes before it checks: nothing unauthenticated stays */
+	if (rc != 0)
+		sodium_memzero(m, n);
+	return rc;
+}
+
+int
+spirt_aead_seal(unsigned char *c, unsigned char *tag, const unsigned char *m,
+    size_t n, const unsigned char *ad, size_t adlen,
+    const unsigned char *npub, const unsigned char *key)
+{
+	if (use_ssl())
+		return ssl_seal(c, tag, m, n, ad, adlen, npub, key);
+	crypto_aead_xchacha20poly1305_ietf_encrypt_detached(c, tag, NULL, m, n,
+	    ad, adlen, NULL, npub, key);
+	return 0;
+}
+
+int
+spirt_aead_open(unsigned char *m, const unsigned char *c, size_t n,
+    const unsigned char *tag, const unsigned char *ad, size_t adlen,
+    const unsigned char *npub, const unsigned char *key)
+{
+	if (use_ssl())
+		return ssl_open(m, c, n, tag, ad, adlen, npub, key);
+	if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(m, NULL, c, n,
+	    tag, ad, adlen, npub, key) != 0) {
+		sodium_memzero(m, n);
+		return SPIRT_EMAC;
+	}
+	return 0;
+}
