@@ -120,9 +120,16 @@ base() {
 }
 
 # the function's command prefix on a host: its store and credentials
+# and the OpenBLAS kernels of this machine's environment, where it names
+# them: the reference's bits are theirs, and ssh passes no environment
+# (the machines of CI set OPENBLAS_CORETYPE on some CPUs)
 fn_env() {
+	local v
 	printf 'env SPIRT_STORE=%s SPIRT_KEY=%s SPIRT_TOKEN=%s SPIRT_GROUP=%s' \
 	    "$URL" "$PWD/f1.key" "$PWD/f1.tok" "$PWD/group.pub"
+	for v in OPENBLAS_CORETYPE OPENBLAS_L2_SIZE; do
+		[ -z "${!v-}" ] || printf ' %s=%s' "$v" "${!v}"
+	done
 }
 
 # hosts_up: hosts 2..4 with sshd (host 3 flaky: the first function it

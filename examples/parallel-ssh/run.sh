@@ -63,6 +63,13 @@ jobs=1
 [ "$hosts" != : ] || jobs=$fns
 fn="env SPIRT_STORE=http://$addr SPIRT_KEY=$work/f1.key"
 fn="$fn SPIRT_TOKEN=$work/f1.tok SPIRT_GROUP=$work/group.pub"
+#    the hosts' gradients have this machine's bits only with its OpenBLAS
+#    kernels (spirt-grad(1), Determinism): an OPENBLAS_CORETYPE set here
+#    goes with them (ssh passes no environment)
+for v in OPENBLAS_CORETYPE OPENBLAS_L2_SIZE; do
+	eval "x=\${$v-}"
+	[ -z "$x" ] || fn="$fn $v=$x"
+done
 export SPIRT_FANOUT="parallel --will-cite -j $jobs -I{} --sshlogin $hosts \
 --retries 2 --joblog +$work/jobs $fn"
 spirt-train -q --cold -s "$store" -n "$fns" -b 16 --steps "$steps"
