@@ -96,7 +96,7 @@ def args():
       help="exchange bytes/s per peer core (default 66e6)")
     a("--t-digest", type=float, default=60e-6,
       help="checking one peer's signed digest, s (default 60e-6; "
-      "assumed: an Ed25519 verification and a BLAKE2b hash)")
+      "assumed: an Ed25519 verification and a SHA-256 hash)")
     a("--cores", type=int, default=2, help="cores of a peer's instance")
     a("--nic", type=float, default=1.25e9,
       help="a peer's network, bytes/s (default 1.25e9: 10 Gbit/s)")

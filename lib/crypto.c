@@ -9,10 +9,10 @@
 
 #include <sodium.h>
 
-#include "aead.h"
 #include "crypto.h"
 #include "io.h"
 #include "keys.h"
+#include "ossl.h"
 #include "le.h"
 
 /*
@@ -304,7 +304,7 @@ spirt_sig_verify(const unsigned char sig[SPIRT_SIG_BYTES],
 void
 spirt_hash(unsigned char out[SPIRT_HASH_BYTES], const void *p, size_t len)
 {
-	crypto_generichash(out, SPIRT_HASH_BYTES, p, len, NULL, 0);
+	spirt_sha256(out, p, len);
 }
 
 int

@@ -115,7 +115,11 @@ void spirt_key_sign(unsigned char sig[SPIRT_SIG_BYTES],
 SPIRT_MUST_CHECK int spirt_sig_verify(const unsigned char sig[SPIRT_SIG_BYTES],
     const unsigned char pk[SPIRT_PK_BYTES], const void *msg, size_t len)
     SPIRT_NONNULL(1, 2);
-/* BLAKE2b-256 (no key) of len bytes at p. */
+/*
+ * The hash of values the protocol signs and compares (digests, rounds,
+ * catch-up): SHA-256 of len bytes at p, on OpenSSL's code where it loads
+ * (lib/ossl.h).  Version 1 of the protocol used BLAKE2b-256 here.
+ */
 #define SPIRT_HASH_BYTES 32
 void spirt_hash(unsigned char out[SPIRT_HASH_BYTES], const void *p,
     size_t len) SPIRT_NONNULL(1);

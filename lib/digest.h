@@ -10,7 +10,7 @@
 
 /*
  * A digest is a peer's signed statement about one step t of a run
- * (docs/protocol.md, "Signed digests"): the BLAKE2b-256 hash of the
+ * (docs/protocol.md, "Signed digests"): the SHA-256 hash (spirt_hash) of the
  * aggregate it published (the whole value of xagg/<t>/<id>), the hash of
  * the model the step starts from (the whole value of model/<m>@t), and
  * the hash of the aggregate it received from every other peer that step,
@@ -24,7 +24,7 @@
  * two stories (equivocation): spirt_digest_conflict().
  *
  * Wire layout (little-endian, docs/protocol.md):
- *   0 magic "SPDG", 4 version 1, 5 zero, 6 u16 token length (0 or 216),
+ *   0 magic "SPDG", 4 version 2, 5 zero, 6 u16 token length (0 or 216),
  *   8 u64 step, 16 u32 entries E, 20 zero, 24 run[32], 56 id[32],
  *   88 pk[32], 120 agg hash[32], 152 model hash[32], 184 token,
  *   then E entries of id[32] hash[32], then the Ed25519 signature of

@@ -81,26 +81,26 @@ teardown() {
 	grep -q '^spirt-peer: stopped: [0-9]* served, 0 refused$' srv.log
 }
 
-@test "serve: an OpenSSL end and a libsodium end (SPIRT_AEAD) move the same bytes" {
+@test "serve: an OpenSSL end and a libsodium end (SPIRT_CRYPTO) move the same bytes" {
 	members
 	mkstore
 	# a value of several 64 KiB frames and a part: an MLP of 100 KB
 	spirt-init -m big mlp:784-32-10
 	spirt-store get -f model/big@0 >big.rec
 	[ "$(wc -c <big.rec)" -gt 100000 ]
-	SPIRT_AEAD=libsodium serve
+	SPIRT_CRYPTO=libsodium serve
 	as p2
 	spirt-store -s "$URL" get -f model/big@0 >got.rec
 	cmp big.rec got.rec
 	spirt-store -s "$URL" put beat/p2 big.rec
-	SPIRT_AEAD=libsodium spirt-store -s "$URL" get -f model/big@0 >got2.rec
+	SPIRT_CRYPTO=libsodium spirt-store -s "$URL" get -f model/big@0 >got2.rec
 	cmp big.rec got2.rec
 	stop
 	spirt-store get -f beat/p2 >beat.rec
 	cmp big.rec beat.rec
 	rm ready
 	serve
-	SPIRT_AEAD=libsodium spirt-store -s "$URL" get -f model/big@0 >got3.rec
+	SPIRT_CRYPTO=libsodium spirt-store -s "$URL" get -f model/big@0 >got3.rec
 	cmp big.rec got3.rec
 	stop
 	grep -q '^spirt-peer: stopped: [0-9]* served, 0 refused$' srv.log

@@ -71,7 +71,7 @@ until_grep() {
 	refute_output --partial libgnutls
 }
 
-@test "no tool links libcurl or libcrypto (lib/curldl.c, lib/aead.c load them)" {
+@test "no tool links libcurl or libcrypto (lib/curldl.c, lib/ossl.c load them)" {
 	local t n=0
 	for t in "$SPIRT_ROOT"/spirt-*; do
 		[ "$(head -c 4 "$t" | tail -c 3)" = ELF ] || continue

@@ -14,7 +14,7 @@
 #           or next to a version the store caught up (its driver said
 #           "caught up from ...: model/MODEL@t" in LOGDIR/s<i>.*.err);
 #           each version
-#           hashes (BLAKE2b-256 of the value) as that version does in every
+#           hashes (SHA-256 of the value) as that version does in every
 #           other store, now and at any earlier check.
 #           Answer: "ok N0 N1 ..." (each store's newest step, -1 for none)
 #           or "fail MESSAGE".
@@ -103,7 +103,7 @@ def hash_of(store, key):
                       data=True)
     if rc != 0:
         return None     # pruned since the listing
-    return hashlib.blake2b(out, digest_size=32).hexdigest()
+    return hashlib.sha256(out).hexdigest()
 
 
 def check():
@@ -212,7 +212,7 @@ def final():
                                       for h, w in hs.items())))
         h = next(iter(hs))
         if ('model', t) in ledger:
-            # (the digest's hash is BLAKE2b-256 of the whole value)
+            # (the digest's hash is SHA-256 of the whole value)
             if ledger[('model', t)][0] != h:
                 raise Fail('step %d: the digests name model %s, %s held '
                            '%s' % (t, h[:16], ledger[('model', t)][1],

@@ -9,9 +9,9 @@
 
 #include <sodium.h>
 
-#include "aead.h"
 #include "check.h"
 #include "crypto.h"
+#include "ossl.h"
 
 #define SEC 1000000000ull
 #define T0 (1700000000ull * SEC)
@@ -1550,7 +1550,7 @@ test_known_answer(void)
 }
 
 /*
- * lib/aead.c: OpenSSL's ChaCha20-Poly1305 under libsodium's HChaCha20
+ * lib/ossl.c: OpenSSL's ChaCha20-Poly1305 under libsodium's HChaCha20
  * gives libsodium's XChaCha20-Poly1305 bytes, sealed and opened, at every
  * length that matters (none, one byte, around a ChaCha20 block and a
  * Poly1305 block, a frame, a frame and a bit), in place and not; a
@@ -1561,7 +1561,7 @@ test_aead(void)
 {
 	static const size_t lens[] = { 0, 1, 15, 16, 17, 63, 64, 65, 255,
 	    4096, 65536, 65536 + 16, 1000003 };
-	static const int impl[] = { SPIRT_AEAD_OPENSSL, SPIRT_AEAD_SODIUM };
+	static const int impl[] = { SPIRT_OSSL_OPENSSL, SPIRT_OSSL_SODIUM };
 	unsigned char key[32], npub[24], ad[150], tag[16], wtag[16], t2[16];
 	unsigned char *m = malloc(1000003), *c = malloc(1000003);
 	unsigned char *w = malloc(1000003), *o = malloc(1000003);
@@ -1578,14 +1578,14 @@ test_aead(void)
 	memcpy(ad, m + 300, sizeof ad);
 	/* deps/debian brings libcrypto.so.3: it is used unless the
 	 * environment asks for libsodium */
-	CHECK_RC(spirt_aead_use(SPIRT_AEAD_AUTO));
-	CHECK(strcmp(spirt_aead_name(), getenv("SPIRT_AEAD") &&
-	    strcmp(getenv("SPIRT_AEAD"), "libsodium") == 0 ? "libsodium" :
+	CHECK_RC(spirt_ossl_use(SPIRT_OSSL_AUTO));
+	CHECK(strcmp(spirt_ossl_name(), getenv("SPIRT_CRYPTO") &&
+	    strcmp(getenv("SPIRT_CRYPTO"), "libsodium") == 0 ? "libsodium" :
 	    "openssl") == 0);
-	CHECK(spirt_aead_use(99) == SPIRT_EINVAL);
+	CHECK(spirt_ossl_use(99) == SPIRT_EINVAL);
 	for (size_t a = 0; a < 2; a++) {
-		CHECK_RC(spirt_aead_use(impl[a]));
-		CHECK(strcmp(spirt_aead_name(), a ? "libsodium" : "openssl")
+		CHECK_RC(spirt_ossl_use(impl[a]));
+		CHECK(strcmp(spirt_ossl_name(), a ? "libsodium" : "openssl")
 		    == 0);
 		for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
 			size_t n = lens[i], adl = i * 11 % (sizeof ad + 1);
@@ -1646,12 +1646,62 @@ test_aead(void)
 			    key));
 		}
 	}
-	CHECK_RC(spirt_aead_use(SPIRT_AEAD_AUTO));
+	CHECK_RC(spirt_ossl_use(SPIRT_OSSL_AUTO));
 out:
 	free(m);
 	free(c);
 	free(w);
 	free(o);
+}
+
+/*
+ * lib/ossl.c: OpenSSL's SHA-256 gives libsodium's bytes at every length
+ * around a block (55/56: the length still fits the last block or not),
+ * and the published answers (FIPS 180-4 examples: "abc", the empty
+ * string, a million 'a's); spirt_hash, the values' hash of the
+ * protocol, is it.
+ */
+static void
+test_sha256(void)
+{
+	static const size_t lens[] = { 0, 1, 3, 55, 56, 63, 64, 65, 119, 120,
+	    4096, 65536 + 17, 1000000 };
+	static const int impl[] = { SPIRT_OSSL_OPENSSL, SPIRT_OSSL_SODIUM };
+	unsigned char h[32], w[32], want[32];
+	unsigned char *m = malloc(1000000);
+	uint64_t st = 7;
+
+	if (!m) {
+		CHECK(!"memory");
+		return;
+	}
+	for (size_t a = 0; a < 2; a++) {
+		CHECK_RC(spirt_ossl_use(impl[a]));
+		for (size_t i = 0; i < 1000000; i++)
+			m[i] = (unsigned char)(check_urand(&st) * 256);
+		for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+			crypto_hash_sha256(w, m, lens[i]);
+			spirt_sha256(h, m, lens[i]);
+			CHECK(memcmp(h, w, 32) == 0);
+			spirt_hash(h, m, lens[i]);
+			CHECK(memcmp(h, w, 32) == 0);
+		}
+		spirt_sha256(h, "abc", 3);
+		hexto(want, "ba7816bf8f01cfea414140de5dae2223"
+		    "b00361a396177a9cb410ff61f20015ad");
+		CHECK(memcmp(h, want, 32) == 0);
+		spirt_hash(h, NULL, 0);
+		hexto(want, "e3b0c44298fc1c149afbf4c8996fb924"
+		    "27ae41e4649b934ca495991b7852b855");
+		CHECK(memcmp(h, want, 32) == 0);
+		memset(m, 'a', 1000000);
+		spirt_sha256(h, m, 1000000);
+		hexto(want, "cdc76e5c9914fb9281a1c7e284d73e67"
+		    "f1809a48a497200e046d39ccc7112cd0");
+		CHECK(memcmp(h, want, 32) == 0);
+	}
+	CHECK_RC(spirt_ossl_use(SPIRT_OSSL_AUTO));
+	free(m);
 }
 
 int
@@ -1683,12 +1733,13 @@ main(void)
 	test_handshake_order();
 	test_allowlist_handshake();
 	test_aead();
+	test_sha256();
 	/* the messages and streams with each implementation of the AEAD */
-	CHECK_RC(spirt_aead_use(SPIRT_AEAD_SODIUM));
+	CHECK_RC(spirt_ossl_use(SPIRT_OSSL_SODIUM));
 	test_messages();
 	test_streams();
 	test_known_answer();
-	CHECK_RC(spirt_aead_use(SPIRT_AEAD_OPENSSL));
+	CHECK_RC(spirt_ossl_use(SPIRT_OSSL_OPENSSL));
 	test_messages();
 	test_streams();
 	test_known_answer();

@@ -1,4 +1,4 @@
-/* aead.c - XChaCha20-Poly1305 for sealed messages (ISC licence) */
+/* ossl.c - libsodium's bytes on OpenSSL's faster code (ISC licence) */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -10,11 +10,11 @@
 #include <openssl/evp.h>
 #include <sodium.h>
 
-#include "aead.h"
+#include "ossl.h"
 
 /*
- * OpenSSL 3's libcrypto, loaded on first use (aead.h says why).  The
- * types are <openssl/evp.h>'s; only these seven functions are called.
+ * OpenSSL 3's libcrypto, loaded on first use (ossl.h says why).  The
+ * types are <openssl/evp.h>'s; only these nine functions are called.
  */
 #define SSL_SONAME "libcrypto.so.3"
 
@@ -28,24 +28,29 @@ static struct {
 	    const unsigned char *, int);
 	int (*final)(EVP_CIPHER_CTX *, unsigned char *, int *);
 	int (*ctrl)(EVP_CIPHER_CTX *, int, int, void *);
+	EVP_MD *(*md_fetch)(OSSL_LIB_CTX *, const char *, const char *);
+	int (*digest)(const void *, size_t, unsigned char *, unsigned int *,
+	    const EVP_MD *, ENGINE *);
 	EVP_CIPHER *cipher;             /* fetched once, kept */
+	EVP_MD *sha256;                 /* likewise */
 } ssl;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int have_ssl;                    /* set once, by load() */
-static int env_sodium;                  /* SPIRT_AEAD=libsodium */
-static atomic_int pinned = SPIRT_AEAD_AUTO;
+static int env_sodium;                  /* SPIRT_CRYPTO=libsodium */
+static atomic_int pinned = SPIRT_OSSL_AUTO;
 
 static int ssl_seal(unsigned char *, unsigned char *, const unsigned char *,
     size_t, const unsigned char *, size_t, const unsigned char *,
     const unsigned char *);
+static int ssl_sha256(unsigned char *, const void *, size_t);
 
-/* OpenSSL's answer for a fixed input is libsodium's, or it is not used */
+/* OpenSSL's answers for a fixed input are libsodium's, or it is not used */
 static int
 self_test(void)
 {
 	unsigned char key[32], npub[24], ad[13], m[200], c1[200], c2[200];
-	unsigned char t1[16], t2[16];
+	unsigned char t1[16], t2[16], h1[32], h2[32];
 
 	for (size_t i = 0; i < sizeof m; i++)
 		m[i] = (unsigned char)(i * 7 + 1);
@@ -54,8 +59,10 @@ self_test(void)
 	memcpy(ad, m + 90, sizeof ad);
 	crypto_aead_xchacha20poly1305_ietf_encrypt_detached(c1, t1, NULL, m,
 	    sizeof m, ad, sizeof ad, NULL, npub, key);
+	crypto_hash_sha256(h1, m, sizeof m);
 	return ssl_seal(c2, t2, m, sizeof m, ad, sizeof ad, npub, key) == 0 &&
-	    memcmp(c1, c2, sizeof c1) == 0 && memcmp(t1, t2, sizeof t1) == 0;
+	    memcmp(c1, c2, sizeof c1) == 0 && memcmp(t1, t2, sizeof t1) == 0 &&
+	    ssl_sha256(h2, m, sizeof m) == 0 && memcmp(h1, h2, sizeof h1) == 0;
 }
 
 static void
@@ -72,8 +79,10 @@ load(void)
 		{ "EVP_CipherUpdate", &ssl.update },
 		{ "EVP_CipherFinal_ex", &ssl.final },
 		{ "EVP_CIPHER_CTX_ctrl", &ssl.ctrl },
+		{ "EVP_MD_fetch", &ssl.md_fetch },
+		{ "EVP_Digest", &ssl.digest },
 	};
-	const char *env = getenv("SPIRT_AEAD");
+	const char *env = getenv("SPIRT_CRYPTO");
 	void *dl, *p;
 
 	env_sodium = env && strcmp(env, "libsodium") == 0;
@@ -86,14 +95,15 @@ load(void)
 			goto fail;
 		memcpy(t[i].fn, &p, sizeof p);  /* no object-to-function cast */
 	}
-	if ((ssl.cipher = ssl.fetch(NULL, "ChaCha20-Poly1305", NULL)) == NULL)
+	if ((ssl.cipher = ssl.fetch(NULL, "ChaCha20-Poly1305", NULL)) == NULL ||
+	    (ssl.sha256 = ssl.md_fetch(NULL, "SHA256", NULL)) == NULL)
 		goto fail;
 	if (!self_test())
-		goto fail;      /* the cipher stays fetched: a few bytes, once */
+		goto fail;      /* what was fetched stays: a few bytes, once */
 	have_ssl = 1;   /* libcrypto stays loaded for the life of the process */
 	return;
 fail:
-	if (ssl.cipher == NULL)
+	if (ssl.cipher == NULL && ssl.sha256 == NULL)
 		dlclose(dl);
 	memset(&ssl, 0, sizeof ssl);
 }
@@ -106,31 +116,31 @@ use_ssl(void)
 
 	pthread_once(&once, load);
 	p = atomic_load(&pinned);
-	if (p == SPIRT_AEAD_AUTO && env_sodium)
+	if (p == SPIRT_OSSL_AUTO && env_sodium)
 		return 0;
-	return p == SPIRT_AEAD_SODIUM ? 0 : have_ssl;
+	return p == SPIRT_OSSL_SODIUM ? 0 : have_ssl;
 }
 
 int
-spirt_aead_use(int which)
+spirt_ossl_use(int which)
 {
 	pthread_once(&once, load);
-	if (which == SPIRT_AEAD_OPENSSL && !have_ssl)
-		return SPIRT_ENOTSUP;
-	if (which != SPIRT_AEAD_AUTO && which != SPIRT_AEAD_SODIUM &&
-	    which != SPIRT_AEAD_OPENSSL)
+	if (which != SPIRT_OSSL_AUTO && which != SPIRT_OSSL_SODIUM &&
+	    which != SPIRT_OSSL_OPENSSL)
 		return SPIRT_EINVAL;
+	if (which == SPIRT_OSSL_OPENSSL && !have_ssl)
+		return SPIRT_ENOTSUP;
 	atomic_store(&pinned, which);
 	return 0;
 }
 
 const char *
-spirt_aead_name(void)
+spirt_ossl_name(void)
 {
 	return use_ssl() ? "openssl" : "libsodium";
 }
 
-/* the XChaCha20 subkey and the RFC 8439 nonce of npub (aead.h) */
+/* the XChaCha20 subkey and the RFC 8439 nonce of npub (ossl.h) */
 static void
 xsub(unsigned char sub[32], unsigned char iv[12], const unsigned char *npub,
     const unsigned char *key)
@@ -231,4 +241,26 @@ spirt_aead_open(unsigned char *m, const unsigned char *c, size_t n,
 		return SPIRT_EMAC;
 	}
 	return 0;
+}
+
+/* ---- SHA-256 ---- */
+
+static int
+ssl_sha256(unsigned char *out, const void *p, size_t len)
+{
+	unsigned int n = SPIRT_SHA256_BYTES;
+
+	/* EVP_Digest wants a pointer even for no bytes */
+	return ssl.digest(len ? p : "", len, out, &n, ssl.sha256, NULL) == 1 &&
+	    n == SPIRT_SHA256_BYTES ? 0 : -1;
+}
+
+void
+spirt_sha256(unsigned char out[SPIRT_SHA256_BYTES], const void *p,
+    size_t len)
+{
+	/* OpenSSL fails only out of memory: then libsodium's bytes */
+	if (use_ssl() && ssl_sha256(out, p, len) == 0)
+		return;
+	crypto_hash_sha256(out, len ? p : (const void *)"", len);
 }
