@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "curldl.h"
+#include "dl.h"
 
 static struct spirt_curl table;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -14,10 +15,7 @@ static char err[300];
 static void
 load(void)
 {
-	const struct {
-		const char *name;
-		void *fn;
-	} t[] = {
+	const struct spirt_dlsym t[] = {
 		{ "curl_global_init", &table.global_init },
 		{ "curl_global_cleanup", &table.global_cleanup },
 		{ "curl_easy_init", &table.easy_init },
@@ -31,8 +29,7 @@ load(void)
 		{ "curl_slist_free_all", &table.slist_free_all },
 	};
 	const char *why;
-	void *dl, *p;
-	size_t i;
+	void *dl;
 
 	if ((dl = dlopen(SPIRT_CURL_SONAME, RTLD_NOW | RTLD_LOCAL)) == NULL) {
 		why = dlerror();
@@ -45,17 +42,13 @@ load(void)
 		loadrc = SPIRT_ENOTSUP;
 		return;
 	}
-	for (i = 0; i < sizeof t / sizeof t[0]; i++) {
-		if ((p = dlsym(dl, t[i].name)) == NULL) {
-			snprintf(err, sizeof err, "%s: no symbol %s",
-			    SPIRT_CURL_SONAME, t[i].name);
-			dlclose(dl);
-			memset(&table, 0, sizeof table);
-			loadrc = SPIRT_ENOTSUP;
-			return;
-		}
-		/* ISO C: no object-to-function cast */
-		memcpy(t[i].fn, &p, sizeof p);
+	if ((why = spirt_dl_syms(dl, t, sizeof t / sizeof t[0])) != NULL) {
+		snprintf(err, sizeof err, "%s: no symbol %s",
+		    SPIRT_CURL_SONAME, why);
+		dlclose(dl);
+		memset(&table, 0, sizeof table);
+		loadrc = SPIRT_ENOTSUP;
+		return;
 	}
 	/* kept loaded for the life of the process */
 }

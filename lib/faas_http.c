@@ -13,6 +13,7 @@
 
 #include <microhttpd.h>
 
+#include "dl.h"
 #include "faas_http.h"
 
 #define MHD_SONAME "libmicrohttpd.so.12"
@@ -43,10 +44,7 @@ static struct {
 static int
 load(struct spirt_faas_http *h)
 {
-	const struct {
-		const char *name;
-		void *fn;
-	} t[] = {
+	const struct spirt_dlsym t[] = {
 		{ "MHD_start_daemon", &mhd.start },
 		{ "MHD_stop_daemon", &mhd.stop },
 		{ "MHD_create_response_from_buffer", &mhd.from_buffer },
@@ -56,22 +54,18 @@ load(struct spirt_faas_http *h)
 		{ "MHD_get_connection_values", &mhd.values },
 		{ "MHD_lookup_connection_value", &mhd.lookup },
 	};
-	size_t i;
-	void *p;
+	const char *miss;
 
 	if (mhd.dl != NULL)
 		return 0;
 	if ((mhd.dl = dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL)) == NULL)
 		return spirt_msgf(h->msg, sizeof h->msg, SPIRT_ENOTSUP, "%s",
 		    dlerror());
-	for (i = 0; i < sizeof t / sizeof t[0]; i++) {
-		if ((p = dlsym(mhd.dl, t[i].name)) == NULL) {
-			dlclose(mhd.dl);
-			mhd.dl = NULL;
-			return spirt_msgf(h->msg, sizeof h->msg, SPIRT_ENOTSUP,
-			    "%s: no symbol %s", MHD_SONAME, t[i].name);
-		}
-		memcpy(t[i].fn, &p, sizeof p);  // ISO C: no object-to-function cast
+	if ((miss = spirt_dl_syms(mhd.dl, t, sizeof t / sizeof t[0]))) {
+		dlclose(mhd.dl);
+		mhd.dl = NULL;
+		return spirt_msgf(h->msg, sizeof h->msg, SPIRT_ENOTSUP,
+		    "%s: no symbol %s", MHD_SONAME, miss);
 	}
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 #include <sodium.h>
 
+#include "dl.h"
 #include "ossl.h"
 
 /*
@@ -68,10 +69,7 @@ self_test(void)
 static void
 load(void)
 {
-	const struct {
-		const char *name;
-		void *fn;
-	} t[] = {
+	const struct spirt_dlsym t[] = {
 		{ "EVP_CIPHER_fetch", &ssl.fetch },
 		{ "EVP_CIPHER_CTX_new", &ssl.ctx_new },
 		{ "EVP_CIPHER_CTX_free", &ssl.ctx_free },
@@ -83,18 +81,15 @@ load(void)
 		{ "EVP_Digest", &ssl.digest },
 	};
 	const char *env = getenv("SPIRT_CRYPTO");
-	void *dl, *p;
+	void *dl;
 
 	env_sodium = env && strcmp(env, "libsodium") == 0;
 	if (sodium_init() < 0)
 		return;
 	if ((dl = dlopen(SSL_SONAME, RTLD_NOW | RTLD_LOCAL)) == NULL)
 		return;
-	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-		if ((p = dlsym(dl, t[i].name)) == NULL)
-			goto fail;
-		memcpy(t[i].fn, &p, sizeof p);  /* no object-to-function cast */
-	}
+	if (spirt_dl_syms(dl, t, sizeof t / sizeof t[0]) != NULL)
+		goto fail;
 	if ((ssl.cipher = ssl.fetch(NULL, "ChaCha20-Poly1305", NULL)) == NULL ||
 	    (ssl.sha256 = ssl.md_fetch(NULL, "SHA256", NULL)) == NULL)
 		goto fail;
