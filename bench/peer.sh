@@ -24,8 +24,12 @@
 #    optimiser (momentum 0.9, lr 0.05 constant) and evaluation interval.
 # 4. Exchanges every H steps: H = 1, 10, 100 and the per-step exchange,
 #    3 peers, the same samples: time per step and the final accuracy.
+# 5. The values' hash (five a peer and step: the signed digests): SHA-256
+#    on OpenSSL's code, as spirt_hash computes it, against libsodium's
+#    SHA-256 and the BLAKE2b-256 of the digests' version 1, on a value of
+#    the MLP's size (bench/hash_bench, interleaved, medians).
 #
-# Environment: PARTS (the sections to run, default "1 2 3 4"), REPS (rounds of 1, default 7), STEPS (steps of 2, default
+# Environment: PARTS (the sections to run, default "1 2 3 4 5"), REPS (rounds of 1, default 7), STEPS (steps of 2, default
 # 30), RACE (rounds of 3, default 2), HSTEPS (steps of 4, default 200).
 set -eu
 cd "$(dirname "$0")/.."
@@ -35,7 +39,7 @@ FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
 PATH="$PWD:$PATH"
 export PATH FMNIST
 unset SPIRT_STORE SPIRT_SYNC SPIRT_THREADS OMP_NUM_THREADS OPENBLAS_NUM_THREADS
-parts=${PARTS:-1 2 3 4}
+parts=${PARTS:-1 2 3 4 5}
 on() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
 reps=${REPS:-7} nsteps=${STEPS:-30} race=${RACE:-2} hsteps=${HSTEPS:-200}
 
@@ -307,4 +311,21 @@ EOF
 		printf "   %-22s %8.1f %9s %+10.4f\n", l, 1e3 * s / n, a, a - b }'
 	rm -rf "$tmp/h$h"
 done
+fi
+
+# ---- 5. the values' hash ----
+if on 5; then
+echo
+echo "5. The values' hash, a value of the MLP's size (940,696 bytes), medians"
+echo "   of 200 interleaved rounds (five hashes a peer and step)"
+printf '   %-46s %8s %8s %10s\n' "" ms GB/s "vs spirt"
+bench/hash_bench 940696 200 | awk '
+	NR == 1 { base = $2 }
+	{
+		if ($1 == "sha256-openssl") l = "SHA-256, OpenSSL (spirt_hash)"
+		else if ($1 == "sha256-libsodium") l = "SHA-256, libsodium"
+		else l = "BLAKE2b-256, libsodium (digests v1)"
+		printf "   %-46s %8.3f %8.2f %9.2fx\n", l, $2, $3, $2 / base
+	}'
+grep -qw sha_ni /proc/cpuinfo || echo "   (this CPU has no SHA extensions)"
 fi

@@ -11,7 +11,7 @@ PEER_LIBOBJ = lib/ossl.o lib/crypto.o lib/remote.o lib/store_http.o lib/peersrv.
 PEER_BIN = spirt-peer
 PEER_MAN1 = man/spirt-peer.1
 PEER_UNIT = tests/unit/test_crypto tests/unit/test_remote tests/unit/test_digest
-PEER_BENCH = bench/xfer_bench
+PEER_BENCH = bench/xfer_bench bench/hash_bench
 
 lib/crypto.o: lib/crypto.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/crypto.c
@@ -57,3 +57,7 @@ tests/unit/test_digest.o: tests/unit/test_digest.c
 bench/xfer_bench: bench/xfer_bench.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/xfer_bench.o lib/libspirt.a $(BASE_LIBS)
 bench/xfer_bench.o: $(LIBHDR)
+bench/hash_bench: bench/hash_bench.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/hash_bench.o lib/libspirt.a $(BASE_LIBS)
+bench/hash_bench.o: $(LIBHDR)
+	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ bench/hash_bench.c
