@@ -17,6 +17,8 @@ usage: ddp_train.py P BATCH LR EVERY TARGET STEPS
   TARGET  stop at the first evaluation reaching it (0: never)
   STEPS   at most this many steps
 
+DDP_SEED (default 1) seeds the initialisation and the data order.
+
 Prints one line, from rank 0:
   steps  train_seconds  accuracy  reached  ms_per_step
 train_seconds leaves the evaluations out, as spirt-train's log does.
@@ -58,7 +60,8 @@ def run(rank, p, batch, lr, every, target, steps, port, q):
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(port))
     dist.init_process_group("gloo", rank=rank, world_size=p)
-    torch.manual_seed(1)
+    seed = int(os.environ.get("DDP_SEED", "1"))
+    torch.manual_seed(seed)
     net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128),
                         nn.ReLU(), nn.Linear(128, 10))
     ddp = nn.parallel.DistributedDataParallel(net)
@@ -73,7 +76,7 @@ def run(rank, p, batch, lr, every, target, steps, port, q):
     g = torch.Generator()
     t, clock, acc, reached, epoch = 0, 0.0, 0.0, 0, 0
     while t < steps and not reached:
-        g.manual_seed(1000 + epoch)
+        g.manual_seed(1000 * seed + epoch)
         perm = torch.randperm(xtr.shape[0], generator=g)[rank::p][:n]
         for b in range(nb):
             dist.barrier()

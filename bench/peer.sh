@@ -21,7 +21,9 @@
 #    in the same 3 network namespaces (spirt's peers over HTTP, DDP's
 #    rendezvous at namespace 1's address): the MLP to 85% at the same
 #    global batch (3 x 2 x 64; and 3 x 1 x 128, DDP's own shape), model,
-#    optimiser (momentum 0.9, lr 0.05 constant) and evaluation interval.
+#    optimiser (momentum 0.9, lr 0.05 constant) and evaluation interval;
+#    round r seeds both sides r + 1 (initialisation and data order), so
+#    the medians span seeds, not only timings.
 # 4. Exchanges every H steps: H = 1, 10, 100 and the per-step exchange,
 #    3 peers, the same samples: time per step and the final accuracy.
 # 5. The values' hash (five a peer and step: the signed digests): SHA-256
@@ -242,7 +244,8 @@ echo "   peers x 1 function x batch 128 (DDP's shape: a process of compute"
 echo "   per rank), momentum 0.9 lr 0.05 constant, evaluated every 25 steps;"
 echo "   PyTorch DDP (gloo), 3 processes x batch 128, one thread each; all in"
 echo "   the same 3 network namespaces (spirt's peers over HTTP; DDP's"
-echo "   rendezvous at namespace 1).  Medians of $race interleaved rounds."
+echo "   rendezvous at namespace 1).  Medians of $race interleaved rounds, round"
+echo "   r seeded r + 1 on both sides (initialisation and data order)."
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
 	echo "   skipped: network namespaces need root and ip(8)"
 elif ! $PY -c 'import torch' 2>/dev/null; then
@@ -255,14 +258,16 @@ disown -a
 r=0
 while [ "$r" -lt "$race" ]; do
 	# (functions:batch:file of each spirt shape)
+	# round r: seed r + 1 on both sides (initialisation, data order)
 	for sh in 2:64:sr 1:128:s1r; do
 		trainns "$tmp/race" -n "${sh%%:*}" -b "$(echo "$sh" | cut -d: -f2)" \
 		    -o momentum -l 0.05 --schedule constant --eval-every 25 \
-		    --target 0.85 -e 5
+		    --target 0.85 -e 5 -S $((r + 1))
 		lastline "$tmp/race" >>"$tmp/${sh##*:}"
 		rm -rf "$tmp/race"
 	done
-	ddpns 3 128 0.05 25 0.85 5000 | awk '{ print $2, $1, $3 }' >>"$tmp/dr"
+	DDP_SEED=$((r + 1)) ddpns 3 128 0.05 25 0.85 5000 |
+	    awk '{ print $2, $1, $3 }' >>"$tmp/dr"
 	r=$((r + 1))
 done
 netns_teardown
@@ -270,11 +275,12 @@ netns_teardown
 printf '   %-24s %9s %6s %9s %8s\n' "" seconds steps accuracy ms/step &&
 for f in sr:"spirt, 2 x 64 a peer" s1r:"spirt, 1 x 128 a peer" \
     dr:"PyTorch DDP"; do
-	printf '   %-24s %9.2f %6s %9s %8.2f\n' "${f#*:}" \
+	printf '   %-24s %9.2f %6s %9s %8.2f   steps by seed: %s\n' "${f#*:}" \
 	    "$(awk '{ print $1 }' "$tmp/${f%%:*}" | med)" \
 	    "$(awk '{ print $2 }' "$tmp/${f%%:*}" | med)" \
 	    "$(awk '{ print $3 }' "$tmp/${f%%:*}" | med)" \
-	    "$(awk '{ print 1e3 * $1 / $2 }' "$tmp/${f%%:*}" | med)"
+	    "$(awk '{ print 1e3 * $1 / $2 }' "$tmp/${f%%:*}" | med)" \
+	    "$(awk '{ printf "%s%s", (NR > 1 ? " " : ""), $2 }' "$tmp/${f%%:*}")"
 done
 [ "$race" -eq 0 ] ||
 for f in sr:"2 x 64" s1r:"1 x 128"; do
