@@ -40,13 +40,6 @@ struct bucket {
 	double tokens, last;
 };
 
-/* a streamed answer's buffer kept for the next one (see spare_get) */
-#define SPARES 2
-struct spare {
-	unsigned char *p;
-	size_t cap;
-};
-
 struct req;
 
 struct spirt_peersrv {
@@ -57,7 +50,6 @@ struct spirt_peersrv {
 	unsigned nrates;
 	char addr[80];
 	struct spirt_peersrv_stats st;
-	struct spare spare[SPARES];
 	/* gets waiting for their key (see "waits" below) */
 	pthread_mutex_t wlock;
 	struct req *waiters;            /* suspended, to be resumed */
@@ -471,68 +463,71 @@ list_fn(void *arg, const char *key, const void *val, size_t len)
 #define STREAM_BLOCK (4 * FRAME_WIRE)   /* MHD's buffer: four frames */
 
 /*
- * The buffers streamed answers copy values into are kept for the next
- * answer (the exchange asks for values of the same size every step):
- * freed and allocated anew, their pages would be faulted in and zeroed
- * by the kernel each time, which costs about as much as sealing them.
+ * A streamed answer copies nothing but its first frame out of the store:
+ * each later frame is sealed from the store's map straight into
+ * libmicrohttpd's buffer, in a read transaction of that call alone.  (A
+ * transaction held for the whole answer would pin its pointers across
+ * other requests, which a map that another process grew must not: LMDB
+ * remaps it at the next transaction's start.)  The value is looked up
+ * again by its key each time and must be as long as when the answer
+ * began; the keys served are never rewritten in place (a version, a
+ * step's aggregate or gradient: written once, deleted when spent), and
+ * a value deleted under an answer cuts the answer short, which its
+ * reader refuses (SPIRT_ETRUNC).  A 40 MB value cost a copy of 4-8 ms
+ * before its first byte went out, serial with everything else
+ * (docs/performance.md, "Peers").
  */
-static unsigned char *
-spare_get(struct spirt_peersrv *p, size_t n, size_t *cap)
-{
-	struct spare *best = NULL;
-	unsigned char *b;
-
-	for (int i = 0; i < SPARES; i++)
-		if (p->spare[i].p && p->spare[i].cap >= n &&
-		    (!best || p->spare[i].cap < best->cap))
-			best = &p->spare[i];
-	if (best) {
-		b = best->p;
-		*cap = best->cap;
-		best->p = NULL;
-		return b;
-	}
-	*cap = n;
-	return malloc(n ? n : 1);
-}
-
-static void
-spare_put(struct spirt_peersrv *p, unsigned char *b, size_t cap)
-{
-	struct spare *small = &p->spare[0];
-
-	/* an empty slot, else the smallest, if b is larger */
-	for (int i = 1; i < SPARES && small->p; i++)
-		if (!p->spare[i].p || p->spare[i].cap < small->cap)
-			small = &p->spare[i];
-	if (!small->p || small->cap < cap) {
-		free(small->p);
-		small->p = b;
-		small->cap = cap;
-	} else {
-		free(b);
-	}
-}
-
 struct sresp {
 	struct spirt_peersrv *srv;
 	struct sess *e;                 /* whose keys seal it (busy) */
 	struct spirt_session *s;
 	struct spirt_stream w;
-	unsigned char *pt;              /* answer head and value */
-	size_t n, ptcap;
+	char key[SPIRT_MSG_KEY_MAX + 1];
+	size_t n;                       /* answer head and value */
+	size_t vlen;
+	unsigned char *f0;              /* frame 0: the head, the value's start */
 	unsigned char head[SPIRT_MSG_HEAD + SPIRT_MSG_KEY_MAX];
 	size_t hlen;
 	unsigned char *stage;           /* a frame that did not fit */
 	uint64_t stage_at;              /* its offset after the header */
 	size_t stage_len;
+	int why;                        /* why the answer was cut, or 0 */
 };
+
+/* seal frame w.next of a into out; *t is the call's read transaction,
+ * begun on first need */
+static int
+seal_next(struct sresp *a, unsigned char *out, struct spirt_txn **t,
+    const unsigned char **val)
+{
+	size_t fl = spirt_stream_frame_len(&a->w), vl;
+	uint64_t at = a->w.next * (uint64_t)SPIRT_FRAME_BYTES;
+	const void *v;
+	int rc;
+
+	if (a->w.next == 0)
+		return spirt_stream_seal_frame(&a->w, out, a->f0, fl);
+	if (*val == NULL) {
+		if ((rc = spirt_txn_begin(t, a->srv->conf.store,
+		    SPIRT_TXN_RDONLY)) ||
+		    (rc = spirt_store_get(*t, a->key, &v, &vl)))
+			return rc;
+		if (vl != a->vlen)
+			return SPIRT_ENOTFOUND; /* another value now */
+		*val = v;
+	}
+	return spirt_stream_seal_frame(&a->w, out, *val + (at -
+	    SPIRT_ANS_HEAD), fl);
+}
 
 static ssize_t
 stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct sresp *a = cls;
+	struct spirt_txn *t = NULL;
+	const unsigned char *val = NULL;
 	size_t done = 0;
+	int rc = 0;
 
 	while (done < max) {
 		uint64_t p = pos + done, off, at;
@@ -558,27 +553,33 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		if (a->w.next >= a->w.frames)
 			break;
 		at = a->w.next * (uint64_t)FRAME_WIRE;
-		if (off != at || a->e->s != a->s)
-			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (off != at || a->e->s != a->s) {
+			rc = SPIRT_EBUG;
+			break;
+		}
 		fl = spirt_stream_frame_len(&a->w);
 		if (max - done >= fl + SPIRT_MSG_TAG) {
-			unsigned char *to = (unsigned char *)buf + done;
-
-			if (spirt_stream_seal_frame(&a->w, to, a->pt + at /
-			    FRAME_WIRE * SPIRT_FRAME_BYTES, fl))
-				return MHD_CONTENT_READER_END_WITH_ERROR;
+			if ((rc = seal_next(a, (unsigned char *)buf + done,
+			    &t, &val)))
+				break;
 			done += fl + SPIRT_MSG_TAG;
 			continue;
 		}
 		if (done)
 			break;          /* the rest next time, whole */
-		if (!a->stage && !(a->stage = malloc(FRAME_WIRE)))
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-		if (spirt_stream_seal_frame(&a->w, a->stage, a->pt + at /
-		    FRAME_WIRE * SPIRT_FRAME_BYTES, fl))
-			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (!a->stage && !(a->stage = malloc(FRAME_WIRE))) {
+			rc = ENOMEM;
+			break;
+		}
+		if ((rc = seal_next(a, a->stage, &t, &val)))
+			break;
 		a->stage_at = at;
 		a->stage_len = fl + SPIRT_MSG_TAG;
+	}
+	spirt_txn_abort(t);
+	if (rc) {
+		a->why = rc;
+		return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	return done ? (ssize_t)done : MHD_CONTENT_READER_END_WITH_ERROR;
 }
@@ -590,16 +591,19 @@ stream_free(void *cls)
 
 	if (a->e->s == a->s && a->e->busy)
 		a->e->busy--;
-	spare_put(a->srv, a->pt, a->ptcap);
+	if (a->why)
+		logf_(a->srv, 0, "%s: answer cut short: %s", a->key,
+		    spirt_strerror(a->why));
+	free(a->f0);
 	free(a->stage);
 	free(a);
 }
 
 /*
  * Answer a get with a stream (docs/protocol.md, "Streamed messages"):
- * the value is copied out of the store (the read transaction ends
- * here), and each frame is sealed when the connection can take it, so
- * that sealing overlaps sending and the member's opening.
+ * each frame is sealed when the connection can take it, so that sealing
+ * overlaps sending and the member's opening; the value is read from the
+ * store as each frame is sealed (struct sresp).
  */
 static enum MHD_Result
 stream_answer(struct spirt_peersrv *p, struct MHD_Connection *c,
@@ -610,21 +614,26 @@ stream_answer(struct spirt_peersrv *p, struct MHD_Connection *c,
 	struct MHD_Response *r;
 	struct sresp *a;
 	enum MHD_Result ok;
-	size_t total = spirt_stream_size(key, SPIRT_ANS_HEAD + vlen);
+	size_t total = spirt_stream_size(key, SPIRT_ANS_HEAD + vlen), f0;
 
-	if (!total || !(a = calloc(1, sizeof *a)))
+	if (!total || strlen(key) > SPIRT_MSG_KEY_MAX ||
+	    !(a = calloc(1, sizeof *a)))
 		return MHD_NO;
 	a->srv = p;
 	a->n = SPIRT_ANS_HEAD + vlen;
-	if (!(a->pt = spare_get(p, a->n, &a->ptcap))) {
+	a->vlen = vlen;
+	snprintf(a->key, sizeof a->key, "%s", key);
+	f0 = a->n < SPIRT_FRAME_BYTES ? a->n : SPIRT_FRAME_BYTES;
+	if (!(a->f0 = malloc(f0))) {
 		free(a);
 		return MHD_NO;
 	}
-	memcpy(a->pt, head, SPIRT_ANS_HEAD);
-	memcpy(a->pt + SPIRT_ANS_HEAD, val, vlen);
+	memcpy(a->f0, head, SPIRT_ANS_HEAD);
+	if (f0 > SPIRT_ANS_HEAD)
+		memcpy(a->f0 + SPIRT_ANS_HEAD, val, f0 - SPIRT_ANS_HEAD);
 	if (spirt_stream_seal_begin(&a->w, e->s, a->head, sizeof a->head,
 	    &a->hlen, step, key, a->n)) {
-		spare_put(p, a->pt, a->ptcap);
+		free(a->f0);
 		free(a);
 		return MHD_NO;
 	}
@@ -1349,8 +1358,6 @@ spirt_peersrv_stop(struct spirt_peersrv *p, struct spirt_peersrv_stats *st)
 		*st = p->st;
 	for (unsigned i = 0; i < p->conf.max_sessions; i++)
 		sess_drop(&p->tab[i]);
-	for (int i = 0; i < SPARES; i++)
-		free(p->spare[i].p);
 	free(p->rates);
 	free(p->tab);
 	free(p);

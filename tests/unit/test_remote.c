@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,7 +233,7 @@ out:
 
 /* ---- a man in the middle: the network changes a streamed answer ---- */
 
-enum { MITM_PASS, MITM_FLIP, MITM_CUT, MITM_REPLAY, MITM_DELAY };
+enum { MITM_PASS, MITM_FLIP, MITM_CUT, MITM_REPLAY, MITM_DELAY, MITM_HOLD };
 
 /*
  * A relay on 127.0.0.1 to the server at port up, one connection at a
@@ -240,11 +241,15 @@ enum { MITM_PASS, MITM_FLIP, MITM_CUT, MITM_REPLAY, MITM_DELAY };
  * larger than BIG bytes (the streamed value): flip one bit at body
  * offset off, cut the connection there, or (replay) keep it and send it
  * again in place of the next such answer, which has the same length;
- * or (delay) hold every answer back off milliseconds.
+ * or (delay) hold every answer back off milliseconds; or (hold) stop
+ * relaying at body offset off, say so in held and go on once release is
+ * set, reading the server through a small socket buffer, so that the
+ * server cannot seal much more than off bytes ahead.
  */
 #define BIG 4096
 struct mitm {
 	int lfd, port, up, mode, stop, done, seen;
+	atomic_int held, release;
 	size_t off;
 	unsigned char *rec;             /* replay: the answer kept */
 	size_t reclen;
@@ -252,11 +257,13 @@ struct mitm {
 };
 
 static int
-mitm_connect(int port)
+mitm_connect(int port, int small)
 {
 	struct sockaddr_in a = { 0 };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), sz = 16384;
 
+	if (fd >= 0 && small)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
 	a.sin_family = AF_INET;
 	a.sin_port = htons((uint16_t)port);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -333,6 +340,14 @@ mitm_relay(struct mitm *m, int cfd, int sfd)
 					m->done = 1;
 					break;
 				}
+				if (m->mode == MITM_HOLD && a.at == m->off) {
+					m->done = 1;
+					atomic_store(&m->held, 1);
+					while (!atomic_load(&m->release) &&
+					    !m->stop)
+						nanosleep(&(struct timespec){ 0,
+						    5000000 }, NULL);
+				}
 				if (m->mode == MITM_REPLAY && m->seen == 1) {
 					if (a.at == 0 && (m->rec =
 					    malloc(a.body)))
@@ -368,7 +383,7 @@ mitm_main(void *arg)
 			continue;
 		if ((cfd = accept(m->lfd, NULL, NULL)) < 0)
 			continue;
-		if ((sfd = mitm_connect(m->up)) >= 0) {
+		if ((sfd = mitm_connect(m->up, m->mode == MITM_HOLD)) >= 0) {
 			mitm_relay(m, cfd, sfd);
 			close(sfd);
 		}
@@ -512,12 +527,16 @@ put_fn(struct spirt_txn *t, void *arg)
 
 static int sessions;            /* handshakes the server answered */
 
+static int cuts;                /* "answer cut short" lines */
+
 static void
 logline(void *arg, int level, const char *line)
 {
 	(void)arg;
 	if (level == 1 && strstr(line, "): session"))
 		sessions++;
+	if (level == 0 && strstr(line, ": answer cut short: "))
+		cuts++;
 	if (level == 0 && getenv("TEST_REMOTE_LOG"))
 		fprintf(stderr, "log: %s\n", line);
 }
@@ -650,6 +669,104 @@ test_waits(struct spirt_store *s, const char *path,
 	rc = w.rc;
 	CHECK(rc == SPIRT_ENOTFOUND || rc == SPIRT_EUNREACH);
 	spirt_remote_close(w.r);
+}
+
+/* ---- a value deleted while it is streamed ---- */
+
+#define CUT_BYTES (24u << 20)
+
+static int
+put_cut(struct spirt_txn *t, void *arg)
+{
+	void *dst;
+	int rc;
+
+	(void)arg;
+	if ((rc = spirt_store_reserve(t, "xagg/3/cut", CUT_BYTES, &dst, 0)))
+		return rc;
+	for (size_t j = 0; j < CUT_BYTES; j++)
+		((unsigned char *)dst)[j] = pattern(9, j);
+	return 0;
+}
+
+static int
+del_cut(struct spirt_txn *t, void *arg)
+{
+	(void)arg;
+	return spirt_store_del(t, "xagg/3/cut");
+}
+
+struct getter {
+	struct spirt_remote *r;
+	int rc;
+	pthread_t th;
+};
+
+static void *
+getter_main(void *arg)
+{
+	struct getter *g = arg;
+	void *v = NULL;
+	size_t n;
+
+	g->rc = spirt_remote_get(g->r, 3, "xagg/3/cut", &v, &n);
+	free(v);
+	return NULL;
+}
+
+/*
+ * A streamed answer reads the value from the store frame by frame
+ * (lib/peersrv.c, struct sresp): a value deleted under it cuts the
+ * answer short, the member refuses what came (SPIRT_ETRUNC), the server
+ * logs the cut, and the session goes on.
+ */
+static void
+test_cut(struct spirt_store *s, const struct spirt_cred *srvc,
+    const struct spirt_cred *peer)
+{
+	struct spirt_peersrv_conf conf = { 0 };
+	struct spirt_peersrv *srv;
+	struct getter g = { 0 };
+	struct mitm m;
+	char msg[600], url[128];
+	void *v;
+	size_t n;
+	int port, before = cuts;
+
+	CHECK_RC(spirt_store_write(s, put_cut, NULL));
+	conf.store = s;
+	conf.cred = srvc;
+	conf.listen = "127.0.0.1:0";
+	conf.max_bytes = CUT_BYTES + 4096;
+	conf.max_sessions = 4;
+	conf.idle_s = 60;
+	conf.max_conns = 16;
+	conf.log = logline;
+	CHECK_RC(spirt_peersrv_start(&srv, &conf, msg, sizeof msg));
+	port = atoi(strrchr(spirt_peersrv_addr(srv), ':') + 1);
+	/* held 1 MB in: the server has sealed a few MB at most of 24 */
+	CHECK_RC(mitm_start(&m, port, MITM_HOLD, 1u << 20));
+	snprintf(url, sizeof url, "http://p1@127.0.0.1:%d", m.port);
+	CHECK_RC(spirt_remote_open(&g.r, url, peer, 20000));
+	CHECK(pthread_create(&g.th, NULL, getter_main, &g) == 0);
+	for (int i = 0; i < 1000 && !atomic_load(&m.held); i++)
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	CHECK(atomic_load(&m.held));
+	CHECK_RC(spirt_store_write(s, del_cut, NULL));
+	atomic_store(&m.release, 1);
+	pthread_join(g.th, NULL);
+	if (g.rc != SPIRT_ETRUNC)
+		fprintf(stderr, "cut: got %s (%s)\n", spirt_strerror(g.rc),
+		    spirt_remote_msg(g.r));
+	CHECK(g.rc == SPIRT_ETRUNC);
+	CHECK(cuts == before + 1);
+	/* the session goes on, on a new connection */
+	CHECK_RC(spirt_remote_get(g.r, 3, "xagg/3/5", &v, &n));
+	if (n == sizes[5])
+		free(v);
+	spirt_remote_close(g.r);
+	mitm_stop(&m);
+	spirt_peersrv_stop(srv, NULL);
 }
 
 /* streamed answers: sizes, one session for many, what the network may
@@ -994,6 +1111,7 @@ main(int argc, char **argv)
 
 	spirt_peersrv_stop(srv, &st);
 	test_streams(s, srvc, peer);
+	test_cut(s, srvc, peer);
 	test_waits(s, dir, srvc, peer);
 	test_waits(s, NULL, srvc, peer);
 #define BY(c) st.by_code[(c) - SPIRT_EOF]
