@@ -12,8 +12,8 @@
 #include "crypto.h"
 #include "io.h"
 #include "keys.h"
-#include "ossl.h"
 #include "le.h"
+#include "ossl.h"
 
 /*
  * Every wire and file format here is specified in docs/protocol.md; the

@@ -483,7 +483,6 @@ struct sresp {
 	struct spirt_session *s;
 	struct spirt_stream w;
 	char key[SPIRT_MSG_KEY_MAX + 1];
-	size_t n;                       /* answer head and value */
 	size_t vlen;
 	unsigned char *f0;              /* frame 0: the head, the value's start */
 	unsigned char head[SPIRT_MSG_HEAD + SPIRT_MSG_KEY_MAX];
@@ -614,16 +613,16 @@ stream_answer(struct spirt_peersrv *p, struct MHD_Connection *c,
 	struct MHD_Response *r;
 	struct sresp *a;
 	enum MHD_Result ok;
-	size_t total = spirt_stream_size(key, SPIRT_ANS_HEAD + vlen), f0;
+	size_t n = SPIRT_ANS_HEAD + vlen;       /* answer head and value */
+	size_t total = spirt_stream_size(key, n), f0;
 
 	if (!total || strlen(key) > SPIRT_MSG_KEY_MAX ||
 	    !(a = calloc(1, sizeof *a)))
 		return MHD_NO;
 	a->srv = p;
-	a->n = SPIRT_ANS_HEAD + vlen;
 	a->vlen = vlen;
 	snprintf(a->key, sizeof a->key, "%s", key);
-	f0 = a->n < SPIRT_FRAME_BYTES ? a->n : SPIRT_FRAME_BYTES;
+	f0 = n < SPIRT_FRAME_BYTES ? n : SPIRT_FRAME_BYTES;
 	if (!(a->f0 = malloc(f0))) {
 		free(a);
 		return MHD_NO;
@@ -632,7 +631,7 @@ stream_answer(struct spirt_peersrv *p, struct MHD_Connection *c,
 	if (f0 > SPIRT_ANS_HEAD)
 		memcpy(a->f0 + SPIRT_ANS_HEAD, val, f0 - SPIRT_ANS_HEAD);
 	if (spirt_stream_seal_begin(&a->w, e->s, a->head, sizeof a->head,
-	    &a->hlen, step, key, a->n)) {
+	    &a->hlen, step, key, n)) {
 		free(a->f0);
 		free(a);
 		return MHD_NO;

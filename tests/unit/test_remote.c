@@ -541,6 +541,22 @@ logline(void *arg, int level, const char *line)
 		fprintf(stderr, "log: %s\n", line);
 }
 
+/* a server's configuration over store s, as the tests here run it */
+static void
+server_conf(struct spirt_peersrv_conf *c, struct spirt_store *s,
+    const struct spirt_cred *srvc, uint64_t max_bytes)
+{
+	memset(c, 0, sizeof *c);
+	c->store = s;
+	c->cred = srvc;
+	c->listen = "127.0.0.1:0";
+	c->max_bytes = max_bytes;
+	c->max_sessions = 4;
+	c->idle_s = 60;
+	c->max_conns = 16;
+	c->log = logline;
+}
+
 /* values of sizes around the frames' edges, as xagg/3/<i> */
 static const size_t sizes[] = { 1, 65520, 65521, 65536, 200000,
     3 * 65536 + 7 };
@@ -596,9 +612,13 @@ later_main(void *arg)
 	return NULL;
 }
 
-/* a get that waits through a server stopped under it */
+/* a get of key at step in another thread: one that waits up to wait_ms
+ * for it, or (0) a plain one */
 struct waiter {
 	struct spirt_remote *r;
+	uint64_t step;
+	const char *key;
+	unsigned wait_ms;
 	int rc;
 	pthread_t th;
 };
@@ -610,7 +630,9 @@ waiter_main(void *arg)
 	void *v = NULL;
 	size_t n;
 
-	w->rc = spirt_remote_get_wait(w->r, 9, "xagg/9/never", 20000, &v, &n);
+	w->rc = w->wait_ms ? spirt_remote_get_wait(w->r, w->step, w->key,
+	    w->wait_ms, &v, &n) : spirt_remote_get(w->r, w->step, w->key, &v,
+	    &n);
 	free(v);
 	return NULL;
 }
@@ -631,15 +653,8 @@ test_waits(struct spirt_store *s, const char *path,
 	size_t n;
 	int rc;
 
-	conf.store = s;
+	server_conf(&conf, s, srvc, 1 << 20);
 	conf.path = path;
-	conf.cred = srvc;
-	conf.listen = "127.0.0.1:0";
-	conf.max_bytes = 1 << 20;
-	conf.max_sessions = 4;
-	conf.idle_s = 60;
-	conf.max_conns = 16;
-	conf.log = logline;
 	CHECK_RC(spirt_peersrv_start(&srv, &conf, msg, sizeof msg));
 	snprintf(url, sizeof url, "http://p1@%s", spirt_peersrv_addr(srv));
 	CHECK_RC(spirt_remote_open(&r, url, peer, 30000));
@@ -661,6 +676,8 @@ test_waits(struct spirt_store *s, const char *path,
 	free(v);
 	spirt_remote_close(r);
 	/* stopped while a get waits: answered, and MHD stops */
+	w = (struct waiter){ .step = 9, .key = "xagg/9/never",
+	    .wait_ms = 20000 };
 	CHECK_RC(spirt_remote_open(&w.r, url, peer, 30000));
 	CHECK(pthread_create(&w.th, NULL, waiter_main, &w) == 0);
 	nanosleep(&(struct timespec){ 0, 300000000 }, NULL);
@@ -696,24 +713,6 @@ del_cut(struct spirt_txn *t, void *arg)
 	return spirt_store_del(t, "xagg/3/cut");
 }
 
-struct getter {
-	struct spirt_remote *r;
-	int rc;
-	pthread_t th;
-};
-
-static void *
-getter_main(void *arg)
-{
-	struct getter *g = arg;
-	void *v = NULL;
-	size_t n;
-
-	g->rc = spirt_remote_get(g->r, 3, "xagg/3/cut", &v, &n);
-	free(v);
-	return NULL;
-}
-
 /*
  * A streamed answer reads the value from the store frame by frame
  * (lib/peersrv.c, struct sresp): a value deleted under it cuts the
@@ -726,7 +725,7 @@ test_cut(struct spirt_store *s, const struct spirt_cred *srvc,
 {
 	struct spirt_peersrv_conf conf = { 0 };
 	struct spirt_peersrv *srv;
-	struct getter g = { 0 };
+	struct waiter g = { .step = 3, .key = "xagg/3/cut" };
 	struct mitm m;
 	char msg[600], url[128];
 	void *v;
@@ -734,21 +733,14 @@ test_cut(struct spirt_store *s, const struct spirt_cred *srvc,
 	int port, before = cuts;
 
 	CHECK_RC(spirt_store_write(s, put_cut, NULL));
-	conf.store = s;
-	conf.cred = srvc;
-	conf.listen = "127.0.0.1:0";
-	conf.max_bytes = CUT_BYTES + 4096;
-	conf.max_sessions = 4;
-	conf.idle_s = 60;
-	conf.max_conns = 16;
-	conf.log = logline;
+	server_conf(&conf, s, srvc, CUT_BYTES + 4096);
 	CHECK_RC(spirt_peersrv_start(&srv, &conf, msg, sizeof msg));
 	port = atoi(strrchr(spirt_peersrv_addr(srv), ':') + 1);
 	/* held 1 MB in: the server has sealed a few MB at most of 24 */
 	CHECK_RC(mitm_start(&m, port, MITM_HOLD, 1u << 20));
 	snprintf(url, sizeof url, "http://p1@127.0.0.1:%d", m.port);
 	CHECK_RC(spirt_remote_open(&g.r, url, peer, 20000));
-	CHECK(pthread_create(&g.th, NULL, getter_main, &g) == 0);
+	CHECK(pthread_create(&g.th, NULL, waiter_main, &g) == 0);
 	for (int i = 0; i < 1000 && !atomic_load(&m.held); i++)
 		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
 	CHECK(atomic_load(&m.held));
@@ -786,14 +778,7 @@ test_streams(struct spirt_store *s, const struct spirt_cred *srvc,
 	int port, before, bad;
 
 	CHECK_RC(spirt_store_write(s, put_big, NULL));
-	conf.store = s;
-	conf.cred = srvc;
-	conf.listen = "127.0.0.1:0";
-	conf.max_bytes = 1 << 22;
-	conf.max_sessions = 4;
-	conf.idle_s = 60;
-	conf.max_conns = 16;
-	conf.log = logline;
+	server_conf(&conf, s, srvc, 1 << 22);
 	CHECK_RC(spirt_peersrv_start(&srv, &conf, msg, sizeof msg));
 	addr = spirt_peersrv_addr(srv);
 	port = atoi(strrchr(addr, ':') + 1);
@@ -993,14 +978,7 @@ main(int argc, char **argv)
 	CHECK(mkdtemp(dir) != NULL);
 	CHECK_RC(spirt_store_open(&s, dir, SPIRT_STORE_CREATE));
 	CHECK_RC(spirt_store_write(s, put_fn, NULL));
-	conf.store = s;
-	conf.cred = srvc;
-	conf.listen = "127.0.0.1:0";
-	conf.max_bytes = 1 << 16;
-	conf.max_sessions = 4;
-	conf.idle_s = 60;
-	conf.max_conns = 16;
-	conf.log = logline;
+	server_conf(&conf, s, srvc, 1 << 16);
 	CHECK_RC(spirt_peersrv_start(&srv, &conf, msg, sizeof msg));
 	snprintf(url, sizeof url, "http://%s", spirt_peersrv_addr(srv));
 
