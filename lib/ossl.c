@@ -129,6 +129,17 @@ spirt_ossl_use(int which)
 	return 0;
 }
 
+int
+spirt_ossl_env(void)
+{
+	const char *env = getenv("SPIRT_CRYPTO");
+
+	if (env == NULL || *env == '\0' || strcmp(env, "openssl") == 0 ||
+	    strcmp(env, "libsodium") == 0)
+		return 0;
+	return SPIRT_EENV;
+}
+
 const char *
 spirt_ossl_name(void)
 {

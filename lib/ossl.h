@@ -70,6 +70,14 @@ void spirt_sha256(unsigned char out[SPIRT_SHA256_BYTES], const void *p,
  */
 SPIRT_MUST_CHECK int spirt_ossl_use(int which);
 
+/*
+ * SPIRT_CRYPTO as the environment has it: 0 when it is unset, empty,
+ * "openssl" (the choice above) or "libsodium"; SPIRT_EENV for another
+ * value, which the choice above would take as unset (a tool that reads
+ * credentials refuses it: lib/remote.c).
+ */
+SPIRT_MUST_CHECK int spirt_ossl_env(void);
+
 /* the implementation in use: "openssl" or "libsodium" */
 const char *spirt_ossl_name(void);
 

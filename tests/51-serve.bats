@@ -106,6 +106,25 @@ teardown() {
 	grep -q '^spirt-peer: stopped: [0-9]* served, 0 refused$' srv.log
 }
 
+@test "serve: SPIRT_CRYPTO other than openssl or libsodium is refused (64) by serve and by a client" {
+	members
+	mkstore
+	run --separate-stderr env SPIRT_CRYPTO=libsodum spirt-peer serve \
+	    -k p1.key -T p1.tok -g group.pub -l 127.0.0.1:0
+	[ "$status" -eq 64 ]
+	[ "$stderr" = "spirt-peer: SPIRT_CRYPTO: libsodum: neither openssl nor libsodium" ]
+	SPIRT_CRYPTO=openssl serve
+	as p2
+	SPIRT_CRYPTO=openssl spirt-store -s "$URL" get -f model/m@0 >got.rec
+	spirt-store get -f model/m@0 | cmp - got.rec
+	run --separate-stderr env SPIRT_CRYPTO=OpenSSL spirt-store -s "$URL" \
+	    get -f model/m@0
+	[ "$status" -eq 64 ]
+	[ "$stderr" = "spirt-store: $URL: SPIRT_CRYPTO: OpenSSL: neither openssl nor libsodium" ]
+	[ -z "$output" ]
+	stop
+}
+
 @test "serve: spirt-store -s URL ls, get, put, rm by role" {
 	members
 	mkstore

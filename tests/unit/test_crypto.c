@@ -1583,6 +1583,29 @@ test_aead(void)
 	    strcmp(getenv("SPIRT_CRYPTO"), "libsodium") == 0 ? "libsodium" :
 	    "openssl") == 0);
 	CHECK(spirt_ossl_use(99) == SPIRT_EINVAL);
+	{       /* SPIRT_CRYPTO's values: a typo is refused, not the default */
+		const char *was = getenv("SPIRT_CRYPTO");
+		char *keep = was ? strdup(was) : NULL;
+		const char *ok[] = { "", "openssl", "libsodium" };
+		const char *bad[] = { "OpenSSL", "sodium", "libsodium ", "x" };
+
+		CHECK(was == NULL || keep != NULL);
+		unsetenv("SPIRT_CRYPTO");
+		CHECK_RC(spirt_ossl_env());
+		for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+			setenv("SPIRT_CRYPTO", ok[i], 1);
+			CHECK_RC(spirt_ossl_env());
+		}
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			setenv("SPIRT_CRYPTO", bad[i], 1);
+			CHECK(spirt_ossl_env() == SPIRT_EENV);
+		}
+		if (keep)
+			setenv("SPIRT_CRYPTO", keep, 1);
+		else
+			unsetenv("SPIRT_CRYPTO");
+		free(keep);
+	}
 	for (size_t a = 0; a < 2; a++) {
 		CHECK_RC(spirt_ossl_use(impl[a]));
 		CHECK(strcmp(spirt_ossl_name(), a ? "libsodium" : "openssl")
