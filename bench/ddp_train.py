@@ -19,6 +19,15 @@ usage: ddp_train.py P BATCH LR EVERY TARGET STEPS
 
 DDP_SEED (default 1) seeds the initialisation and the data order.
 
+DDP_LOCAL=H (default 0: DDP) trains by local SGD instead, what
+spirt-train --every H does: no DistributedDataParallel, each process
+steps its own copy of the model with its own optimiser (momentum) on its
+own batches, and after every H-th step the processes average their
+parameters (torch.distributed's model-averaging utility, one allreduce
+of the flattened parameters: post-local SGD's averager without its
+warm-up).  EVERY should be a multiple of H, so that rank 0 evaluates an
+averaged model.
+
 Prints one line, from rank 0:
   steps  train_seconds  accuracy  reached  ms_per_step
 train_seconds leaves the evaluations out, as spirt-train's log does.
@@ -37,6 +46,8 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from torch.distributed.algorithms.model_averaging.utils import \
+    average_parameters  # noqa: E402
 
 D = os.environ.get("FMNIST", "/usr/share/datasets/fashion-mnist") + "/"
 
@@ -64,7 +75,14 @@ def run(rank, p, batch, lr, every, target, steps, port, q):
     torch.manual_seed(seed)
     net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128),
                         nn.ReLU(), nn.Linear(128, 10))
-    ddp = nn.parallel.DistributedDataParallel(net)
+    local = int(os.environ.get("DDP_LOCAL", "0"))
+    if local > 0:
+        # the same start everywhere (DDP broadcasts rank 0's)
+        for v in net.parameters():
+            dist.broadcast(v.data, 0)
+        ddp = net
+    else:
+        ddp = nn.parallel.DistributedDataParallel(net)
     o = torch.optim.SGD(ddp.parameters(), lr=lr, momentum=0.9)
     xtr = images("train-images-idx3-ubyte.gz")
     ytr = labels("train-labels-idx1-ubyte.gz")
@@ -85,8 +103,10 @@ def run(rank, p, batch, lr, every, target, steps, port, q):
             o.zero_grad()
             F.cross_entropy(ddp(xtr[i]), ytr[i]).backward()
             o.step()
-            clock += time.perf_counter() - t0
             t += 1
+            if local > 0 and t % local == 0:
+                average_parameters(net.parameters(), dist.group.WORLD)
+            clock += time.perf_counter() - t0
             if t % every == 0 or t == steps:
                 if rank == 0:
                     with torch.no_grad():

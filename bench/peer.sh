@@ -23,7 +23,11 @@
 #    global batch (3 x 2 x 64; and 3 x 1 x 128, DDP's own shape), model,
 #    optimiser (momentum 0.9, lr 0.05 constant) and evaluation interval;
 #    round r seeds both sides r + 1 (initialisation and data order), so
-#    the medians span seeds, not only timings.
+#    the medians span seeds, not only timings.  Then both sides by local
+#    SGD, the algorithm of slow links: spirt-train --every 5 (5 local
+#    steps, then the peers average the model's change) against the same
+#    algorithm in torch (bench/ddp_train.py DDP_LOCAL=5: local steps,
+#    then torch.distributed's model averaging), and against DDP.
 # 4. Exchanges every H steps: H = 1, 10, 100 and the per-step exchange,
 #    3 peers, the same samples: time per step and the final accuracy.
 # 5. The values' hash (five a peer and step: the signed digests): SHA-256
@@ -32,7 +36,9 @@
 #    the MLP's size (bench/hash_bench, interleaved, medians).
 #
 # Environment: PARTS (the sections to run, default "1 2 3 4 5"), REPS (rounds of 1, default 7), STEPS (steps of 2, default
-# 30), RACE (rounds of 3, default 2), HSTEPS (steps of 4, default 200).
+# 30), RACE (rounds of 3, default 2), LOCAL (local steps a round in 3,
+# default 5; a divisor of 25, the evaluation interval), HSTEPS (steps of
+# 4, default 200).
 set -eu
 cd "$(dirname "$0")/.."
 . bench/cpu.sh
@@ -44,6 +50,9 @@ unset SPIRT_STORE SPIRT_SYNC SPIRT_THREADS OMP_NUM_THREADS OPENBLAS_NUM_THREADS
 parts=${PARTS:-1 2 3 4 5}
 on() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
 reps=${REPS:-7} nsteps=${STEPS:-30} race=${RACE:-2} hsteps=${HSTEPS:-200}
+hl=${LOCAL:-5}
+# (evaluations at the end of a round only: there the models are averaged)
+case $hl in 1 | 5 | 25) ;; *) echo "bench/peer: LOCAL=$hl: 1, 5 or 25" >&2; exit 64 ;; esac
 
 bench_header bench/peer
 tmp=$(mktemp -d)
@@ -245,7 +254,9 @@ echo "   per rank), momentum 0.9 lr 0.05 constant, evaluated every 25 steps;"
 echo "   PyTorch DDP (gloo), 3 processes x batch 128, one thread each; all in"
 echo "   the same 3 network namespaces (spirt's peers over HTTP; DDP's"
 echo "   rendezvous at namespace 1).  Medians of $race interleaved rounds, round"
-echo "   r seeded r + 1 on both sides (initialisation and data order)."
+echo "   r seeded r + 1 on both sides (initialisation and data order).  Then"
+echo "   local SGD on both sides, the model averaged every $hl steps: spirt-train"
+echo "   --every $hl (2 x 64 a peer) and torch (3 x 128, DDP_LOCAL=$hl)."
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
 	echo "   skipped: network namespaces need root and ip(8)"
 elif ! $PY -c 'import torch' 2>/dev/null; then
@@ -254,27 +265,31 @@ else
 netns_setup 3
 # (no job notices when teardown kills what runs in the namespaces)
 disown -a
-: >"$tmp/sr"; : >"$tmp/s1r"; : >"$tmp/dr"
+: >"$tmp/sr"; : >"$tmp/s1r"; : >"$tmp/s5r"; : >"$tmp/dr"; : >"$tmp/d5r"
 r=0
 while [ "$r" -lt "$race" ]; do
-	# (functions:batch:file of each spirt shape)
 	# round r: seed r + 1 on both sides (initialisation, data order)
-	for sh in 2:64:sr 1:128:s1r; do
+	# (functions:batch:file:options of each spirt shape)
+	for sh in 2:64:sr: 1:128:s1r: "2:64:s5r:--every $hl"; do
+		# shellcheck disable=SC2046
 		trainns "$tmp/race" -n "${sh%%:*}" -b "$(echo "$sh" | cut -d: -f2)" \
 		    -o momentum -l 0.05 --schedule constant --eval-every 25 \
-		    --target 0.85 -e 5 -S $((r + 1))
-		lastline "$tmp/race" >>"$tmp/${sh##*:}"
+		    --target 0.85 -e 5 -S $((r + 1)) $(echo "$sh" | cut -d: -f4)
+		lastline "$tmp/race" >>"$tmp/$(echo "$sh" | cut -d: -f3)"
 		rm -rf "$tmp/race"
 	done
 	DDP_SEED=$((r + 1)) ddpns 3 128 0.05 25 0.85 5000 |
 	    awk '{ print $2, $1, $3 }' >>"$tmp/dr"
+	DDP_SEED=$((r + 1)) DDP_LOCAL=$hl ddpns 3 128 0.05 25 0.85 5000 |
+	    awk '{ print $2, $1, $3 }' >>"$tmp/d5r"
 	r=$((r + 1))
 done
 netns_teardown
 [ "$race" -gt 0 ] &&
 printf '   %-24s %9s %6s %9s %8s\n' "" seconds steps accuracy ms/step &&
 for f in sr:"spirt, 2 x 64 a peer" s1r:"spirt, 1 x 128 a peer" \
-    dr:"PyTorch DDP"; do
+    dr:"PyTorch DDP" s5r:"spirt, 2 x 64, --every $hl" \
+    d5r:"torch local SGD, $hl"; do
 	printf '   %-24s %9.2f %6s %9s %8.2f   steps by seed: %s\n' "${f#*:}" \
 	    "$(awk '{ print $1 }' "$tmp/${f%%:*}" | med)" \
 	    "$(awk '{ print $2 }' "$tmp/${f%%:*}" | med)" \
@@ -283,13 +298,16 @@ for f in sr:"spirt, 2 x 64 a peer" s1r:"spirt, 1 x 128 a peer" \
 	    "$(awk '{ printf "%s%s", (NR > 1 ? " " : ""), $2 }' "$tmp/${f%%:*}")"
 done
 [ "$race" -eq 0 ] ||
-for f in sr:"2 x 64" s1r:"1 x 128"; do
-	awk -v n="${f#*:}" -v a="$(awk '{ print $1 }' "$tmp/${f%%:*}" | med)" \
-	    -v b="$(awk '{ print $1 }' "$tmp/dr" | med)" \
-	    -v c="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/${f%%:*}" | med)" \
-	    -v d="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/dr" | med)" 'BEGIN {
-		printf "   spirt (%s) / DDP: time to 85%% %.2f, time per step %.2f (target <= 1.0)\n",
-		    n, a / b, c / d }'
+for f in sr:dr:"spirt (2 x 64) / DDP" s1r:dr:"spirt (1 x 128) / DDP" \
+    s5r:dr:"spirt (--every $hl) / DDP" \
+    s5r:d5r:"spirt (--every $hl) / torch local SGD"; do
+	a=${f%%:*} b=$(echo "$f" | cut -d: -f2)
+	awk -v n="${f#*:*:}" -v a="$(awk '{ print $1 }' "$tmp/$a" | med)" \
+	    -v b="$(awk '{ print $1 }' "$tmp/$b" | med)" \
+	    -v c="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/$a" | med)" \
+	    -v d="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/$b" | med)" 'BEGIN {
+		printf "   %s: time to 85%% %.2f, time per step %.2f%s\n", n,
+		    a / b, c / d, n ~ /local/ ? "" : " (target <= 1.0)" }'
 done
 fi
 fi
