@@ -271,11 +271,12 @@ while [ "$r" -lt "$race" ]; do
 	# round r: seed r + 1 on both sides (initialisation, data order)
 	# (functions:batch:file:options of each spirt shape)
 	for sh in 2:64:sr: 1:128:s1r: "2:64:s5r:--every $hl"; do
-		# shellcheck disable=SC2046
-		trainns "$tmp/race" -n "${sh%%:*}" -b "$(echo "$sh" | cut -d: -f2)" \
+		IFS=: read -r nf nb file opts <<<"$sh"
+		# shellcheck disable=SC2086
+		trainns "$tmp/race" -n "$nf" -b "$nb" \
 		    -o momentum -l 0.05 --schedule constant --eval-every 25 \
-		    --target 0.85 -e 5 -S $((r + 1)) $(echo "$sh" | cut -d: -f4)
-		lastline "$tmp/race" >>"$tmp/$(echo "$sh" | cut -d: -f3)"
+		    --target 0.85 -e 5 -S $((r + 1)) $opts
+		lastline "$tmp/race" >>"$tmp/$file"
 		rm -rf "$tmp/race"
 	done
 	DDP_SEED=$((r + 1)) ddpns 3 128 0.05 25 0.85 5000 |
@@ -301,13 +302,15 @@ done
 for f in sr:dr:"spirt (2 x 64) / DDP" s1r:dr:"spirt (1 x 128) / DDP" \
     s5r:dr:"spirt (--every $hl) / DDP" \
     s5r:d5r:"spirt (--every $hl) / torch local SGD"; do
-	a=${f%%:*} b=$(echo "$f" | cut -d: -f2)
-	awk -v n="${f#*:*:}" -v a="$(awk '{ print $1 }' "$tmp/$a" | med)" \
+	IFS=: read -r a b n <<<"$f"
+	# (the issue's target is against DDP)
+	awk -v n="$n" -v a="$(awk '{ print $1 }' "$tmp/$a" | med)" \
 	    -v b="$(awk '{ print $1 }' "$tmp/$b" | med)" \
 	    -v c="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/$a" | med)" \
-	    -v d="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/$b" | med)" 'BEGIN {
+	    -v d="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/$b" | med)" \
+	    -v t="$([ "$b" = dr ] && echo " (target <= 1.0)")" 'BEGIN {
 		printf "   %s: time to 85%% %.2f, time per step %.2f%s\n", n,
-		    a / b, c / d, n ~ /local/ ? "" : " (target <= 1.0)" }'
+		    a / b, c / d, t }'
 done
 fi
 fi
