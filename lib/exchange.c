@@ -440,6 +440,8 @@ struct pull {
 	size_t len;
 	double ms;
 	char why[256];
+	int hash;               /* hash what came into h, in the thread */
+	unsigned char h[SPIRT_HASH_BYTES];
 };
 
 /* the pull was given up (its peer declared dead, or cut as a straggler):
@@ -595,6 +597,10 @@ pull_main(void *arg)
 	if (p->h && net->giveup)
 		net->giveup(p->h, NULL, NULL);
 	u->ms = now_ms() - t0;
+	/* (here, each pull's in its own thread, at once: not one after
+	 * another once the last has come) */
+	if (u->rc == 0 && u->hash)
+		spirt_hash(u->h, u->val, u->len);
 	atomic_store(&u->finished, 1);
 	return NULL;
 }
@@ -634,7 +640,7 @@ round_reset_one(struct spirt_xpeer *p)
 static int
 pull_until(const struct spirt_exchange *x, struct pull *u,
     int (*key)(char *, size_t, uint64_t, const char *), const char *id,
-    const int *want, pull_enough enough, void *arg)
+    const int *want, pull_enough enough, void *arg, int hash)
 {
 	pthread_t *th;
 	int *started, rc = 0;
@@ -653,6 +659,7 @@ pull_until(const struct spirt_exchange *x, struct pull *u,
 		u[i].p = &x->peers[i];
 		u[i].url = x->peers[i].url;
 		u[i].end = end;
+		u[i].hash = hash;
 		if ((u[i].rc = key(u[i].key, sizeof u[i].key, x->step,
 		    id ? id : x->peers[i].id))) {
 			snprintf(u[i].why, sizeof u[i].why, "%s",
@@ -686,7 +693,14 @@ pull_all(const struct spirt_exchange *x, struct pull *u,
     int (*key)(char *, size_t, uint64_t, const char *), const char *id,
     const int *want)
 {
-	return pull_until(x, u, key, id, want, NULL, NULL);
+	return pull_until(x, u, key, id, want, NULL, NULL, 0);
+}
+
+/* the members' aggregates of the step, each hashed as it comes (u->h) */
+static int
+pull_aggs(const struct spirt_exchange *x, struct pull *u, const int *want)
+{
+	return pull_until(x, u, spirt_key_xagg, NULL, want, NULL, NULL, 1);
 }
 
 /* ---- the round ---- */
@@ -743,7 +757,8 @@ struct pub {
 	size_t dglen;
 };
 
-/* publish agg/<t> as xagg/<t>/<self>; hash it and model@t */
+/* publish agg/<t> as xagg/<t>/<self> (model@t must be there); the
+ * two are hashed after the commit, while the others pull (own_hashes) */
 static int
 publish(struct spirt_txn *t, void *arg)
 {
@@ -756,11 +771,9 @@ publish(struct spirt_txn *t, void *arg)
 	if ((rc = spirt_key_model(key, sizeof key, x->model, x->step)) ||
 	    (rc = spirt_store_get(t, key, &v, &len)))
 		return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
-	spirt_hash(x->modelhash, v, len);
 	if ((rc = spirt_key_aggroot(key, sizeof key, x->src, x->step)) ||
 	    (rc = spirt_store_get(t, key, &v, &len)))
 		return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
-	spirt_hash(x->agghash, v, len);
 	if ((rc = spirt_key_xagg(xkey, sizeof xkey, x->step, x->self)))
 		return rc;
 	if ((rc = spirt_store_get(t, xkey, &o, &olen)) == 0) {
@@ -768,13 +781,47 @@ publish(struct spirt_txn *t, void *arg)
 		 * now (the data assignment changed between the two runs: a
 		 * dead peer's shards spread over this peer's functions); the
 		 * one published stands, since the others may hold it and a
-		 * second aggregate for one step would be equivocation */
-		spirt_hash(x->agghash, o, olen);
+		 * second aggregate for one step would be equivocation, so
+		 * the one hashed and signed is xagg/<t>/<self>, always */
 		return 0;
 	}
 	if (rc != SPIRT_ENOTFOUND)
 		return rc;
 	return spirt_store_put(t, xkey, v, len, SPIRT_PUT_NOOVERWRITE);
+}
+
+struct own_hashes {
+	struct spirt_exchange *x;
+	int rc;
+	char key[SPIRT_KEY_MAX + 1];    /* the one that failed */
+};
+
+/* hash model@t and what this peer published, xagg/<t>/<self>, into
+ * x->modelhash and x->agghash (in a thread of its own: the message,
+ * naming oh->key, is made by the caller) */
+static void *
+own_hashes_main(void *arg)
+{
+	struct own_hashes *oh = arg;
+	struct spirt_exchange *x = oh->x;
+	struct spirt_txn *t;
+	const void *v;
+	size_t len;
+
+	snprintf(oh->key, sizeof oh->key, "a read of the store");
+	if ((oh->rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
+		return NULL;
+	if ((oh->rc = spirt_key_model(oh->key, sizeof oh->key, x->model,
+	    x->step)) || (oh->rc = spirt_store_get(t, oh->key, &v, &len)))
+		goto out;
+	spirt_hash(x->modelhash, v, len);
+	if ((oh->rc = spirt_key_xagg(oh->key, sizeof oh->key, x->step,
+	    x->self)) || (oh->rc = spirt_store_get(t, oh->key, &v, &len)))
+		goto out;
+	spirt_hash(x->agghash, v, len);
+out:
+	spirt_txn_abort(t);
+	return NULL;
 }
 
 /* the pulled aggregates and our digest, or (rerun) what is there */
@@ -894,6 +941,18 @@ reload(struct spirt_exchange *x, const void *dv, size_t dvlen)
 	return rc;
 }
 
+/* a round signed before: this peer's own hashes, then what it holds */
+static int
+reload_hashed(struct spirt_exchange *x, const void *dv, size_t dvlen)
+{
+	struct own_hashes oh = { x, 0, "" };
+
+	own_hashes_main(&oh);
+	if (oh.rc)
+		return spirt_msgrc(x->msg, sizeof x->msg, oh.rc, "%s", oh.key);
+	return reload(x, dv, dvlen);
+}
+
 /* phase 1: pull the aggregates; sign and store our digest */
 static int
 phase1(struct spirt_exchange *x, struct pull *u, int *want)
@@ -901,16 +960,29 @@ phase1(struct spirt_exchange *x, struct pull *u, int *want)
 	struct spirt_tensor mine;
 	struct spirt_digest *d;
 	struct pub a = { x, 1, NULL, 0 };
+	struct own_hashes oh = { NULL, 0, "" };
+	pthread_t ohth;
 	unsigned char *buf;
 	size_t k = 0;
-	int rc;
+	int rc, th;
 
 	if ((rc = own_header(x, &mine)))
 		return rc;
 	/* (with beats, those declared dead are left out already) */
 	for (size_t i = 0; i < x->n; i++)
 		want[i] = x->peers[i].state == SPIRT_XP_NONE;
-	if ((rc = pull_all(x, u, spirt_key_xagg, NULL, want)))
+	/* this peer's own two hashes (for the digest) while the others'
+	 * aggregates come: off the round's path, as publish no longer
+	 * waits for them (one thread, or here if none can start) */
+	oh.x = x;
+	if ((th = pthread_create(&ohth, NULL, own_hashes_main, &oh)) != 0)
+		own_hashes_main(&oh);
+	rc = pull_aggs(x, u, want);
+	if (th == 0)
+		pthread_join(ohth, NULL);
+	if (rc == 0 && oh.rc)
+		rc = spirt_msgrc(x->msg, sizeof x->msg, oh.rc, "%s", oh.key);
+	if (rc)
 		return rc;
 	if ((d = calloc(1, sizeof *d)) == NULL)
 		return ENOMEM;
@@ -937,7 +1009,7 @@ phase1(struct spirt_exchange *x, struct pull *u, int *want)
 		u[i].val = NULL;
 		if (!agg_ok(x, p, &mine))
 			continue;
-		spirt_hash(p->hash, p->agg, p->agglen);
+		memcpy(p->hash, u[i].h, SPIRT_HASH_BYTES);
 		p->state = SPIRT_XP_USED;
 		snprintf(d->got[k].id, sizeof d->got[k].id, "%s", p->id);
 		memcpy(d->got[k++].hash, p->hash, SPIRT_HASH_BYTES);
@@ -1235,11 +1307,15 @@ combine_txn(struct spirt_txn *t, void *arg)
 
 	if ((rc = spirt_agg_store_step(c->s, t, c->keys, c->nkeys)))
 		return rc;
-	/* the decision, in the round's record: what it combined, hashed */
-	if ((rc = spirt_key_gagg(key, sizeof key, c->x->step)) ||
-	    (rc = spirt_store_get(t, key, &v, &len)))
-		return rc;
-	spirt_hash(c->x->gagghash, v, len);
+	/* the decision (with beats: docs/protocol.md, "The decision"), in
+	 * the round's record: what it combined, hashed; without beats no
+	 * one reads it, and the models' digests say the same a step on */
+	if (c->x->beats) {
+		if ((rc = spirt_key_gagg(key, sizeof key, c->x->step)) ||
+		    (rc = spirt_store_get(t, key, &v, &len)))
+			return rc;
+		spirt_hash(c->x->gagghash, v, len);
+	}
 	free(c->round);
 	if ((c->round = round_text(c->x, &c->roundlen)) == NULL)
 		return ENOMEM;
@@ -1291,7 +1367,7 @@ round_text(struct spirt_exchange *x, size_t *len)
 	if (n < cap && x->adopted[0])
 		n += (size_t)snprintf(r + n, cap - n, "adopted=%s\n",
 		    x->adopted);
-	if (n < cap) {
+	if (n < cap && x->beats) {
 		char h[2 * SPIRT_HASH_BYTES + 1];
 
 		spirt_hash_hex(h, x->gagghash);
@@ -1736,7 +1812,7 @@ follow(struct spirt_exchange *x, size_t *n)
 	for (size_t i = 0; i < x->n; i++)
 		if (want[i])
 			round_reset_one(&x->peers[i]);
-	if ((rc = pull_all(x, u, spirt_key_xagg, NULL, want)))
+	if ((rc = pull_aggs(x, u, want)))
 		goto out;
 	for (size_t i = 0; i < x->n && rc == 0; i++) {
 		struct spirt_xpeer *p = &x->peers[i];
@@ -1762,7 +1838,7 @@ follow(struct spirt_exchange *x, size_t *n)
 			    p->why);
 			break;
 		}
-		spirt_hash(p->hash, p->agg, p->agglen);
+		memcpy(p->hash, u[i].h, SPIRT_HASH_BYTES);
 	}
 	if (rc == 0)
 		rc = pull_all(x, v, spirt_key_digest, NULL, want);
@@ -2432,7 +2508,7 @@ confirm(struct spirt_exchange *x)
 		}
 		c.relook = now_ms() + 200;
 		if ((rc = pull_until(x, u, key_gagg_round, NULL, ask,
-		    cfm_enough, &c)))
+		    cfm_enough, &c, 0)))
 			goto out;
 		cfm_enough(&c, u, ask);
 		mv = next_move(&c);
@@ -2626,7 +2702,7 @@ spirt_exchange_run(struct spirt_exchange *x)
 	if (u == NULL || want == NULL) {
 		rc = ENOMEM;
 	} else {
-		rc = dg ? reload(x, dg, dglen) : phase1(x, u, want);
+		rc = dg ? reload_hashed(x, dg, dglen) : phase1(x, u, want);
 		if (rc == 0)
 			rc = phase2(x, u, want);
 	}

@@ -173,6 +173,8 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	run -0 sh -c 'spirt-store -s s1 get gagg/0/round | tr -c "[:print:]\n" " "'
 	assert_output --partial 'peer=p2 used'
 	assert_output --partial 'peer=p3 used'
+	# (no decision without --beats: the combination is not hashed)
+	refute_output --partial 'gagg='
 	# each peer applies gagg/0: the same model@1 everywhere
 	for i in 1 2 3; do
 		spirt-update -s s$i -m m -t 0 -r 0.1 -a gagg
