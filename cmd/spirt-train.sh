@@ -462,7 +462,7 @@ fi
 # wait for it (they made no step in a beat) and the round before their
 # step combined it, it joins at their step: its share is still its own
 # there. ----
-joining=0 jmargin=0 jlast=-1 best= src= srcid=
+joining=0 jmargin=0 jlast=-1 best= src= srcid= lastx=
 # jr: the steps J is a multiple of: the epoch's, and --every's rounds
 # (xu steps each)
 jr=$spe xu=1
@@ -1618,6 +1618,7 @@ exchange() {
 		# the step is not applied)
 		xstep "$1" "step $1: exchange" || { stepped=0; return 0; }
 	fi
+	lastx=$1
 	# spent rounds: what peers exchanged before step T-1 (the exchange
 	# itself never deletes; a peer a step behind still finds T-1)
 	if [ $(($1 % 10)) -eq 9 ] && [ "$1" -ge 2 ]; then
@@ -1641,6 +1642,7 @@ round() {
 	run $upd -t "$1" --delta "$s0" ||
 		die 75 "step $1: the round's delta failed"
 	xstep "$s0" "step $1: exchange of round $s0" || { stepped=0; return 0; }
+	lastx=$s0
 	join_check "$s0"
 	run $upd -a gagg -t "$s0" --outer $(($1 + 1 - s0)) ||
 		die 75 "step $1: the outer step of round $s0 failed"
@@ -1763,7 +1765,9 @@ while [ "$t" -lt "$stop" ]; do
 done
 [ "$tty" -eq 0 ] || printf '\r\033[K' >&2
 # serving: the others may still pull our last round; stop once each has
-# combined it (its gagg), or after --deadline.  With --beat, once each
+# combined it (its gagg/<lastx>: the last step's, or with --every the
+# last round's first step's, which is what the round is named by), or
+# after --deadline.  With --beat, once each
 # other peer the watcher saw beats this step or a later one (it has the
 # last model) and is not joining: one behind (restarted after it died,
 # even after its last round: it has that gagg and not the model) catches
@@ -1780,10 +1784,10 @@ if [ -n "$srv" ] && [ "$t" -gt 0 ]; then
 			END { exit !b }'; do
 			sleep 0.2
 		done
-	else
+	elif [ -n "$lastx" ]; then
 		for u in $urls; do
 			until SPIRT_TIMEOUT=2s spirt-store -q -s "$u" get -f \
-			    "gagg/$((t - 1))" \
+			    "gagg/$lastx" \
 			    >/dev/null 2>&1; do
 				[ "$(now)" -lt "$end" ] || break
 				sleep 0.1

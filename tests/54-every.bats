@@ -165,6 +165,45 @@ assert np.abs(d).max() > 0
 "
 }
 
+@test "spirt-train --every over HTTP: a peer ends once the others have its last round, not at --deadline" {
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	# three free ports of 127.0.0.1, three keys on one allowlist
+	set -- $("$PYTHON" -c 'import socket
+ss = [socket.socket() for _ in range(3)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))')
+	printf 'VERSION=1\nTYPE=spirt-allowlist\n' >allow
+	: >hpeers
+	for i in 0 1 2; do
+		spirt-peer keygen h$i.key >h$i.hex
+		echo "MEMBER=$(cat h$i.hex) peer p$i" >>allow
+		echo "p$i http://127.0.0.1:$1" >>hpeers
+		shift
+	done
+	echo END >>allow
+	mkdir h
+	# rounds at 0 and 4 (the last one short); each peer serves until
+	# the others hold gagg/4, the last round's: it waited for gagg/5,
+	# which no --every run makes, to the end of --deadline (here 10
+	# minutes, past the bound: killed, 124)
+	for i in 0 1 2; do
+		SPIRT_KEY=h$i.key SPIRT_ID=p$i SPIRT_RUN=r1 SPIRT_ALLOW=allow \
+		    timeout 120 spirt-train -q -s h/s$i -n 1 -b 16 \
+		    --peers hpeers --peer $i --steps 6 --every 4 \
+		    --deadline 600000 >h/o$i 2>h/e$i &
+		eval "hp$i=\$!"
+	done
+	for i in 0 1 2; do
+		eval "wait \$hp$i" || { cat h/e*; false; }
+	done
+	h=$(spirt-store -s h/s0 get model/mlp@6 | md5sum)
+	for i in 0 1 2; do
+		spirt-store -s h/s$i get gagg/4 >/dev/null
+		[ "$(spirt-store -s h/s$i get model/mlp@6 | md5sum)" = "$h" ]
+	done
+}
+
 @test "spirt-train --every 1 is the per-step exchange's model averaging (SGD)" {
 	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
 		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
