@@ -1,5 +1,6 @@
 /* store.c - the tensor store over LMDB (ISC licence) */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +60,10 @@ struct spirt_store {
 	char *loc;
 	unsigned flags;
 	uint64_t mapmax;
-	unsigned ntxn;          /* transactions open: growth needs none */
+	/* transactions open: growth needs none.  Atomic: transactions may
+	 * be begun and ended in several threads at once (the exchange
+	 * hashes its own values in one while its watcher reads in another) */
+	atomic_uint ntxn;
 	const struct spirt_backend *be; /* NULL: LMDB */
 	void *bs;               /* the backend's store */
 };
@@ -298,6 +302,7 @@ be_open(struct spirt_store **out, const struct spirt_backend *be,
 		free(s);
 		return ENOMEM;
 	}
+	atomic_init(&s->ntxn, 0);
 	s->flags = flags;
 	s->be = be;
 	if ((rc = be->open(&s->bs, loc, flags))) {
@@ -357,6 +362,7 @@ spirt_store_open(struct spirt_store **out, const char *loc, unsigned flags)
 		free(s);
 		return ENOMEM;
 	}
+	atomic_init(&s->ntxn, 0);
 	s->flags = flags;
 	if ((rc = envsize("SPIRT_MAPSIZE", MAPSIZE_DEFAULT, &mapsize)) ||
 	    (rc = envsize("SPIRT_MAPSIZE_MAX", MAPSIZE_MAX_DEFAULT,
@@ -515,7 +521,7 @@ grow(struct spirt_store *s)
 	uint64_t want;
 	int rc, grew = 0;
 
-	if (s->ntxn)
+	if (atomic_load(&s->ntxn))
 		return SPIRT_EBUG;
 
 	for (int i = 0; i < 2; i++) {

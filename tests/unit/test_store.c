@@ -1,5 +1,6 @@
 /* test_store.c - LMDB tensor store: put/get/list/del, growth, processes */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -485,6 +486,64 @@ growth(void)
 	free(x);
 }
 
+/* transactions of one store begun and ended in two threads at once (the
+ * exchange: its own hashes in one, its watcher's reads in another) */
+static void *
+reader(void *arg)
+{
+	struct spirt_store *s = arg;
+	struct spirt_txn *txn;
+	const void *v;
+	size_t len;
+
+	for (int i = 0; i < 20000; i++) {
+		int rc;
+
+		if (spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY))
+			return (void *)1;
+		rc = spirt_store_get(txn, "big/0", &v, &len);
+		spirt_txn_abort(txn);
+		if (rc)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+/* ... and then none is open: the map can grow (a count of open ones
+ * that lost an update in the race would refuse it, SPIRT_EBUG) */
+static void
+threads(void)
+{
+	char gdir[300];
+	struct spirt_store *s;
+	struct spirt_tensor t;
+	uint64_t dims[1] = { 256 * 1024 };      /* 1 MiB */
+	float *x = calloc(256 * 1024, 4);
+	struct w a = { "big/", &t, x, 1 };
+	pthread_t th[2];
+	void *r0 = NULL, *r1 = NULL;
+
+	snprintf(gdir, sizeof gdir, "%s-threads", dir);
+	setenv("SPIRT_MAPSIZE", "2M", 1);
+	setenv("SPIRT_MAPSIZE_MAX", "64M", 1);
+	CHECK_RC(spirt_store_open(&s, gdir, SPIRT_STORE_CREATE));
+	CHECK_RC(spirt_tensor_init(&t, SPIRT_F32, 1, dims));
+	CHECK_RC(spirt_store_write(s, put_many, &a));
+	CHECK(pthread_create(&th[0], NULL, reader, s) == 0);
+	CHECK(pthread_create(&th[1], NULL, reader, s) == 0);
+	pthread_join(th[0], &r0);
+	pthread_join(th[1], &r1);
+	CHECK(r0 == NULL && r1 == NULL);
+	/* 8 MiB more: past the 2 MiB map, so it grows */
+	a.key = "more/";
+	a.n = 8;
+	CHECK_RC(spirt_store_write(s, put_many, &a));
+	spirt_store_close(s);
+	unsetenv("SPIRT_MAPSIZE");
+	unsetenv("SPIRT_MAPSIZE_MAX");
+	free(x);
+}
+
 /* model and data set names: the one rule every -m goes through */
 static void
 names(void)
@@ -523,6 +582,7 @@ main(void)
 	volatile_values();
 	del_steps();
 	growth();
+	threads();
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
 	if (system(cmd) != 0)
 		return 1;
