@@ -960,7 +960,7 @@ phase1(struct spirt_exchange *x, struct pull *u, int *want)
 	struct spirt_tensor mine;
 	struct spirt_digest *d;
 	struct pub a = { x, 1, NULL, 0 };
-	struct own_hashes oh = { NULL, 0, "" };
+	struct own_hashes oh = { x, 0, "" };
 	pthread_t ohth;
 	unsigned char *buf;
 	size_t k = 0;
@@ -974,7 +974,6 @@ phase1(struct spirt_exchange *x, struct pull *u, int *want)
 	/* this peer's own two hashes (for the digest) while the others'
 	 * aggregates come: off the round's path, as publish no longer
 	 * waits for them (one thread, or here if none can start) */
-	oh.x = x;
 	if ((th = pthread_create(&ohth, NULL, own_hashes_main, &oh)) != 0)
 		own_hashes_main(&oh);
 	rc = pull_aggs(x, u, want);

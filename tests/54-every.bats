@@ -6,6 +6,14 @@
 
 load helper
 
+# a test that fails or is interrupted leaves no peer behind: each runs
+# under timeout, which passes SIGTERM on to spirt-train, whose trap ends
+# its server and tools
+teardown() {
+	# shellcheck disable=SC2046
+	kill $(jobs -p) 2>/dev/null || :
+}
+
 # a model m:1000 at step 0 and aggregates agg/0, agg/1 in $SPIRT_STORE
 # and as .npy files beside it
 model01() {
