@@ -31,7 +31,8 @@
 "       spirt-peer exchange [-qv] [-a prefix] [-m model] [-P peers] [-r rule]\n" \
 "           [-s store]\n" \
 "           [--beats] [--byzantine f] [--deadline ms] [--iters L]\n" \
-"           [--min-peers n] [--select m] [--tau T] [--timeout ms] [--trim F]\n" \
+"           [--keep-digests] [--min-peers n] [--prune lag] [--select m]\n" \
+"           [--tau T] [--timeout ms] [--trim F]\n" \
 "           -i | -t step\n"
 
 #define EXPIRES_MAX (10 * 366 * 86400.0)       /* ten years, in seconds */
@@ -114,8 +115,11 @@ usage(int code)
 		    "      --deadline MS  exchange: the round's deadline\n"
 		    "      --iters L      exchange: cclip's, scclip's "
 		    "iterations\n"
+		    "      --keep-digests exchange: --prune keeps digest/\n"
 		    "      --min-peers N  exchange: fewest aggregates a round "
 		    "needs\n"
+		    "      --prune LAG    exchange: remove the rounds before "
+		    "step - LAG\n"
 		    "      --select M     exchange: mkrum's m\n"
 		    "      --tau T        exchange: cclip's, scclip's radius, "
 		    "or auto\n"
@@ -567,7 +571,7 @@ static int
 xmain(int argc, char **argv)
 {
 	enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
-	    TRIM, BEATS };
+	    TRIM, BEATS, PRUNE, KEEPDG };
 	static const struct option lo[] = {
 		{ "agg", required_argument, NULL, 'a' },
 		{ "beats", no_argument, NULL, BEATS },
@@ -575,10 +579,12 @@ xmain(int argc, char **argv)
 		{ "deadline", required_argument, NULL, DEADLINE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "iters", required_argument, NULL, ITERS },
+		{ "keep-digests", no_argument, NULL, KEEPDG },
 		{ "mad", required_argument, NULL, MAD },
 		{ "min-peers", required_argument, NULL, MINP },
 		{ "model", required_argument, NULL, 'm' },
 		{ "peers", required_argument, NULL, 'P' },
+		{ "prune", required_argument, NULL, PRUNE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "rule", required_argument, NULL, 'r' },
 		{ "select", required_argument, NULL, SELECT },
@@ -620,6 +626,9 @@ xmain(int argc, char **argv)
 			    0, SPIRT_AGG_MAXW); break;
 		case DEADLINE: x.deadline_ms = (unsigned)eparse_u64(
 			    "--deadline", optarg, 1, 86400000); break;
+		case KEEPDG: x.keep_digests = 1; break;
+		case PRUNE: x.prune = eparse_u64("--prune", optarg, 1,
+			    SPIRT_NOSTEP - 2); break;
 		case ITERS: x.p.iters = (unsigned)eparse_u64("--iters", optarg,
 			    1, 1000); break;
 		case MAD: x.p.mad = eparse_double("--mad", optarg, 1e-9, 1e9);

@@ -546,8 +546,15 @@ if [ -n "$peers" ]; then
 	[ "$beat" -eq 0 ] || xch="$xch --beats"
 	# --every H: the rounds exchange the model's change
 	[ "$xh" -eq 0 ] || xsrc="-a delta"
+	# each step's round removes the spent ones (before t-1: a peer a
+	# step behind still finds t-1), digests too unless kept
+	# (--keep-digests); --every prunes in round()
+	if [ "$xh" -eq 0 ]; then
+		xch="$xch --prune 1"
+		[ "$keepdg" -eq 0 ] || xch="$xch --keep-digests"
+	fi
 fi
-# the spent rounds' digests go too, unless kept (--keep-digests)
+# --every: the spent rounds' digests go too, unless kept (--keep-digests)
 spent=digest/
 [ "$keepdg" -eq 0 ] || spent=
 # -R: a rerun after a crash between aggregate and update redoes the (identical)
@@ -1619,12 +1626,6 @@ exchange() {
 		xstep "$1" "step $1: exchange" || { stepped=0; return 0; }
 	fi
 	lastx=$1
-	# spent rounds: what peers exchanged before step T-1 (the exchange
-	# itself never deletes; a peer a step behind still finds T-1)
-	if [ $(($1 % 10)) -eq 9 ] && [ "$1" -ge 2 ]; then
-		run spirt-store -q prune -t $(($1 - 1)) xagg/ gagg/ $spent ||
-		    die 74 "step $1: could not prune spent rounds"
-	fi
 }
 
 # round T: with --every H, the step T that ends a round (its H-th local
@@ -1650,7 +1651,7 @@ round() {
 	# still finds it)
 	if [ "$s0" -ge $((2 * xh)) ] && { [ "$xh" -ge 10 ] ||
 	    [ $((s0 / xh % 10)) -eq 9 ]; }; then
-		run spirt-store -q prune -t $((s0 - xh)) xagg/ gagg/ digest/ \
+		run spirt-store -q prune -t $((s0 - xh)) xagg/ gagg/ $spent \
 		    delta/ || die 74 "step $1: could not prune spent rounds"
 	fi
 	return 0

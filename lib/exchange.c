@@ -757,6 +757,26 @@ struct pub {
 	size_t dglen;
 };
 
+/* --prune: the rounds before step - prune, spent (a peer a round behind
+ * still finds the last one); each step then reuses the pages they free,
+ * and the scratch environment stays a few rounds large */
+static int
+prune_spent(struct spirt_txn *t, const struct spirt_exchange *x)
+{
+	uint64_t below;
+	int rc;
+
+	if (x->prune == 0 || x->step < x->prune)
+		return 0;
+	below = x->step - x->prune;
+	if ((rc = spirt_store_del_steps(t, SPIRT_KEY_XAGG_ROOT, below,
+	    NULL)) || (rc = spirt_store_del_steps(t, SPIRT_KEY_GAGG_ROOT,
+	    below, NULL)))
+		return rc;
+	return x->keep_digests ? 0 : spirt_store_del_steps(t,
+	    SPIRT_KEY_DIGEST_ROOT, below, NULL);
+}
+
 /* publish agg/<t> as xagg/<t>/<self> (model@t must be there); the
  * two are hashed after the commit, while the others pull (own_hashes) */
 static int
@@ -774,7 +794,8 @@ publish(struct spirt_txn *t, void *arg)
 	if ((rc = spirt_key_aggroot(key, sizeof key, x->src, x->step)) ||
 	    (rc = spirt_store_get(t, key, &v, &len)))
 		return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
-	if ((rc = spirt_key_xagg(xkey, sizeof xkey, x->step, x->self)))
+	if ((rc = spirt_key_xagg(xkey, sizeof xkey, x->step, x->self)) ||
+	    (rc = prune_spent(t, x)))
 		return rc;
 	if ((rc = spirt_store_get(t, xkey, &o, &olen)) == 0) {
 		/* a rerun: published already.  agg/<t> may differ from it

@@ -142,6 +142,11 @@ struct spirt_exchange {
 	unsigned timeout_ms;            /* each request's, after its wait
 					 * (never past the phase's deadline) */
 	size_t min_peers;               /* aggregates needed, self included */
+	/* 0, or the round of step t removes the spent rounds, those of
+	 * steps before t - prune: xagg/, gagg/ and, unless keep_digests,
+	 * digest/ (in the transaction that publishes its aggregate) */
+	uint64_t prune;
+	int keep_digests;
 	/* wait only for the members this store's watcher holds alive, and
 	 * close the step by the quorum of lib/quorum.h: more than half of
 	 * the last round's members, stragglers cut at about twice the last

@@ -42,6 +42,9 @@
 #define SPIRT_KEY_GRAD_ROOT "grad/"
 #define SPIRT_KEY_AGG_ROOT "agg/"
 #define SPIRT_KEY_MOM_ROOT "mom/"
+#define SPIRT_KEY_XAGG_ROOT "xagg/"
+#define SPIRT_KEY_GAGG_ROOT "gagg/"
+#define SPIRT_KEY_DIGEST_ROOT "digest/"
 
 /* Validate a key: 1..SPIRT_KEY_MAX printable ASCII bytes, no spaces. */
 SPIRT_MUST_CHECK int spirt_key_check(const char *key);

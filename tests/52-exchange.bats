@@ -190,6 +190,75 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	[ "$(store_digest s1)" = "$before" ]
 }
 
+# keys KIND STORE: the steps of the KIND/<t>... keys in STORE, sorted
+keysteps() {
+	spirt-store -s "$2" ls | awk -v k="$1/" 'index($1, k) == 1 {
+	    split(substr($1, length(k) + 1), p, "/"); print p[1] }' |
+	    sort -nu | tr '\n' ' '
+}
+
+@test "exchange --prune: a round removes the rounds before t - lag, digests unless kept" {
+	peers3
+	# steps 0-3: each its model and aggregate in every store
+	"$PYTHON" -c "$PYREC
+rng = np.random.default_rng(2)
+for t in (1, 2, 3):
+    m = rng.standard_normal(1000).astype(np.float32)
+    open('m%d.rec' % t, 'wb').write(st.encode(m, name='m:1000', step=t))
+    for i in (1, 2, 3):
+        a = rng.standard_normal(1000).astype(np.float32)
+        open('a%d_%d.rec' % (i, t), 'wb').write(st.encode(a, name='m:1000', step=t, samples=32))
+"
+	for i in 1 2 3; do
+		for t in 1 2 3; do
+			spirt-store -s s$i put model/m@$t m$t.rec
+			spirt-store -s s$i put agg/$t a${i}_$t.rec
+		done
+	done
+	# warm: the four rounds in one process each; p1 prunes with lag 1,
+	# p2 with lag 2 keeping digests, p3 does not prune
+	for i in 1 2 3; do
+		case $i in
+		1) set -- --prune 1 ;;
+		2) set -- --prune 2 --keep-digests ;;
+		3) set -- ;;
+		esac
+		printf '0\n1\n2\n3\n' | SPIRT_KEY=p$i.key SPIRT_ID=p$i \
+		    SPIRT_RUN=r1 timeout 120 spirt-peer exchange -m m -s s$i \
+		    -P peers --deadline 20000 -i "$@" >out$i 2>err$i &
+		eval "pid$i=\$!"
+	done
+	wait $pid1 && wait $pid2 && wait $pid3
+	for i in 1 2 3; do
+		[ "$(grep -c 'used=3 peers=3' out$i)" -eq 4 ]
+	done
+	# the rounds' results are the same with and without pruning
+	for t in 2 3; do
+		h=$(spirt-store -s s3 get gagg/$t | md5sum)
+		[ "$(spirt-store -s s1 get gagg/$t | md5sum)" = "$h" ]
+		[ "$(spirt-store -s s2 get gagg/$t | md5sum)" = "$h" ]
+	done
+	# lag 1: the round of step 3 removed steps 0 and 1
+	[ "$(keysteps xagg s1)" = "2 3 " ]
+	[ "$(keysteps gagg s1)" = "2 3 " ]
+	[ "$(keysteps digest s1)" = "2 3 " ]
+	# lag 2: step 0 only; --keep-digests keeps every digest
+	[ "$(keysteps xagg s2)" = "1 2 3 " ]
+	[ "$(keysteps gagg s2)" = "1 2 3 " ]
+	[ "$(keysteps digest s2)" = "0 1 2 3 " ]
+	# none without --prune; and nothing else goes with it
+	[ "$(keysteps xagg s3)" = "0 1 2 3 " ]
+	[ "$(keysteps digest s3)" = "0 1 2 3 " ]
+	[ "$(keysteps agg s1)" = "0 1 2 3 " ]
+	[ "$(spirt-store -s s1 ls | grep -c '^model/m@')" -eq 4 ]
+	# a lag of 0 would remove the round itself: refused
+	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -64 --separate-stderr \
+	    spirt-peer exchange -m m -s s1 -t 4 -P peers --prune 0
+	[[ "$stderr" == *'--prune'* ]]
+	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -64 \
+	    spirt-peer exchange -m m -s s1 -t 4 -P peers --prune x
+}
+
 @test "exchange: a peer that does not answer is left out, reported, and the round completes" {
 	peers3
 	rm -rf s3          # p3 never comes
@@ -473,9 +542,10 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	# each peer trained on its own third of the data: 3 x 2 functions
 	run -0 sh -c 'spirt-shard -s s0 --stats | awk '\''$1 == "assign" && $2 == "worker" { print $3 }'\'' | sort -u | wc -l'
 	assert_output 6
-	# spent rounds are pruned by the driver, never by the exchange
-	run -0 spirt-store -s s0 ls xagg/0/
-	assert_output ''
+	# each step's round removed the spent ones (--prune 1): the last two
+	# are left, digests too
+	[ "$(keysteps xagg s0)" = "22 23 " ]
+	[ "$(keysteps digest s0)" = "22 23 " ]
 	run -0 awk -F'\t' 'END { exit !($6 > 0.6) }' s0.train-mlp.tsv
 }
 

@@ -173,6 +173,20 @@ assert np.abs(d).max() > 0
 "
 }
 
+@test "spirt-train --every 10: spent rounds pruned, their digests kept with --keep-digests" {
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	train3 k --steps 30 --every 10 --eval-every 30 --keep-digests
+	for i in 0 1 2; do
+		# round 20 removed round 0 (a peer a round behind finds 10) ...
+		run -0 sh -c "spirt-store -s k/s$i ls xagg/ | cut -f1 | cut -d/ -f2 | sort -nu"
+		assert_output "$(printf '%s\n' 10 20)"
+		# ... but not its signed digests, which were to be kept
+		run -0 sh -c "spirt-store -s k/s$i ls digest/ | cut -f1 | cut -d/ -f2 | sort -nu"
+		assert_output "$(printf '%s\n' 0 10 20)"
+	done
+}
+
 @test "spirt-train --every over HTTP: a peer ends once the others have its last round, not at --deadline" {
 	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
 		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
