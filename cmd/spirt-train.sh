@@ -1768,7 +1768,7 @@ done
 # serving: the others may still pull our last round; stop once each has
 # combined it (its gagg/<lastx>: the last step's, or with --every the
 # last round's first step's, which is what the round is named by), or
-# after --deadline.  With --beat, once each
+# after --deadline, or once its server is gone.  With --beat, once each
 # other peer the watcher saw beats this step or a later one (it has the
 # last model) and is not joining: one behind (restarted after it died,
 # even after its last round: it has that gagg and not the model) catches
@@ -1786,10 +1786,16 @@ if [ -n "$srv" ] && [ "$t" -gt 0 ]; then
 			sleep 0.2
 		done
 	elif [ -n "$lastx" ]; then
+		# (69: no server there any more: that peer ended, having
+		# combined the round, or died, and waiting would not help it;
+		# the slowest peer to end would otherwise wait for --deadline
+		# on those that ended before it)
 		for u in $urls; do
-			until SPIRT_TIMEOUT=2s spirt-store -q -s "$u" get -f \
-			    "gagg/$lastx" \
-			    >/dev/null 2>&1; do
+			while :; do
+				rc=0
+				SPIRT_TIMEOUT=2s spirt-store -q -s "$u" get -f \
+				    "gagg/$lastx" >/dev/null 2>&1 || rc=$?
+				{ [ "$rc" -ne 0 ] && [ "$rc" -ne 69 ]; } || break
 				[ "$(now)" -lt "$end" ] || break
 				sleep 0.1
 			done
