@@ -651,6 +651,11 @@ xmain(int argc, char **argv)
 		}
 	if (optind != argc || havestep == warm)
 		usage(1);       /* -t step, or -i: steps on stdin */
+	if (x.keep_digests && !x.prune) {
+		warnx_("--keep-digests: only with --prune (without it nothing "
+		    "is removed)");
+		usage(1);
+	}
 	if (!rule && trim)
 		rule = "trim";
 	if ((rule = opt_env(rule, "SPIRT_AGG_RULE", "mean")) &&

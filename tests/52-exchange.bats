@@ -257,6 +257,9 @@ for t in (1, 2, 3):
 	[[ "$stderr" == *'--prune'* ]]
 	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -64 \
 	    spirt-peer exchange -m m -s s1 -t 4 -P peers --prune x
+	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -64 --separate-stderr \
+	    spirt-peer exchange -m m -s s1 -t 4 -P peers --keep-digests
+	[[ "$stderr" == *'--keep-digests: only with --prune'* ]]
 }
 
 @test "exchange: a peer that does not answer is left out, reported, and the round completes" {
