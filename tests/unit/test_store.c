@@ -443,11 +443,27 @@ del_steps(void)
 	spirt_store_close(s);
 }
 
+/* a fresh store "<dir>-<suffix>" whose map starts at mapsize and may
+ * grow to 64 MiB (the sizes are read at open) */
+static struct spirt_store *
+small_store(const char *suffix, const char *mapsize)
+{
+	char gdir[300];
+	struct spirt_store *s = NULL;
+
+	snprintf(gdir, sizeof gdir, "%s-%s", dir, suffix);
+	setenv("SPIRT_MAPSIZE", mapsize, 1);
+	setenv("SPIRT_MAPSIZE_MAX", "64M", 1);
+	CHECK_RC(spirt_store_open(&s, gdir, SPIRT_STORE_CREATE));
+	unsetenv("SPIRT_MAPSIZE");
+	unsetenv("SPIRT_MAPSIZE_MAX");
+	return s;
+}
+
 /* the map grows when full; at its limit the error is clear, data intact */
 static void
 growth(void)
 {
-	char gdir[300];
 	struct spirt_store *s;
 	struct spirt_store_info info;
 	struct spirt_txn *txn;
@@ -458,10 +474,7 @@ growth(void)
 	struct w a = { "big/", &t, x, 8 };
 	int n = 0;
 
-	snprintf(gdir, sizeof gdir, "%s-grow", dir);
-	setenv("SPIRT_MAPSIZE", "1M", 1);
-	setenv("SPIRT_MAPSIZE_MAX", "64M", 1);
-	CHECK_RC(spirt_store_open(&s, gdir, SPIRT_STORE_CREATE));
+	s = small_store("grow", "1M");
 	CHECK_RC(spirt_tensor_init(&t, SPIRT_F32, 1, dims));
 	CHECK_RC(spirt_store_write(s, put_many, &a));
 	CHECK_RC(spirt_store_info(s, &info));
@@ -481,8 +494,6 @@ growth(void)
 	CHECK_RC(spirt_store_get_tensor(txn, "big/7", &u, &pl, 1));
 	spirt_txn_abort(txn);
 	spirt_store_close(s);
-	unsetenv("SPIRT_MAPSIZE");
-	unsetenv("SPIRT_MAPSIZE_MAX");
 	free(x);
 }
 
@@ -514,7 +525,6 @@ reader(void *arg)
 static void
 threads(void)
 {
-	char gdir[300];
 	struct spirt_store *s;
 	struct spirt_tensor t;
 	uint64_t dims[1] = { 256 * 1024 };      /* 1 MiB */
@@ -523,10 +533,7 @@ threads(void)
 	pthread_t th[2];
 	void *r0 = NULL, *r1 = NULL;
 
-	snprintf(gdir, sizeof gdir, "%s-threads", dir);
-	setenv("SPIRT_MAPSIZE", "2M", 1);
-	setenv("SPIRT_MAPSIZE_MAX", "64M", 1);
-	CHECK_RC(spirt_store_open(&s, gdir, SPIRT_STORE_CREATE));
+	s = small_store("threads", "2M");
 	CHECK_RC(spirt_tensor_init(&t, SPIRT_F32, 1, dims));
 	CHECK_RC(spirt_store_write(s, put_many, &a));
 	CHECK(pthread_create(&th[0], NULL, reader, s) == 0);
@@ -539,8 +546,6 @@ threads(void)
 	a.n = 8;
 	CHECK_RC(spirt_store_write(s, put_many, &a));
 	spirt_store_close(s);
-	unsetenv("SPIRT_MAPSIZE");
-	unsetenv("SPIRT_MAPSIZE_MAX");
 	free(x);
 }
 
