@@ -227,6 +227,7 @@ for t in (1, 2, 3):
 		    SPIRT_RUN=r1 timeout 120 spirt-peer exchange -m m -s s$i \
 		    -P peers --deadline 20000 -i "$@" >out$i 2>err$i &
 		eval "pid$i=\$!"
+		SRVS="$SRVS $!"         # ended in teardown if the test fails
 	done
 	wait $pid1 && wait $pid2 && wait $pid3
 	for i in 1 2 3; do
