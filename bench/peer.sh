@@ -38,7 +38,9 @@
 # Environment: PARTS (the sections to run, default "1 2 3 4 5"), REPS (rounds of 1, default 7), STEPS (steps of 2, default
 # 30), RACE (rounds of 3, default 2), LOCAL (local steps a round in 3,
 # default 5; a divisor of 25, the evaluation interval), HSTEPS (steps of
-# 4, default 200).
+# 4, default 200), NOCRYPTO (1: part 3 also races, in each round, a copy
+# of this tree built with bench/nocrypto.patch, a measurement only, its
+# digests' hashes, its AEAD or both turned off: what the crypto costs).
 set -eu
 cd "$(dirname "$0")/.."
 . bench/cpu.sh
@@ -220,8 +222,10 @@ trainns() {
 		fi
 		echo "p$i http://$(netns_addr $((i + 1))):8710" >>"$d/peers"
 	done
+	# (ncpath, ncoff: the NOCRYPTO build's tools and what they turn off)
 	for i in 0 1 2; do
-		netns_exec $((i + 1)) env SPIRT_KEY="$tmp/n$i.key" \
+		netns_exec $((i + 1)) env PATH="${ncpath:+$ncpath:}$PATH" \
+		    ${ncoff:+SPIRT_MEASURE_NOCRYPTO=$ncoff} SPIRT_KEY="$tmp/n$i.key" \
 		    SPIRT_TOKEN="$tmp/n$i.tok" SPIRT_GROUP="$tmp/ngroup.pub" \
 		    timeout 1800 spirt-train -q -s "$d/s$i" --peers "$d/peers" \
 		    --peer "$i" --deadline 120000 --data "$FMNIST" "$@" \
@@ -262,16 +266,46 @@ if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
 elif ! $PY -c 'import torch' 2>/dev/null; then
 	echo "   skipped: no PyTorch (Debian package python3-torch)"
 else
+# NOCRYPTO=1: this tree's tracked files copied, bench/nocrypto.patch
+# applied, built; its 2 x 64 races with the hashes, the AEAD or both off
+# (a shape a line: its options have spaces)
+shapes="2:64:sr::
+1:128:s1r::
+2:64:s5r::--every $hl"
+oifs=$IFS nc=
+if [ "${NOCRYPTO:-0}" = 1 ]; then
+	nc=$tmp/nocrypto
+	mkdir "$nc"
+	{ git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$nc" &&
+	    (cd "$nc" && git apply && make -s -j2 all) \
+	    <bench/nocrypto.patch; } >"$tmp/nc.log" 2>&1 || {
+		cat "$tmp/nc.log" >&2
+		echo "bench/peer: NOCRYPTO=1: bench/nocrypto.patch did not apply or build" >&2
+		exit 1
+	}
+	shapes="$shapes
+2:64:snh:hash:
+2:64:sna:aead:
+2:64:snc:all:"
+	echo "   NOCRYPTO=1: also spirt 2 x 64 built with bench/nocrypto.patch (a"
+	echo "   measurement only): the digests' hashes off, the AEAD off, both off."
+fi
 netns_setup 3
 # (no job notices when teardown kills what runs in the namespaces)
 disown -a
 : >"$tmp/sr"; : >"$tmp/s1r"; : >"$tmp/s5r"; : >"$tmp/dr"; : >"$tmp/d5r"
+: >"$tmp/snh"; : >"$tmp/sna"; : >"$tmp/snc"
 r=0
 while [ "$r" -lt "$race" ]; do
 	# round r: seed r + 1 on both sides (initialisation, data order)
-	# (functions:batch:file:options of each spirt shape)
-	for sh in 2:64:sr: 1:128:s1r: "2:64:s5r:--every $hl"; do
-		IFS=: read -r nf nb file opts <<<"$sh"
+	# (functions:batch:file:crypto off:options of each spirt shape)
+	IFS='
+'
+	for sh in $shapes; do
+		IFS=$oifs
+		IFS=: read -r nf nb file ncoff opts <<<"$sh"
+		ncpath=
+		[ -z "$ncoff" ] || ncpath=$nc
 		# shellcheck disable=SC2086
 		trainns "$tmp/race" -n "$nf" -b "$nb" \
 		    -o momentum -l 0.05 --schedule constant --eval-every 25 \
@@ -286,32 +320,49 @@ while [ "$r" -lt "$race" ]; do
 	r=$((r + 1))
 done
 netns_teardown
-[ "$race" -gt 0 ] &&
-printf '   %-24s %9s %6s %9s %8s\n' "" seconds steps accuracy ms/step &&
-for f in sr:"spirt, 2 x 64 a peer" s1r:"spirt, 1 x 128 a peer" \
-    dr:"PyTorch DDP" s5r:"spirt, 2 x 64, --every $hl" \
-    d5r:"torch local SGD, $hl"; do
-	printf '   %-24s %9.2f %6s %9s %8.2f   steps by seed: %s\n' "${f#*:}" \
-	    "$(awk '{ print $1 }' "$tmp/${f%%:*}" | med)" \
-	    "$(awk '{ print $2 }' "$tmp/${f%%:*}" | med)" \
-	    "$(awk '{ print $3 }' "$tmp/${f%%:*}" | med)" \
-	    "$(awk '{ print 1e3 * $1 / $2 }' "$tmp/${f%%:*}" | med)" \
-	    "$(awk '{ printf "%s%s", (NR > 1 ? " " : ""), $2 }' "$tmp/${f%%:*}")"
-done
-[ "$race" -eq 0 ] ||
-for f in sr:dr:"spirt (2 x 64) / DDP" s1r:dr:"spirt (1 x 128) / DDP" \
-    s5r:dr:"spirt (--every $hl) / DDP" \
-    s5r:d5r:"spirt (--every $hl) / torch local SGD"; do
-	IFS=: read -r a b n <<<"$f"
+# row FILE LABEL: the medians of a shape's rounds
+row() {
+	printf '   %-24s %9.2f %6s %9s %8.2f   steps by seed: %s\n' "$2" \
+	    "$(awk '{ print $1 }' "$tmp/$1" | med)" \
+	    "$(awk '{ print $2 }' "$tmp/$1" | med)" \
+	    "$(awk '{ print $3 }' "$tmp/$1" | med)" \
+	    "$(awk '{ print 1e3 * $1 / $2 }' "$tmp/$1" | med)" \
+	    "$(awk '{ printf "%s%s", (NR > 1 ? " " : ""), $2 }' "$tmp/$1")"
+}
+# ratio A B NAME: time to 85% and time per step, A's medians over B's
+ratio() {
 	# (the issue's target is against DDP)
-	awk -v n="$n" -v a="$(awk '{ print $1 }' "$tmp/$a" | med)" \
-	    -v b="$(awk '{ print $1 }' "$tmp/$b" | med)" \
-	    -v c="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/$a" | med)" \
-	    -v d="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/$b" | med)" \
-	    -v t="$([ "$b" = dr ] && echo " (target <= 1.0)")" 'BEGIN {
+	awk -v n="$3" -v a="$(awk '{ print $1 }' "$tmp/$1" | med)" \
+	    -v b="$(awk '{ print $1 }' "$tmp/$2" | med)" \
+	    -v c="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/$1" | med)" \
+	    -v d="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/$2" | med)" \
+	    -v t="$([ "$2" = dr ] && echo " (target <= 1.0)")" 'BEGIN {
 		printf "   %s: time to 85%% %.2f, time per step %.2f%s\n", n,
 		    a / b, c / d, t }'
-done
+}
+if [ "$race" -gt 0 ]; then
+	printf '   %-24s %9s %6s %9s %8s\n' "" seconds steps accuracy ms/step
+	row sr "spirt, 2 x 64 a peer"
+	row s1r "spirt, 1 x 128 a peer"
+	row dr "PyTorch DDP"
+	row s5r "spirt, 2 x 64, --every $hl"
+	row d5r "torch local SGD, $hl"
+	if [ -n "$nc" ]; then
+		row snh "spirt 2 x 64, no hashes"
+		row sna "spirt 2 x 64, no AEAD"
+		row snc "spirt 2 x 64, neither"
+	fi
+	ratio sr dr "spirt (2 x 64) / DDP"
+	ratio s1r dr "spirt (1 x 128) / DDP"
+	ratio s5r dr "spirt (--every $hl) / DDP"
+	ratio s5r d5r "spirt (--every $hl) / torch local SGD"
+	if [ -n "$nc" ]; then
+		ratio snh dr "no hashes / DDP"
+		ratio sna dr "no AEAD / DDP"
+		ratio snc dr "neither / DDP"
+		ratio snc sr "neither / spirt (2 x 64)"
+	fi
+fi
 fi
 fi
 
