@@ -276,6 +276,10 @@ oifs=$IFS nc=
 if [ "${NOCRYPTO:-0}" = 1 ]; then
 	nc=$tmp/nocrypto
 	mkdir "$nc"
+	git rev-parse --is-inside-work-tree >/dev/null 2>&1 || {
+		echo "bench/peer: NOCRYPTO=1 copies the tree's tracked files: run it in a git checkout" >&2
+		exit 1
+	}
 	{ git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$nc" &&
 	    (cd "$nc" && git apply && make -s -j2 all) \
 	    <bench/nocrypto.patch; } >"$tmp/nc.log" 2>&1 || {
