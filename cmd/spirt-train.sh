@@ -1000,10 +1000,11 @@ serve_ready() {
 		sleep 2 & wait $! 2>/dev/null
 		! orphaned || exit 0
 		kill -KILL "$srv" 2>/dev/null
-	) </dev/null >/dev/null 2>&1 &
+	) </dev/null >/dev/null 2>&1 5<&- &
 	timer=$!
 	addr=
-	read -r addr <"$srvdir/ready" || :
+	read -r addr <&5 || :
+	exec 5<&-
 	: >"$srvdir/up"
 	kill -TERM "$timer" 2>/dev/null || :
 	wait "$timer" 2>/dev/null || :
@@ -1030,8 +1031,21 @@ serve_start() {
 		# (not through run: $! must be the server itself)
 		[ "$verbose" -eq 0 ] ||
 		    printf '+ spirt-peer serve -s %s -l %s\n' "$store" "$listen" >&2
+		# The FIFO's read end first, on fd 5 (opened read-write a
+		# moment, so that the read-only open has a writer and does
+		# not wait).  The forked shell's write-only open then has a
+		# reader at once, its own copy of fd 5 among them: opened
+		# after the fork, as before, it waited for the driver's, and
+		# a driver killed in between left that shell waiting for good,
+		# an orphan no guard knew (chaos, 1 CI run in many).  Opened
+		# read-write in the shell instead, a line the server wrote
+		# before the driver opened the FIFO was lost with the FIFO's
+		# last close (the driver then waited for --deadline).  Only
+		# the server writes: its end, or its exit, is the driver's
+		# end of file.
+		exec 6<>"$srvdir/ready" 5<"$srvdir/ready" 6>&-
 		SPIRT_PARENT=$$ spirt-peer serve -s "$store" -l "$listen" -F 3 \
-		    3>"$srvdir/ready" &
+		    3>"$srvdir/ready" 5<&- &
 		srv=$!
 		# (listed for the guard once it listens: one that cannot,
 		# and exits, is no death)

@@ -903,3 +903,63 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	until_ 100 sh -c "grep -c ' gone after ' trickle.log | grep -qx 2"
 	awk '$3 == "gone" { if ($5 >= 4000000) exit 1 }' trickle.log
 }
+
+@test "spirt-train --peers over HTTP: a driver killed as it starts its server leaves nothing behind" {
+	# The driver forks a shell that opens the FIFO its server says the
+	# address on, then execs spirt-peer serve.  A driver killed between
+	# the two (chaos did, once in CI) left that shell waiting on the
+	# FIFO for good, where a write-only open waits for a reader.  Here
+	# the driver is killed at the first instant its server's shell is
+	# seen, waiting on the FIFO or holding it ("hit"; "late" if the
+	# watcher missed that and saw the server listening); either way its
+	# session must then empty: the shell goes on, and the server, its
+	# SPIRT_PARENT gone, exits.  Until two hits, at most 6 launches.
+	smalldata "$BATS_FILE_TMPDIR/data"
+	httppeers 2
+	# (a session with only zombies left to init is empty)
+	empty() {
+		[ -z "$(ps -o pid=,ppid=,stat= -s "$drv" |
+		    awk '!($3 ~ /^Z/ && $2 == 1)')" ]
+	}
+	hits=0 k=0
+	while [ "$hits" -lt 2 ] && [ "$k" -lt 6 ]; do
+		k=$((k + 1))
+		SPIRT_KEY=p0.key SPIRT_TOKEN=p0.tok SPIRT_GROUP=group.pub \
+		    setsid spirt-train -q -s s0 -n 2 -b 20 \
+		    --data "$BATS_FILE_TMPDIR/data" --peers peers --peer 0 \
+		    --steps 5 --deadline 5000 >o 2>e &
+		drv=$!
+		BG=$drv
+		run -0 timeout 60 "$PYTHON" - "$drv" <<'PY'
+import os, signal, sys
+d = int(sys.argv[1])
+while True:
+    # (the driver gone before its server: a failure, 1)
+    kids = open("/proc/%d/task/%d/children" % (d, d)).read().split()
+    for c in kids:
+        try:
+            if open("/proc/%s/wchan" % c).read() == "wait_for_partner" or \
+                    os.readlink("/proc/%s/fd/3" % c).endswith("/serve/ready"):
+                os.kill(d, signal.SIGKILL)
+                print("hit")
+                sys.exit(0)
+        except OSError:
+            pass
+        try:
+            if os.readlink("/proc/%s/exe" % c).endswith("/spirt-peer"):
+                os.kill(d, signal.SIGKILL)
+                print("late")
+                sys.exit(0)
+        except OSError:
+            pass
+PY
+		[ "$output" != hit ] || hits=$((hits + 1))
+		wait "$drv" || :
+		until_ 100 empty || {
+			left=$(ps -o pid=,ppid=,stat=,args= -s "$drv")
+			ps -o pid= -s "$drv" | xargs -r kill -KILL
+			fail "launch $k ($output): left behind: $left"
+		}
+	done
+	[ "$hits" -ge 1 ]
+}
