@@ -981,6 +981,15 @@ trap 'termed' TERM
 # fork; on a loaded machine the read can return that soon, and the
 # timer, deaf, killed a server that had said it listens: tests/56-failures,
 # "a peer back after the others' last step", 1 CI run in about 15)
+# srv_alive: the server $srv runs (not a zombie yet)
+srv_alive() {
+	if [ -r "/proc/$srv/stat" ]; then
+		read -r _ _ _st _ <"/proc/$srv/stat" 2>/dev/null &&
+		    [ "$_st" != Z ]
+	else
+		kill -0 "$srv" 2>/dev/null
+	fi
+}
 serve_ready() {
 	rm -f "$srvdir/up"
 	(
@@ -1003,7 +1012,12 @@ serve_ready() {
 	) </dev/null >/dev/null 2>&1 5<&- &
 	timer=$!
 	addr=
-	read -r addr <&5 || :
+	# (a read before the server's shell has opened the FIFO finds no
+	# writer there: end of file at once, the server alive: read again)
+	while ! read -r addr <&5 && [ -z "$addr" ] &&
+	    [ ! -e "$srvdir/late" ] && srv_alive; do
+		sleep 0.05
+	done
 	exec 5<&-
 	: >"$srvdir/up"
 	kill -TERM "$timer" 2>/dev/null || :
@@ -1041,8 +1055,9 @@ serve_start() {
 		# read-write in the shell instead, a line the server wrote
 		# before the driver opened the FIFO was lost with the FIFO's
 		# last close (the driver then waited for --deadline).  Only
-		# the server writes: its end, or its exit, is the driver's
-		# end of file.
+		# the server writes: its exit is the driver's end of file
+		# (and a read before its shell opened the FIFO: serve_ready
+		# reads again while the server lives).
 		exec 6<>"$srvdir/ready" 5<"$srvdir/ready" 6>&-
 		SPIRT_PARENT=$$ spirt-peer serve -s "$store" -l "$listen" -F 3 \
 		    3>"$srvdir/ready" 5<&- &
