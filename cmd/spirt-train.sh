@@ -969,6 +969,17 @@ termed() {
 }
 trap 'termed' TERM
 
+# alive PID: a tool of the driver's runs.  A dead one the driver has not
+# reaped yet is a zombie, which kill -0 still finds: /proc tells.
+alive() {
+	if [ -r "/proc/$1/stat" ]; then
+		read -r _ _ st _ <"/proc/$1/stat" 2>/dev/null &&
+		    [ "$st" != Z ]
+	else
+		kill -0 "$1" 2>/dev/null
+	fi
+}
+
 # ---- peers over HTTP: a peer whose own line is http://[ID@]host:port
 # serves its store there for the run (spirt-peer serve, with the same
 # SPIRT_KEY, SPIRT_TOKEN, SPIRT_GROUP, SPIRT_ALLOW as the exchange) ----
@@ -981,15 +992,6 @@ trap 'termed' TERM
 # fork; on a loaded machine the read can return that soon, and the
 # timer, deaf, killed a server that had said it listens: tests/56-failures,
 # "a peer back after the others' last step", 1 CI run in about 15)
-# srv_alive: the server $srv runs (not a zombie yet)
-srv_alive() {
-	if [ -r "/proc/$srv/stat" ]; then
-		read -r _ _ _st _ <"/proc/$srv/stat" 2>/dev/null &&
-		    [ "$_st" != Z ]
-	else
-		kill -0 "$srv" 2>/dev/null
-	fi
-}
 serve_ready() {
 	rm -f "$srvdir/up"
 	(
@@ -1015,7 +1017,7 @@ serve_ready() {
 	# (a read before the server's shell has opened the FIFO finds no
 	# writer there: end of file at once, the server alive: read again)
 	while ! read -r addr <&5 && [ -z "$addr" ] &&
-	    [ ! -e "$srvdir/late" ] && srv_alive; do
+	    [ ! -e "$srvdir/late" ] && alive "$srv"; do
 		sleep 0.05
 	done
 	exec 5<&-
@@ -1089,16 +1091,6 @@ if [ -n "$peers" ]; then
 fi
 beats_start
 pids= tools=
-# A dead tool the driver has not reaped yet is a zombie, which kill -0
-# still finds: /proc tells.
-alive() {
-	if [ -r "/proc/$1/stat" ]; then
-		read -r _ _ st _ <"/proc/$1/stat" 2>/dev/null &&
-		    [ "$st" != Z ]
-	else
-		kill -0 "$1" 2>/dev/null
-	fi
-}
 # fn_start W: function W's warm process, on a fresh FIFO (a request the
 # last one there did not read must not reach this one)
 fn_start() {
