@@ -16,7 +16,8 @@
 #    each left out; and cold, each fetch a fresh process (spirt-store
 #    get: process, libcurl, key, handshake).  Medians; target >= 80%.
 # 2. Scaling: 1 to 4 peers (spirt-train --peers, each peer 2 functions x
-#    batch 64, stores on this machine), step time and samples/s.
+#    batch 64, stores on this machine), step time and samples/s; then
+#    the 3 peers with heartbeats (--beat 100): what they cost a step.
 # 3. spirt's 3 peers against PyTorch DDP (gloo, 3 processes), each side
 #    in the same 3 network namespaces (spirt's peers over HTTP, DDP's
 #    rendezvous at namespace 1's address): the MLP to 85% at the same
@@ -199,8 +200,20 @@ for np in 1 2 3 4; do
 	done | med)
 	awk -v p="$np" -v m="$ms" 'BEGIN {
 		printf "   %5s %10.1f %10.0f %12.0f\n", p, m, p * 128e3 / m, 128e3 / m }'
+	[ "$np" -ne 3 ] || ms3=$ms
 	rm -rf "$tmp/sc$np"
 done
+# what heartbeats cost a step: the 3 peers again with --beat (the
+# watcher's pulls, the decision's records: docs/performance.md)
+trainp "$tmp/scb" 3 -n 2 -b 64 -o momentum -l 0.05 \
+    --schedule constant --steps "$nsteps" --eval-every 100000 --beat 100
+ms=$(for i in 0 1 2; do
+	awk -F'\t' 'END { print 1e3 * $1 / $2 }' "$tmp/scb/s$i.train-mlp.tsv"
+done | med)
+awk -v m="$ms" -v b="$ms3" 'BEGIN {
+	printf "   3 peers with --beat 100: %.1f ms/step, %.2fx the 3 peers without\n",
+	    m, m / b }'
+rm -rf "$tmp/scb"
 fi
 
 # ---- 3. against PyTorch DDP ----

@@ -426,8 +426,18 @@ refusal(int rc)
 	}
 }
 
+/* a phase's pulls tell its watcher each time one of them finishes (the
+ * watcher then looks at once, not at its next nap: a 20 ms nap a phase
+ * was 60 ms of a --beat step, three phases, whatever the model) */
+struct wake {
+	pthread_mutex_t m;
+	pthread_cond_t c;       /* on CLOCK_MONOTONIC */
+	unsigned n;             /* pulls finished */
+};
+
 struct pull {
 	const struct spirt_exchange *x;
+	struct wake *wake;      /* NULL: no one watches */
 	struct spirt_xpeer *p;
 	const char *url;
 	char key[SPIRT_KEY_MAX + 1];
@@ -602,6 +612,12 @@ pull_main(void *arg)
 	if (u->rc == 0 && u->hash)
 		spirt_hash(u->h, u->val, u->len);
 	atomic_store(&u->finished, 1);
+	if (u->wake) {
+		pthread_mutex_lock(&u->wake->m);
+		u->wake->n++;
+		pthread_cond_signal(&u->wake->c);
+		pthread_mutex_unlock(&u->wake->m);
+	}
 	return NULL;
 }
 
@@ -609,7 +625,7 @@ pull_main(void *arg)
 typedef int (*pull_enough)(void *arg, struct pull *u, const int *started);
 
 static void watch_pulls(const struct spirt_exchange *x, struct pull *u,
-    const int *started, pull_enough enough, void *arg);
+    const int *started, pull_enough enough, void *arg, struct wake *w);
 
 /* what a round said of peer p goes; its handle stays */
 static void
@@ -643,6 +659,8 @@ pull_until(const struct spirt_exchange *x, struct pull *u,
     const int *want, pull_enough enough, void *arg, int hash)
 {
 	pthread_t *th;
+	pthread_condattr_t ca;
+	struct wake w = { .n = 0 }, *wp = NULL;
 	int *started, rc = 0;
 	double end = now_ms() + x->deadline_ms;
 
@@ -651,11 +669,23 @@ pull_until(const struct spirt_exchange *x, struct pull *u,
 		free(th);
 		return ENOMEM;
 	}
+	/* (with beats a watcher looks at the pulls as each one ends) */
+	if (x->beats && pthread_condattr_init(&ca) == 0) {
+		if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+		    pthread_cond_init(&w.c, &ca) == 0) {
+			if (pthread_mutex_init(&w.m, NULL) == 0)
+				wp = &w;
+			else
+				pthread_cond_destroy(&w.c);
+		}
+		pthread_condattr_destroy(&ca);
+	}
 	for (size_t i = 0; i < x->n; i++) {
 		memset(&u[i], 0, sizeof u[i]);
 		atomic_init(&u[i].cancel, 0);
 		atomic_init(&u[i].finished, 0);
 		u[i].x = x;
+		u[i].wake = wp;
 		u[i].p = &x->peers[i];
 		u[i].url = x->peers[i].url;
 		u[i].end = end;
@@ -676,10 +706,16 @@ pull_until(const struct spirt_exchange *x, struct pull *u,
 		started[i] = 1;
 	}
 	if (rc == 0 && x->beats)
-		watch_pulls(x, u, started, enough, arg);
+		watch_pulls(x, u, started, enough, arg, wp);
 	for (size_t i = 0; i < x->n; i++)
 		if (started[i])
 			pthread_join(th[i], NULL);
+	for (size_t i = 0; i < x->n; i++)
+		u[i].wake = NULL;
+	if (wp) {
+		pthread_cond_destroy(&w.c);
+		pthread_mutex_destroy(&w.m);
+	}
 	free(th);
 	free(started);
 	/* stopped: what came is not a round's (nothing is signed of it) */
@@ -1902,19 +1938,59 @@ out:
 	return rc;
 }
 
+/* wait on w (NULL: nap) until a pull ends after the n-th, or ms */
+static void
+wake_wait(struct wake *w, unsigned n, unsigned ms)
+{
+	struct timespec ts;
+
+	if (w == NULL) {
+		nap(ms);
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += (long)ms * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&w->m);
+	while (w->n == n &&
+	    pthread_cond_timedwait(&w->c, &w->m, &ts) == 0)
+		;
+	pthread_mutex_unlock(&w->m);
+}
+
+/* pulls finished so far (w NULL: 0) */
+static unsigned
+wake_count(struct wake *w)
+{
+	unsigned n;
+
+	if (w == NULL)
+		return 0;
+	pthread_mutex_lock(&w->m);
+	n = w->n;
+	pthread_mutex_unlock(&w->m);
+	return n;
+}
+
 /* the pulls under way: give up on a peer as soon as it is declared dead
  * (a death cancels the transfers in flight), and on all of them once
- * the phase has enough */
+ * the phase has enough; looked at every 20 ms, and each time a pull
+ * ends (w) */
 static void
 watch_pulls(const struct spirt_exchange *x, struct pull *u,
-    const int *started, pull_enough enough, void *arg)
+    const int *started, pull_enough enough, void *arg, struct wake *w)
 {
 	unsigned char host[SPIRT_BEAT_BOOT];
 	double age, t0 = now_ms();
+	unsigned seen;
 
 	if (spirt_host_boot(host))
 		return;
 	for (;;) {
+		/* (counted before the look: a pull that ends during it
+		 * wakes the wait below at once) */
+		seen = wake_count(w);
 		int busy = 0, late = x->last && now_ms() - t0 >=
 		    x->straggler_ms && quorum_now(x, u, started);
 
@@ -1934,7 +2010,7 @@ watch_pulls(const struct spirt_exchange *x, struct pull *u,
 		}
 		if (!busy)
 			return;
-		nap(20);
+		wake_wait(w, seen, 20);
 	}
 }
 

@@ -28,8 +28,14 @@ load helper
 	case ${SPIRT_CHECK_CFLAGS:-} in
 	*sanitize*) faults=${SPIRT_CHAOS_SAN_FAULTS:-40} ;;
 	esac
+	# (epochs of 313 steps: the faults come 0-200 ms apart, each checked,
+	# and the training must not end before the last, at 90% of it; 200
+	# of them took 2427 steps here (about 11 ms a step), so 15 epochs,
+	# 4695 steps, leave room for a machine twice as fast; the
+	# sanitizers' 40, 3 epochs)
+	epochs=$((faults > 40 ? 15 : 3))
 	# (its own timeout: a run that hangs is a failure, not a stuck make)
-	run --separate-stderr env CHAOS_FAULTS="$faults" CHAOS_REF=0 CHAOS_EPOCHS=3 \
+	run --separate-stderr env CHAOS_FAULTS="$faults" CHAOS_REF=0 CHAOS_EPOCHS=$epochs \
 	    CHAOS_TIMEOUT=600 ${SPIRT_CHAOS_SEED:+CHAOS_SEED=$SPIRT_CHAOS_SEED} \
 	    timeout -k 10 900 bash "$SPIRT_ROOT/tests/chaos.sh" "$BATS_TEST_TMPDIR/c"
 	echo "$output"
