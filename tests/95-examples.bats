@@ -3,6 +3,12 @@
 
 load helper
 
+teardown() {
+	# (a test's session, if it made one: nothing of it stays)
+	[ -z "${SID:-}" ] || pkill -KILL -s "$SID" 2>/dev/null
+	:
+}
+
 @test "examples/numpy-store" {
 	run -0 sh "$SPIRT_ROOT/examples/numpy-store/run.sh" "$PWD/w"
 	assert_output --partial 'round trip: identical float32 (128, 10)'
@@ -87,6 +93,22 @@ fmnist_or_skip() {
 	run -0 env STEPS=2 sh "$SPIRT_ROOT/examples/parallel-ssh/run.sh" "$PWD/w"
 	assert_line '  : exit 0: 6'
 	assert_line --regexp '^model/mlp@2: parallel and xargs identical \([0-9]+ [0-9]+\)$'
+}
+
+@test "examples/parallel-ssh: killed outright once it serves, it leaves no server behind" {
+	fmnist_or_skip
+	command -v parallel >/dev/null || skip "no parallel (Debian package parallel)"
+	# (a run long enough to be killed in; its own session, to find all)
+	env STEPS=1000 setsid sh "$SPIRT_ROOT/examples/parallel-ssh/run.sh" \
+	    "$PWD/w" >out 2>err &
+	SID=$!
+	until_ 600 grep -q '^serving ' out || { cat err >&2; false; }
+	srv=$(pgrep -f -s "$SID" 'spirt-peer serve') || { cat err >&2; false; }
+	kill -KILL "$SID"
+	# (SPIRT_PARENT: the kernel TERMs it once the script is gone; a
+	# zombie left to init counts as gone)
+	until_ 100 sh -c "ps -o stat= -p $srv | grep -qv '^Z' && exit 1; exit 0" ||
+		{ ps -o pid,ppid,stat,args -s "$SID" >&2; false; }
 }
 
 # examples/slurm needs a cluster: tests/64-slurm.bats makes one and runs it

@@ -49,8 +49,10 @@ if [ ! -e "$store" ]; then
 fi
 
 # 3. this peer serves its store; the functions on the hosts use its URL
+#    (SPIRT_PARENT: the server ends with this script, even one killed
+#    outright, whose EXIT trap does not run)
 rm -f ready && mkfifo ready
-SPIRT_KEY=p1.key SPIRT_TOKEN=p1.tok SPIRT_GROUP=group.pub \
+SPIRT_PARENT=$$ SPIRT_KEY=p1.key SPIRT_TOKEN=p1.tok SPIRT_GROUP=group.pub \
     spirt-peer serve -q -s "$store" -l "$listen" -F 3 3>ready &
 srv=$!
 trap 'kill -TERM $srv 2>/dev/null || :' EXIT
