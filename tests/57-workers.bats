@@ -295,3 +295,20 @@ rolled_back() {
 	run -0 spirt-store -s t.db ls model/softmax@1200
 	assert_output --partial 'model/softmax@1200'
 }
+
+@test "a cold step whose functions all end in time never waits for --deadline" {
+	# The driver TERMs the step's timer once its functions have ended; a
+	# TERM that reached the timer before its trap was set was lost, and
+	# the step waited the whole --deadline (0.7% of the steps here, on
+	# 2 CPUs busy with 4 functions: 400 steps met it in most runs).  An
+	# hour's --deadline makes such a wait run into the test's timeout.
+	train --cold -n 4 -b 20 -e 40 --steps 400 --eval-every 400 \
+	    --deadline 3600000
+	rc=0
+	wait "$TP" || rc=$?
+	[ "$rc" -eq 0 ] || fail "exit $rc (124: a step waited for --deadline): $(cat err)"
+	run -0 spirt-store -s t.db ls model/softmax@400
+	# no timer or function is left
+	[ -z "$(pgrep -f "$BATS_TEST_TMPDIR")" ]
+	! pgrep -f -x "sleep 3600.000" >/dev/null
+}
