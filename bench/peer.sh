@@ -185,6 +185,13 @@ trainp() {
 # lastline DIR: "seconds steps accuracy" of peer 0's log's last line
 lastline() { awk -F'\t' 'END { print $1, $2, $6 }' "$1/s0.train-mlp.tsv"; }
 
+# peers_ms DIR P: the median of the P peers' ms a step, from their logs
+peers_ms() {
+	for i in $(seq 0 $(($2 - 1))); do
+		awk -F'\t' 'END { print 1e3 * $1 / $2 }' "$1/s$i.train-mlp.tsv"
+	done | med
+}
+
 # ---- 2. scaling ----
 if on 2; then
 echo
@@ -195,9 +202,7 @@ printf '   %5s %10s %10s %12s\n' peers ms/step samples/s "per peer"
 for np in 1 2 3 4; do
 	trainp "$tmp/sc$np" "$np" -n 2 -b 64 -o momentum -l 0.05 \
 	    --schedule constant --steps "$nsteps" --eval-every 100000
-	ms=$(for i in $(seq 0 $((np - 1))); do
-		awk -F'\t' 'END { print 1e3 * $1 / $2 }' "$tmp/sc$np/s$i.train-mlp.tsv"
-	done | med)
+	ms=$(peers_ms "$tmp/sc$np" "$np")
 	awk -v p="$np" -v m="$ms" 'BEGIN {
 		printf "   %5s %10.1f %10.0f %12.0f\n", p, m, p * 128e3 / m, 128e3 / m }'
 	[ "$np" -ne 3 ] || ms3=$ms
@@ -207,9 +212,7 @@ done
 # watcher's pulls, the decision's records: docs/performance.md)
 trainp "$tmp/scb" 3 -n 2 -b 64 -o momentum -l 0.05 \
     --schedule constant --steps "$nsteps" --eval-every 100000 --beat 100
-ms=$(for i in 0 1 2; do
-	awk -F'\t' 'END { print 1e3 * $1 / $2 }' "$tmp/scb/s$i.train-mlp.tsv"
-done | med)
+ms=$(peers_ms "$tmp/scb" 3)
 awk -v m="$ms" -v b="$ms3" 'BEGIN {
 	printf "   3 peers with --beat 100: %.1f ms/step, %.2fx the 3 peers without\n",
 	    m, m / b }'
