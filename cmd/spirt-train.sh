@@ -1000,11 +1000,15 @@ alive() {
 # it has set its trap, 198 times in 200 when sent at once after the
 # fork; on a loaded machine the read can return that soon, and the
 # timer, deaf, killed a server that had said it listens: tests/56-failures,
-# "a peer back after the others' last step", 1 CI run in about 15)
+# "a peer back after the others' last step", 1 CI run in about 15;
+# and the TERM is sent only once the timer says its trap is set, the
+# file "tready", as the cold step's timer does: else a lost TERM kept
+# the driver waiting for the timer's next look at "up", up to 1 s)
 serve_ready() {
-	rm -f "$srvdir/up"
+	rm -f "$srvdir/up" "$srvdir/tready"
 	(
 		trap 'exit 0' TERM
+		: >"$srvdir/tready"
 		s=$(((deadline + 999) / 1000))
 		while [ "$s" -gt 0 ]; do
 			sleep 1 & wait $! 2>/dev/null
@@ -1031,6 +1035,9 @@ serve_ready() {
 	done
 	exec 5<&-
 	: >"$srvdir/up"
+	while [ ! -e "$srvdir/tready" ] && alive "$timer"; do
+		sleep 0.01
+	done
 	kill -TERM "$timer" 2>/dev/null || :
 	wait "$timer" 2>/dev/null || :
 	[ -n "$addr" ] && [ ! -e "$srvdir/late" ] && return 0
