@@ -1,4 +1,4 @@
-/* hash_bench.c - the values' hash: OpenSSL's SHA-256 against libsodium's (bench/peer.sh) */
+/* hash_bench.c - the values' hash: its SHA-256 tree in lanes against one stream (bench/peer.sh) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,16 +8,20 @@
 #include "io.h"
 #include "ossl.h"
 #include "parse.h"
+#include "vhash.h"
 
 /*
  * Usage: hash_bench BYTES ROUNDS
  *
- * Hashes BYTES of random data ROUNDS times with each of: SHA-256 on
- * OpenSSL's code (spirt_hash, lib/ossl.h), SHA-256 on libsodium's, and
- * libsodium's BLAKE2b-256, the hash of the digests' version 1; the three
- * interleaved, round by round.  Prints one line a hash, "name median_ms
- * GB/s", the median of the rounds.  Exit 1 when OpenSSL's code cannot be
- * had (libcrypto.so.3 missing), 64 on misuse.
+ * Hashes BYTES of random data ROUNDS times with each of: the values'
+ * hash (spirt_hash, the SHA-256 tree of lib/vhash.h) with its pieces in
+ * the lanes of Intel's multi-buffer library, the same tree piece by
+ * piece on OpenSSL's SHA-256, the whole value's SHA-256 on OpenSSL's code
+ * (the digests' version 2, lib/ossl.h) and on libsodium's, and
+ * libsodium's BLAKE2b-256 (version 1); the five interleaved, round by
+ * round.  Prints one line a hash, "name median_ms GB/s", the median of
+ * the rounds.  Exit 1 when OpenSSL's code or the multi-buffer library
+ * cannot be had, 64 on misuse.
  */
 static int
 cmp(const void *a, const void *b)
@@ -30,42 +34,52 @@ cmp(const void *a, const void *b)
 int
 main(int argc, char **argv)
 {
-	static const char *const name[] = { "sha256-openssl",
-	    "sha256-libsodium", "blake2b-libsodium" };
+	enum { K = 5 };
+	static const char *const name[K] = { "vhash-mb", "vhash-serial",
+	    "sha256-openssl", "sha256-libsodium", "blake2b-libsodium" };
 	uint64_t n, r;
 	unsigned char h[32], *b;
-	double *t[3];
+	double *t[K];
+	int ok = 1;
 
 	if (argc != 3 || spirt_parse_u64(&n, argv[1], 1, (uint64_t)1 << 32) ||
 	    spirt_parse_u64(&r, argv[2], 1, 100000)) {
 		fputs("usage: hash_bench BYTES ROUNDS\n", stderr);
 		return 64;
 	}
-	if (sodium_init() < 0 || spirt_ossl_use(SPIRT_OSSL_OPENSSL) != 0) {
-		fputs("hash_bench: OpenSSL's code cannot be had\n", stderr);
+	if (sodium_init() < 0 || spirt_ossl_use(SPIRT_OSSL_OPENSSL) != 0 ||
+	    spirt_vhash_use(SPIRT_VHASH_MB) != 0) {
+		fputs("hash_bench: OpenSSL's code or libIPSec_MB.so.1 cannot "
+		    "be had\n", stderr);
 		return 1;
 	}
 	b = malloc(n);
-	for (int k = 0; k < 3; k++)
-		t[k] = malloc(r * sizeof **t);
-	if (!b || !t[0] || !t[1] || !t[2]) {
+	for (int k = 0; k < K; k++)
+		ok &= (t[k] = malloc(r * sizeof **t)) != NULL;
+	if (!b || !ok) {
 		fputs("hash_bench: out of memory\n", stderr);
 		return 1;
 	}
 	randombytes_buf(b, n);
 	for (uint64_t i = 0; i < r; i++)
-		for (int k = 0; k < 3; k++) {
-			double s = spirt_clock();
+		for (int k = 0; k < K; k++) {
+			double s;
 
-			if (k == 0)
+			if (k < 2 && spirt_vhash_use(k == 0 ?
+			    SPIRT_VHASH_MB : SPIRT_VHASH_SERIAL) != 0)
+				return 1;
+			s = spirt_clock();
+			if (k < 2)
+				spirt_vhash(h, b, n);
+			else if (k == 2)
 				spirt_sha256(h, b, n);
-			else if (k == 1)
+			else if (k == 3)
 				crypto_hash_sha256(h, b, n);
 			else
 				crypto_generichash(h, 32, b, n, NULL, 0);
 			t[k][i] = spirt_clock() - s;
 		}
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < K; k++) {
 		qsort(t[k], r, sizeof **t, cmp);
 		printf("%s %.3f %.2f\n", name[k], 1e3 * t[k][r / 2],
 		    n / t[k][r / 2] / 1e9);

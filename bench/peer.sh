@@ -31,10 +31,13 @@
 #    then torch.distributed's model averaging), and against DDP.
 # 4. Exchanges every H steps: H = 1, 10, 100 and the per-step exchange,
 #    3 peers, the same samples: time per step and the final accuracy.
-# 5. The values' hash (five a peer and step: the signed digests): SHA-256
-#    on OpenSSL's code, as spirt_hash computes it, against libsodium's
-#    SHA-256 and the BLAKE2b-256 of the digests' version 1, on a value of
-#    the MLP's size (bench/hash_bench, interleaved, medians).
+# 5. The values' hash (four a peer and step: the signed digests): the
+#    SHA-256 tree of the digests' version 3 with its pieces in the lanes
+#    of Intel's multi-buffer library, as spirt_hash computes it, against
+#    the same tree piece by piece on OpenSSL's SHA-256, the whole value's
+#    SHA-256 on OpenSSL's code (version 2) and libsodium's, and the
+#    BLAKE2b-256 of version 1, on a value of the MLP's size
+#    (bench/hash_bench, interleaved, medians).
 #
 # Environment: PARTS (the sections to run, default "1 2 3 4 5"), REPS (rounds of 1, default 7), STEPS (steps of 2, default
 # 30), RACE (rounds of 3, default 2), LOCAL (local steps a round in 3,
@@ -415,12 +418,14 @@ fi
 if on 5; then
 echo
 echo "5. The values' hash, a value of the MLP's size (940,696 bytes), medians"
-echo "   of 200 interleaved rounds (five hashes a peer and step)"
+echo "   of 200 interleaved rounds (four hashes a peer and step)"
 printf '   %-46s %8s %8s %10s\n' "" ms GB/s "vs spirt"
 bench/hash_bench 940696 200 | awk '
 	NR == 1 { base = $2 }
 	{
-		if ($1 == "sha256-openssl") l = "SHA-256, OpenSSL (spirt_hash)"
+		if ($1 == "vhash-mb") l = "SHA-256 tree, multi-buffer (spirt_hash)"
+		else if ($1 == "vhash-serial") l = "SHA-256 tree, OpenSSL piece by piece"
+		else if ($1 == "sha256-openssl") l = "SHA-256, OpenSSL (digests v2)"
 		else if ($1 == "sha256-libsodium") l = "SHA-256, libsodium"
 		else l = "BLAKE2b-256, libsodium (digests v1)"
 		printf "   %-46s %8.3f %8.2f %9.2fx\n", l, $2, $3, $2 / base

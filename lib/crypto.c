@@ -14,6 +14,7 @@
 #include "keys.h"
 #include "le.h"
 #include "ossl.h"
+#include "vhash.h"
 
 /*
  * Every wire and file format here is specified in docs/protocol.md; the
@@ -304,7 +305,7 @@ spirt_sig_verify(const unsigned char sig[SPIRT_SIG_BYTES],
 void
 spirt_hash(unsigned char out[SPIRT_HASH_BYTES], const void *p, size_t len)
 {
-	spirt_sha256(out, p, len);
+	spirt_vhash(out, p, len);
 }
 
 int

@@ -117,8 +117,9 @@ SPIRT_MUST_CHECK int spirt_sig_verify(const unsigned char sig[SPIRT_SIG_BYTES],
     SPIRT_NONNULL(1, 2);
 /*
  * The hash of values the protocol signs and compares (digests, rounds,
- * catch-up): SHA-256 of len bytes at p, on OpenSSL's code where it loads
- * (lib/ossl.h).  Version 1 of the protocol used BLAKE2b-256 here.
+ * catch-up): the SHA-256 tree of lib/vhash.h over len bytes at p, its
+ * 32 KiB pieces many at a time.  The digests' version 1 used BLAKE2b-256
+ * here, version 2 the SHA-256 of the whole value.
  */
 #define SPIRT_HASH_BYTES 32
 void spirt_hash(unsigned char out[SPIRT_HASH_BYTES], const void *p,

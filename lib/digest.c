@@ -7,7 +7,7 @@
 #include "le.h"
 
 #define DG_MAGIC "SPDG"
-#define DG_VERSION 2          /* 1: the hashes were BLAKE2b-256 */
+#define DG_VERSION 3          /* 1: BLAKE2b-256, 2: SHA-256 of the whole value */
 
 size_t
 spirt_digest_size(size_t n, int has_token)

@@ -10,8 +10,8 @@
 
 /*
  * A digest is a peer's signed statement about one step t of a run
- * (docs/protocol.md, "Signed digests"): the SHA-256 hash (spirt_hash) of the
- * aggregate it published (the whole value of xagg/<t>/<id>), the hash of
+ * (docs/protocol.md, "Signed digests"): the values' hash (spirt_hash: the
+ * SHA-256 tree of lib/vhash.h) of the aggregate it published (the whole value of xagg/<t>/<id>), the hash of
  * the model the step starts from (the whole value of model/<m>@t), and
  * the hash of the aggregate it received from every other peer that step,
  * as (peer id, hash) in ascending id order.  It is signed with the peer's

@@ -1325,7 +1325,7 @@ models(struct spirt_exchange *x)
 		spirt_hash_hex(a, x->modelhash);
 		spirt_hash_hex(b, bh);
 		return say(x, SPIRT_EMODEL, "model/%s@%llu: this peer's model "
-		    "(sha256 %.16s...) differs from %zu peer(s)' (%.16s..., "
+		    "(hash %.16s...) differs from %zu peer(s)' (%.16s..., "
 		    "held by %s): it stops", x->model, ULL(x->step), a, best,
 		    b, other);
 	}

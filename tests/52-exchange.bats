@@ -299,7 +299,7 @@ for t in (1, 2, 3):
 	wait $pid3 || status=$?
 	[ "$status" -eq 65 ] ||
 		{ echo "p3: exit $status"; cat err1 err2 err3; false; }
-	grep -q "spirt-peer: model/m@0: this peer's model (sha256 .*) differs from 2 peer(s)' (.*, held by p1,p2): it stops" err3
+	grep -q "spirt-peer: model/m@0: this peer's model (hash .*) differs from 2 peer(s)' (.*, held by p1,p2): it stops" err3
 	grep -q 'peer p3 left out: model differs' err1
 	gagg_is s1 '(A[1] + A[2]) / 2'
 	run -66 spirt-store -s s3 get gagg/0

@@ -12,6 +12,7 @@
 #include "check.h"
 #include "crypto.h"
 #include "ossl.h"
+#include "vhash.h"
 
 #define SEC 1000000000ull
 #define T0 (1700000000ull * SEC)
@@ -1681,8 +1682,7 @@ out:
  * lib/ossl.c: OpenSSL's SHA-256 gives libsodium's bytes at every length
  * around a block (55/56: the length still fits the last block or not),
  * and the published answers (FIPS 180-4 examples: "abc", the empty
- * string, a million 'a's); spirt_hash, the values' hash of the
- * protocol, is it.
+ * string, a million 'a's).
  */
 static void
 test_sha256(void)
@@ -1706,14 +1706,12 @@ test_sha256(void)
 			crypto_hash_sha256(w, m, lens[i]);
 			spirt_sha256(h, m, lens[i]);
 			CHECK(memcmp(h, w, 32) == 0);
-			spirt_hash(h, m, lens[i]);
-			CHECK(memcmp(h, w, 32) == 0);
 		}
 		spirt_sha256(h, "abc", 3);
 		hexto(want, "ba7816bf8f01cfea414140de5dae2223"
 		    "b00361a396177a9cb410ff61f20015ad");
 		CHECK(memcmp(h, want, 32) == 0);
-		spirt_hash(h, NULL, 0);
+		spirt_sha256(h, NULL, 0);
 		hexto(want, "e3b0c44298fc1c149afbf4c8996fb924"
 		    "27ae41e4649b934ca495991b7852b855");
 		CHECK(memcmp(h, want, 32) == 0);
@@ -1723,6 +1721,93 @@ test_sha256(void)
 		    "f1809a48a497200e046d39ccc7112cd0");
 		CHECK(memcmp(h, want, 32) == 0);
 	}
+	CHECK_RC(spirt_ossl_use(SPIRT_OSSL_AUTO));
+	free(m);
+}
+
+/* the tree of lib/vhash.h, made here with libsodium's SHA-256 alone */
+static void
+naive_vhash(unsigned char out[32], const unsigned char *p, size_t len)
+{
+	crypto_hash_sha256_state st;
+	unsigned char head[29], leaf[32];
+
+	memcpy(head, "SPIRT-TREE-SHA256", 17);
+	for (int i = 0; i < 8; i++)
+		head[17 + i] = (unsigned char)((uint64_t)len >> (8 * i));
+	for (int i = 0; i < 4; i++)
+		head[25 + i] = (unsigned char)(32768u >> (8 * i));
+	crypto_hash_sha256_init(&st);
+	crypto_hash_sha256_update(&st, head, sizeof head);
+	for (size_t o = 0; o < len; o += 32768) {
+		crypto_hash_sha256(leaf, p + o, len - o < 32768 ? len - o : 32768);
+		crypto_hash_sha256_update(&st, leaf, 32);
+	}
+	crypto_hash_sha256_final(&st, out);
+}
+
+/*
+ * lib/vhash.c: the values' hash, spirt_hash, is the tree of
+ * docs/protocol.md whichever way its pieces are hashed (Intel's
+ * multi-buffer library, which the build installs, in lanes; or
+ * spirt_sha256() piece by piece, on OpenSSL's or libsodium's code), at
+ * every length around a piece and a batch of 64 pieces; and Python's
+ * hashlib, tests/vhash.py --kat, gives the same known answer.
+ */
+static void
+test_vhash(void)
+{
+	static const size_t lens[] = { 0, 1, 55, 64, 32767, 32768, 32769,
+	    65536, 3 * 32768 + 1000, 64 * 32768 - 1, 64 * 32768,
+	    64 * 32768 + 1, 129 * 32768 + 5, 940000 };
+	static const int how[] = { SPIRT_VHASH_MB, SPIRT_VHASH_SERIAL };
+	static const int ossl[] = { SPIRT_OSSL_OPENSSL, SPIRT_OSSL_SODIUM };
+	size_t cap = 129 * 32768 + 5;
+	unsigned char h[32], w[32], want[32], *m = malloc(cap);
+	uint64_t st = 11;
+
+	if (!m) {
+		CHECK(!"memory");
+		return;
+	}
+	for (size_t i = 0; i < cap; i++)
+		m[i] = (unsigned char)(check_urand(&st) * 256);
+	CHECK_EQ_RC(spirt_vhash_use(-1), SPIRT_EINVAL);
+	for (size_t a = 0; a < 2; a++) {
+		for (size_t o = 0; o < 2; o++) {
+			CHECK_RC(spirt_vhash_use(how[a]));
+			CHECK_RC(spirt_ossl_use(ossl[o]));
+			for (size_t i = 0; i < sizeof lens / sizeof lens[0];
+			    i++) {
+				naive_vhash(w, m, lens[i]);
+				spirt_vhash(h, lens[i] ? m : NULL, lens[i]);
+				CHECK(memcmp(h, w, 32) == 0);
+				spirt_hash(h, m, lens[i]);
+				CHECK(memcmp(h, w, 32) == 0);
+			}
+		}
+		/* one bit anywhere changes it */
+		spirt_vhash(w, m, 940000);
+		m[900001] ^= 4;
+		spirt_vhash(h, m, 940000);
+		CHECK(memcmp(h, w, 32) != 0);
+		m[900001] ^= 4;
+	}
+	/* tests/vhash.py --kat: byte i is (i * 131 + (i >> 9)) mod 256 */
+	for (size_t i = 0; i < 3 * 32768 + 1000; i++)
+		m[i] = (unsigned char)(i * 131 + (i >> 9));
+	hexto(want, "a82b995b3decd2cee6840fed92d40b5f"
+	    "1c8891d3711d2f1c5305e476dcdc69da");
+	for (size_t a = 0; a < 2; a++) {
+		CHECK_RC(spirt_vhash_use(how[a]));
+		spirt_vhash(h, m, 3 * 32768 + 1000);
+		CHECK(memcmp(h, want, 32) == 0);
+	}
+	spirt_vhash(h, NULL, 0);
+	hexto(want, "121b1a59acf1dc2847fbec02890eeab1"
+	    "7f9d78e96ab5addd4fad718c87f6c2f6");
+	CHECK(memcmp(h, want, 32) == 0);
+	CHECK_RC(spirt_vhash_use(SPIRT_VHASH_AUTO));
 	CHECK_RC(spirt_ossl_use(SPIRT_OSSL_AUTO));
 	free(m);
 }
@@ -1757,6 +1842,7 @@ main(void)
 	test_allowlist_handshake();
 	test_aead();
 	test_sha256();
+	test_vhash();
 	/* the messages and streams with each implementation of the AEAD */
 	CHECK_RC(spirt_ossl_use(SPIRT_OSSL_SODIUM));
 	test_messages();
