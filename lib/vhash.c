@@ -38,7 +38,8 @@ static int env_sodium;                  /* SPIRT_CRYPTO=libsodium */
 static atomic_int pinned = SPIRT_VHASH_AUTO;
 
 /* idle managers (a manager is ~40 us to set up, and one thread's at a
- * time): taken and given back under the lock */
+ * time): taken and given back under the lock, and made under it too (the
+ * library does not say its setup may run in two threads at once) */
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static IMB_MGR *pool[MB_POOL];
 static size_t npool;
@@ -52,9 +53,9 @@ mgr_take(void)
 	pthread_mutex_lock(&pool_lock);
 	if (npool > 0)
 		m = pool[--npool];
-	pthread_mutex_unlock(&pool_lock);
-	if (m == NULL && (m = mb.alloc(0)) != NULL)
+	else if ((m = mb.alloc(0)) != NULL)
 		mb.init_auto(m, &arch);
+	pthread_mutex_unlock(&pool_lock);
 	return m;
 }
 

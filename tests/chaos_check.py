@@ -24,13 +24,15 @@
 #           0..N-1 of the newest N has a digest (some round took it).
 #           Answer: "ok steps=N rounds=R partial=K" (K rounds with fewer
 #           than all peers in some digest) or "fail MESSAGE".
-import hashlib
 import glob
 import os
 import re
 import subprocess
 import sys
 import time
+
+# the values' hash of the digests (docs/protocol.md), from the page alone
+from vhash import vhash
 
 model, ckpt, logdir = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 stores = sys.argv[4:]
@@ -103,7 +105,7 @@ def hash_of(store, key):
                       data=True)
     if rc != 0:
         return None     # pruned since the listing
-    return hashlib.sha256(out).hexdigest()
+    return vhash(out)
 
 
 def check():
