@@ -10,6 +10,7 @@
 #include <sodium.h>
 
 #include "dl.h"
+#include "le.h"
 #include "ossl.h"
 #include "vhash.h"
 
@@ -208,17 +209,13 @@ spirt_vhash(unsigned char out[SPIRT_VHASH_BYTES], const void *p, size_t len)
 {
 	const unsigned char *v = p;
 	unsigned char head[PREFIX_LEN + 8 + 4], leaves[32 * BATCH];
-	size_t n = pieces(len), o = PREFIX_LEN;
+	size_t n = pieces(len);
 	crypto_hash_sha256_state st;
-	uint64_t l = len;
 	int mbok = use_mb();
 
 	memcpy(head, PREFIX, PREFIX_LEN);
-	for (int i = 0; i < 8; i++)
-		head[o++] = (unsigned char)(l >> (8 * i));
-	for (int i = 0; i < 4; i++)
-		head[o++] = (unsigned char)((uint32_t)SPIRT_VHASH_PIECE >>
-		    (8 * i));
+	spirt_le_put64(head + PREFIX_LEN, len);
+	spirt_le_put32(head + PREFIX_LEN + 8, SPIRT_VHASH_PIECE);
 	crypto_hash_sha256_init(&st);
 	crypto_hash_sha256_update(&st, head, sizeof head);
 	/* the leaves BATCH at a time (a root's input is a 1024th of the

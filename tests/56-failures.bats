@@ -229,7 +229,7 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	run -0 round s2 0
 	refute_line --regexp '^adopted='
 	assert_line 'peer=p3 used'
-	# the decision it names: the SHA-256 of the gagg/0 value
+	# the decision it names: the values' hash of the gagg/0 value
 	assert_line "gagg=$(spirt-store -s s2 get gagg/0 | "$PYTHON" "$BATS_TEST_DIRNAME/vhash.py")"
 	for s in s1 s2 s3; do
 		gagg_is $s 0 1 2 3
