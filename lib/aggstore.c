@@ -27,7 +27,7 @@ spirt_aggset_init(struct spirt_aggset *s)
 	 * in every page of them in a one-shot process */
 	spirt_agg_defaults(&s->p);
 	s->step = SPIRT_NOSTEP;
-	s->verify = s->replace = s->prune = 0;
+	s->verify = s->replace = s->prune = s->keys_checked = 0;
 	s->max_samples = 0;
 	s->out = NULL;
 	s->seq_origin = 0;
@@ -104,7 +104,8 @@ spirt_aggset_add_key(struct spirt_aggset *s, struct spirt_txn *txn,
 	const void *pl;
 	int rc;
 
-	if ((rc = spirt_store_get_tensor(txn, key, &t, &pl, s->verify)))
+	if ((rc = spirt_store_get_tensor(txn, key, &t, &pl, s->verify &&
+	    !s->keys_checked)))
 		return sayrc(s, rc, key);
 	return add(s, key, &t, pl, NULL);
 }

@@ -38,6 +38,10 @@ struct spirt_aggset {
 	struct spirt_agg_params p;
 	uint64_t step;          /* every input's step; SPIRT_NOSTEP: any */
 	int verify;             /* check payload checksums of store values */
+	/* ... but not of the keys spirt_agg_store_step is given: their
+	 * values were checked by the caller (spirt-peer exchange: each as
+	 * it came); the centre's and the momenta's still are */
+	int keys_checked;
 	int replace;            /* spirt_agg_store_step: replace agg/<t> */
 	int prune;              /* ... and remove spent steps (< t - 1) */
 	/* the most samples one gradient can have used (its batch): a count

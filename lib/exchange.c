@@ -814,13 +814,17 @@ prune_spent(struct spirt_txn *t, const struct spirt_exchange *x)
 }
 
 /* publish agg/<t> as xagg/<t>/<self> (model@t must be there); the
- * two are hashed after the commit, while the others pull (own_hashes) */
+ * two are hashed after the commit, while the others pull (own_hashes).
+ * What is published has its payload's checksum checked here, once: a
+ * corrupt aggregate is never published, and the combination need not
+ * check it again (combine) */
 static int
 publish(struct spirt_txn *t, void *arg)
 {
 	struct spirt_exchange *x = ((struct pub *)arg)->x;
 	char key[SPIRT_KEY_MAX + 1], xkey[SPIRT_KEY_MAX + 1];
-	const void *v, *o;
+	struct spirt_tensor h;
+	const void *v, *o, *pl;
 	size_t len, olen;
 	int rc;
 
@@ -840,10 +844,15 @@ publish(struct spirt_txn *t, void *arg)
 		 * one published stands, since the others may hold it and a
 		 * second aggregate for one step would be equivocation, so
 		 * the one hashed and signed is xagg/<t>/<self>, always */
+		if ((rc = spirt_tensor_decode(&h, &pl, o, olen, 1)))
+			return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s",
+			    xkey);
 		return 0;
 	}
 	if (rc != SPIRT_ENOTFOUND)
 		return rc;
+	if ((rc = spirt_tensor_decode(&h, &pl, v, len, 1)))
+		return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
 	return spirt_store_put(t, xkey, v, len, SPIRT_PUT_NOOVERWRITE);
 }
 
@@ -1435,8 +1444,13 @@ round_text(struct spirt_exchange *x, size_t *len)
 	return r;
 }
 
+/* the combination of the round into gagg/<t>.  checked: the inputs'
+ * checksums were checked this round already (publish checked ours;
+ * agg_ok each pulled one, in memory, before record stored it), so
+ * they are not checked again as they are read; 0 when a rerun took
+ * them from the store (reload) */
 static int
-combine(struct spirt_exchange *x)
+combine(struct spirt_exchange *x, int checked)
 {
 	struct comb c = { x, NULL, NULL, 0, NULL, 0 };
 	char own[SPIRT_KEY_MAX + 1];
@@ -1481,6 +1495,7 @@ combine(struct spirt_exchange *x)
 		c.s->p = x->p;
 		c.s->step = x->step;
 		c.s->verify = 1;
+		c.s->keys_checked = checked;
 		c.s->out = "gagg";
 		c.s->seq_origin = 1;
 		/* self-centred: each peer clips the others around its own */
@@ -2828,7 +2843,7 @@ spirt_exchange_run(struct spirt_exchange *x)
 			rc = quorum_of(x, ids, nl, 1, "delivered");
 	}
 	if (rc == 0)
-		rc = combine(x);
+		rc = combine(x, dg == NULL);
 	/* under scclip each peer's combination is its own */
 	if (rc == 0 && x->beats && x->p.rule != SPIRT_AGG_SCCLIP)
 		rc = confirm(x);

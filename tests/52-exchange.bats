@@ -190,6 +190,54 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	[ "$(store_digest s1)" = "$before" ]
 }
 
+# rot STORE KEY: flip the last bit of KEY's value in STORE's scratch
+# environment, under the store (lmdb-utils), as bit rot on disk would
+rot() {
+	mdb_dump "$1/scratch" | "$PYTHON" -c "
+import sys
+d = sys.stdin.read().split('\n')
+i = d.index(' ' + '$2'.encode().hex())
+b = bytearray.fromhex(d[i + 1][1:])
+b[-1] ^= 1
+d[i + 1] = ' ' + b.hex()
+print('\n'.join(l for l in d if not l.startswith('db_pagesize=')), end='')
+" | mdb_load "$1/scratch"
+	run -65 spirt-store -s "$1" get "$2"
+}
+
+@test "exchange: an aggregate that fails its checksum in its store is not published (65)" {
+	peers3
+	# published and signed, then the round short of members (75)
+	xch 1 -P peers --deadline 500
+	rc=0
+	wait $pid1 || rc=$?
+	[ "$rc" -eq 75 ]
+	run -0 spirt-store -s s1 ls
+	assert_line --partial 'xagg/0/p1'
+	assert_line --partial 'digest/0/p1'
+	# a rerun finds what it published rotten: nothing more is done
+	rot s1 xagg/0/p1
+	before=$(store_digest s1)
+	xch 1 -P peers --deadline 500
+	rc=0
+	wait $pid1 || rc=$?
+	[ "$rc" -eq 65 ]
+	grep -q 'xagg/0/p1: payload checksum mismatch' err1
+	[ "$(store_digest s1)" = "$before" ]
+	# a first run whose agg/0 rotted publishes nothing, signs nothing
+	rot s2 agg/0
+	before=$(store_digest s2)
+	xch 2 -P peers --deadline 500
+	rc=0
+	wait $pid2 || rc=$?
+	[ "$rc" -eq 65 ]
+	grep -q 'agg/0: payload checksum mismatch' err2
+	[ "$(store_digest s2)" = "$before" ]
+	run -0 spirt-store -s s2 ls
+	refute_line --partial 'xagg/0/p2'
+	refute_line --partial 'digest/0/p2'
+}
+
 # keys KIND STORE: the steps of the KIND/<t>... keys in STORE, sorted
 keysteps() {
 	spirt-store -s "$2" ls | awk -v k="$1/" 'index($1, k) == 1 {
