@@ -1,4 +1,4 @@
-/* hash_bench.c - the values' hash: its SHA-256 tree in lanes against one stream (bench/peer.sh) */
+/* hash_bench.c - a value's crypto: its hash's SHA-256 tree in lanes against one stream, its AEAD three ways (bench/peer.sh) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +18,13 @@
  * the lanes of Intel's multi-buffer library, the same tree piece by
  * piece on OpenSSL's SHA-256, the whole value's SHA-256 on OpenSSL's code
  * (the digests' version 2, lib/ossl.h) and on libsodium's, and
- * libsodium's BLAKE2b-256 (version 1); the five interleaved, round by
- * round.  Prints one line a hash, "name median_ms GB/s", the median of
- * the rounds.  Exit 1 when OpenSSL's code or the multi-buffer library
- * cannot be had, 64 on misuse.
+ * libsodium's BLAKE2b-256 (version 1); then seals it with the messages'
+ * XChaCha20-Poly1305 in 64 KiB frames, as a streamed answer is
+ * (lib/crypto.h), on Intel's library (spirt's choice), OpenSSL's code
+ * and libsodium's; the eight interleaved, round by round.  Prints one
+ * line each, "name median_ms GB/s", the median of the rounds.  Exit 1
+ * when OpenSSL's code or the multi-buffer library cannot be had, 64 on
+ * misuse.
  */
 static int
 cmp(const void *a, const void *b)
@@ -34,11 +37,14 @@ cmp(const void *a, const void *b)
 int
 main(int argc, char **argv)
 {
-	enum { K = 5 };
+	enum { K = 8 };
 	static const char *const name[K] = { "vhash-mb", "vhash-serial",
-	    "sha256-openssl", "sha256-libsodium", "blake2b-libsodium" };
+	    "sha256-openssl", "sha256-libsodium", "blake2b-libsodium",
+	    "aead-ipsecmb", "aead-openssl", "aead-libsodium" };
+	static const int aead[3] = { SPIRT_OSSL_IPSECMB, SPIRT_OSSL_OPENSSL,
+	    SPIRT_OSSL_SODIUM };
 	uint64_t n, r;
-	unsigned char h[32], *b;
+	unsigned char h[32], *b, *c, key[32], npub[24], ad[64], tag[16];
 	double *t[K];
 	int ok = 1;
 
@@ -47,20 +53,25 @@ main(int argc, char **argv)
 		fputs("usage: hash_bench BYTES ROUNDS\n", stderr);
 		return 64;
 	}
-	if (sodium_init() < 0 || spirt_ossl_use(SPIRT_OSSL_OPENSSL) != 0 ||
+	if (sodium_init() < 0 || spirt_ossl_use(SPIRT_OSSL_IPSECMB) != 0 ||
+	    spirt_ossl_use(SPIRT_OSSL_OPENSSL) != 0 ||
 	    spirt_vhash_use(SPIRT_VHASH_MB) != 0) {
 		fputs("hash_bench: OpenSSL's code or libIPSec_MB.so.1 cannot "
 		    "be had\n", stderr);
 		return 1;
 	}
 	b = malloc(n);
+	c = malloc(n);
 	for (int k = 0; k < K; k++)
 		ok &= (t[k] = malloc(r * sizeof **t)) != NULL;
-	if (!b || !ok) {
+	if (!b || !c || !ok) {
 		fputs("hash_bench: out of memory\n", stderr);
 		return 1;
 	}
 	randombytes_buf(b, n);
+	randombytes_buf(key, sizeof key);
+	randombytes_buf(npub, sizeof npub);
+	randombytes_buf(ad, sizeof ad);
 	for (uint64_t i = 0; i < r; i++)
 		for (int k = 0; k < K; k++) {
 			double s;
@@ -68,8 +79,17 @@ main(int argc, char **argv)
 			if (k < 2 && spirt_vhash_use(k == 0 ?
 			    SPIRT_VHASH_MB : SPIRT_VHASH_SERIAL) != 0)
 				return 1;
+			if (spirt_ossl_use(k >= 5 ? aead[k - 5] :
+			    SPIRT_OSSL_OPENSSL) != 0)
+				return 1;
 			s = spirt_clock();
-			if (k < 2)
+			if (k >= 5) {
+				for (uint64_t o = 0; o < n; o += 65536)
+					if (spirt_aead_seal(c + o, tag, b + o,
+					    n - o < 65536 ? n - o : 65536, ad,
+					    sizeof ad, npub, key) != 0)
+						return 1;
+			} else if (k < 2)
 				spirt_vhash(h, b, n);
 			else if (k == 2)
 				spirt_sha256(h, b, n);

@@ -36,8 +36,11 @@
 #    of Intel's multi-buffer library, as spirt_hash computes it, against
 #    the same tree piece by piece on OpenSSL's SHA-256, the whole value's
 #    SHA-256 on OpenSSL's code (version 2) and libsodium's, and the
-#    BLAKE2b-256 of version 1, on a value of the MLP's size
-#    (bench/hash_bench, interleaved, medians).
+#    BLAKE2b-256 of version 1, on a value of the MLP's size; and the
+#    value sealed in 64 KiB frames, as an answer's stream is, with the
+#    messages' XChaCha20-Poly1305 on Intel's library (spirt's choice),
+#    OpenSSL's code and libsodium's (bench/hash_bench, interleaved,
+#    medians).
 #
 # Environment: PARTS (the sections to run, default "1 2 3 4 5"), REPS (rounds of 1, default 7), STEPS (steps of 2, default
 # 30), RACE (rounds of 3, default 2), LOCAL (local steps a round in 3,
@@ -414,16 +417,21 @@ EOF
 done
 fi
 
-# ---- 5. the values' hash ----
+# ---- 5. the values' hash, the messages' AEAD ----
 if on 5; then
 echo
-echo "5. The values' hash, a value of the MLP's size (940,696 bytes), medians"
-echo "   of 200 interleaved rounds (four hashes a peer and step)"
+echo "5. The values' hash and the messages' AEAD, a value of the MLP's size"
+echo "   (940,696 bytes), medians of 200 interleaved rounds (a peer and step:"
+echo "   four hashes, and four seals or opens, two in its server, two in its"
+echo "   exchange)"
 printf '   %-46s %8s %8s %10s\n' "" ms GB/s "vs spirt"
 bench/hash_bench 940696 200 | awk '
-	NR == 1 { base = $2 }
+	NR == 1 || $1 == "aead-ipsecmb" { base = $2 }
 	{
 		if ($1 == "vhash-mb") l = "SHA-256 tree, multi-buffer (spirt_hash)"
+		else if ($1 == "aead-ipsecmb") l = "XChaCha20-Poly1305, Intel (spirt_aead_seal)"
+		else if ($1 == "aead-openssl") l = "XChaCha20-Poly1305, OpenSSL"
+		else if ($1 == "aead-libsodium") l = "XChaCha20-Poly1305, libsodium"
 		else if ($1 == "vhash-serial") l = "SHA-256 tree, OpenSSL piece by piece"
 		else if ($1 == "sha256-openssl") l = "SHA-256, OpenSSL (digests v2)"
 		else if ($1 == "sha256-libsodium") l = "SHA-256, libsodium"

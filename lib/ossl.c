@@ -11,6 +11,7 @@
 #include <sodium.h>
 
 #include "dl.h"
+#include "imb.h"
 #include "ossl.h"
 
 /*
@@ -38,13 +39,54 @@ static struct {
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int have_ssl;                    /* set once, by load() */
+static int have_imb;                    /* likewise: lib/imb.h's AEAD */
 static int env_sodium;                  /* SPIRT_CRYPTO=libsodium */
+static int env_ssl;                     /* SPIRT_CRYPTO=openssl */
 static atomic_int pinned = SPIRT_OSSL_AUTO;
 
 static int ssl_seal(unsigned char *, unsigned char *, const unsigned char *,
     size_t, const unsigned char *, size_t, const unsigned char *,
     const unsigned char *);
 static int ssl_sha256(unsigned char *, const void *, size_t);
+static int imb_seal(unsigned char *, unsigned char *, const unsigned char *,
+    size_t, const unsigned char *, size_t, const unsigned char *,
+    const unsigned char *);
+static int imb_open(unsigned char *, const unsigned char *, size_t,
+    const unsigned char *, const unsigned char *, size_t,
+    const unsigned char *, const unsigned char *);
+
+/* Intel's library's answers are libsodium's, sealed and opened (in
+ * place too), with and without text and data, or it is not used */
+static int
+imb_self_test(void)
+{
+	unsigned char key[32], npub[24], ad[13], m[200], c1[200], c2[200];
+	unsigned char t1[16], t2[16];
+
+	if (!spirt_imb_have())
+		return 0;
+	for (size_t i = 0; i < sizeof m; i++)
+		m[i] = (unsigned char)(i * 5 + 3);
+	memcpy(key, m + 11, sizeof key);
+	memcpy(npub, m + 60, sizeof npub);
+	memcpy(ad, m + 120, sizeof ad);
+	for (size_t k = 0; k < 2; k++) {
+		size_t n = k ? sizeof m : 0, al = k ? sizeof ad : 0;
+
+		crypto_aead_xchacha20poly1305_ietf_encrypt_detached(c1, t1,
+		    NULL, m, n, ad, al, NULL, npub, key);
+		memcpy(c2, m, sizeof m);
+		if (imb_seal(c2, t2, c2, n, ad, al, npub, key) != 0 ||
+		    memcmp(c1, c2, n) != 0 || memcmp(t1, t2, sizeof t1) != 0 ||
+		    imb_open(c2, c2, n, t2, ad, al, npub, key) != 0 ||
+		    memcmp(c2, m, n) != 0)
+			return 0;
+		t2[0] ^= 1;
+		if (imb_open(c2, c1, n, t2, ad, al, npub, key) != SPIRT_EMAC)
+			return 0;
+	}
+	return 1;
+}
 
 /* OpenSSL's answers for a fixed input are libsodium's, or it is not used */
 static int
@@ -84,8 +126,10 @@ load(void)
 	void *dl;
 
 	env_sodium = env && strcmp(env, "libsodium") == 0;
+	env_ssl = env && strcmp(env, "openssl") == 0;
 	if (sodium_init() < 0)
 		return;
+	have_imb = imb_self_test();
 	if ((dl = dlopen(SSL_SONAME, RTLD_NOW | RTLD_LOCAL)) == NULL)
 		return;
 	if (spirt_dl_syms(dl, t, sizeof t / sizeof t[0]) != NULL)
@@ -103,7 +147,7 @@ fail:
 	memset(&ssl, 0, sizeof ssl);
 }
 
-/* whether OpenSSL's implementation is the one in use */
+/* whether OpenSSL's SHA-256 is the one in use */
 static int
 use_ssl(void)
 {
@@ -116,14 +160,39 @@ use_ssl(void)
 	return p == SPIRT_OSSL_SODIUM ? 0 : have_ssl;
 }
 
+/* the AEAD's implementation: Intel's library's, OpenSSL's or libsodium's */
+enum { A_SODIUM, A_SSL, A_IMB };
+
+static int
+aead_impl(void)
+{
+	int p;
+
+	pthread_once(&once, load);
+	p = atomic_load(&pinned);
+	if (p == SPIRT_OSSL_AUTO && env_sodium)
+		return A_SODIUM;
+	if (p == SPIRT_OSSL_AUTO && env_ssl)
+		p = SPIRT_OSSL_OPENSSL;
+	switch (p) {
+	case SPIRT_OSSL_SODIUM:
+		return A_SODIUM;
+	case SPIRT_OSSL_OPENSSL:
+		return have_ssl ? A_SSL : A_SODIUM;
+	default:
+		return have_imb ? A_IMB : have_ssl ? A_SSL : A_SODIUM;
+	}
+}
+
 int
 spirt_ossl_use(int which)
 {
 	pthread_once(&once, load);
 	if (which != SPIRT_OSSL_AUTO && which != SPIRT_OSSL_SODIUM &&
-	    which != SPIRT_OSSL_OPENSSL)
+	    which != SPIRT_OSSL_OPENSSL && which != SPIRT_OSSL_IPSECMB)
 		return SPIRT_EINVAL;
-	if (which == SPIRT_OSSL_OPENSSL && !have_ssl)
+	if ((which == SPIRT_OSSL_OPENSSL && !have_ssl) ||
+	    (which == SPIRT_OSSL_IPSECMB && !have_imb))
 		return SPIRT_ENOTSUP;
 	atomic_store(&pinned, which);
 	return 0;
@@ -143,7 +212,10 @@ spirt_ossl_env(void)
 const char *
 spirt_ossl_name(void)
 {
-	return use_ssl() ? "openssl" : "libsodium";
+	static const char *const name[] = { "libsodium", "openssl",
+	    "ipsec-mb" };
+
+	return name[aead_impl()];
 }
 
 /* the XChaCha20 subkey and the RFC 8439 nonce of npub (ossl.h) */
@@ -222,13 +294,52 @@ ssl_open(unsigned char *m, const unsigned char *c, size_t n,
 	return rc;
 }
 
+/* the same on Intel's library (lib/imb.h), under the same subkey */
+static int
+imb_seal(unsigned char *c, unsigned char *tag, const unsigned char *m,
+    size_t n, const unsigned char *ad, size_t adlen,
+    const unsigned char *npub, const unsigned char *key)
+{
+	unsigned char sub[32], iv[12];
+	int rc;
+
+	xsub(sub, iv, npub, key);
+	rc = spirt_imb_chachapoly_seal(c, tag, m, n, ad, adlen, iv, sub);
+	sodium_memzero(sub, sizeof sub);
+	return rc;
+}
+
+static int
+imb_open(unsigned char *m, const unsigned char *c, size_t n,
+    const unsigned char *tag, const unsigned char *ad, size_t adlen,
+    const unsigned char *npub, const unsigned char *key)
+{
+	unsigned char sub[32], iv[12], t[SPIRT_AEAD_TAG], got[SPIRT_AEAD_TAG];
+	int rc;
+
+	memcpy(t, tag, sizeof t);       /* tag may lie in what m overwrites */
+	xsub(sub, iv, npub, key);
+	rc = spirt_imb_chachapoly_open(m, got, c, n, ad, adlen, iv, sub);
+	sodium_memzero(sub, sizeof sub);
+	if (rc == 0 && crypto_verify_16(got, t) != 0)
+		rc = SPIRT_EMAC;
+	/* deciphered before it is checked: nothing unauthenticated stays */
+	if (rc != 0)
+		sodium_memzero(m, n);
+	return rc;
+}
+
 int
 spirt_aead_seal(unsigned char *c, unsigned char *tag, const unsigned char *m,
     size_t n, const unsigned char *ad, size_t adlen,
     const unsigned char *npub, const unsigned char *key)
 {
-	if (use_ssl())
+	switch (aead_impl()) {
+	case A_IMB:
+		return imb_seal(c, tag, m, n, ad, adlen, npub, key);
+	case A_SSL:
 		return ssl_seal(c, tag, m, n, ad, adlen, npub, key);
+	}
 	crypto_aead_xchacha20poly1305_ietf_encrypt_detached(c, tag, NULL, m, n,
 	    ad, adlen, NULL, npub, key);
 	return 0;
@@ -239,8 +350,12 @@ spirt_aead_open(unsigned char *m, const unsigned char *c, size_t n,
     const unsigned char *tag, const unsigned char *ad, size_t adlen,
     const unsigned char *npub, const unsigned char *key)
 {
-	if (use_ssl())
+	switch (aead_impl()) {
+	case A_IMB:
+		return imb_open(m, c, n, tag, ad, adlen, npub, key);
+	case A_SSL:
 		return ssl_open(m, c, n, tag, ad, adlen, npub, key);
+	}
 	if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(m, NULL, c, n,
 	    tag, ad, adlen, npub, key) != 0) {
 		sodium_memzero(m, n);

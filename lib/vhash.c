@@ -1,5 +1,4 @@
 /* vhash.c - the values' hash: a SHA-256 tree, many lanes at once (ISC licence) */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -9,69 +8,21 @@
 #include <intel-ipsec-mb.h>
 #include <sodium.h>
 
-#include "dl.h"
+#include "imb.h"
 #include "le.h"
 #include "ossl.h"
 #include "vhash.h"
 
-/*
- * Intel's multi-buffer library, loaded on first use (vhash.h says why).
- * The manager's own functions (get_next_job, submit_job, flush_job) are
- * pointers in IMB_MGR, set by init_mb_mgr_auto(); so the struct must be
- * the one of the header built with: the version is checked.
- */
-#define MB_SONAME "libIPSec_MB.so.1"
-#define MB_POOL 16                      /* idle managers kept */
+/* the pieces' SHA-256 in the lanes of Intel's multi-buffer library
+ * (lib/imb.h; vhash.h says why) */
 #define BATCH 64                        /* pieces a manager is given */
 #define PREFIX "SPIRT-TREE-SHA256"
 #define PREFIX_LEN (sizeof PREFIX - 1)
 
-static struct {
-	IMB_MGR *(*alloc)(uint64_t);
-	void (*init_auto)(IMB_MGR *, IMB_ARCH *);
-	void (*free)(IMB_MGR *);
-	unsigned (*version)(void);
-} mb;
-
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int have_mb;                     /* set once, by load() */
-static int env_sodium;                  /* SPIRT_CRYPTO=libsodium */
+static int env_serial;                  /* SPIRT_CRYPTO=libsodium or openssl */
 static atomic_int pinned = SPIRT_VHASH_AUTO;
-
-/* idle managers (a manager is ~40 us to set up, and one thread's at a
- * time): taken and given back under the lock, and made under it too (the
- * library does not say its setup may run in two threads at once) */
-static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static IMB_MGR *pool[MB_POOL];
-static size_t npool;
-
-static IMB_MGR *
-mgr_take(void)
-{
-	IMB_MGR *m = NULL;
-	IMB_ARCH arch;
-
-	pthread_mutex_lock(&pool_lock);
-	if (npool > 0)
-		m = pool[--npool];
-	else if ((m = mb.alloc(0)) != NULL)
-		mb.init_auto(m, &arch);
-	pthread_mutex_unlock(&pool_lock);
-	return m;
-}
-
-static void
-mgr_give(IMB_MGR *m)
-{
-	pthread_mutex_lock(&pool_lock);
-	if (npool < MB_POOL) {
-		pool[npool++] = m;
-		m = NULL;
-	}
-	pthread_mutex_unlock(&pool_lock);
-	if (m)
-		mb.free(m);
-}
 
 static size_t
 pieces(size_t len)
@@ -107,7 +58,7 @@ leaves_mb(unsigned char *leaves, const unsigned char *p, size_t len)
 	IMB_JOB *j;
 	int bad = 0;
 
-	if ((m = mgr_take()) == NULL)
+	if ((m = spirt_imb_take()) == NULL)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
 		j = IMB_GET_NEXT_JOB(m);
@@ -129,7 +80,7 @@ leaves_mb(unsigned char *leaves, const unsigned char *p, size_t len)
 		bad |= j->status != IMB_STATUS_COMPLETED;
 		done++;
 	}
-	mgr_give(m);
+	spirt_imb_give(m);
 	return bad || done != n ? -1 : 0;
 }
 
@@ -155,28 +106,11 @@ self_test(void)
 static void
 load(void)
 {
-	const struct spirt_dlsym t[] = {
-		{ "alloc_mb_mgr", &mb.alloc },
-		{ "init_mb_mgr_auto", &mb.init_auto },
-		{ "free_mb_mgr", &mb.free },
-		{ "imb_get_version", &mb.version },
-	};
 	const char *env = getenv("SPIRT_CRYPTO");
-	void *dl;
 
-	env_sodium = env && strcmp(env, "libsodium") == 0;
-	if ((dl = dlopen(MB_SONAME, RTLD_NOW | RTLD_LOCAL)) == NULL)
-		return;
-	if (spirt_dl_syms(dl, t, sizeof t / sizeof t[0]) != NULL ||
-	    mb.version() != IMB_VERSION_NUM || !self_test()) {
-		/* (managers the test made go with the library) */
-		while (npool > 0)
-			mb.free(pool[--npool]);
-		memset(&mb, 0, sizeof mb);
-		dlclose(dl);
-		return;
-	}
-	have_mb = 1;    /* the library stays loaded for the life of the process */
+	env_serial = env && (strcmp(env, "libsodium") == 0 ||
+	    strcmp(env, "openssl") == 0);
+	have_mb = spirt_imb_have() && self_test();
 }
 
 static int
@@ -186,7 +120,7 @@ use_mb(void)
 
 	pthread_once(&once, load);
 	p = atomic_load(&pinned);
-	if (p == SPIRT_VHASH_AUTO && env_sodium)
+	if (p == SPIRT_VHASH_AUTO && env_serial)
 		return 0;
 	return p == SPIRT_VHASH_SERIAL ? 0 : have_mb;
 }

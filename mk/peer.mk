@@ -4,9 +4,9 @@
 # libcurl.so.4 when a URL store (lib/remote.o) or -F lambda
 # (lib/faas_lambda.o) first needs it, so a cold start does not load it and
 # the thirty libraries it pulls in.  spirt-peer links libmicrohttpd.
-PEER_LIBHDR = lib/ossl.h lib/vhash.h lib/crypto.h lib/remote.h lib/peersrv.h lib/backend.h \
+PEER_LIBHDR = lib/ossl.h lib/imb.h lib/vhash.h lib/crypto.h lib/remote.h lib/peersrv.h lib/backend.h \
 	lib/digest.h lib/exchange.h lib/curldl.h
-PEER_LIBOBJ = lib/ossl.o lib/vhash.o lib/crypto.o lib/remote.o lib/store_http.o lib/peersrv.o \
+PEER_LIBOBJ = lib/ossl.o lib/imb.o lib/vhash.o lib/crypto.o lib/remote.o lib/store_http.o lib/peersrv.o \
 	lib/digest.o lib/exchange.o lib/curldl.o
 PEER_BIN = spirt-peer
 PEER_MAN1 = man/spirt-peer.1
@@ -16,7 +16,9 @@ PEER_BENCH = bench/xfer_bench bench/hash_bench
 lib/crypto.o: lib/crypto.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/crypto.c
 
-# libIPSec_MB.so.1 is dlopen()ed (lib/vhash.h); only its header is needed
+# libIPSec_MB.so.1 is dlopen()ed (lib/imb.h); only its header is needed
+lib/imb.o: lib/imb.c
+	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/imb.c
 lib/vhash.o: lib/vhash.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/vhash.c
 

@@ -81,7 +81,7 @@ teardown() {
 	grep -q '^spirt-peer: stopped: [0-9]* served, 0 refused$' srv.log
 }
 
-@test "serve: an OpenSSL end and a libsodium end (SPIRT_CRYPTO) move the same bytes" {
+@test "serve: an Intel end, an OpenSSL end and a libsodium end (SPIRT_CRYPTO) move the same bytes" {
 	members
 	mkstore
 	# a value of several 64 KiB frames and a part: an MLP of 100 KB
@@ -95,14 +95,21 @@ teardown() {
 	spirt-store -s "$URL" put beat/p2 big.rec
 	SPIRT_CRYPTO=libsodium spirt-store -s "$URL" get -f model/big@0 >got2.rec
 	cmp big.rec got2.rec
+	SPIRT_CRYPTO=openssl spirt-store -s "$URL" get -f model/big@0 >got4.rec
+	cmp big.rec got4.rec
 	stop
 	spirt-store get -f beat/p2 >beat.rec
 	cmp big.rec beat.rec
-	rm ready
-	serve
-	SPIRT_CRYPTO=libsodium spirt-store -s "$URL" get -f model/big@0 >got3.rec
-	cmp big.rec got3.rec
-	stop
+	for end in "" openssl; do
+		rm ready
+		SPIRT_CRYPTO=$end serve
+		for c in libsodium openssl ""; do
+			SPIRT_CRYPTO=$c spirt-store -s "$URL" get -f model/big@0 \
+			    >got3.rec
+			cmp big.rec got3.rec
+		done
+		stop
+	done
 	grep -q '^spirt-peer: stopped: [0-9]* served, 0 refused$' srv.log
 }
 

@@ -1562,7 +1562,10 @@ test_aead(void)
 {
 	static const size_t lens[] = { 0, 1, 15, 16, 17, 63, 64, 65, 255,
 	    4096, 65536, 65536 + 16, 1000003 };
-	static const int impl[] = { SPIRT_OSSL_OPENSSL, SPIRT_OSSL_SODIUM };
+	static const int impl[] = { SPIRT_OSSL_OPENSSL, SPIRT_OSSL_SODIUM,
+	    SPIRT_OSSL_IPSECMB };
+	static const char *const name[] = { "openssl", "libsodium",
+	    "ipsec-mb" };
 	unsigned char key[32], npub[24], ad[150], tag[16], wtag[16], t2[16];
 	unsigned char *m = malloc(1000003), *c = malloc(1000003);
 	unsigned char *w = malloc(1000003), *o = malloc(1000003);
@@ -1577,12 +1580,15 @@ test_aead(void)
 	memcpy(key, m + 7, 32);
 	memcpy(npub, m + 99, 24);
 	memcpy(ad, m + 300, sizeof ad);
-	/* deps/debian brings libcrypto.so.3: it is used unless the
-	 * environment asks for libsodium */
+	/* deps/debian brings libcrypto.so.3 and libIPSec_MB.so.1: Intel's
+	 * is used unless the environment asks for libsodium or OpenSSL */
 	CHECK_RC(spirt_ossl_use(SPIRT_OSSL_AUTO));
-	CHECK(strcmp(spirt_ossl_name(), getenv("SPIRT_CRYPTO") &&
-	    strcmp(getenv("SPIRT_CRYPTO"), "libsodium") == 0 ? "libsodium" :
-	    "openssl") == 0);
+	{
+		const char *e = getenv("SPIRT_CRYPTO");
+
+		CHECK(strcmp(spirt_ossl_name(), e && (strcmp(e, "libsodium") ==
+		    0 || strcmp(e, "openssl") == 0) ? e : "ipsec-mb") == 0);
+	}
 	CHECK(spirt_ossl_use(99) == SPIRT_EINVAL);
 	{       /* SPIRT_CRYPTO's values: a typo is refused, not the default */
 		const char *was = getenv("SPIRT_CRYPTO");
@@ -1607,10 +1613,9 @@ test_aead(void)
 			unsetenv("SPIRT_CRYPTO");
 		free(keep);
 	}
-	for (size_t a = 0; a < 2; a++) {
+	for (size_t a = 0; a < 3; a++) {
 		CHECK_RC(spirt_ossl_use(impl[a]));
-		CHECK(strcmp(spirt_ossl_name(), a ? "libsodium" : "openssl")
-		    == 0);
+		CHECK(strcmp(spirt_ossl_name(), name[a]) == 0);
 		for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
 			size_t n = lens[i], adl = i * 11 % (sizeof ad + 1);
 
@@ -1849,6 +1854,10 @@ main(void)
 	test_streams();
 	test_known_answer();
 	CHECK_RC(spirt_ossl_use(SPIRT_OSSL_OPENSSL));
+	test_messages();
+	test_streams();
+	test_known_answer();
+	CHECK_RC(spirt_ossl_use(SPIRT_OSSL_IPSECMB));
 	test_messages();
 	test_streams();
 	test_known_answer();
