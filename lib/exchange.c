@@ -653,6 +653,16 @@ round_reset_one(struct spirt_xpeer *p)
  * the pulls still under way are then given up.  u[i] holds the outcome
  * of peer i.  Returns 0 or a thread error.
  */
+/* whether i is the last peer want names */
+static int
+last_wanted(const struct spirt_exchange *x, const int *want, size_t i)
+{
+	for (size_t j = i + 1; j < x->n; j++)
+		if (want[j])
+			return 0;
+	return 1;
+}
+
 static int
 pull_until(const struct spirt_exchange *x, struct pull *u,
     int (*key)(char *, size_t, uint64_t, const char *), const char *id,
@@ -662,6 +672,7 @@ pull_until(const struct spirt_exchange *x, struct pull *u,
 	pthread_condattr_t ca;
 	struct wake w = { .n = 0 }, *wp = NULL;
 	int *started, rc = 0;
+	size_t here = 0;                /* 1 + the pull run here, or 0 */
 	double end = now_ms() + x->deadline_ms;
 
 	if ((th = calloc(x->n ? x->n : 1, sizeof *th)) == NULL ||
@@ -699,12 +710,20 @@ pull_until(const struct spirt_exchange *x, struct pull *u,
 		u[i].rc = SPIRT_ENOTFOUND;
 		if (!want[i])
 			continue;
+		/* without beats no watcher: the last pull runs here, one
+		 * thread fewer a round (a new thread costs 15-25 us) */
+		if (!x->beats && last_wanted(x, want, i)) {
+			here = i + 1;
+			continue;
+		}
 		if ((rc = pthread_create(&th[i], NULL, pull_main, &u[i]))) {
 			u[i].rc = rc;
 			break;
 		}
 		started[i] = 1;
 	}
+	if (rc == 0 && here)
+		pull_main(&u[here - 1]);
 	if (rc == 0 && x->beats)
 		watch_pulls(x, u, started, enough, arg, wp);
 	for (size_t i = 0; i < x->n; i++)

@@ -375,6 +375,9 @@ test_keyfiles(void)
 
 /* ---- member tokens ---- */
 
+/* where a token's group signature begins (lib/crypto.c's layout) */
+#define TOK_SIG_AT 152
+
 static void
 test_tokens(void)
 {
@@ -440,6 +443,45 @@ test_tokens(void)
 			CHECK_EQ_RC(rc, SPIRT_EUNKNOWNKEY);
 		else
 			CHECK_EQ_RC(rc, SPIRT_EMAC);
+	}
+
+	/* a trust keeps the tokens whose signature held (each step's
+	 * digests carry them): the same bytes again skip only the
+	 * signature; expiry, run, role and member are checked every time,
+	 * and a bit flipped anywhere is still refused */
+	{
+		struct spirt_trust *tr;
+
+		CHECK_RC(spirt_trust_new(&tr, "run1", gpk, WINDOW));
+		for (int k = 0; k < 2; k++) {
+			memset(&m, 0, sizeof m);
+			CHECK_RC(spirt_trust_member(&m, tr, apk, "p1", tok,
+			    T0 + 1, SPIRT_ROLE_PEER));
+			CHECK(strcmp(m.id, "p1") == 0 && m.expires == T0 +
+			    HOUR && memcmp(m.pk, apk, 32) == 0);
+			CHECK_EQ_RC(spirt_trust_member(NULL, tr, apk, "p1",
+			    tok, T0 + HOUR, SPIRT_ROLE_PEER), SPIRT_EEXPIRED);
+			CHECK_EQ_RC(spirt_trust_member(NULL, tr, apk, "p1",
+			    tok, T0 + 1, SPIRT_ROLE_FUNCTION), SPIRT_EROLE);
+			CHECK_EQ_RC(spirt_trust_member(NULL, tr, apk, "p2",
+			    tok, T0 + 1, SPIRT_ROLE_PEER), SPIRT_EUNKNOWNKEY);
+			CHECK_EQ_RC(spirt_trust_member(NULL, tr, hpk, "p1",
+			    tok, T0 + 1, SPIRT_ROLE_PEER), SPIRT_EUNKNOWNKEY);
+			for (size_t i = TOK_SIG_AT; i < sizeof tok; i += 7) {
+				memcpy(t2, tok, sizeof tok);
+				t2[i] ^= 0x10;
+				CHECK_EQ_RC(spirt_trust_member(NULL, tr, apk,
+				    "p1", t2, T0 + 1, SPIRT_ROLE_PEER),
+				    SPIRT_EMAC);
+			}
+		}
+		spirt_trust_free(tr);
+		CHECK_RC(spirt_trust_new(&tr, "run2", gpk, WINDOW));
+		CHECK_EQ_RC(spirt_trust_member(NULL, tr, apk, "p1", tok,
+		    T0 + 1, SPIRT_ROLE_PEER), SPIRT_ERUN);
+		CHECK_EQ_RC(spirt_trust_member(NULL, tr, apk, "p1", tok,
+		    T0 + 1, SPIRT_ROLE_PEER), SPIRT_ERUN);
+		spirt_trust_free(tr);
 	}
 
 	/* bad arguments */
