@@ -28,8 +28,12 @@
  * SPIRT_EMAGIC, SPIRT_EVERSION or SPIRT_EDATA; key files SPIRT_EKEYFILE
  * and SPIRT_EKEYPERM.  Nothing here prints or exits.
  *
- * Objects are not thread-safe: one thread uses a session, a handshake or
- * a trust at a time.
+ * Objects are not thread-safe: one thread uses a session or a handshake
+ * at a time, and one thread changes a trust (its allowlist; a responder's
+ * handshake, which records what it saw).  A trust may be looked up from
+ * several threads at once (spirt_trust_member, an initiator's handshake,
+ * spirt_digest_verify): the exchange's pulling threads do; the one state
+ * a lookup changes, the tokens it found good, has its own lock.
  */
 
 #define SPIRT_ID_MAX 32
