@@ -655,13 +655,18 @@ PY
 }
 
 @test "spirt-train --beat: a peer killed mid-run is left out, the others go on; the same command rejoins it at the step it names, one model" {
-	killed_and_back 150
+	# (long enough for the others not to end before it is back: after
+	# step 45 they go on for the 2 s it takes to call it dead, its
+	# restart and the margin it names, 0.9 s of their steps; at 40 steps
+	# a second, 150 steps ran out, and it only caught up at the end)
+	killed_and_back 500
 }
 
 @test "spirt-train --beat: a rejoiner stopped at the step it named misses it, names another and rejoins then; one model" {
 	# (long enough for the others not to end while it is stopped, and
-	# it joins again: its margin doubled after the miss)
-	killed_and_back 400 stop 3
+	# it joins again: its margin doubled after the miss; as above, at 40
+	# steps a second)
+	killed_and_back 1000 stop 3
 }
 
 @test "spirt-train --beat: a peer the other waits for, rolled back, rejoins at the step the other stands at, mid-epoch; one model, every sample once" {
