@@ -31,8 +31,8 @@
 "       spirt-peer exchange [-qv] [-a prefix] [-m model] [-P peers] [-r rule]\n" \
 "           [-s store]\n" \
 "           [--beats] [--byzantine f] [--deadline ms] [--iters L]\n" \
-"           [--keep-digests] [--min-peers n] [--prune lag] [--select m]\n" \
-"           [--tau T] [--timeout ms] [--trim F]\n" \
+"           [--keep-digests] [--keep-pulls] [--min-peers n] [--prune lag]\n" \
+"           [--select m] [--tau T] [--timeout ms] [--trim F]\n" \
 "           -i | -t step\n"
 
 #define EXPIRES_MAX (10 * 366 * 86400.0)       /* ten years, in seconds */
@@ -116,6 +116,8 @@ usage(int code)
 		    "      --iters L      exchange: cclip's, scclip's "
 		    "iterations\n"
 		    "      --keep-digests exchange: --prune keeps digest/\n"
+		    "      --keep-pulls   exchange: store the aggregates "
+		    "pulled\n"
 		    "      --min-peers N  exchange: fewest aggregates a round "
 		    "needs\n"
 		    "      --prune LAG    exchange: remove the rounds before "
@@ -571,7 +573,7 @@ static int
 xmain(int argc, char **argv)
 {
 	enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
-	    TRIM, BEATS, PRUNE, KEEPDG };
+	    TRIM, BEATS, PRUNE, KEEPDG, KEEPPL };
 	static const struct option lo[] = {
 		{ "agg", required_argument, NULL, 'a' },
 		{ "beats", no_argument, NULL, BEATS },
@@ -580,6 +582,7 @@ xmain(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "iters", required_argument, NULL, ITERS },
 		{ "keep-digests", no_argument, NULL, KEEPDG },
+		{ "keep-pulls", no_argument, NULL, KEEPPL },
 		{ "mad", required_argument, NULL, MAD },
 		{ "min-peers", required_argument, NULL, MINP },
 		{ "model", required_argument, NULL, 'm' },
@@ -627,6 +630,7 @@ xmain(int argc, char **argv)
 		case DEADLINE: x.deadline_ms = (unsigned)eparse_u64(
 			    "--deadline", optarg, 1, 86400000); break;
 		case KEEPDG: x.keep_digests = 1; break;
+		case KEEPPL: x.keep_pulls = 1; break;
 		case PRUNE: x.prune = eparse_u64("--prune", optarg, 1,
 			    SPIRT_NOSTEP - 2); break;
 		case ITERS: x.p.iters = (unsigned)eparse_u64("--iters", optarg,

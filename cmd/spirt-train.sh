@@ -14,7 +14,8 @@ USAGE="usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]
                    [--byzantine list:attack]
                    [--checkpoint n] [--cold] [--data dir] [--deadline ms]
                    [--eval-every steps] [--every h] [--keep-digests]
-                   [--peer i] [--peer-rule rule] [--peers file]
+                   [--keep-pulls] [--peer i] [--peer-rule rule]
+                   [--peers file]
                    [--schedule name] [--spec spec] [--steps n]
                    [--sync mode] [--target accuracy]
                    [--worker-momentum b]"
@@ -55,6 +56,8 @@ usage() {
                        and average it (default: every step, the gradient)
       --keep-digests   peers: keep every step's signed digests (default:
                        spent rounds are pruned, digests too)
+      --keep-pulls     peers: also store the aggregates pulled from the
+                       others, xagg/T/ID (default: kept in memory)
       --peer I         peers: this peer's share of the data, 0 to P-1
       --peer-rule RULE peers: how the exchange combines aggregates: mean
                        median trim:F norm cclip:T[:L] scclip:T[:L] (T a
@@ -88,7 +91,7 @@ die() {         # die CODE MESSAGE
 rule=mean batch=32 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
 every=0 sched=cosine spec= steps=0 sync=meta target=0 quiet=0 verbose=0
-ckpt=100 peers= peer=0 deadline=30000 keepdg=0 bucket=1 byz= xh=0 beat=0
+ckpt=100 peers= peer=0 deadline=30000 keepdg=0 keeppl=0 bucket=1 byz= xh=0 beat=0
 prule=mean wmom=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -118,6 +121,7 @@ while [ $# -gt 0 ]; do
 	--checkpoint) ckpt=$2; shift ;;
 	--cold) cold=1 ;;
 	--keep-digests) keepdg=1 ;;
+	--keep-pulls) keeppl=1 ;;
 	--data) data=$2; shift ;;
 	--deadline) deadline=$2; shift ;;
 	--peer) peer=$2; shift ;;
@@ -546,6 +550,8 @@ if [ -n "$peers" ]; then
 	xch="spirt-peer exchange -q -m $model -P $peers --deadline $deadline $xargs_"
 	# (--beat: the step closes by the quorum of this store's watcher)
 	[ "$beat" -eq 0 ] || xch="$xch --beats"
+	# (--keep-pulls: what the others sent, stored for inspection)
+	[ "$keeppl" -eq 0 ] || xch="$xch --keep-pulls"
 	# --every H: the rounds exchange the model's change
 	[ "$xh" -eq 0 ] || xsrc="-a delta"
 	# each step's round removes the spent ones (before t-1: a peer a

@@ -38,6 +38,7 @@ spirt_aggset_init(struct spirt_aggset *s)
 	s->revision = SPIRT_NOREVISION;
 	s->nstale = s->npast = s->first = 0;
 	s->center_key = NULL;
+	s->vals = NULL;
 	s->momentum = 0;
 	s->cown = NULL;
 	s->mown = NULL;
@@ -105,6 +106,21 @@ spirt_aggset_add_key(struct spirt_aggset *s, struct spirt_txn *txn,
 	int rc;
 
 	if ((rc = spirt_store_get_tensor(txn, key, &t, &pl, s->verify &&
+	    !s->keys_checked)))
+		return sayrc(s, rc, key);
+	return add(s, key, &t, pl, NULL);
+}
+
+/* a record given in memory (vals), named key */
+static int
+add_val(struct spirt_aggset *s, const char *key,
+    const struct spirt_aggval *v)
+{
+	struct spirt_tensor t;
+	const void *pl;
+	int rc;
+
+	if ((rc = spirt_tensor_decode(&t, &pl, v->v, v->len, s->verify &&
 	    !s->keys_checked)))
 		return sayrc(s, rc, key);
 	return add(s, key, &t, pl, NULL);
@@ -655,7 +671,8 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 
 	spirt_aggset_reset(s);
 	for (size_t i = 0; i < nkeys; i++)
-		if ((rc = spirt_aggset_add_key(s, txn, keys[i])))
+		if ((rc = s->vals && s->vals[i].v ? add_val(s, keys[i],
+		    &s->vals[i]) : spirt_aggset_add_key(s, txn, keys[i])))
 			return rc;
 	if (s->seq_origin)
 		for (size_t i = 0; i < s->w; i++)

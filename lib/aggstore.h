@@ -33,6 +33,12 @@ struct spirt_aggset_in {
 					   SPIRT_AGG_XSTALE, _XPAST, or 0 */
 };
 
+/* a record given in memory, not read from the store */
+struct spirt_aggval {
+	const void *v;          /* NULL: read the key from the store */
+	size_t len;
+};
+
 struct spirt_aggset {
 	/* in */
 	struct spirt_agg_params p;
@@ -42,6 +48,12 @@ struct spirt_aggset {
 	 * values were checked by the caller (spirt-peer exchange: each as
 	 * it came); the centre's and the momenta's still are */
 	int keys_checked;
+	/* spirt_agg_store_step: NULL, or vals[i].v is keys[i]'s record,
+	 * given in memory (spirt-peer exchange: the aggregates it pulled
+	 * and does not store), decoded and checked as the store's would be
+	 * (verify, keys_checked); named keys[i] in messages; valid for the
+	 * call (the in-memory payload is read in place) */
+	const struct spirt_aggval *vals;
 	int replace;            /* spirt_agg_store_step: replace agg/<t> */
 	int prune;              /* ... and remove spent steps (< t - 1) */
 	/* the most samples one gradient can have used (its batch): a count

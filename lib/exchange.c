@@ -909,7 +909,8 @@ out:
 	return NULL;
 }
 
-/* the pulled aggregates and our digest, or (rerun) what is there */
+/* our digest, and with keep_pulls the aggregates pulled (without, they
+ * stay in memory for the round: a rerun pulls them again, reload) */
 static int
 record(struct spirt_txn *t, void *arg)
 {
@@ -921,7 +922,7 @@ record(struct spirt_txn *t, void *arg)
 	for (size_t i = 0; i < x->n; i++) {
 		struct spirt_xpeer *p = &x->peers[i];
 
-		if (p->state != SPIRT_XP_USED)
+		if (p->state != SPIRT_XP_USED || !x->keep_pulls)
 			continue;
 		if ((rc = spirt_key_xagg(key, sizeof key, x->step, p->id)))
 			return rc;
@@ -977,14 +978,59 @@ own_header(struct spirt_exchange *x, struct spirt_tensor *h)
 	return rc;
 }
 
-/* a rerun: our digest and the aggregates it lists, from the store */
+/* the aggregates our digest names that the store did not hold (want):
+ * pulled again, each held to the hash the digest signed */
 static int
-reload(struct spirt_exchange *x, const void *dv, size_t dvlen)
+repull(struct spirt_exchange *x, struct pull *u, const int *want,
+    const struct spirt_digest *d)
+{
+	struct spirt_tensor mine;
+	int rc;
+
+	if ((rc = own_header(x, &mine)) || (rc = pull_aggs(x, u, want)))
+		return rc;
+	for (size_t i = 0; i < x->n; i++) {
+		struct spirt_xpeer *p = &x->peers[i];
+
+		if (!want[i])
+			continue;
+		if (u[i].rc)
+			return say(x, SPIRT_EBUSY, "step %llu: run again, the "
+			    "round needs %s's aggregate, which this peer's "
+			    "digest names and its store does not keep "
+			    "(--keep-pulls); pulled again: xagg/%llu/%s: %s",
+			    ULL(x->step), p->id, ULL(x->step), p->id,
+			    u[i].why[0] ? u[i].why : spirt_strerror(u[i].rc));
+		p->agg = u[i].val;
+		p->agglen = u[i].len;
+		u[i].val = NULL;
+		if (!agg_ok(x, p, &mine))
+			return say(x, SPIRT_EDATA, "step %llu: xagg/%llu/%s "
+			    "pulled again: %s", ULL(x->step), ULL(x->step),
+			    p->id, p->why);
+		if (memcmp(u[i].h, spirt_digest_hash_of(d, p->id),
+		    SPIRT_HASH_BYTES))
+			return say(x, SPIRT_EDATA, "step %llu: xagg/%llu/%s "
+			    "pulled again is not the aggregate this peer's "
+			    "digest signed it received", ULL(x->step),
+			    ULL(x->step), p->id);
+		memcpy(p->hash, u[i].h, SPIRT_HASH_BYTES);
+		p->state = SPIRT_XP_USED;
+	}
+	return 0;
+}
+
+/* a rerun: our digest and the aggregates it lists, each held to the hash
+ * it signed: from the store (keep_pulls), else pulled again (repull;
+ * the others keep their rounds until --prune removes them) */
+static int
+reload(struct spirt_exchange *x, const void *dv, size_t dvlen,
+    struct pull *u, int *want)
 {
 	struct spirt_digest *d;
 	struct spirt_txn *t;
 	const void *b, *v;
-	size_t n, len;
+	size_t n, len, again = 0;
 	char key[SPIRT_KEY_MAX + 1];
 	int rc;
 
@@ -1002,15 +1048,25 @@ reload(struct spirt_exchange *x, const void *dv, size_t dvlen)
 	}
 	for (size_t i = 0; i < x->n; i++) {
 		struct spirt_xpeer *p = &x->peers[i];
+		const unsigned char *h = spirt_digest_hash_of(d, p->id);
 
-		if (spirt_digest_hash_of(d, p->id) == NULL) {
+		want[i] = 0;
+		if (h == NULL) {
 			peer_out(p, SPIRT_XP_LATE, SPIRT_ENOTFOUND, "not in "
 			    "this peer's digest of step %llu (an earlier run "
 			    "of the round)", ULL(x->step));
 			continue;
 		}
-		if ((rc = spirt_key_xagg(key, sizeof key, x->step, p->id)) ||
-		    (rc = spirt_store_get(t, key, &v, &len)))
+		if ((rc = spirt_key_xagg(key, sizeof key, x->step, p->id)))
+			break;
+		if ((rc = spirt_store_get(t, key, &v, &len)) ==
+		    SPIRT_ENOTFOUND) {
+			want[i] = 1;
+			again++;
+			rc = 0;
+			continue;
+		}
+		if (rc)
 			break;
 		if ((p->agg = malloc(len ? len : 1)) == NULL) {
 			rc = ENOMEM;
@@ -1019,23 +1075,31 @@ reload(struct spirt_exchange *x, const void *dv, size_t dvlen)
 		memcpy(p->agg, v, len);
 		p->agglen = len;
 		spirt_hash(p->hash, v, len);
+		if (memcmp(p->hash, h, SPIRT_HASH_BYTES)) {
+			rc = say(x, SPIRT_EDATA, "%s: not the aggregate this "
+			    "peer's digest signed it received", key);
+			break;
+		}
 		p->state = SPIRT_XP_USED;
 	}
 	spirt_txn_abort(t);
+	if (rc == 0 && again)
+		rc = repull(x, u, want, d);
 	free(d);
 	return rc;
 }
 
 /* a round signed before: this peer's own hashes, then what it holds */
 static int
-reload_hashed(struct spirt_exchange *x, const void *dv, size_t dvlen)
+reload_hashed(struct spirt_exchange *x, const void *dv, size_t dvlen,
+    struct pull *u, int *want)
 {
 	struct own_hashes oh = { x, 0, "" };
 
 	own_hashes_main(&oh);
 	if (oh.rc)
 		return spirt_msgrc(x->msg, sizeof x->msg, oh.rc, "%s", oh.key);
-	return reload(x, dv, dvlen);
+	return reload(x, dv, dvlen, u, want);
 }
 
 /* phase 1: pull the aggregates; sign and store our digest */
@@ -1373,6 +1437,7 @@ struct comb {
 	struct spirt_exchange *x;
 	struct spirt_aggset *s;
 	char **keys;
+	struct spirt_aggval *vals;      /* the pulled ones, in memory */
 	size_t nkeys;
 	char *round;
 	size_t roundlen;
@@ -1471,7 +1536,7 @@ round_text(struct spirt_exchange *x, size_t *len)
 static int
 combine(struct spirt_exchange *x, int checked)
 {
-	struct comb c = { x, NULL, NULL, 0, NULL, 0 };
+	struct comb c = { x, NULL, NULL, NULL, 0, NULL, 0 };
 	char own[SPIRT_KEY_MAX + 1];
 	size_t m = !x->self_out;
 	int rc;
@@ -1485,8 +1550,10 @@ combine(struct spirt_exchange *x, int checked)
 		    x->min_peers);
 	/* each key buffer: the key at 0, the peer id at 64 (to sort) */
 	if ((c.keys = calloc(m, sizeof *c.keys)) == NULL ||
+	    (c.vals = calloc(m, sizeof *c.vals)) == NULL ||
 	    (c.s = malloc(sizeof *c.s)) == NULL) {
 		free(c.keys);
+		free(c.vals);
 		return ENOMEM;
 	}
 	rc = 0;
@@ -1510,7 +1577,21 @@ combine(struct spirt_exchange *x, int checked)
 	}
 	if (rc == 0) {
 		qsort(c.keys, c.nkeys, sizeof *c.keys, byid);
+		/* the others' aggregates from memory, where they came (none
+		 * stored without keep_pulls); this peer's from the store */
+		for (size_t k = 0; k < c.nkeys; k++)
+			for (size_t i = 0; i < x->n; i++) {
+				const struct spirt_xpeer *p = &x->peers[i];
+
+				if (p->state == SPIRT_XP_USED && p->agg &&
+				    strcmp(p->id, c.keys[k] + 64) == 0) {
+					c.vals[k].v = p->agg;
+					c.vals[k].len = p->agglen;
+					break;
+				}
+			}
 		spirt_aggset_init(c.s);
+		c.s->vals = c.vals;
 		c.s->p = x->p;
 		c.s->step = x->step;
 		c.s->verify = 1;
@@ -1531,6 +1612,7 @@ combine(struct spirt_exchange *x, int checked)
 	for (size_t k = 0; k < c.nkeys; k++)
 		free(c.keys[k]);
 	free(c.keys);
+	free(c.vals);
 	free(c.s);
 	free(c.round);
 	return rc;
@@ -1839,10 +1921,12 @@ follow_put(struct spirt_txn *t, void *arg)
 
 		if (!a->want[i] || p->state != SPIRT_XP_USED)
 			continue;
-		if ((rc = spirt_key_xagg(key, sizeof key, a->x->step, p->id)) ||
-		    ((rc = spirt_store_put(t, key, p->agg, p->agglen,
-		    SPIRT_PUT_NOOVERWRITE)) && rc != SPIRT_EEXIST) ||
-		    (rc = spirt_key_digest(key, sizeof key, a->x->step,
+		if (a->x->keep_pulls &&
+		    ((rc = spirt_key_xagg(key, sizeof key, a->x->step,
+		    p->id)) || ((rc = spirt_store_put(t, key, p->agg,
+		    p->agglen, SPIRT_PUT_NOOVERWRITE)) && rc != SPIRT_EEXIST)))
+			return rc;
+		if ((rc = spirt_key_digest(key, sizeof key, a->x->step,
 		    p->id)) || ((rc = spirt_store_put(t, key, a->dg[i].val,
 		    a->dg[i].len, SPIRT_PUT_NOOVERWRITE)) && rc != SPIRT_EEXIST))
 			return rc;
@@ -2832,7 +2916,8 @@ spirt_exchange_run(struct spirt_exchange *x)
 	if (u == NULL || want == NULL) {
 		rc = ENOMEM;
 	} else {
-		rc = dg ? reload_hashed(x, dg, dglen) : phase1(x, u, want);
+		rc = dg ? reload_hashed(x, dg, dglen, u, want) :
+		    phase1(x, u, want);
 		if (rc == 0)
 			rc = phase2(x, u, want);
 	}

@@ -163,11 +163,13 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	[ "$(spirt-store -s s2 get gagg/0 | md5sum)" = "$h" ]
 	[ "$(spirt-store -s s3 get gagg/0 | md5sum)" = "$h" ]
 	gagg_is s1 '(A[1] + A[2] + A[3]) / 3'
-	# what each received, and its digest, are in its store; the round says
+	# its digest and the others' are in its store, what it received is
+	# not (without --keep-pulls: in memory for the round); the round says
 	# who was in
 	run -0 spirt-store -s s2 ls
-	assert_line --partial 'xagg/0/p1'
-	assert_line --partial 'xagg/0/p3'
+	assert_line --partial 'xagg/0/p2'
+	refute_line --partial 'xagg/0/p1'
+	refute_line --partial 'xagg/0/p3'
 	assert_line --partial 'digest/0/p1'
 	assert_line --partial 'digest/0/p2'
 	run -0 sh -c 'spirt-store -s s1 get gagg/0/round | tr -c "[:print:]\n" " "'
@@ -243,6 +245,83 @@ keysteps() {
 	spirt-store -s "$2" ls | awk -v k="$1/" 'index($1, k) == 1 {
 	    split(substr($1, length(k) + 1), p, "/"); print p[1] }' |
 	    sort -nu | tr '\n' ' '
+}
+
+@test "exchange: a round run again after its digest was signed pulls again what it names (75, 65)" {
+	peers3
+	# p1 and p2 pull each other's and sign it; p3 never comes, so the
+	# round is short of members (75) and nothing is combined
+	xch 1 -P peers --deadline 1500 --min-peers 3
+	xch 2 -P peers --deadline 1500 --min-peers 3
+	rc1=0 rc2=0
+	wait $pid1 || rc1=$?
+	wait $pid2 || rc2=$?
+	[ "$rc1" -eq 75 ] && [ "$rc2" -eq 75 ]
+	run -0 spirt-store -s s1 ls
+	assert_line --partial 'digest/0/p1'
+	refute_line --partial 'xagg/0/p2'
+	refute_line --partial 'gagg/0'
+	# p2's aggregate gone from its sender: the rerun cannot combine what
+	# its digest signed (75), and writes nothing
+	spirt-store -s s2 get xagg/0/p2 >x2.rec
+	spirt-store -s s2 rm xagg/0/p2
+	before=$(store_digest s1)
+	xch 1 -P peers --deadline 800 --min-peers 2
+	rc=0
+	wait $pid1 || rc=$?
+	[ "$rc" -eq 75 ]
+	grep -q "round needs p2's aggregate, which this peer's digest names and its store does not keep (--keep-pulls); pulled again: xagg/0/p2: " err1
+	[ "$(store_digest s1)" = "$before" ]
+	# another aggregate there now: not the one signed (65)
+	spirt-store -s s2 put xagg/0/p2 a3.rec
+	xch 1 -P peers --deadline 800 --min-peers 2
+	rc=0
+	wait $pid1 || rc=$?
+	[ "$rc" -eq 65 ]
+	grep -q "xagg/0/p2 pulled again is not the aggregate this peer's digest signed it received" err1
+	[ "$(store_digest s1)" = "$before" ]
+	# the one published again: both reruns combine the two signed
+	spirt-store -s s2 rm xagg/0/p2
+	spirt-store -s s2 put xagg/0/p2 x2.rec
+	xch 1 -P peers --min-peers 2
+	xch 2 -P peers --min-peers 2
+	wait $pid1 && wait $pid2
+	gagg_is s1 '(A[1] + A[2]) / 2'
+	[ "$(spirt-store -s s1 get gagg/0 | md5sum)" = \
+	    "$(spirt-store -s s2 get gagg/0 | md5sum)" ]
+	run -0 sh -c 'spirt-store -s s1 get gagg/0/round | tr -c "[:print:]\n" " "'
+	assert_output --partial 'peer=p2 used'
+	assert_output --partial "peer=p3 late: not in this peer's digest of step 0"
+	# still not stored by the rerun
+	run -66 spirt-store -s s1 get xagg/0/p2
+}
+
+@test "exchange --keep-pulls: a rerun takes what its digest names from its own store" {
+	peers3
+	xch 1 -P peers --deadline 1500 --min-peers 3 --keep-pulls
+	xch 2 -P peers --deadline 1500 --min-peers 3 --keep-pulls
+	rc1=0 rc2=0
+	wait $pid1 || rc1=$?
+	wait $pid2 || rc2=$?
+	[ "$rc1" -eq 75 ] && [ "$rc2" -eq 75 ]
+	cmp <(spirt-store -s s1 get xagg/0/p2) <(spirt-store -s s2 get xagg/0/p2)
+	# p2 gone altogether: p1's rerun needs nothing of it but its digest,
+	# which p1 stored in its round
+	spirt-store -s s2 rm xagg/0/p2
+	xch 1 -P peers --min-peers 2 --keep-pulls
+	wait $pid1
+	gagg_is s1 '(A[1] + A[2]) / 2'
+	# a stored copy that is not what the digest signed: 65, nothing written
+	spirt-store -s s1 rm gagg/0 gagg/0/round gagg/0/excluded
+	spirt-store -s s1 rm xagg/0/p2
+	spirt-store -s s1 put xagg/0/p2 a3.rec
+	before=$(store_digest s1)
+	xch 1 -P peers --min-peers 2 --keep-pulls
+	rc=0
+	wait $pid1 || rc=$?
+	[ "$rc" -eq 65 ]
+	grep -q "xagg/0/p2: not the aggregate this peer's digest signed it received" err1
+	[ "$(store_digest s1)" = "$before" ]
 }
 
 @test "exchange --prune: a round removes the rounds before t - lag, digests unless kept" {
@@ -463,9 +542,9 @@ hstop() {
 
 @test "exchange over HTTP: three peers serving their stores combine one gagg/t and one model" {
 	hpeers3
-	hxch 1 -P hpeers
-	hxch 2 -P hpeers
-	hxch 3 -P hpeers
+	hxch 1 -P hpeers --keep-pulls
+	hxch 2 -P hpeers --keep-pulls
+	hxch 3 -P hpeers --keep-pulls
 	wait $pid1 && wait $pid2 && wait $pid3
 	[ ! -s err1 ] && [ ! -s err2 ] && [ ! -s err3 ]
 	h=$(spirt-store -s s1 get gagg/0 | md5sum)
@@ -475,7 +554,8 @@ hstop() {
 	run -0 sh -c 'spirt-store -s s3 get gagg/0/round | tr -c "[:print:]\n" " "'
 	assert_output --partial 'peer=p1 used'
 	assert_output --partial 'peer=p2 used'
-	# what came over the wire is what the sender published
+	# what came over the wire is what the sender published (stored by
+	# --keep-pulls)
 	cmp <(spirt-store -s s1 get xagg/0/p1) <(spirt-store -s s3 get xagg/0/p1)
 	cmp <(spirt-store -s s2 get digest/0/p2) <(spirt-store -s s1 get digest/0/p2)
 	for i in 1 2 3; do

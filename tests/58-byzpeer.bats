@@ -118,7 +118,8 @@ assert np.linalg.norm(g - A1) < np.linalg.norm(X.mean(0) - A1) / 3"
 
 # train4 BYZ RULE [P2FILE]: four peers of 2 functions each train 6 steps
 # with --peer-rule RULE; peer 3 is Byzantine with BYZ (none: honest);
-# peer 2 reads the peers file P2FILE (default peers)
+# peer 2 reads the peers file P2FILE (default peers); each stores what it
+# received (--keep-pulls), as one would to look into an attack
 train4() {
 	local i byz pf
 	[ -e peers ] || {
@@ -134,7 +135,7 @@ train4() {
 		SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 timeout 300 \
 		    spirt-train -q -s s$i -n 2 --peers "$pf" --peer $i --steps 6 \
 		    --eval-every 6 --deadline 60000 --peer-rule "$2" $byz \
-		    >o$i 2>e$i &
+		    --keep-pulls >o$i 2>e$i &
 		eval "pid$i=\$!"
 	done
 	wait $pid0 && wait $pid1 && wait $pid2 && wait $pid3 ||
