@@ -10,6 +10,7 @@
 
 #include "aggstore.h"
 #include "io.h"
+#include "keys.h"
 #include "serve.h"
 #include "store.h"
 #include "tensor.h"
@@ -19,8 +20,9 @@
 "usage: spirt-agg [-cfiPqRv] [-r rule] [--trim F] [--byzantine f]\n" \
 "                 [--select m] [--mad K] [--tau T] [--iters L]\n" \
 "                 [--center file] [--worker-momentum b] [--bucket s]\n" \
-"                 [--seed n] [--max-samples n] [-d dataset] [-s store]\n" \
-"                 [-t step] [-o file] [-k key ... | file ...]\n" \
+"                 [--seed n] [--max-samples n] [--publish id]\n" \
+"                 [-d dataset] [-s store] [-t step] [-o file]\n" \
+"                 [-k key ... | file ...]\n" \
 "       spirt-agg [-r rule] [--trim F] [--byzantine f] [--select m]\n" \
 "                 [--mad K] [--tau T] [--iters L] [--bucket s]\n" \
 "                 --check-rule W\n"
@@ -95,6 +97,10 @@ usage(int code)
 		    "      --max-samples N samples one gradient may count "
 		    "(default\n"
 		    "                      $SPIRT_BATCH or 64)\n"
+		    "      --publish ID    write it as peer ID's published "
+		    "aggregate,\n"
+		    "                      xagg/<t>/ID (never replaced), not "
+		    "agg/<t>\n"
 		    "  -h, --help          this help\n"
 		    "  -V, --version       print version\n", stdout);
 	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
@@ -162,12 +168,18 @@ emit(struct spirt_tensor *t, const float *out)
 	return rc;
 }
 
-/* Excluded inputs to stderr (unless -q); timings with -v. */
+/* Excluded inputs to stderr (unless -q); timings with -v.  A step
+ * published already (--publish) was not aggregated: a note. */
 static void
 report(double t0)
 {
 	const struct spirt_aggset *a = &o.a;
 
+	if (a->published) {
+		info("xagg/%llu/%s: published already, it stands (nothing "
+		    "written)", (unsigned long long)a->hdr.step, a->publish);
+		return;
+	}
 	stragglers();
 	for (size_t i = 0; i < a->w; i++) {
 		const struct spirt_aggset_in *in = &a->in[a->ai[i].id];
@@ -293,6 +305,7 @@ options(int argc, char **argv)
 		{ "max-samples", required_argument, NULL, 'N' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "prune", no_argument, NULL, 'P' },
+		{ "publish", required_argument, NULL, 'Q' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "replace", no_argument, NULL, 'R' },
 		{ "rule", required_argument, NULL, 'r' },
@@ -345,6 +358,17 @@ options(int argc, char **argv)
 		case 'N': maxs = optarg; break;
 		case 'o': o.out = optarg; break;
 		case 'P': o.a.prune = 1; break;
+		case 'Q': {
+			char k[SPIRT_KEY_MAX + 1];
+
+			if (spirt_key_xagg(k, sizeof k, 0, optarg)) {
+				warnx_("--publish: \"%s\" is not a peer id",
+				    optarg);
+				usage(1);
+			}
+			o.a.publish = optarg;
+			break;
+		}
 		case 'q': spirt_quiet = 1; break;
 		case 'R': o.a.replace = 1; break;
 		case 'r': rule = optarg; break;
@@ -429,6 +453,11 @@ main(int argc, char **argv)
 	if (o.a.momentum > 0 && (!tostore || o.nkeys)) {
 		warnx_("--worker-momentum keeps each worker's momentum in the "
 		    "store: -t step (or -i), no -k, -o or file operands");
+		usage(1);
+	}
+	if (o.a.publish && !tostore) {
+		warnx_("--publish writes xagg/<step>/<id> in the store: not "
+		    "with -o or file operands");
 		usage(1);
 	}
 	if (o.a.prune && !tostore) {

@@ -569,6 +569,21 @@ spent=digest/
 # aggregate; -P: each step removes the spent gradients of steps before t-1;
 # --max-samples: no gradient counts more samples than a batch (wmean)
 agg="spirt-agg -q -R -P --max-samples $batch $aggargs"
+# peers, a round a step: the aggregate is written as this peer's published
+# one, xagg/<t>/<id> (the id of line --peer of the peers file), which the
+# exchange publishes as it is instead of copying agg/<t> there (3% of a
+# step); never replaced, -R or not.  A Byzantine peer (evaluation only)
+# crafts its agg/<t> before the round, so it keeps agg/<t>.
+aggkey=agg
+if [ -n "$peers" ] && [ "$xh" -eq 0 ] && [ -z "$bpeer" ]; then
+	pubid=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+		if (n++ == p) { print $1; exit } }' "$peers")
+	case $pubid in
+	''|[!A-Za-z0-9]*|*[!A-Za-z0-9_-]*)
+		die 65 "--peers $peers: line $((peer + 1)) has no valid peer id" ;;
+	esac
+	agg="$agg --publish $pubid" aggkey=xagg
+fi
 # the log and plot are the model's: models trained in one store keep theirs
 log=$store.train-$model.tsv plot=$store.train-$model.png
 [ -s "$log" ] || printf 'seconds\tstep\tepoch\tloss\ttest_loss\ttest_accuracy\n' > "$log"
@@ -1788,7 +1803,9 @@ while [ "$t" -lt "$stop" ]; do
 	    [ "$t" -eq "$stop" ] || continue
 	n=$(now)
 	if [ "$cold" -eq 1 ]; then
-		loss=$(spirt-store show "agg/$((t - 1))" | sed -n 's/^loss=//p')
+		_k=agg/$((t - 1))
+		[ "$aggkey" = agg ] || _k=xagg/$((t - 1))/$pubid
+		loss=$(spirt-store show "$_k" | sed -n 's/^loss=//p')
 	else
 		loss=$aggloss
 	fi

@@ -39,6 +39,7 @@ spirt_aggset_init(struct spirt_aggset *s)
 	s->nstale = s->npast = s->first = 0;
 	s->center_key = NULL;
 	s->vals = NULL;
+	s->publish = NULL;
 	s->momentum = 0;
 	s->cown = NULL;
 	s->mown = NULL;
@@ -47,6 +48,7 @@ spirt_aggset_init(struct spirt_aggset *s)
 	s->w = s->used = 0;
 	memset(&s->hdr, 0, sizeof s->hdr);
 	s->work_ms = 0;
+	s->published = 0;
 	s->msg[0] = '\0';
 }
 
@@ -67,6 +69,7 @@ spirt_aggset_reset(struct spirt_aggset *s)
 	if (s->center == NULL)
 		snprintf(s->cfrom, sizeof s->cfrom, "zero");
 	s->work_ms = 0;
+	s->published = 0;
 	s->msg[0] = '\0';
 }
 
@@ -557,8 +560,9 @@ prevagg(struct spirt_aggset *s, struct spirt_txn *txn)
 	} else {
 		if (step == 0 || step == SPIRT_NOSTEP)
 			return 0;
-		if ((rc = spirt_key_aggroot(from, sizeof from, s->out,
-		    step - 1)))
+		if ((rc = s->publish ? spirt_key_xagg(from, sizeof from,
+		    step - 1, s->publish) : spirt_key_aggroot(from,
+		    sizeof from, s->out, step - 1)))
 			return sayrc(s, rc, "previous aggregate");
 	}
 	if ((rc = spirt_store_get_tensor(txn, from, &t, &pl, s->verify)) ==
@@ -686,8 +690,26 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 	if ((rc = spirt_key_aggroot(key, sizeof key, s->out, in0->t.step)))
 		return say(s, SPIRT_ESTEP, "%s: no step: no %s/<t> to write",
 		    in0->name, s->out ? s->out : "agg");
-	if (!s->replace && spirt_store_get(txn, key, &old, &len) == 0)
+	if (s->publish) {
+		const void *pl;
+
+		if ((rc = spirt_key_xagg(key, sizeof key, in0->t.step,
+		    s->publish)))
+			return sayrc(s, rc, s->publish);
+		/* published already: it stands, nothing is written */
+		if ((rc = spirt_store_get(txn, key, &old, &len)) == 0) {
+			if ((rc = spirt_tensor_decode(&s->hdr, &pl, old, len,
+			    0)))
+				return sayrc(s, rc, key);
+			s->published = 1;
+			s->work_ms = 1e3 * spirt_clock() - t0;
+			return 0;
+		}
+		if (rc != SPIRT_ENOTFOUND)
+			return sayrc(s, rc, key);
+	} else if (!s->replace && spirt_store_get(txn, key, &old, &len) == 0) {
 		return say(s, SPIRT_EEXIST, "%s exists", key);
+	}
 	if (s->momentum > 0 && (rc = momenta(s, txn, nkeys)))
 		return rc;
 	if (clipping(s->p.rule) && !s->center && (rc = prevagg(s, txn)))

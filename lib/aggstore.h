@@ -63,6 +63,15 @@ struct spirt_aggset {
 	/* spirt_agg_store_step writes <out>/<t> and <out>/<t>/excluded
 	 * (NULL: "agg"; spirt-peer exchange: "gagg") */
 	const char *out;
+	/* spirt_agg_store_step: NULL, or a peer id: the aggregate is
+	 * written as that peer's published one, xagg/<t>/<publish>
+	 * (spirt-peer(1) exchange publishes it as it is, without a copy);
+	 * <out>/<t>/excluded as ever.  One there already stands, even with
+	 * replace (a peer publishes one aggregate a step: a second would
+	 * be equivocation): nothing is written, published is set, and hdr
+	 * is its header.  cclip's centre is then xagg/<t-1>/<publish> */
+	const char *publish;
+	int published;          /* out: xagg/<t>/<publish> stood */
 	/* spirt_agg_store_step: the inputs' origins are their positions in
 	 * keys (peers' aggregates, keys in peer id order, carry none) */
 	int seq_origin;

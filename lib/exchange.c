@@ -850,12 +850,10 @@ publish(struct spirt_txn *t, void *arg)
 	if ((rc = spirt_key_model(key, sizeof key, x->model, x->step)) ||
 	    (rc = spirt_store_get(t, key, &v, &len)))
 		return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
-	if ((rc = spirt_key_aggroot(key, sizeof key, x->src, x->step)) ||
-	    (rc = spirt_store_get(t, key, &v, &len)))
-		return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
 	if ((rc = spirt_key_xagg(xkey, sizeof xkey, x->step, x->self)) ||
 	    (rc = prune_spent(t, x)))
 		return rc;
+	/* (there already: a rerun, or spirt-agg --publish wrote it) */
 	if ((rc = spirt_store_get(t, xkey, &o, &olen)) == 0) {
 		/* a rerun: published already.  agg/<t> may differ from it
 		 * now (the data assignment changed between the two runs: a
@@ -870,6 +868,9 @@ publish(struct spirt_txn *t, void *arg)
 	}
 	if (rc != SPIRT_ENOTFOUND)
 		return rc;
+	if ((rc = spirt_key_aggroot(key, sizeof key, x->src, x->step)) ||
+	    (rc = spirt_store_get(t, key, &v, &len)))
+		return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
 	if ((rc = spirt_tensor_decode(&h, &pl, v, len, 1)))
 		return spirt_msgrc(x->msg, sizeof x->msg, rc, "%s", key);
 	return spirt_store_put(t, xkey, v, len, SPIRT_PUT_NOOVERWRITE);
@@ -960,7 +961,7 @@ agg_ok(struct spirt_exchange *x, struct spirt_xpeer *p,
 	return 1;
 }
 
-/* our own agg/<t> header (for agg_ok) */
+/* the header of what we published, xagg/<t>/<self> (for agg_ok) */
 static int
 own_header(struct spirt_exchange *x, struct spirt_tensor *h)
 {
@@ -969,7 +970,7 @@ own_header(struct spirt_exchange *x, struct spirt_tensor *h)
 	const void *pl;
 	int rc;
 
-	if ((rc = spirt_key_aggroot(key, sizeof key, x->src, x->step)) ||
+	if ((rc = spirt_key_xagg(key, sizeof key, x->step, x->self)) ||
 	    (rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
 		return rc;
 	if ((rc = spirt_store_get_tensor(t, key, h, &pl, 0)))

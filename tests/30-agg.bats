@@ -462,6 +462,47 @@ for w in range(4):
 	run -64 spirt-agg -i -o out.rec
 }
 
+@test "--publish ID: the aggregate as peer ID's published xagg/<t>/ID, never replaced" {
+	store 4
+	cp -R spirt.db plain.db
+	run -0 --separate-stderr spirt-agg -t 3 --trim 0.25 --publish p1
+	assert_output ''
+	# the bytes agg/3 would have had, under the peer's key; the record of
+	# what was left out where it always is
+	spirt-agg -s plain.db -t 3 --trim 0.25
+	cmp <(spirt-store get xagg/3/p1) <(spirt-store -s plain.db get agg/3)
+	cmp <(spirt-store get agg/3/excluded) \
+	    <(spirt-store -s plain.db get agg/3/excluded)
+	run -66 spirt-store get agg/3
+	# a peer publishes one aggregate a step: -R or not, another rule or
+	# not, the one there stands and nothing is written (exit 0, a note)
+	before=$(store_digest spirt.db)
+	run -0 --separate-stderr spirt-agg -R -t 3 -r median --publish p1
+	[[ "$stderr" == *"xagg/3/p1: published already, it stands (nothing written)"* ]]
+	[ "$(store_digest spirt.db)" = "$before" ]
+	# warm: the answer is the published one's
+	run -0 --separate-stderr spirt-agg -i -q -R -r median --publish p1 <<<3
+	assert_output 'step=3 count=4 loss=1.5'
+	[ "$(store_digest spirt.db)" = "$before" ]
+	# another peer id is another key
+	spirt-agg -t 3 -r median --publish p2
+	spirt-store get xagg/3/p2 >m.rec
+	check m.rec 'np.median(G[:4], 0)'
+	# cclip's centre is the peer's aggregate of t-1, xagg/<t-1>/ID
+	py "
+for w in range(4):
+    open('s4_%d.rec' % w, 'wb').write(rec(G[8 + w], step=4, origin=w))"
+	for w in 0 1 2 3; do spirt-store put "grad/4/$w" "s4_$w.rec"; done
+	run -0 --separate-stderr spirt-agg -v -t 4 -r cclip --tau 1 --publish p1
+	[[ "$stderr" == *"cclip: centre xagg/3/p1, tau 1, 1 iterations"* ]]
+	# usage: not a peer id; not with -o or files
+	run -64 --separate-stderr spirt-agg -t 3 --publish 'a b'
+	[[ "$stderr" == *'--publish: "a b" is not a peer id'* ]]
+	run -64 --separate-stderr spirt-agg -t 3 -o x.rec --publish p1
+	[[ "$stderr" == *"--publish writes xagg/<step>/<id> in the store"* ]]
+	run -64 spirt-agg --publish p1 all.rec
+}
+
 # byz: B.rec, the ten gradients of tests/data/byz/G.npy (step 3, origin w)
 # and c.rec, its centre (contrib/python/make_byz_fixtures.py made them)
 byz() {

@@ -192,6 +192,27 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	[ "$(store_digest s1)" = "$before" ]
 }
 
+@test "exchange: an aggregate spirt-agg --publish wrote is published as it is, with no agg/t" {
+	peers3
+	# p1's functions' aggregate went straight to xagg/0/p1
+	spirt-store -s s1 rm agg/0
+	spirt-store -s s1 put xagg/0/p1 a1.rec
+	for i in 1 2 3; do xch $i -P peers; done
+	wait $pid1 && wait $pid2 && wait $pid3
+	[ ! -s err1 ] && [ ! -s err2 ] && [ ! -s err3 ]
+	gagg_is s1 '(A[1] + A[2] + A[3]) / 3'
+	[ "$(spirt-store -s s2 get gagg/0 | md5sum)" = \
+	    "$(spirt-store -s s1 get gagg/0 | md5sum)" ]
+	run -66 spirt-store -s s1 get agg/0
+	# neither: the missing agg/0 is named (66), nothing published
+	rm -rf s1 && spirt-store -s s1 put model/m@0 m0.rec
+	before=$(store_digest s1)
+	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -66 --separate-stderr \
+	    spirt-peer exchange -m m -s s1 -t 0 -P peers --deadline 500
+	[[ "$stderr" == *"agg/0: no such key"* ]]
+	[ "$(store_digest s1)" = "$before" ]
+}
+
 # rot STORE KEY: flip the last bit of KEY's value in STORE's scratch
 # environment, under the store (lmdb-utils), as bit rot on disk would
 rot() {
