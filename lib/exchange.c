@@ -910,8 +910,17 @@ out:
 	return NULL;
 }
 
-/* our digest, and with keep_pulls the aggregates pulled (without, they
- * stay in memory for the round: a rerun pulls them again, reload) */
+/* the aggregates pulled are stored with keep_pulls, and with beats: a
+ * peer that died mid-round and runs it again must not depend on members
+ * that may have died too, or gone on and pruned the round (reload) */
+static int
+keeps_pulls(const struct spirt_exchange *x)
+{
+	return x->keep_pulls || x->beats;
+}
+
+/* our digest, and (keeps_pulls) the aggregates pulled; else they stay in
+ * memory for the round, and a rerun pulls them again (reload) */
 static int
 record(struct spirt_txn *t, void *arg)
 {
@@ -923,7 +932,7 @@ record(struct spirt_txn *t, void *arg)
 	for (size_t i = 0; i < x->n; i++) {
 		struct spirt_xpeer *p = &x->peers[i];
 
-		if (p->state != SPIRT_XP_USED || !x->keep_pulls)
+		if (p->state != SPIRT_XP_USED || !keeps_pulls(x))
 			continue;
 		if ((rc = spirt_key_xagg(key, sizeof key, x->step, p->id)))
 			return rc;
@@ -1922,7 +1931,7 @@ follow_put(struct spirt_txn *t, void *arg)
 
 		if (!a->want[i] || p->state != SPIRT_XP_USED)
 			continue;
-		if (a->x->keep_pulls &&
+		if (keeps_pulls(a->x) &&
 		    ((rc = spirt_key_xagg(key, sizeof key, a->x->step,
 		    p->id)) || ((rc = spirt_store_put(t, key, p->agg,
 		    p->agglen, SPIRT_PUT_NOOVERWRITE)) && rc != SPIRT_EEXIST)))

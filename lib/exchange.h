@@ -149,10 +149,12 @@ struct spirt_exchange {
 	int keep_digests;
 	/* store the aggregates pulled from the others as xagg/<t>/<id>
 	 * with this peer's digest (an audit trail; a rerun then reads them
-	 * there).  0: they stay in memory for the round, a round run again
-	 * after its digest was signed pulls them again, each held to the
-	 * hash its digest signed (5% of a 3-peer step over loopback: two
-	 * 0.94 MB writes a peer, docs/performance.md) */
+	 * there); always with beats (a peer that died mid-round must not
+	 * depend on members that may have died or gone on).  0: they stay
+	 * in memory for the round, a round run again after its digest was
+	 * signed pulls them again, each held to the hash its digest signed
+	 * (5% of a 3-peer step over loopback: two 0.94 MB writes a peer,
+	 * docs/performance.md) */
 	int keep_pulls;
 	/* wait only for the members this store's watcher holds alive, and
 	 * close the step by the quorum of lib/quorum.h: more than half of

@@ -318,6 +318,10 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	grep -q "peer p3 left out: late: xagg/1/p3: given up: declared dead" err2
 	gagg_is s1 1 1 2
 	gagg_is s2 1 1 2
+	# with --beats what each received is stored (a rerun after a death
+	# must not depend on the others), as what it published
+	cmp <(spirt-store -s s1 get xagg/1/p2) <(spirt-store -s s2 get xagg/1/p2)
+	cmp <(spirt-store -s s2 get xagg/1/p1) <(spirt-store -s s1 get xagg/1/p1)
 }
 
 @test "quorum: a straggler is cut at twice the last round's time, at least the suspect threshold" {
