@@ -32,8 +32,9 @@ load helper
 	# and the training must not end before the last, at 90% of it; 200
 	# of them took 2427 steps here (about 11 ms a step), so 15 epochs,
 	# 4695 steps, leave room for a machine twice as fast; the
-	# sanitizers' 40, 3 epochs)
-	epochs=$((faults > 40 ? 15 : 3))
+	# sanitizers' 40, 5 epochs: 3 (939 steps) ran out after 31 of the
+	# 40 once steps got faster, 2026-12-06, at about 50 ms a step)
+	epochs=$((faults > 40 ? 15 : 5))
 	# (its own timeout: a run that hangs is a failure, not a stuck make)
 	run --separate-stderr env CHAOS_FAULTS="$faults" CHAOS_REF=0 CHAOS_EPOCHS=$epochs \
 	    CHAOS_TIMEOUT=600 ${SPIRT_CHAOS_SEED:+CHAOS_SEED=$SPIRT_CHAOS_SEED} \
