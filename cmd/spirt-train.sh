@@ -574,15 +574,17 @@ agg="spirt-agg -q -R -P --max-samples $batch $aggargs"
 # exchange publishes as it is instead of copying agg/<t> there (3% of a
 # step); never replaced, -R or not.  A Byzantine peer (evaluation only)
 # crafts its agg/<t> before the round, so it keeps agg/<t>.
+# (self: this peer's id, that line's first word; the beats use it too)
+self=
+[ -z "$peers" ] || self=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+	if (n++ == p) { print $1; exit } }' "$peers")
 aggkey=agg
 if [ -n "$peers" ] && [ "$xh" -eq 0 ] && [ -z "$bpeer" ]; then
-	pubid=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
-		if (n++ == p) { print $1; exit } }' "$peers")
-	case $pubid in
+	case $self in
 	''|[!A-Za-z0-9]*|*[!A-Za-z0-9_-]*)
 		die 65 "--peers $peers: line $((peer + 1)) has no valid peer id" ;;
 	esac
-	agg="$agg --publish $pubid" aggkey=xagg
+	agg="$agg --publish $self" aggkey=xagg
 fi
 # the log and plot are the model's: models trained in one store keep theirs
 log=$store.train-$model.tsv plot=$store.train-$model.png
@@ -618,9 +620,7 @@ attack() {
 beatpids=
 beats_start() {
 	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
-	# (ids and URLs of the peers file's lines; ours is line $peer)
-	self=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
-		if (n++ == p) { print $1; exit } }' "$peers")
+	# (the other lines' URLs; ours, $self's, is line $peer)
 	others=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
 		if (n++ != p) print $2 }' "$peers")
 	[ "$verbose" -eq 0 ] ||
@@ -1804,7 +1804,7 @@ while [ "$t" -lt "$stop" ]; do
 	n=$(now)
 	if [ "$cold" -eq 1 ]; then
 		_k=agg/$((t - 1))
-		[ "$aggkey" = agg ] || _k=xagg/$((t - 1))/$pubid
+		[ "$aggkey" = agg ] || _k=xagg/$((t - 1))/$self
 		loss=$(spirt-store show "$_k" | sed -n 's/^loss=//p')
 	else
 		loss=$aggloss

@@ -100,33 +100,32 @@ add(struct spirt_aggset *s, const char *name, const struct spirt_tensor *t,
 	return 0;
 }
 
-int
-spirt_aggset_add_key(struct spirt_aggset *s, struct spirt_txn *txn,
-    const char *key)
+/* key's record, from the store or given in memory (vals) */
+static int
+add_rec(struct spirt_aggset *s, const char *key, const void *val,
+    size_t len)
 {
 	struct spirt_tensor t;
 	const void *pl;
 	int rc;
 
-	if ((rc = spirt_store_get_tensor(txn, key, &t, &pl, s->verify &&
+	if ((rc = spirt_tensor_decode(&t, &pl, val, len, s->verify &&
 	    !s->keys_checked)))
 		return sayrc(s, rc, key);
 	return add(s, key, &t, pl, NULL);
 }
 
-/* a record given in memory (vals), named key */
-static int
-add_val(struct spirt_aggset *s, const char *key,
-    const struct spirt_aggval *v)
+int
+spirt_aggset_add_key(struct spirt_aggset *s, struct spirt_txn *txn,
+    const char *key)
 {
-	struct spirt_tensor t;
-	const void *pl;
+	const void *v;
+	size_t len;
 	int rc;
 
-	if ((rc = spirt_tensor_decode(&t, &pl, v->v, v->len, s->verify &&
-	    !s->keys_checked)))
+	if ((rc = spirt_store_get(txn, key, &v, &len)))
 		return sayrc(s, rc, key);
-	return add(s, key, &t, pl, NULL);
+	return add_rec(s, key, v, len);
 }
 
 struct listarg {
@@ -675,8 +674,9 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 
 	spirt_aggset_reset(s);
 	for (size_t i = 0; i < nkeys; i++)
-		if ((rc = s->vals && s->vals[i].v ? add_val(s, keys[i],
-		    &s->vals[i]) : spirt_aggset_add_key(s, txn, keys[i])))
+		if ((rc = s->vals && s->vals[i].v ? add_rec(s, keys[i],
+		    s->vals[i].v, s->vals[i].len) :
+		    spirt_aggset_add_key(s, txn, keys[i])))
 			return rc;
 	if (s->seq_origin)
 		for (size_t i = 0; i < s->w; i++)
