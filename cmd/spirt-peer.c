@@ -320,6 +320,44 @@ optenv(const char *var, const char *val)
 		die(SPIRT_EX_OSERR, "setenv %s:", var);
 }
 
+/*
+ * spirt_cred_env's messages name the SPIRT_* variable a credential came
+ * from; serve sets the variable from its option, so name the option where
+ * one was given: "-g: group.pub: No such file or directory".
+ */
+static void
+optnames(char *msg, size_t cap)
+{
+	const struct { const char *var, *opt, *val; } map[] = {
+		{ "SPIRT_ALLOW", "-a", o.allow }, { "SPIRT_GROUP", "-g", o.group },
+		{ "SPIRT_ID", "-i", o.id }, { "SPIRT_KEY", "-k", o.key },
+		{ "SPIRT_RUN", "-r", o.run }, { "SPIRT_TOKEN", "-T", o.token },
+	};
+	char out[700];
+	size_t n = 0, i, len;
+	const char *p = msg;
+
+	while (*p && n + 1 < sizeof out) {
+		for (i = 0; i < sizeof map / sizeof map[0]; i++) {
+			len = strlen(map[i].var);
+			if (map[i].val && !strncmp(p, map[i].var, len) &&
+			    !(p[len] == '_' || (p[len] >= 'A' && p[len] <= 'Z')))
+				break;
+		}
+		if (i == sizeof map / sizeof map[0]) {
+			out[n++] = *p++;
+			continue;
+		}
+		n += (size_t)snprintf(out + n, sizeof out - n, "%s",
+		    map[i].opt);
+		if (n >= sizeof out)
+			n = sizeof out - 1;
+		p += len;
+	}
+	out[n] = '\0';
+	snprintf(msg, cap, "%s", out);
+}
+
 static int
 serve(void)
 {
@@ -357,6 +395,7 @@ serve(void)
 	optenv("SPIRT_ID", o.id);
 	optenv("SPIRT_RUN", o.run);
 	if ((rc = spirt_cred_env(&cred, msg, sizeof msg)) != 0) {
+		optnames(msg, sizeof msg);
 		if (*msg)
 			die(spirt_exit(rc), "%s", msg);
 		dierc(rc, "credentials");

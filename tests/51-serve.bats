@@ -237,6 +237,30 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	assert_equal "$stderr" 'spirt-update: http://127.0.0.1:1: updates run on the peer that owns the store'
 }
 
+@test "serve: a credential error names the option given, else the variable" {
+	members
+	mkstore
+	run -66 --separate-stderr spirt-peer serve -k p1.key -T p1.tok \
+	    -g nope.pub -l 127.0.0.1:0
+	assert_equal "$stderr" \
+	    'spirt-peer: -g: nope.pub: No such file or directory'
+	SPIRT_GROUP=nope.pub run -66 --separate-stderr spirt-peer serve \
+	    -k p1.key -T p1.tok -l 127.0.0.1:0
+	assert_equal "$stderr" \
+	    'spirt-peer: SPIRT_GROUP: nope.pub: No such file or directory'
+	run -65 --separate-stderr spirt-peer serve -k p1.key -T p2.tok \
+	    -g group.pub -l 127.0.0.1:0
+	assert_equal "$stderr" \
+	    "spirt-peer: -T: p2.tok: a token for another key than -k's"
+	SPIRT_KEY=p1.key run -65 --separate-stderr spirt-peer serve \
+	    -T p2.tok -g group.pub -l 127.0.0.1:0
+	assert_equal "$stderr" \
+	    "spirt-peer: -T: p2.tok: a token for another key than SPIRT_KEY's"
+	run -66 --separate-stderr spirt-peer serve -k p1.key -i p1 -r r1 \
+	    -a nope -l 127.0.0.1:0
+	assert_equal "$stderr" 'spirt-peer: -a: nope: No such file or directory'
+}
+
 @test "serve: each refusal is answered, counted and logged, and serving goes on" {
 	members
 	mkstore
