@@ -41,10 +41,78 @@ load helper
 	rm -rf "$b"
 	run -0 cat apt.log
 	assert_equal "${#lines[@]}" 2
-	assert_equal "${lines[0]}" 'apt-get update -qq'
-	assert_equal "  apt-get update && ${lines[1]/ -qq/}" "$user"
+	assert_equal "${lines[0]}" 'apt-get update'
+	assert_equal "  apt-get update && ${lines[1]}" "$user"
 	[[ $user == *' --no-install-recommends '* ]]
 	[[ $user == *' spirt-no-such-package-xyz spirt-nor-this-one' ]]
+}
+
+# fakeroot_apt FAIL: b/bootstrap with a list of two packages, and stand-ins
+# first in PATH: id says root, dpkg-query says nothing is installed, and
+# apt-get records its arguments (and DEBIAN_FRONTEND) in apt.log, prints
+# 200 lines ("apt N", half on stderr) and fails with 100 when its first
+# argument is FAIL (update or install)
+fakeroot_apt() {
+	mkdir -p b/deps stub tmp
+	cp "$SPIRT_ROOT/bootstrap" b/
+	printf '# test list\nspirt-fake-a\nspirt-fake-b\n' > b/deps/debian
+	printf '#!/bin/sh\necho 0\n' > stub/id
+	printf '#!/bin/sh\nexit 1\n' > stub/dpkg-query
+	cat > stub/apt-get <<-EOF
+	#!/bin/sh
+	echo "apt-get \$* (\$DEBIAN_FRONTEND)" >>"$PWD/apt.log"
+	i=0
+	while [ \$i -lt 200 ]; do
+		i=\$((i + 1))
+		if [ \$((i % 2)) -eq 0 ]; then echo "apt \$i"; else echo "apt \$i" >&2; fi
+	done
+	[ "\$1" != "$1" ] || exit 100
+	EOF
+	chmod +x stub/*
+}
+
+@test "bootstrap installs quietly: a line before, a line after, apt-get's output kept out" {
+	fakeroot_apt none
+	TMPDIR=$PWD/tmp PATH="$PWD/stub:$PATH" run -0 --separate-stderr \
+	    sh b/bootstrap
+	assert_equal "$output" ''
+	assert_equal "$stderr" "$(printf '%s\n' \
+	    'bootstrap: installing 2 packages: spirt-fake-a spirt-fake-b' \
+	    'bootstrap: installed')"
+	run -0 cat apt.log
+	assert_equal "$output" "$(printf '%s\n' \
+	    'apt-get update (noninteractive)' \
+	    'apt-get install -y --no-install-recommends spirt-fake-a spirt-fake-b (noninteractive)')"
+	# the log is gone, and the arguments after the install go to make
+	[ -z "$(ls tmp)" ]
+	TMPDIR=$PWD/tmp PATH="$PWD/stub:$PATH" run -0 --separate-stderr \
+	    sh b/bootstrap --version
+	assert_line --index 0 --partial 'GNU Make'
+	[ "${#stderr_lines[@]}" -eq 2 ]
+}
+
+@test "bootstrap: a failing apt-get is loud: its last lines and its exit status" {
+	fakeroot_apt install
+	TMPDIR=$PWD/tmp PATH="$PWD/stub:$PATH" run -100 --separate-stderr \
+	    sh b/bootstrap check
+	assert_equal "$output" ''
+	assert_equal "${#stderr_lines[@]}" 22
+	assert_equal "${stderr_lines[1]}" \
+	    'bootstrap: apt-get install failed (exit 100); the end of its output:'
+	for i in $(seq 181 200); do
+		assert_equal "${stderr_lines[i - 179]}" "apt $i"
+	done
+	[ -z "$(ls tmp)" ]
+	# a failed update installs nothing
+	rm apt.log
+	fakeroot_apt update
+	TMPDIR=$PWD/tmp PATH="$PWD/stub:$PATH" run -100 --separate-stderr \
+	    sh b/bootstrap
+	assert_equal "${stderr_lines[1]}" \
+	    'bootstrap: apt-get update failed (exit 100); the end of its output:'
+	run -0 cat apt.log
+	assert_output 'apt-get update (noninteractive)'
+	[ -z "$(ls tmp)" ]
 }
 
 @test "sh ./bootstrap check runs bootstrap once: make check does not" {
