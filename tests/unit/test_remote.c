@@ -32,7 +32,9 @@
  *
  *   test_remote attack URL WHAT [KEY]   print the refusal's code name
  *   test_remote raw URL METHOD PATH [BYTES]  print "status reason"
- *   test_remote mint GROUPKEY RUN ID ROLE PUBHEX   an expired token file
+ *   test_remote mint GROUPKEY RUN ID ROLE PUBHEX [SECONDS]   a token
+ *       file, expired (or valid for SECONDS), of any id: one invite
+ *       refuses (a function's without a binding)
  */
 
 /* ---- raw HTTP ---- */
@@ -442,18 +444,21 @@ cli(int argc, char **argv)
 		free(b.p);
 		return rc ? 1 : 0;
 	}
-	if (argc == 7 && !strcmp(argv[1], "mint")) {
+	if ((argc == 7 || argc == 8) && !strcmp(argv[1], "mint")) {
 		unsigned char pk[SPIRT_PK_BYTES], tok[SPIRT_TOKEN_BYTES];
 		struct spirt_key *g;
 		char text[600];
 		size_t n;
-		uint64_t now = spirt_crypto_now();
+		uint64_t now = spirt_crypto_now(), from, to;
 
+		/* an hour ago for an hour, or from now for SECONDS */
+		from = argc == 8 ? now : now - 7200000000000u;
+		to = argc == 8 ? now + strtoull(argv[7], NULL, 10) *
+		    1000000000u : now - 3600000000000u;
 		if (spirt_key_load(&g, argv[2]) ||
 		    spirt_pubkey_parse(pk, argv[6]) ||
 		    spirt_token_make(tok, g, argv[3], argv[4], pk,
-		    spirt_role_parse(argv[5]), now - 7200000000000u,
-		    now - 3600000000000u) ||
+		    spirt_role_parse(argv[5]), from, to) ||
 		    spirt_token_format(text, sizeof text, &n, tok))
 			return 1;
 		spirt_key_free(g);
@@ -480,7 +485,8 @@ cli(int argc, char **argv)
 		return rc && strcmp(why, "-") == 0 ? 1 : 0;
 	}
 	fprintf(stderr, "usage: test_remote [attack URL WHAT [KEY] | raw URL "
-	    "METHOD PATH [BODY] | mint GROUPKEY RUN ID ROLE PUBHEX]\n");
+	    "METHOD PATH [BODY] | mint GROUPKEY RUN ID ROLE PUBHEX "
+	    "[SECONDS]]\n");
 	return 64;
 }
 
