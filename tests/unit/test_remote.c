@@ -545,6 +545,20 @@ put_fn(struct spirt_txn *t, void *arg)
 	    spirt_store_put_tensor(t, "data/d/assign", &h, rows, 0);
 }
 
+/* one put of "abc" at key (of step 4) as member c, in a session of its own */
+static int
+put_as(const char *url, const struct spirt_cred *c, const char *key)
+{
+	struct spirt_remote *r;
+	int rc;
+
+	if ((rc = spirt_remote_open(&r, url, c, 5000)))
+		return rc;
+	rc = spirt_remote_put(r, 4, key, "abc", 3, 0);
+	spirt_remote_close(r);
+	return rc;
+}
+
 static int sessions;            /* handshakes the server answered */
 
 static int cuts;                /* "answer cut short" lines */
@@ -1040,21 +1054,14 @@ main(int argc, char **argv)
 	CHECK(spirt_remote_put(r, 5, "grad/5/1", "abc", 3, 0) ==
 	    SPIRT_ESTEP);
 	spirt_remote_close(r);
-	/* bound to workers 0-2: 0 reads nothing under the assignment */
-	CHECK_RC(spirt_remote_open(&r, url, fn3, 5000));
-	CHECK(spirt_remote_put(r, 4, "grad/4/0", "abc", 3, 0) ==
-	    SPIRT_EADDR);
-	CHECK(spirt_remote_put(r, 4, "grad/4/3", "abc", 3, 0) ==
-	    SPIRT_EADDR);
-	spirt_remote_close(r);
-	/* bound to another peer, or to nothing */
-	CHECK_RC(spirt_remote_open(&r, url, fnp2, 5000));
-	CHECK(spirt_remote_put(r, 4, "grad/4/1", "abc", 3, 0) ==
-	    SPIRT_EADDR);
-	spirt_remote_close(r);
+	/* bound to workers 0-2: 0 reads nothing under the assignment, 3 is
+	 * none of its workers; bound to another peer, or to nothing (which
+	 * still reads) */
+	CHECK(put_as(url, fn3, "grad/4/0") == SPIRT_EADDR);
+	CHECK(put_as(url, fn3, "grad/4/3") == SPIRT_EADDR);
+	CHECK(put_as(url, fnp2, "grad/4/1") == SPIRT_EADDR);
+	CHECK(put_as(url, fnx, "grad/4/1") == SPIRT_EADDR);
 	CHECK_RC(spirt_remote_open(&r, url, fnx, 5000));
-	CHECK(spirt_remote_put(r, 4, "grad/4/1", "abc", 3, 0) ==
-	    SPIRT_EADDR);
 	CHECK_RC(spirt_remote_get(r, 0, "model/m@0", &v, &n));
 	free(v);
 	spirt_remote_close(r);
