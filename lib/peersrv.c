@@ -184,8 +184,7 @@ newest_fn(void *arg, const char *key, const void *val, size_t len)
 	return 0;
 }
 
-/* whether worker w reads anything under the assignment of data set ds
- * at step t: 1 yes, 0 no (or no assignment), or an error */
+/* a worker at a step, looked for in each data set's assignment */
 struct live {
 	struct spirt_txn *txn;
 	uint64_t step;
@@ -202,6 +201,8 @@ part_has(const struct spirt_assign *a, size_t first, size_t n, uint32_t w)
 	return 0;
 }
 
+/* for data/<ds>/assign: 1 if the worker reads samples under it at the
+ * step (l->yes), 0 to look on, or 1 with l->rc a store error */
 static int
 live_fn(void *arg, const char *key, const void *val, size_t len)
 {
@@ -219,8 +220,13 @@ live_fn(void *arg, const char *key, const void *val, size_t len)
 	(void)len;
 	if (spirt_key_parse(&k, key) != 0 || k.kind != SPIRT_KEY_DATA_ASSIGN)
 		return 0;
-	if ((l->rc = spirt_data_assign_get(&a, l->txn, k.name)) != 0)
-		return l->rc == SPIRT_ENOTFOUND ? (l->rc = 0) : 1;
+	if ((l->rc = spirt_data_assign_get(&a, l->txn, k.name)) != 0) {
+		/* none, or not one: no worker of this data set */
+		if (l->rc == SPIRT_ENOTFOUND || l->rc == SPIRT_EDATA ||
+		    l->rc == SPIRT_ESHAPE || l->rc == SPIRT_EDTYPE)
+			l->rc = 0;
+		return l->rc != 0;
+	}
 	/*
 	 * The part in force at the step: a rest part names its batch, and
 	 * data/<ds>/info the steps per epoch; the full part holds after it.
@@ -1399,9 +1405,9 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 
 /*
  * A request's line: its state begins here, so that one libmicrohttpd
- * refuses itself before the handler sees it (a Content-Length too large
- * to parse, a header over the connection's memory, a malformed chunk)
- * is still counted and logged when it ends (completed()).
+ * refuses itself is still counted and logged when it ends (completed()):
+ * before the handler sees it (a Content-Length too large to parse,
+ * headers over the connection's memory) or after (a malformed chunk).
  */
 static void *
 urilog(void *cls, const char *uri, struct MHD_Connection *c)
