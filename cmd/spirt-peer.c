@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "crypto.h"
 #include "exchange.h"
 #include "io.h"
+#include "keys.h"
 #include "parse.h"
 #include "peersrv.h"
 #include "remote.h"
@@ -238,8 +240,9 @@ static int
 invite(const char *pubarg)
 {
 	unsigned char pk[SPIRT_PK_BYTES], tok[SPIRT_TOKEN_BYTES];
-	char text[600];
+	char text[600], peer[SPIRT_ID_MAX + 1];
 	struct spirt_publish pub;
+	uint32_t w0, w1;
 	struct spirt_key *g;
 	double secs = 86400;
 	uint64_t now;
@@ -255,6 +258,11 @@ invite(const char *pubarg)
 	if (!spirt_id_valid(o.id))
 		die(SPIRT_EX_USAGE, "-i: invalid id \"%s\" (1-32 of "
 		    "A-Z a-z 0-9 . _ -)", o.id);
+	if (role == SPIRT_ROLE_FUNCTION && spirt_fn_binding(o.id, peer,
+	    sizeof peer, &w0, &w1) != 0)
+		die(SPIRT_EX_USAGE, "-i: function id \"%s\" binds no worker "
+		    "(PEER.wN or PEER.wN-M, e.g. p1.w0: the workers it may "
+		    "write gradients for)", o.id);
 	if (o.expires != NULL &&
 	    (rc = spirt_parse_duration(&secs, o.expires, 1, EXPIRES_MAX)) != 0)
 		die(SPIRT_EX_USAGE, "-e: %s \"%s\" (1s to 87840h)",
@@ -310,6 +318,43 @@ srvlog(void *arg, int level, const char *line)
 		warnx_("%s", line);
 	else if (level > 0 && spirt_verbose)
 		warnx_("%s", line);
+}
+
+/*
+ * Our own token, checked before we listen: expired, or not a peer's of
+ * this run under the group key, it would have every member refused.
+ */
+static void
+owntoken(const struct spirt_cred *c)
+{
+	const char *path = getenv("SPIRT_TOKEN");
+	unsigned char pk[SPIRT_PK_BYTES];
+	struct spirt_member m;
+	char when[32];
+	time_t secs;
+	struct tm tm;
+	uint64_t now = spirt_crypto_now();
+	int rc;
+
+	if (!c->has_token)
+		return;
+	if ((rc = spirt_token_decode(&m, c->token)) != 0)
+		dierc(rc, "%s", path);
+	if (now >= m.expires) {
+		secs = (time_t)(m.expires / 1000000000u);
+		if (!gmtime_r(&secs, &tm) || !strftime(when, sizeof when,
+		    "%Y-%m-%dT%H:%M:%SZ", &tm))
+			snprintf(when, sizeof when, "?");
+		die(SPIRT_EX_DATAERR, "%s: member token expired at %s (%.0f s "
+		    "ago): invite this peer again", path, when,
+		    (double)(now - m.expires) / 1e9);
+	}
+	if (getenv("SPIRT_GROUP") == NULL || !*getenv("SPIRT_GROUP"))
+		return;         /* an allowlist peer's token: not ours to judge */
+	spirt_key_public(pk, c->key);
+	if ((rc = spirt_trust_member(&m, c->trust, pk, c->id, c->token, now,
+	    SPIRT_ROLE_PEER)) != 0)
+		dierc(rc, "%s", path);
 }
 
 /* an option overrides its SPIRT_* variable (spirt_cred_env reads them) */
@@ -400,6 +445,7 @@ serve(void)
 			die(spirt_exit(rc), "%s", msg);
 		dierc(rc, "credentials");
 	}
+	owntoken(cred);
 	if ((rc = spirt_store_open(&s, store, 0)) != 0)
 		dierc(rc, "%s", store);
 

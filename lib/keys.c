@@ -97,6 +97,32 @@ spirt_model_key_parse(const char *key, char *name, size_t cap,
 	return spirt_name_check(name);
 }
 
+int
+spirt_fn_binding(const char *id, char *peer, size_t cap, uint32_t *first,
+    uint32_t *last)
+{
+	const char *dot = strrchr(id, '.'), *end;
+	uint64_t a, b;
+	size_t n;
+
+	if (spirt_key_id_check(id) || dot == NULL || dot[1] != 'w' ||
+	    decimal(dot + 2, strchr(dot, '-') ? '-' : '\0', &a, &end))
+		return SPIRT_EKEY;
+	b = a;
+	if (*end == '-' && decimal(end + 1, '\0', &b, &end))
+		return SPIRT_EKEY;
+	n = (size_t)(dot - id);
+	if (a > b || b > UINT32_MAX || n >= cap)
+		return SPIRT_EKEY;
+	memcpy(peer, id, n);
+	peer[n] = '\0';
+	if (spirt_key_id_check(peer))
+		return SPIRT_EKEY;
+	*first = (uint32_t)a;
+	*last = (uint32_t)b;
+	return 0;
+}
+
 /* ---- builders ---- */
 
 /* fmt into buf: SPIRT_EKEY when it does not fit or is no key */

@@ -72,6 +72,19 @@ SPIRT_MUST_CHECK int spirt_key_id_check(const char *id) SPIRT_NONNULL(1);
 SPIRT_MUST_CHECK int spirt_model_key_parse(const char *key, char *name,
     size_t cap, uint64_t *step) SPIRT_NONNULL(1, 2, 4);
 
+/*
+ * A function's binding, read from its member id (docs/protocol.md,
+ * "Authorisation"): "<peer>.w<first>" or "<peer>.w<first>-<last>", split
+ * at the last '.', binds the function to workers first .. last of peer
+ * <peer> (an id), the only gradient slots grad/<t>/<w> it may write there.
+ * The numbers are unpadded decimal below 2^32, first <= last.  On success
+ * the peer's id goes into peer (cap bytes), the workers into *first and
+ * *last.  Returns 0, or SPIRT_EKEY for an id without a binding ("f1") or
+ * not an id at all.
+ */
+SPIRT_MUST_CHECK int spirt_fn_binding(const char *id, char *peer,
+    size_t cap, uint32_t *first, uint32_t *last) SPIRT_NONNULL(1, 2, 4, 5);
+
 /* ---- builders ---- */
 
 SPIRT_MUST_CHECK int spirt_key_model(char *buf, size_t cap, const char *name,

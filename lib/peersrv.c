@@ -16,6 +16,7 @@
 #include <microhttpd.h>
 #include <sodium.h>
 
+#include "assign.h"
 #include "io.h"
 #include "keys.h"
 #include "le.h"
@@ -65,6 +66,7 @@ struct spirt_peersrv {
 struct req {
 	int kind;                       /* 1 id, 2 hs, 3 msg, 0 refused,
 					 * 4 a get waiting for its key */
+	int state;                      /* REQ_LINE, REQ_BODY, REQ_DONE */
 	unsigned char *buf;
 	size_t len, cap, max;
 	char from[80];
@@ -78,6 +80,10 @@ struct req {
 	double until;
 	char what[SPIRT_MSG_KEY_MAX + 64];
 };
+
+/* how far the server took a request: its line seen (MHD_OPTION_URI_LOG_
+ * CALLBACK), its headers (the handler's first call), answered or refused */
+enum { REQ_LINE, REQ_BODY, REQ_DONE };
 
 /* ---- authorisation ---- */
 
@@ -124,16 +130,149 @@ spirt_peersrv_allowed(int role, int op, const char *key, int *noover)
 }
 
 int
-spirt_peersrv_member_allowed(int role, const char *id, int op,
-    const char *key, int *noover)
+spirt_peersrv_member_allowed(int role, const char *self, const char *id,
+    int op, const char *key, int *noover)
 {
 	struct spirt_key_parts k;
+	char peer[SPIRT_ID_MAX + 1];
+	uint32_t first, last;
 	int rc = spirt_peersrv_allowed(role, op, key, noover);
 
-	if (rc == 0 && op == SPIRT_OP_PUT && spirt_key_parse(&k, key) == 0 &&
-	    k.kind == SPIRT_KEY_BEAT && strcmp(k.peer, id) != 0)
+	if (rc || op != SPIRT_OP_PUT || spirt_key_parse(&k, key) != 0)
+		return rc;
+	if (k.kind == SPIRT_KEY_BEAT && strcmp(k.peer, id) != 0)
 		return SPIRT_EROLE;
-	return rc;
+	/* a function writes the slots its id binds at this peer, no other */
+	if (k.kind == SPIRT_KEY_GRAD && (spirt_fn_binding(id, peer,
+	    sizeof peer, &first, &last) != 0 || strcmp(peer, self) != 0 ||
+	    k.worker < first || k.worker > last))
+		return SPIRT_EADDR;
+	return 0;
+}
+
+/* ---- a gradient slot: the step computed, a worker of the assignment */
+
+/* the newest version of each model name; whether one of them is at step */
+struct newest {
+	uint64_t step;
+	char name[SPIRT_NAME_PART_MAX + 1];
+	uint64_t max;
+	int any, hit;
+};
+
+static int
+newest_fn(void *arg, const char *key, const void *val, size_t len)
+{
+	struct newest *w = arg;
+	char name[SPIRT_NAME_PART_MAX + 1];
+	uint64_t t;
+
+	(void)val;
+	(void)len;
+	if (spirt_model_key_parse(key, name, sizeof name, &t) != 0)
+		return 0;
+	/* one name's versions are adjacent: no name holds '@' */
+	if (w->any && strcmp(name, w->name) != 0) {
+		w->hit |= w->max == w->step;
+		w->any = 0;
+	}
+	if (!w->any || t > w->max)
+		w->max = t;
+	if (!w->any)
+		memcpy(w->name, name, sizeof name);
+	w->any = 1;
+	return 0;
+}
+
+/* a worker at a step, looked for in each data set's assignment */
+struct live {
+	struct spirt_txn *txn;
+	uint64_t step;
+	uint32_t worker;
+	int rc, yes;
+};
+
+static int
+part_has(const struct spirt_assign *a, size_t first, size_t n, uint32_t w)
+{
+	for (size_t i = first; i < first + n; i++)
+		if (a->rows[i * SPIRT_AS_COLS + SPIRT_AS_WORKER] == (int64_t)w)
+			return 1;
+	return 0;
+}
+
+/* for data/<ds>/assign: 1 if the worker reads samples under it at the
+ * step (l->yes), 0 to look on, or 1 with l->rc a store error */
+static int
+live_fn(void *arg, const char *key, const void *val, size_t len)
+{
+	struct live *l = arg;
+	struct spirt_key_parts k;
+	struct spirt_assign a;
+	int64_t info[4];
+	struct spirt_tensor h;
+	const void *pl;
+	char ik[SPIRT_KEY_MAX + 1];
+	uint64_t S;
+	int full = 1;
+
+	(void)val;
+	(void)len;
+	if (spirt_key_parse(&k, key) != 0 || k.kind != SPIRT_KEY_DATA_ASSIGN)
+		return 0;
+	if ((l->rc = spirt_data_assign_get(&a, l->txn, k.name)) != 0) {
+		/* none, or not one: no worker of this data set */
+		if (l->rc == SPIRT_ENOTFOUND || l->rc == SPIRT_EDATA ||
+		    l->rc == SPIRT_ESHAPE || l->rc == SPIRT_EDTYPE)
+			l->rc = 0;
+		return l->rc != 0;
+	}
+	/*
+	 * The part in force at the step: a rest part names its batch, and
+	 * data/<ds>/info the steps per epoch; the full part holds after it.
+	 * (Without a rest part the full part is all a worker may read.)
+	 */
+	if (a.nrest && spirt_key_data_info(ik, sizeof ik, k.name) == 0 &&
+	    spirt_store_get_tensor(l->txn, ik, &h, &pl, 0) == 0 &&
+	    h.dtype == SPIRT_I64 && h.nelem == 4) {
+		memcpy(info, pl, sizeof info);  /* may be unaligned */
+		S = info[0] > 0 && info[1] > 0 ? spirt_epoch_steps(
+		    (uint64_t)info[1], (uint64_t)info[0], a.rest_batch) : 0;
+		if (S && l->step / S == a.rest_epoch &&
+		    l->step % S >= a.rest_step)
+			full = 0;
+	}
+	l->yes = full ? part_has(&a, a.nrest, a.nrows - a.nrest, l->worker) :
+	    part_has(&a, 0, a.nrest, l->worker);
+	spirt_assign_free(&a);
+	return l->yes;
+}
+
+/*
+ * May a function's gradient for worker w of step t be written?  t must
+ * be the newest version of a model in the store (the step computed now:
+ * not one spent, not one to come), and w a worker that reads samples
+ * under the assignment of a data set of the store (not a dead one, not
+ * one beyond the workers).  0, SPIRT_ESTEP, SPIRT_EADDR, store errors.
+ */
+static int
+slot_check(struct spirt_txn *txn, uint64_t t, uint32_t w)
+{
+	struct newest nw = { .step = t };
+	struct live l = { txn, t, w, 0, 0 };
+	int rc;
+
+	if ((rc = spirt_store_list(txn, SPIRT_KEY_MODEL_ROOT, newest_fn,
+	    &nw)) != 0)
+		return rc;
+	if (!(nw.hit || (nw.any && nw.max == t)))
+		return SPIRT_ESTEP;
+	rc = spirt_store_list(txn, SPIRT_KEY_DATA_ROOT, live_fn, &l);
+	if (l.rc)
+		return l.rc;
+	if (rc != 0 && rc != 1)
+		return rc;
+	return l.yes ? 0 : SPIRT_EADDR;
 }
 
 /* ---- answers ---- */
@@ -225,6 +364,18 @@ refuse(struct spirt_peersrv *p, struct MHD_Connection *c, const char *from,
 	snprintf(line, n, "%s: %s\n", name, spirt_strerror(rc));
 	return answer(c, httpstatus(rc), line, strlen(line),
 	    "text/plain; charset=us-ascii");
+}
+
+/* a member's sealed request refused (it is answered sealed): counted and
+ * logged with the member's role */
+static void
+member_refused(struct spirt_peersrv *p, const char *from, const char *what,
+    int role, int rc)
+{
+	p->st.refused++;
+	p->st.by_code[rc - SPIRT_EOF]++;
+	logf_(p, 0, "refused %s: %s (%s): %s", from, what,
+	    spirt_role_name(role), spirt_errname(rc));
 }
 
 /* ---- sessions ---- */
@@ -391,6 +542,10 @@ struct op {
 	const unsigned char *val;
 	size_t len;
 	int noover;
+	/* a function's gradient: its slot is checked (slot_check) */
+	int slot;
+	uint64_t step;
+	uint32_t worker;
 	/* listing */
 	const char *after;
 	unsigned char *ent;             /* entries */
@@ -406,6 +561,8 @@ put_fn(struct spirt_txn *t, void *arg)
 	size_t n;
 	int rc;
 
+	if (o->slot && (rc = slot_check(t, o->step, o->worker)) != 0)
+		return rc;
 	if (o->noover && (rc = spirt_store_get(t, o->key, &old, &n)) !=
 	    SPIRT_ENOTFOUND) {
 		if (rc)
@@ -993,6 +1150,7 @@ do_msg(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 	unsigned char sid[SID_BYTES], *pt;
 	struct spirt_msg_info info;
 	const struct spirt_member *m;
+	struct spirt_key_parts kp;
 	struct spirt_txn *t = NULL;
 	const void *val = NULL;
 	struct op o = { 0 };
@@ -1045,20 +1203,23 @@ do_msg(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 		o.val = pt + SPIRT_REQ_HEAD;
 		o.len = n - SPIRT_REQ_HEAD;
 	}
-	if ((rc = spirt_peersrv_member_allowed(m->role, m->id, op, o.key,
-	    &o.noover))) {
+	if ((rc = spirt_peersrv_member_allowed(m->role, p->conf.cred->id,
+	    m->id, op, o.key, &o.noover))) {
 		/* counted and logged, and answered sealed: the member learns
 		 * it for sure */
-		p->st.refused++;
-		p->st.by_code[rc - SPIRT_EOF]++;
-		logf_(p, 0, "refused %s: %s (%s): %s", q->from, what,
-		    spirt_role_name(m->role), spirt_errname(rc));
-		st = SPIRT_ST_ROLE;
+		member_refused(p, q->from, what, m->role, rc);
+		st = (int)spirt_code_status(rc);
 		goto seal;
 	}
 	if (op == SPIRT_OP_PUT && (o.noover || (pt[1] &
 	    SPIRT_REQ_NOOVERWRITE)))
 		o.noover = 1;
+	if (op == SPIRT_OP_PUT && m->role == SPIRT_ROLE_FUNCTION &&
+	    spirt_key_parse(&kp, o.key) == 0 && kp.kind == SPIRT_KEY_GRAD) {
+		o.slot = 1;
+		o.step = kp.step;
+		o.worker = kp.worker;
+	}
 	switch (op) {
 	case SPIRT_OP_GET:
 		if ((rc = spirt_txn_begin(&t, p->conf.store, SPIRT_TXN_RDONLY)))
@@ -1096,7 +1257,12 @@ do_msg(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 		break;
 	}
 	st = (int)spirt_code_status(rc);
-	if (rc && rc != SPIRT_ENOTFOUND && rc != SPIRT_EEXIST)
+	if (o.slot && (rc == SPIRT_ESTEP || rc == SPIRT_EADDR ||
+	    rc == SPIRT_EEXIST))
+		/* a function's gradient for a slot that is not its to write:
+		 * a refusal like the role's */
+		member_refused(p, q->from, what, m->role, rc);
+	else if (rc && rc != SPIRT_ENOTFOUND && rc != SPIRT_EEXIST)
 		logf_(p, 0, "%s: %s: %s", q->from, what, spirt_strerror(rc));
 	if (rc)
 		vlen = 0;
@@ -1141,13 +1307,14 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 	char what[160];
 
 	(void)version;
-	if (!q) {
+	if (!q || q->state == REQ_LINE) {
 		const char *cl;
 		uint64_t len = 0;
 
-		if (!(q = calloc(1, sizeof *q)))
+		if (!q && !(q = calloc(1, sizeof *q)))
 			return MHD_NO;
 		*ctx = q;
+		q->state = REQ_DONE;    /* unless it passes what follows */
 		peername(c, q->from, sizeof q->from);
 		snprintf(what, sizeof what, "%.8s %.100s", method, url);
 		for (char *s = what; *s; s++)
@@ -1177,8 +1344,11 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 			return refuse(p, c, q->from, what, q->max ?
 			    SPIRT_ETOOBIG : SPIRT_EDATA);
 		}
+		q->state = REQ_BODY;
 		return MHD_YES;
 	}
+	if (q->kind != 0 && !*upsize)
+		q->state = REQ_DONE;    /* answered now, or parked to be */
 	if (q->kind == 4)
 		return waited(p, c, q);
 	if (q->kind == 0)
@@ -1193,6 +1363,7 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 			 * would be to read what was refused; so counted,
 			 * logged, and the connection closed */
 			q->kind = 0;
+			q->state = REQ_DONE;
 			*upsize = 0;
 			(void)noted(p, q->from, "body", SPIRT_ETOOBIG);
 			return MHD_NO;
@@ -1232,15 +1403,50 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 	}
 }
 
+/*
+ * A request's line: its state begins here, so that one libmicrohttpd
+ * refuses itself is still counted and logged when it ends (completed()):
+ * before the handler sees it (a Content-Length too large to parse,
+ * headers over the connection's memory) or after (a malformed chunk).
+ */
+static void *
+urilog(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	struct req *q = calloc(1, sizeof *q);
+
+	(void)cls;
+	if (q) {
+		peername(c, q->from, sizeof q->from);
+		snprintf(q->what, sizeof q->what, "%.100s", uri);
+		for (char *s = q->what; *s; s++)
+			if (*s < ' ' || *s > '~')
+				*s = '?';
+	}
+	return q;
+}
+
 static void
 completed(void *cls, struct MHD_Connection *c, void **ctx,
     enum MHD_RequestTerminationCode why)
 {
+	struct spirt_peersrv *p = cls;
 	struct req *q = *ctx;
+	char what[sizeof q->what + 32];
 
-	(void)cls;
-	(void)c;
-	(void)why;
+	if (q && q->state != REQ_DONE && why ==
+	    MHD_REQUEST_TERMINATED_WITH_ERROR) {
+		/* refused by libmicrohttpd: by its length if it had one */
+		const char *cl = MHD_lookup_connection_value(c,
+		    MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		int big = cl && *cl && strspn(cl, "0123456789") == strlen(cl);
+
+		if (q->state == REQ_LINE)
+			snprintf(what, sizeof what, "%s (headers)", q->what);
+		else
+			snprintf(what, sizeof what, "body");
+		(void)noted(p, q->from, what, big || (q->state == REQ_BODY &&
+		    q->len >= q->max) ? SPIRT_ETOOBIG : SPIRT_EDATA);
+	}
 	if (q) {
 		free(q->buf);
 		free(q);
@@ -1328,6 +1534,7 @@ spirt_peersrv_start(struct spirt_peersrv **out,
 	    conf->conn_timeout_s : 60),
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768,
 	    MHD_OPTION_NOTIFY_COMPLETED, completed, p,
+	    MHD_OPTION_URI_LOG_CALLBACK, urilog, p,
 	    MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!p->d) {

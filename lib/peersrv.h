@@ -74,10 +74,17 @@ void spirt_peersrv_stop(struct spirt_peersrv *srv,
 int spirt_peersrv_allowed(int role, int op, const char *key, int *noover)
     SPIRT_NONNULL(3, 4);
 /*
- * spirt_peersrv_allowed() for the member of id in role, who may put its
- * own beat/<id> and no other member's (spirt-beat(1)).  0 or SPIRT_EROLE.
+ * spirt_peersrv_allowed() for the member of id in role at the peer self:
+ * a member puts its own beat/<id> and no other member's (spirt-beat(1)),
+ * SPIRT_EROLE; a function puts grad/<t>/<w> only for a worker w its id
+ * binds at self (spirt_fn_binding(): "self.w<first>[-<last>]"), else
+ * SPIRT_EADDR.  0, SPIRT_EROLE or SPIRT_EADDR.  The server then holds
+ * such a put to the store (docs/protocol.md, "Authorisation"): t the
+ * newest version of a model (else SPIRT_ESTEP), w a worker with samples
+ * under the assignment (else SPIRT_EADDR), never replacing different
+ * bytes (SPIRT_EEXIST).
  */
-int spirt_peersrv_member_allowed(int role, const char *id, int op,
-    const char *key, int *noover) SPIRT_NONNULL(2, 4, 5);
+int spirt_peersrv_member_allowed(int role, const char *self, const char *id,
+    int op, const char *key, int *noover) SPIRT_NONNULL(2, 3, 5, 6);
 
 #endif

@@ -43,7 +43,7 @@ static const char *const msgs[] = {
 	[SPIRT_EUNKNOWNKEY - SPIRT_EOF] = "unknown key (not a member)",
 	[SPIRT_ERUN - SPIRT_EOF]      = "for another run",
 	[SPIRT_EROLE - SPIRT_EOF]     = "member in the wrong role",
-	[SPIRT_EADDR - SPIRT_EOF]     = "addressed to or from another peer",
+	[SPIRT_EADDR - SPIRT_EOF]     = "addressed to or from another peer or worker",
 	[SPIRT_EWRONGKEY - SPIRT_EOF] = "message for another store key",
 	[SPIRT_EKEYPERM - SPIRT_EOF]  =
 	    "secret key file readable by group or others (chmod 600)",

@@ -141,13 +141,13 @@ EOF
 	keys
 	run --separate-stderr spirt-peer invite --role function \
 	    --expires 2h --output p1.token --group group.key --run r1 \
-	    --id f-7 p1.pub
+	    --id p-1.w0-7 p1.pub
 	assert_success
 	[ -z "$output" ] && [ -z "$stderr" ]
 	[ "$(mode p1.token)" = 644 ]
 	decode p1.token >fields
 	grep -qx 'role 2' fields
-	grep -qx 'id f-7' fields
+	grep -qx 'id p-1.w0-7' fields
 	grep -qx "key $(cat p1.hex)" fields
 	grep -qx 'life 7200' fields
 	run spirt-peer invite -e 90s -g group.key -r r1 -i f-7 -o - p1.pub

@@ -7,12 +7,14 @@ load helper
 ATTACK="$SPIRT_ROOT/tests/unit/test_remote"
 
 # the group, the peer p1 that serves, a second peer p2, a function f1
+# (f1.key, f1.tok) whose id p1.w0-1 binds it to p1's workers 0 and 1
 members() {
 	spirt-peer keygen -p group.pub group.key >/dev/null
-	for m in p1:peer p2:peer f1:function; do
-		spirt-peer keygen "${m%%:*}.key" >"${m%%:*}.hex"
-		spirt-peer invite -o "${m%%:*}.tok" -R "${m#*:}" -g group.key \
-		    -i "${m%%:*}" -r r1 "$(cat "${m%%:*}.hex")"
+	for m in p1:peer:p1 p2:peer:p2 f1:function:p1.w0-1; do
+		f=${m%%:*} r=${m#*:} r=${r%%:*}
+		spirt-peer keygen "$f.key" >"$f.hex"
+		spirt-peer invite -o "$f.tok" -R "$r" -g group.key \
+		    -i "${m##*:}" -r r1 "$(cat "$f.hex")"
 	done
 }
 
@@ -163,8 +165,8 @@ teardown() {
 	run -0 spirt-store -s "$URL" put beat/p2 m.rec
 	run -0 spirt-store show beat/p2
 	stop
-	grep -q "^spirt-peer: refused 127.0.0.1:[0-9]*: f1: put model/m@1 (function): EROLE$" srv.log
-	grep -q "^spirt-peer: refused 127.0.0.1:[0-9]*: f1: del model/m@0 (function): EROLE$" srv.log
+	grep -q "^spirt-peer: refused 127.0.0.1:[0-9]*: p1.w0-1: put model/m@1 (function): EROLE$" srv.log
+	grep -q "^spirt-peer: refused 127.0.0.1:[0-9]*: p1.w0-1: del model/m@0 (function): EROLE$" srv.log
 	grep -q "^spirt-peer: refused 127.0.0.1:[0-9]*: p2: put model/m@1 (peer): EROLE$" srv.log
 	grep -q '^spirt-peer: refused EROLE: 5$' srv.log
 }
@@ -267,7 +269,7 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	# an outsider: a key and a token of another group
 	spirt-peer keygen -p other.pub other.key >/dev/null
 	spirt-peer keygen x1.key >x1.hex
-	spirt-peer invite -o x1.tok -R function -g other.key -i x1 -r r1 \
+	spirt-peer invite -o x1.tok -R function -g other.key -i p1.w0 -r r1 \
 	    "$(cat x1.hex)"
 	# a member whose token has expired
 	spirt-peer keygen f2.key >f2.hex
@@ -321,11 +323,12 @@ except e.HTTPError as x: print(x.code, x.read().decode(), end='')"
 	stop
 	for l in "handshake: ETRUNC" "message without a session: ESESSION" \
 	    "GET /v1/msg: EPROTO" "GET /v1/hs: EPROTO" "GET /: EPROTO" \
-	    "handshake: EREPLAY" "f1: model/m@0: EREPLAY" \
-	    "f1: model/m@0: EMAC" "f1: model/m@0: ESTEP" "handshake: EADDR" \
+	    "handshake: EREPLAY" "p1.w0-1: model/m@0: EREPLAY" \
+	    "p1.w0-1: model/m@0: EMAC" "p1.w0-1: model/m@0: ESTEP" \
+	    "handshake: EADDR" \
 	    "message: ESESSION" "POST /v1/msg: ETOOBIG" \
 	    "handshake: EUNKNOWNKEY" "handshake: EEXPIRED" \
-	    "f1: put model/m@1 (function): EROLE"; do
+	    "p1.w0-1: put model/m@1 (function): EROLE"; do
 		grep -q "^spirt-peer: refused 127.0.0.1:[0-9]*: $l\$" srv.log ||
 			fail "no log line '$l': $(cat srv.log)"
 	done
@@ -371,4 +374,145 @@ except e.HTTPError as x: print(x.code, x.read().decode(), end='')"
 	stop
 	# -q: no log at all
 	[ ! -s srv2.log ]
+}
+
+@test "serve: a function writes only the gradient slots its id binds, of the step computed (EADDR, ESTEP, EEXIST), logged and counted" {
+	members
+	mkstore
+	# models at steps 0, 1 and 2: 2 is the step computed
+	spirt-store get -f model/m@0 >m.rec
+	spirt-store put model/m@1 m.rec
+	spirt-store put model/m@2 m.rec
+	spirt-grad -m m -t 0 -w 1 -b 8 -o g1.rec
+	spirt-grad -m m -t 0 -w 0 -b 8 -o g0.rec
+	# p1.w1 (its worker), p1.w0-9 (a range past the workers), p2.w1
+	# (another peer's), f9 (no binding: only a minted token has it)
+	for m in w1:p1.w1 wide:p1.w0-9 other:p2.w1; do
+		spirt-peer keygen "${m%%:*}.key" >"${m%%:*}.hex"
+		spirt-peer invite -o "${m%%:*}.tok" -R function -g group.key \
+		    -i "${m#*:}" -r r1 "$(cat "${m%%:*}.hex")"
+	done
+	spirt-peer keygen f9.key >f9.hex
+	"$ATTACK" mint group.key r1 f9 function "$(cat f9.hex)" 600 >f9.tok
+	serve
+	as w1
+	run -65 --separate-stderr spirt-store -s "$URL" put grad/2/0 g1.rec
+	assert_equal "$stderr" "spirt-store: grad/2/0: $URL: addressed to or from another peer or worker"
+	run -65 spirt-store -s "$URL" put grad/2/7 g1.rec
+	run -65 --separate-stderr spirt-store -s "$URL" put grad/7/1 g1.rec
+	assert_equal "$stderr" "spirt-store: grad/7/1: $URL: wrong or unknown step"
+	run -65 spirt-store -s "$URL" put grad/1/1 g1.rec
+	run -0 spirt-store -s "$URL" put grad/2/1 g1.rec
+	# its own slot: the same bytes again are fine, others are not
+	run -0 spirt-store -s "$URL" put grad/2/1 g1.rec
+	run -73 --separate-stderr spirt-store -s "$URL" put grad/2/1 g0.rec
+	assert_equal "$stderr" "spirt-store: grad/2/1: $URL: key exists"
+	# a worker the assignment does not have, then one it no longer has
+	as wide
+	run -65 spirt-store -s "$URL" put grad/2/7 g1.rec
+	run -0 spirt-store -s "$URL" put grad/2/0 g0.rec
+	spirt-shard -q --epoch 0 --live 1
+	run -65 spirt-store -s "$URL" put grad/2/0 g1.rec
+	# bound to another peer; bound to nothing (it still reads)
+	as other
+	run -65 spirt-store -s "$URL" put grad/2/1 g1.rec
+	as f9
+	spirt-store -s "$URL" get -f model/m@2 | cmp - m.rec
+	run -65 spirt-store -s "$URL" put grad/2/1 g1.rec
+	stop
+	# nothing written but the slots' first values
+	run -0 spirt-store ls grad/
+	assert_equal "$(printf '%s\n' "${lines[@]}" | cut -f1)" \
+	    "$(printf 'grad/2/0\ngrad/2/1')"
+	spirt-store get -f grad/2/1 | cmp - g1.rec
+	spirt-store get -f grad/2/0 | cmp - g0.rec
+	for l in "p1.w1: put grad/2/0 (function): EADDR" \
+	    "p1.w1: put grad/2/7 (function): EADDR" \
+	    "p1.w1: put grad/7/1 (function): ESTEP" \
+	    "p1.w1: put grad/1/1 (function): ESTEP" \
+	    "p1.w1: put grad/2/1 (function): EEXIST" \
+	    "p1.w0-9: put grad/2/7 (function): EADDR" \
+	    "p1.w0-9: put grad/2/0 (function): EADDR" \
+	    "p2.w1: put grad/2/1 (function): EADDR" \
+	    "f9: put grad/2/1 (function): EADDR"; do
+		grep -q "^spirt-peer: refused 127.0.0.1:[0-9]*: $l\$" srv.log ||
+			fail "no log line '$l': $(cat srv.log)"
+	done
+	for c in EADDR:6 ESTEP:2 EEXIST:1; do
+		grep -q "^spirt-peer: refused ${c%%:*}: ${c#*:}\$" srv.log ||
+			fail "count ${c}: $(grep 'refused E' srv.log)"
+	done
+	grep -q '^spirt-peer: stopped: [0-9]* served, 9 refused$' srv.log
+}
+
+@test "invite -R function: an id without a binding is refused (64)" {
+	spirt-peer keygen -p group.pub group.key >/dev/null
+	spirt-peer keygen f.key >f.hex
+	for id in f1 p1.w p1.w01 p1.w3-2 p1.x0 p1.w1-; do
+		run -64 --separate-stderr spirt-peer invite -R function \
+		    -g group.key -i "$id" -r r1 "$(cat f.hex)"
+		assert_equal "$stderr" "spirt-peer: -i: function id \"$id\" binds no worker (PEER.wN or PEER.wN-M, e.g. p1.w0: the workers it may write gradients for)"
+		[ -z "$output" ]
+	done
+	# a peer's id needs none
+	run -0 spirt-peer invite -g group.key -i f1 -r r1 "$(cat f.hex)"
+	run -0 spirt-peer invite -R function -g group.key -i p1.w0-3 -r r1 \
+	    "$(cat f.hex)"
+}
+
+@test "serve: its own expired token is refused at start (65), with when" {
+	members
+	mkstore
+	"$ATTACK" mint group.key r1 p1 peer "$(cat p1.hex)" >old.tok
+	run -65 --separate-stderr timeout 30 spirt-peer serve -k p1.key \
+	    -T old.tok -g group.pub -l 127.0.0.1:0
+	assert_regex "$stderr" '^spirt-peer: old.tok: member token expired at [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z \(3[0-9]{3} s ago\): invite this peer again$'
+	# a function's token, a token of another group: not a peer of this run
+	run -65 --separate-stderr timeout 30 spirt-peer serve -k f1.key \
+	    -T f1.tok -g group.pub -l 127.0.0.1:0
+	assert_equal "$stderr" "spirt-peer: f1.tok: member in the wrong role"
+	spirt-peer keygen -p other.pub other.key >/dev/null
+	run -65 timeout 30 spirt-peer serve -k p1.key -T p1.tok -g other.pub \
+	    -l 127.0.0.1:0
+}
+
+@test "serve: bodies libmicrohttpd refuses itself, or cut at -M, are logged and counted" {
+	members
+	mkstore
+	serve -M 64k
+	# a 2 GB Content-Length, one past 64 bits, one that is no number
+	for cl in 2000000000 20000000000000000000000 -5; do
+		curl -s -m 10 -o /dev/null -X POST -H "Content-Length: $cl" \
+		    --data-binary abc "$URL/v1/msg" || true
+	done
+	# a chunked body over -M, a chunk of 2 GB cut short, a bad chunk
+	head -c 200000 /dev/zero >big
+	curl -s -m 10 -o /dev/null -X POST -H 'Transfer-Encoding: chunked' \
+	    --data-binary @big "$URL/v1/msg" || true
+	"$PYTHON" - "${URL#http://}" <<'PY'
+import socket, sys
+host, port = sys.argv[1].rsplit(':', 1)
+for body in (b'80000000\r\n' + b'x' * 100000, b'zz\r\nabc\r\n0\r\n\r\n'):
+    s = socket.create_connection((host, int(port)), timeout=10)
+    s.sendall(b'POST /v1/msg HTTP/1.1\r\nHost: x\r\n'
+              b'Transfer-Encoding: chunked\r\n\r\n' + body)
+    try:
+        s.recv(100)
+    except OSError:
+        pass
+    s.close()
+PY
+	# and it still serves
+	as f1
+	run -0 spirt-store -s "$URL" get -f model/m@0
+	stop
+	for l in "POST /v1/msg: ETOOBIG" "/v1/msg (headers): ETOOBIG" \
+	    "/v1/msg (headers): EDATA" "body: ETOOBIG" "body: EDATA"; do
+		grep -q "^spirt-peer: refused 127.0.0.1:[0-9]*: $l\$" srv.log ||
+			fail "no log line '$l': $(cat srv.log)"
+	done
+	grep -q '^spirt-peer: refused ETOOBIG: 4$' srv.log ||
+		fail "$(cat srv.log)"
+	grep -q '^spirt-peer: refused EDATA: 2$' srv.log
+	grep -q '^spirt-peer: stopped: [0-9]* served, 6 refused$' srv.log
 }

@@ -86,9 +86,13 @@ for h in [j for j, l in enumerate(lines) if l == "HEADER=END"]:
 		    "$(cat p$i.hex)"
 		echo "p$i http://$(netns_addr $i):$PORT" >>peers
 	done
-	spirt-peer keygen f1.key >f1.hex
-	spirt-peer invite -o f1.tok -R function -g group.key -i f1 -r r1 \
-	    "$(cat f1.hex)"
+	# functions of peer 1's workers 0 and 1 (their ids bind them), and
+	# an attacker holding a valid token of worker 1's
+	for f in h0:p1.w0 h1:p1.w1 a1:p1.w1; do
+		spirt-peer keygen "${f%%:*}.key" >"${f%%:*}.hex"
+		spirt-peer invite -o "${f%%:*}.tok" -R function -g group.key \
+		    -i "${f#*:}" -r r1 "$(cat "${f%%:*}.hex")"
+	done
 	# the data, sharded once over 3 peers x 2 functions (as each driver
 	# would), in each peer's store
 	spirt-shard -s base -q -n 6 --seed 1 \
@@ -173,8 +177,8 @@ for h in [j for j, l in enumerate(lines) if l == "HEADER=END"]:
 	# and training went on: it learnt
 	run -0 awk -F'\t' 'END { exit !($6 > 0.6) }' s1.train-mlp.tsv
 
-	# remote functions: host 4 computes through peer 1's URL, as member
-	# f1 in role function
+	# remote functions: host 4 computes through peer 1's URL, as members
+	# p1.w0 and p1.w1 in role function
 	mkfifo ready
 	# ($!: the server itself, as ip netns exec and env exec it, not a
 	# subshell; teardown ends it with the namespace if the test fails)
@@ -184,24 +188,57 @@ for h in [j for j, l in enumerate(lines) if l == "HEADER=END"]:
 	srv=$!
 	read -r -t 60 addr <ready
 	url=http://$addr
-	fn="SPIRT_KEY=$PWD/f1.key SPIRT_TOKEN=$PWD/f1.tok SPIRT_GROUP=$PWD/group.pub"
-	netns_exec 4 env $fn SPIRT_ISA=base spirt-grad -s "$url" -m mlp \
-	    -t $STEPS -w 0 -b 16
-	netns_exec 4 env $fn SPIRT_ISA=base spirt-grad -s "$url" -m mlp \
-	    -t $STEPS -w 1 -b 16
-	# the same bytes as computed in the peer's own store
+	fn() {
+		printf 'SPIRT_KEY=%s SPIRT_TOKEN=%s SPIRT_GROUP=%s' \
+		    "$PWD/$1.key" "$PWD/$1.tok" "$PWD/group.pub"
+	}
+	for w in 0 1; do
+		netns_exec 4 env $(fn h$w) SPIRT_ISA=base spirt-grad -s "$url" \
+		    -m mlp -t $STEPS -w $w -b 16
+	done
+	# the attacker, from its own namespace: another worker's slot, a
+	# worker the assignment does not have, a future and a past step,
+	# another value for the slot taken: each refused, nothing written
+	spirt-grad -s s1 -m mlp -t $STEPS -w 0 -b 16 -o local0.rec
+	past=$(spirt-store -s s1 get -f grad/$((STEPS - 1))/1 | md5sum)
+	for k in $STEPS/0 $STEPS/7 $((STEPS + 5))/1 $((STEPS - 1))/1 \
+	    $STEPS/1; do
+		run netns_exec 4 env $(fn a1) spirt-store -s "$url" put \
+		    "grad/$k" local0.rec
+		[ "$status" -eq 65 ] || [ "$status" -eq 73 ] ||
+			fail "grad/$k: exit $status: $output"
+	done
+	run -0 spirt-store -s s1 ls grad/$STEPS/
+	assert_equal "$(printf '%s\n' "${lines[@]}" | cut -f1)" \
+	    "$(printf 'grad/%s/0\ngrad/%s/1' $STEPS $STEPS)"
+	run -0 spirt-store -s s1 ls grad/$((STEPS + 5))/
+	assert_output ''
+	[ "$(spirt-store -s s1 get -f grad/$((STEPS - 1))/1 | md5sum)" = \
+	    "$past" ]
+	# the same bytes as computed in the peer's own store, and the
+	# step's aggregate is the honest workers' alone
 	for w in 0 1; do
 		spirt-grad -s s1 -m mlp -t $STEPS -w $w -b 16 -o local$w.rec
 		spirt-store -s s1 get -f grad/$STEPS/$w >remote$w.rec
 		cmp local$w.rec remote$w.rec
 	done
+	spirt-agg -q -s s1 -t $STEPS -o agg-store.rec
+	spirt-agg -q -o agg-local.rec local0.rec local1.rec
+	cmp agg-store.rec agg-local.rec
 	# a function reads models and data, and nothing of the peers
-	run -0 netns_exec 4 env $fn spirt-store -s "$url" ls model/
+	run -0 netns_exec 4 env $(fn h0) spirt-store -s "$url" ls model/
 	assert_output --partial "model/mlp@$STEPS"
-	run -65 netns_exec 4 env $fn spirt-store -s "$url" get -f \
+	run -65 netns_exec 4 env $(fn h0) spirt-store -s "$url" get -f \
 	    digest/$last/p1
 	kill -TERM $srv
 	wait $srv
-	grep -q '^spirt-peer: stopped: [1-9][0-9]* served, 1 refused$' srv.log
-	grep -q "^spirt-peer: refused $(netns_addr 4):[0-9]*: f1: get digest/$last/p1 (function): EROLE$" srv.log
+	grep -q '^spirt-peer: stopped: [1-9][0-9]* served, 6 refused$' srv.log
+	grep -q "^spirt-peer: refused $(netns_addr 4):[0-9]*: p1.w0: get digest/$last/p1 (function): EROLE$" srv.log
+	for l in "$STEPS/0 (function): EADDR" "$STEPS/7 (function): EADDR" \
+	    "$((STEPS + 5))/1 (function): ESTEP" \
+	    "$((STEPS - 1))/1 (function): ESTEP" \
+	    "$STEPS/1 (function): EEXIST"; do
+		grep -q "^spirt-peer: refused $(netns_addr 4):[0-9]*: p1.w1: put grad/$l\$" srv.log ||
+			fail "no log line '$l': $(cat srv.log)"
+	done
 }

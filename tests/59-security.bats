@@ -10,13 +10,16 @@ load helper
 
 ATTACK="$SPIRT_ROOT/tests/unit/test_remote"
 
-# the group, peers p1 (serves) and p2, functions f1 and f2
+# the group, peers p1 (serves) and p2, functions f1 and f2: f1.key and
+# f1.tok hold function p1.w0-1 (bound to p1's workers 0 and 1), f2.* p1.w1
 members() {
 	spirt-peer keygen -p group.pub group.key >/dev/null
-	for m in p1:peer p2:peer f1:function f2:function; do
-		spirt-peer keygen "${m%%:*}.key" >"${m%%:*}.hex"
-		spirt-peer invite -o "${m%%:*}.tok" -R "${m#*:}" -g group.key \
-		    -i "${m%%:*}" -r r1 "$(cat "${m%%:*}.hex")"
+	for m in p1:peer:p1 p2:peer:p2 f1:function:p1.w0-1 \
+	    f2:function:p1.w1; do
+		f=${m%%:*} r=${m#*:} r=${r%%:*}
+		spirt-peer keygen "$f.key" >"$f.hex"
+		spirt-peer invite -o "$f.tok" -R "$r" -g group.key \
+		    -i "${m##*:}" -r r1 "$(cat "$f.hex")"
 	done
 }
 
@@ -152,7 +155,7 @@ secret() {
 	stop
 	spirt-store show grad/0/0 grad/0/1 >/dev/null
 	[ -s srv.log ] && [ -s grad.log ]
-	grep -q ': f1 (function): session$' srv.log
+	grep -q ': p1.w0-1 (function): session$' srv.log
 	# the secrets, in hex either case and as raw bytes, in what the
 	# processes were given, what they said, and the store's files (every
 	# value, and the pages freed since)
@@ -254,7 +257,7 @@ EOF
 	run -65 --separate-stderr spirt-store -s "$URL" put grad/0/1 g.rec
 	[[ "$stderr" == *": value too large for the peer" ]] || fail "$stderr"
 	stop
-	grep -q ': f1: put grad/0/1: value too large for the peer$' srv.log
+	grep -q ': p1.w0-1: put grad/0/1: value too large for the peer$' srv.log
 	run -66 spirt-store show grad/0/1
 	spirt-store show grad/0/0 >/dev/null
 	serve -M "$m"
@@ -361,12 +364,12 @@ EOF
 	as p2
 	run -0 spirt-store -s "$URL" show model/m@0 data/train/info
 	stop
-	grep -q '^spirt-peer: refused 127.0.0.1:[0-9]*: f1: model/m@[0-9]*: ERATE$' \
+	grep -q '^spirt-peer: refused 127.0.0.1:[0-9]*: p1.w0-1: model/m@[0-9]*: ERATE$' \
 	    srv.log
 	run grep -c ': ERATE$' srv.log
 	[ "$output" -ge 10 ] || fail "$output refusals"
 	grep -q '^spirt-peer: refused ERATE: [0-9]*$' srv.log
-	! grep -q ': f2: .*ERATE$' srv.log
+	! grep -q ': p1.w1: .*ERATE$' srv.log
 	! grep -q ': p2: .*ERATE$' srv.log
 }
 

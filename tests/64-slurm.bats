@@ -143,12 +143,13 @@ slurm_logs() {
 	need
 	netns_setup 1
 	slurm_up
-	# the group's key, peer p1's, function f1's
+	# the group's key, peer p1's, and f1's: the function of p1's
+	# workers 0-2 (id p1.w0-2: one token for the fan-out)
 	spirt-peer keygen -p group.pub group.key >/dev/null
 	spirt-peer keygen p1.key >p1.hex
 	spirt-peer invite -o p1.tok -g group.key -i p1 -r r1 "$(cat p1.hex)"
 	spirt-peer keygen f1.key >f1.hex
-	spirt-peer invite -o f1.tok -R function -g group.key -i f1 -r r1 \
+	spirt-peer invite -o f1.tok -R function -g group.key -i p1.w0-2 -r r1 \
 	    "$(cat f1.hex)"
 	spirt-shard -s base -q -n 3 --seed 1 \
 	    "$FMNIST/train-images-idx3-ubyte.gz" \

@@ -35,8 +35,10 @@ for m in p1 f1; do
 	[ -e $m.key ] || spirt-peer keygen $m.key >$m.hex
 done
 spirt-peer invite -o p1.tok -g group.key -i p1 -r r1 "$(cat p1.hex)"
-spirt-peer invite -o f1.tok -R function -g group.key -i f1 -r r1 \
-    "$(cat f1.hex)"
+# one token for the fan-out over p1's workers 0 .. fns-1, its id their
+# binding (one token a worker keeps each worker's slot its own)
+spirt-peer invite -o f1.tok -R function -g group.key -i "p1.w0-$((fns - 1))" \
+    -r r1 "$(cat f1.hex)"
 
 # 2. the data, sharded for the functions, as spirt-train would do it;
 #    a copy for step 4

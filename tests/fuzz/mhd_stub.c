@@ -30,6 +30,9 @@ struct MHD_Daemon {
 	void *dh_cls;
 	MHD_RequestCompletedCallback done;
 	void *done_cls;
+	/* MHD_OPTION_URI_LOG_CALLBACK: the request's context, from its line */
+	void *(*uri)(void *cls, const char *uri, struct MHD_Connection *c);
+	void *uri_cls;
 	uint16_t port;
 };
 
@@ -100,6 +103,11 @@ MHD_start_daemon(unsigned int flags, uint16_t port,
 		case MHD_OPTION_NOTIFY_COMPLETED:
 			daemon1.done = va_arg(ap, MHD_RequestCompletedCallback);
 			daemon1.done_cls = va_arg(ap, void *);
+			break;
+		case MHD_OPTION_URI_LOG_CALLBACK:
+			daemon1.uri = va_arg(ap, void *(*)(void *,
+			    const char *, struct MHD_Connection *));
+			daemon1.uri_cls = va_arg(ap, void *);
 			break;
 		default:
 			die("an option mhd_stub.c does not know");
@@ -301,6 +309,8 @@ mhd_stub_request(struct mhd_stub_answer *a, const char *method,
 	c.addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	c.addr.sin_port = htons(nextport);
 	nextport = nextport == 60000 ? 40000 : nextport + 1;
+	if (daemon1.uri)
+		ctx = daemon1.uri(daemon1.uri_cls, url, &c);
 	r = daemon1.dh(daemon1.dh_cls, &c, url, method, MHD_HTTP_VERSION_1_1,
 	    NULL, &up, &ctx);
 	c.phase = 1;

@@ -187,10 +187,12 @@ str() {
 # ---- keys, tokens, allowlists: spirt-peer keygen and invite ----
 umask 077
 spirt-peer keygen -p group.pub group.key >/dev/null
-for m in p1:peer p2:peer f1:function; do
-	spirt-peer keygen "${m%%:*}.key" >"${m%%:*}.hex"
-	spirt-peer invite -o "${m%%:*}.tok" -R "${m#*:}" -g group.key \
-	    -i "${m%%:*}" -r r1 "$(cat "${m%%:*}.hex")"
+# (f1.*: the function of p1's worker 1, its id p1.w1 its binding)
+for m in p1:peer:p1 p2:peer:p2 f1:function:p1.w1; do
+	f=${m%%:*} r=${m#*:} r=${r%%:*}
+	spirt-peer keygen "$f.key" >"$f.hex"
+	spirt-peer invite -o "$f.tok" -R "$r" -g group.key -i "${m##*:}" \
+	    -r r1 "$(cat "$f.hex")"
 done
 { bytes 0; cat p1.key; } | seed keyfile secret
 { bytes 8; cat p1.key; } | seed keyfile secret-0640

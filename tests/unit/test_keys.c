@@ -394,6 +394,47 @@ validators(void)
 	    SPIRT_EKEY);
 }
 
+/* a function's member id binds it to workers of one peer */
+static void
+bindings(void)
+{
+	static const char *const bad[] = {
+		"f1", "p1", "p1.", "p1.w", "p1.x0", "p1.W0", "p1.w01",
+		"p1.w00", "p1.w-1", "p1.w1-", "p1.w3-2", "p1.w1-2-3",
+		"p1.w1x", "p1.w+1", "p1.w 1", ".w0", "w0", "p1.w1.x",
+		"p1.w4294967296", "p1.w0-4294967296", "p1.w0-01", "",
+		"_p.w0", "p1/x.w0", "p1.w0-", "p1.w99999999999999999999",
+		"a23456789012345678901234567.w1-20",   /* 33 bytes */
+	};
+	char peer[SPIRT_KEY_ID_MAX + 1];
+	uint32_t a = 7, b = 7;
+
+	CHECK_RC(spirt_fn_binding("p1.w0", peer, sizeof peer, &a, &b));
+	CHECK(strcmp(peer, "p1") == 0 && a == 0 && b == 0);
+	CHECK_RC(spirt_fn_binding("p1.w0-3", peer, sizeof peer, &a, &b));
+	CHECK(strcmp(peer, "p1") == 0 && a == 0 && b == 3);
+	CHECK_RC(spirt_fn_binding("p1.w10-10", peer, sizeof peer, &a, &b));
+	CHECK(a == 10 && b == 10);
+	/* the last '.' splits: a peer id may hold dots of its own */
+	CHECK_RC(spirt_fn_binding("node.2.w7", peer, sizeof peer, &a, &b));
+	CHECK(strcmp(peer, "node.2") == 0 && a == 7 && b == 7);
+	CHECK_RC(spirt_fn_binding("p.w4294967295", peer, sizeof peer, &a,
+	    &b));
+	CHECK(a == UINT32_MAX && b == UINT32_MAX);
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		a = b = 7;
+		if (spirt_fn_binding(bad[i], peer, sizeof peer, &a, &b) !=
+		    SPIRT_EKEY || a != 7 || b != 7) {
+			fprintf(stderr, "\"%s\": taken as a binding\n",
+			    bad[i]);
+			check_failed = 1;
+		}
+	}
+	/* a peer id that does not fit the caller's buffer */
+	CHECK_EQ_RC(spirt_fn_binding("p12.w0", peer, 3, &a, &b), SPIRT_EKEY);
+	CHECK_RC(spirt_fn_binding("p12.w0", peer, 4, &a, &b));
+}
+
 int
 main(void)
 {
@@ -402,5 +443,6 @@ main(void)
 	no_confusion();
 	routing();
 	validators();
+	bindings();
 	return check_failed;
 }

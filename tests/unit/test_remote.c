@@ -15,6 +15,7 @@
 
 #include <curl/curl.h>
 
+#include "assign.h"
 #include "check.h"
 #include "crypto.h"
 #include "le.h"
@@ -31,7 +32,9 @@
  *
  *   test_remote attack URL WHAT [KEY]   print the refusal's code name
  *   test_remote raw URL METHOD PATH [BYTES]  print "status reason"
- *   test_remote mint GROUPKEY RUN ID ROLE PUBHEX   an expired token file
+ *   test_remote mint GROUPKEY RUN ID ROLE PUBHEX [SECONDS]   a token
+ *       file, expired (or valid for SECONDS), of any id: one invite
+ *       refuses (a function's without a binding)
  */
 
 /* ---- raw HTTP ---- */
@@ -441,18 +444,21 @@ cli(int argc, char **argv)
 		free(b.p);
 		return rc ? 1 : 0;
 	}
-	if (argc == 7 && !strcmp(argv[1], "mint")) {
+	if ((argc == 7 || argc == 8) && !strcmp(argv[1], "mint")) {
 		unsigned char pk[SPIRT_PK_BYTES], tok[SPIRT_TOKEN_BYTES];
 		struct spirt_key *g;
 		char text[600];
 		size_t n;
-		uint64_t now = spirt_crypto_now();
+		uint64_t now = spirt_crypto_now(), from, to;
 
+		/* an hour ago for an hour, or from now for SECONDS */
+		from = argc == 8 ? now : now - 7200000000000u;
+		to = argc == 8 ? now + strtoull(argv[7], NULL, 10) *
+		    1000000000u : now - 3600000000000u;
 		if (spirt_key_load(&g, argv[2]) ||
 		    spirt_pubkey_parse(pk, argv[6]) ||
 		    spirt_token_make(tok, g, argv[3], argv[4], pk,
-		    spirt_role_parse(argv[5]), now - 7200000000000u,
-		    now - 3600000000000u) ||
+		    spirt_role_parse(argv[5]), from, to) ||
 		    spirt_token_format(text, sizeof text, &n, tok))
 			return 1;
 		spirt_key_free(g);
@@ -479,7 +485,8 @@ cli(int argc, char **argv)
 		return rc && strcmp(why, "-") == 0 ? 1 : 0;
 	}
 	fprintf(stderr, "usage: test_remote [attack URL WHAT [KEY] | raw URL "
-	    "METHOD PATH [BODY] | mint GROUPKEY RUN ID ROLE PUBHEX]\n");
+	    "METHOD PATH [BODY] | mint GROUPKEY RUN ID ROLE PUBHEX "
+	    "[SECONDS]]\n");
 	return 64;
 }
 
@@ -516,13 +523,40 @@ count(void *arg, const char *key, size_t len)
 	return 0;
 }
 
+/* model/m@0 and @4, a data set whose assignment has workers 1 and 2 */
 static int
 put_fn(struct spirt_txn *t, void *arg)
 {
+	static const int64_t rows[2 * SPIRT_AS_COLS] = {
+		1, 0, 0, 5, 0, 0, 0,
+		2, 1, 0, 5, 0, 0, 0,
+	};
+	uint64_t dims[2] = { 2, SPIRT_AS_COLS };
+	struct spirt_tensor h;
+
 	(void)arg;
+	if (spirt_tensor_init(&h, SPIRT_I64, 2, dims))
+		return SPIRT_EBUG;
+	h.step = 0;
 	return spirt_store_put(t, "model/m@0", "model-bytes", 11, 0) ||
+	    spirt_store_put(t, "model/m@4", "model-bytes", 11, 0) ||
 	    spirt_store_put(t, "grad/3/0", "g", 1, 0) ||
-	    spirt_store_put(t, "data/d/info", "dd", 2, 0);
+	    spirt_store_put(t, "data/d/info", "dd", 2, 0) ||
+	    spirt_store_put_tensor(t, "data/d/assign", &h, rows, 0);
+}
+
+/* one put of "abc" at key (of step 4) as member c, in a session of its own */
+static int
+put_as(const char *url, const struct spirt_cred *c, const char *key)
+{
+	struct spirt_remote *r;
+	int rc;
+
+	if ((rc = spirt_remote_open(&r, url, c, 5000)))
+		return rc;
+	rc = spirt_remote_put(r, 4, key, "abc", 3, 0);
+	spirt_remote_close(r);
+	return rc;
 }
 
 static int sessions;            /* handshakes the server answered */
@@ -885,7 +919,8 @@ main(int argc, char **argv)
 {
 	struct spirt_key *group;
 	unsigned char gpk[SPIRT_PK_BYTES];
-	struct spirt_cred *srvc, *fn, *peer, *late, *stranger;
+	struct spirt_cred *srvc, *fn, *fn3, *fnp2, *fnx, *peer, *late,
+	    *stranger;
 	struct spirt_key *other;
 	struct spirt_peersrv_conf conf = { 0 };
 	struct spirt_peersrv_stats st;
@@ -947,23 +982,39 @@ main(int argc, char **argv)
 	CHECK(spirt_peersrv_allowed(SPIRT_ROLE_PEER, SPIRT_OP_DEL,
 	    "beat/p1", &noover) == SPIRT_EROLE);
 	/* a member puts its own beat, never another's */
-	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "f1",
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "p1", "f1",
 	    SPIRT_OP_PUT, "beat/f1", &noover) == 0);
-	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_PEER, "p2",
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_PEER, "p1", "p2",
 	    SPIRT_OP_PUT, "beat/p2", &noover) == 0);
-	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_PEER, "p2",
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_PEER, "p1", "p2",
 	    SPIRT_OP_PUT, "beat/p1", &noover) == SPIRT_EROLE);
-	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "f1",
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "p1", "f1",
 	    SPIRT_OP_PUT, "beat/f10", &noover) == SPIRT_EROLE);
-	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "f1",
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "p1", "f1",
 	    SPIRT_OP_PUT, "health/f1", &noover) == SPIRT_EROLE);
-	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "f1",
-	    SPIRT_OP_PUT, "grad/3/1", &noover) == 0 && noover);
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "p1",
+	    "p1.w1", SPIRT_OP_PUT, "grad/3/1", &noover) == 0 && noover);
+	/* a function's gradient: only the workers its id binds here */
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "p1",
+	    "p1.w0-3", SPIRT_OP_PUT, "grad/3/3", &noover) == 0);
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "p1",
+	    "p1.w0-3", SPIRT_OP_PUT, "grad/3/4", &noover) == SPIRT_EADDR);
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "p1",
+	    "p1.w1", SPIRT_OP_PUT, "grad/3/0", &noover) == SPIRT_EADDR);
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "p1",
+	    "p2.w1", SPIRT_OP_PUT, "grad/3/1", &noover) == SPIRT_EADDR);
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "p1",
+	    "f1", SPIRT_OP_PUT, "grad/3/1", &noover) == SPIRT_EADDR);
+	CHECK(spirt_peersrv_member_allowed(SPIRT_ROLE_FUNCTION, "p1",
+	    "f1", SPIRT_OP_GET, "model/m@3", &noover) == 0);
 
 	CHECK_RC(spirt_key_generate(&group));
 	spirt_key_public(gpk, group);
 	srvc = member(group, gpk, "p1", SPIRT_ROLE_PEER, 0);
-	fn = member(group, gpk, "f1", SPIRT_ROLE_FUNCTION, 0);
+	fn = member(group, gpk, "p1.w1", SPIRT_ROLE_FUNCTION, 0);
+	fn3 = member(group, gpk, "p1.w0-3", SPIRT_ROLE_FUNCTION, 0);
+	fnp2 = member(group, gpk, "p2.w1", SPIRT_ROLE_FUNCTION, 0);
+	fnx = member(group, gpk, "f1", SPIRT_ROLE_FUNCTION, 0);
 	peer = member(group, gpk, "p2", SPIRT_ROLE_PEER, 0);
 	late = member(group, gpk, "f2", SPIRT_ROLE_FUNCTION, 1);
 	CHECK_RC(spirt_key_generate(&other));
@@ -995,11 +1046,31 @@ main(int argc, char **argv)
 	CHECK_RC(spirt_remote_put(r, 4, "grad/4/1", "abc", 3, 0));
 	CHECK(spirt_remote_put(r, 4, "grad/4/1", "abd", 3, 0) ==
 	    SPIRT_EEXIST);
+	/* only the slots its id binds (p1.w1), of the step computed (4) */
+	CHECK(spirt_remote_put(r, 4, "grad/4/2", "abc", 3, 0) ==
+	    SPIRT_EADDR);
+	CHECK(spirt_remote_put(r, 0, "grad/0/1", "abc", 3, 0) ==
+	    SPIRT_ESTEP);
+	CHECK(spirt_remote_put(r, 5, "grad/5/1", "abc", 3, 0) ==
+	    SPIRT_ESTEP);
+	spirt_remote_close(r);
+	/* bound to workers 0-2: 0 reads nothing under the assignment, 3 is
+	 * none of its workers; bound to another peer, or to nothing (which
+	 * still reads) */
+	CHECK(put_as(url, fn3, "grad/4/0") == SPIRT_EADDR);
+	CHECK(put_as(url, fn3, "grad/4/3") == SPIRT_EADDR);
+	CHECK(put_as(url, fnp2, "grad/4/1") == SPIRT_EADDR);
+	CHECK(put_as(url, fnx, "grad/4/1") == SPIRT_EADDR);
+	CHECK_RC(spirt_remote_open(&r, url, fnx, 5000));
+	CHECK_RC(spirt_remote_get(r, 0, "model/m@0", &v, &n));
+	free(v);
+	spirt_remote_close(r);
+	CHECK_RC(spirt_remote_open(&r, url, fn, 5000));
 	CHECK(spirt_remote_put(r, 0, "model/m@0", "x", 1, 0) == SPIRT_EROLE);
 	CHECK(spirt_remote_del(r, 0, "model/m@0") == SPIRT_EROLE);
 	k = 0;
 	CHECK_RC(spirt_remote_list(r, "data/", count, &k));
-	CHECK(k == 1);
+	CHECK(k == 2);
 	CHECK(spirt_remote_list(r, "", count, &k) == SPIRT_EROLE);
 	/* a step that is not the key's: the server refuses it */
 	CHECK(spirt_remote_get(r, 5, "model/m@0", &v, &n) == SPIRT_ESTEP);
@@ -1010,7 +1081,7 @@ main(int argc, char **argv)
 	CHECK_RC(spirt_remote_open(&r, url, peer, 5000));
 	k = 0;
 	CHECK_RC(spirt_remote_list(r, "", count, &k));
-	CHECK(k == 4);
+	CHECK(k == 6);
 	/* a prefix with a step is bound to it too */
 	k = 0;
 	CHECK_RC(spirt_remote_list(r, "grad/4/", count, &k));
@@ -1095,8 +1166,9 @@ main(int argc, char **argv)
 #define BY(c) st.by_code[(c) - SPIRT_EOF]
 	CHECK(BY(SPIRT_EREPLAY) == 2);
 	CHECK(BY(SPIRT_EMAC) == 1);
-	CHECK(BY(SPIRT_ESTEP) == 2);
-	CHECK(BY(SPIRT_EADDR) == 2);
+	CHECK(BY(SPIRT_ESTEP) == 4);
+	CHECK(BY(SPIRT_EADDR) == 7);
+	CHECK(BY(SPIRT_EEXIST) == 1);
 	CHECK(BY(SPIRT_EEXPIRED) == 1);
 	CHECK(BY(SPIRT_EUNKNOWNKEY) == 1);
 	CHECK(BY(SPIRT_ESESSION) == 2);
@@ -1120,6 +1192,9 @@ main(int argc, char **argv)
 	}
 	spirt_cred_free(srvc);
 	spirt_cred_free(fn);
+	spirt_cred_free(fn3);
+	spirt_cred_free(fnp2);
+	spirt_cred_free(fnx);
 	spirt_cred_free(peer);
 	spirt_cred_free(late);
 	spirt_cred_free(stranger);
