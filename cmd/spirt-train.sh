@@ -324,6 +324,30 @@ xq=$((np / 2 + 1))
 xargs_=$(peer_rule_args "$prule" "$xq") ||
 	die 64 "--peer-rule $prule: expected mean, median, trim:F, norm, \
 cclip:T[:L] or scclip:T[:L] (T a radius or auto)"
+# ---- the tools: beside this script, then PATH ----
+# A spirt-train run by its path (a build tree's top, an installed bin)
+# runs the tools of its own directory when that holds them: the directory
+# goes first in PATH (exported: the tools that run others find them too),
+# unless PATH holds it already, whose order then stands (a wrapper or a
+# stub put before it is run).  A tool found nowhere is 69, named.
+here=.
+case $0 in */*) here=${0%/*} ;; esac
+here=$(cd -P -- "$here" 2>/dev/null && pwd -P) || here=${0%/*}
+if [ -x "$here/spirt-grad" ]; then
+	onpath=0 _ifs=$IFS IFS=:
+	for d in $PATH; do
+		[ "$(cd -P -- "${d:-.}" 2>/dev/null && pwd -P)" != "$here" ] ||
+			{ onpath=1; break; }
+	done
+	IFS=$_ifs
+	[ "$onpath" -eq 1 ] || PATH=$here:$PATH
+	export PATH
+fi
+for d in spirt-store spirt-shard spirt-init spirt-grad spirt-agg \
+    spirt-update spirt-eval spirt-attack spirt-peer spirt-beat; do
+	command -v "$d" >/dev/null 2>&1 ||
+		die 69 "$d: not found beside $PROG ($here) or on PATH"
+done
 # --byzantine peer:ATTACK (evaluation only): this whole peer lies
 bpeer=
 case $byz in peer:*) bpeer=${byz#peer:}; byzpeer_check ;; esac
@@ -377,7 +401,12 @@ esac
 # the tools that take them (a dry run; spirt-init makes a model and throws
 # it away): the same checks as theirs, before any work.
 # first MESSAGES TOOL: the first line, without the tool's name
-first() { printf '%s\n' "$1" | sed -n "1s/^$2: //p"; }
+# (the whole first line when it is not the tool's; a tool that said
+# nothing, killed, is named)
+first() {
+	printf '%s\n' "$1" | sed -n "1{s/^$2: //;p;}" | grep . ||
+		echo "$2 ended, saying nothing"
+}
 # (a tool not found or killed is 70, never the shell's 126 and above)
 rc=0
 e=$(spirt-agg $aggargs --check-rule "$fns" 2>&1) || rc=$?
