@@ -596,8 +596,9 @@ spent=digest/
 [ "$keepdg" -eq 0 ] || spent=
 # -R: a rerun after a crash between aggregate and update redoes the (identical)
 # aggregate; -P: each step removes the spent gradients of steps before t-1;
-# --max-samples: no gradient counts more samples than a batch (wmean)
-agg="spirt-agg -q -R -P --max-samples $batch $aggargs"
+# --batch: no gradient counts more samples than the assignment in force
+# gives its function at its step (wmean; more than -b after a death)
+agg="spirt-agg -q -R -P --batch $batch $aggargs"
 # peers, a round a step: the aggregate is written as this peer's published
 # one, xagg/<t>/<id> (the id of line --peer of the peers file), which the
 # exchange publishes as it is instead of copying agg/<t> there (3% of a
