@@ -480,8 +480,9 @@ run(struct spirt_aggset *s, float *out, struct sumwatch *x)
 			continue;
 		s->ai[nv].x = s->in[i].x;
 		s->ai[nv].origin = s->in[i].t.origin;
-		/* a worker's claim is bounded by what a step can use, so a
-		 * liar weighs no more than an honest batch in wmean */
+		/* a worker's claim is bounded by what its step can use (the
+		 * assignment's minibatch, else the batch), so a liar weighs
+		 * no more than its honest minibatch in wmean */
 		s->ai[nv].samples = s->in[i].t.samples;
 		b = s->in[i].bound ? s->in[i].bound : s->max_samples;
 		if (b && s->ai[nv].samples > b)

@@ -155,12 +155,12 @@ SPIRT_MUST_CHECK int spirt_aggset_add_file(struct spirt_aggset *s,
  * revision other than the one in force: that of data/<s->dataset>/assign
  * in txn (when txn and dataset are set and the key exists), else the
  * newest among the inputs (SPIRT_AGG_XSTALE).  Inputs without a revision
- * are not checked.  With s->batch and that assignment, each input of the
- * revision in force with an origin gets its bound (in->bound; none when
- * the assignment gives its worker nothing at its step, or does not hold
- * for s->batch).  They stay in the set, counted (s->nstale, s->npast)
- * and in agg/<t>/excluded, never in the result.  spirt_agg_store_step()
- * calls it.  Returns 0, spirt_data_assign_get()'s and
+ * are not checked.  They stay in the set, counted (s->nstale, s->npast)
+ * and in agg/<t>/excluded, never in the result.  With s->batch and that
+ * assignment, each input of the revision in force with an origin gets
+ * its bound (in->bound; none when the assignment gives its worker
+ * nothing at its step, or does not hold for s->batch).
+ * spirt_agg_store_step() calls it.  Returns 0, spirt_data_assign_get()'s and
  * spirt_data_epoch_steps()'s codes but SPIRT_ENOTFOUND.
  */
 SPIRT_MUST_CHECK int spirt_aggset_filter(struct spirt_aggset *s,
