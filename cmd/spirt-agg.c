@@ -20,7 +20,7 @@
 "usage: spirt-agg [-cfiPqRv] [-r rule] [--trim F] [--byzantine f]\n" \
 "                 [--select m] [--mad K] [--tau T] [--iters L]\n" \
 "                 [--center file] [--worker-momentum b] [--bucket s]\n" \
-"                 [--seed n] [--max-samples n] [--publish id]\n" \
+"                 [--seed n] [--batch n] [--max-samples n] [--publish id]\n" \
 "                 [-d dataset] [-s store] [-t step] [-o file]\n" \
 "                 [-k key ... | file ...]\n" \
 "       spirt-agg [-r rule] [--trim F] [--byzantine f] [--select m]\n" \
@@ -94,9 +94,13 @@ usage(int code)
 		    "before the rule\n"
 		    "      --seed N        bucketing's permutation seed "
 		    "(default 0)\n"
-		    "      --max-samples N samples one gradient may count "
-		    "(default\n"
-		    "                      $SPIRT_BATCH or 64)\n"
+		    "      --batch N       the functions' batch (default "
+		    "$SPIRT_BATCH or 64):\n"
+		    "                      a gradient counts at most the "
+		    "samples the\n"
+		    "                      assignment gives its worker at "
+		    "its step\n"
+		    "      --max-samples N instead, at most N samples each\n"
 		    "      --publish ID    write it as peer ID's published "
 		    "aggregate,\n"
 		    "                      xagg/<t>/ID (never replaced), not "
@@ -168,6 +172,26 @@ emit(struct spirt_tensor *t, const float *out)
 	return rc;
 }
 
+/* what bounds in's sample count, for a message */
+static const char *
+bound_name(const struct spirt_aggset_in *in)
+{
+	static char b[96];
+
+	if (in->bound)
+		snprintf(b, sizeof b, "the %llu its assignment gives worker "
+		    "%lu at step %llu", (unsigned long long)in->bound,
+		    (unsigned long)in->t.origin,
+		    (unsigned long long)in->t.step);
+	else if (o.a.batch)
+		snprintf(b, sizeof b, "the batch, %llu",
+		    (unsigned long long)o.a.max_samples);
+	else
+		snprintf(b, sizeof b, "--max-samples %llu",
+		    (unsigned long long)o.a.max_samples);
+	return b;
+}
+
 /* Excluded inputs to stderr (unless -q); timings with -v.  A step
  * published already (--publish) was not aggregated: a note. */
 static void
@@ -190,11 +214,9 @@ report(double t0)
 			info("%s: excluded: %s", in->name,
 			    spirt_agg_reason_name(a->ai[i].excluded));
 		else if (a->ai[i].samples < in->t.samples)
-			info("%s: %llu samples claimed, above --max-samples "
-			    "%llu: counted as %llu", in->name,
-			    (unsigned long long)in->t.samples,
-			    (unsigned long long)a->max_samples,
-			    (unsigned long long)a->ai[i].samples);
+			info("%s: %llu samples claimed, above %s: counted as "
+			    "%llu", in->name, (unsigned long long)in->t.samples,
+			    bound_name(in), (unsigned long long)a->ai[i].samples);
 	}
 	if (spirt_verbose && (a->p.rule == SPIRT_AGG_CCLIP ||
 	    a->p.rule == SPIRT_AGG_SCCLIP)) {
@@ -292,6 +314,7 @@ static void
 options(int argc, char **argv)
 {
 	static const struct option lo[] = {
+		{ "batch", required_argument, NULL, 'G' },
 		{ "bucket", required_argument, NULL, 'B' },
 		{ "byzantine", required_argument, NULL, 'b' },
 		{ "center", required_argument, NULL, 'C' },
@@ -322,7 +345,7 @@ options(int argc, char **argv)
 		{ "worker-momentum", required_argument, NULL, 'O' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *rule = NULL, *maxs = NULL, *ds = NULL;
+	const char *rule = NULL, *maxs = NULL, *ds = NULL, *batch = NULL;
 	int c, trim = 0;
 
 	spirt_aggset_init(&o.a);
@@ -337,6 +360,7 @@ options(int argc, char **argv)
 		case 'C': o.center = optarg; break;
 		case 'c': o.a.verify = 1; break;
 		case 'd': ds = optarg; break;
+		case 'G': batch = optarg; break;
 		case 'E': o.a.p.seed = eparse_u64("--seed", optarg, 0,
 			    UINT64_MAX); break;
 		case 'L': o.a.p.iters = (unsigned)eparse_u64("--iters", optarg,
@@ -389,9 +413,18 @@ options(int argc, char **argv)
 	/* spirt-grad's data set, whose assignment revision is in force */
 	o.a.dataset = opt_env(ds, "SPIRT_DATASET", "train");
 	o.a.revcheck = 1;
-	/* spirt-grad's batch: its -b range, its variable, its default */
-	o.a.max_samples = eparse_u64(maxs ? "--max-samples" : "SPIRT_BATCH",
-	    opt_env(maxs, "SPIRT_BATCH", "64"), 1, 1 << 20);
+	/* spirt-grad's batch: its -b range, its variable, its default; a
+	 * gradient's bound is what the assignment gives its worker with it,
+	 * the batch where none does; --max-samples: that bound for all */
+	if (batch || !maxs)
+		o.a.batch = eparse_u64(batch ? "--batch" : "SPIRT_BATCH",
+		    opt_env(batch, "SPIRT_BATCH", "64"), 1, 1 << 20);
+	o.a.max_samples = o.a.batch;
+	if (maxs) {
+		o.a.max_samples = eparse_u64("--max-samples", maxs, 1,
+		    1 << 20);
+		o.a.batch = 0;
+	}
 	if (!rule && trim)
 		rule = "trim";
 	if ((rule = opt_env(rule, "SPIRT_AGG_RULE", "mean")) &&

@@ -43,7 +43,9 @@ usage() {
                        spirt-attack(1)'s (e.g. 1,3:signflip:10);
                        peer:A: with --peers, this whole peer is
                        (labelflip, an attack on its aggregate, or
-                       equivocate:A: A to the pullers of STORE.fork)
+                       equivocate:A: A to the pullers of STORE.fork;
+                       over HTTP equivocate@HOST:PORT:A, STORE.fork
+                       served there)
       --checkpoint N   a durable model version every N steps, volatile
                        ones between (default 100; 1: every step)
       --cold           start one process per function invocation
@@ -240,14 +242,33 @@ peer_rule_args() {
 # exchange; equivocate:A publishes the honest aggregate in the store and
 # the crafted one in STORE.fork, with a round of its own there, so the
 # pullers whose peers file names STORE.fork for this peer get the other
-# story, each under this peer's signature
-bpid= bequiv=0 battack= bfork=
+# story, each under this peer's signature.  Over HTTP (this peer's line
+# a URL), equivocate@HOST:PORT:A: a second spirt-peer serve serves
+# STORE.fork there (fork_serve), and the pullers whose peers file names
+# that URL for this peer get the other story
+bpid= bequiv=0 battack= bfork= bflisten= bsrv=
 byzpeer_check() {
 	bspec=$byz byz=
 	[ -n "$peers" ] || die 64 "--byzantine $bspec: a Byzantine peer needs --peers"
 	[ "$xh" -eq 0 ] || die 64 "--byzantine $bspec: not with --every"
 	battack=$bpeer
-	case $bpeer in equivocate:*) bequiv=1 battack=${bpeer#equivocate:} ;; esac
+	case $bpeer in
+	equivocate:*) bequiv=1 battack=${bpeer#equivocate:} ;;
+	equivocate@*)
+		# HOST:PORT:A, HOST a name, an IPv4 address or [IPv6]
+		bequiv=1 _r=${bpeer#equivocate@}
+		case $_r in
+		\[*\]:*) _h=${_r%%]*}] ;;
+		*) _h=${_r%%:*} ;;
+		esac
+		_r=${_r#"$_h"} _r=${_r#:} _p=${_r%%:*}
+		printf '%s\n' "$_h:$_p" | grep -Eqx \
+		    '([0-9A-Za-z.-]+|\[[0-9A-Fa-f:.]+\]):[1-9][0-9]{0,4}' ||
+			die 64 "--byzantine $bspec: expected peer:equivocate@HOST:PORT:ATTACK"
+		[ "$_p" -le 65535 ] ||
+			die 64 "--byzantine $bspec: port $_p is out of range (1 to 65535)"
+		bflisten=$_h:$_p battack=${_r#"$_p"} battack=${battack#:} ;;
+	esac
 	[ -n "$battack" ] || die 64 "--byzantine $bspec: no attack after peer:"
 	if [ "$battack" = labelflip ]; then
 		[ "$bequiv" -eq 0 ] || die 64 "--byzantine $bspec: equivocate needs an attack on the aggregate, not labelflip"
@@ -258,9 +279,15 @@ byzpeer_check() {
 	e=$(spirt-attack -o /dev/null "$battack" </dev/null 2>&1) || rc=$?
 	[ "$rc" -ne 64 ] || die 64 "--byzantine $bspec: unknown or malformed attack \"$battack\""
 	[ "$bequiv" -eq 1 ] || return 0
-	case $(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
-		if (n++ == p) { print $2; exit } }' "$peers") in
-	*://*) die 64 "--byzantine $bspec: equivocation is played by peers on one machine (store paths): over HTTP serve $store.fork with a second spirt-peer serve" ;;
+	_u=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+		if (n++ == p) { print $2; exit } }' "$peers")
+	case $_u in
+	http://*)
+		[ -n "$bflisten" ] || die 64 "--byzantine $bspec: over HTTP the other story is served at an address of its own: peer:equivocate@HOST:PORT:ATTACK"
+		_u=${_u#http://} _u=${_u#*@} _u=${_u%/}
+		[ "$_u" != "$bflisten" ] || die 64 "--byzantine $bspec: $bflisten is this peer's own address ($peers)" ;;
+	*://*) die 64 "--byzantine $bspec: this peer's URL $_u: equivocation is played over http:// or store paths" ;;
+	*) [ -z "$bflisten" ] || die 64 "--byzantine $bspec: this peer's line in $peers is a store path: the other story is $store.fork, no address (peer:equivocate:ATTACK)" ;;
 	esac
 	bfork=$store.fork
 }
@@ -324,6 +351,30 @@ xq=$((np / 2 + 1))
 xargs_=$(peer_rule_args "$prule" "$xq") ||
 	die 64 "--peer-rule $prule: expected mean, median, trim:F, norm, \
 cclip:T[:L] or scclip:T[:L] (T a radius or auto)"
+# ---- the tools: beside this script, then PATH ----
+# A spirt-train run by its path (a build tree's top, an installed bin)
+# runs the tools of its own directory when that holds them: the directory
+# goes first in PATH (exported: the tools that run others find them too),
+# unless PATH holds it already, whose order then stands (a wrapper or a
+# stub put before it is run).  A tool found nowhere is 69, named.
+here=.
+case $0 in */*) here=${0%/*} ;; esac
+here=$(cd -P -- "$here" 2>/dev/null && pwd -P) || here=${0%/*}
+if [ -x "$here/spirt-grad" ]; then
+	onpath=0 _ifs=$IFS IFS=:
+	for d in $PATH; do
+		[ "$(cd -P -- "${d:-.}" 2>/dev/null && pwd -P)" != "$here" ] ||
+			{ onpath=1; break; }
+	done
+	IFS=$_ifs
+	[ "$onpath" -eq 1 ] || PATH=$here:$PATH
+	export PATH
+fi
+for d in spirt-store spirt-shard spirt-init spirt-grad spirt-agg \
+    spirt-update spirt-eval spirt-attack spirt-peer spirt-beat; do
+	command -v "$d" >/dev/null 2>&1 ||
+		die 69 "$d: not found beside $PROG ($here) or on PATH"
+done
 # --byzantine peer:ATTACK (evaluation only): this whole peer lies
 bpeer=
 case $byz in peer:*) bpeer=${byz#peer:}; byzpeer_check ;; esac
@@ -377,7 +428,12 @@ esac
 # the tools that take them (a dry run; spirt-init makes a model and throws
 # it away): the same checks as theirs, before any work.
 # first MESSAGES TOOL: the first line, without the tool's name
-first() { printf '%s\n' "$1" | sed -n "1s/^$2: //p"; }
+# (the whole first line when it is not the tool's; a tool that said
+# nothing, killed, is named)
+first() {
+	printf '%s\n' "$1" | sed -n "1{s/^$2: //;p;}" | grep . ||
+		echo "$2 ended, saying nothing"
+}
 # (a tool not found or killed is 70, never the shell's 126 and above)
 rc=0
 e=$(spirt-agg $aggargs --check-rule "$fns" 2>&1) || rc=$?
@@ -567,8 +623,9 @@ spent=digest/
 [ "$keepdg" -eq 0 ] || spent=
 # -R: a rerun after a crash between aggregate and update redoes the (identical)
 # aggregate; -P: each step removes the spent gradients of steps before t-1;
-# --max-samples: no gradient counts more samples than a batch (wmean)
-agg="spirt-agg -q -R -P --max-samples $batch $aggargs"
+# --batch: no gradient counts more samples than the assignment in force
+# gives its function at its step (wmean; more than -b after a death)
+agg="spirt-agg -q -R -P --batch $batch $aggargs"
 # peers, a round a step: the aggregate is written as this peer's published
 # one, xagg/<t>/<id> (the id of line --peer of the peers file), which the
 # exchange publishes as it is instead of copying agg/<t> there (3% of a
@@ -893,7 +950,7 @@ work= srv= srvdir= wdog= guard= gfile= gdir=
 # guarded: the server's and the beaters' pids, for the guard
 guarded() {
 	[ -n "$gfile" ] || return 0
-	echo "${srv:-} $beatpids" >"$gfile.tmp" && mv "$gfile.tmp" "$gfile"
+	echo "${srv:-} ${bsrv:-} $beatpids" >"$gfile.tmp" && mv "$gfile.tmp" "$gfile"
 }
 # orphaned: true in a subshell of the driver (a timer, a watchdog) whose
 # driver is gone, killed outright (no trap ran): it is another process's
@@ -972,6 +1029,8 @@ cleanup() {
 	work=
 	[ -z "$srv" ] || { kill -TERM "$srv" 2>/dev/null || :; wait "$srv" || :; }
 	srv=
+	[ -z "${bsrv:-}" ] || { kill -TERM "$bsrv" 2>/dev/null || :; wait "$bsrv" || :; }
+	bsrv=
 	[ -z "$srvdir" ] || rm -rf "$srvdir"
 	srvdir=
 	[ -z "$gdir" ] || rm -rf "$gdir"
@@ -989,6 +1048,7 @@ termed() {
 	if [ -n "$_d" ]; then
 		_w="spirt-beat"
 		[ "$_d" != "$srv" ] || _w="spirt-peer serve"
+		[ "$_d" != "$bsrv" ] || _w="spirt-peer serve of $bfork"
 		cleanup
 		trap - EXIT
 		die 75 "this peer's $_w (pid $_d) died; rerun to resume"
@@ -1108,6 +1168,29 @@ serve_start() {
 	done
 }
 
+# fork_serve: --byzantine peer:equivocate@HOST:PORT:A (evaluation
+# only): the other story's store, STORE.fork (made at once, with the
+# model it starts from, so that it can be served from the first step),
+# served at HOST:PORT by a second spirt-peer serve under this peer's
+# identity, as serve_start serves the store (its own FIFO; the guard
+# ends it with the driver, and the run when it dies)
+fork_serve() {
+	if [ ! -d "$bfork" ]; then
+		rm -rf "$bfork.tmp"
+		spirt-store get "model/$model@$last" >"$store.byz-model.rec" &&
+		    spirt-store -s "$bfork.tmp" put "model/$model@$last" \
+		    "$store.byz-model.rec" && mv "$bfork.tmp" "$bfork" ||
+		    die 74 "$bfork: could not make the other story's store"
+	fi
+	_s=$srv _st=$store _l=$listen _sdir=$srvdir
+	store=$bfork listen=$bflisten srvdir=$gdir/fork
+	mkdir "$srvdir" && mkfifo "$srvdir/ready" ||
+	    die 73 "cannot make $srvdir"
+	serve_start
+	bsrv=$srv srv=$_s store=$_st listen=$_l srvdir=$_sdir
+	guarded
+}
+
 # urls: the other peers' http:// URLs
 urls=
 guard_start
@@ -1123,6 +1206,7 @@ if [ -n "$peers" ]; then
 		mkdir "$srvdir" && mkfifo "$srvdir/ready" ||
 		    die 73 "cannot make $srvdir"
 		serve_start
+		[ -z "$bflisten" ] || fork_serve
 		;;
 	esac
 fi

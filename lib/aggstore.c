@@ -28,7 +28,7 @@ spirt_aggset_init(struct spirt_aggset *s)
 	spirt_agg_defaults(&s->p);
 	s->step = SPIRT_NOSTEP;
 	s->verify = s->replace = s->prune = s->keys_checked = 0;
-	s->max_samples = 0;
+	s->max_samples = s->batch = 0;
 	s->out = NULL;
 	s->seq_origin = 0;
 	s->center = NULL;
@@ -90,6 +90,7 @@ add(struct spirt_aggset *s, const char *name, const struct spirt_tensor *t,
 	in->t = *t;
 	in->own = own;
 	in->pre = 0;
+	in->bound = 0;
 	if (t->dtype == SPIRT_F32 && !spirt_aligned(pl, SPIRT_F32)) {
 		if ((in->own = malloc(t->nbytes ? t->nbytes : 1)) == NULL)
 			return ENOMEM;
@@ -195,13 +196,40 @@ spirt_aggset_add_file(struct spirt_aggset *s, const char *path)
 	return rc;
 }
 
+/*
+ * Each input of the revision in force a's bound: the samples a gives its
+ * worker at its step with s->batch (none where a says nothing)
+ */
+static int
+bounds(struct spirt_aggset *s, struct spirt_txn *txn,
+    const struct spirt_assign *a)
+{
+	uint64_t S, n;
+	int rc;
+
+	if ((rc = spirt_data_epoch_steps(&S, txn, s->dataset, s->batch)))
+		return rc == SPIRT_ENOTFOUND ? 0 : say(s, rc, "data/%s/info: "
+		    "%s", s->dataset, spirt_strerror(rc));
+	for (size_t i = 0; i < s->w; i++) {
+		struct spirt_aggset_in *in = &s->in[i];
+
+		if (in->pre || in->t.origin == SPIRT_NOORIGIN ||
+		    in->t.step == SPIRT_NOSTEP)
+			continue;
+		if (spirt_assign_samples(&n, a, in->t.origin, in->t.step, S,
+		    s->batch) == 0)
+			in->bound = n;
+	}
+	return 0;
+}
+
 int
 spirt_aggset_filter(struct spirt_aggset *s, struct spirt_txn *txn)
 {
 	struct spirt_assign a;
 	uint64_t rev = SPIRT_NOREVISION;
 	size_t i;
-	int rc;
+	int rc, have = 0;
 
 	s->nstale = s->npast = 0;
 	s->revision = SPIRT_NOREVISION;
@@ -209,6 +237,7 @@ spirt_aggset_filter(struct spirt_aggset *s, struct spirt_txn *txn)
 		struct spirt_aggset_in *in = &s->in[i];
 
 		in->pre = 0;
+		in->bound = 0;
 		if (s->step != SPIRT_NOSTEP && in->t.step < s->step) {
 			in->pre = SPIRT_AGG_XPAST;
 			s->npast++;
@@ -218,9 +247,12 @@ spirt_aggset_filter(struct spirt_aggset *s, struct spirt_txn *txn)
 		return 0;
 	if (txn != NULL && s->dataset != NULL) {
 		rc = spirt_data_assign_get(&a, txn, s->dataset);
-		if (rc == 0)
+		if (rc == 0) {
 			rev = a.revision;
-		spirt_assign_free(&a);
+			have = 1;
+		} else {
+			spirt_assign_free(&a);
+		}
 		if (rc != 0 && rc != SPIRT_ENOTFOUND)
 			return say(s, rc, "data/%s/assign: %s", s->dataset,
 			    spirt_strerror(rc));
@@ -243,7 +275,11 @@ spirt_aggset_filter(struct spirt_aggset *s, struct spirt_txn *txn)
 			s->nstale++;
 		}
 	}
-	return 0;
+	if (!have)
+		return 0;
+	rc = s->batch ? bounds(s, txn, &a) : 0;
+	spirt_assign_free(&a);
+	return rc;
 }
 
 int
@@ -435,6 +471,7 @@ run(struct spirt_aggset *s, float *out, struct sumwatch *x)
 	struct spirt_agg_watch wt = { sw_start, sw_tile, x };
 	const struct spirt_aggset_in *in0 = &s->in[s->first];
 	size_t i, k, nv = 0;
+	uint64_t b;
 	int rc;
 
 	/* the rule sees the inputs not left out; those come after it */
@@ -443,11 +480,13 @@ run(struct spirt_aggset *s, float *out, struct sumwatch *x)
 			continue;
 		s->ai[nv].x = s->in[i].x;
 		s->ai[nv].origin = s->in[i].t.origin;
-		/* a worker's claim is bounded by what a step can use, so a
-		 * liar weighs no more than an honest batch in wmean */
+		/* a worker's claim is bounded by what its step can use (the
+		 * assignment's minibatch, else the batch), so a liar weighs
+		 * no more than its honest minibatch in wmean */
 		s->ai[nv].samples = s->in[i].t.samples;
-		if (s->max_samples && s->ai[nv].samples > s->max_samples)
-			s->ai[nv].samples = s->max_samples;
+		b = s->in[i].bound ? s->in[i].bound : s->max_samples;
+		if (b && s->ai[nv].samples > b)
+			s->ai[nv].samples = b;
 		s->ai[nv].id = i;
 		s->ai[nv].excluded = 0;
 		nv++;

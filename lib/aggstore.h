@@ -31,6 +31,9 @@ struct spirt_aggset_in {
 	void *own;                      /* buffer to free, or NULL */
 	int pre;                        /* left out before the rule:
 					   SPIRT_AGG_XSTALE, _XPAST, or 0 */
+	uint64_t bound;                 /* the samples the assignment in
+					   force gives it (spirt_aggset_filter
+					   with batch), or 0: max_samples */
 };
 
 /* a record given in memory, not read from the store */
@@ -57,9 +60,17 @@ struct spirt_aggset {
 	int replace;            /* spirt_agg_store_step: replace agg/<t> */
 	int prune;              /* ... and remove spent steps (< t - 1) */
 	/* the most samples one gradient can have used (its batch): a count
-	 * above it counts as max_samples, for wmean's weights and the
-	 * result's samples; 0: no bound */
+	 * above an input's bound counts as that bound, for wmean's weights
+	 * and the result's samples; the bound is in->bound where the
+	 * assignment sets one, else max_samples; 0: no bound */
 	uint64_t max_samples;
+	/* the functions' batch (spirt-grad -b), or 0: with revcheck and an
+	 * assignment in force (data/<dataset>/assign and info in txn),
+	 * spirt_aggset_filter bounds each input by the samples it gives the
+	 * input's worker (its origin) at its step, with this batch
+	 * (spirt_assign_samples): more than the batch after a dead worker's
+	 * were reassigned, fewer at an epoch's short last step */
+	uint64_t batch;
 	/* spirt_agg_store_step writes <out>/<t> and <out>/<t>/excluded
 	 * (NULL: "agg"; spirt-peer exchange: "gagg") */
 	const char *out;
@@ -145,9 +156,12 @@ SPIRT_MUST_CHECK int spirt_aggset_add_file(struct spirt_aggset *s,
  * in txn (when txn and dataset are set and the key exists), else the
  * newest among the inputs (SPIRT_AGG_XSTALE).  Inputs without a revision
  * are not checked.  They stay in the set, counted (s->nstale, s->npast)
- * and in agg/<t>/excluded, never in the result.  spirt_agg_store_step()
- * calls it.  Returns 0, spirt_data_assign_get()'s codes but
- * SPIRT_ENOTFOUND.
+ * and in agg/<t>/excluded, never in the result.  With s->batch and that
+ * assignment, each input of the revision in force with an origin gets
+ * its bound (in->bound; none when the assignment gives its worker
+ * nothing at its step, or does not hold for s->batch).
+ * spirt_agg_store_step() calls it.  Returns 0, spirt_data_assign_get()'s and
+ * spirt_data_epoch_steps()'s codes but SPIRT_ENOTFOUND.
  */
 SPIRT_MUST_CHECK int spirt_aggset_filter(struct spirt_aggset *s,
     struct spirt_txn *txn) SPIRT_NONNULL(1);

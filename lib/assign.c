@@ -245,6 +245,17 @@ spirt_assign_select(struct spirt_assign_sel *sel,
 	return sel->hi > sel->lo ? 0 : SPIRT_ENOTFOUND;
 }
 
+int
+spirt_assign_samples(uint64_t *n, const struct spirt_assign *a,
+    uint64_t worker, uint64_t step, uint64_t S, uint64_t batch)
+{
+	struct spirt_assign_sel sel;
+	int rc = spirt_assign_select(&sel, a, worker, step, S, batch);
+
+	*n = sel.hi - sel.lo;
+	return rc == SPIRT_ENOTFOUND ? 0 : rc;
+}
+
 /* ---- the deterministic reassignment ---- */
 
 /* rows under construction */
@@ -703,4 +714,29 @@ spirt_data_assign_get(struct spirt_assign *a, struct spirt_txn *txn,
 	    (rc = spirt_store_get_tensor(txn, key, &t, &p, 1)))
 		return rc;
 	return spirt_assign_parse(a, &t, p);
+}
+
+int
+spirt_data_epoch_steps(uint64_t *S, struct spirt_txn *txn, const char *name,
+    uint64_t batch)
+{
+	struct spirt_tensor t;
+	char key[SPIRT_KEY_MAX + 1];
+	const void *p;
+	int64_t info[4];
+	int rc;
+
+	*S = 0;
+	if ((rc = spirt_key_data_info(key, sizeof(key), name)) ||
+	    (rc = spirt_store_get_tensor(txn, key, &t, &p, 0)))
+		return rc;
+	if (t.dtype != SPIRT_I64)
+		return SPIRT_EDTYPE;
+	if (t.nelem != 4)
+		return SPIRT_ESHAPE;
+	memcpy(info, p, sizeof(info));          /* may be unaligned */
+	if (info[0] < 1 || info[1] < info[0])
+		return SPIRT_EDATA;
+	*S = spirt_epoch_steps((uint64_t)info[1], (uint64_t)info[0], batch);
+	return 0;
 }

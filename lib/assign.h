@@ -117,6 +117,16 @@ SPIRT_MUST_CHECK int spirt_assign_select(struct spirt_assign_sel *sel,
     uint64_t S, uint64_t batch) SPIRT_NONNULL(1, 2);
 
 /*
+ * The samples worker's gradient of step takes under a, S steps per epoch
+ * of batch: the length of its run (spirt_assign_select), 0 when the part
+ * in force gives it none at that step.  Returns 0, SPIRT_ESTEP,
+ * SPIRT_EINVAL as spirt_assign_select.
+ */
+SPIRT_MUST_CHECK int spirt_assign_samples(uint64_t *n,
+    const struct spirt_assign *a, uint64_t worker, uint64_t step,
+    uint64_t S, uint64_t batch) SPIRT_NONNULL(1, 2);
+
+/*
  * The deterministic reassignment: a pure function of the shard sizes
  * (counts[k] samples in shard k, worker k's own), group (workers per peer:
  * worker w is in group w / group; 0 means one group) and the live set,
@@ -177,5 +187,15 @@ SPIRT_MUST_CHECK int spirt_assign_next_since(int64_t **out, size_t *nout,
  */
 SPIRT_MUST_CHECK int spirt_data_assign_get(struct spirt_assign *a,
     struct spirt_txn *txn, const char *name) SPIRT_NONNULL(1, 2, 3);
+
+/*
+ * Steps per epoch of data set name in txn for batch: spirt_epoch_steps()
+ * of data/<name>/info's sample and shard counts, into *S.  Returns 0,
+ * SPIRT_ENOTFOUND, SPIRT_EDTYPE, SPIRT_ESHAPE, SPIRT_EDATA (counts out of
+ * range), store errors.
+ */
+SPIRT_MUST_CHECK int spirt_data_epoch_steps(uint64_t *S,
+    struct spirt_txn *txn, const char *name, uint64_t batch)
+    SPIRT_NONNULL(1, 2, 3);
 
 #endif

@@ -190,7 +190,7 @@ open('inf.rec', 'wb').write(rec(b, origin=7))"
 	[[ "$stderr" == *"s.rec: record 1: excluded"* ]]
 }
 
-@test "wmean bounds each sample count by --max-samples (SPIRT_BATCH, 64)" {
+@test "wmean bounds each sample count by the batch (--batch, SPIRT_BATCH, 64) or --max-samples" {
 	unset SPIRT_BATCH
 	# four honest gradients of 64 samples, two liars claiming 10^6 each
 	# with the opposite direction: trusted, they would reverse the result
@@ -203,12 +203,16 @@ out(*h, *l)" >lie.rec
 	check out.rec '(np.stack([G[0] + 0.1 * G[w] for w in range(4)]).sum(0) - 2 * G[0]) / 6'
 	py "r = get('out.rec'); assert r['samples'] == 6 * 64, r['samples']
 assert (r['a'] * G[0]).sum() > 0    # not reversed"
-	[[ "$stderr" == *"lie.rec: record 4: 1000000 samples claimed, above --max-samples 64: counted as 64"* ]]
+	[[ "$stderr" == *"lie.rec: record 4: 1000000 samples claimed, above the batch, 64: counted as 64"* ]]
 	[[ "$stderr" == *"lie.rec: record 5: 1000000 samples"* ]]
 	run -0 --separate-stderr spirt-agg -q -r wmean -o out.rec lie.rec
 	[ -z "$stderr" ]
 	# a smaller bound: the honest counts too are cut to it
-	run -0 spirt-agg -r wmean --max-samples 8 -o out8.rec lie.rec
+	run -0 --separate-stderr spirt-agg -r wmean --max-samples 8 \
+	    -o out8.rec lie.rec
+	[[ "$stderr" == *"lie.rec: record 0: 64 samples claimed, above --max-samples 8: counted as 8"* ]]
+	run -0 spirt-agg -q -r wmean --batch 8 -o b8.rec lie.rec
+	cmp b8.rec out8.rec
 	check out8.rec '(np.stack([G[0] + 0.1 * G[w] for w in range(4)]).sum(0) - 2 * G[0]) / 6'
 	py "assert get('out8.rec')['samples'] == 6 * 8"
 	# SPIRT_BATCH is the default bound; the option wins
@@ -233,6 +237,62 @@ out(rec(rs[$w].array, origin=$w, samples=rs[$w].samples))" >s$w.rec
 	run -64 spirt-agg --max-samples x lie.rec
 	run -64 spirt-agg --max-samples 1048577 lie.rec
 	SPIRT_BATCH=x run -64 spirt-agg lie.rec
+	run -64 spirt-agg --batch 0 lie.rec
+	run -64 spirt-agg --batch 1048577 lie.rec
+}
+
+@test "the bound follows the assignment in force: a reassigned step's gradients count whole, a liar its minibatch" {
+	# 80 samples in 4 shards of 20, batch 4: 5 steps an epoch.  Step 0
+	# with all four; function 2 dies at step 1: its 16 samples left go
+	# to the others, whose lists (21 or 22 over the 4 steps left) make
+	# minibatches of 5 or 6, more than the batch
+	for i in $(seq 0 79); do echo "$((i % 2)),$i"; done >t.csv
+	spirt-shard -q -n 4 t.csv
+	spirt-init -q -m m softmax:1:2
+	for w in 0 1 2 3; do spirt-grad -q -m m -t 0 -w $w -b 4; done
+	spirt-agg -q -t 0 --batch 4
+	spirt-update -q -m m -t 0 -r 0.1
+	spirt-shard -q -t 1 -b 4 --live 0,1,3
+	for w in 0 1 3; do spirt-grad -q -m m -t 1 -w $w -b 4; done
+	for w in 0 1 3; do spirt-store get grad/1/$w >g$w.rec; done
+	py "assert [get('g%d.rec' % w)['samples'] for w in (0, 1, 3)] == [5] * 3"
+	# honest work weighs whole: no note, the aggregate counts 15
+	run -0 --separate-stderr spirt-agg -t 1 -r wmean --batch 4
+	[ -z "$stderr" ]
+	spirt-store get agg/1 >a.rec
+	py "assert get('a.rec')['samples'] == 15, get('a.rec')['samples']"
+	# SPIRT_BATCH says the batch as well, and in warm mode
+	SPIRT_BATCH=4 run -0 --separate-stderr spirt-agg -R -t 1 -r wmean
+	[ -z "$stderr" ]
+	SPIRT_BATCH=4 run -0 --separate-stderr sh -c \
+	    'echo 1 | spirt-agg -R -i -r wmean'
+	[ -z "$stderr" ]
+	spirt-store get agg/1 | cmp - a.rec
+	# --max-samples 4 still cuts them to it, each named
+	run -0 --separate-stderr spirt-agg -R -t 1 -r wmean --max-samples 4
+	[[ "$stderr" == *"grad/1/0: 5 samples claimed, above --max-samples 4: counted as 4"* ]]
+	spirt-store get agg/1 >m.rec
+	py "assert get('m.rec')['samples'] == 12"
+	# function 3 lies about its count: held to its minibatch, 5, and
+	# named; function 1 claims fewer: its own count stands
+	py "
+g = [get('g%d.rec' % w) for w in (0, 1, 3)]
+out(st.encode(g[1]['a'], name='softmax:1:2', step=1, origin=1, samples=2,
+              loss=1.0, revision=1))" >l1.rec
+	py "
+g = get('g0.rec')
+out(st.encode(-100 * g['a'], name='softmax:1:2', step=1, origin=3,
+              samples=10**6, loss=1.0, revision=1))" >l3.rec
+	spirt-store put grad/1/1 l1.rec
+	spirt-store put grad/1/3 l3.rec
+	run -0 --separate-stderr spirt-agg -R -t 1 -r wmean --batch 4
+	assert_equal "$stderr" 'spirt-agg: grad/1/3: 1000000 samples claimed, above the 5 its assignment gives worker 3 at step 1: counted as 5'
+	spirt-store get agg/1 >l.rec
+	py "
+r = get('l.rec')
+w = [get(f)['a'] for f in ('g0.rec', 'l1.rec', 'l3.rec')]
+assert r['samples'] == 12, r['samples']
+assert np.allclose(r['a'], (5 * w[0] + 2 * w[1] + 5 * w[2]) / 12, atol=1e-6)"
 }
 
 @test "too few finite inputs left is a data error" {

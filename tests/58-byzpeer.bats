@@ -119,9 +119,10 @@ assert np.linalg.norm(g - A1) < np.linalg.norm(X.mean(0) - A1) / 3"
 # train4 BYZ RULE [P2FILE]: four peers of 2 functions each train 6 steps
 # with --peer-rule RULE; peer 3 is Byzantine with BYZ (none: honest);
 # peer 2 reads the peers file P2FILE (default peers); each stores what it
-# received (--keep-pulls), as one would to look into an attack
+# received (--keep-pulls), as one would to look into an attack.  With a
+# group key (httppeers: peers over HTTP) each peer shows its token too
 train4() {
-	local i byz pf
+	local i byz pf auth
 	[ -e peers ] || {
 		for i in 0 1 2 3; do
 			spirt-peer keygen p$i.key >/dev/null
@@ -132,7 +133,10 @@ train4() {
 		byz= pf=peers
 		[ "$i" -ne 3 ] || [ "$1" = none ] || byz="--byzantine $1"
 		[ "$i" -ne 2 ] || pf=${3:-peers}
-		SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 timeout 300 \
+		auth=
+		[ ! -e group.pub ] ||
+			auth="SPIRT_TOKEN=p$i.tok SPIRT_GROUP=group.pub"
+		env SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 $auth timeout 300 \
 		    spirt-train -q -s s$i -n 2 --peers "$pf" --peer $i --steps 6 \
 		    --eval-every 6 --deadline 60000 --peer-rule "$2" $byz \
 		    --keep-pulls >o$i 2>e$i &
@@ -188,6 +192,12 @@ assert len(n) == 4 and min(n[3] / x for x in n[:3]) > 3, n"
 	# p2 pulls p3's other story: s3.fork
 	sed "s,$PWD/s3\$,$PWD/s3.fork," peers >peers2
 	train4 peer:equivocate:scale:-5 median peers2
+	equivocated
+}
+
+# equivocated: after train4 with p3 equivocating (scale:-5) to p2: what
+# the honest peers hold and prove
+equivocated() {
 	# the honest three hold one model, which p3 does not
 	h=$(spirt-store -s s0 get model/mlp@6 | md5sum)
 	[ "$(spirt-store -s s1 get model/mlp@6 | md5sum)" = "$h" ]
@@ -213,6 +223,24 @@ assert len(n) == 4 and min(n[3] / x for x in n[:3]) > 3, n"
 	py "
 a, b = load('x0.rec')['a'].astype(np.float64), load('x2.rec')['a']
 assert np.abs(b - (-5 * a)).max() <= 1e-5 * np.abs(a).max() * 5"
+}
+
+@test "spirt-train --byzantine peer:equivocate@HOST:PORT:A over HTTP: the other story served beside, each signed; the honest peers prove it and agree" {
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] || skip "no Fashion-MNIST"
+	# four peers over loopback, and a fifth free port for p3's other
+	# story (p4's line dropped)
+	httppeers 5
+	fork=$(sed -n 's,^p4 http://,,p' peers)
+	sed -i '/^p4 /d' peers
+	# p2 pulls p3's other story, which p3 serves at $fork
+	sed "s,^p3 .*,p3 http://p3@$fork," peers >peers2
+	train4 "peer:equivocate@$fork:scale:-5" median peers2
+	equivocated
+	# p3 served both stories, its store and the fork, under its identity
+	grep -q "^spirt-peer: listening on $fork as p3 (run r1)$" e3
+	[ "$(grep -c '^spirt-peer: listening on 127.0.0.1:[0-9]* as p3 (run r1)$' e3)" -eq 2 ]
+	[ "$(grep -c '^spirt-peer: stopped: [1-9][0-9]* served, 0 refused$' e3)" -eq 2 ]
+	[ -z "$(pgrep -f "$BATS_TEST_TMPDIR")" ]
 }
 
 @test "spirt-train --byzantine peer:labelflip: every function of that peer flips its labels" {
@@ -258,8 +286,26 @@ assert np.abs(b - (-5 * a)).max() <= 1e-5 * np.abs(a).max() * 5"
 	[[ "$stderr" == *"a Byzantine peer needs --peers"* ]]
 	run -64 --separate-stderr spirt-train --steps 1 -s s0 --peers peers --every 5 --byzantine peer:signflip
 	[[ "$stderr" == *"not with --every"* ]]
+	# equivocation over HTTP names where the other story is served;
+	# store paths take none
 	run -64 --separate-stderr spirt-train --steps 1 -s s0 --peers hpeers --byzantine peer:equivocate:signflip
-	[[ "$stderr" == *"equivocation is played by peers on one machine"* ]]
+	[[ "$stderr" == *"over HTTP the other story is served at an address of its own: peer:equivocate@HOST:PORT:ATTACK"* ]]
+	for b in equivocate@ equivocate@127.0.0.1 equivocate@127.0.0.1: \
+	    equivocate@127.0.0.1:x:signflip equivocate@:2:signflip \
+	    equivocate@127.0.0.1:0:signflip equivocate@a/b:2:signflip \
+	    equivocate@127.0.0.1:123456:signflip; do
+		run -64 --separate-stderr spirt-train --steps 1 -s s0 --peers hpeers --byzantine "peer:$b"
+		[[ "$stderr" == *"expected peer:equivocate@HOST:PORT:ATTACK"* ]] || fail "$b: $stderr"
+	done
+	run -64 --separate-stderr spirt-train --steps 1 -s s0 --peers hpeers --byzantine peer:equivocate@127.0.0.1:70000:signflip
+	[[ "$stderr" == *"port 70000 is out of range"* ]]
+	run -64 --separate-stderr spirt-train --steps 1 -s s0 --peers hpeers --byzantine peer:equivocate@127.0.0.1:1:signflip
+	[[ "$stderr" == *"127.0.0.1:1 is this peer's own address"* ]]
+	run -64 --separate-stderr spirt-train --steps 1 -s s0 --peers hpeers --byzantine peer:equivocate@[::1]:2:nope
+	[[ "$stderr" == *'unknown or malformed attack "nope"'* ]]
+	run -64 --separate-stderr spirt-train --steps 1 -s s0 --peers peers --byzantine peer:equivocate@127.0.0.1:2:signflip
+	[[ "$stderr" == *"a store path: the other story is s0.fork, no address"* ]]
+	[ ! -e s0 ] && [ ! -e s0.fork ]
 	for r in bogus trim: trim:x cclip: cclip:x scclip:1:x scclip:auto:1:2 krum:1; do
 		run -64 --separate-stderr spirt-train --steps 1 -s s0 --peers peers --peer-rule "$r"
 		[[ "$stderr" == *"--peer-rule $r: expected mean, median"* ]] || fail "$r: $stderr"

@@ -332,3 +332,38 @@ store_bytes() {
 	[[ "$stderr" == *"has data for 2 workers, not 3"* ]]
 	run -66 spirt-train --data /nonexistent -s other.db
 }
+
+@test "run by its path, the tools beside it: found there with none on PATH, and trains" {
+	run -0 --separate-stderr env PATH=/usr/bin:/bin \
+	    "$SPIRT_ROOT/spirt-train" -q --steps 3 -s by-path.db
+	run -0 spirt-store -s by-path.db ls model/
+	assert_line --partial 'model/mlp@3'
+}
+
+@test "a tool found neither beside spirt-train nor on PATH: 69, named, store untouched" {
+	# the script alone in a directory, no tool on PATH
+	mkdir alone
+	cp "$SPIRT_ROOT/spirt-train" alone/
+	run -69 --separate-stderr env PATH=/usr/bin:/bin alone/spirt-train \
+	    -q --steps 1 -s alone.db
+	[ "$stderr" = "spirt-train: spirt-store: not found beside spirt-train ($PWD/alone) or on PATH" ]
+	[ ! -e alone.db ]
+	# every tool but spirt-agg beside it: that one is named
+	for t in "$SPIRT_ROOT"/spirt-*; do
+		case ${t##*/} in
+		spirt-agg|spirt-train) ;;
+		*) [ -f "$t" ] && [ -x "$t" ] && ln -s "$t" alone/ ;;
+		esac
+	done
+	run -69 --separate-stderr env PATH=/usr/bin:/bin alone/spirt-train \
+	    -q --steps 1 -s alone.db
+	[ "$stderr" = "spirt-train: spirt-agg: not found beside spirt-train ($PWD/alone) or on PATH" ]
+	[ ! -e alone.db ]
+	# spirt-agg on PATH: found there, the rest beside, it trains
+	mkdir onpath
+	ln -s "$SPIRT_ROOT/spirt-agg" onpath/
+	run -0 --separate-stderr env PATH="/usr/bin:/bin:$PWD/onpath" \
+	    alone/spirt-train -q --steps 1 -s alone.db
+	run -0 spirt-store -s alone.db ls model/
+	assert_line --partial 'model/mlp@1'
+}

@@ -44,6 +44,9 @@ teardown() {
 	run_blocks "$PWD/b" "$n" "$PWD/tree"
 	cat b/*.out > all.out
 
+	# a dead function's samples reassigned: its heirs' gradients count
+	# whole, with no note of a count cut to the batch
+	run ! grep 'samples claimed' all.out
 	# help: the usage and the man page, from the tree
 	grep -q '^usage: spirt-grad ' all.out
 	sed 's/.\x08//g' all.out | grep -q '^SYNOPSIS'

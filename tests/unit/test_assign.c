@@ -600,6 +600,21 @@ test_refused(void)
 	CHECK_EQ_RC(spirt_assign_select(&sel, &b, 2, 9, 3, 3),
 	    SPIRT_ENOTFOUND);
 	CHECK_RC(spirt_assign_select(&sel, &b, 0, 9, 3, 2));
+	/* the samples of a step: its run's length; none for the dead one */
+	{
+		uint64_t k, m = 0;
+
+		CHECK_RC(spirt_assign_select(&sel, &b, 0, 7, 3, 3));
+		CHECK_RC(spirt_assign_samples(&m, &b, 0, 7, 3, 3));
+		CHECK(m == sel.hi - sel.lo && m > 3);  /* more than a batch */
+		CHECK_RC(spirt_assign_samples(&k, &b, 2, 7, 3, 3));
+		CHECK(k == 0);
+		CHECK_EQ_RC(spirt_assign_samples(&k, &b, 0, 5, 3, 3),
+		    SPIRT_ESTEP);
+		CHECK(k == 0);
+		CHECK_EQ_RC(spirt_assign_samples(&k, &b, 0, 7, 3, 2),
+		    SPIRT_EINVAL);
+	}
 	/* the same step again, or another batch, or no heir */
 	CHECK_EQ_RC(spirt_assign_next(&rows, &n, &b, c4, 4, 0, l01, 2, 2, 0,
 	    3, 3), SPIRT_ESTEP);
