@@ -1709,18 +1709,34 @@ exchange() {
 # model@T+1 = model@S - gagg/S (SGD with lr 1: the mean of the deltas
 # makes it the mean of the peers' models).  model@S and model@T+1 are
 # the same on every peer; the versions between are each peer's own.
+# Both steps are requests to the warm spirt-update (its words delta=,
+# outer=, agg=), as the local steps are: no process a round.
 # Returns 1 when T ends no round (the caller updates as usual).
 round() {
 	[ "$xh" -gt 0 ] || return 1
 	[ $((($1 + 1) % xh)) -eq 0 ] || [ $(($1 + 1)) -eq "$stop" ] || return 1
 	s0=$(($1 / xh * xh))
-	run $upd -t "$1" --delta "$s0" ||
-		die 75 "step $1: the round's delta failed"
+	if [ "$cold" -eq 1 ]; then
+		run $upd -t "$1" --delta "$s0" ||
+			die 75 "step $1: the round's delta failed"
+	else
+		_rq="$1 delta=$s0"
+		[ "$verbose" -eq 0 ] || printf '+ %s -i <<< %s\n' "$upd" "$_rq" >&2
+		echo "$_rq" >&8
+		wait_done 1 spirt-update
+	fi
 	xstep "$s0" "step $1: exchange of round $s0" || { stepped=0; return 0; }
 	lastx=$s0
 	join_check "$s0"
-	run $upd -a gagg -t "$s0" --outer $(($1 + 1 - s0)) ||
-		die 75 "step $1: the outer step of round $s0 failed"
+	if [ "$cold" -eq 1 ]; then
+		run $upd -a gagg -t "$s0" --outer $(($1 + 1 - s0)) ||
+			die 75 "step $1: the outer step of round $s0 failed"
+	else
+		_rq="$s0 outer=$(($1 + 1 - s0)) agg=gagg"
+		[ "$verbose" -eq 0 ] || printf '+ %s -i <<< %s\n' "$upd" "$_rq" >&2
+		echo "$_rq" >&8
+		wait_done 1 spirt-update
+	fi
 	# spent rounds: those before the previous one (a peer a round behind
 	# still finds it)
 	if [ "$s0" -ge $((2 * xh)) ] && { [ "$xh" -ge 10 ] ||
