@@ -57,6 +57,9 @@ all: $(BIN)
 
 $(LIBOBJ): $(LIBHDR) config.mk
 cmd/spirt-store.o: $(LIBHDR) config.mk
+# (again here: mk/model.mk's line is read before the agg and faas lists,
+# and spirt-grad includes serve.h and faas*.h; a stale object crashed)
+cmd/spirt-grad.o: $(LIBHDR)
 
 lib/libspirt.a: $(LIBOBJ)
 	rm -f $@

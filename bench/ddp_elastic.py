@@ -9,6 +9,9 @@ step.  When a rank is killed, torchrun's agent sees it, stops the others
 and restarts the whole group, which resumes from the last checkpoint.
 
 usage: torchrun ... ddp_elastic.py LOG BATCH STEPS CKPT
+
+DDP_INIT=FILE starts from the weights of a spirt model file (spirt's
+model@0: bench/torch_start.py) instead of PyTorch's default.
 """
 import gzip
 import os
@@ -23,6 +26,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+import torch_start  # noqa: E402
 
 D = os.environ.get("FMNIST", "/usr/share/datasets/fashion-mnist") + "/"
 
@@ -45,6 +49,8 @@ def main():
     torch.manual_seed(1)
     net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128),
                         nn.ReLU(), nn.Linear(128, 10))
+    if os.environ.get("DDP_INIT"):
+        torch_start.load(net, os.environ["DDP_INIT"])
     opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
     start = 0
     path = log + ".ckpt"

@@ -18,6 +18,9 @@ usage: ddp_train.py P BATCH LR EVERY TARGET STEPS
   STEPS   at most this many steps
 
 DDP_SEED (default 1) seeds the initialisation and the data order.
+DDP_INIT=FILE starts from the weights of a spirt model file instead of
+PyTorch's default initialisation (bench/torch_start.py; bench/peer.sh
+passes spirt's model@0 of the same seed, so both sides start alike).
 
 DDP_LOCAL=H (default 0: DDP) trains by local SGD instead, what
 spirt-train --every H does: no DistributedDataParallel, each process
@@ -46,6 +49,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+import torch_start  # noqa: E402
 from torch.distributed.algorithms.model_averaging.utils import \
     average_parameters  # noqa: E402
 
@@ -75,6 +79,8 @@ def run(rank, p, batch, lr, every, target, steps, port, q):
     torch.manual_seed(seed)
     net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128),
                         nn.ReLU(), nn.Linear(128, 10))
+    if os.environ.get("DDP_INIT"):
+        torch_start.load(net, os.environ["DDP_INIT"])
     local = int(os.environ.get("DDP_LOCAL", "0"))
     if local > 0:
         # the same start everywhere (DDP broadcasts rank 0's)

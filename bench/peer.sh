@@ -22,9 +22,14 @@
 #    in the same 3 network namespaces (spirt's peers over HTTP, DDP's
 #    rendezvous at namespace 1's address): the MLP to 85% at the same
 #    global batch (3 x 2 x 64; and 3 x 1 x 128, DDP's own shape), model,
-#    optimiser (momentum 0.9, lr 0.05 constant) and evaluation interval;
-#    round r seeds both sides r + 1 (initialisation and data order), so
-#    the medians span seeds, not only timings.  Then both sides by local
+#    optimiser (momentum 0.9, lr 0.05 constant) and evaluation interval,
+#    from the same initial weights: round r seeds both sides r + 1, and
+#    DDP starts from spirt's model@0 of that seed (bench/start.sh: the
+#    file spirt-init -S r+1 writes, checked to be spirt-train's start and
+#    to give spirt-eval's test loss in torch), its data order from the
+#    seed too, so the medians span seeds, not only timings.  Steps to
+#    85% and time per step are reported apart, with their ratios side by
+#    side: fewer steps is not a faster step.  Then both sides by local
 #    SGD, the algorithm of slow links: spirt-train --every 5 (5 local
 #    steps, then the peers average the model's change) against the same
 #    algorithm in torch (bench/ddp_train.py DDP_LOCAL=5: local steps,
@@ -51,6 +56,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 . bench/cpu.sh
+. bench/start.sh
 PY=/usr/bin/python3
 FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
 PATH="$PWD:$PATH"
@@ -280,7 +286,8 @@ echo "   per rank), momentum 0.9 lr 0.05 constant, evaluated every 25 steps;"
 echo "   PyTorch DDP (gloo), 3 processes x batch 128, one thread each; all in"
 echo "   the same 3 network namespaces (spirt's peers over HTTP; DDP's"
 echo "   rendezvous at namespace 1).  Medians of $race interleaved rounds, round"
-echo "   r seeded r + 1 on both sides (initialisation and data order).  Then"
+echo "   r seeded r + 1 on both sides (data order), both starting from spirt's"
+echo "   model@0 of seed r + 1 (bench/start.sh checks torch loads it).  Then"
 echo "   local SGD on both sides, the model averaged every $hl steps: spirt-train"
 echo "   --every $hl (2 x 64 a peer) and torch (3 x 128, DDP_LOCAL=$hl)."
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
@@ -323,7 +330,9 @@ disown -a
 : >"$tmp/snh"; : >"$tmp/sna"; : >"$tmp/snc"
 r=0
 while [ "$r" -lt "$race" ]; do
-	# round r: seed r + 1 on both sides (initialisation, data order)
+	# round r: seed r + 1 on both sides (data order), and the same
+	# start: spirt-train -S r+1's model@0, loaded by DDP (DDP_INIT)
+	start_model mlp:784-256-128-10 $((r + 1)) "$tmp/start.spt"
 	# (functions:batch:file:crypto off:options of each spirt shape)
 	IFS='
 '
@@ -339,9 +348,11 @@ while [ "$r" -lt "$race" ]; do
 		lastline "$tmp/race" >>"$tmp/$file"
 		rm -rf "$tmp/race"
 	done
-	DDP_SEED=$((r + 1)) ddpns 3 128 0.05 25 0.85 5000 |
+	DDP_SEED=$((r + 1)) DDP_INIT=$tmp/start.spt \
+	    ddpns 3 128 0.05 25 0.85 5000 |
 	    awk '{ print $2, $1, $3 }' >>"$tmp/dr"
-	DDP_SEED=$((r + 1)) DDP_LOCAL=$hl ddpns 3 128 0.05 25 0.85 5000 |
+	DDP_SEED=$((r + 1)) DDP_INIT=$tmp/start.spt DDP_LOCAL=$hl \
+	    ddpns 3 128 0.05 25 0.85 5000 |
 	    awk '{ print $2, $1, $3 }' >>"$tmp/d5r"
 	r=$((r + 1))
 done
@@ -355,16 +366,19 @@ row() {
 	    "$(awk '{ print 1e3 * $1 / $2 }' "$tmp/$1" | med)" \
 	    "$(awk '{ printf "%s%s", (NR > 1 ? " " : ""), $2 }' "$tmp/$1")"
 }
-# ratio A B NAME: time to 85% and time per step, A's medians over B's
+# ratio A B NAME: A's medians over B's: steps to 85%, time per step and
+# time to 85% (about the product of the two)
 ratio() {
 	# (the issue's target is against DDP)
 	awk -v n="$3" -v a="$(awk '{ print $1 }' "$tmp/$1" | med)" \
 	    -v b="$(awk '{ print $1 }' "$tmp/$2" | med)" \
 	    -v c="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/$1" | med)" \
 	    -v d="$(awk '{ print 1e3 * $1 / $2 }' "$tmp/$2" | med)" \
+	    -v e="$(awk '{ print $2 }' "$tmp/$1" | med)" \
+	    -v f="$(awk '{ print $2 }' "$tmp/$2" | med)" \
 	    -v t="$([ "$2" = dr ] && echo " (target <= 1.0)")" 'BEGIN {
-		printf "   %s: time to 85%% %.2f, time per step %.2f%s\n", n,
-		    a / b, c / d, t }'
+		printf "   %-38s %6.2f %8.2f %8.2f%s\n", n, e / f, c / d,
+		    a / b, t }'
 }
 if [ "$race" -gt 0 ]; then
 	printf '   %-24s %9s %6s %9s %8s\n' "" seconds steps accuracy ms/step
@@ -378,6 +392,8 @@ if [ "$race" -gt 0 ]; then
 		row sna "spirt 2 x 64, no AEAD"
 		row snc "spirt 2 x 64, neither"
 	fi
+	echo "   ratios of the medians (time = steps x ms/step, near enough):"
+	printf '   %-38s %6s %8s %8s\n' "" steps ms/step time
 	ratio sr dr "spirt (2 x 64) / DDP"
 	ratio s1r dr "spirt (1 x 128) / DDP"
 	ratio s5r dr "spirt (--every $hl) / DDP"

@@ -5,8 +5,8 @@ the time to a test accuracy or the time per step.  bench/train.sh sweeps
 the thread configuration, batch size and learning rate with it and races
 the best configuration against spirt.
 
-usage: torch_train.py [-d seconds] -j THREADS MODEL OPT EPOCHS EVERY TARGET
-                      BATCH:LR...
+usage: torch_train.py [-d seconds] [-i file] [-S seed] -j THREADS MODEL OPT
+                      EPOCHS EVERY TARGET BATCH:LR...
        torch_train.py -j THREADS MODEL OPT steps N BATCH...
 
   THREADS  1    one thread (torch, OpenMP and OpenBLAS)
@@ -19,6 +19,9 @@ usage: torch_train.py [-d seconds] -j THREADS MODEL OPT EPOCHS EVERY TARGET
   -d S     give up a configuration once its training clock passes S
            seconds (it cannot beat a run that reached the target in S);
            S then falls to each configuration's time to the target
+  -i FILE  start from the weights of a spirt model file (spirt's model@0,
+           bench/torch_start.py), not PyTorch's default initialisation
+  -S SEED  seed of the initialisation and the data order (default 1)
 
 For each BATCH:LR, from the same seed, one line:
   batch  lr  steps  train_seconds  accuracy  reached
@@ -46,11 +49,17 @@ def usage():
 args = sys.argv[1:]
 deadline = None
 threads = None
+init = None
+seed = 1
 while args and args[0].startswith("-"):
     if len(args) < 2:
         usage()
     if args[0] == "-d":
         deadline = float(args[1])
+    elif args[0] == "-i":
+        init = args[1]
+    elif args[0] == "-S" and args[1].isdigit():
+        seed = int(args[1])
     elif args[0] == "-j" and args[1] in THREADS:
         threads = args[1]
     else:
@@ -70,6 +79,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+import torch_start  # noqa: E402
 
 D = os.environ.get("FMNIST", "/usr/share/datasets/fashion-mnist") + "/"
 
@@ -89,14 +99,18 @@ def labels(name):
 
 
 def net_of(model):
-    torch.manual_seed(1)
+    torch.manual_seed(seed)
     if model == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
-                             nn.Linear(256, 128), nn.ReLU(),
-                             nn.Linear(128, 10))
-    return nn.Sequential(nn.Conv2d(1, 32, 5), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Conv2d(32, 64, 5), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Flatten(), nn.Linear(1024, 10))
+        net = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
+                            nn.Linear(256, 128), nn.ReLU(),
+                            nn.Linear(128, 10))
+    else:
+        net = nn.Sequential(nn.Conv2d(1, 32, 5), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Conv2d(32, 64, 5), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Flatten(), nn.Linear(1024, 10))
+    if init:
+        torch_start.load(net, init)
+    return net
 
 
 def opt_of(net, opt, lr):
@@ -123,7 +137,7 @@ def to_target(xtr, ytr, xte, yte, model, opt, epochs, every, target, cfg):
     # evaluate every `every` samples, whatever the batch
     each = max(1, round(every / batch))
     steps, clock, acc = 0, 0.0, 0.0
-    torch.manual_seed(1)
+    torch.manual_seed(seed)
     for _ in range(epochs):
         perm = torch.randperm(n)
         for b in range(nb):

@@ -11,6 +11,10 @@
 # configuration of the sweep is then raced against spirt in interleaved
 # rounds.  Time to accuracy is printed beside the time per step and the
 # samples needed, so a win from fewer steps is not read as a win in speed.
+# Both sides start from the same weights, spirt's model@0 (bench/start.sh:
+# PyTorch loads the file spirt-init -S writes, checked to give spirt-eval's
+# test loss), and round r of a race seeds both r + 1 (the start and the
+# data order); the sweep runs from seed 1's.
 #
 # Environment:
 #   REPS=n              interleaved rounds of each race (default 5)
@@ -27,6 +31,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 . bench/cpu.sh
+. bench/start.sh
 PY=/usr/bin/python3
 FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
 PATH="$PWD:$PATH"
@@ -43,7 +48,8 @@ OPENBLAS_CORETYPE=${core% *}
 export OPENBLAS_CORETYPE
 bench_header bench/train
 echo "OpenBLAS core $core on both sides; torch $($PY -c 'import torch; print(torch.__version__)');"
-echo "races: medians and min-max over interleaved rounds ($reps for the MLP)"
+echo "races: medians and min-max over interleaved rounds ($reps for the MLP);"
+echo "both sides from spirt's model@0, round r of a race seeded r + 1"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -120,8 +126,8 @@ sweep() {
 		cfgs=
 		for lr in $slrs; do cfgs="$cfgs $b:$lr"; done
 		# shellcheck disable=SC2086
-		$PY bench/torch_train.py ${dl:+-d "$dl"} -j "$j" "$sm" "$so" \
-		    "$se" "$sv" "$st" $cfgs | sed "s/^/$j	/" >>"$tmp/$sn.b"
+		$PY bench/torch_train.py ${dl:+-d "$dl"} -i "$tstart" \
+		    -S "$tseed" -j "$j" "$sm" "$so" "$se" "$sv" "$st" $cfgs | sed "s/^/$j	/" >>"$tmp/$sn.b"
 		dl=$(awk -F'\t' '$7 == 1 && (d == "" || $5 < d) { d = $5 }
 			END { print d }' "$tmp/$sn.b")
 	done
@@ -139,11 +145,19 @@ sweep() {
 	fi
 }
 
+# (tstart, tseed: the start the torch runs load, spirt's model@0 of seed
+# tseed, and their seed: set_start)
+# set_start SPEC SEED: both sides' start for a round (bench/start.sh)
+set_start() {
+	tseed=$2 tstart=$tmp/start.spt
+	start_model "$1" "$2" "$tstart"
+}
+
 # torch_best MODEL OPT EPOCHS EVERY TARGET: the best configuration once;
 # prints "seconds steps accuracy batch" ("-" seconds if TARGET not reached)
 torch_best() {
-	$PY bench/torch_train.py -j "$best_j" "$1" "$2" "$3" "$4" "$5" \
-	    "$best_b:$best_lr" | awk -F'\t' '{
+	$PY bench/torch_train.py -i "$tstart" -S "$tseed" -j "$best_j" "$1" \
+	    "$2" "$3" "$4" "$5" "$best_b:$best_lr" | awk -F'\t' '{
 		print ($6 == 1 ? $4 : "-"), $3, $5, $1 }'
 }
 
@@ -160,8 +174,8 @@ torch_step() {
 	j=$(awk -v b="$7" '$1 == b { print $2 }' "$tmp/$1.thr")
 	lr=$(awk -F'\t' -v b="$7" '$2 == b && $7 == 1' "$tmp/$1.b" |
 	    sort -t '	' -g -k5 | awk -F'\t' 'NR == 1 { print $3 }')
-	$PY bench/torch_train.py -j "${j:-$best_j}" "$2" "$3" "$4" "$5" "$6" \
-	    "$7:${lr:-$best_lr}" | awk -F'\t' '{ print ($6 ? 1e3 * $4 / $3 : "-") }'
+	$PY bench/torch_train.py -i "$tstart" -S "$tseed" -j "${j:-$best_j}" \
+	    "$2" "$3" "$4" "$5" "$6" "$7:${lr:-$best_lr}" | awk -F'\t' '{ print ($6 ? 1e3 * $4 / $3 : "-") }'
 }
 
 # report TARGET GLOBALBATCH ROUNDS LABEL:FILE...: the race's table
@@ -217,13 +231,14 @@ ratios() {
 }
 
 # ---- 1. MLP to 85%: PyTorch's sweep, then the race ----
-mlp="-m mlp -n 4 -b 64 -S 1 -o momentum -l 0.05 --schedule constant --eval-every 25 --target 0.85 -e 5"
+mlp="-m mlp -n 4 -b 64 -o momentum -l 0.05 --schedule constant --eval-every 25 --target 0.85 -e 5"
 echo
 echo "MLP 784-256-128-10 to 85% test accuracy.  spirt: 4 functions x batch 64"
 echo "(global 256), SGD momentum 0.9, lr 0.05 constant, evaluated every 25"
 echo "steps (6400 samples).  PyTorch: the same model, optimiser and schedule,"
 echo "evaluated every 6400 samples, its batch, lr and threads swept.  Seconds ="
 echo "training time to the first evaluation at >= 85% (evaluation excluded)."
+set_start mlp:784-256-128-10 1
 sweep mlp mlp momentum 5 6400 0.85 200 "${MLP_BATCHES:-64 128 256}" \
     "${MLP_LRS:-0.025 0.05 0.1}"
 [ -n "$best_j" ] || { best_j=$(awk '$1 == 256 { print $2 }' "$tmp/mlp.thr")
@@ -231,12 +246,14 @@ sweep mlp mlp momentum 5 6400 0.85 200 "${MLP_BATCHES:-64 128 256}" \
 for f in warm none full cold torch tstep; do : >"$tmp/$f"; done
 r=0
 while [ "$r" -lt "$reps" ]; do       # interleaved: load falls on all alike
-	spirt mlp 0.85 $mlp >>"$tmp/warm"
+	set_start mlp:784-256-128-10 $((r + 1))
+	spirt mlp 0.85 $mlp -S "$tseed" >>"$tmp/warm"
 	torch_best mlp momentum 5 6400 0.85 >>"$tmp/torch"
 	torch_step mlp mlp momentum 5 6400 0.85 256 "$tmp/torch" >>"$tmp/tstep"
-	spirt mlp 0.85 $mlp --sync none >>"$tmp/none"
-	spirt mlp 0.85 $mlp --sync full >>"$tmp/full"
-	[ "$r" -ge "$creps" ] || spirt mlp 0.85 $mlp --cold >>"$tmp/cold"
+	spirt mlp 0.85 $mlp -S "$tseed" --sync none >>"$tmp/none"
+	spirt mlp 0.85 $mlp -S "$tseed" --sync full >>"$tmp/full"
+	[ "$r" -ge "$creps" ] ||
+		spirt mlp 0.85 $mlp -S "$tseed" --cold >>"$tmp/cold"
 	r=$((r + 1))
 done
 report 85% 256 "$reps" "spirt warm, --sync meta (default):$tmp/warm" \
@@ -349,12 +366,13 @@ printf '%-52s %8s\n' "20% overhead one after another allows, per step" \
 # ---- 4. CNN to 88% (optional: long) ----
 if [ "${BENCH_TRAIN_CNN:-0}" = 1 ]; then
 	cr=${CNN_REPS:-3}
-	cnn="-m cnn -n 4 -b 16 -S 1 -o adam -l 0.001 --schedule constant --eval-every 50 --target 0.88 -e 5"
+	cnn="-m cnn -n 4 -b 16 -o adam -l 0.001 --schedule constant --eval-every 50 --target 0.88 -e 5"
 	echo
 	echo "CNN 1x28x28-32-64-10 to 88%.  spirt: 4 functions x batch 16 (global"
 	echo "64), Adam lr 0.001 constant, evaluated every 50 steps (3200 samples)."
 	echo "PyTorch: the same model and optimiser, evaluated every 3200 samples,"
 	echo "its batch, lr and threads swept."
+	set_start cnn:1x28x28-32-64-10 1
 	sweep cnn cnn adam 5 3200 0.88 30 "${CNN_BATCHES:-32 64 128}" \
 	    "${CNN_LRS:-0.0005 0.001 0.002}"
 	[ -n "$best_j" ] || { best_j=$(awk '$1 == 64 { print $2 }' "$tmp/cnn.thr")
@@ -362,7 +380,8 @@ if [ "${BENCH_TRAIN_CNN:-0}" = 1 ]; then
 	for f in cwarm ctorch ctstep; do : >"$tmp/$f"; done
 	r=0
 	while [ "$r" -lt "$cr" ]; do
-		spirt cnn 0.88 $cnn >>"$tmp/cwarm"
+		set_start cnn:1x28x28-32-64-10 $((r + 1))
+		spirt cnn 0.88 $cnn -S "$tseed" >>"$tmp/cwarm"
 		torch_best cnn adam 5 3200 0.88 >>"$tmp/ctorch"
 		torch_step cnn cnn adam 5 3200 0.88 64 "$tmp/ctorch" \
 		    >>"$tmp/ctstep"

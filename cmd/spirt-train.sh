@@ -1793,18 +1793,20 @@ exchange() {
 # model@T+1 = model@S - gagg/S (SGD with lr 1: the mean of the deltas
 # makes it the mean of the peers' models).  model@S and model@T+1 are
 # the same on every peer; the versions between are each peer's own.
+# Both steps are requests to the warm spirt-update (its words delta=,
+# outer=, agg=), as the local steps are: no process a round.
 # Returns 1 when T ends no round (the caller updates as usual).
 round() {
 	[ "$xh" -gt 0 ] || return 1
 	[ $((($1 + 1) % xh)) -eq 0 ] || [ $(($1 + 1)) -eq "$stop" ] || return 1
 	s0=$(($1 / xh * xh))
-	run $upd -t "$1" --delta "$s0" ||
-		die 75 "step $1: the round's delta failed"
+	rstep "$1 delta=$s0" "step $1: the round's delta" -t "$1" --delta "$s0"
 	xstep "$s0" "step $1: exchange of round $s0" || { stepped=0; return 0; }
 	lastx=$s0
 	join_check "$s0"
-	run $upd -a gagg -t "$s0" --outer $(($1 + 1 - s0)) ||
-		die 75 "step $1: the outer step of round $s0 failed"
+	set -- "$1" $(($1 + 1 - s0))
+	rstep "$s0 outer=$2 agg=gagg" "step $1: the outer step of round $s0" \
+	    -a gagg -t "$s0" --outer "$2"
 	# spent rounds: those before the previous one (a peer a round behind
 	# still finds it)
 	if [ "$s0" -ge $((2 * xh)) ] && { [ "$xh" -ge 10 ] ||
@@ -1813,6 +1815,20 @@ round() {
 		    delta/ || die 74 "step $1: could not prune spent rounds"
 	fi
 	return 0
+}
+
+# rstep WORDS WHAT OPTIONS...: one of a round's steps: the request WORDS
+# to the warm spirt-update, or with --cold a spirt-update with OPTIONS
+rstep() {
+	_rq=$1 _what=$2
+	shift 2
+	if [ "$cold" -eq 1 ]; then
+		run $upd "$@" || die 75 "$_what failed"
+		return 0
+	fi
+	[ "$verbose" -eq 0 ] || printf '+ %s -i <<< %s\n' "$upd" "$_rq" >&2
+	echo "$_rq" >&8
+	wait_done 1 spirt-update
 }
 
 # step T: one synchronous SPIRT round; $stepped is 0 after it if the

@@ -38,7 +38,8 @@ usage(int code)
 		    "gagg: a peer's\n"
 		    "                      global aggregate)\n"
 		    "  -i, --serve         warm: one -t run per step line on "
-		    "stdin\n"
+		    "stdin (its words:\n"
+		    "                      delta=S outer=N agg=PREFIX)\n"
 		    "  -k, --keep K        keep the last K model versions "
 		    "(0: all)\n"
 		    "  -m, --model NAME    model/NAME@<step> in the store\n"
@@ -124,18 +125,73 @@ timings(double t0)
 		    1e3 * spirt_clock() - t0);
 }
 
+/* the words a warm request may carry: --delta, --outer and -a's */
+static const char *const serve_keys[] = { "agg", "delta", "outer", NULL };
+
 /*
- * Warm mode: each request line on stdin (serve.h) is one run with -t step,
- * in its own write transaction; one answer line each.  Nothing but the
- * open store carries over between steps.
+ * A warm request's words into o.u (from the command line's values when
+ * absent); 0, or SPIRT_EX_USAGE with a message (nothing run).
+ */
+static int
+serve_words(const struct spirt_serve_req *req, const char *agg)
+{
+	static char name[SPIRT_SERVE_LINE];
+	const struct spirt_serve_word *w;
+	const char *why = NULL;
+	uint64_t v;
+
+	o.u.agg = agg;
+	o.u.delta = SPIRT_NOSTEP;
+	o.u.outer = 0;
+	for (int i = 0; i < req->nwords && !why; i++) {
+		w = &req->word[i];
+		if (w->key[0] == 'a') {
+			memcpy(name, w->val, w->nval);
+			name[w->nval] = '\0';
+			if (spirt_name_check(name) != 0)
+				why = "agg=: not a key prefix";
+			o.u.agg = name;
+		} else if (spirt_serve_word_u64(w, w->key[0] == 'o', SPIRT_NOSTEP
+		    - 2, &v)) {
+			why = w->key[0] == 'o' ? "outer=: a count 1 to "
+			    "18446744073709551613" : "delta=: a step";
+		} else if (w->key[0] == 'o') {
+			o.u.outer = v;
+		} else {
+			o.u.delta = v;
+		}
+	}
+	if (!why && o.u.delta != SPIRT_NOSTEP && o.u.outer)
+		why = "delta= and outer= are two steps: one at a time";
+	if (!why)
+		return 0;
+	warnx_("stdin:%llu: %s", (unsigned long long)req->line, why);
+	return SPIRT_EX_USAGE;
+}
+
+/*
+ * Warm mode: each request line on stdin (serve.h) is one run with -t step
+ * (and --delta, --outer, -a as its words say), in its own write
+ * transaction; one answer line each.  Nothing but the open store carries
+ * over between steps.
  */
 static int
 serve_one(void *arg, const struct spirt_serve_req *req, char *ans,
     size_t cap)
 {
+	static const char *agg;
+	static int once;
 	unsigned long long t = req->step;
 	int rc, code;
 
+	if (!once) {
+		agg = o.u.agg;
+		once = 1;
+	}
+	if ((code = serve_words(req, agg)) != 0) {
+		snprintf(ans, cap, "step=%llu error=%d", t, code);
+		return code;
+	}
 	o.u.step = req->step;
 	if ((rc = update(arg)) == SPIRT_EDONE && o.u.done) {
 		applied();
@@ -158,7 +214,8 @@ serve(struct spirt_store *s)
 {
 	struct spirt_serve sv = {
 		.name = "stdin", .maxstep = SPIRT_NOSTEP - 2,
-		.run = serve_one, .arg = s, .warn = warnx_,
+		.keys = serve_keys, .run = serve_one, .arg = s,
+		.warn = warnx_,
 	};
 	int rc;
 

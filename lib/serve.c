@@ -106,6 +106,71 @@ number(uint64_t *v, const char **p, const char *end, uint64_t max)
 }
 
 int
+spirt_serve_word_u64(const struct spirt_serve_word *w, uint64_t min,
+    uint64_t max, uint64_t *v)
+{
+	const char *p = w->val;
+	int rc;
+
+	if ((rc = number(v, &p, w->val + w->nval, max)))
+		return rc;
+	if (p != w->val + w->nval)
+		return SPIRT_EINVAL;
+	return *v < min ? ERANGE : 0;
+}
+
+static int
+namechar(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
+
+/* The words of a request from p (after the step and its space) on. */
+static int
+words(struct spirt_serve *sv, struct spirt_serve_req *req, const char *line,
+    size_t n, const char *p)
+{
+	const char *end = line + n, *const *k;
+	struct spirt_serve_word *w;
+	int i;
+
+	for (;;) {
+		if (req->nwords == SPIRT_SERVE_WORDS)
+			return refuse(sv, SPIRT_EINVAL, line, n, "too many "
+			    "words after the step");
+		w = &req->word[req->nwords];
+		for (w->key = p; p < end && *p >= 'a' && *p <= 'z'; p++)
+			;
+		w->nkey = (size_t)(p - w->key);
+		if (w->nkey == 0 || p == end || *p != '=')
+			return refuse(sv, SPIRT_EINVAL, line, n, "expected "
+			    "key=value after the step");
+		for (k = sv->keys; *k; k++)
+			if (strlen(*k) == w->nkey &&
+			    memcmp(*k, w->key, w->nkey) == 0)
+				break;
+		if (*k == NULL)
+			return refuse(sv, SPIRT_EINVAL, line, n, "unknown key");
+		for (i = 0; i < req->nwords; i++)
+			if (req->word[i].nkey == w->nkey &&
+			    memcmp(req->word[i].key, w->key, w->nkey) == 0)
+				return refuse(sv, SPIRT_EINVAL, line, n,
+				    "a key given twice");
+		for (w->val = ++p; p < end && namechar(*p); p++)
+			;
+		if ((w->nval = (size_t)(p - w->val)) == 0)
+			return refuse(sv, SPIRT_EINVAL, line, n, "empty value");
+		req->nwords++;
+		if (p == end)
+			return 0;
+		if (*p != ' ' || ++p == end)
+			return refuse(sv, SPIRT_EINVAL, line, n, "junk after "
+			    "a value");
+	}
+}
+
+int
 spirt_serve_parse(struct spirt_serve *sv, struct spirt_serve_req *req,
     const char *line, size_t n)
 {
@@ -130,8 +195,11 @@ spirt_serve_parse(struct spirt_serve *sv, struct spirt_serve_req *req,
 	req->worker = sv->worker0;
 	req->has_worker = 0;
 	req->line = sv->lines;
+	req->nwords = 0;
 	if (p == end)
 		return 0;
+	if (sv->keys && *p == ' ')
+		return words(sv, req, line, n, p + 1);
 	if (!sv->workers || *p != ' ')
 		return refuse(sv, SPIRT_EINVAL, line, n, sv->workers ?
 		    "junk after the step" : "junk after the step (a request "

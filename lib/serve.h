@@ -26,6 +26,23 @@
  * longer than that are refused whole.
  */
 #define SPIRT_SERVE_LINE 256
+/*
+ * A tool may also take words after the step (spirt-update: the round
+ * steps of spirt-train --every), when it names their keys (keys):
+ *
+ *	request =/ step *( SP key "=" value ) LF
+ *	key     = 1*( %x61-7A )                 (one of keys, each once)
+ *	value   = 1*( ALPHA / DIGIT / "." / "_" / "-" )
+ *
+ * at most SPIRT_SERVE_WORDS of them; what a value means, the tool checks.
+ */
+#define SPIRT_SERVE_WORDS 4
+
+/* One word of a request: pointers into the line, valid during run. */
+struct spirt_serve_word {
+	const char *key, *val;
+	size_t nkey, nval;
+};
 
 /* One parsed request. */
 struct spirt_serve_req {
@@ -33,6 +50,8 @@ struct spirt_serve_req {
 	uint32_t worker;        /* the line's, else spirt_serve.worker0 */
 	int has_worker;         /* 1 if the line named a worker */
 	uint64_t line;          /* its line number, from 1 */
+	int nwords;             /* its words (struct spirt_serve.keys) */
+	struct spirt_serve_word word[SPIRT_SERVE_WORDS];
 };
 
 /*
@@ -50,6 +69,9 @@ struct spirt_serve {
 	int workers;            /* 1: a request may name a worker */
 	uint32_t maxworker;     /* highest worker (workers only) */
 	uint32_t worker0;       /* the worker of a request that names none */
+	/* the keys of the words a request may carry after the step, NULL
+	 * terminated; NULL: none (not with workers) */
+	const char *const *keys;
 	spirt_serve_fn *run;
 	void *arg;              /* for run */
 	/* the tool's warning printer, given the refusal of a bad line */
@@ -68,6 +90,13 @@ struct spirt_serve {
 SPIRT_MUST_CHECK int spirt_serve_parse(struct spirt_serve *sv,
     struct spirt_serve_req *req, const char *line, size_t n)
     SPIRT_NONNULL(1, 2, 3);
+
+/*
+ * The value of w as a decimal number (the step's grammar) in [min, max]:
+ * 0 with *v set (out), SPIRT_EINVAL or ERANGE.
+ */
+SPIRT_MUST_CHECK int spirt_serve_word_u64(const struct spirt_serve_word *w,
+    uint64_t min, uint64_t max, uint64_t *v) SPIRT_NONNULL(1, 4);
 
 /*
  * Serve requests from in until its end (or SIGINT/SIGTERM after

@@ -96,6 +96,43 @@ assert np.array_equal(r['a'].view(np.uint32), (m0 - g).view(np.uint32))
 	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
 }
 
+@test "spirt-update --serve: delta=, outer= and agg= words give the cold runs' bytes; misuse is error=64" {
+	model01
+	spirt-store put gagg/0 g.rec
+	cp -r "$SPIRT_STORE" warm.db
+	# cold: a local step, the round's delta, the outer step
+	spirt-update -q -m m -r 0.1 --opt momentum -t 0
+	spirt-update -q -m m -r 0.1 --opt momentum -t 1 --delta 0
+	spirt-update -q -m m -r 0.1 --opt momentum -a gagg -t 0 --outer 2
+	# warm: the same three as requests, misuse between them answered
+	# error=64 (65: a delta base after the step) and nothing run
+	printf '%s\n' 0 '1 delta=0 outer=2' '0 outer=0' '1 delta=x' \
+	    '1 agg=no/such' '0 delta=1' '1 delta=0' '0 outer=2 agg=gagg' \
+	    '0 agg=gagg outer=2' >req
+	run -65 --separate-stderr spirt-update -q -s warm.db -m m -r 0.1 \
+	    --opt momentum --serve <req
+	[ "${lines[0]}" = 'step=0 lr=0.1' ]
+	[ "${lines[1]}" = 'step=1 error=64' ]
+	[ "${lines[2]}" = 'step=0 error=64' ]
+	[ "${lines[3]}" = 'step=1 error=64' ]
+	[ "${lines[4]}" = 'error=64' ]
+	[ "${lines[5]}" = 'step=0 error=65' ]
+	[ "${lines[6]}" = 'step=1 lr=0.1' ]
+	[ "${lines[7]}" = 'step=0 lr=0.1' ]
+	[ "${lines[8]}" = 'step=0 applied=already' ]
+	[[ "${stderr_lines[0]}" == 'spirt-update: stdin:2: delta= and outer='* ]]
+	[[ "${stderr_lines[1]}" == 'spirt-update: stdin:3: outer=: a count'* ]]
+	# the same keys, the same bytes
+	[ "$(spirt-store ls | cut -f1)" = "$(spirt-store -s warm.db ls | cut -f1)" ]
+	for k in $(spirt-store ls | cut -f1); do
+		[ "$(spirt-store get "$k" | md5sum)" = \
+		    "$(spirt-store -s warm.db get "$k" | md5sum)" ] ||
+			fail "$k differs warm and cold"
+	done
+	run -0 spirt-store ls model/m@2
+	assert_output --partial model/m@2
+}
+
 @test "spirt-train --every: a bad H is refused with 64 before any work" {
 	: >peers
 	echo "p0 $PWD/s0" >peers
@@ -172,6 +209,28 @@ g = load('g8.rec')['a'].astype(np.float64)
 assert np.abs(g - d).max() <= 1e-6
 assert np.abs(d).max() > 0
 "
+}
+
+@test "spirt-train --every 4: the rounds' steps go to the warm spirt-update, the models of --cold bit for bit" {
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	train3 w --steps 10 --every 4 --eval-every 10 -v
+	train3 c --steps 10 --every 4 --eval-every 10 --cold
+	# no spirt-update process a round: the delta and the outer step are
+	# requests to the warm one (rounds at 0, 4 and 8, the last short)
+	run -0 awk '/^\+ spirt-update / && !/ -i <<< / { n++ }
+		END { print n + 0 }' w/e0
+	assert_output 0
+	run -0 sh -c "sed -n 's/^+ spirt-update .* -i <<< //p' w/e0"
+	assert_output "$(printf '%s\n' '3 delta=0' '0 outer=4 agg=gagg' \
+	    '7 delta=4' '4 outer=4 agg=gagg' '9 delta=8' '8 outer=2 agg=gagg')"
+	for i in 0 1 2; do
+		[ "$(spirt-store -s w/s$i get model/mlp@10 | md5sum)" = \
+		    "$(spirt-store -s c/s$i get model/mlp@10 | md5sum)" ] ||
+			fail "peer $i: warm and cold models differ"
+		[ "$(spirt-store -s w/s$i get delta/8 | md5sum)" = \
+		    "$(spirt-store -s c/s$i get delta/8 | md5sum)" ]
+	done
 }
 
 @test "spirt-train --every 10: spent rounds pruned, their digests kept with --keep-digests" {

@@ -82,6 +82,58 @@ main(void)
 	CHECK_EQ_RC(PARSE("12 1 "), SPIRT_EINVAL);
 	CHECK_EQ_RC(PARSE("12 1 1"), SPIRT_EINVAL);
 
+	/* words after the step (spirt-update's delta=, outer=, agg=) */
+	{
+		static const char *const keys[] = { "agg", "delta", "outer",
+		    NULL };
+		uint64_t v;
+
+		sv.workers = 0;
+		CHECK_EQ_RC(PARSE("12 delta=3"), SPIRT_EINVAL);  /* no keys */
+		sv.keys = keys;
+		CHECK_RC(PARSE("12"));
+		CHECK(req.step == 12 && req.nwords == 0);
+		CHECK_RC(PARSE("12 delta=10"));
+		CHECK(req.nwords == 1 && req.word[0].nkey == 5 &&
+		    memcmp(req.word[0].key, "delta", 5) == 0);
+		CHECK_RC(spirt_serve_word_u64(&req.word[0], 0, 100, &v));
+		CHECK(v == 10);
+		CHECK_EQ_RC(spirt_serve_word_u64(&req.word[0], 11, 100, &v),
+		    ERANGE);
+		CHECK_EQ_RC(spirt_serve_word_u64(&req.word[0], 0, 9, &v),
+		    ERANGE);
+		CHECK_RC(PARSE("12 outer=5 agg=gagg"));
+		CHECK(req.nwords == 2 && req.word[1].nval == 4 &&
+		    memcmp(req.word[1].val, "gagg", 4) == 0);
+		CHECK_EQ_RC(spirt_serve_word_u64(&req.word[1], 0, 100, &v),
+		    SPIRT_EINVAL);
+		CHECK_RC(PARSE("12 agg=x.y_z-0"));
+		CHECK(req.word[0].nval == 7);
+		CHECK_EQ_RC(PARSE("12 delta=010"), 0);  /* the tool checks */
+		CHECK_EQ_RC(spirt_serve_word_u64(&req.word[0], 0, 100, &v),
+		    SPIRT_EINVAL);
+		CHECK_EQ_RC(PARSE("12 "), SPIRT_EINVAL);
+		CHECK_EQ_RC(PARSE("12 delta"), SPIRT_EINVAL);
+		CHECK_EQ_RC(PARSE("12 delta="), SPIRT_EINVAL);
+		CHECK(strstr(sv.msg, "empty value") != NULL);
+		CHECK_EQ_RC(PARSE("12 delta=1 "), SPIRT_EINVAL);
+		CHECK_EQ_RC(PARSE("12 delta=1  outer=2"), SPIRT_EINVAL);
+		CHECK_EQ_RC(PARSE("12 delta=1/"), SPIRT_EINVAL);
+		CHECK(strstr(sv.msg, "junk after a value") != NULL);
+		CHECK_EQ_RC(PARSE("12 Delta=1"), SPIRT_EINVAL);
+		CHECK_EQ_RC(PARSE("12 step=1"), SPIRT_EINVAL);
+		CHECK(strstr(sv.msg, "unknown key") != NULL);
+		CHECK_EQ_RC(PARSE("12 de=1"), SPIRT_EINVAL);
+		CHECK_EQ_RC(PARSE("12 delta=1 delta=1"), SPIRT_EINVAL);
+		CHECK(strstr(sv.msg, "a key given twice") != NULL);
+		CHECK_EQ_RC(PARSE("12 delta=1 outer=1 agg=a agg=b"),
+		    SPIRT_EINVAL);
+		CHECK_EQ_RC(PARSE("12 delta=1\0"), SPIRT_EINVAL);
+		CHECK_EQ_RC(PARSE("12 delta=1\t"), SPIRT_EINVAL);
+		sv.keys = NULL;
+		sv.workers = 1;
+	}
+
 	/* the loop: a long line is one refusal, its tail no request */
 	memset(in, 'x', 300);
 	memcpy(in + 299, "7\n5\n", 4);
