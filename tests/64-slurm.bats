@@ -112,8 +112,17 @@ slurm_up() {
 	PartitionName=spirt Nodes=n1,n2,n3 Default=YES MaxTime=10 State=UP
 	EOF
 	# (no cgroup plugin is used; slurmd initialises one all the same:
-	# on a cgroup v2 machine not run by systemd)
+	# on a cgroup v2 machine not run by systemd; and where /sys/fs/cgroup
+	# holds no cgroup file system at all (a chroot with a plain sysfs,
+	# some containers), 22.05's "autodetect" fails ("No filesystem
+	# mounted on /sys/fs/cgroup", slurmd exits): there cgroup/v1 named
+	# outright, whose initialisation touches no file system, and which
+	# nothing here calls (CgroupPlugin=disabled is Slurm 24.05's))
 	printf 'IgnoreSystemd=yes\n' >"$d/cgroup.conf"
+	case $(stat -f -c %T /sys/fs/cgroup 2>/dev/null) in
+	cgroup2fs | tmpfs) ;;
+	*) printf 'CgroupPlugin=cgroup/v1\n' >>"$d/cgroup.conf" ;;
+	esac
 	in_ns slurmctld -D -i -f "$SLURM_CONF" >"$d/slurmctld.out" 2>&1 &
 	for n in n1 n2 n3; do
 		in_ns slurmd -D -N $n -f "$SLURM_CONF" >"$d/slurmd.$n.out" 2>&1 &
