@@ -153,12 +153,7 @@ slurm_logs() {
 	netns_setup 1
 	slurm_up
 	# the group's key, peer p1's, function f1's
-	spirt-peer keygen -p group.pub group.key >/dev/null
-	spirt-peer keygen p1.key >p1.hex
-	spirt-peer invite -o p1.tok -g group.key -i p1 -r r1 "$(cat p1.hex)"
-	spirt-peer keygen f1.key >f1.hex
-	spirt-peer invite -o f1.tok -R function -g group.key -i f1 -r r1 \
-	    "$(cat f1.hex)"
+	group_keys
 	spirt-shard -s base -q -n 3 --seed 1 \
 	    "$FMNIST/train-images-idx3-ubyte.gz" \
 	    "$FMNIST/train-labels-idx1-ubyte.gz"

@@ -166,3 +166,15 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1")
 		i=$((i + 1))
 	done
 }
+
+# group_keys: in the working directory, the group's key (group.pub,
+# group.key), peer p1's key and token (p1.key, p1.tok) and function f1's
+# (f1.key, f1.tok), both of run r1
+group_keys() {
+	spirt-peer keygen -p group.pub group.key >/dev/null
+	spirt-peer keygen p1.key >p1.hex
+	spirt-peer invite -o p1.tok -g group.key -i p1 -r r1 "$(cat p1.hex)"
+	spirt-peer keygen f1.key >f1.hex
+	spirt-peer invite -o f1.tok -R function -g group.key -i f1 -r r1 \
+	    "$(cat f1.hex)"
+}
