@@ -98,7 +98,7 @@ child() {
 		sleep 0.1
 	done
 	[ -z "$(netns_left "$prefix")" ]
-	! routed "$NETNS_NET"
+	run ! routed "$NETNS_NET"
 	[ ! -e "/run/spirt-netns/$prefix" ]
 	for k in $(seq 1 50); do
 		kill -0 $srv 2>/dev/null || break
@@ -174,7 +174,7 @@ child() {
 		routed "$NETNS_NET" || break
 		sleep 0.1
 	done
-	! routed "$NETNS_NET"
+	run ! routed "$NETNS_NET"
 	[ -z "$(netns_left "$prefix")" ]
 	[ -z "$(ip -4 route show exact "$NETNS_NET.0/24")" ]
 }
@@ -192,7 +192,7 @@ child() {
 	assert_output --partial "netns: $NETNS_NET.0/24 is in use in this namespace (blackhole $NETNS_NET.128/25"
 	assert_output --partial 'not taking it over'
 	[ -z "$(ip -4 route show exact "$NETNS_NET.0/24")" ]
-	! grep -qsx "$NETNS_NET" /run/spirt-netns/spt*x
+	run ! grep -qsx "$NETNS_NET" /run/spirt-netns/spt*x
 	ip route del $ROUTE
 	ROUTE=
 	# and it is free again
