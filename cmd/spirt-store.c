@@ -29,8 +29,8 @@
 "       spirt-store [-s store] import [-n] [-t step] [--spec spec] key\n" \
 "                   file.npy\n" \
 "       spirt-store [-s store] stat\n" \
-"       spirt-store [-s store] batch [-f] [-b batch] [-d dataset] [-o prefix]\n" \
-"                   [-S seed] [-w worker] [--npy] -t step\n" \
+"       spirt-store [-s store] batch [-f] [-b batch] [-d dataset]\n" \
+"                   [-o prefix] [-S seed] [-w worker] [--npy] -t step\n" \
 "       spirt-store inspect [file ...]\n"
 
 static struct {

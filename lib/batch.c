@@ -186,8 +186,8 @@ spirt_batch_select(struct spirt_batch *b, struct spirt_txn *txn,
 	b->S = S;
 	if (rc == SPIRT_ESTEP)
 		rc = msg(b, rc, "%s: step %" PRIu64 " (epoch %" PRIu64
-		    " step %" PRIu64 ") comes before revision %" PRIu64 " (from "
-		    "epoch %" PRIu64 " step %" PRIu64 ")", key, step,
+		    " step %" PRIu64 ") comes before revision %" PRIu64
+		    " (from epoch %" PRIu64 " step %" PRIu64 ")", key, step,
 		    sel.epoch, S ? step % S : 0, a.revision, a.nrest ?
 		    a.rest_epoch : a.epoch, a.nrest ? a.rest_step : 0);
 	else if (rc == SPIRT_EINVAL)
@@ -213,8 +213,9 @@ spirt_batch_select(struct spirt_batch *b, struct spirt_txn *txn,
 		uint64_t count = (uint64_t)row[SPIRT_AS_COUNT];
 
 		if (k >= nshards) {
-			rc = msg(b, SPIRT_EDATA, "%s: worker %" PRIu64 ": shard %"
-			    PRIu64 " of %" PRIu64, key, worker, k, nshards);
+			rc = msg(b, SPIRT_EDATA, "%s: worker %" PRIu64
+			    ": shard %" PRIu64 " of %" PRIu64, key, worker, k,
+			    nshards);
 			goto out;
 		}
 		if ((rc = shard(arg, (size_t)i, k, &n)) != 0)
