@@ -499,8 +499,13 @@ batch_prep(int argc, char **argv, const char **act)
 	(void)argc;
 	(void)argv;
 	(void)act;
-	if (o.step == SPIRT_NOSTEP)
-		die(SPIRT_EX_USAGE, "batch: which step? give -t step");
+	if (o.step == SPIRT_NOSTEP) {
+		const char *e = getenv("SPIRT_STEP");
+
+		if (e == NULL || *e == '\0')
+			die(SPIRT_EX_USAGE, "batch: which step? give -t step");
+		o.step = eparse_u64("SPIRT_STEP", e, 0, UINT64_MAX - 1);
+	}
 	if (o.out == NULL && !o.force && isterm(1))
 		die(SPIRT_EX_USAGE, "stdout is a terminal; use -f to force");
 	return 0;

@@ -145,8 +145,15 @@ PY
 	assert_equal "$stderr" 'spirt-store: data/train/assign: step 0 (epoch 0 step 0) comes before revision 1 (from epoch 0 step 1): wrong or unknown step'
 	run -64 --separate-stderr spirt-store batch -t 1 -w 0 -b 3 -o o
 	[[ "$stderr" == *"revision 1 counts epoch 0 from step 1 in batches of 2, not 3: "* ]]
-	run -64 --separate-stderr spirt-store batch -w 0 -b 2
+	run -64 --separate-stderr env SPIRT_STEP= spirt-store batch -w 0 -b 2
 	assert_equal "$stderr" 'spirt-store: batch: which step? give -t step'
+	run -64 --separate-stderr env SPIRT_STEP=x spirt-store batch -w 0
+	[[ "$stderr" == "spirt-store: SPIRT_STEP: "* ]]
+	# a runner's variables stand for the options
+	spirt-store batch -t 1 -w 3 -b 2 -S 4 >opt.rec
+	SPIRT_STEP=1 SPIRT_WORKER=3 SPIRT_BATCH=2 SPIRT_SEED=4 \
+	    SPIRT_DATASET=train spirt-store batch >env.rec
+	cmp opt.rec env.rec
 	run -64 --separate-stderr spirt-store batch -t 1 -b 0
 	[[ "$stderr" == "spirt-store: -b: "* ]]
 	run -64 --separate-stderr spirt-store ls -w 1
