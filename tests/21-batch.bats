@@ -173,12 +173,14 @@ PY
 
 # ---- over a URL: a peer p1 serves, a function f1 asks ----
 
+# (f1.key, f1.tok: a function whose id p1.w0-3 binds it to p1's workers)
 members() {
 	spirt-peer keygen -p group.pub group.key >/dev/null
-	for m in p1:peer f1:function; do
-		spirt-peer keygen "${m%%:*}.key" >"${m%%:*}.hex"
-		spirt-peer invite -o "${m%%:*}.tok" -R "${m#*:}" -g group.key \
-		    -i "${m%%:*}" -r r1 "$(cat "${m%%:*}.hex")"
+	for m in p1:peer:p1 f1:function:p1.w0-3; do
+		f=${m%%:*} r=${m#*:} r=${r%%:*}
+		spirt-peer keygen "$f.key" >"$f.hex"
+		spirt-peer invite -o "$f.tok" -R "$r" -g group.key \
+		    -i "${m##*:}" -r r1 "$(cat "$f.hex")"
 	done
 }
 
