@@ -89,7 +89,7 @@ secret() {
 		chmod "$m" junk.key p1.key f1.key group.key
 		run -66 --separate-stderr spirt-peer serve -k junk.key \
 		    -T p1.tok -g group.pub -l 127.0.0.1:0
-		assert_equal "$stderr" "spirt-peer: SPIRT_KEY: junk.key: secret key file readable by group or others (chmod 600)"
+		assert_equal "$stderr" "spirt-peer: -k: junk.key: secret key file readable by group or others (chmod 600)"
 		run -66 spirt-peer serve -k p1.key -T p1.tok -g group.pub \
 		    -l 127.0.0.1:0
 		run -66 --separate-stderr spirt-peer invite -g group.key -i x \
