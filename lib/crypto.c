@@ -14,7 +14,7 @@
 #include "io.h"
 #include "keys.h"
 #include "le.h"
-#include "ossl.h"
+#include "prim.h"
 #include "vhash.h"
 
 /*
