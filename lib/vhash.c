@@ -7,7 +7,7 @@
 #include "prim.h"
 #include "vhash.h"
 
-#define BATCH 64                        /* leaves hashed into the root at once */
+#define BATCH 64                /* leaves hashed into the root at once */
 #define PREFIX "SPIRT-TREE-SHA256"
 #define PREFIX_LEN (sizeof PREFIX - 1)
 

@@ -375,7 +375,7 @@ test_keyfiles(void)
 
 /* ---- member tokens ---- */
 
-/* where a token's group signature begins (lib/crypto.c's layout) */
+/* where a token's group signature begins (lib/token.c's layout) */
 #define TOK_SIG_AT 152
 
 static void
