@@ -46,9 +46,10 @@ UNIT = tests/unit/test_tensor tests/unit/test_store tests/unit/test_parse \
 BENCH = bench/store_bench $(DATA_BENCH) $(MODEL_BENCH) $(AGG_BENCH) \
 	$(PEER_BENCH)
 
-# no $(CURL_LIBS): libcurl is dlopen()ed by lib/curldl.c (mk/peer.mk)
+# no $(CURL_LIBS): libcurl is dlopen()ed by lib/curldl.c (mk/peer.mk);
+# $(CRYPTO_LIBS): every tool reaches a URL store's sealed messages
 BASE_LIBS = $(WRAP_LDFLAGS) $(LMDB_LIBS) $(XXHASH_LIBS) $(SODIUM_LIBS) \
-	$(DL_LIBS) -lm
+	$(CRYPTO_LIBS) $(DL_LIBS) -lm
 
 all: $(BIN)
 
