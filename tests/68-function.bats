@@ -1,0 +1,183 @@
+#!/usr/bin/env bats
+# 68-function: a user's gradient and evaluation functions in spirt-grad's
+# and spirt-eval's places (spirt-train --function, --evaluate,
+# SPIRT_FUNCTION, SPIRT_EVALUATE; spirt-function(7)): warm, cold, through
+# SPIRT_FANOUT and a peer's URL, the arguments they get, and what
+# spirt-train does with one that breaks the contract.  Servers listen on
+# 127.0.0.1 only and are stopped in teardown.
+
+load helper
+
+STEPS=3
+
+teardown() {
+	local p
+	for p in ${PIDS-}; do
+		kill -TERM "$p" 2>/dev/null || :
+	done
+	for p in ${PIDS-}; do
+		wait "$p" 2>/dev/null || :
+	done
+	# no function may outlive its driver
+	pkill -9 -f "$BATS_TEST_TMPDIR/" 2>/dev/null || :
+}
+
+# base: a 4-feature, 3-class table in 2 shards, and its test set
+base() {
+	awk 'BEGIN { for (i = 0; i < 60; i++)
+		printf "%d,%.3f,%.3f,%.3f,%.3f\n", i % 3, (i % 7) / 7 + i % 3,
+		    (i % 5) / 5, (i % 3) / 3, (i % 11) / 11 }' >train.csv
+	spirt-shard -s base -q -n 2 --seed 1 train.csv
+	spirt-shard -s base -q -d test --classes 3 train.csv
+}
+
+# train STORE [ARGS...]: the training, the same every time
+train() {
+	local s=$1
+	shift
+	timeout 120 spirt-train -q -m m --spec mlp:4-5-3 -n 2 -b 8 -S 1 \
+	    --steps $STEPS --eval-every $STEPS -s "$s" "$@"
+}
+
+# wrapper NAME TOOL: NAME, a function that logs its arguments, one line an
+# invocation, to NAME.log, drops its own first argument and runs TOOL
+wrapper() {
+	cat >"$1" <<-EOF
+	#!/bin/sh
+	echo "\$*" >>"$PWD/$1.log"
+	shift
+	exec $2 "\$@"
+	EOF
+	chmod +x "$1"
+}
+
+# same STORE: its model and optimiser state at STEPS are ref's, byte for
+# byte, and its log's evaluations ref's
+same() {
+	local k
+	for k in model/m@$STEPS opt/m@$STEPS; do
+		[ "$(spirt-store -s ref get "$k" | md5sum)" = \
+		  "$(spirt-store -s "$1" get "$k" | md5sum)" ]
+	done
+	diff <(cut -f2- ref.train-m.tsv) <(cut -f2- "$1.train-m.tsv")
+}
+
+@test "--function CMD warm: CMD's own words, then spirt-grad --serve's arguments; the model bytes of spirt-grad" {
+	base
+	cp -r base ref
+	cp -r base sfn
+	cp -r base env
+	wrapper fn spirt-grad
+	run -0 train ref
+	# (a word of CMD is never globbed: * stays *)
+	run -0 train sfn --function "$PWD/fn *"
+	same sfn
+	run -0 sort fn.log
+	assert_output "$(printf '* -q --serve -m m -w %s -b 8 -S 1\n' 0 1)"
+	# SPIRT_FUNCTION when no option; the option over it
+	rm fn.log
+	SPIRT_FUNCTION="$PWD/fn x" run -0 train env
+	same env
+	[ "$(wc -l <fn.log)" -eq 2 ]
+	cp -r base opt
+	SPIRT_FUNCTION=/nonexistent run -0 train opt --function "$PWD/fn y"
+	same opt
+	grep -q '^y -q --serve' fn.log
+}
+
+@test "--function CMD --cold: one CMD a function and step, spirt-grad's cold arguments; the model bytes of spirt-grad" {
+	base
+	cp -r base ref
+	cp -r base sfn
+	wrapper fn spirt-grad
+	run -0 train ref --cold
+	run -0 train sfn --cold --function "$PWD/fn own"
+	same sfn
+	[ "$(wc -l <fn.log)" -eq $((2 * STEPS)) ]
+	grep -qx 'own -q -m m -t 2 -w 1 -b 8 -S 1' fn.log
+}
+
+@test "--function CMD through SPIRT_FANOUT and a peer's URL: the model bytes of spirt-grad" {
+	base
+	cp -r base ref
+	cp -r base s1
+	wrapper fn spirt-grad
+	run -0 train ref --cold
+	# the group, peer p1 serving s1, the function p1.w0-1's credentials
+	spirt-peer keygen -p group.pub group.key >/dev/null
+	spirt-peer keygen p1.key >p1.hex
+	spirt-peer invite -o p1.tok -g group.key -i p1 -r r1 "$(cat p1.hex)"
+	spirt-peer keygen f1.key >f1.hex
+	spirt-peer invite -o f1.tok -R function -g group.key -i p1.w0-1 \
+	    -r r1 "$(cat f1.hex)"
+	mkfifo ready
+	timeout -k 10 120 spirt-peer serve -s "$PWD/s1" -k p1.key -T p1.tok \
+	    -g group.pub -l 127.0.0.1:0 -F 3 3>ready 2>srv.log &
+	PIDS=$!
+	read -r -t 30 addr <ready
+	SPIRT_FANOUT="xargs -P 2 -I{} env SPIRT_STORE=http://$addr SPIRT_KEY=$PWD/f1.key SPIRT_TOKEN=$PWD/f1.tok SPIRT_GROUP=$PWD/group.pub" \
+	    run -0 train s1 --cold --function "$PWD/fn url"
+	same s1
+	[ "$(grep -c '^url -q -m m -t [0-9] -w [01] -b 8 -S 1$' fn.log)" -eq $((2 * STEPS)) ]
+	# the gradients went through the URL, none refused
+	kill -TERM "$PIDS"
+	wait "$PIDS"
+	PIDS=
+	run -0 sed -n 's/^spirt-peer: stopped: \([0-9]*\) served, 0 refused$/\1/p' \
+	    srv.log
+	[ "$output" -ge $((2 * STEPS)) ]
+}
+
+@test "--evaluate CMD: CMD's own words, then spirt-eval's arguments; SPIRT_EVALUATE; the option over it" {
+	base
+	cp -r base ref
+	cp -r base sev
+	cp -r base env
+	wrapper ev spirt-eval
+	run -0 train ref
+	run -0 train sev --evaluate "$PWD/ev mine"
+	same sev
+	run -0 cat ev.log
+	assert_output "mine -q -m m -t $STEPS"
+	SPIRT_EVALUATE=/nonexistent run -0 train env --evaluate "$PWD/ev x"
+	same env
+	cp -r base env2
+	SPIRT_EVALUATE="$PWD/ev y" run -0 train env2
+	same env2
+	run -0 cut -d' ' -f1 ev.log
+	assert_output "$(printf 'mine\nx\ny')"
+}
+
+@test "--evaluate CMD that fails, says no accuracy or hangs: 75, named, the steps before it kept" {
+	base
+	cp -r base a
+	printf '#!/bin/sh\necho "bad eval" >&2\nexit 3\n' >fail
+	printf '#!/bin/sh\necho loss=1\necho accuracy=x\n' >junk
+	printf '#!/bin/sh\nexec sleep 60\n' >hang
+	chmod +x fail junk hang
+	run -75 train a --evaluate "$PWD/fail"
+	assert_line "spirt-train: step $STEPS: $PWD/fail exited with status 3; rerun to resume"
+	run -0 newest_model a m
+	assert_output $STEPS
+	cp -r base b
+	run -75 train b --evaluate "$PWD/junk"
+	assert_line "spirt-train: step $STEPS: $PWD/junk: expected loss=L and accuracy=A lines (A from 0 to 1); rerun to resume"
+	cp -r base c
+	run -75 train c --evaluate "$PWD/hang" --deadline 1000
+	assert_line "spirt-train: step $STEPS: $PWD/hang: no answer within --deadline 1000 ms; rerun to resume"
+}
+
+@test "--function, --evaluate: an empty command is 64, one not found 69, labelflip only spirt-grad's, before any work" {
+	run -64 spirt-train -q -s new.db --function ' '
+	assert_output 'spirt-train: --function: an empty command'
+	SPIRT_EVALUATE= run -64 spirt-train -q -s new.db --evaluate ''
+	assert_output 'spirt-train: --evaluate: an empty command'
+	run -69 spirt-train -q -s new.db --function '/nonexistent/fn -x'
+	assert_output --regexp '^spirt-train: --function /nonexistent/fn -x: /nonexistent/fn: not found beside spirt-train \(.*\) or on PATH$'
+	SPIRT_EVALUATE=nonexistent-eval run -69 spirt-train -q -s new.db
+	assert_output --regexp '^spirt-train: SPIRT_EVALUATE nonexistent-eval: nonexistent-eval: not found'
+	run -64 spirt-train -q -s new.db --function spirt-eval \
+	    --byzantine 1:labelflip
+	assert_output "spirt-train: --byzantine 1:labelflip: labelflip is spirt-grad's --label-flip, not --function spirt-eval's"
+	[ ! -e new.db ]
+}
