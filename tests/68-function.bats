@@ -3,8 +3,9 @@
 # and spirt-eval's places (spirt-train --function, --evaluate,
 # SPIRT_FUNCTION, SPIRT_EVALUATE; spirt-function(7)): warm, cold, through
 # SPIRT_FANOUT and a peer's URL, the arguments they get, and what
-# spirt-train does with one that breaks the contract.  Servers listen on
-# 127.0.0.1 only and are stopped in teardown.
+# spirt-train does with one that breaks the contract; spirt-conform passes
+# spirt-grad and the example and fails bad functions, naming the check.
+# Servers listen on 127.0.0.1 only and are stopped in teardown.
 
 load helper
 
@@ -180,4 +181,150 @@ same() {
 	    --byzantine 1:labelflip
 	assert_output "spirt-train: --byzantine 1:labelflip: labelflip is spirt-grad's --label-flip, not --function spirt-eval's"
 	[ ! -e new.db ]
+}
+
+# ---- spirt-conform, and spirt-train with functions that break the
+# contract ----
+
+# badpy NAME SED: NAME.py, examples/your-function/softmax_fn.py edited by
+# the sed script SED (a function that keeps the contract but there)
+badpy() {
+	sed "$2" "$SPIRT_ROOT/examples/your-function/softmax_fn.py" >"$1.py"
+	! cmp -s "$1.py" "$SPIRT_ROOT/examples/your-function/softmax_fn.py"
+	export PYTHONPATH="$SPIRT_ROOT/contrib/python"
+}
+# the gradient line of softmax_fn.py, and its record's origin
+GLINE='/^    g, loss = gradient(/a\'
+ORIGIN='s/step=step, origin=worker,/step=step, origin=worker + 1,/'
+
+# stub NAME BODY: NAME, a sh function whose body is BODY, then spirt-grad
+stub() {
+	printf '#!/bin/sh\n%s\nexec spirt-grad "$@"\n' "$2" >"$1"
+	chmod +x "$1"
+}
+
+@test "spirt-conform: spirt-grad and the example pass every check, warm and cold" {
+	run -0 spirt-conform spirt-grad
+	[ "${#lines[@]}" -eq 13 ]
+	refute_output --partial 'not ok'
+	assert_line 'ok 4 - warm: spirt-agg takes the step'"'"'s gradients'
+	assert_line --partial 'ok 13 - cold: killed during an invocation'
+	run -0 spirt-conform --cold "$PYTHON" \
+	    "$SPIRT_ROOT/examples/your-function/softmax_fn.py"
+	[ "${#lines[@]}" -eq 5 ]
+	refute_output --partial 'not ok'
+	run -0 spirt-conform -q --warm spirt-grad
+	assert_output ''
+	# its own data and model: a store's data set, another spec
+	awk 'BEGIN { for (i = 0; i < 40; i++) printf "%d,%d,%d\n", i % 2, i % 2, i % 3 }' >t.csv
+	spirt-shard -s d.db -q -n 3 t.csv
+	run -0 spirt-conform --data d.db --spec mlp:2-4-2 spirt-grad
+	assert_line --partial 'the model'"'"'s 22 floats'
+}
+
+@test "spirt-conform: a function that answers junk, writes NaN, writes another worker's origin or hangs fails, the check named" {
+	printf '#!/bin/sh\nwhile read -r l; do echo ok; done\n' >junk
+	chmod +x junk
+	run -1 spirt-conform --warm ./junk
+	assert_line 'not ok 1 - warm: answers "0" with step=0 worker=0 samples=8 loss=L: answered "ok"'
+	assert_line --partial 'not ok 2 - warm: writes grad/0/0, the model'"'"'s 15 floats, its metadata right: no grad/0/0 in the store'
+	assert_line --regexp '^not ok 5 - warm: junk lines answered error=64.*: answered "ok" to "1x"$'
+	assert_line --regexp '^spirt-conform: [0-9]+ of 8 checks failed'
+
+	badpy nan "$GLINE"'
+    g[0] = np.nan'
+	run -1 spirt-conform "$PYTHON" nan.py
+	assert_line "not ok 2 - warm: writes grad/0/0, the model's 15 floats, its metadata right: 1 NaN and 0 Inf values"
+	assert_line --regexp "^not ok 4 - warm: spirt-agg takes the step's gradients: spirt-agg refuses them \(65\): "
+	assert_line --regexp "^not ok 9 - cold: .*: 1 NaN and 0 Inf values$"
+
+	badpy other "$ORIGIN"
+	run -1 spirt-conform "$PYTHON" other.py
+	assert_line "not ok 2 - warm: writes grad/0/0, the model's 15 floats, its metadata right: origin 1, not worker 0"
+	assert_line --regexp "^not ok 4 - warm: spirt-agg takes the step's gradients: spirt-agg refuses them \(65\): .*origin 1, not the key's worker 0"
+
+	printf '#!/bin/sh\nexec sleep 600\n' >hang
+	chmod +x hang
+	run -1 spirt-conform --deadline 500 ./hang
+	assert_line 'not ok 1 - warm: answers "0" with step=0 worker=0 samples=8 loss=L: no answer to "0" within --deadline 500 ms'
+	assert_line --regexp '^not ok 9 - cold: .*: it did not end within --deadline 500 ms$'
+	[ -z "$(pgrep -f 'sleep 600' -P $$)" ]
+}
+
+@test "spirt-conform: misuse is 64, data and spec that do not fit 65, a --data store not there 66, a function found nowhere 69, no scratch directory 73, interrupted 75" {
+	run -64 spirt-conform
+	assert_output --partial 'usage: spirt-conform'
+	run -64 spirt-conform --deadline 0 spirt-grad
+	assert_output 'spirt-conform: --deadline 0: expected ms from 1 to 86400000'
+	run -64 spirt-conform --spec nonsense spirt-grad
+	assert_output --regexp '^spirt-conform: --spec nonsense: '
+	run -69 spirt-conform /nonexistent/fn
+	assert_output 'spirt-conform: /nonexistent/fn: not found'
+	run -66 spirt-conform --data nowhere.db spirt-grad
+	assert_output 'spirt-conform: --data nowhere.db: no such store'
+	# data of 2 features, a model of 4
+	awk 'BEGIN { for (i = 0; i < 40; i++) printf "%d,%d,%d\n", i % 2, i % 2, i % 3 }' >t.csv
+	spirt-shard -s d.db -q -n 2 t.csv
+	run -65 spirt-conform --data d.db spirt-grad
+	assert_output --regexp '^spirt-conform: --spec softmax:4:3 does not fit the data: spirt-grad: '
+	run -73 env TMPDIR=/nonexistent spirt-conform spirt-grad
+	assert_output 'spirt-conform: cannot make a scratch directory in /nonexistent'
+	# interrupted: 75, its function ended, its scratch store gone
+	printf '#!/bin/sh\nexec sleep 613\n' >hang
+	chmod +x hang
+	spirt-conform ./hang >out 2>&1 &
+	p=$!
+	until_ 100 pgrep -f "sleep 613" -P "$p"
+	sp=$(pgrep -f "sleep 613" -P "$p")
+	kill -TERM "$p"
+	rc=0
+	wait "$p" || rc=$?
+	[ "$rc" -eq 75 ]
+	! kill -0 "$sp" 2>/dev/null
+	[ -z "$(ls "$TMPDIR" | grep spirt-conform)" ]
+	# its scratch store gone
+	[ -z "$(ls "$TMPDIR" | grep spirt-conform)" ]
+}
+
+@test "spirt-train --function with functions that break the contract: as spirt-function(7) says" {
+	base
+	# warm worker 1 hangs: killed at --deadline, declared dead, the run
+	# goes on
+	cp -r base hang
+	stub hang1 'case " $* " in *" -w 1 "*) exec sleep 600 ;; esac'
+	run -0 train hang --function "$PWD/hang1" --deadline 1500
+	assert_output --regexp "step 0: warm $PWD/hang1 -w 1 \(pid [0-9]+\) did not answer within --deadline 1500 ms: declared dead"
+	run -0 newest_model hang m
+	assert_output $((STEPS + 0))
+	# cold worker 1 killed: declared dead, the run goes on
+	cp -r base killed
+	stub kill1 'case " $* " in *" -w 1 "*) kill -9 $$ ;; esac'
+	run -0 train killed --cold --function "$PWD/kill1"
+	assert_output --partial "step 0: cold $PWD/kill1 -w 1 was killed by signal 9: declared dead"
+	# answers that are no answers: 70, nothing applied
+	cp -r base junk
+	printf '#!/bin/sh\nwhile read -r l; do echo ok; done\n' >junk.sh
+	chmod +x junk.sh
+	run -70 train junk --function "$PWD/junk.sh"
+	assert_output 'spirt-train: step 0: an answer out of turn: ok'
+	run -0 spirt-store -s junk ls model/
+	refute_output --partial 'model/m@1'
+	# NaN from worker 1: left out (reason 1), the step goes on with
+	# worker 0's
+	cp -r base nan
+	badpy nan "$GLINE"'
+    g[0] = np.nan if worker == 1 else g[0]'
+	run -0 train nan --spec softmax:4:3 --function "$PYTHON $PWD/nan.py"
+	run -0 "$PYTHON" -c "$PYREC
+r = st.read_record(sys.stdin.buffer); print(r.array.tolist())" < <(spirt-store -s nan get agg/$((STEPS - 1))/excluded)
+	assert_output '[[1, 1]]'
+	# another worker's origin in its slot: spirt-agg refuses the step
+	# (65), spirt-train stops (75), nothing applied
+	cp -r base other
+	badpy other "$ORIGIN"
+	run -75 train other --spec softmax:4:3 --function "$PYTHON $PWD/other.py"
+	assert_line "spirt-agg: grad/0/0: origin 1, not the key's worker 0"
+	assert_line 'spirt-train: step 0: step=0 error=65'
+	run -0 spirt-store -s other ls model/
+	refute_output --partial 'model/m@1'
 }
