@@ -23,6 +23,8 @@ if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
 	exit 0
 fi
 tmp=$(mktemp -d)
+# (namespaces at 10.78.0.x, the range unreachable from this namespace
+# meanwhile: tests/netns.bash)
 NETNS_NET=10.78.0
 . tests/netns.bash
 trap 'netns_teardown; rm -rf "$tmp"' EXIT

@@ -15,8 +15,9 @@
 
 #define USAGE \
 "usage: spirt-shard [-Hqv] [-d name] [-f format] [-n shards] [-o file]\n" \
-"                   [-s store] [--classes k] [--columns list] [--dim d]\n" \
-"                   [--force] [--label-col col] [--label-names]\n" \
+"                   [-s store] [--arrays x,y] [--classes k]\n" \
+"                   [--columns list] [--dim d] [--force] [--label-col col]\n" \
+"                   [--label-names]\n" \
 "                   [--label-names-from train] [--no-shuffle] [--seed n]\n" \
 "                   [--standardise] [--standardise-from train] [--stats]\n" \
 "                   file [labels]\n" \
@@ -32,7 +33,7 @@
 
 enum { O_CLASSES = 256, O_DEAD, O_DIM, O_EPOCH, O_FORCE, O_GROUP, O_LABEL,
     O_LIST, O_LIVE, O_NOSHUF, O_SEED, O_STATS, O_STD, O_STDFROM, O_COLS,
-    O_NAMES, O_NAMESFROM, O_SINCE, O_REDO };
+    O_NAMES, O_NAMESFROM, O_SINCE, O_REDO, O_ARRAYS };
 
 #define MAXDEAD 1024
 #define MAXLIVE SPIRT_DATA_MAXSHARDS
@@ -74,8 +75,8 @@ usage(int code)
 		    "$SPIRT_BATCH\n"
 		    "                       or 64)\n"
 		    "  -d, --dataset NAME   data set name (default train)\n"
-		    "  -f, --format FMT     idx, csv or libsvm (default: by "
-		    "name)\n"
+		    "  -f, --format FMT     idx, csv, libsvm, npy or npz "
+		    "(default: by name)\n"
 		    "  -H, --header         skip the first line (CSV, "
 		    "LIBSVM)\n"
 		    "  -n, --shards N       number of shards (default 1)\n"
@@ -85,6 +86,9 @@ usage(int code)
 		    "./spirt.db)\n"
 		    "  -t, --step T         the reassignment holds from step T "
 		    "on\n"
+		    "      --arrays X,Y     .npz: the samples' and labels' "
+		    "arrays (default\n"
+		    "                       X or x, y or Y)\n"
 		    "      --classes K      labels lie in 0..K-1 (default: "
 		    "largest + 1)\n"
 		    "      --columns LIST   CSV feature columns, 1-based, as "
@@ -179,10 +183,29 @@ parse_live(const char *arg)
 	free(copy);
 }
 
+/* --arrays X,Y: the .npz members X.npy and Y.npy */
+static void
+parse_arrays(const char *arg)
+{
+	static char buf[2 * SPIRT_DATA_ARRAY_MAX + 2];
+	char *comma;
+
+	if (strlen(arg) >= sizeof buf || (comma = strchr(
+	    memcpy(buf, arg, strlen(arg) + 1), ',')) == NULL ||
+	    comma == buf || comma[1] == '\0' || strchr(comma + 1, ',') ||
+	    comma - buf > SPIRT_DATA_ARRAY_MAX)
+		die(SPIRT_EX_USAGE, "--arrays %s: not two array names, as "
+		    "X,y", arg);
+	*comma = '\0';
+	o.d.npz_x = buf;
+	o.d.npz_y = comma + 1;
+}
+
 static void
 options(int argc, char **argv)
 {
 	static const struct option lo[] = {
+		{ "arrays", required_argument, NULL, O_ARRAYS },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "classes", required_argument, NULL, O_CLASSES },
 		{ "columns", required_argument, NULL, O_COLS },
@@ -226,7 +249,7 @@ options(int argc, char **argv)
 		case 'f':
 			if (!(o.d.format = spirt_data_format_parse(optarg)))
 				die(SPIRT_EX_USAGE, "-f: unknown format \"%s\" "
-				    "(idx, csv, libsvm)", optarg);
+				    "(idx, csv, libsvm, npy, npz)", optarg);
 			break;
 		case 'H': o.d.header = 1; break;
 		case 'h': usage(0);
@@ -284,6 +307,7 @@ options(int argc, char **argv)
 				    "each once)", optarg);
 			o.d.cols = o.cols;
 			break;
+		case O_ARRAYS: parse_arrays(optarg); break;
 		case O_NAMES: o.d.label_names = 1; break;
 		case O_NAMESFROM: o.names_from = optarg; break;
 		default: usage(1);

@@ -1,4 +1,5 @@
-/* spirt-store.c - list, show, get, put, delete, export, import tensors */
+/* spirt-store.c - list, show, get, put, delete, export, import tensors;
+ * serve a worker's minibatch */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "io.h"
 #include "model.h"
 #include "npy.h"
@@ -27,13 +29,18 @@
 "       spirt-store [-s store] import [-n] [-t step] [--spec spec] key\n" \
 "                   file.npy\n" \
 "       spirt-store [-s store] stat\n" \
+"       spirt-store [-s store] batch [-f] [-b batch] [-d dataset]\n" \
+"                   [-o prefix] [-S seed] [-w worker] [--npy] -t step\n" \
 "       spirt-store inspect [file ...]\n"
 
 static struct {
 	const char *store, *spec;
 	int force, noover;
 	uint64_t step;
-} o = { NULL, NULL, 0, 0, SPIRT_NOSTEP };
+	/* batch */
+	const char *batch, *dataset, *out, *seed, *worker;
+	int npy;
+} o = { NULL, NULL, 0, 0, SPIRT_NOSTEP, NULL, NULL, NULL, NULL, NULL, 0 };
 
 static _Noreturn void
 usage(int code)
@@ -41,14 +48,23 @@ usage(int code)
 	fputs(USAGE, code ? stderr : stdout);
 	if (!code)
 		fputs("\n"
+		    "  -b, --batch N      batch: samples per minibatch "
+		    "(default 64)\n"
+		    "  -d, --dataset NAME batch: data set (default train)\n"
 		    "  -f, --force        write binary data to a terminal\n"
 		    "  -n, --no-overwrite fail if the key exists\n"
+		    "      --npy          batch: NumPy .npy, not records\n"
+		    "  -o, --output P     batch: write files P.x and P.y "
+		    "(.npy with --npy)\n"
+		    "  -S, --seed N       batch: minibatch seed (default 0)\n"
 		    "  -s, --store PATH   store (default $SPIRT_STORE or "
 		    "./spirt.db)\n"
 		    "  -t, --step N       step to record on import; prune "
-		    "below it\n"
+		    "below it;\n"
+		    "                     the batch's step\n"
 		    "      --spec SPEC    import: a model of this spec, see "
 		    "spirt-model(5)\n"
+		    "  -w, --worker N     batch: worker (default 0)\n"
 		    "  -q, --quiet        no warnings\n"
 		    "  -h, --help         this help\n"
 		    "  -V, --version      print version\n", stdout);
@@ -59,26 +75,39 @@ static void
 options(int argc, char **argv)
 {
 	static const struct option lo[] = {
+		{ "batch", required_argument, NULL, 'b' },
+		{ "dataset", required_argument, NULL, 'd' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "no-overwrite", no_argument, NULL, 'n' },
+		{ "npy", no_argument, NULL, 'N' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "seed", required_argument, NULL, 'S' },
 		{ "spec", required_argument, NULL, 'M' },
 		{ "step", required_argument, NULL, 't' },
 		{ "store", required_argument, NULL, 's' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "worker", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+fhnqs:t:V", lo, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "+b:d:fhno:qS:s:t:Vw:", lo,
+	    NULL)) != -1)
 		switch (c) {
+		case 'b': o.batch = optarg; break;
+		case 'd': o.dataset = optarg; break;
 		case 'f': o.force = 1; break;
 		case 'h': usage(0);
 		case 'M': o.spec = optarg; break;
+		case 'N': o.npy = 1; break;
 		case 'n': o.noover = 1; break;
+		case 'o': o.out = optarg; break;
 		case 'q': spirt_quiet = 1; break;
+		case 'S': o.seed = optarg; break;
 		case 's': o.store = optarg; break;
+		case 'w': o.worker = optarg; break;
 		case 't': o.step = eparse_u64("-t", optarg, 0, UINT64_MAX - 1);
 			  break;
 		case 'V': print_version();
@@ -459,6 +488,116 @@ static int get_run(struct spirt_store *s, int c, char **v, const char **a)
 static int export_run(struct spirt_store *s, int c, char **v, const char **a)
 { return read_run(s, c, v, a, export_txn); }
 
+/* ---- batch: a worker's minibatch by the store's rule (batch.h) ---- */
+
+static struct spirt_batch bsel;
+static struct spirt_batch_data bdata;
+
+static int
+batch_prep(int argc, char **argv, const char **act)
+{
+	(void)argc;
+	(void)argv;
+	(void)act;
+	if (o.step == SPIRT_NOSTEP) {
+		const char *e = getenv("SPIRT_STEP");
+
+		if (e == NULL || *e == '\0')
+			die(SPIRT_EX_USAGE, "batch: which step? give -t step");
+		o.step = eparse_u64("SPIRT_STEP", e, 0, UINT64_MAX - 1);
+	}
+	if (o.out == NULL && !o.force && isterm(1))
+		die(SPIRT_EX_USAGE, "stdout is a terminal; use -f to force");
+	return 0;
+}
+
+/* one array to fd: a record, or a .npy image with --npy */
+static int
+put_array(int fd, struct spirt_tensor *t, const void *p)
+{
+	char hdr[512];
+	size_t len;
+	int rc;
+
+	if (!o.npy)
+		return spirt_tensor_write(fd, t, p);
+	if ((rc = spirt_npy_header(hdr, sizeof hdr, &len, t)) ||
+	    (rc = spirt_writeall(fd, hdr, len)))
+		return rc;
+	return spirt_writeall(fd, p, t->nbytes);
+}
+
+/* -o P: P.x and P.y (.npy added with --npy), each published whole */
+static int
+batch_files(const char **act)
+{
+	static char fx[4096], fy[4096];
+	struct spirt_publish px = { -1, NULL, NULL }, py = { -1, NULL, NULL };
+	const char *ext = o.npy ? ".npy" : "";
+	int rc;
+
+	if ((size_t)snprintf(fx, sizeof fx, "%s.x%s", o.out, ext) >=
+	    sizeof fx || (size_t)snprintf(fy, sizeof fy, "%s.y%s", o.out,
+	    ext) >= sizeof fy)
+		die(SPIRT_EX_USAGE, "-o %s: name too long", o.out);
+	*act = fx;
+	if ((rc = spirt_publish_open(&px, fx, 0644)))
+		return rc;
+	*act = fy;
+	if ((rc = spirt_publish_open(&py, fy, 0644))) {
+		spirt_publish_abort(&px);
+		return rc;
+	}
+	*act = fx;
+	if ((rc = put_array(px.fd, &bdata.tx, bdata.x)) == 0) {
+		*act = fy;
+		rc = put_array(py.fd, &bdata.ty, bdata.y);
+	}
+	if (rc) {
+		spirt_publish_abort(&px);
+		spirt_publish_abort(&py);
+		return rc;
+	}
+	*act = fx;
+	if ((rc = spirt_publish_commit(&px))) {
+		spirt_publish_abort(&py);
+		return rc;
+	}
+	*act = fy;
+	return spirt_publish_commit(&py);
+}
+
+static int
+batch_txn(struct spirt_txn *txn, int argc, char **argv, const char **act)
+{
+	const char *ds = opt_env(o.dataset, "SPIRT_DATASET", "train");
+	uint64_t w, b, seed;
+	int rc;
+
+	(void)argc;
+	(void)argv;
+	w = eparse_u64("-w", opt_env(o.worker, "SPIRT_WORKER", "0"), 0,
+	    UINT32_MAX - 1);
+	b = eparse_u64("-b", opt_env(o.batch, "SPIRT_BATCH", "64"), 1,
+	    1 << 20);
+	seed = eparse_u64("-S", opt_env(o.seed, "SPIRT_SEED", "0"), 0,
+	    UINT64_MAX);
+	if ((rc = spirt_batch_read(&bsel, &bdata, txn, ds, w, o.step, b,
+	    seed))) {
+		*act = bsel.msg[0] ? bsel.msg : ds;
+		return rc;
+	}
+	if (o.out)
+		return batch_files(act);
+	*act = "stdout";
+	if ((rc = put_array(1, &bdata.tx, bdata.x)))
+		return rc;
+	return put_array(1, &bdata.ty, bdata.y);
+}
+
+static int batch_run(struct spirt_store *s, int c, char **v, const char **a)
+{ return read_run(s, c, v, a, batch_txn); }
+
 /* prune: <prefix><n> and <prefix><n>/... with n below -t, one txn */
 static int
 prune_txn(struct spirt_txn *txn, void *arg)
@@ -529,6 +668,7 @@ static const struct cmd {
 	int (*prep)(int, char **, const char **);
 	int (*run)(struct spirt_store *, int, char **, const char **);
 } cmds[] = {
+	{ "batch", 0, 0, 0, SPIRT_STORE_RDONLY, batch_prep, batch_run },
 	{ "export", 1, 2, 1, SPIRT_STORE_RDONLY, NULL, export_run },
 	{ "get", 1, 1, 1, SPIRT_STORE_RDONLY, NULL, get_run },
 	{ "import", 2, 2, 1, SPIRT_STORE_CREATE, import_prep, put_run },
@@ -573,6 +713,11 @@ main(int argc, char **argv)
 		warnx_("--spec makes a model on import only");
 		usage(1);
 	}
+	if ((o.batch || o.dataset || o.out || o.seed || o.worker || o.npy) &&
+	    strcmp(c->name, "batch") != 0) {
+		warnx_("-b, -d, -o, -S, -w and --npy are batch's options");
+		usage(1);
+	}
 	for (int i = 0; i < argc && i < c->keys; i++)
 		if (spirt_key_check(argv[i]))
 			die(SPIRT_EX_USAGE, "invalid key \"%s\"", argv[i]);
@@ -599,6 +744,8 @@ out:
 		warnrc(rc, "%s", act);
 	spirt_store_close(s);
 	free(in.buf);
+	spirt_batch_data_free(&bdata);
+	spirt_batch_free(&bsel);
 	if (rc == EPIPE)
 		return SPIRT_EX_IOERR;
 	return fshut_stdout(spirt_exit(rc));

@@ -1,4 +1,4 @@
-/* data.h - data sets in memory: the IDX, CSV and LIBSVM readers */
+/* data.h - data sets in memory: the IDX, CSV, LIBSVM and NumPy readers */
 #ifndef SPIRT_DATA_H
 #define SPIRT_DATA_H
 
@@ -28,7 +28,9 @@ enum spirt_data_format {
 	SPIRT_FMT_AUTO = 0,
 	SPIRT_FMT_IDX,
 	SPIRT_FMT_CSV,
-	SPIRT_FMT_LIBSVM
+	SPIRT_FMT_LIBSVM,
+	SPIRT_FMT_NPY,                  /* two .npy files: samples, labels */
+	SPIRT_FMT_NPZ                   /* one .npz archive of both */
 };
 
 #define SPIRT_DATA_NAME_MAX 64          /* data set name bytes */
@@ -36,6 +38,7 @@ enum spirt_data_format {
 #define SPIRT_DATA_MAXINFER 65536       /* LIBSVM: largest dim inferred */
 #define SPIRT_DATA_MAXSHARDS (1 << 20)  /* shards of one data set */
 #define SPIRT_LABEL_LAST    (-1)        /* label_col: the last column */
+#define SPIRT_DATA_ARRAY_MAX 128        /* .npz array name bytes */
 
 struct spirt_dataset {
 	int      xdtype;                /* SPIRT_U8 or SPIRT_F32 */
@@ -77,6 +80,8 @@ struct spirt_data_opts {
 	                                   names of the classes (as
 	                                   ds.names) every label must be */
 	size_t   names_from_len;
+	const char *npz_x, *npz_y;      /* .npz: the arrays' names (NULL:
+					   X or else x; y or else Y) */
 	const uint32_t *cols;           /* CSV: NULL, or the feature
 	                                   columns (0-based, ascending, not
 	                                   the label's), in place of every
@@ -134,7 +139,8 @@ SPIRT_MUST_CHECK int spirt_data_names_check(const char *names, size_t len,
 
 /* Guess a format from a file name, or SPIRT_FMT_AUTO when unsure. */
 int spirt_data_format_guess(const char *path);
-/* "idx", "csv", "libsvm" -> format, or SPIRT_FMT_AUTO (0) if unknown. */
+/* "idx", "csv", "libsvm", "npy", "npz" -> format, or SPIRT_FMT_AUTO (0)
+ * if unknown. */
 int spirt_data_format_parse(const char *name);
 
 /* 0 if name is a valid data set name ([A-Za-z0-9._-], 1..64, no leading
@@ -142,9 +148,11 @@ int spirt_data_format_parse(const char *name);
 SPIRT_MUST_CHECK int spirt_data_name_check(const char *name);
 
 /*
- * Read a data set.  IDX takes two paths (images, labels); CSV and LIBSVM
- * one ("-" is stdin).  Each file may be gzip-compressed or plain.  On
- * success ds owns fresh buffers (free with spirt_dataset_free()).  Returns
+ * Read a data set.  IDX and .npy take two paths (images or samples,
+ * labels); CSV, LIBSVM and .npz one ("-" is stdin); two paths are IDX
+ * unless the first ends in .npy (or .npz: refused).  Each IDX, CSV or LIBSVM file may be
+ * gzip-compressed or plain.  On success ds owns fresh buffers (free with
+ * spirt_dataset_free()).  Returns
  * 0, errno (ENOENT for a missing file: nothing read), ENOMEM, or for bad
  * data SPIRT_EMAGIC, SPIRT_ETRUNC, SPIRT_ESHAPE, SPIRT_EDTYPE, SPIRT_ENAN,
  * SPIRT_EDATA with err filled.  On failure ds is left empty.
@@ -158,6 +166,27 @@ SPIRT_MUST_CHECK int spirt_data_read_csv(struct spirt_dataset *ds,
     struct spirt_data_err *err, const char *path,
     const struct spirt_data_opts *opts);
 SPIRT_MUST_CHECK int spirt_data_read_libsvm(struct spirt_dataset *ds,
+    struct spirt_data_err *err, const char *path,
+    const struct spirt_data_opts *opts);
+
+/*
+ * NumPy (format 1.0-3.0, C order, little-endian): samples X of shape (N,
+ * ...) as float32, float64 (rounded to float32; every value must be a
+ * finite float32) or uint8 (kept as bytes, which the tools read as
+ * value / 255, as IDX images); a shape (N,) is N samples of one value.
+ * Labels y: integers of any width, signed or not, shape (N,), each in
+ * 0..SPIRT_DATA_MAXCLASSES-1 and then checked against opts->classes.
+ * The sample shape is kept (dims), opts->dim must match the values per
+ * sample.  A .npz is a zip archive of X.npy (or x.npy) and y.npy (or
+ * Y.npy), or of opts->npz_x and npz_y, each stored or deflated
+ * (numpy.savez, numpy.savez_compressed), sizes bounded by the file and
+ * the CRC-32 checked.  Returns as spirt_data_read, SPIRT_EDATA for a bad
+ * archive.
+ */
+SPIRT_MUST_CHECK int spirt_data_read_npy(struct spirt_dataset *ds,
+    struct spirt_data_err *err, const char *xpath, const char *ypath,
+    const struct spirt_data_opts *opts);
+SPIRT_MUST_CHECK int spirt_data_read_npz(struct spirt_dataset *ds,
     struct spirt_data_err *err, const char *path,
     const struct spirt_data_opts *opts);
 

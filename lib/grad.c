@@ -13,6 +13,7 @@
 #include "gradctx.h"
 #include "keys.h"
 #include "assign.h"
+#include "batch.h"
 #include "vec.h"
 #include "model.h"
 
@@ -49,9 +50,7 @@ spirt_grad_ctx_free(struct spirt_grad_ctx *c)
 	free(c->pcopy);
 	free(c->perm);
 	free(c->r);
-	for (size_t i = 0; i < c->nso; i++)
-		free(c->so[i].p);
-	free(c->so);
+	spirt_batch_free(&c->sel);
 	free(c->bat);
 	free(c->brange);
 	free(c->pred);
@@ -503,116 +502,54 @@ range_room(struct spirt_grad_ctx *c)
 	return 0;
 }
 
-static int shard_order(struct spirt_grad_ctx *c, uint64_t seed,
-    uint64_t shard, uint64_t epoch, uint64_t n, const uint32_t **p);
+/* spirt_batch_select's callback: row i of the worker's is shard k */
+struct load_arg {
+	struct spirt_grad_ctx *c;
+	struct spirt_txn *txn;
+	const char *ds;
+};
+
+static int
+load_row(void *arg, size_t i, uint64_t k, uint64_t *n)
+{
+	struct load_arg *l = arg;
+	struct spirt_grad_ctx *c = l->c;
+	int rc;
+
+	if ((rc = range_room(c)) != 0)
+		return rc;
+	c->r[i].shard = k;
+	if ((rc = spirt_grad_load_shard(c, l->txn, l->ds, k, &c->r[i], n)) !=
+	    0)
+		return rc;
+	c->nr = i + 1;
+	return 0;
+}
 
 /*
- * The worker's list at job's step from the assignment in force, its
- * shards loaded and their orders of the epoch made: c->r, and the step's
- * positions in the list *lo .. *lo + *B; *rev the revision.
+ * The worker's samples at job's step by the store's rule (batch.h), their
+ * shards loaded into c->r: c->sel, *B of them; *rev the revision.
  */
 static int
 store_ranges(struct spirt_grad_ctx *c, struct spirt_txn *txn,
-    const struct spirt_grad_job *job, const int64_t info[4], uint64_t *lo,
-    uint64_t *B, uint64_t *rev)
+    const struct spirt_grad_job *job, const int64_t info[4], uint64_t *B,
+    uint64_t *rev)
 {
-	struct spirt_assign a;
-	struct spirt_assign_sel sel;
-	char key[SPIRT_KEY_MAX + 1];
-	const char *ds = job->dataset;
-	uint64_t S, n, i;
+	struct load_arg l = { c, txn, job->dataset };
 	int rc;
 
-	for (i = 0; i < c->nso; i++)
-		c->so[i].used = 0;
-	if ((rc = spirt_key_data_assign(key, sizeof key, ds)) != 0)
-		return where(c, rc, "data set name \"%s\"", ds);
-	if ((rc = spirt_data_assign_get(&a, txn, ds)) != 0)
-		return rc == SPIRT_EDATA || rc == SPIRT_ESHAPE ||
-		    rc == SPIRT_EDTYPE ? where(c, rc, "%s: not an assignment "
-		    "(spirt-shard(1))", key) : where(c, rc, "%s", key);
-	S = spirt_epoch_steps((uint64_t)info[1], (uint64_t)info[0],
-	    job->batch);
-	rc = spirt_assign_select(&sel, &a, job->worker, job->step, S,
-	    job->batch);
-	*rev = a.revision;
-	if (rc == SPIRT_ESTEP)
-		rc = where(c, rc, "%s: step %" PRIu64 " (epoch %" PRIu64
-		    " step %" PRIu64 ") comes before revision %" PRIu64 " (from "
-		    "epoch %" PRIu64 " step %" PRIu64 ")", key, job->step,
-		    sel.epoch, job->step % S, a.revision, a.nrest ?
-		    a.rest_epoch : a.epoch, a.nrest ? a.rest_step : 0);
-	else if (rc == SPIRT_EINVAL)
-		rc = where(c, rc, "%s: revision %" PRIu64 " counts epoch %"
-		    PRIu64 " from step %" PRIu64 " in batches of %" PRIu64
-		    ", not %zu", key, a.revision, a.rest_epoch, a.rest_step,
-		    a.rest_batch, job->batch);
-	else if (rc == SPIRT_ENOTFOUND)
-		rc = where(c, rc, "%s: no samples for worker %" PRIu32 " at "
-		    "step %" PRIu64 " (revision %" PRIu64 ")", key,
-		    job->worker, job->step, a.revision);
-	if (rc != 0)
-		goto out;
 	c->nr = 0;
-	for (i = 0; i < sel.nrows; i++) {
-		const int64_t *row = sel.rows + SPIRT_AS_COLS * i;
-		struct range *r;
-
-		if ((rc = range_room(c)) != 0)
-			goto out;
-		r = &c->r[c->nr];
-		r->shard = (uint64_t)row[SPIRT_AS_SHARD];
-		r->start = (uint64_t)row[SPIRT_AS_START];
-		r->count = (uint64_t)row[SPIRT_AS_COUNT];
-		if (r->shard >= (uint64_t)info[0]) {
-			rc = where(c, SPIRT_EDATA, "%s: worker %" PRIu32
-			    ": shard %" PRIu64 " of %" PRId64, key, job->worker,
-			    r->shard, info[0]);
-			goto out;
-		}
-		if ((rc = spirt_grad_load_shard(c, txn, ds, r->shard, r,
-		    &n)) != 0)
-			goto out;
-		if (r->start > n || r->count > n - r->start) {
-			rc = where(c, SPIRT_EDATA, "%s: worker %" PRIu32 ": "
-			    "positions %" PRIu64 "..%" PRIu64 " outside shard %"
-			    PRIu64 " of %" PRIu64, key, job->worker, r->start,
-			    r->start + r->count, r->shard, n);
-			goto out;
-		}
-		if ((rc = shard_order(c, job->seed, r->shard, sel.epoch, n,
-		    &r->order)) != 0)
-			goto out;
-		c->nr++;
-	}
-	*lo = sel.lo;
-	*B = sel.hi - sel.lo;
-out:
-	spirt_assign_free(&a);
-	return rc;
+	rc = spirt_batch_select(&c->sel, txn, job->dataset, (uint64_t)info[0],
+	    (uint64_t)info[1], job->worker, job->step, job->batch, job->seed,
+	    load_row, &l);
+	*rev = c->sel.revision;
+	if (rc != 0)
+		return c->sel.msg[0] ? where(c, rc, "%s", c->sel.msg) : rc;
+	*B = c->sel.n;
+	return 0;
 }
 
 /* ---- the minibatch rule ---- */
-
-/* perm = the permutation of 0..N-1 for (seed, worker, epoch). */
-static void
-perm_fill(uint32_t *perm, uint64_t N, uint64_t seed, uint32_t worker,
-    uint64_t epoch)
-{
-	struct spirt_sm64 r;
-	uint64_t i, j;
-	uint32_t tmp;
-
-	for (i = 0; i < N; i++)
-		perm[i] = (uint32_t)i;
-	spirt_sm64_seed(&r, spirt_seed_mix(seed, worker, epoch));
-	for (i = N - 1; i > 0; i--) {
-		j = spirt_sm64_below(&r, i + 1);
-		tmp = perm[i];
-		perm[i] = perm[j];
-		perm[j] = tmp;
-	}
-}
 
 /* Epoch, first position and size of step's batch among N samples. */
 static void
@@ -638,7 +575,7 @@ spirt_minibatch(uint32_t *idx, size_t *count, uint64_t seed,
 	if ((perm = malloc(n * sizeof *perm)) == NULL)
 		return ENOMEM;
 	batch_place(&epoch, &lo, &B, step, n, batch);
-	perm_fill(perm, n, seed, worker, epoch);
+	spirt_perm_fill(perm, n, seed, worker, epoch);
 	memcpy(idx, perm + lo, B * sizeof *idx);
 	*count = (size_t)B;
 	free(perm);
@@ -659,66 +596,12 @@ permutation(struct spirt_grad_ctx *c, uint64_t seed, uint32_t worker,
 	free(c->perm);
 	if ((c->perm = malloc(N * sizeof *c->perm)) == NULL)
 		return ENOMEM;
-	perm_fill(c->perm, N, seed, worker, epoch);
+	spirt_perm_fill(c->perm, N, seed, worker, epoch);
 	c->permN = N;
 	c->permkey[0] = seed;
 	c->permkey[1] = worker;
 	c->permkey[2] = epoch;
 	c->permvalid = 1;
-	return 0;
-}
-
-/*
- * Shard's order of epoch: the permutation of its n samples seeded from
- * (seed, shard, epoch), cached while the ranges use it (a warm function
- * makes each once an epoch).
- */
-static int
-shard_order(struct spirt_grad_ctx *c, uint64_t seed, uint64_t shard,
-    uint64_t epoch, uint64_t n, const uint32_t **p)
-{
-	struct sorder *o = NULL;
-	size_t i;
-
-	for (i = 0; i < c->nso; i++)
-		if (c->so[i].key[0] == seed && c->so[i].key[1] == shard &&
-		    c->so[i].key[2] == epoch && c->so[i].key[3] == n) {
-			c->so[i].used = 1;
-			*p = c->so[i].p;
-			return 0;
-		}
-	if (n == 0 || n > UINT32_MAX)
-		return SPIRT_EINVAL;
-	/* reuse a slot no range of this call uses, else add one */
-	for (i = 0; i < c->nso && o == NULL; i++)
-		if (!c->so[i].used)
-			o = &c->so[i];
-	if (o == NULL) {
-		if (c->nso == c->socap) {
-			size_t cap = c->socap ? 2 * c->socap : 4;
-			struct sorder *ns = realloc(c->so, cap * sizeof *ns);
-			if (ns == NULL)
-				return ENOMEM;
-			c->so = ns;
-			c->socap = cap;
-		}
-		o = &c->so[c->nso++];
-		o->p = NULL;
-	}
-	free(o->p);
-	o->used = 0;
-	o->key[0] = o->key[1] = o->key[2] = o->key[3] = UINT64_MAX;
-	if ((o->p = malloc(n * sizeof *o->p)) == NULL)
-		return ENOMEM;
-	/* the shard's number in the worker's place: a worker that reads its
-	 * own whole shard k = w sees what the per-worker rule gave it */
-	perm_fill(o->p, n, seed, (uint32_t)shard, epoch);
-	o->key[0] = seed;
-	o->key[1] = shard;
-	o->key[2] = epoch;
-	o->key[3] = n;
-	o->used = 1;
-	*p = o->p;
 	return 0;
 }
 
@@ -806,7 +689,7 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 		rc = SPIRT_EBUG;
 	} else if ((rc = spirt_grad_load_info(c, txn, job->dataset, info)) ==
 	    0) {
-		rc = store_ranges(c, txn, job, info, &lo, &B, &rev);
+		rc = store_ranges(c, txn, job, info, &B, &rev);
 	}
 	/* a list longer than an epoch of batches has runs above the batch
 	 * (spirt_batch_span): the workspace holds the run */
@@ -815,7 +698,7 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 	    (rc = batch_room(c, (size_t)B)) != 0)
 		return rc;
 	/* the batch's samples: a data file's by the worker's permutation of
-	 * its pair, the store's by position in the list and shard order */
+	 * its pair, the store's by spirt_batch_select (batch.h) */
 	for (i = 0; i < B; i++) {
 		const struct range *r;
 		uint64_t row;
@@ -823,8 +706,8 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 		if (c->fp != NULL) {
 			r = locate(c, c->perm[lo + i], &row);
 		} else {
-			r = locate(c, lo + i, &row);
-			row = r->order[row];
+			r = &c->r[c->sel.row[i]];
+			row = c->sel.s[i].index;
 		}
 		c->brange[i] = r;
 		c->bat[i].shard = r->shard;

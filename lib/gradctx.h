@@ -6,29 +6,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "batch.h"
 #include "grad.h"
 #include "model.h"
 #include "store.h"
 #include "tensor.h"
 
 /*
- * A run of samples of one shard a worker reads (or a data file's pair):
- * from the store, positions start.. of the shard's order this epoch
- * (order[], its n samples permuted); from a data file, rows start..
+ * A shard a worker reads (the store's: one per row of its list, whose
+ * samples c->sel gives), or a run of a data file's pair: rows start..
  */
 struct range {
 	uint64_t shard, start, count;
 	const void *x;          /* shard's samples (zero-copy) */
 	int xdtype;             /* SPIRT_U8 or SPIRT_F32 */
 	const void *y;          /* shard's labels, i32, maybe unaligned */
-	const uint32_t *order;  /* the store's shard order, or NULL */
-};
-
-/* A shard's order of an epoch, cached: (seed, shard, epoch, n) -> p. */
-struct sorder {
-	uint64_t key[4];
-	uint32_t *p;
-	int used;
 };
 
 /* One x, y pair of a data file, read into memory. */
@@ -52,8 +44,8 @@ struct spirt_grad_ctx {
 	int permvalid;
 	struct range *r;
 	size_t nr, rcap;
-	struct sorder *so;      /* the shards' orders the ranges use */
-	size_t nso, socap;
+	struct spirt_batch sel; /* the store's batch: its samples, the
+				   shards' orders they use */
 	struct spirt_grad_sample *bat;  /* the last batch: its samples */
 	const struct range **brange;    /* ... and their ranges */
 	size_t nbat, batcap;

@@ -42,17 +42,14 @@ findkey(const char *p, const char *end, const char *key)
 }
 
 int
-spirt_npy_parse(struct spirt_tensor *t, const void **data, const void *buf,
-    size_t len)
+spirt_npy_head(struct spirt_npy_head *hd, const void *buf, size_t len)
 {
 	const unsigned char *b = buf;
-	const char *h, *end, *p;
-	size_t hlen, off, dlen;
-	uint64_t dims[SPIRT_MAXRANK];
-	unsigned rank = 0;
-	int dtype = 0, rc, fortran;
+	const char *h, *end, *p, *e;
+	size_t hlen, off;
 	char q;
 
+	memset(hd, 0, sizeof *hd);
 	if (len < 10 || memcmp(b, "\x93NUMPY", 6))
 		return SPIRT_ENPY;
 	if (b[6] == 1) {
@@ -80,26 +77,17 @@ spirt_npy_parse(struct spirt_tensor *t, const void **data, const void *buf,
 	if (!(p = findkey(h, end, "descr")) || (*p != '\'' && *p != '"'))
 		return SPIRT_ENPY;
 	q = *p++;
-	{
-		const char *e = memchr(p, q, (size_t)(end - p));
-		size_t n;
-		if (!e)
-			return SPIRT_ENPY;
-		n = (size_t)(e - p);
-		for (size_t i = 0; i < sizeof descrs / sizeof descrs[0]; i++)
-			if (strlen(descrs[i].descr) == n &&
-			    !memcmp(descrs[i].descr, p, n))
-				dtype = descrs[i].dtype;
-		if (!dtype)
-			return SPIRT_EDTYPE;
-	}
+	if (!(e = memchr(p, q, (size_t)(end - p))))
+		return SPIRT_ENPY;
+	hd->descr = p;
+	hd->descrlen = (size_t)(e - p);
 	/* 'fortran_order': False */
 	if (!(p = findkey(h, end, "fortran_order")))
 		return SPIRT_ENPY;
 	if (end - p >= 5 && !memcmp(p, "False", 5))
-		fortran = 0;
+		hd->fortran = 0;
 	else if (end - p >= 4 && !memcmp(p, "True", 4))
-		fortran = 1;
+		hd->fortran = 1;
 	else
 		return SPIRT_ENPY;
 	/* 'shape': (a, b, ) */
@@ -107,18 +95,18 @@ spirt_npy_parse(struct spirt_tensor *t, const void **data, const void *buf,
 		return SPIRT_ENPY;
 	p = skipws(p + 1, end);
 	while (p < end && *p != ')') {
-		char *e;
+		char *ep;
 		unsigned long long v;
 		if (*p < '0' || *p > '9')
 			return SPIRT_ENPY;
 		errno = 0;
-		v = strtoull(p, &e, 10);
-		if (errno || (const char *)e > end)
+		v = strtoull(p, &ep, 10);
+		if (errno || (const char *)ep > end)
 			return SPIRT_ENPY;
-		if (rank == SPIRT_MAXRANK)
+		if (hd->rank == SPIRT_MAXRANK)
 			return SPIRT_ESHAPE;
-		dims[rank++] = v;
-		p = skipws(e, end);
+		hd->dims[hd->rank++] = v;
+		p = skipws(ep, end);
 		if (p < end && *p == ',')
 			p = skipws(p + 1, end);
 		else if (p < end && *p != ')')
@@ -126,16 +114,35 @@ spirt_npy_parse(struct spirt_tensor *t, const void **data, const void *buf,
 	}
 	if (p >= end)
 		return SPIRT_ENPY;
-	if (fortran && rank > 1)
-		return SPIRT_ENPY;
-	if ((rc = spirt_tensor_init(t, dtype, rank, dims)))
+	hd->data = b + off + hlen;
+	hd->datalen = len - off - hlen;
+	return 0;
+}
+
+int
+spirt_npy_parse(struct spirt_tensor *t, const void **data, const void *buf,
+    size_t len)
+{
+	struct spirt_npy_head hd;
+	int dtype = 0, rc;
+
+	if ((rc = spirt_npy_head(&hd, buf, len)))
 		return rc;
-	dlen = len - off - hlen;
-	if (dlen < t->nbytes)
-		return SPIRT_ETRUNC;
-	if (dlen > t->nbytes)
+	for (size_t i = 0; i < sizeof descrs / sizeof descrs[0]; i++)
+		if (strlen(descrs[i].descr) == hd.descrlen &&
+		    !memcmp(descrs[i].descr, hd.descr, hd.descrlen))
+			dtype = descrs[i].dtype;
+	if (!dtype)
+		return SPIRT_EDTYPE;
+	if (hd.fortran && hd.rank > 1)
 		return SPIRT_ENPY;
-	*data = b + off + hlen;
+	if ((rc = spirt_tensor_init(t, dtype, hd.rank, hd.dims)))
+		return rc;
+	if (hd.datalen < t->nbytes)
+		return SPIRT_ETRUNC;
+	if (hd.datalen > t->nbytes)
+		return SPIRT_ENPY;
+	*data = hd.data;
 	return 0;
 }
 

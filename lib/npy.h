@@ -3,9 +3,32 @@
 #define SPIRT_NPY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "spirt.h"
 #include "tensor.h"
+
+/*
+ * A .npy header as written (any dtype): its descr text (not NUL-ended,
+ * e.g. "<i2"), order, shape, and the bytes after it.
+ */
+struct spirt_npy_head {
+	const char *descr;
+	size_t descrlen;
+	int fortran;
+	unsigned rank;
+	uint64_t dims[SPIRT_MAXRANK];
+	const unsigned char *data;      /* into the buffer parsed */
+	size_t datalen;                 /* bytes from data to the end */
+};
+
+/*
+ * Parse the header of a .npy file image of len bytes (format 1.0, 2.0 or
+ * 3.0).  Returns 0, SPIRT_ENPY (bad header), SPIRT_ESHAPE (rank above
+ * SPIRT_MAXRANK).  Neither the dtype nor the data's size is checked.
+ */
+SPIRT_MUST_CHECK int spirt_npy_head(struct spirt_npy_head *hd,
+    const void *buf, size_t len);
 
 /*
  * Parse a whole .npy file image (format 1.0, 2.0 or 3.0; little-endian

@@ -60,6 +60,18 @@ struct spirt_peersrv {
 	int wake[2];                    /* the watcher's pipe */
 	pthread_t watcher;
 	int watching;
+	/* open connections, for the slowest to go when they fill up */
+	struct conn *conns;
+	unsigned nconns;
+};
+
+/* an open connection: how fast its request comes ("slow connections") */
+struct conn {
+	struct conn *prev, *next;
+	struct MHD_Connection *c;
+	double t0;                      /* connected, or last answered */
+	uint64_t got;                   /* body bytes since */
+	int busy;                       /* its request in, being answered */
 };
 
 /* one request's state across the handler's calls */
@@ -1297,6 +1309,91 @@ peername(struct MHD_Connection *c, char *buf, size_t cap)
 		    "%s:%s", host, port);
 }
 
+/* ---- slow connections ----
+ *
+ * libmicrohttpd's timeout closes an idle connection, and one that sends
+ * a byte now and then is never idle: connections from enough addresses
+ * could each hold a slot for as long as they liked, and every slot
+ * taken, nobody else is accepted.  So when a connection takes the last
+ * free slot, the one that has sent least of its request a second since
+ * it began (a connection that is being answered is not a candidate)
+ * is closed, counted and logged as an EBUSY refusal: a slot stays free
+ * for the next one, which a client sending its request at once keeps.
+ * (All of it runs in the server's one thread, as libmicrohttpd calls
+ * back: no lock; and it shuts down a socket it notified open and not
+ * yet closed, which libmicrohttpd closes only after saying so.) */
+
+static struct conn *
+conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+	    MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+static void
+conn_shed(struct spirt_peersrv *p, const struct conn *except)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct conn *k, *slow = NULL;
+	double now = spirt_clock(), r, least = 0;
+	char from[80], what[64];
+
+	for (k = p->conns; k; k = k->next) {
+		if (k == except || k->busy)
+			continue;
+		r = ((double)k->got + 1) / (now - k->t0 > 1e-3 ?
+		    now - k->t0 : 1e-3);
+		if (!slow || r < least)
+			slow = k, least = r;
+	}
+	if (!slow || !(ci = MHD_get_connection_info(slow->c,
+	    MHD_CONNECTION_INFO_CONNECTION_FD)))
+		return;
+	/* libmicrohttpd closes it when it next reads it */
+	(void)shutdown(ci->connect_fd, SHUT_RDWR);
+	slow->busy = 1;
+	peername(slow->c, from, sizeof from);
+	snprintf(what, sizeof what, "slowest of %u connections",
+	    p->nconns);
+	(void)noted(p, from, what, SPIRT_EBUSY);
+}
+
+static void
+conn_notify(void *cls, struct MHD_Connection *c, void **sctx,
+    enum MHD_ConnectionNotificationCode code)
+{
+	struct spirt_peersrv *p = cls;
+	struct conn *k = *sctx;
+
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!k)
+			return;
+		if (k->prev)
+			k->prev->next = k->next;
+		else
+			p->conns = k->next;
+		if (k->next)
+			k->next->prev = k->prev;
+		p->nconns--;
+		free(k);
+		*sctx = NULL;
+		return;
+	}
+	if (!(k = calloc(1, sizeof *k)))
+		return;         /* not a candidate: it cannot be shed */
+	k->c = c;
+	k->t0 = spirt_clock();
+	k->next = p->conns;
+	if (p->conns)
+		p->conns->prev = k;
+	p->conns = k;
+	*sctx = k;
+	if (++p->nconns >= p->conf.max_conns)
+		conn_shed(p, k);
+}
+
 static enum MHD_Result
 handler(void *cls, struct MHD_Connection *c, const char *url,
     const char *method, const char *version, const char *upload,
@@ -1304,6 +1401,7 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 {
 	struct spirt_peersrv *p = cls;
 	struct req *q = *ctx;
+	struct conn *k;
 	char what[160];
 
 	(void)version;
@@ -1349,6 +1447,10 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 	}
 	if (q->kind != 0 && !*upsize)
 		q->state = REQ_DONE;    /* answered now, or parked to be */
+	if ((k = conn_of(c)) != NULL) {
+		k->got += *upsize;
+		k->busy |= !*upsize;
+	}
 	if (q->kind == 4)
 		return waited(p, c, q);
 	if (q->kind == 0)
@@ -1431,6 +1533,7 @@ completed(void *cls, struct MHD_Connection *c, void **ctx,
 {
 	struct spirt_peersrv *p = cls;
 	struct req *q = *ctx;
+	struct conn *k = conn_of(c);
 	char what[sizeof q->what + 32];
 
 	if (q && q->state != REQ_DONE && why ==
@@ -1446,6 +1549,11 @@ completed(void *cls, struct MHD_Connection *c, void **ctx,
 			snprintf(what, sizeof what, "body");
 		(void)noted(p, q->from, what, big || (q->state == REQ_BODY &&
 		    q->len >= q->max) ? SPIRT_ETOOBIG : SPIRT_EDATA);
+	}
+	if (k) {                /* answered: its next request begins */
+		k->busy = 0;
+		k->got = 0;
+		k->t0 = spirt_clock();
 	}
 	if (q) {
 		free(q->buf);
@@ -1535,6 +1643,7 @@ spirt_peersrv_start(struct spirt_peersrv **out,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768,
 	    MHD_OPTION_NOTIFY_COMPLETED, completed, p,
 	    MHD_OPTION_URI_LOG_CALLBACK, urilog, p,
+	    MHD_OPTION_NOTIFY_CONNECTION, conn_notify, p,
 	    MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!p->d) {

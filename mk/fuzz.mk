@@ -31,7 +31,7 @@ FUZZ_BIN = tests/fuzz/fuzz_record tests/fuzz/fuzz_idx tests/fuzz/fuzz_csv \
 	tests/fuzz/fuzz_msg tests/fuzz/fuzz_token tests/fuzz/fuzz_keyfile \
 	tests/fuzz/fuzz_allow tests/fuzz/fuzz_digest tests/fuzz/fuzz_peersrv \
 	tests/fuzz/fuzz_parse tests/fuzz/fuzz_remote tests/fuzz/fuzz_assign \
-	tests/fuzz/fuzz_beat
+	tests/fuzz/fuzz_beat tests/fuzz/fuzz_npz
 
 .c.fo:
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
@@ -51,6 +51,8 @@ tests/fuzz/fuzz_idx: tests/fuzz/fuzz_idx.c $(FUZZ_HDR) tests/fuzz/libspirt.a
 	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_idx.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
 tests/fuzz/fuzz_csv: tests/fuzz/fuzz_csv.c $(FUZZ_HDR) tests/fuzz/libspirt.a
 	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_csv.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
+tests/fuzz/fuzz_npz: tests/fuzz/fuzz_npz.c $(FUZZ_HDR) tests/fuzz/libspirt.a
+	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_npz.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
 tests/fuzz/fuzz_libsvm: tests/fuzz/fuzz_libsvm.c $(FUZZ_HDR) tests/fuzz/libspirt.a
 	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_libsvm.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
 tests/fuzz/fuzz_npy: tests/fuzz/fuzz_npy.c $(FUZZ_HDR) tests/fuzz/libspirt.a

@@ -57,8 +57,8 @@ print(' '.join(str(int(x)) for x in v))"
 	run -64 spirt-shard --live 1 "$IMG" "$LAB"
 	run -64 spirt-shard -t 3 "$IMG" "$LAB"
 	run -64 spirt-shard --group 2 --stats
-	run -64 --separate-stderr spirt-shard -f npy "$SH/tiny.csv"
-	assert_equal "$stderr" 'spirt-shard: -f: unknown format "npy" (idx, csv, libsvm)'
+	run -64 --separate-stderr spirt-shard -f parquet "$SH/tiny.csv"
+	assert_equal "$stderr" 'spirt-shard: -f: unknown format "parquet" (idx, csv, libsvm, npy, npz)'
 	run -64 --separate-stderr spirt-shard -d a/b "$IMG" "$LAB"
 	assert_equal "$stderr" 'spirt-shard: -d: invalid data set name "a/b"'
 	[ ! -e "$SPIRT_STORE" ]

@@ -12,18 +12,47 @@ teardown() {
 		wait "$p" 2>/dev/null
 	done
 	netns_teardown
+	# a child script the test did not end (its reaper cleans after it)
+	[ -z "$CHILD" ] || kill -KILL "$CHILD" 2>/dev/null
 	# what a child script made, if the test failed before it was gone
 	local f
 	for f in "$BATS_TEST_TMPDIR"/prefix.*; do
 		[ -e "$f" ] && netns_clean "$(cat "$f")" 3
 	done
+	[ -z "$ROUTE" ] || ip route del $ROUTE 2>/dev/null
 	return 0
 }
 
-# child SIG: a script that makes 3 hosts, serves on host 1, says "ready"
-# and waits; the test kills it with SIG and looks at what it left
-child() {
+# free_net: a test range of the test's own (10.76.x, not the harness's
+# default 10.77.0), with no route or address in this namespace and no
+# harness registered on it, so that what the test sees of its route is
+# its own doing, whatever runs beside it
+free_net() {
+	local k n
+	for k in $(seq 1 50); do
+		n=10.76.$((RANDOM % 254 + 1))
+		! netns_taken "$n" >/dev/null || continue
+		[ -z "$(ip -4 route show exact "$n.0/24")" ] || continue
+		! grep -qsx "$n" /run/spirt-netns/spt*x || continue
+		echo "$n"
+		return 0
+	done
+	echo "no free 10.76.x range" >&2
+	return 1
+}
+
+# routed NET: the harness's unreachable route for NET.0/24 is in this
+# namespace
+routed() {
+	ip -4 route show exact "$1.0/24" | grep -q "^unreachable $1\.0/24"
+}
+
+# child_start: a script that makes 3 hosts on $NETNS_NET, serves on host
+# 1, says "ready" and waits; sets pid (the script) and prefix (its
+# namespaces' names)
+child_start() {
 	cat >child.sh <<CHILD
+NETNS_NET=$NETNS_NET
 . "$SPIRT_ROOT/tests/netns.bash"
 netns_setup 3 || exit 1
 echo "\$NETNS_PREFIX" >prefix.\$\$
@@ -32,10 +61,12 @@ netns_exec 1 "$PYTHON" -m http.server --bind "\$(netns_addr 1)" 8000 \
 netns_wait_port 1 8000 || exit 1
 echo ready
 sleep 60 &
-wait
+wait \$!
 CHILD
-	bash child.sh >child.out 2>child.err &
+	# (3>&-: not holding bats's output open, should it outlive the test)
+	bash child.sh >child.out 2>child.err 3>&- &
 	pid=$!
+	CHILD=$pid
 	local k
 	for k in $(seq 1 200); do
 		grep -q ready child.out 2>/dev/null && break
@@ -45,17 +76,30 @@ CHILD
 	grep -q ready child.out || { cat child.err >&2; return 1; }
 	prefix=$(cat "prefix.$pid")
 	[ -n "$(netns_left "$prefix")" ]
-	# the server runs inside host 1
+}
+
+# child SIG: child_start on a range of the test's own, then kill it with
+# SIG and look at what it left: no namespace, no process, no route
+child() {
+	NETNS_NET=$(free_net)
+	child_start
+	# the server runs inside host 1; the range is unreachable here
 	[ -n "$(ip netns pids "${prefix}1")" ]
 	srv=$(ip netns pids "${prefix}1")
+	routed "$NETNS_NET"
 	kill "-$1" "$pid"
 	wait "$pid" || :
+	CHILD=
 	# bounded: the trap (TERM) or the reaper (KILL) removes everything
+	local k
 	for k in $(seq 1 100); do
-		[ -z "$(netns_left "$prefix")" ] && break
+		[ -z "$(netns_left "$prefix")" ] && ! routed "$NETNS_NET" &&
+			break
 		sleep 0.1
 	done
 	[ -z "$(netns_left "$prefix")" ]
+	run ! routed "$NETNS_NET"
+	[ ! -e "/run/spirt-netns/$prefix" ]
 	for k in $(seq 1 50); do
 		kill -0 $srv 2>/dev/null || break
 		sleep 0.1
@@ -78,12 +122,10 @@ CHILD
 	assert_output "$(cat page)"
 	run -0 netns_exec 3 curl -sS --max-time 10 "http://$(netns_addr 1):8000/page"
 	assert_output "$(cat page)"
-	# the test's own namespace has no route there (unless it happens to
-	# be on that network itself)
-	if ! ip -4 route get "$(netns_addr 1)" 2>/dev/null | grep -q ' dev '; then
-		run curl -sS --max-time 3 "http://$(netns_addr 1):8000/page"
-		[ "$status" -ne 0 ]
-	fi
+	# the test's own namespace cannot reach the range: unreachable
+	routed "$NETNS_NET"
+	run curl -sS --max-time 3 "http://$(netns_addr 1):8000/page"
+	[ "$status" -ne 0 ]
 	# nothing was added to the test's own namespace
 	! ip -o link show | grep -q "$NETNS_PREFIX"
 	srv=$(ip netns pids "${NETNS_PREFIX}1")
@@ -94,6 +136,67 @@ CHILD
 	! kill -0 $srv 2>/dev/null
 	# twice is fine
 	netns_teardown
+}
+
+@test "netns: while set up, the range is unreachable from the test's namespace; the last harness on it removes the route" {
+	netns_require
+	NETNS_NET=$(free_net)
+	netns_setup 2
+	# the range fails at once here, with a local error: no route, not a
+	# packet sent out (curl 7, could not connect; a timeout is 28)
+	run -0 ip -4 route show exact "$NETNS_NET.0/24"
+	assert_output --regexp "^unreachable $NETNS_NET\.0/24"
+	run -2 ip -4 route get "$NETNS_NET.5"
+	assert_output --partial 'No route to host'
+	t0=$(date +%s%N)
+	run -7 curl -sS --max-time 2 "http://$NETNS_NET.5:1/"
+	[ $(($(date +%s%N) - t0)) -lt 1000000000 ]
+	assert_output --partial "Couldn't connect"
+	# in the namespaces, the hosts reach each other all the same
+	netns_exec 2 "$PYTHON" -m http.server --bind "$(netns_addr 2)" 8000 \
+	    >/dev/null 2>&1 &
+	netns_wait_port 2 8000
+	netns_exec 1 curl -sS --max-time 10 -o /dev/null \
+	    "http://$(netns_addr 2):8000/"
+	# a second harness on the same range (a script of its own): its
+	# setup finds the route there and takes it as it is
+	child_start
+	routed "$NETNS_NET"
+	# the first goes: the second still holds the route
+	netns_teardown
+	routed "$NETNS_NET"
+	run -7 curl -sS --max-time 2 "http://$NETNS_NET.5:1/"
+	# the second is killed outright: its reaper removes it (bounded)
+	kill -KILL "$pid"
+	wait "$pid" || :
+	CHILD=
+	for k in $(seq 1 100); do
+		routed "$NETNS_NET" || break
+		sleep 0.1
+	done
+	run ! routed "$NETNS_NET"
+	[ -z "$(netns_left "$prefix")" ]
+	[ -z "$(ip -4 route show exact "$NETNS_NET.0/24")" ]
+}
+
+@test "netns: a range with a route of its own in the test's namespace is refused, not taken over" {
+	netns_require
+	NETNS_NET=$(free_net)
+	# someone's network: a more specific route inside the range (a
+	# blackhole, so that the test itself sends nothing anywhere)
+	ROUTE="blackhole $NETNS_NET.128/25"
+	ip route add $ROUTE
+	run -0 netns_taken "$NETNS_NET"
+	assert_output "blackhole $NETNS_NET.128/25"
+	run -1 netns_setup 1
+	assert_output --partial "netns: $NETNS_NET.0/24 is in use in this namespace (blackhole $NETNS_NET.128/25"
+	assert_output --partial 'not taking it over'
+	[ -z "$(ip -4 route show exact "$NETNS_NET.0/24")" ]
+	run ! grep -qsx "$NETNS_NET" /run/spirt-netns/spt*x
+	ip route del $ROUTE
+	ROUTE=
+	# and it is free again
+	run -1 netns_taken "$NETNS_NET"
 }
 
 @test "netns: a test killed by SIGTERM leaves no namespace or process" {

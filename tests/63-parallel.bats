@@ -88,17 +88,6 @@ ssh_setup() {
 	SSH="ssh -F $PWD/ssh/config"
 }
 
-# group: the group's key, peer p1's key and token, and f1's: the
-# function of p1's workers 0-2 (id p1.w0-2: one token for the fan-out)
-group() {
-	spirt-peer keygen -p group.pub group.key >/dev/null
-	spirt-peer keygen p1.key >p1.hex
-	spirt-peer invite -o p1.tok -g group.key -i p1 -r r1 "$(cat p1.hex)"
-	spirt-peer keygen f1.key >f1.hex
-	spirt-peer invite -o f1.tok -R function -g group.key -i p1.w0-2 -r r1 \
-	    "$(cat f1.hex)"
-}
-
 # serve STORE: peer p1 serves STORE on host 1 for the functions; its URL
 # in URL, its pid in SRV (ip netns exec and env exec it)
 serve() {
@@ -141,7 +130,7 @@ hosts_up() {
 	need
 	netns_setup 4
 	ssh_setup
-	group
+	group_keys
 	base
 	cp -r base ref
 	cp -r base s1

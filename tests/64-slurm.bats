@@ -112,8 +112,17 @@ slurm_up() {
 	PartitionName=spirt Nodes=n1,n2,n3 Default=YES MaxTime=10 State=UP
 	EOF
 	# (no cgroup plugin is used; slurmd initialises one all the same:
-	# on a cgroup v2 machine not run by systemd)
+	# on a cgroup v2 machine not run by systemd; and where /sys/fs/cgroup
+	# holds no cgroup file system at all (a chroot with a plain sysfs,
+	# some containers), 22.05's "autodetect" fails ("No filesystem
+	# mounted on /sys/fs/cgroup", slurmd exits): there cgroup/v1 named
+	# outright, whose initialisation touches no file system, and which
+	# nothing here calls (CgroupPlugin=disabled is Slurm 24.05's))
 	printf 'IgnoreSystemd=yes\n' >"$d/cgroup.conf"
+	case $(stat -f -c %T /sys/fs/cgroup 2>/dev/null) in
+	cgroup2fs | tmpfs) ;;
+	*) printf 'CgroupPlugin=cgroup/v1\n' >>"$d/cgroup.conf" ;;
+	esac
 	in_ns slurmctld -D -i -f "$SLURM_CONF" >"$d/slurmctld.out" 2>&1 &
 	for n in n1 n2 n3; do
 		in_ns slurmd -D -N $n -f "$SLURM_CONF" >"$d/slurmd.$n.out" 2>&1 &
@@ -143,14 +152,8 @@ slurm_logs() {
 	need
 	netns_setup 1
 	slurm_up
-	# the group's key, peer p1's, and f1's: the function of p1's
-	# workers 0-2 (id p1.w0-2: one token for the fan-out)
-	spirt-peer keygen -p group.pub group.key >/dev/null
-	spirt-peer keygen p1.key >p1.hex
-	spirt-peer invite -o p1.tok -g group.key -i p1 -r r1 "$(cat p1.hex)"
-	spirt-peer keygen f1.key >f1.hex
-	spirt-peer invite -o f1.tok -R function -g group.key -i p1.w0-2 -r r1 \
-	    "$(cat f1.hex)"
+	# the group's key, peer p1's, function f1's
+	group_keys
 	spirt-shard -s base -q -n 3 --seed 1 \
 	    "$FMNIST/train-images-idx3-ubyte.gz" \
 	    "$FMNIST/train-labels-idx1-ubyte.gz"

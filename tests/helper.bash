@@ -166,3 +166,16 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1")
 		i=$((i + 1))
 	done
 }
+
+# group_keys [ID]: in the working directory, the group's key (group.pub,
+# group.key), peer p1's key and token (p1.key, p1.tok) and a function's
+# (f1.key, f1.tok), both of run r1; the function's id is its binding, ID
+# (default p1.w0-2: one token for a fan-out over p1's workers 0-2)
+group_keys() {
+	spirt-peer keygen -p group.pub group.key >/dev/null
+	spirt-peer keygen p1.key >p1.hex
+	spirt-peer invite -o p1.tok -g group.key -i p1 -r r1 "$(cat p1.hex)"
+	spirt-peer keygen f1.key >f1.hex
+	spirt-peer invite -o f1.tok -R function -g group.key \
+	    -i "${1:-p1.w0-2}" -r r1 "$(cat f1.hex)"
+}

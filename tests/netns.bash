@@ -24,6 +24,23 @@
 #
 # Where namespaces are used by a process that is not the test shell (a
 # script started by the test), NETNS_OWNER names that process instead.
+#
+# The test range is unreachable from the namespace the harness runs in:
+# the root namespace of a machine may route $NETNS_NET.0/24 to a real
+# network (10.0.0.0/8 or a default route), so a command run outside the
+# namespaces by mistake would send traffic off the machine.  While a
+# harness is set up, `ip route replace unreachable $NETNS_NET.0/24` holds
+# in the caller's namespace: a connect there fails at once ("No route to
+# host"), nothing leaves.  Harnesses on one range share the route (bats
+# files run in parallel, benches beside tests, other trees' tests): each
+# registers its prefix in /run/spirt-netns/ under flock(1) on
+# /run/spirt-netns/lock, and the one that removes the last live
+# registration removes the route (a registration whose owner process and
+# hub namespace are both gone is stale and dropped).  netns_clean removes
+# the registration, so the teardown, the trap and the reaper all remove
+# the route.  A range with an address or a route of its own in the
+# caller's namespace (a real network) is refused: netns_require skips,
+# netns_setup fails; the harness never takes it over.
 
 NETNS_NET=${NETNS_NET:-10.77.0}
 NETNS_PREFIX=
@@ -44,6 +61,71 @@ netns_require() {
 		skip "ip netns cannot enter a namespace here (is / a mount point?)"
 	fi
 	ip netns del "$probe" 2>/dev/null || :
+	command -v flock >/dev/null 2>&1 ||
+		skip "no flock (Debian package util-linux)"
+	local why
+	if why=$(netns_taken "$NETNS_NET"); then
+		skip "$NETNS_NET.0/24 is in use in this namespace ($why)"
+	fi
+}
+
+# netns_taken NET: whether NET.0/24 is someone's network in the caller's
+# namespace: prints the first address or route inside it (other than the
+# harness's own unreachable route) and returns 0; 1 if it is free
+netns_taken() {
+	local r
+	r=$({
+		ip -4 -o addr show to "$1.0/24"
+		ip -4 route show table all root "$1.0/24" |
+		    awk -v n="$1.0/24" '!($1 == "unreachable" && $2 == n &&
+			NF == 2)'
+	} 2>/dev/null | head -n 1)
+	[ -n "$r" ] || return 1
+	printf '%s\n' "$r" | awk '{ $1 = $1; print }'
+}
+
+# netns_route PREFIX NET: register PREFIX as a user of NET.0/24 and make
+# the range unreachable in the caller's namespace; 1 with a message if
+# the range is someone's network here
+netns_route() {
+	local d=/run/spirt-netns
+	mkdir -p "$d" || return 1
+	(
+		local why
+		flock -w 10 9 || { echo "netns: $d/lock: busy" >&2; exit 1; }
+		if why=$(netns_taken "$2"); then
+			printf 'netns: %s.0/24 is in use in this namespace (%s): %s\n' \
+			    "$2" "$why" "not taking it over" >&2
+			exit 1
+		fi
+		echo "$2" >"$d/$1" && ip route replace unreachable "$2.0/24"
+	) 9>>"$d/lock"
+}
+
+# netns_unroute PREFIX: drop PREFIX's registration; remove its range's
+# unreachable route unless another live harness still holds the range.
+# A standalone function of its argument, for the reaper.
+netns_unroute() {
+	local d=/run/spirt-netns
+	[ -e "$d/$1" ] || return 0
+	(
+		local net f o pid
+		flock -w 10 9 || exit 1
+		net=$(cat "$d/$1") && rm -f "$d/$1" || exit 1
+		for f in "$d"/spt*x; do
+			[ "$(cat "$f" 2>/dev/null)" = "$net" ] || continue
+			o=${f##*/}
+			pid=${o#spt}
+			pid=${pid%x}
+			# a live owner, or its namespaces: it still needs it
+			if kill -0 "$pid" 2>/dev/null ||
+			    [ -e "/run/netns/${o}h" ]; then
+				exit 0
+			fi
+			rm -f "$f"
+		done
+		ip route del unreachable "$net.0/24" 2>/dev/null || :
+	) 9>>"$d/lock"
 }
 
 # netns_name I: the namespace of host I ("h": the hub)
@@ -64,8 +146,9 @@ netns_exec() {
 }
 
 # netns_clean PREFIX N: kill what runs in, and delete, every namespace
-# named PREFIX1..PREFIXN and PREFIXh.  A standalone function of its
-# arguments only, so that the reaper can run it after its owner died.
+# named PREFIX1..PREFIXN and PREFIXh, then its range's route
+# (netns_unroute).  A standalone function of its arguments only, so that
+# the reaper can run it after its owner died.
 netns_clean() {
 	local p=$1 n=$2 i ns pids try
 	for i in $(seq 1 "$n") h; do
@@ -80,6 +163,7 @@ netns_clean() {
 		done
 		ip netns del "$ns" 2>/dev/null || :
 	done
+	netns_unroute "$p"
 }
 
 # netns_setup N: make hosts 1..N and the hub; 0, or 1 with a message
@@ -92,11 +176,12 @@ netns_setup() {
 	trap 'netns_teardown; trap - TERM; kill -TERM $BASHPID' TERM
 	# the reaper: outlives a SIGKILLed owner, then cleans; setsid and no
 	# inherited fds, so it holds no pipe of bats open
-	setsid bash -c "$(declare -f netns_clean)"'
+	setsid bash -c "$(declare -f netns_clean netns_unroute)"'
 		tail --pid="$1" -f /dev/null
 		netns_clean "$2" "$3"' reaper "$owner" "$NETNS_PREFIX" "$n" \
 	    </dev/null >/dev/null 2>&1 &
 	NETNS_REAPER=$!
+	netns_route "$NETNS_PREFIX" "$NETNS_NET" || return 1
 	ip netns add "$hub" || { echo "netns: cannot add $hub" >&2; return 1; }
 	ip -n "$hub" link add br0 type bridge &&
 	    ip -n "$hub" link set br0 up &&

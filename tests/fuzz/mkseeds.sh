@@ -142,6 +142,37 @@ spirt-shard -q -d im im1 lb1
 spirt-store export -f data/im/0/x x.npy
 for f in m y info x; do seed npy "$f" <"$f.npy"; done
 
+# NumPy data sets as numpy writes them (spirt-shard X.npy y.npy, a.npz):
+# a byte of options first (bit 0: a pair, its samples' length in the two
+# bytes after; fuzz_npz.c), then the files
+"$PYTHON" - "$out/npz" <<'EOF'
+import io, os, struct, sys
+import numpy as np
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+X = np.arange(12, dtype=np.float32).reshape(4, 3) / 7
+y = np.array([0, 1, 2, 1], dtype=np.int16)
+def npy(a):
+    b = io.BytesIO()
+    np.save(b, a)
+    return b.getvalue()
+def npz(f, **k):
+    b = io.BytesIO()
+    f(b, **k)
+    return b.getvalue()
+def pair(x, y):
+    return b'\x01' + struct.pack('<H', len(npy(x))) + b'\0\0' + npy(x) + npy(y)
+seeds = {
+    'pair': pair(X, y),
+    'pair-u8': pair(X.astype(np.uint8), y.astype(np.uint64)),
+    'stored': b'\0\0\0\0\0' + npz(np.savez, X=X, y=y),
+    'deflated': b'\0\0\0\0\0' + npz(np.savez_compressed, x=X, y=y),
+    'named': b'\x08\0\0\0\0' + npz(np.savez, a=X.astype(np.float64), b=y),
+}
+for name, data in seeds.items():
+    open(os.path.join(out, name), 'wb').write(data)
+EOF
+
 # store keys, as a real store holds them
 spirt-store ls | while read -r k rest; do
 	printf %s "$k" | seed storekey "$(printf %s "$k" | tr '/@' '__')"

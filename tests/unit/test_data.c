@@ -513,7 +513,11 @@ test_names(void)
 	CHECK(spirt_data_format_guess("x.txt") == SPIRT_FMT_AUTO);
 	CHECK(spirt_data_format_guess("-") == SPIRT_FMT_AUTO);
 	CHECK(spirt_data_format_parse("svmlight") == SPIRT_FMT_LIBSVM);
-	CHECK(spirt_data_format_parse("npy") == SPIRT_FMT_AUTO);
+	CHECK(spirt_data_format_parse("npy") == SPIRT_FMT_NPY);
+	CHECK(spirt_data_format_parse("npz") == SPIRT_FMT_NPZ);
+	CHECK(spirt_data_format_parse("parquet") == SPIRT_FMT_AUTO);
+	CHECK(spirt_data_format_guess("d/X.npy") == SPIRT_FMT_NPY);
+	CHECK(spirt_data_format_guess("d.npz") == SPIRT_FMT_NPZ);
 	CHECK(spirt_data_name_check("train") == 0);
 	CHECK(spirt_data_name_check("test-1.v2_x") == 0);
 	CHECK(spirt_data_name_check("") != 0);
