@@ -15,12 +15,10 @@ spirt-train runs it as
 
 Warm (--serve) it reads "step [worker]" lines on stdin and answers each
 with one line on stdout; cold it computes the gradient of -t and -w.
-It reads the model, the assignment and the shards with spirt-store get
-(the store is $SPIRT_STORE, a path or a peer's URL) and writes its
-gradient with spirt-store put, a record made by
-contrib/python/spirt_tensor.py.  Its minibatch is docs/contracts.md's
-rule, written out below (minibatch()); spirt-store batch, where the
-tools have it, gives the same samples.
+It reads the model with spirt-store get and its minibatch with
+spirt-store batch (the store is $SPIRT_STORE, a path or a peer's URL),
+and writes its gradient with spirt-store put, a record made by
+contrib/python/spirt_tensor.py.
 """
 import ctypes
 import os
@@ -36,7 +34,6 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "contrib", "python"))
 import spirt_tensor  # noqa: E402
 
 PROG = "softmax_fn.py"
-M64 = (1 << 64) - 1
 # exit codes (spirt(7)): each is also the code of an error answer
 USAGE, DATAERR, NOINPUT, UNAVAILABLE, SOFTWARE, IOERR = 64, 65, 66, 69, 70, 74
 
@@ -103,124 +100,31 @@ def put(key, record):
         raise Fail(p.returncode, msg[-1] if msg else key + ": cannot write")
 
 
-# ---- the minibatch rule (docs/contracts.md, "The minibatch rule") ----
-def sm64(state):
-    """splitmix64: (the next state, its output)."""
-    state = (state + 0x9E3779B97F4A7C15) & M64
-    z = state
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-    return state, z ^ (z >> 31)
-
-
-def seed_mix(a, b, c):
-    s, z = sm64(a)
-    s, z = sm64(z ^ b)
-    s, z = sm64(z ^ c)
-    return z
-
-
-def order(seed, shard, epoch, n):
-    """Shard's order of epoch: Fisher-Yates from splitmix64 seeded by
-    mix(seed, shard, epoch)."""
-    perm = list(range(n))
-    s = seed_mix(seed, shard, epoch)
-    for i in range(n - 1, 0, -1):
-        s, z = sm64(s)
-        j = ((z >> 32) * (i + 1)) >> 32
-        perm[i], perm[j] = perm[j], perm[i]
-    return perm
-
-
-def span(n, r, b, i):
-    """The positions lo..hi-1 of a list of n that step i of r takes."""
-    if r == 0 or i >= r:
-        return n, n
-    if n // b + (n % b != 0) <= r:
-        return min(i * b, n), min((i + 1) * b, n)
-    return i * n // r, (i + 1) * n // r
-
-
-class Data:
-    """The data set's shards, the assignment and its orders, read once
-    (a warm function keeps them; it keeps nothing else)."""
-
-    def __init__(self, name):
-        self.name = name
-        info = get("data/%s/info" % name).array
-        self.nshards, self.nsamples = int(info[0]), int(info[1])
-        self.shards = {}
-        self.orders = {}
-        self.assign_rev = None
-
-    def assignment(self):
-        # read at every request: spirt-train writes a new revision when
-        # a function dies (the record's step field is its revision)
-        r = get("data/%s/assign" % self.name)
-        a = np.asarray(r.array, dtype=np.int64)
-        if a.ndim != 2 or a.shape[1] not in (4, 7):
-            raise Fail(DATAERR, "data/%s/assign: shape %s" % (self.name,
-                                                              a.shape))
-        if a.shape[1] == 4:     # version 1: a full part from epoch 0
-            a = np.hstack([a, np.zeros((a.shape[0], 3), np.int64)])
-        return a, r.step
-
-    def shard(self, k):
-        if k not in self.shards:
-            x = get("data/%s/%d/x" % (self.name, k)).array
-            y = get("data/%s/%d/y" % (self.name, k)).array
-            x = x.reshape(x.shape[0], -1)
-            x = x.astype(np.float64) / 255 if x.dtype == np.uint8 else \
-                x.astype(np.float64)
-            self.shards[k] = (x, y.astype(np.int64))
-        return self.shards[k]
-
-    def shard_order(self, seed, k, epoch):
-        key = (seed, k, epoch)
-        if key not in self.orders:
-            if len(self.orders) > 64:
-                self.orders.clear()
-            self.orders[key] = order(seed, k, epoch,
-                                     self.shard(k)[0].shape[0])
-        return self.orders[key]
-
-    def minibatch(self, worker, step, batch, seed):
-        """(x, y, revision) of (step, worker)."""
-        a, rev = self.assignment()
-        n = self.nsamples // self.nshards
-        S = n // batch + (n % batch != 0)
-        if S == 0:
-            raise Fail(USAGE, "-b %d: no step in an epoch" % batch)
-        e, j = divmod(step, S)
-        rest = a[a[:, 5] > 0]
-        full = a[a[:, 5] == 0]
-        if len(rest) and e == rest[0, 4] and j >= rest[0, 5]:
-            if batch != rest[0, 6]:
-                raise Fail(USAGE, "-b %d: the assignment's rest part is of "
-                           "batch %d" % (batch, rest[0, 6]))
-            part, j0 = rest, int(rest[0, 5])
-        elif len(full) and e >= full[0, 4]:
-            part, j0 = full, 0
-        else:
-            raise Fail(DATAERR, "step %d: no assignment any more (revision "
-                       "%d)" % (step, rev))
-        rows = part[part[:, 0] == worker]
-        N = int(rows[:, 3].sum())
-        lo, hi = span(N, S - j0, batch, j - j0)
-        xs, ys, pos = [], [], 0
-        for _, k, start, count, *_ in rows.tolist():
-            a0, a1 = max(lo - pos, 0), min(hi - pos, count)
-            if a0 < a1:
-                o = self.shard_order(seed, k, e)
-                idx = o[start + a0:start + a1]
-                x, y = self.shard(k)
-                xs.append(x[idx])
-                ys.append(y[idx])
-            pos += count
-        if not xs:
-            raise Fail(DATAERR, "step %d: worker %d has no samples"
-                       % (step, worker))
-        return np.vstack(xs), np.concatenate(ys), rev
+# ---- the minibatch: spirt-store batch serves the samples of (step,
+# worker) that spirt-grad takes (docs/contracts.md, "The minibatch rule":
+# the assignment in force, with its reassignments after a death, the
+# shards' orders of the epoch), as two records: x float32 [B, ...] and y
+# int32 [B], each with the assignment's revision ----
+def minibatch(opts, step, worker):
+    """(x, y, revision) of (step, worker)."""
+    p = subprocess.run(["spirt-store", "batch", "-d", opts["dataset"],
+                        "-b", str(opts["batch"]), "-S", str(opts["seed"]),
+                        "-t", str(step), "-w", str(worker)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        msg = p.stderr.decode(errors="replace").strip().splitlines()
+        raise Fail(p.returncode, msg[-1] if msg else "step %d: no batch"
+                   % step)
+    try:
+        f = _Bytes(p.stdout)
+        x, y = spirt_tensor.read_record(f), spirt_tensor.read_record(f)
+    except (spirt_tensor.RecordError, ValueError) as e:
+        raise Fail(DATAERR, "step %d: the batch: %s" % (step, e))
+    if x is None or y is None:
+        raise Fail(DATAERR, "step %d: the batch: not two records" % step)
+    xs = np.asarray(x.array, dtype=np.float64)
+    return xs.reshape(xs.shape[0], -1), np.asarray(y.array, np.int64), \
+        x.revision
 
 
 # ---- the model: softmax regression and its gradient ----
@@ -250,10 +154,10 @@ def gradient(spec, params, x, y):
     return g.astype(np.float32), loss
 
 
-def invoke(data, opts, step, worker):
+def invoke(opts, step, worker):
     """One invocation: the gradient of (step, worker) into the store."""
     m = get("model/%s@%d" % (opts["model"], step))
-    x, y, rev = data.minibatch(worker, step, opts["batch"], opts["seed"])
+    x, y, rev = minibatch(opts, step, worker)
     g, loss = gradient(m.name, np.asarray(m.array).ravel(), x, y)
     rec = spirt_tensor.encode(g, name=m.name, step=step, origin=worker,
                               samples=len(y), loss=loss, revision=rev)
@@ -266,7 +170,7 @@ NUM = rb"(0|[1-9][0-9]*)"
 REQ = re.compile(NUM + rb"(?: " + NUM + rb")?")
 
 
-def serve(data, opts):
+def serve(opts):
     worst, lineno = 0, 0
     while True:
         line = sys.stdin.buffer.readline()
@@ -285,7 +189,7 @@ def serve(data, opts):
             worst = max(worst, USAGE)
             continue
         try:
-            n, loss = invoke(data, opts, step, worker)
+            n, loss = invoke(opts, step, worker)
             answer("step=%d worker=%d samples=%d loss=%.9g"
                    % (step, worker, n, loss))
         except Fail as e:
@@ -332,10 +236,9 @@ def main(argv):
         usage()
     parent_watch()
     try:
-        data = Data(opts["dataset"])
         if opts["serve"]:
-            return serve(data, opts)
-        invoke(data, opts, opts["step"], opts["worker"])
+            return serve(opts)
+        invoke(opts, opts["step"], opts["worker"])
         return 0
     except Fail as e:
         warn(str(e))
