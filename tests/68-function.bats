@@ -295,7 +295,21 @@ stub() {
 	run -0 train hang --function "$PWD/hang1" --deadline 1500
 	assert_output --regexp "step 0: warm $PWD/hang1 -w 1 \(pid [0-9]+\) did not answer within --deadline 1500 ms: declared dead"
 	run -0 newest_model hang m
-	assert_output $((STEPS + 0))
+	assert_output $STEPS
+	# warm worker 1 exits at once: declared dead, the run goes on
+	cp -r base quit
+	stub quit1 'case " $* " in *" -w 1 "*) exit 3 ;; esac'
+	run -0 train quit --function "$PWD/quit1"
+	assert_output --regexp "step 0: warm $PWD/quit1 -w 1 \(pid [0-9]+\) exited with status 3: declared dead"
+	run -0 newest_model quit m
+	assert_output $STEPS
+	# an error answer (the example knows softmax only): the step fails,
+	# 75, nothing applied
+	cp -r base err
+	run -75 train err --function "$PYTHON $SPIRT_ROOT/examples/your-function/softmax_fn.py"
+	assert_line --regexp '^spirt-train: step 0: step=0 worker=[01] error=65$'
+	run -0 spirt-store -s err ls model/
+	refute_output --partial 'model/m@1'
 	# cold worker 1 killed: declared dead, the run goes on
 	cp -r base killed
 	stub kill1 'case " $* " in *" -w 1 "*) kill -9 $$ ;; esac'
