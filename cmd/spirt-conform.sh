@@ -7,8 +7,9 @@ set -u
 
 PROG=spirt-conform
 VERSION=@VERSION@
-USAGE="usage: spirt-conform [-q] [--cold | --warm] [--data store]
-                     [--deadline ms] [--spec spec] cmd [arg ...]"
+USAGE="usage: spirt-conform [-q] [--cold | --evaluate | --warm]
+                     [--data store] [--deadline ms] [--spec spec]
+                     cmd [arg ...]"
 
 usage() {
 	if [ "$1" -eq 0 ]; then
@@ -19,6 +20,7 @@ usage() {
       --data STORE     the data set of STORE (its data/ keys), not the
                        built-in table of 4 features and 3 classes
       --deadline MS    each answer and invocation, in ms (default 10000)
+      --evaluate       cmd is an evaluation function (spirt-eval's place)
       --spec SPEC      the model (default softmax:4:3)
       --warm           check the warm form only
   -q, --quiet          print only the checks that fail
@@ -49,6 +51,7 @@ while [ $# -gt 0 ]; do
 	esac
 	case $1 in
 	--cold) forms=cold ;;
+	--evaluate) forms=evaluation ;;
 	--warm) forms=warm ;;
 	--data) data=$2; shift ;;
 	--deadline) deadline=$2; shift ;;
@@ -420,6 +423,30 @@ cold() {
 	eval "SPIRT_PARENT=\$\$ $cmdq -q -m m -t 0 -w 0 -b $B -S 1 </dev/null >>\"\$work/out\" 2>>\"\$work/err\" &"
 	fpid=$!
 	killed
+}
+
+# -- an evaluation function (--evaluate): one invocation a check --
+evaluation() {
+	what="evaluate: -q -m m -t 0 exits 0 and prints loss=L and accuracy=A (A from 0 to 1)"
+	: >"$work/out"
+	invoke -q -m m -t 0
+	exited
+	[ -n "$why" ] || why=$(awk -F= '
+		function num(x) {
+			return x ~ /^-?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/
+		}
+		$1 == "loss" { l = $2; nl++ } $1 == "accuracy" { a = $2; na++ }
+		END {
+			if (nl != 1 || !num(l))
+				print "no loss=L line (a number)"
+			else if (na != 1 || !num(a) || a + 0 < 0 || a + 0 > 1)
+				print "no accuracy=A line (A from 0 to 1)"
+		}' "$work/out")
+	say "$why"
+	what="evaluate: a step without a model (7) exits 66"
+	refused 66 -q -m m -t 7
+	what="evaluate: an option it does not know exits 64"
+	refused 64 -q -m m -t 0 --no-such-option
 }
 
 for f in $forms; do

@@ -251,6 +251,22 @@ stub() {
 	[ -z "$(pgrep -f 'sleep 600' -P $$)" ]
 }
 
+@test "spirt-conform --evaluate: spirt-eval passes; an evaluation without accuracy, or one that hangs, fails, named" {
+	run -0 spirt-conform --evaluate spirt-eval
+	[ "${#lines[@]}" -eq 3 ]
+	refute_output --partial 'not ok'
+	printf '#!/bin/sh\necho loss=1\necho accuracy=1.5\n' >ev
+	chmod +x ev
+	run -1 spirt-conform --evaluate ./ev
+	assert_line 'not ok 1 - evaluate: -q -m m -t 0 exits 0 and prints loss=L and accuracy=A (A from 0 to 1): no accuracy=A line (A from 0 to 1)'
+	assert_line 'not ok 2 - evaluate: a step without a model (7) exits 66: exit 0'
+	assert_line 'spirt-conform: 3 of 3 checks failed (spirt-function(7))'
+	printf '#!/bin/sh\nexec sleep 600\n' >hang
+	chmod +x hang
+	run -1 spirt-conform --evaluate --deadline 300 ./hang
+	assert_line --partial 'not ok 1 - evaluate: -q -m m -t 0 exits 0 and prints loss=L and accuracy=A (A from 0 to 1): it did not end within --deadline 300 ms'
+}
+
 @test "spirt-conform: misuse is 64, data and spec that do not fit 65, a --data store not there 66, a function found nowhere 69, no scratch directory 73, interrupted 75" {
 	run -64 spirt-conform
 	assert_output --partial 'usage: spirt-conform'
