@@ -98,35 +98,52 @@ same() {
 	grep -qx 'own -q -m m -t 2 -w 1 -b 8 -S 1' fn.log
 }
 
-@test "--function CMD through SPIRT_FANOUT and a peer's URL: the model bytes of spirt-grad" {
-	base
-	cp -r base ref
-	cp -r base s1
-	wrapper fn spirt-grad
-	run -0 train ref --cold
-	# the group, peer p1 serving s1, the function p1.w0-1's credentials
-	spirt-peer keygen -p group.pub group.key >/dev/null
-	spirt-peer keygen p1.key >p1.hex
-	spirt-peer invite -o p1.tok -g group.key -i p1 -r r1 "$(cat p1.hex)"
-	spirt-peer keygen f1.key >f1.hex
-	spirt-peer invite -o f1.tok -R function -g group.key -i p1.w0-1 \
-	    -r r1 "$(cat f1.hex)"
+# serve STORE: peer p1 serving STORE on 127.0.0.1 (its pid in PIDS), and
+# FAN, a SPIRT_FANOUT whose functions reach it with p1.w0-1's credentials
+serve() {
+	[ -e group.key ] || group_keys p1.w0-1
+	rm -f ready
 	mkfifo ready
-	timeout -k 10 120 spirt-peer serve -s "$PWD/s1" -k p1.key -T p1.tok \
+	timeout -k 10 120 spirt-peer serve -s "$PWD/$1" -k p1.key -T p1.tok \
 	    -g group.pub -l 127.0.0.1:0 -F 3 3>ready 2>srv.log &
 	PIDS=$!
 	read -r -t 30 addr <ready
-	SPIRT_FANOUT="xargs -P 2 -I{} env SPIRT_STORE=http://$addr SPIRT_KEY=$PWD/f1.key SPIRT_TOKEN=$PWD/f1.tok SPIRT_GROUP=$PWD/group.pub" \
-	    run -0 train s1 --cold --function "$PWD/fn url"
-	same s1
-	[ "$(grep -c '^url -q -m m -t [0-9] -w [01] -b 8 -S 1$' fn.log)" -eq $((2 * STEPS)) ]
-	# the gradients went through the URL, none refused
+	FAN="xargs -P 2 -I{} env SPIRT_STORE=http://$addr SPIRT_KEY=$PWD/f1.key SPIRT_TOKEN=$PWD/f1.tok SPIRT_GROUP=$PWD/group.pub"
+}
+
+# served N: the server stopped, it served at least N requests, none
+# refused
+served() {
 	kill -TERM "$PIDS"
 	wait "$PIDS"
 	PIDS=
 	run -0 sed -n 's/^spirt-peer: stopped: \([0-9]*\) served, 0 refused$/\1/p' \
 	    srv.log
-	[ "$output" -ge $((2 * STEPS)) ]
+	[ "$output" -ge "$1" ]
+}
+
+@test "--function CMD through SPIRT_FANOUT and a peer's URL: the model bytes of spirt-grad; the example function there too" {
+	base
+	cp -r base ref
+	cp -r base s1
+	cp -r base s2
+	wrapper fn spirt-grad
+	run -0 train ref --cold
+	serve s1
+	SPIRT_FANOUT=$FAN run -0 train s1 --cold --function "$PWD/fn url"
+	same s1
+	[ "$(grep -c '^url -q -m m -t [0-9] -w [01] -b 8 -S 1$' fn.log)" -eq $((2 * STEPS)) ]
+	# the gradients went through the URL, none refused
+	served $((2 * STEPS))
+	# the example reads its model and batch and writes its gradient
+	# through the URL as well
+	serve s2
+	SPIRT_FANOUT=$FAN run -0 train s2 --cold --spec softmax:4:3 \
+	    --function "$PYTHON $SPIRT_ROOT/examples/your-function/softmax_fn.py"
+	run -0 spirt-store -s s2 show grad/$((STEPS - 1))/1
+	assert_line origin=1
+	assert_line shape=15
+	served $((3 * 2 * STEPS))
 }
 
 @test "--evaluate CMD: CMD's own words, then spirt-eval's arguments; SPIRT_EVALUATE; the option over it" {
