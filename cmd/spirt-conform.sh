@@ -97,7 +97,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/spirt-conform.XXXXXX" 2>/dev/null) ||
 	die 73 "cannot make a scratch directory in ${TMPDIR:-/tmp}"
 fpid=
 cleanup() {
-	[ -z "$fpid" ] || { kill -9 "$fpid" 2>/dev/null; wait "$fpid" 2>/dev/null; }
+	[ -z "$fpid" ] || kill -9 "$fpid" 2>/dev/null
+	[ -z "$fpid" ] || wait "$fpid" 2>/dev/null
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -117,13 +118,17 @@ if [ -n "$data" ]; then
 	done
 else
 	# 3 classes of 20 points in 4 dimensions, class k about 2 e_k
-	awk 'function u() { x = (16807 * x) % 2147483647; return x / 2147483647 }
+	awk 'function u() {
+		x = (16807 * x) % 2147483647
+		return x / 2147483647
+	}
 	BEGIN {
 		x = 7
 		for (i = 0; i < 60; i++) {
 			k = i % 3; line = ""
 			for (j = 0; j < 4; j++)
-				line = line sprintf("%.5f,", (j == k) * 2 + u() + u() - 1)
+				line = line sprintf("%.5f,",
+				    (j == k) * 2 + u() + u() - 1)
 			print line k
 		}
 	}' >"$work/t.csv"
@@ -143,11 +148,13 @@ for w in 0 1; do
 	if ! spirt-grad -q -m m -t 0 -w $w -b $B -S 1 -o "$work/ref$w" \
 	    2>"$work/e"; then
 		[ "$w" -eq 1 ] ||
-			die 65 "--spec $spec does not fit the data: $(head -n 1 "$work/e")"
+			die 65 "--spec $spec does not fit the data: $(
+			    head -n 1 "$work/e")"
 		nw=1
 		continue
 	fi
-	eval "want$w=\$(spirt-store inspect \"\$work/ref$w\" | sed -n 's/^samples=//p')"
+	eval "want$w=\$(spirt-store inspect \"\$work/ref$w\" |
+	    sed -n 's/^samples=//p')"
 done
 
 # ---- checks ----
@@ -163,7 +170,9 @@ say() {         # say WHY: the check's line, ok when WHY is empty
 }
 now() { date +%s%N; }
 # grads: the gradient keys in the store, one line
-grads() { spirt-store ls grad/ 2>/dev/null | cut -f1 | tr '\n' ' ' | sed 's/ $//'; }
+grads() {
+	spirt-store ls grad/ 2>/dev/null | cut -f1 | tr '\n' ' ' | sed 's/ $//'
+}
 # record T W: $why, empty if grad/T/W is a record as spirt-function(7)
 # says (P floats of the model, its name, step T, origin W, the samples
 # spirt-grad takes, the assignment's revision, finite values and loss)
@@ -173,27 +182,42 @@ record() {
 	_s=
 	eval "_s=\${want$2-}"
 	why=$(printf '%s\n' "$why" | awk -F= -v P="$P" -v nm="$name" \
-	    -v t="$1" -v w="$2" -v s="$_s" -v r="$rev" '
+	    -v t="$1" -v w="$2" -v s="$_s" -v r="$rev" -v q="'" '
 		{ v[$1] = substr($0, length($1) + 2) }
 		function no(m) { if (!why) why = m }
 		END {
-			if (v["checksum"] != "ok") no("a torn or corrupt record")
-			if (v["dtype"] != "f32") no("dtype " v["dtype"] ", not f32")
-			if (v["shape"] != P) no("shape " v["shape"] ", not the model'"'"'s " P)
-			if (v["nan"] != 0 || v["inf"] != 0) no(v["nan"] " NaN and " v["inf"] " Inf values")
-			if (v["name"] != nm) no("name \"" v["name"] "\", not the model'"'"'s \"" nm "\"")
+			if (v["checksum"] != "ok")
+				no("a torn or corrupt record")
+			if (v["dtype"] != "f32")
+				no("dtype " v["dtype"] ", not f32")
+			if (v["shape"] != P)
+				no("shape " v["shape"] ", not the model" q \
+				    "s " P)
+			if (v["nan"] != 0 || v["inf"] != 0)
+				no(v["nan"] " NaN and " v["inf"] " Inf values")
+			if (v["name"] != nm)
+				no("name \"" v["name"] "\", not the model" q \
+				    "s \"" nm "\"")
 			if (v["step"] != t) no("step " v["step"] ", not " t)
-			if (v["origin"] != w) no("origin " v["origin"] ", not worker " w)
-			if (s != "" && v["samples"] != s) no("samples " v["samples"] ", not the " s " of the minibatch")
-			if (v["revision"] != r) no("revision " v["revision"] ", not the assignment'"'"'s " r)
-			if (v["loss"] !~ /^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/) no("loss " v["loss"])
+			if (v["origin"] != w)
+				no("origin " v["origin"] ", not worker " w)
+			if (s != "" && v["samples"] != s)
+				no("samples " v["samples"] ", not the " s \
+				    " of the minibatch")
+			if (v["revision"] != r)
+				no("revision " v["revision"] \
+				    ", not the assignment" q "s " r)
+			if (v["loss"] !~ /^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/)
+				no("loss " v["loss"])
 			print why
 		}')
 }
 # only KEYS: $why, empty if the store's gradients are KEYS
 only() {
 	_g=$(grads)
-	[ "$_g" = "$*" ] && why= || why="the store's gradients are \"$_g\", not \"$*\""
+	why=
+	[ "$_g" = "$*" ] ||
+		why="the store's gradients are \"$_g\", not \"$*\""
 }
 # agg T: $why, empty if spirt-agg takes step T's gradients, leaving none
 # out (it writes nothing: -o)
@@ -247,7 +271,8 @@ ask() {
 }
 stop() {        # stop: the function killed
 	exec 3>&-
-	[ -z "$fpid" ] || { kill -9 "$fpid" 2>/dev/null; wait "$fpid" 2>/dev/null; }
+	[ -z "$fpid" ] || kill -9 "$fpid" 2>/dev/null
+	[ -z "$fpid" ] || wait "$fpid" 2>/dev/null
 	fpid=
 }
 
@@ -284,7 +309,8 @@ warm() {
 	stop
 
 	clear
-	what="warm: junk lines answered error=64, nothing written, and it goes on"
+	what="warm: junk lines answered error=64, nothing written, and it goes"
+	what="$what on"
 	start 0
 	why=
 	long=$(printf '%0300d' 0)
@@ -302,22 +328,26 @@ warm() {
 		esac
 	fi
 	say "$why"
-	what="warm: a step without a model (7) answered step=7 worker=0 error=66, nothing written"
+	what="warm: a step without a model (7) answered step=7 worker=0"
+	what="$what error=66, nothing written"
 	if [ -z "$fpid" ]; then
 		why="it is not running"
 	elif ask 7; then
-		[ "$ans" = "step=7 worker=0 error=66" ] || why="answered \"$ans\""
-		[ -n "$why" ] || [ -z "$(spirt-store ls grad/7/ 2>/dev/null)" ] ||
-			why="it wrote $(spirt-store ls grad/7/ | cut -f1)"
+		[ "$ans" = "step=7 worker=0 error=66" ] ||
+			why="answered \"$ans\""
+		[ -n "$why" ] || only grad/0/0
 	fi
 	say "$why"
-	what="warm: at the end of its input it exits with the worst code it answered (66)"
+	what="warm: at the end of its input it exits with the worst code it"
+	what="$what answered (66)"
+	why=
 	if [ -z "$fpid" ]; then
 		why="it is not running"
 	else
 		exec 3>&-
 		_end=$(($(now) + deadline * 1000000))
-		while kill -0 "$fpid" 2>/dev/null && [ "$(now)" -le "$_end" ]; do
+		while kill -0 "$fpid" 2>/dev/null &&
+		    [ "$(now)" -le "$_end" ]; do
 			sleep 0.02
 		done
 		if kill -0 "$fpid" 2>/dev/null; then
@@ -332,7 +362,8 @@ warm() {
 	say "$why"
 
 	clear
-	what="warm: killed during a request, the store holds its whole record or none"
+	what="warm: killed during a request, the store holds its whole record"
+	what="$what or none"
 	start 0
 	printf '0\n' >&3
 	killed
@@ -355,7 +386,8 @@ killed() {
 # invoke ARGS: the cold function with ARGS after its words, within
 # --deadline; $rc its status, 137 if it was killed at the deadline
 invoke() {
-	eval "SPIRT_PARENT=\$\$ $cmdq \"\$@\" </dev/null >>\"\$work/out\" 2>>\"\$work/err\" &"
+	eval "SPIRT_PARENT=\$\$ $cmdq \"\$@\" </dev/null >>\"\$work/out\" \
+	    2>>\"\$work/err\" &"
 	fpid=$!
 	_end=$(($(now) + deadline * 1000000))
 	late=0
@@ -400,7 +432,9 @@ refused() {
 cold() {
 	clear
 	w=$((nw - 1))
-	what="cold: -t 0 -w $w exits 0, writes grad/0/$w, the model's $P floats, its metadata right"
+	what="cold: -t 0 -w $w exits 0, writes grad/0/$w, the model's $P"
+	what="$what floats,"
+	what="$what its metadata right"
 	invoke -q -m m -t 0 -w $w -b $B -S 1
 	exited
 	[ -n "$why" ] || record 0 $w
@@ -419,15 +453,18 @@ cold() {
 	refused 66 -q -m m -t 7 -w 0 -b $B -S 1
 	what="cold: an option it does not know exits 64, nothing written"
 	refused 64 -q -m m -t 0 -w 0 -b $B -S 1 --no-such-option
-	what="cold: killed during an invocation, the store holds its whole record or none"
-	eval "SPIRT_PARENT=\$\$ $cmdq -q -m m -t 0 -w 0 -b $B -S 1 </dev/null >>\"\$work/out\" 2>>\"\$work/err\" &"
+	what="cold: killed during an invocation, the store holds its whole"
+	what="$what record or none"
+	eval "SPIRT_PARENT=\$\$ $cmdq -q -m m -t 0 -w 0 -b $B -S 1 </dev/null \
+	    >>\"\$work/out\" 2>>\"\$work/err\" &"
 	fpid=$!
 	killed
 }
 
 # -- an evaluation function (--evaluate): one invocation a check --
 evaluation() {
-	what="evaluate: -q -m m -t 0 exits 0 and prints loss=L and accuracy=A (A from 0 to 1)"
+	what="evaluate: -q -m m -t 0 exits 0 and prints loss=L and accuracy=A"
+	what="$what (A from 0 to 1)"
 	: >"$work/out"
 	invoke -q -m m -t 0
 	exited
