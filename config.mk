@@ -35,6 +35,8 @@ CURL_CFLAGS = `$(PKG_CONFIG) --cflags libcurl`
 CURL_LIBS = `$(PKG_CONFIG) --libs libcurl`
 MHD_CFLAGS = `$(PKG_CONFIG) --cflags libmicrohttpd`
 MHD_LIBS = `$(PKG_CONFIG) --libs libmicrohttpd`
+JANSSON_CFLAGS = `$(PKG_CONFIG) --cflags jansson`
+JANSSON_LIBS = `$(PKG_CONFIG) --libs jansson`
 # dlopen(): OpenBLAS and libcurl are loaded at run time
 DL_LIBS = -ldl
 
