@@ -152,7 +152,6 @@ known_code(json_int_t c)
 	case SPIRT_EX_USAGE: case SPIRT_EX_DATAERR: case SPIRT_EX_NOINPUT:
 	case SPIRT_EX_UNAVAILABLE: case SPIRT_EX_SOFTWARE: case SPIRT_EX_OSERR:
 	case SPIRT_EX_CANTCREAT: case SPIRT_EX_IOERR: case SPIRT_EX_TEMPFAIL:
-	case SPIRT_EX_PROTOCOL:
 		return (int)c;
 	default:
 		return SPIRT_EX_SOFTWARE;
