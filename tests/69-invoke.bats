@@ -254,3 +254,95 @@ nothing() {
 	grad_http -o -
 	run -74 sh -c 'echo 0 | spirt-invoke -i -m m "$1" >/dev/full' sh "$URL"
 }
+
+# ---- spirt-train --function 'spirt-invoke ...' across namespaces ----
+
+STEPS=3
+
+# base: a 4-feature, 3-class table in 2 shards (68-function's)
+base() {
+	awk 'BEGIN { for (i = 0; i < 60; i++)
+		printf "%d,%.3f,%.3f,%.3f,%.3f\n", i % 3, (i % 7) / 7 + i % 3,
+		    (i % 5) / 5, (i % 3) / 3, (i % 11) / 11 }' >train.csv
+	spirt-shard -s base -q -n 2 --seed 1 train.csv
+	spirt-shard -s base -q -d test --classes 3 train.csv
+}
+
+# train HOST STORE [ARGS...]: the training, the same every time, on HOST
+# (0: here)
+train() {
+	local h=$1 s=$2 x=()
+	shift 2
+	[ "$h" -eq 0 ] || x=(netns_exec "$h")
+	"${x[@]}" timeout 120 spirt-train -q -m m --spec mlp:4-5-3 -n 2 -b 8 \
+	    -S 1 --steps $STEPS --eval-every $STEPS -s "$PWD/$s" "$@"
+}
+
+# gateway STORE [PORT]: spirt-grad -F http on host 1, port PORT (8080),
+# the function of a deployment reading STORE (the training's batch, seed)
+gateway() {
+	rm -f gw.err
+	netns_exec 1 env SPIRT_HTTP_ADDR="$(netns_addr 1)" PORT="${2:-8080}" \
+	    spirt-grad -F http -s "$PWD/$1" -b 8 -S 1 -o - 2>gw.err &
+	GPID=$!
+	until_file gw.err
+	grep -q 'listening on' gw.err
+}
+
+gateway_stop() {
+	kill -TERM "$GPID"
+	wait "$GPID" || :
+}
+
+# same STORE: its model and optimiser state at STEPS are ref's
+same() {
+	local k
+	for k in model/m@$STEPS opt/m@$STEPS; do
+		[ "$(spirt-store -s ref get "$k" | md5sum)" = \
+		  "$(spirt-store -s "$1" get "$k" | md5sum)" ]
+	done
+}
+
+@test "netns: spirt-train --function 'spirt-invoke URL' on one host, spirt-grad -F http on another: warm and cold, spirt-grad's model bytes" {
+	load netns
+	netns_require
+	base
+	for s in ref warm cold; do cp -r base "$s"; done
+	run -0 train 0 ref
+	netns_setup 2
+	fn="spirt-invoke -D 10000 http://$(netns_addr 1):8080/"
+	gateway warm
+	run -0 train 2 warm --function "$fn"
+	gateway_stop
+	same warm
+	gateway cold 8081
+	run -0 train 2 cold --cold --function "${fn/8080/8081}"
+	gateway_stop
+	same cold
+}
+
+@test "netns: a function whose gateway hangs is declared dead at its deadline and the round goes on" {
+	load netns
+	netns_require
+	base
+	cp -r base run
+	netns_setup 2
+	gateway run
+	# worker 1's function calls a gateway that takes requests and never
+	# answers
+	netns_exec 1 env MODE=hang "$PYTHON" "$SPIRT_ROOT/tests/invoke_gw.py" \
+	    . "$(netns_addr 1)" true &
+	until_file port
+	cat >fn <<-EOF
+	#!/bin/sh
+	u=http://$(netns_addr 1):8080/
+	case " \$* " in *" -w 1 "*) u=http://$(netns_addr 1):$(cat port)/ ;; esac
+	exec spirt-invoke -D 1500 -r 0 "\$u" "\$@"
+	EOF
+	chmod +x fn
+	run -0 --separate-stderr train 2 run --function "$PWD/fn"
+	gateway_stop
+	[[ $stderr == *"grad/0/1: no answer within the deadline (1500 ms)"* ]]
+	run -0 spirt-store -s run get model/m@$STEPS
+	grep -q '"step":0,"worker":1' requests
+}
