@@ -11,6 +11,7 @@
 #include "curldl.h"
 #include "faas.h"
 #include "invoke.h"
+#include "io.h"
 #include "keys.h"
 
 /*
@@ -122,15 +123,6 @@ on_header(char *p, size_t sz, size_t nm, void *arg)
 	if (n >= sizeof h - 1 && strncasecmp(p, h, sizeof h - 1) == 0)
 		x->fnerr = 1;
 	return n;
-}
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static void
@@ -369,7 +361,7 @@ spirt_invoke_call(struct spirt_invoke *v, struct spirt_invoke_ans *a,
 {
 	struct curl_slist *hd;
 	char req[400];
-	double t0 = now(), left, wait = 100;
+	double t0 = spirt_clock(), left, wait = 100;
 	int rc = 0;
 
 	memset(a, 0, sizeof *a);
@@ -386,7 +378,7 @@ spirt_invoke_call(struct spirt_invoke *v, struct spirt_invoke_ans *a,
 	if ((hd = headers(v)) == NULL)
 		return ENOMEM;
 	for (;;) {
-		left = v->deadline_ms - (now() - t0) * 1e3;
+		left = v->deadline_ms - (spirt_clock() - t0) * 1e3;
 		if (left < 1) {
 			rc = spirt_msgf(v->msg, sizeof v->msg, SPIRT_ETIMEDOUT,
 			    "no answer within the deadline (%u ms)%s%s",
@@ -398,7 +390,7 @@ spirt_invoke_call(struct spirt_invoke *v, struct spirt_invoke_ans *a,
 		if (attempt(v, a, hd, req, left, &rc) == DONE ||
 		    v->attempts > v->retries)
 			break;
-		left = v->deadline_ms - (now() - t0) * 1e3;
+		left = v->deadline_ms - (spirt_clock() - t0) * 1e3;
 		if (left <= wait)
 			break;
 		pause_ms(wait);
