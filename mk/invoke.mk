@@ -12,3 +12,8 @@ lib/invoke.o: lib/invoke.c
 spirt-invoke: cmd/spirt-invoke.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-invoke.o lib/libspirt.a $(BASE_LIBS) $(JANSSON_LIBS)
 cmd/spirt-invoke.o: $(LIBHDR) config.mk
+
+INVOKE_UNIT = tests/unit/test_invoke
+tests/unit/test_invoke: tests/unit/test_invoke.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_invoke.o lib/libspirt.a $(BASE_LIBS) $(JANSSON_LIBS)
+tests/unit/test_invoke.o: tests/unit/check.h $(LIBHDR)
