@@ -346,3 +346,41 @@ same() {
 	run -0 spirt-store -s run get model/m@$STEPS
 	grep -q '"step":0,"worker":1' requests
 }
+
+@test "netns: a gateway that answers junk or 500: the warm step fails (75), nothing of it applied; cold, the function is dead and the run goes on" {
+	load netns
+	netns_require
+	base
+	cp -r base run
+	cp -r base cold
+	netns_setup 2
+	gateway cold
+	netns_exec 1 env MODE=status:200:junk "$PYTHON" \
+	    "$SPIRT_ROOT/tests/invoke_gw.py" . "$(netns_addr 1)" true &
+	until_file port
+	mkdir g500
+	netns_exec 1 env MODE=status:500:oops "$PYTHON" \
+	    "$SPIRT_ROOT/tests/invoke_gw.py" g500 "$(netns_addr 1)" true &
+	until_file g500/port
+	cat >fn <<-EOF
+	#!/bin/sh
+	u=http://$(netns_addr 1):8080/
+	case " \$* " in *" -w 1 "*) u=http://$(netns_addr 1):\$GWPORT/ ;; esac
+	exec spirt-invoke -D 3000 "\$u" "\$@"
+	EOF
+	chmod +x fn
+	# warm: worker 1's answer is error=65: the step fails, 75
+	GWPORT=$(cat port) run -75 --separate-stderr train 2 run \
+	    --function "$PWD/fn"
+	[[ $stderr == *"grad/0/1: HTTP status 200, 4 bytes: neither a gradient record nor a function's JSON answer"* ]]
+	run -66 spirt-store -s run get model/m@1
+	run -66 spirt-store -s run get grad/0/1
+	# cold: worker 1's function exits 75 (a 500 is not retried): dead,
+	# and the run goes on with worker 0's
+	GWPORT=$(cat g500/port) run -0 --separate-stderr train 2 cold --cold \
+	    --function "$PWD/fn"
+	gateway_stop
+	[[ $stderr == *"grad/0/1: HTTP status 500"* ]]
+	run -0 spirt-store -s cold get model/m@$STEPS
+	[ "$(grep -c . g500/requests)" -ge 1 ]
+}
