@@ -227,7 +227,9 @@ nothing() {
 	[ "$(wc -l <"$G/requests")" -eq 1 ]
 	# a port where nothing listens: tried 3 times, then 69
 	port=$(cat "$G/port")
+	# shellcheck disable=SC2086
 	kill -TERM $PIDS
+	# shellcheck disable=SC2086
 	wait $PIDS || :
 	PIDS=
 	run -69 --separate-stderr spirt-invoke -m m -t 0 -w 1 \
@@ -252,6 +254,7 @@ nothing() {
 	[ "$stderr" = 'spirt-invoke: model/m@3: no such key' ]
 	run -66 spirt-invoke -s nostore -m m -t 0 http://127.0.0.1:1/
 	grad_http -o -
+	# shellcheck disable=SC2016
 	run -74 sh -c 'echo 0 | spirt-invoke -i -m m "$1" >/dev/full' sh "$URL"
 }
 
