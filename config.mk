@@ -29,6 +29,9 @@ XXHASH_LIBS = `$(PKG_CONFIG) --libs libxxhash`
 BLAS_CFLAGS = `$(PKG_CONFIG) --cflags openblas`
 BLAS_LIBS = `$(PKG_CONFIG) --libs openblas`
 ZLIB_LIBS = -lz
+# libjansson reads the JSON a FaaS runner sends spirt-grad (lib/faas.c)
+JANSSON_CFLAGS = `$(PKG_CONFIG) --cflags jansson`
+JANSSON_LIBS = `$(PKG_CONFIG) --libs jansson`
 SODIUM_CFLAGS = `$(PKG_CONFIG) --cflags libsodium`
 SODIUM_LIBS = `$(PKG_CONFIG) --libs libsodium`
 CURL_CFLAGS = `$(PKG_CONFIG) --cflags libcurl`

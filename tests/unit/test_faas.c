@@ -105,11 +105,19 @@ main(void)
 	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":true}", "a number or a string");
 	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":{}}", "a number or a string");
 	bad(SPIRT_FAAS_JSON_FLAT, "{\"x\":1}", "unknown parameter \"x\"");
-	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":1", "',' or '}' expected");
+	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":1", "'}' expected at byte 9");
 	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":1}x", "junk after");
 	bad(SPIRT_FAAS_JSON_FLAT, "[1]", "object expected");
-	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":\"1\n\"}", "control byte");
+	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":\"1\n\"}", "unexpected newline");
 	bad(SPIRT_FAAS_JSON_FLAT, "", "object expected");
+	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":1,\"step\":2}", "duplicate");
+	bad(SPIRT_FAAS_JSON_VALUE, "{\"a\":{\"b\":1,\"b\":1}}", "duplicate");
+	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":9223372036854775808}",
+	    "too big integer");
+	good(SPIRT_FAAS_JSON_FLAT, "{\"step\":9223372036854775807}",
+	    SPIRT_FAAS_STEP, 9223372036854775807u, 0, "");
+	good(SPIRT_FAAS_JSON_FLAT, "{\"step\":\"18446744073709551614\"}",
+	    SPIRT_FAAS_STEP, 18446744073709551614u, 0, "");
 	good(SPIRT_FAAS_JSON_VALUE, "{\"action_name\":\"/ns/g\",\"value\":"
 	    "{\"step\":5,\"worker\":0},\"deadline\":\"1\",\"x\":[1,{\"a\":"
 	    "[]},\"s\\\"\",null,true,false,-1.5e3]}", SW, 5, 0, "");
