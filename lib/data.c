@@ -27,21 +27,41 @@
 /* ---- errors ---- */
 
 static int
-seterr(struct spirt_data_err *err, int rc, uint64_t line, int has_rec,
-    uint64_t rec, const char *fmt, ...)
+vseterr(struct spirt_data_err *err, int rc, uint64_t line, int has_rec,
+    uint64_t rec, const char *fmt, va_list ap)
 {
-	va_list ap;
-
 	err->line = line;
 	err->has_record = has_rec;
 	err->record = rec;
 	err->hint = SPIRT_DATA_HINT_NONE;
 	err->msg[0] = '\0';
-	if (fmt) {
-		va_start(ap, fmt);
+	if (fmt)
 		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
+	return rc;
+}
+
+static int
+seterr(struct spirt_data_err *err, int rc, uint64_t line, int has_rec,
+    uint64_t rec, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	rc = vseterr(err, rc, line, has_rec, rec, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* An error of a text file's line ("file:line: msg"): rc. */
+static int
+lerr(struct spirt_data_err *err, int rc, uint64_t line, const char *fmt,
+    ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	rc = vseterr(err, rc, line, 0, 0, fmt, ap);
+	va_end(ap);
 	return rc;
 }
 
@@ -738,6 +758,70 @@ rows_done(struct spirt_dataset *ds, struct rows *r)
 	memset(r, 0, sizeof(*r));
 }
 
+static void
+rows_free(struct rows *r)
+{
+	free(r->x);
+	free(r->y);
+	memset(r, 0, sizeof(*r));
+}
+
+/*
+ * The lines of a text file, read whole (slurp): each [p, le) without its
+ * '\n' and a '\r' before it, numbered from 1 in no.
+ */
+struct lines {
+	char *buf;
+	const char *next, *end;
+	const char *eol;        /* the line's '\n', or end */
+	uint64_t no;
+};
+
+static int
+lines_open(struct lines *l, struct spirt_data_err *err, const char *path)
+{
+	size_t len;
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	if ((rc = slurp(&l->buf, &len, err, path)))
+		return rc;
+	l->next = l->buf;
+	l->end = l->buf + len;
+	return 0;
+}
+
+/* The next line: 1, or 0 after the last. */
+static int
+lines_next(struct lines *l, const char **p, const char **le)
+{
+	if (l->next == NULL || l->next >= l->end)
+		return 0;
+	*p = l->next;
+	if ((l->eol = memchr(*p, '\n', (size_t)(l->end - *p))) == NULL)
+		l->eol = l->end;
+	*le = l->eol;
+	if (*le > *p && (*le)[-1] == '\r')
+		(*le)--;
+	l->next = l->eol < l->end ? l->eol + 1 : NULL;
+	l->no++;
+	return 1;
+}
+
+/* The bytes after the current line: what later rows could be made of. */
+static size_t
+lines_left(const struct lines *l)
+{
+	return (size_t)(l->end - l->eol);
+}
+
+static void
+lines_close(struct lines *l)
+{
+	free(l->buf);
+	memset(l, 0, sizeof(*l));
+}
+
 /* ---- CSV columns and class names ---- */
 
 int
@@ -1094,16 +1178,115 @@ no_numbers(const char *p, const char *le, const struct spirt_data_opts *opts,
 	return 1;
 }
 
+/*
+ * The shape the first line of samples gives, nf fields: the label's
+ * column *lc and r->feat, the features read.  0, or the error.
+ */
+static int
+csv_shape(struct rows *r, size_t *lc, struct spirt_data_err *err,
+    uint64_t line, size_t nf, const struct spirt_data_opts *opts)
+{
+	size_t j, k;
+	int rc;
+
+	if (nf < 2) {
+		rc = lerr(err, SPIRT_EDATA, line,
+		    "need a label and at least one feature");
+		if (line == 1)
+			err->hint = SPIRT_DATA_HINT_HEADER;
+		return rc;
+	}
+	if (opts->label_col == SPIRT_LABEL_LAST)
+		*lc = nf - 1;
+	else if (opts->label_col < 0 || (size_t)opts->label_col >= nf)
+		return lerr(err, SPIRT_EDATA, line,
+		    "no label column %d in %zu fields", opts->label_col + 1,
+		    nf);
+	else
+		*lc = (size_t)opts->label_col;
+	r->feat = nf - 1;
+	if (opts->cols == NULL)
+		return 0;
+	for (j = 0; j < opts->ncols; j++) {
+		if ((k = opts->cols[j]) == *lc)
+			return lerr(err, SPIRT_EINVAL, line, "column %lu is "
+			    "the label's, not a feature's",
+			    (unsigned long)k + 1);
+		if (k >= nf)
+			return lerr(err, SPIRT_EINVAL, line, "no column %lu "
+			    "in %zu fields", (unsigned long)k + 1, nf);
+	}
+	r->feat = opts->ncols;
+	return 0;
+}
+
+/* Field c at *q, a class name, as the label *y (q left after it). */
+static int
+csv_name(int32_t *y, struct names *nm, struct spirt_data_err *err,
+    uint64_t line, size_t c, const char **q, const char *le,
+    const struct spirt_data_opts *opts)
+{
+	const char *f;
+	size_t flen, slot;
+	int rc;
+
+	csv_field(q, le, &f, &flen);
+	if (flen == 0 || flen > 255)
+		return lerr(err, SPIRT_EDATA, line, "field %zu: %s", c + 1,
+		    flen ? "a class name of more than 255 bytes" :
+		    "missing value \"\" (no class name)");
+	slot = nm->n ? name_slot(nm, f, flen) : 0;
+	if (nm->n && nm->tab[slot]) {
+		*y = (int32_t)nm->tab[slot] - 1;
+		return 0;
+	}
+	if (opts->names_from)
+		return lerr(err, SPIRT_EDATA, line, "field %zu: \"%.*s\" is "
+		    "none of the %zu class names", c + 1, (int)flen, f, nm->n);
+	if (nm->n >= SPIRT_DATA_MAXCLASSES)
+		return lerr(err, SPIRT_EDATA, line, "field %zu: more than %d "
+		    "class names", c + 1, SPIRT_DATA_MAXCLASSES);
+	if ((rc = name_add(nm, f, flen, line)))
+		return seterr(err, rc, 0, 0, 0, NULL);
+	*y = (int32_t)nm->n - 1;
+	return 0;
+}
+
+/*
+ * Field c at f is not a number (rc of parse_num).  A word there hints
+ * at a column of text, or at labels that are names when label and past
+ * a first line (later: not a header's).
+ */
+static int
+csv_bad(struct spirt_data_err *err, int rc, uint64_t line, size_t c,
+    const char *f, const char *le, int label, int later)
+{
+	const char *q = f, *mf;
+	size_t ml;
+
+	csv_field(&q, le, &mf, &ml);
+	if (rc == SPIRT_EDATA && missing(mf, (int)ml))
+		return lerr(err, rc, line, "field %zu: missing value \"%.*s\"",
+		    c + 1, (int)ml, mf);
+	rc = lerr(err, rc, line, "field %zu: %s: \"%.*s\"", c + 1,
+	    rc == SPIRT_ENAN ? "not a finite float" : "not a number",
+	    toklen(f, le, ","), f);
+	if (rc == SPIRT_EDATA && word(mf, ml) && (!label || later))
+		err->hint = label ? SPIRT_DATA_HINT_NAMES :
+		    SPIRT_DATA_HINT_COLUMNS;
+	return rc;
+}
+
 int
 spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
     const char *path, const struct spirt_data_opts *opts)
 {
 	struct rows r;
 	struct names nm;
-	const char *p, *q, *end, *eol, *le;
-	char *buf;
-	uint64_t line = 0, hdr = 0;
-	size_t len, ncols = 0, lc = 0, c, nf, j;
+	struct lines ln;
+	const char *p, *q, *le;
+	uint64_t hdr = 0;
+	size_t ncols = 0, lc = 0, c, nf, j;
 	int first, rc;
 
 	memset(ds, 0, sizeof(*ds));
@@ -1116,122 +1299,49 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 		return seterr(err, rc, 0, 0, 0, rc == ENOMEM ? NULL :
 		    "the class names to map to are not a list of names");
 	}
-	if ((rc = slurp(&buf, &len, err, path))) {
+	if ((rc = lines_open(&ln, err, path))) {
 		names_free(&nm);
 		return rc;
 	}
-	end = buf + len;
-	for (p = buf; p < end; p = eol + 1) {
-		line++;
-		if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL)
-			eol = end;
-		le = eol;
-		if (le > p && le[-1] == '\r')
-			le--;
-		if ((line == 1 && opts->header) || skipblank(p, le) == le)
+	while (lines_next(&ln, &p, &le)) {
+		if ((ln.no == 1 && opts->header) || skipblank(p, le) == le)
 			continue;
 		for (nf = 1, q = p; q < le; q++)
 			nf += *q == ',';
-		first = ncols == 0;
-		if (first) {
-			if (nf < 2) {
-				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-				    "need a label and at least one feature");
-				if (line == 1)
-					err->hint = SPIRT_DATA_HINT_HEADER;
+		if ((first = ncols == 0)) {
+			if ((rc = csv_shape(&r, &lc, err, ln.no, nf, opts)))
 				goto out;
-			}
-			if (opts->label_col == SPIRT_LABEL_LAST)
-				lc = nf - 1;
-			else if (opts->label_col < 0 ||
-			    (size_t)opts->label_col >= nf) {
-				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-				    "no label column %d in %zu fields",
-				    opts->label_col + 1, nf);
-				goto out;
-			} else
-				lc = (size_t)opts->label_col;
 			ncols = nf;
-			r.feat = nf - 1;
-			if (opts->cols) {
-				for (j = 0; j < opts->ncols; j++)
-					if (opts->cols[j] >= nf ||
-					    opts->cols[j] == lc)
-						break;
-				if (j < opts->ncols) {
-					rc = seterr(err, SPIRT_EINVAL, line, 0,
-					    0, opts->cols[j] == lc ?
-					    "column %lu is the label's, not a "
-					    "feature's" : "no column %lu in "
-					    "%zu fields", (unsigned long)
-					    opts->cols[j] + 1, nf);
-					goto out;
-				}
-				r.feat = opts->ncols;
-			}
 			if (opts->label_names && !opts->header &&
 			    no_numbers(p, le, opts, lc)) {
-				hdr = line;     /* names only: a header */
+				hdr = ln.no;    /* names only: a header */
 				continue;
 			}
 		} else if (nf != ncols && hdr && r.n == 0) {
-			rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-			    "%zu fields, expected %zu as in the header on "
-			    "line %llu", nf, ncols, (unsigned long long)hdr);
+			rc = lerr(err, SPIRT_EDATA, ln.no, "%zu fields, "
+			    "expected %zu as in the header on line %llu", nf,
+			    ncols, (unsigned long long)hdr);
 			err->hint = SPIRT_DATA_HINT_HEADER;
 			goto out;
 		} else if (nf != ncols) {
-			rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-			    "%zu fields, expected %zu", nf, ncols);
+			rc = lerr(err, SPIRT_EDATA, ln.no, "%zu fields, "
+			    "expected %zu", nf, ncols);
 			goto out;
 		}
 		/* a row is ncols numbers and ncols - 1 commas, then '\n' */
-		if ((rc = rows_grow(&r, r.n + 1 + (size_t)(end - eol) /
+		if ((rc = rows_grow(&r, r.n + 1 + lines_left(&ln) /
 		    (2 * ncols)))) {
 			rc = seterr(err, rc, 0, 0, 0, NULL);
 			goto out;
 		}
 		for (c = 0, j = 0, q = p; c < ncols; c++, q++) {
-			float *x = r.x + r.n * r.feat;
 			const char *f = skipblank(q, le);
 			double v;
 
 			if (c == lc && opts->label_names) {
-				size_t flen, slot;
-
-				csv_field(&q, le, &f, &flen);
-				if (flen == 0 || flen > 255) {
-					rc = seterr(err, SPIRT_EDATA, line, 0,
-					    0, "field %zu: %s", c + 1, flen ?
-					    "a class name of more than 255 "
-					    "bytes" : "missing value \"\" "
-					    "(no class name)");
+				if ((rc = csv_name(&r.y[r.n], &nm, err, ln.no,
+				    c, &q, le, opts)))
 					goto out;
-				}
-				slot = nm.n ? name_slot(&nm, f, flen) : 0;
-				if (nm.n && nm.tab[slot]) {
-					r.y[r.n] = (int32_t)nm.tab[slot] - 1;
-					continue;
-				}
-				if (opts->names_from) {
-					rc = seterr(err, SPIRT_EDATA, line, 0,
-					    0, "field %zu: \"%.*s\" is none "
-					    "of the %zu class names", c + 1,
-					    (int)flen, f, nm.n);
-					goto out;
-				}
-				if (nm.n >= SPIRT_DATA_MAXCLASSES) {
-					rc = seterr(err, SPIRT_EDATA, line, 0,
-					    0, "field %zu: more than %d class "
-					    "names", c + 1,
-					    SPIRT_DATA_MAXCLASSES);
-					goto out;
-				}
-				if ((rc = name_add(&nm, f, flen, line))) {
-					rc = seterr(err, rc, 0, 0, 0, NULL);
-					goto out;
-				}
-				r.y[r.n] = (int32_t)nm.n - 1;
 				continue;
 			}
 			if (c != lc && !is_feature(opts, c, lc)) {
@@ -1244,49 +1354,23 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 				rc = SPIRT_EDATA;
 			if (rc == SPIRT_EDATA && first && !opts->header &&
 			    !opts->label_names && !isnumfield(p, le, lc)) {
-				hdr = line;     /* a header line */
+				hdr = ln.no;    /* a header line */
 				break;
 			}
 			if (rc) {
-				const char *mf;
-				size_t ml;
-
-				q = f;
-				csv_field(&q, le, &mf, &ml);
-				if (rc == SPIRT_EDATA && missing(mf, (int)ml))
-					rc = seterr(err, rc, line, 0, 0,
-					    "field %zu: missing value "
-					    "\"%.*s\"", c + 1, (int)ml, mf);
-				else {
-					rc = seterr(err, rc, line, 0, 0,
-					    "field %zu: %s: \"%.*s\"", c + 1,
-					    rc == SPIRT_ENAN ?
-					    "not a finite float" :
-					    "not a number",
-					    toklen(f, le, ","), f);
-					/* a word: a column of text, or
-					 * labels that are names (past a
-					 * first line: not a header's) */
-					if (rc == SPIRT_EDATA && word(mf, ml) &&
-					    (c != lc || r.n > 0 || hdr))
-						err->hint = c == lc ?
-						    SPIRT_DATA_HINT_NAMES :
-						    SPIRT_DATA_HINT_COLUMNS;
-				}
+				rc = csv_bad(err, rc, ln.no, c, f, le, c == lc,
+				    r.n > 0 || hdr);
 				goto out;
 			}
-			if (c == lc) {
-				if ((rc = text_label(&r.y[r.n], err, line, v,
-				    opts->classes)))
-					goto out;
-			} else
-				x[j++] = (float)v;
+			if (c != lc)
+				r.x[r.n * r.feat + j++] = (float)v;
+			else if ((rc = text_label(&r.y[r.n], err, ln.no, v,
+			    opts->classes)))
+				goto out;
 		}
 		if (c == ncols)
 			r.n++;
 		rc = 0;
-		if (eol == end)
-			break;
 	}
 	if (r.n == 0)
 		rc = seterr(err, SPIRT_EDATA, 0, 0, 0, "no samples");
@@ -1298,11 +1382,10 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 	    (rc = names_done(ds, &nm, r.y, r.n, opts->names_from == NULL)))
 		rc = seterr(err, rc, 0, 0, 0, NULL);
 out:
-	free(buf);
+	lines_close(&ln);
 	names_free(&nm);
 	if (rc) {
-		free(r.x);
-		free(r.y);
+		rows_free(&r);
 		free(ds->names);
 		ds->names = NULL;
 		return rc;
@@ -1319,151 +1402,170 @@ struct sparse {
 	size_t nnz, capz;
 };
 
+/* Room for row n's start in ptr[n] (and its end): 0 or ENOMEM. */
+static int
+sparse_row(struct sparse *sp, size_t n)
+{
+	size_t *np;
+
+	if (n + 2 > SIZE_MAX / 2)
+		return ENOMEM;
+	if (n % 1024 == 0) {
+		if ((np = realloc(sp->ptr, (n + 1025) * sizeof(size_t))) ==
+		    NULL)
+			return ENOMEM;
+		sp->ptr = np;
+	}
+	sp->ptr[n] = sp->nnz;
+	return 0;
+}
+
+/* Feature ix (1-based) = v into the row being read: 0 or ENOMEM. */
+static int
+sparse_put(struct sparse *sp, uint64_t ix, double v)
+{
+	size_t cap;
+	uint32_t *ni;
+	float *nv;
+
+	if (sp->nnz == sp->capz) {
+		cap = sp->capz ? sp->capz * 2 : 4096;
+		if ((ni = realloc(sp->idx, cap * sizeof(uint32_t))) == NULL)
+			return ENOMEM;
+		sp->idx = ni;
+		if ((nv = realloc(sp->val, cap * sizeof(float))) == NULL)
+			return ENOMEM;
+		sp->val = nv;
+		sp->capz = cap;
+	}
+	sp->idx[sp->nnz] = (uint32_t)(ix - 1);
+	sp->val[sp->nnz++] = (float)v;
+	return 0;
+}
+
+static void
+sparse_free(struct sparse *sp)
+{
+	free(sp->ptr);
+	free(sp->idx);
+	free(sp->val);
+}
+
+/*
+ * The features "index:value ..." of a line, at q up to le, after its
+ * label: into sp, indices ascending from 1 up to dim (or the most
+ * inferred); *maxidx the largest yet.  0 or the error.
+ */
+static int
+svm_features(struct sparse *sp, uint64_t *maxidx, struct spirt_data_err *err,
+    uint64_t line, const char *q, const char *le,
+    const struct spirt_data_opts *opts)
+{
+	uint64_t prev = 0, ix;
+	const char *f;
+	double v;
+	int rc;
+
+	while (q < le) {
+		f = q;
+		ix = 0;
+		if (*q < '0' || *q > '9')
+			goto bad;
+		for (; q < le && *q >= '0' && *q <= '9'; q++)
+			if (ix <= UINT32_MAX)   /* stays above it */
+				ix = ix * 10 + (uint64_t)(*q - '0');
+		if (q >= le || *q != ':')
+			goto bad;
+		q++;
+		if ((rc = parse_num(&q, le, &v)) || (q < le &&
+		    q[-1] != ' ' && q[-1] != '\t')) {
+			if (rc == SPIRT_ENAN)
+				return lerr(err, SPIRT_ENAN, line, "feature "
+				    "\"%.*s\": not a finite float",
+				    toklen(f, le, " \t"), f);
+			goto bad;
+		}
+		/* a dimension nobody gave must not make a tiny file a huge
+		 * dense sample */
+		if (ix == 0)
+			return lerr(err, SPIRT_EDATA, line,
+			    "index 0: indices start at 1");
+		if (opts->dim && ix > opts->dim)
+			return lerr(err, SPIRT_EDATA, line, "index %.*s "
+			    "outside 1..%zu", toklen(f, le, ": \t"), f,
+			    opts->dim);
+		if (!opts->dim && ix > SPIRT_DATA_MAXINFER) {
+			rc = lerr(err, SPIRT_EDATA, line, "index %.*s above "
+			    "%d, the most features inferred",
+			    toklen(f, le, ": \t"), f, SPIRT_DATA_MAXINFER);
+			err->hint = SPIRT_DATA_HINT_DIM;
+			return rc;
+		}
+		if (ix <= prev)
+			return lerr(err, SPIRT_EDATA, line, "index %llu after "
+			    "%llu: indices must ascend",
+			    (unsigned long long)ix, (unsigned long long)prev);
+		prev = ix;
+		if (ix > *maxidx)
+			*maxidx = ix;
+		if (sparse_put(sp, ix, v))
+			return seterr(err, ENOMEM, 0, 0, 0, NULL);
+	}
+	return 0;
+bad:
+	return lerr(err, SPIRT_EDATA, line, "bad feature \"%.*s\" (want "
+	    "index:value)", toklen(f, le, " \t"), f);
+}
+
 int
 spirt_data_read_libsvm(struct spirt_dataset *ds, struct spirt_data_err *err,
     const char *path, const struct spirt_data_opts *opts)
 {
 	struct rows r;
 	struct sparse sp;
-	const char *p, *q, *end, *eol, *le, *hash;
-	char *buf;
-	uint64_t line = 0, maxidx = 0;
-	size_t len, i, k, dim;
+	struct lines ln;
+	const char *p, *q, *le, *hash;
+	uint64_t maxidx = 0;
+	size_t i, k, dim;
+	double v;
 	int rc;
 
 	memset(ds, 0, sizeof(*ds));
 	memset(&r, 0, sizeof(r));
 	memset(&sp, 0, sizeof(sp));
 	err->file = path;
-	if ((rc = slurp(&buf, &len, err, path)))
+	if ((rc = lines_open(&ln, err, path)))
 		return rc;
-	end = buf + len;
 	r.feat = 0;                     /* rows holds labels only here */
-	for (p = buf; p < end; p = eol + 1) {
-		uint64_t prev = 0;
-		double v;
-
-		line++;
-		if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL)
-			eol = end;
-		le = eol;
+	while (lines_next(&ln, &p, &le)) {
 		if ((hash = memchr(p, '#', (size_t)(le - p))) != NULL)
 			le = hash;
 		while (le > p && (le[-1] == '\r' || le[-1] == ' ' ||
 		    le[-1] == '\t'))
 			le--;
 		q = skipblank(p, le);
-		if (q == le || (line == 1 && opts->header))
-			goto next;
+		if (q == le || (ln.no == 1 && opts->header))
+			continue;
 		/* a row is at least a label and '\n' */
-		if ((rc = rows_grow(&r, r.n + 1 + (size_t)(end - eol) / 2)) ||
-		    (r.n + 2 > SIZE_MAX / 2)) {
+		if (rows_grow(&r, r.n + 1 + lines_left(&ln) / 2) ||
+		    sparse_row(&sp, r.n)) {
 			rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
 			goto out;
 		}
-		if (r.n % 1024 == 0) {
-			size_t *np = realloc(sp.ptr, (r.n + 1025) *
-			    sizeof(size_t));
-			if (np == NULL) {
-				rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
-				goto out;
-			}
-			sp.ptr = np;
-		}
-		sp.ptr[r.n] = sp.nnz;
-		if ((rc = parse_num(&q, le, &v)) || (q < le && q[-1] != ' ' &&
+		if (parse_num(&q, le, &v) || (q < le && q[-1] != ' ' &&
 		    q[-1] != '\t')) {
 			const char *f = skipblank(p, le);
-			rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-			    "bad label \"%.*s\"", toklen(f, le, " \t"), f);
-			goto out;
-		}
-		if ((rc = text_label(&r.y[r.n], err, line, v, opts->classes)))
-			goto out;
-		while (q < le) {
-			const char *f = q;
-			uint64_t ix = 0;
 
-			if (*q < '0' || *q > '9')
-				goto bad;
-			for (; q < le && *q >= '0' && *q <= '9'; q++)
-				if (ix <= UINT32_MAX)   /* stays above it */
-					ix = ix * 10 + (uint64_t)(*q - '0');
-			if (q >= le || *q != ':')
-				goto bad;
-			q++;
-			if ((rc = parse_num(&q, le, &v)) || (q < le &&
-			    q[-1] != ' ' && q[-1] != '\t')) {
-				if (rc == SPIRT_ENAN)
-					goto nan;
-				goto bad;
-			}
-			/* a dimension nobody gave must not make a tiny file
-			 * a huge dense sample */
-			if (ix == 0 || ix > (opts->dim ? opts->dim :
-			    SPIRT_DATA_MAXINFER))
-				goto range;
-			if (ix <= prev) {
-				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-				    "index %llu after %llu: indices must "
-				    "ascend", (unsigned long long)ix,
-				    (unsigned long long)prev);
-				goto out;
-			}
-			prev = ix;
-			if (ix > maxidx)
-				maxidx = ix;
-			if (sp.nnz == sp.capz) {
-				size_t cap = sp.capz ? sp.capz * 2 : 4096;
-				uint32_t *ni = realloc(sp.idx, cap *
-				    sizeof(uint32_t));
-				float *nv;
-				if (ni)
-					sp.idx = ni;
-				nv = ni ? realloc(sp.val, cap * sizeof(float))
-				    : NULL;
-				if (nv == NULL) {
-					rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
-					goto out;
-				}
-				sp.val = nv;
-				sp.capz = cap;
-			}
-			sp.idx[sp.nnz] = (uint32_t)(ix - 1);
-			sp.val[sp.nnz++] = (float)v;
-			continue;
-		bad:
-			rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-			    "bad feature \"%.*s\" (want index:value)",
-			    toklen(f, le, " \t"), f);
-			goto out;
-		nan:
-			rc = seterr(err, SPIRT_ENAN, line, 0, 0,
-			    "feature \"%.*s\": not a finite float",
-			    toklen(f, le, " \t"), f);
-			goto out;
-		range:
-			if (ix == 0)
-				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-				    "index 0: indices start at 1");
-			else if (opts->dim)
-				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-				    "index %.*s outside 1..%zu",
-				    toklen(f, le, ": \t"), f, opts->dim);
-			else {
-				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-				    "index %.*s above %d, the most features "
-				    "inferred", toklen(f, le, ": \t"), f,
-				    SPIRT_DATA_MAXINFER);
-				err->hint = SPIRT_DATA_HINT_DIM;
-			}
+			rc = lerr(err, SPIRT_EDATA, ln.no, "bad label "
+			    "\"%.*s\"", toklen(f, le, " \t"), f);
 			goto out;
 		}
+		if ((rc = text_label(&r.y[r.n], err, ln.no, v,
+		    opts->classes)) || (rc = svm_features(&sp, &maxidx, err,
+		    ln.no, q, le, opts)))
+			goto out;
 		r.n++;
 		sp.ptr[r.n] = sp.nnz;
-	next:
-		if (eol == end)
-			break;
 	}
 	if (r.n == 0) {
 		rc = seterr(err, SPIRT_EDATA, 0, 0, 0, "no samples");
@@ -1491,13 +1593,10 @@ spirt_data_read_libsvm(struct spirt_dataset *ds, struct spirt_data_err *err,
 	r.cap = r.n;
 	rc = 0;
 out:
-	free(buf);
-	free(sp.ptr);
-	free(sp.idx);
-	free(sp.val);
+	lines_close(&ln);
+	sparse_free(&sp);
 	if (rc) {
-		free(r.x);
-		free(r.y);
+		rows_free(&r);
 		return rc;
 	}
 	rows_done(ds, &r);
