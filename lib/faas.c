@@ -12,6 +12,7 @@
 #include "store.h"
 
 #define JSON_DEPTH 32
+#define JSON_VALUES 65536
 
 void
 spirt_faas_req_init(struct spirt_faas_req *r)
@@ -220,13 +221,15 @@ jsyntax(struct spirt_faas_req *r, const json_error_t *e)
 }
 
 /*
- * Whether s[0..n) nests containers more than JSON_DEPTH levels below the
- * top one: counted before jansson reads it, strings skipped.
+ * Bounds of s[0..n), counted before jansson reads it (strings skipped):
+ * containers at most JSON_DEPTH levels below the top one, and at most
+ * JSON_VALUES values (its ',' and containers), so that what it allocates
+ * stays near the size of the text.  NULL, or what is exceeded.
  */
-static int
-jdeep(const char *s, size_t n)
+static const char *
+jbounds(const char *s, size_t n)
 {
-	size_t i;
+	size_t i, values = 1;
 	int d = 0, str = 0;
 
 	for (i = 0; i < n; i++) {
@@ -235,16 +238,23 @@ jdeep(const char *s, size_t n)
 				i++;
 			else if (s[i] == '"')
 				str = 0;
-		} else if (s[i] == '"') {
+			continue;
+		}
+		if (s[i] == '"') {
 			str = 1;
 		} else if (s[i] == '{' || s[i] == '[') {
 			if (++d > JSON_DEPTH + 1)
-				return 1;
+				return "nested too deep";
+			values++;
 		} else if (s[i] == '}' || s[i] == ']') {
 			d--;
+		} else if (s[i] == ',') {
+			values++;
 		}
+		if (values > JSON_VALUES)
+			return "more than 65536 values";
 	}
-	return 0;
+	return NULL;
 }
 
 /* A parameter's value: a string or an integer; null is none. */
@@ -304,6 +314,7 @@ spirt_faas_json(struct spirt_faas_req *r, const char *s, size_t n, int how)
 {
 	json_error_t e;
 	json_t *top;
+	const char *why;
 	size_t i = 0;
 	int rc;
 
@@ -314,8 +325,8 @@ spirt_faas_json(struct spirt_faas_req *r, const char *s, size_t n, int how)
 		return jbad(r, "object expected");
 	// jansson seeds its hash of member names (no flooding); a name
 	// twice is refused, as a parameter given twice would be
-	if (jdeep(s, n))
-		return jbad(r, "nested too deep");
+	if ((why = jbounds(s, n)) != NULL)
+		return jbad(r, why);
 	if ((top = json_loadb(s, n, JSON_REJECT_DUPLICATES, &e)) == NULL)
 		return jsyntax(r, &e);
 	if (how == SPIRT_FAAS_JSON_VALUE)

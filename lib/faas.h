@@ -66,7 +66,8 @@ SPIRT_MUST_CHECK int spirt_faas_path(struct spirt_faas_req *r,
 
 /*
  * Add the parameters of the JSON object in s[0..n) (RFC 8259, read by
- * libjansson; at most 32 levels deep, no member name twice in an object),
+ * libjansson; at most 32 levels deep and 65536 values, no member name
+ * twice in an object),
  * found as how says.  A parameter's value is an integer or a string (of
  * digits for step and worker); null counts as absent.  A step above
  * 2^63 - 1 is a string: jansson's integers are signed 64-bit.  Other

@@ -137,6 +137,23 @@ main(void)
 		    "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[");
 		bad(SPIRT_FAAS_JSON_VALUE, deep, "nested too deep");
 	}
+	{
+		/* {"a":[0,0,...]}: 3 values and one per ',', 65536 at most */
+		size_t k, z = 65533;
+		char *many = malloc(6 + 2 * z + 6);
+
+		CHECK(many != NULL);
+		if (many == NULL)
+			return 1;
+		memcpy(many, "{\"a\":[", 6);
+		for (k = 0; k < z; k++)
+			memcpy(many + 6 + 2 * k, "0,", 2);
+		memcpy(many + 6 + 2 * z, "0]}", 4);
+		good(SPIRT_FAAS_JSON_VALUE, many, 0, 0, 0, "");
+		memcpy(many + 6 + 2 * z, "0,0]}", 6);
+		bad(SPIRT_FAAS_JSON_VALUE, many, "more than 65536 values");
+		free(many);
+	}
 
 	/* bodies: empty, JSON or a form */
 	good(-2, "", 0, 0, 0, "");
