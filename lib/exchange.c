@@ -7,14 +7,13 @@
 #include <string.h>
 
 #include "aggstore.h"
-#include "beat.h"
 #include "exchange.h"
-#include "io.h"
 #include "keys.h"
 #include "quorum.h"
 #include "tensor.h"
 #include "xdecide.h"
 #include "xpull.h"
+#include "xquorum.h"
 #include "xrec.h"
 
 /* the message of a failure with code rc; returns rc */
@@ -241,6 +240,17 @@ agg_ok(struct spirt_exchange *x, struct spirt_xpeer *p,
 	return 1;
 }
 
+/* what came from p (u) is its aggregate, checked against ours (agg_ok) */
+static int
+took(struct spirt_exchange *x, struct spirt_xpeer *p, struct spirt_xpull *u,
+    const struct spirt_tensor *mine)
+{
+	p->agg = u->val;
+	p->agglen = u->len;
+	u->val = NULL;
+	return agg_ok(x, p, mine);
+}
+
 /* the header of what we published, xagg/<t>/<self> (for agg_ok) */
 static int
 own_header(struct spirt_exchange *x, struct spirt_tensor *h)
@@ -284,10 +294,7 @@ repull(struct spirt_exchange *x, struct spirt_xpull *u, const int *want,
 			    "(--keep-pulls); pulled again: xagg/%llu/%s: %s",
 			    ULL(x->step), p->id, ULL(x->step), p->id,
 			    u[i].why[0] ? u[i].why : spirt_strerror(u[i].rc));
-		p->agg = u[i].val;
-		p->agglen = u[i].len;
-		u[i].val = NULL;
-		if (!agg_ok(x, p, &mine))
+		if (!took(x, p, &u[i], &mine))
 			return say(x, SPIRT_EDATA, "step %llu: xagg/%llu/%s "
 			    "pulled again: %s", ULL(x->step), ULL(x->step),
 			    p->id, p->why);
@@ -385,18 +392,81 @@ reload_hashed(struct spirt_exchange *x, const void *dv, size_t dvlen,
 	return reload(x, dv, dvlen, u, want);
 }
 
+/* phase 1: what came from each peer wanted (u), checked, into its state
+ * and the digest's entries (d->got, d->n of them) */
+static void
+received(struct spirt_exchange *x, struct spirt_xpull *u, const int *want,
+    const struct spirt_tensor *mine, struct spirt_digest *d)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < x->n; i++) {
+		struct spirt_xpeer *p = &x->peers[i];
+
+		if (!want[i])
+			continue;
+		p->ms = u[i].ms;
+		if (u[i].rc) {
+			spirt_xpeer_out(p, spirt_xpull_refusal(u[i].rc) ?
+			    SPIRT_XP_REFUSED : SPIRT_XP_LATE, u[i].rc,
+			    "xagg/%llu/%s: %s", ULL(x->step), p->id,
+			    u[i].why[0] ? u[i].why : spirt_strerror(u[i].rc));
+			if (p->state == SPIRT_XP_LATE &&
+			    !atomic_load(&u[i].cancel))
+				snprintf(p->why + strlen(p->why),
+				    sizeof p->why - strlen(p->why),
+				    " (no answer in %u ms)", x->deadline_ms);
+			continue;
+		}
+		if (!took(x, p, &u[i], mine))
+			continue;
+		memcpy(p->hash, u[i].h, SPIRT_HASH_BYTES);
+		p->state = SPIRT_XP_USED;
+		snprintf(d->got[k].id, sizeof d->got[k].id, "%s", p->id);
+		memcpy(d->got[k++].hash, p->hash, SPIRT_HASH_BYTES);
+	}
+	d->n = k;
+}
+
+/* phase 1: this peer's digest of the step (d->got filled), signed and
+ * stored with what record keeps */
+static int
+sign(struct spirt_exchange *x, struct spirt_digest *d)
+{
+	struct pub a = { x, 1, NULL, 0 };
+	unsigned char *buf;
+	int rc;
+
+	d->step = x->step;
+	snprintf(d->run, sizeof d->run, "%s", x->run);
+	snprintf(d->id, sizeof d->id, "%s", x->self);
+	memcpy(d->agg, x->agghash, SPIRT_HASH_BYTES);
+	memcpy(d->model, x->modelhash, SPIRT_HASH_BYTES);
+	if ((d->has_token = x->token != NULL))
+		memcpy(d->token, x->token, SPIRT_TOKEN_BYTES);
+	a.dglen = spirt_digest_size(d->n, d->has_token);
+	if ((buf = malloc(a.dglen)) == NULL)
+		return ENOMEM;
+	if ((rc = spirt_digest_sign(buf, a.dglen, &a.dglen, d, x->key)) == 0) {
+		a.dg = buf;
+		/* volatile: no synced commit on the round's path
+		 * (docs/protocol.md, "Signed digests") */
+		rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE, record,
+		    &a);
+	}
+	free(buf);
+	return rc;
+}
+
 /* phase 1: pull the aggregates; sign and store our digest */
 static int
 phase1(struct spirt_exchange *x, struct spirt_xpull *u, int *want)
 {
 	struct spirt_tensor mine;
 	struct spirt_digest *d;
-	struct pub a = { x, 1, NULL, 0 };
 	struct own_hashes oh = { x, 0, "" };
 	struct spirt_xlink l;
 	pthread_t ohth;
-	unsigned char *buf;
-	size_t k = 0;
 	int rc, th;
 
 	if ((rc = own_header(x, &mine)))
@@ -419,66 +489,18 @@ phase1(struct spirt_exchange *x, struct spirt_xpull *u, int *want)
 		return rc;
 	if ((d = calloc(1, sizeof *d)) == NULL)
 		return ENOMEM;
-	for (size_t i = 0; i < x->n; i++) {
-		struct spirt_xpeer *p = &x->peers[i];
-
-		if (!want[i])
-			continue;
-		p->ms = u[i].ms;
-		if (u[i].rc) {
-			spirt_xpeer_out(p, spirt_xpull_refusal(u[i].rc) ?
-			    SPIRT_XP_REFUSED : SPIRT_XP_LATE, u[i].rc,
-			    "xagg/%llu/%s: %s", ULL(x->step), p->id,
-			    u[i].why[0] ? u[i].why : spirt_strerror(u[i].rc));
-			if (p->state == SPIRT_XP_LATE &&
-			    !atomic_load(&u[i].cancel))
-				snprintf(p->why + strlen(p->why),
-				    sizeof p->why - strlen(p->why),
-				    " (no answer in %u ms)", x->deadline_ms);
-			continue;
-		}
-		p->agg = u[i].val;
-		p->agglen = u[i].len;
-		u[i].val = NULL;
-		if (!agg_ok(x, p, &mine))
-			continue;
-		memcpy(p->hash, u[i].h, SPIRT_HASH_BYTES);
-		p->state = SPIRT_XP_USED;
-		snprintf(d->got[k].id, sizeof d->got[k].id, "%s", p->id);
-		memcpy(d->got[k++].hash, p->hash, SPIRT_HASH_BYTES);
-	}
+	received(x, u, want, &mine, d);
 	/* with beats, too few came (members died or restarted during the
 	 * pulls): no digest is signed, so the round run again pulls anew
 	 * (a digest is never signed twice: one that named too few would
 	 * hold every later run of the step to it) */
-	if (x->beats && k + 1 < x->min_peers) {
-		free(d);
-		return say(x, SPIRT_EBUSY, "step %llu: %zu of %zu members' "
+	if (x->beats && d->n + 1 < x->min_peers)
+		rc = say(x, SPIRT_EBUSY, "step %llu: %zu of %zu members' "
 		    "aggregates came, --min-peers is %zu: no digest signed; "
-		    "run it again", ULL(x->step), k + 1, x->n + 1,
+		    "run it again", ULL(x->step), d->n + 1, x->n + 1,
 		    x->min_peers);
-	}
-	d->n = k;
-	d->step = x->step;
-	snprintf(d->run, sizeof d->run, "%s", x->run);
-	snprintf(d->id, sizeof d->id, "%s", x->self);
-	memcpy(d->agg, x->agghash, SPIRT_HASH_BYTES);
-	memcpy(d->model, x->modelhash, SPIRT_HASH_BYTES);
-	if ((d->has_token = x->token != NULL))
-		memcpy(d->token, x->token, SPIRT_TOKEN_BYTES);
-	a.dglen = spirt_digest_size(d->n, d->has_token);
-	if ((buf = malloc(a.dglen)) == NULL) {
-		free(d);
-		return ENOMEM;
-	}
-	if ((rc = spirt_digest_sign(buf, a.dglen, &a.dglen, d, x->key)) == 0) {
-		a.dg = buf;
-		/* volatile: no synced commit on the round's path
-		 * (docs/protocol.md, "Signed digests") */
-		rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE, record,
-		    &a);
-	}
-	free(buf);
+	else
+		rc = sign(x, d);
 	free(d);
 	return rc;
 }
@@ -868,249 +890,6 @@ combine(struct spirt_exchange *x, int checked)
 	return rc;
 }
 
-/* ---- the quorum, from this store's watcher (lib/beat.h, quorum.h) ---- */
-
-static int
-in_ids(char (*ids)[SPIRT_QUORUM_ID], size_t n, const char *id)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(ids[i], id) == 0)
-			return 1;
-	return 0;
-}
-
-struct lastr {
-	uint64_t below, best;
-	int found;
-};
-
-static int
-last_one(void *arg, const char *key, const void *val, size_t len)
-{
-	struct lastr *l = arg;
-	uint64_t t;
-	const char *p = key + 5, *end;
-
-	(void)val;
-	(void)len;
-	/* gagg/<t>/round */
-	end = strchr(p, '/');
-	if (end == NULL || strcmp(end, "/round") != 0 || end == p)
-		return 0;
-	t = 0;
-	for (; p < end; p++) {
-		if (*p < '0' || *p > '9' || t > (UINT64_MAX - 9) / 10)
-			return 0;
-		t = 10 * t + (uint64_t)(*p - '0');
-	}
-	if (t < l->below && (!l->found || t > l->best)) {
-		l->best = t;
-		l->found = 1;
-	}
-	return 0;
-}
-
-/* the last round's members (self included) and measured time: from the
- * newest gagg/<t'>/round with t' < t, else every member and none */
-static int
-last_round(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID],
-    size_t *n, double *xms)
-{
-	struct lastr l = { x->step, 0, 0 };
-	struct spirt_txn *t;
-	char key[SPIRT_KEY_MAX + 1];
-	const void *v, *b;
-	size_t len, bl;
-	int rc;
-
-	if ((rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
-		return rc;
-	rc = spirt_store_list(t, "gagg/", last_one, &l);
-	if (rc == 0 && l.found && (rc = spirt_key_gagg_round(key, sizeof key,
-	    l.best)) == 0 && (rc = spirt_store_get(t, key, &v, &len)) == 0 &&
-	    ((rc = spirt_xrec_bytes(v, len, &b, &bl)) || (rc =
-	    spirt_quorum_round_parse(ids, SPIRT_XMEMBERS, n, xms, b, bl))))
-		say(x, rc, "%s: not a round record", key);
-	spirt_txn_abort(t);
-	if (rc || l.found)
-		return rc;
-	*xms = -1;
-	*n = 0;
-	snprintf(ids[(*n)++], SPIRT_QUORUM_ID, "%s", x->self);
-	for (size_t i = 0; i < x->n; i++)
-		snprintf(ids[(*n)++], SPIRT_QUORUM_ID, "%s", x->peers[i].id);
-	return 0;
-}
-
-/* the members alive and the last set: a quorum, or SPIRT_EBUSY */
-static int
-quorum_of(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID], size_t nl,
-    int used, const char *when)
-{
-	const char *last[SPIRT_XMEMBERS], *alive[SPIRT_XMEMBERS];
-	struct spirt_quorum q;
-	char who[400] = "";
-	size_t na = 0;
-	int rc;
-
-	for (size_t i = 0; i < nl; i++)
-		last[i] = ids[i];
-	if (!(used && x->self_out))
-		alive[na++] = x->self;
-	for (size_t i = 0; i < x->n; i++) {
-		const struct spirt_xpeer *p = &x->peers[i];
-
-		if (used ? p->state == SPIRT_XP_USED : p->state ==
-		    SPIRT_XP_NONE)
-			alive[na++] = p->id;
-	}
-	for (size_t i = 0; i < na; i++)
-		if (strlen(who) + strlen(alive[i]) + 2 < sizeof who)
-			snprintf(who + strlen(who), sizeof who - strlen(who),
-			    "%s%s", i ? "," : "", alive[i]);
-	memset(&q, 0, sizeof q);
-	q.last = last;
-	q.nlast = nl;
-	q.alive = alive;
-	q.nalive = na;
-	q.min_peers = x->min_peers;
-	rc = spirt_quorum_decide(&q);
-	x->reused = q.reused;
-	x->nlast = nl;
-	if (rc == SPIRT_EBUSY && q.minority)
-		return say(x, rc, "step %llu: a minority %s: %zu of the last "
-		    "round's %zu members (%s), and more than half are needed: "
-		    "this peer stops (run it again once the others are back)",
-		    ULL(x->step), when, q.in_last, nl, who);
-	if (rc == SPIRT_EBUSY)
-		return say(x, rc, "step %llu: %zu members %s (%s), --min-peers "
-		    "is %zu", ULL(x->step), na, when, who, x->min_peers);
-	return rc ? say(x, rc, "step %llu: the last round names a member "
-	    "twice", ULL(x->step)) : 0;
-}
-
-/*
- * Before the pulls: leave out the members this store's watcher does not
- * hold alive, check the quorum, and cut the round's deadline to the
- * stragglers' (about twice the last round's slowest member).
- */
-static int
-quorum_before(struct spirt_exchange *x, char (*ids)[SPIRT_QUORUM_ID],
-    size_t *nl)
-{
-	unsigned char host[SPIRT_BEAT_BOOT];
-	unsigned suspect = SPIRT_BEAT_SUSPECT * SPIRT_BEAT_MS;
-	double xms, age, t0 = spirt_xnow_ms();
-	int rc;
-
-	if ((rc = spirt_host_boot(host)))
-		return say(x, rc, "the host's boot id: %s", spirt_strerror(rc));
-	if ((rc = last_round(x, ids, nl, &xms)))
-		return rc;
-again:
-	for (size_t i = 0; i < x->n; i++) {
-		struct spirt_xpeer *p = &x->peers[i];
-		uint64_t join;
-		int st = spirt_xpeer_health(x->store, p->id, host, &age,
-		    &suspect, &join);
-
-		/* (one never seen may be starting: no sign of death, so it
-		 * is waited for as the live are) */
-		if (st == SPIRT_H_LIVE || st == SPIRT_H_SUSPECT ||
-		    st == SPIRT_H_UNKNOWN)
-			continue;
-		if (st != SPIRT_H_JOINING) {
-			spirt_xpeer_out(p, SPIRT_XP_LATE, SPIRT_ETIMEDOUT,
-			    "dead: no beat for %.1f s", age / 1e3);
-			continue;
-		}
-		/* one that catches up is a member from the step its beat
-		 * names: waited for then as the live are */
-		switch (spirt_quorum_joins(x->step, join, in_ids(ids, *nl,
-		    p->id))) {
-		case SPIRT_JOIN_IN:
-			break;
-		case SPIRT_JOIN_LATER:
-			if (join == SPIRT_NOSTEP)
-				spirt_xpeer_out(p, SPIRT_XP_LATE,
-				    SPIRT_ETIMEDOUT, "joining: it catches up");
-			else
-				spirt_xpeer_out(p, SPIRT_XP_LATE,
-				    SPIRT_ETIMEDOUT, "joining: it joins at "
-				    "step %llu", ULL(join));
-			break;
-		default:
-			spirt_xpeer_out(p, SPIRT_XP_LATE, SPIRT_ETIMEDOUT,
-			    "joining: the step it named, %llu, went by "
-			    "without it", ULL(join));
-			break;
-		}
-	}
-	/* a minority alive waits for the others a while (four times the
-	 * watcher's suspect threshold, at least 2 s, at most the deadline):
-	 * a member that restarts (its last beat said it stops) is back in a
-	 * moment, and two that each stopped on seeing the other gone, and
-	 * were each restarted, would else go on missing each other */
-	if ((rc = quorum_of(x, ids, *nl, 0, "alive")) == SPIRT_EBUSY &&
-	    spirt_xnow_ms() - t0 < (4.0 * suspect > 2000 ? 4.0 * suspect :
-	    2000) &&
-	    spirt_xnow_ms() - t0 < x->deadline_ms &&
-	    !(x->cancelled && x->cancelled())) {
-		spirt_xnap(50);
-		for (size_t i = 0; i < x->n; i++)
-			spirt_xpeer_reset(&x->peers[i]);
-		goto again;
-	}
-	if (rc)
-		return rc;
-	/* stragglers are cut then, once the round has its quorum; until
-	 * it has, the live are waited for up to the round's deadline.  A
-	 * peer that catches up (its own beat says so) cuts nobody: it
-	 * takes the step the others make, and waits for all of them */
-	x->last = spirt_xpeer_health(x->store, x->self, host, &age, NULL,
-	    NULL) == SPIRT_H_JOINING ? NULL : ids;
-	x->straggler_ms = spirt_quorum_deadline(xms, suspect,
-	    x->deadline_ms);
-	return 0;
-}
-
-/*
- * All or nothing: the step's members are those that every member says,
- * in its signed digest, it received: the intersection of {q} and what q
- * received, over this peer and every peer q used.  Every peer that sees
- * the same digests combines the same aggregates, so a peer one member
- * cut as a straggler, or one that joins late, is out of the step for all;
- * one whose own aggregate is out (self_out) combines the others' without
- * it, and its model stays theirs.
- */
-static void
-agree(struct spirt_exchange *x)
-{
-	int was[SPIRT_XMEMBERS];
-
-	for (size_t i = 0; i < x->n; i++)
-		was[i] = x->peers[i].state == SPIRT_XP_USED &&
-		    x->peers[i].has_digest;
-	for (size_t i = 0; i < x->n; i++) {
-		const struct spirt_xpeer *q = &x->peers[i];
-
-		if (!was[i])
-			continue;
-		if (spirt_digest_hash_of(&q->d, x->self) == NULL)
-			x->self_out = 1;
-		for (size_t j = 0; j < x->n; j++) {
-			struct spirt_xpeer *r = &x->peers[j];
-
-			if (j == i || r->state != SPIRT_XP_USED ||
-			    spirt_digest_hash_of(&q->d, r->id) != NULL)
-				continue;
-			spirt_xpeer_out(r, SPIRT_XP_LATE, SPIRT_ETIMEDOUT,
-			    "not received by %s: out of the step for every "
-			    "member", q->id);
-		}
-	}
-}
-
 /* follow(): what it pulled, into the store as the round's other pulls */
 struct fput {
 	struct spirt_exchange *x;
@@ -1143,6 +922,88 @@ follow_put(struct spirt_txn *t, void *arg)
 	return 0;
 }
 
+/* follow(): the members it did not use that a member it used says it
+ * received; how many */
+static size_t
+follow_wanted(const struct spirt_exchange *x, int *want)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < x->n; i++) {
+		const struct spirt_xpeer *q = &x->peers[i];
+
+		if (q->state != SPIRT_XP_USED || !q->has_digest)
+			continue;
+		for (size_t j = 0; j < x->n; j++) {
+			const struct spirt_xpeer *r = &x->peers[j];
+
+			if (r->state == SPIRT_XP_LATE && !want[j] &&
+			    spirt_digest_hash_of(&q->d, r->id) != NULL) {
+				want[j] = 1;
+				n++;
+			}
+		}
+	}
+	return n;
+}
+
+/* follow(): the aggregates pulled, each checked as in the round */
+static int
+follow_aggs(struct spirt_exchange *x, struct spirt_xpull *u,
+    const int *want, const struct spirt_tensor *mine)
+{
+	for (size_t i = 0; i < x->n; i++) {
+		struct spirt_xpeer *p = &x->peers[i];
+
+		if (!want[i])
+			continue;
+		if (u[i].rc)
+			return say(x, SPIRT_EBUSY, "step %llu: the members "
+			    "left this peer out, and combined %s's aggregate, "
+			    "which it does not have: xagg/%llu/%s: %s",
+			    ULL(x->step), p->id, ULL(x->step), p->id,
+			    u[i].why[0] ? u[i].why : spirt_strerror(u[i].rc));
+		p->ms = u[i].ms;
+		if (!took(x, p, &u[i], mine))
+			return say(x, SPIRT_EBUSY, "step %llu: the members "
+			    "left this peer out, and combined %s's aggregate, "
+			    "which it refuses: %s", ULL(x->step), p->id,
+			    p->why);
+		memcpy(p->hash, u[i].h, SPIRT_HASH_BYTES);
+	}
+	return 0;
+}
+
+/* follow(): the digests pulled, each checked as in the round */
+static int
+follow_digests(struct spirt_exchange *x, struct spirt_xpull *v,
+    const int *want)
+{
+	const void *b;
+	size_t len;
+
+	for (size_t i = 0; i < x->n; i++) {
+		struct spirt_xpeer *p = &x->peers[i];
+
+		if (!want[i])
+			continue;
+		if (v[i].rc || spirt_xrec_bytes(v[i].val, v[i].len, &b,
+		    &len) || spirt_digest_verify(&p->d, b, len, x->run, p->id,
+		    x->step, x->trust, spirt_crypto_now()) ||
+		    memcmp(p->d.agg, p->hash, SPIRT_HASH_BYTES))
+			return say(x, SPIRT_EBUSY, "step %llu: the members "
+			    "left this peer out, and combined %s's aggregate, "
+			    "whose digest it cannot have or check: "
+			    "digest/%llu/%s%s%s", ULL(x->step), p->id,
+			    ULL(x->step), p->id, v[i].rc ? ": " : "",
+			    v[i].rc ? (v[i].why[0] ? v[i].why :
+			    spirt_strerror(v[i].rc)) : "");
+		p->has_digest = 1;
+		p->state = SPIRT_XP_USED;
+	}
+	return 0;
+}
+
 /*
  * A peer that the members left out of the step (self_out) combines what
  * they combined: every member that a member it used says it received.
@@ -1161,28 +1022,12 @@ follow(struct spirt_exchange *x, size_t *n)
 	struct fput a = { x, NULL, NULL };
 	struct spirt_xlink l;
 	int *want, rc = 0;
-	const void *b;
-	size_t len;
 
-	*n = 0;
-	if ((want = calloc(x->n ? x->n : 1, sizeof *want)) == NULL)
+	if ((want = calloc(x->n ? x->n : 1, sizeof *want)) == NULL) {
+		*n = 0;
 		return ENOMEM;
-	for (size_t i = 0; i < x->n; i++) {
-		const struct spirt_xpeer *q = &x->peers[i];
-
-		if (q->state != SPIRT_XP_USED || !q->has_digest)
-			continue;
-		for (size_t j = 0; j < x->n; j++) {
-			const struct spirt_xpeer *r = &x->peers[j];
-
-			if (r->state == SPIRT_XP_LATE && !want[j] &&
-			    spirt_digest_hash_of(&q->d, r->id) != NULL) {
-				want[j] = 1;
-				(*n)++;
-			}
-		}
 	}
-	if (*n == 0)
+	if ((*n = follow_wanted(x, want)) == 0)
 		goto out;
 	if ((rc = own_header(x, &mine)))
 		goto out;
@@ -1195,62 +1040,14 @@ follow(struct spirt_exchange *x, size_t *n)
 	for (size_t i = 0; i < x->n; i++)
 		if (want[i])
 			spirt_xpeer_reset(&x->peers[i]);
-	if ((rc = spirt_xpull_aggs(&l, u, want)))
+	if ((rc = spirt_xpull_aggs(&l, u, want)) ||
+	    (rc = follow_aggs(x, u, want, &mine)) ||
+	    (rc = spirt_xpull_all(&l, v, spirt_key_digest, NULL, want)) ||
+	    (rc = follow_digests(x, v, want)))
 		goto out;
-	for (size_t i = 0; i < x->n && rc == 0; i++) {
-		struct spirt_xpeer *p = &x->peers[i];
-
-		if (!want[i])
-			continue;
-		if (u[i].rc) {
-			rc = say(x, SPIRT_EBUSY, "step %llu: the members left "
-			    "this peer out, and combined %s's aggregate, which "
-			    "it does not have: xagg/%llu/%s: %s", ULL(x->step),
-			    p->id, ULL(x->step), p->id, u[i].why[0] ? u[i].why :
-			    spirt_strerror(u[i].rc));
-			break;
-		}
-		p->agg = u[i].val;
-		p->agglen = u[i].len;
-		u[i].val = NULL;
-		p->ms = u[i].ms;
-		if (!agg_ok(x, p, &mine)) {
-			rc = say(x, SPIRT_EBUSY, "step %llu: the members left "
-			    "this peer out, and combined %s's aggregate, "
-			    "which it refuses: %s", ULL(x->step), p->id,
-			    p->why);
-			break;
-		}
-		memcpy(p->hash, u[i].h, SPIRT_HASH_BYTES);
-	}
-	if (rc == 0)
-		rc = spirt_xpull_all(&l, v, spirt_key_digest, NULL, want);
-	for (size_t i = 0; i < x->n && rc == 0; i++) {
-		struct spirt_xpeer *p = &x->peers[i];
-
-		if (!want[i])
-			continue;
-		if (v[i].rc || spirt_xrec_bytes(v[i].val, v[i].len, &b, &len) ||
-		    spirt_digest_verify(&p->d, b, len, x->run, p->id, x->step,
-		    x->trust, spirt_crypto_now()) ||
-		    memcmp(p->d.agg, p->hash, SPIRT_HASH_BYTES)) {
-			rc = say(x, SPIRT_EBUSY, "step %llu: the members left "
-			    "this peer out, and combined %s's aggregate, whose "
-			    "digest it cannot have or check: digest/%llu/%s%s%s",
-			    ULL(x->step), p->id, ULL(x->step), p->id,
-			    v[i].rc ? ": " : "", v[i].rc ? (v[i].why[0] ?
-			    v[i].why : spirt_strerror(v[i].rc)) : "");
-			break;
-		}
-		p->has_digest = 1;
-		p->state = SPIRT_XP_USED;
-	}
-	if (rc == 0) {
-		a.want = want;
-		a.dg = v;
-		rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE,
-		    follow_put, &a);
-	}
+	a.want = want;
+	a.dg = v;
+	rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE, follow_put, &a);
 out:
 	for (size_t i = 0; i < x->n; i++) {
 		if (u)
@@ -1330,15 +1127,98 @@ round_reset(struct spirt_exchange *x)
 	}
 }
 
+/* the quorum before the pulls (lib/xquorum.h): those not alive out, the
+ * stragglers cut once the round has its quorum (x->last) */
+static int
+quorum_before(struct spirt_exchange *x, struct spirt_xquorum *q)
+{
+	int rc;
+
+	q->store = x->store;
+	q->self = x->self;
+	q->step = x->step;
+	q->peers = x->peers;
+	q->n = x->n;
+	q->min_peers = x->min_peers;
+	q->deadline_ms = x->deadline_ms;
+	q->cancelled = x->cancelled;
+	q->reused = x->reused;
+	memcpy(q->msg, x->msg, sizeof q->msg);
+	rc = spirt_xquorum_before(q);
+	x->reused = q->reused;
+	x->nlast = q->nlast;
+	memcpy(x->msg, q->msg, sizeof x->msg);
+	if (rc)
+		return rc;
+	x->last = q->cut ? q->ids : NULL;
+	x->straggler_ms = q->straggler_ms;
+	/* (the members waited for: their decisions count) */
+	for (size_t i = 0; i < x->n; i++)
+		x->peers[i].asked = x->peers[i].state == SPIRT_XP_NONE;
+	return 0;
+}
+
+/* with beats: all or nothing, and more than half of the last round's
+ * members delivered */
+static int
+all_or_nothing(struct spirt_exchange *x, struct spirt_xquorum *q)
+{
+	size_t nf = 0;
+	int rc = 0;
+
+	spirt_xquorum_agree(x->peers, x->n, x->self, &x->self_out);
+	/* out of the step: what the members combined, all of it */
+	if (x->self_out && (rc = follow(x, &nf)) == 0 && nf) {
+		if (x->p.rule != SPIRT_AGG_SCCLIP)
+			rc = models(x);
+		spirt_xquorum_agree(x->peers, x->n, x->self, &x->self_out);
+	}
+	if (rc)
+		return rc;
+	memcpy(q->msg, x->msg, sizeof q->msg);
+	rc = spirt_xquorum_delivered(q, x->self_out);
+	x->reused = q->reused;
+	memcpy(x->msg, q->msg, sizeof x->msg);
+	return rc;
+}
+
+/* the aggregates, this peer's digest and the others' (a rerun: what its
+ * digest names), each checked */
+static int
+pull_and_check(struct spirt_exchange *x, const void *dg, size_t dglen)
+{
+	struct spirt_xpull *u;
+	int *want, rc;
+
+	u = calloc(x->n ? x->n : 1, sizeof *u);
+	want = calloc(x->n ? x->n : 1, sizeof *want);
+	if (u == NULL || want == NULL) {
+		rc = ENOMEM;
+	} else {
+		rc = dg ? reload_hashed(x, dg, dglen, u, want) :
+		    phase1(x, u, want);
+		if (rc == 0)
+			rc = phase2(x, u, want);
+	}
+	for (size_t i = 0; u && i < x->n; i++)
+		free(u[i].val);
+	free(u);
+	free(want);
+	if (rc)
+		return rc;
+	crosscheck(x);
+	/* under scclip each peer's model is its own (exchange.h) */
+	return x->p.rule != SPIRT_AGG_SCCLIP ? models(x) : 0;
+}
+
 int
 spirt_exchange_run(struct spirt_exchange *x)
 {
 	struct pub a = { x, 0, NULL, 0 };
-	struct spirt_xpull *u;
+	struct spirt_xquorum *q = NULL;
 	void *dg = NULL;
-	char (*ids)[SPIRT_QUORUM_ID] = NULL;
-	size_t dglen = 0, nl = 0;
-	int *want, rc;
+	size_t dglen = 0;
+	int rc;
 	double t0 = spirt_xnow_ms();
 
 	x->msg[0] = '\0';
@@ -1363,52 +1243,15 @@ spirt_exchange_run(struct spirt_exchange *x)
 	}
 	if ((rc = spirt_store_write(x->store, publish, &a)))
 		goto out;
-	if ((ids = calloc(SPIRT_XMEMBERS, sizeof *ids)) == NULL) {
+	if ((q = calloc(1, sizeof *q)) == NULL) {
 		rc = ENOMEM;
 		goto out;
 	}
-	if (x->beats && !dg) {
-		if ((rc = quorum_before(x, ids, &nl)))
-			goto out;
-		/* (the members waited for: their decisions count) */
-		for (size_t i = 0; i < x->n; i++)
-			x->peers[i].asked = x->peers[i].state == SPIRT_XP_NONE;
-	}
-	u = calloc(x->n ? x->n : 1, sizeof *u);
-	want = calloc(x->n ? x->n : 1, sizeof *want);
-	if (u == NULL || want == NULL) {
-		rc = ENOMEM;
-	} else {
-		rc = dg ? reload_hashed(x, dg, dglen, u, want) :
-		    phase1(x, u, want);
-		if (rc == 0)
-			rc = phase2(x, u, want);
-	}
-	for (size_t i = 0; u && i < x->n; i++)
-		free(u[i].val);
-	free(u);
-	free(want);
-	if (rc == 0) {
-		crosscheck(x);
-		/* under scclip each peer's model is its own (exchange.h) */
-		if (x->p.rule != SPIRT_AGG_SCCLIP)
-			rc = models(x);
-	}
-	/* with beats: all or nothing, and more than half of the last
-	 * round's members delivered */
-	if (rc == 0 && x->beats && !dg) {
-		size_t nf = 0;
-
-		agree(x);
-		/* out of the step: what the members combined, all of it */
-		if (x->self_out && (rc = follow(x, &nf)) == 0 && nf) {
-			if (x->p.rule != SPIRT_AGG_SCCLIP)
-				rc = models(x);
-			agree(x);
-		}
-		if (rc == 0)
-			rc = quorum_of(x, ids, nl, 1, "delivered");
-	}
+	if (x->beats && !dg && (rc = quorum_before(x, q)))
+		goto out;
+	rc = pull_and_check(x, dg, dglen);
+	if (rc == 0 && x->beats && !dg)
+		rc = all_or_nothing(x, q);
 	if (rc == 0)
 		rc = combine(x, dg == NULL);
 	/* under scclip each peer's combination is its own */
@@ -1416,7 +1259,7 @@ spirt_exchange_run(struct spirt_exchange *x)
 		rc = confirm(x);
 out:
 	x->last = NULL;
-	free(ids);
+	free(q);
 	free(dg);
 	x->ms = spirt_xnow_ms() - t0;
 	return rc;

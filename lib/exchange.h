@@ -54,6 +54,12 @@
  *
  * The library never prints: each peer's fate is in its state and why, a
  * proof of equivocation in proof, a failure of the round in msg.
+ *
+ * The round (lib/exchange.c: publish, record, check, combine) stands on
+ * its rooms, each below the one that uses it: lib/xnet.h (how a peer is
+ * reached), xpeer.h (the peers file, each one's fate), xpull.h (pulls,
+ * their deadlines, the watcher), xrec.h (the records), xquorum.h (the
+ * quorum, with beats) and xdecide.h (the decision, with beats).
  */
 
 struct spirt_exchange {

@@ -345,6 +345,38 @@ key_gagg_round(char *buf, size_t cap, uint64_t step, const char *id)
 	return spirt_key_gagg_round(buf, cap, step);
 }
 
+/* adopt(): peer i's set (ids, nids of them) and decision d become this
+ * member's: who is in, who is out */
+static void
+adopt_set(struct spirt_xdecide *dc, size_t i, const struct dec *d,
+    char (*ids)[SPIRT_QUORUM_ID], size_t nids)
+{
+	dc->self_out = 1;
+	for (size_t k = 0; k < nids; k++)
+		if (strcmp(ids[k], dc->self) == 0)
+			dc->self_out = 0;
+	dc->used = nids;
+	for (size_t j = 0; j < dc->l.n; j++) {
+		struct spirt_xpeer *p = &dc->l.peers[j];
+		int in = 0;
+
+		for (size_t k = 0; k < nids; k++)
+			in |= strcmp(ids[k], p->id) == 0;
+		if (in) {
+			p->state = SPIRT_XP_USED;
+			p->why[0] = '\0';
+		} else if (p->state == SPIRT_XP_USED || p->state ==
+		    SPIRT_XP_NONE) {
+			spirt_xpeer_out(p, SPIRT_XP_LATE, SPIRT_ETIMEDOUT,
+			    "not in the step as more than half of the members "
+			    "decided it (adopted from %s)", dc->l.peers[i].id);
+		}
+		p->ms = 0;
+	}
+	memcpy(dc->gagghash, d->hash, SPIRT_HASH_BYTES);
+	snprintf(dc->adopted, sizeof dc->adopted, "%s", dc->l.peers[i].id);
+}
+
 /* take peer i's decision: its gagg/<t> (its hash checked), its
  * excluded list, and its set, as this member's, with the state given
  * (one transaction: an adopted decision is never without it); *soft:
@@ -398,31 +430,7 @@ adopt(struct spirt_xdecide *dc, size_t i, const struct dec *d,
 		a.excl = e.val;
 		a.excllen = e.len;
 	}
-	/* its set becomes this member's: who is in, who is out */
-	dc->self_out = 1;
-	for (size_t k = 0; k < nids; k++)
-		if (strcmp(ids[k], dc->self) == 0)
-			dc->self_out = 0;
-	dc->used = nids;
-	for (size_t j = 0; j < dc->l.n; j++) {
-		struct spirt_xpeer *p = &dc->l.peers[j];
-		int in = 0;
-
-		for (size_t k = 0; k < nids; k++)
-			in |= strcmp(ids[k], p->id) == 0;
-		if (in) {
-			p->state = SPIRT_XP_USED;
-			p->why[0] = '\0';
-		} else if (p->state == SPIRT_XP_USED || p->state ==
-		    SPIRT_XP_NONE) {
-			spirt_xpeer_out(p, SPIRT_XP_LATE, SPIRT_ETIMEDOUT,
-			    "not in the step as more than half of the members "
-			    "decided it (adopted from %s)", dc->l.peers[i].id);
-		}
-		p->ms = 0;
-	}
-	memcpy(dc->gagghash, d->hash, SPIRT_HASH_BYTES);
-	snprintf(dc->adopted, sizeof dc->adopted, "%s", dc->l.peers[i].id);
+	adopt_set(dc, i, d, ids, nids);
 	a.agg = u.val;
 	a.agglen = u.len;
 	if ((a.round = round_text(dc, &a.roundlen)) == NULL)
@@ -535,8 +543,8 @@ take(struct cfm *c, const char *state, int *soft)
 	return adopt(c->dc, (size_t)c->pick, &c->d[c->pick], state, soft);
 }
 
-/* what confirm does after a look: look again at once, after a nap, or
- * end (the step applied, or no decision yet), or fail */
+/* what spirt_xdecide_run does after a look: look again at once, or
+ * after a nap, or end (the step applied, or no decision yet), or fail */
 enum { GO_AGAIN, GO_LATER, GO_END, GO_FAIL };
 
 /* the members this round waited for; in a round run again, those its

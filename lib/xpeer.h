@@ -28,7 +28,7 @@ struct spirt_xpeer {
 	char id[SPIRT_ID_MAX + 1];
 	char url[512];
 	const struct spirt_xnet *net;
-	/* kept across phases and rounds, closed by spirt_exchange_free */
+	/* kept across phases and rounds, closed by spirt_xpeers_free */
 	void *h;                /* net's handle, opened at the first pull */
 	int nowait;             /* its waits came back at once: ask again
 				 * after naps (this round) */

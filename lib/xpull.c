@@ -90,86 +90,133 @@ dropped(const struct spirt_xpull *u)
 	return 0;
 }
 
+/* the pull is over before its answer: given up (its peer declared dead,
+ * or cut as a straggler), or the round stopped; says why */
+static int
+pull_stopped(struct spirt_xpull *u)
+{
+	if (atomic_load(&u->cancel)) {
+		u->rc = SPIRT_ETIMEDOUT;
+		if (atomic_load(&u->cancel) == 1)
+			snprintf(u->why, sizeof u->why, "given up: declared "
+			    "dead while the round waited for it");
+		else
+			snprintf(u->why, sizeof u->why, "a straggler: no "
+			    "answer in %u ms (about twice the last round's "
+			    "time), and the round had its quorum without it",
+			    u->l->cut.ms);
+		return 1;
+	}
+	if (u->l->cancelled && u->l->cancelled()) {
+		u->rc = EINTR;
+		snprintf(u->why, sizeof u->why, "stopped");
+		return 1;
+	}
+	return 0;
+}
+
+/* the peer's handle (its session) is kept for every later pull */
+static int
+pull_open(struct spirt_xpull *u, double left)
+{
+	struct spirt_xpeer *p = u->p;
+	const struct spirt_xnet *net = p->net;
+	int rc;
+
+	rc = net->open(&p->h, u->url, net->arg, bound(left, 0,
+	    u->l->timeout_ms));
+	if (rc)
+		p->h = NULL;
+	else if (net->cancel && u->l->cancelled)
+		net->cancel(p->h, u->l->cancelled);
+	if (rc == 0 && net->giveup)
+		net->giveup(p->h, pull_aborted, u);
+	return rc;
+}
+
+/* ask once: waited for on the other side, to the deadline (less a
+ * margin for the answer to come); the whole request bounded by what is
+ * left */
+static int
+pull_ask(struct spirt_xpull *u, double left)
+{
+	struct spirt_xpeer *p = u->p;
+	const struct spirt_xnet *net = p->net;
+	double asked;
+	unsigned wait;
+	int rc;
+
+	wait = net->wait && !p->nowait && left > 20 ?
+	    (unsigned)(left - (left > 400 ? 200 : left / 2)) : 0;
+	if (wait > SPIRT_WAIT_MAX_MS)
+		wait = SPIRT_WAIT_MAX_MS;       /* again after */
+	/* (beats: back often enough to give up on a peer declared dead,
+	 * or cut as a straggler) */
+	if (u->l->beats && wait > 250)
+		wait = 250;
+	if (net->timeout)
+		net->timeout(p->h, bound(left, wait, u->l->timeout_ms));
+	if (net->giveup)
+		net->giveup(p->h, pull_aborted, u);
+	asked = spirt_xnow_ms();
+	rc = wait ? net->wait(p->h, u->l->step, u->key, wait, &u->val,
+	    &u->len) : net->get(p->h, u->l->step, u->key, &u->val, &u->len);
+	/* a server that does not wait answers at once: ask it again after
+	 * a nap, as before */
+	if (wait && rc == SPIRT_ENOTFOUND && wait > 100 &&
+	    spirt_xnow_ms() - asked < wait / 2.0)
+		p->nowait = 1;
+	return rc;
+}
+
+/* the pull is over: its time, its value hashed (here, each pull's in
+ * its own thread, at once: not one after another once the last has
+ * come), and its watcher told */
+static void
+pull_done(struct spirt_xpull *u, double t0)
+{
+	struct spirt_xpeer *p = u->p;
+
+	/* (the handle outlives this pull: it asks it no more) */
+	if (p->h && p->net->giveup)
+		p->net->giveup(p->h, NULL, NULL);
+	u->ms = spirt_xnow_ms() - t0;
+	if (u->rc == 0 && u->hash)
+		spirt_hash(u->h, u->val, u->len);
+	atomic_store(&u->finished, 1);
+	if (u->wake) {
+		pthread_mutex_lock(&u->wake->m);
+		u->wake->n++;
+		pthread_cond_signal(&u->wake->c);
+		pthread_mutex_unlock(&u->wake->m);
+	}
+}
+
+/* one pull, asked again while its key is not there yet, to its end */
 static void *
 pull_main(void *arg)
 {
 	struct spirt_xpull *u = arg;
 	struct spirt_xpeer *p = u->p;
 	const struct spirt_xnet *net = p->net;
-	double t0 = spirt_xnow_ms(), nap_ms = 2, left, asked;
-	unsigned wait;
+	double t0 = spirt_xnow_ms(), nap_ms = 2, left;
 	int rc;
 
 	u->rc = SPIRT_ENOTFOUND;
 	for (;;) {
 		left = u->end - spirt_xnow_ms();
-		if (left <= 0)
+		if (left <= 0 || pull_stopped(u))
 			break;
-		if (atomic_load(&u->cancel)) {
-			u->rc = SPIRT_ETIMEDOUT;
-			if (atomic_load(&u->cancel) == 1)
-				snprintf(u->why, sizeof u->why, "given up: "
-				    "declared dead while the round waited for "
-				    "it");
-			else
-				snprintf(u->why, sizeof u->why, "a straggler: "
-				    "no answer in %u ms (about twice the last "
-				    "round's time), and the round had its "
-				    "quorum without it", u->l->cut.ms);
-			break;
-		}
-		if (u->l->cancelled && u->l->cancelled()) {
-			u->rc = EINTR;
-			snprintf(u->why, sizeof u->why, "stopped");
-			break;
-		}
 		if (dropped(u)) {
 			/* (lost on the way: asked again, never answered) */
 			spirt_xnap(left < 20 ? left : 20);
 			continue;
 		}
 		if (p->h == NULL) {
-			/* the peer's handle (its session) is kept for every
-			 * later pull */
-			rc = net->open(&p->h, u->url, net->arg,
-			    bound(left, 0, u->l->timeout_ms));
-			if (rc)
-				p->h = NULL;
-			else if (net->cancel && u->l->cancelled)
-				net->cancel(p->h, u->l->cancelled);
-			if (rc == 0 && net->giveup)
-				net->giveup(p->h, pull_aborted, u);
-		} else {
-			/* waited for on the other side, to the deadline
-			 * (less a margin for the answer to come); the
-			 * whole request bounded by what is left */
-			wait = net->wait && !p->nowait && left > 20 ?
-			    (unsigned)(left - (left > 400 ? 200 : left / 2)) :
-			    0;
-			if (wait > SPIRT_WAIT_MAX_MS)
-				wait = SPIRT_WAIT_MAX_MS;       /* again after */
-			/* (beats: back often enough to give up on a peer
-			 * declared dead, or cut as a straggler) */
-			if (u->l->beats && wait > 250)
-				wait = 250;
-			if (net->timeout)
-				net->timeout(p->h, bound(left, wait,
-				    u->l->timeout_ms));
-			if (net->giveup)
-				net->giveup(p->h, pull_aborted, u);
-			asked = spirt_xnow_ms();
-			rc = wait ? net->wait(p->h, u->l->step, u->key, wait,
-			    &u->val, &u->len) : net->get(p->h, u->l->step,
-			    u->key, &u->val, &u->len);
-			if (rc == 0) {
-				u->rc = 0;
-				break;
-			}
-			/* a server that does not wait answers at once:
-			 * ask it again after a nap, as before */
-			if (wait && rc == SPIRT_ENOTFOUND && wait > 100 &&
-			    spirt_xnow_ms() - asked < wait / 2.0)
-				p->nowait = 1;
+			rc = pull_open(u, left);
+		} else if ((rc = pull_ask(u, left)) == 0) {
+			u->rc = 0;
+			break;
 		}
 		if (rc && atomic_load(&u->cancel))
 			continue;       /* given up under way: said above */
@@ -191,21 +238,7 @@ pull_main(void *arg)
 		if (nap_ms < 50)
 			nap_ms *= 2;
 	}
-	/* (the handle outlives this pull: it asks it no more) */
-	if (p->h && net->giveup)
-		net->giveup(p->h, NULL, NULL);
-	u->ms = spirt_xnow_ms() - t0;
-	/* (here, each pull's in its own thread, at once: not one after
-	 * another once the last has come) */
-	if (u->rc == 0 && u->hash)
-		spirt_hash(u->h, u->val, u->len);
-	atomic_store(&u->finished, 1);
-	if (u->wake) {
-		pthread_mutex_lock(&u->wake->m);
-		u->wake->n++;
-		pthread_cond_signal(&u->wake->c);
-		pthread_mutex_unlock(&u->wake->m);
-	}
+	pull_done(u, t0);
 	return NULL;
 }
 

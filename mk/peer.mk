@@ -5,10 +5,10 @@
 # (lib/faas_lambda.o) first needs it, so a cold start does not load it and
 # the thirty libraries it pulls in.  spirt-peer links libmicrohttpd.
 PEER_LIBHDR = lib/ossl.h lib/imb.h lib/vhash.h lib/crypto.h lib/remote.h lib/peersrv.h lib/backend.h \
-	lib/digest.h lib/xnet.h lib/xpeer.h lib/xpull.h lib/xrec.h lib/xdecide.h \
+	lib/digest.h lib/xnet.h lib/xpeer.h lib/xpull.h lib/xrec.h lib/xquorum.h lib/xdecide.h \
 	lib/exchange.h lib/curldl.h
 PEER_LIBOBJ = lib/ossl.o lib/imb.o lib/vhash.o lib/crypto.o lib/remote.o lib/store_http.o lib/peersrv.o \
-	lib/digest.o lib/xnet.o lib/xpeer.o lib/xpull.o lib/xrec.o lib/xdecide.o \
+	lib/digest.o lib/xnet.o lib/xpeer.o lib/xpull.o lib/xrec.o lib/xquorum.o lib/xdecide.o \
 	lib/exchange.o lib/curldl.o
 PEER_BIN = spirt-peer
 PEER_MAN1 = man/spirt-peer.1
