@@ -758,8 +758,10 @@ static char *
 round_text(const struct spirt_exchange *x, size_t *len)
 {
 	struct spirt_xrec r = {
-		x->step, spirt_agg_rule_name(x->p.rule), x->self, x->self_out,
-		x->peers, x->n, x->beats, x->reused, x->adopted, x->gagghash
+		.step = x->step, .rule = spirt_agg_rule_name(x->p.rule),
+		.self = x->self, .self_out = x->self_out, .peers = x->peers,
+		.n = x->n, .beats = x->beats, .reused = x->reused,
+		.adopted = x->adopted, .gagghash = x->gagghash
 	};
 
 	return spirt_xrec_round(&r, len);
@@ -800,6 +802,45 @@ byid(const void *a, const void *b)
 	return strcmp(*(char *const *)a + 64, *(char *const *)b + 64);
 }
 
+/* combine(): the keys of the aggregates combined, in peer id order (each
+ * key buffer: the key at 0, the peer id at 64, to sort), and the others'
+ * values from memory, where they came (none stored without keep_pulls);
+ * this peer's is read from the store */
+static int
+combine_keys(const struct spirt_exchange *x, struct comb *c)
+{
+	for (size_t i = 0, k = 0; i <= x->n; i++) {
+		const char *id = i == x->n ? x->self : x->peers[i].id;
+		int rc;
+
+		if (i < x->n && x->peers[i].state != SPIRT_XP_USED)
+			continue;
+		if (i == x->n && x->self_out)
+			continue;
+		if ((c->keys[k] = malloc(64 + SPIRT_ID_MAX + 1)) == NULL)
+			return ENOMEM;
+		if ((rc = spirt_key_xagg(c->keys[k], 64, x->step, id))) {
+			free(c->keys[k]);
+			return rc;
+		}
+		snprintf(c->keys[k] + 64, SPIRT_ID_MAX + 1, "%s", id);
+		c->nkeys = ++k;
+	}
+	qsort(c->keys, c->nkeys, sizeof *c->keys, byid);
+	for (size_t k = 0; k < c->nkeys; k++)
+		for (size_t i = 0; i < x->n; i++) {
+			const struct spirt_xpeer *p = &x->peers[i];
+
+			if (p->state == SPIRT_XP_USED && p->agg &&
+			    strcmp(p->id, c->keys[k] + 64) == 0) {
+				c->vals[k].v = p->agg;
+				c->vals[k].len = p->agglen;
+				break;
+			}
+		}
+	return 0;
+}
+
 /* the combination of the round into gagg/<t>.  checked: the inputs'
  * checksums were checked this round already (publish checked ours;
  * agg_ok each pulled one, in memory, before record stored it), so
@@ -820,7 +861,6 @@ combine(struct spirt_exchange *x, int checked)
 		return say(x, SPIRT_EBUSY, "step %llu: %zu of %zu members' "
 		    "aggregates, --min-peers is %zu", ULL(x->step), m, x->n + 1,
 		    x->min_peers);
-	/* each key buffer: the key at 0, the peer id at 64 (to sort) */
 	if ((c.keys = calloc(m, sizeof *c.keys)) == NULL ||
 	    (c.vals = calloc(m, sizeof *c.vals)) == NULL ||
 	    (c.s = malloc(sizeof *c.s)) == NULL) {
@@ -828,41 +868,8 @@ combine(struct spirt_exchange *x, int checked)
 		free(c.vals);
 		return ENOMEM;
 	}
-	rc = 0;
-	for (size_t i = 0, k = 0; i <= x->n; i++) {
-		const char *id = i == x->n ? x->self : x->peers[i].id;
-
-		if (i < x->n && x->peers[i].state != SPIRT_XP_USED)
-			continue;
-		if (i == x->n && x->self_out)
-			continue;
-		if ((c.keys[k] = malloc(64 + SPIRT_ID_MAX + 1)) == NULL) {
-			rc = ENOMEM;
-			break;
-		}
-		if ((rc = spirt_key_xagg(c.keys[k], 64, x->step, id))) {
-			free(c.keys[k]);
-			break;
-		}
-		snprintf(c.keys[k] + 64, SPIRT_ID_MAX + 1, "%s", id);
-		c.nkeys = ++k;
-	}
-	if (rc == 0) {
-		qsort(c.keys, c.nkeys, sizeof *c.keys, byid);
-		/* the others' aggregates from memory, where they came (none
-		 * stored without keep_pulls); this peer's from the store */
-		for (size_t k = 0; k < c.nkeys; k++)
-			for (size_t i = 0; i < x->n; i++) {
-				const struct spirt_xpeer *p = &x->peers[i];
-
-				if (p->state == SPIRT_XP_USED && p->agg &&
-				    strcmp(p->id, c.keys[k] + 64) == 0) {
-					c.vals[k].v = p->agg;
-					c.vals[k].len = p->agglen;
-					break;
-				}
-			}
-		spirt_aggset_init(c.s);
+	spirt_aggset_init(c.s);
+	if ((rc = combine_keys(x, &c)) == 0) {
 		c.s->vals = c.vals;
 		c.s->p = x->p;
 		c.s->step = x->step;
@@ -879,8 +886,7 @@ combine(struct spirt_exchange *x, int checked)
 	if (rc == 0 && (rc = spirt_store_write(x->store, combine_txn, &c)) &&
 	    c.s->msg[0])
 		say(x, rc, "%s", c.s->msg);
-	if (c.s)
-		spirt_aggset_reset(c.s);
+	spirt_aggset_reset(c.s);
 	for (size_t k = 0; k < c.nkeys; k++)
 		free(c.keys[k]);
 	free(c.keys);

@@ -102,7 +102,8 @@ struct spirt_exchange {
 	int (*cancelled)(void);
 	/* optional, for tests: "KEY@ID ..." (KEY with the step in it): a
 	 * pull of KEY from peer ID is never answered, as if the link lost
-	 * it, until the peer is declared dead or the deadline */
+	 * it, until the peer is declared dead or the deadline (handed to
+	 * the pulls' link only, lib/xpull.h) */
 	const char *drop;
 	size_t n;
 	struct spirt_xpeer *peers;      /* n, owned (spirt_exchange_free) */

@@ -23,8 +23,10 @@ static char *
 round_text(const struct spirt_xdecide *dc, size_t *len)
 {
 	struct spirt_xrec r = {
-		dc->l.step, dc->rule, dc->self, dc->self_out, dc->l.peers,
-		dc->l.n, 1, dc->reused, dc->adopted, dc->gagghash
+		.step = dc->l.step, .rule = dc->rule, .self = dc->self,
+		.self_out = dc->self_out, .peers = dc->l.peers, .n = dc->l.n,
+		.beats = 1, .reused = dc->reused, .adopted = dc->adopted,
+		.gagghash = dc->gagghash
 	};
 
 	return spirt_xrec_round(&r, len);
