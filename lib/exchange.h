@@ -11,6 +11,8 @@
 #include "remote.h"
 #include "spirt.h"
 #include "store.h"
+#include "xnet.h"
+#include "xpeer.h"
 
 /*
  * The exchange of step t (spirt-peer(1), "exchange"), on the peer that
@@ -52,80 +54,13 @@
  *
  * The library never prints: each peer's fate is in its state and why, a
  * proof of equivocation in proof, a failure of the round in msg.
+ *
+ * The round (lib/exchange.c: publish, record, check, combine) stands on
+ * its rooms, each below the one that uses it: lib/xnet.h (how a peer is
+ * reached), xpeer.h (the peers file, each one's fate), xpull.h (pulls,
+ * their deadlines, the watcher), xrec.h (the records), xquorum.h (the
+ * quorum, with beats) and xdecide.h (the decision, with beats).
  */
-
-/* How a peer is reached; spirt_xnet_store reads a store path. */
-struct spirt_xnet {
-	/* a handle for url, each request bounded by timeout_ms */
-	int (*open)(void **h, const char *url, void *arg, unsigned timeout_ms);
-	/* value of key (for step) in *val, malloc'd, or a code */
-	int (*get)(void *h, uint64_t step, const char *key, void **val,
-	    size_t *len);
-	void (*close)(void *h);
-	/* the last failure in words, or "" */
-	const char *(*msg)(void *h);
-	void *arg;
-	/* optional: bound each request from now on by timeout_ms (the
-	 * round's deadline comes nearer) */
-	void (*timeout)(void *h, unsigned timeout_ms);
-	/* optional: as get, but a key not there yet is waited for, up to
-	 * wait_ms (SPIRT_ENOTFOUND once over); without it, pulls ask again
-	 * after 2 to 50 ms */
-	int (*wait)(void *h, uint64_t step, const char *key, unsigned wait_ms,
-	    void **val, size_t *len);
-	/* optional: stop a request under way once cancelled() says so */
-	void (*cancel)(void *h, int (*cancelled)(void));
-	/* optional: the same, once given_up(arg) says so (NULL: none); a
-	 * pull gives its peer up so, in the middle of a transfer */
-	void (*giveup)(void *h, int (*given_up)(void *), void *arg);
-};
-
-/* A store path as the URL (peers on one machine; tests); a pull waits
- * for a key with inotify on the store's directories. */
-extern const struct spirt_xnet spirt_xnet_store;
-
-/*
- * A peer's URL, http://[ID@]host:port (lib/remote.h): a handle is one
- * client session of its own, kept for every pull from that peer (one
- * handshake per peer, not per request); a pull waits on the server for
- * a key that is not there yet.  c (our key, id, run, token and whom we
- * trust) must outlive every handle.
- */
-void spirt_xnet_http(struct spirt_xnet *net, const struct spirt_cred *c)
-    SPIRT_NONNULL(1, 2);
-
-enum spirt_xstate {
-	SPIRT_XP_NONE = 0,
-	SPIRT_XP_USED,          /* its aggregate is in gagg/<t> */
-	SPIRT_XP_LATE,          /* no answer before the deadline */
-	SPIRT_XP_REFUSED,       /* answered, but wrongly (rc, why) */
-	SPIRT_XP_EQUIV,         /* equivocated: proof holds the proof */
-	SPIRT_XP_MODEL          /* its model@t differs from the majority */
-};
-
-struct spirt_xpeer {
-	/* in */
-	char id[SPIRT_ID_MAX + 1];
-	char url[512];
-	const struct spirt_xnet *net;
-	/* kept across phases and rounds, closed by spirt_exchange_free */
-	void *h;                /* net's handle, opened at the first pull */
-	int nowait;             /* its waits came back at once: ask again
-				 * after naps (this round) */
-	/* out (each round's; spirt_exchange_run clears them first) */
-	int state;              /* enum spirt_xstate */
-	int rc;                 /* the failure's code */
-	char why[320];
-	double ms;              /* time to its aggregate */
-	unsigned char *agg;     /* the value xagg/<t>/<id> as received */
-	size_t agglen;
-	unsigned char hash[SPIRT_HASH_BYTES];   /* of agg */
-	int has_digest;
-	struct spirt_digest d;
-	char *proof;            /* malloc'd text of two digests, or NULL */
-	int asked;              /* beats: waited for in this round, its
-				 * decision counted (-1: by its beats) */
-};
 
 struct spirt_exchange {
 	/* in */
@@ -167,7 +102,8 @@ struct spirt_exchange {
 	int (*cancelled)(void);
 	/* optional, for tests: "KEY@ID ..." (KEY with the step in it): a
 	 * pull of KEY from peer ID is never answered, as if the link lost
-	 * it, until the peer is declared dead or the deadline */
+	 * it, until the peer is declared dead or the deadline (handed to
+	 * the pulls' link only, lib/xpull.h) */
 	const char *drop;
 	size_t n;
 	struct spirt_xpeer *peers;      /* n, owned (spirt_exchange_free) */
@@ -226,8 +162,5 @@ SPIRT_MUST_CHECK int spirt_peers_parse(struct spirt_exchange *x,
  */
 SPIRT_MUST_CHECK int spirt_exchange_run(struct spirt_exchange *x)
     SPIRT_NONNULL(1);
-
-/* "used", "late", "refused", "equivocated", "model differs" */
-const char *spirt_xstate_name(int state);
 
 #endif

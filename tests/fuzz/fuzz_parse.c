@@ -1,5 +1,5 @@
 /* fuzz_parse.c - the option and variable parsers (lib/parse.c) and the
- * peers file (lib/exchange.c spirt_peers_parse) */
+ * peers file (spirt_peers_parse, lib/exchange.h; lib/xpeer.c) */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
