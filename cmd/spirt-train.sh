@@ -106,7 +106,7 @@ rule=mean batch=32 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
 every=0 sched=cosine spec= steps=0 sync=meta target=0 quiet=0 verbose=0
 ckpt=100 peers= peer=0 deadline=30000 keepdg=0 keeppl=0 bucket=1 byz= xh=0 beat=0
-prule=mean wmom= trainds= testds= datagiven=0 fncmd=${SPIRT_FUNCTION:-spirt-grad}
+prule=mean wmom= train=train test=test dsopt=0 datagiven=0 fncmd=${SPIRT_FUNCTION:-spirt-grad}
 evcmd=${SPIRT_EVALUATE:-spirt-eval} fnopt=SPIRT_FUNCTION evopt=SPIRT_EVALUATE
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -152,8 +152,8 @@ while [ $# -gt 0 ]; do
 	--steps) steps=$2; shift ;;
 	--sync) sync=$2; shift ;;
 	--target) target=$2; shift ;;
-	--test) testds=$2; shift ;;
-	--train) trainds=$2; shift ;;
+	--test) test=$2 dsopt=1; shift ;;
+	--train) train=$2 dsopt=1; shift ;;
 	-q|--quiet) quiet=1 ;;
 	-v|--verbose) verbose=1 ;;
 	-h|--help) usage 0 ;;
@@ -222,11 +222,10 @@ dsname() {
 	esac
 	[ ${#2} -le 64 ] || die 64 "$1 $2: a data set name is at most 64 bytes"
 }
-[ -z "$trainds" ] || dsname --train "$trainds"
-[ -z "$testds" ] || dsname --test "$testds"
-[ "$datagiven" -eq 0 ] || [ -z "$trainds$testds" ] ||
+dsname --train "$train"
+dsname --test "$test"
+[ "$datagiven" -eq 0 ] || [ "$dsopt" -eq 0 ] ||
 	die 64 "--data $data: it shards train and test; with --train or --test, shard with spirt-shard -d"
-train=${trainds:-train} test=${testds:-test}
 
 # ---- per-model defaults: chosen so a user reaches the bars untuned ----
 case $model in
@@ -530,7 +529,7 @@ tell() {        # say, also with -q: what happened to a function is no progress
 # ---- data: shard the training set over the functions, load the test set ----
 # (--data's, when no --train or --test names the store's own)
 hasds() { spirt-store ls "data/$1/info" 2>/dev/null | grep -q .; }
-if [ -z "$trainds$testds" ]; then
+if [ "$dsopt" -eq 0 ]; then
 	if ! hasds train; then
 		run spirt-shard -q -n "$nw" --seed "$seed" \
 		    "$data/train-images-idx3-ubyte.gz" \

@@ -7,6 +7,8 @@ setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
 	export SPIRT_STORE="$BATS_TEST_TMPDIR/spirt.db"
 	export TMPDIR="$BATS_TEST_TMPDIR"       # (as helper.bash's setup)
+	# (data by name: the test's own data, made by NumPy)
+	case $BATS_TEST_DESCRIPTION in --train*) return 0 ;; esac
 	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
 		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
 }
@@ -366,4 +368,91 @@ store_bytes() {
 	    alone/spirt-train -q --steps 1 -s alone.db
 	run -0 spirt-store -s alone.db ls model/
 	assert_line --partial 'model/mlp@1'
+}
+
+# npdata: 300 samples of 4 features in 3 classes (the largest of the
+# first three), made by NumPy: x.npy y.npy the training set (240), t.npz
+# the test set
+npdata() {
+	"$PYTHON" -c 'import numpy as np
+r = np.random.default_rng(1)
+x = r.normal(size=(300, 4)).astype(np.float32)
+y = x[:, :3].argmax(axis=1)
+np.save("x.npy", x[:240]); np.save("y.npy", y[:240])
+np.savez("t.npz", x=x[240:], y=y[240:])'
+}
+
+# soft STORE [ARGS...]: softmax regression on the NumPy data, 20 steps
+soft() {
+	local s=$1
+	shift
+	timeout 120 spirt-train -q -s "$s" -m soft --spec softmax:4:3 -n 2 \
+	    -b 16 -l 0.1 --steps 20 --eval-every 10 "$@"
+}
+
+@test "--train DS --test DS: a NumPy data set in the store trains; the bytes of the same data under the default names" {
+	npdata
+	spirt-shard -q -s n.db -d mine -n 2 --seed 1 x.npy y.npy
+	spirt-shard -q -s n.db -d mine-test t.npz
+	spirt-shard -q -s d.db -n 2 --seed 1 x.npy y.npy
+	spirt-shard -q -s d.db -d test t.npz
+	cp -r n.db c.db
+	run -0 soft n.db --train mine --test mine-test
+	run -0 soft d.db
+	[ "$(digest n.db model/soft@20)" = "$(digest d.db model/soft@20)" ]
+	diff <(cut -f2- n.db.train-soft.tsv) <(cut -f2- d.db.train-soft.tsv)
+	# evaluated on mine-test's 60 samples, learnt
+	run -0 spirt-eval -s n.db -d mine-test -m soft -t 20
+	assert_line samples=60
+	run -0 awk -F'\t' 'END { exit !($6 > 0.8) }' n.db.train-soft.tsv
+	# nothing under the default names in n.db
+	run -0 spirt-store -s n.db ls data/t
+	assert_output ''
+	# cold, the same model
+	run -0 soft c.db --train mine --test mine-test --cold
+	[ "$(digest n.db model/soft@20)" = "$(digest c.db model/soft@20)" ]
+}
+
+@test "--train, --test: a data set not in the store 66, naming the spirt-shard command; a bad name or with --data 64; nothing written" {
+	npdata
+	spirt-shard -q -s n.db -d mine -n 2 --seed 1 x.npy y.npy
+	spirt-shard -q -s n.db -d mine-test t.npz
+	spirt-store -s n.db ls | cut -f1 >before
+	run -66 --separate-stderr soft n.db --train nope --test mine-test
+	[[ "$stderr" == "spirt-train: --train nope: store n.db has no data set nope; make it: spirt-shard -s n.db -d nope -n 2 FILE [LABELS]" ]]
+	run -66 --separate-stderr soft n.db --train mine --test nope
+	[[ "$stderr" == *"--test nope: store n.db has no data set nope; make it: spirt-shard -s n.db -d nope "* ]]
+	# --train alone: the test set is test, not there, not sharded from
+	# Fashion-MNIST
+	run -66 --separate-stderr soft n.db --train mine
+	[[ "$stderr" == *"--test test: store n.db has no data set test"* ]]
+	run -64 soft n.db --train ../mine --test mine-test
+	run -64 soft n.db --train .mine --test mine-test
+	run -64 soft n.db --train '' --test mine-test
+	run -64 soft n.db --train mine --test 'a b'
+	run -64 --separate-stderr soft n.db --data . --train mine
+	[[ "$stderr" == *"--data .: "*"spirt-shard -d"* ]]
+	spirt-store -s n.db ls | cut -f1 | diff before -
+	[ ! -e n.db.train-soft.tsv ]
+}
+
+@test "--train DS sharded for another number of functions: 65 naming the spirt-shard command that fits, with --peers P x M; sharded again, it trains" {
+	npdata
+	spirt-shard -q -s n.db -d mine -n 2 --seed 1 x.npy y.npy
+	spirt-shard -q -s n.db -d mine-test t.npz
+	run -65 --separate-stderr soft n.db --train mine --test mine-test -n 3
+	[[ "$stderr" == "spirt-train: --train mine: store n.db has data for 2 workers, not 3; shard it again: spirt-shard -s n.db -d mine -n 3 FILE [LABELS], or train with -n 2" ]]
+	run -65 --separate-stderr soft n.db --train mine --test mine-test -n 1
+	[[ "$stderr" == *"not 1; shard it again: spirt-shard -s n.db -d mine -n 1 FILE [LABELS], or train with -n 2" ]]
+	# two peers of two functions: four shards; one function each fits
+	printf 'p0 http://127.0.0.1:1\np1 http://127.0.0.1:2\n' >peers
+	run -65 --separate-stderr soft n.db --train mine --test mine-test \
+	    --peers peers
+	[[ "$stderr" == *"has data for 2 workers, not 4; shard it again: spirt-shard -s n.db -d mine -n 4 FILE [LABELS], or train with -n 1 (2 peers)" ]]
+	run -0 spirt-store -s n.db ls model/
+	assert_output ''
+	# as the message says
+	spirt-shard -q -s n.db -d mine -n 3 --seed 1 x.npy y.npy
+	run -0 soft n.db --train mine --test mine-test -n 3
+	spirt-store -s n.db get model/soft@20 >/dev/null
 }
