@@ -1,0 +1,268 @@
+#!/usr/bin/env bats
+# 69-function-modes: every spirt-train mode with a function of one's own
+# (--function, spirt-function(7)) on a data set by name made by NumPy:
+# robust rules and --byzantine worker attacks, --peers over HTTP with the
+# functions in a namespace of their own, --every H, --beat with a peer
+# killed, and SIGINT then a rerun.  The function is fn, a script that is
+# spirt-grad after it notes, in fn.samples, the samples of each gradient
+# it computes: a mode that ran spirt-grad in its place, or skipped it,
+# would leave (step, worker) pairs out.  Where the run is deterministic
+# its model is spirt-grad's, byte for byte; the NumPy example function
+# trains in these modes too.  Servers listen on loopback or in the
+# test's own namespaces only.
+
+load helper
+
+STEPS=4
+
+teardown() {
+	[ -z "${NETNS-}" ] || netns_teardown
+	local p
+	for p in ${BG-}; do
+		kill -KILL -- -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || :
+	done
+	# no function may outlive its driver
+	pkill -9 -f "$BATS_TEST_TMPDIR/" 2>/dev/null || :
+	return 0
+}
+
+# npdata SHARDS: the store base with data set mine (240 samples of 4
+# features in 3 classes, the largest of the first three, made by NumPy)
+# in SHARDS shards, and mine-test (60 more)
+npdata() {
+	"$PYTHON" -c 'import numpy as np
+r = np.random.default_rng(1)
+x = r.normal(size=(300, 4)).astype(np.float32)
+y = x[:, :3].argmax(axis=1)
+np.save("x.npy", x[:240]); np.save("y.npy", y[:240])
+np.savez("t.npz", x=x[240:], y=y[240:])'
+	spirt-shard -q -s base -d mine -n "$1" --seed 1 x.npy y.npy
+	spirt-shard -q -s base -d mine-test t.npz
+}
+
+# fnlog [NAME]: NAME (default fn), a gradient function that is
+# spirt-grad, the samples of each gradient it computes in NAME.samples
+# (SPIRT_SAMPLE_LOG: step= worker= revision= samples= lines)
+fnlog() {
+	local f=${1:-fn}
+	cat >"$f" <<-EOF
+	#!/bin/sh
+	SPIRT_SAMPLE_LOG=$PWD/$f.samples exec spirt-grad "\$@"
+	EOF
+	chmod +x "$f"
+}
+
+# pairs LOG FROM TO WORKERS: the "step worker" pairs LOG has of steps FROM
+# to TO-1 and workers WORKERS (e.g. "0 1"), each once, sorted
+pairs() {
+	awk -v lo="$2" -v hi="$3" '{
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); m[kv[1]] = kv[2] }
+		if (m["step"] >= lo && m["step"] < hi) print m["step"], m["worker"]
+	}' "$1" | sort -u -k1,1n -k2,2n
+}
+
+# want FROM TO WORKERS: every pair pairs should give
+want() {
+	local t w
+	for ((t = $1; t < $2; t++)); do
+		for w in $3; do echo "$t $w"; done
+	done
+}
+
+# train STORE [ARGS...]: STEPS steps of the MLP on mine, 4 functions
+train() {
+	local s=$1
+	shift
+	timeout 120 spirt-train -q -s "$s" --train mine --test mine-test \
+	    -m m --spec mlp:4-5-3 -n 4 -b 8 -S 1 --steps $STEPS \
+	    --eval-every $STEPS "$@"
+}
+
+digest() { spirt-store -s "$1" get "$2" | md5sum; }
+
+# mat STORE T: the newest model m of STORE is at step T or past it
+mat() {
+	local n
+	n=$(newest_model "$1" m)
+	[ -n "$n" ] && [ "$n" -ge "$2" ]
+}
+
+@test "robust rules and every worker attack with the function: spirt-grad's model bytes, each gradient the function's, the attack on them" {
+	npdata 4
+	fnlog
+	# (n, not i: bats's run counts with an i of its own)
+	local a n=0
+	for a in "-a trim:0.25" "-a median --cold" \
+	    "-a trim:0.25 --byzantine 1:signflip" \
+	    "-a median --byzantine 2:gauss:5" "-a norm --byzantine 0:scale:-4" \
+	    "-a trim:0.25 --byzantine 3:alie" "-a cclip:1 --byzantine 1:ipm:0.5"; do
+		n=$((n + 1))
+		cp -r base ref$n
+		cp -r base fn$n
+		rm -f fn.samples
+		# shellcheck disable=SC2086
+		run -0 train ref$n $a
+		# shellcheck disable=SC2086
+		run -0 train fn$n $a --function "$PWD/fn"
+		[ "$(digest ref$n model/m@$STEPS)" = "$(digest fn$n model/m@$STEPS)" ] ||
+			fail "$a: another model than spirt-grad's"
+		diff <(cut -f2- ref$n.train-m.tsv) <(cut -f2- fn$n.train-m.tsv)
+		# every gradient of every step came from the function, the
+		# malicious workers' too (the attack replaces them after)
+		diff <(want 0 $STEPS "0 1 2 3") <(pairs fn.samples 0 $STEPS "0 1 2 3") ||
+			fail "$a: not every gradient the function's"
+	done
+	# the attacks changed the runs: the rule's honest run differs
+	cp -r base honest
+	run -0 train honest -a trim:0.25 --function "$PWD/fn"
+	[ "$(digest honest model/m@$STEPS)" = "$(digest fn1 model/m@$STEPS)" ]
+	[ "$(digest honest model/m@$STEPS)" != "$(digest fn3 model/m@$STEPS)" ]
+	# labelflip is spirt-grad's own; with a function it is 64 (68-function)
+	run -64 train fn1 --byzantine 1:labelflip --function "$PWD/fn"
+}
+
+@test "the NumPy example with a robust rule and an attack, and SPIRT_DATASET: it trains on mine, learns, and each worker's gradient is its own" {
+	npdata 4
+	cp -r base ex
+	run -0 timeout 120 spirt-train -q -s ex --train mine --test mine-test \
+	    -m soft --spec softmax:4:3 -n 4 -b 16 -o momentum -l 0.1 \
+	    --schedule constant -S 1 --steps 20 --eval-every 20 \
+	    -a trim:0.25 --byzantine 1:signflip \
+	    --function "$PYTHON $SPIRT_ROOT/examples/your-function/softmax_fn.py"
+	# learnt, the attack trimmed away
+	run -0 awk -F'\t' 'END { exit !($6 > 0.8) }' ex.train-soft.tsv
+	run -0 spirt-store -s ex show grad/19/2
+	assert_line origin=2
+	assert_line shape=15
+	# and there is no data set train it could have read instead
+	run -0 spirt-store -s ex ls data/train
+	assert_output ''
+}
+
+@test "SIGINT to the driver of a warm run with the function stops it and its functions; the rerun's model is an uninterrupted run's, bit for bit" {
+	npdata 4
+	fnlog
+	cp -r base ref
+	cp -r base int
+	run -0 train ref --steps 300
+	# (a shell runs a background job with SIGINT ignored, and sh cannot
+	# trap a signal ignored at its start: the driver gets it back)
+	"$PYTHON" -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' timeout 120 spirt-train -q -s int \
+	    --train mine --test mine-test -m m --spec mlp:4-5-3 -n 4 -b 8 -S 1 \
+	    --steps 300 --eval-every 300 --function "$PWD/fn" &
+	BG=$!
+	until_ 600 mat int 20
+	drv=$(pgrep -P $BG -x spirt-train)
+	pgrep -P "$drv" -x spirt-grad >/dev/null    # the warm functions
+	kill -INT "$drv"
+	rc=0
+	wait $BG || rc=$?
+	BG=
+	[ "$rc" -eq 130 ]
+	n=$(newest_model int m)
+	[ "$n" -lt 300 ]
+	# its functions end with it
+	until_ 50 eval '! pgrep -f "$PWD/fn" >/dev/null && ! pgrep -P "$drv" >/dev/null'
+	run -0 --separate-stderr train int --steps 300 --function "$PWD/fn"
+	[[ "$stderr" == "" ]]
+	[ "$(digest ref model/m@300)" = "$(digest int model/m@300)" ]
+	# every step's gradients came from the function, in one run or the
+	# other
+	diff <(want 0 300 "0 1 2 3") <(pairs fn.samples 0 300 "0 1 2 3")
+}
+
+# lpeers P: P local peers of one run (keys p0.key..., peers naming their
+# stores s0...), each store a copy of base
+lpeers() {
+	local i
+	: >peers
+	for ((i = 0; i < $1; i++)); do
+		spirt-peer keygen p$i.key >/dev/null
+		echo "p$i $PWD/s$i" >>peers
+	done
+}
+
+# ptrain I [ARGS...]: peer I's driver on mine, 2 functions (the functions'
+# logs are fnI.samples when ARGS give --function fnI)
+ptrain() {
+	local i=$1
+	shift
+	SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 exec timeout 300 \
+	    spirt-train -q -s s$i --train mine --test mine-test -m m \
+	    --spec mlp:4-5-3 -n 2 -b 8 -S 1 --peers peers --peer "$i" \
+	    --deadline 60000 "$@"
+}
+
+@test "--every 3, three peers: with the function, the models of spirt-grad's run at the end, bit for bit; every gradient the function's" {
+	npdata 6
+	lpeers 3
+	local i k steps=12
+	for k in ref fn; do
+		for i in 0 1 2; do
+			rm -rf s$i
+			cp -r base s$i
+			fnlog fn$i
+			if [ $k = fn ]; then
+				ptrain $i --every 3 --steps $steps --eval-every $steps \
+				    --function "$PWD/fn$i" >o$i 2>e$i &
+			else
+				ptrain $i --every 3 --steps $steps --eval-every $steps \
+				    >o$i 2>e$i &
+			fi
+			eval "p$i=\$!"
+		done
+		BG="$p0 $p1 $p2"
+		wait $p0 && wait $p1 && wait $p2 || { cat e0 e1 e2 >&2; false; }
+		BG=
+		for i in 0 1 2; do
+			digest s$i model/m@$steps >$k.$i
+		done
+		cmp $k.0 $k.1
+		cmp $k.0 $k.2
+	done
+	cmp ref.0 fn.0
+	# (the reference run left no samples: it ran spirt-grad itself)
+	for i in 0 1 2; do
+		diff <(want 0 $steps "$((2 * i)) $((2 * i + 1))") \
+		    <(pairs fn$i.samples 0 $steps "$((2 * i)) $((2 * i + 1))")
+	done
+}
+
+@test "--beat with the function: a peer killed mid-run is left out, the others go on with its samples, computed by the function; one model" {
+	npdata 6
+	lpeers 3
+	local i steps=200
+	for i in 0 1 2; do
+		cp -r base s$i
+		fnlog fn$i
+		ptrain $i --beat 200 --steps $steps --eval-every $steps \
+		    --function "$PWD/fn$i" >o$i 2>e$i &
+		eval "p$i=\$!"
+	done
+	BG="$p0 $p1 $p2"
+	# p1 stops (its beats with it) once under way, then is killed
+	until_ 600 mat s1 10
+	kill -STOP -- -$p1
+	k=$(newest_model s1 m)
+	until_ 300 grep -q 'p1: dead' e0
+	kill -KILL -- -$p1 2>/dev/null || :
+	kill -CONT -- -$p1 2>/dev/null || :
+	wait $p1 || :
+	wait $p0 || { cat e0 >&2; false; }
+	wait $p2 || { cat e2 >&2; false; }
+	BG=
+	[ "$(digest s0 model/m@$steps)" = "$(digest s2 model/m@$steps)" ]
+	grep -q 'peers p1 out of the round' e0
+	# p0's and p2's functions computed every step, and after p1 was
+	# left out, under a later revision, with p1's samples among theirs
+	for i in 0 2; do
+		diff <(want 0 $steps "$((2 * i)) $((2 * i + 1))") \
+		    <(pairs fn$i.samples 0 $steps "$((2 * i)) $((2 * i + 1))")
+	done
+	awk -v k="$k" '{ for (i = 1; i <= NF; i++) { split($i, kv, "=")
+		m[kv[1]] = kv[2] } }
+		m["step"] > k + 5 && m["revision"] > 0 { n++ }
+		END { exit !n }' fn0.samples
+}
