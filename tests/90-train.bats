@@ -267,7 +267,8 @@ store_bytes() {
 @test "every option is checked before any work: 64 at once, store untouched" {
 	# each option's argument missing: 64 with usage, not a shell error
 	for o in -a -b -e -l -m -n -o -S -s --checkpoint --data \
-	    --eval-every --schedule --spec --steps --sync --target; do
+	    --eval-every --schedule --spec --steps --sync --target --train \
+	    --test; do
 		run -64 --separate-stderr spirt-train -q "$o"
 		[ "${stderr_lines[0]}" = "spirt-train: $o: missing argument" ] ||
 			fail "$o: ${stderr_lines[0]}"
@@ -304,6 +305,9 @@ store_bytes() {
 	bad_option -m mlp --spec mlp:784
 	bad_option -m cnn --spec bogus
 	bad_option -s ''
+	bad_option --train ../x
+	bad_option --test .x
+	bad_option --train x --data .
 	# a store already sharded: 64 too, on every rerun, nothing changed
 	spirt-train -q --steps 1 -n 2 -s one.db
 	before=$(store_bytes one.db)
