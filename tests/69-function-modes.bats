@@ -27,16 +27,10 @@ teardown() {
 	return 0
 }
 
-# npdata SHARDS: the store base with data set mine (240 samples of 4
-# features in 3 classes, the largest of the first three, made by NumPy)
-# in SHARDS shards, and mine-test (60 more)
+# npdata SHARDS: the store base with data set mine (numpy_set's x.npy
+# y.npy) in SHARDS shards, and mine-test (t.npz)
 npdata() {
-	"$PYTHON" -c 'import numpy as np
-r = np.random.default_rng(1)
-x = r.normal(size=(300, 4)).astype(np.float32)
-y = x[:, :3].argmax(axis=1)
-np.save("x.npy", x[:240]); np.save("y.npy", y[:240])
-np.savez("t.npz", x=x[240:], y=y[240:])'
+	numpy_set
 	spirt-shard -q -s base -d mine -n "$1" --seed 1 x.npy y.npy
 	spirt-shard -q -s base -d mine-test t.npz
 }

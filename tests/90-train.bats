@@ -374,18 +374,6 @@ store_bytes() {
 	assert_line --partial 'model/mlp@1'
 }
 
-# npdata: 300 samples of 4 features in 3 classes (the largest of the
-# first three), made by NumPy: x.npy y.npy the training set (240), t.npz
-# the test set
-npdata() {
-	"$PYTHON" -c 'import numpy as np
-r = np.random.default_rng(1)
-x = r.normal(size=(300, 4)).astype(np.float32)
-y = x[:, :3].argmax(axis=1)
-np.save("x.npy", x[:240]); np.save("y.npy", y[:240])
-np.savez("t.npz", x=x[240:], y=y[240:])'
-}
-
 # soft STORE [ARGS...]: softmax regression on the NumPy data, 20 steps
 soft() {
 	local s=$1
@@ -395,7 +383,7 @@ soft() {
 }
 
 @test "--train DS --test DS: a NumPy data set in the store trains; the bytes of the same data under the default names" {
-	npdata
+	numpy_set
 	spirt-shard -q -s n.db -d mine -n 2 --seed 1 x.npy y.npy
 	spirt-shard -q -s n.db -d mine-test t.npz
 	spirt-shard -q -s d.db -n 2 --seed 1 x.npy y.npy
@@ -418,7 +406,7 @@ soft() {
 }
 
 @test "--train, --test: a data set not in the store 66, naming the spirt-shard command; a bad name or with --data 64; nothing written" {
-	npdata
+	numpy_set
 	spirt-shard -q -s n.db -d mine -n 2 --seed 1 x.npy y.npy
 	spirt-shard -q -s n.db -d mine-test t.npz
 	spirt-store -s n.db ls | cut -f1 >before
@@ -441,7 +429,7 @@ soft() {
 }
 
 @test "--train DS sharded for another number of functions: 65 naming the spirt-shard command that fits, with --peers P x M; sharded again, it trains" {
-	npdata
+	numpy_set
 	spirt-shard -q -s n.db -d mine -n 2 --seed 1 x.npy y.npy
 	spirt-shard -q -s n.db -d mine-test t.npz
 	run -65 --separate-stderr soft n.db --train mine --test mine-test -n 3
