@@ -405,7 +405,7 @@ soft() {
 	[ "$(digest n.db model/soft@20)" = "$(digest c.db model/soft@20)" ]
 }
 
-@test "--train, --test: a data set not in the store 66, naming the spirt-shard command; a bad name or with --data 64; nothing written" {
+@test "--train, --test: a data set not in the store 66, naming the spirt-shard command; a bad name or with --data 64; a spec that does not fit 65; nothing written" {
 	numpy_set
 	spirt-shard -q -s n.db -d mine -n 2 --seed 1 x.npy y.npy
 	spirt-shard -q -s n.db -d mine-test t.npz
@@ -424,6 +424,20 @@ soft() {
 	run -64 soft n.db --train mine --test 'a b'
 	run -64 --separate-stderr soft n.db --data . --train mine
 	[[ "$stderr" == *"--data .: "*"spirt-shard -d"* ]]
+	# a spec that does not fit the data's features or classes: 65 before
+	# any work, not a step's functions failing
+	run -65 --separate-stderr soft n.db --train mine --test mine-test \
+	    --spec softmax:5:3
+	[[ "$stderr" == "spirt-train: --train mine: --spec softmax:5:3 does not fit it: data set mine has 4 features per sample, model softmax:5:3 takes 5"* ]]
+	run -65 --separate-stderr soft n.db --train mine --test mine-test \
+	    --spec softmax:4:2
+	[[ "$stderr" == *"--spec softmax:4:2 does not fit it: data set mine has 3 classes, model softmax:4:2 has 2"* ]]
+	"$PYTHON" -c 'import numpy as np
+np.savez("t5.npz", x=np.zeros((9, 5), np.float32), y=np.arange(9) % 3)'
+	spirt-shard -q -s n.db -d five t5.npz
+	spirt-store -s n.db ls | cut -f1 >before
+	run -65 --separate-stderr soft n.db --train mine --test five
+	[[ "$stderr" == "spirt-train: --test five: --spec softmax:4:3 does not fit it: data set five has 5 features"* ]]
 	spirt-store -s n.db ls | cut -f1 | diff before -
 	[ ! -e n.db.train-soft.tsv ]
 }
