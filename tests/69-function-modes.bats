@@ -50,9 +50,11 @@ fnlog() {
 # pairs LOG FROM TO WORKERS: the "step worker" pairs LOG has of steps FROM
 # to TO-1 and workers WORKERS (e.g. "0 1"), each once, sorted
 pairs() {
-	awk -v lo="$2" -v hi="$3" '{
+	awk -v lo="$2" -v hi="$3" -v ws=" $4 " '{
 		for (i = 1; i <= NF; i++) { split($i, kv, "="); m[kv[1]] = kv[2] }
-		if (m["step"] >= lo && m["step"] < hi) print m["step"], m["worker"]
+		if (m["step"] >= lo && m["step"] < hi &&
+		    index(ws, " " m["worker"] " "))
+			print m["step"], m["worker"]
 	}' "$1" | sort -u -k1,1n -k2,2n
 }
 
@@ -176,6 +178,46 @@ os.execvp(sys.argv[1], sys.argv[1:])' timeout 120 spirt-train -q -s int \
 	# every step's gradients came from the function, in one run or the
 	# other
 	diff <(want 0 300 "0 1 2 3") <(pairs fn.samples 0 300 "0 1 2 3")
+}
+
+@test "a cold function that fails on the data set by name: declared dead, its samples to the others (mine's assignment), every sample once an epoch" {
+	npdata 4
+	fnlog
+	# fn, but worker 1 fails at step 2 (cold: one invocation each)
+	cat >dies <<-EOF
+	#!/bin/sh
+	case " \$* " in *" -t 2 -w 1 "*) exit 1 ;; esac
+	exec $PWD/fn "\$@"
+	EOF
+	chmod +x dies
+	cp -r base d
+	# (an epoch: 60 samples a shard in 8 steps of 8)
+	run -0 --separate-stderr train d --cold --steps 8 --function "$PWD/dies"
+	[[ "$stderr" == *"step 2: cold $PWD/dies -w 1 exited with status 1: declared dead"* ]]
+	[[ "$stderr" == *"step 2: revision 1: functions 0 2 3 compute it again"* ]]
+	run -0 spirt-shard -s d -d mine --list
+	assert_line --partial 'revision 1'
+	# worker 1 computed steps 0 and 1 only; the others all 8, and every
+	# sample of the epoch was in one gradient applied (the newest
+	# revision's of each step)
+	diff <(printf '0 1\n1 1\n') <(pairs fn.samples 0 8 1)
+	diff <(want 0 8 "0 2 3") <(pairs fn.samples 0 8 "0 2 3")
+	"$PYTHON" - fn.samples <<-'PY'
+	import collections, sys
+	by = collections.defaultdict(dict)
+	for line in open(sys.argv[1]):
+	    m = dict(kv.split("=", 1) for kv in line.split())
+	    by[int(m["step"])][m["worker"]] = m
+	seen = collections.Counter()
+	for t, ws in by.items():
+	    top = max(int(m["revision"]) for m in ws.values())
+	    for m in ws.values():
+	        if int(m["revision"]) == top:
+	            seen.update(m["samples"].split(","))
+	want = {"%d:%d" % (k, i) for k in range(4) for i in range(60)}
+	assert set(seen) == want and max(seen.values()) == 1, \
+	    (len(want - set(seen)), max(seen.values()))
+	PY
 }
 
 # lpeers P: P local peers of one run (keys p0.key..., peers naming their
