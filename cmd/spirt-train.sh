@@ -573,10 +573,12 @@ newest() {
 last=$(newest)
 # fits OPT DS: the spec fits data set DS, its features and classes: a
 # gradient of one sample by the initial model, written nowhere (spirt-grad
-# checks them); 65 before any work
+# checks them; its samples no training's in SPIRT_SAMPLE_LOG); 65 before
+# any work
 fits() {
 	rc=0
-	e=$(spirt-init -q -m "$model" -S "$seed" -o - "$spec" 2>/dev/null |
+	e=$(unset SPIRT_SAMPLE_LOG
+	    spirt-init -q -m "$model" -S "$seed" -o - "$spec" 2>/dev/null |
 	    spirt-grad -q -d "$2" -p - -b 1 -o /dev/null 2>&1) || rc=$?
 	[ "$rc" -ne 65 ] ||
 		die 65 "$1 $2: --spec $spec does not fit it: $(first "$e" spirt-grad)"
