@@ -106,7 +106,8 @@ rule=mean batch=32 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
 every=0 sched=cosine spec= steps=0 sync=meta target=0 quiet=0 verbose=0
 ckpt=100 peers= peer=0 deadline=30000 keepdg=0 keeppl=0 bucket=1 byz= xh=0 beat=0
-prule=mean wmom= train=train test=test dsopt=0 datagiven=0 fncmd=${SPIRT_FUNCTION:-spirt-grad}
+prule=mean wmom= fncmd=${SPIRT_FUNCTION:-spirt-grad}
+train=train test=test dsopt=0 datagiven=0
 evcmd=${SPIRT_EVALUATE:-spirt-eval} fnopt=SPIRT_FUNCTION evopt=SPIRT_EVALUATE
 while [ $# -gt 0 ]; do
 	case $1 in
