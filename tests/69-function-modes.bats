@@ -136,6 +136,7 @@ mat() {
 	    -a trim:0.25 --byzantine 1:signflip \
 	    --function "$PYTHON $SPIRT_ROOT/examples/your-function/softmax_fn.py"
 	# learnt, the attack trimmed away
+	# shellcheck disable=SC2016
 	run -0 awk -F'\t' 'END { exit !($6 > 0.8) }' ex.train-soft.tsv
 	run -0 spirt-store -s ex show grad/19/2
 	assert_line origin=2
@@ -170,10 +171,11 @@ os.execvp(sys.argv[1], sys.argv[1:])' timeout 120 spirt-train -q -s int \
 	n=$(newest_model int m)
 	[ "$n" -lt 300 ]
 	# its functions end with it
-	until_ 50 eval '! pgrep -f "$PWD/fn" >/dev/null && ! pgrep -P "$drv" >/dev/null'
+	until_ 50 gone "$drv"
 	run -0 --separate-stderr train int --steps 300 -e 40 \
 	    --function "$PWD/fn"
-	[[ "$stderr" == "" ]]
+	# shellcheck disable=SC2154
+	[ -z "$stderr" ]
 	same ref int 300
 	# every step's gradients came from the function, in one run or the
 	# other
@@ -220,6 +222,11 @@ os.execvp(sys.argv[1], sys.argv[1:])' timeout 120 spirt-train -q -s int \
 	PY
 }
 
+# gone DRIVER: no fn and no child of DRIVER is left
+gone() {
+	! pgrep -f "$PWD/fn" >/dev/null && ! pgrep -P "$1" >/dev/null
+}
+
 # lpeers P: P local peers of one run (keys p0.key..., peers naming their
 # stores s0...), each store a copy of base
 lpeers() {
@@ -237,7 +244,7 @@ ptrain() {
 	local i=$1
 	shift
 	SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 exec timeout 300 \
-	    spirt-train -s s$i --train mine --test mine-test -m m \
+	    spirt-train -s "s$i" --train mine --test mine-test -m m \
 	    --spec mlp:4-5-3 -n 2 -b 8 -S 1 --peers peers --peer "$i" \
 	    --deadline 60000 "$@"
 }
@@ -258,10 +265,11 @@ ptrain() {
 				ptrain $i --every 3 --steps $steps --eval-every $steps \
 				    >o$i 2>e$i &
 			fi
-			eval "p$i=\$!"
+			pid[i]=$!
 		done
-		BG="$p0 $p1 $p2"
-		wait $p0 && wait $p1 && wait $p2 || { cat e0 e1 e2 >&2; false; }
+		BG="${pid[*]}"
+		wait "${pid[0]}" && wait "${pid[1]}" && wait "${pid[2]}" ||
+			{ cat e0 e1 e2 >&2; false; }
 		BG=
 		for i in 0 1 2; do
 			spirt-store -s s$i get model/m@$steps >$k.$i
@@ -286,19 +294,19 @@ ptrain() {
 		fnlog fn$i
 		ptrain $i --beat 200 --steps $steps -e 40 --eval-every $steps \
 		    --function "$PWD/fn$i" >o$i 2>e$i &
-		eval "p$i=\$!"
+		pid[i]=$!
 	done
-	BG="$p0 $p1 $p2"
+	BG="${pid[*]}"
 	# p1 stops (its beats with it) once under way, then is killed
 	until_ 600 mat s1 10
-	kill -STOP -- -$p1
+	kill -STOP -- -"${pid[1]}"
 	k=$(newest_model s1 m)
 	until_ 300 grep -q 'p1: dead' e0
-	kill -KILL -- -$p1 2>/dev/null || :
-	kill -CONT -- -$p1 2>/dev/null || :
-	wait $p1 || :
-	wait $p0 || { cat e0 >&2; false; }
-	wait $p2 || { cat e2 >&2; false; }
+	kill -KILL -- -"${pid[1]}" 2>/dev/null || :
+	kill -CONT -- -"${pid[1]}" 2>/dev/null || :
+	wait "${pid[1]}" || :
+	wait "${pid[0]}" || { cat e0 >&2; false; }
+	wait "${pid[2]}" || { cat e2 >&2; false; }
 	BG=
 	same s0 s2 $steps
 	grep -q 'peers p1 out of the round' e0
@@ -346,10 +354,12 @@ ptrain() {
 			    -n 2 -b 8 -S 1 --peers "$PWD/peers" --peer $((i - 1)) \
 			    --steps 6 --eval-every 6 --deadline 60000 "${f[@]}" \
 			    >o$k$i 2>e$k$i &
-			eval "p$i=\$!"
+			pid[i]=$!
 		done
-		wait $p1 || { cat e${k}1 >&2; false; }
-		wait $p2 || { cat e${k}2 >&2; false; }
+		BG="${pid[*]}"
+		wait "${pid[1]}" || { cat e${k}1 >&2; false; }
+		wait "${pid[2]}" || { cat e${k}2 >&2; false; }
+		BG=
 		same s1 s2 6
 		spirt-store -s s1 get model/m@6 >$k.bin
 	done
