@@ -17,8 +17,8 @@ USAGE="usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]
                    [--function cmd] [--keep-digests] [--keep-pulls]
                    [--peer i] [--peer-rule rule] [--peers file]
                    [--schedule name] [--spec spec] [--steps n]
-                   [--sync mode] [--target accuracy]
-                   [--worker-momentum b]"
+                   [--sync mode] [--target accuracy] [--test ds]
+                   [--train ds] [--worker-momentum b]"
 
 usage() {
 	if [ "$1" -eq 0 ]; then
@@ -49,7 +49,8 @@ usage() {
       --checkpoint N   a durable model version every N steps, volatile
                        ones between (default 100; 1: every step)
       --cold           start one process per function invocation
-      --data DIR       Fashion-MNIST IDX files
+      --data DIR       Fashion-MNIST IDX files, sharded into the store
+                       when it has no data set train
                        (default /usr/share/datasets/fashion-mnist)
       --deadline MS    each wait for a step's functions, the aggregation,
                        the update, an exchange, in ms (default 30000)
@@ -78,6 +79,11 @@ usage() {
       --steps N        stop after N steps in all (default: epochs' worth)
       --sync MODE      full, meta or none (default meta; see man page)
       --target ACC     stop once test accuracy reaches ACC (0 to 1)
+      --test DS        evaluate on data set DS of the store (spirt-shard
+                       -d DS; default test)
+      --train DS       train on data set DS of the store, sharded for
+                       every function (spirt-shard -d DS -n P*M; default
+                       train, or --data's)
       --worker-momentum B  aggregate the functions' momenta (spirt-agg(1))
   -q, --quiet          no progress lines
   -v, --verbose        print each command
@@ -101,6 +107,7 @@ store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
 every=0 sched=cosine spec= steps=0 sync=meta target=0 quiet=0 verbose=0
 ckpt=100 peers= peer=0 deadline=30000 keepdg=0 keeppl=0 bucket=1 byz= xh=0 beat=0
 prule=mean wmom= fncmd=${SPIRT_FUNCTION:-spirt-grad}
+train=train test=test dsopt=0 datagiven=0
 evcmd=${SPIRT_EVALUATE:-spirt-eval} fnopt=SPIRT_FUNCTION evopt=SPIRT_EVALUATE
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -110,7 +117,7 @@ while [ $# -gt 0 ]; do
 	-[abelmnoSs]|--rule|--batch|--epochs|--lr|--model|--functions|--opt|\
 	--seed|--store|--beat|--bucket|--byzantine|--checkpoint|--data|--eval-every|\
 	--schedule|--spec|--steps|--sync|--target|--deadline|--peer|--peers|\
-	--every|--peer-rule|--worker-momentum|--function|--evaluate)
+	--every|--peer-rule|--worker-momentum|--function|--evaluate|--train|--test)
 		[ $# -ge 2 ] || { printf '%s: %s: missing argument\n' "$PROG" \
 		    "$1" >&2; usage 64; } ;;
 	esac
@@ -131,7 +138,7 @@ while [ $# -gt 0 ]; do
 	--cold) cold=1 ;;
 	--keep-digests) keepdg=1 ;;
 	--keep-pulls) keeppl=1 ;;
-	--data) data=$2; shift ;;
+	--data) data=$2 datagiven=1; shift ;;
 	--deadline) deadline=$2; shift ;;
 	--peer) peer=$2; shift ;;
 	--peer-rule) prule=$2; shift ;;
@@ -146,6 +153,8 @@ while [ $# -gt 0 ]; do
 	--steps) steps=$2; shift ;;
 	--sync) sync=$2; shift ;;
 	--target) target=$2; shift ;;
+	--test) test=$2 dsopt=1; shift ;;
+	--train) train=$2 dsopt=1; shift ;;
 	-q|--quiet) quiet=1 ;;
 	-v|--verbose) verbose=1 ;;
 	-h|--help) usage 0 ;;
@@ -205,6 +214,19 @@ w0=$((peer * fns)) nw=$((np * fns))
 int --bucket bucket 1 256
 real --target "$target" 0 1
 [ -n "$store" ] || die 64 "-s: empty store path"
+# --train, --test: data set names as spirt-shard takes them; --data
+# shards Fashion-MNIST as train and test, the demo's shortcut
+dsname() {
+	case $2 in
+	''|.*|*[!a-zA-Z0-9._-]*)
+		die 64 "$1 $2: invalid data set name (letters, digits, . _ -, not first .)" ;;
+	esac
+	[ ${#2} -le 64 ] || die 64 "$1 $2: a data set name is at most 64 bytes"
+}
+dsname --train "$train"
+dsname --test "$test"
+[ "$datagiven" -eq 0 ] || [ "$dsopt" -eq 0 ] ||
+	die 64 "--data $data: it shards train and test; with --train or --test, shard with spirt-shard -d"
 
 # ---- per-model defaults: chosen so a user reaches the bars untuned ----
 case $model in
@@ -480,6 +502,9 @@ e=$(spirt-init -q -m "$model" -S "$seed" -o - "$spec" 2>&1 >/dev/null) ||
 [ "$rc" -lt 126 ] || rc=70
 [ "$rc" -eq 0 ] || die "$rc" "$(first "$e" spirt-init)"
 export SPIRT_SYNC SPIRT_STORE="$store"
+# the data sets by name, for the tools and the functions (spirt-grad,
+# spirt-agg, spirt-store batch, spirt-eval; spirt-function(7))
+export SPIRT_DATASET="$train" SPIRT_DATASET_TEST="$test"
 # many functions share two cores: one BLAS thread each
 export SPIRT_THREADS="${SPIRT_THREADS:-1}"
 
@@ -503,20 +528,35 @@ tell() {        # say, also with -q: what happened to a function is no progress
 }
 
 # ---- data: shard the training set over the functions, load the test set ----
-if ! spirt-store ls data/train/info 2>/dev/null | grep -q .; then
-	run spirt-shard -q -n "$nw" --seed "$seed" \
-	    "$data/train-images-idx3-ubyte.gz" "$data/train-labels-idx1-ubyte.gz"
+# (--data's, when no --train or --test names the store's own)
+hasds() { spirt-store ls "data/$1/info" 2>/dev/null | grep -q .; }
+if [ "$dsopt" -eq 0 ]; then
+	if ! hasds train; then
+		run spirt-shard -q -n "$nw" --seed "$seed" \
+		    "$data/train-images-idx3-ubyte.gz" \
+		    "$data/train-labels-idx1-ubyte.gz"
+	fi
+	if ! hasds test; then
+		run spirt-shard -q -d test \
+		    "$data/t10k-images-idx3-ubyte.gz" \
+		    "$data/t10k-labels-idx1-ubyte.gz"
+	fi
 fi
-if ! spirt-store ls data/test/info | grep -q .; then
-	run spirt-shard -q -d test \
-	    "$data/t10k-images-idx3-ubyte.gz" "$data/t10k-labels-idx1-ubyte.gz"
-fi
+hasds "$train" || die 66 "--train $train: store $store has no data set $train; make it: spirt-shard -s $store -d $train -n $nw FILE [LABELS]"
+hasds "$test" || die 66 "--test $test: store $store has no data set $test; make it: spirt-shard -s $store -d $test FILE [LABELS]"
 # the steps per epoch: the smallest shard's samples in batches, as
 # spirt-grad and spirt-shard count them (spirt-shard(1), The assignment)
-sh=$(spirt-shard --stats | sed -n '1s/.* samples \([0-9]*\) .* shards \([0-9]*\) .*/\1 \2/p')
+sh=$(spirt-shard -d "$train" --stats |
+    sed -n '1s/.* samples \([0-9]*\) .* shards \([0-9]*\) .*/\1 \2/p')
 nsam=${sh% *} nsh=${sh#* }
-[ -n "$sh" ] && [ "$nsh" -eq "$nw" ] ||
-	die 65 "store $store has data for ${nsh:-no} workers, not $nw; use a new store or -n ${nsh:-$nw}"
+[ -n "$sh" ] || die 65 "--train $train: spirt-shard -d $train --stats: no shards in store $store"
+# (a shard for each of the P x M functions; -n K/P fits K shards)
+if [ "$nsh" -ne "$nw" ]; then
+	e=
+	[ $((nsh % np)) -ne 0 ] || e=", or train with -n $((nsh / np))"
+	[ "$np" -eq 1 ] || e="$e ($np peers)"
+	die 65 "--train $train: store $store has data for $nsh workers, not $nw; shard it again: spirt-shard -s $store -d $train -n $nw FILE [LABELS]$e"
+fi
 per=$((nsam / nsh))
 [ "$batch" -le "$per" ] || die 64 "batch $batch is larger than a worker's $per samples"
 spe=$(((per + batch - 1) / batch))
@@ -532,7 +572,21 @@ newest() {
 	spirt-store ls "model/$model@" | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1
 }
 last=$(newest)
+# fits OPT DS: the spec fits data set DS, its features and classes: a
+# gradient of one sample by the initial model, written nowhere (spirt-grad
+# checks them; its samples no training's in SPIRT_SAMPLE_LOG); 65 before
+# any work
+fits() {
+	rc=0
+	e=$(unset SPIRT_SAMPLE_LOG
+	    spirt-init -q -m "$model" -S "$seed" -o - "$spec" 2>/dev/null |
+	    spirt-grad -q -d "$2" -p - -b 1 -o /dev/null 2>&1) || rc=$?
+	[ "$rc" -ne 65 ] ||
+		die 65 "$1 $2: --spec $spec does not fit it: $(first "$e" spirt-grad)"
+}
 if [ -z "$last" ]; then
+	fits --train "$train"
+	fits --test "$test"
 	run spirt-init -q -m "$model" -S "$seed" "$spec"
 	last=0
 fi
@@ -1441,7 +1495,8 @@ livelist() {
 # part (epoch as_re from its step as_rj, 0: none) and the full part (from
 # epoch as_fe), from spirt-shard --list
 assign_read() {
-	_a=$(spirt-shard --list) || die 65 "data/train/assign: cannot read it"
+	_a=$(spirt-shard -d "$train" --list) ||
+		die 65 "data/$train/assign: cannot read it"
 	as_rev=$(printf '%s\n' "$_a" | sed -n '1s/^revision //p')
 	eval "$(printf '%s\n' "$_a" | awk -v w0="$w0" -v m="$fns" '
 		$1 == "assign" && $3 >= w0 && $3 < w0 + m {
@@ -1479,8 +1534,8 @@ pdead_map
 # them to the live ones at once, as when it died
 redo_from() {
 	rc=0
-	run spirt-shard -q --redo -t "$1" -b "$batch" || rc=$?
-	[ "$rc" -eq 0 ] || die "$rc" "step $1: no assignment revision of this step is kept (data/train/assign)"
+	run spirt-shard -q -d "$train" --redo -t "$1" -b "$batch" || rc=$?
+	[ "$rc" -eq 0 ] || die "$rc" "step $1: no assignment revision of this step is kept (data/$train/assign)"
 	_rev=$as_rev
 	assign_read
 	[ "$as_rev" = "$_rev" ] || {
@@ -1514,7 +1569,8 @@ reassign() {
 		_at="-t $1 -b $batch"
 	fi
 	rc=0
-	run spirt-shard -q $_at --group "$fns" --live "$(livelist)" || rc=$?
+	run spirt-shard -q -d "$train" $_at --group "$fns" \
+	    --live "$(livelist)" || rc=$?
 	[ "$rc" -eq 0 ] || die "$rc" "step $1: could not reassign the samples of functions$(printf ' %s' $dead)"
 	assign_read
 }
@@ -1775,8 +1831,8 @@ peer=$_id used"*) continue ;; esac
 	[ -n "$_new" ] || return 0
 	[ "$_r" -ge "$_e" ] || _r=$_e
 	rc=0
-	run spirt-shard -q -t "$1" -b "$batch" --since "$_r" --group "$fns" \
-	    --live "$(livelist)" || rc=$?
+	run spirt-shard -q -d "$train" -t "$1" -b "$batch" --since "$_r" \
+	    --group "$fns" --live "$(livelist)" || rc=$?
 	[ "$rc" -eq 0 ] || die "$rc" "step $1: could not reassign the samples of peers$_ids"
 	assign_read
 	tell "step $1: peers$_ids out of the round of step $(($1 - xu)): their workers'$_new samples from step $_r go to the live ones (revision $as_rev)"

@@ -7,6 +7,8 @@ setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
 	export SPIRT_STORE="$BATS_TEST_TMPDIR/spirt.db"
 	export TMPDIR="$BATS_TEST_TMPDIR"       # (as helper.bash's setup)
+	# (data by name: the test's own data, made by NumPy)
+	case $BATS_TEST_DESCRIPTION in --train*) return 0 ;; esac
 	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
 		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
 }
@@ -278,7 +280,8 @@ store_bytes() {
 @test "every option is checked before any work: 64 at once, store untouched" {
 	# each option's argument missing: 64 with usage, not a shell error
 	for o in -a -b -e -l -m -n -o -S -s --checkpoint --data \
-	    --eval-every --schedule --spec --steps --sync --target; do
+	    --eval-every --schedule --spec --steps --sync --target --train \
+	    --test; do
 		run -64 --separate-stderr spirt-train -q "$o"
 		[ "${stderr_lines[0]}" = "spirt-train: $o: missing argument" ] ||
 			fail "$o: ${stderr_lines[0]}"
@@ -315,6 +318,9 @@ store_bytes() {
 	bad_option -m mlp --spec mlp:784
 	bad_option -m cnn --spec bogus
 	bad_option -s ''
+	bad_option --train ../x
+	bad_option --test .x
+	bad_option --train x --data .
 	# a store already sharded: 64 too, on every rerun, nothing changed
 	spirt-train -q --steps 1 -n 2 -s one.db
 	before=$(store_bytes one.db)
@@ -379,4 +385,93 @@ store_bytes() {
 	    alone/spirt-train -q --steps 1 -s alone.db
 	run -0 spirt-store -s alone.db ls model/
 	assert_line --partial 'model/mlp@1'
+}
+
+# soft STORE [ARGS...]: softmax regression on the NumPy data, 20 steps
+soft() {
+	local s=$1
+	shift
+	timeout 120 spirt-train -q -s "$s" -m soft --spec softmax:4:3 -n 2 \
+	    -b 16 -l 0.1 --steps 20 --eval-every 10 "$@"
+}
+
+@test "--train DS --test DS: a NumPy data set in the store trains; the bytes of the same data under the default names" {
+	numpy_set
+	spirt-shard -q -s n.db -d mine -n 2 --seed 1 x.npy y.npy
+	spirt-shard -q -s n.db -d mine-test t.npz
+	spirt-shard -q -s d.db -n 2 --seed 1 x.npy y.npy
+	spirt-shard -q -s d.db -d test t.npz
+	cp -r n.db c.db
+	run -0 soft n.db --train mine --test mine-test
+	run -0 soft d.db
+	[ "$(digest n.db model/soft@20)" = "$(digest d.db model/soft@20)" ]
+	diff <(cut -f2- n.db.train-soft.tsv) <(cut -f2- d.db.train-soft.tsv)
+	# evaluated on mine-test's 60 samples, learnt
+	run -0 spirt-eval -s n.db -d mine-test -m soft -t 20
+	assert_line samples=60
+	run -0 awk -F'\t' 'END { exit !($6 > 0.8) }' n.db.train-soft.tsv
+	# nothing under the default names in n.db
+	run -0 spirt-store -s n.db ls data/t
+	assert_output ''
+	# cold, the same model
+	run -0 soft c.db --train mine --test mine-test --cold
+	[ "$(digest n.db model/soft@20)" = "$(digest c.db model/soft@20)" ]
+}
+
+@test "--train, --test: a data set not in the store 66, naming the spirt-shard command; a bad name or with --data 64; a spec that does not fit 65; nothing written" {
+	numpy_set
+	spirt-shard -q -s n.db -d mine -n 2 --seed 1 x.npy y.npy
+	spirt-shard -q -s n.db -d mine-test t.npz
+	spirt-store -s n.db ls | cut -f1 >before
+	run -66 --separate-stderr soft n.db --train nope --test mine-test
+	[[ "$stderr" == "spirt-train: --train nope: store n.db has no data set nope; make it: spirt-shard -s n.db -d nope -n 2 FILE [LABELS]" ]]
+	run -66 --separate-stderr soft n.db --train mine --test nope
+	[[ "$stderr" == *"--test nope: store n.db has no data set nope; make it: spirt-shard -s n.db -d nope "* ]]
+	# --train alone: the test set is test, not there, not sharded from
+	# Fashion-MNIST
+	run -66 --separate-stderr soft n.db --train mine
+	[[ "$stderr" == *"--test test: store n.db has no data set test"* ]]
+	run -64 soft n.db --train ../mine --test mine-test
+	run -64 soft n.db --train .mine --test mine-test
+	run -64 soft n.db --train '' --test mine-test
+	run -64 soft n.db --train mine --test 'a b'
+	run -64 --separate-stderr soft n.db --data . --train mine
+	[[ "$stderr" == *"--data .: "*"spirt-shard -d"* ]]
+	# a spec that does not fit the data's features or classes: 65 before
+	# any work, not a step's functions failing
+	run -65 --separate-stderr soft n.db --train mine --test mine-test \
+	    --spec softmax:5:3
+	[[ "$stderr" == "spirt-train: --train mine: --spec softmax:5:3 does not fit it: data set mine has 4 features per sample, model softmax:5:3 takes 5"* ]]
+	run -65 --separate-stderr soft n.db --train mine --test mine-test \
+	    --spec softmax:4:2
+	[[ "$stderr" == *"--spec softmax:4:2 does not fit it: data set mine has 3 classes, model softmax:4:2 has 2"* ]]
+	"$PYTHON" -c 'import numpy as np
+np.savez("t5.npz", x=np.zeros((9, 5), np.float32), y=np.arange(9) % 3)'
+	spirt-shard -q -s n.db -d five t5.npz
+	spirt-store -s n.db ls | cut -f1 >before
+	run -65 --separate-stderr soft n.db --train mine --test five
+	[[ "$stderr" == "spirt-train: --test five: --spec softmax:4:3 does not fit it: data set five has 5 features"* ]]
+	spirt-store -s n.db ls | cut -f1 | diff before -
+	[ ! -e n.db.train-soft.tsv ]
+}
+
+@test "--train DS sharded for another number of functions: 65 naming the spirt-shard command that fits, with --peers P x M; sharded again, it trains" {
+	numpy_set
+	spirt-shard -q -s n.db -d mine -n 2 --seed 1 x.npy y.npy
+	spirt-shard -q -s n.db -d mine-test t.npz
+	run -65 --separate-stderr soft n.db --train mine --test mine-test -n 3
+	[[ "$stderr" == "spirt-train: --train mine: store n.db has data for 2 workers, not 3; shard it again: spirt-shard -s n.db -d mine -n 3 FILE [LABELS], or train with -n 2" ]]
+	run -65 --separate-stderr soft n.db --train mine --test mine-test -n 1
+	[[ "$stderr" == *"not 1; shard it again: spirt-shard -s n.db -d mine -n 1 FILE [LABELS], or train with -n 2" ]]
+	# two peers of two functions: four shards; one function each fits
+	printf 'p0 http://127.0.0.1:1\np1 http://127.0.0.1:2\n' >peers
+	run -65 --separate-stderr soft n.db --train mine --test mine-test \
+	    --peers peers
+	[[ "$stderr" == *"has data for 2 workers, not 4; shard it again: spirt-shard -s n.db -d mine -n 4 FILE [LABELS], or train with -n 1 (2 peers)" ]]
+	run -0 spirt-store -s n.db ls model/
+	assert_output ''
+	# as the message says
+	spirt-shard -q -s n.db -d mine -n 3 --seed 1 x.npy y.npy
+	run -0 soft n.db --train mine --test mine-test -n 3
+	spirt-store -s n.db get model/soft@20 >/dev/null
 }

@@ -74,6 +74,16 @@ teardown() {
 	l1=$(spirt-eval -s "$w/spirt.db" -m mlp -t 1 | sed -n 's/^loss=//p')
 	awk -v a="$l0" -v b="$l1" 'BEGIN { exit !(b < a) }'
 
+	# your own data: the NumPy arrays are the data sets mine (two shards)
+	# and mine-test, and the softmax trained on them, by name, learnt
+	# (its 32nd step, 4 epochs of 8, the last line of its log)
+	run -0 spirt-store -s "$w/mine.db" ls data/
+	assert_line --regexp '^data/mine/1/x	f32	'
+	assert_line --regexp '^data/mine-test/0/y	'
+	refute_line --regexp '^data/train/'
+	awk -F'\t' '$2 == 32 && $3 == "4.000" && $6 > 0.8 { ok = 1 }
+		END { exit !ok }' all.out
+
 	# as filters: model.spt is step 1 of the MLP followed by Adam's state,
 	# and no store was touched
 	run -0 spirt-store inspect "$w/model.spt"

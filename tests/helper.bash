@@ -121,6 +121,18 @@ write("t10k", 200)
 PY
 }
 
+# numpy_set: 300 samples of 4 features in 3 classes (the largest of the
+# first three), made by NumPy: x.npy y.npy the training set (240), t.npz
+# (x and y) the test set (60)
+numpy_set() {
+	"$PYTHON" -c 'import numpy as np
+r = np.random.default_rng(1)
+x = r.normal(size=(300, 4)).astype(np.float32)
+y = x[:, :3].argmax(axis=1)
+np.save("x.npy", x[:240]); np.save("y.npy", y[:240])
+np.savez("t.npz", x=x[240:], y=y[240:])'
+}
+
 # until_ N CMD...: run CMD every 0.1 s until it succeeds, at most N times
 until_() {
 	local n=$1 i=0

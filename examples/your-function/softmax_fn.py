@@ -16,7 +16,8 @@ spirt-train runs it as
 Warm (--serve) it reads "step [worker]" lines on stdin and answers each
 with one line on stdout; cold it computes the gradient of -t and -w.
 It reads the model with spirt-store get and its minibatch with
-spirt-store batch (the store is $SPIRT_STORE, a path or a peer's URL),
+spirt-store batch (the store is $SPIRT_STORE, a path or a peer's URL;
+the data set -d, else $SPIRT_DATASET, else train),
 and writes its gradient with spirt-store put, a record made by
 contrib/python/spirt_tensor.py.
 """
@@ -211,7 +212,8 @@ def usage():
 
 def main(argv):
     opts = dict(model=None, step=None, worker=0, batch=64, seed=0,
-                dataset="train", serve=False)
+                dataset=os.environ.get("SPIRT_DATASET") or "train",
+                serve=False)
     args = list(argv)
     names = {"-m": "model", "-t": "step", "-w": "worker", "-b": "batch",
              "-S": "seed", "-d": "dataset"}
