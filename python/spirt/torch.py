@@ -352,9 +352,13 @@ def records(data, what):
         raise Fail(EX_DATAERR, "%s: %s" % (what, e))
 
 
-def check_model(net, r, key):
+def check_model(net, r, key, step):
     import numpy
 
+    if r.step != step:
+        raise Fail(EX_DATAERR, "%s: record says step %s, want %d: wrong "
+                   "or unknown step" % (key, "none" if r.step is None else
+                                        r.step, step))
     if r.name != net.spec:
         raise Fail(EX_DATAERR, "%s: model %r, the module's is %r" %
                    (key, r.name, net.spec))
@@ -382,8 +386,11 @@ def write_out(path, data, force):
             raise Fail(EX_USAGE, "-o -: standard output is a terminal "
                        "(-f writes binary data there)")
         try:
-            sys.stdout.buffer.write(data)
-            sys.stdout.flush()
+            # unbuffered: nothing left for the interpreter's exit to
+            # flush (and fail on) again
+            view = memoryview(data)
+            while view:
+                view = view[os.write(1, view):]
         except OSError as e:
             raise Fail(EX_IOERR, "standard output: %s" % e.strerror)
         return
@@ -428,7 +435,7 @@ def grad_one(o, net, store, step, worker):
     m = records(mdata, key)
     if len(m) != 1:
         raise Fail(EX_DATAERR, "%s: not one record" % key)
-    check_model(net, m[0], key)
+    check_model(net, m[0], key, step)
     b = records(bdata, "batch %d/%d" % (step, worker))
     if len(b) != 2 or b[0].array.dtype != numpy.dtype("<f4") or \
             b[1].array.dtype != numpy.dtype("<i4") or \
@@ -466,63 +473,90 @@ def shown(line):
     return s + ("..." if len(line) > 40 else "")
 
 
+def _number(line, at):
+    """(value, end) of the decimal at line[at:], as lib/serve.c reads
+    it: "0" or a non-zero digit then digits; None if there is none."""
+    m = re.match(rb"[0-9]+", line[at:])
+    if not m or (m.group()[0:1] == b"0" and len(m.group()) > 1):
+        return None
+    return int(m.group()), at + m.end()
+
+
 def request(line):
     """(step, worker or None) of a request line (no LF), or the reason it
-    is refused (a str)."""
+    is refused (a str), in lib/serve.c's words."""
     if not line:
         return "empty line, expected a step"
     if len(line) > 255:
         return "line longer than 255 bytes"
-    m = re.fullmatch(rb"(0|[1-9][0-9]*)(?: (0|[1-9][0-9]*))?", line)
-    if not m:
-        m = re.match(rb"(0|[1-9][0-9]*)", line)
-        if not m:
-            return "expected a step (a decimal number, no leading zero)"
-        rest = line[m.end():]
-        if not rest.startswith(b" ") or \
-                not re.match(rb" (0|[1-9][0-9]*)", rest):
-            return "junk after the step" if not rest.startswith(b" ") \
-                else "expected a worker after the step"
-        return "junk after the worker"
-    step = int(m.group(1))
+    r = _number(line, 0)
+    if r is None:
+        return "expected a step (a decimal number, no leading zero)"
+    step, at = r
     if step > MAXSTEP:
         return "step above %d" % MAXSTEP
-    if m.group(2) is None:
+    if at == len(line):
         return step, None
-    w = int(m.group(2))
+    if line[at:at + 1] != b" ":
+        return "junk after the step"
+    r = _number(line, at + 1)
+    if r is None:
+        return "expected a worker after the step"
+    w, at = r
     if w > MAXWORKER:
         return "worker above %d" % MAXWORKER
+    if at != len(line):
+        return "junk after the worker"
     return step, w
 
 
-stopped = False
+stopped, idle = False, False
+
+
+class Stop(Exception):
+    pass
 
 
 def on_stop(sig, frame):
+    """SIGINT, SIGTERM: the request under way is answered first; a wait
+    for the next one ends at once (a read is retried after a handler)."""
     global stopped
     stopped = True
+    if idle:
+        raise Stop()
 
 
 def serve(o, net, store):
     """The warm protocol (docs/contracts.md): one answer line each."""
+    global idle
     worst, n = 0, 0
     inp = sys.stdin.buffer
     signal.signal(signal.SIGINT, on_stop)
     signal.signal(signal.SIGTERM, on_stop)
     while not stopped:
         try:
-            line = inp.readline()
-        except InterruptedError:
-            continue
-        except OSError as e:
+            idle = True
             if stopped:
                 break
+            line = inp.readline(257)
+            long_ = len(line) == 257 and not line.endswith(b"\n")
+            while long_:    # read to its LF: its tail is no request
+                more = inp.readline(65536)
+                if not more or more.endswith(b"\n"):
+                    break
+        except Stop:
+            break
+        except OSError as e:
             warn("stdin: %s" % e.strerror)
             return EX_IOERR
+        finally:
+            idle = False
         if not line:
             break
         n += 1
-        if not line.endswith(b"\n"):
+        if long_:
+            req = "line longer than 255 bytes"
+        elif not line.endswith(b"\n"):
             req = "no newline at the end of input"
             line = line[:256]
         else:
@@ -569,7 +603,6 @@ def parent_watch():
 
 
 def cmd_grad(o):
-    parent_watch()
     net, store = Net(o), Store(o)
     if o.serve:
         return serve(o, net, store)
@@ -596,7 +629,7 @@ def cmd_eval(o):
         o.step = max(steps)
     key = "model/%s@%d" % (o.model, o.step)
     m = records(store.run("get", key), key)
-    check_model(net, m[0], key)
+    check_model(net, m[0], key, o.step)
     net.load(m[0].array)
     ikey = "data/%s/info" % o.dataset
     info = records(store.run("get", ikey), ikey)[0].array
@@ -615,8 +648,7 @@ def cmd_eval(o):
         if x.dtype == numpy.dtype("u1"):
             x = x.astype(numpy.float32) / numpy.float32(255)
         for i in range(0, y.size, o.batch):
-            xb = t.from_numpy(numpy.ascontiguousarray(x[i:i + o.batch],
-                                                      numpy.float32))
+            xb = t.from_numpy(numpy.array(x[i:i + o.batch], numpy.float32))
             yb = t.from_numpy(y[i:i + o.batch].astype(numpy.int64))
             with t.no_grad():
                 z = net.mod(xb)
@@ -658,6 +690,7 @@ def cmd_init(o):
 def main(argv):
     try:
         o = parse(argv)
+        parent_watch()
         return {"grad": cmd_grad, "eval": cmd_eval, "init": cmd_init}[
             o.cmd](o)
     except Fail as e:
