@@ -39,7 +39,7 @@ MAN1 = man/spirt-store.1 $(DATA_MAN1) $(MODEL_MAN1) $(AGG_MAN1) \
 	$(TRAIN_MAN1) $(PEER_MAN1) $(BEAT_MAN1) $(TORCH_MAN1)
 MAN5 = man/spirt-tensor.5 man/spirt-store.5 $(DATA_MAN5) $(MODEL_MAN5) \
 	$(AGG_MAN5)
-MAN7 = man/spirt.7
+MAN7 = man/spirt.7 man/spirt-function.7
 UNIT = tests/unit/test_tensor tests/unit/test_store tests/unit/test_parse \
 	tests/unit/test_keys tests/unit/test_npy tests/unit/test_mem \
 	$(DATA_UNIT) $(MODEL_UNIT) $(AGG_UNIT) $(PEER_UNIT) $(FAAS_UNIT) \
@@ -47,9 +47,10 @@ UNIT = tests/unit/test_tensor tests/unit/test_store tests/unit/test_parse \
 BENCH = bench/store_bench $(DATA_BENCH) $(MODEL_BENCH) $(AGG_BENCH) \
 	$(PEER_BENCH)
 
-# no $(CURL_LIBS): libcurl is dlopen()ed by lib/curldl.c (mk/peer.mk)
+# no $(CURL_LIBS): libcurl is dlopen()ed by lib/curldl.c (mk/peer.mk);
+# $(CRYPTO_LIBS): every tool reaches a URL store's sealed messages
 BASE_LIBS = $(WRAP_LDFLAGS) $(LMDB_LIBS) $(XXHASH_LIBS) $(SODIUM_LIBS) \
-	$(DL_LIBS) -lm
+	$(CRYPTO_LIBS) $(DL_LIBS) -lm
 
 all: $(BIN)
 

@@ -40,11 +40,20 @@ SODIUM_LIBS = `$(PKG_CONFIG) --libs libsodium`
 CURL_CFLAGS = `$(PKG_CONFIG) --cflags libcurl`
 CURL_LIBS = `$(PKG_CONFIG) --libs libcurl`
 MHD_CFLAGS = `$(PKG_CONFIG) --cflags libmicrohttpd`
-# OpenSSL 3's <openssl/evp.h> (libssl-dev); libcrypto.so.3 is dlopen()ed
-SSL_CFLAGS = `$(PKG_CONFIG) --cflags libcrypto`
 MHD_LIBS = `$(PKG_CONFIG) --libs libmicrohttpd`
-# dlopen(): OpenBLAS, libcurl, libcrypto are loaded at run time
+# dlopen(): OpenBLAS and libcurl are loaded at run time
 DL_LIBS = -ldl
+
+# the messages' AEAD and the values' SHA-256 (lib/prim.h): openssl links
+# OpenSSL 3's libcrypto (libssl-dev) for them, 2.2 and 5.6 times
+# libsodium's speed (docs/performance.md); sodium runs libsodium's code
+# alone.  The same bytes either way; the build links lib/prim_$(CRYPTO).o,
+# and `spirt-peer -V` says which.  Both are tested (.ci/run).
+CRYPTO = openssl
+CRYPTO_CFLAGS = `test "$(CRYPTO)" != openssl || \
+	$(PKG_CONFIG) --cflags libcrypto`
+CRYPTO_LIBS = `test "$(CRYPTO)" != openssl || \
+	$(PKG_CONFIG) --libs libcrypto`
 
 INCS = $(XXHASH_CFLAGS) $(BLAS_CFLAGS)
 

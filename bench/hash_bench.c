@@ -1,4 +1,4 @@
-/* hash_bench.c - a value's crypto: its hash's SHA-256 tree in lanes against one stream, its AEAD three ways (bench/peer.sh) */
+/* hash_bench.c - a value's crypto: its hash's SHA-256 tree, its AEAD, on the build's code and libsodium's (bench/peer.sh) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,25 +6,24 @@
 #include <sodium.h>
 
 #include "io.h"
-#include "ossl.h"
 #include "parse.h"
+#include "prim.h"
 #include "vhash.h"
 
 /*
  * Usage: hash_bench BYTES ROUNDS
  *
  * Hashes BYTES of random data ROUNDS times with each of: the values'
- * hash (spirt_hash, the SHA-256 tree of lib/vhash.h) with its pieces in
- * the lanes of Intel's multi-buffer library, the same tree piece by
- * piece on OpenSSL's SHA-256, the whole value's SHA-256 on OpenSSL's code
- * (the digests' version 2, lib/ossl.h) and on libsodium's, and
- * libsodium's BLAKE2b-256 (version 1); then seals it with the messages'
+ * hash (spirt_hash, the SHA-256 tree of lib/vhash.h, its pieces on the
+ * build's SHA-256, lib/prim.h), the whole value's SHA-256 on the build's
+ * code (the digests' version 2) and on libsodium's, and libsodium's
+ * BLAKE2b-256 (version 1); then seals it with the messages'
  * XChaCha20-Poly1305 in 64 KiB frames, as a streamed answer is
- * (lib/crypto.h), on Intel's library (spirt's choice), OpenSSL's code
- * and libsodium's; the eight interleaved, round by round.  Prints one
- * line each, "name median_ms GB/s", the median of the rounds.  Exit 1
- * when OpenSSL's code or the multi-buffer library cannot be had, 64 on
- * misuse.
+ * (lib/crypto.h), on the build's code (spirt_aead_seal) and libsodium's;
+ * the six interleaved, round by round.  Prints one line each, "name
+ * median_ms GB/s", the median of the rounds, after a first line "crypto
+ * NAME", the code config.mk's CRYPTO chose.  Exit 1 out of memory, 64
+ * on misuse.
  */
 static int
 cmp(const void *a, const void *b)
@@ -37,12 +36,10 @@ cmp(const void *a, const void *b)
 int
 main(int argc, char **argv)
 {
-	enum { K = 8 };
-	static const char *const name[K] = { "vhash-mb", "vhash-serial",
-	    "sha256-openssl", "sha256-libsodium", "blake2b-libsodium",
-	    "aead-ipsecmb", "aead-openssl", "aead-libsodium" };
-	static const int aead[3] = { SPIRT_OSSL_IPSECMB, SPIRT_OSSL_OPENSSL,
-	    SPIRT_OSSL_SODIUM };
+	enum { K = 6 };
+	static const char *const name[K] = { "vhash", "sha256",
+	    "sha256-libsodium", "blake2b-libsodium", "aead",
+	    "aead-libsodium" };
 	uint64_t n, r;
 	unsigned char h[32], *b, *c, key[32], npub[24], ad[64], tag[16];
 	double *t[K];
@@ -53,18 +50,11 @@ main(int argc, char **argv)
 		fputs("usage: hash_bench BYTES ROUNDS\n", stderr);
 		return 64;
 	}
-	if (sodium_init() < 0 || spirt_ossl_use(SPIRT_OSSL_IPSECMB) != 0 ||
-	    spirt_ossl_use(SPIRT_OSSL_OPENSSL) != 0 ||
-	    spirt_vhash_use(SPIRT_VHASH_MB) != 0) {
-		fputs("hash_bench: OpenSSL's code or libIPSec_MB.so.1 cannot "
-		    "be had\n", stderr);
-		return 1;
-	}
 	b = malloc(n);
 	c = malloc(n);
 	for (int k = 0; k < K; k++)
 		ok &= (t[k] = malloc(r * sizeof **t)) != NULL;
-	if (!b || !c || !ok) {
+	if (sodium_init() < 0 || !b || !c || !ok) {
 		fputs("hash_bench: out of memory\n", stderr);
 		return 1;
 	}
@@ -74,31 +64,31 @@ main(int argc, char **argv)
 	randombytes_buf(ad, sizeof ad);
 	for (uint64_t i = 0; i < r; i++)
 		for (int k = 0; k < K; k++) {
-			double s;
+			double s = spirt_clock();
 
-			if (k < 2 && spirt_vhash_use(k == 0 ?
-			    SPIRT_VHASH_MB : SPIRT_VHASH_SERIAL) != 0)
-				return 1;
-			if (spirt_ossl_use(k >= 5 ? aead[k - 5] :
-			    SPIRT_OSSL_OPENSSL) != 0)
-				return 1;
-			s = spirt_clock();
-			if (k >= 5) {
+			if (k == 4) {
 				for (uint64_t o = 0; o < n; o += 65536)
 					if (spirt_aead_seal(c + o, tag, b + o,
 					    n - o < 65536 ? n - o : 65536, ad,
 					    sizeof ad, npub, key) != 0)
 						return 1;
-			} else if (k < 2)
+			} else if (k == 5) {
+				for (uint64_t o = 0; o < n; o += 65536)
+					crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
+					    c + o, tag, NULL, b + o,
+					    n - o < 65536 ? n - o : 65536, ad,
+					    sizeof ad, NULL, npub, key);
+			} else if (k == 0)
 				spirt_vhash(h, b, n);
-			else if (k == 2)
+			else if (k == 1)
 				spirt_sha256(h, b, n);
-			else if (k == 3)
+			else if (k == 2)
 				crypto_hash_sha256(h, b, n);
 			else
 				crypto_generichash(h, 32, b, n, NULL, 0);
 			t[k][i] = spirt_clock() - s;
 		}
+	printf("crypto %s\n", spirt_prim_name());
 	for (int k = 0; k < K; k++) {
 		qsort(t[k], r, sizeof **t, cmp);
 		printf("%s %.3f %.2f\n", name[k], 1e3 * t[k][r / 2],

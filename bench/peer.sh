@@ -37,15 +37,13 @@
 # 4. Exchanges every H steps: H = 1, 10, 100 and the per-step exchange,
 #    3 peers, the same samples: time per step and the final accuracy.
 # 5. The values' hash (four a peer and step: the signed digests): the
-#    SHA-256 tree of the digests' version 3 with its pieces in the lanes
-#    of Intel's multi-buffer library, as spirt_hash computes it, against
-#    the same tree piece by piece on OpenSSL's SHA-256, the whole value's
-#    SHA-256 on OpenSSL's code (version 2) and libsodium's, and the
-#    BLAKE2b-256 of version 1, on a value of the MLP's size; and the
+#    SHA-256 tree of the digests' version 3 on the build's SHA-256
+#    (config.mk's CRYPTO), as spirt_hash computes it, against the whole
+#    value's SHA-256 on the build's code (version 2) and libsodium's, and
+#    the BLAKE2b-256 of version 1, on a value of the MLP's size; and the
 #    value sealed in 64 KiB frames, as an answer's stream is, with the
-#    messages' XChaCha20-Poly1305 on Intel's library (spirt's choice),
-#    OpenSSL's code and libsodium's (bench/hash_bench, interleaved,
-#    medians).
+#    messages' XChaCha20-Poly1305 on the build's code and libsodium's
+#    (bench/hash_bench, interleaved, medians).
 #
 # Environment: PARTS (the sections to run, default "1 2 3 4 5"), REPS (rounds of 1, default 7), STEPS (steps of 2, default
 # 30), RACE (rounds of 3, default 2), LOCAL (local steps a round in 3,
@@ -443,14 +441,13 @@ echo "   four hashes, and four seals or opens, two in its server, two in its"
 echo "   exchange)"
 printf '   %-46s %8s %8s %10s\n' "" ms GB/s "vs spirt"
 bench/hash_bench 940696 200 | awk '
-	NR == 1 || $1 == "aead-ipsecmb" { base = $2 }
+	$1 == "crypto" { c = $2; next }
+	$1 == "vhash" || $1 == "aead" { base = $2 }
 	{
-		if ($1 == "vhash-mb") l = "SHA-256 tree, multi-buffer (spirt_hash)"
-		else if ($1 == "aead-ipsecmb") l = "XChaCha20-Poly1305, Intel (spirt_aead_seal)"
-		else if ($1 == "aead-openssl") l = "XChaCha20-Poly1305, OpenSSL"
+		if ($1 == "vhash") l = "SHA-256 tree, " c " (spirt_hash)"
+		else if ($1 == "aead") l = "XChaCha20-Poly1305, " c " (spirt_aead_seal)"
 		else if ($1 == "aead-libsodium") l = "XChaCha20-Poly1305, libsodium"
-		else if ($1 == "vhash-serial") l = "SHA-256 tree, OpenSSL piece by piece"
-		else if ($1 == "sha256-openssl") l = "SHA-256, OpenSSL (digests v2)"
+		else if ($1 == "sha256") l = "SHA-256, " c " (digests v2)"
 		else if ($1 == "sha256-libsodium") l = "SHA-256, libsodium"
 		else l = "BLAKE2b-256, libsodium (digests v1)"
 		printf "   %-46s %8.3f %8.2f %9.2fx\n", l, $2, $3, $2 / base

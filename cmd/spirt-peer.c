@@ -17,6 +17,7 @@
 #include "keys.h"
 #include "parse.h"
 #include "peersrv.h"
+#include "prim.h"
 #include "remote.h"
 #include "serve.h"
 #include "store.h"
@@ -130,8 +131,18 @@ usage(int code)
 		    "      --timeout MS   exchange: each request's deadline\n"
 		    "      --trim F       exchange: trim F of each end\n"
 		    "  -h, --help         this help\n"
-		    "  -V, --version      print version\n", stdout);
+		    "  -V, --version      print version and crypto\n", stdout);
 	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+}
+
+/* the version, then the code the build chose for the AEAD and SHA-256
+ * (config.mk's CRYPTO, lib/prim.h); exit 0 */
+static _Noreturn void
+version(void)
+{
+	printf("%s %s\ncrypto: %s (%s)\n", progname, SPIRT_VERSION,
+	    spirt_prim_name(), spirt_prim_version());
+	exit(fshut_stdout(0));
 }
 
 static void
@@ -186,7 +197,7 @@ options(int argc, char **argv)
 		case 's': o.store = optarg; break;
 		case 'T': o.token = optarg; break;
 		case 'v': spirt_verbose++; break;
-		case 'V': print_version();
+		case 'V': version();
 		case CONNTIMEOUT: o.conntimeout = optarg; break;
 		case MAXCONNS: o.maxconns = optarg; break;
 		case PERIP: o.perip = optarg; break;

@@ -13,9 +13,9 @@ USAGE="usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]
                    [-s store] [--beat ms] [--bucket s]
                    [--byzantine list:attack]
                    [--checkpoint n] [--cold] [--data dir] [--deadline ms]
-                   [--eval-every steps] [--every h] [--keep-digests]
-                   [--keep-pulls] [--peer i] [--peer-rule rule]
-                   [--peers file]
+                   [--eval-every steps] [--evaluate cmd] [--every h]
+                   [--function cmd] [--keep-digests] [--keep-pulls]
+                   [--peer i] [--peer-rule rule] [--peers file]
                    [--schedule name] [--spec spec] [--steps n]
                    [--sync mode] [--target accuracy]
                    [--worker-momentum b]"
@@ -54,8 +54,14 @@ usage() {
       --deadline MS    each wait for a step's functions, the aggregation,
                        the update, an exchange, in ms (default 30000)
       --eval-every N   evaluate every N steps (default: each epoch)
+      --evaluate CMD   the evaluation function, in spirt-eval's place
+                       (words split at blanks; default $SPIRT_EVALUATE
+                       or spirt-eval; spirt-function(7))
       --every H        peers: H local steps, then exchange the model change
                        and average it (default: every step, the gradient)
+      --function CMD   the gradient function, in spirt-grad's place, warm
+                       or --cold (words split at blanks; default
+                       $SPIRT_FUNCTION or spirt-grad; spirt-function(7))
       --keep-digests   peers: keep every step's signed digests (default:
                        spent rounds are pruned, digests too)
       --keep-pulls     peers: also store the aggregates pulled from the
@@ -94,7 +100,8 @@ rule=mean batch=32 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
 every=0 sched=cosine spec= steps=0 sync=meta target=0 quiet=0 verbose=0
 ckpt=100 peers= peer=0 deadline=30000 keepdg=0 keeppl=0 bucket=1 byz= xh=0 beat=0
-prule=mean wmom=
+prule=mean wmom= fncmd=${SPIRT_FUNCTION:-spirt-grad}
+evcmd=${SPIRT_EVALUATE:-spirt-eval} fnopt=SPIRT_FUNCTION evopt=SPIRT_EVALUATE
 while [ $# -gt 0 ]; do
 	case $1 in
 	--*=*) a=${1%%=*} v=${1#*=}; shift; set -- "$a" "$v" "$@" ;;
@@ -103,7 +110,7 @@ while [ $# -gt 0 ]; do
 	-[abelmnoSs]|--rule|--batch|--epochs|--lr|--model|--functions|--opt|\
 	--seed|--store|--beat|--bucket|--byzantine|--checkpoint|--data|--eval-every|\
 	--schedule|--spec|--steps|--sync|--target|--deadline|--peer|--peers|\
-	--every|--peer-rule|--worker-momentum)
+	--every|--peer-rule|--worker-momentum|--function|--evaluate)
 		[ $# -ge 2 ] || { printf '%s: %s: missing argument\n' "$PROG" \
 		    "$1" >&2; usage 64; } ;;
 	esac
@@ -131,6 +138,8 @@ while [ $# -gt 0 ]; do
 	--peers) peers=$2; shift ;;
 	--worker-momentum) wmom=$2; shift ;;
 	--eval-every) every=$2; shift ;;
+	--evaluate) evcmd=$2 evopt=--evaluate; shift ;;
+	--function) fncmd=$2 fnopt=--function; shift ;;
 	--every) xh=$2; shift ;;
 	--schedule) sched=$2; shift ;;
 	--spec) spec=$2; shift ;;
@@ -375,6 +384,25 @@ for d in spirt-store spirt-shard spirt-init spirt-grad spirt-agg \
 	command -v "$d" >/dev/null 2>&1 ||
 		die 69 "$d: not found beside $PROG ($here) or on PATH"
 done
+# --function and --evaluate (spirt-function(7)): a command line split at
+# blanks, never globbed nor read by a shell, the arguments spirt-grad's
+# or spirt-eval's after it; its first word is looked for as the tools
+# are (the function's only without SPIRT_FANOUT: that runs it elsewhere)
+# fnword OPT CMD: $w1, CMD's first word; a blank CMD is 64
+fnword() {
+	set -f
+	# shellcheck disable=SC2086
+	set -- "$1" $2
+	set +f
+	[ $# -ge 2 ] || die 64 "$1: an empty command"
+	w1=$2
+}
+fnword "$evopt" "$evcmd"
+command -v "$w1" >/dev/null 2>&1 ||
+	die 69 "$evopt $evcmd: $w1: not found beside $PROG ($here) or on PATH"
+fnword "$fnopt" "$fncmd"
+[ -n "${SPIRT_FANOUT-}" ] || command -v "$w1" >/dev/null 2>&1 ||
+	die 69 "$fnopt $fncmd: $w1: not found beside $PROG ($here) or on PATH"
 # --byzantine peer:ATTACK (evaluation only): this whole peer lies
 bpeer=
 case $byz in peer:*) bpeer=${byz#peer:}; byzpeer_check ;; esac
@@ -394,6 +422,8 @@ if [ -n "$byz" ]; then
 		case $bad in *" $w "*) die 64 "--byzantine $byz: function $w twice" ;; esac
 		bad="$bad$w "
 	done
+	[ "$attack" != labelflip ] || [ "$fncmd" = spirt-grad ] ||
+		die 64 "--byzantine $byz: labelflip is spirt-grad's --label-flip, not $fnopt $fncmd's"
 	if [ "$attack" != labelflip ]; then
 		rc=0
 		e=$(spirt-attack -o /dev/null "$attack" </dev/null 2>&1) || rc=$?
@@ -1223,9 +1253,12 @@ fn_start() {
 	# open yet (a slow start under load); <> keeps it open, so a
 	# function never sees end of input
 	exec 3<>"$work/g$1"
-	SPIRT_PARENT=$$ spirt-grad -q --serve -m "$model" -w $((w0 + $1)) -b "$batch" \
+	# ($fncmd's words split, never globbed: fnword)
+	set -f
+	SPIRT_PARENT=$$ $fncmd -q --serve -m "$model" -w $((w0 + $1)) -b "$batch" \
 	    -S "$seed" $(flip "$1") <&3 3<&- 4<&- 5<&- 6<&- 7<&- 8<&- \
 	    >"$work/done" &
+	set +f
 	pids="$pids $!" tools="$tools $!:spirt-grad:$((w0 + $1))"
 	eval "fpid_$1=\$!"
 	# (sh has fds 3-9: functions 0-3 on 3-6, agg 7, update 8, acks 9)
@@ -1314,6 +1347,7 @@ fi
 died() {
 	p=${1%%:*} r=${1#*:}
 	tool=${r%%:*} wk=${r#*:}
+	[ "$tool" != spirt-grad ] || tool=$fncmd
 	st=0
 	wait "$p" 2>/dev/null || st=$?
 	if [ "$st" -gt 128 ]; then
@@ -1586,7 +1620,7 @@ late() {
 	wait "$_p" 2>/dev/null || :
 	drop pids "$_p"
 	drop tools "$_p:spirt-grad:$((w0 + $1))"
-	declare_dead "$1" "warm spirt-grad -w $((w0 + $1)) (pid $_p) did not answer within --deadline $deadline ms"
+	declare_dead "$1" "warm $fncmd -w $((w0 + $1)) (pid $_p) did not answer within --deadline $deadline ms"
 }
 # fan_grads T: with SPIRT_FANOUT, step T's busy functions through it.
 # The runner has its own retries (parallel --retries): if it fails, the
@@ -1595,7 +1629,7 @@ fan_grads() {
 	# ($fanout's words are split, never globbed)
 	set -f
 	for _x in $busy; do echo $((w0 + _x)); done | run $fanout \
-	    spirt-grad -q -m "$model" -t "$1" -w {} -b "$batch" \
+	    $fncmd -q -m "$model" -t "$1" -w {} -b "$batch" \
 	    -S "$seed" || die 75 "step $1: a gradient function failed"
 	set +f
 }
@@ -1611,11 +1645,14 @@ cold_grads() {
 		_ps= _pp=
 		for _x in $busy; do
 			# (not through run: $! must be the function itself)
-			[ "$verbose" -eq 0 ] || printf '+ spirt-grad -q -m %s -t %s -w %s -b %s -S %s %s\n' \
-			    "$model" "$1" $((w0 + _x)) "$batch" "$seed" "$(flip "$_x")" >&2
-			# (SPIRT_PARENT: it ends with a driver killed outright)
-			SPIRT_PARENT=$$ spirt-grad -q -m "$model" -t "$1" \
+			[ "$verbose" -eq 0 ] || printf '+ %s -q -m %s -t %s -w %s -b %s -S %s %s\n' \
+			    "$fncmd" "$model" "$1" $((w0 + _x)) "$batch" "$seed" "$(flip "$_x")" >&2
+			# (SPIRT_PARENT: it ends with a driver killed outright;
+			# $fncmd's words split, never globbed)
+			set -f
+			SPIRT_PARENT=$$ $fncmd -q -m "$model" -t "$1" \
 			    -w $((w0 + _x)) -b "$batch" -S "$seed" $(flip "$_x") &
+			set +f
 			_ps="$_ps $!:$_x" _pp="$_pp $!"
 		done
 		# past --deadline the invocations still running are ended
@@ -1678,7 +1715,7 @@ cold_dead() {
 		else
 			how="exited with status $rc"
 		fi
-		declare_dead "$_x" "cold spirt-grad -w $((w0 + _x)) $how"
+		declare_dead "$_x" "cold $fncmd -w $((w0 + _x)) $how"
 		_gone=1
 	done
 }
@@ -1861,10 +1898,30 @@ step() {
 	wait_done 1 spirt-update
 }
 
-evaluate() {    # evaluate T: test loss and accuracy of model@T, logged
-	e=$(spirt-eval -q -m "$model" -t "$1" | awk -F= -v tg="$target" '
+# evaluate T: test loss and accuracy of model@T, logged.  The evaluation
+# function ($evcmd, words split, never globbed) has --deadline to end; its
+# answer must hold loss=L and accuracy=A lines (A from 0 to 1), or the
+# training stops with 75 (spirt-function(7))
+evaluate() {
+	rc=0
+	set -f
+	e=$(timeout --foreground -s KILL "$dlsec" $evcmd -q -m "$model" \
+	    -t "$1") || rc=$?
+	set +f
+	[ "$rc" -ne 137 ] || die 75 "step $1: $evcmd: no answer within --deadline $deadline ms; rerun to resume"
+	[ "$rc" -eq 0 ] || die 75 "step $1: $evcmd exited with status $rc; rerun to resume"
+	e=$(printf '%s\n' "$e" | awk -F= -v tg="$target" '
+		function num(x) {
+			return x ~ /^-?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/
+		}
 		$1 == "loss" { l = $2 } $1 == "accuracy" { a = $2 }
-		END { print l, a, (tg > 0 && a >= tg) }')
+		END {
+			# (a model gone astray: a loss of nan or inf)
+			if (!(num(l) || tolower(l) ~ /^[-+]?(nan|inf)/) ||
+			    !num(a) || a + 0 < 0 || a + 0 > 1)
+				exit 1
+			print l, a, (tg > 0 && a >= tg)
+		}') || die 75 "step $1: $evcmd: expected loss=L and accuracy=A lines (A from 0 to 1); rerun to resume"
 	set -- "$1" $e
 	acc=$3 reached=$4
 	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$clock" "$1" "$ep" "$loss" "$2" "$3" \

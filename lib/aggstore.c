@@ -101,6 +101,23 @@ add(struct spirt_aggset *s, const char *name, const struct spirt_tensor *t,
 	return 0;
 }
 
+/*
+ * A record under grad/<t>/<w> is worker w's: one of another origin is
+ * refused (a function that wrote another worker's gradient in its slot;
+ * spirt-function(7)).
+ */
+static int
+owner(struct spirt_aggset *s, const char *key, const struct spirt_tensor *t)
+{
+	struct spirt_key_parts k;
+
+	if (t->origin == SPIRT_NOORIGIN || spirt_key_parse(&k, key) != 0 ||
+	    k.kind != SPIRT_KEY_GRAD || k.worker == t->origin)
+		return 0;
+	return say(s, SPIRT_EDATA, "%s: origin %u, not the key's worker %u",
+	    key, (unsigned)t->origin, (unsigned)k.worker);
+}
+
 /* key's record, from the store or given in memory (vals) */
 static int
 add_rec(struct spirt_aggset *s, const char *key, const void *val,
@@ -113,6 +130,8 @@ add_rec(struct spirt_aggset *s, const char *key, const void *val,
 	if ((rc = spirt_tensor_decode(&t, &pl, val, len, s->verify &&
 	    !s->keys_checked)))
 		return sayrc(s, rc, key);
+	if ((rc = owner(s, key, &t)))
+		return rc;
 	return add(s, key, &t, pl, NULL);
 }
 
@@ -146,6 +165,8 @@ listone(void *arg, const char *key, const void *val, size_t len)
 		return 0;               /* grad/<t>/<w>/... is not a gradient */
 	if ((rc = spirt_tensor_decode(&t, &pl, val, len, a->s->verify)))
 		return sayrc(a->s, rc, key);
+	if ((rc = owner(a->s, key, &t)))
+		return rc;
 	return add(a->s, key, &t, pl, NULL);
 }
 

@@ -5,10 +5,9 @@
 #include <stddef.h>
 
 /*
- * libcurl (lib/curldl.c), libcrypto (lib/ossl.c) and libmicrohttpd for
- * -F http (lib/faas_http.c) are dlopen()ed on first use, so a cold start
- * loads none of them.  Each keeps a table of the functions it calls,
- * filled here.
+ * libcurl (lib/curldl.c) and libmicrohttpd for -F http (lib/faas_http.c)
+ * are dlopen()ed on first use, so a cold start loads neither.  Each keeps
+ * a table of the functions it calls, filled here.
  */
 struct spirt_dlsym {
 	const char *name;       /* the symbol */

@@ -7,7 +7,6 @@
 #include "curldl.h"
 #include "io.h"
 #include "le.h"
-#include "ossl.h"
 #include "remote.h"
 #include "store.h"
 
@@ -121,9 +120,6 @@ spirt_cred_env_flags(struct spirt_cred **out, unsigned flags, char *msg,
 	msg[0] = '\0';
 	if ((rc = spirt_crypto_init()))
 		return rc;
-	if ((rc = spirt_ossl_env()))
-		return spirt_msgf(msg, cap, rc, "SPIRT_CRYPTO: %s: neither "
-		    "openssl nor libsodium", getenv("SPIRT_CRYPTO"));
 	if (!(c = calloc(1, sizeof *c)))
 		return ENOMEM;
 	if (!key || !*key) {

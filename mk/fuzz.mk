@@ -16,10 +16,10 @@ FUZZ_OPT = -O1 -g -fno-omit-frame-pointer
 # no -DSPIRT_WRAP_MALLOC: the sanitizer owns malloc
 FUZZ_CFLAGS = -Ilib -Itests/fuzz -D_POSIX_C_SOURCE=200809L \
 	-DSPIRT_VERSION_MK=\"$(VERSION)\" -DSPIRT_FUZZ $(INCS) \
-	$(SODIUM_CFLAGS) $(SSL_CFLAGS) $(MHD_CFLAGS) $(CURL_CFLAGS) $(SPIRT_CFLAGS) \
+	$(SODIUM_CFLAGS) $(CRYPTO_CFLAGS) $(MHD_CFLAGS) $(CURL_CFLAGS) $(SPIRT_CFLAGS) \
 	$(FUZZ_OPT) $(FUZZ_SAN)
-FUZZ_LIBS = $(LMDB_LIBS) $(XXHASH_LIBS) $(SODIUM_LIBS) $(ZLIB_LIBS) \
-	$(DL_LIBS) -lm
+FUZZ_LIBS = $(LMDB_LIBS) $(XXHASH_LIBS) $(SODIUM_LIBS) $(CRYPTO_LIBS) \
+	$(ZLIB_LIBS) $(DL_LIBS) -lm
 FUZZ_LIBOBJ = $(LIBOBJ:.o=.fo)
 FUZZ_HDR = tests/fuzz/fuzz.h tests/fuzz/fuzz_data.h tests/fuzz/fuzz_crypto.h
 # the harnesses use memfd_create(), F_SETPIPE_SZ: Linux

@@ -1,36 +1,52 @@
 # mk/peer.mk - build fragment for spirt-peer and its crypto (included by
-# Makefile).  Only lib/crypto.o includes <sodium.h>; what links it adds
-# $(SODIUM_LIBS).  No tool links libcurl: lib/curldl.o dlopen()s
-# libcurl.so.4 when a URL store (lib/remote.o) or -F lambda
-# (lib/faas_lambda.o) first needs it, so a cold start does not load it and
-# the thirty libraries it pulls in.  spirt-peer links libmicrohttpd.
-PEER_LIBHDR = lib/ossl.h lib/imb.h lib/vhash.h lib/crypto.h lib/remote.h lib/peersrv.h lib/backend.h \
-	lib/digest.h lib/exchange.h lib/curldl.h
-PEER_LIBOBJ = lib/ossl.o lib/imb.o lib/vhash.o lib/crypto.o lib/remote.o lib/store_http.o lib/peersrv.o \
-	lib/digest.o lib/exchange.o lib/curldl.o
+# Makefile).  The files that include <sodium.h>, crypto.h's rooms among
+# them, are compiled with $(SODIUM_CFLAGS); lib/prim_$(CRYPTO).o, the AEAD
+# and SHA-256 on the code config.mk's CRYPTO chose, with $(CRYPTO_CFLAGS)
+# too, and every tool links $(CRYPTO_LIBS) (BASE_LIBS).  No tool links
+# libcurl: lib/curldl.o dlopen()s libcurl.so.4 when a URL store
+# (lib/remote.o) or -F lambda (lib/faas_lambda.o) first needs it, so a
+# cold start does not load it and the thirty libraries it pulls in.
+# spirt-peer links libmicrohttpd.
+PEER_LIBHDR = lib/prim.h lib/vhash.h lib/crypto.h lib/keyfile.h lib/token.h \
+	lib/trust.h lib/session.h lib/handshake.h lib/remote.h lib/peersrv.h \
+	lib/backend.h lib/digest.h lib/exchange.h lib/curldl.h
+PEER_LIBOBJ = lib/prim_$(CRYPTO).o lib/vhash.o $(CRYPTO_LIBOBJ) lib/remote.o \
+	lib/store_http.o lib/peersrv.o lib/digest.o lib/exchange.o lib/curldl.o
+# crypto.h's rooms, each over libsodium
+CRYPTO_LIBOBJ = lib/keyfile.o lib/token.o lib/trust.o lib/session.o \
+	lib/handshake.o
 PEER_BIN = spirt-peer
 PEER_MAN1 = man/spirt-peer.1
 PEER_UNIT = tests/unit/test_crypto tests/unit/test_remote tests/unit/test_digest
 PEER_BENCH = bench/xfer_bench bench/hash_bench
 
-lib/crypto.o: lib/crypto.c
-	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/crypto.c
+lib/keyfile.o: lib/keyfile.c
+	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/keyfile.c
+lib/token.o: lib/token.c
+	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/token.c
+lib/trust.o: lib/trust.c
+	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/trust.c
+lib/session.o: lib/session.c
+	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/session.c
+lib/handshake.o: lib/handshake.c
+	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/handshake.c
 
-# libIPSec_MB.so.1 is dlopen()ed (lib/imb.h); only its header is needed
-lib/imb.o: lib/imb.c
-	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/imb.c
 lib/vhash.o: lib/vhash.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/vhash.c
 
-# libcrypto.so.3 is dlopen()ed (lib/ossl.h); only its header is needed here
-lib/ossl.o: lib/ossl.c
-	$(CC) $(ALLCFLAGS) $(SSL_CFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/ossl.c
+# one of the two is built and linked (config.mk's CRYPTO)
+lib/prim_openssl.o: lib/prim_openssl.c
+	$(CC) $(ALLCFLAGS) $(CRYPTO_CFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/prim_openssl.c
+lib/prim_sodium.o: lib/prim_sodium.c
+	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/prim_sodium.c
 
 tests/unit/test_crypto: tests/unit/test_crypto.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_crypto.o lib/libspirt.a $(SODIUM_LIBS) $(BASE_LIBS)
 tests/unit/test_crypto.o: tests/unit/check.h $(LIBHDR)
+# the test checks the object linked is the one CRYPTO names
 tests/unit/test_crypto.o: tests/unit/test_crypto.c
-	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ tests/unit/test_crypto.c
+	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -DCRYPTO_BUILD=\"$(CRYPTO)\" \
+	    -c -o $@ tests/unit/test_crypto.c
 
 cmd/spirt-peer.o: $(LIBHDR) config.mk
 spirt-peer: cmd/spirt-peer.o lib/libspirt.a

@@ -256,6 +256,61 @@ isarun() {
 	done
 }
 
+@test "make CRYPTO=<the other>: the code it names, libcrypto only with openssl, the same bytes as this build's, both ways" {
+	local this other want t
+	other_builds
+	this=$(spirt-peer -V | sed -n 's/^crypto: \([a-z]*\) (.*)$/\1/p')
+	case $this in
+	openssl) other=sodium want=libsodium ;;
+	libsodium) other=openssl want=openssl ;;
+	*) fail "spirt-peer -V names no crypto: $this" ;;
+	esac
+	srccopy
+	run -0 timeout 900 make -s -C src -j2 CRYPTO=$other spirt-peer \
+	    spirt-store tests/unit/test_crypto
+	run -0 src/spirt-peer -V
+	[[ ${lines[1]} == "crypto: $want ("*")" ]] || fail "$output"
+	run -0 src/tests/unit/test_crypto
+	# libcrypto is linked by the openssl build, not loaded at run time
+	for t in "$this:$SPIRT_ROOT/spirt-store" "$want:src/spirt-store"; do
+		run -0 ldd "${t#*:}"
+		if [ "${t%%:*}" = openssl ]; then
+			assert_output --partial libcrypto.so
+		else
+			refute_output --partial libcrypto
+		fi
+	done
+	# a member's get and put of a value of several frames, each end on
+	# the other build's code: the wire bytes do not depend on CRYPTO
+	spirt-peer keygen -p group.pub group.key >/dev/null
+	for m in p1 p2; do
+		spirt-peer keygen $m.key >$m.hex
+		spirt-peer invite -o $m.tok -g group.key -i $m -r r1 \
+		    "$(cat $m.hex)"
+	done
+	spirt-init -m big mlp:784-32-10
+	spirt-store get -f model/big@0 >big.rec
+	[ "$(wc -c <big.rec)" -gt 100000 ]
+	export SPIRT_KEY=p2.key SPIRT_TOKEN=p2.tok SPIRT_GROUP=group.pub
+	for t in "$SPIRT_ROOT/spirt-peer:src/spirt-store" \
+	    "src/spirt-peer:$SPIRT_ROOT/spirt-store"; do
+		rm -f ready got.rec
+		mkfifo ready
+		timeout -k 10 120 "${t%%:*}" serve -k p1.key -T p1.tok \
+		    -g group.pub -l 127.0.0.1:0 -F 3 3>ready 2>srv.log &
+		read -r -t 30 addr <ready || { cat srv.log; false; }
+		"${t#*:}" -s "http://$addr" get -f model/big@0 >got.rec
+		cmp big.rec got.rec
+		"${t#*:}" -s "http://$addr" put beat/p2 big.rec
+		kill -TERM $!
+		wait $!
+		grep -q '^spirt-peer: stopped: [0-9]* served, 0 refused$' \
+		    srv.log
+		spirt-store get -f beat/p2 | cmp - big.rec
+		spirt-store rm beat/p2
+	done
+}
+
 @test "make WRAP_LDFLAGS=, and no liblmdb.a: no malloc wrapper, shared LMDB by default" {
 	other_builds
 	srccopy
@@ -296,11 +351,12 @@ isarun() {
 	[ "${lvl[store]}" = 2 ]         # the table was read
 	n() { [ "$1" = tool ] && echo 9 || echo "$1"; }
 	# a module is its .c and .h; gradctx.h is grad's insides, vec.h the
-	# kernel half of isa
+	# kernel half of isa, prim_*.c prim.h's implementations (the build
+	# links one)
 	mod() {
 		local m
 		m=$(basename "${1%.*}")
-		case $m in gradctx) m=grad ;; vec) m=isa ;; esac
+		case $m in gradctx) m=grad ;; vec) m=isa ;; prim_*) m=prim ;; esac
 		echo "$m"
 	}
 	bad=
@@ -365,15 +421,17 @@ PY
 
 @test "bench/nocrypto.patch (a measurement only) still applies, and its switch is in no tool" {
 	# bench/peer.sh NOCRYPTO=1 applies it to a copy of the tree; a
-	# change to lib/ossl.c or lib/vhash.c that breaks it must be seen
+	# change to lib/prim_*.c or lib/vhash.c that breaks it must be seen
 	# here, not in a benchmark run
 	command -v git >/dev/null || skip "no git"
 	mkdir lib
-	cp "$SPIRT_ROOT/lib/ossl.c" "$SPIRT_ROOT/lib/vhash.c" lib/
+	cp "$SPIRT_ROOT/lib/prim_openssl.c" "$SPIRT_ROOT/lib/prim_sodium.c" \
+	    "$SPIRT_ROOT/lib/vhash.c" lib/
 	run -0 git apply --check <"$SPIRT_ROOT/bench/nocrypto.patch"
 	git apply <"$SPIRT_ROOT/bench/nocrypto.patch"
-	grep -q SPIRT_MEASURE_NOCRYPTO lib/ossl.c
-	grep -q SPIRT_MEASURE_NOCRYPTO lib/vhash.c
+	for f in prim_openssl prim_sodium vhash; do
+		grep -q SPIRT_MEASURE_NOCRYPTO lib/$f.c
+	done
 	# the tools and the library built here never read it
 	run -1 grep -l SPIRT_MEASURE_NOCRYPTO "$SPIRT_ROOT"/spirt-* \
 	    "$SPIRT_ROOT"/lib/*.[ch] "$SPIRT_ROOT"/lib/libspirt.a

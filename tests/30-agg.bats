@@ -344,6 +344,18 @@ out(*[rec(G[w], origin=w) for w in range(4)], rec(a, origin=4))" >k.rec
 	run -65 --separate-stderr spirt-agg dup.rec
 	[[ "$stderr" == *"dup.rec: record 1: origin 1 again"* ]]
 
+	# a record in another worker's slot: grad/3/5 of origin 1, in the
+	# store and by its key (spirt-function(7)); nothing written
+	spirt-store put grad/3/5 g1.rec
+	spirt-store rm grad/3/1
+	before=$(store_digest spirt.db)
+	run -65 --separate-stderr spirt-agg -t 3
+	[ "$stderr" = "spirt-agg: grad/3/5: origin 1, not the key's worker 5" ]
+	run -65 --separate-stderr spirt-agg -k grad/3/0 -k grad/3/5
+	[ "$stderr" = "spirt-agg: grad/3/5: origin 1, not the key's worker 5" ]
+	[ "$(store_digest spirt.db)" = "$before" ]
+	spirt-store rm grad/3/5
+
 	py "out(rec(G[0], samples=0, origin=1), rec(G[1], samples=0, origin=2))" >ns.rec
 	run -65 spirt-agg -r wmean ns.rec
 }

@@ -83,57 +83,6 @@ teardown() {
 	grep -q '^spirt-peer: stopped: [0-9]* served, 0 refused$' srv.log
 }
 
-@test "serve: an Intel end, an OpenSSL end and a libsodium end (SPIRT_CRYPTO) move the same bytes" {
-	members
-	mkstore
-	# a value of several 64 KiB frames and a part: an MLP of 100 KB
-	spirt-init -m big mlp:784-32-10
-	spirt-store get -f model/big@0 >big.rec
-	[ "$(wc -c <big.rec)" -gt 100000 ]
-	SPIRT_CRYPTO=libsodium serve
-	as p2
-	spirt-store -s "$URL" get -f model/big@0 >got.rec
-	cmp big.rec got.rec
-	spirt-store -s "$URL" put beat/p2 big.rec
-	SPIRT_CRYPTO=libsodium spirt-store -s "$URL" get -f model/big@0 >got2.rec
-	cmp big.rec got2.rec
-	SPIRT_CRYPTO=openssl spirt-store -s "$URL" get -f model/big@0 >got4.rec
-	cmp big.rec got4.rec
-	stop
-	spirt-store get -f beat/p2 >beat.rec
-	cmp big.rec beat.rec
-	for end in "" openssl; do
-		rm ready
-		SPIRT_CRYPTO=$end serve
-		for c in libsodium openssl ""; do
-			SPIRT_CRYPTO=$c spirt-store -s "$URL" get -f model/big@0 \
-			    >got3.rec
-			cmp big.rec got3.rec
-		done
-		stop
-	done
-	grep -q '^spirt-peer: stopped: [0-9]* served, 0 refused$' srv.log
-}
-
-@test "serve: SPIRT_CRYPTO other than openssl or libsodium is refused (64) by serve and by a client" {
-	members
-	mkstore
-	run --separate-stderr env SPIRT_CRYPTO=libsodum spirt-peer serve \
-	    -k p1.key -T p1.tok -g group.pub -l 127.0.0.1:0
-	[ "$status" -eq 64 ]
-	[ "$stderr" = "spirt-peer: SPIRT_CRYPTO: libsodum: neither openssl nor libsodium" ]
-	SPIRT_CRYPTO=openssl serve
-	as p2
-	SPIRT_CRYPTO=openssl spirt-store -s "$URL" get -f model/m@0 >got.rec
-	spirt-store get -f model/m@0 | cmp - got.rec
-	run --separate-stderr env SPIRT_CRYPTO=OpenSSL spirt-store -s "$URL" \
-	    get -f model/m@0
-	[ "$status" -eq 64 ]
-	[ "$stderr" = "spirt-store: $URL: SPIRT_CRYPTO: OpenSSL: neither openssl nor libsodium" ]
-	[ -z "$output" ]
-	stop
-}
-
 @test "serve: spirt-store -s URL ls, get, put, rm by role" {
 	members
 	mkstore

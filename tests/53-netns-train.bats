@@ -107,13 +107,8 @@ for h in [j for j, l in enumerate(lines) if l == "HEADER=END"]:
 	# baseline: the same bits by design
 	isa=(x "" avx2 base)
 	grep -qw avx512f /proc/cpuinfo && isa[1]=avx512
-	# and peer 3 seals, opens and hashes on libsodium's code, peer 2 on
-	# OpenSSL's, peer 1 on Intel's library: the same bytes by design
-	# (lib/ossl.h)
-	crypto=(x "" openssl libsodium)
 	for i in 1 2 3; do
 		netns_exec $i env $(as_peer $i) SPIRT_ISA=${isa[$i]} \
-		    SPIRT_CRYPTO=${crypto[$i]} \
 		    timeout 600 spirt-train -q -s "$PWD/s$i" -n 2 -b 16 \
 		    --peers "$PWD/peers" --peer $((i - 1)) --steps $STEPS \
 		    --eval-every $STEPS --deadline 60000 --keep-digests \

@@ -15,6 +15,24 @@ teardown() {
 	assert_output --partial 'corrupted record refused with exit 65'
 }
 
+@test "examples/your-function: a Python function in spirt-grad's place, warm and cold" {
+	run -0 env STEPS=20 sh "$SPIRT_ROOT/examples/your-function/run.sh" "$PWD/w"
+	# each run well above chance (1/3)
+	for s in warm cold grad; do
+		run -0 awk -F'\t' 'NR > 1 && $6 != "-" { a = $6 }
+			END { exit !(a >= 0.85) }' "w/$s.db.train-soft.tsv"
+	done
+	# the function's gradients: the model's 15 parameters, its worker's
+	# slot, the assignment's revision
+	run -0 spirt-store -s w/cold.db show grad/19/1
+	assert_line shape=15
+	assert_line origin=1
+	assert_line revision=0
+	assert_line name=softmax:4:3
+	run -0 spirt-store -s w/warm.db show grad/19/0
+	assert_line origin=0
+}
+
 fmnist_or_skip() {
 	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
 		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"

@@ -64,5 +64,6 @@ _spirt()
 	COMPREPLY=($(compgen -f -- "$cur"))
 }
 
-complete -F _spirt spirt-agg spirt-attack spirt-eval spirt-grad spirt-init \
-    spirt-beat spirt-peer spirt-shard spirt-store spirt-train spirt-update
+complete -F _spirt spirt-agg spirt-attack spirt-conform spirt-eval \
+    spirt-grad spirt-init spirt-beat spirt-peer spirt-shard spirt-store \
+    spirt-train spirt-update

@@ -1,4 +1,4 @@
-/* fuzz_allow.c - allowlist files (lib/crypto.c, docs/protocol.md
+/* fuzz_allow.c - allowlist files (lib/trust.c, docs/protocol.md
  * "Allowlist file") */
 #include "fuzz_crypto.h"
 

@@ -1,4 +1,4 @@
-/* fuzz_hs.c - the handshake messages (lib/crypto.c, docs/protocol.md
+/* fuzz_hs.c - the handshake messages (lib/handshake.c, docs/protocol.md
  * "Handshake") */
 #include "fuzz_crypto.h"
 

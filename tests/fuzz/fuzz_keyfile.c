@@ -1,4 +1,4 @@
-/* fuzz_keyfile.c - secret and public key files (lib/crypto.c,
+/* fuzz_keyfile.c - secret and public key files (lib/keyfile.c,
  * docs/protocol.md "Files") */
 #include "fuzz_crypto.h"
 

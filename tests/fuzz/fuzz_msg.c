@@ -1,5 +1,5 @@
 /* fuzz_msg.c - sealed messages, streams of frames and the replay window
- * (lib/crypto.c, docs/protocol.md "Sealed messages", "Streamed messages",
+ * (lib/session.c, docs/protocol.md "Sealed messages", "Streamed messages",
  * "Replay rules") */
 #include "fuzz_crypto.h"
 

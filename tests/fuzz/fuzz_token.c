@@ -1,4 +1,4 @@
-/* fuzz_token.c - member tokens and token files (lib/crypto.c,
+/* fuzz_token.c - member tokens and token files (lib/token.c,
  * docs/protocol.md "Member token", "Token file") */
 #include "fuzz_crypto.h"
 
