@@ -157,7 +157,7 @@ assert (v.detach().numpy() == load("m0.rec")["a"]).all()'
 	loss=$(spirt-store inspect cold.rec | sed -n 's/^loss=//p')
 	assert_line --index 0 "step=0 worker=1 samples=16 loss=$loss"
 	assert_line --index 1 'error=64'
-	assert_line --index 2 'step=9 error=66'
+	assert_line --index 2 'step=9 worker=0 error=66'
 	assert_line --index 3 --regexp '^step=0 worker=0 samples=16 loss=[0-9.]+$'
 	[ "${#lines[@]}" -eq 4 ]
 	[[ "$stderr" == *'spirt-torch: stdin:2: "0x": junk after the step'* ]]
@@ -295,4 +295,53 @@ print("%g %.4f" % (F.cross_entropy(z, y).item(),
 	run -73 --separate-stderr spirt-torch init -m r --module net.py
 	[[ "$stderr" == 'spirt-store: model/r@0: key exists'* ]]
 	[ "$(store_digest "$SPIRT_STORE")" = "$before" ]
+}
+
+@test "spirt-torch: spirt-conform passes it; a torch.nn.Linear standing for softmax:4:3 gives spirt-grad's gradient" {
+	printf 'from torch import nn\ndef model():\n    return nn.Linear(4, 3)\n' >lin.py
+	run -0 spirt-conform -q --spec softmax:4:3 spirt-torch grad \
+	    --module lin.py --spec softmax:4:3
+	assert_output ''
+	run -0 spirt-conform -q --evaluate --spec softmax:4:3 spirt-torch eval \
+	    --module lin.py --spec softmax:4:3
+	assert_output ''
+	# the same layout (weight [3, 4] row-major, then bias), the same
+	# mean cross-entropy: spirt-grad's gradient, up to float rounding
+	"$PYTHON" -c 'import numpy as np
+r = np.random.default_rng(2)
+np.save("lX.npy", r.random((40, 4), dtype=np.float32))
+np.save("ly.npy", r.integers(0, 3, 40))'
+	export SPIRT_STORE=lin.db
+	spirt-shard -q -n 2 lX.npy ly.npy
+	spirt-init -q -m s -S 3 softmax:4:3
+	spirt-grad -m s -t 0 -w 1 -b 8 -o s.rec
+	spirt-torch grad -m s --module lin.py --spec softmax:4:3 -t 0 -w 1 \
+	    -b 8 -o t.rec
+	diff <(spirt-store inspect s.rec | grep -E "^($META|name|loss)=") \
+	    <(spirt-store inspect t.rec | grep -E "^($META|name|loss)=") ||
+	    "$PYTHON" -c "$PYREC"'
+a, b = load("s.rec"), load("t.rec")
+assert abs(a["loss"] - b["loss"]) <= 1e-6 * abs(a["loss"]), (a["loss"], b["loss"])'
+	"$PYTHON" -c "$PYREC"'
+d = np.abs(load("s.rec")["a"] - load("t.rec")["a"]).max()
+print("maxdiff", d)
+assert d <= 1e-6'
+}
+
+@test "spirt-torch: spirt-train --function and --evaluate train the module, warm and cold" {
+	spirt-torch init -q -m r --module net.py -S 1
+	# (spirt-train checks a --spec with spirt-init even for a model
+	# the store holds already: any spec it knows)
+	spirt-train -q -m r --spec softmax:64:3 -n 2 -b 16 -e 1 -l 0.3 \
+	    -o sgd --function "spirt-torch grad --module net.py" \
+	    --evaluate "spirt-torch eval --module net.py" --eval-every 4
+	run -0 spirt-store show model/r@8
+	assert_line 'name=torch:net:383'
+	spirt-train -q --cold -m r --spec softmax:64:3 -n 2 -b 16 -e 2 \
+	    -l 0.3 -o sgd --function "spirt-torch grad --module net.py" \
+	    --evaluate "spirt-torch eval --module net.py" --eval-every 4
+	run -0 spirt-torch eval -m r --module net.py
+	assert_line 'step=16'
+	awk -v a="$(sed -n 's/^accuracy=//p' <<<"$output")" \
+	    'BEGIN { exit !(a > 0.9) }'
 }

@@ -33,11 +33,11 @@ PROG = "spirt-torch"
 USAGE = """\
 usage: spirt-torch grad [-fiqv] [-b batch] [-d dataset] [-j threads]
        [-m model] [-o file] [-S seed] [-s store] [-t step] [-w worker]
-       --module file[:factory]
+       [--spec spec] --module file[:factory]
        spirt-torch eval [-qv] [-b batch] [-d dataset] [-j threads] [-m model]
-       [-s store] [-t step] --module file[:factory]
+       [-s store] [-t step] [--spec spec] --module file[:factory]
        spirt-torch init [-fqv] [-j threads] [-m model] [-o file] [-S seed]
-       [-s store] --module file[:factory]
+       [-s store] [--spec spec] --module file[:factory]
 """
 
 HELP = """
@@ -52,6 +52,7 @@ HELP = """
   -o, --output FILE  write the record to FILE (- stdout), not the store
   -S, --seed N       grad: minibatch seed; init: torch's seed (default 0)
   -s, --store PATH   store (default $SPIRT_STORE or ./spirt.db)
+      --spec SPEC    the model's name field (default torch:NAME:P)
   -t, --step N       model step (eval: default the latest)
   -w, --worker N     worker id (default 0)
   -q, --quiet        no warnings
@@ -68,8 +69,8 @@ MAXSTEP, MAXWORKER = 2**64 - 2, 2**32 - 2
 
 SHORT = "b:d:fhij:m:o:qS:s:t:Vvw:"
 LONG = ["batch=", "dataset=", "force", "help", "serve", "threads=",
-        "model=", "module=", "output=", "quiet", "seed=", "store=", "step=",
-        "version", "verbose", "worker="]
+        "model=", "module=", "output=", "quiet", "seed=", "store=", "spec=",
+        "step=", "version", "verbose", "worker="]
 
 
 class Fail(Exception):
@@ -106,6 +107,7 @@ class Opts:
         self.cmd, self.batch, self.dataset, self.force = None, None, None, 0
         self.serve, self.threads, self.model = 0, None, None
         self.module, self.output, self.seed = None, None, None
+        self.spec = None
         self.store, self.step, self.worker = None, None, None
         self.quiet, self.verbose = 0, 0
 
@@ -135,8 +137,8 @@ def parse(argv):
                "init": "fjmoSsqv"}[o.cmd]
     for k, v in opts:
         short = {"--" + n.rstrip("="): "-" + s for n, s in zip(
-            LONG, "bdfhijmMoqSstVvw")}.get(k, k)
-        if short != "-M" and short[1] not in allowed:
+            LONG, "bdfhijmMoqSsPtVvw")}.get(k, k)
+        if short not in ("-M", "-P") and short[1] not in allowed:
             usage_error("%s: not an option of %s" % (k, o.cmd))
         if short == "-b":
             o.batch = number(v, "-b", 1, 2**31 - 1)
@@ -158,6 +160,10 @@ def parse(argv):
             o.seed = number(v, "-S", 0, 2**64 - 1)
         elif short == "-s":
             o.store = v
+        elif short == "-P":
+            if not v or len(v.encode()) > 255:
+                usage_error("--spec: 1 to 255 bytes")
+            o.spec = v
         elif short == "-t":
             o.step = number(v, "-t", 0, MAXSTEP)
         elif short == "-w":
@@ -268,7 +274,7 @@ class Net:
         for p in self.params:
             p.data = p.data.float().contiguous()
         self.nparams = sum(p.numel() for p in self.params)
-        self.spec = "torch:%s:%d" % (name, self.nparams)
+        self.spec = o.spec or "torch:%s:%d" % (name, self.nparams)
 
     def vector(self):
         """The parameters as one float32 numpy vector [P]."""
@@ -573,7 +579,8 @@ def serve(o, net, store):
             except Fail as e:
                 if e.msg:
                     warn(e.msg)
-                code, ans = e.code, "step=%d error=%d" % (step, e.code)
+                code, ans = e.code, "step=%d worker=%d error=%d" % (
+                    step, w, e.code)
         worst = max(worst, code)
         try:
             sys.stdout.write(ans + "\n")
