@@ -345,3 +345,40 @@ assert d <= 1e-6'
 	awk -v a="$(sed -n 's/^accuracy=//p' <<<"$output")" \
 	    'BEGIN { exit !(a > 0.9) }'
 }
+
+@test "spirt-torch grad through a peer's URL: the model, the batch and the record over HTTP, the bytes of a local run" {
+	spirt-torch init -q -m r --module net.py
+	for w in 0 1; do
+		spirt-torch grad -m r --module net.py -t 0 -w $w -b 16 \
+		    -o "local$w.rec"
+	done
+	group_keys p1.w0-1
+	mkfifo ready
+	timeout -k 10 300 spirt-peer serve -k p1.key -T p1.tok -g group.pub \
+	    -l 127.0.0.1:0 -F 3 3>ready 2>srv.log &
+	SRV=$!
+	read -r -t 30 addr <ready
+	SPIRT_STORE=http://$addr SPIRT_KEY=f1.key SPIRT_TOKEN=f1.tok \
+	    SPIRT_GROUP=group.pub spirt-torch grad -m r --module net.py -t 0 \
+	    -w 1 -b 16
+	run -0 env SPIRT_STORE=http://$addr SPIRT_KEY=f1.key \
+	    SPIRT_TOKEN=f1.tok SPIRT_GROUP=group.pub spirt-torch grad -i -m r \
+	    --module net.py -b 16 < <(echo 0)
+	assert_output --regexp '^step=0 worker=0 samples=16 loss='
+	kill -TERM "$SRV"
+	wait "$SRV"
+	SRV=
+	grep -qE '^spirt-peer: stopped: [0-9]+ served, 0 refused$' srv.log
+	# the records the server wrote are the local runs' bytes
+	for w in 0 1; do spirt-store get grad/0/$w | cmp - "local$w.rec"; done
+	run -0 spirt-store ls grad/
+	[ "${#lines[@]}" -eq 2 ]
+}
+
+teardown() {
+	if [ -n "${SRV-}" ]; then
+		kill -TERM "$SRV" 2>/dev/null
+		wait "$SRV" 2>/dev/null
+	fi
+	return 0
+}
