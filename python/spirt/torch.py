@@ -250,6 +250,10 @@ class Net:
     """The user's module, its spec and its parameters' layout."""
 
     def __init__(self, o):
+        # Debian's torch does not pass set_num_threads() on to OpenBLAS
+        # (its Linear layers): the environment must, before it loads
+        for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ[v] = str(o.threads)
         import torch
 
         torch.set_num_threads(o.threads)
@@ -422,21 +426,34 @@ def write_out(path, data, force):
 def grad_one(o, net, store, step, worker):
     """Compute and write the gradient of (step, worker); its answer."""
     import time
-    import numpy
-    from spirt import tensor
 
     t0 = time.monotonic()
     key = "model/%s@%d" % (o.model, step)
-    # the model and the batch at once: two processes, one wait
+    out = "grad/%d/%d" % (step, worker)
+    # the model and the batch at once, and the put started too: it reads
+    # its record before it opens the store (no lock held meanwhile), so
+    # its start overlaps the work; killed unfed, it writes nothing
     pm = store.start("get", key)
     pb = store.start("batch", "-t", str(step), "-w", str(worker), "-b",
                      str(o.batch), "-d", o.dataset, "-S", str(o.seed))
+    pp = store.start("put", out, "-", stdin=subprocess.PIPE) \
+        if o.output is None else None
     try:
-        mdata = store.finish(pm)
-    except Fail:
-        pb.kill()
-        pb.communicate()
-        raise
+        return grad_rest(o, net, store, step, worker, key, out, t0,
+                         pm, pb, pp)
+    finally:
+        for p in (pm, pb, pp):
+            if p is not None and p.returncode is None:
+                p.kill()
+                p.communicate()
+
+
+def grad_rest(o, net, store, step, worker, key, out, t0, pm, pb, pp):
+    import time
+    import numpy
+    from spirt import tensor
+
+    mdata = store.finish(pm)
     bdata = store.finish(pb)
     m = records(mdata, key)
     if len(m) != 1:
@@ -460,11 +477,10 @@ def grad_one(o, net, store, step, worker):
                         step=step, origin=worker,
                         samples=int(b[1].array.size), loss=loss,
                         revision=b[0].revision)
-    out = "grad/%d/%d" % (step, worker)
     if o.output is not None:
         write_out(o.output, rec, o.force)
     else:
-        store.run("put", out, "-", data=rec)
+        store.finish(pp, rec)
     if o.verbose:
         warn("%s: read %.1f ms, computed %.1f ms, wrote %.1f ms" % (
             out, 1e3 * (t1 - t0), 1e3 * (t2 - t1),
