@@ -65,12 +65,24 @@ def plain_once():
     return time.perf_counter() - t0
 
 
+def cpu(pid):
+    """CPU seconds of pid and its reaped children (the spirt-store
+    commands it ran): utime, stime, cutime, cstime"""
+    with open("/proc/%d/stat" % pid) as f:
+        v = f.read().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in v[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 warm_once()             # the first request loads what it loads
 plain_once()
-warm, plain = [], []
+warm, plain, wcpu, pcpu = [], [], [], []
 for r in range(rounds):
+    c0 = time.process_time()
     plain += [plain_once() for _ in range(n)]
+    pcpu.append((time.process_time() - c0) / n)
+    c0 = cpu(fn.pid)
     warm += [warm_once() for _ in range(n)]
+    wcpu.append((cpu(fn.pid) - c0) / n)
 fn.stdin.close()
 if fn.wait() != 0:
     sys.exit("bench/adapter: the warm function exited %d" % fn.returncode)
@@ -99,5 +111,10 @@ print("plain PyTorch step:   %s" % ms(plain))
 print("spirt-torch warm:     %s" % ms(warm))
 print("ratio (medians):      %.2fx" % (statistics.median(warm) /
                                        statistics.median(plain)))
+print("CPU a step, plain:    %s" % ms(pcpu))
+print("CPU a step, warm:     %s (the function and its spirt-store)" %
+      ms(wcpu))
+print("ratio (CPU medians):  %.2fx" % (statistics.median(wcpu) /
+                                       statistics.median(pcpu)))
 print("spirt-torch cold:     %s" % ms(cold))
 print("python3 -c 'import torch': %s" % ms(imp))
