@@ -17,12 +17,12 @@ CORE_LIBHDR = lib/spirt.h lib/tensor.h lib/store.h lib/io.h lib/parse.h \
 	lib/npy.h lib/tool.h lib/rng.h lib/mem.h lib/isa.h lib/le.h lib/keys.h \
 	lib/dl.h
 LIBHDR = $(CORE_LIBHDR) $(DATA_LIBHDR) $(MODEL_LIBHDR) $(AGG_LIBHDR) \
-	$(PEER_LIBHDR) $(FAAS_LIBHDR) $(BEAT_LIBHDR)
+	$(PEER_LIBHDR) $(FAAS_LIBHDR) $(INVOKE_LIBHDR) $(BEAT_LIBHDR)
 LIBOBJ = lib/spirt.o lib/tensor.o lib/keys.o lib/store.o lib/io.o \
 	lib/parse.o lib/npy.o lib/tool.o lib/mem.o lib/isa.o lib/dl.o \
 	$(DATA_LIBOBJ) \
 	$(MODEL_LIBOBJ) $(AGG_LIBOBJ) $(PEER_LIBOBJ) $(FAAS_LIBOBJ) \
-	$(BEAT_LIBOBJ)
+	$(INVOKE_LIBOBJ) $(BEAT_LIBOBJ)
 
 include mk/data.mk
 include mk/model.mk
@@ -30,20 +30,21 @@ include mk/agg.mk
 include mk/train.mk
 include mk/peer.mk
 include mk/faas.mk
+include mk/invoke.mk
 include mk/beat.mk
 include mk/torch.mk
 
 BIN = spirt-store $(DATA_BIN) $(MODEL_BIN) $(AGG_BIN) $(TRAIN_BIN) $(PEER_BIN) \
-	$(BEAT_BIN) $(TORCH_BIN)
+	$(INVOKE_BIN) $(BEAT_BIN) $(TORCH_BIN)
 MAN1 = man/spirt-store.1 $(DATA_MAN1) $(MODEL_MAN1) $(AGG_MAN1) \
-	$(TRAIN_MAN1) $(PEER_MAN1) $(BEAT_MAN1) $(TORCH_MAN1)
+	$(TRAIN_MAN1) $(PEER_MAN1) $(INVOKE_MAN1) $(BEAT_MAN1) $(TORCH_MAN1)
 MAN5 = man/spirt-tensor.5 man/spirt-store.5 $(DATA_MAN5) $(MODEL_MAN5) \
 	$(AGG_MAN5)
 MAN7 = man/spirt.7 man/spirt-function.7
 UNIT = tests/unit/test_tensor tests/unit/test_store tests/unit/test_parse \
 	tests/unit/test_keys tests/unit/test_npy tests/unit/test_mem \
 	$(DATA_UNIT) $(MODEL_UNIT) $(AGG_UNIT) $(PEER_UNIT) $(FAAS_UNIT) \
-	$(BEAT_UNIT)
+	$(INVOKE_UNIT) $(BEAT_UNIT)
 BENCH = bench/store_bench $(DATA_BENCH) $(MODEL_BENCH) $(AGG_BENCH) \
 	$(PEER_BENCH)
 

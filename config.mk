@@ -35,6 +35,10 @@ XXHASH_LIBS = `$(PKG_CONFIG) --libs libxxhash`
 BLAS_CFLAGS = `$(PKG_CONFIG) --cflags openblas`
 BLAS_LIBS = `$(PKG_CONFIG) --libs openblas`
 ZLIB_LIBS = -lz
+# libjansson reads the JSON a FaaS runner sends spirt-grad (lib/faas.c)
+# and a gateway's answers to spirt-invoke (lib/invoke.c)
+JANSSON_CFLAGS = `$(PKG_CONFIG) --cflags jansson`
+JANSSON_LIBS = `$(PKG_CONFIG) --libs jansson`
 SODIUM_CFLAGS = `$(PKG_CONFIG) --cflags libsodium`
 SODIUM_LIBS = `$(PKG_CONFIG) --libs libsodium`
 CURL_CFLAGS = `$(PKG_CONFIG) --cflags libcurl`

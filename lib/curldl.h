@@ -10,9 +10,10 @@
  * No tool links libcurl: linked, it and the thirty libraries it pulls in
  * would be loaded at every start, a cold function's included, and triple
  * its start-up time.  What speaks HTTP as a client (lib/remote.c, a
- * peer's store by URL; lib/faas_lambda.c, -F lambda) calls it through
- * this table, which spirt_curl_load() fills from libcurl.so.4 on first
- * use.  Only this module and its two users include <curl/curl.h>.
+ * peer's store by URL; lib/faas_lambda.c, -F lambda; lib/invoke.c, a
+ * function behind a gateway) calls it through this table, which
+ * spirt_curl_load() fills from libcurl.so.4 on first use.  Only this
+ * module and its three users include <curl/curl.h>.
  */
 #define SPIRT_CURL_SONAME "libcurl.so.4"
 

@@ -1,9 +1,8 @@
-/* data.c - data sets: the IDX, CSV, LIBSVM and NumPy readers,
- * standardisation */
+/* data.c - data sets: formats, errors, gzip input, labels, the text
+ * readers (CSV, LIBSVM), standardisation; idx.c and npz.c read the rest */
 /* ISC licence, see LICENSE */
 #include <errno.h>
 #include <float.h>
-#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,32 +15,20 @@
 #include <zlib.h>
 
 #include "data.h"
-#include "io.h"
-#include "npy.h"
-
-/* refuse absurd sizes before malloc: 64 GiB of samples */
-#define DATA_MAXBYTES ((uint64_t)1 << 36)
-#define GZ_CHUNK      (1u << 30)
-#define IDX_FIRSTREAD ((size_t)1 << 20)  /* then doubling */
+#include "datain.h"
 
 /* ---- errors ---- */
 
+/* An error of a text file's line ("file:line: msg"): rc. */
 static int
-seterr(struct spirt_data_err *err, int rc, uint64_t line, int has_rec,
-    uint64_t rec, const char *fmt, ...)
+lerr(struct spirt_data_err *err, int rc, uint64_t line, const char *fmt,
+    ...)
 {
 	va_list ap;
 
-	err->line = line;
-	err->has_record = has_rec;
-	err->record = rec;
-	err->hint = SPIRT_DATA_HINT_NONE;
-	err->msg[0] = '\0';
-	if (fmt) {
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	rc = vseterr(err, rc, line, 0, 0, fmt, ap);
+	va_end(ap);
 	return rc;
 }
 
@@ -145,13 +132,9 @@ spirt_dataset_free(struct spirt_dataset *ds)
 
 /* ---- gzip or plain input ---- */
 
-/*
- * Open path ("-" stdin) for gz_read.  *size gets the size of a regular
- * file, 0 for stdin or anything else: only a known size may be checked
- * against what a header claims.
- */
-static int
-gz_open(gzFile *out, uint64_t *size, struct spirt_data_err *err,
+/* (datain.h says what each does) */
+int
+spirt_gz_open(gzFile *out, uint64_t *size, struct spirt_data_err *err,
     const char *path)
 {
 	struct stat sb;
@@ -203,12 +186,8 @@ gz_fail(gzFile f, struct spirt_data_err *err, int zerr)
 	}
 }
 
-/*
- * Read up to n bytes; *got gets the count (< n only at the end of data).
- * A stream that ends inside a gzip member is SPIRT_ETRUNC.
- */
-static int
-gz_read(gzFile f, struct spirt_data_err *err, void *buf, size_t n,
+int
+spirt_gz_read(gzFile f, struct spirt_data_err *err, void *buf, size_t n,
     size_t *got)
 {
 	unsigned char *p = buf;
@@ -234,8 +213,8 @@ gz_read(gzFile f, struct spirt_data_err *err, void *buf, size_t n,
 	return 0;
 }
 
-static int
-gz_close(gzFile f, struct spirt_data_err *err, int rc)
+int
+spirt_gz_close(gzFile f, struct spirt_data_err *err, int rc)
 {
 	int z = gzclose_r(f);
 
@@ -261,7 +240,7 @@ slurp(char **out, size_t *len, struct spirt_data_err *err, const char *path)
 	uint64_t size;
 	int rc;
 
-	if ((rc = gz_open(&f, &size, err, path)))
+	if ((rc = spirt_gz_open(&f, &size, err, path)))
 		return rc;
 	for (;;) {
 		if (cap > DATA_MAXBYTES) {
@@ -275,14 +254,14 @@ slurp(char **out, size_t *len, struct spirt_data_err *err, const char *path)
 			break;
 		}
 		buf = nb;
-		if ((rc = gz_read(f, err, buf + n, cap - n, &got)))
+		if ((rc = spirt_gz_read(f, err, buf + n, cap - n, &got)))
 			break;
 		n += got;
 		if (n < cap)
 			break;
 		cap *= 2;
 	}
-	if ((rc = gz_close(f, err, rc))) {
+	if ((rc = spirt_gz_close(f, err, rc))) {
 		free(buf);
 		return rc;
 	}
@@ -352,274 +331,6 @@ text_label(int32_t *out, struct spirt_data_err *err, uint64_t line,
 		    "label %g outside 0..%ld", v, (long)classes - 1);
 	*out = (int32_t)v;
 	return 0;
-}
-
-/* ---- IDX ---- */
-
-static size_t
-idx_esize(int type)
-{
-	switch (type) {
-	case 0x08: case 0x09: return 1;
-	case 0x0B: return 2;
-	case 0x0C: case 0x0D: return 4;
-	case 0x0E: return 8;
-	default: return 0;
-	}
-}
-
-static uint32_t
-be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	    (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint64_t
-be64(const unsigned char *p)
-{
-	return (uint64_t)be32(p) << 32 | be32(p + 4);
-}
-
-struct idx {
-	int type;
-	unsigned rank;
-	uint64_t dims[SPIRT_MAXRANK];
-	size_t n, per;                  /* items, elements per item */
-	void *data;                     /* raw big-endian elements */
-};
-
-/* a * b, or UINT64_MAX when that overflows */
-static uint64_t
-mulsat(uint64_t a, uint64_t b)
-{
-	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
-}
-
-/*
- * Read one IDX file whole: header, then exactly n*per elements.  What the
- * header claims is checked against the size of a plain file before any
- * allocation; compressed data and stdin are read in growing steps, so a
- * lying header costs no more memory than the data that is really there.
- */
-static int
-idx_load(struct idx *ix, struct spirt_data_err *err, const char *path)
-{
-	unsigned char h[4 + 4 * SPIRT_MAXRANK], extra;
-	uint64_t per = 1, bytes, isize, fsize, avail;
-	size_t got, es, i, cap, have, hlen;
-	gzFile f;
-	int rc;
-
-	memset(ix, 0, sizeof(*ix));
-	err->file = path;
-	if ((rc = gz_open(&f, &fsize, err, path)))
-		return rc;
-	if ((rc = gz_read(f, err, h, 4, &got)))
-		goto out;
-	if (got < 4) {
-		rc = seterr(err, SPIRT_ETRUNC, 0, 0, 0, "truncated IDX header");
-		goto out;
-	}
-	ix->type = h[2];
-	ix->rank = h[3];
-	es = idx_esize(ix->type);
-	if (h[0] || h[1] || !es || ix->rank == 0 ||
-	    ix->rank >= SPIRT_MAXRANK) {
-		rc = seterr(err, SPIRT_EMAGIC, 0, 0, 0,
-		    "bad IDX magic 0x%02x%02x%02x%02x", h[0], h[1], h[2], h[3]);
-		goto out;
-	}
-	if ((rc = gz_read(f, err, h + 4, 4 * ix->rank, &got)))
-		goto out;
-	if (got < 4 * ix->rank) {
-		rc = seterr(err, SPIRT_ETRUNC, 0, 0, 0, "truncated IDX header");
-		goto out;
-	}
-	hlen = 4 + 4 * ix->rank;
-	for (i = 0; i < ix->rank; i++) {
-		ix->dims[i] = be32(h + 4 + 4 * i);
-		if (i > 0) {
-			if (ix->dims[i] == 0)
-				goto shape;
-			per = mulsat(per, ix->dims[i]);
-		}
-	}
-	if (ix->dims[0] == 0) {
-		rc = seterr(err, SPIRT_ESHAPE, 0, 0, 0, "no items");
-		goto out;
-	}
-	isize = mulsat(per, es);
-	bytes = mulsat(ix->dims[0], isize);
-	if (fsize && gzdirect(f) && bytes > (avail = fsize > hlen ?
-	    fsize - hlen : 0)) {
-		if (isize == UINT64_MAX)
-			rc = seterr(err, SPIRT_ETRUNC, 0, 1, 0, "truncated "
-			    "IDX data (header says %llu items of more than "
-			    "2^64 bytes, the file holds %llu bytes)",
-			    (unsigned long long)ix->dims[0],
-			    (unsigned long long)avail);
-		else
-			rc = seterr(err, SPIRT_ETRUNC, 0, 1, avail / isize,
-			    "truncated IDX data (header says %llu items of "
-			    "%llu bytes, the file holds %llu bytes)",
-			    (unsigned long long)ix->dims[0],
-			    (unsigned long long)isize,
-			    (unsigned long long)avail);
-		goto out;
-	}
-	if (fsize && gzdirect(f) && bytes > DATA_MAXBYTES)
-		goto shape;
-	ix->n = ix->dims[0];
-	ix->per = per;
-	for (cap = 0, have = 0; have < bytes; have += got) {
-		unsigned char *nb;
-		if (have == cap) {
-			cap = cap ? cap * 2 : IDX_FIRSTREAD;
-			if (cap > bytes)
-				cap = bytes;
-			if (cap > DATA_MAXBYTES)
-				goto shape;
-			if ((nb = realloc(ix->data, cap)) == NULL) {
-				rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
-				goto out;
-			}
-			ix->data = nb;
-		}
-		if ((rc = gz_read(f, err, (unsigned char *)ix->data + have,
-		    cap - have, &got)))
-			goto out;
-		if (got < cap - have) {
-			have += got;
-			break;
-		}
-	}
-	got = have;
-	if (got < bytes) {
-		rc = seterr(err, SPIRT_ETRUNC, 0, 1, got / isize,
-		    "truncated IDX data (header says %zu items)", ix->n);
-		goto out;
-	}
-	if ((rc = gz_read(f, err, &extra, 1, &got)))
-		goto out;
-	if (got)
-		rc = seterr(err, SPIRT_EDATA, 0, 0, 0,
-		    "data after the last of %zu items", ix->n);
-	goto out;
-shape:
-	rc = seterr(err, SPIRT_ESHAPE, 0, 0, 0, "IDX dimensions too large");
-out:
-	rc = gz_close(f, err, rc);
-	if (rc) {
-		free(ix->data);
-		ix->data = NULL;
-	}
-	return rc;
-}
-
-/* Element i of a raw IDX array as a double. */
-static double
-idx_get(const struct idx *ix, size_t i)
-{
-	const unsigned char *p = ix->data;
-	union { uint32_t u; float f; } u32;
-	union { uint64_t u; double d; } u64;
-
-	switch (ix->type) {
-	case 0x08: return p[i];
-	case 0x09: return (int8_t)p[i];
-	case 0x0B: return (int16_t)(uint16_t)(p[2 * i] << 8 | p[2 * i + 1]);
-	case 0x0C: return (int32_t)be32(p + 4 * i);
-	case 0x0D: u32.u = be32(p + 4 * i); return u32.f;
-	default: u64.u = be64(p + 8 * i); return u64.d;
-	}
-}
-
-int
-spirt_data_read_idx(struct spirt_dataset *ds, struct spirt_data_err *err,
-    const char *images, const char *labels)
-{
-	struct idx im, lb;
-	size_t i, total;
-	unsigned r;
-	int rc;
-
-	memset(ds, 0, sizeof(*ds));
-	memset(&lb, 0, sizeof(lb));
-	if ((rc = idx_load(&im, err, images)))
-		return rc;
-	if ((rc = idx_load(&lb, err, labels)))
-		goto out;
-	if (lb.rank != 1) {
-		rc = seterr(err, SPIRT_ESHAPE, 0, 0, 0, "labels must be "
-		    "integers of rank 1, not rank %u%s", lb.rank,
-		    lb.rank > 1 ? " (images and labels swapped?)" : "");
-		goto out;
-	}
-	if (lb.type == 0x0D || lb.type == 0x0E) {
-		rc = seterr(err, SPIRT_EDTYPE, 0, 0, 0, "labels must be "
-		    "integers, not %s (IDX type 0x%02x)", lb.type == 0x0D ?
-		    "float" : "double", lb.type);
-		goto out;
-	}
-	if (lb.n != im.n) {
-		rc = seterr(err, SPIRT_ESHAPE, 0, 0, 0,
-		    "%zu labels for %zu images in %s", lb.n, im.n, images);
-		goto out;
-	}
-	ds->n = im.n;
-	ds->feat = im.per;
-	ds->dims[0] = im.n;
-	if (im.rank == 3) {             /* [n, rows, cols] -> [n, 1, r, c] */
-		ds->rank = 4;
-		ds->dims[1] = 1;
-		ds->dims[2] = im.dims[1];
-		ds->dims[3] = im.dims[2];
-	} else if (im.rank == 1) {
-		ds->rank = 2;
-		ds->dims[1] = 1;
-	} else {
-		ds->rank = im.rank;
-		for (r = 1; r < im.rank; r++)
-			ds->dims[r] = im.dims[r];
-	}
-	total = im.n * im.per;
-	if (im.type == 0x08) {
-		ds->xdtype = SPIRT_U8;
-		ds->x = im.data;
-		im.data = NULL;
-	} else {
-		float *x = malloc(total * sizeof(float));
-		err->file = images;
-		if (x == NULL) {
-			rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
-			goto out;
-		}
-		ds->xdtype = SPIRT_F32;
-		ds->x = x;
-		for (i = 0; i < total; i++) {
-			x[i] = (float)idx_get(&im, i);
-			if (!isfinite(x[i])) {
-				rc = seterr(err, SPIRT_ENAN, 0, 1, i / im.per,
-				    "value not finite");
-				goto out;
-			}
-		}
-	}
-	if ((ds->y = malloc(im.n * sizeof(int32_t))) == NULL) {
-		rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
-		goto out;
-	}
-	for (i = 0; i < lb.n; i++) {
-		double v = idx_get(&lb, i);
-		ds->y[i] = v < 0 ? -1 : (int32_t)v;
-	}
-out:
-	free(im.data);
-	free(lb.data);
-	if (rc)
-		spirt_dataset_free(ds);
-	return rc;
 }
 
 /* ---- text formats ---- */
@@ -736,6 +447,70 @@ rows_done(struct spirt_dataset *ds, struct rows *r)
 	ds->dims[0] = r->n;
 	ds->dims[1] = r->feat;
 	memset(r, 0, sizeof(*r));
+}
+
+static void
+rows_free(struct rows *r)
+{
+	free(r->x);
+	free(r->y);
+	memset(r, 0, sizeof(*r));
+}
+
+/*
+ * The lines of a text file, read whole (slurp): each [p, le) without its
+ * '\n' and a '\r' before it, numbered from 1 in no.
+ */
+struct lines {
+	char *buf;
+	const char *next, *end;
+	const char *eol;        /* the line's '\n', or end */
+	uint64_t no;
+};
+
+static int
+lines_open(struct lines *l, struct spirt_data_err *err, const char *path)
+{
+	size_t len;
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	if ((rc = slurp(&l->buf, &len, err, path)))
+		return rc;
+	l->next = l->buf;
+	l->end = l->buf + len;
+	return 0;
+}
+
+/* The next line: 1, or 0 after the last. */
+static int
+lines_next(struct lines *l, const char **p, const char **le)
+{
+	if (l->next == NULL || l->next >= l->end)
+		return 0;
+	*p = l->next;
+	if ((l->eol = memchr(*p, '\n', (size_t)(l->end - *p))) == NULL)
+		l->eol = l->end;
+	*le = l->eol;
+	if (*le > *p && (*le)[-1] == '\r')
+		(*le)--;
+	l->next = l->eol < l->end ? l->eol + 1 : NULL;
+	l->no++;
+	return 1;
+}
+
+/* The bytes after the current line: what later rows could be made of. */
+static size_t
+lines_left(const struct lines *l)
+{
+	return (size_t)(l->end - l->eol);
+}
+
+static void
+lines_close(struct lines *l)
+{
+	free(l->buf);
+	memset(l, 0, sizeof(*l));
 }
 
 /* ---- CSV columns and class names ---- */
@@ -1094,16 +869,115 @@ no_numbers(const char *p, const char *le, const struct spirt_data_opts *opts,
 	return 1;
 }
 
+/*
+ * The shape the first line of samples gives, nf fields: the label's
+ * column *lc and r->feat, the features read.  0, or the error.
+ */
+static int
+csv_shape(struct rows *r, size_t *lc, struct spirt_data_err *err,
+    uint64_t line, size_t nf, const struct spirt_data_opts *opts)
+{
+	size_t j, k;
+	int rc;
+
+	if (nf < 2) {
+		rc = lerr(err, SPIRT_EDATA, line,
+		    "need a label and at least one feature");
+		if (line == 1)
+			err->hint = SPIRT_DATA_HINT_HEADER;
+		return rc;
+	}
+	if (opts->label_col == SPIRT_LABEL_LAST)
+		*lc = nf - 1;
+	else if (opts->label_col < 0 || (size_t)opts->label_col >= nf)
+		return lerr(err, SPIRT_EDATA, line,
+		    "no label column %d in %zu fields", opts->label_col + 1,
+		    nf);
+	else
+		*lc = (size_t)opts->label_col;
+	r->feat = nf - 1;
+	if (opts->cols == NULL)
+		return 0;
+	for (j = 0; j < opts->ncols; j++) {
+		if ((k = opts->cols[j]) == *lc)
+			return lerr(err, SPIRT_EINVAL, line, "column %lu is "
+			    "the label's, not a feature's",
+			    (unsigned long)k + 1);
+		if (k >= nf)
+			return lerr(err, SPIRT_EINVAL, line, "no column %lu "
+			    "in %zu fields", (unsigned long)k + 1, nf);
+	}
+	r->feat = opts->ncols;
+	return 0;
+}
+
+/* Field c at *q, a class name, as the label *y (q left after it). */
+static int
+csv_name(int32_t *y, struct names *nm, struct spirt_data_err *err,
+    uint64_t line, size_t c, const char **q, const char *le,
+    const struct spirt_data_opts *opts)
+{
+	const char *f;
+	size_t flen, slot;
+	int rc;
+
+	csv_field(q, le, &f, &flen);
+	if (flen == 0 || flen > 255)
+		return lerr(err, SPIRT_EDATA, line, "field %zu: %s", c + 1,
+		    flen ? "a class name of more than 255 bytes" :
+		    "missing value \"\" (no class name)");
+	slot = nm->n ? name_slot(nm, f, flen) : 0;
+	if (nm->n && nm->tab[slot]) {
+		*y = (int32_t)nm->tab[slot] - 1;
+		return 0;
+	}
+	if (opts->names_from)
+		return lerr(err, SPIRT_EDATA, line, "field %zu: \"%.*s\" is "
+		    "none of the %zu class names", c + 1, (int)flen, f, nm->n);
+	if (nm->n >= SPIRT_DATA_MAXCLASSES)
+		return lerr(err, SPIRT_EDATA, line, "field %zu: more than %d "
+		    "class names", c + 1, SPIRT_DATA_MAXCLASSES);
+	if ((rc = name_add(nm, f, flen, line)))
+		return seterr(err, rc, 0, 0, 0, NULL);
+	*y = (int32_t)nm->n - 1;
+	return 0;
+}
+
+/*
+ * Field c at f is not a number (rc of parse_num).  A word there hints
+ * at a column of text, or at labels that are names when label and past
+ * a first line (later: not a header's).
+ */
+static int
+csv_bad(struct spirt_data_err *err, int rc, uint64_t line, size_t c,
+    const char *f, const char *le, int label, int later)
+{
+	const char *q = f, *mf;
+	size_t ml;
+
+	csv_field(&q, le, &mf, &ml);
+	if (rc == SPIRT_EDATA && missing(mf, (int)ml))
+		return lerr(err, rc, line, "field %zu: missing value \"%.*s\"",
+		    c + 1, (int)ml, mf);
+	rc = lerr(err, rc, line, "field %zu: %s: \"%.*s\"", c + 1,
+	    rc == SPIRT_ENAN ? "not a finite float" : "not a number",
+	    toklen(f, le, ","), f);
+	if (rc == SPIRT_EDATA && word(mf, ml) && (!label || later))
+		err->hint = label ? SPIRT_DATA_HINT_NAMES :
+		    SPIRT_DATA_HINT_COLUMNS;
+	return rc;
+}
+
 int
 spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
     const char *path, const struct spirt_data_opts *opts)
 {
 	struct rows r;
 	struct names nm;
-	const char *p, *q, *end, *eol, *le;
-	char *buf;
-	uint64_t line = 0, hdr = 0;
-	size_t len, ncols = 0, lc = 0, c, nf, j;
+	struct lines ln;
+	const char *p, *q, *le;
+	uint64_t hdr = 0;
+	size_t ncols = 0, lc = 0, c, nf, j;
 	int first, rc;
 
 	memset(ds, 0, sizeof(*ds));
@@ -1116,122 +990,49 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 		return seterr(err, rc, 0, 0, 0, rc == ENOMEM ? NULL :
 		    "the class names to map to are not a list of names");
 	}
-	if ((rc = slurp(&buf, &len, err, path))) {
+	if ((rc = lines_open(&ln, err, path))) {
 		names_free(&nm);
 		return rc;
 	}
-	end = buf + len;
-	for (p = buf; p < end; p = eol + 1) {
-		line++;
-		if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL)
-			eol = end;
-		le = eol;
-		if (le > p && le[-1] == '\r')
-			le--;
-		if ((line == 1 && opts->header) || skipblank(p, le) == le)
+	while (lines_next(&ln, &p, &le)) {
+		if ((ln.no == 1 && opts->header) || skipblank(p, le) == le)
 			continue;
 		for (nf = 1, q = p; q < le; q++)
 			nf += *q == ',';
-		first = ncols == 0;
-		if (first) {
-			if (nf < 2) {
-				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-				    "need a label and at least one feature");
-				if (line == 1)
-					err->hint = SPIRT_DATA_HINT_HEADER;
+		if ((first = ncols == 0)) {
+			if ((rc = csv_shape(&r, &lc, err, ln.no, nf, opts)))
 				goto out;
-			}
-			if (opts->label_col == SPIRT_LABEL_LAST)
-				lc = nf - 1;
-			else if (opts->label_col < 0 ||
-			    (size_t)opts->label_col >= nf) {
-				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-				    "no label column %d in %zu fields",
-				    opts->label_col + 1, nf);
-				goto out;
-			} else
-				lc = (size_t)opts->label_col;
 			ncols = nf;
-			r.feat = nf - 1;
-			if (opts->cols) {
-				for (j = 0; j < opts->ncols; j++)
-					if (opts->cols[j] >= nf ||
-					    opts->cols[j] == lc)
-						break;
-				if (j < opts->ncols) {
-					rc = seterr(err, SPIRT_EINVAL, line, 0,
-					    0, opts->cols[j] == lc ?
-					    "column %lu is the label's, not a "
-					    "feature's" : "no column %lu in "
-					    "%zu fields", (unsigned long)
-					    opts->cols[j] + 1, nf);
-					goto out;
-				}
-				r.feat = opts->ncols;
-			}
 			if (opts->label_names && !opts->header &&
 			    no_numbers(p, le, opts, lc)) {
-				hdr = line;     /* names only: a header */
+				hdr = ln.no;    /* names only: a header */
 				continue;
 			}
 		} else if (nf != ncols && hdr && r.n == 0) {
-			rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-			    "%zu fields, expected %zu as in the header on "
-			    "line %llu", nf, ncols, (unsigned long long)hdr);
+			rc = lerr(err, SPIRT_EDATA, ln.no, "%zu fields, "
+			    "expected %zu as in the header on line %llu", nf,
+			    ncols, (unsigned long long)hdr);
 			err->hint = SPIRT_DATA_HINT_HEADER;
 			goto out;
 		} else if (nf != ncols) {
-			rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-			    "%zu fields, expected %zu", nf, ncols);
+			rc = lerr(err, SPIRT_EDATA, ln.no, "%zu fields, "
+			    "expected %zu", nf, ncols);
 			goto out;
 		}
 		/* a row is ncols numbers and ncols - 1 commas, then '\n' */
-		if ((rc = rows_grow(&r, r.n + 1 + (size_t)(end - eol) /
+		if ((rc = rows_grow(&r, r.n + 1 + lines_left(&ln) /
 		    (2 * ncols)))) {
 			rc = seterr(err, rc, 0, 0, 0, NULL);
 			goto out;
 		}
 		for (c = 0, j = 0, q = p; c < ncols; c++, q++) {
-			float *x = r.x + r.n * r.feat;
 			const char *f = skipblank(q, le);
 			double v;
 
 			if (c == lc && opts->label_names) {
-				size_t flen, slot;
-
-				csv_field(&q, le, &f, &flen);
-				if (flen == 0 || flen > 255) {
-					rc = seterr(err, SPIRT_EDATA, line, 0,
-					    0, "field %zu: %s", c + 1, flen ?
-					    "a class name of more than 255 "
-					    "bytes" : "missing value \"\" "
-					    "(no class name)");
+				if ((rc = csv_name(&r.y[r.n], &nm, err, ln.no,
+				    c, &q, le, opts)))
 					goto out;
-				}
-				slot = nm.n ? name_slot(&nm, f, flen) : 0;
-				if (nm.n && nm.tab[slot]) {
-					r.y[r.n] = (int32_t)nm.tab[slot] - 1;
-					continue;
-				}
-				if (opts->names_from) {
-					rc = seterr(err, SPIRT_EDATA, line, 0,
-					    0, "field %zu: \"%.*s\" is none "
-					    "of the %zu class names", c + 1,
-					    (int)flen, f, nm.n);
-					goto out;
-				}
-				if (nm.n >= SPIRT_DATA_MAXCLASSES) {
-					rc = seterr(err, SPIRT_EDATA, line, 0,
-					    0, "field %zu: more than %d class "
-					    "names", c + 1,
-					    SPIRT_DATA_MAXCLASSES);
-					goto out;
-				}
-				if ((rc = name_add(&nm, f, flen, line))) {
-					rc = seterr(err, rc, 0, 0, 0, NULL);
-					goto out;
-				}
-				r.y[r.n] = (int32_t)nm.n - 1;
 				continue;
 			}
 			if (c != lc && !is_feature(opts, c, lc)) {
@@ -1244,49 +1045,23 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 				rc = SPIRT_EDATA;
 			if (rc == SPIRT_EDATA && first && !opts->header &&
 			    !opts->label_names && !isnumfield(p, le, lc)) {
-				hdr = line;     /* a header line */
+				hdr = ln.no;    /* a header line */
 				break;
 			}
 			if (rc) {
-				const char *mf;
-				size_t ml;
-
-				q = f;
-				csv_field(&q, le, &mf, &ml);
-				if (rc == SPIRT_EDATA && missing(mf, (int)ml))
-					rc = seterr(err, rc, line, 0, 0,
-					    "field %zu: missing value "
-					    "\"%.*s\"", c + 1, (int)ml, mf);
-				else {
-					rc = seterr(err, rc, line, 0, 0,
-					    "field %zu: %s: \"%.*s\"", c + 1,
-					    rc == SPIRT_ENAN ?
-					    "not a finite float" :
-					    "not a number",
-					    toklen(f, le, ","), f);
-					/* a word: a column of text, or
-					 * labels that are names (past a
-					 * first line: not a header's) */
-					if (rc == SPIRT_EDATA && word(mf, ml) &&
-					    (c != lc || r.n > 0 || hdr))
-						err->hint = c == lc ?
-						    SPIRT_DATA_HINT_NAMES :
-						    SPIRT_DATA_HINT_COLUMNS;
-				}
+				rc = csv_bad(err, rc, ln.no, c, f, le, c == lc,
+				    r.n > 0 || hdr);
 				goto out;
 			}
-			if (c == lc) {
-				if ((rc = text_label(&r.y[r.n], err, line, v,
-				    opts->classes)))
-					goto out;
-			} else
-				x[j++] = (float)v;
+			if (c != lc)
+				r.x[r.n * r.feat + j++] = (float)v;
+			else if ((rc = text_label(&r.y[r.n], err, ln.no, v,
+			    opts->classes)))
+				goto out;
 		}
 		if (c == ncols)
 			r.n++;
 		rc = 0;
-		if (eol == end)
-			break;
 	}
 	if (r.n == 0)
 		rc = seterr(err, SPIRT_EDATA, 0, 0, 0, "no samples");
@@ -1298,11 +1073,10 @@ spirt_data_read_csv(struct spirt_dataset *ds, struct spirt_data_err *err,
 	    (rc = names_done(ds, &nm, r.y, r.n, opts->names_from == NULL)))
 		rc = seterr(err, rc, 0, 0, 0, NULL);
 out:
-	free(buf);
+	lines_close(&ln);
 	names_free(&nm);
 	if (rc) {
-		free(r.x);
-		free(r.y);
+		rows_free(&r);
 		free(ds->names);
 		ds->names = NULL;
 		return rc;
@@ -1319,151 +1093,170 @@ struct sparse {
 	size_t nnz, capz;
 };
 
+/* Room for row n's start in ptr[n] (and its end): 0 or ENOMEM. */
+static int
+sparse_row(struct sparse *sp, size_t n)
+{
+	size_t *np;
+
+	if (n + 2 > SIZE_MAX / 2)
+		return ENOMEM;
+	if (n % 1024 == 0) {
+		if ((np = realloc(sp->ptr, (n + 1025) * sizeof(size_t))) ==
+		    NULL)
+			return ENOMEM;
+		sp->ptr = np;
+	}
+	sp->ptr[n] = sp->nnz;
+	return 0;
+}
+
+/* Feature ix (1-based) = v into the row being read: 0 or ENOMEM. */
+static int
+sparse_put(struct sparse *sp, uint64_t ix, double v)
+{
+	size_t cap;
+	uint32_t *ni;
+	float *nv;
+
+	if (sp->nnz == sp->capz) {
+		cap = sp->capz ? sp->capz * 2 : 4096;
+		if ((ni = realloc(sp->idx, cap * sizeof(uint32_t))) == NULL)
+			return ENOMEM;
+		sp->idx = ni;
+		if ((nv = realloc(sp->val, cap * sizeof(float))) == NULL)
+			return ENOMEM;
+		sp->val = nv;
+		sp->capz = cap;
+	}
+	sp->idx[sp->nnz] = (uint32_t)(ix - 1);
+	sp->val[sp->nnz++] = (float)v;
+	return 0;
+}
+
+static void
+sparse_free(struct sparse *sp)
+{
+	free(sp->ptr);
+	free(sp->idx);
+	free(sp->val);
+}
+
+/*
+ * The features "index:value ..." of a line, at q up to le, after its
+ * label: into sp, indices ascending from 1 up to dim (or the most
+ * inferred); *maxidx the largest yet.  0 or the error.
+ */
+static int
+svm_features(struct sparse *sp, uint64_t *maxidx, struct spirt_data_err *err,
+    uint64_t line, const char *q, const char *le,
+    const struct spirt_data_opts *opts)
+{
+	uint64_t prev = 0, ix;
+	const char *f;
+	double v;
+	int rc;
+
+	while (q < le) {
+		f = q;
+		ix = 0;
+		if (*q < '0' || *q > '9')
+			goto bad;
+		for (; q < le && *q >= '0' && *q <= '9'; q++)
+			if (ix <= UINT32_MAX)   /* stays above it */
+				ix = ix * 10 + (uint64_t)(*q - '0');
+		if (q >= le || *q != ':')
+			goto bad;
+		q++;
+		if ((rc = parse_num(&q, le, &v)) || (q < le &&
+		    q[-1] != ' ' && q[-1] != '\t')) {
+			if (rc == SPIRT_ENAN)
+				return lerr(err, SPIRT_ENAN, line, "feature "
+				    "\"%.*s\": not a finite float",
+				    toklen(f, le, " \t"), f);
+			goto bad;
+		}
+		/* a dimension nobody gave must not make a tiny file a huge
+		 * dense sample */
+		if (ix == 0)
+			return lerr(err, SPIRT_EDATA, line,
+			    "index 0: indices start at 1");
+		if (opts->dim && ix > opts->dim)
+			return lerr(err, SPIRT_EDATA, line, "index %.*s "
+			    "outside 1..%zu", toklen(f, le, ": \t"), f,
+			    opts->dim);
+		if (!opts->dim && ix > SPIRT_DATA_MAXINFER) {
+			rc = lerr(err, SPIRT_EDATA, line, "index %.*s above "
+			    "%d, the most features inferred",
+			    toklen(f, le, ": \t"), f, SPIRT_DATA_MAXINFER);
+			err->hint = SPIRT_DATA_HINT_DIM;
+			return rc;
+		}
+		if (ix <= prev)
+			return lerr(err, SPIRT_EDATA, line, "index %llu after "
+			    "%llu: indices must ascend",
+			    (unsigned long long)ix, (unsigned long long)prev);
+		prev = ix;
+		if (ix > *maxidx)
+			*maxidx = ix;
+		if (sparse_put(sp, ix, v))
+			return seterr(err, ENOMEM, 0, 0, 0, NULL);
+	}
+	return 0;
+bad:
+	return lerr(err, SPIRT_EDATA, line, "bad feature \"%.*s\" (want "
+	    "index:value)", toklen(f, le, " \t"), f);
+}
+
 int
 spirt_data_read_libsvm(struct spirt_dataset *ds, struct spirt_data_err *err,
     const char *path, const struct spirt_data_opts *opts)
 {
 	struct rows r;
 	struct sparse sp;
-	const char *p, *q, *end, *eol, *le, *hash;
-	char *buf;
-	uint64_t line = 0, maxidx = 0;
-	size_t len, i, k, dim;
+	struct lines ln;
+	const char *p, *q, *le, *hash;
+	uint64_t maxidx = 0;
+	size_t i, k, dim;
+	double v;
 	int rc;
 
 	memset(ds, 0, sizeof(*ds));
 	memset(&r, 0, sizeof(r));
 	memset(&sp, 0, sizeof(sp));
 	err->file = path;
-	if ((rc = slurp(&buf, &len, err, path)))
+	if ((rc = lines_open(&ln, err, path)))
 		return rc;
-	end = buf + len;
 	r.feat = 0;                     /* rows holds labels only here */
-	for (p = buf; p < end; p = eol + 1) {
-		uint64_t prev = 0;
-		double v;
-
-		line++;
-		if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL)
-			eol = end;
-		le = eol;
+	while (lines_next(&ln, &p, &le)) {
 		if ((hash = memchr(p, '#', (size_t)(le - p))) != NULL)
 			le = hash;
 		while (le > p && (le[-1] == '\r' || le[-1] == ' ' ||
 		    le[-1] == '\t'))
 			le--;
 		q = skipblank(p, le);
-		if (q == le || (line == 1 && opts->header))
-			goto next;
+		if (q == le || (ln.no == 1 && opts->header))
+			continue;
 		/* a row is at least a label and '\n' */
-		if ((rc = rows_grow(&r, r.n + 1 + (size_t)(end - eol) / 2)) ||
-		    (r.n + 2 > SIZE_MAX / 2)) {
+		if (rows_grow(&r, r.n + 1 + lines_left(&ln) / 2) ||
+		    sparse_row(&sp, r.n)) {
 			rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
 			goto out;
 		}
-		if (r.n % 1024 == 0) {
-			size_t *np = realloc(sp.ptr, (r.n + 1025) *
-			    sizeof(size_t));
-			if (np == NULL) {
-				rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
-				goto out;
-			}
-			sp.ptr = np;
-		}
-		sp.ptr[r.n] = sp.nnz;
-		if ((rc = parse_num(&q, le, &v)) || (q < le && q[-1] != ' ' &&
+		if (parse_num(&q, le, &v) || (q < le && q[-1] != ' ' &&
 		    q[-1] != '\t')) {
 			const char *f = skipblank(p, le);
-			rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-			    "bad label \"%.*s\"", toklen(f, le, " \t"), f);
-			goto out;
-		}
-		if ((rc = text_label(&r.y[r.n], err, line, v, opts->classes)))
-			goto out;
-		while (q < le) {
-			const char *f = q;
-			uint64_t ix = 0;
 
-			if (*q < '0' || *q > '9')
-				goto bad;
-			for (; q < le && *q >= '0' && *q <= '9'; q++)
-				if (ix <= UINT32_MAX)   /* stays above it */
-					ix = ix * 10 + (uint64_t)(*q - '0');
-			if (q >= le || *q != ':')
-				goto bad;
-			q++;
-			if ((rc = parse_num(&q, le, &v)) || (q < le &&
-			    q[-1] != ' ' && q[-1] != '\t')) {
-				if (rc == SPIRT_ENAN)
-					goto nan;
-				goto bad;
-			}
-			/* a dimension nobody gave must not make a tiny file
-			 * a huge dense sample */
-			if (ix == 0 || ix > (opts->dim ? opts->dim :
-			    SPIRT_DATA_MAXINFER))
-				goto range;
-			if (ix <= prev) {
-				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-				    "index %llu after %llu: indices must "
-				    "ascend", (unsigned long long)ix,
-				    (unsigned long long)prev);
-				goto out;
-			}
-			prev = ix;
-			if (ix > maxidx)
-				maxidx = ix;
-			if (sp.nnz == sp.capz) {
-				size_t cap = sp.capz ? sp.capz * 2 : 4096;
-				uint32_t *ni = realloc(sp.idx, cap *
-				    sizeof(uint32_t));
-				float *nv;
-				if (ni)
-					sp.idx = ni;
-				nv = ni ? realloc(sp.val, cap * sizeof(float))
-				    : NULL;
-				if (nv == NULL) {
-					rc = seterr(err, ENOMEM, 0, 0, 0, NULL);
-					goto out;
-				}
-				sp.val = nv;
-				sp.capz = cap;
-			}
-			sp.idx[sp.nnz] = (uint32_t)(ix - 1);
-			sp.val[sp.nnz++] = (float)v;
-			continue;
-		bad:
-			rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-			    "bad feature \"%.*s\" (want index:value)",
-			    toklen(f, le, " \t"), f);
-			goto out;
-		nan:
-			rc = seterr(err, SPIRT_ENAN, line, 0, 0,
-			    "feature \"%.*s\": not a finite float",
-			    toklen(f, le, " \t"), f);
-			goto out;
-		range:
-			if (ix == 0)
-				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-				    "index 0: indices start at 1");
-			else if (opts->dim)
-				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-				    "index %.*s outside 1..%zu",
-				    toklen(f, le, ": \t"), f, opts->dim);
-			else {
-				rc = seterr(err, SPIRT_EDATA, line, 0, 0,
-				    "index %.*s above %d, the most features "
-				    "inferred", toklen(f, le, ": \t"), f,
-				    SPIRT_DATA_MAXINFER);
-				err->hint = SPIRT_DATA_HINT_DIM;
-			}
+			rc = lerr(err, SPIRT_EDATA, ln.no, "bad label "
+			    "\"%.*s\"", toklen(f, le, " \t"), f);
 			goto out;
 		}
+		if ((rc = text_label(&r.y[r.n], err, ln.no, v,
+		    opts->classes)) || (rc = svm_features(&sp, &maxidx, err,
+		    ln.no, q, le, opts)))
+			goto out;
 		r.n++;
 		sp.ptr[r.n] = sp.nnz;
-	next:
-		if (eol == end)
-			break;
 	}
 	if (r.n == 0) {
 		rc = seterr(err, SPIRT_EDATA, 0, 0, 0, "no samples");
@@ -1491,13 +1284,10 @@ spirt_data_read_libsvm(struct spirt_dataset *ds, struct spirt_data_err *err,
 	r.cap = r.n;
 	rc = 0;
 out:
-	free(buf);
-	free(sp.ptr);
-	free(sp.idx);
-	free(sp.val);
+	lines_close(&ln);
+	sparse_free(&sp);
 	if (rc) {
-		free(r.x);
-		free(r.y);
+		rows_free(&r);
 		return rc;
 	}
 	rows_done(ds, &r);
@@ -1669,550 +1459,4 @@ spirt_data_scale_apply(struct spirt_dataset *ds, struct spirt_data_err *err,
 	ds->scale = sc;
 	snprintf(ds->scale_from, sizeof(ds->scale_from), "%s", from);
 	return 0;
-}
-
-/* ---- NumPy: .npy pairs and .npz archives ---- */
-
-/* a .npy member's dtype: kind 'f', 'i', 'u' and item bytes, little-endian */
-static int
-npy_dtype(const struct spirt_npy_head *h, char *kind, unsigned *size)
-{
-	const char *d = h->descr;
-	size_t n = h->descrlen;
-	char e = '|';
-
-	if (n > 0 && (*d == '<' || *d == '>' || *d == '|' || *d == '=')) {
-		e = *d;
-		d++;
-		n--;
-	}
-	if (n != 2 || (d[0] != 'f' && d[0] != 'i' && d[0] != 'u' &&
-	    d[0] != 'b') || d[1] < '1' || d[1] > '8')
-		return SPIRT_EDTYPE;
-	*kind = d[0];
-	*size = (unsigned)(d[1] - '0');
-	if (*size != 1 && *size != 2 && *size != 4 && *size != 8)
-		return SPIRT_EDTYPE;
-	/* '=' is the writer's order: numpy writes '<' or '>' for it */
-	if (*size > 1 && e != '<')
-		return SPIRT_EDTYPE;
-	return 0;
-}
-
-/* little-endian unsigned of n bytes */
-static uint64_t
-le_get(const unsigned char *p, unsigned n)
-{
-	uint64_t v = 0;
-
-	while (n--)
-		v = v << 8 | p[n];
-	return v;
-}
-
-/*
- * Parse one .npy image buf (what: its name in messages, "X.npy" of an
- * archive, else "") into its header, with the data's size checked
- * against the shape: *nelem elements of *size bytes, kind *kind.
- */
-static int
-npy_open(struct spirt_npy_head *h, char *kind, unsigned *size,
-    uint64_t *nelem, struct spirt_data_err *err, const char *what,
-    const void *buf, size_t len)
-{
-	const char *sep = *what ? ": " : "";
-	uint64_t n = 1;
-	int rc;
-
-	if ((rc = spirt_npy_head(h, buf, len)) != 0)
-		return seterr(err, rc, 0, 0, 0, "%s%snot a NumPy .npy image "
-		    "(bad magic or header)", what, sep);
-	if ((rc = npy_dtype(h, kind, size)) != 0)
-		return seterr(err, rc, 0, 0, 0, "%s%sdtype '%.*s' not "
-		    "supported", what, sep, (int)(h->descrlen > 16 ? 16 :
-		    h->descrlen), h->descr);
-	if (h->fortran && h->rank > 1)
-		return seterr(err, SPIRT_ESHAPE, 0, 0, 0, "%s%sFortran order: "
-		    "save a C-order array (numpy.ascontiguousarray)", what,
-		    sep);
-	for (unsigned i = 0; i < h->rank; i++) {
-		if (h->dims[i] && n > DATA_MAXBYTES / h->dims[i])
-			return seterr(err, SPIRT_ESHAPE, 0, 0, 0, "%s%sshape "
-			    "too large", what, sep);
-		n *= h->dims[i];
-	}
-	if (n > DATA_MAXBYTES / *size)
-		return seterr(err, SPIRT_ESHAPE, 0, 0, 0, "%s%sshape too "
-		    "large", what, sep);
-	if (h->datalen < n * *size)
-		return seterr(err, SPIRT_ETRUNC, 0, 0, 0, "%s%struncated: the "
-		    "shape says %llu bytes, the data holds %zu", what, sep,
-		    (unsigned long long)(n * *size), h->datalen);
-	if (h->datalen > n * *size)
-		return seterr(err, SPIRT_EDATA, 0, 0, 0, "%s%s%zu bytes after "
-		    "the data", what, sep, h->datalen - (size_t)(n * *size));
-	*nelem = n;
-	return 0;
-}
-
-/* the samples array: float32, float64 (rounded) or uint8, into ds */
-static int
-npy_x(struct spirt_dataset *ds, struct spirt_data_err *err,
-    const char *what, const void *buf, size_t len)
-{
-	struct spirt_npy_head h;
-	const char *sep = *what ? ": " : "";
-	uint64_t n, i, per;
-	unsigned size;
-	char kind;
-	int rc;
-
-	if ((rc = npy_open(&h, &kind, &size, &n, err, what, buf, len)))
-		return rc;
-	if (!((kind == 'f' && (size == 4 || size == 8)) ||
-	    (kind == 'u' && size == 1)))
-		return seterr(err, SPIRT_EDTYPE, 0, 0, 0, "%s%ssamples of "
-		    "dtype '%.*s': float32, float64 or uint8 only", what, sep,
-		    (int)h.descrlen, h.descr);
-	if (h.rank == 0 || h.dims[0] == 0)
-		return seterr(err, h.rank ? SPIRT_EDATA : SPIRT_ESHAPE, 0, 0,
-		    0, "%s%s%s", what, sep, h.rank ? "no samples" :
-		    "a scalar, not samples");
-	per = h.dims[0] ? n / h.dims[0] : 0;
-	if (per == 0)
-		return seterr(err, SPIRT_ESHAPE, 0, 0, 0, "%s%ssamples of no "
-		    "values", what, sep);
-	ds->n = (size_t)h.dims[0];
-	ds->feat = (size_t)per;
-	ds->rank = h.rank > 1 ? h.rank : 2;
-	ds->dims[0] = h.dims[0];
-	ds->dims[1] = 1;
-	for (i = 1; i < h.rank; i++)
-		ds->dims[i] = h.dims[i];
-	ds->xdtype = kind == 'u' ? SPIRT_U8 : SPIRT_F32;
-	if ((ds->x = malloc(n * (kind == 'u' ? 1 : 4) + 1)) == NULL)
-		return seterr(err, ENOMEM, 0, 0, 0, NULL);
-	if (kind == 'u') {
-		memcpy(ds->x, h.data, n);
-		return 0;
-	}
-	for (i = 0; i < n; i++) {
-		float *x = ds->x;
-		double d;
-
-		if (size == 4) {
-			uint32_t u = (uint32_t)le_get(h.data + 4 * i, 4);
-			memcpy(&x[i], &u, 4);
-			d = x[i];
-		} else {
-			uint64_t u = le_get(h.data + 8 * i, 8);
-			memcpy(&d, &u, 8);
-			x[i] = (float)d;
-		}
-		if (!isfinite(x[i]))
-			return seterr(err, SPIRT_ENAN, 0, 1, i / per,
-			    "%s%svalue %g is not a finite float32", what, sep,
-			    d);
-	}
-	return 0;
-}
-
-/* the labels array: integers of any width, rank 1, one per sample */
-static int
-npy_y(struct spirt_dataset *ds, struct spirt_data_err *err,
-    const char *what, const void *buf, size_t len)
-{
-	struct spirt_npy_head h;
-	const char *sep = *what ? ": " : "";
-	uint64_t n, i;
-	unsigned size;
-	char kind;
-	int rc;
-
-	if ((rc = npy_open(&h, &kind, &size, &n, err, what, buf, len)))
-		return rc;
-	if (kind != 'i' && kind != 'u')
-		return seterr(err, SPIRT_EDTYPE, 0, 0, 0, "%s%slabels of "
-		    "dtype '%.*s': integers only", what, sep,
-		    (int)h.descrlen, h.descr);
-	if (h.rank != 1)
-		return seterr(err, SPIRT_ESHAPE, 0, 0, 0, "%s%slabels must "
-		    "be of rank 1, not %u", what, sep, h.rank);
-	if (h.dims[0] != ds->n)
-		return seterr(err, SPIRT_ESHAPE, 0, 0, 0, "%s%s%llu labels for "
-		    "%zu samples", what, sep, (unsigned long long)h.dims[0],
-		    ds->n);
-	if ((ds->y = malloc(n * sizeof *ds->y + 1)) == NULL)
-		return seterr(err, ENOMEM, 0, 0, 0, NULL);
-	for (i = 0; i < n; i++) {
-		uint64_t u = le_get(h.data + size * i, size);
-		int64_t v;
-
-		/* sign-extend a signed label of size bytes */
-		if (kind == 'i' && size < 8 && (u >> (8 * size - 1)) & 1)
-			u |= ~(uint64_t)0 << (8 * size);
-		v = (int64_t)u;
-		if ((kind == 'u' && u >= SPIRT_DATA_MAXCLASSES) ||
-		    (kind == 'i' && (v < 0 || v >= SPIRT_DATA_MAXCLASSES))) {
-			int neg = kind == 'i' && v < 0;
-
-			return seterr(err, SPIRT_EDATA, 0, 1, i, "%s%slabel "
-			    "%s%llu outside 0..%d", what, sep, neg ? "-" : "",
-			    (unsigned long long)(neg ? -u : u),
-			    SPIRT_DATA_MAXCLASSES - 1);
-		}
-		ds->y[i] = (int32_t)v;
-	}
-	return 0;
-}
-
-/* --dim and the labels' range, as the other readers check them */
-static int
-npy_finish(struct spirt_dataset *ds, struct spirt_data_err *err,
-    const char *yfile, const struct spirt_data_opts *opts)
-{
-	if (opts->dim && opts->dim != ds->feat)
-		return seterr(err, SPIRT_ESHAPE, 0, 0, 0, "%zu values per "
-		    "sample, not --dim %zu", ds->feat, opts->dim);
-	return spirt_data_check_labels(ds, err, yfile, opts->classes);
-}
-
-static int
-npy_read_file(struct spirt_data_err *err, const char *path, void **buf,
-    size_t *len)
-{
-	int rc;
-
-	err->file = path;
-	if ((rc = spirt_readfile(path, buf, len)) != 0)
-		return seterr(err, rc, 0, 0, 0, NULL);
-	return 0;
-}
-
-int
-spirt_data_read_npy(struct spirt_dataset *ds, struct spirt_data_err *err,
-    const char *xpath, const char *ypath, const struct spirt_data_opts *opts)
-{
-	void *xb = NULL, *yb = NULL;
-	size_t xl, yl;
-	int rc;
-
-	memset(ds, 0, sizeof(*ds));
-	if ((rc = npy_read_file(err, xpath, &xb, &xl)) != 0 ||
-	    (rc = npy_x(ds, err, "", xb, xl)) != 0)
-		goto out;
-	free(xb);
-	xb = NULL;
-	if ((rc = npy_read_file(err, ypath, &yb, &yl)) != 0 ||
-	    (rc = npy_y(ds, err, "", yb, yl)) != 0)
-		goto out;
-	rc = npy_finish(ds, err, ypath, opts);
-out:
-	free(xb);
-	free(yb);
-	if (rc)
-		spirt_dataset_free(ds);
-	return rc;
-}
-
-/*
- * .npz: a zip archive (numpy.savez, savez_compressed) read whole.  The
- * central directory names the members, with their sizes and offsets
- * (zip64 extra fields too); a member is stored or deflated, its CRC-32
- * checked.  Everything read from the file is bounded by the file first.
- */
-#define ZIP_EOCD        0x06054b50u
-#define ZIP_EOCD64      0x06064b50u
-#define ZIP_LOC64       0x07064b50u
-#define ZIP_CENTRAL     0x02014b50u
-#define ZIP_LOCAL       0x04034b50u
-#define ZIP_MAXRATIO    1032            /* deflate's largest ratio */
-
-struct zmember {
-	const unsigned char *name;
-	size_t namelen;
-	unsigned method, flags;
-	uint32_t crc;
-	uint64_t csize, usize, offset;
-};
-
-struct zip {
-	const unsigned char *b;
-	size_t len;
-	uint64_t cd, cdsize, count;     /* the central directory */
-};
-
-/* find the end of central directory record and read it */
-static int
-zip_open(struct zip *z, struct spirt_data_err *err, const void *buf,
-    size_t len)
-{
-	const unsigned char *b = buf;
-	size_t i, lo;
-
-	z->b = b;
-	z->len = len;
-	if (len < 22)
-		return seterr(err, SPIRT_EDATA, 0, 0, 0, "not a zip archive "
-		    "(.npz): too short");
-	lo = len - 22 > 65535 ? len - 22 - 65535 : 0;
-	for (i = len - 22 + 1; i-- > lo; )
-		if (le_get(b + i, 4) == ZIP_EOCD &&
-		    i + 22 + le_get(b + i + 20, 2) <= len)
-			break;
-	if (i == (size_t)-1 || i < lo || le_get(b + i, 4) != ZIP_EOCD)
-		return seterr(err, SPIRT_EDATA, 0, 0, 0, "not a zip archive "
-		    "(.npz): no end of central directory");
-	if (le_get(b + i + 4, 2) != 0 || le_get(b + i + 6, 2) != 0)
-		return seterr(err, SPIRT_EDATA, 0, 0, 0, "a zip archive of "
-		    "several disks");
-	z->count = le_get(b + i + 10, 2);
-	z->cdsize = le_get(b + i + 12, 4);
-	z->cd = le_get(b + i + 16, 4);
-	if (z->count == 0xffff || z->cdsize == 0xffffffffu ||
-	    z->cd == 0xffffffffu) {     /* zip64: its locator is before */
-		uint64_t e;
-
-		if (i < 20 || len < 56 || le_get(b + i - 20, 4) !=
-		    ZIP_LOC64 || (e = le_get(b + i - 20 + 8, 8)) > len - 56 ||
-		    le_get(b + e, 4) != ZIP_EOCD64)
-			return seterr(err, SPIRT_EDATA, 0, 0, 0, "zip64 end of "
-			    "central directory missing or out of the file");
-		z->count = le_get(b + e + 32, 8);
-		z->cdsize = le_get(b + e + 40, 8);
-		z->cd = le_get(b + e + 48, 8);
-	}
-	if (z->cd > len || z->cdsize > len - z->cd)
-		return seterr(err, SPIRT_EDATA, 0, 0, 0, "zip central "
-		    "directory beyond the end of the file (truncated?)");
-	return 0;
-}
-
-/* the zip64 extra field of a central entry: the 32-bit fields at max */
-static int
-zip_extra64(struct zmember *m, const unsigned char *x, size_t xlen)
-{
-	while (xlen >= 4) {
-		unsigned id = (unsigned)le_get(x, 2);
-		size_t n = (size_t)le_get(x + 2, 2), k = 0;
-
-		if (n > xlen - 4)
-			return SPIRT_EDATA;
-		if (id == 1) {
-			uint64_t *f[3] = { &m->usize, &m->csize, &m->offset };
-
-			for (int j = 0; j < 3; j++) {
-				if (*f[j] != 0xffffffffu)
-					continue;
-				if (k + 8 > n)
-					return SPIRT_EDATA;
-				*f[j] = le_get(x + 4 + k, 8);
-				k += 8;
-			}
-			return 0;
-		}
-		x += 4 + n;
-		xlen -= 4 + n;
-	}
-	return 0;
-}
-
-/* member name (e.g. "X.npy") of z into m; SPIRT_ENOTFOUND if none */
-static int
-zip_find(struct zmember *m, const struct zip *z, struct spirt_data_err *err,
-    const char *name)
-{
-	uint64_t p = z->cd, end = z->cd + z->cdsize, k;
-	size_t want = strlen(name);
-
-	for (k = 0; k < z->count; k++) {
-		const unsigned char *c = z->b + p;
-		size_t nl, xl, cl;
-
-		if (end - p < 46 || le_get(c, 4) != ZIP_CENTRAL)
-			return seterr(err, SPIRT_EDATA, 0, 0, 0, "zip central "
-			    "directory entry %llu malformed",
-			    (unsigned long long)k);
-		nl = (size_t)le_get(c + 28, 2);
-		xl = (size_t)le_get(c + 30, 2);
-		cl = (size_t)le_get(c + 32, 2);
-		if (end - p - 46 < (uint64_t)nl + xl + cl)
-			return seterr(err, SPIRT_EDATA, 0, 0, 0, "zip central "
-			    "directory entry %llu malformed",
-			    (unsigned long long)k);
-		if (nl == want && memcmp(c + 46, name, nl) == 0) {
-			memset(m, 0, sizeof *m);
-			m->name = c + 46;
-			m->namelen = nl;
-			m->flags = (unsigned)le_get(c + 8, 2);
-			m->method = (unsigned)le_get(c + 10, 2);
-			m->crc = (uint32_t)le_get(c + 16, 4);
-			m->csize = le_get(c + 20, 4);
-			m->usize = le_get(c + 24, 4);
-			m->offset = le_get(c + 42, 4);
-			if (zip_extra64(m, c + 46 + nl, xl) != 0)
-				return seterr(err, SPIRT_EDATA, 0, 0, 0, "%s: "
-				    "zip extra field malformed", name);
-			return 0;
-		}
-		p += 46 + nl + xl + cl;
-	}
-	return SPIRT_ENOTFOUND;
-}
-
-/* member m's bytes: *data into z's buffer (stored) or *own (inflated) */
-static int
-zip_get(const struct zip *z, const struct zmember *m,
-    struct spirt_data_err *err, const char *name, const unsigned char **data,
-    unsigned char **own)
-{
-	const unsigned char *l;
-	uint64_t at;
-	z_stream zs;
-	int zr;
-
-	*own = NULL;
-	if (m->flags & 1)
-		return seterr(err, SPIRT_EDATA, 0, 0, 0, "%s: encrypted", name);
-	if (m->method != 0 && m->method != 8)
-		return seterr(err, SPIRT_EDATA, 0, 0, 0, "%s: compression "
-		    "method %u (stored and deflate only)", name, m->method);
-	if (m->offset > z->len || z->len - m->offset < 30 ||
-	    le_get((l = z->b + m->offset), 4) != ZIP_LOCAL)
-		return seterr(err, SPIRT_EDATA, 0, 0, 0, "%s: local header "
-		    "missing or out of the file", name);
-	at = m->offset + 30 + le_get(l + 26, 2) + le_get(l + 28, 2);
-	if (at > z->len || m->csize > z->len - at)
-		return seterr(err, SPIRT_ETRUNC, 0, 0, 0, "%s: truncated: %llu "
-		    "bytes from offset %llu, the file holds %zu", name,
-		    (unsigned long long)m->csize, (unsigned long long)at,
-		    z->len);
-	if (m->usize > DATA_MAXBYTES || (m->method == 0 &&
-	    m->usize != m->csize) || (m->method == 8 && m->usize >
-	    m->csize * ZIP_MAXRATIO + 64))
-		return seterr(err, SPIRT_EDATA, 0, 0, 0, "%s: sizes do not "
-		    "agree (%llu bytes from %llu)", name,
-		    (unsigned long long)m->usize,
-		    (unsigned long long)m->csize);
-	if (m->method == 0) {
-		*data = z->b + at;
-	} else {
-		if ((*own = malloc((size_t)m->usize + 1)) == NULL)
-			return seterr(err, ENOMEM, 0, 0, 0, NULL);
-		memset(&zs, 0, sizeof zs);
-		if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) {
-			free(*own);
-			*own = NULL;
-			return seterr(err, ENOMEM, 0, 0, 0, NULL);
-		}
-		zs.next_in = (unsigned char *)(uintptr_t)(z->b + at);
-		zs.next_out = *own;
-		zr = Z_OK;
-		/* zlib's counts are 32-bit: feed and drain in chunks */
-		while (zr == Z_OK) {
-			uint64_t in = z->b + at + m->csize - zs.next_in;
-			uint64_t out = *own + m->usize - zs.next_out;
-
-			zs.avail_in = (uInt)(in > GZ_CHUNK ? GZ_CHUNK : in);
-			zs.avail_out = (uInt)(out > GZ_CHUNK ? GZ_CHUNK : out);
-			zr = inflate(&zs, Z_NO_FLUSH);
-			if (zr == Z_BUF_ERROR && (in == 0 || out == 0))
-				break;
-		}
-		inflateEnd(&zs);
-		if (zr != Z_STREAM_END ||
-		    (uint64_t)(zs.next_out - *own) != m->usize) {
-			free(*own);
-			*own = NULL;
-			return seterr(err, SPIRT_EDATA, 0, 0, 0, "%s: deflate "
-			    "data corrupt or of another size than the "
-			    "directory says", name);
-		}
-		*data = *own;
-	}
-	{
-		uLong c = crc32(0L, Z_NULL, 0);
-		uint64_t done = 0;
-
-		while (done < m->usize) {
-			uint64_t n = m->usize - done;
-
-			n = n > GZ_CHUNK ? GZ_CHUNK : n;
-			c = crc32(c, *data + done, (uInt)n);
-			done += n;
-		}
-		if ((uint32_t)c != m->crc) {
-			free(*own);
-			*own = NULL;
-			return seterr(err, SPIRT_EDATA, 0, 0, 0, "%s: CRC-32 "
-			    "mismatch: corrupt", name);
-		}
-	}
-	return 0;
-}
-
-/* the member for array name[0] or, without it, name[1] (NULL: none) */
-static int
-npz_member(const struct zip *z, struct spirt_data_err *err,
-    const char *const name[2], struct zmember *m, char *which, size_t cap)
-{
-	int rc = SPIRT_ENOTFOUND;
-
-	for (int i = 0; i < 2 && name[i] && rc == SPIRT_ENOTFOUND; i++) {
-		snprintf(which, cap, "%s.npy", name[i]);
-		rc = zip_find(m, z, err, which);
-	}
-	if (rc == SPIRT_ENOTFOUND)
-		return seterr(err, SPIRT_EDATA, 0, 0, 0, "no array %s%s%s in "
-		    "the archive", name[0], name[1] ? " or " : "",
-		    name[1] ? name[1] : "");
-	return rc;
-}
-
-int
-spirt_data_read_npz(struct spirt_dataset *ds, struct spirt_data_err *err,
-    const char *path, const struct spirt_data_opts *opts)
-{
-	const char *xn[2] = { "X", "x" }, *yn[2] = { "y", "Y" };
-	struct zip z;
-	struct zmember m;
-	const unsigned char *d;
-	unsigned char *own = NULL;
-	char which[SPIRT_DATA_ARRAY_MAX + 8];
-	void *buf = NULL;
-	size_t len;
-	int rc;
-
-	memset(ds, 0, sizeof(*ds));
-	if (opts->npz_x) {
-		xn[0] = opts->npz_x;
-		xn[1] = NULL;
-	}
-	if (opts->npz_y) {
-		yn[0] = opts->npz_y;
-		yn[1] = NULL;
-	}
-	if ((xn[0] && strlen(xn[0]) > SPIRT_DATA_ARRAY_MAX) ||
-	    (yn[0] && strlen(yn[0]) > SPIRT_DATA_ARRAY_MAX))
-		return seterr(err, SPIRT_EINVAL, 0, 0, 0, "array name too "
-		    "long");
-	if ((rc = npy_read_file(err, path, &buf, &len)) != 0 ||
-	    (rc = zip_open(&z, err, buf, len)) != 0 ||
-	    (rc = npz_member(&z, err, xn, &m, which, sizeof which)) != 0 ||
-	    (rc = zip_get(&z, &m, err, which, &d, &own)) != 0 ||
-	    (rc = npy_x(ds, err, which, d, (size_t)m.usize)) != 0)
-		goto out;
-	free(own);
-	own = NULL;
-	if ((rc = npz_member(&z, err, yn, &m, which, sizeof which)) != 0 ||
-	    (rc = zip_get(&z, &m, err, which, &d, &own)) != 0 ||
-	    (rc = npy_y(ds, err, which, d, (size_t)m.usize)) != 0)
-		goto out;
-	rc = npy_finish(ds, err, path, opts);
-out:
-	free(own);
-	free(buf);
-	if (rc)
-		spirt_dataset_free(ds);
-	return rc;
 }

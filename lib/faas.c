@@ -4,11 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+#include <sodium.h>
+
 #include "faas.h"
 #include "parse.h"
 #include "store.h"
 
 #define JSON_DEPTH 32
+#define JSON_VALUES 65536
 
 void
 spirt_faas_req_init(struct spirt_faas_req *r)
@@ -191,274 +195,151 @@ notfound:
 	    "path \"%.60s\": not / or /grad/<step>/<worker>", path);
 }
 
-/* ---- a small JSON reader: only what a request needs ---- */
-
-struct js {
-	const char *p, *e;
-	struct spirt_faas_req *r;
-};
+/* ---- JSON, through libjansson: only what a request needs ---- */
 
 static int
-jbad(struct js *j, const char *why)
+jbad(struct spirt_faas_req *r, const char *why)
 {
-	return spirt_msgf(j->r->msg, sizeof j->r->msg, SPIRT_EINVAL,
-	    "JSON: %s", why);
-}
-
-static void
-jws(struct js *j)
-{
-	while (j->p < j->e && (*j->p == ' ' || *j->p == '\t' ||
-	    *j->p == '\n' || *j->p == '\r'))
-		j->p++;
+	return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EINVAL, "JSON: %s",
+	    why);
 }
 
 /*
- * A string at j->p (at its '"') into buf (cap bytes, NUL terminated), or
- * skipped when buf is NULL.  \u escapes above 0x7f become '?' (no
- * parameter or key we read holds one); a control byte is refused.
+ * jansson's complaint, without its " near '...'": that quotes the
+ * sender's bytes, and a message is one line of ours.
  */
 static int
-jstr(struct js *j, char *buf, size_t cap)
+jsyntax(struct spirt_faas_req *r, const json_error_t *e)
 {
-	size_t o = 0;
-	int c, i, h, u;
+	const char *near = strstr(e->text, " near ");
+	int n = near != NULL ? (int)(near - e->text) : (int)strlen(e->text);
 
-	if (j->p >= j->e || *j->p != '"')
-		return jbad(j, "string expected");
-	j->p++;
-	for (;;) {
-		if (j->p >= j->e)
-			return jbad(j, "unterminated string");
-		c = (unsigned char)*j->p++;
-		if (c == '"')
-			break;
-		if (c < 0x20)
-			return jbad(j, "control byte in a string");
-		if (c == '\\') {
-			if (j->p >= j->e)
-				return jbad(j, "unterminated string");
-			c = *j->p++;
-			switch (c) {
-			case '"': case '\\': case '/': break;
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
-			case 'n': c = '\n'; break;
-			case 'r': c = '\r'; break;
-			case 't': c = '\t'; break;
-			case 'u':
-				if (j->e - j->p < 4)
-					return jbad(j, "bad \\u escape");
-				for (u = 0, i = 0; i < 4; i++) {
-					if ((h = hexval(j->p[i])) < 0)
-						return jbad(j, "bad \\u escape");
-					u = u << 4 | h;
-				}
-				j->p += 4;
-				c = u > 0 && u < 0x80 ? u : '?';
-				break;
-			default:
-				return jbad(j, "bad escape");
-			}
-		}
-		if (buf != NULL) {
-			if (o + 1 >= cap)
-				return jbad(j, "string too long");
-			buf[o++] = (char)c;
-		}
-	}
-	if (buf != NULL)
-		buf[o] = '\0';
-	return 0;
-}
-
-/* A number's text (JSON grammar) into buf, or skipped when buf is NULL. */
-static int
-jnum(struct js *j, char *buf, size_t cap)
-{
-	const char *s = j->p;
-	size_t n;
-
-	while (j->p < j->e && strchr("+-.0123456789eE", *j->p) != NULL)
-		j->p++;
-	n = (size_t)(j->p - s);
-	if (n == 0)
-		return jbad(j, "value expected");
-	if (buf != NULL) {
-		if (n >= cap)
-			return jbad(j, "number too long");
-		memcpy(buf, s, n);
-		buf[n] = '\0';
-	}
-	return 0;
-}
-
-static int jobj(struct js *, int, const char *, int *, int);
-
-/* Skip any value. */
-static int
-jskip(struct js *j, int depth)
-{
-	static const char *const lit[] = { "true", "false", "null" };
-	size_t i, n;
-	int rc;
-
-	jws(j);
-	if (j->p >= j->e)
-		return jbad(j, "value expected");
-	if (*j->p == '{')
-		return jobj(j, 0, NULL, NULL, depth + 1);
-	if (*j->p == '"')
-		return jstr(j, NULL, 0);
-	if (*j->p == '[') {
-		if (depth >= JSON_DEPTH)
-			return jbad(j, "nested too deep");
-		j->p++;
-		jws(j);
-		if (j->p < j->e && *j->p == ']') {
-			j->p++;
-			return 0;
-		}
-		for (;;) {
-			if ((rc = jskip(j, depth + 1)) != 0)
-				return rc;
-			jws(j);
-			if (j->p < j->e && *j->p == ',') {
-				j->p++;
-				continue;
-			}
-			if (j->p < j->e && *j->p == ']') {
-				j->p++;
-				return 0;
-			}
-			return jbad(j, "',' or ']' expected");
-		}
-	}
-	for (i = 0; i < 3; i++) {
-		n = strlen(lit[i]);
-		if ((size_t)(j->e - j->p) >= n && memcmp(j->p, lit[i], n) == 0) {
-			j->p += n;
-			return 0;
-		}
-	}
-	return jnum(j, NULL, 0);
-}
-
-/* A parameter's value: a string or a number; null is none. */
-static int
-jparam(struct js *j, const char *key)
-{
-	char v[256];
-	int rc;
-
-	if (strcmp(key, "step") && strcmp(key, "worker") && strcmp(key, "model"))
-		return setparam(j->r, key, "");         // unknown: refused
-	jws(j);
-	if ((size_t)(j->e - j->p) >= 4 && memcmp(j->p, "null", 4) == 0) {
-		j->p += 4;
-		return 0;
-	}
-	if (j->p < j->e && *j->p == '"')
-		rc = jstr(j, v, sizeof v);
-	else if (j->p < j->e && (*j->p == '-' || (*j->p >= '0' &&
-	    *j->p <= '9')))
-		rc = jnum(j, v, sizeof v);
-	else
-		return spirt_msgf(j->r->msg, sizeof j->r->msg, SPIRT_EINVAL,
-		    "%s: a number or a string expected", key);
-	return rc ? rc : setparam(j->r, key, v);
+	if (json_error_code(e) == json_error_end_of_input_expected)
+		return jbad(r, "junk after the object");
+	return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EINVAL,
+	    "JSON: %.*s at byte %d", n, e->text, e->position);
 }
 
 /*
- * An object at j->p.  params: its members are parameters.  Else, when
- * want names a member, that member's value (an object, or null) is read
- * as parameters and *found set; other members are skipped.
+ * Bounds of s[0..n), counted before jansson reads it (strings skipped):
+ * containers at most JSON_DEPTH levels below the top one, and at most
+ * JSON_VALUES values (its ',' and containers), so that what it allocates
+ * stays near the size of the text.  NULL, or what is exceeded.
  */
-static int
-jobj(struct js *j, int params, const char *want, int *found, int depth)
+static const char *
+jbounds(const char *s, size_t n)
 {
-	char k[64];
-	int rc;
+	size_t i, values = 1;
+	int d = 0, str = 0;
 
-	if (depth > JSON_DEPTH)
-		return jbad(j, "nested too deep");
-	jws(j);
-	if (j->p >= j->e || *j->p != '{')
-		return jbad(j, "object expected");
-	j->p++;
-	jws(j);
-	if (j->p < j->e && *j->p == '}') {
-		j->p++;
-		return 0;
-	}
-	for (;;) {
-		jws(j);
-		if ((rc = jstr(j, k, sizeof k)) != 0)
-			return rc;
-		jws(j);
-		if (j->p >= j->e || *j->p != ':')
-			return jbad(j, "':' expected");
-		j->p++;
-		jws(j);
-		if (params) {
-			rc = jparam(j, k);
-		} else if (want != NULL && strcmp(k, want) == 0) {
-			*found = 1;
-			if ((size_t)(j->e - j->p) >= 4 &&
-			    memcmp(j->p, "null", 4) == 0) {
-				j->p += 4;
-				rc = 0;
-			} else {
-				rc = jobj(j, 1, NULL, NULL, depth + 1);
-			}
-		} else {
-			rc = jskip(j, depth);
-		}
-		if (rc != 0)
-			return rc;
-		jws(j);
-		if (j->p < j->e && *j->p == ',') {
-			j->p++;
+	for (i = 0; i < n; i++) {
+		if (str) {
+			if (s[i] == '\\')
+				i++;
+			else if (s[i] == '"')
+				str = 0;
 			continue;
 		}
-		if (j->p < j->e && *j->p == '}') {
-			j->p++;
-			return 0;
+		if (s[i] == '"') {
+			str = 1;
+		} else if (s[i] == '{' || s[i] == '[') {
+			if (++d > JSON_DEPTH + 1)
+				return "nested too deep";
+			values++;
+		} else if (s[i] == '}' || s[i] == ']') {
+			d--;
+		} else if (s[i] == ',') {
+			values++;
 		}
-		return jbad(j, "',' or '}' expected");
+		if (values > JSON_VALUES)
+			return "more than 65536 values";
 	}
+	return NULL;
+}
+
+/* A parameter's value: a string or an integer; null is none. */
+static int
+jparam(struct spirt_faas_req *r, const char *key, json_t *v)
+{
+	char n[32];
+
+	if (strcmp(key, "step") && strcmp(key, "worker") && strcmp(key, "model"))
+		return setparam(r, key, "");            // unknown: refused
+	if (json_is_null(v))
+		return 0;
+	if (json_is_string(v))
+		return setparam(r, key, json_string_value(v));
+	if (json_is_integer(v)) {
+		// its decimal text, for number()'s checks: "-1" is refused
+		snprintf(n, sizeof n, "%" JSON_INTEGER_FORMAT,
+		    json_integer_value(v));
+		return setparam(r, key, n);
+	}
+	if (json_is_real(v))
+		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EINVAL,
+		    "%s %.17g: not a decimal number", key, json_real_value(v));
+	return spirt_msgf(r->msg, sizeof r->msg, SPIRT_EINVAL,
+	    "%s: a number or a string expected", key);
+}
+
+/* The members of object o as parameters, in the document's order. */
+static int
+jparams(struct spirt_faas_req *r, json_t *o)
+{
+	const char *k;
+	json_t *v;
+	int rc;
+
+	json_object_foreach(o, k, v)
+		if ((rc = jparam(r, k, v)) != 0)
+			return rc;
+	return 0;
+}
+
+/* o's member name read as parameters: absent or null is none. */
+static int
+jmember(struct spirt_faas_req *r, json_t *o, const char *name)
+{
+	json_t *v = json_object_get(o, name);
+
+	if (v == NULL || json_is_null(v))
+		return 0;
+	if (!json_is_object(v))
+		return jbad(r, "object expected");
+	return jparams(r, v);
 }
 
 int
 spirt_faas_json(struct spirt_faas_req *r, const char *s, size_t n, int how)
 {
-	struct js j = { s, s + n, r };
-	int rc, found = 0;
+	json_error_t e;
+	json_t *top;
+	const char *why;
+	size_t i = 0;
+	int rc;
 
-	if (s == NULL)
-		return jbad(&j, "object expected");
-	if (how == SPIRT_FAAS_JSON_VALUE) {
-		rc = jobj(&j, 0, "value", &found, 0);
-	} else if (how == SPIRT_FAAS_JSON_EVENT) {
+	while (s != NULL && i < n && (s[i] == ' ' || s[i] == '\t' ||
+	    s[i] == '\n' || s[i] == '\r'))
+		i++;
+	if (s == NULL || i == n || s[i] != '{')
+		return jbad(r, "object expected");
+	// jansson seeds its hash of member names (no flooding); a name
+	// twice is refused, as a parameter given twice would be
+	if ((why = jbounds(s, n)) != NULL)
+		return jbad(r, why);
+	if ((top = json_loadb(s, n, JSON_REJECT_DUPLICATES, &e)) == NULL)
+		return jsyntax(r, &e);
+	if (how == SPIRT_FAAS_JSON_VALUE)
+		rc = jmember(r, top, "value");
+	else if (how == SPIRT_FAAS_JSON_EVENT &&
+	    json_object_get(top, "queryStringParameters") != NULL)
 		// an API Gateway event holds queryStringParameters; read
 		// them there, else the event's own members
-		struct spirt_faas_req save = *r;
-
-		rc = jobj(&j, 0, "queryStringParameters", &found, 0);
-		if (rc == 0 && !found) {
-			*r = save;
-			j.p = s;
-			rc = jobj(&j, 1, NULL, NULL, 0);
-		}
-	} else {
-		rc = jobj(&j, 1, NULL, NULL, 0);
-	}
-	if (rc != 0)
-		return rc;
-	jws(&j);
-	if (j.p != j.e)
-		return jbad(&j, "junk after the object");
-	return 0;
+		rc = jmember(r, top, "queryStringParameters");
+	else
+		rc = jparams(r, top);
+	json_decref(top);
+	return rc;
 }
 
 int
@@ -510,25 +391,34 @@ struct buf {
 	int bad;
 };
 
-static void
-bput(struct buf *b, const char *s, size_t n)
+/* Room for n more bytes and a NUL at b->p + b->n; 0 when out of memory. */
+static int
+broom(struct buf *b, size_t n)
 {
 	char *p;
 	size_t cap;
 
 	if (b->bad)
-		return;
+		return 0;
 	if (b->n + n + 1 > b->cap) {
 		cap = b->cap ? b->cap : 256;
 		while (cap < b->n + n + 1)
 			cap *= 2;
 		if ((p = realloc(b->p, cap)) == NULL) {
 			b->bad = 1;
-			return;
+			return 0;
 		}
 		b->p = p;
 		b->cap = cap;
 	}
+	return 1;
+}
+
+static void
+bput(struct buf *b, const char *s, size_t n)
+{
+	if (!broom(b, n))
+		return;
 	memcpy(b->p + b->n, s, n);
 	b->n += n;
 	b->p[b->n] = '\0';
@@ -564,27 +454,18 @@ bstr(struct buf *b, const char *s)
 	bputs(b, "\"");
 }
 
+/* s[0..n) in base64 (RFC 4648, padded), encoded in place. */
 static void
 b64(struct buf *b, const unsigned char *s, size_t n)
 {
-	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	    "abcdefghijklmnopqrstuvwxyz0123456789+/";
-	char q[4];
-	size_t i;
-	unsigned long v;
+	size_t m = sodium_base64_ENCODED_LEN(n,
+	    sodium_base64_VARIANT_ORIGINAL);     // its NUL included
 
-	for (i = 0; i < n; i += 3) {
-		v = (unsigned long)s[i] << 16;
-		if (i + 1 < n)
-			v |= (unsigned long)s[i + 1] << 8;
-		if (i + 2 < n)
-			v |= s[i + 2];
-		q[0] = al[v >> 18 & 63];
-		q[1] = al[v >> 12 & 63];
-		q[2] = i + 1 < n ? al[v >> 6 & 63] : '=';
-		q[3] = i + 2 < n ? al[v & 63] : '=';
-		bput(b, q, 4);
-	}
+	if (!broom(b, m - 1))
+		return;
+	sodium_bin2base64(b->p + b->n, m, s, n,
+	    sodium_base64_VARIANT_ORIGINAL);
+	b->n += m - 1;
 }
 
 static int

@@ -65,9 +65,12 @@ SPIRT_MUST_CHECK int spirt_faas_path(struct spirt_faas_req *r,
                                          * URL events) */
 
 /*
- * Add the parameters of the JSON object in s[0..n) (RFC 8259; at most 32
- * levels deep), found as how says.  A parameter's value is a number or a
- * string (of digits for step and worker); null counts as absent.  Other
+ * Add the parameters of the JSON object in s[0..n) (RFC 8259, read by
+ * libjansson; at most 32 levels deep and 65536 values, no member name
+ * twice in an object),
+ * found as how says.  A parameter's value is an integer or a string (of
+ * digits for step and worker); null counts as absent.  A step above
+ * 2^63 - 1 is a string: jansson's integers are signed 64-bit.  Other
  * members are refused where parameters are read, and ignored elsewhere.
  */
 SPIRT_MUST_CHECK int spirt_faas_json(struct spirt_faas_req *r,

@@ -1,6 +1,7 @@
 # mk/data.mk - build fragment for the data tools (included by Makefile)
-DATA_LIBHDR = lib/data.h lib/assign.h lib/batch.h lib/shard.h
-DATA_LIBOBJ = lib/data.o lib/assign.o lib/batch.o lib/shard.o
+DATA_LIBHDR = lib/data.h lib/datain.h lib/assign.h lib/batch.h lib/shard.h
+DATA_LIBOBJ = lib/data.o lib/idx.o lib/npz.o lib/assign.o lib/batch.o \
+	lib/shard.o
 DATA_BIN = spirt-shard
 DATA_MAN1 = man/spirt-shard.1
 DATA_MAN5 =

@@ -16,7 +16,7 @@ FUZZ_OPT = -O1 -g -fno-omit-frame-pointer
 # no -DSPIRT_WRAP_MALLOC: the sanitizer owns malloc
 FUZZ_CFLAGS = -Ilib -Itests/fuzz -D_POSIX_C_SOURCE=200809L \
 	-DSPIRT_VERSION_MK=\"$(VERSION)\" -DSPIRT_FUZZ $(INCS) \
-	$(SODIUM_CFLAGS) $(CRYPTO_CFLAGS) $(MHD_CFLAGS) $(CURL_CFLAGS) $(SPIRT_CFLAGS) \
+	$(SODIUM_CFLAGS) $(JANSSON_CFLAGS) $(CRYPTO_CFLAGS) $(MHD_CFLAGS) $(CURL_CFLAGS) $(SPIRT_CFLAGS) \
 	$(FUZZ_OPT) $(FUZZ_SAN)
 FUZZ_LIBS = $(LMDB_LIBS) $(XXHASH_LIBS) $(SODIUM_LIBS) $(CRYPTO_LIBS) \
 	$(ZLIB_LIBS) $(DL_LIBS) -lm
@@ -60,7 +60,8 @@ tests/fuzz/fuzz_npy: tests/fuzz/fuzz_npy.c $(FUZZ_HDR) tests/fuzz/libspirt.a
 tests/fuzz/fuzz_serve: tests/fuzz/fuzz_serve.c $(FUZZ_HDR) tests/fuzz/libspirt.a
 	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_serve.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
 tests/fuzz/fuzz_faas: tests/fuzz/fuzz_faas.c $(FUZZ_HDR) tests/fuzz/libspirt.a
-	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_faas.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
+	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_faas.c tests/fuzz/libspirt.a $(FUZZ_LIBS) \
+	    $(JANSSON_LIBS)
 tests/fuzz/fuzz_storekey: tests/fuzz/fuzz_storekey.c $(FUZZ_HDR) tests/fuzz/libspirt.a
 	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_storekey.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
 tests/fuzz/fuzz_hs: tests/fuzz/fuzz_hs.c $(FUZZ_HDR) tests/fuzz/libspirt.a

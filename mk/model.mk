@@ -12,7 +12,8 @@ MODEL_BENCH = bench/grad_bench
 spirt-init: cmd/spirt-init.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-init.o lib/libspirt.a $(BASE_LIBS)
 spirt-grad: cmd/spirt-grad.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-grad.o lib/libspirt.a $(BASE_LIBS) $(DL_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-grad.o lib/libspirt.a $(BASE_LIBS) $(DL_LIBS) \
+	    $(JANSSON_LIBS)
 spirt-eval: cmd/spirt-eval.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-eval.o lib/libspirt.a $(BASE_LIBS) $(DL_LIBS)
 cmd/spirt-init.o cmd/spirt-grad.o cmd/spirt-eval.o: $(LIBHDR) config.mk

@@ -350,13 +350,13 @@ isarun() {
 	    "$SPIRT_ROOT/docs/contracts.md" | grep -E '^\| ([0-9]|tool) \|')
 	[ "${lvl[store]}" = 2 ]         # the table was read
 	n() { [ "$1" = tool ] && echo 9 || echo "$1"; }
-	# a module is its .c and .h; gradctx.h is grad's insides, vec.h the
-	# kernel half of isa, prim_*.c prim.h's implementations (the build
-	# links one)
+	# a module is its .c and .h; gradctx.h is grad's insides, datain.h
+	# data's, vec.h the kernel half of isa, prim_*.c prim.h's
+	# implementations (the build links one)
 	mod() {
 		local m
 		m=$(basename "${1%.*}")
-		case $m in gradctx) m=grad ;; vec) m=isa ;; prim_*) m=prim ;; esac
+		case $m in gradctx) m=grad ;; datain) m=data ;; vec) m=isa ;; prim_*) m=prim ;; esac
 		echo "$m"
 	}
 	bad=

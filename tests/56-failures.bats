@@ -50,6 +50,42 @@ alive3() {
 	done
 }
 
+# beating3: peers3; in every store p1..p3 beat every 100 ms and its
+# watcher suspects a silence of 700 ms (all in the background, stopped by
+# teardown); once each watcher sees all three live, step 0 by all three
+beating3() {
+	local s m x1 x2
+	peers3
+	for s in s1 s2 s3; do
+		for m in p1 p2 p3; do
+			spirt-beat -q -s $s -B 100 -t 0 beat $m &
+			BG="$BG $!"
+		done
+		spirt-beat -q -s $s -B 100 --suspect 700 --dead 600000 watch &
+		BG="$BG $!"
+	done
+	for s in s1 s2 s3; do
+		until_ 100 sh -c "spirt-beat -s $s ls | grep -c live | grep -qx 3"
+	done
+	xch 1 0 --deadline 60000 &
+	x1=$!
+	xch 2 0 --deadline 60000 &
+	x2=$!
+	xch 3 0 --deadline 60000
+	wait "$x1"
+	wait "$x2"
+}
+
+# catchup STORE ARG...: p1 and p2 beat once into STORE, p3 once with
+# --status catchup and the ARGs, then STORE's watcher looks
+catchup() {
+	local s=$1
+	shift
+	beat1 "$s" p1 p2
+	spirt-beat -q -s "$s" -c 1 "$@" --status catchup beat p3
+	look "$s"
+}
+
 # xch I T ARGS...: peer I's exchange of step T, with the quorum of beats
 xch() {
 	local i=$1 t=$2
@@ -325,26 +361,8 @@ assert d <= 1e-6, 'maxdiff %g' % d
 }
 
 @test "quorum: a straggler is cut at twice the last round's time, at least the suspect threshold" {
-	peers3
 	# everyone beats; the watchers' suspect threshold is the floor
-	for s in s1 s2 s3; do
-		for m in p1 p2 p3; do
-			spirt-beat -q -s $s -B 100 -t 0 beat $m &
-			BG="$BG $!"
-		done
-		spirt-beat -q -s $s -B 100 --suspect 700 --dead 600000 watch &
-		BG="$BG $!"
-	done
-	for s in s1 s2 s3; do
-		until_ 100 sh -c "spirt-beat -s $s ls | grep -c live | grep -qx 3"
-	done
-	xch 1 0 --deadline 60000 &
-	x1=$!
-	xch 2 0 --deadline 60000 &
-	x2=$!
-	xch 3 0 --deadline 60000
-	wait "$x1"
-	wait "$x2"
+	beating3
 	# step 1: p3 is alive but never delivers (its aggregate is gone)
 	spirt-store -s s3 rm agg/1
 	xch 2 1 --deadline 60000 2>/dev/null &
@@ -362,9 +380,7 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	# p3 catches up, with no step named yet: joining for p1 and p2, who
 	# do not wait for it; p3 sees them alive
 	for s in s1 s2; do
-		beat1 $s p1 p2
-		spirt-beat -q -s $s -c 1 --status catchup beat p3
-		look $s
+		catchup $s
 	done
 	beat1 s3 p1 p2 p3
 	look s3
@@ -394,25 +410,7 @@ assert d <= 1e-6, 'maxdiff %g' % d
 }
 
 @test "quorum: a peer left out that cut a member as a straggler pulls it after all: what the members combined" {
-	peers3
-	for s in s1 s2 s3; do
-		for m in p1 p2 p3; do
-			spirt-beat -q -s $s -B 100 -t 0 beat $m &
-			BG="$BG $!"
-		done
-		spirt-beat -q -s $s -B 100 --suspect 700 --dead 600000 watch &
-		BG="$BG $!"
-	done
-	for s in s1 s2 s3; do
-		until_ 100 sh -c "spirt-beat -s $s ls | grep -c live | grep -qx 3"
-	done
-	xch 1 0 --deadline 60000 &
-	x1=$!
-	xch 2 0 --deadline 60000 &
-	x2=$!
-	xch 3 0 --deadline 60000
-	wait "$x1"
-	wait "$x2"
+	beating3
 	# step 1: p1 and p2 go on without p3, which is late
 	xch 1 1 --deadline 60000 2>/dev/null &
 	x1=$!
@@ -449,9 +447,7 @@ assert d <= 1e-6, 'maxdiff %g' % d
 	peers3
 	# p3 will join at step 1: its beat says so to every watcher
 	for s in s1 s2 s3; do
-		beat1 $s p1 p2
-		spirt-beat -q -s $s -c 1 -t 1 --status catchup beat p3
-		look $s
+		catchup $s -t 1
 	done
 	run -0 spirt-beat -s s1 ls
 	assert_line --regexp '^p3	peer	joining	[0-9.]+	1	'
@@ -491,9 +487,7 @@ assert d <= 1e-6, 'maxdiff %g' % d
 @test "quorum: a peer that catches up and misses the step it named is left out after it, with no wait" {
 	peers3
 	for s in s1 s2; do
-		beat1 $s p1 p2
-		spirt-beat -q -s $s -c 1 -t 0 --status catchup beat p3
-		look $s
+		catchup $s -t 0
 	done
 	# step 0: p3 is a member, and never delivers: the round's deadline
 	# leaves it out

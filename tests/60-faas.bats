@@ -282,8 +282,9 @@ sys.stdout.buffer.write(base64.b64decode(d["record"]))' > run.spt
 	check 405 64 -X POST "$URL/healthz"
 	head -c 70000 /dev/zero | tr '\0' a > big
 	check 413 64 --data-binary @big "$URL/"
+	grep -qF 'request body over 65536 bytes' body ||
+	    { echo "413: $(cat body)"; false; }
 	check 200 '' "$URL/healthz"
-	grep -q 'request body over 65536 bytes' body || true
 	# failed invocations are logged on stderr, one line each
 	grep -qx 'spirt-grad: model/m@9: no such key' http.err
 	# a bad model in the store: 422 (65)

@@ -120,7 +120,10 @@ digest() {      # digest STORE KEY: hash of one stored record
 @test "a warm function that dies: declared dead, training goes on; a dead update exits 75, rerun resumes" {
 	spirt-train -q --steps 400 -s ref.db
 	# (timeout: a driver that waited forever would fail, not hang, the test)
-	timeout 300 spirt-train -q --steps 400 -s d.db --eval-every 1000 2>err &
+	# (a constant schedule: a replay below trains to the death's step with
+	# the same learning rates)
+	timeout 300 spirt-train -q --steps 400 --schedule constant -s d.db \
+	    --eval-every 1000 2>err &
 	pid=$!
 	# (up to a minute: sharding on a loaded machine takes a while)
 	for i in $(seq 600); do
@@ -140,12 +143,22 @@ digest() {      # digest STORE KEY: hash of one stored record
 	# they are no progress lines)
 	grep -q "warm spirt-grad -w $w (pid $victim) was killed by signal 9: declared dead; its samples go to the other functions" err ||
 		fail "$(cat err)"
-	spirt-store -s d.db ls model/mlp@400 | grep -q .
 	for i in $(seq 50); do
 		[ -z "$(functions_here)" ] && break
 		sleep 0.1
 	done
 	[ -z "$(functions_here)" ]
+	# the model is the bytes of a run that reassigns at the same step T:
+	# one trained to T, the revision the driver writes (spirt-shard -t T:
+	# 400 steps of 32 lie in epoch 0, 469 steps), trained on to 400
+	t=$(sed -n "s/^spirt-train: step \([0-9]*\): warm spirt-grad -w $w .*/\1/p" err)
+	[ -n "$t" ] && [ "$t" -gt 0 ] && [ "$t" -lt 400 ]
+	spirt-train -q --steps "$t" --schedule constant -s x.db
+	SPIRT_STORE=x.db spirt-shard -q -t "$t" -b 32 --group 4 \
+	    --live "$(printf '0\n1\n2\n3\n' | grep -vx "$w" | paste -sd, -)"
+	spirt-train -q --steps 400 --schedule constant -s x.db \
+	    --eval-every 1000
+	[ "$(digest d.db model/mlp@400)" = "$(digest x.db model/mlp@400)" ]
 	# the update tool ended (SIGTERM: it finishes its step and exits 0)
 	timeout 300 spirt-train -q --steps 400 -s e.db --eval-every 1000 2>err &
 	pid=$!

@@ -47,7 +47,9 @@ reread(const struct spirt_faas_req *r)
 
 	jn += (size_t)snprintf(js, sizeof js, "{");
 	if (r->has & SPIRT_FAAS_STEP) {
-		jn += (size_t)snprintf(js + jn, sizeof js - jn, "\"step\":%llu",
+		// a JSON number up to 2^63 - 1 (jansson's), a string above
+		jn += (size_t)snprintf(js + jn, sizeof js - jn, r->step >
+		    INT64_MAX ? "\"step\":\"%llu\"" : "\"step\":%llu",
 		    (unsigned long long)r->step);
 		qn += (size_t)snprintf(q + qn, sizeof q - qn, "step=%llu&",
 		    (unsigned long long)r->step);

@@ -1,4 +1,4 @@
-/* fuzz_idx.c - the IDX reader, images and labels (lib/data.c) */
+/* fuzz_idx.c - the IDX reader, images and labels (lib/idx.c) */
 #include "fuzz_data.h"
 
 /*

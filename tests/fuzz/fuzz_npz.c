@@ -1,4 +1,4 @@
-/* fuzz_npz.c - the NumPy data set readers (lib/data.c): .npz, .npy pairs */
+/* fuzz_npz.c - the NumPy data set readers (lib/npz.c): .npz, .npy pairs */
 #include "fuzz_data.h"
 
 /*

@@ -105,11 +105,19 @@ main(void)
 	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":true}", "a number or a string");
 	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":{}}", "a number or a string");
 	bad(SPIRT_FAAS_JSON_FLAT, "{\"x\":1}", "unknown parameter \"x\"");
-	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":1", "',' or '}' expected");
+	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":1", "'}' expected at byte 9");
 	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":1}x", "junk after");
 	bad(SPIRT_FAAS_JSON_FLAT, "[1]", "object expected");
-	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":\"1\n\"}", "control byte");
+	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":\"1\n\"}", "unexpected newline");
 	bad(SPIRT_FAAS_JSON_FLAT, "", "object expected");
+	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":1,\"step\":2}", "duplicate");
+	bad(SPIRT_FAAS_JSON_VALUE, "{\"a\":{\"b\":1,\"b\":1}}", "duplicate");
+	bad(SPIRT_FAAS_JSON_FLAT, "{\"step\":9223372036854775808}",
+	    "too big integer");
+	good(SPIRT_FAAS_JSON_FLAT, "{\"step\":9223372036854775807}",
+	    SPIRT_FAAS_STEP, 9223372036854775807u, 0, "");
+	good(SPIRT_FAAS_JSON_FLAT, "{\"step\":\"18446744073709551614\"}",
+	    SPIRT_FAAS_STEP, 18446744073709551614u, 0, "");
 	good(SPIRT_FAAS_JSON_VALUE, "{\"action_name\":\"/ns/g\",\"value\":"
 	    "{\"step\":5,\"worker\":0},\"deadline\":\"1\",\"x\":[1,{\"a\":"
 	    "[]},\"s\\\"\",null,true,false,-1.5e3]}", SW, 5, 0, "");
@@ -128,6 +136,23 @@ main(void)
 		snprintf(deep, sizeof deep, "{\"a\":%.*s", 40,
 		    "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[");
 		bad(SPIRT_FAAS_JSON_VALUE, deep, "nested too deep");
+	}
+	{
+		/* {"a":[0,0,...]}: 3 values and one per ',', 65536 at most */
+		size_t k, z = 65533;
+		char *many = malloc(6 + 2 * z + 6);
+
+		CHECK(many != NULL);
+		if (many == NULL)
+			return 1;
+		memcpy(many, "{\"a\":[", 6);
+		for (k = 0; k < z; k++)
+			memcpy(many + 6 + 2 * k, "0,", 2);
+		memcpy(many + 6 + 2 * z, "0]}", 4);
+		good(SPIRT_FAAS_JSON_VALUE, many, 0, 0, 0, "");
+		memcpy(many + 6 + 2 * z, "0,0]}", 6);
+		bad(SPIRT_FAAS_JSON_VALUE, many, "more than 65536 values");
+		free(many);
 	}
 
 	/* bodies: empty, JSON or a form */
