@@ -32,11 +32,12 @@ include mk/peer.mk
 include mk/faas.mk
 include mk/invoke.mk
 include mk/beat.mk
+include mk/torch.mk
 
 BIN = spirt-store $(DATA_BIN) $(MODEL_BIN) $(AGG_BIN) $(TRAIN_BIN) $(PEER_BIN) \
-	$(INVOKE_BIN) $(BEAT_BIN)
+	$(INVOKE_BIN) $(BEAT_BIN) $(TORCH_BIN)
 MAN1 = man/spirt-store.1 $(DATA_MAN1) $(MODEL_MAN1) $(AGG_MAN1) \
-	$(TRAIN_MAN1) $(PEER_MAN1) $(INVOKE_MAN1) $(BEAT_MAN1)
+	$(TRAIN_MAN1) $(PEER_MAN1) $(INVOKE_MAN1) $(BEAT_MAN1) $(TORCH_MAN1)
 MAN5 = man/spirt-tensor.5 man/spirt-store.5 $(DATA_MAN5) $(MODEL_MAN5) \
 	$(AGG_MAN5)
 MAN7 = man/spirt.7 man/spirt-function.7
@@ -129,6 +130,8 @@ install: all
 	for t in $(BIN); do \
 		cp -f contrib/completion/spirt.bash $(DESTDIR)$(COMPDIR)/$$t; \
 	done
+	d=$(DESTDIR)$(PYTHONDIR)/spirt && mkdir -p $$d && \
+		cp -f $(PYFILES) $$d && cd $$d && chmod 644 *.py
 
 uninstall:
 	cd $(DESTDIR)$(PREFIX)/bin && rm -f $(BIN)
@@ -136,6 +139,9 @@ uninstall:
 	for m in $(MAN1) $(MAN5) $(MAN7); do \
 		s=$${m##*.}; rm -f $(DESTDIR)$(MANPREFIX)/man$$s/$${m#man/}; \
 	done
+	d=$(DESTDIR)$(PYTHONDIR)/spirt && for f in $(PYFILES); do \
+		rm -f $$d/$${f##*/}; done && rm -rf $$d/__pycache__ && \
+		{ rmdir $$d 2>/dev/null || :; }
 
 clean:
 	rm -f $(BIN) lib/libspirt.a $(LIBOBJ) cmd/*.o tests/unit/*.o $(UNIT) \
@@ -145,7 +151,7 @@ clean:
 dist: clean
 	mkdir -p spirt-$(VERSION)
 	cp -R LICENSE Makefile README.md config.mk bootstrap deps docs mk cmd lib \
-		man tests examples contrib bench spirt-$(VERSION)
+		man python tests examples contrib bench spirt-$(VERSION)
 	tar -cf - spirt-$(VERSION) | gzip > spirt-$(VERSION).tar.gz
 	rm -rf spirt-$(VERSION)
 

@@ -6,6 +6,12 @@ PREFIX = /usr/local
 MANPREFIX = $(PREFIX)/share/man
 # bash completion, one file per tool (contrib/completion/spirt.bash)
 COMPDIR = $(PREFIX)/share/bash-completion/completions
+# the Python package spirt (spirt-torch(1)): where python3 finds it, Debian's
+# /usr/local/lib/python3.X/dist-packages for PREFIX=/usr/local (X the minor
+# version of $(PYTHON) at install time)
+PYTHON = python3
+PYTHONDIR = $(PREFIX)/lib/python`$(PYTHON) -c 'import sys; \
+	print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3`/dist-packages
 
 # dependencies (Debian 12 package names are listed in deps/debian)
 PKG_CONFIG = pkg-config

@@ -13,7 +13,7 @@ setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
 	unset SPIRT_STORE
 	make -s -C "$SPIRT_ROOT" install DESTDIR="$PWD/root" PREFIX=/opt/spirt \
-	    >/dev/null
+	    PYTHON="$PYTHON" >/dev/null
 	BIN=$PWD/root/opt/spirt/bin
 	MANDIR=$PWD/root/opt/spirt/share/man
 	COMP=$PWD/root/opt/spirt/share/bash-completion/completions
@@ -54,6 +54,39 @@ inst() {
 	run -0 inst env Http_Query='step=1&worker=1' spirt-grad -F stdio \
 	    -s s.db -m m -b 8 </dev/null
 	assert_output --regexp '^\{"step":1,"worker":1,.*"key":"grad/1/1"\}$'
+}
+
+@test "install: the Python package, where python3 finds it, and spirt-torch from there" {
+	# the tree's files, under $(PREFIX)/lib/python3.X/dist-packages
+	v=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+	pkg=$PWD/root/opt/spirt/lib/python$v/dist-packages/spirt
+	for f in __init__ tensor torch; do
+		cmp "$pkg/$f.py" "$SPIRT_ROOT/python/spirt/$f.py"
+	done
+	[ ! -L "$pkg/tensor.py" ]
+	run -0 inst env PYTHONPATH="${pkg%/spirt}" python3 -m spirt.torch -V
+	assert_output 'spirt-torch 0.1.0'
+	# for the default prefix, that is a directory Debian's python3 reads
+	make -s -C "$SPIRT_ROOT" install DESTDIR="$PWD/r2" PYTHON="$PYTHON" \
+	    >/dev/null
+	[ -f "r2/usr/local/lib/python$v/dist-packages/spirt/torch.py" ]
+	"$PYTHON" -c 'import sys
+assert sys.argv[1] in sys.path, sys.path' "/usr/local/lib/python$v/dist-packages"
+	# the installed spirt-torch finds the installed package, no tree
+	"$PYTHON" -c 'import torch' 2>/dev/null ||
+	    skip "python3-torch is not installed"
+	awk 'BEGIN { for (i = 0; i < 40; i++)
+		printf "%d,%.3f,%.3f\n", i % 2, (i % 7) / 7, (i % 5) / 5 }' \
+	    > train.csv
+	printf 'from torch import nn\ndef model():\n    return nn.Linear(2, 2)\n' \
+	    > lin.py
+	inst spirt-shard -q -n 2 -s s.db train.csv
+	inst spirt-torch init -q -s s.db -m t --module lin.py
+	run -0 inst spirt-torch grad -v -s s.db -m t --module lin.py -t 0 \
+	    -w 1 -b 8
+	run -0 inst spirt-store -s s.db show grad/0/1
+	assert_line 'name=torch:lin:6'
+	assert_line 'samples=8'
 }
 
 @test "install: man shows every installed page, each its own" {
@@ -136,6 +169,10 @@ comp() {
 }
 
 @test "uninstall removes what install put there" {
+	# and what Python wrote beside the package (__pycache__)
+	inst env PYTHONPATH="$(echo root/opt/spirt/lib/python3*/dist-packages)" \
+	    python3 -c 'import spirt.tensor'
+	ls root/opt/spirt/lib/python3*/dist-packages/spirt/__pycache__ | grep -q .
 	make -s -C "$SPIRT_ROOT" uninstall DESTDIR="$PWD/root" \
 	    PREFIX=/opt/spirt
 	run find root -type f

@@ -65,5 +65,5 @@ _spirt()
 }
 
 complete -F _spirt spirt-agg spirt-attack spirt-conform spirt-eval \
-    spirt-grad spirt-init spirt-beat spirt-peer spirt-shard spirt-store \
-    spirt-train spirt-update
+    spirt-grad spirt-init spirt-invoke spirt-beat spirt-peer spirt-shard \
+    spirt-store spirt-torch spirt-train spirt-update

@@ -1,0 +1,24 @@
+#!/bin/sh
+# bench/adapter.sh - spirt-torch (a PyTorch module as a spirt function):
+# a warm function's time per step against a plain PyTorch loop on the same
+# batch, one thread each, and its cold start (docs/performance.md,
+# "A PyTorch module as a function").
+#   sh bench/adapter.sh [rounds] [steps]       (after make all)
+set -e
+cd "$(dirname "$0")/.."
+. bench/cpu.sh
+PY=/usr/bin/python3
+FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
+export PATH="$PWD:$PATH" SPIRT_PYTHON=$PY
+bench_header bench/adapter
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+# the example module of spirt-torch(1): a residual block on 1x28x28
+sed -n '/^import torch$/,/^    return Res()$/p' man/spirt-torch.1 |
+    sed 's/\\e/\\/g' >"$d/res.py"
+spirt-shard -q -s "$d/s" -n 4 "$FMNIST/train-images-idx3-ubyte.gz" \
+    "$FMNIST/train-labels-idx1-ubyte.gz"
+spirt-torch init -q -s "$d/s" -m res --module "$d/res.py"
+for b in 32 64 256; do
+	$PY bench/adapter.py "$d/s" "$d/res.py" res $b "${1:-5}" "${2:-20}"
+done

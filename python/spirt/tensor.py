@@ -1,0 +1,1 @@
+../../contrib/python/spirt_tensor.py

@@ -1,0 +1,730 @@
+"""spirt.torch - a PyTorch nn.Module as a spirt function (spirt-torch(1)).
+
+    python3 -m spirt.torch init --module mynet.py -m net
+    python3 -m spirt.torch grad --module mynet.py -m net -t 0 -w 1 -b 64
+    python3 -m spirt.torch grad --module mynet.py -m net -w 1 -b 64 --serve
+    python3 -m spirt.torch eval --module mynet.py -m net
+
+mynet.py defines model(), a factory returning the torch.nn.Module, and
+may define loss(), returning the loss function loss(logits, labels) -> a
+scalar, the mean over the batch (default: torch's cross_entropy).  Its
+parameters are module.parameters() in order, each flattened row-major
+(C order) and concatenated: that float32 vector [P] is the model record,
+named torch:NAME:P (NAME the file's name without .py, then .FACTORY for
+another factory than model), and the gradient record has the same
+layout.  grad takes its minibatch from `spirt-store batch` and reads and
+writes the store through `spirt-store`, so a store URL, SPIRT_KEY and
+the other variables of spirt(7) work as they do for spirt-grad(1).
+
+Nothing here imports numpy or torch before the options are read: -h and
+-V answer under any python3.
+"""
+import errno
+import os
+import re
+import signal
+import subprocess
+import sys
+
+from spirt import __version__
+
+PROG = "spirt-torch"
+
+USAGE = """\
+usage: spirt-torch grad [-fiqv] [-b batch] [-d dataset] [-j threads]
+       [-m model] [-o file] [-S seed] [-s store] [-t step] [-w worker]
+       [--spec spec] --module file[:factory]
+       spirt-torch eval [-qv] [-b batch] [-d dataset] [-j threads] [-m model]
+       [-s store] [-t step] [--spec spec] --module file[:factory]
+       spirt-torch init [-fqv] [-j threads] [-m model] [-o file] [-S seed]
+       [-s store] [--spec spec] --module file[:factory]
+"""
+
+HELP = """
+  -b, --batch N      grad: samples per minibatch (default 64);
+                     eval: per forward pass (default 256)
+  -d, --dataset NAME data set (default train; eval: test)
+  -f, --force        write binary data to a terminal
+  -i, --serve        grad, warm: read "step [worker]" lines on stdin
+  -j, --threads N    torch threads (default 1)
+  -m, --model NAME   model name (key model/NAME@step)
+      --module F     the module's file, and its factory (default model)
+  -o, --output FILE  write the record to FILE (- stdout), not the store
+  -S, --seed N       grad: minibatch seed; init: torch's seed (default 0)
+  -s, --store PATH   store (default $SPIRT_STORE or ./spirt.db)
+      --spec SPEC    the model's name field (default torch:NAME:P)
+  -t, --step N       model step (eval: default the latest)
+  -w, --worker N     worker id (default 0)
+  -q, --quiet        no warnings
+  -v, --verbose      say what runs, with timings
+  -h, --help         this help
+  -V, --version      print version
+"""
+
+# spirt(7)'s exit codes
+EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE = 64, 65, 66, 69
+EX_SOFTWARE, EX_CANTCREAT, EX_IOERR = 70, 73, 74
+NOSTEP = 2**64 - 1
+MAXSTEP, MAXWORKER = 2**64 - 2, 2**32 - 2
+
+SHORT = "b:d:fhij:m:o:qS:s:t:Vvw:"
+LONG = ["batch=", "dataset=", "force", "help", "serve", "threads=",
+        "model=", "module=", "output=", "quiet", "seed=", "store=", "spec=",
+        "step=", "version", "verbose", "worker="]
+
+
+class Fail(Exception):
+    """A failure: exit code and the message after "spirt-torch: "."""
+
+    def __init__(self, code, msg):
+        super().__init__(msg)
+        self.code, self.msg = code, msg
+
+
+def warn(msg):
+    sys.stderr.write("%s: %s\n" % (PROG, msg))
+    sys.stderr.flush()
+
+
+def usage_error(msg=None):
+    if msg:
+        warn(msg)
+    sys.stderr.write(USAGE)
+    sys.exit(EX_USAGE)
+
+
+def number(s, what, lo, hi):
+    """s as a decimal in [lo, hi], no sign, no leading zero; else 64."""
+    if not re.fullmatch(r"0|[1-9][0-9]*", s or "") or \
+            not lo <= int(s) <= hi:
+        raise Fail(EX_USAGE, "%s %.40r: not a number in %d..%d" %
+                   (what, s, lo, hi))
+    return int(s)
+
+
+class Opts:
+    def __init__(self):
+        self.cmd, self.batch, self.dataset, self.force = None, None, None, 0
+        self.serve, self.threads, self.model = 0, None, None
+        self.module, self.output, self.seed = None, None, None
+        self.spec = None
+        self.store, self.step, self.worker = None, None, None
+        self.quiet, self.verbose = 0, 0
+
+
+def parse(argv):
+    import getopt
+
+    o = Opts()
+    try:
+        opts, args = getopt.gnu_getopt(argv, SHORT, LONG)
+    except getopt.GetoptError as e:
+        usage_error(str(e))
+    for k, v in opts:
+        if k in ("-h", "--help"):
+            sys.stdout.write(USAGE + HELP)
+            sys.exit(0)
+        if k in ("-V", "--version"):
+            print("%s %s" % (PROG, __version__))
+            sys.exit(0)
+    if not args or args[0] not in ("grad", "eval", "init"):
+        usage_error("expected grad, eval or init" if not args else
+                    "%.40s: no such command (grad, eval or init)" % args[0])
+    o.cmd = args[0]
+    if len(args) > 1:
+        usage_error("%.40s: unexpected operand" % args[1])
+    allowed = {"grad": "bdfijmoSstwqv", "eval": "bdjmstqv",
+               "init": "fjmoSsqv"}[o.cmd]
+    for k, v in opts:
+        short = {"--" + n.rstrip("="): "-" + s for n, s in zip(
+            LONG, "bdfhijmMoqSsPtVvw")}.get(k, k)
+        if short not in ("-M", "-P") and short[1] not in allowed:
+            usage_error("%s: not an option of %s" % (k, o.cmd))
+        if short == "-b":
+            o.batch = number(v, "-b", 1, 2**31 - 1)
+        elif short == "-d":
+            o.dataset = v
+        elif short == "-f":
+            o.force = 1
+        elif short == "-i":
+            o.serve = 1
+        elif short == "-j":
+            o.threads = number(v, "-j", 1, 1024)
+        elif short == "-m":
+            o.model = v
+        elif short == "-M":
+            o.module = v
+        elif short == "-o":
+            o.output = v
+        elif short == "-S":
+            o.seed = number(v, "-S", 0, 2**64 - 1)
+        elif short == "-s":
+            o.store = v
+        elif short == "-P":
+            if not v or len(v.encode()) > 255:
+                usage_error("--spec: 1 to 255 bytes")
+            o.spec = v
+        elif short == "-t":
+            o.step = number(v, "-t", 0, MAXSTEP)
+        elif short == "-w":
+            o.worker = number(v, "-w", 0, MAXWORKER)
+        elif short == "-q":
+            o.quiet = 1
+        elif short == "-v":
+            o.verbose += 1
+    if o.module is None:
+        usage_error("--module: the module's file is required")
+    env = os.environ
+    if o.model is None:
+        o.model = env.get("SPIRT_MODEL")
+    if not o.model:
+        usage_error("-m: the model's name is required (or SPIRT_MODEL)")
+    if not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}", o.model):
+        usage_error("-m %.40r: not a model name ([A-Za-z0-9._-])" % o.model)
+    if o.threads is None:
+        o.threads = number(env.get("SPIRT_THREADS") or "1",
+                           "SPIRT_THREADS", 1, 1024)
+    if o.seed is None:
+        o.seed = number(env.get("SPIRT_SEED") or "0", "SPIRT_SEED", 0,
+                        2**64 - 1)
+    if o.worker is None:
+        o.worker = number(env.get("SPIRT_WORKER") or "0", "SPIRT_WORKER",
+                          0, MAXWORKER)
+    if o.batch is None:
+        o.batch = 256 if o.cmd == "eval" else number(
+            env.get("SPIRT_BATCH") or "64", "SPIRT_BATCH", 1, 2**31 - 1)
+    if o.dataset is None:
+        o.dataset = "test" if o.cmd == "eval" else \
+            env.get("SPIRT_DATASET") or "train"
+    if o.cmd == "grad" and o.step is None and not o.serve:
+        s = env.get("SPIRT_STEP")
+        if s is None:
+            usage_error("grad: -t is required (or --serve)")
+        o.step = number(s, "SPIRT_STEP", 0, MAXSTEP)
+    if o.serve and o.output is not None:
+        usage_error("-o: not with --serve (each answer's record goes to "
+                    "the store)")
+    return o
+
+
+# ---- the module ----
+
+def load_module(spec):
+    """(factory, loss function, NAME) of "file.py[:factory]"."""
+    import importlib.util
+
+    path, _, fname = spec.partition(":")
+    fname = fname or "model"
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", fname):
+        raise Fail(EX_USAGE, "--module %.60s: %r: not a Python name" %
+                   (spec, fname))
+    base = os.path.basename(path)
+    stem = base[:-3] if base.endswith(".py") else base
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]*", stem):
+        raise Fail(EX_USAGE, "--module %.60s: the file's name is not a "
+                   "name ([A-Za-z0-9._-])" % path)
+    if not os.path.isfile(path):
+        raise Fail(EX_NOINPUT, "--module %s: no such file" % path)
+    try:
+        ms = importlib.util.spec_from_file_location(
+            "spirt_user_" + re.sub(r"\W", "_", stem), path)
+        mod = importlib.util.module_from_spec(ms)
+        ms.loader.exec_module(mod)
+    except Exception as e:
+        raise Fail(EX_DATAERR, "--module %s: %s: %s" %
+                   (path, type(e).__name__, e))
+    factory = getattr(mod, fname, None)
+    if not callable(factory):
+        raise Fail(EX_DATAERR, "--module %s: defines no function %s()" %
+                   (path, fname))
+    lossf = getattr(mod, "loss", None)
+    if lossf is not None:
+        lossf = lossf()
+    else:
+        import torch.nn.functional as F
+        lossf = F.cross_entropy
+    return factory, lossf, stem if fname == "model" else stem + "." + fname
+
+
+class Net:
+    """The user's module, its spec and its parameters' layout."""
+
+    def __init__(self, o):
+        # Debian's torch does not pass set_num_threads() on to OpenBLAS
+        # (its Linear layers): the environment must, before it loads
+        for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ[v] = str(o.threads)
+        import torch
+
+        torch.set_num_threads(o.threads)
+        try:
+            torch.set_num_interop_threads(1)
+        except RuntimeError:
+            pass
+        self.torch = torch
+        factory, self.lossf, name = load_module(o.module)
+        torch.manual_seed(o.seed if o.cmd == "init" else 0)
+        try:
+            self.mod = factory()
+        except Exception as e:
+            raise Fail(EX_DATAERR, "--module %s: %s(): %s: %s" % (
+                o.module, getattr(factory, "__name__", "model"),
+                type(e).__name__, e))
+        if not isinstance(self.mod, torch.nn.Module):
+            raise Fail(EX_DATAERR, "--module %s: the factory gave a %s, "
+                       "not a torch.nn.Module" % (o.module,
+                                                  type(self.mod).__name__))
+        self.params = list(self.mod.parameters())
+        for p in self.params:
+            p.data = p.data.float().contiguous()
+        self.nparams = sum(p.numel() for p in self.params)
+        self.spec = o.spec or "torch:%s:%d" % (name, self.nparams)
+
+    def vector(self):
+        """The parameters as one float32 numpy vector [P]."""
+        t = self.torch
+        with t.no_grad():
+            return t.cat([p.reshape(-1) for p in self.params]).numpy()
+
+    def load(self, vec):
+        """Set the parameters from the float32 vector vec [P]."""
+        t = self.torch
+        v = t.from_numpy(vec.copy())      # records are read-only
+        at = 0
+        with t.no_grad():
+            for p in self.params:
+                n = p.numel()
+                p.copy_(v[at:at + n].view_as(p))
+                at += n
+
+    def gradient(self, x, y, seed):
+        """(mean loss, flat float32 gradient) on the batch x, y."""
+        t = self.torch
+        t.manual_seed(seed)     # dropout: the same bits for the same job
+        self.mod.train()
+        for p in self.params:
+            p.grad = None
+        loss = self.lossf(self.mod(t.from_numpy(x)),
+                          t.from_numpy(y.astype("int64")))
+        loss.backward()
+        g = t.cat([(p.grad if p.grad is not None else
+                    t.zeros_like(p)).reshape(-1) for p in self.params])
+        return float(loss.detach()), g.numpy()
+
+
+# ---- the store, through spirt-store ----
+
+class Store:
+    def __init__(self, o):
+        self.args = ["spirt-store"] + (["-s", o.store] if o.store else [])
+        self.env = dict(os.environ)
+        # SPIRT_PARENT is ours: spirt-store would watch our parent
+        self.env.pop("SPIRT_PARENT", None)
+        self.verbose = o.verbose
+
+    def start(self, *args, stdin=None):
+        if self.verbose:
+            warn("+ %s" % " ".join(self.args + list(args)))
+        try:
+            return subprocess.Popen(self.args + list(args), env=self.env,
+                                    stdin=stdin, stdout=subprocess.PIPE)
+        except OSError as e:
+            raise Fail(EX_UNAVAILABLE, "spirt-store: %s" % e.strerror)
+
+    @staticmethod
+    def finish(p, data=None):
+        """The output of process p; its exit code raised (its message is
+        on stderr already)."""
+        out, _ = p.communicate(data)
+        if p.returncode != 0:
+            code = p.returncode if 0 < p.returncode < 126 else EX_SOFTWARE
+            raise Fail(code, None)
+        return out
+
+    def run(self, *args, data=None):
+        p = self.start(*args, stdin=None if data is None else
+                       subprocess.PIPE)
+        return self.finish(p, data)
+
+
+def records(data, what):
+    import io
+    from spirt import tensor
+
+    f, out = io.BytesIO(data), []
+    try:
+        while True:
+            r = tensor.read_record(f)
+            if r is None:
+                return out
+            out.append(r)
+    except (tensor.RecordError, KeyError, ValueError) as e:
+        raise Fail(EX_DATAERR, "%s: %s" % (what, e))
+
+
+def check_model(net, r, key, step):
+    import numpy
+
+    if r.step != step:
+        raise Fail(EX_DATAERR, "%s: record says step %s, want %d: wrong "
+                   "or unknown step" % (key, "none" if r.step is None else
+                                        r.step, step))
+    if r.name != net.spec:
+        raise Fail(EX_DATAERR, "%s: model %r, the module's is %r" %
+                   (key, r.name, net.spec))
+    if r.array.dtype != numpy.dtype("<f4") or r.array.ndim != 1 or \
+            r.array.size != net.nparams:
+        raise Fail(EX_DATAERR, "%s: not f32 [%d]" % (key, net.nparams))
+
+
+def mix(*v):
+    """A 63-bit seed of the words v (splitmix64 steps)."""
+    m = 2**64 - 1
+    z = 0
+    for x in v:
+        z = (z ^ x) + 0x9E3779B97F4A7C15 & m
+        z = (z ^ z >> 30) * 0xBF58476D1CE4E5B9 & m
+        z = (z ^ z >> 27) * 0x94D049BB133111EB & m
+        z ^= z >> 31
+    return z >> 1
+
+
+def write_out(path, data, force):
+    """data to path (- stdout) by a temporary name, synced and renamed."""
+    if path == "-":
+        if sys.stdout.isatty() and not force:
+            raise Fail(EX_USAGE, "-o -: standard output is a terminal "
+                       "(-f writes binary data there)")
+        try:
+            # unbuffered: nothing left for the interpreter's exit to
+            # flush (and fail on) again
+            view = memoryview(data)
+            while view:
+                view = view[os.write(1, view):]
+        except OSError as e:
+            raise Fail(EX_IOERR, "standard output: %s" % e.strerror)
+        return
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise Fail(EX_CANTCREAT if e.errno in (
+            errno.ENOENT, errno.EACCES, errno.EROFS, errno.ENOTDIR,
+            errno.EISDIR) else EX_IOERR, "%s: %s" % (path, e.strerror))
+
+
+# ---- grad ----
+
+def grad_one(o, net, store, step, worker):
+    """Compute and write the gradient of (step, worker); its answer."""
+    import time
+
+    t0 = time.monotonic()
+    key = "model/%s@%d" % (o.model, step)
+    out = "grad/%d/%d" % (step, worker)
+    # the model and the batch at once, and the put started too: it reads
+    # its record before it opens the store (no lock held meanwhile), so
+    # its start overlaps the work; killed unfed, it writes nothing
+    pm = store.start("get", key)
+    pb = store.start("batch", "-t", str(step), "-w", str(worker), "-b",
+                     str(o.batch), "-d", o.dataset, "-S", str(o.seed))
+    pp = store.start("put", out, "-", stdin=subprocess.PIPE) \
+        if o.output is None else None
+    try:
+        return grad_rest(o, net, store, step, worker, key, out, t0,
+                         pm, pb, pp)
+    finally:
+        for p in (pm, pb, pp):
+            if p is not None and p.returncode is None:
+                p.kill()
+                p.communicate()
+
+
+def grad_rest(o, net, store, step, worker, key, out, t0, pm, pb, pp):
+    import time
+    import numpy
+    from spirt import tensor
+
+    mdata = store.finish(pm)
+    bdata = store.finish(pb)
+    m = records(mdata, key)
+    if len(m) != 1:
+        raise Fail(EX_DATAERR, "%s: not one record" % key)
+    check_model(net, m[0], key, step)
+    b = records(bdata, "batch %d/%d" % (step, worker))
+    if len(b) != 2 or b[0].array.dtype != numpy.dtype("<f4") or \
+            b[1].array.dtype != numpy.dtype("<i4") or \
+            b[0].array.shape[:1] != b[1].array.shape:
+        raise Fail(EX_DATAERR, "batch %d/%d: not x f32 [B, ...] then y "
+                   "i32 [B]" % (step, worker))
+    t1 = time.monotonic()
+    net.load(m[0].array)
+    x = b[0].array.copy()
+    loss, g = net.gradient(x, b[1].array, mix(o.seed, step, worker))
+    t2 = time.monotonic()
+    if not numpy.isfinite(loss) or not numpy.isfinite(g).all():
+        raise Fail(EX_DATAERR, "%s: loss %g: gradient not finite" %
+                   (key, loss))
+    rec = tensor.encode(g.astype("<f4", copy=False), name=net.spec,
+                        step=step, origin=worker,
+                        samples=int(b[1].array.size), loss=loss,
+                        revision=b[0].revision)
+    if o.output is not None:
+        write_out(o.output, rec, o.force)
+    else:
+        store.finish(pp, rec)
+    if o.verbose:
+        warn("%s: read %.1f ms, computed %.1f ms, wrote %.1f ms" % (
+            out, 1e3 * (t1 - t0), 1e3 * (t2 - t1),
+            1e3 * (time.monotonic() - t2)))
+    return "step=%d worker=%d samples=%d loss=%.9g" % (
+        step, worker, b[1].array.size, loss)
+
+
+def shown(line):
+    s = "".join(chr(c) if 32 <= c < 127 and c not in (34, 92) else
+                "\\x%02x" % c for c in line[:40])
+    return s + ("..." if len(line) > 40 else "")
+
+
+def _number(line, at):
+    """(value, end) of the decimal at line[at:], as lib/serve.c reads
+    it: "0" or a non-zero digit then digits; None if there is none."""
+    m = re.match(rb"[0-9]+", line[at:])
+    if not m or (m.group()[0:1] == b"0" and len(m.group()) > 1):
+        return None
+    return int(m.group()), at + m.end()
+
+
+def request(line):
+    """(step, worker or None) of a request line (no LF), or the reason it
+    is refused (a str), in lib/serve.c's words."""
+    if not line:
+        return "empty line, expected a step"
+    if len(line) > 255:
+        return "line longer than 255 bytes"
+    r = _number(line, 0)
+    if r is None:
+        return "expected a step (a decimal number, no leading zero)"
+    step, at = r
+    if step > MAXSTEP:
+        return "step above %d" % MAXSTEP
+    if at == len(line):
+        return step, None
+    if line[at:at + 1] != b" ":
+        return "junk after the step"
+    r = _number(line, at + 1)
+    if r is None:
+        return "expected a worker after the step"
+    w, at = r
+    if w > MAXWORKER:
+        return "worker above %d" % MAXWORKER
+    if at != len(line):
+        return "junk after the worker"
+    return step, w
+
+
+stopped, idle = False, False
+
+
+class Stop(Exception):
+    pass
+
+
+def on_stop(sig, frame):
+    """SIGINT, SIGTERM: the request under way is answered first; a wait
+    for the next one ends at once (a read is retried after a handler)."""
+    global stopped
+    stopped = True
+    if idle:
+        raise Stop()
+
+
+def serve(o, net, store):
+    """The warm protocol (docs/contracts.md): one answer line each."""
+    global idle
+    worst, n = 0, 0
+    inp = sys.stdin.buffer
+    signal.signal(signal.SIGINT, on_stop)
+    signal.signal(signal.SIGTERM, on_stop)
+    while not stopped:
+        try:
+            idle = True
+            if stopped:
+                break
+            line = inp.readline(257)
+            long_ = len(line) == 257 and not line.endswith(b"\n")
+            while long_:    # read to its LF: its tail is no request
+                more = inp.readline(65536)
+                if not more or more.endswith(b"\n"):
+                    break
+        except Stop:
+            break
+        except OSError as e:
+            warn("stdin: %s" % e.strerror)
+            return EX_IOERR
+        finally:
+            idle = False
+        if not line:
+            break
+        n += 1
+        if long_:
+            req = "line longer than 255 bytes"
+        elif not line.endswith(b"\n"):
+            req = "no newline at the end of input"
+            line = line[:256]
+        else:
+            line = line[:-1]
+            req = request(line)
+        if isinstance(req, str):
+            warn('stdin:%d: "%s": %s' % (n, shown(line), req))
+            code, ans = EX_USAGE, "error=%d" % EX_USAGE
+        else:
+            step, w = req
+            w = o.worker if w is None else w
+            try:
+                ans, code = grad_one(o, net, store, step, w), 0
+            except Fail as e:
+                if e.msg:
+                    warn(e.msg)
+                code, ans = e.code, "step=%d worker=%d error=%d" % (
+                    step, w, e.code)
+        worst = max(worst, code)
+        try:
+            sys.stdout.write(ans + "\n")
+            sys.stdout.flush()
+        except OSError as e:
+            warn("standard output: %s" % e.strerror)
+            return EX_IOERR
+    return worst
+
+
+def parent_watch():
+    """SPIRT_PARENT: end (SIGTERM) when that process does, as spirt(7)."""
+    s = os.environ.pop("SPIRT_PARENT", None)
+    if not s:
+        return
+    pid = number(s, "SPIRT_PARENT", 2, 2**31 - 1)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(1, signal.SIGTERM, 0, 0, 0) != 0:   # PDEATHSIG
+            raise Fail(71, "SPIRT_PARENT: prctl PR_SET_PDEATHSIG: %s" %
+                       os.strerror(ctypes.get_errno()))
+    if os.getppid() != pid:
+        raise Fail(75, "SPIRT_PARENT %s: that process, which started "
+                   "this one, is gone" % s)
+
+
+def cmd_grad(o):
+    net, store = Net(o), Store(o)
+    if o.serve:
+        return serve(o, net, store)
+    answer = grad_one(o, net, store, o.step, o.worker)
+    if o.verbose:
+        warn(answer)
+    return 0
+
+
+# ---- eval ----
+
+def cmd_eval(o):
+    import numpy
+
+    net, store = Net(o), Store(o)
+    t = net.torch
+    if o.step is None:
+        keys = store.run("ls", "model/%s@" % o.model).decode().split()
+        steps = [int(k.rsplit("@", 1)[1]) for k in keys
+                 if re.fullmatch(r"model/.*@(0|[1-9][0-9]*)", k)]
+        if not steps:
+            raise Fail(EX_NOINPUT, "model/%s@: no version in the store" %
+                       o.model)
+        o.step = max(steps)
+    key = "model/%s@%d" % (o.model, o.step)
+    m = records(store.run("get", key), key)
+    check_model(net, m[0], key, o.step)
+    net.load(m[0].array)
+    ikey = "data/%s/info" % o.dataset
+    info = records(store.run("get", ikey), ikey)[0].array
+    if info.dtype != numpy.dtype("<i8") or info.shape != (4,):
+        raise Fail(EX_DATAERR, "%s: not i64 [4]" % ikey)
+    nshards, nclass = int(info[0]), int(info[2])
+    n, lsum = 0, 0.0
+    right = numpy.zeros(nclass, numpy.int64)
+    seen = numpy.zeros(nclass, numpy.int64)
+    net.mod.eval()
+    for k in range(nshards):
+        xk, yk = "data/%s/%d/x" % (o.dataset, k), "data/%s/%d/y" % (
+            o.dataset, k)
+        x = records(store.run("get", xk), xk)[0].array
+        y = records(store.run("get", yk), yk)[0].array
+        if x.dtype == numpy.dtype("u1"):
+            x = x.astype(numpy.float32) / numpy.float32(255)
+        for i in range(0, y.size, o.batch):
+            xb = t.from_numpy(numpy.array(x[i:i + o.batch], numpy.float32))
+            yb = t.from_numpy(y[i:i + o.batch].astype(numpy.int64))
+            with t.no_grad():
+                z = net.mod(xb)
+                lsum += float(net.lossf(z, yb)) * yb.numel()
+            pred = z.argmax(1).numpy()
+            yn = yb.numpy()
+            numpy.add.at(seen, yn, 1)
+            numpy.add.at(right, yn[pred == yn], 1)
+            n += yb.numel()
+    if n == 0:
+        raise Fail(EX_DATAERR, "%s: no samples" % ikey)
+    print("model=%s\nspec=%s\nstep=%d\ndataset=%s\nsamples=%d\nloss=%g\n"
+          "accuracy=%.4f" % (o.model, net.spec, o.step, o.dataset, n,
+                             lsum / n, right.sum() / n))
+    for c in range(nclass):
+        print("accuracy.%d=%.4f" % (c, right[c] / seen[c] if seen[c] else
+                                    0.0))
+    return 0
+
+
+# ---- init ----
+
+def cmd_init(o):
+    from spirt import tensor
+
+    net = Net(o)
+    rec = tensor.encode(net.vector().astype("<f4", copy=False),
+                        name=net.spec, step=0)
+    if o.output is not None:
+        write_out(o.output, rec, o.force)
+    else:
+        Store(o).run("put", "-n", "model/%s@0" % o.model, "-", data=rec)
+    if not o.quiet:
+        warn("model/%s@0: %s, %d parameters" % (o.model, net.spec,
+                                                net.nparams))
+    return 0
+
+
+def main(argv):
+    try:
+        o = parse(argv)
+        parent_watch()
+        return {"grad": cmd_grad, "eval": cmd_eval, "init": cmd_init}[
+            o.cmd](o)
+    except Fail as e:
+        if e.msg:
+            warn(e.msg)
+        return e.code
+    except ImportError as e:
+        warn("%s: %s (Debian: python3-numpy, python3-torch)" % (
+            sys.executable, e))
+        return EX_UNAVAILABLE
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
