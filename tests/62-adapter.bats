@@ -151,6 +151,13 @@ assert (v.detach().numpy() == load("m0.rec")["a"]).all()'
 	spirt-torch grad -m r --module net.py -t 0 -w 1 -b 16 -o cold.rec
 	spirt-torch grad -m r --module net.py -t 0 -w 1 -b 16 -o again.rec
 	cmp cold.rec again.rec
+	# a FIFO (or /dev/null) is written in place, never renamed over
+	mkfifo pipe
+	timeout 30 cat pipe >piped.rec &
+	spirt-torch grad -m r --module net.py -t 0 -w 1 -b 16 -o pipe
+	wait $!
+	[ -p pipe ]
+	cmp cold.rec piped.rec
 	# a line refused, a step with no model, then a request still served
 	run -66 --separate-stderr spirt-torch grad -i -m r --module net.py \
 	    -w 0 -b 16 < <(printf '0 1\n0x\n9\n0\n')

@@ -21,6 +21,7 @@ Nothing here imports numpy or torch before the options are read: -h and
 """
 import errno
 import os
+import stat
 import re
 import signal
 import subprocess
@@ -403,6 +404,25 @@ def write_out(path, data, force):
                 view = view[os.write(1, view):]
         except OSError as e:
             raise Fail(EX_IOERR, "standard output: %s" % e.strerror)
+        return
+    # a device, FIFO or socket (/dev/null, a named pipe) is written in
+    # place, as lib/io.c's spirt_publish_open does: a file renamed over
+    # it would replace it
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        try:
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(
+                    errno.EISDIR))
+            with open(path, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            raise Fail(EX_CANTCREAT if e.errno in (
+                errno.ENOENT, errno.EACCES, errno.EROFS, errno.ENOTDIR,
+                errno.EISDIR) else EX_IOERR, "%s: %s" % (path, e.strerror))
         return
     tmp = "%s.tmp.%d" % (path, os.getpid())
     try:
