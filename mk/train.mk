@@ -1,7 +1,12 @@
-# mk/train.mk - the training workflow script (included by Makefile)
-TRAIN_BIN = spirt-train
-TRAIN_MAN1 = man/spirt-train.1
+# mk/train.mk - the training workflow script and spirt-run, the
+# supervisor of its warm tools (lib/supervise.o) (included by Makefile)
+TRAIN_BIN = spirt-train spirt-run
+TRAIN_MAN1 = man/spirt-train.1 man/spirt-run.1
 
 spirt-train: cmd/spirt-train.sh config.mk
 	sed 's/@VERSION@/$(VERSION)/' cmd/spirt-train.sh > $@
 	chmod 755 $@
+
+cmd/spirt-run.o: $(LIBHDR) config.mk
+spirt-run: cmd/spirt-run.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-run.o lib/libspirt.a $(BASE_LIBS)
