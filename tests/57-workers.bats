@@ -95,7 +95,8 @@ PY
 	drv=$(pgrep -P "$TP" -x spirt-train)
 	[ -n "$drv" ]
 	kill -STOP "$drv"
-	victim=$(pgrep -P "$drv" -f 'spirt-grad .* -w 2 ')
+	# (the warm tools are spirt-run's children)
+	victim=$(pgrep -P "$(pgrep -P "$drv" -x spirt-run)" -f 'spirt-grad .* -w 2 ')
 	[ -n "$victim" ]
 	kill -9 "$victim"
 	kill -CONT "$drv"
@@ -107,7 +108,12 @@ PY
 	[[ "$(cat err)" =~ $re ]] || fail "$(cat err)"
 	t=${BASH_REMATCH[1]}
 	[ "$t" -gt 0 ] && [ "$t" -lt 150 ] || fail "died at step $t, not in epoch 0"
+	# (spirt-run tells the death at once: found while the step's
+	# gradients were awaited, the survivors compute it again; found
+	# while its aggregation or update was, the step is whole and the
+	# next one, t here, is the first under revision 1)
 	grep -q "step $t: revision 1: functions 0 1 3 compute it again" err ||
+		[ "$(grep -c "^step=$((t - 1)) " log)" -eq 4 ] ||
 		fail "$(cat err)"
 	grep -q "epoch 1 step 150: function 2 is back" err || fail "$(cat err)"
 	grep -q "model/softmax@450" err
@@ -241,7 +247,7 @@ rolled_back() {
 	# (the driver stopped meanwhile: the hang starts in epoch 0)
 	drv=$(pgrep -P "$TP" -x spirt-train)
 	kill -STOP "$drv"
-	victim=$(pgrep -P "$drv" -f 'spirt-grad .* -w 1 ')
+	victim=$(pgrep -P "$(pgrep -P "$drv" -x spirt-run)" -f 'spirt-grad .* -w 1 ')
 	[ -n "$victim" ]
 	kill -STOP "$victim"
 	kill -CONT "$drv"
@@ -270,7 +276,7 @@ rolled_back() {
 	logged 20
 	drv=$(pgrep -P "$TP" -x spirt-train)
 	kill -STOP "$drv"
-	kill -9 "$(pgrep -P "$drv" -f 'spirt-grad .* -w 3 ')"
+	kill -9 "$(pgrep -P "$(pgrep -P "$drv" -x spirt-run)" -f 'spirt-grad .* -w 3 ')"
 	kill -CONT "$drv"
 	rc=0
 	wait "$TP" || rc=$?
@@ -284,7 +290,7 @@ rolled_back() {
 	logged 10
 	drv=$(pgrep -P "$TP" -x spirt-train)
 	kill -STOP "$drv"
-	kill -9 "$(pgrep -P "$drv" -x spirt-grad)"
+	kill -9 "$(pgrep -P "$(pgrep -P "$drv" -x spirt-run)" -x spirt-grad)"
 	kill -CONT "$drv"
 	rc=0
 	wait "$TP" || rc=$?
