@@ -1264,10 +1264,13 @@ ended() {
 	_e=$_n:${_e%% *}:${_e#* }
 }
 # aside WHAT: $ack, no answer to the wait under way: a function's end is
-# dealt with at the next step (later); another tool's ends the run
+# dealt with at the next step (later); another tool's ends the run.  A
+# request to a tool that has ended since is refused (69), after the line
+# of its end: no news
 aside() {
 	case $ack in
 	"died g"*|"late g"*) ended; later="$later$_e " ;;
+	"refused 69 send "*": not running") ;;
 	"died "*|"late "*)
 		ended
 		died "$_e"
