@@ -29,6 +29,7 @@ usage(int code)
 		    "\n"
 		    "requests on stdin, one a line:\n"
 		    "  start NAME CMD [ARG ...]  start child NAME\n"
+		    "  run NAME CMD [ARG ...]    the same, to end within -d\n"
 		    "  send NAME TEXT            TEXT to NAME, answered within"
 		    " -d\n"
 		    "  post NAME TEXT            the same without a deadline\n"
@@ -83,15 +84,15 @@ request(struct spirt_sup *s, char *line, uint64_t ms)
 	if (verb == NULL)
 		return out("refused 64 (empty): no request\n");
 	name = word(&p);
-	if (strcmp(verb, "start") != 0 && strcmp(verb, "send") != 0 &&
-	    strcmp(verb, "post") != 0)
+	if (strcmp(verb, "start") != 0 && strcmp(verb, "run") != 0 &&
+	    strcmp(verb, "send") != 0 && strcmp(verb, "post") != 0)
 		return out("refused 64 %s: unknown request\n", what);
 	if (name == NULL || spirt_key_id_check(name) != 0)
 		return out("refused 64 %s: not a name (1-32 letters, digits, "
 		    "'.', '_', '-')\n", what);
-	if (verb[1] != 't') {
+	if (strcmp(verb, "send") == 0 || strcmp(verb, "post") == 0) {
 		/* the rest of the line as it came, after one blank */
-		rc = spirt_sup_send(s, name, p, verb[0] == 's' ? ms : 0);
+		rc = spirt_sup_send(s, name, p, verb[1] == 'e' ? ms : 0);
 		if (rc == ESRCH)
 			return out("refused 69 %s %s: not running\n", verb,
 			    name);
@@ -107,15 +108,16 @@ request(struct spirt_sup *s, char *line, uint64_t ms)
 		argv[n++] = a;
 	argv[n] = NULL;
 	if (n == 0 || a != NULL)
-		return out("refused 64 start %s: %s\n", name, n ? "more than "
-		    "256 words" : "no command");
-	rc = spirt_sup_start(s, name, argv);
+		return out("refused 64 %s %s: %s\n", verb, name, n ?
+		    "more than 256 words" : "no command");
+	/* run: a one-shot command, its whole life bounded as a send is */
+	rc = spirt_sup_start(s, name, argv, verb[0] == 'r' ? ms : 0);
 	if (rc == EEXIST)
-		return out("refused 64 start %s: running already\n", name);
+		return out("refused 64 %s %s: running already\n", verb, name);
 	if (rc != 0)
-		return out("refused %d start %s: %s: %s\n", rc == ENOENT ||
+		return out("refused %d %s %s: %s: %s\n", rc == ENOENT ||
 		    rc == EACCES || rc == ENOEXEC ? SPIRT_EX_UNAVAILABLE :
-		    SPIRT_EX_OSERR, name, argv[0], strerror(rc));
+		    SPIRT_EX_OSERR, verb, name, argv[0], strerror(rc));
 	return 0;
 }
 

@@ -460,8 +460,6 @@ run() {         # run CMD...: echo it with -v, then run it
 now() { date +%s%N; }    # nanoseconds since the epoch
 # seconds NS: NS nanoseconds as seconds with 3 decimals (sh has integers)
 seconds() { printf '%d.%03d' $(($1 / 1000000000)) $(($1 % 1000000000 / 1000000)); }
-# --deadline as sleep(1) takes it (the cold functions' timer)
-dlsec=$(seconds $((deadline * 1000000)))
 tty=0
 say() {         # a message line; on a terminal, first clear the progress bar
 	[ "$quiet" -eq 0 ] || return 0
@@ -1077,7 +1075,7 @@ alive() {
 # timer, deaf, killed a server that had said it listens: tests/56-failures,
 # "a peer back after the others' last step", 1 CI run in about 15;
 # and the TERM is sent only once the timer says its trap is set, the
-# file "tready", as the cold step's timer does: else a lost TERM kept
+# file "tready": else a lost TERM kept
 # the driver waiting for the timer's next look at "up", up to 1 s)
 serve_ready() {
 	rm -f "$srvdir/up" "$srvdir/tready"
@@ -1216,19 +1214,17 @@ sup=
 fn_start() {
 	echo "start g$1 spirt-grad -q --serve -m $model -w $((w0 + $1)) -b $batch -S $seed $(flip "$1")" >&3
 }
-# (cold: for the deadline timers' word, cold_grads)
 work=$(mktemp -d "${TMPDIR:-/tmp}/spirt-train.XXXXXX")
+# (<>: the driver's ends opened first, without waiting, so that
+# spirt-run's open at once; they never see end of file or SIGPIPE)
+mkfifo "$work/rq" "$work/an"
+exec 3<>"$work/rq" 9<>"$work/an"
+SPIRT_PARENT=$$ spirt-run -d "$deadline" <"$work/rq" >"$work/an" 3>&- 9<&- &
+sup=$!
+# (for the guard, which ends it if the driver is gone)
+[ -z "$gfile" ] || { echo "$sup" >"$gfile.k.tmp" &&
+    mv "$gfile.k.tmp" "$gfile.k"; } || :
 if [ "$cold" -eq 0 ]; then
-	# (<>: the driver's ends opened first, without waiting, so that
-	# spirt-run's open at once; they never see end of file or SIGPIPE)
-	mkfifo "$work/rq" "$work/an"
-	exec 3<>"$work/rq" 9<>"$work/an"
-	SPIRT_PARENT=$$ spirt-run -d "$deadline" <"$work/rq" >"$work/an" \
-	    3>&- 9<&- &
-	sup=$!
-	# (for the guard, which ends it if the driver is gone)
-	[ -z "$gfile" ] || { echo "$sup" >"$gfile.k.tmp" &&
-	    mv "$gfile.k.tmp" "$gfile.k"; } || :
 	w=0
 	while [ "$w" -lt "$fns" ]; do
 		fn_start "$w"
@@ -1504,8 +1500,9 @@ fan_grads() {
 	    -S "$seed" || die 75 "step $1: a gradient function failed"
 	set +f
 }
-# cold_grads T: the same with one process per invocation; one that fails
-# is a dead function
+# cold_grads T: the same with one process per invocation, each a "run"
+# of spirt-run's: past --deadline from its start it is killed (late);
+# one that fails is a dead function
 cold_grads() {
 	while :; do
 		busy "$1"
@@ -1513,79 +1510,39 @@ cold_grads() {
 			fan_grads "$1"
 			return 0
 		fi
-		_ps= _pp=
 		for _x in $busy; do
-			# (not through run: $! must be the function itself)
-			[ "$verbose" -eq 0 ] || printf '+ spirt-grad -q -m %s -t %s -w %s -b %s -S %s %s\n' \
-			    "$model" "$1" $((w0 + _x)) "$batch" "$seed" "$(flip "$_x")" >&2
-			# (SPIRT_PARENT: it ends with a driver killed outright)
-			SPIRT_PARENT=$$ spirt-grad -q -m "$model" -t "$1" \
-			    -w $((w0 + _x)) -b "$batch" -S "$seed" $(flip "$_x") &
-			_ps="$_ps $!:$_x" _pp="$_pp $!"
+			set -- "$1" "spirt-grad -q -m $model -t $1 -w $((w0 + _x)) -b $batch -S $seed $(flip "$_x")"
+			[ "$verbose" -eq 0 ] || printf '+ %s\n' "$2" >&2
+			echo "run c$_x $2" >&3
 		done
-		# past --deadline the invocations still running are ended
-		# (ended in time, the timer ends its sleep too: no process
-		# left).  Once it has fired it says so in $work/late, before
-		# its kill: a file, not its exit status (CI saw a hung
-		# function's SIGKILL at the deadline told as "killed by signal
-		# 9", the status lost; a file written before the kill is
-		# there when the driver's wait returns).  A driver killed
-		# outright leaves the timer: it ends then without a kill, as
-		# the pids may be others' by now
-		# The timer says it is ready once its trap is set (tready): a
-		# TERM that reached it before, while the handler it inherited
-		# from this shell was still in place, was lost, and the step
-		# waited for the whole --deadline (0.7% of the steps of a
-		# --cold run on 2 busy CPUs; 28 in 300 when the TERM follows
-		# the fork at once).  Its trap KILLs its sleep (a sleep still
-		# between its fork and its exec loses a TERM the same way),
-		# and only its own ($! is this shell's until the sleep starts)
-		rm -f "$work/late" "$work/tready"
-		( _p0=$!
-		  trap '[ "$!" = "$_p0" ] || kill -9 $! 2>/dev/null; exit 0' TERM
-		  : >"$work/tready"
-		  sleep "$dlsec" &
-		  wait $!
-		  orphaned && exit 0
-		  : >"$work/late"
-		  kill -9 $_pp 2>/dev/null || :
-		  exit 0 ) </dev/null >/dev/null 2>&1 &
-		_tm=$!
-		_codes=
-		for _p in $_ps; do
-			rc=0
-			# (2>: the shell's own "Killed" line is not ours to print)
-			wait "${_p%%:*}" 2>/dev/null || rc=$?
-			_codes="$_codes ${_p#*:}:$rc"
+		_pend=$busy _gone=0
+		while [ -n "$_pend" ]; do
+			read -r ack <&9 || die 70 "spirt-run went away"
+			case $ack in
+			"died c"*" status=0") ;;
+			"died c"*|"late c"*)
+				ended
+				cold_dead "$_e"
+				_gone=1 ;;
+			"answer c"*) continue ;;
+			*) aside "step $1"; continue ;;
+			esac
+			_n=${ack#* c}
+			drop _pend "${_n%% *}"
 		done
-		while [ ! -e "$work/tready" ] && alive "$_tm"; do
-			sleep 0.01
-		done
-		kill "$_tm" 2>/dev/null || :
-		wait "$_tm" 2>/dev/null || :
-		_late=0
-		[ ! -e "$work/late" ] || _late=1
-		cold_dead "$1"
 		[ "$_gone" -eq 1 ] || return 0
 		again "$1"
 	done
 }
-# cold_dead T: the functions of $_codes (W:status) that failed, dead
+# cold_dead NAME:pid=P:HOW: the cold function of NAME, cW, is dead
 cold_dead() {
-	_gone=0
-	for _p in $_codes; do
-		rc=${_p#*:} _x=${_p%%:*}
-		[ "$rc" -ne 0 ] || continue
-		if [ "$rc" -eq 137 ] && [ "$_late" -eq 1 ]; then
-			how="did not end within --deadline $deadline ms"
-		elif [ "$rc" -gt 128 ]; then
-			how="was killed by signal $((rc - 128))"
-		else
-			how="exited with status $rc"
-		fi
-		declare_dead "$_x" "cold spirt-grad -w $((w0 + _x)) $how"
-		_gone=1
-	done
+	_n=${1%%:*} _h=${1##*:}
+	case $_h in
+	signal=*) how="was killed by signal ${_h#signal=}" ;;
+	status=*) how="exited with status ${_h#status=}" ;;
+	*) how="did not end within --deadline $deadline ms" ;;
+	esac
+	declare_dead "${_n#c}" "cold spirt-grad -w $((w0 + ${_n#c})) $how"
 }
 # peerout T: with --beat, before any gradient of step T, the peers' share
 # of the data from the round just closed (that of step T-1; with --every

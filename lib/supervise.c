@@ -31,6 +31,7 @@ struct child {
 	int in, out;            /* -1 once closed */
 	int status;             /* C_DEAD: exit status or -signal */
 	struct lbuf lb;
+	uint64_t life;          /* the deadline of its life, 0 none */
 	uint64_t *dl;           /* the pending requests' deadlines, 0 none */
 	size_t dhead, dn, dcap;
 };
@@ -179,7 +180,8 @@ child_exec(int in, int out, int ep, char *const argv[])
 }
 
 int
-spirt_sup_start(struct spirt_sup *s, const char *name, char *const argv[])
+spirt_sup_start(struct spirt_sup *s, const char *name, char *const argv[],
+    uint64_t ms)
 {
 	struct child *c = NULL, *nc;
 	int pin[2] = { -1, -1 }, pout[2] = { -1, -1 }, ep[2] = { -1, -1 };
@@ -236,6 +238,7 @@ spirt_sup_start(struct spirt_sup *s, const char *name, char *const argv[])
 	snprintf(c->name, sizeof c->name, "%s", name);
 	c->pid = pid;
 	c->state = C_RUN;
+	c->life = ms ? spirt_sup_now() + ms : 0;
 	c->in = pin[1];
 	c->out = pout[0];
 	pin[1] = pout[0] = -1;
@@ -414,7 +417,7 @@ child_event(struct spirt_sup *s, struct child *c, struct spirt_sup_event *ev)
 static uint64_t
 child_deadline(const struct child *c)
 {
-	uint64_t d = 0, x;
+	uint64_t d = c->life, x;
 	size_t i;
 
 	if (c->state != C_RUN)
@@ -458,7 +461,6 @@ due(struct spirt_sup *s, struct spirt_sup_event *ev, uint64_t now,
 		ev->kind = SPIRT_SUP_LATE;
 		ev->name = s->name;
 		ev->pid = c->pid;
-		ev->ms = now - d;
 		return 1;
 	}
 	return 0;

@@ -30,7 +30,7 @@ enum spirt_sup_kind {
 	SPIRT_SUP_EOF,          /* the input fd ended */
 	SPIRT_SUP_ANSWER,       /* name, pid, line: a child's line */
 	SPIRT_SUP_DIED,         /* name, pid, status: a child ended */
-	SPIRT_SUP_LATE,         /* name, pid, ms: killed past a deadline */
+	SPIRT_SUP_LATE,         /* name, pid: killed past a deadline */
 	SPIRT_SUP_SIGNAL        /* signo: SIGTERM, SIGINT or SIGHUP came */
 };
 
@@ -40,7 +40,6 @@ struct spirt_sup_event {
 	const char *line;       /* without its newline; likewise */
 	pid_t pid;
 	int status;             /* DIED: exit status 0..255, or -signal */
-	uint64_t ms;            /* LATE: the deadline it missed, in ms */
 	int signo;
 };
 
@@ -56,11 +55,13 @@ int spirt_sup_open(struct spirt_sup **out, int infd) SPIRT_MUST_CHECK;
  * Start child name running argv (PATH searched), its stdin and stdout
  * pipes to us, its other fds ours but those the supervisor holds; on
  * Linux it gets SIGTERM when this process ends (PR_SET_PDEATHSIG).
- * Returns 0; EEXIST if a child of that name runs; the errno of a failed
- * pipe, fork or exec (ENOENT: no such command), nothing left running.
+ * ms > 0: a deadline on its whole life, ms from now (a one-shot
+ * command), as a request's.  Returns 0; EEXIST if a child of that name
+ * runs; the errno of a failed pipe, fork or exec (ENOENT: no such
+ * command), nothing left running.
  */
 int spirt_sup_start(struct spirt_sup *s, const char *name,
-    char *const argv[]) SPIRT_MUST_CHECK;
+    char *const argv[], uint64_t ms) SPIRT_MUST_CHECK;
 
 /*
  * Write text and a newline to child name's stdin: a request, answered

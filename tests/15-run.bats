@@ -67,6 +67,23 @@ $(grep '^died t ' <<<"$output")" ]
 	[ "$ms" -lt 20000 ]
 }
 
+@test "spirt-run: run: a one-shot command's end is told; past the deadline from its start it is killed, late" {
+	script pidof 'echo $$ >"$1"; exec sleep 600'
+	script slow 'sleep 0.2; echo done; exit 4'
+	run -0 --separate-stderr spirt-run -d 700 < <(feed 2 \
+	    "run h $PWD/pidof $PWD/h.pid" "run s $PWD/slow" 'run t true' \
+	    'run t true' "start k $PWD/pidof $PWD/k.pid")
+	# (the second t: refused, or run after the first ended)
+	assert_line 'answer s done'
+	assert_line --regexp '^died s pid=[0-9]+ status=4$'
+	assert_line --regexp '^died t pid=[0-9]+ status=0$'
+	assert_line --regexp '^late h pid=[0-9]+ ms=700$'
+	! kill -0 "$(cat h.pid)" 2>/dev/null
+	# (start: no deadline of its life; ended at the end of input)
+	run -1 grep ' k ' <<<"$output"
+	! kill -0 "$(cat k.pid)" 2>/dev/null
+}
+
 @test "spirt-run: a stopped child is late and killed too" {
 	script stop 'echo $$ >"$1"; kill -STOP $$; cat'
 	run -0 spirt-run -d 300 < <(feed 1.5 "start s $PWD/stop $PWD/s.pid" \
