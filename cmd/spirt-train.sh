@@ -1203,12 +1203,13 @@ if [ -n "$peers" ]; then
 	esac
 fi
 beats_start
-# ---- the warm tools run under spirt-run (spirt-run(1)): it starts them,
-# relays the driver's requests (fd 3) to them and their answers back (fd
-# 9), one line each, kills one that does not answer within --deadline
-# (CLOCK_MONOTONIC: "late NAME"), says how one ended ("died NAME"), and
-# ends them all when the driver ends, even killed outright (SPIRT_PARENT).
-# Names: g0 .. gM-1 the functions, agg, upd, xch the exchange ----
+# ---- the warm tools and the cold functions run under spirt-run
+# (spirt-run(1)): it starts them, relays the driver's requests (fd 3) to
+# them and their answers back (fd 9), one line each, kills one that does
+# not answer (warm) or end (cold) within --deadline (CLOCK_MONOTONIC:
+# "late NAME"), says how one ended ("died NAME"), and ends them all when
+# the driver ends, even killed outright (SPIRT_PARENT).  Names: g0 ..
+# gM-1 the warm functions, c0 .. cM-1 the cold ones, agg, upd, xch ----
 sup=
 # fn_start W: function W's warm process
 fn_start() {
