@@ -193,8 +193,9 @@ main(int argc, char **argv)
 		if (ev.kind == SPIRT_SUP_EOF || ev.kind == SPIRT_SUP_SIGNAL)
 			break;
 		if (ex != 0) {
-			/* (the driver gone: EPIPE, SIGPIPE ignored) */
-			warnx_("%s:", act);
+			/* the driver gone (EPIPE, SIGPIPE ignored): quietly */
+			if (errno != EPIPE)
+				warnx_("%s:", act);
 			break;
 		}
 	}

@@ -191,6 +191,19 @@ exec sleep 600'
 	    >/dev/full 2>err || s=$?
 	[ "$s" -eq 74 ]
 	[ "$(cat err)" = "spirt-run: write stdout: No space left on device" ]
+	# 74 too when its reader is gone (the driver killed), quietly
+	run -0 "$PYTHON" -c '
+import os, subprocess, time
+r, w = os.pipe()
+os.close(r)
+p = subprocess.Popen(["spirt-run"], stdin=subprocess.PIPE, stdout=w,
+    stderr=subprocess.PIPE)
+p.stdin.write(b"start c cat\nsend c x\n")
+p.stdin.flush()
+time.sleep(1)
+p.stdin.close()
+print(p.wait(), len(p.stderr.read()))'
+	[ "$output" = "74 0" ]
 	# 75: SIGTERM, its children ended first
 	rm -f a.pid
 	mkfifo in
