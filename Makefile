@@ -43,7 +43,7 @@ MAN7 = man/spirt.7
 UNIT = tests/unit/test_tensor tests/unit/test_store tests/unit/test_parse \
 	tests/unit/test_keys tests/unit/test_npy tests/unit/test_mem \
 	$(DATA_UNIT) $(MODEL_UNIT) $(AGG_UNIT) $(PEER_UNIT) $(FAAS_UNIT) \
-	$(BEAT_UNIT)
+	$(BEAT_UNIT) $(TRAIN_UNIT)
 BENCH = bench/store_bench $(DATA_BENCH) $(MODEL_BENCH) $(AGG_BENCH) \
 	$(PEER_BENCH)
 

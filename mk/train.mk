@@ -2,6 +2,7 @@
 # supervisor of its warm tools (lib/supervise.o) (included by Makefile)
 TRAIN_BIN = spirt-train spirt-run
 TRAIN_MAN1 = man/spirt-train.1 man/spirt-run.1
+TRAIN_UNIT = tests/unit/test_supervise
 
 spirt-train: cmd/spirt-train.sh config.mk
 	sed 's/@VERSION@/$(VERSION)/' cmd/spirt-train.sh > $@
@@ -10,3 +11,7 @@ spirt-train: cmd/spirt-train.sh config.mk
 cmd/spirt-run.o: $(LIBHDR) config.mk
 spirt-run: cmd/spirt-run.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-run.o lib/libspirt.a $(BASE_LIBS)
+
+tests/unit/test_supervise: tests/unit/test_supervise.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_supervise.o lib/libspirt.a $(BASE_LIBS)
+tests/unit/test_supervise.o: tests/unit/check.h $(LIBHDR)
