@@ -184,6 +184,8 @@ PY
 	until_ 50 eval '! kill -0 $hung 2>/dev/null' || kill -KILL "$hung"
 	until_ 50 eval '! kill -0 $sup 2>/dev/null'
 	! kill -0 "$hung" 2>/dev/null
+	# and nothing in TMPDIR: the FIFOs to spirt-run went after step 0
+	[ -z "$(find "$TMPDIR" -name 'spirt-train.*')" ]
 }
 
 # rolled_back R: a cold run made revision 1 at step 20 (epoch 1 step 5:
