@@ -1271,7 +1271,13 @@ aside() {
 	"died "*|"late "*)
 		ended
 		died "$_e"
-		die 75 "$1: $how; rerun to resume" ;;
+		# (the exchange's end, told while the step waited for another
+		# tool: named as in its own wait)
+		case $_e:$1 in
+		xch:*exchange*|[!x]*|x[!c]*) set -- "$1: $how" ;;
+		*) set -- "$1: exchange: $how" ;;
+		esac
+		die 75 "$1; rerun to resume" ;;
 	*) die 70 "$1: an answer out of turn: $ack" ;;
 	esac
 }
