@@ -402,7 +402,7 @@ if [ -x "$here/spirt-grad" ]; then
 	export PATH
 fi
 for d in spirt-store spirt-shard spirt-init spirt-grad spirt-agg \
-    spirt-update spirt-eval spirt-attack spirt-peer spirt-beat; do
+    spirt-update spirt-eval spirt-attack spirt-peer spirt-beat spirt-run; do
 	command -v "$d" >/dev/null 2>&1 ||
 		die 69 "$d: not found beside $PROG ($here) or on PATH"
 done
@@ -515,8 +515,6 @@ run() {         # run CMD...: echo it with -v, then run it
 now() { date +%s%N; }    # nanoseconds since the epoch
 # seconds NS: NS nanoseconds as seconds with 3 decimals (sh has integers)
 seconds() { printf '%d.%03d' $(($1 / 1000000000)) $(($1 % 1000000000 / 1000000)); }
-# --deadline as sleep(1) takes it (the cold functions' timer)
-dlsec=$(seconds $((deadline * 1000000)))
 tty=0
 say() {         # a message line; on a terminal, first clear the progress bar
 	[ "$quiet" -eq 0 ] || return 0
@@ -953,16 +951,14 @@ beats_stop() {
 
 # ---- the exchange with the other peers: one warm spirt-peer exchange
 # -i for the run (its sessions kept, its pulls waiting on the others'
-# servers), fed step lines on the FIFO xch, its answers on the acks FIFO;
-# with --cold, one spirt-peer exchange per round ----
+# servers), fed step lines through spirt-run ("post": it keeps its own
+# --deadline); with --cold, one spirt-peer exchange per round ----
 xwarm=
-# xwarm_start: the warm exchange, among the warm tools (the watchdog
-# answers for it if it dies)
+# xwarm_start: the warm exchange, among the warm tools under spirt-run
+# (with no deadline of spirt-run's: it keeps --deadline itself)
 xwarm_start() {
 	{ [ -n "$xch" ] && [ -z "$bpeer" ]; } || return 0
-	mkfifo "$work/xch"
-	SPIRT_PARENT=$$ $xch -i $xsrc <>"$work/xch" >"$work/done" &
-	pids="$pids $!" tools="$tools $!:spirt-peer:"
+	echo "start xch $xch -i $xsrc" >&3
 	xwarm=1
 }
 # xstep T WHAT: the round of step T: its exit code (the warm answer's
@@ -988,27 +984,20 @@ xstep1() {
 		return 0
 	fi
 	[ "$verbose" -eq 0 ] || printf '+ %s -i %s <<< %s\n' "$xch" "$xsrc" "$1" >&2
-	echo "$1" 1<>"$work/xch"   # <>: never blocks, as the functions'
+	echo "post xch $1" >&3
 	while :; do
-		read -r ack <&9 || die 70 "the exchange went away"
+		read -r ack <&9 || die 70 "spirt-run went away"
 		case $ack in
-		"error=70 died "*:spirt-grad:*)
-			# a function: dealt with at the next step (wait_done)
-			! has "$tools" "${ack#error=70 died }" ||
-			    later="$later${ack#error=70 died } "
-			continue ;;
-		"error=75 late "*) continue ;;      # an earlier wait's
-		"error=70 died "*)
-			died "${ack#error=70 died }"
-			die 75 "$2: $how; rerun to resume" ;;
-		*error=*)
+		"answer xch "*error=*)
 			rc=${ack##*error=}
 			xfailed "$rc" "$2" || return $? ;;
-		"step=$1 used="*)
+		"answer xch step=$1 used="*)
 			# (every member's aggregate in, this peer's too:
 			# peerout has nothing to read in its record)
 			_u=${ack#*used=} _n=${ack#*peers=}
 			[ "${_u%% *}" != "${_n%% *}" ] || xall=$1 ;;
+		"answer xch "*) ;;
+		*) aside "$2"; continue ;;
 		esac
 		break
 	done
@@ -1029,14 +1018,14 @@ xfailed() {
 	return 1
 }
 
-# ---- warm functions: one process each, fed step numbers through FIFOs ----
-work= srv= srvdir= wdog= guard= gfile= gdir=
+# ---- the guard, and the cleanup of what the driver started ----
+work= srv= srvdir= guard= gfile= gdir=
 # guarded: the server's and the beaters' pids, for the guard
 guarded() {
 	[ -n "$gfile" ] || return 0
 	echo "${srv:-} ${bsrv:-} $beatpids" >"$gfile.tmp" && mv "$gfile.tmp" "$gfile"
 }
-# orphaned: true in a subshell of the driver (a timer, a watchdog) whose
+# orphaned: true in a subshell of the driver (a timer) whose
 # driver is gone, killed outright (no trap ran): it is another process's
 # child now, and the pids it was to end may be others' by now (a pid is
 # reused once the kernel's pids wrap: 32768 of them on many machines).
@@ -1089,7 +1078,8 @@ guard_start() {
 			done
 		done
 		_g=$(cat "$gfile" 2>/dev/null)
-		# (the warm tools too, if the watchdog that ends them is gone)
+		# (spirt-run too, which ends the warm tools: its SPIRT_PARENT
+		# does first, on Linux)
 		# shellcheck disable=SC2046
 		kill -TERM $(cat "$gfile.k" 2>/dev/null) 2>/dev/null
 		# shellcheck disable=SC2086
@@ -1109,7 +1099,9 @@ cleanup() {
 	[ -z "$gfile" ] || rm -f "$gfile" "$gfile.tmp" "$gfile.died" \
 	    "$gfile.k" "$gfile.k.tmp"
 	gfile=
-	[ -z "$work" ] || { kill $pids $wdog 2>/dev/null || :; rm -rf "$work"; }
+	[ -z "${sup:-}" ] || kill "$sup" 2>/dev/null || :
+	sup=
+	[ -z "$work" ] || rm -rf "$work"
 	work=
 	[ -z "$srv" ] || { kill -TERM "$srv" 2>/dev/null || :; wait "$srv" || :; }
 	srv=
@@ -1167,7 +1159,7 @@ alive() {
 # timer, deaf, killed a server that had said it listens: tests/56-failures,
 # "a peer back after the others' last step", 1 CI run in about 15;
 # and the TERM is sent only once the timer says its trap is set, the
-# file "tready", as the cold step's timer does: else a lost TERM kept
+# file "tready": else a lost TERM kept
 # the driver waiting for the timer's next look at "up", up to 1 s)
 serve_ready() {
 	rm -f "$srvdir/up" "$srvdir/tready"
@@ -1295,161 +1287,100 @@ if [ -n "$peers" ]; then
 	esac
 fi
 beats_start
-pids= tools=
-# fn_start W: function W's warm process, on a fresh FIFO (a request the
-# last one there did not read must not reach this one)
+# ---- the warm tools and the cold functions run under spirt-run
+# (spirt-run(1)): it starts them, relays the driver's requests (fd 3) to
+# them and their answers back (fd 9), one line each, kills one that does
+# not answer (warm) or end (cold) within --deadline (CLOCK_MONOTONIC:
+# "late NAME"), says how one ended ("died NAME"), and ends them all when
+# the driver ends, even killed outright (SPIRT_PARENT).  Names: g0 ..
+# gM-1 the warm functions, c0 .. cM-1 the cold ones, agg, upd, xch ----
+sup=
+# fn_start W: function W's warm process
 fn_start() {
-	rm -f "$work/g$1"
-	mkfifo "$work/g$1"
-	# its stdin, opened before the fork (on fd 3 for the while), so
-	# that the FIFO is open from then on: functions 4.. are fed by
-	# open-write-close (1<>), whose line is lost if nobody has the FIFO
-	# open yet (a slow start under load); <> keeps it open, so a
-	# function never sees end of input
-	exec 3<>"$work/g$1"
-	# ($fncmd's words split, never globbed: fnword)
-	set -f
-	SPIRT_PARENT=$$ $fncmd -q --serve -m "$model" -w $((w0 + $1)) -b "$batch" \
-	    -S "$seed" $(flip "$1") <&3 3<&- 4<&- 5<&- 6<&- 7<&- 8<&- \
-	    >"$work/done" &
-	set +f
-	pids="$pids $!" tools="$tools $!:spirt-grad:$((w0 + $1))"
-	eval "fpid_$1=\$!"
-	# (sh has fds 3-9: functions 0-3 on 3-6, agg 7, update 8, acks 9)
-	# (<>: a FIFO whose tool died still has a reader, the driver, so a
-	# write to it cannot kill the driver with SIGPIPE)
-	case $1 in
-	1) exec 4<>"$work/g1" ;;
-	2) exec 5<>"$work/g2" ;;
-	3) exec 6<>"$work/g3" ;;
-	esac
-	exec 3<>"$work/g0"
+	echo "start g$1 $fncmd -q --serve -m $model -w $((w0 + $1)) -b $batch -S $seed $(flip "$1")" >&3
 }
-# A watchdog, once a second.  A killed driver cannot clean up: the
-# watchdog ends the tools (and the kernel does first, on Linux: each
-# long-lived tool is started with SPIRT_PARENT=$$, spirt(7), and gets
-# SIGTERM when the driver ends; the watchdog and the guard know a tool
-# only once its pid is written down, and chaos killed a driver in
-# between, leaving a warm spirt-grad behind).  A tool that dies (killed, out of memory, a
-# crash) would leave the driver waiting for its answer: the watchdog
-# answers for it, once, on fd 9, which is open for writing already
-# (opening the FIFO anew could block).  It is started again whenever a
-# function starts, to watch it too.
-watchdog() {
-	[ -z "$wdog" ] || { kill "$wdog" 2>/dev/null || :; wait "$wdog" 2>/dev/null || :; }
-	# (tools: pid:name:worker of each, for the driver's message)
-	toolpids=$pids
-	# (and for the guard, which ends them too if this watchdog is gone
-	# when the driver is: each of the two ends what the other would)
-	[ -z "$gfile" ] || { echo "$pids" >"$gfile.k.tmp" &&
-	    mv "$gfile.k.tmp" "$gfile.k"; } || :
-	(
-		trap '' INT
-		gone=" " _w=0 _n=0 _told=0
-		while kill -0 $$ 2>/dev/null; do
-			for e in $tools; do
-				case $gone in *" $e "*) continue ;; esac
-				alive "${e%%:*}" && continue
-				echo "error=70 died $e" >&9
-				gone="$gone$e "
-			done
-			# the wait under way, as long as it lasts (timer)
-			_r=0
-			read -r _r <"$work/wait" 2>/dev/null || _r=0
-			if [ "$_r" = "$_w" ]; then
-				_n=$((_n + 1))
-			else
-				_w=$_r _n=0
-			fi
-			if [ "$_w" != 0 ] && [ "$_w" != "$_told" ] &&
-			    [ $((_n * 1000)) -ge "$deadline" ]; then
-				echo "error=75 late $_w" >&9
-				_told=$_w
-			fi
-			sleep 1
-		done
-		# shellcheck disable=SC2046
-		kill $toolpids $(cat "$gfile" 2>/dev/null) 2>/dev/null
-		rm -rf "$work"
-	) </dev/null >/dev/null 2>&1 &
-	wdog=$!
-}
-# (cold: for the deadline timers' word, cold_grads)
 work=$(mktemp -d "${TMPDIR:-/tmp}/spirt-train.XXXXXX")
+# (<>: the driver's ends opened first, without waiting, so that
+# spirt-run's open at once; they never see end of file or SIGPIPE)
+mkfifo "$work/rq" "$work/an"
+exec 3<>"$work/rq" 9<>"$work/an"
+SPIRT_PARENT=$$ spirt-run -d "$deadline" <"$work/rq" >"$work/an" 3>&- 9<&- &
+sup=$!
+# (for the guard, which ends it if the driver is gone)
+[ -z "$gfile" ] || { echo "$sup" >"$gfile.k.tmp" &&
+    mv "$gfile.k.tmp" "$gfile.k"; } || :
 if [ "$cold" -eq 0 ]; then
-	mkfifo "$work/done"
-	exec 9<>"$work/done"
-	printf '%12d\n' 0 >"$work/wait"
 	w=0
 	while [ "$w" -lt "$fns" ]; do
 		fn_start "$w"
 		w=$((w + 1))
 	done
-	mkfifo "$work/agg" "$work/upd"
-	SPIRT_PARENT=$$ $agg --serve <>"$work/agg" >"$work/done" &
-	pids="$pids $!" tools="$tools $!:spirt-agg:"
-	SPIRT_PARENT=$$ $upd --serve <>"$work/upd" >"$work/done" &
-	pids="$pids $!" tools="$tools $!:spirt-update:"
+	echo "start agg $agg --serve" >&3
+	echo "start upd $upd --serve" >&3
 	xwarm_start
-	# keep the FIFOs open: a write per step instead of open+write+close
-	exec 7<>"$work/agg" 8<>"$work/upd"
-	watchdog
 fi
 
-# died PID:TOOL:WORKER: $how, the message for a warm tool that died (the
-# driver is its parent, so wait gives its status; not in a $(subshell))
+# died NAME:pid=P:HOW: $how, what became of warm tool NAME (HOW from
+# spirt-run: status=S, signal=N, or ms=M when it was late and killed)
 died() {
-	p=${1%%:*} r=${1#*:}
-	tool=${r%%:*} wk=${r#*:}
-	[ "$tool" != spirt-grad ] || tool=$fncmd
-	st=0
-	wait "$p" 2>/dev/null || st=$?
-	if [ "$st" -gt 128 ]; then
-		how="was killed by signal $((st - 128))"
-	else
-		how="exited with status $st"
-	fi
-	how="warm $tool${wk:+ -w $wk} (pid $p) $how"
+	_n=${1%%:*} _h=${1#*:}
+	_p=${_h%%:*} _h=${_h#*:}
+	case $_h in
+	signal=*) how="was killed by signal ${_h#signal=}" ;;
+	status=*) how="exited with status ${_h#status=}" ;;
+	*) how="did not answer within --deadline $deadline ms" ;;
+	esac
+	case $_n in
+	g*) _n="$fncmd -w $((w0 + ${_n#g}))" ;;
+	agg) _n=spirt-agg ;;
+	upd) _n=spirt-update ;;
+	xch) _n=spirt-peer ;;
+	esac
+	how="warm $_n (pid ${_p#pid=}) $how"
+}
+# ended: $_e, spirt-run's line $ack of a tool's end as NAME:pid=P:HOW
+ended() {
+	_e=${ack#* }
+	_n=${_e%% *} _e=${_e#* }
+	_e=$_n:${_e%% *}:${_e#* }
+}
+# aside WHAT: $ack, no answer to the wait under way: a function's end is
+# dealt with at the next step (later); another tool's ends the run.  A
+# request to a tool that has ended since is refused (69), after the line
+# of its end: no news
+aside() {
+	case $ack in
+	"died g"*|"late g"*) ended; later="$later$_e " ;;
+	"refused 69 send "*": not running") ;;
+	"died "*|"late "*)
+		ended
+		died "$_e"
+		# (the exchange's end, told while the step waited for another
+		# tool: named as in its own wait)
+		case $_e:$1 in
+		xch:*exchange*|[!x]*|x[!c]*) set -- "$1: $how" ;;
+		*) set -- "$1: exchange: $how" ;;
+		esac
+		die 75 "$1; rerun to resume" ;;
+	*) die 70 "$1: an answer out of turn: $ack" ;;
+	esac
 }
 
-# wait_done N: read N acknowledgements of spirt-agg or spirt-update; fail
-# on an error= line; a function that died meanwhile is dealt with at the
-# next step (later)
+# wait_done N TOOL: read N answers of spirt-agg or spirt-update; fail on
+# an error= line
 wait_done() {
 	i=0
-	timer
 	while [ "$i" -lt "$1" ]; do
-		read -r ack <&9 || die 70 "a function went away"
+		read -r ack <&9 || die 70 "spirt-run went away"
 		case $ack in
-		"error=70 died "*:spirt-grad:*)
-			# (one the driver ended itself is no news: late)
-			! has "$tools" "${ack#error=70 died }" ||
-			    later="$later${ack#error=70 died } "
-			continue ;;
-		"error=70 died "*)
-			died "${ack#error=70 died }"
-			die 75 "step $t: $how; rerun to resume" ;;
-		"error=75 late $rid")
+		"late agg "*|"late upd "*)
 			die 75 "step $t: no answer from $2 within --deadline $deadline ms; rerun to resume" ;;
-		"error=75 late "*) continue ;;      # an earlier wait's
-		*error=*) die 75 "step $t: $ack" ;;
+		"answer "*error=*) _a=${ack#answer }; die 75 "step $t: ${_a#* }" ;;
+		"answer agg "*|"answer upd "*) i=$((i + 1)) ;;
+		*) aside "step $t" ;;
 		esac
-		i=$((i + 1))
 	done
-	untimer
 }
-# timer: a deadline for this wait, told by the watchdog, which sees the
-# wait's number in $work/wait: after --deadline (to the second above), it
-# answers "error=75 late RID" on fd 9.  Each wait its own number, so an
-# answer for an earlier one is told apart.  A shell builtin writes it in
-# place, padded to one width (no O_TRUNC: truncating a file can wait for
-# the disk, 10-20 ms a step on ext4), so a step costs no process more.
-rid=0
-timer() {
-	rid=$((rid + 1))
-	printf '%12d\n' "$rid" 1<>"$work/wait"
-}
-untimer() { printf '%12d\n' 0 1<>"$work/wait"; }
 
 # ---- workers within a peer (docs/contracts.md, The assignment) ----
 # A function that dies (its warm process ends, or a cold invocation
@@ -1591,12 +1522,11 @@ declare_dead() {
 	dead="$dead$1 "
 	tell "step $t: $2: declared dead; its samples go to the other functions"
 }
-# bury PID:TOOL:WORKER: a warm function the watchdog found dead
+# bury NAME:pid=P:HOW: a warm function that ended, or was late (ended)
 bury() {
 	died "$1"
-	drop pids "${1%%:*}"
-	drop tools "$1"
-	declare_dead $((wk - w0)) "$how"
+	_n=${1%%:*}
+	declare_dead "${_n#g}" "$how"
 }
 # busy T: $busy the live functions with samples at step T, $n of them
 busy() {
@@ -1609,15 +1539,6 @@ busy() {
 	[ "$n" -gt 0 ] || die 75 "step $1: no live function has samples (functions$(printf ' %s' $dead) dead); rerun to resume"
 	rulefor "$n"
 }
-send() {        # send T W: step T to function W
-	case $2 in
-	0) echo "$1" >&3 ;;
-	1) echo "$1" >&4 ;;
-	2) echo "$1" >&5 ;;
-	3) echo "$1" >&6 ;;
-	*) echo "$1" 1<>"$work/g$2" ;;   # <>: never blocks, as 3-6
-	esac
-}
 # again T: after deaths during step T, the samples reassigned from T
 again() {
 	reassign "$1"
@@ -1625,8 +1546,10 @@ again() {
 	tell "step $1: revision $as_rev: functions$(printf ' %s' $busy) compute it again"
 }
 # grads T: the gradients of step T, the live functions' with samples;
-# when one dies meanwhile, it is declared dead and the survivors compute
-# the step again under the new revision
+# when one dies meanwhile, or does not answer within --deadline (then
+# spirt-run has ended it: nothing it writes later counts as work), it is
+# declared dead and the survivors compute the step again under the new
+# revision
 grads() {
 	if [ -n "$later" ]; then
 		for _d in $later; do bury "$_d"; done
@@ -1635,48 +1558,29 @@ grads() {
 	fi
 	while :; do
 		busy "$1"
-		for _x in $busy; do send "$1" "$_x"; done
+		for _x in $busy; do echo "send g$_x $1" >&3; done
 		_pend=$busy _gone=0
-		timer
 		while [ -n "$_pend" ]; do
-			read -r ack <&9 || die 70 "a function went away"
+			read -r ack <&9 || die 70 "spirt-run went away"
 			case $ack in
-			"error=70 died "*:spirt-grad:*)
-				# (one the driver ended itself is no news)
-				has "$tools" "${ack#error=70 died }" || continue
-				bury "${ack#error=70 died }"
-				drop _pend $((wk - w0))
+			"died g"*|"late g"*)
+				ended
+				bury "$_e"
+				_n=${_e%%:*}
+				drop _pend "${_n#g}"
 				_gone=1 ;;
-			"error=70 died "*)
-				died "${ack#error=70 died }"
-				die 75 "step $1: $how; rerun to resume" ;;
-			"error=75 late $rid")
-				# the functions that did not answer: ended, so
-				# nothing they write later counts as work
-				for _x in $_pend; do late "$_x"; done
-				_pend= _gone=1 ;;
-			"error=75 late "*) ;;               # an earlier wait's
-			*error=*) die 75 "step $1: $ack" ;;
-			"step=$1 worker="*)
-				_x=${ack#step=$1 worker=}
-				drop _pend $((${_x%% *} - w0)) ;;
-			*) die 70 "step $1: an answer out of turn: $ack" ;;
+			"answer g"*error=*)
+				_a=${ack#answer }
+				die 75 "step $1: ${_a#* }" ;;
+			"answer g"*" step=$1 worker="*)
+				_x=${ack#answer g}
+				drop _pend "${_x%% *}" ;;
+			*) aside "step $1" ;;
 			esac
 		done
-		untimer
 		[ "$_gone" -eq 1 ] || return 0
 		again "$1"
 	done
-}
-# late W: warm function W did not answer within --deadline: it is ended
-# (SIGKILL: a stopped process too) and declared dead
-late() {
-	eval "_p=\$fpid_$1"
-	kill -9 "$_p" 2>/dev/null || :
-	wait "$_p" 2>/dev/null || :
-	drop pids "$_p"
-	drop tools "$_p:spirt-grad:$((w0 + $1))"
-	declare_dead "$1" "warm $fncmd -w $((w0 + $1)) (pid $_p) did not answer within --deadline $deadline ms"
 }
 # fan_grads T: with SPIRT_FANOUT, step T's busy functions through it.
 # The runner has its own retries (parallel --retries): if it fails, the
@@ -1689,8 +1593,9 @@ fan_grads() {
 	    -S "$seed" || die 75 "step $1: a gradient function failed"
 	set +f
 }
-# cold_grads T: the same with one process per invocation; one that fails
-# is a dead function
+# cold_grads T: the same with one process per invocation, each a "run"
+# of spirt-run's: past --deadline from its start it is killed (late);
+# one that fails is a dead function
 cold_grads() {
 	while :; do
 		busy "$1"
@@ -1698,82 +1603,39 @@ cold_grads() {
 			fan_grads "$1"
 			return 0
 		fi
-		_ps= _pp=
 		for _x in $busy; do
-			# (not through run: $! must be the function itself)
-			[ "$verbose" -eq 0 ] || printf '+ %s -q -m %s -t %s -w %s -b %s -S %s %s\n' \
-			    "$fncmd" "$model" "$1" $((w0 + _x)) "$batch" "$seed" "$(flip "$_x")" >&2
-			# (SPIRT_PARENT: it ends with a driver killed outright;
-			# $fncmd's words split, never globbed)
-			set -f
-			SPIRT_PARENT=$$ $fncmd -q -m "$model" -t "$1" \
-			    -w $((w0 + _x)) -b "$batch" -S "$seed" $(flip "$_x") &
-			set +f
-			_ps="$_ps $!:$_x" _pp="$_pp $!"
+			set -- "$1" "$fncmd -q -m $model -t $1 -w $((w0 + _x)) -b $batch -S $seed $(flip "$_x")"
+			[ "$verbose" -eq 0 ] || printf '+ %s\n' "$2" >&2
+			echo "run c$_x $2" >&3
 		done
-		# past --deadline the invocations still running are ended
-		# (ended in time, the timer ends its sleep too: no process
-		# left).  Once it has fired it says so in $work/late, before
-		# its kill: a file, not its exit status (CI saw a hung
-		# function's SIGKILL at the deadline told as "killed by signal
-		# 9", the status lost; a file written before the kill is
-		# there when the driver's wait returns).  A driver killed
-		# outright leaves the timer: it ends then without a kill, as
-		# the pids may be others' by now
-		# The timer says it is ready once its trap is set (tready): a
-		# TERM that reached it before, while the handler it inherited
-		# from this shell was still in place, was lost, and the step
-		# waited for the whole --deadline (0.7% of the steps of a
-		# --cold run on 2 busy CPUs; 28 in 300 when the TERM follows
-		# the fork at once).  Its trap KILLs its sleep (a sleep still
-		# between its fork and its exec loses a TERM the same way),
-		# and only its own ($! is this shell's until the sleep starts)
-		rm -f "$work/late" "$work/tready"
-		( _p0=$!
-		  trap '[ "$!" = "$_p0" ] || kill -9 $! 2>/dev/null; exit 0' TERM
-		  : >"$work/tready"
-		  sleep "$dlsec" &
-		  wait $!
-		  orphaned && exit 0
-		  : >"$work/late"
-		  kill -9 $_pp 2>/dev/null || :
-		  exit 0 ) </dev/null >/dev/null 2>&1 &
-		_tm=$!
-		_codes=
-		for _p in $_ps; do
-			rc=0
-			# (2>: the shell's own "Killed" line is not ours to print)
-			wait "${_p%%:*}" 2>/dev/null || rc=$?
-			_codes="$_codes ${_p#*:}:$rc"
+		_pend=$busy _gone=0
+		while [ -n "$_pend" ]; do
+			read -r ack <&9 || die 70 "spirt-run went away"
+			case $ack in
+			"died c"*" status=0") ;;
+			"died c"*|"late c"*)
+				ended
+				cold_dead "$_e"
+				_gone=1 ;;
+			"answer c"*) continue ;;
+			*) aside "step $1"; continue ;;
+			esac
+			_n=${ack#* c}
+			drop _pend "${_n%% *}"
 		done
-		while [ ! -e "$work/tready" ] && alive "$_tm"; do
-			sleep 0.01
-		done
-		kill "$_tm" 2>/dev/null || :
-		wait "$_tm" 2>/dev/null || :
-		_late=0
-		[ ! -e "$work/late" ] || _late=1
-		cold_dead "$1"
 		[ "$_gone" -eq 1 ] || return 0
 		again "$1"
 	done
 }
-# cold_dead T: the functions of $_codes (W:status) that failed, dead
+# cold_dead NAME:pid=P:HOW: the cold function of NAME, cW, is dead
 cold_dead() {
-	_gone=0
-	for _p in $_codes; do
-		rc=${_p#*:} _x=${_p%%:*}
-		[ "$rc" -ne 0 ] || continue
-		if [ "$rc" -eq 137 ] && [ "$_late" -eq 1 ]; then
-			how="did not end within --deadline $deadline ms"
-		elif [ "$rc" -gt 128 ]; then
-			how="was killed by signal $((rc - 128))"
-		else
-			how="exited with status $rc"
-		fi
-		declare_dead "$_x" "cold $fncmd -w $((w0 + _x)) $how"
-		_gone=1
-	done
+	_n=${1%%:*} _h=${1##*:}
+	case $_h in
+	signal=*) how="was killed by signal ${_h#signal=}" ;;
+	status=*) how="exited with status ${_h#status=}" ;;
+	*) how="did not end within --deadline $deadline ms" ;;
+	esac
+	declare_dead "${_n#c}" "cold $fncmd -w $((w0 + ${_n#c})) $how"
 }
 # peerout T: with --beat, before any gradient of step T, the peers' share
 # of the data from the round just closed (that of step T-1; with --every
@@ -1846,7 +1708,6 @@ back() {
 		live="$live$_x "
 		tell "epoch $(($1 / spe)) step $1: function $_x is back"
 	done
-	[ -z "$dead" ] || [ "$cold" -eq 1 ] || watchdog
 	dead=
 	# (and every other peer's share its own: peerout)
 	[ -z "$pdead" ] ||
@@ -1920,7 +1781,7 @@ rstep() {
 		return 0
 	fi
 	[ "$verbose" -eq 0 ] || printf '+ %s -i <<< %s\n' "$upd" "$_rq" >&2
-	echo "$_rq" >&8
+	echo "send upd $_rq" >&3
 	wait_done 1 spirt-update
 }
 
@@ -1943,14 +1804,14 @@ step() {
 	fi
 	grads "$1"
 	attack "$1"
-	echo "$1" >&7
+	echo "send agg $1" >&3
 	wait_done 1 spirt-agg
 	aggloss=${ack##*loss=}
 	[ "$xh" -eq 0 ] || ! round "$1" || return 0
 	exchange "$1"
 	[ "$stepped" -eq 1 ] || return 0
 	join_check "$1"
-	echo "$1" >&8
+	echo "send upd $1" >&3
 	wait_done 1 spirt-update
 }
 
@@ -2011,6 +1872,10 @@ while [ "$t" -lt "$stop" ]; do
 	step "$t"
 	# (a joining peer's step whose round failed: it joins again)
 	[ "$stepped" -eq 1 ] || continue
+	# (spirt-run has its FIFOs open once it has answered the step's
+	# functions: their names go, so that a driver killed outright leaves
+	# nothing in TMPDIR)
+	[ -z "$work" ] || [ -n "${SPIRT_FANOUT-}" ] || { rm -rf "$work"; work=; }
 	t=$((t + 1))
 	[ $((t % tick)) -eq 0 ] || [ $((t % every)) -eq 0 ] ||
 	    [ "$t" -eq "$stop" ] || continue

@@ -1,7 +1,9 @@
-# mk/train.mk - the training workflow script and the function checker
-# (included by Makefile)
-TRAIN_BIN = spirt-train spirt-conform
-TRAIN_MAN1 = man/spirt-train.1 man/spirt-conform.1
+# mk/train.mk - the training workflow script, the function checker and
+# spirt-run, the supervisor of its warm tools (lib/supervise.o) (included
+# by Makefile)
+TRAIN_BIN = spirt-train spirt-conform spirt-run
+TRAIN_MAN1 = man/spirt-train.1 man/spirt-conform.1 man/spirt-run.1
+TRAIN_UNIT = tests/unit/test_supervise
 
 spirt-train: cmd/spirt-train.sh config.mk
 	sed 's/@VERSION@/$(VERSION)/' cmd/spirt-train.sh > $@
@@ -10,3 +12,11 @@ spirt-train: cmd/spirt-train.sh config.mk
 spirt-conform: cmd/spirt-conform.sh config.mk
 	sed 's/@VERSION@/$(VERSION)/' cmd/spirt-conform.sh > $@
 	chmod 755 $@
+
+cmd/spirt-run.o: $(LIBHDR) config.mk
+spirt-run: cmd/spirt-run.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-run.o lib/libspirt.a $(BASE_LIBS)
+
+tests/unit/test_supervise: tests/unit/test_supervise.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_supervise.o lib/libspirt.a $(BASE_LIBS)
+tests/unit/test_supervise.o: tests/unit/check.h $(LIBHDR)

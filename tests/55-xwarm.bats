@@ -272,12 +272,14 @@ SH
 	    --eval-every 100000 >o 2>e &
 	tp=$!
 	XCHS="$XCHS $tp"
-	# the warm exchange of this run (a child of its driver, which is
-	# timeout's), once it has done a round
+	# the warm exchange of this run (a child of its driver's spirt-run;
+	# the driver is timeout's), once it has done a round
 	xp=
 	for k in $(seq 1 300); do
 		dp=$(pgrep -P "$tp" | head -n 1)
-		[ -z "$dp" ] || xp=$(pgrep -P "$dp" -f \
+		sp=
+		[ -z "$dp" ] || sp=$(pgrep -P "$dp" -x spirt-run) || :
+		[ -z "$sp" ] || xp=$(pgrep -P "$sp" -f \
 		    "spirt-peer exchange .*-P $PWD/peers" | head -n 1)
 		[ -n "$xp" ] && spirt-store -s s0 ls gagg/ 2>/dev/null | grep -q . &&
 			break

@@ -89,13 +89,14 @@ PY
 @test "a warm function killed mid-epoch: declared dead, the step redone, every sample once an epoch, back at the next epoch" {
 	# batch 2: 150 steps an epoch, 3 epochs
 	train -b 2 -e 3 --eval-every 150
+	until_ 300 pgrep -P "$TP" -x spirt-train >/dev/null
+	drv=$(pgrep -P "$TP" -x spirt-train)
 	logged 40
 	# the driver stopped while function 2 is killed, so the death comes
-	# in the middle of a step of epoch 0
-	drv=$(pgrep -P "$TP" -x spirt-train)
-	[ -n "$drv" ]
+	# in epoch 0
 	kill -STOP "$drv"
-	victim=$(pgrep -P "$drv" -f 'spirt-grad .* -w 2 ')
+	# (the warm tools are spirt-run's children)
+	victim=$(pgrep -P "$(pgrep -P "$drv" -x spirt-run)" -f 'spirt-grad .* -w 2 ')
 	[ -n "$victim" ]
 	kill -9 "$victim"
 	kill -CONT "$drv"
@@ -107,7 +108,12 @@ PY
 	[[ "$(cat err)" =~ $re ]] || fail "$(cat err)"
 	t=${BASH_REMATCH[1]}
 	[ "$t" -gt 0 ] && [ "$t" -lt 150 ] || fail "died at step $t, not in epoch 0"
+	# (spirt-run tells the death at once: found while the step's
+	# gradients were awaited, the survivors compute it again; found
+	# while its aggregation or update was, the step is whole and the
+	# next one, t here, is the first under revision 1)
 	grep -q "step $t: revision 1: functions 0 1 3 compute it again" err ||
+		[ "$(grep -c "^step=$((t - 1)) " log)" -eq 4 ] ||
 		fail "$(cat err)"
 	grep -q "epoch 1 step 150: function 2 is back" err || fail "$(cat err)"
 	grep -q "model/softmax@450" err
@@ -160,28 +166,26 @@ PY
 	    'epoch 1 workers 0 2 3')"
 }
 
-@test "a cold driver killed outright: its functions are told (SPIRT_PARENT), its timer ends at --deadline without a kill" {
-	# worker 1 hangs at step 2 (a sleep: no spirt tool, nothing ends
-	# it with the driver); worker 2 says what SPIRT_PARENT it got
-	fake_grad '*" -w 1 "*) [ "$t" -ne 2 ] || exec sleep 600 ;;' \
-	    "*\" -w 2 \"*) echo \"\${SPIRT_PARENT-unset}\" >\"$PWD/parent.w2\" ;;"
-	PATH="$PWD/bin:$PATH" train --cold -b 20 -e 1 --deadline 2000
+@test "a cold driver killed outright: its spirt-run ends its functions, a hung one too, at once" {
+	# worker 1 hangs at step 2 (a sleep: no spirt tool, no SPIRT_PARENT
+	# ends it); the functions are spirt-run's children, so the pids it
+	# kills are its own, not reaped yet: never another process's
+	fake_grad '*" -w 1 "*) [ "$t" -ne 2 ] || exec sleep 600 ;;'
+	PATH="$PWD/bin:$PATH" train --cold -b 20 -e 1 --deadline 600000
 	until_ 300 pgrep -P "$TP" -x spirt-train >/dev/null
 	drv=$(pgrep -P "$TP" -x spirt-train)
-	until_ 300 pgrep -P "$drv" -x sleep >/dev/null
-	hung=$(pgrep -P "$drv" -x sleep)
-	# the step's timer: the driver's subshell (its name the driver's)
-	timer=$(pgrep -P "$drv" -x spirt-train)
-	[ -n "$timer" ]
-	[ "$(cat parent.w2)" = "$drv" ]
+	until_ 300 pgrep -P "$drv" -x spirt-run >/dev/null
+	sup=$(pgrep -P "$drv" -x spirt-run)
+	until_ 300 pgrep -P "$sup" -x sleep >/dev/null
+	hung=$(pgrep -P "$sup" -x sleep)
 	kill -KILL "$drv"
-	# past --deadline (2 s) the timer is gone, and it killed nothing: a
-	# pid it held may be another process's by then (here it is still
-	# the hung function's, which it would have killed)
-	until_ 60 eval '! kill -0 $timer 2>/dev/null'
-	sleep 0.5
-	kill -0 "$hung"
-	kill -KILL "$hung"
+	# (spirt-run gets SIGTERM, its SPIRT_PARENT: it ends the hung
+	# function, well before the 600 s --deadline, and exits)
+	until_ 50 eval '! kill -0 $hung 2>/dev/null' || kill -KILL "$hung"
+	until_ 50 eval '! kill -0 $sup 2>/dev/null'
+	! kill -0 "$hung" 2>/dev/null
+	# and nothing in TMPDIR: the FIFOs to spirt-run went after step 0
+	[ -z "$(find "$TMPDIR" -name 'spirt-train.*')" ]
 }
 
 # rolled_back R: a cold run made revision 1 at step 20 (epoch 1 step 5:
@@ -237,11 +241,14 @@ rolled_back() {
 
 @test "a warm function that hangs: past --deadline it is ended and declared dead, and back at the next epoch" {
 	train -b 2 -e 2 --eval-every 150 --deadline 2000
+	# (the driver found first: a scan of /proc on a loaded machine took
+	# long enough for the run to reach epoch 1)
+	until_ 300 pgrep -P "$TP" -x spirt-train >/dev/null
+	drv=$(pgrep -P "$TP" -x spirt-train)
 	logged 40
 	# (the driver stopped meanwhile: the hang starts in epoch 0)
-	drv=$(pgrep -P "$TP" -x spirt-train)
 	kill -STOP "$drv"
-	victim=$(pgrep -P "$drv" -f 'spirt-grad .* -w 1 ')
+	victim=$(pgrep -P "$(pgrep -P "$drv" -x spirt-run)" -f 'spirt-grad .* -w 1 ')
 	[ -n "$victim" ]
 	kill -STOP "$victim"
 	kill -CONT "$drv"
@@ -270,7 +277,7 @@ rolled_back() {
 	logged 20
 	drv=$(pgrep -P "$TP" -x spirt-train)
 	kill -STOP "$drv"
-	kill -9 "$(pgrep -P "$drv" -f 'spirt-grad .* -w 3 ')"
+	kill -9 "$(pgrep -P "$(pgrep -P "$drv" -x spirt-run)" -f 'spirt-grad .* -w 3 ')"
 	kill -CONT "$drv"
 	rc=0
 	wait "$TP" || rc=$?
@@ -284,7 +291,7 @@ rolled_back() {
 	logged 10
 	drv=$(pgrep -P "$TP" -x spirt-train)
 	kill -STOP "$drv"
-	kill -9 "$(pgrep -P "$drv" -x spirt-grad)"
+	kill -9 "$(pgrep -P "$(pgrep -P "$drv" -x spirt-run)" -x spirt-grad)"
 	kill -CONT "$drv"
 	rc=0
 	wait "$TP" || rc=$?
@@ -297,11 +304,12 @@ rolled_back() {
 }
 
 @test "a cold step whose functions all end in time never waits for --deadline" {
-	# The driver TERMs the step's timer once its functions have ended; a
-	# TERM that reached the timer before its trap was set was lost, and
-	# the step waited the whole --deadline (0.7% of the steps here, on
-	# 2 CPUs busy with 4 functions: 400 steps met it in most runs).  An
-	# hour's --deadline makes such a wait run into the test's timeout.
+	# The driver used to TERM a timer subshell once its functions had
+	# ended; a TERM that reached the timer before its trap was set was
+	# lost, and the step waited the whole --deadline (0.7% of the steps
+	# here, on 2 CPUs busy with 4 functions).  spirt-run keeps the
+	# deadline now; an hour's --deadline makes such a wait run into the
+	# test's timeout.
 	train --cold -n 4 -b 20 -e 40 --steps 400 --eval-every 400 \
 	    --deadline 3600000
 	rc=0

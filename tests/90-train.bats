@@ -31,11 +31,12 @@ functions_here() {
 }
 
 # warm_tool PID NAME: the pid of warm tool NAME under the spirt-train that
-# PID (a timeout) runs
+# PID (a timeout) runs (a child of its spirt-run)
 warm_tool() {
-	local drv
+	local drv sup
 	drv=$(pgrep -P "$1" -x spirt-train) || return 0
-	pgrep -P "$drv" -x "$2" | head -n 1
+	sup=$(pgrep -P "$drv" -x spirt-run) || return 0
+	pgrep -P "$sup" -x "$2" | head -n 1
 }
 
 digest() {      # digest STORE KEY: hash of one stored record
@@ -201,9 +202,10 @@ digest() {      # digest STORE KEY: hash of one stored record
 		spirt-store -s t.db ls model/ 2>/dev/null | grep -q '@[1-9][0-9]' && break
 		sleep 0.1
 	done
-	# the warm functions are running (the driver's children, found at
-	# once: a scan of /proc on a loaded machine can outlast the run)
-	pgrep -P "$pid" -x spirt-grad >/dev/null
+	# the warm functions are running (the children of the driver's
+	# spirt-run, found at once: a scan of /proc on a loaded machine can
+	# outlast the run)
+	pgrep -P "$(pgrep -P "$pid" -x spirt-run)" -x spirt-grad >/dev/null
 	kill -TERM "$pid"
 	wait "$pid" || :
 	# each function finishes its invocation, then exits

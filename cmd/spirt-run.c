@@ -1,0 +1,208 @@
+/* spirt-run.c - supervise warm tools: start, feed, time and reap them */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keys.h"
+#include "supervise.h"
+#include "tool.h"
+
+#define USAGE "usage: spirt-run [-d ms]\n"
+/* a child still there this long after SIGTERM gets SIGKILL */
+#define GRACE_MS 1000
+/* at most this many words in a start request */
+#define MAXARGS 256
+
+static _Noreturn void
+usage(int code)
+{
+	fputs(USAGE, code ? stderr : stdout);
+	if (!code)
+		fputs("\n"
+		    "  -d, --deadline MS  a send's deadline (default 30000)\n"
+		    "  -h, --help         this help\n"
+		    "  -V, --version      print version\n"
+		    "\n"
+		    "requests on stdin, one a line:\n"
+		    "  start NAME CMD [ARG ...]  start child NAME\n"
+		    "  run NAME CMD [ARG ...]    the same, to end within -d\n"
+		    "  send NAME TEXT            TEXT to NAME, answered within"
+		    " -d\n"
+		    "  post NAME TEXT            the same without a deadline\n"
+		    "on stdout: answer NAME LINE, died NAME pid=P status=S|"
+		    "signal=N,\n"
+		    "  late NAME pid=P ms=M (killed), refused CODE REQUEST: "
+		    "WHY\n", stdout);
+	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+}
+
+/* one line on stdout, flushed: the driver waits for it */
+static int
+out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int
+out(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	return fflush(stdout) == EOF || ferror(stdout) ? SPIRT_EX_IOERR : 0;
+}
+
+/* the next blank-separated word of *p, NUL-ended in place; NULL none */
+static char *
+word(char **p)
+{
+	char *w = *p + strspn(*p, " \t");
+
+	if (*w == '\0')
+		return NULL;
+	*p = w + strcspn(w, " \t");
+	if (**p != '\0')
+		*(*p)++ = '\0';
+	return w;
+}
+
+/* one request line; its refusal, if any, on stdout */
+static int
+request(struct spirt_sup *s, char *line, uint64_t ms)
+{
+	char *argv[MAXARGS + 1], *p = line, *verb, *name, *a;
+	char what[80];
+	size_t n = 0;
+	int rc;
+
+	snprintf(what, sizeof what, "%.60s", line);
+	what[strcspn(what, "\t")] = '\0';
+	verb = word(&p);
+	if (verb == NULL)
+		return out("refused 64 (empty): no request\n");
+	name = word(&p);
+	if (strcmp(verb, "start") != 0 && strcmp(verb, "run") != 0 &&
+	    strcmp(verb, "send") != 0 && strcmp(verb, "post") != 0)
+		return out("refused 64 %s: unknown request\n", what);
+	if (name == NULL || spirt_key_id_check(name) != 0)
+		return out("refused 64 %s: not a name (1-32 letters, digits, "
+		    "'.', '_', '-')\n", what);
+	if (strcmp(verb, "send") == 0 || strcmp(verb, "post") == 0) {
+		/* the rest of the line as it came, after one blank */
+		rc = spirt_sup_send(s, name, p, verb[1] == 'e' ? ms : 0);
+		if (rc == ESRCH)
+			return out("refused 69 %s %s: not running\n", verb,
+			    name);
+		if (rc == EAGAIN)
+			return out("refused 75 %s %s: its input is full\n",
+			    verb, name);
+		if (rc != 0)
+			return out("refused 71 %s %s: %s\n", verb, name,
+			    strerror(rc));
+		return 0;
+	}
+	while ((a = word(&p)) != NULL && n < MAXARGS)
+		argv[n++] = a;
+	argv[n] = NULL;
+	if (n == 0 || a != NULL)
+		return out("refused 64 %s %s: %s\n", verb, name, n ?
+		    "more than 256 words" : "no command");
+	/* run: a one-shot command, its whole life bounded as a send is */
+	rc = spirt_sup_start(s, name, argv, verb[0] == 'r' ? ms : 0);
+	if (rc == EEXIST)
+		return out("refused 64 %s %s: running already\n", verb, name);
+	if (rc != 0)
+		return out("refused %d %s %s: %s: %s\n", rc == ENOENT ||
+		    rc == EACCES || rc == ENOEXEC ? SPIRT_EX_UNAVAILABLE :
+		    SPIRT_EX_OSERR, verb, name, argv[0], strerror(rc));
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "deadline", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct spirt_sup_event ev;
+	struct spirt_sup *s;
+	uint64_t ms = 30000;
+	const char *act;
+	int c, rc = 0, ex = 0;
+
+	progname = "spirt-run";
+	checkfds();
+	parent_watch();
+
+	while ((c = getopt_long(argc, argv, "d:hV", lo, NULL)) != -1) {
+		switch (c) {
+		case 'd': ms = eparse_u64("-d", optarg, 1, 86400000); break;
+		case 'h': usage(0);
+		case 'V': print_version();
+		default: usage(1);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc != 0)
+		usage(1);
+
+	if ((rc = spirt_sup_open(&s, 0)) != 0)
+		die(SPIRT_EX_OSERR, "cannot supervise: %s", strerror(rc));
+
+	for (;;) {
+		act = "read a request or an answer";
+		if ((rc = spirt_sup_next(s, &ev)) != 0) {
+			warnx_("%s: %s", act, strerror(rc));
+			ex = SPIRT_EX_IOERR;
+			break;
+		}
+		act = "write stdout";
+		switch (ev.kind) {
+		case SPIRT_SUP_INPUT:
+			ex = request(s, (char *)ev.line, ms);
+			break;
+		case SPIRT_SUP_LONG:
+			ex = out("refused 64 %.40s: longer than %d bytes\n",
+			    ev.line, SPIRT_SUP_LINE);
+			break;
+		case SPIRT_SUP_ANSWER:
+			ex = out("answer %s %s\n", ev.name, ev.line);
+			break;
+		case SPIRT_SUP_DIED:
+			ex = out("died %s pid=%ld %s=%d\n", ev.name,
+			    (long)ev.pid, ev.status < 0 ? "signal" : "status",
+			    ev.status < 0 ? -ev.status : ev.status);
+			break;
+		case SPIRT_SUP_LATE:
+			ex = out("late %s pid=%ld ms=%llu\n", ev.name,
+			    (long)ev.pid, (unsigned long long)ms);
+			break;
+		case SPIRT_SUP_EOF:
+			break;
+		case SPIRT_SUP_SIGNAL:
+			ex = SPIRT_EX_TEMPFAIL;
+			break;
+		}
+		if (ev.kind == SPIRT_SUP_EOF || ev.kind == SPIRT_SUP_SIGNAL)
+			break;
+		if (ex != 0) {
+			/* the driver gone (EPIPE, SIGPIPE ignored): quietly */
+			if (errno != EPIPE)
+				warnx_("%s:", act);
+			break;
+		}
+	}
+
+	spirt_sup_stop(s, GRACE_MS);
+	spirt_sup_close(s);
+	if (ex == SPIRT_EX_IOERR)
+		return ex;
+	return fshut_stdout(ex);
+}

@@ -1,0 +1,224 @@
+#!/usr/bin/env bats
+# 15-run: spirt-run, the supervisor of the warm tools: it starts children,
+# relays requests and answers, times each request on the monotonic clock,
+# and tells how each child ended
+
+load helper
+
+# feed SECONDS LINE...: the lines, then an open input for SECONDS more
+feed() {
+	local s=$1
+	shift
+	printf '%s\n' "$@"
+	sleep "$s"
+}
+
+# script NAME BODY: an executable sh script NAME in the test's directory
+script() {
+	printf '#!/bin/sh\n%s\n' "$2" >"$1"
+	chmod +x "$1"
+}
+
+@test "spirt-run: requests relayed to the named child, its answers back, in order" {
+	run -0 --separate-stderr spirt-run -d 5000 < <(feed 1 \
+	    'start up sed -u s/^/up:/' 'start low sed -u s/^/low:/' \
+	    'send up a' 'send low b' 'post up c d' 'send low  two  blanks')
+	[ -z "$stderr" ]
+	[ "${#lines[@]}" -eq 4 ]
+	# (each child's answers in order; the two children's interleave)
+	[ "$(grep '^answer up ' <<<"$output")" = "answer up up:a
+answer up up:c d" ]
+	[ "$(grep '^answer low ' <<<"$output")" = "answer low low:b
+answer low low: two  blanks" ]
+}
+
+@test "spirt-run: a child that ends is told, with its status or signal, after what it wrote" {
+	script three 'read x; echo "bye $x"; exit 3'
+	script nine 'read x; kill -9 $$'
+	run -0 --separate-stderr spirt-run < <(feed 1 "start t $PWD/three" \
+	    "start n $PWD/nine" 'send t 1' 'send n 2')
+	[ "${#lines[@]}" -eq 3 ]
+	assert_line --regexp '^died n pid=[0-9]+ signal=9$'
+	# (its answer first, then its end)
+	[ "$(grep ' t ' <<<"$output")" = "answer t bye 1
+$(grep '^died t ' <<<"$output")" ]
+	assert_line --regexp '^died t pid=[0-9]+ status=3$'
+	# the pid is the child's: started again, a new one
+	run -0 spirt-run < <(feed 1 "start t $PWD/three" 'send t 1' \
+	    "start t $PWD/three" 'send t 2')
+	[ "${#lines[@]}" -ge 2 ]
+	assert_line 'answer t bye 1'
+}
+
+@test "spirt-run: a child past the deadline is killed and told late, once; the others go on" {
+	script pidof 'echo $$ >"$1"; exec sleep 600'
+	start=$(date +%s%N)
+	run -0 --separate-stderr spirt-run -d 400 < <(feed 2 \
+	    "start h $PWD/pidof $PWD/h.pid" 'start e sed -u s/^/e:/' \
+	    'send h 1' 'send h 2' 'send e ok')
+	ms=$((($(date +%s%N) - start) / 1000000))
+	[ "${#lines[@]}" -eq 2 ]
+	assert_line 'answer e e:ok'
+	assert_line --regexp '^late h pid=[0-9]+ ms=400$'
+	# the hung process is the one told, and it is gone (not a zombie)
+	[ "${lines[*]}" != "${lines[*]#*pid=$(cat h.pid) }" ]
+	! kill -0 "$(cat h.pid)" 2>/dev/null
+	# (the 2 s of open input, not the sleep's 600)
+	[ "$ms" -lt 20000 ]
+}
+
+@test "spirt-run: run: a one-shot command's end is told; past the deadline from its start it is killed, late" {
+	script pidof 'echo $$ >"$1"; exec sleep 600'
+	script slow 'sleep 0.2; echo done; exit 4'
+	run -0 --separate-stderr spirt-run -d 700 < <(feed 2 \
+	    "run h $PWD/pidof $PWD/h.pid" "run s $PWD/slow" 'run t true' \
+	    'run t true' "start k $PWD/pidof $PWD/k.pid")
+	# (the second t: refused, or run after the first ended)
+	assert_line 'answer s done'
+	assert_line --regexp '^died s pid=[0-9]+ status=4$'
+	assert_line --regexp '^died t pid=[0-9]+ status=0$'
+	assert_line --regexp '^late h pid=[0-9]+ ms=700$'
+	! kill -0 "$(cat h.pid)" 2>/dev/null
+	# (start: no deadline of its life; ended at the end of input)
+	run -1 grep ' k ' <<<"$output"
+	! kill -0 "$(cat k.pid)" 2>/dev/null
+}
+
+@test "spirt-run: a stopped child is late and killed too" {
+	script stop 'echo $$ >"$1"; kill -STOP $$; cat'
+	run -0 spirt-run -d 300 < <(feed 1.5 "start s $PWD/stop $PWD/s.pid" \
+	    'send s x')
+	assert_line --regexp '^late s pid=[0-9]+ ms=300$'
+	! kill -0 "$(cat s.pid)" 2>/dev/null
+}
+
+@test "spirt-run: junk on its input is refused with a line (64), and it goes on" {
+	long=$(printf 'x%.0s' $(seq 1 5000))
+	script longout 'read x; printf "%05000d\\n" 0; echo short'
+	run -0 --separate-stderr spirt-run < <(feed 1 'bogus request' '' \
+	    'start bad/name cat' 'start c' 'start c cat' 'start c cat' \
+	    "send c $long" 'send c after' 'send nobody x' "start d $PWD/none" \
+	    'send .x y' "$long" "start l $PWD/longout" 'send l x')
+	[ -z "$stderr" ]
+	assert_line 'refused 64 bogus request: unknown request'
+	assert_line 'refused 64 (empty): no request'
+	assert_line --regexp "^refused 64 start bad/name cat: not a name"
+	assert_line 'refused 64 start c: no command'
+	assert_line 'refused 64 start c: running already'
+	assert_line "refused 64 send c ${long:0:33}: longer than 4096 bytes"
+	assert_line 'refused 69 send nobody: not running'
+	assert_line "refused 69 start d: $PWD/none: No such file or directory"
+	assert_line --regexp '^refused 64 send \.x y: not a name'
+	assert_line "refused 64 ${long:0:40}: longer than 4096 bytes"
+	assert_line 'answer c after'
+	# a child's long line comes cut, and the next one whole
+	assert_line "answer l $(printf '%04096d' 0)"
+	assert_line 'answer l short'
+	[ "${#lines[@]}" -eq 14 ]
+	assert_line --regexp "^died l pid=[0-9]+ status=0$"
+}
+
+@test "spirt-run: many requests, no answer lost" {
+	n=2000
+	run -0 --separate-stderr spirt-run -d 60000 < <(
+		printf '%s\n' 'start a sed -u s/^/a:/' 'start b cat'
+		i=0
+		while [ $i -lt $n ]; do
+			echo "send a $i"
+			echo "post b $i"
+			i=$((i + 1))
+		done
+		sleep 2)
+	[ "$(grep -c '^answer a a:' <<<"$output")" -eq "$n" ]
+	[ "$(grep -c '^answer b ' <<<"$output")" -eq "$n" ]
+	# each once, in order
+	[ "$(sed -n 's/^answer b //p' <<<"$output")" = "$(seq 0 $((n - 1)))" ]
+	[ "$(sed -n 's/^answer a a://p' <<<"$output")" = "$(seq 0 $((n - 1)))" ]
+}
+
+@test "spirt-run: its driver killed outright: every child is gone within a bound" {
+	script pidof 'echo $$ >"$1"; exec sleep 600'
+	# (a child that ignores SIGTERM: SIGKILL after the grace)
+	script deaf 'trap "" TERM; echo $$ >"$1"; while :; do sleep 1; done'
+	script driver '
+mkfifo rq an
+exec 3<>rq 4<>an
+SPIRT_PARENT=$$ spirt-run <rq >an 3>&- 4<&- &
+echo $! >run.pid
+echo "start a $PWD/pidof $PWD/a.pid" >&3
+echo "start b $PWD/deaf $PWD/b.pid" >&3
+exec sleep 600'
+	./driver &
+	drv=$!
+	until_ 100 test -s a.pid
+	until_ 100 test -s b.pid
+	kill -0 "$(cat a.pid)"
+	kill -KILL "$drv"
+	t0=$(date +%s%N)
+	until_ 100 eval '! kill -0 $(cat run.pid) 2>/dev/null'
+	! kill -0 "$(cat a.pid)" 2>/dev/null
+	until_ 50 eval '! kill -0 $(cat b.pid) 2>/dev/null'
+	# (1 s of grace for the deaf one, then SIGKILL)
+	[ $((($(date +%s%N) - t0) / 1000000)) -lt 8000 ]
+	pkill -P "$(cat b.pid)" sleep 2>/dev/null || :
+}
+
+@test "spirt-run: killed outright itself, its children get SIGTERM" {
+	script pidof 'echo $$ >"$1"; exec sleep 600'
+	mkfifo in
+	spirt-run <in &
+	sup=$!
+	exec 5>in
+	echo "start a $PWD/pidof $PWD/a.pid" >&5
+	until_ 100 test -s a.pid
+	kill -KILL "$sup"
+	exec 5>&-
+	until_ 50 eval '! kill -0 $(cat a.pid) 2>/dev/null'
+}
+
+@test "spirt-run: exit codes: 0 at the end of input, 64, 74, 75" {
+	script pidof 'echo $$ >"$1"; exec sleep 600'
+	# 0: the end of its input ends its children too
+	run -0 --separate-stderr spirt-run < <(echo "start a $PWD/pidof $PWD/a.pid"; sleep 0.5)
+	[ -z "$output" ]
+	! kill -0 "$(cat a.pid)" 2>/dev/null
+	run -64 --separate-stderr spirt-run -d 0
+	[[ "$stderr" == *"spirt-run: -d"* ]]
+	run -64 --separate-stderr spirt-run extra
+	# 74: its answers cannot be written
+	s=0
+	spirt-run < <(printf '%s\n' 'start c cat' 'send c x'; sleep 1) \
+	    >/dev/full 2>err || s=$?
+	[ "$s" -eq 74 ]
+	[ "$(cat err)" = "spirt-run: write stdout: No space left on device" ]
+	# 74 too when its reader is gone (the driver killed), quietly
+	run -0 "$PYTHON" -c '
+import os, subprocess, time
+r, w = os.pipe()
+os.close(r)
+p = subprocess.Popen(["spirt-run"], stdin=subprocess.PIPE, stdout=w,
+    stderr=subprocess.PIPE)
+p.stdin.write(b"start c cat\nsend c x\n")
+p.stdin.flush()
+time.sleep(1)
+p.stdin.close()
+print(p.wait(), len(p.stderr.read()))'
+	[ "$output" = "74 0" ]
+	# 75: SIGTERM, its children ended first
+	rm -f a.pid
+	mkfifo in
+	spirt-run <in >out 2>err &
+	sup=$!
+	exec 5>in
+	echo "start a $PWD/pidof $PWD/a.pid" >&5
+	until_ 100 test -s a.pid
+	kill -TERM "$sup"
+	s=0
+	wait "$sup" || s=$?
+	exec 5>&-
+	[ "$s" -eq 75 ]
+	! kill -0 "$(cat a.pid)" 2>/dev/null
+	# 75: SPIRT_PARENT names a process that is not its parent
+	SPIRT_PARENT=$$ run -75 --separate-stderr spirt-run </dev/null
+	[[ "$stderr" == *"SPIRT_PARENT $$: that process, which started this one, is gone"* ]]
+}
