@@ -1362,7 +1362,7 @@ aside() {
 		*) set -- "$1: exchange: $how" ;;
 		esac
 		die 75 "$1; rerun to resume" ;;
-	*) die 70 "$1: an answer out of turn: $ack" ;;
+	*) die 70 "$1: an answer out of turn: ${ack#answer * }" ;;
 	esac
 }
 
@@ -1822,7 +1822,7 @@ step() {
 evaluate() {
 	rc=0
 	set -f
-	e=$(timeout --foreground -s KILL "$dlsec" $evcmd -q -m "$model" \
+	e=$(timeout --foreground -s KILL "$(seconds $((deadline * 1000000)))" $evcmd -q -m "$model" \
 	    -t "$1") || rc=$?
 	set +f
 	[ "$rc" -ne 137 ] || die 75 "step $1: $evcmd: no answer within --deadline $deadline ms; rerun to resume"

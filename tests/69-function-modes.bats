@@ -162,7 +162,8 @@ os.execvp(sys.argv[1], sys.argv[1:])' timeout 120 spirt-train -q -s int \
 	BG=$!
 	until_ 600 mat int 20
 	drv=$(pgrep -P $BG -x spirt-train)
-	pgrep -P "$drv" -x spirt-grad >/dev/null    # the warm functions
+	# the warm functions, spirt-run's children
+	pgrep -P "$(pgrep -P "$drv" -x spirt-run)" >/dev/null
 	kill -INT "$drv"
 	rc=0
 	wait $BG || rc=$?
