@@ -66,4 +66,4 @@ _spirt()
 
 complete -F _spirt spirt-agg spirt-attack spirt-conform spirt-eval \
     spirt-grad spirt-init spirt-invoke spirt-beat spirt-peer spirt-shard \
-    spirt-store spirt-torch spirt-train spirt-update
+    spirt-run spirt-store spirt-torch spirt-train spirt-update
