@@ -86,5 +86,15 @@ int spirt_peersrv_allowed(int role, int op, const char *key, int *noover)
  */
 int spirt_peersrv_member_allowed(int role, const char *self, const char *id,
     int op, const char *key, int *noover) SPIRT_NONNULL(2, 3, 5, 6);
+/*
+ * May a function's gradient for worker w of step t be written in txn?
+ * t must be the newest version of a model in the store (the step
+ * computed now: not one spent, not one to come), and w a worker that
+ * reads samples under the assignment of a data set of the store (not a
+ * dead one, not one beyond the workers).  0, SPIRT_ESTEP, SPIRT_EADDR,
+ * store errors.  (These three are lib/peerauth.c.)
+ */
+int spirt_peersrv_slot_check(struct spirt_txn *txn, uint64_t t, uint32_t w)
+    SPIRT_NONNULL(1);
 
 #endif

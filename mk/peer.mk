@@ -12,8 +12,8 @@ PEER_LIBHDR = lib/prim.h lib/vhash.h lib/crypto.h lib/keyfile.h lib/token.h \
 	lib/backend.h lib/digest.h lib/xnet.h lib/xpeer.h lib/xpull.h \
 	lib/xrec.h lib/xquorum.h lib/xdecide.h lib/exchange.h lib/curldl.h
 PEER_LIBOBJ = lib/prim_$(CRYPTO).o lib/vhash.o $(CRYPTO_LIBOBJ) lib/remote.o \
-	lib/store_http.o lib/peersrv.o lib/digest.o lib/xnet.o lib/xpeer.o \
-	lib/xpull.o lib/xrec.o lib/xquorum.o lib/xdecide.o lib/exchange.o \
+	lib/store_http.o lib/peersrv.o lib/peerauth.o lib/digest.o lib/xnet.o \
+	lib/xpeer.o lib/xpull.o lib/xrec.o lib/xquorum.o lib/xdecide.o lib/exchange.o \
 	lib/curldl.o
 # crypto.h's rooms, each over libsodium
 CRYPTO_LIBOBJ = lib/keyfile.o lib/token.o lib/trust.o lib/session.o \
@@ -66,6 +66,8 @@ lib/store_http.o: lib/store_http.c lib/backend.h
 
 lib/peersrv.o: lib/peersrv.c
 	$(CC) $(ALLCFLAGS) $(MHD_CFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/peersrv.c
+lib/peerauth.o: lib/peerauth.c
+	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/peerauth.c
 
 tests/unit/test_remote: tests/unit/test_remote.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_remote.o lib/libspirt.a $(MHD_LIBS) $(CURL_LIBS) $(BASE_LIBS)
