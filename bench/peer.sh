@@ -69,7 +69,7 @@ case $hl in 1 | 5 | 25) ;; *) echo "bench/peer: LOCAL=$hl: 1, 5 or 25" >&2; exit
 
 bench_header bench/peer
 tmp=$(mktemp -d)
-# namespaces (tests/netns.bash), and 10.79.0.0/24 unreachable from this
+# namespaces (tests/netns.bash), and 10.79.0.0/24 a blackhole in this
 # namespace while they exist: removed by netns_teardown at exit, by its
 # INT/TERM traps, and by its reaper if this script is killed outright
 NETNS_NET=10.79.0

@@ -23,7 +23,7 @@ if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
 	exit 0
 fi
 tmp=$(mktemp -d)
-# (namespaces at 10.78.0.x, the range unreachable from this namespace
+# (namespaces at 10.78.0.x, the range a blackhole in this namespace
 # meanwhile: tests/netns.bash)
 NETNS_NET=10.78.0
 . tests/netns.bash

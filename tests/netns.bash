@@ -25,13 +25,13 @@
 # Where namespaces are used by a process that is not the test shell (a
 # script started by the test), NETNS_OWNER names that process instead.
 #
-# The test range is unreachable from the namespace the harness runs in:
+# The test range is a blackhole in the namespace the harness runs in:
 # the root namespace of a machine may route $NETNS_NET.0/24 to a real
 # network (10.0.0.0/8 or a default route), so a command run outside the
 # namespaces by mistake would send traffic off the machine.  While a
-# harness is set up, `ip route replace unreachable $NETNS_NET.0/24` holds
-# in the caller's namespace: a connect there fails at once ("No route to
-# host"), nothing leaves.  Harnesses on one range share the route (bats
+# harness is set up, `ip route replace blackhole $NETNS_NET.0/24` holds
+# in the caller's namespace: a connect there fails at once with a local
+# error (EINVAL, "Invalid argument"), nothing leaves.  Harnesses on one range share the route (bats
 # files run in parallel, benches beside tests, other trees' tests): each
 # registers its prefix in /run/spirt-netns/ under flock(1) on
 # /run/spirt-netns/lock, and the one that removes the last live
@@ -71,13 +71,13 @@ netns_require() {
 
 # netns_taken NET: whether NET.0/24 is someone's network in the caller's
 # namespace: prints the first address or route inside it (other than the
-# harness's own unreachable route) and returns 0; 1 if it is free
+# harness's own blackhole route) and returns 0; 1 if it is free
 netns_taken() {
 	local r
 	r=$({
 		ip -4 -o addr show to "$1.0/24"
 		ip -4 route show table all root "$1.0/24" |
-		    awk -v n="$1.0/24" '!($1 == "unreachable" && $2 == n &&
+		    awk -v n="$1.0/24" '!($1 == "blackhole" && $2 == n &&
 			NF == 2)'
 	} 2>/dev/null | head -n 1)
 	[ -n "$r" ] || return 1
@@ -85,7 +85,7 @@ netns_taken() {
 }
 
 # netns_route PREFIX NET: register PREFIX as a user of NET.0/24 and make
-# the range unreachable in the caller's namespace; 1 with a message if
+# the range a blackhole in the caller's namespace; 1 with a message if
 # the range is someone's network here
 netns_route() {
 	local d=/run/spirt-netns
@@ -98,12 +98,12 @@ netns_route() {
 			    "$2" "$why" "not taking it over" >&2
 			exit 1
 		fi
-		echo "$2" >"$d/$1" && ip route replace unreachable "$2.0/24"
+		echo "$2" >"$d/$1" && ip route replace blackhole "$2.0/24"
 	) 9>>"$d/lock"
 }
 
 # netns_unroute PREFIX: drop PREFIX's registration; remove its range's
-# unreachable route unless another live harness still holds the range.
+# blackhole route unless another live harness still holds the range.
 # A standalone function of its argument, for the reaper.
 netns_unroute() {
 	local d=/run/spirt-netns
@@ -124,7 +124,7 @@ netns_unroute() {
 			fi
 			rm -f "$f"
 		done
-		ip route del unreachable "$net.0/24" 2>/dev/null || :
+		ip route del blackhole "$net.0/24" 2>/dev/null || :
 	) 9>>"$d/lock"
 }
 
