@@ -5,8 +5,16 @@ TRAIN_BIN = spirt-train spirt-conform spirt-run
 TRAIN_MAN1 = man/spirt-train.1 man/spirt-conform.1 man/spirt-run.1
 TRAIN_UNIT = tests/unit/test_supervise
 
-spirt-train: cmd/spirt-train.sh config.mk
-	sed 's/@VERSION@/$(VERSION)/' cmd/spirt-train.sh > $@
+# spirt-train is one POSIX sh script, kept in parts a reader can take in
+# one at a time: cmd/spirt-train.sh (usage, options, their checks) and
+# cmd/train/, put together in this order
+TRAIN_SH = cmd/spirt-train.sh cmd/train/peers.sh cmd/train/setup.sh \
+	cmd/train/rejoin.sh cmd/train/beat.sh cmd/train/exchange.sh \
+	cmd/train/guard.sh cmd/train/http.sh cmd/train/run.sh \
+	cmd/train/workers.sh cmd/train/step.sh
+
+spirt-train: $(TRAIN_SH) config.mk
+	cat $(TRAIN_SH) | sed 's/@VERSION@/$(VERSION)/' > $@
 	chmod 755 $@
 
 spirt-conform: cmd/spirt-conform.sh config.mk

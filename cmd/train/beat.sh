@@ -1,0 +1,203 @@
+# cmd/train/beat.sh - spirt-train's part: heartbeats (--beat). mk/train.mk
+# puts cmd/spirt-train.sh and the parts, in its order, into one script
+# ---- heartbeats (--beat): this peer beats into its store and to every
+# other peer of --peers (their URLs, or their stores' paths on one host);
+# a watcher on its store declares the silent dead (spirt-beat(1)), and
+# the exchange closes each step by its quorum: a dead peer is left out at
+# once, a minority stops with 75.  The peers' share of the data follows
+# the rounds' member sets, which every member agrees on (the signed
+# digests, all or nothing), not the watcher, which each peer has its own
+# of (peerout, below). ----
+beatpids=
+beats_start() {
+	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
+	# (the other lines' URLs; ours, $self's, is line $peer)
+	others=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+		if (n++ != p) print $2 }' "$peers")
+	[ "$verbose" -eq 0 ] ||
+	    printf '+ spirt-beat -B %s -m %s beat %s %s\n' "$beat" "$model" "$self" "$(echo $others)" >&2
+	if [ "$joining" -eq 0 ]; then
+		beater -m "$model"
+	else
+		beater --status catchup
+	fi
+	if [ "$quiet" -eq 1 ]; then
+		SPIRT_PARENT=$$ spirt-beat -q -B "$beat" watch &
+	else
+		SPIRT_PARENT=$$ spirt-beat -B "$beat" watch &
+	fi
+	beatpids="$beatpids $!"
+	guarded
+}
+# beater ARGS...: (re)start this peer's beater, spirt-beat beat ARGS; the
+# one before is killed without a last word (its "stop" would read as a
+# death: the new one's first beat follows at once)
+beatpid=
+beater() {
+	if [ -n "$beatpid" ]; then
+		# (out of the guard's list first: its end is no death)
+		beatpids=$(for p in $beatpids; do
+			[ "$p" = "$beatpid" ] || printf '%s ' "$p"; done)
+		guarded
+		kill -KILL "$beatpid" 2>/dev/null || :
+		wait "$beatpid" 2>/dev/null || :
+	fi
+	[ "$verbose" -eq 0 ] ||
+	    printf '+ spirt-beat -B %s %s beat %s %s\n' "$beat" "$*" "$self" "$(echo $others)" >&2
+	# shellcheck disable=SC2086
+	SPIRT_PARENT=$$ spirt-beat -q -B "$beat" "$@" beat "$self" $others &
+	beatpid=$! beatpids="$beatpids $!"
+	guarded
+}
+# join_prepare: before each step while joining: name the step J this peer
+# joins at, beat it, and fetch model@J (join_fetch); $t is then J.  The
+# first margin is the steps the others make in two beats and half a
+# second, the time they take to see the announcement, from their pace
+# over one beat; with --every H, J is a round's first step
+join_prepare() {
+	[ "$joining" -eq 1 ] || return 0
+	while :; do
+		peers_newest
+		[ -n "$best" ] || die 75 "joining: no other peer answers with a model; rerun to retry"
+		still=0
+		if [ "$jmargin" -eq 0 ]; then
+			b0=$best n0=$(now)
+			sleep "$(seconds $((beat * 1000000)))"
+			b1=$(newest_at "$src") || b1=$b0
+			[ -n "$b1" ] || b1=$b0
+			n1=$(now)
+			jmargin=$(( (b1 - b0) * (2 * beat + 500) * 1000000 /
+			    (n1 - n0 + 1) + 2 ))
+			best=$b1
+			[ "$b1" -ne "$b0" ] || still=1
+		fi
+		j=$((best + jmargin))
+		# (the others made no step in a beat: they may wait for this
+		# peer, a member of the last round that a minority cannot go
+		# on without; it joins at the step they are at)
+		# (also when they made none since the last attempt, 2 s or
+		# more before)
+		[ "$best" != "${jprev:-}" ] ||
+		    [ $(($(now) - jprevt)) -lt 2000000000 ] || still=1
+		[ "$best" = "${jprev:-}" ] || jprev=$best jprevt=$(now)
+		[ "$still" -eq 0 ] || [ "$xh" -ne 0 ] || j=$best
+		[ "$j" -gt "$jlast" ] || [ "$still" -eq 1 ] || j=$((jlast + 1))
+		# (if they wait at step $best and the round before it combined
+		# this peer, its share of the data there is still its own: no
+		# peer reassigned it, the share following the rounds' member
+		# sets; it joins at that step, mid-epoch.  Rounded up to the
+		# epoch's first step, it would wait for them there while they
+		# wait for it here: each launch of theirs would end 75, 'a
+		# minority alive', and the run would never end)
+		if [ "$still" -eq 1 ] && [ "$xh" -eq 0 ] && [ "$best" -gt 0 ] &&
+		    SPIRT_TIMEOUT=10s spirt-store -s "$src" get \
+		    "gagg/$((best - 1))/round" 2>/dev/null |
+		    grep -a -q "^peer=$self used\$"; then
+			j=$best
+		else
+			j=$(( (j + jr - 1) / jr * jr ))
+		fi
+		if [ "$j" -ge "$stop" ]; then
+			# the run ends before: its last model, once it is there
+			jlast=$stop
+			beater --status catchup -t "$stop"
+			join_fetch "$stop" || continue
+			say "the run ended before this peer could join: it has the others' model/$model@$stop"
+			t=$stop joining=0
+			# (its beats say so: the others, serving till then, end)
+			beater -m "$model"
+			return 0
+		fi
+		jlast=$j
+		beater --status catchup -t "$j"
+		say "joining at step $j (the most advanced peer, $srcid, is at $best)"
+		join_fetch "$j" && break
+		jmargin=$((jmargin * 2))
+	done
+	t=$j
+}
+# join_fetch J: model@J and opt@J from $src into this store, once $src
+# has them; 1 if $src went past step J's round first (the join missed)
+# or died (another is asked)
+join_fetch() {
+	cu=$(mktemp -d "${gdir:-${TMPDIR:-/tmp}}/catchup.XXXXXX") ||
+	    die 73 "joining: cannot make a directory in ${gdir:-${TMPDIR:-/tmp}}"
+	seen=$best pend=$(($(now) + deadline * 1000000)) i=0 rc=1
+	while :; do
+		if spirt-store -s "$src" get -f "model/$model@$1" \
+		    >"$cu/m" 2>/dev/null; then
+			# (either gone meanwhile, or $src past J: too late)
+			spirt-store -s "$src" get -f "opt/$model@$1" \
+			    >"$cu/o" 2>/dev/null && ! src_past "$1" && rc=0
+			break
+		fi
+		i=$((i + 1))
+		if [ $((i % 10)) -eq 0 ]; then
+			src_past "$1" && break
+			if [ "$(now)" -ge "$pend" ]; then
+				rm -rf "$cu"
+				die 75 "joining: $srcid did not go on in $deadline ms (--deadline); rerun to retry"
+			fi
+		fi
+		sleep 0.05
+	done
+	if [ "$rc" -ne 0 ]; then
+		rm -rf "$cu"
+		return 1
+	fi
+	# (the optimiser state first: a model's newest version is whole)
+	if spirt-store ls "model/$model@$1" | grep -q .; then
+		rm -rf "$cu"
+	elif run spirt-store -q put "opt/$model@$1" "$cu/o" &&
+	    run spirt-store -q put "model/$model@$1" "$cu/m"; then
+		rm -rf "$cu"
+		say "caught up from $src: model/$model@$1 (this peer had @$last)"
+	else
+		rm -rf "$cu"
+		die 74 "joining: could not store model/$model@$1"
+	fi
+	last=$1
+	redo_from "$1"
+}
+# src_past J: $src is dead, or past step J's round, by its beats here
+# (their step is its newest model's); $seen and $pend follow its steps
+src_past() {
+	hs=$(spirt-beat ls | awk -F'\t' -v id="$srcid" \
+	    '$1 == id { print $3, $5 }')
+	case $hs in dead\ *) return 0 ;; esac
+	hstep=${hs#* }
+	case $hstep in ''|*[!0-9]*) return 1 ;; esac
+	[ "$hstep" -lt $(($1 + xu)) ] || return 0
+	[ "$hstep" -eq "$seen" ] ||
+	    seen=$hstep pend=$(($(now) + deadline * 1000000))
+	return 1
+}
+# join_check T: after the exchange of step T while joining: the round's
+# record names this peer a member (it joined: it beats as live), or the
+# others left it out (it joins again further ahead, once step T is done)
+join_check() {
+	[ "$joining" -eq 1 ] || return 0
+	if spirt-store get "gagg/$1/round" 2>/dev/null |
+	    grep -a -q "^peer=$self self\$"; then
+		joining=0
+		beater -m "$model"
+		say "rejoined at step $1: its model checked against the others' digests, it beats as live"
+	else
+		jmargin=$((jmargin * 2))
+		say "joining: the others left this peer out of step $1; it joins again further on"
+	fi
+}
+beats_stop() {
+	[ -n "$beatpids" ] || return 0
+	# (SIGTERM: the beater's last beat says it stops; a run that is
+	# done falls silent instead, so that a peer a step behind still
+	# counts it for the dead threshold's time, and finishes too)
+	if [ "${done_:-0}" -eq 1 ]; then
+		kill -KILL $beatpids 2>/dev/null || :
+	else
+		kill -TERM $beatpids 2>/dev/null || :
+	fi
+	for p in $beatpids; do wait "$p" 2>/dev/null || :; done
+	beatpids=
+}
+

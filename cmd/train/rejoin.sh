@@ -1,0 +1,163 @@
+# cmd/train/rejoin.sh - spirt-train's part: a peer behind the others rejoins
+# (--beat). mk/train.mk puts cmd/spirt-train.sh and the parts, in its order,
+# into one script
+# ---- rejoin (--beat): a peer behind the others (restarted after it died,
+# or cut off by a partition) joins them at a step it names: it beats
+# "catchup, joins at step J" to every peer, J a few steps ahead of the
+# most advanced one; fetches model@J and its optimiser state from that
+# peer as soon as they are there; and takes step J with the others, who
+# leave it out before J and wait for it at J as for a live member (up to
+# the straggler deadline).  Its model is checked against the others'
+# signed digests in that round; once the round's record names it a
+# member, it beats as live.  A join that misses (the others saw the
+# announcement too late, or went past J before this peer could take
+# it, or its exchange failed) is tried again further ahead, the margin
+# doubled, up to the run's end (then it fetches the last model).  J is
+# an epoch's first step (and a round's, with --every): there the share of
+# the data is every peer's own again (back), so the rejoiner gets its
+# data back as it joins, and trains nothing before.  But when the others
+# wait for it (they made no step in a beat) and the round before their
+# step combined it, it joins at their step: its share is still its own
+# there. ----
+joining=0 jmargin=0 jlast=-1 best= src= srcid= lastx=
+# jr: the steps J is a multiple of: the epoch's, and --every's rounds
+# (xu steps each)
+jr=$spe xu=1
+[ "$xh" -eq 0 ] || xu=$xh
+if [ "$xh" -gt 0 ]; then
+	_a=$spe _b=$xh
+	while [ "$_b" -gt 0 ]; do _c=$((_a % _b)) _a=$_b _b=$_c; done
+	jr=$((spe / _a * xh))
+fi
+# other_peers: "id location" of each other peer of --peers
+other_peers() {
+	awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+		if (n++ != p) print $1, $2 }' "$peers"
+}
+# newest_at LOCATION: the newest model step in that peer's store
+# (nothing if it has none); fails if it does not answer
+newest_at() {
+	l=$(SPIRT_TIMEOUT=10s spirt-store -s "$1" ls "model/$model@" \
+	    2>/dev/null) || return 1
+	printf '%s\n' "$l" | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1
+}
+# peers_newest: $best, $src, $srcid: the newest model step among the
+# other peers that answer, and that peer (a restarted peer asks until one
+# of them answers, at most --deadline: a link that just came back may
+# take a moment)
+peers_newest() {
+	best= src= srcid= cend=$(($(now) + deadline * 1000000))
+	while :; do
+		answered=0
+		while read -r id u; do
+			s=$(newest_at "$u") || continue
+			answered=1
+			[ -n "$s" ] || continue
+			if [ -z "$best" ] || [ "$s" -gt "$best" ]; then
+				best=$s src=$u srcid=$id
+			fi
+		done <<EOF
+$(other_peers)
+EOF
+		[ "$answered" -eq 0 ] && [ "$last" -gt 0 ] &&
+		    [ "$(now)" -lt "$cend" ] || break
+		sleep 1
+	done
+}
+# behind: at the start, with --beat, this peer joins the others if one
+# of them is further on than it is
+behind() {
+	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
+	peers_newest
+	[ -n "$best" ] && [ "$best" -gt "$last" ] || return 0
+	joining=1
+}
+behind
+# the run's last model version and optimiser state, made durable; then the
+# older durable versions go, which --keep 2 had to leave while they were
+# the last durable ones (a power loss would have gone back to them)
+persist() {
+	run spirt-store -q persist "model/$model@" "opt/$model@" ||
+	    die 74 "could not make model/$model versions durable"
+	top=$(newest)
+	[ -z "$top" ] || [ "$top" -lt 2 ] ||
+	    run spirt-store -q prune -t $((top - 1)) "model/$model@" "opt/$model@"
+}
+[ "$last" -lt "$stop" ] || { persist; say "model/$model@$last: already trained ($stop steps)"; exit 0; }
+
+# model versions between checkpoints are volatile (spirt-store(5)): a power
+# loss costs at most the last $ckpt steps, never the store; the last
+# version of the run is made durable below
+# (--every H: model@s0 of the round stays until its outer step, H later)
+keep=2
+[ "$xh" -lt 2 ] || keep=$((xh + 1))
+upd="spirt-update -q -m $model -r $lr $optargs --schedule $sched --lr-total $total --keep $keep --checkpoint $ckpt"
+# peers: each step's update applies the global aggregate of the exchange;
+# with --every H, local steps apply agg and each round's last step the
+# outer step (round)
+xch= xsrc=
+if [ -n "$peers" ]; then
+	[ "$xh" -gt 0 ] || upd="$upd -a gagg"
+	xch="spirt-peer exchange -q -m $model -P $peers --deadline $deadline $xargs_"
+	# (--beat: the step closes by the quorum of this store's watcher)
+	[ "$beat" -eq 0 ] || xch="$xch --beats"
+	# (--keep-pulls: what the others sent, stored for inspection)
+	[ "$keeppl" -eq 0 ] || xch="$xch --keep-pulls"
+	# --every H: the rounds exchange the model's change
+	[ "$xh" -eq 0 ] || xsrc="-a delta"
+	# each step's round removes the spent ones (before t-1: a peer a
+	# step behind still finds t-1), digests too unless kept
+	# (--keep-digests); --every prunes in round()
+	if [ "$xh" -eq 0 ]; then
+		xch="$xch --prune 1"
+		[ "$keepdg" -eq 0 ] || xch="$xch --keep-digests"
+	fi
+fi
+# --every: the spent rounds' digests go too, unless kept (--keep-digests)
+spent=digest/
+[ "$keepdg" -eq 0 ] || spent=
+# -R: a rerun after a crash between aggregate and update redoes the (identical)
+# aggregate; -P: each step removes the spent gradients of steps before t-1;
+# --batch: no gradient counts more samples than the assignment in force
+# gives its function at its step (wmean; more than -b after a death)
+agg="spirt-agg -q -R -P --batch $batch $aggargs"
+# peers, a round a step: the aggregate is written as this peer's published
+# one, xagg/<t>/<id> (the id of line --peer of the peers file), which the
+# exchange publishes as it is instead of copying agg/<t> there (3% of a
+# step); never replaced, -R or not.  A Byzantine peer (evaluation only)
+# crafts its agg/<t> before the round, so it keeps agg/<t>.
+# (self: this peer's id, that line's first word; the beats use it too)
+self=
+[ -z "$peers" ] || self=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
+	if (n++ == p) { print $1; exit } }' "$peers")
+aggkey=agg
+if [ -n "$peers" ] && [ "$xh" -eq 0 ] && [ -z "$bpeer" ]; then
+	case $self in
+	''|[!A-Za-z0-9]*|*[!A-Za-z0-9_-]*)
+		die 65 "--peers $peers: line $((peer + 1)) has no valid peer id" ;;
+	esac
+	agg="$agg --publish $self" aggkey=xagg
+fi
+# the log and plot are the model's: models trained in one store keep theirs
+log=$store.train-$model.tsv plot=$store.train-$model.png
+[ -s "$log" ] || printf 'seconds\tstep\tepoch\tloss\ttest_loss\ttest_accuracy\n' > "$log"
+# on resume the clock goes on from the log's last line; lines of steps a
+# power loss undid (volatile versions) go
+if awk -F'\t' -v l="$last" 'NR > 1 && $2 > l { f = 1 } END { exit !f }' "$log"; then
+	awk -F'\t' -v l="$last" 'NR == 1 || $2 <= l' "$log" >"$log.tmp" &&
+	    mv "$log.tmp" "$log"
+fi
+t0=$(awk -F'\t' 'NR > 1 { s = $1 } END { print s + 0 }' "$log")
+
+# flip W: --label-flip if function W flips labels (--byzantine W:labelflip)
+flip() {
+	[ "$attack" = labelflip ] || return 0
+	case $bad in *" $1 "*) echo --label-flip ;; esac
+}
+# attack T: the malicious functions' gradients of step T replaced
+attack() {
+	[ -n "$attack" ] && [ "$attack" != labelflip ] || return 0
+	run spirt-attack -q -S "$seed" -t "$1" -w "$list" "$attack" ||
+	    die 75 "step $1: spirt-attack $attack failed"
+}
+

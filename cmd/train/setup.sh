@@ -1,0 +1,209 @@
+# cmd/train/setup.sh - spirt-train's part: the tools, the data sets and the
+# model. mk/train.mk puts cmd/spirt-train.sh and the parts, in its order, into
+# one script
+# ---- the tools: beside this script, then PATH ----
+# A spirt-train run by its path (a build tree's top, an installed bin)
+# runs the tools of its own directory when that holds them: the directory
+# goes first in PATH (exported: the tools that run others find them too),
+# unless PATH holds it already, whose order then stands (a wrapper or a
+# stub put before it is run).  A tool found nowhere is 69, named.
+here=.
+case $0 in */*) here=${0%/*} ;; esac
+here=$(cd -P -- "$here" 2>/dev/null && pwd -P) || here=${0%/*}
+if [ -x "$here/spirt-grad" ]; then
+	onpath=0 _ifs=$IFS IFS=:
+	for d in $PATH; do
+		[ "$(cd -P -- "${d:-.}" 2>/dev/null && pwd -P)" != "$here" ] ||
+			{ onpath=1; break; }
+	done
+	IFS=$_ifs
+	[ "$onpath" -eq 1 ] || PATH=$here:$PATH
+	export PATH
+fi
+for d in spirt-store spirt-shard spirt-init spirt-grad spirt-agg \
+    spirt-update spirt-eval spirt-attack spirt-peer spirt-beat spirt-run; do
+	command -v "$d" >/dev/null 2>&1 ||
+		die 69 "$d: not found beside $PROG ($here) or on PATH"
+done
+# --function and --evaluate (spirt-function(7)): a command line split at
+# blanks, never globbed nor read by a shell, the arguments spirt-grad's
+# or spirt-eval's after it; its first word is looked for as the tools
+# are (the function's only without SPIRT_FANOUT: that runs it elsewhere)
+# fnword OPT CMD: $w1, CMD's first word; a blank CMD is 64
+fnword() {
+	set -f
+	# shellcheck disable=SC2086
+	set -- "$1" $2
+	set +f
+	[ $# -ge 2 ] || die 64 "$1: an empty command"
+	w1=$2
+}
+fnword "$evopt" "$evcmd"
+command -v "$w1" >/dev/null 2>&1 ||
+	die 69 "$evopt $evcmd: $w1: not found beside $PROG ($here) or on PATH"
+fnword "$fnopt" "$fncmd"
+[ -n "${SPIRT_FANOUT-}" ] || command -v "$w1" >/dev/null 2>&1 ||
+	die 69 "$fnopt $fncmd: $w1: not found beside $PROG ($here) or on PATH"
+# --byzantine peer:ATTACK (evaluation only): this whole peer lies
+bpeer=
+case $byz in peer:*) bpeer=${byz#peer:}; byzpeer_check ;; esac
+# --byzantine LIST:ATTACK (evaluation only): the malicious functions, and
+# spirt-attack's attack or labelflip; asked of spirt-attack, which parses
+# attacks, before any work (an empty input after a good attack is 65)
+bad=" " attack=
+if [ -n "$byz" ]; then
+	list=${byz%%:*} attack=${byz#*:}
+	case $list in
+	''|*[!0-9,]*|,*|*,|*,,*) die 64 "--byzantine $byz: expected functions, e.g. 1,3:signflip" ;;
+	esac
+	[ "$attack" != "$byz" ] && [ -n "$attack" ] ||
+		die 64 "--byzantine $byz: no attack after the functions"
+	for w in $(printf '%s\n' "$list" | tr ',' ' '); do
+		int --byzantine w 0 $((fns - 1))
+		case $bad in *" $w "*) die 64 "--byzantine $byz: function $w twice" ;; esac
+		bad="$bad$w "
+	done
+	[ "$attack" != labelflip ] || [ "$fncmd" = spirt-grad ] ||
+		die 64 "--byzantine $byz: labelflip is spirt-grad's --label-flip, not $fnopt $fncmd's"
+	if [ "$attack" != labelflip ]; then
+		rc=0
+		e=$(spirt-attack -o /dev/null "$attack" </dev/null 2>&1) || rc=$?
+		[ "$rc" -ne 64 ] || die 64 "--byzantine $byz: unknown or malformed attack \"$attack\""
+	fi
+	# (the store's worker numbers: with --peers this peer's functions
+	# are w0 .. w0+M-1)
+	list=$(for w in $bad; do printf '%s,' $((w0 + w)); done | sed 's/,$//')
+fi
+# SPIRT_FANOUT: with --cold, the command that runs a step's functions in
+# place of one local process each (GNU parallel over ssh, srun, ...): it
+# reads the worker numbers on stdin and runs the spirt-grad command that
+# follows it once for each, {} replaced by the number; its words split at
+# blanks (fan_grads)
+fanout=
+if [ -n "${SPIRT_FANOUT-}" ]; then
+	[ "$cold" -eq 1 ] ||
+		die 64 "SPIRT_FANOUT: it runs cold functions; give --cold"
+	[ "$attack" != labelflip ] ||
+		die 64 "SPIRT_FANOUT: --byzantine $byz starts its functions itself"
+	fanout=$SPIRT_FANOUT
+fi
+case $sched in
+cosine|constant) ;;
+*) die 64 "schedule $sched: expected cosine or constant" ;;
+esac
+case $sync in
+full) SPIRT_SYNC=full ;; meta) SPIRT_SYNC=meta ;; none) SPIRT_SYNC=none ;;
+*) die 64 "sync $sync: expected full, meta or none" ;;
+esac
+# The rule for $fns inputs, and the model name, seed and spec, asked of
+# the tools that take them (a dry run; spirt-init makes a model and throws
+# it away): the same checks as theirs, before any work.
+# first MESSAGES TOOL: the first line, without the tool's name
+# (the whole first line when it is not the tool's; a tool that said
+# nothing, killed, is named)
+first() {
+	printf '%s\n' "$1" | sed -n "1{s/^$2: //;p;}" | grep . ||
+		echo "$2 ended, saying nothing"
+}
+# (a tool not found or killed is 70, never the shell's 126 and above)
+rc=0
+e=$(spirt-agg $aggargs --check-rule "$fns" 2>&1) || rc=$?
+[ "$rc" -lt 126 ] || rc=70
+[ "$rc" -eq 0 ] || die "$rc" "-a $rule: $(first "$e" spirt-agg)"
+if [ -n "$peers" ]; then
+	rc=0
+	e=$(spirt-agg $xargs_ --check-rule "$xq" 2>&1) || rc=$?
+	[ "$rc" -lt 126 ] || rc=70
+	[ "$rc" -eq 0 ] || die "$rc" "--peer-rule $prule: $(first "$e" spirt-agg)"
+fi
+e=$(spirt-init -q -m "$model" -S "$seed" -o - "$spec" 2>&1 >/dev/null) ||
+	rc=$?
+[ "$rc" -lt 126 ] || rc=70
+[ "$rc" -eq 0 ] || die "$rc" "$(first "$e" spirt-init)"
+export SPIRT_SYNC SPIRT_STORE="$store"
+# the data sets by name, for the tools and the functions (spirt-grad,
+# spirt-agg, spirt-store batch, spirt-eval; spirt-function(7))
+export SPIRT_DATASET="$train" SPIRT_DATASET_TEST="$test"
+# many functions share two cores: one BLAS thread each
+export SPIRT_THREADS="${SPIRT_THREADS:-1}"
+
+run() {         # run CMD...: echo it with -v, then run it
+	[ "$verbose" -eq 0 ] || printf '+ %s\n' "$*" >&2
+	"$@"
+}
+now() { date +%s%N; }    # nanoseconds since the epoch
+# seconds NS: NS nanoseconds as seconds with 3 decimals (sh has integers)
+seconds() { printf '%d.%03d' $(($1 / 1000000000)) $(($1 % 1000000000 / 1000000)); }
+tty=0
+say() {         # a message line; on a terminal, first clear the progress bar
+	[ "$quiet" -eq 0 ] || return 0
+	tell "$@"
+}
+tell() {        # say, also with -q: what happened to a function is no progress
+	[ "$tty" -eq 0 ] || printf '\r\033[K' >&2
+	printf '%s: %s\n' "$PROG" "$*" >&2
+}
+
+# ---- data: shard the training set over the functions, load the test set ----
+# (--data's, when no --train or --test names the store's own)
+hasds() { spirt-store ls "data/$1/info" 2>/dev/null | grep -q .; }
+if [ "$dsopt" -eq 0 ]; then
+	if ! hasds train; then
+		run spirt-shard -q -n "$nw" --seed "$seed" \
+		    "$data/train-images-idx3-ubyte.gz" \
+		    "$data/train-labels-idx1-ubyte.gz"
+	fi
+	if ! hasds test; then
+		run spirt-shard -q -d test \
+		    "$data/t10k-images-idx3-ubyte.gz" \
+		    "$data/t10k-labels-idx1-ubyte.gz"
+	fi
+fi
+hasds "$train" || die 66 "--train $train: store $store has no data set $train; make it: spirt-shard -s $store -d $train -n $nw FILE [LABELS]"
+hasds "$test" || die 66 "--test $test: store $store has no data set $test; make it: spirt-shard -s $store -d $test FILE [LABELS]"
+# the steps per epoch: the smallest shard's samples in batches, as
+# spirt-grad and spirt-shard count them (spirt-shard(1), The assignment)
+sh=$(spirt-shard -d "$train" --stats |
+    sed -n '1s/.* samples \([0-9]*\) .* shards \([0-9]*\) .*/\1 \2/p')
+nsam=${sh% *} nsh=${sh#* }
+[ -n "$sh" ] || die 65 "--train $train: spirt-shard -d $train --stats: no shards in store $store"
+# (a shard for each of the P x M functions; -n K/P fits K shards)
+if [ "$nsh" -ne "$nw" ]; then
+	e=
+	[ $((nsh % np)) -ne 0 ] || e=", or train with -n $((nsh / np))"
+	[ "$np" -eq 1 ] || e="$e ($np peers)"
+	die 65 "--train $train: store $store has data for $nsh workers, not $nw; shard it again: spirt-shard -s $store -d $train -n $nw FILE [LABELS]$e"
+fi
+per=$((nsam / nsh))
+[ "$batch" -le "$per" ] || die 64 "batch $batch is larger than a worker's $per samples"
+spe=$(((per + batch - 1) / batch))
+total=$((spe * epochs))
+# --steps ends the run early; the schedule still spans the epochs
+stop=$total
+[ "$steps" -eq 0 ] || [ "$steps" -ge "$total" ] || stop=$steps
+[ "$every" -gt 0 ] || every=$spe
+
+# ---- model: initialise once; resume from the newest committed version ----
+# newest: the highest step of model/$model@<step> in the store, or nothing
+newest() {
+	spirt-store ls "model/$model@" | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1
+}
+last=$(newest)
+# fits OPT DS: the spec fits data set DS, its features and classes: a
+# gradient of one sample by the initial model, written nowhere (spirt-grad
+# checks them; its samples no training's in SPIRT_SAMPLE_LOG); 65 before
+# any work
+fits() {
+	rc=0
+	e=$(unset SPIRT_SAMPLE_LOG
+	    spirt-init -q -m "$model" -S "$seed" -o - "$spec" 2>/dev/null |
+	    spirt-grad -q -d "$2" -p - -b 1 -o /dev/null 2>&1) || rc=$?
+	[ "$rc" -ne 65 ] ||
+		die 65 "$1 $2: --spec $spec does not fit it: $(first "$e" spirt-grad)"
+}
+if [ -z "$last" ]; then
+	fits --train "$train"
+	fits --test "$test"
+	run spirt-init -q -m "$model" -S "$seed" "$spec"
+	last=0
+fi
