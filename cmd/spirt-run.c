@@ -134,7 +134,7 @@ main(int argc, char **argv)
 	struct spirt_sup *s;
 	uint64_t ms = 30000;
 	const char *act;
-	int c, rc = 0, ex = 0;
+	int c, rc = 0, ex = 0, sfd;
 
 	progname = "spirt-run";
 	checkfds();
@@ -153,7 +153,8 @@ main(int argc, char **argv)
 	if (argc != 0)
 		usage(1);
 
-	if ((rc = spirt_sup_open(&s, 0)) != 0)
+	if ((rc = sigpipe_open(&sfd)) != 0 ||
+	    (rc = spirt_sup_open(&s, 0, sfd)) != 0)
 		die(SPIRT_EX_OSERR, "cannot supervise: %s", strerror(rc));
 
 	for (;;) {

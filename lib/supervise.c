@@ -39,27 +39,13 @@ struct child {
 struct spirt_sup {
 	int infd, ineof, insent;
 	struct lbuf in;
-	int sp[2];              /* the self-pipe */
+	int sigfd;              /* the caller's self-pipe, read end */
 	int sig;                /* a SIGTERM, SIGINT or SIGHUP not told yet */
 	struct child *c;
 	size_t nc;
 	char line[SPIRT_SUP_LINE + 1];
 	char name[SPIRT_SUP_NAME + 1];
 };
-
-static int sup_wfd = -1;
-
-static void
-on_signal(int sig)
-{
-	int e = errno;
-	unsigned char b = (unsigned char)sig;
-
-	if (write(sup_wfd, &b, 1) < 0) {
-		/* full: a byte is there already, which is all it says */
-	}
-	errno = e;
-}
 
 uint64_t
 spirt_sup_now(void)
@@ -86,46 +72,16 @@ fdflags(int fd, int nonblock)
 }
 
 int
-spirt_sup_open(struct spirt_sup **out, int infd)
+spirt_sup_open(struct spirt_sup **out, int infd, int sigfd)
 {
-	static const int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP };
-	struct sigaction sa;
 	struct spirt_sup *s;
-	size_t i;
-	int rc;
 
 	if ((s = calloc(1, sizeof *s)) == NULL)
 		return ENOMEM;
 	s->infd = infd;
-	if (pipe(s->sp) < 0) {
-		rc = errno;
-		free(s);
-		return rc;
-	}
-	if ((rc = fdflags(s->sp[0], 1)) || (rc = fdflags(s->sp[1], 1)))
-		goto fail;
-	sup_wfd = s->sp[1];
-	memset(&sa, 0, sizeof sa);
-	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = on_signal;
-	sa.sa_flags = SA_RESTART;
-	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-		if (sigaction(sigs[i], &sa, NULL) < 0) {
-			rc = errno;
-			goto fail;
-		}
-	sa.sa_handler = SIG_IGN;
-	if (sigaction(SIGPIPE, &sa, NULL) < 0) {
-		rc = errno;
-		goto fail;
-	}
+	s->sigfd = sigfd;
 	*out = s;
 	return 0;
-fail:
-	close(s->sp[0]);
-	close(s->sp[1]);
-	free(s);
-	return rc;
 }
 
 static struct child *
@@ -509,7 +465,7 @@ spirt_sup_next(struct spirt_sup *s, struct spirt_sup_event *ev)
 			free(pf);
 			return ENOMEM;
 		}
-		pf[0].fd = s->sp[0];
+		pf[0].fd = s->sigfd;
 		pf[0].events = POLLIN;
 		pf[1].fd = s->ineof ? -1 : s->infd;
 		pf[1].events = POLLIN;
@@ -525,7 +481,7 @@ spirt_sup_next(struct spirt_sup *s, struct spirt_sup_event *ev)
 		if (poll(pf, n, tmo) < 0 && errno != EINTR)
 			rc = errno;
 		if (rc == 0 && (pf[0].revents & POLLIN)) {
-			while ((r = read(s->sp[0], b, sizeof b)) > 0)
+			while ((r = read(s->sigfd, b, sizeof b)) > 0)
 				for (i = 0; i < (size_t)r; i++)
 					if (b[i] != SIGCHLD)
 						s->sig = b[i];
@@ -574,10 +530,10 @@ spirt_sup_stop(struct spirt_sup *s, uint64_t grace_ms)
 		}
 		if (left == 0 || spirt_sup_now() >= end)
 			break;
-		pf.fd = s->sp[0];
+		pf.fd = s->sigfd;
 		pf.events = POLLIN;
 		if (poll(&pf, 1, (int)(end - spirt_sup_now())) > 0)
-			while (read(s->sp[0], b, sizeof b) > 0)
+			while (read(s->sigfd, b, sizeof b) > 0)
 				;
 	}
 	for (i = 0; i < s->nc; i++) {
@@ -601,8 +557,5 @@ spirt_sup_close(struct spirt_sup *s)
 		if (s->c[i].state != C_FREE)
 			cfree(&s->c[i]);
 	free(s->c);
-	close(s->sp[0]);
-	close(s->sp[1]);
-	sup_wfd = -1;
 	free(s);
 }

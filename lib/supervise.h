@@ -44,12 +44,16 @@ struct spirt_sup_event {
 };
 
 /*
- * Make a supervisor reading request lines from infd (not closed).
- * Installs the handlers of SIGCHLD, SIGTERM, SIGINT and SIGHUP and
- * ignores SIGPIPE.  @param out (out) the supervisor, free with
- * spirt_sup_close().  Returns 0 or an errno.
+ * Make a supervisor reading request lines from infd (not closed), told
+ * of signals by sigfd (not closed): the non-blocking read end of a
+ * self-pipe to which the caller's handlers of SIGCHLD, SIGTERM, SIGINT
+ * and SIGHUP write the signal's number, a byte each (spirt_tool_sigpipe()
+ * in the tool layer makes one; lib installs no handler).  @param out
+ * (out) the supervisor, free with spirt_sup_close().  Returns 0 or an
+ * errno.
  */
-int spirt_sup_open(struct spirt_sup **out, int infd) SPIRT_MUST_CHECK;
+int spirt_sup_open(struct spirt_sup **out, int infd, int sigfd)
+    SPIRT_MUST_CHECK;
 
 /*
  * Start child name running argv (PATH searched), its stdin and stdout

@@ -245,6 +245,55 @@ parent_watch(void)
 		    "started this one, is gone", v);
 }
 
+static int sigpipe_wfd = -1;
+
+static void
+sigpipe_put(int sig)
+{
+	int e = errno;
+	unsigned char b = (unsigned char)sig;
+
+	if (write(sigpipe_wfd, &b, 1) < 0) {
+		/* full: a byte is there already, which is all it says */
+	}
+	errno = e;
+}
+
+int
+sigpipe_open(int *rfd)
+{
+	static const int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP };
+	struct sigaction sa;
+	int p[2], fl, rc = 0;
+	size_t i;
+
+	if (pipe(p) < 0)
+		return errno;
+	for (i = 0; i < 2 && !rc; i++)
+		if (fcntl(p[i], F_SETFD, FD_CLOEXEC) < 0 ||
+		    (fl = fcntl(p[i], F_GETFL)) < 0 ||
+		    fcntl(p[i], F_SETFL, fl | O_NONBLOCK) < 0)
+			rc = errno;
+	if (rc) {
+		close(p[0]);
+		close(p[1]);
+		return rc;
+	}
+	sigpipe_wfd = p[1];
+	memset(&sa, 0, sizeof sa);
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = sigpipe_put;
+	sa.sa_flags = SA_RESTART;
+	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		if (sigaction(sigs[i], &sa, NULL) < 0)
+			return errno;
+	sa.sa_handler = SIG_IGN;
+	if (sigaction(SIGPIPE, &sa, NULL) < 0)
+		return errno;
+	*rfd = p[0];
+	return 0;
+}
+
 int
 isterm(int fd)
 {

@@ -67,6 +67,13 @@ void checkfds(void);
  */
 void parent_watch(void);
 
+/*
+ * A self-pipe for spirt_sup_open() (spirt-run): SIGCHLD, SIGTERM, SIGINT
+ * and SIGHUP each write their number, a byte, to a non-blocking pipe
+ * whose read end is *rfd; SIGPIPE is ignored.  0 or an errno.
+ */
+int sigpipe_open(int *rfd);
+
 /* 1 if fd is a terminal: refuse binary output there unless forced. */
 int isterm(int fd);
 

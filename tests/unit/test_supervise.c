@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "supervise.h"
+#include "tool.h"
 
 /* the next event that is not the end of input (an empty pipe's) */
 static int
@@ -30,11 +31,12 @@ main(void)
 	struct spirt_sup_event ev;
 	struct spirt_sup *s;
 	uint64_t t0;
-	int p[2];
+	int p[2], sfd;
 
 	CHECK(pipe(p) == 0);
 	close(p[1]);
-	CHECK_RC(spirt_sup_open(&s, p[0]));
+	CHECK_RC(sigpipe_open(&sfd));
+	CHECK_RC(spirt_sup_open(&s, p[0], sfd));
 
 	/* a request, its answer, in order */
 	CHECK_RC(spirt_sup_start(s, "c", cat, 0));
