@@ -20,21 +20,35 @@ const char *progname = "spirt";
 int spirt_quiet;
 int spirt_verbose;
 
+/*
+ * One message line, written with one write: tools that share a stderr
+ * (servers started side by side, functions of one step) never interleave
+ * their lines.  A line past the buffer is cut, ending in "...".
+ */
 static void
 vmsg(const char *pre, const char *cause, const char *fmt, va_list ap)
 {
-	size_t n = strlen(fmt);
+	char line[4096];
+	size_t n = strlen(fmt), len, cap = sizeof line - 1;
 	int colon = n > 0 && fmt[n - 1] == ':';
-	int saved = errno;
+	int saved = errno, k;
 
 	fflush(stdout);
-	fprintf(stderr, "%s: %s", progname, pre);
-	vfprintf(stderr, fmt, ap);
-	if (cause)
-		fprintf(stderr, "%s%s", colon ? " " : ": ", cause);
-	else if (colon)
-		fprintf(stderr, " %s", strerror(saved));
-	fputc('\n', stderr);
+	k = snprintf(line, cap, "%s: %s", progname, pre);
+	len = k < 0 ? 0 : (size_t)k < cap ? (size_t)k : cap - 1;
+	k = vsnprintf(line + len, cap - len, fmt, ap);
+	len = k < 0 ? len : len + (size_t)k < cap ? len + (size_t)k : cap - 1;
+	if (cause || colon) {
+		k = snprintf(line + len, cap - len, "%s%s", cause ?
+		    (colon ? " " : ": ") : " ", cause ? cause :
+		    strerror(saved));
+		len = k < 0 ? len : len + (size_t)k < cap ? len + (size_t)k :
+		    cap - 1;
+	}
+	if (len == cap - 1)
+		memcpy(line + cap - 4, "...", 3);
+	line[len++] = '\n';
+	fwrite(line, 1, len, stderr);
 }
 
 const char *
