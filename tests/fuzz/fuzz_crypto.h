@@ -75,8 +75,10 @@ fuzz_crypto_reset(void)
 
 enum { FZ_G, FZ_P1, FZ_P2, FZ_F1, FZ_P3, FZ_F2, FZ_NKEYS };
 
+/* a function's id is its binding (docs/protocol.md): f1 computes worker
+ * 1 of p1 (the peer fuzz_peersrv serves), f2 worker 0 of p2 */
 static const char *const fuzz_ids[FZ_NKEYS] = {
-	"group", "p1", "p2", "f1", "p3", "f2"
+	"group", "p1", "p2", "p1.w1", "p3", "p2.w0"
 };
 static const int fuzz_roles[FZ_NKEYS] = {
 	0, SPIRT_ROLE_PEER, SPIRT_ROLE_PEER, SPIRT_ROLE_FUNCTION,
@@ -123,7 +125,7 @@ fuzz_trust(void)
 	    FUZZ_WINDOW) == 0);
 	FUZZ_ASSERT(spirt_trust_allow(t, fz.pk[FZ_P3], "p3",
 	    SPIRT_ROLE_PEER) == 0);
-	FUZZ_ASSERT(spirt_trust_allow(t, fz.pk[FZ_F2], "f2",
+	FUZZ_ASSERT(spirt_trust_allow(t, fz.pk[FZ_F2], fuzz_ids[FZ_F2],
 	    SPIRT_ROLE_FUNCTION) == 0);
 	return t;
 }

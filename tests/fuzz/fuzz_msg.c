@@ -183,7 +183,7 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 				FUZZ_ASSERT(info.counter == ctr &&
 				    info.step == step && info.n == plen &&
 				    strcmp(info.key, key) == 0 &&
-				    strcmp(info.sender, "f1") == 0 &&
+				    strcmp(info.sender, fuzz_ids[FZ_F1]) == 0 &&
 				    strcmp(info.receiver, "p1") == 0);
 				if (op == 5 || nk == KEEP) {
 					free(buf);

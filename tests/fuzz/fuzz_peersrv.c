@@ -4,6 +4,7 @@
 #include <stdarg.h>
 
 #include "fuzz_crypto.h"
+#include "assign.h"
 #include "keys.h"
 #include "le.h"
 #include "mhd_stub.h"
@@ -63,6 +64,14 @@ seed_fn(struct spirt_txn *t, void *arg)
 		"data/d/0/y", "grad/0/1", "agg/0", "xagg/0/p1", "digest/0/p1",
 		"opt/m@0", "beat/p2", "user-key",
 	};
+	/* workers 0 and 1 read shard 0: p1.w1's slot grad/1/1 at step 1
+	 * (the newest model) can be written, grad/0/1 no longer */
+	static const int64_t rows[2 * SPIRT_AS_COLS] = {
+		0, 0, 0, 5, 0, 0, 0,
+		1, 0, 5, 5, 0, 0, 0,
+	};
+	uint64_t dims[2] = { 2, SPIRT_AS_COLS };
+	struct spirt_tensor h;
 	char v[32];
 	int rc;
 
@@ -72,7 +81,9 @@ seed_fn(struct spirt_txn *t, void *arg)
 		if ((rc = spirt_store_put(t, keys[i], v, strlen(v), 0)))
 			return rc;
 	}
-	return 0;
+	if (spirt_tensor_init(&h, SPIRT_I64, 2, dims))
+		return SPIRT_EBUG;
+	return spirt_store_put_tensor(t, "data/d/assign", &h, rows, 0);
 }
 
 /* every key, gone; then the seed's again: each input finds one store */
@@ -294,8 +305,8 @@ sealed_answer(struct csess *c, const struct mhd_stub_answer *a,
 
 static const char *const keys[] = {
 	"model/m@0", "model/m@9", "data/d/info", "data/d/0/x", "grad/0/1",
-	"grad/3/2", "agg/0", "xagg/0/p1", "digest/0/p1", "opt/m@0",
-	"beat/f1", "beat/p2", "user-key", "model/*", "data/*", "grad/*",
+	"grad/1/1", "grad/1/0", "grad/3/2", "data/d/assign", "agg/0", "xagg/0/p1", "digest/0/p1", "opt/m@0",
+	"beat/p1.w1", "beat/p2", "user-key", "model/*", "data/*", "grad/*",
 	"*", "xagg/0/*",
 };
 

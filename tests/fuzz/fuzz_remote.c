@@ -506,7 +506,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 			vals[i][j] = (unsigned char)(i * 31 + j * 7);
 	}
 	cred.key = fz.k[FZ_F1];
-	snprintf(cred.id, sizeof cred.id, "f1");
+	snprintf(cred.id, sizeof cred.id, "%s", fuzz_ids[FZ_F1]);
 	snprintf(cred.run, sizeof cred.run, FUZZ_RUN);
 	memcpy(cred.token, fz.tok[FZ_F1], SPIRT_TOKEN_BYTES);
 	cred.has_token = 1;

@@ -33,6 +33,9 @@ struct MHD_Daemon {
 	/* MHD_OPTION_URI_LOG_CALLBACK: the request's context, from its line */
 	void *(*uri)(void *cls, const char *uri, struct MHD_Connection *c);
 	void *uri_cls;
+	/* MHD_OPTION_NOTIFY_CONNECTION: a connection opened, closed */
+	MHD_NotifyConnectionCallback conn;
+	void *conn_cls;
 	uint16_t port;
 };
 
@@ -43,6 +46,7 @@ struct MHD_Connection {
 	int suspended;          /* under lock: until another thread resumes */
 	int parked;             /* the handler's last call suspended it */
 	struct sockaddr_in addr;
+	void *sctx;             /* the socket context NOTIFY_CONNECTION set */
 	union MHD_ConnectionInfo info;
 	struct mhd_stub_answer *a;
 };
@@ -109,6 +113,10 @@ MHD_start_daemon(unsigned int flags, uint16_t port,
 			    const char *, struct MHD_Connection *));
 			daemon1.uri_cls = va_arg(ap, void *);
 			break;
+		case MHD_OPTION_NOTIFY_CONNECTION:
+			daemon1.conn = va_arg(ap, MHD_NotifyConnectionCallback);
+			daemon1.conn_cls = va_arg(ap, void *);
+			break;
 		default:
 			die("an option mhd_stub.c does not know");
 		}
@@ -152,10 +160,18 @@ const union MHD_ConnectionInfo *
 MHD_get_connection_info(struct MHD_Connection *c,
     enum MHD_ConnectionInfoType type, ...)
 {
-	if (type != MHD_CONNECTION_INFO_CLIENT_ADDRESS)
+	switch (type) {
+	case MHD_CONNECTION_INFO_CLIENT_ADDRESS:
+		c->info.client_addr = (struct sockaddr *)&c->addr;
+		return &c->info;
+	case MHD_CONNECTION_INFO_SOCKET_CONTEXT:
+		c->info.socket_context = c->sctx;
+		return &c->info;
+	default:
+		/* no socket: a connection cannot be shed here (one request
+		 * at a time never reaches the connection limit) */
 		return NULL;
-	c->info.client_addr = (struct sockaddr *)&c->addr;
-	return &c->info;
+	}
 }
 
 static struct MHD_Response *
@@ -309,6 +325,9 @@ mhd_stub_request(struct mhd_stub_answer *a, const char *method,
 	c.addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	c.addr.sin_port = htons(nextport);
 	nextport = nextport == 60000 ? 40000 : nextport + 1;
+	if (daemon1.conn)
+		daemon1.conn(daemon1.conn_cls, &c, &c.sctx,
+		    MHD_CONNECTION_NOTIFY_STARTED);
 	if (daemon1.uri)
 		ctx = daemon1.uri(daemon1.uri_cls, url, &c);
 	r = daemon1.dh(daemon1.dh_cls, &c, url, method, MHD_HTTP_VERSION_1_1,
@@ -346,4 +365,7 @@ mhd_stub_request(struct mhd_stub_answer *a, const char *method,
 		daemon1.done(daemon1.done_cls, &c, &ctx, a->dropped ?
 		    MHD_REQUEST_TERMINATED_WITH_ERROR :
 		    MHD_REQUEST_TERMINATED_COMPLETED_OK);
+	if (daemon1.conn)
+		daemon1.conn(daemon1.conn_cls, &c, &c.sctx,
+		    MHD_CONNECTION_NOTIFY_CLOSED);
 }

@@ -14,7 +14,8 @@
  * before the body gets no more of it; one cannot queue an answer in the
  * middle of a body), again each time it is resumed after the handler
  * suspended it (MHD_resume_connection from another thread), then the
- * completion.  What the
+ * completion, each request on a connection of its own (NOTIFY_CONNECTION
+ * started before, closed after).  What the
  * handler answered comes back in struct mhd_stub_answer.
  */
 struct mhd_stub_header {
