@@ -145,7 +145,7 @@ uninstall:
 		{ rmdir $$d 2>/dev/null || :; }
 
 clean:
-	rm -f $(BIN) lib/libspirt.a $(LIBOBJ) cmd/*.o tests/unit/*.o $(UNIT) \
+	rm -f $(BIN) lib/libspirt.a $(LIBOBJ) cmd/*.o cmd/key/*.o tests/unit/*.o $(UNIT) \
 		bench/*.o $(BENCH) $(FUZZ_LIBOBJ) tests/fuzz/libspirt.a \
 		$(FUZZ_BIN)
 

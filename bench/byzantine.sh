@@ -184,7 +184,7 @@ one() {
 xsetup() {
 	: >"$tmp/peers"
 	for i in 0 1 2 3; do
-		spirt-peer keygen -f "$tmp/p$i.key" >/dev/null
+		spirt-key keygen -f "$tmp/p$i.key" >/dev/null
 		echo "p$i $tmp/x$i.db" >>"$tmp/peers"
 	done
 	sed "s,$tmp/x3.db\$,$tmp/x3.db.fork," "$tmp/peers" >"$tmp/peers2"

@@ -74,7 +74,7 @@ spirt_round() {
 	cd "$d"
 	: >peers
 	for i in 0 1 2; do
-		spirt-peer keygen p$i.key >/dev/null
+		spirt-key keygen p$i.key >/dev/null
 		echo "p$i $d/s$i" >>peers
 	done
 	# the data once, as each driver would shard it

@@ -93,8 +93,8 @@ if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
 	echo "   skipped: network namespaces need root and ip(8)"
 else
 	cd "$tmp"
-	spirt-peer keygen p1.key >p1.hex
-	spirt-peer keygen p2.key >p2.hex
+	spirt-key keygen p1.key >p1.hex
+	spirt-key keygen p2.key >p2.hex
 	printf 'VERSION=1\nTYPE=spirt-allowlist\nMEMBER=%s peer p1\nMEMBER=%s peer p2\nEND\n' \
 	    "$(cat p1.hex)" "$(cat p2.hex)" >allow
 	mkdir www
@@ -180,7 +180,7 @@ trainp() {
 	mkdir -p "$d"
 	: >"$d/peers"
 	for i in $(seq 0 $((np - 1))); do
-		[ -e "$tmp/p$i.pk" ] || spirt-peer keygen "$tmp/p$i.pk" >/dev/null
+		[ -e "$tmp/p$i.pk" ] || spirt-key keygen "$tmp/p$i.pk" >/dev/null
 		echo "p$i $d/s$i" >>"$d/peers"
 	done
 	for i in $(seq 0 $((np - 1))); do
@@ -240,11 +240,11 @@ trainns() {
 	mkdir -p "$d"
 	: >"$d/peers"
 	[ -e "$tmp/ngroup.key" ] ||
-		spirt-peer keygen -p "$tmp/ngroup.pub" "$tmp/ngroup.key" >/dev/null
+		spirt-key keygen -p "$tmp/ngroup.pub" "$tmp/ngroup.key" >/dev/null
 	for i in 0 1 2; do
 		if [ ! -e "$tmp/n$i.tok" ]; then
-			spirt-peer keygen "$tmp/n$i.key" >"$tmp/n$i.hex"
-			spirt-peer invite -o "$tmp/n$i.tok" -g "$tmp/ngroup.key" \
+			spirt-key keygen "$tmp/n$i.key" >"$tmp/n$i.hex"
+			spirt-key invite -o "$tmp/n$i.tok" -g "$tmp/ngroup.key" \
 			    -i "p$i" -r r1 "$(cat "$tmp/n$i.hex")"
 		fi
 		echo "p$i http://$(netns_addr $((i + 1))):8710" >>"$d/peers"

@@ -37,12 +37,12 @@ med() {         # med: median of the numbers on stdin
 }
 now() { date +%s%N; }
 
-spirt-peer keygen -p group.pub group.key >/dev/null
-spirt-peer keygen p1.key >p1.hex
-spirt-peer invite -o p1.tok -g group.key -i p1 -r r1 "$(cat p1.hex)"
-spirt-peer keygen f1.key >f1.hex
+spirt-key keygen -p group.pub group.key >/dev/null
+spirt-key keygen p1.key >p1.hex
+spirt-key invite -o p1.tok -g group.key -i p1 -r r1 "$(cat p1.hex)"
+spirt-key keygen f1.key >f1.hex
 # the function of worker 0 at p1 (its id binds it: docs/protocol.md)
-spirt-peer invite -o f1.tok -R function -g group.key -i p1.w0 -r r1 \
+spirt-key invite -o f1.tok -R function -g group.key -i p1.w0 -r r1 \
     "$(cat f1.hex)"
 fn="SPIRT_KEY=$tmp/f1.key SPIRT_TOKEN=$tmp/f1.tok SPIRT_GROUP=$tmp/group.pub"
 

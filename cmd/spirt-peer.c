@@ -1,5 +1,6 @@
-/* spirt-peer.c - peer identities, member tokens, serving the store, the
- * exchange between peers */
+/* spirt-peer.c - serving the store, the exchange between peers (keys and
+ * tokens are spirt-key's, cmd/key/keycmd.c: keygen and invite here are
+ * their old spellings, kept for a release) */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include "crypto.h"
 #include "exchange.h"
 #include "io.h"
+#include "key/keycmd.h"
 #include "keys.h"
 #include "parse.h"
 #include "peersrv.h"
@@ -24,10 +26,7 @@
 #include "tool.h"
 
 #define USAGE \
-"usage: spirt-peer keygen [-f] [-p pubfile] keyfile\n" \
-"       spirt-peer invite [-e duration] [-o file] [-R role] -g groupkey\n" \
-"           -i id -r run pubkey\n" \
-"       spirt-peer serve [-qv] [-a allowfile] [-F fd] [-g group] [-i id]\n" \
+"usage: spirt-peer serve [-qv] [-a allowfile] [-F fd] [-g group] [-i id]\n" \
 "           [-k keyfile] [-l addr:port] [-M size] [-r run] [-s store]\n" \
 "           [-T tokenfile] [--conn-timeout s] [--max-conns n] [--per-ip n]\n" \
 "           [--rate r]\n" \
@@ -38,8 +37,6 @@
 "           [--select m] [--tau T] [--timeout ms] [--trim F]\n" \
 "           -i | -t step\n"
 
-#define EXPIRES_MAX (10 * 366 * 86400.0)       /* ten years, in seconds */
-
 #define LISTEN_DEFAULT "127.0.0.1:7070"
 
 /* serve's limits (spirt-peer(1)): their defaults */
@@ -49,10 +46,9 @@
 #define RATE_DEFAULT 1000               /* requests/s from one member */
 
 static struct {
-	const char *expires, *group, *id, *out, *pub, *role, *run;
+	const char *group, *id, *run;
 	const char *allow, *key, *listen, *maxbytes, *readyfd, *store, *token;
 	const char *conntimeout, *maxconns, *perip, *rate;
-	int force;
 } o;
 
 enum { CONNTIMEOUT = 256, MAXCONNS, PERIP, RATE };
@@ -63,24 +59,16 @@ usage(int code)
 	fputs(USAGE, code ? stderr : stdout);
 	if (!code)
 		fputs("\n"
-		    "  keygen             make an identity key (mode 0600), "
-		    "print its public key\n"
-		    "  invite             sign a member token with the group "
-		    "key\n"
 		    "  serve              serve the store to members over "
 		    "HTTP\n"
 		    "  exchange           one round with the other peers: "
 		    "pull, combine into gagg/T\n"
 		    "  -a, --allow FILE   serve: allowlist of members\n"
-		    "  -e, --expires DUR  token valid for DUR (s, m, h; "
-		    "default 24h)\n"
 		    "  -F, --ready-fd FD  serve: write addr:port to FD once "
 		    "listening\n"
-		    "  -f, --force        replace an existing key file\n"
-		    "  -g, --group FILE   invite: the group's secret key file;\n"
-		    "                     serve: its public key (file or hex)\n"
-		    "  -i, --id ID        the member's id (serve: ours, "
-		    "without -T)\n"
+		    "  -g, --group FILE   serve: the group's public key (file "
+		    "or hex)\n"
+		    "  -i, --id ID        serve: our id, without -T\n"
 		    "  -i, --serve        exchange: warm, one round per step "
 		    "line on stdin\n"
 		    "  -k, --key FILE     serve: our identity key file\n"
@@ -89,14 +77,10 @@ usage(int code)
 		    "  -M, --max-bytes N  serve: largest value (default "
 		    "1G)\n"
 		    "  -m, --model NAME   exchange: the model\n"
-		    "  -o, --output FILE  write the token to FILE (default "
-		    "stdout)\n"
-		    "  -p, --public FILE  also write the public key to FILE\n"
 		    "  -P, --peers FILE   exchange: the members, \"id url\" "
 		    "lines\n"
 		    "  -q, --quiet        serve: no log of refusals\n"
-		    "  -R, --role ROLE    peer (default) or function\n"
-		    "  -r, --run ID       the run the token admits to\n"
+		    "  -r, --run ID       serve: our run, without -T\n"
 		    "  -r, --rule RULE    exchange: how aggregates combine "
 		    "(as spirt-agg -r)\n"
 		    "  -s, --store PATH   serve: the store (default "
@@ -131,7 +115,10 @@ usage(int code)
 		    "      --timeout MS   exchange: each request's deadline\n"
 		    "      --trim F       exchange: trim F of each end\n"
 		    "  -h, --help         this help\n"
-		    "  -V, --version      print version and crypto\n", stdout);
+		    "  -V, --version      print version and crypto\n"
+		    "keygen and invite are spirt-key's (spirt-key(1)); "
+		    "spirt-peer keygen and\n"
+		    "spirt-peer invite still run them, for this release\n", stdout);
 	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
 }
 
@@ -151,8 +138,6 @@ options(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "allow", required_argument, NULL, 'a' },
 		{ "conn-timeout", required_argument, NULL, CONNTIMEOUT },
-		{ "expires", required_argument, NULL, 'e' },
-		{ "force", no_argument, NULL, 'f' },
 		{ "group", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "id", required_argument, NULL, 'i' },
@@ -160,13 +145,10 @@ options(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "max-bytes", required_argument, NULL, 'M' },
 		{ "max-conns", required_argument, NULL, MAXCONNS },
-		{ "output", required_argument, NULL, 'o' },
 		{ "per-ip", required_argument, NULL, PERIP },
-		{ "public", required_argument, NULL, 'p' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "rate", required_argument, NULL, RATE },
 		{ "ready-fd", required_argument, NULL, 'F' },
-		{ "role", required_argument, NULL, 'R' },
 		{ "run", required_argument, NULL, 'r' },
 		{ "store", required_argument, NULL, 's' },
 		{ "token", required_argument, NULL, 'T' },
@@ -176,23 +158,18 @@ options(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+a:e:F:fg:hi:k:l:M:o:p:qR:r:s:T:vV",
+	while ((c = getopt_long(argc, argv, "+a:F:g:hi:k:l:M:qr:s:T:vV",
 	    lo, NULL)) != -1)
 		switch (c) {
 		case 'a': o.allow = optarg; break;
-		case 'e': o.expires = optarg; break;
 		case 'F': o.readyfd = optarg; break;
-		case 'f': o.force = 1; break;
 		case 'g': o.group = optarg; break;
 		case 'h': usage(0);
 		case 'i': o.id = optarg; break;
 		case 'k': o.key = optarg; break;
 		case 'l': o.listen = optarg; break;
 		case 'M': o.maxbytes = optarg; break;
-		case 'o': o.out = optarg; break;
-		case 'p': o.pub = optarg; break;
 		case 'q': spirt_quiet = 1; break;
-		case 'R': o.role = optarg; break;
 		case 'r': o.run = optarg; break;
 		case 's': o.store = optarg; break;
 		case 'T': o.token = optarg; break;
@@ -206,120 +183,7 @@ options(int argc, char **argv)
 		}
 }
 
-static int
-keygen(const char *path)
-{
-	unsigned char pk[SPIRT_PK_BYTES];
-	char hex[SPIRT_PK_HEX];
-	struct spirt_key *k;
-	int rc;
-
-	if (strcmp(path, "-") == 0)
-		die(SPIRT_EX_USAGE, "a secret key is never written to standard "
-		    "output");
-	if ((rc = spirt_key_generate(&k)) != 0)
-		dierc(rc, "key generation");
-	rc = spirt_key_write(k, path, o.force ? 0 : SPIRT_KEY_NOOVERWRITE);
-	spirt_key_public(pk, k);
-	spirt_key_free(k);
-	if (rc == SPIRT_EOUTPUT(EEXIST))
-		die(SPIRT_EX_CANTCREAT, "%s: key file exists (-f replaces it)",
-		    path);
-	if (rc != 0)
-		dierc(rc, "%s", path);
-	if (o.pub != NULL && (rc = spirt_pubkey_write(pk, o.pub)) != 0)
-		dierc(rc, "%s", o.pub);
-	spirt_pubkey_format(hex, pk);
-	puts(hex);
-	return fshut_stdout(0);
-}
-
-/* 64 hex digits, else a public key file */
-static void
-load_pubkey(unsigned char pk[SPIRT_PK_BYTES], const char *arg)
-{
-	int rc;
-
-	if (strlen(arg) == 2 * SPIRT_PK_BYTES && spirt_pubkey_parse(pk, arg) ==
-	    0)
-		return;
-	if ((rc = spirt_pubkey_load(pk, arg)) != 0)
-		dierc(rc, "%s", arg);
-}
-
-static int
-invite(const char *pubarg)
-{
-	unsigned char pk[SPIRT_PK_BYTES], tok[SPIRT_TOKEN_BYTES];
-	char text[600], peer[SPIRT_ID_MAX + 1];
-	struct spirt_publish pub;
-	uint32_t w0, w1;
-	struct spirt_key *g;
-	double secs = 86400;
-	uint64_t now;
-	size_t n;
-	int rc, role = SPIRT_ROLE_PEER;
-
-	if (o.role != NULL && (role = spirt_role_parse(o.role)) == 0)
-		die(SPIRT_EX_USAGE, "-R: invalid role \"%s\" (peer or "
-		    "function)", o.role);
-	if (!spirt_id_valid(o.run))
-		die(SPIRT_EX_USAGE, "-r: invalid run id \"%s\" (1-32 of "
-		    "A-Z a-z 0-9 . _ -)", o.run);
-	if (!spirt_id_valid(o.id))
-		die(SPIRT_EX_USAGE, "-i: invalid id \"%s\" (1-32 of "
-		    "A-Z a-z 0-9 . _ -)", o.id);
-	if (role == SPIRT_ROLE_FUNCTION && spirt_fn_binding(o.id, peer,
-	    sizeof peer, &w0, &w1) != 0)
-		die(SPIRT_EX_USAGE, "-i: function id \"%s\" binds no worker "
-		    "(PEER.wN or PEER.wN-M, e.g. p1.w0: the workers it may "
-		    "write gradients for)", o.id);
-	if (o.expires != NULL &&
-	    (rc = spirt_parse_duration(&secs, o.expires, 1, EXPIRES_MAX)) != 0)
-		die(SPIRT_EX_USAGE, "-e: %s \"%s\" (1s to 87840h)",
-		    rc == ERANGE ? "value out of range" : "invalid duration",
-		    o.expires);
-	load_pubkey(pk, pubarg);
-	if ((rc = spirt_key_load(&g, o.group)) != 0) {
-		warnrc(rc, "%s", o.group);
-		if (rc == SPIRT_EKEYPERM)
-			info("hint: chmod 600 %s", o.group);
-		return spirt_exit(rc);
-	}
-
-	now = spirt_crypto_now();
-	rc = spirt_token_make(tok, g, o.run, o.id, pk, role, now,
-	    now + (uint64_t)(secs * 1e9));
-	spirt_key_free(g);
-	if (rc == 0)
-		rc = spirt_token_format(text, sizeof text, &n, tok);
-	if (rc != 0)
-		dierc(rc, "token");
-	if (o.out == NULL || strcmp(o.out, "-") == 0) {
-		fwrite(text, 1, n, stdout);
-		return fshut_stdout(0);
-	}
-	if ((rc = spirt_publish_open(&pub, o.out, 0644)) == 0) {
-		if ((rc = spirt_writeall(pub.fd, text, n)) != 0)
-			spirt_publish_abort(&pub);
-		else
-			rc = spirt_publish_commit(&pub);
-	}
-	if (rc != 0)
-		dierc(rc, "%s", o.out);
-	return fshut_stdout(0);
-}
-
 /* ---- serve ---- */
-
-/* 1 if an option only serve takes was given */
-static int
-serveopts(void)
-{
-	return o.allow || o.key || o.listen || o.maxbytes || o.readyfd ||
-	    o.store || o.token || spirt_quiet || spirt_verbose ||
-	    o.conntimeout || o.maxconns || o.perip || o.rate;
-}
 
 static void
 srvlog(void *arg, int level, const char *line)
@@ -820,19 +684,26 @@ int
 main(int argc, char **argv)
 {
 	const char *cmd;
-	int rc;
+	int rc, optind_before_cmd;
 
 	progname = "spirt-peer";
 	checkfds();
 	parent_watch();
 
 	options(argc, argv);
+	optind_before_cmd = optind > 1;
 	argc -= optind;
 	argv += optind;
 	if (argc < 1)
 		usage(1);
 	cmd = argv[0];
 	optind = 1;
+	/* the old spellings of spirt-key's commands, for this release */
+	if (strcmp(cmd, "keygen") == 0 || strcmp(cmd, "invite") == 0) {
+		if (optind_before_cmd)
+			usage(1);
+		return key_main(argc, argv);
+	}
 	if (strcmp(cmd, "exchange") == 0)
 		return xmain(argc, argv);
 	options(argc, argv);
@@ -841,24 +712,12 @@ main(int argc, char **argv)
 
 	if ((rc = spirt_crypto_init()) != 0)
 		dierc(rc, "libsodium");
-	if (strcmp(cmd, "keygen") == 0) {
-		if (argc != 1 || o.expires || o.group || o.id || o.out ||
-		    o.role || o.run || serveopts())
-			usage(1);
-		return keygen(argv[0]);
-	}
-	if (strcmp(cmd, "invite") == 0) {
-		if (argc != 1 || o.force || o.pub || !o.group || !o.id ||
-		    !o.run || serveopts())
-			usage(1);
-		return invite(argv[0]);
-	}
 	if (strcmp(cmd, "serve") == 0) {
-		if (argc != 0 || o.expires || o.force || o.out || o.pub ||
-		    o.role)
+		if (argc != 0)
 			usage(1);
 		return serve();
 	}
-	warnx_("%s: unknown command (keygen, invite, serve or exchange)", cmd);
+	warnx_("%s: unknown command (serve or exchange; keygen and invite "
+	    "are spirt-key's)", cmd);
 	usage(1);
 }

@@ -18,8 +18,8 @@ PEER_LIBOBJ = lib/prim_$(CRYPTO).o lib/vhash.o $(CRYPTO_LIBOBJ) lib/remote.o \
 # crypto.h's rooms, each over libsodium
 CRYPTO_LIBOBJ = lib/keyfile.o lib/token.o lib/trust.o lib/session.o \
 	lib/handshake.o
-PEER_BIN = spirt-peer
-PEER_MAN1 = man/spirt-peer.1
+PEER_BIN = spirt-peer spirt-key
+PEER_MAN1 = man/spirt-peer.1 man/spirt-key.1
 PEER_UNIT = tests/unit/test_crypto tests/unit/test_remote tests/unit/test_digest
 PEER_BENCH = bench/xfer_bench bench/hash_bench
 
@@ -51,9 +51,12 @@ tests/unit/test_crypto.o: tests/unit/test_crypto.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -DCRYPTO_BUILD=\"$(CRYPTO)\" \
 	    -c -o $@ tests/unit/test_crypto.c
 
-cmd/spirt-peer.o: $(LIBHDR) config.mk
-spirt-peer: cmd/spirt-peer.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-peer.o lib/libspirt.a $(MHD_LIBS) $(BASE_LIBS)
+# spirt-key's commands (cmd/key/keycmd.o) are spirt-peer's old spellings too
+cmd/spirt-peer.o cmd/spirt-key.o cmd/key/keycmd.o: $(LIBHDR) cmd/key/keycmd.h config.mk
+spirt-peer: cmd/spirt-peer.o cmd/key/keycmd.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-peer.o cmd/key/keycmd.o lib/libspirt.a $(MHD_LIBS) $(BASE_LIBS)
+spirt-key: cmd/spirt-key.o cmd/key/keycmd.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-key.o cmd/key/keycmd.o lib/libspirt.a $(BASE_LIBS)
 
 lib/remote.o: lib/remote.c
 	$(CC) $(ALLCFLAGS) $(CURL_CFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/remote.c

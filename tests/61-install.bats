@@ -154,8 +154,10 @@ comp() {
 	done
 	run -0 comp spirt-store p
 	assert_output "$(printf 'persist\nprune\nput')"
-	run -0 comp spirt-peer k
+	run -0 comp spirt-key k
 	assert_output keygen
+	run -0 comp spirt-peer s
+	assert_output serve
 	run -0 comp spirt-grad --fa
 	assert_output --faas
 	run -0 comp spirt-grad -F

@@ -81,7 +81,7 @@ fail() {
 cd "$dir" || exit 1
 rm -rf s0 s1 s2 r0 r1 r2 log bugs known behind faults exits checks sessions stop ./*.done ./*.ok
 mkdir log
-spirt-peer keygen -f -p group.pub group.key >/dev/null || exit 1
+spirt-key keygen -f -p group.pub group.key >/dev/null || exit 1
 ports=$(/usr/bin/python3 -c 'import socket
 ss = [socket.socket() for _ in range(3)]
 for s in ss: s.bind(("127.0.0.1", 0))
@@ -89,8 +89,8 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))')
 set -- $ports
 : >peers
 for i in 0 1 2; do
-	spirt-peer keygen -f p$i.key >p$i.hex || exit 1
-	spirt-peer invite -o p$i.tok -g group.key -i p$i -r chaos \
+	spirt-key keygen -f p$i.key >p$i.hex || exit 1
+	spirt-key invite -o p$i.tok -g group.key -i p$i -r chaos \
 	    "$(cat p$i.hex)" || exit 1
 	echo "p$i http://127.0.0.1:$1" >>peers
 	shift

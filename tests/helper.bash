@@ -163,7 +163,7 @@ model_at() {
 # free port of 127.0.0.1 (bound, then let go)
 httppeers() {
 	local i port ports
-	spirt-peer keygen -p group.pub group.key >/dev/null
+	spirt-key keygen -p group.pub group.key >/dev/null
 	ports=$("$PYTHON" -c 'import socket, sys
 ss = [socket.socket() for i in range(int(sys.argv[1]))]
 for s in ss: s.bind(("127.0.0.1", 0))
@@ -171,8 +171,8 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1")
 	: >peers
 	i=0
 	for port in $ports; do
-		spirt-peer keygen p$i.key >p$i.hex
-		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
+		spirt-key keygen p$i.key >p$i.hex
+		spirt-key invite -o p$i.tok -g group.key -i p$i -r r1 \
 		    "$(cat p$i.hex)"
 		echo "p$i http://127.0.0.1:$port" >>peers
 		i=$((i + 1))
@@ -184,10 +184,10 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1")
 # (f1.key, f1.tok), both of run r1; the function's id is its binding, ID
 # (default p1.w0-2: one token for a fan-out over p1's workers 0-2)
 group_keys() {
-	spirt-peer keygen -p group.pub group.key >/dev/null
-	spirt-peer keygen p1.key >p1.hex
-	spirt-peer invite -o p1.tok -g group.key -i p1 -r r1 "$(cat p1.hex)"
-	spirt-peer keygen f1.key >f1.hex
-	spirt-peer invite -o f1.tok -R function -g group.key \
+	spirt-key keygen -p group.pub group.key >/dev/null
+	spirt-key keygen p1.key >p1.hex
+	spirt-key invite -o p1.tok -g group.key -i p1 -r r1 "$(cat p1.hex)"
+	spirt-key keygen f1.key >f1.hex
+	spirt-key invite -o f1.tok -R function -g group.key \
 	    -i "${1:-p1.w0-2}" -r r1 "$(cat f1.hex)"
 }

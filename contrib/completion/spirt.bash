@@ -4,7 +4,7 @@
 # cannot drift from the code: an option line of -h is
 #   "  -x, --long ARG  text"  or  "      --long ARG  text"
 # and an option with an upper-case ARG takes an argument.  Subcommands
-# (spirt-store ls, spirt-peer keygen, ...) are the first bare word after
+# (spirt-store ls, spirt-key keygen, ...) are the first bare word after
 # the tool's name in its usage lines.  make install copies this file to
 # $(COMPDIR)/<tool> for each tool, where bash-completion finds it; or
 # source it from ~/.bashrc.
@@ -65,5 +65,5 @@ _spirt()
 }
 
 complete -F _spirt spirt-agg spirt-attack spirt-conform spirt-eval \
-    spirt-grad spirt-init spirt-invoke spirt-beat spirt-peer spirt-shard \
-    spirt-run spirt-store spirt-torch spirt-train spirt-update
+    spirt-grad spirt-init spirt-invoke spirt-beat spirt-key spirt-peer \
+    spirt-shard spirt-run spirt-store spirt-torch spirt-train spirt-update

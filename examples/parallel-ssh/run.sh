@@ -30,14 +30,14 @@ export PARALLEL_HOME="$work/.parallel"
 # 1. keys: the group's (kept offline in real use), this peer's identity
 #    and member token, and a function's: role "function" may read models
 #    and data and write gradients, nothing else
-[ -e group.key ] || spirt-peer keygen -p group.pub group.key >/dev/null
+[ -e group.key ] || spirt-key keygen -p group.pub group.key >/dev/null
 for m in p1 f1; do
-	[ -e $m.key ] || spirt-peer keygen $m.key >$m.hex
+	[ -e $m.key ] || spirt-key keygen $m.key >$m.hex
 done
-spirt-peer invite -o p1.tok -g group.key -i p1 -r r1 "$(cat p1.hex)"
+spirt-key invite -o p1.tok -g group.key -i p1 -r r1 "$(cat p1.hex)"
 # one token for the fan-out over p1's workers 0 .. fns-1, its id their
 # binding (one token a worker keeps each worker's slot its own)
-spirt-peer invite -o f1.tok -R function -g group.key -i "p1.w0-$((fns - 1))" \
+spirt-key invite -o f1.tok -R function -g group.key -i "p1.w0-$((fns - 1))" \
     -r r1 "$(cat f1.hex)"
 
 # 2. the data, sharded for the functions, as spirt-train would do it;

@@ -2,7 +2,7 @@
 # tests/fuzz/mkseeds.sh - make the seed corpora of tests/fuzz/corpus/ with
 # the tools themselves (after `make all`): records from spirt-init,
 # spirt-shard and spirt-grad, .npy from spirt-store export, keys from a
-# real store, key, token and allowlist files from spirt-peer keygen and
+# real store, key, token and allowlist files from spirt-key keygen and
 # invite, handshake messages a real client sent and a real server
 # answered, data cut from Fashion-MNIST and LIBSVM's heart_scale.  Each
 # seed is an input its harness takes: the option bytes a harness reads
@@ -215,14 +215,14 @@ str() {
 { bytes 4; printf '{"rawPath":"/","queryStringParameters":{"step":"1","worker":"0"},"isBase64Encoded":false,"headers":{"a":[1,2.5e3,null,true]}}'; } |
     seed faas lambda-url
 
-# ---- keys, tokens, allowlists: spirt-peer keygen and invite ----
+# ---- keys, tokens, allowlists: spirt-key keygen and invite ----
 umask 077
-spirt-peer keygen -p group.pub group.key >/dev/null
+spirt-key keygen -p group.pub group.key >/dev/null
 # (f1.*: the function of p1's worker 1, its id p1.w1 its binding)
 for m in p1:peer:p1 p2:peer:p2 f1:function:p1.w1; do
 	f=${m%%:*} r=${m#*:} r=${r%%:*}
-	spirt-peer keygen "$f.key" >"$f.hex"
-	spirt-peer invite -o "$f.tok" -R "$r" -g group.key -i "${m##*:}" \
+	spirt-key keygen "$f.key" >"$f.hex"
+	spirt-key invite -o "$f.tok" -R "$r" -g group.key -i "${m##*:}" \
 	    -r r1 "$(cat "$f.hex")"
 done
 { bytes 0; cat p1.key; } | seed keyfile secret
