@@ -75,7 +75,8 @@ usage() {
                        spirt-peer exchange every step, apply gagg
       --schedule NAME  learning rate over the epochs: cosine or constant
                        (default cosine)
-      --spec SPEC      model spec (default: by model name)
+      --spec SPEC      model spec (default: by model name, or its
+                       model@ in the store)
       --steps N        stop after N steps in all (default: epochs' worth)
       --sync MODE      full, meta or none (default meta; see man page)
       --target ACC     stop once test accuracy reaches ACC (0 to 1)
@@ -233,7 +234,7 @@ case $model in
 mlp)     : "${spec:=mlp:784-256-128-10}" "${lr:=0.002}" ;;
 cnn)     : "${spec:=cnn:1x28x28-32-64-10}" "${lr:=0.002}" ;;
 softmax) : "${spec:=softmax:784:10}" "${lr:=0.01}" ;;
-*)       [ -n "$spec" ] || die 64 "model $model: give --spec" ; : "${lr:=0.001}" ;;
+*)       : "${lr:=0.001}" ;;     # spec: --spec, else its model@ in the store
 esac
 real -l "$lr" 0 1000000
 case $opt in

@@ -338,21 +338,30 @@ assert d <= 1e-6'
 }
 
 @test "spirt-torch: spirt-train --function and --evaluate train the module, warm and cold" {
+	# a model of one's own and no --spec: not in the store, 64
+	run -64 --separate-stderr spirt-train -q -m r -n 2 -b 16 -e 1 \
+	    --function "spirt-torch grad --module net.py"
+	[[ "$stderr" == "spirt-train: model r: not in $SPIRT_STORE, and no --spec: make its model@0 first"* ]]
 	spirt-torch init -q -m r --module net.py -S 1
-	# (spirt-train checks a --spec with spirt-init even for a model
-	# the store holds already: any spec it knows)
-	spirt-train -q -m r --spec softmax:64:3 -n 2 -b 16 -e 1 -l 0.3 \
+	# its spec is the one its model@0 names
+	spirt-train -m r -n 2 -b 16 -e 1 -l 0.3 \
 	    -o sgd --function "spirt-torch grad --module net.py" \
-	    --evaluate "spirt-torch eval --module net.py" --eval-every 4
+	    --evaluate "spirt-torch eval --module net.py" --eval-every 4 \
+	    2>err
+	grep -q "^spirt-train: training r (torch:net:383) in " err
 	run -0 spirt-store show model/r@8
 	assert_line 'name=torch:net:383'
-	spirt-train -q --cold -m r --spec softmax:64:3 -n 2 -b 16 -e 2 \
+	spirt-train -q --cold -m r -n 2 -b 16 -e 2 \
 	    -l 0.3 -o sgd --function "spirt-torch grad --module net.py" \
 	    --evaluate "spirt-torch eval --module net.py" --eval-every 4
 	run -0 spirt-torch eval -m r --module net.py
 	assert_line 'step=16'
 	awk -v a="$(sed -n 's/^accuracy=//p' <<<"$output")" \
 	    'BEGIN { exit !(a > 0.9) }'
+	# the test set spirt-train names (--test) is eval's default
+	run -66 --separate-stderr env SPIRT_DATASET_TEST=other \
+	    spirt-torch eval -m r --module net.py
+	[[ "$stderr" == *"data/other/info"* ]]
 }
 
 @test "spirt-torch grad through a peer's URL: the model, the batch and the record over HTTP, the bytes of a local run" {

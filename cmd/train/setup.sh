@@ -116,10 +116,21 @@ if [ -n "$peers" ]; then
 	[ "$rc" -lt 126 ] || rc=70
 	[ "$rc" -eq 0 ] || die "$rc" "--peer-rule $prule: $(first "$e" spirt-agg)"
 fi
-e=$(spirt-init -q -m "$model" -S "$seed" -o - "$spec" 2>&1 >/dev/null) ||
-	rc=$?
-[ "$rc" -lt 126 ] || rc=70
-[ "$rc" -eq 0 ] || die "$rc" "$(first "$e" spirt-init)"
+# A model of one's own (not mlp, cnn or softmax) without --spec: the spec
+# its versions in the store name (spirt-torch init, spirt-init made
+# model@0); spirt-train makes only what spirt-init can
+if [ -z "$spec" ]; then
+	_k=$(spirt-store -s "$store" ls "model/$model@" 2>/dev/null | cut -f1 |
+	    head -n 1)
+	[ -n "$_k" ] || die 64 "model $model: not in $store, and no --spec: make its model@0 first (spirt-torch init -m $model, spirt-init -m $model SPEC) or give --spec"
+	spec=$(spirt-store -s "$store" show "$_k" | sed -n 's/^name=//p')
+	[ -n "$spec" ] || die 65 "$_k: no name in its record"
+else
+	e=$(spirt-init -q -m "$model" -S "$seed" -o - "$spec" 2>&1 >/dev/null) ||
+		rc=$?
+	[ "$rc" -lt 126 ] || rc=70
+	[ "$rc" -eq 0 ] || die "$rc" "$(first "$e" spirt-init)"
+fi
 export SPIRT_SYNC SPIRT_STORE="$store"
 # the data sets by name, for the tools and the functions (spirt-grad,
 # spirt-agg, spirt-store batch, spirt-eval; spirt-function(7))

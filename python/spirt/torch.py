@@ -195,8 +195,8 @@ def parse(argv):
         o.batch = 256 if o.cmd == "eval" else number(
             env.get("SPIRT_BATCH") or "64", "SPIRT_BATCH", 1, 2**31 - 1)
     if o.dataset is None:
-        o.dataset = "test" if o.cmd == "eval" else \
-            env.get("SPIRT_DATASET") or "train"
+        o.dataset = env.get("SPIRT_DATASET_TEST") or "test" \
+            if o.cmd == "eval" else env.get("SPIRT_DATASET") or "train"
     if o.cmd == "grad" and o.step is None and not o.serve:
         s = env.get("SPIRT_STEP")
         if s is None:
