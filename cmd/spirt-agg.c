@@ -278,7 +278,7 @@ serve(struct spirt_store *s)
 	};
 	int rc;
 
-	spirt_serve_init();
+	serve_setup();
 	if ((rc = spirt_serve_loop(&sv, stdin, stdout)) != 0) {
 		warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
 		return SPIRT_EX_IOERR;

@@ -246,7 +246,7 @@ serve(struct spirt_grad_ctx *c, struct spirt_store *s,
 	};
 	int rc;
 
-	spirt_serve_init();
+	serve_setup();
 	if ((rc = spirt_serve_loop(&sv, stdin, stdout)) != 0) {
 		warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
 		return SPIRT_EX_IOERR;
@@ -414,7 +414,7 @@ faas_http(struct fctx *f)
 	    0, 65535);
 	h.run = faas_run;
 	h.arg = f;
-	spirt_serve_init();
+	serve_setup();
 	signal(SIGPIPE, SIG_IGN);
 	// the server's threads inherit the mask: the signal comes here
 	sigemptyset(&set);
@@ -435,6 +435,16 @@ faas_http(struct fctx *f)
 	return 0;
 }
 
+/* each event's Lambda-Runtime-Trace-Id, for the SDKs (spirt-grad(1)) */
+static void
+lambda_trace(const char *id)
+{
+	if (id != NULL)
+		setenv("_X_AMZN_TRACE_ID", id, 1);
+	else
+		unsetenv("_X_AMZN_TRACE_ID");
+}
+
 /* -F lambda: the custom-runtime loop, until SIGTERM or SIGINT. */
 static int
 faas_lambda(struct fctx *f)
@@ -445,7 +455,8 @@ faas_lambda(struct fctx *f)
 	lambda.run = faas_run;
 	lambda.arg = f;
 	lambda.warn = warnx_;
-	spirt_serve_init();
+	lambda.trace = lambda_trace;
+	serve_setup();
 	if ((rc = spirt_faas_lambda_loop(&lambda)) != 0) {
 		warnx_("Runtime API %s: %s", lambda.api, lambda.msg);
 		return spirt_exit(rc);

@@ -334,7 +334,7 @@ main(int argc, char **argv)
 
 	if (serve) {
 		sv.worker0 = w;
-		spirt_serve_init();
+		serve_setup();
 		if ((rc = spirt_serve_loop(&sv, stdin, stdout)) != 0) {
 			warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
 			code = SPIRT_EX_IOERR;

@@ -652,7 +652,7 @@ xserve(struct spirt_exchange *x)
 	};
 	int rc;
 
-	spirt_serve_init();
+	serve_setup();
 	/* aggregates of any size come back every round: their blocks stay
 	 * in the heap for the next one (no mmap, no page faults) */
 	mallopt(M_MMAP_MAX, 0);

@@ -51,9 +51,9 @@ tests/unit/test_crypto.o: tests/unit/test_crypto.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -DCRYPTO_BUILD=\"$(CRYPTO)\" \
 	    -c -o $@ tests/unit/test_crypto.c
 
-cmd/spirt-peer.o: $(LIBHDR) config.mk
-spirt-peer: cmd/spirt-peer.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-peer.o lib/libspirt.a $(MHD_LIBS) $(BASE_LIBS)
+cmd/spirt-peer.o: $(TOOLHDR) $(LIBHDR) config.mk
+spirt-peer: cmd/spirt-peer.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-peer.o $(TOOLLIB) lib/libspirt.a $(MHD_LIBS) $(BASE_LIBS)
 
 lib/remote.o: lib/remote.c
 	$(CC) $(ALLCFLAGS) $(CURL_CFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/remote.c

@@ -74,6 +74,14 @@ void parent_watch(void);
  */
 int sigpipe_open(int *rfd);
 
+/*
+ * A warm tool's set-up: spirt_serve_init(), and SIGINT and SIGTERM call
+ * spirt_serve_stop() (lib/serve.h) instead of ending the process.  No
+ * SA_RESTART: a wait for the next request returns at once, and the loop
+ * ends once the invocation under way is answered.
+ */
+void serve_setup(void);
+
 /* 1 if fd is a terminal: refuse binary output there unless forced. */
 int isterm(int fd);
 
@@ -86,7 +94,14 @@ int fshut_stdout(int code);
 /* Print "prog VERSION" to stdout and exit 0. */
 _Noreturn void print_version(void);
 
-/* lib/toolblas.c, for the tools that compute: */
+/* cmd/toolblas.c, for the tools that compute: */
+/*
+ * Load OpenBLAS (spirt_blas_init) with threads threads, after setting what
+ * its load-time constructor reads: OPENBLAS_CORETYPE, unless set, to
+ * spirt_blas_cpu_core()'s choice, and OPENBLAS_NUM_THREADS; the library
+ * from $SPIRT_BLAS_LIB.  0, an errno or SPIRT_ENOTSUP (spirt_blas_error()).
+ */
+int blas_load(int threads);
 /* Load OpenBLAS with -j/$SPIRT_THREADS threads; warn if it is missing. */
 void blas_setup(const char *threads);
 /* print_version() plus the OpenBLAS core line, then exit 0. */

@@ -13,6 +13,7 @@
 
 #include "isa.h"
 #include "parse.h"
+#include "serve.h"
 #include "store.h"
 #include "tool.h"
 
@@ -306,6 +307,26 @@ sigpipe_open(int *rfd)
 		return errno;
 	*rfd = p[0];
 	return 0;
+}
+
+static void
+onstop(int sig)
+{
+	(void)sig;
+	spirt_serve_stop();
+}
+
+void
+serve_setup(void)
+{
+	struct sigaction sa;
+
+	spirt_serve_init();
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = onstop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }
 
 int
