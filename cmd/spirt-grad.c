@@ -504,6 +504,7 @@ main(int argc, char **argv)
 	progname = "spirt-grad";
 	checkfds();
 	parent_watch();
+	store_env();
 
 	while ((ch = getopt_long(argc, argv, "b:D:d:F:fhij:m:o:p:qS:s:t:Vvw:", lo,
 	    NULL)) != -1)
@@ -575,7 +576,7 @@ main(int argc, char **argv)
 	    UINT64_MAX);
 	job.dataset = opt_env(o.dataset, "SPIRT_DATASET", "train");
 	job.label_flip = o.label_flip;
-	store = o.store ? o.store : spirt_store_default();
+	store = o.store ? o.store : store_default();
 	if (o.out && strcmp(o.out, "-") == 0 && !o.force && isterm(1) &&
 	    faas != HTTP && faas != LAMBDA)
 		die(SPIRT_EX_USAGE, "stdout is a terminal: use -f to write "

@@ -13,6 +13,7 @@
 
 #include "isa.h"
 #include "parse.h"
+#include "remote.h"
 #include "serve.h"
 #include "store.h"
 #include "tool.h"
@@ -205,6 +206,38 @@ opt_env(const char *opt, const char *env, const char *def)
 	if (env && (v = getenv(env)) && *v)
 		return v;
 	return def;
+}
+
+const char *
+store_default(void)
+{
+	return opt_env(NULL, "SPIRT_STORE", "spirt.db");
+}
+
+const struct spirt_remote_conf *
+remote_env(struct spirt_remote_conf *c)
+{
+	c->key = getenv("SPIRT_KEY");
+	c->token = getenv("SPIRT_TOKEN");
+	c->id = getenv("SPIRT_ID");
+	c->run = getenv("SPIRT_RUN");
+	c->group = getenv("SPIRT_GROUP");
+	c->allow = getenv("SPIRT_ALLOW");
+	return c;
+}
+
+void
+store_env(void)
+{
+	static struct spirt_remote_conf r;
+	struct spirt_store_conf c;
+
+	c.sync = getenv("SPIRT_SYNC");
+	c.mapsize = getenv("SPIRT_MAPSIZE");
+	c.mapsize_max = getenv("SPIRT_MAPSIZE_MAX");
+	c.timeout = getenv("SPIRT_TIMEOUT");
+	c.remote = remote_env(&r);
+	spirt_store_setconf(&c);
 }
 
 void

@@ -49,6 +49,25 @@ void echeck_model(const char *opt, const char *name);
 /* Option if set, else $env if set and non-empty, else def. */
 const char *opt_env(const char *opt, const char *env, const char *def);
 
+/* -s's default: $SPIRT_STORE if set and non-empty, else "spirt.db". */
+const char *store_default(void);
+
+/*
+ * The credentials a URL store or a peer needs, from $SPIRT_KEY,
+ * $SPIRT_TOKEN, $SPIRT_ID, $SPIRT_RUN, $SPIRT_GROUP and $SPIRT_ALLOW (as
+ * they are now: their values are not copied).  Returns c.
+ */
+struct spirt_remote_conf;
+const struct spirt_remote_conf *remote_env(struct spirt_remote_conf *c);
+
+/*
+ * Hand lib the configuration of every store this tool opens
+ * (spirt_store_setconf): $SPIRT_SYNC, $SPIRT_MAPSIZE, $SPIRT_MAPSIZE_MAX,
+ * $SPIRT_TIMEOUT and remote_env()'s credentials; lib checks them at each
+ * open, as spirt(7) says.  Once, as the tool starts.
+ */
+void store_env(void);
+
 /* Run the vector kernels at the level $SPIRT_ISA names, if set (isa.h);
  * die with 64 for an unknown level or one the CPU lacks. */
 void isa_setup(void);

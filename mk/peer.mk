@@ -69,9 +69,9 @@ lib/peersrv.o: lib/peersrv.c
 lib/peerauth.o: lib/peerauth.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/peerauth.c
 
-tests/unit/test_remote: tests/unit/test_remote.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_remote.o lib/libspirt.a $(MHD_LIBS) $(CURL_LIBS) $(BASE_LIBS)
-tests/unit/test_remote.o: tests/unit/check.h $(LIBHDR)
+tests/unit/test_remote: tests/unit/test_remote.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_remote.o $(TOOLLIB) lib/libspirt.a $(MHD_LIBS) $(CURL_LIBS) $(BASE_LIBS)
+tests/unit/test_remote.o: tests/unit/check.h $(TOOLHDR) $(LIBHDR)
 tests/unit/test_remote.o: tests/unit/test_remote.c
 	$(CC) $(ALLCFLAGS) $(CURL_CFLAGS) -c -o $@ tests/unit/test_remote.c
 
@@ -81,9 +81,9 @@ tests/unit/test_digest.o: tests/unit/check.h $(LIBHDR)
 tests/unit/test_digest.o: tests/unit/test_digest.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ tests/unit/test_digest.c
 
-bench/xfer_bench: bench/xfer_bench.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/xfer_bench.o lib/libspirt.a $(BASE_LIBS)
-bench/xfer_bench.o: $(LIBHDR)
+bench/xfer_bench: bench/xfer_bench.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/xfer_bench.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
+bench/xfer_bench.o: $(TOOLHDR) $(LIBHDR)
 bench/hash_bench: bench/hash_bench.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/hash_bench.o lib/libspirt.a $(BASE_LIBS)
 bench/hash_bench.o: $(LIBHDR)
