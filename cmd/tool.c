@@ -1,4 +1,4 @@
-/* tool.c - messages and e* wrappers for the tools only (ISC licence) */
+/* tool.c - the tools' layer: messages, environment, signals (ISC licence) */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -1,4 +1,8 @@
-/* tool.h - tool-only helpers: messages, e* wrappers (may exit) */
+/*
+ * tool.h - the tools' layer, not the library's: messages, e* wrappers
+ * (may exit), option then environment then default, the configurations
+ * lib is handed, signal handlers.  Linked into every tool (cmd/libtool.a).
+ */
 #ifndef SPIRT_TOOL_H
 #define SPIRT_TOOL_H
 
@@ -6,6 +10,8 @@
 #include <stdint.h>
 
 #include "spirt.h"
+
+struct spirt_remote_conf;       /* remote.h */
 
 /* Set by each tool's main() from a constant, never from argv[0]. */
 extern const char *progname;
@@ -57,7 +63,6 @@ const char *store_default(void);
  * $SPIRT_TOKEN, $SPIRT_ID, $SPIRT_RUN, $SPIRT_GROUP and $SPIRT_ALLOW (as
  * they are now: their values are not copied).  Returns c.
  */
-struct spirt_remote_conf;
 const struct spirt_remote_conf *remote_env(struct spirt_remote_conf *c);
 
 /*
