@@ -14,16 +14,23 @@ all:
 ALLCFLAGS = $(SPIRT_CPPFLAGS) $(CPPFLAGS) $(INCS) $(SPIRT_CFLAGS) $(CFLAGS)
 
 CORE_LIBHDR = lib/spirt.h lib/tensor.h lib/store.h lib/io.h lib/parse.h \
-	lib/npy.h lib/tool.h lib/rng.h lib/mem.h lib/isa.h lib/le.h lib/keys.h \
+	lib/npy.h lib/rng.h lib/mem.h lib/isa.h lib/le.h lib/keys.h \
 	lib/dl.h lib/supervise.h
 LIBHDR = $(CORE_LIBHDR) $(DATA_LIBHDR) $(MODEL_LIBHDR) $(AGG_LIBHDR) \
 	$(PEER_LIBHDR) $(FAAS_LIBHDR) $(INVOKE_LIBHDR) $(BEAT_LIBHDR)
 LIBOBJ = lib/spirt.o lib/tensor.o lib/keys.o lib/store.o lib/io.o \
-	lib/parse.o lib/npy.o lib/tool.o lib/mem.o lib/isa.o lib/dl.o \
+	lib/parse.o lib/npy.o lib/mem.o lib/isa.o lib/dl.o \
 	lib/supervise.o \
 	$(DATA_LIBOBJ) \
 	$(MODEL_LIBOBJ) $(AGG_LIBOBJ) $(PEER_LIBOBJ) $(FAAS_LIBOBJ) \
 	$(INVOKE_LIBOBJ) $(BEAT_LIBOBJ)
+
+# the tools' own layer (cmd/tool.h): messages, exits, option and
+# environment resolution, signal handlers; linked into every tool, never
+# part of the library
+TOOLHDR = cmd/tool.h
+TOOLOBJ = cmd/tool.o cmd/toolblas.o
+TOOLLIB = cmd/libtool.a
 
 include mk/data.mk
 include mk/model.mk
@@ -60,18 +67,23 @@ all: $(BIN)
 	$(CC) $(ALLCFLAGS) -c -o $@ $<
 
 $(LIBOBJ): $(LIBHDR) config.mk
-cmd/spirt-store.o: $(LIBHDR) config.mk
+cmd/spirt-store.o: $(TOOLHDR) $(LIBHDR) config.mk
 # (again here: mk/model.mk's line is read before the agg and faas lists,
 # and spirt-grad includes serve.h and faas*.h; a stale object crashed)
-cmd/spirt-grad.o: $(LIBHDR)
+cmd/spirt-grad.o: $(TOOLHDR) $(LIBHDR)
 
 lib/libspirt.a: $(LIBOBJ)
 	rm -f $@
 	$(AR) $(ARFLAGS) $@ $(LIBOBJ)
 
+$(TOOLOBJ): $(TOOLHDR) $(LIBHDR) config.mk
+$(TOOLLIB): $(TOOLOBJ)
+	rm -f $@
+	$(AR) $(ARFLAGS) $@ $(TOOLOBJ)
+
 # one link line per tool, as LMDB does
-spirt-store: cmd/spirt-store.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-store.o lib/libspirt.a $(BASE_LIBS)
+spirt-store: cmd/spirt-store.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-store.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
 
 # unit tests
 tests/unit/test_tensor: tests/unit/test_tensor.o lib/libspirt.a
@@ -91,9 +103,9 @@ tests/unit/test_npy.o tests/unit/test_mem.o tests/unit/test_keys.o: \
 	tests/unit/check.h $(LIBHDR)
 
 # benchmarks (not part of check): make bench
-bench/store_bench: bench/store_bench.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/store_bench.o lib/libspirt.a $(BASE_LIBS)
-bench/store_bench.o: $(LIBHDR)
+bench/store_bench: bench/store_bench.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/store_bench.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
+bench/store_bench.o: $(TOOLHDR) $(LIBHDR)
 
 # the Debian packages (deps/debian); `sh ./bootstrap check` installs them and
 # then runs `make check`, so check itself does not run bootstrap again
@@ -145,7 +157,7 @@ uninstall:
 		{ rmdir $$d 2>/dev/null || :; }
 
 clean:
-	rm -f $(BIN) lib/libspirt.a $(LIBOBJ) cmd/*.o cmd/key/*.o tests/unit/*.o $(UNIT) \
+	rm -f $(BIN) lib/libspirt.a $(LIBOBJ) $(TOOLLIB) cmd/*.o cmd/key/*.o tests/unit/*.o $(UNIT) \
 		bench/*.o $(BENCH) $(FUZZ_LIBOBJ) tests/fuzz/libspirt.a \
 		$(FUZZ_BIN)
 

@@ -68,7 +68,7 @@ INCS = $(XXHASH_CFLAGS) $(BLAS_CFLAGS)
 # kernels, lib/vec.h), so aggregates and updates would differ by CPU.
 CC = cc
 CFLAGS = -O2 -g
-SPIRT_CPPFLAGS = -Ilib -D_POSIX_C_SOURCE=200809L \
+SPIRT_CPPFLAGS = -Ilib -Icmd -D_POSIX_C_SOURCE=200809L \
 	-DSPIRT_VERSION_MK=\"$(VERSION)\" $(WRAP_CPPFLAGS)
 SPIRT_CFLAGS = -std=c11 -ffp-contract=off -Wall -Wextra -Wpedantic -Wshadow \
 	-Wvla -Werror

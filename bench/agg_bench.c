@@ -603,7 +603,8 @@ main(int argc, char **argv)
 			port = (int)v;
 		}
 	snprintf(dir, sizeof dir, "%s/agg_bench.%d.db", tmp, (int)getpid());
-	setenv("SPIRT_MAPSIZE", "8589934592", 1);
+	spirt_store_setconf(&(struct spirt_store_conf){ .mapsize =
+	    "8589934592" });
 	srand(1);
 	for (int i = 0; i < 16; i++) {
 		x[i] = malloc(10000000 * sizeof(float));

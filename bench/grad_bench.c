@@ -9,6 +9,7 @@
 #include "parse.h"
 #include "blas.h"
 #include "model.h"
+#include "tool.h"
 
 static double
 now(void)
@@ -173,7 +174,7 @@ main(int argc, char **argv)
 
 	if (reps < 3)
 		reps = 3;
-	if (spirt_blas_init(1) != 0) {
+	if (blas_load(1) != 0) {
 		fprintf(stderr, "grad_bench: %s\n", spirt_blas_error());
 		return 69;
 	}

@@ -8,6 +8,7 @@
 #include "keys.h"
 #include "parse.h"
 #include "remote.h"
+#include "tool.h"
 
 /*
  * Usage: xfer_bench URL KEY N
@@ -24,6 +25,7 @@ int
 main(int argc, char **argv)
 {
 	struct spirt_remote *r;
+	struct spirt_remote_conf rconf;
 	struct spirt_cred *c;
 	char msg[600];
 	uint64_t n;
@@ -36,7 +38,8 @@ main(int argc, char **argv)
 	mallopt(M_MMAP_MAX, 0);
 	mallopt(M_TRIM_THRESHOLD, -1);
 	if ((rc = spirt_remote_global_init()) ||
-	    (rc = spirt_cred_env(&c, msg, sizeof msg))) {
+	    (rc = spirt_cred_load(&c, remote_env(&rconf), 0, msg,
+	    sizeof msg))) {
 		fprintf(stderr, "xfer_bench: %s\n", rc ? msg : "");
 		return 1;
 	}

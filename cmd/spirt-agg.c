@@ -278,7 +278,7 @@ serve(struct spirt_store *s)
 	};
 	int rc;
 
-	spirt_serve_init();
+	serve_setup();
 	if ((rc = spirt_serve_loop(&sv, stdin, stdout)) != 0) {
 		warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
 		return SPIRT_EX_IOERR;
@@ -447,6 +447,7 @@ main(int argc, char **argv)
 	progname = "spirt-agg";
 	checkfds();
 	parent_watch();
+	store_env();
 	options(argc, argv);
 	argc -= optind;
 	argv += optind;
@@ -504,7 +505,7 @@ main(int argc, char **argv)
 		die(SPIRT_EX_USAGE, "stdout is a terminal (use -f or -o)");
 
 	if (fromstore) {
-		act = o.store ? o.store : spirt_store_default();
+		act = o.store ? o.store : store_default();
 		if (tostore && spirt_store_is_url(act))
 			die(SPIRT_EX_USAGE, "%s: aggregation into a store runs "
 			    "on the peer that owns it (or give -o file)", act);

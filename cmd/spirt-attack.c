@@ -273,6 +273,7 @@ main(int argc, char **argv)
 	progname = "spirt-attack";
 	checkfds();
 	parent_watch();
+	store_env();
 	spirt_aggset_init(&o.g);
 	while ((c = getopt_long(argc, argv, "a:fho:qS:s:t:Vvw:", lo, NULL)) !=
 	    -1)
@@ -326,7 +327,7 @@ main(int argc, char **argv)
 		}
 	}
 	if (o.agg) {
-		act = o.store ? o.store : spirt_store_default();
+		act = o.store ? o.store : store_default();
 		if ((rc = spirt_store_open(&s, act, o.out ? SPIRT_STORE_RDONLY :
 		    0)))
 			goto fail;
@@ -368,7 +369,7 @@ main(int argc, char **argv)
 		o.out = "-";
 
 	if (o.g.step != SPIRT_NOSTEP) {
-		act = o.store ? o.store : spirt_store_default();
+		act = o.store ? o.store : store_default();
 		if ((rc = spirt_store_open(&s, act, 0)))
 			goto fail;
 		act = "write store";

@@ -205,7 +205,7 @@ nap_ms(unsigned ms)
 static struct spirt_store *
 open_store(unsigned flags)
 {
-	const char *loc = o.store ? o.store : spirt_store_default();
+	const char *loc = o.store ? o.store : store_default();
 	struct spirt_store *s;
 	int rc;
 
@@ -760,6 +760,7 @@ main(int argc, char **argv)
 	progname = "spirt-beat";
 	checkfds();
 	parent_watch();
+	store_env();
 
 	options(argc, argv);
 	argc -= optind;

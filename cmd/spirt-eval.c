@@ -73,6 +73,7 @@ main(int argc, char **argv)
 	progname = "spirt-eval";
 	checkfds();
 	parent_watch();
+	store_env();
 
 	while ((ch = getopt_long(argc, argv, "b:D:d:hj:m:p:qs:t:Vv", lo, NULL))
 	    != -1)
@@ -104,7 +105,7 @@ main(int argc, char **argv)
 	if (step != NULL)
 		t = eparse_u64("-t", step, 0, UINT64_MAX - 1);
 	ds = opt_env(ds, "SPIRT_DATASET_TEST", "test");
-	store = store ? store : spirt_store_default();
+	store = store ? store : store_default();
 
 	blas_setup(threads);
 	if ((rc = spirt_grad_ctx_new(&c, 0)) != 0)

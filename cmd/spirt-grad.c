@@ -246,7 +246,7 @@ serve(struct spirt_grad_ctx *c, struct spirt_store *s,
 	};
 	int rc;
 
-	spirt_serve_init();
+	serve_setup();
 	if ((rc = spirt_serve_loop(&sv, stdin, stdout)) != 0) {
 		warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
 		return SPIRT_EX_IOERR;
@@ -414,7 +414,7 @@ faas_http(struct fctx *f)
 	    0, 65535);
 	h.run = faas_run;
 	h.arg = f;
-	spirt_serve_init();
+	serve_setup();
 	signal(SIGPIPE, SIG_IGN);
 	// the server's threads inherit the mask: the signal comes here
 	sigemptyset(&set);
@@ -435,6 +435,16 @@ faas_http(struct fctx *f)
 	return 0;
 }
 
+/* each event's Lambda-Runtime-Trace-Id, for the SDKs (spirt-grad(1)) */
+static void
+lambda_trace(const char *id)
+{
+	if (id != NULL)
+		setenv("_X_AMZN_TRACE_ID", id, 1);
+	else
+		unsetenv("_X_AMZN_TRACE_ID");
+}
+
 /* -F lambda: the custom-runtime loop, until SIGTERM or SIGINT. */
 static int
 faas_lambda(struct fctx *f)
@@ -445,7 +455,8 @@ faas_lambda(struct fctx *f)
 	lambda.run = faas_run;
 	lambda.arg = f;
 	lambda.warn = warnx_;
-	spirt_serve_init();
+	lambda.trace = lambda_trace;
+	serve_setup();
 	if ((rc = spirt_faas_lambda_loop(&lambda)) != 0) {
 		warnx_("Runtime API %s: %s", lambda.api, lambda.msg);
 		return spirt_exit(rc);
@@ -493,6 +504,7 @@ main(int argc, char **argv)
 	progname = "spirt-grad";
 	checkfds();
 	parent_watch();
+	store_env();
 
 	while ((ch = getopt_long(argc, argv, "b:D:d:F:fhij:m:o:p:qS:s:t:Vvw:", lo,
 	    NULL)) != -1)
@@ -564,7 +576,7 @@ main(int argc, char **argv)
 	    UINT64_MAX);
 	job.dataset = opt_env(o.dataset, "SPIRT_DATASET", "train");
 	job.label_flip = o.label_flip;
-	store = o.store ? o.store : spirt_store_default();
+	store = o.store ? o.store : store_default();
 	if (o.out && strcmp(o.out, "-") == 0 && !o.force && isterm(1) &&
 	    faas != HTTP && faas != LAMBDA)
 		die(SPIRT_EX_USAGE, "stdout is a terminal: use -f to write "

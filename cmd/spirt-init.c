@@ -84,6 +84,7 @@ main(int argc, char **argv)
 	progname = "spirt-init";
 	checkfds();
 	parent_watch();
+	store_env();
 
 	while ((ch = getopt_long(argc, argv, "fhm:o:qS:s:t:Vv", lo, NULL)) != -1)
 		switch (ch) {
@@ -146,7 +147,7 @@ main(int argc, char **argv)
 			    spirt_publish_commit(&pub);
 		}
 	} else {
-		store = store ? store : spirt_store_default();
+		store = store ? store : store_default();
 		act = store;
 		if ((rc = spirt_store_open(&s, store, SPIRT_STORE_CREATE)) ==
 		    0) {

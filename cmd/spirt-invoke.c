@@ -271,6 +271,7 @@ main(int argc, char **argv)
 	progname = "spirt-invoke";
 	checkfds();
 	parent_watch();
+	store_env();
 
 	while ((ch = getopt_long(argc, argv, "a:b:D:him:qr:S:s:T:t:Vvw:", lo,
 	    NULL)) != -1)
@@ -322,7 +323,7 @@ main(int argc, char **argv)
 	v.url = argv[0];
 	tok = token(tokfile);
 	v.token = tok;
-	store = store ? store : spirt_store_default();
+	store = store ? store : store_default();
 
 	if ((rc = spirt_invoke_setup()) != 0)
 		die(spirt_exit(rc), "%s", spirt_invoke_error());
@@ -334,7 +335,7 @@ main(int argc, char **argv)
 
 	if (serve) {
 		sv.worker0 = w;
-		spirt_serve_init();
+		serve_setup();
 		if ((rc = spirt_serve_loop(&sv, stdin, stdout)) != 0) {
 			warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
 			code = SPIRT_EX_IOERR;

@@ -232,7 +232,7 @@ owntoken(const struct spirt_cred *c)
 		dierc(rc, "%s", path);
 }
 
-/* an option overrides its SPIRT_* variable (spirt_cred_env reads them) */
+/* an option overrides its SPIRT_* variable (remote_env() reads them) */
 static void
 optenv(const char *var, const char *val)
 {
@@ -241,7 +241,7 @@ optenv(const char *var, const char *val)
 }
 
 /*
- * spirt_cred_env's messages name the SPIRT_* variable a credential came
+ * spirt_cred_load's messages name the SPIRT_* variable a credential came
  * from; serve sets the variable from its option, so name the option where
  * one was given: "-g: group.pub: No such file or directory".
  */
@@ -286,7 +286,8 @@ serve(void)
 	struct spirt_peersrv *srv;
 	struct spirt_store *s;
 	struct spirt_cred *cred;
-	const char *store = o.store ? o.store : spirt_store_default();
+	struct spirt_remote_conf rconf;
+	const char *store = o.store ? o.store : store_default();
 	uint64_t maxb = SPIRT_REMOTE_MAX_BYTES;
 	char msg[700];
 	sigset_t set;
@@ -314,7 +315,8 @@ serve(void)
 	optenv("SPIRT_ALLOW", o.allow);
 	optenv("SPIRT_ID", o.id);
 	optenv("SPIRT_RUN", o.run);
-	if ((rc = spirt_cred_env(&cred, msg, sizeof msg)) != 0) {
+	if ((rc = spirt_cred_load(&cred, remote_env(&rconf), 0, msg,
+	    sizeof msg)) != 0) {
 		optnames(msg, sizeof msg);
 		if (*msg)
 			die(spirt_exit(rc), "%s", msg);
@@ -373,20 +375,22 @@ serve(void)
 /* ---- exchange: one round with the other peers (lib/exchange.h) ---- */
 
 /*
- * Who we are and whom we trust, from the environment (lib/remote.h's
- * spirt_cred_env): SPIRT_KEY, SPIRT_TOKEN or SPIRT_ID and SPIRT_RUN,
- * SPIRT_GROUP and/or SPIRT_ALLOW.  Peers reached through store paths may
- * go without the last two: their digests are checked by signature only.
+ * Who we are and whom we trust, from the environment (cmd/tool.h's
+ * remote_env, lib/remote.h's spirt_cred_load): SPIRT_KEY, SPIRT_TOKEN or
+ * SPIRT_ID and SPIRT_RUN, SPIRT_GROUP and/or SPIRT_ALLOW.  Peers reached
+ * through store paths may go without the last two: their digests are
+ * checked by signature only.
  */
 static struct spirt_cred *
 xcreds(void)
 {
+	struct spirt_remote_conf rconf;
 	struct spirt_cred *c;
 	char msg[700];
 	int rc;
 
-	if ((rc = spirt_cred_env_flags(&c, SPIRT_CRED_TRUST_OPTIONAL, msg,
-	    sizeof msg)) == 0)
+	if ((rc = spirt_cred_load(&c, remote_env(&rconf),
+	    SPIRT_CRED_TRUST_OPTIONAL, msg, sizeof msg)) == 0)
 		return c;
 	if (*msg)
 		warnx_("%s", msg);
@@ -516,7 +520,7 @@ xserve(struct spirt_exchange *x)
 	};
 	int rc;
 
-	spirt_serve_init();
+	serve_setup();
 	/* aggregates of any size come back every round: their blocks stay
 	 * in the heap for the next one (no mmap, no page faults) */
 	mallopt(M_MMAP_MAX, 0);
@@ -664,7 +668,7 @@ xmain(int argc, char **argv)
 		usage(1);
 	}
 
-	act = store ? store : spirt_store_default();
+	act = store ? store : store_default();
 	if ((rc = spirt_store_open(&s, act, 0)) != 0) {
 		warnrc(rc, "%s", act);
 		code = spirt_exit(rc);
@@ -689,6 +693,7 @@ main(int argc, char **argv)
 	progname = "spirt-peer";
 	checkfds();
 	parent_watch();
+	store_env();
 
 	options(argc, argv);
 	optind_before_cmd = optind > 1;

@@ -597,6 +597,7 @@ main(int argc, char **argv)
 	progname = "spirt-shard";
 	checkfds();
 	parent_watch();
+	store_env();
 
 	options(argc, argv);
 	argc -= optind;
@@ -640,7 +641,7 @@ main(int argc, char **argv)
 	if (o.out && strcmp(o.out, "-") == 0 && !o.force && isterm(1))
 		die(SPIRT_EX_USAGE, "stdout is a terminal: use --force to "
 		    "write binary data there");
-	loc = o.store ? o.store : spirt_store_default();
+	loc = o.store ? o.store : store_default();
 
 	/* the class names to map to, from the store they are in */
 	if (o.names_from && (rc = names_from(&s, loc)))

@@ -693,6 +693,7 @@ main(int argc, char **argv)
 	progname = "spirt-store";
 	checkfds();
 	parent_watch();
+	store_env();
 
 	/* options before and after the command */
 	options(argc, argv);

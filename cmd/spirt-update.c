@@ -219,7 +219,7 @@ serve(struct spirt_store *s)
 	};
 	int rc;
 
-	spirt_serve_init();
+	serve_setup();
 	if ((rc = spirt_serve_loop(&sv, stdin, stdout)) != 0) {
 		warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
 		return SPIRT_EX_IOERR;
@@ -388,6 +388,7 @@ main(int argc, char **argv)
 	progname = "spirt-update";
 	checkfds();
 	parent_watch();
+	store_env();
 	options(argc, argv);
 	argc -= optind;
 	argv += optind;
@@ -435,7 +436,7 @@ main(int argc, char **argv)
 		goto fail;
 	if (o.u.step == SPIRT_NOSTEP && o.u.apl && o.u.at.step != SPIRT_NOSTEP)
 		o.u.step = o.u.at.step;
-	act = o.store ? o.store : spirt_store_default();
+	act = o.store ? o.store : store_default();
 	if (spirt_store_is_url(act))
 		die(SPIRT_EX_USAGE, "%s: updates run on the peer that owns the "
 		    "store", act);

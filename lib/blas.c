@@ -62,12 +62,6 @@ spirt_blas_cpu_core(void)
 }
 
 static int
-errno_or_einval(void)
-{
-	return errno != 0 ? errno : SPIRT_EINVAL;
-}
-
-static int
 sym(void **out, const char *name)
 {
 	*out = dlsym(blas.dl, name);
@@ -80,39 +74,20 @@ sym(void **out, const char *name)
 }
 
 int
-spirt_blas_init(int threads)
+spirt_blas_init(const struct spirt_blas_conf *c)
 {
-	const char *lib, *env, *core;
-	char nbuf[16];
+	const char *lib = c->lib != NULL && *c->lib != '\0' ? c->lib :
+	    SPIRT_BLAS_SONAME;
+	int threads = c->threads < 1 ? 1 : c->threads;
 	void *p;
-	int rc, source;
+	int rc;
 
-	if (threads < 1)
-		threads = 1;
 	if (blas.dl != NULL) {
 		blas.set_threads(threads);
 		return 0;
 	}
 	blas.err[0] = '\0';
 
-	env = getenv("OPENBLAS_CORETYPE");
-	if (env != NULL && *env != '\0') {
-		source = SPIRT_BLAS_ENV;
-	} else if ((core = spirt_blas_cpu_core()) != NULL) {
-		if (setenv("OPENBLAS_CORETYPE", core, 1) != 0)
-			return errno_or_einval();
-		source = SPIRT_BLAS_AUTO;
-	} else {
-		source = SPIRT_BLAS_DETECT;
-	}
-	/* size the thread pool the constructor creates: none for 1 thread */
-	snprintf(nbuf, sizeof nbuf, "%d", threads);
-	if (setenv("OPENBLAS_NUM_THREADS", nbuf, 1) != 0)
-		return errno_or_einval();
-
-	lib = getenv("SPIRT_BLAS_LIB");
-	if (lib == NULL || *lib == '\0')
-		lib = SPIRT_BLAS_SONAME;
 	blas.dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (blas.dl == NULL) {
 		snprintf(blas.err, sizeof blas.err, "%s", dlerror());
@@ -131,7 +106,7 @@ spirt_blas_init(int threads)
 		goto fail;
 	memcpy(&blas.config, &p, sizeof p);
 	blas.set_threads(threads);
-	blas.source = source;
+	blas.source = c->source;
 	return 0;
 fail:
 	dlclose(blas.dl);

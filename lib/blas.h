@@ -12,10 +12,12 @@
  * never multiply matrices do not pay its load time, and so the core type
  * can be chosen before the library's load-time constructor reads
  * OPENBLAS_CORETYPE.  Debian 12's OpenBLAS 0.3.21 falls back to its slow
- * Prescott kernels on CPUs it does not know; spirt_blas_init() sets
- * OPENBLAS_CORETYPE to SkylakeX (AVX-512 F/BW/DQ/VL usable) or Haswell
- * (AVX2 and FMA usable) when the environment does not set it.  An explicit
- * OPENBLAS_CORETYPE always wins.
+ * Prescott kernels on CPUs it does not know; the tool (blas_load(),
+ * cmd/toolblas.c) sets OPENBLAS_CORETYPE to spirt_blas_cpu_core()'s
+ * choice, SkylakeX (AVX-512 F/BW/DQ/VL usable) or Haswell (AVX2 and FMA
+ * usable), when the environment does not set it, and OPENBLAS_NUM_THREADS,
+ * before it calls spirt_blas_init().  An explicit OPENBLAS_CORETYPE always
+ * wins.  This library reads and sets no environment variable.
  *
  * Until spirt_blas_init() succeeds, spirt_sgemm() runs the naive reference
  * multiply, so every kernel below works without OpenBLAS, only slower.
@@ -29,13 +31,22 @@ enum spirt_blas_source {
 	SPIRT_BLAS_DETECT               /* left to OpenBLAS's own detection */
 };
 
+/* What the tool resolved before the load. */
+struct spirt_blas_conf {
+	const char *lib;        /* library to load; NULL or "":
+				 * libopenblas.so.0 ($SPIRT_BLAS_LIB) */
+	int threads;            /* BLAS threads (>= 1) */
+	int source;             /* where the core type came from:
+				 * SPIRT_BLAS_ENV, _AUTO or _DETECT */
+};
+
 /*
- * Load OpenBLAS ($SPIRT_BLAS_LIB, else libopenblas.so.0) with the fast core
- * for this CPU and threads BLAS threads (>= 1).  Idempotent: later calls
- * only change the thread count.  Returns 0 or SPIRT_ENOTSUP (library or
- * symbol missing; spirt_blas_error() says why).
+ * Load OpenBLAS (c->lib) with c->threads BLAS threads.  Idempotent: later
+ * calls only change the thread count.  Returns 0 or SPIRT_ENOTSUP
+ * (library or symbol missing; spirt_blas_error() says why).
  */
-SPIRT_MUST_CHECK int spirt_blas_init(int threads);
+SPIRT_MUST_CHECK int spirt_blas_init(const struct spirt_blas_conf *c)
+    SPIRT_NONNULL(1);
 /* Why the last spirt_blas_init() failed ("" if it did not). */
 const char *spirt_blas_error(void);
 /* Core OpenBLAS runs ("Haswell", "SkylakeX", ...), or "none" (naive). */

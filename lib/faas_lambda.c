@@ -291,10 +291,8 @@ spirt_faas_lambda_loop(struct spirt_faas_lambda *l)
 			    "next: no valid Lambda-Runtime-Aws-Request-Id");
 		if (rc != 0)
 			break;
-		if (x.trace[0] != '\0')
-			setenv("_X_AMZN_TRACE_ID", x.trace, 1);
-		else
-			unsetenv("_X_AMZN_TRACE_ID");
+		if (l->trace != NULL)
+			l->trace(x.trace[0] != '\0' ? x.trace : NULL);
 
 		spirt_faas_req_init(&req);
 		if ((rc = spirt_faas_json(&req, x.body ? x.body : "{}",

@@ -18,7 +18,9 @@
  *
  * The event's parameters are read as SPIRT_FAAS_JSON_EVENT.  The answer
  * is the gradient record when the function gives one, else its JSON.
- * Lambda-Runtime-Trace-Id is passed on in _X_AMZN_TRACE_ID.
+ * Each event's Lambda-Runtime-Trace-Id is handed to l->trace, if set,
+ * before the function runs (NULL when the event has none): the tool puts
+ * it in _X_AMZN_TRACE_ID, which the library does not touch.
  */
 struct spirt_faas_lambda {
 	/* in */
@@ -28,6 +30,8 @@ struct spirt_faas_lambda {
 	void *arg;
 	/* the tool's printer, for a refused answer (the loop goes on) */
 	void (*warn)(const char *fmt, ...);
+	/* the event's trace id, or NULL: called before each invocation */
+	void (*trace)(const char *id);
 	/* out */
 	unsigned long served;   /* invocations answered */
 	char msg[256];          /* why the loop or init_error failed */
@@ -42,10 +46,11 @@ SPIRT_MUST_CHECK int spirt_faas_lambda_setup(void);
 const char *spirt_faas_lambda_error(void);
 
 /*
- * Serve invocations until SIGINT or SIGTERM (spirt_serve_init(); a wait
- * for the next event is abandoned within a second).  Returns 0 then, or
- * an errno value (ECONNREFUSED: the Runtime API is not there, EPROTO: it
- * broke the protocol) with l->msg; a code of libcurl as EIO.
+ * Serve invocations until spirt_serve_stop() (the tool's SIGINT or
+ * SIGTERM handler, lib/serve.h; a wait for the next event is abandoned
+ * within a second).  Returns 0 then, or an errno value (ECONNREFUSED:
+ * the Runtime API is not there, EPROTO: it broke the protocol) with
+ * l->msg; a code of libcurl as EIO.
  */
 SPIRT_MUST_CHECK int spirt_faas_lambda_loop(struct spirt_faas_lambda *l)
     SPIRT_NONNULL(1);

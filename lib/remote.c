@@ -69,9 +69,9 @@ decimal(const char *s, char stop, uint64_t *v)
 /* ---- credentials ---- */
 
 static int
-readenv(const char *var, void **buf, size_t *len, char *msg, size_t cap)
+readvar(const char *var, const char *path, void **buf, size_t *len,
+    char *msg, size_t cap)
 {
-	const char *path = getenv(var);
 	int rc;
 
 	if ((rc = spirt_readfile(path, buf, len)))
@@ -98,17 +98,11 @@ hexfile(unsigned char pk[SPIRT_PK_BYTES], const char *path)
 }
 
 int
-spirt_cred_env(struct spirt_cred **out, char *msg, size_t cap)
+spirt_cred_load(struct spirt_cred **out, const struct spirt_remote_conf *conf,
+    unsigned flags, char *msg, size_t cap)
 {
-	return spirt_cred_env_flags(out, 0, msg, cap);
-}
-
-int
-spirt_cred_env_flags(struct spirt_cred **out, unsigned flags, char *msg,
-    size_t cap)
-{
-	const char *key = getenv("SPIRT_KEY"), *tok = getenv("SPIRT_TOKEN"),
-	    *group = getenv("SPIRT_GROUP"), *allow = getenv("SPIRT_ALLOW");
+	const char *key = conf->key, *tok = conf->token, *group = conf->group,
+	    *allow = conf->allow;
 	unsigned char gpk[SPIRT_PK_BYTES], pk[SPIRT_PK_BYTES];
 	struct spirt_member m;
 	struct spirt_cred *c;
@@ -133,7 +127,8 @@ spirt_cred_env_flags(struct spirt_cred **out, unsigned flags, char *msg,
 	}
 	spirt_key_public(pk, c->key);
 	if (tok && *tok) {
-		if ((rc = readenv("SPIRT_TOKEN", &text, &len, msg, cap)))
+		if ((rc = readvar("SPIRT_TOKEN", tok, &text, &len, msg,
+		    cap)))
 			goto fail;
 		if ((rc = spirt_token_parse(c->token, text, len)) ||
 		    (rc = spirt_token_decode(&m, c->token))) {
@@ -152,7 +147,7 @@ spirt_cred_env_flags(struct spirt_cred **out, unsigned flags, char *msg,
 		free(text);
 		text = NULL;
 	} else {
-		const char *id = getenv("SPIRT_ID"), *run = getenv("SPIRT_RUN");
+		const char *id = conf->id, *run = conf->run;
 
 		if (!id || !spirt_id_valid(id) || !run ||
 		    !spirt_id_valid(run)) {
@@ -187,7 +182,8 @@ spirt_cred_env_flags(struct spirt_cred **out, unsigned flags, char *msg,
 	    NULL, WINDOW_NS)))
 		goto fail;
 	if (allow && *allow) {
-		if ((rc = readenv("SPIRT_ALLOW", &text, &len, msg, cap)))
+		if ((rc = readvar("SPIRT_ALLOW", allow, &text, &len, msg,
+		    cap)))
 			goto fail;
 		if ((rc = spirt_trust_allow_parse(c->trust, text, len, &line))) {
 			spirt_msgrc(msg, cap, rc, "SPIRT_ALLOW: %s:%zu", allow,

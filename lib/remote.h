@@ -53,7 +53,7 @@ unsigned spirt_code_status(int rc);
 /* Default largest value a client accepts or a server takes: 1 GiB. */
 #define SPIRT_REMOTE_MAX_BYTES ((uint64_t)1 << 30)
 
-/* Who we are and whom we trust; filled by the caller or from the env. */
+/* Who we are and whom we trust; filled by the caller or spirt_cred_load. */
 struct spirt_cred {
 	struct spirt_key *key;          /* our identity (owned) */
 	char id[SPIRT_ID_MAX + 1];      /* our id */
@@ -64,24 +64,31 @@ struct spirt_cred {
 };
 
 /*
- * Credentials from the environment:
- *   SPIRT_KEY    identity secret key file (0600)             required
- *   SPIRT_TOKEN  member token file (gives id and run)          or SPIRT_ID + SPIRT_RUN
- *   SPIRT_GROUP  group public key file or 64 hex digits       and/or
- *   SPIRT_ALLOW  allowlist file
- * Missing or bad: SPIRT_EENV / SPIRT_EKEYPERM / SPIRT_EKEYFILE / errno,
- * with msg naming the variable and file.
+ * Where the credentials are: the paths and ids the tool resolved (its
+ * options, then SPIRT_KEY, SPIRT_TOKEN, SPIRT_ID, SPIRT_RUN, SPIRT_GROUP
+ * and SPIRT_ALLOW: cmd/tool.h's remote_env()).  NULL or "": not given.
+ * The library reads no environment variable.
  */
-SPIRT_MUST_CHECK int spirt_cred_env(struct spirt_cred **c, char *msg,
-    size_t cap) SPIRT_NONNULL(1, 2);
+struct spirt_remote_conf {
+	const char *key;        /* identity secret key file (0600)   required */
+	const char *token;      /* member token file (gives id and run), or */
+	const char *id, *run;   /*   the id and the run                      */
+	const char *group;      /* group public key file or 64 hex digits, */
+	const char *allow;      /*   and/or the allowlist file               */
+};
+
 /*
- * As spirt_cred_env, with flags: SPIRT_CRED_TRUST_OPTIONAL takes neither
- * SPIRT_GROUP nor SPIRT_ALLOW (then c->trust is NULL: for peers reached
- * through store paths, whose digests are checked by signature only).
+ * Credentials from the files and ids of rc.  Missing or bad: SPIRT_EENV /
+ * SPIRT_EKEYPERM / SPIRT_EKEYFILE / errno, with msg naming the file and
+ * the variable that names it (SPIRT_KEY, ...).  Flags:
+ * SPIRT_CRED_TRUST_OPTIONAL takes neither group nor allow (then c->trust
+ * is NULL: for peers reached through store paths, whose digests are
+ * checked by signature only).
  */
 #define SPIRT_CRED_TRUST_OPTIONAL 0x1
-SPIRT_MUST_CHECK int spirt_cred_env_flags(struct spirt_cred **c,
-    unsigned flags, char *msg, size_t cap) SPIRT_NONNULL(1, 3);
+SPIRT_MUST_CHECK int spirt_cred_load(struct spirt_cred **c,
+    const struct spirt_remote_conf *rc, unsigned flags, char *msg,
+    size_t cap) SPIRT_NONNULL(1, 2, 4);
 void spirt_cred_free(struct spirt_cred *c);
 
 /*

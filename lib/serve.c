@@ -12,18 +12,9 @@
 
 static volatile sig_atomic_t stopped;
 
-static void
-onsignal(int sig)
-{
-	(void)sig;
-	stopped = 1;
-}
-
 void
 spirt_serve_init(void)
 {
-	struct sigaction sa;
-
 	/*
 	 * Keep freed memory.  Each step allocates and frees the same large
 	 * blocks (LMDB's dirty pages for a record of a megabyte, which it
@@ -38,12 +29,12 @@ spirt_serve_init(void)
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, INT_MAX);
 	spirt_bigpages = 0;     /* plain heap blocks, reused (mem.h) */
+}
 
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = onsignal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+void
+spirt_serve_stop(void)
+{
+	stopped = 1;
 }
 
 int

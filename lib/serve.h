@@ -99,11 +99,11 @@ SPIRT_MUST_CHECK int spirt_serve_word_u64(const struct spirt_serve_word *w,
     uint64_t min, uint64_t max, uint64_t *v) SPIRT_NONNULL(1, 4);
 
 /*
- * Serve requests from in until its end (or SIGINT/SIGTERM after
- * spirt_serve_init): one answer line each on out, flushed at once; a bad
- * line gets "error=64", sv->warn(sv->msg) and nothing run.  sv->worst is
- * the worst code answered.  Returns 0 at the end of input, else the errno
- * of a failed read or write (the loop then stops).
+ * Serve requests from in until its end (or until spirt_serve_stop()): one
+ * answer line each on out, flushed at once; a bad line gets "error=64",
+ * sv->warn(sv->msg) and nothing run.  sv->worst is the worst code
+ * answered.  Returns 0 at the end of input, else the errno of a failed
+ * read or write (the loop then stops).
  */
 SPIRT_MUST_CHECK int spirt_serve_loop(struct spirt_serve *sv, FILE *in,
     FILE *out) SPIRT_NONNULL(1, 2, 3);
@@ -111,13 +111,17 @@ SPIRT_MUST_CHECK int spirt_serve_loop(struct spirt_serve *sv, FILE *in,
 /*
  * Set up a tool's warm loop.  Freed memory stays with the process (glibc's
  * mmap and trim thresholds raised), since every invocation allocates the
- * same large blocks again.  SIGINT and SIGTERM set a flag instead of
- * killing the process, so the invocation under way finishes (committed and
- * acknowledged) and the loop then ends.  No SA_RESTART: a wait for the next
- * line returns at once, and spirt_serve_loop() then ends.
+ * same large blocks again.  No signal handler here: the tool's layer
+ * (serve_setup(), cmd/tool.h) makes SIGINT and SIGTERM call
+ * spirt_serve_stop() instead of killing the process, without SA_RESTART,
+ * so the invocation under way finishes (committed and acknowledged), a
+ * wait for the next line returns at once, and spirt_serve_loop() then
+ * ends.
  */
 void spirt_serve_init(void);
-/* 1 once SIGINT or SIGTERM arrived (after spirt_serve_init). */
+/* Ask the loops to end: async-signal-safe (it sets a sig_atomic_t). */
+void spirt_serve_stop(void);
+/* 1 once spirt_serve_stop() was called. */
 int spirt_serve_stopped(void);
 
 #endif

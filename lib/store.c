@@ -76,12 +76,20 @@ struct spirt_txn {
 	void *bt;               /* the backend's transaction */
 };
 
-const char *
-spirt_store_default(void)
-{
-	const char *v = getenv("SPIRT_STORE");
+static struct spirt_store_conf conf;
 
-	return v && *v ? v : "spirt.db";
+void
+spirt_store_setconf(const struct spirt_store_conf *c)
+{
+	static const struct spirt_store_conf none;
+
+	conf = c ? *c : none;
+}
+
+const struct spirt_store_conf *
+spirt_store_getconf(void)
+{
+	return &conf;
 }
 
 int
@@ -97,11 +105,10 @@ nofull(int rc)
 	return rc == MDB_MAP_FULL ? SPIRT_EFULL : rc;
 }
 
+/* a size of the configuration, v (NULL or "": def) */
 static int
-envsize(const char *name, uint64_t def, uint64_t *out)
+confsize(const char *v, uint64_t def, uint64_t *out)
 {
-	const char *v = getenv(name);
-
 	*out = def;
 	if (!v || !*v)
 		return 0;
@@ -110,7 +117,8 @@ envsize(const char *name, uint64_t def, uint64_t *out)
 }
 
 /*
- * Durability of commits: $SPIRT_SYNC or the NOSYNC open flag.
+ * Durability of commits: the configuration's sync ($SPIRT_SYNC) or the
+ * NOSYNC open flag.
  *   full  LMDB's default: data and meta page synced at every commit.
  *   meta  MDB_NOMETASYNC: one sync per commit; a power loss may undo the
  *         last commit(s), never corrupts the store.
@@ -121,7 +129,7 @@ envsize(const char *name, uint64_t def, uint64_t *out)
 static int
 syncflags(unsigned *envflags, unsigned flags)
 {
-	const char *v = getenv("SPIRT_SYNC");
+	const char *v = conf.sync;
 
 	*envflags = 0;
 	if (flags & SPIRT_STORE_NOSYNC)
@@ -364,8 +372,8 @@ spirt_store_open(struct spirt_store **out, const char *loc, unsigned flags)
 	}
 	atomic_init(&s->ntxn, 0);
 	s->flags = flags;
-	if ((rc = envsize("SPIRT_MAPSIZE", MAPSIZE_DEFAULT, &mapsize)) ||
-	    (rc = envsize("SPIRT_MAPSIZE_MAX", MAPSIZE_MAX_DEFAULT,
+	if ((rc = confsize(conf.mapsize, MAPSIZE_DEFAULT, &mapsize)) ||
+	    (rc = confsize(conf.mapsize_max, MAPSIZE_MAX_DEFAULT,
 	    &s->mapmax)) || (rc = syncflags(&envflags, flags)))
 		goto fail;
 	if (s->mapmax < mapsize)

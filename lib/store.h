@@ -10,13 +10,14 @@
 #include "tensor.h"
 
 /*
- * A store is an LMDB environment in a directory (default ./spirt.db, or
- * $SPIRT_STORE) holding one named database of key -> tensor record.  Keys
- * are printable strings such as "model/mlp@12", "grad/12/3", "agg/12"; see
- * spirt-store(5).  A "http://[ID@]host:port" location names a store
- * served by a peer (spirt-peer serve), reached with the credentials of
- * spirt_cred_env() (lib/remote.h) and a deadline of $SPIRT_TIMEOUT (default
- * 30s) per request: values are copies, writes are sent at commit, a
+ * A store is an LMDB environment in a directory (the tools' default
+ * ./spirt.db, or $SPIRT_STORE) holding one named database of key -> tensor
+ * record.  Keys are printable strings such as "model/mlp@12", "grad/12/3",
+ * "agg/12"; see spirt-store(5).  A "http://[ID@]host:port" location names
+ * a store served by a peer (spirt-peer serve), reached with the
+ * credentials of spirt_cred_load() (lib/remote.h) from the configuration's
+ * remote and a deadline of its timeout (default 30s) per request: values
+ * are copies, writes are sent at commit, a
  * listing's values are valid during its callback only, and persist and
  * info are SPIRT_ENOTSUP; "https://" is SPIRT_ENOTSUP.
  *
@@ -26,8 +27,9 @@
  * open clears the reader slots of processes that died without closing
  * (mdb_reader_check), so readers killed by SIGKILL leave nothing behind.
  *
- * Map growth: the map starts at $SPIRT_MAPSIZE (default 1 GiB) and doubles
- * when a write fills it, up to $SPIRT_MAPSIZE_MAX (default 1 TiB).  Growth
+ * Map growth: the map starts at the configuration's mapsize (default
+ * 1 GiB) and doubles when a write fills it, up to its mapsize_max (default
+ * 1 TiB).  Growth
  * needs every transaction of this process closed, so writes that may grow go
  * through spirt_store_write(), which reruns the body after growing; one
  * called while another transaction of the store is open fails with
@@ -56,8 +58,35 @@ struct spirt_txn;
 /* put flags */
 #define SPIRT_PUT_NOOVERWRITE 0x1       /* SPIRT_EEXIST if the key exists */
 
-/* $SPIRT_STORE if set and non-empty, else "spirt.db". */
-const char *spirt_store_default(void);
+struct spirt_remote_conf;       /* lib/remote.h */
+
+/*
+ * What the tool resolved for every store the process opens (cmd/tool.h's
+ * store_env(): $SPIRT_SYNC, $SPIRT_MAPSIZE, $SPIRT_MAPSIZE_MAX,
+ * $SPIRT_TIMEOUT and a URL store's credentials); the library reads no
+ * environment variable.  The strings are the variables' own words, checked
+ * at each open: NULL or "" is the default, a bad one SPIRT_EENV.
+ */
+struct spirt_store_conf {
+	const char *sync;               /* full (default), meta or none: see
+					 * syncflags() in store.c */
+	const char *mapsize;            /* the map's first size (1 GiB) */
+	const char *mapsize_max;        /* its largest (1 TiB) */
+	const char *timeout;            /* a URL store's deadline a request
+					 * (30s, SPIRT_REMOTE_TIMEOUT_MS) */
+	const struct spirt_remote_conf *remote; /* a URL store's credentials;
+					 * NULL: none (SPIRT_EENV) */
+};
+
+/*
+ * Set the configuration of the stores opened from now on (copied; what
+ * its pointers reach must outlive them).  NULL: the defaults, which are
+ * also in force until the first call.  Not thread-safe: once, before any
+ * open, as the tool starts.
+ */
+void spirt_store_setconf(const struct spirt_store_conf *c);
+/* The configuration in force (for the backends). */
+const struct spirt_store_conf *spirt_store_getconf(void);
 
 /* 1 if loc names a remote store (a URL), else 0. */
 int spirt_store_is_url(const char *loc);
@@ -67,8 +96,8 @@ int spirt_store_is_url(const char *loc);
  * SPIRT_STORE_CREATE a missing store is ENOENT.  With it, a store that
  * cannot be created (an empty loc, a missing parent directory, no
  * permission) is SPIRT_EOUTPUT(errno): 73, not 66.  Returns 0, errno, an
- * MDB_* code, SPIRT_ENOTSUP (https), SPIRT_EURL, or for a URL the codes of
- * spirt_cred_env().
+ * MDB_* code, SPIRT_ENOTSUP (https), SPIRT_EURL, SPIRT_EENV (a bad
+ * configuration), or for a URL the codes of spirt_cred_load().
  */
 SPIRT_MUST_CHECK int spirt_store_open(struct spirt_store **out,
     const char *loc, unsigned flags);

@@ -17,8 +17,9 @@
  * deletes are kept in order and sent at commit
  * (a failure stops there: what was sent stays, as with separate commits);
  * a listing asks the server for its keys, then for each value, which is
- * valid during the callback only.  Credentials come from the environment
- * (spirt_cred_env), the deadline of each request from $SPIRT_TIMEOUT.
+ * valid during the callback only.  Credentials come from the store
+ * configuration's remote (spirt_cred_load), the deadline of each request
+ * from its timeout ($SPIRT_TIMEOUT: spirt_store_setconf()).
  */
 
 struct hstore {
@@ -77,7 +78,9 @@ why(int rc)
 static int
 h_open(void **out, const char *loc, unsigned flags)
 {
-	const char *t = getenv("SPIRT_TIMEOUT");
+	static const struct spirt_remote_conf none;
+	const struct spirt_store_conf *conf = spirt_store_getconf();
+	const char *t = conf->timeout;
 	double secs = SPIRT_REMOTE_TIMEOUT_MS / 1000.0;
 	struct hstore *h;
 	char msg[600];
@@ -96,7 +99,8 @@ h_open(void **out, const char *loc, unsigned flags)
 	msg[0] = '\0';
 	if ((rc = spirt_remote_global_init()))
 		snprintf(msg, sizeof msg, "%s", spirt_remote_global_error());
-	if (rc || (rc = spirt_cred_env(&h->c, msg, sizeof msg))) {
+	if (rc || (rc = spirt_cred_load(&h->c, conf->remote ? conf->remote :
+	    &none, 0, msg, sizeof msg))) {
 		if (*msg) {
 			snprintf(lastwhy, sizeof lastwhy, "%s", msg);
 			lastrc = rc;

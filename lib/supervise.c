@@ -118,6 +118,11 @@ child_exec(int in, int out, int ep, char *const argv[])
 	size_t i;
 	int e;
 
+	/*
+	 * The one signal call in lib/, between fork and exec in the child:
+	 * the program it starts gets the default dispositions back, not the
+	 * supervisor's (cmd/tool.c's sigpipe_open); it installs no handler.
+	 */
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
 		signal(sigs[i], SIG_DFL);
 #ifdef __linux__

@@ -24,13 +24,13 @@ tests/unit/test_serve: tests/unit/test_serve.o lib/libspirt.a
 tests/unit/test_agg.o tests/unit/test_optim.o tests/unit/test_serve.o: \
 	tests/unit/check.h $(LIBHDR)
 
-cmd/spirt-agg.o cmd/spirt-update.o cmd/spirt-attack.o: $(LIBHDR) config.mk
-spirt-agg: cmd/spirt-agg.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-agg.o lib/libspirt.a $(BASE_LIBS)
-spirt-update: cmd/spirt-update.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-update.o lib/libspirt.a $(BASE_LIBS)
-spirt-attack: cmd/spirt-attack.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-attack.o lib/libspirt.a $(BASE_LIBS)
+cmd/spirt-agg.o cmd/spirt-update.o cmd/spirt-attack.o: $(TOOLHDR) $(LIBHDR) config.mk
+spirt-agg: cmd/spirt-agg.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-agg.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
+spirt-update: cmd/spirt-update.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-update.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
+spirt-attack: cmd/spirt-attack.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-attack.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
 
 # benchmark (not part of check): sh bench/agg.sh
 bench/agg_bench: bench/agg_bench.o lib/libspirt.a

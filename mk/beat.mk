@@ -13,6 +13,6 @@ tests/unit/test_quorum: tests/unit/test_quorum.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_quorum.o lib/libspirt.a $(BASE_LIBS)
 tests/unit/test_beat.o tests/unit/test_quorum.o: tests/unit/check.h $(LIBHDR)
 
-cmd/spirt-beat.o: $(LIBHDR) config.mk
-spirt-beat: cmd/spirt-beat.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-beat.o lib/libspirt.a $(BASE_LIBS)
+cmd/spirt-beat.o: $(TOOLHDR) $(LIBHDR) config.mk
+spirt-beat: cmd/spirt-beat.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-beat.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)

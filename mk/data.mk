@@ -11,9 +11,9 @@ DATA_BENCH =
 
 
 
-cmd/spirt-shard.o: $(LIBHDR) config.mk
-spirt-shard: cmd/spirt-shard.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-shard.o lib/libspirt.a $(BASE_LIBS) $(ZLIB_LIBS)
+cmd/spirt-shard.o: $(TOOLHDR) $(LIBHDR) config.mk
+spirt-shard: cmd/spirt-shard.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-shard.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS) $(ZLIB_LIBS)
 
 tests/unit/test_data.o: tests/unit/check.h $(LIBHDR)
 tests/unit/test_data: tests/unit/test_data.o lib/libspirt.a

@@ -9,9 +9,9 @@ INVOKE_LIBOBJ = lib/invoke.o
 lib/invoke.o: lib/invoke.c
 	$(CC) $(ALLCFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) -c -o $@ lib/invoke.c
 
-spirt-invoke: cmd/spirt-invoke.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-invoke.o lib/libspirt.a $(BASE_LIBS) $(JANSSON_LIBS)
-cmd/spirt-invoke.o: $(LIBHDR) config.mk
+spirt-invoke: cmd/spirt-invoke.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-invoke.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS) $(JANSSON_LIBS)
+cmd/spirt-invoke.o: $(TOOLHDR) $(LIBHDR) config.mk
 
 INVOKE_UNIT = tests/unit/test_invoke
 tests/unit/test_invoke: tests/unit/test_invoke.o lib/libspirt.a

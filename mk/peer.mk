@@ -52,11 +52,11 @@ tests/unit/test_crypto.o: tests/unit/test_crypto.c
 	    -c -o $@ tests/unit/test_crypto.c
 
 # spirt-key's commands (cmd/key/keycmd.o) are spirt-peer's old spellings too
-cmd/spirt-peer.o cmd/spirt-key.o cmd/key/keycmd.o: $(LIBHDR) cmd/key/keycmd.h config.mk
-spirt-peer: cmd/spirt-peer.o cmd/key/keycmd.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-peer.o cmd/key/keycmd.o lib/libspirt.a $(MHD_LIBS) $(BASE_LIBS)
-spirt-key: cmd/spirt-key.o cmd/key/keycmd.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-key.o cmd/key/keycmd.o lib/libspirt.a $(BASE_LIBS)
+cmd/spirt-peer.o cmd/spirt-key.o cmd/key/keycmd.o: $(TOOLHDR) $(LIBHDR) cmd/key/keycmd.h config.mk
+spirt-peer: cmd/spirt-peer.o cmd/key/keycmd.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-peer.o cmd/key/keycmd.o $(TOOLLIB) lib/libspirt.a $(MHD_LIBS) $(BASE_LIBS)
+spirt-key: cmd/spirt-key.o cmd/key/keycmd.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-key.o cmd/key/keycmd.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
 
 lib/remote.o: lib/remote.c
 	$(CC) $(ALLCFLAGS) $(CURL_CFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/remote.c
@@ -72,9 +72,9 @@ lib/peersrv.o: lib/peersrv.c
 lib/peerauth.o: lib/peerauth.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/peerauth.c
 
-tests/unit/test_remote: tests/unit/test_remote.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_remote.o lib/libspirt.a $(MHD_LIBS) $(CURL_LIBS) $(BASE_LIBS)
-tests/unit/test_remote.o: tests/unit/check.h $(LIBHDR)
+tests/unit/test_remote: tests/unit/test_remote.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_remote.o $(TOOLLIB) lib/libspirt.a $(MHD_LIBS) $(CURL_LIBS) $(BASE_LIBS)
+tests/unit/test_remote.o: tests/unit/check.h $(TOOLHDR) $(LIBHDR)
 tests/unit/test_remote.o: tests/unit/test_remote.c
 	$(CC) $(ALLCFLAGS) $(CURL_CFLAGS) -c -o $@ tests/unit/test_remote.c
 
@@ -84,9 +84,9 @@ tests/unit/test_digest.o: tests/unit/check.h $(LIBHDR)
 tests/unit/test_digest.o: tests/unit/test_digest.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ tests/unit/test_digest.c
 
-bench/xfer_bench: bench/xfer_bench.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/xfer_bench.o lib/libspirt.a $(BASE_LIBS)
-bench/xfer_bench.o: $(LIBHDR)
+bench/xfer_bench: bench/xfer_bench.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/xfer_bench.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
+bench/xfer_bench.o: $(TOOLHDR) $(LIBHDR)
 bench/hash_bench: bench/hash_bench.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/hash_bench.o lib/libspirt.a $(BASE_LIBS)
 bench/hash_bench.o: $(LIBHDR)

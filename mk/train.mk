@@ -21,10 +21,10 @@ spirt-conform: cmd/spirt-conform.sh config.mk
 	sed 's/@VERSION@/$(VERSION)/' cmd/spirt-conform.sh > $@
 	chmod 755 $@
 
-cmd/spirt-run.o: $(LIBHDR) config.mk
-spirt-run: cmd/spirt-run.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-run.o lib/libspirt.a $(BASE_LIBS)
+cmd/spirt-run.o: $(TOOLHDR) $(LIBHDR) config.mk
+spirt-run: cmd/spirt-run.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-run.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
 
-tests/unit/test_supervise: tests/unit/test_supervise.o lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_supervise.o lib/libspirt.a $(BASE_LIBS)
-tests/unit/test_supervise.o: tests/unit/check.h $(LIBHDR)
+tests/unit/test_supervise: tests/unit/test_supervise.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_supervise.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
+tests/unit/test_supervise.o: tests/unit/check.h $(TOOLHDR) $(LIBHDR)

@@ -347,9 +347,8 @@ isarun() {
 			lvl[$m]=$l
 		done
 	done < <(sed -n '/^## Layering of lib/,/^## /p' \
-	    "$SPIRT_ROOT/docs/contracts.md" | grep -E '^\| ([0-9]|tool) \|')
+	    "$SPIRT_ROOT/docs/contracts.md" | grep -E '^\| [0-9] \|')
 	[ "${lvl[store]}" = 2 ]         # the table was read
-	n() { [ "$1" = tool ] && echo 9 || echo "$1"; }
 	# a module is its .c and .h; gradctx.h is grad's insides, datain.h
 	# data's, vec.h the kernel half of isa, prim_*.c prim.h's
 	# implementations (the build links one)
@@ -367,11 +366,10 @@ isarun() {
 			case $h:$f in
 			gradctx:*/grad.c|gradctx:*/eval.c) continue ;;
 			gradctx:*) bad="$bad $f:gradctx.h"; continue ;;
-			tool:*) [ "${lvl[$m]}" = tool ] ||
-			    bad="$bad $f:tool.h"; continue ;;
+			tool:*) bad="$bad $f:tool.h"; continue ;;
 			esac
 			h=$(mod "$h")
-			[ "$(n "${lvl[$h]}")" -le "$(n "${lvl[$m]}")" ] ||
+			[ "${lvl[$h]}" -le "${lvl[$m]}" ] ||
 			    bad="$bad $f:$h"
 		done
 	done
@@ -388,11 +386,29 @@ isarun() {
 	for f in "$SPIRT_ROOT"/lib/*.c; do
 		case $f in */store.c|*/spirt.c) ;; *)
 			grep -q '<lmdb.h>' "$f" && bad="$bad $f:lmdb.h" ;; esac
-		case $f in */tool.c|*/toolblas.c) continue ;; esac
 		grep -nE '(^|[^a-z_])(printf|fprintf|perror|exit|abort)\(|\bstderr\b' \
 		    "$f" && bad="$bad $f:prints"
 	done
 	[ -z "$bad" ] || { echo "layering:$bad"; false; }
+}
+
+@test "lib/ reads and sets no environment and installs no signal handler" {
+	# the tools' layer, cmd/tool.c, resolves option, environment, default
+	# and hands lib its configuration (docs/contracts.md, "Layering")
+	[ ! -e "$SPIRT_ROOT/lib/tool.c" ] && [ ! -e "$SPIRT_ROOT/lib/tool.h" ]
+	[ -f "$SPIRT_ROOT/cmd/tool.c" ] && [ -f "$SPIRT_ROOT/cmd/tool.h" ]
+	# each call, with the function it is in
+	run -0 awk '
+	    /^[a-z_0-9]+\(/ { fn = $0; sub(/\(.*/, "", fn) }
+	    /(^|[^a-z_])(getenv|secure_getenv|setenv|unsetenv|putenv|clearenv|sigaction|signal|bsd_signal|sysv_signal)\(|struct sigaction|[^a-z_]environ[^a-z_]/ {
+		f = FILENAME; sub(/.*\//, "", f)
+		print f ":" fn ":" $0
+	    }' "$SPIRT_ROOT"/lib/*.c "$SPIRT_ROOT"/lib/*.h
+	# but one: a child's dispositions back to the defaults, between fork
+	# and exec (supervise.c's child_exec; it installs no handler)
+	allowed=$'supervise.c:child_exec:\t\tsignal(sigs[i], SIG_DFL);'
+	assert_line "$allowed"
+	printf '%s\n' "$output" | grep -vxF "$allowed" && fail "in lib/" || :
 }
 
 @test "the fuzz build's checksum bypass (-DSPIRT_FUZZ) is in no tool" {

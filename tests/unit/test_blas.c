@@ -7,6 +7,7 @@
 #include "check.h"
 #include "blas.h"
 #include "model.h"
+#include "tool.h"
 
 static struct spirt_sm64 rng;
 
@@ -354,7 +355,7 @@ main(void)
 
 	spirt_sm64_seed(&rng, 42);
 	if (getenv("SPIRT_TEST_NOBLAS") == NULL) {
-		rc = spirt_blas_init(1);
+		rc = blas_load(1);
 		if (rc != 0) {
 			fprintf(stderr, "OpenBLAS: %s\n", spirt_blas_error());
 			return 1;

@@ -10,6 +10,7 @@
 #include "model.h"
 #include "npy.h"
 #include "tensor.h"
+#include "tool.h"
 
 static struct spirt_sm64 rng;
 
@@ -272,7 +273,7 @@ int
 main(void)
 {
 	spirt_sm64_seed(&rng, 1234);
-	if (getenv("SPIRT_TEST_NOBLAS") == NULL && spirt_blas_init(1) != 0) {
+	if (getenv("SPIRT_TEST_NOBLAS") == NULL && blas_load(1) != 0) {
 		fprintf(stderr, "OpenBLAS: %s\n", spirt_blas_error());
 		return 1;
 	}

@@ -23,6 +23,7 @@
 #include "keys.h"
 #include "remote.h"
 #include "store.h"
+#include "tool.h"
 
 /*
  * Without arguments: a server in this process over a store in a temporary
@@ -466,7 +467,10 @@ cli(int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 4 && !strcmp(argv[1], "attack")) {
-		if ((rc = spirt_cred_env(&c, msg, sizeof msg))) {
+		struct spirt_remote_conf rconf;
+
+		if ((rc = spirt_cred_load(&c, remote_env(&rconf), 0, msg,
+		    sizeof msg))) {
 			fprintf(stderr, "test_remote: %s\n", msg);
 			return 1;
 		}

@@ -57,7 +57,6 @@ basics(void)
 		x[i] = (float)i;
 	CHECK_EQ_RC(spirt_store_open(&s, dir, 0), ENOENT);
 	/* a peer's URL: the HTTP backend, which needs credentials */
-	unsetenv("SPIRT_KEY");
 	CHECK_EQ_RC(spirt_store_open(&s, "http://127.0.0.1:1/", 0),
 	    SPIRT_EENV);
 	CHECK(spirt_store_why(SPIRT_EENV) != NULL);
@@ -150,6 +149,16 @@ processes(void)
 	spirt_store_close(s);
 }
 
+/* the map's first and largest sizes of the stores opened next (NULL:
+ * the defaults), as a tool hands them from SPIRT_MAPSIZE(_MAX) */
+static void
+mapsizes(const char *size, const char *max)
+{
+	struct spirt_store_conf c = { NULL, size, max, NULL, NULL };
+
+	spirt_store_setconf(&c);
+}
+
 /* several processes grow the map at once and keep opening and reading */
 static void
 concurrent_growth(void)
@@ -159,7 +168,7 @@ concurrent_growth(void)
 	int status;
 
 	snprintf(gdir, sizeof gdir, "%s-cgrow", dir);
-	setenv("SPIRT_MAPSIZE", "256k", 1);
+	mapsizes("256k", NULL);
 	for (int k = 0; k < 4; k++) {
 		if ((kids[k] = fork()) == 0) {
 			uint64_t dims[1] = { 64 * 1024 };       /* 256 KiB */
@@ -197,7 +206,7 @@ concurrent_growth(void)
 			fprintf(stderr, "child %d: exit %d\n", k,
 			    WEXITSTATUS(status));
 	}
-	unsetenv("SPIRT_MAPSIZE");
+	mapsizes(NULL, NULL);
 }
 
 struct keys {
@@ -452,11 +461,9 @@ small_store(const char *suffix, const char *mapsize)
 	struct spirt_store *s = NULL;
 
 	snprintf(gdir, sizeof gdir, "%s-%s", dir, suffix);
-	setenv("SPIRT_MAPSIZE", mapsize, 1);
-	setenv("SPIRT_MAPSIZE_MAX", "64M", 1);
+	mapsizes(mapsize, "64M");
 	CHECK_RC(spirt_store_open(&s, gdir, SPIRT_STORE_CREATE));
-	unsetenv("SPIRT_MAPSIZE");
-	unsetenv("SPIRT_MAPSIZE_MAX");
+	mapsizes(NULL, NULL);
 	return s;
 }
 

@@ -1,4 +1,8 @@
-/* tool.h - tool-only helpers: messages, e* wrappers (may exit) */
+/*
+ * tool.h - the tools' layer, not the library's: messages, e* wrappers
+ * (may exit), option then environment then default, the configurations
+ * lib is handed, signal handlers.  Linked into every tool (cmd/libtool.a).
+ */
 #ifndef SPIRT_TOOL_H
 #define SPIRT_TOOL_H
 
@@ -6,6 +10,8 @@
 #include <stdint.h>
 
 #include "spirt.h"
+
+struct spirt_remote_conf;       /* remote.h */
 
 /* Set by each tool's main() from a constant, never from argv[0]. */
 extern const char *progname;
@@ -49,6 +55,24 @@ void echeck_model(const char *opt, const char *name);
 /* Option if set, else $env if set and non-empty, else def. */
 const char *opt_env(const char *opt, const char *env, const char *def);
 
+/* -s's default: $SPIRT_STORE if set and non-empty, else "spirt.db". */
+const char *store_default(void);
+
+/*
+ * The credentials a URL store or a peer needs, from $SPIRT_KEY,
+ * $SPIRT_TOKEN, $SPIRT_ID, $SPIRT_RUN, $SPIRT_GROUP and $SPIRT_ALLOW (as
+ * they are now: their values are not copied).  Returns c.
+ */
+const struct spirt_remote_conf *remote_env(struct spirt_remote_conf *c);
+
+/*
+ * Hand lib the configuration of every store this tool opens
+ * (spirt_store_setconf): $SPIRT_SYNC, $SPIRT_MAPSIZE, $SPIRT_MAPSIZE_MAX,
+ * $SPIRT_TIMEOUT and remote_env()'s credentials; lib checks them at each
+ * open, as spirt(7) says.  Once, as the tool starts.
+ */
+void store_env(void);
+
 /* Run the vector kernels at the level $SPIRT_ISA names, if set (isa.h);
  * die with 64 for an unknown level or one the CPU lacks. */
 void isa_setup(void);
@@ -74,6 +98,14 @@ void parent_watch(void);
  */
 int sigpipe_open(int *rfd);
 
+/*
+ * A warm tool's set-up: spirt_serve_init(), and SIGINT and SIGTERM call
+ * spirt_serve_stop() (lib/serve.h) instead of ending the process.  No
+ * SA_RESTART: a wait for the next request returns at once, and the loop
+ * ends once the invocation under way is answered.
+ */
+void serve_setup(void);
+
 /* 1 if fd is a terminal: refuse binary output there unless forced. */
 int isterm(int fd);
 
@@ -86,7 +118,14 @@ int fshut_stdout(int code);
 /* Print "prog VERSION" to stdout and exit 0. */
 _Noreturn void print_version(void);
 
-/* lib/toolblas.c, for the tools that compute: */
+/* cmd/toolblas.c, for the tools that compute: */
+/*
+ * Load OpenBLAS (spirt_blas_init) with threads threads, after setting what
+ * its load-time constructor reads: OPENBLAS_CORETYPE, unless set, to
+ * spirt_blas_cpu_core()'s choice, and OPENBLAS_NUM_THREADS; the library
+ * from $SPIRT_BLAS_LIB.  0, an errno or SPIRT_ENOTSUP (spirt_blas_error()).
+ */
+int blas_load(int threads);
 /* Load OpenBLAS with -j/$SPIRT_THREADS threads; warn if it is missing. */
 void blas_setup(const char *threads);
 /* print_version() plus the OpenBLAS core line, then exit 0. */

@@ -1,4 +1,4 @@
-/* tool.c - messages and e* wrappers for the tools only (ISC licence) */
+/* tool.c - the tools' layer: messages, environment, signals (ISC licence) */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -13,6 +13,8 @@
 
 #include "isa.h"
 #include "parse.h"
+#include "remote.h"
+#include "serve.h"
 #include "store.h"
 #include "tool.h"
 
@@ -206,6 +208,38 @@ opt_env(const char *opt, const char *env, const char *def)
 	return def;
 }
 
+const char *
+store_default(void)
+{
+	return opt_env(NULL, "SPIRT_STORE", "spirt.db");
+}
+
+const struct spirt_remote_conf *
+remote_env(struct spirt_remote_conf *c)
+{
+	c->key = getenv("SPIRT_KEY");
+	c->token = getenv("SPIRT_TOKEN");
+	c->id = getenv("SPIRT_ID");
+	c->run = getenv("SPIRT_RUN");
+	c->group = getenv("SPIRT_GROUP");
+	c->allow = getenv("SPIRT_ALLOW");
+	return c;
+}
+
+void
+store_env(void)
+{
+	static struct spirt_remote_conf r;
+	struct spirt_store_conf c;
+
+	c.sync = getenv("SPIRT_SYNC");
+	c.mapsize = getenv("SPIRT_MAPSIZE");
+	c.mapsize_max = getenv("SPIRT_MAPSIZE_MAX");
+	c.timeout = getenv("SPIRT_TIMEOUT");
+	c.remote = remote_env(&r);
+	spirt_store_setconf(&c);
+}
+
 void
 isa_setup(void)
 {
@@ -306,6 +340,26 @@ sigpipe_open(int *rfd)
 		return errno;
 	*rfd = p[0];
 	return 0;
+}
+
+static void
+onstop(int sig)
+{
+	(void)sig;
+	spirt_serve_stop();
+}
+
+void
+serve_setup(void)
+{
+	struct sigaction sa;
+
+	spirt_serve_init();
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = onstop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }
 
 int

@@ -1,4 +1,5 @@
 /* toolblas.c - OpenBLAS set-up and -V for the tools that compute (ISC) */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -11,6 +12,29 @@
  * so only they pull in blas.o and its -ldl.
  */
 
+int
+blas_load(int threads)
+{
+	struct spirt_blas_conf c = { NULL, threads, SPIRT_BLAS_DETECT };
+	const char *core;
+	char nbuf[16];
+
+	/* OpenBLAS's constructor reads these two when it is loaded */
+	if ((core = getenv("OPENBLAS_CORETYPE")) != NULL && *core != '\0') {
+		c.source = SPIRT_BLAS_ENV;
+	} else if ((core = spirt_blas_cpu_core()) != NULL) {
+		if (setenv("OPENBLAS_CORETYPE", core, 1) != 0)
+			return errno != 0 ? errno : SPIRT_EINVAL;
+		c.source = SPIRT_BLAS_AUTO;
+	}
+	/* size the thread pool the constructor creates: none for 1 thread */
+	snprintf(nbuf, sizeof nbuf, "%d", threads < 1 ? 1 : threads);
+	if (setenv("OPENBLAS_NUM_THREADS", nbuf, 1) != 0)
+		return errno != 0 ? errno : SPIRT_EINVAL;
+	c.lib = getenv("SPIRT_BLAS_LIB");
+	return spirt_blas_init(&c);
+}
+
 void
 blas_setup(const char *threads)
 {
@@ -18,7 +42,7 @@ blas_setup(const char *threads)
 	    1, 1024);
 
 	isa_setup();
-	if (spirt_blas_init(n) != 0)
+	if (blas_load(n) != 0)
 		warning("OpenBLAS: %s: using the slow reference kernels",
 		    spirt_blas_error());
 	else if (spirt_verbose)
@@ -38,7 +62,7 @@ void
 print_version_blas(void)
 {
 	printf("%s %s\n", progname, SPIRT_VERSION);
-	if (spirt_blas_init(1) == 0)
+	if (blas_load(1) == 0)
 		printf("OpenBLAS core %s (%s): %s\n", spirt_blas_corename(),
 		    spirt_blas_source_name(), spirt_blas_config());
 	else
