@@ -15,12 +15,12 @@ ALLCFLAGS = $(SPIRT_CPPFLAGS) $(CPPFLAGS) $(INCS) $(SPIRT_CFLAGS) $(CFLAGS)
 
 CORE_LIBHDR = lib/spirt.h lib/tensor.h lib/store.h lib/io.h lib/parse.h \
 	lib/npy.h lib/tool.h lib/rng.h lib/mem.h lib/isa.h lib/le.h lib/keys.h \
-	lib/dl.h lib/supervise.h
+	lib/dl.h lib/supervise.h lib/opt.h
 LIBHDR = $(CORE_LIBHDR) $(DATA_LIBHDR) $(MODEL_LIBHDR) $(AGG_LIBHDR) \
 	$(PEER_LIBHDR) $(FAAS_LIBHDR) $(INVOKE_LIBHDR) $(BEAT_LIBHDR)
 LIBOBJ = lib/spirt.o lib/tensor.o lib/keys.o lib/store.o lib/io.o \
 	lib/parse.o lib/npy.o lib/tool.o lib/mem.o lib/isa.o lib/dl.o \
-	lib/supervise.o \
+	lib/supervise.o lib/opt.o \
 	$(DATA_LIBOBJ) \
 	$(MODEL_LIBOBJ) $(AGG_LIBOBJ) $(PEER_LIBOBJ) $(FAAS_LIBOBJ) \
 	$(INVOKE_LIBOBJ) $(BEAT_LIBOBJ)
