@@ -64,17 +64,15 @@ static void
 helpline(const struct optset *s, const struct opt *o)
 {
 	const char *p = o->help, *nl;
-	char left[80];
 	int n, pad, c = o->id & OPT_LONG(0) ? 0 : o->id;
 
-	if (o->id == 0 && o->lname == NULL)
-		snprintf(left, sizeof left, "  %s", o->argname);
+	if (o->id == 0 && o->lname == NULL)     /* an operand */
+		n = printf("  %s", o->argname);
 	else
-		snprintf(left, sizeof left, "  %c%c%s%s%s%s%s",
-		    c ? '-' : ' ', c ? c : ' ', c && o->lname ? ", " : o->lname ? "  " : "",
+		n = printf("  %c%c%s%s%s%s%s", c ? '-' : ' ', c ? c : ' ',
+		    c && o->lname ? ", " : o->lname ? "  " : "",
 		    o->lname ? "--" : "", o->lname ? o->lname : "",
 		    o->argname ? " " : "", o->argname ? o->argname : "");
-	n = printf("%s", left);
 	/* past the column: two spaces, or the text on the next line */
 	pad = n < s->width ? s->width - n : 2;
 	for (;;) {
