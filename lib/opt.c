@@ -29,7 +29,7 @@ build(const struct optset *s)
 		if (nl == OPT_MAX)
 			die(SPIRT_EX_SOFTWARE, "option table: more than %d "
 			    "rows", OPT_MAX);
-		if (o->id && !(o->id & OPT_LONG(0))) {
+		if (o->id > 0 && o->id < 256) {
 			shortopts[ns++] = (char)o->id;
 			if (o->argname)
 				shortopts[ns++] = ':';
@@ -64,7 +64,7 @@ static void
 helpline(const struct optset *s, const struct opt *o)
 {
 	const char *p = o->help, *nl;
-	int n, pad, c = o->id & OPT_LONG(0) ? 0 : o->id;
+	int n, pad, c = o->id > 0 && o->id < 256 ? o->id : 0;
 
 	if (o->id == 0 && o->lname == NULL)     /* an operand */
 		n = printf("  %s", o->argname);

@@ -11,7 +11,8 @@
  *	{ 0, NULL, "spec", "e.g. mlp:784-256-128-10" }
  *
  * id is the short letter, what opt_next() returns for the option, or
- * OPT_LONG(c) for an option with a long name only that returns c; lname
+ * OPT_LONG(c) for an option with a long name only that returns c (a
+ * value past 255 needs no OPT_LONG: no letter is past 255); lname
  * the long name (NULL: short only); argname the argument's name in -h
  * (NULL: none taken); help its -h text ('\n' starts a line at the help
  * column, a first line left empty puts the text under a long left part;
@@ -25,7 +26,7 @@ struct opt {
 	const char *help;
 };
 
-#define OPT_LONG(c)     ((c) | 0x100)
+#define OPT_LONG(c)     ((c) | 0x10000)
 
 struct optset {
 	const char *usage;      /* "usage: ..." lines: the SYNOPSIS */
