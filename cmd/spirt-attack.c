@@ -37,14 +37,14 @@ static const struct opt opts[] = {
 	{ 'f', "force", NULL, "write binary data to a terminal" },
 	{ 'o', "output", "FILE", "write the records to FILE (- = stdout)" },
 	{ 'S', "seed", "N", "seed of the gauss noise (default 0)" },
-	{ 's', "store", "PATH", "store (default $SPIRT_STORE or ./spirt.db)" },
+	OPT_STORE,
 	{ 't', "step", "N", "attack grad/N/* in the store" },
 	{ 'w', "origins", "LIST",
 	    "malicious origins, e.g. 1,3 (default: all)" },
-	{ 'q', "quiet", NULL, "no warnings" },
+	OPT_QUIET,
 	{ 'v', "verbose", NULL, "name each replaced gradient" },
-	{ 'h', "help", NULL, "this help" },
-	{ 'V', "version", NULL, "print version" },
+	OPT_HELP,
+	OPT_VERSION,
 	{ 0 }
 };
 

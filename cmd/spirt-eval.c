@@ -19,11 +19,11 @@ static const struct opt opts[] = {
 	{ 'j', "threads", "N", "OpenBLAS threads (default 1)" },
 	{ 'm', "model", "NAME", "model name (key model/NAME@step)" },
 	{ 'p', "params", "F", "take the model from file F, not the store" },
-	{ 's', "store", "PATH", "store (default $SPIRT_STORE or ./spirt.db)" },
+	OPT_STORE,
 	{ 't', "step", "N", "model step (default the latest)" },
-	{ 'q', "quiet", NULL, "no warnings" },
+	OPT_QUIET,
 	{ 'v', "verbose", NULL, "say which OpenBLAS core runs" },
-	{ 'h', "help", NULL, "this help" },
+	OPT_HELP,
 	{ 'V', "version", NULL, "print version and OpenBLAS core" },
 	{ 0 }
 };

@@ -52,12 +52,12 @@ static const struct opt opts[] = {
 	{ 'o', "output", "FILE", "write the record to FILE (- stdout)" },
 	{ 'p', "params", "F", "take the model from file F, not the store" },
 	{ 'S', "seed", "N", "minibatch seed (default 0)" },
-	{ 's', "store", "PATH", "store (default $SPIRT_STORE or ./spirt.db)" },
+	OPT_STORE,
 	{ 't', "step", "N", "model step" },
 	{ 'w', "worker", "N", "worker id (default 0)" },
-	{ 'q', "quiet", NULL, "no warnings" },
+	OPT_QUIET,
 	{ 'v', "verbose", NULL, "say what runs, with timings" },
-	{ 'h', "help", NULL, "this help" },
+	OPT_HELP,
 	{ 'V', "version", NULL, "print version and OpenBLAS core" },
 	{ 0 }
 };

@@ -19,12 +19,12 @@ static const struct opt opts[] = {
 	{ 'm', "model", "NAME", "model name (key model/NAME@0)" },
 	{ 'o', "output", "FILE", "write the record to FILE (- stdout)" },
 	{ 'S', "seed", "N", "initialisation seed (default 0)" },
-	{ 's', "store", "PATH", "store (default $SPIRT_STORE or ./spirt.db)" },
+	OPT_STORE,
 	{ 't', "step", "N", "step of the version (default 0)" },
-	{ 'q', "quiet", NULL, "no warnings" },
+	OPT_QUIET,
 	{ 'v', "verbose", NULL, "describe the model" },
-	{ 'h', "help", NULL, "this help" },
-	{ 'V', "version", NULL, "print version" },
+	OPT_HELP,
+	OPT_VERSION,
 	{ 0 }
 };
 

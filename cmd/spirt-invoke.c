@@ -33,14 +33,14 @@ static const struct opt opts[] = {
 	{ 'r', "retries", "N",
 	    "more attempts where no answer came (default 2)" },
 	{ 'S', "seed", "N", "taken, as -b" },
-	{ 's', "store", "PATH", "store (default $SPIRT_STORE or ./spirt.db)" },
+	OPT_STORE,
 	{ 'T', "token-file", "F", "a bearer token for the gateway" },
 	{ 't', "step", "N", "model step" },
 	{ 'w', "worker", "N", "worker id (default 0)" },
-	{ 'q', "quiet", NULL, "no warnings" },
+	OPT_QUIET,
 	{ 'v', "verbose", NULL, "say each invocation, with timings" },
-	{ 'h', "help", NULL, "this help" },
-	{ 'V', "version", NULL, "print version" },
+	OPT_HELP,
+	OPT_VERSION,
 	{ 0 }
 };
 

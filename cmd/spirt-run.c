@@ -19,8 +19,8 @@
 
 static const struct opt opts[] = {
 	{ 'd', "deadline", "MS", "a send's deadline (default 30000)" },
-	{ 'h', "help", NULL, "this help" },
-	{ 'V', "version", NULL, "print version" },
+	OPT_HELP,
+	OPT_VERSION,
 	{ 0 }
 };
 

@@ -37,7 +37,7 @@ static const struct opt opts[] = {
 	{ 'p', "params", "FILE", "take model@t (and state) from a model file" },
 	{ 'q', "quiet", NULL, "no notes" },
 	{ 'r', "lr", "LR", "learning rate" },
-	{ 's', "store", "PATH", "store (default $SPIRT_STORE or ./spirt.db)" },
+	OPT_STORE,
 	{ 't', "step", "N", "update model@N with agg/N" },
 	{ 'v', "verbose", NULL, "report timings" },
 	{ 256 + 16 + CKPT, "checkpoint", "N",
@@ -59,8 +59,8 @@ static const struct opt opts[] = {
 	{ 256 + 16 + TOTAL, "lr-total", "N",
 	    "cosine schedule: steps to --lr-min" },
 	{ 256 + 16 + LRMIN, "lr-min", "LR", "cosine schedule: final lr" },
-	{ 'h', "help", NULL, "this help" },
-	{ 'V', "version", NULL, "print version" },
+	OPT_HELP,
+	OPT_VERSION,
 	{ 0 }
 };
 

@@ -26,7 +26,7 @@ build(const struct optset *s)
 		shortopts[ns++] = '+';
 	for (o = s->opt; o->id || o->lname || o->argname || o->help;
 	    o++) {
-		if (nl == OPT_MAX)
+		if (o - s->opt == OPT_MAX)
 			die(SPIRT_EX_SOFTWARE, "option table: more than %d "
 			    "rows", OPT_MAX);
 		if (o->id > 0 && o->id < 256) {

@@ -28,6 +28,13 @@ struct opt {
 
 #define OPT_LONG(c)     ((c) | 0x10000)
 
+/* the rows most tools share, worded once (docs/contracts.md) */
+#define OPT_STORE       { 's', "store", "PATH", \
+	"store (default $SPIRT_STORE or ./spirt.db)" }
+#define OPT_QUIET       { 'q', "quiet", NULL, "no warnings" }
+#define OPT_HELP        { 'h', "help", NULL, "this help" }
+#define OPT_VERSION     { 'V', "version", NULL, "print version" }
+
 struct optset {
 	const char *usage;      /* "usage: ..." lines: the SYNOPSIS */
 	const char *pre;        /* -h: text between usage and options */
