@@ -28,8 +28,8 @@ LIBOBJ = lib/spirt.o lib/tensor.o lib/keys.o lib/store.o lib/io.o \
 # the tools' own layer (cmd/tool.h): messages, exits, option and
 # environment resolution, signal handlers; linked into every tool, never
 # part of the library
-TOOLHDR = cmd/tool.h
-TOOLOBJ = cmd/tool.o cmd/toolblas.o
+TOOLHDR = cmd/tool.h cmd/opt.h
+TOOLOBJ = cmd/tool.o cmd/toolblas.o cmd/opt.o
 TOOLLIB = cmd/libtool.a
 
 include mk/data.mk
@@ -51,6 +51,7 @@ MAN5 = man/spirt-tensor.5 man/spirt-store.5 $(DATA_MAN5) $(MODEL_MAN5) \
 MAN7 = man/spirt.7 man/spirt-function.7
 UNIT = tests/unit/test_tensor tests/unit/test_store tests/unit/test_parse \
 	tests/unit/test_keys tests/unit/test_npy tests/unit/test_mem \
+	tests/unit/test_opt \
 	$(DATA_UNIT) $(MODEL_UNIT) $(AGG_UNIT) $(PEER_UNIT) $(FAAS_UNIT) \
 	$(INVOKE_UNIT) $(BEAT_UNIT) $(TRAIN_UNIT)
 BENCH = bench/store_bench $(DATA_BENCH) $(MODEL_BENCH) $(AGG_BENCH) \
@@ -98,9 +99,12 @@ tests/unit/test_mem: tests/unit/test_mem.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_mem.o lib/libspirt.a $(BASE_LIBS)
 tests/unit/test_keys: tests/unit/test_keys.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_keys.o lib/libspirt.a $(BASE_LIBS)
+tests/unit/test_opt: tests/unit/test_opt.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_opt.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
 tests/unit/test_tensor.o tests/unit/test_store.o tests/unit/test_parse.o \
-tests/unit/test_npy.o tests/unit/test_mem.o tests/unit/test_keys.o: \
-	tests/unit/check.h $(LIBHDR)
+tests/unit/test_npy.o tests/unit/test_mem.o tests/unit/test_keys.o \
+tests/unit/test_opt.o: \
+	tests/unit/check.h $(LIBHDR) $(TOOLHDR)
 
 # benchmarks (not part of check): make bench
 bench/store_bench: bench/store_bench.o $(TOOLLIB) lib/libspirt.a

@@ -11,21 +11,11 @@
 #include "aggstore.h"
 #include "io.h"
 #include "keys.h"
+#include "opt.h"
 #include "serve.h"
 #include "store.h"
 #include "tensor.h"
 #include "tool.h"
-
-#define USAGE \
-"usage: spirt-agg [-cfiPqRv] [-r rule] [--trim F] [--byzantine f]\n" \
-"                 [--select m] [--mad K] [--tau T] [--iters L]\n" \
-"                 [--center file] [--worker-momentum b] [--bucket s]\n" \
-"                 [--seed n] [--batch n] [--max-samples n] [--publish id]\n" \
-"                 [-d dataset] [-s store] [-t step] [-o file]\n" \
-"                 [-k key ... | file ...]\n" \
-"       spirt-agg [-r rule] [--trim F] [--byzantine f] [--select m]\n" \
-"                 [--mad K] [--tau T] [--iters L] [--bucket s]\n" \
-"                 --check-rule W\n"
 
 static struct {
 	struct spirt_aggset a;
@@ -38,76 +28,79 @@ static struct {
 	size_t nkeys;
 } o;
 
+static const struct opt opts[] = {
+	{ 'c', "verify", NULL, "check payload checksums of store records" },
+	{ 'd', "dataset", "NAME",
+	    "its assignment's revision is in force (default\n"
+	    "$SPIRT_DATASET or train)" },
+	{ 'f', "force", NULL, "write binary data to a terminal" },
+	{ 'i', "serve", NULL, "warm: one -t run per step line on stdin" },
+	{ 'k', "key", "KEY", "aggregate this store key (repeat)" },
+	{ 'o', "output", "FILE", "write the record to FILE (- = stdout)" },
+	{ 'P', "prune", NULL,
+	    "remove spent steps (before t-1) from the store" },
+	{ 'q', "quiet", NULL, "no notes about excluded or bounded inputs" },
+	{ 'R', "replace", NULL, "replace an existing agg/<step>" },
+	{ 'r', "rule", "RULE",
+	    "mean wmean trim median norm krum mkrum cclip\nscclip" },
+	OPT_STORE,
+	{ 't', "step", "N", "aggregate grad/N/* of the store" },
+	{ 'v', "verbose", NULL, "report timings" },
+	{ OPT_LONG('T'), "trim", "F", "trimmed mean, cut F per side" },
+	{ OPT_LONG('b'), "byzantine", "f",
+	    "inputs assumed Byzantine (Krum, tau auto)" },
+	{ OPT_LONG('W'), "check-rule", "W",
+	    "check the rule for W inputs, and exit" },
+	{ OPT_LONG('S'), "select", "m", "multi-Krum: inputs averaged" },
+	{ OPT_LONG('M'), "mad", "K", "norm rule: threshold in MADs" },
+	{ OPT_LONG('U'), "tau", "T",
+	    "cclip, scclip: clipping radius (default 1);\n"
+	    "auto: the (f+1)-th largest distance" },
+	{ OPT_LONG('L'), "iters", "L",
+	    "cclip, scclip: iterations (default 1)" },
+	{ OPT_LONG('C'), "center", "FILE",
+	    "cclip: start from this record (default\n"
+	    "agg/<t-1> in the store, else 0); scclip:\n"
+	    "its centre, the peer's own aggregate" },
+	{ OPT_LONG('O'), "worker-momentum", "B",
+	    "aggregate the workers' momenta\n"
+	    "(1-B) g + B mom/<t-1>/<w>, kept as mom/<t>/<w>" },
+	{ OPT_LONG('B'), "bucket", "s",
+	    "average buckets of s inputs before the rule" },
+	{ OPT_LONG('E'), "seed", "N",
+	    "bucketing's permutation seed (default 0)" },
+	{ OPT_LONG('G'), "batch", "N",
+	    "the functions' batch (default $SPIRT_BATCH or 64):\n"
+	    "a gradient counts at most the samples the\n"
+	    "assignment gives its worker at its step" },
+	{ OPT_LONG('N'), "max-samples", "N",
+	    "instead, at most N samples each" },
+	{ OPT_LONG('Q'), "publish", "ID",
+	    "write it as peer ID's published aggregate,\n"
+	    "xagg/<t>/ID (never replaced), not agg/<t>" },
+	OPT_HELP,
+	OPT_VERSION,
+	{ 0 }
+};
+
+static const struct optset cli = {
+	"usage: spirt-agg [-cfiPqRv] [-r rule] [--trim F] [--byzantine f]\n"
+	"                 [--select m] [--mad K] [--tau T] [--iters L]\n"
+	"                 [--center file] [--worker-momentum b] [--bucket s]\n"
+	"                 [--seed n] [--batch n] [--max-samples n] "
+	"[--publish id]\n"
+	"                 [-d dataset] [-s store] [-t step] [-o file]\n"
+	"                 [-k key ... | file ...]\n"
+	"       spirt-agg [-r rule] [--trim F] [--byzantine f] [--select m]\n"
+	"                 [--mad K] [--tau T] [--iters L] [--bucket s]\n"
+	"                 --check-rule W\n",
+	NULL, NULL, 22, 0, opts
+};
+
 static _Noreturn void
 usage(int code)
 {
-	fputs(USAGE, code ? stderr : stdout);
-	if (!code)
-		fputs("\n"
-		    "  -c, --verify        check payload checksums of store "
-		    "records\n"
-		    "  -d, --dataset NAME  its assignment's revision is in "
-		    "force (default\n"
-		    "                      $SPIRT_DATASET or train)\n"
-		    "  -f, --force         write binary data to a terminal\n"
-		    "  -i, --serve         warm: one -t run per step line on "
-		    "stdin\n"
-		    "  -k, --key KEY       aggregate this store key (repeat)\n"
-		    "  -o, --output FILE   write the record to FILE (- = "
-		    "stdout)\n"
-		    "  -P, --prune         remove spent steps (before t-1) "
-		    "from the store\n"
-		    "  -q, --quiet         no notes about excluded or bounded "
-		    "inputs\n"
-		    "  -R, --replace       replace an existing agg/<step>\n"
-		    "  -r, --rule RULE     mean wmean trim median norm krum "
-		    "mkrum cclip\n"
-		    "                      scclip\n"
-		    "  -s, --store PATH    store (default $SPIRT_STORE or "
-		    "./spirt.db)\n"
-		    "  -t, --step N        aggregate grad/N/* of the store\n"
-		    "  -v, --verbose       report timings\n"
-		    "      --trim F        trimmed mean, cut F per side\n"
-		    "      --byzantine f   inputs assumed Byzantine (Krum, tau "
-		    "auto)\n"
-		    "      --check-rule W  check the rule for W inputs, and "
-		    "exit\n"
-		    "      --select m      multi-Krum: inputs averaged\n"
-		    "      --mad K         norm rule: threshold in MADs\n"
-		    "      --tau T         cclip, scclip: clipping radius "
-		    "(default 1);\n"
-		    "                      auto: the (f+1)-th largest "
-		    "distance\n"
-		    "      --iters L       cclip, scclip: iterations (default "
-		    "1)\n"
-		    "      --center FILE   cclip: start from this record "
-		    "(default\n"
-		    "                      agg/<t-1> in the store, else 0); "
-		    "scclip:\n"
-		    "                      its centre, the peer's own "
-		    "aggregate\n"
-		    "      --worker-momentum B  aggregate the workers' "
-		    "momenta\n"
-		    "                      (1-B) g + B mom/<t-1>/<w>, kept as "
-		    "mom/<t>/<w>\n"
-		    "      --bucket s      average buckets of s inputs "
-		    "before the rule\n"
-		    "      --seed N        bucketing's permutation seed "
-		    "(default 0)\n"
-		    "      --batch N       the functions' batch (default "
-		    "$SPIRT_BATCH or 64):\n"
-		    "                      a gradient counts at most the "
-		    "samples the\n"
-		    "                      assignment gives its worker at "
-		    "its step\n"
-		    "      --max-samples N instead, at most N samples each\n"
-		    "      --publish ID    write it as peer ID's published "
-		    "aggregate,\n"
-		    "                      xagg/<t>/ID (never replaced), not "
-		    "agg/<t>\n"
-		    "  -h, --help          this help\n"
-		    "  -V, --version       print version\n", stdout);
-	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+	opt_usage(&cli, code);
 }
 
 /*
@@ -313,45 +306,12 @@ load_center(void)
 static void
 options(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "batch", required_argument, NULL, 'G' },
-		{ "bucket", required_argument, NULL, 'B' },
-		{ "byzantine", required_argument, NULL, 'b' },
-		{ "center", required_argument, NULL, 'C' },
-		{ "check-rule", required_argument, NULL, 'W' },
-		{ "dataset", required_argument, NULL, 'd' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "iters", required_argument, NULL, 'L' },
-		{ "key", required_argument, NULL, 'k' },
-		{ "mad", required_argument, NULL, 'M' },
-		{ "max-samples", required_argument, NULL, 'N' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "prune", no_argument, NULL, 'P' },
-		{ "publish", required_argument, NULL, 'Q' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "replace", no_argument, NULL, 'R' },
-		{ "rule", required_argument, NULL, 'r' },
-		{ "seed", required_argument, NULL, 'E' },
-		{ "select", required_argument, NULL, 'S' },
-		{ "serve", no_argument, NULL, 'i' },
-		{ "step", required_argument, NULL, 't' },
-		{ "store", required_argument, NULL, 's' },
-		{ "tau", required_argument, NULL, 'U' },
-		{ "trim", required_argument, NULL, 'T' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "verify", no_argument, NULL, 'c' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "worker-momentum", required_argument, NULL, 'O' },
-		{ NULL, 0, NULL, 0 }
-	};
 	const char *rule = NULL, *maxs = NULL, *ds = NULL, *batch = NULL;
 	int c, trim = 0;
 
 	spirt_aggset_init(&o.a);
 	o.keys = emalloc(argc * sizeof *o.keys);
-	while ((c = getopt_long(argc, argv, "cd:fhik:o:PqRr:s:t:vV", lo,
-	    NULL)) != -1)
+	while ((c = opt_next(&cli, argc, argv)) != -1)
 		switch (c) {
 		case 'b': o.a.p.f = (unsigned)eparse_u64("--byzantine", optarg,
 			    0, SPIRT_AGG_MAXW); break;
@@ -374,7 +334,6 @@ options(int argc, char **argv)
 				    1e-30, 1e30);
 			  break;
 		case 'f': o.force = 1; break;
-		case 'h': usage(0);
 		case 'i': o.serve = 1; break;
 		case 'k': o.keys[o.nkeys++] = optarg; break;
 		case 'M': o.a.p.mad = eparse_double("--mad", optarg, 1e-9, 1e9);

@@ -10,16 +10,10 @@
 #include "attack.h"
 #include "io.h"
 #include "keys.h"
+#include "opt.h"
 #include "store.h"
 #include "tensor.h"
 #include "tool.h"
-
-#define USAGE \
-"usage: spirt-attack [-fqv] [-o file] [-S seed] [-w origins] attack\n" \
-"                    [file ...]\n" \
-"       spirt-attack [-qv] [-S seed] [-s store] -t step -w origins attack\n" \
-"       spirt-attack [-qv] [-o file] [-S seed] [-s store] -t step -a prefix\n" \
-"                    attack\n"
 
 static struct {
 	struct spirt_aggset g;          /* the step's gradients */
@@ -35,43 +29,49 @@ static struct {
 	char msg[SPIRT_KEY_MAX + 160];
 } o;
 
+static const struct opt opts[] = {
+	{ 'a', "agg", "PREFIX",
+	    "a Byzantine peer: attack its aggregate PREFIX/<t>\n"
+	    "(e.g. agg) in place or to -o; alie takes the\n"
+	    "spread of grad/<t>/*, default z 1" },
+	{ 'f', "force", NULL, "write binary data to a terminal" },
+	{ 'o', "output", "FILE", "write the records to FILE (- = stdout)" },
+	{ 'S', "seed", "N", "seed of the gauss noise (default 0)" },
+	OPT_STORE,
+	{ 't', "step", "N", "attack grad/N/* in the store" },
+	{ 'w', "origins", "LIST",
+	    "malicious origins, e.g. 1,3 (default: all)" },
+	OPT_QUIET,
+	{ 'v', "verbose", NULL, "name each replaced gradient" },
+	OPT_HELP,
+	OPT_VERSION,
+	{ 0 }
+};
+
+static const struct optset cli = {
+	"usage: spirt-attack [-fqv] [-o file] [-S seed] [-w origins] attack\n"
+	"                    [file ...]\n"
+	"       spirt-attack [-qv] [-S seed] [-s store] -t step -w origins "
+	"attack\n"
+	"       spirt-attack [-qv] [-o file] [-S seed] [-s store] -t step "
+	"-a prefix\n"
+	"                    attack\n",
+	"For evaluating robust aggregation only: writes the gradients "
+	"malicious\n"
+	"functions would send.  Attacks (spirt-attack(1)):\n"
+	"  signflip[:S]  -S * g (default S 10)\n"
+	"  gauss[:SIGMA] N(0, SIGMA^2) noise (default 100)\n"
+	"  scale:S       S * g\n"
+	"  alie[:z]      mean - z * std of the step's gradients (default z\n"
+	"                from W and the malicious count)\n"
+	"  ipm[:EPS]     -EPS * mean of the step's gradients (default 0.1)\n"
+	"\n", NULL, 21, 0, opts
+};
+
 static _Noreturn void
 usage(int code)
 {
-	fputs(USAGE, code ? stderr : stdout);
-	if (!code)
-		fputs("\n"
-		    "For evaluating robust aggregation only: writes the "
-		    "gradients malicious\n"
-		    "functions would send.  Attacks (spirt-attack(1)):\n"
-		    "  signflip[:S]  -S * g (default S 10)\n"
-		    "  gauss[:SIGMA] N(0, SIGMA^2) noise (default 100)\n"
-		    "  scale:S       S * g\n"
-		    "  alie[:z]      mean - z * std of the step's gradients "
-		    "(default z\n"
-		    "                from W and the malicious count)\n"
-		    "  ipm[:EPS]     -EPS * mean of the step's gradients "
-		    "(default 0.1)\n\n"
-		    "  -a, --agg PREFIX   a Byzantine peer: attack its aggregate "
-		    "PREFIX/<t>\n"
-		    "                     (e.g. agg) in place or to -o; alie "
-		    "takes the\n"
-		    "                     spread of grad/<t>/*, default z 1\n"
-		    "  -f, --force        write binary data to a terminal\n"
-		    "  -o, --output FILE  write the records to FILE (- = "
-		    "stdout)\n"
-		    "  -S, --seed N       seed of the gauss noise (default "
-		    "0)\n"
-		    "  -s, --store PATH   store (default $SPIRT_STORE or "
-		    "./spirt.db)\n"
-		    "  -t, --step N       attack grad/N/* in the store\n"
-		    "  -w, --origins LIST malicious origins, e.g. 1,3 "
-		    "(default: all)\n"
-		    "  -q, --quiet        no warnings\n"
-		    "  -v, --verbose      name each replaced gradient\n"
-		    "  -h, --help         this help\n"
-		    "  -V, --version      print version\n", stdout);
-	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+	opt_usage(&cli, code);
 }
 
 /* -w LIST: comma-separated distinct origins */
@@ -250,20 +250,6 @@ emit(int fd)
 int
 main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "agg", required_argument, NULL, 'a' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "origins", required_argument, NULL, 'w' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "seed", required_argument, NULL, 'S' },
-		{ "step", required_argument, NULL, 't' },
-		{ "store", required_argument, NULL, 's' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct spirt_store *s = NULL;
 	struct spirt_publish pub;
 	float *out[SPIRT_AGG_MAXW];
@@ -275,12 +261,10 @@ main(int argc, char **argv)
 	parent_watch();
 	store_env();
 	spirt_aggset_init(&o.g);
-	while ((c = getopt_long(argc, argv, "a:fho:qS:s:t:Vvw:", lo, NULL)) !=
-	    -1)
+	while ((c = opt_next(&cli, argc, argv)) != -1)
 		switch (c) {
 		case 'a': o.agg = optarg; break;
 		case 'f': o.force = 1; break;
-		case 'h': usage(0);
 		case 'o': o.out = optarg; break;
 		case 'q': spirt_quiet = 1; break;
 		case 'S': seed = optarg; break;

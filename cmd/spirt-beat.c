@@ -14,18 +14,10 @@
 #include "beat.h"
 #include "io.h"
 #include "keys.h"
+#include "opt.h"
 #include "remote.h"
 #include "store.h"
 #include "tool.h"
-
-#define USAGE \
-"usage: spirt-beat [-q] [-B ms] [-c count] [-m model] [-R role] [-s store]\n" \
-"           [-t step] [--status status] beat member [url ...]\n" \
-"       spirt-beat [-qv] [-B ms] [-c count] [-s store] [--dead ms]\n" \
-"           [--on-dead cmd] [--on-dead-timeout ms] [--suspect ms] watch\n" \
-"       spirt-beat [-B ms] [-s store] [--dead ms] [--suspect ms] ls\n" \
-"       spirt-beat [-B ms] [-s store] [--dead ms] [--suspect ms]\n" \
-"           --check member\n"
 
 #define MAXDEAD 64              /* deaths handled per pass */
 
@@ -39,45 +31,57 @@ static struct {
 
 static volatile sig_atomic_t stop;
 
+/* what the long-only options return */
+enum { CHECK = 256, DEAD, ONDEAD, ODTMO, STATUS, SUSPECT };
+
+static const struct opt opts[] = {
+	{ 0, NULL, "beat", "beat as member into the store and to each url" },
+	{ 0, NULL, "watch",
+	    "watch the store's beats, declare the silent dead" },
+	{ 0, NULL, "ls", "members, state, age of the last beat, step" },
+	{ 'B', "beat", "MS",
+	    "the beat interval, the budget's base (default 1000)" },
+	{ 'c', "count", "N", "beat or watch N times, then exit" },
+	{ 'm', "model", "NAME",
+	    "beat: the step is model NAME's newest in the store" },
+	{ 'R', "role", "ROLE", "beat: peer (default) or function" },
+	OPT_STORE,
+	{ 't', "step", "N", "beat: the step to report" },
+	{ CHECK, "check", "ID", "exit 0 if member ID is alive, 1 if not" },
+	{ DEAD, "dead", "MS",
+	    "dead after MS without a beat (default 10 beats)" },
+	{ ONDEAD, "on-dead", "CMD",
+	    "watch: run CMD for each death (%m member, %r role,\n"
+	    "%s step, %% a %)" },
+	{ ODTMO, "on-dead-timeout", "MS",
+	    "watch: CMD's deadline (default --dead)" },
+	{ STATUS, "status", "S", "beat: live (default) or catchup" },
+	{ SUSPECT, "suspect", "MS",
+	    "suspect after MS without a beat (default 3 beats)" },
+	OPT_QUIET,
+	{ 'v', "verbose", NULL, "watch: say when a member comes or recovers" },
+	OPT_HELP,
+	OPT_VERSION,
+	{ 0 }
+};
+
+static const struct optset cli = {
+	"usage: spirt-beat [-q] [-B ms] [-c count] [-m model] [-R role] "
+	"[-s store]\n"
+	"           [-t step] [--status status] beat member [url ...]\n"
+	"       spirt-beat [-qv] [-B ms] [-c count] [-s store] [--dead ms]\n"
+	"           [--on-dead cmd] [--on-dead-timeout ms] "
+	"[--suspect ms] watch\n"
+	"       spirt-beat [-B ms] [-s store] [--dead ms] [--suspect ms] ls\n"
+	"       spirt-beat [-B ms] [-s store] [--dead ms] [--suspect ms]\n"
+	"           --check member\n",
+	NULL, NULL, 21, 0, opts
+};
+
 static _Noreturn void
 usage(int code)
 {
-	fputs(USAGE, code ? stderr : stdout);
-	if (!code)
-		fputs("\n"
-		    "  beat               beat as member into the store and to "
-		    "each url\n"
-		    "  watch              watch the store's beats, declare the "
-		    "silent dead\n"
-		    "  ls                 members, state, age of the last beat, "
-		    "step\n"
-		    "  -B, --beat MS      the beat interval, the budget's base "
-		    "(default 1000)\n"
-		    "  -c, --count N      beat or watch N times, then exit\n"
-		    "  -m, --model NAME   beat: the step is model NAME's newest "
-		    "in the store\n"
-		    "  -R, --role ROLE    beat: peer (default) or function\n"
-		    "  -s, --store PATH   store (default $SPIRT_STORE or "
-		    "./spirt.db)\n"
-		    "  -t, --step N       beat: the step to report\n"
-		    "      --check ID     exit 0 if member ID is alive, 1 if "
-		    "not\n"
-		    "      --dead MS      dead after MS without a beat "
-		    "(default 10 beats)\n"
-		    "      --on-dead CMD  watch: run CMD for each death (%m "
-		    "member, %r role,\n"
-		    "                     %s step, %% a %)\n"
-		    "      --on-dead-timeout MS  watch: CMD's deadline "
-		    "(default --dead)\n"
-		    "      --status S     beat: live (default) or catchup\n"
-		    "      --suspect MS   suspect after MS without a beat "
-		    "(default 3 beats)\n"
-		    "  -q, --quiet        no warnings\n"
-		    "  -v, --verbose      watch: say when a member comes or "
-		    "recovers\n"
-		    "  -h, --help         this help\n"
-		    "  -V, --version      print version\n", stdout);
-	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+	opt_usage(&cli, code);
 }
 
 static unsigned
@@ -89,39 +93,17 @@ ems(const char *opt, const char *s)
 static void
 options(int argc, char **argv)
 {
-	enum { CHECK = 256, DEAD, ONDEAD, ODTMO, STATUS, SUSPECT };
-	static const struct option lo[] = {
-		{ "beat", required_argument, NULL, 'B' },
-		{ "check", required_argument, NULL, CHECK },
-		{ "count", required_argument, NULL, 'c' },
-		{ "dead", required_argument, NULL, DEAD },
-		{ "help", no_argument, NULL, 'h' },
-		{ "model", required_argument, NULL, 'm' },
-		{ "on-dead", required_argument, NULL, ONDEAD },
-		{ "on-dead-timeout", required_argument, NULL, ODTMO },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "role", required_argument, NULL, 'R' },
-		{ "status", required_argument, NULL, STATUS },
-		{ "step", required_argument, NULL, 't' },
-		{ "store", required_argument, NULL, 's' },
-		{ "suspect", required_argument, NULL, SUSPECT },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
 	unsigned beat = 0, suspect = 0, dead = 0;
 	int c;
 
 	o.step = SPIRT_NOSTEP;
 	o.status = SPIRT_BEAT_LIVE;
 	o.role = SPIRT_BEAT_PEER;
-	while ((c = getopt_long(argc, argv, "B:c:hm:qR:s:t:vV", lo, NULL)) !=
-	    -1)
+	while ((c = opt_next(&cli, argc, argv)) != -1)
 		switch (c) {
 		case 'B': beat = ems("-B", optarg); break;
 		case 'c': o.count = eparse_u64("-c", optarg, 1, UINT64_MAX);
 			  break;
-		case 'h': usage(0);
 		case 'm': o.model = optarg; break;
 		case 'q': spirt_quiet = 1; break;
 		case 'R':

@@ -8,57 +8,42 @@
 #include "blas.h"
 #include "eval.h"
 #include "grad.h"
+#include "opt.h"
 #include "store.h"
 #include "tool.h"
 
-#define USAGE \
-"usage: spirt-eval [-qVv] [-b batch] [-D file] [-d dataset] [-j threads]\n" \
-"       [-m model] [-p file] [-s store] [-t step]\n"
+static const struct opt opts[] = {
+	{ 'b', "batch", "N", "samples per forward pass (default 256)" },
+	{ 'D', "data-file", "F", "take the data from file F, not the store" },
+	{ 'd', "dataset", "NAME", "data set (default test)" },
+	{ 'j', "threads", "N", "OpenBLAS threads (default 1)" },
+	{ 'm', "model", "NAME", "model name (key model/NAME@step)" },
+	{ 'p', "params", "F", "take the model from file F, not the store" },
+	OPT_STORE,
+	{ 't', "step", "N", "model step (default the latest)" },
+	OPT_QUIET,
+	{ 'v', "verbose", NULL, "say which OpenBLAS core runs" },
+	OPT_HELP,
+	{ 'V', "version", NULL, "print version and OpenBLAS core" },
+	{ 0 }
+};
+
+static const struct optset cli = {
+	"usage: spirt-eval [-qVv] [-b batch] [-D file] [-d dataset] "
+	"[-j threads]\n"
+	"       [-m model] [-p file] [-s store] [-t step]\n",
+	NULL, NULL, 21, 0, opts
+};
 
 static _Noreturn void
 usage(int code)
 {
-	fputs(USAGE, code ? stderr : stdout);
-	if (!code)
-		fputs("\n"
-		    "  -b, --batch N      samples per forward pass "
-		    "(default 256)\n"
-		    "  -D, --data-file F  take the data from file F, not the "
-		    "store\n"
-		    "  -d, --dataset NAME data set (default test)\n"
-		    "  -j, --threads N    OpenBLAS threads (default 1)\n"
-		    "  -m, --model NAME   model name (key model/NAME@step)\n"
-		    "  -p, --params F     take the model from file F, not the "
-		    "store\n"
-		    "  -s, --store PATH   store (default $SPIRT_STORE or "
-		    "./spirt.db)\n"
-		    "  -t, --step N       model step (default the latest)\n"
-		    "  -q, --quiet        no warnings\n"
-		    "  -v, --verbose      say which OpenBLAS core runs\n"
-		    "  -h, --help         this help\n"
-		    "  -V, --version      print version and OpenBLAS core\n",
-		    stdout);
-	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+	opt_usage(&cli, code);
 }
 
 int
 main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "batch", required_argument, NULL, 'b' },
-		{ "data-file", required_argument, NULL, 'D' },
-		{ "dataset", required_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "model", required_argument, NULL, 'm' },
-		{ "params", required_argument, NULL, 'p' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "step", required_argument, NULL, 't' },
-		{ "store", required_argument, NULL, 's' },
-		{ "threads", required_argument, NULL, 'j' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct spirt_eval_result r;
 	struct spirt_grad_ctx *c;
 	struct spirt_store *s = NULL;
@@ -75,13 +60,11 @@ main(int argc, char **argv)
 	parent_watch();
 	store_env();
 
-	while ((ch = getopt_long(argc, argv, "b:D:d:hj:m:p:qs:t:Vv", lo, NULL))
-	    != -1)
+	while ((ch = opt_next(&cli, argc, argv)) != -1)
 		switch (ch) {
 		case 'b': batch = optarg; break;
 		case 'D': data = optarg; break;
 		case 'd': ds = optarg; break;
-		case 'h': usage(0);
 		case 'j': threads = optarg; break;
 		case 'm': model = optarg; break;
 		case 'p': params = optarg; break;

@@ -17,16 +17,12 @@
 #include "grad.h"
 #include "io.h"
 #include "keys.h"
+#include "opt.h"
 #include "parse.h"
 #include "store.h"
 #include "tensor.h"
 #include "serve.h"
 #include "tool.h"
-
-#define USAGE \
-"usage: spirt-grad [-fiqVv] [-b batch] [-D file] [-d dataset] [-F contract]\n" \
-"       [-j threads] [-m model] [-o file] [-p file] [-S seed] [-s store]\n" \
-"       [-t step] [-w worker] [--label-flip] [request]\n"
 
 static struct {
 	const char *batch, *data, *dataset, *threads, *model, *out, *params;
@@ -40,40 +36,45 @@ static int faas;
 static int stderr_fd = -1;      /* -F stdio: the real stderr, kept aside */
 static struct spirt_faas_lambda lambda;
 
+static const struct opt opts[] = {
+	{ 'b', "batch", "N", "samples per minibatch (default 64)" },
+	{ 'D', "data-file", "F", "take the data from file F, not the store" },
+	{ 'd', "dataset", "NAME", "data set (default train)" },
+	{ 'F', "faas", "C",
+	    "under a runner's contract: stdio, http or lambda" },
+	{ 'f', "force", NULL, "write binary data to a terminal" },
+	{ 'i', "serve", NULL, "warm: read \"step [worker]\" lines on stdin" },
+	{ 'j', "threads", "N", "OpenBLAS threads (default 1)" },
+	{ OPT_LONG('L'), "label-flip", NULL,
+	    "evaluation only: a Byzantine function, labels\n"
+	    "y become K-1-y" },
+	{ 'm', "model", "NAME", "model name (key model/NAME@step)" },
+	{ 'o', "output", "FILE", "write the record to FILE (- stdout)" },
+	{ 'p', "params", "F", "take the model from file F, not the store" },
+	{ 'S', "seed", "N", "minibatch seed (default 0)" },
+	OPT_STORE,
+	{ 't', "step", "N", "model step" },
+	{ 'w', "worker", "N", "worker id (default 0)" },
+	OPT_QUIET,
+	{ 'v', "verbose", NULL, "say what runs, with timings" },
+	OPT_HELP,
+	{ 'V', "version", NULL, "print version and OpenBLAS core" },
+	{ 0 }
+};
+
+static const struct optset cli = {
+	"usage: spirt-grad [-fiqVv] [-b batch] [-D file] [-d dataset] "
+	"[-F contract]\n"
+	"       [-j threads] [-m model] [-o file] [-p file] [-S seed] "
+	"[-s store]\n"
+	"       [-t step] [-w worker] [--label-flip] [request]\n",
+	NULL, NULL, 21, 0, opts
+};
+
 static _Noreturn void
 usage(int code)
 {
-	fputs(USAGE, code ? stderr : stdout);
-	if (!code)
-		fputs("\n"
-		    "  -b, --batch N      samples per minibatch (default 64)\n"
-		    "  -D, --data-file F  take the data from file F, not the "
-		    "store\n"
-		    "  -d, --dataset NAME data set (default train)\n"
-		    "  -F, --faas C       under a runner's contract: stdio, "
-		    "http or lambda\n"
-		    "  -f, --force        write binary data to a terminal\n"
-		    "  -i, --serve        warm: read \"step [worker]\" lines "
-		    "on stdin\n"
-		    "  -j, --threads N    OpenBLAS threads (default 1)\n"
-		    "      --label-flip   evaluation only: a Byzantine "
-		    "function, labels\n"
-		    "                     y become K-1-y\n"
-		    "  -m, --model NAME   model name (key model/NAME@step)\n"
-		    "  -o, --output FILE  write the record to FILE (- stdout)\n"
-		    "  -p, --params F     take the model from file F, not the "
-		    "store\n"
-		    "  -S, --seed N       minibatch seed (default 0)\n"
-		    "  -s, --store PATH   store (default $SPIRT_STORE or "
-		    "./spirt.db)\n"
-		    "  -t, --step N       model step\n"
-		    "  -w, --worker N     worker id (default 0)\n"
-		    "  -q, --quiet        no warnings\n"
-		    "  -v, --verbose      say what runs, with timings\n"
-		    "  -h, --help         this help\n"
-		    "  -V, --version      print version and OpenBLAS core\n",
-		    stdout);
-	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+	opt_usage(&cli, code);
 }
 
 struct put {
@@ -469,28 +470,6 @@ faas_lambda(struct fctx *f)
 int
 main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "batch", required_argument, NULL, 'b' },
-		{ "data-file", required_argument, NULL, 'D' },
-		{ "dataset", required_argument, NULL, 'd' },
-		{ "faas", required_argument, NULL, 'F' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "label-flip", no_argument, NULL, 'L' },
-		{ "model", required_argument, NULL, 'm' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "params", required_argument, NULL, 'p' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "seed", required_argument, NULL, 'S' },
-		{ "serve", no_argument, NULL, 'i' },
-		{ "step", required_argument, NULL, 't' },
-		{ "store", required_argument, NULL, 's' },
-		{ "threads", required_argument, NULL, 'j' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "worker", required_argument, NULL, 'w' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct spirt_grad_job job;
 	struct spirt_grad_ctx *c;
 	struct spirt_store *s = NULL;
@@ -506,15 +485,13 @@ main(int argc, char **argv)
 	parent_watch();
 	store_env();
 
-	while ((ch = getopt_long(argc, argv, "b:D:d:F:fhij:m:o:p:qS:s:t:Vvw:", lo,
-	    NULL)) != -1)
+	while ((ch = opt_next(&cli, argc, argv)) != -1)
 		switch (ch) {
 		case 'b': o.batch = optarg; break;
 		case 'D': o.data = optarg; break;
 		case 'd': o.dataset = optarg; break;
 		case 'F': o.faas = optarg; break;
 		case 'f': o.force = 1; break;
-		case 'h': usage(0);
 		case 'i': o.serve = 1; break;
 		case 'L': o.label_flip = 1; break;
 		case 'j': o.threads = optarg; break;

@@ -8,34 +8,37 @@
 #include "io.h"
 #include "keys.h"
 #include "model.h"
+#include "opt.h"
 #include "store.h"
 #include "tensor.h"
 #include "tool.h"
 
-#define USAGE \
-"usage: spirt-init [-fqVv] [-m model] [-o file] [-S seed] [-s store] [-t step]\n" \
-"       spec\n"
+static const struct opt opts[] = {
+	{ 0, NULL, "spec", "e.g. mlp:784-256-128-10, see spirt-model(5)" },
+	{ 'f', "force", NULL, "write binary data to a terminal" },
+	{ 'm', "model", "NAME", "model name (key model/NAME@0)" },
+	{ 'o', "output", "FILE", "write the record to FILE (- stdout)" },
+	{ 'S', "seed", "N", "initialisation seed (default 0)" },
+	OPT_STORE,
+	{ 't', "step", "N", "step of the version (default 0)" },
+	OPT_QUIET,
+	{ 'v', "verbose", NULL, "describe the model" },
+	OPT_HELP,
+	OPT_VERSION,
+	{ 0 }
+};
+
+static const struct optset cli = {
+	"usage: spirt-init [-fqVv] [-m model] [-o file] [-S seed] [-s store] "
+	"[-t step]\n"
+	"       spec\n",
+	NULL, NULL, 21, 0, opts
+};
 
 static _Noreturn void
 usage(int code)
 {
-	fputs(USAGE, code ? stderr : stdout);
-	if (!code)
-		fputs("\n"
-		    "  spec               e.g. mlp:784-256-128-10, see "
-		    "spirt-model(5)\n"
-		    "  -f, --force        write binary data to a terminal\n"
-		    "  -m, --model NAME   model name (key model/NAME@0)\n"
-		    "  -o, --output FILE  write the record to FILE (- stdout)\n"
-		    "  -S, --seed N       initialisation seed (default 0)\n"
-		    "  -s, --store PATH   store (default $SPIRT_STORE or "
-		    "./spirt.db)\n"
-		    "  -t, --step N       step of the version (default 0)\n"
-		    "  -q, --quiet        no warnings\n"
-		    "  -v, --verbose      describe the model\n"
-		    "  -h, --help         this help\n"
-		    "  -V, --version      print version\n", stdout);
-	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+	opt_usage(&cli, code);
 }
 
 struct put {
@@ -56,19 +59,6 @@ put_fn(struct spirt_txn *txn, void *arg)
 int
 main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "force", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "model", required_argument, NULL, 'm' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "seed", required_argument, NULL, 'S' },
-		{ "step", required_argument, NULL, 't' },
-		{ "store", required_argument, NULL, 's' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct spirt_model m;
 	struct spirt_tensor hdr;
 	struct spirt_store *s;
@@ -86,10 +76,9 @@ main(int argc, char **argv)
 	parent_watch();
 	store_env();
 
-	while ((ch = getopt_long(argc, argv, "fhm:o:qS:s:t:Vv", lo, NULL)) != -1)
+	while ((ch = opt_next(&cli, argc, argv)) != -1)
 		switch (ch) {
 		case 'f': force = 1; break;
-		case 'h': usage(0);
 		case 'm': model = optarg; break;
 		case 'o': out = optarg; break;
 		case 'q': spirt_quiet = 1; break;

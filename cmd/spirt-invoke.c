@@ -9,15 +9,11 @@
 #include "invoke.h"
 #include "io.h"
 #include "keys.h"
+#include "opt.h"
 #include "serve.h"
 #include "store.h"
 #include "tensor.h"
 #include "tool.h"
-
-#define USAGE \
-"usage: spirt-invoke [-iqVv] [-a contract] [-b batch] [-D ms] [-m model]\n" \
-"       [-r retries] [-S seed] [-s store] [-T file] [-t step] [-w worker]\n" \
-"       url\n"
 
 /* the record's framing beyond its values: header, name, trailer */
 #define RECORD_SLACK 1024
@@ -26,34 +22,41 @@ static struct spirt_invoke v;
 static struct spirt_store *s;
 static const char *model;
 
+static const struct opt opts[] = {
+	{ 'a', "as", "C", "the gateway's contract: http (default) or lambda" },
+	{ 'b', "batch", "N",
+	    "taken, for spirt-train; the function's deployment has it" },
+	{ 'D', "deadline", "MS",
+	    "each invocation, its retries included (default 30000)" },
+	{ 'i', "serve", NULL, "warm: read \"step [worker]\" lines on stdin" },
+	{ 'm', "model", "NAME", "model name (key model/NAME@step)" },
+	{ 'r', "retries", "N",
+	    "more attempts where no answer came (default 2)" },
+	{ 'S', "seed", "N", "taken, as -b" },
+	OPT_STORE,
+	{ 'T', "token-file", "F", "a bearer token for the gateway" },
+	{ 't', "step", "N", "model step" },
+	{ 'w', "worker", "N", "worker id (default 0)" },
+	OPT_QUIET,
+	{ 'v', "verbose", NULL, "say each invocation, with timings" },
+	OPT_HELP,
+	OPT_VERSION,
+	{ 0 }
+};
+
+static const struct optset cli = {
+	"usage: spirt-invoke [-iqVv] [-a contract] [-b batch] [-D ms] "
+	"[-m model]\n"
+	"       [-r retries] [-S seed] [-s store] [-T file] [-t step] "
+	"[-w worker]\n"
+	"       url\n",
+	NULL, NULL, 21, 0, opts
+};
+
 static _Noreturn void
 usage(int code)
 {
-	fputs(USAGE, code ? stderr : stdout);
-	if (!code)
-		fputs("\n"
-		    "  -a, --as C         the gateway's contract: http "
-		    "(default) or lambda\n"
-		    "  -b, --batch N      taken, for spirt-train; the "
-		    "function's deployment has it\n"
-		    "  -D, --deadline MS  each invocation, its retries "
-		    "included (default 30000)\n"
-		    "  -i, --serve        warm: read \"step [worker]\" lines "
-		    "on stdin\n"
-		    "  -m, --model NAME   model name (key model/NAME@step)\n"
-		    "  -r, --retries N    more attempts where no answer came "
-		    "(default 2)\n"
-		    "  -S, --seed N       taken, as -b\n"
-		    "  -s, --store PATH   store (default $SPIRT_STORE or "
-		    "./spirt.db)\n"
-		    "  -T, --token-file F a bearer token for the gateway\n"
-		    "  -t, --step N       model step\n"
-		    "  -w, --worker N     worker id (default 0)\n"
-		    "  -q, --quiet        no warnings\n"
-		    "  -v, --verbose      say each invocation, with timings\n"
-		    "  -h, --help         this help\n"
-		    "  -V, --version      print version\n", stdout);
-	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+	opt_usage(&cli, code);
 }
 
 struct put {
@@ -237,24 +240,6 @@ token(const char *file)
 int
 main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "as", required_argument, NULL, 'a' },
-		{ "batch", required_argument, NULL, 'b' },
-		{ "deadline", required_argument, NULL, 'D' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "model", required_argument, NULL, 'm' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "retries", required_argument, NULL, 'r' },
-		{ "seed", required_argument, NULL, 'S' },
-		{ "serve", no_argument, NULL, 'i' },
-		{ "step", required_argument, NULL, 't' },
-		{ "store", required_argument, NULL, 's' },
-		{ "token-file", required_argument, NULL, 'T' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "worker", required_argument, NULL, 'w' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct spirt_serve sv = {
 		.name = "stdin", .maxstep = UINT64_MAX - 1, .workers = 1,
 		.maxworker = UINT32_MAX - 1, .run = serve_one, .warn = warnx_,
@@ -273,13 +258,11 @@ main(int argc, char **argv)
 	parent_watch();
 	store_env();
 
-	while ((ch = getopt_long(argc, argv, "a:b:D:him:qr:S:s:T:t:Vvw:", lo,
-	    NULL)) != -1)
+	while ((ch = opt_next(&cli, argc, argv)) != -1)
 		switch (ch) {
 		case 'a': as = optarg; break;
 		case 'b': batch = optarg; break;
 		case 'D': deadline = optarg; break;
-		case 'h': usage(0);
 		case 'i': serve = 1; break;
 		case 'm': model = optarg; break;
 		case 'q': spirt_quiet = 1; break;

@@ -8,36 +8,40 @@
 #include <string.h>
 
 #include "keys.h"
+#include "opt.h"
 #include "supervise.h"
 #include "tool.h"
 
-#define USAGE "usage: spirt-run [-d ms]\n"
 /* a child still there this long after SIGTERM gets SIGKILL */
 #define GRACE_MS 1000
 /* at most this many words in a start request */
 #define MAXARGS 256
 
+static const struct opt opts[] = {
+	{ 'd', "deadline", "MS", "a send's deadline (default 30000)" },
+	OPT_HELP,
+	OPT_VERSION,
+	{ 0 }
+};
+
+static const struct optset cli = {
+	"usage: spirt-run [-d ms]\n",
+	NULL,
+	"\n"
+	"requests on stdin, one a line:\n"
+	"  start NAME CMD [ARG ...]  start child NAME\n"
+	"  run NAME CMD [ARG ...]    the same, to end within -d\n"
+	"  send NAME TEXT            TEXT to NAME, answered within -d\n"
+	"  post NAME TEXT            the same without a deadline\n"
+	"on stdout: answer NAME LINE, died NAME pid=P status=S|signal=N,\n"
+	"  late NAME pid=P ms=M (killed), refused CODE REQUEST: WHY\n",
+	21, 0, opts
+};
+
 static _Noreturn void
 usage(int code)
 {
-	fputs(USAGE, code ? stderr : stdout);
-	if (!code)
-		fputs("\n"
-		    "  -d, --deadline MS  a send's deadline (default 30000)\n"
-		    "  -h, --help         this help\n"
-		    "  -V, --version      print version\n"
-		    "\n"
-		    "requests on stdin, one a line:\n"
-		    "  start NAME CMD [ARG ...]  start child NAME\n"
-		    "  run NAME CMD [ARG ...]    the same, to end within -d\n"
-		    "  send NAME TEXT            TEXT to NAME, answered within"
-		    " -d\n"
-		    "  post NAME TEXT            the same without a deadline\n"
-		    "on stdout: answer NAME LINE, died NAME pid=P status=S|"
-		    "signal=N,\n"
-		    "  late NAME pid=P ms=M (killed), refused CODE REQUEST: "
-		    "WHY\n", stdout);
-	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+	opt_usage(&cli, code);
 }
 
 /* one line on stdout, flushed: the driver waits for it */
@@ -124,12 +128,6 @@ request(struct spirt_sup *s, char *line, uint64_t ms)
 int
 main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "deadline", required_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct spirt_sup_event ev;
 	struct spirt_sup *s;
 	uint64_t ms = 30000;
@@ -140,10 +138,9 @@ main(int argc, char **argv)
 	checkfds();
 	parent_watch();
 
-	while ((c = getopt_long(argc, argv, "d:hV", lo, NULL)) != -1) {
+	while ((c = opt_next(&cli, argc, argv)) != -1) {
 		switch (c) {
 		case 'd': ms = eparse_u64("-d", optarg, 1, 86400000); break;
-		case 'h': usage(0);
 		case 'V': print_version();
 		default: usage(1);
 		}

@@ -9,27 +9,10 @@
 
 #include "data.h"
 #include "io.h"
+#include "opt.h"
 #include "shard.h"
 #include "store.h"
 #include "tool.h"
-
-#define USAGE \
-"usage: spirt-shard [-Hqv] [-d name] [-f format] [-n shards] [-o file]\n" \
-"                   [-s store] [--arrays x,y] [--classes k]\n" \
-"                   [--columns list] [--dim d] [--force] [--label-col col]\n" \
-"                   [--label-names]\n" \
-"                   [--label-names-from train] [--no-shuffle] [--seed n]\n" \
-"                   [--standardise] [--standardise-from train] [--stats]\n" \
-"                   file [labels]\n" \
-"       spirt-shard [-qv] [-b batch] [-d name] [-s store] [-t step]\n" \
-"                   [--epoch e] [--group m] [--list] [--since d] [--stats]\n" \
-"                   --live list\n" \
-"       spirt-shard [-qv] [-b batch] [-d name] [-s store] [-t step]\n" \
-"                   [--epoch e] [--group m] [--list] [--since d] [--stats]\n" \
-"                   --dead worker ...\n" \
-"       spirt-shard [-qv] [-b batch] [-d name] [-s store] [--list]\n" \
-"                   [--stats] -t step --redo\n" \
-"       spirt-shard [-qv] [-d name] [-s store] --list | --stats\n"
 
 enum { O_CLASSES = 256, O_DEAD, O_DIM, O_EPOCH, O_FORCE, O_GROUP, O_LABEL,
     O_LIST, O_LIVE, O_NOSHUF, O_SEED, O_STATS, O_STD, O_STDFROM, O_COLS,
@@ -65,75 +48,89 @@ static struct {
 	char *names;                    /* --label-names-from's, d.names_from */
 } o = { .name = "train", .nshards = 1 };
 
+static const struct opt opts[] = {
+	{ 'b', "batch", "N",
+	    "with -t: the steps' batch (default $SPIRT_BATCH\nor 64)" },
+	{ 'd', "dataset", "NAME", "data set name (default train)" },
+	{ 'f', "format", "FMT",
+	    "idx, csv, libsvm, npy or npz (default: by name)" },
+	{ 'H', "header", NULL, "skip the first line (CSV, LIBSVM)" },
+	{ 'n', "shards", "N", "number of shards (default 1)" },
+	{ 'o', "output", "FILE",
+	    "write a data file, not the store (- stdout)" },
+	OPT_STORE,
+	{ 't', "step", "T", "the reassignment holds from step T on" },
+	{ O_ARRAYS, "arrays", "X,Y",
+	    ".npz: the samples' and labels' arrays (default\n"
+	    "X or x, y or Y)" },
+	{ O_CLASSES, "classes", "K",
+	    "labels lie in 0..K-1 (default: largest + 1)" },
+	{ O_COLS, "columns", "LIST",
+	    "CSV feature columns, 1-based, as 2-5,7 (default:\n"
+	    "all but the label's)" },
+	{ O_DEAD, "dead", "W",
+	    "worker W is dead: its samples go to the others" },
+	{ O_DIM, "dim", "D", "features per sample (LIBSVM: densify to D)" },
+	{ O_EPOCH, "epoch", "E", "the reassignment holds from epoch E on" },
+	{ O_FORCE, "force", NULL, "write binary data to a terminal" },
+	{ O_GROUP, "group", "M", "workers per peer (default: all one peer)" },
+	{ O_LABEL, "label-col", "COL",
+	    "CSV label column, 1-based or last (default 1)" },
+	{ O_NAMES, "label-names", NULL,
+	    "CSV labels are class names: classes in name order" },
+	{ O_NAMESFROM, "label-names-from", "TRAIN", "\n"
+	    "the class names of data set TRAIN" },
+	{ O_LIST, "list", NULL, "print the assignment's revision and rows" },
+	{ O_LIVE, "live", "LIST", "the live workers, e.g. 0,2-3: reassign" },
+	{ O_NOSHUF, "no-shuffle", NULL, "keep the samples in file order" },
+	{ O_REDO, "redo", NULL,
+	    "with -t: steps from T are done again: the revision\n"
+	    "that held at step T holds again" },
+	{ O_SEED, "seed", "N", "shuffle seed (default 0)" },
+	{ O_SINCE, "since", "D",
+	    "with -t: the dead took nothing from step D on" },
+	{ O_STD, "standardise", NULL, "each feature to mean 0, deviation 1" },
+	{ O_STDFROM, "standardise-from", "TRAIN", "\n"
+	    "with the mean and deviation of data set TRAIN" },
+	{ O_STATS, "stats", NULL,
+	    "print shard sizes, class counts and the\nassignment" },
+	OPT_QUIET,
+	{ 'v', "verbose", NULL, "report progress and timings" },
+	OPT_HELP,
+	OPT_VERSION,
+	{ 0 }
+};
+
+static const struct optset cli = {
+	"usage: spirt-shard [-Hqv] [-d name] [-f format] [-n shards] "
+	"[-o file]\n"
+	"                   [-s store] [--arrays x,y] [--classes k]\n"
+	"                   [--columns list] [--dim d] [--force] "
+	"[--label-col col]\n"
+	"                   [--label-names]\n"
+	"                   [--label-names-from train] [--no-shuffle] "
+	"[--seed n]\n"
+	"                   [--standardise] [--standardise-from train] "
+	"[--stats]\n"
+	"                   file [labels]\n"
+	"       spirt-shard [-qv] [-b batch] [-d name] [-s store] [-t step]\n"
+	"                   [--epoch e] [--group m] [--list] [--since d] "
+	"[--stats]\n"
+	"                   --live list\n"
+	"       spirt-shard [-qv] [-b batch] [-d name] [-s store] [-t step]\n"
+	"                   [--epoch e] [--group m] [--list] [--since d] "
+	"[--stats]\n"
+	"                   --dead worker ...\n"
+	"       spirt-shard [-qv] [-b batch] [-d name] [-s store] [--list]\n"
+	"                   [--stats] -t step --redo\n"
+	"       spirt-shard [-qv] [-d name] [-s store] --list | --stats\n",
+	NULL, NULL, 23, 0, opts
+};
+
 static _Noreturn void
 usage(int code)
 {
-	fputs(USAGE, code ? stderr : stdout);
-	if (!code)
-		fputs("\n"
-		    "  -b, --batch N        with -t: the steps' batch (default "
-		    "$SPIRT_BATCH\n"
-		    "                       or 64)\n"
-		    "  -d, --dataset NAME   data set name (default train)\n"
-		    "  -f, --format FMT     idx, csv, libsvm, npy or npz "
-		    "(default: by name)\n"
-		    "  -H, --header         skip the first line (CSV, "
-		    "LIBSVM)\n"
-		    "  -n, --shards N       number of shards (default 1)\n"
-		    "  -o, --output FILE    write a data file, not the store "
-		    "(- stdout)\n"
-		    "  -s, --store PATH     store (default $SPIRT_STORE or "
-		    "./spirt.db)\n"
-		    "  -t, --step T         the reassignment holds from step T "
-		    "on\n"
-		    "      --arrays X,Y     .npz: the samples' and labels' "
-		    "arrays (default\n"
-		    "                       X or x, y or Y)\n"
-		    "      --classes K      labels lie in 0..K-1 (default: "
-		    "largest + 1)\n"
-		    "      --columns LIST   CSV feature columns, 1-based, as "
-		    "2-5,7 (default:\n"
-		    "                       all but the label's)\n"
-		    "      --dead W         worker W is dead: its samples go to "
-		    "the others\n"
-		    "      --dim D          features per sample (LIBSVM: "
-		    "densify to D)\n"
-		    "      --epoch E        the reassignment holds from epoch E "
-		    "on\n"
-		    "      --force          write binary data to a terminal\n"
-		    "      --group M        workers per peer (default: all one "
-		    "peer)\n"
-		    "      --label-col COL  CSV label column, 1-based or last "
-		    "(default 1)\n"
-		    "      --label-names    CSV labels are class names: "
-		    "classes in name order\n"
-		    "      --label-names-from TRAIN\n"
-		    "                       the class names of data set "
-		    "TRAIN\n"
-		    "      --list           print the assignment's revision and "
-		    "rows\n"
-		    "      --live LIST      the live workers, e.g. 0,2-3: "
-		    "reassign\n"
-		    "      --no-shuffle     keep the samples in file order\n"
-		    "      --redo           with -t: steps from T are done again: "
-		    "the revision\n"
-		    "                       that held at step T holds again\n"
-		    "      --seed N         shuffle seed (default 0)\n"
-		    "      --since D        with -t: the dead took nothing from "
-		    "step D on\n"
-		    "      --standardise    each feature to mean 0, deviation 1"
-		    "\n"
-		    "      --standardise-from TRAIN\n"
-		    "                       with the mean and deviation of "
-		    "data set TRAIN\n"
-		    "      --stats          print shard sizes, class counts and "
-		    "the\n"
-		    "                       assignment\n"
-		    "  -q, --quiet          no warnings\n"
-		    "  -v, --verbose        report progress and timings\n"
-		    "  -h, --help           this help\n"
-		    "  -V, --version        print version\n", stdout);
-	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+	opt_usage(&cli, code);
 }
 
 /* one entry p..e of --live arg: a worker, or a range a-b */
@@ -204,45 +201,9 @@ parse_arrays(const char *arg)
 static void
 options(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "arrays", required_argument, NULL, O_ARRAYS },
-		{ "batch", required_argument, NULL, 'b' },
-		{ "classes", required_argument, NULL, O_CLASSES },
-		{ "columns", required_argument, NULL, O_COLS },
-		{ "dataset", required_argument, NULL, 'd' },
-		{ "dead", required_argument, NULL, O_DEAD },
-		{ "dim", required_argument, NULL, O_DIM },
-		{ "epoch", required_argument, NULL, O_EPOCH },
-		{ "force", no_argument, NULL, O_FORCE },
-		{ "format", required_argument, NULL, 'f' },
-		{ "group", required_argument, NULL, O_GROUP },
-		{ "header", no_argument, NULL, 'H' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "label-col", required_argument, NULL, O_LABEL },
-		{ "label-names", no_argument, NULL, O_NAMES },
-		{ "label-names-from", required_argument, NULL, O_NAMESFROM },
-		{ "list", no_argument, NULL, O_LIST },
-		{ "live", required_argument, NULL, O_LIVE },
-		{ "no-shuffle", no_argument, NULL, O_NOSHUF },
-		{ "output", required_argument, NULL, 'o' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "seed", required_argument, NULL, O_SEED },
-		{ "since", required_argument, NULL, O_SINCE },
-		{ "redo", no_argument, NULL, O_REDO },
-		{ "shards", required_argument, NULL, 'n' },
-		{ "standardise", no_argument, NULL, O_STD },
-		{ "standardise-from", required_argument, NULL, O_STDFROM },
-		{ "stats", no_argument, NULL, O_STATS },
-		{ "step", required_argument, NULL, 't' },
-		{ "store", required_argument, NULL, 's' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "b:d:f:Hhn:o:qs:t:vV", lo, NULL))
-	    != -1)
+	while ((c = opt_next(&cli, argc, argv)) != -1)
 		switch (c) {
 		case 'b': o.batch = optarg; break;
 		case 'd': o.name = optarg; break;
@@ -252,7 +213,6 @@ options(int argc, char **argv)
 				    "(idx, csv, libsvm, npy, npz)", optarg);
 			break;
 		case 'H': o.d.header = 1; break;
-		case 'h': usage(0);
 		case 'n': o.nshards = eparse_u64("-n", optarg, 1,
 			  SPIRT_DATA_MAXSHARDS); break;
 		case 'o': o.out = optarg; break;

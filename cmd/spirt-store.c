@@ -13,25 +13,10 @@
 #include "io.h"
 #include "model.h"
 #include "npy.h"
+#include "opt.h"
 #include "store.h"
 #include "tensor.h"
 #include "tool.h"
-
-#define USAGE \
-"usage: spirt-store [-s store] ls [prefix]\n" \
-"       spirt-store [-s store] show key ...\n" \
-"       spirt-store [-s store] get [-f] key\n" \
-"       spirt-store [-s store] put [-n] key [file]\n" \
-"       spirt-store [-s store] rm key ...\n" \
-"       spirt-store [-s store] persist [prefix ...]\n" \
-"       spirt-store [-s store] prune -t step prefix ...\n" \
-"       spirt-store [-s store] export [-f] key [file.npy]\n" \
-"       spirt-store [-s store] import [-n] [-t step] [--spec spec] key\n" \
-"                   file.npy\n" \
-"       spirt-store [-s store] stat\n" \
-"       spirt-store [-s store] batch [-f] [-b batch] [-d dataset]\n" \
-"                   [-o prefix] [-S seed] [-w worker] [--npy] -t step\n" \
-"       spirt-store inspect [file ...]\n"
 
 static struct {
 	const char *store, *spec;
@@ -42,64 +27,62 @@ static struct {
 	int npy;
 } o = { NULL, NULL, 0, 0, SPIRT_NOSTEP, NULL, NULL, NULL, NULL, NULL, 0 };
 
+static const struct opt opts[] = {
+	{ 'b', "batch", "N", "batch: samples per minibatch (default 64)" },
+	{ 'd', "dataset", "NAME", "batch: data set (default train)" },
+	{ 'f', "force", NULL, "write binary data to a terminal" },
+	{ 'n', "no-overwrite", NULL, "fail if the key exists" },
+	{ OPT_LONG('N'), "npy", NULL, "batch: NumPy .npy, not records" },
+	{ 'o', "output", "P",
+	    "batch: write files P.x and P.y (.npy with --npy)" },
+	{ 'S', "seed", "N", "batch: minibatch seed (default 0)" },
+	OPT_STORE,
+	{ 't', "step", "N",
+	    "step to record on import; prune below it;\nthe batch's step" },
+	{ OPT_LONG('M'), "spec", "SPEC",
+	    "import: a model of this spec, see spirt-model(5)" },
+	{ 'w', "worker", "N", "batch: worker (default 0)" },
+	OPT_QUIET,
+	OPT_HELP,
+	OPT_VERSION,
+	{ 0 }
+};
+
+static const struct optset cli = {
+	"usage: spirt-store [-s store] ls [prefix]\n"
+	"       spirt-store [-s store] show key ...\n"
+	"       spirt-store [-s store] get [-f] key\n"
+	"       spirt-store [-s store] put [-n] key [file]\n"
+	"       spirt-store [-s store] rm key ...\n"
+	"       spirt-store [-q] [-s store] persist [prefix ...]\n"
+	"       spirt-store [-q] [-s store] prune -t step prefix ...\n"
+	"       spirt-store [-s store] export [-f] key [file.npy]\n"
+	"       spirt-store [-s store] import [-n] [-t step] "
+	"[--spec spec] key\n"
+	"                   file.npy\n"
+	"       spirt-store [-s store] stat\n"
+	"       spirt-store [-s store] batch [-f] [-b batch] [-d dataset]\n"
+	"                   [-o prefix] [-S seed] [-w worker] [--npy] -t step\n"
+	"       spirt-store inspect [file ...]\n",
+	NULL, NULL, 21, 1, opts
+};
+
 static _Noreturn void
 usage(int code)
 {
-	fputs(USAGE, code ? stderr : stdout);
-	if (!code)
-		fputs("\n"
-		    "  -b, --batch N      batch: samples per minibatch "
-		    "(default 64)\n"
-		    "  -d, --dataset NAME batch: data set (default train)\n"
-		    "  -f, --force        write binary data to a terminal\n"
-		    "  -n, --no-overwrite fail if the key exists\n"
-		    "      --npy          batch: NumPy .npy, not records\n"
-		    "  -o, --output P     batch: write files P.x and P.y "
-		    "(.npy with --npy)\n"
-		    "  -S, --seed N       batch: minibatch seed (default 0)\n"
-		    "  -s, --store PATH   store (default $SPIRT_STORE or "
-		    "./spirt.db)\n"
-		    "  -t, --step N       step to record on import; prune "
-		    "below it;\n"
-		    "                     the batch's step\n"
-		    "      --spec SPEC    import: a model of this spec, see "
-		    "spirt-model(5)\n"
-		    "  -w, --worker N     batch: worker (default 0)\n"
-		    "  -q, --quiet        no warnings\n"
-		    "  -h, --help         this help\n"
-		    "  -V, --version      print version\n", stdout);
-	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+	opt_usage(&cli, code);
 }
 
 static void
 options(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "batch", required_argument, NULL, 'b' },
-		{ "dataset", required_argument, NULL, 'd' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "no-overwrite", no_argument, NULL, 'n' },
-		{ "npy", no_argument, NULL, 'N' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "seed", required_argument, NULL, 'S' },
-		{ "spec", required_argument, NULL, 'M' },
-		{ "step", required_argument, NULL, 't' },
-		{ "store", required_argument, NULL, 's' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "worker", required_argument, NULL, 'w' },
-		{ NULL, 0, NULL, 0 }
-	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+b:d:fhno:qS:s:t:Vw:", lo,
-	    NULL)) != -1)
+	while ((c = opt_next(&cli, argc, argv)) != -1)
 		switch (c) {
 		case 'b': o.batch = optarg; break;
 		case 'd': o.dataset = optarg; break;
 		case 'f': o.force = 1; break;
-		case 'h': usage(0);
 		case 'M': o.spec = optarg; break;
 		case 'N': o.npy = 1; break;
 		case 'n': o.noover = 1; break;

@@ -7,20 +7,11 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "opt.h"
 #include "serve.h"
 #include "store.h"
 #include "tool.h"
 #include "update.h"
-
-#define USAGE \
-"usage: spirt-update [-iqv] [-a prefix] [-k keep] [-m model] [-o file]\n" \
-"                    [-p file] [-r lr] [-s store] [-t step]\n" \
-"                    [--checkpoint n] [--delta step] [--outer n]\n" \
-"                    [--opt name]\n" \
-"                    [--momentum mu] [--nesterov] [--beta1 b] [--beta2 b]\n" \
-"                    [--eps e] [--wd w]\n" \
-"                    [--schedule name] [--lr-every n] [--lr-gamma g]\n" \
-"                    [--lr-total n] [--lr-min lr] [file]\n"
 
 static struct {
 	struct spirt_update u;
@@ -28,52 +19,69 @@ static struct {
 	int serve;
 } o;
 
+/* the hyperparameters' values, in val[]; what the long-only options return */
+enum { LR, MOM, B1, B2, EPS, WD, EVERY, GAMMA, TOTAL, LRMIN, KEEP, CKPT,
+    NHYPER, OPT = 256, NESTEROV, SCHED, DELTA, OUTER };
+
+static const struct opt opts[] = {
+	{ 'a', "agg", "PREFIX",
+	    "apply <PREFIX>/<step> (default agg; gagg: a peer's\n"
+	    "global aggregate)" },
+	{ 'i', "serve", NULL,
+	    "warm: one -t run per step line on stdin (its words:\n"
+	    "delta=S outer=N agg=PREFIX)" },
+	{ 'k', "keep", "K", "keep the last K model versions (0: all)" },
+	{ 'm', "model", "NAME", "model/NAME@<step> in the store" },
+	{ 'o', "output", "FILE",
+	    "with -p: write the new model file there (- = stdout)" },
+	{ 'p', "params", "FILE", "take model@t (and state) from a model file" },
+	{ 'q', "quiet", NULL, "no notes" },
+	{ 'r', "lr", "LR", "learning rate" },
+	OPT_STORE,
+	{ 't', "step", "N", "update model@N with agg/N" },
+	{ 'v', "verbose", NULL, "report timings" },
+	{ 256 + 16 + CKPT, "checkpoint", "N",
+	    "durable every N versions, volatile between" },
+	{ DELTA, "delta", "S",
+	    "write delta/S = model@S - the new model, not model@t+1" },
+	{ OUTER, "outer", "N",
+	    "model@t+N = model@t - <PREFIX>/t (outer SGD, lr 1)" },
+	{ OPT, "opt", "NAME", "sgd momentum adam adamw" },
+	{ 256 + 16 + MOM, "momentum", "MU", "momentum factor" },
+	{ NESTEROV, "nesterov", NULL, "Nesterov momentum" },
+	{ 256 + 16 + B1, "beta1", "B", "Adam first-moment decay" },
+	{ 256 + 16 + B2, "beta2", "B", "Adam second-moment decay" },
+	{ 256 + 16 + EPS, "eps", "E", "Adam denominator term" },
+	{ 256 + 16 + WD, "wd", "W", "weight decay" },
+	{ SCHED, "schedule", "S", "constant step cosine" },
+	{ 256 + 16 + EVERY, "lr-every", "N", "step schedule: decay period" },
+	{ 256 + 16 + GAMMA, "lr-gamma", "G", "step schedule: decay factor" },
+	{ 256 + 16 + TOTAL, "lr-total", "N",
+	    "cosine schedule: steps to --lr-min" },
+	{ 256 + 16 + LRMIN, "lr-min", "LR", "cosine schedule: final lr" },
+	OPT_HELP,
+	OPT_VERSION,
+	{ 0 }
+};
+
+static const struct optset cli = {
+	"usage: spirt-update [-iqv] [-a prefix] [-k keep] [-m model] "
+	"[-o file]\n"
+	"                    [-p file] [-r lr] [-s store] [-t step]\n"
+	"                    [--checkpoint n] [--delta step] [--outer n]\n"
+	"                    [--opt name]\n"
+	"                    [--momentum mu] [--nesterov] [--beta1 b] "
+	"[--beta2 b]\n"
+	"                    [--eps e] [--wd w]\n"
+	"                    [--schedule name] [--lr-every n] [--lr-gamma g]\n"
+	"                    [--lr-total n] [--lr-min lr] [file]\n",
+	NULL, NULL, 22, 0, opts
+};
+
 static _Noreturn void
 usage(int code)
 {
-	fputs(USAGE, code ? stderr : stdout);
-	if (!code)
-		fputs("\n"
-		    "  -a, --agg PREFIX    apply <PREFIX>/<step> (default agg; "
-		    "gagg: a peer's\n"
-		    "                      global aggregate)\n"
-		    "  -i, --serve         warm: one -t run per step line on "
-		    "stdin (its words:\n"
-		    "                      delta=S outer=N agg=PREFIX)\n"
-		    "  -k, --keep K        keep the last K model versions "
-		    "(0: all)\n"
-		    "  -m, --model NAME    model/NAME@<step> in the store\n"
-		    "  -o, --output FILE   with -p: write the new model file "
-		    "there (- = stdout)\n"
-		    "  -p, --params FILE   take model@t (and state) from a "
-		    "model file\n"
-		    "  -q, --quiet         no notes\n"
-		    "  -r, --lr LR         learning rate\n"
-		    "  -s, --store PATH    store (default $SPIRT_STORE or "
-		    "./spirt.db)\n"
-		    "  -t, --step N        update model@N with agg/N\n"
-		    "  -v, --verbose       report timings\n"
-		    "      --checkpoint N  durable every N versions, volatile "
-		    "between\n"
-		    "      --delta S       write delta/S = model@S - the new "
-		    "model, not model@t+1\n"
-		    "      --outer N       model@t+N = model@t - <PREFIX>/t "
-		    "(outer SGD, lr 1)\n"
-		    "      --opt NAME      sgd momentum adam adamw\n"
-		    "      --momentum MU   momentum factor\n"
-		    "      --nesterov      Nesterov momentum\n"
-		    "      --beta1 B       Adam first-moment decay\n"
-		    "      --beta2 B       Adam second-moment decay\n"
-		    "      --eps E         Adam denominator term\n"
-		    "      --wd W          weight decay\n"
-		    "      --schedule S    constant step cosine\n"
-		    "      --lr-every N    step schedule: decay period\n"
-		    "      --lr-gamma G    step schedule: decay factor\n"
-		    "      --lr-total N    cosine schedule: steps to --lr-min\n"
-		    "      --lr-min LR     cosine schedule: final lr\n"
-		    "  -h, --help          this help\n"
-		    "  -V, --version       print version\n", stdout);
-	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+	opt_usage(&cli, code);
 }
 
 static int
@@ -273,48 +281,13 @@ hyper(const char *const *val)
 static void
 options(int argc, char **argv)
 {
-	enum { LR, MOM, B1, B2, EPS, WD, EVERY, GAMMA, TOTAL, LRMIN, KEEP,
-	    CKPT, NHYPER, OPT = 256, NESTEROV, SCHED, DELTA, OUTER };
-	static const struct option lo[] = {
-		{ "agg", required_argument, NULL, 'a' },
-		{ "beta1", required_argument, NULL, 256 + 16 + B1 },
-		{ "beta2", required_argument, NULL, 256 + 16 + B2 },
-		{ "checkpoint", required_argument, NULL, 256 + 16 + CKPT },
-		{ "delta", required_argument, NULL, DELTA },
-		{ "eps", required_argument, NULL, 256 + 16 + EPS },
-		{ "help", no_argument, NULL, 'h' },
-		{ "keep", required_argument, NULL, 'k' },
-		{ "lr", required_argument, NULL, 'r' },
-		{ "lr-every", required_argument, NULL, 256 + 16 + EVERY },
-		{ "lr-gamma", required_argument, NULL, 256 + 16 + GAMMA },
-		{ "lr-min", required_argument, NULL, 256 + 16 + LRMIN },
-		{ "lr-total", required_argument, NULL, 256 + 16 + TOTAL },
-		{ "model", required_argument, NULL, 'm' },
-		{ "momentum", required_argument, NULL, 256 + 16 + MOM },
-		{ "nesterov", no_argument, NULL, NESTEROV },
-		{ "opt", required_argument, NULL, OPT },
-		{ "outer", required_argument, NULL, OUTER },
-		{ "output", required_argument, NULL, 'o' },
-		{ "params", required_argument, NULL, 'p' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "schedule", required_argument, NULL, SCHED },
-		{ "serve", no_argument, NULL, 'i' },
-		{ "step", required_argument, NULL, 't' },
-		{ "store", required_argument, NULL, 's' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "wd", required_argument, NULL, 256 + 16 + WD },
-		{ NULL, 0, NULL, 0 }
-	};
 	const char *val[NHYPER] = { NULL }, *kind = NULL, *sched = NULL, *v;
 	int c, nesterov = 0;
 
 	spirt_update_init(&o.u);
-	while ((c = getopt_long(argc, argv, "a:hik:m:o:p:qr:s:t:vV", lo, NULL))
-	    != -1)
+	while ((c = opt_next(&cli, argc, argv)) != -1)
 		switch (c) {
 		case 'a': o.u.agg = optarg; break;
-		case 'h': usage(0);
 		case 'i': o.serve = 1; break;
 		case 'k': val[KEEP] = optarg; break;
 		case 'm': o.u.model = optarg; break;

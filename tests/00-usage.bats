@@ -75,6 +75,26 @@ squash() {
 	done
 }
 
+@test "every option -h lists is in the usage, so in the SYNOPSIS" {
+	# a tool's option table drives its -h lines (cmd/opt.h); the usage,
+	# which the test above holds to the man page, must name each option
+	for t in $(tools); do
+		use=$("$t" -h) || fail "$t -h: exit $?"
+		syn=$(printf '%s\n' "$use" | sed -n '1,/^$/p')
+		for o in $(printf '%s\n' "$use" | sed -n '/^$/,$p' | sed -n \
+		    's/^  \(-\([A-Za-z]\), \)\{0,1\} *\(--\([a-z0-9-]*\)\)\{0,1\}.*/\2:\4/p'); do
+			s=${o%%:*} l=${o#*:}
+			case $s in h|V) continue ;; esac
+			[ -n "$s$l" ] || continue
+			[ -n "$s" ] && printf '%s' "$syn" |
+			    grep -qE -- "-[A-Za-z]*$s[A-Za-z]*[] ]" && continue
+			[ -n "$l" ] && printf '%s' "$syn" |
+			    grep -qE -- "--$l([] ]|\$)" && continue
+			fail "$t: -h lists ${s:+-$s}${s:+${l:+, }}${l:+--$l}, its usage does not"
+		done
+	done
+}
+
 @test "every tool's man page lints clean" {
 	run mandoc -Tlint -W warning "$SPIRT_ROOT"/man/*.[157]
 	assert_success
