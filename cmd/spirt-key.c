@@ -5,9 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crypto.h"
 #include "key/keycmd.h"
-#include "prim.h"
 #include "tool.h"
 
 int
@@ -19,14 +17,9 @@ main(int argc, char **argv)
 	if (argc > 1 && (strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "--help") == 0))
 		key_usage(0);
-	if (argc > 1 && (strcmp(argv[1], "-V") == 0 ||
-	    strcmp(argv[1], "--version") == 0)) {
-		if (argc > 2)
-			key_usage(1);
-		printf("%s %s\ncrypto: %s (%s)\n", progname, SPIRT_VERSION,
-		    spirt_prim_name(), spirt_prim_version());
-		return fshut_stdout(0);
-	}
+	if (argc == 2 && (strcmp(argv[1], "-V") == 0 ||
+	    strcmp(argv[1], "--version") == 0))
+		key_version();
 	if (argc < 2 || argv[1][0] == '-')
 		key_usage(1);
 	return key_main(argc - 1, argv + 1);

@@ -10,13 +10,10 @@
 #include "io.h"
 #include "keycmd.h"
 #include "keys.h"
+#include "opt.h"
 #include "parse.h"
+#include "prim.h"
 #include "tool.h"
-
-#define USAGE \
-"usage: spirt-key keygen [-f] [-p pubfile] keyfile\n" \
-"       spirt-key invite [-e duration] [-o file] [-R role] -g groupkey\n" \
-"           -i id -r run pubkey\n"
 
 #define EXPIRES_MAX (10 * 366 * 86400.0)       /* ten years, in seconds */
 
@@ -25,61 +22,61 @@ static struct {
 	int force;
 } ko;
 
+static const struct opt opts[] = {
+	{ 0, NULL, "keygen", "make an identity key (mode 0600), print its "
+	    "public key" },
+	{ 0, NULL, "invite", "sign a member token with the group key" },
+	{ 'e', "expires", "DUR", "token valid for DUR (s, m, h; default 24h)" },
+	{ 'f', "force", NULL, "replace an existing key file" },
+	{ 'g', "group", "FILE", "the group's secret key file" },
+	{ 'i', "id", "ID", "the member's id (a function's binds it: "
+	    "PEER.wN[-M])" },
+	{ 'o', "output", "FILE", "write the token to FILE (default stdout)" },
+	{ 'p', "public", "FILE", "also write the public key to FILE" },
+	{ 'R', "role", "ROLE", "peer (default) or function" },
+	{ 'r', "run", "ID", "the run the token admits to" },
+	OPT_HELP,
+	{ 'V', "version", NULL, "print version and crypto" },
+	{ 0 }
+};
+
+static const struct optset cli = {
+	"usage: spirt-key keygen [-f] [-p pubfile] keyfile\n"
+	"       spirt-key invite [-e duration] [-o file] [-R role] -g groupkey\n"
+	"           -i id -r run pubkey\n",
+	NULL, NULL, 21, 0, opts
+};
+
 _Noreturn void
 key_usage(int code)
 {
-	fputs(USAGE, code ? stderr : stdout);
-	if (!code)
-		fputs("\n"
-		    "  keygen             make an identity key (mode 0600), "
-		    "print its public key\n"
-		    "  invite             sign a member token with the group "
-		    "key\n"
-		    "  -e, --expires DUR  token valid for DUR (s, m, h; "
-		    "default 24h)\n"
-		    "  -f, --force        replace an existing key file\n"
-		    "  -g, --group FILE   the group's secret key file\n"
-		    "  -i, --id ID        the member's id (a function's binds "
-		    "it: PEER.wN[-M])\n"
-		    "  -o, --output FILE  write the token to FILE (default "
-		    "stdout)\n"
-		    "  -p, --public FILE  also write the public key to FILE\n"
-		    "  -R, --role ROLE    peer (default) or function\n"
-		    "  -r, --run ID       the run the token admits to\n"
-		    "  -h, --help         this help\n"
-		    "  -V, --version      print version and crypto\n", stdout);
-	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+	opt_usage(&cli, code);
+}
+
+_Noreturn void
+key_version(void)
+{
+	printf("%s %s\ncrypto: %s (%s)\n", progname, SPIRT_VERSION,
+	    spirt_prim_name(), spirt_prim_version());
+	exit(fshut_stdout(0));
 }
 
 static void
 options(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "expires", required_argument, NULL, 'e' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "group", required_argument, NULL, 'g' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "id", required_argument, NULL, 'i' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "public", required_argument, NULL, 'p' },
-		{ "role", required_argument, NULL, 'R' },
-		{ "run", required_argument, NULL, 'r' },
-		{ NULL, 0, NULL, 0 }
-	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "e:fg:hi:o:p:R:r:", lo, NULL)) !=
-	    -1)
+	while ((c = opt_next(&cli, argc, argv)) != -1)
 		switch (c) {
 		case 'e': ko.expires = optarg; break;
 		case 'f': ko.force = 1; break;
 		case 'g': ko.group = optarg; break;
-		case 'h': key_usage(0);
 		case 'i': ko.id = optarg; break;
 		case 'o': ko.out = optarg; break;
 		case 'p': ko.pub = optarg; break;
 		case 'R': ko.role = optarg; break;
 		case 'r': ko.run = optarg; break;
+		case 'V': key_version();
 		default: key_usage(1);
 		}
 }

@@ -10,5 +10,7 @@
 int key_main(int argc, char **argv);
 /* spirt-key's usage on stderr, exit 64; with code 0, the help, exit 0 */
 _Noreturn void key_usage(int code);
+/* the version and the crypto code the build chose, exit 0 */
+_Noreturn void key_version(void);
 
 #endif
