@@ -91,6 +91,7 @@ helpline(const struct optset *s, const struct opt *o)
 void
 opt_usage(const struct optset *s, int code)
 {
+	const struct optset *m;
 	const struct opt *o;
 
 	fputs(s->usage, code ? stderr : stdout);
@@ -99,9 +100,11 @@ opt_usage(const struct optset *s, int code)
 	fputs("\n", stdout);
 	if (s->pre)
 		fputs(s->pre, stdout);
-	for (o = s->opt; o->id || o->lname || o->argname || o->help; o++)
-		if (o->help)
-			helpline(s, o);
+	for (m = s; m; m = m->more)
+		for (o = m->opt; o->id || o->lname || o->argname || o->help;
+		    o++)
+			if (o->help)
+				helpline(s, o);
 	if (s->post)
 		fputs(s->post, stdout);
 	exit(fshut_stdout(0));

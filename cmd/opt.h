@@ -42,6 +42,9 @@ struct optset {
 	int width;              /* -h: the column help text starts at */
 	int inorder;            /* options end at the first operand ('+') */
 	const struct opt *opt;
+	/* -h: another command's set whose rows follow (its own usage, pre
+	 * and post not printed), for a tool whose commands parse apart */
+	const struct optset *more;
 };
 
 /*

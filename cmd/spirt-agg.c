@@ -94,7 +94,7 @@ static const struct optset cli = {
 	"       spirt-agg [-r rule] [--trim F] [--byzantine f] [--select m]\n"
 	"                 [--mad K] [--tau T] [--iters L] [--bucket s]\n"
 	"                 --check-rule W\n",
-	NULL, NULL, 22, 0, opts
+	NULL, NULL, 22, 0, opts, NULL
 };
 
 static _Noreturn void

@@ -65,7 +65,7 @@ static const struct optset cli = {
 	"  alie[:z]      mean - z * std of the step's gradients (default z\n"
 	"                from W and the malicious count)\n"
 	"  ipm[:EPS]     -EPS * mean of the step's gradients (default 0.1)\n"
-	"\n", NULL, 21, 0, opts
+	"\n", NULL, 21, 0, opts, NULL
 };
 
 static _Noreturn void

@@ -75,7 +75,7 @@ static const struct optset cli = {
 	"       spirt-beat [-B ms] [-s store] [--dead ms] [--suspect ms] ls\n"
 	"       spirt-beat [-B ms] [-s store] [--dead ms] [--suspect ms]\n"
 	"           --check member\n",
-	NULL, NULL, 21, 0, opts
+	NULL, NULL, 21, 0, opts, NULL
 };
 
 static _Noreturn void

@@ -32,7 +32,7 @@ static const struct optset cli = {
 	"usage: spirt-eval [-qVv] [-b batch] [-D file] [-d dataset] "
 	"[-j threads]\n"
 	"       [-m model] [-p file] [-s store] [-t step]\n",
-	NULL, NULL, 21, 0, opts
+	NULL, NULL, 21, 0, opts, NULL
 };
 
 static _Noreturn void

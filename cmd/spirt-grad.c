@@ -68,7 +68,7 @@ static const struct optset cli = {
 	"       [-j threads] [-m model] [-o file] [-p file] [-S seed] "
 	"[-s store]\n"
 	"       [-t step] [-w worker] [--label-flip] [request]\n",
-	NULL, NULL, 21, 0, opts
+	NULL, NULL, 21, 0, opts, NULL
 };
 
 static _Noreturn void

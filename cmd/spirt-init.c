@@ -32,7 +32,7 @@ static const struct optset cli = {
 	"usage: spirt-init [-fqVv] [-m model] [-o file] [-S seed] [-s store] "
 	"[-t step]\n"
 	"       spec\n",
-	NULL, NULL, 21, 0, opts
+	NULL, NULL, 21, 0, opts, NULL
 };
 
 static _Noreturn void

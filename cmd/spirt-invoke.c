@@ -50,7 +50,7 @@ static const struct optset cli = {
 	"       [-r retries] [-S seed] [-s store] [-T file] [-t step] "
 	"[-w worker]\n"
 	"       url\n",
-	NULL, NULL, 21, 0, opts
+	NULL, NULL, 21, 0, opts, NULL
 };
 
 static _Noreturn void

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <getopt.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include "io.h"
 #include "key/keycmd.h"
 #include "keys.h"
+#include "opt.h"
 #include "parse.h"
 #include "peersrv.h"
 #include "prim.h"
@@ -24,18 +24,6 @@
 #include "serve.h"
 #include "store.h"
 #include "tool.h"
-
-#define USAGE \
-"usage: spirt-peer serve [-qv] [-a allowfile] [-F fd] [-g group] [-i id]\n" \
-"           [-k keyfile] [-l addr:port] [-M size] [-r run] [-s store]\n" \
-"           [-T tokenfile] [--conn-timeout s] [--max-conns n] [--per-ip n]\n" \
-"           [--rate r]\n" \
-"       spirt-peer exchange [-qv] [-a prefix] [-m model] [-P peers] [-r rule]\n" \
-"           [-s store]\n" \
-"           [--beats] [--byzantine f] [--deadline ms] [--iters L]\n" \
-"           [--keep-digests] [--keep-pulls] [--min-peers n] [--prune lag]\n" \
-"           [--select m] [--tau T] [--timeout ms] [--trim F]\n" \
-"           -i | -t step\n"
 
 #define LISTEN_DEFAULT "127.0.0.1:7070"
 
@@ -52,74 +40,106 @@ static struct {
 } o;
 
 enum { CONNTIMEOUT = 256, MAXCONNS, PERIP, RATE };
+enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
+    TRIM, BEATS, PRUNE, KEEPDG, KEEPPL };
+
+#define USAGE \
+"usage: spirt-peer serve [-qv] [-a allowfile] [-F fd] [-g group] [-i id]\n" \
+"           [-k keyfile] [-l addr:port] [-M size] [-r run] [-s store]\n" \
+"           [-T tokenfile] [--conn-timeout s] [--max-conns n] [--per-ip n]\n" \
+"           [--rate r]\n" \
+"       spirt-peer exchange [-qv] [-a prefix] [-m model] [-P peers] [-r rule]\n" \
+"           [-s store]\n" \
+"           [--beats] [--byzantine f] [--deadline ms] [--iters L]\n" \
+"           [--keep-digests] [--keep-pulls] [--min-peers n] [--prune lag]\n" \
+"           [--select m] [--tau T] [--timeout ms] [--trim F]\n" \
+"           -i | -t step\n"
+
+/* exchange's options: -h shows them after serve's */
+static const struct opt xopts[] = {
+	{ 0, NULL, "exchange", "one round with the other peers: pull, "
+	    "combine into gagg/T" },
+	{ 'a', "agg", "PREFIX", "the aggregates' prefix (default agg)" },
+	{ 'i', "serve", NULL, "warm, one round per step line on stdin" },
+	{ 'm', "model", "NAME", "the model" },
+	{ 'P', "peers", "FILE", "the members, \"id url\" lines" },
+	{ 'q', "quiet", NULL, NULL },
+	{ 'r', "rule", "RULE", "how aggregates combine (as spirt-agg -r)" },
+	{ 's', "store", "PATH", NULL },
+	{ 't', "step", "N", "the step" },
+	{ 'v', "verbose", NULL, NULL },
+	{ BEATS, "beats", NULL, "the quorum of the store's watcher "
+	    "(spirt-beat)" },
+	{ BYZ, "byzantine", "F", "peers the rule must tolerate" },
+	{ DEADLINE, "deadline", "MS", "the round's deadline" },
+	{ ITERS, "iters", "L", "cclip's, scclip's iterations" },
+	{ KEEPDG, "keep-digests", NULL, "--prune keeps digest/" },
+	{ KEEPPL, "keep-pulls", NULL, "store the aggregates pulled" },
+	{ MAD, "mad", "K", NULL },
+	{ MINP, "min-peers", "N", "fewest aggregates a round needs" },
+	{ PRUNE, "prune", "LAG", "remove the rounds before step - LAG" },
+	{ SELECT, "select", "M", "mkrum's m" },
+	{ TAU, "tau", "T", "cclip's, scclip's radius, or auto" },
+	{ TIMEOUT, "timeout", "MS", "each request's deadline" },
+	{ TRIM, "trim", "F", "trim F of each end" },
+	{ 'h', "help", NULL, NULL },
+	{ 0 }
+};
+
+/* serve's, and those before the command (-h, -V) */
+static const struct opt opts[] = {
+	{ 0, NULL, "serve", "serve the store to members over HTTP" },
+	{ 'a', "allow", "FILE", "allowlist of members" },
+	{ 'F', "ready-fd", "FD", "write addr:port to FD once listening" },
+	{ 'g', "group", "FILE", "the group's public key (file or hex)" },
+	{ 'i', "id", "ID", "our id, without -T" },
+	{ 'k', "key", "FILE", "our identity key file" },
+	{ 'l', "listen", "A:P", "address and port (default "
+	    LISTEN_DEFAULT ")" },
+	{ 'M', "max-bytes", "N", "largest value (default 1G)" },
+	{ 'q', "quiet", NULL, "no log of refusals" },
+	{ 'r', "run", "ID", "our run, without -T" },
+	{ 's', "store", "PATH", "the store (default $SPIRT_STORE or "
+	    "spirt.db)" },
+	{ 'T', "token", "FILE", "our member token" },
+	{ 'v', "verbose", NULL, "log every request" },
+	{ CONNTIMEOUT, "conn-timeout", "S", "an idle connection closes "
+	    "after S s (60)" },
+	{ MAXCONNS, "max-conns", "N", "connections at once (256)" },
+	{ PERIP, "per-ip", "N", "connections at once from one address "
+	    "(64; 0 none)" },
+	{ RATE, "rate", "R", "requests a second from one member "
+	    "(1000; 0 none)" },
+	{ 'h', "help", NULL, NULL },
+	{ 'V', "version", NULL, NULL },
+	{ 0 }
+};
+
+#define POST "keygen and invite are spirt-key's (spirt-key(1)); spirt-peer " \
+    "keygen and\nspirt-peer invite still run them, for this release\n"
+
+/* -h: the command's rows, the other's, then these */
+static const struct opt hvopts[] = {
+	OPT_HELP,
+	{ 'V', "version", NULL, "print version and crypto" },
+	{ 0 }
+};
+static const struct optset hvhelp = { USAGE, NULL, NULL, 21, 0, hvopts,
+    NULL };
+static const struct optset shelp = { USAGE, NULL, NULL, 21, 0, opts,
+    &hvhelp };
+static const struct optset xhelp = { USAGE, NULL, NULL, 21, 0, xopts,
+    &hvhelp };
+/* what serve (and the words before a command) and exchange parse */
+static const struct optset cli = { USAGE, NULL, POST, 21, 1, opts,
+    &xhelp };
+static const struct optset xcli = { USAGE, NULL, POST, 21, 0, xopts,
+    &shelp };
 
 static _Noreturn void
 usage(int code)
 {
-	fputs(USAGE, code ? stderr : stdout);
-	if (!code)
-		fputs("\n"
-		    "  serve              serve the store to members over "
-		    "HTTP\n"
-		    "  exchange           one round with the other peers: "
-		    "pull, combine into gagg/T\n"
-		    "  -a, --allow FILE   serve: allowlist of members\n"
-		    "  -F, --ready-fd FD  serve: write addr:port to FD once "
-		    "listening\n"
-		    "  -g, --group FILE   serve: the group's public key (file "
-		    "or hex)\n"
-		    "  -i, --id ID        serve: our id, without -T\n"
-		    "  -i, --serve        exchange: warm, one round per step "
-		    "line on stdin\n"
-		    "  -k, --key FILE     serve: our identity key file\n"
-		    "  -l, --listen A:P   serve: address and port (default "
-		    LISTEN_DEFAULT ")\n"
-		    "  -M, --max-bytes N  serve: largest value (default "
-		    "1G)\n"
-		    "  -m, --model NAME   exchange: the model\n"
-		    "  -P, --peers FILE   exchange: the members, \"id url\" "
-		    "lines\n"
-		    "  -q, --quiet        serve: no log of refusals\n"
-		    "  -r, --run ID       serve: our run, without -T\n"
-		    "  -r, --rule RULE    exchange: how aggregates combine "
-		    "(as spirt-agg -r)\n"
-		    "  -s, --store PATH   serve: the store (default "
-		    "$SPIRT_STORE or spirt.db)\n"
-		    "  -T, --token FILE   serve: our member token\n"
-		    "  -t, --step N       exchange: the step\n"
-		    "  -v, --verbose      serve: log every request\n"
-		    "      --conn-timeout S  serve: an idle connection closes "
-		    "after S s (60)\n"
-		    "      --max-conns N  serve: connections at once (256)\n"
-		    "      --per-ip N     serve: connections at once from one "
-		    "address (64; 0 none)\n"
-		    "      --rate R       serve: requests a second from one "
-		    "member (1000; 0 none)\n"
-		    "      --beats        exchange: the quorum of the store's "
-		    "watcher (spirt-beat)\n"
-		    "      --byzantine F  exchange: peers the rule must "
-		    "tolerate\n"
-		    "      --deadline MS  exchange: the round's deadline\n"
-		    "      --iters L      exchange: cclip's, scclip's "
-		    "iterations\n"
-		    "      --keep-digests exchange: --prune keeps digest/\n"
-		    "      --keep-pulls   exchange: store the aggregates "
-		    "pulled\n"
-		    "      --min-peers N  exchange: fewest aggregates a round "
-		    "needs\n"
-		    "      --prune LAG    exchange: remove the rounds before "
-		    "step - LAG\n"
-		    "      --select M     exchange: mkrum's m\n"
-		    "      --tau T        exchange: cclip's, scclip's radius, "
-		    "or auto\n"
-		    "      --timeout MS   exchange: each request's deadline\n"
-		    "      --trim F       exchange: trim F of each end\n"
-		    "  -h, --help         this help\n"
-		    "  -V, --version      print version and crypto\n"
-		    "keygen and invite are spirt-key's (spirt-key(1)); "
-		    "spirt-peer keygen and\n"
-		    "spirt-peer invite still run them, for this release\n", stdout);
-	exit(code ? SPIRT_EX_USAGE : fshut_stdout(0));
+	opt_usage(&cli, code);
 }
 
 /* the version, then the code the build chose for the AEAD and SHA-256
@@ -135,36 +155,13 @@ version(void)
 static void
 options(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "allow", required_argument, NULL, 'a' },
-		{ "conn-timeout", required_argument, NULL, CONNTIMEOUT },
-		{ "group", required_argument, NULL, 'g' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "id", required_argument, NULL, 'i' },
-		{ "key", required_argument, NULL, 'k' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "max-bytes", required_argument, NULL, 'M' },
-		{ "max-conns", required_argument, NULL, MAXCONNS },
-		{ "per-ip", required_argument, NULL, PERIP },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "rate", required_argument, NULL, RATE },
-		{ "ready-fd", required_argument, NULL, 'F' },
-		{ "run", required_argument, NULL, 'r' },
-		{ "store", required_argument, NULL, 's' },
-		{ "token", required_argument, NULL, 'T' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+a:F:g:hi:k:l:M:qr:s:T:vV",
-	    lo, NULL)) != -1)
+	while ((c = opt_next(&cli, argc, argv)) != -1)
 		switch (c) {
 		case 'a': o.allow = optarg; break;
 		case 'F': o.readyfd = optarg; break;
 		case 'g': o.group = optarg; break;
-		case 'h': usage(0);
 		case 'i': o.id = optarg; break;
 		case 'k': o.key = optarg; break;
 		case 'l': o.listen = optarg; break;
@@ -536,34 +533,6 @@ xserve(struct spirt_exchange *x)
 static int
 xmain(int argc, char **argv)
 {
-	enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
-	    TRIM, BEATS, PRUNE, KEEPDG, KEEPPL };
-	static const struct option lo[] = {
-		{ "agg", required_argument, NULL, 'a' },
-		{ "beats", no_argument, NULL, BEATS },
-		{ "byzantine", required_argument, NULL, BYZ },
-		{ "deadline", required_argument, NULL, DEADLINE },
-		{ "help", no_argument, NULL, 'h' },
-		{ "iters", required_argument, NULL, ITERS },
-		{ "keep-digests", no_argument, NULL, KEEPDG },
-		{ "keep-pulls", no_argument, NULL, KEEPPL },
-		{ "mad", required_argument, NULL, MAD },
-		{ "min-peers", required_argument, NULL, MINP },
-		{ "model", required_argument, NULL, 'm' },
-		{ "peers", required_argument, NULL, 'P' },
-		{ "prune", required_argument, NULL, PRUNE },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "rule", required_argument, NULL, 'r' },
-		{ "select", required_argument, NULL, SELECT },
-		{ "serve", no_argument, NULL, 'i' },
-		{ "step", required_argument, NULL, 't' },
-		{ "store", required_argument, NULL, 's' },
-		{ "tau", required_argument, NULL, TAU },
-		{ "timeout", required_argument, NULL, TIMEOUT },
-		{ "trim", required_argument, NULL, TRIM },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct spirt_exchange x;
 	const char *peers = NULL, *store = NULL, *rule = NULL, *minp = NULL;
 	const char *act;
@@ -574,11 +543,9 @@ xmain(int argc, char **argv)
 
 	spirt_exchange_init(&x);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "a:him:P:qr:s:t:v", lo, NULL)) !=
-	    -1)
+	while ((c = opt_next(&xcli, argc, argv)) != -1)
 		switch (c) {
 		case 'a': x.src = optarg; break;
-		case 'h': usage(0);
 		case 'i': warm = 1; break;
 		case 'm': x.model = optarg; break;
 		case 'P': peers = optarg; break;

@@ -35,7 +35,7 @@ static const struct optset cli = {
 	"  post NAME TEXT            the same without a deadline\n"
 	"on stdout: answer NAME LINE, died NAME pid=P status=S|signal=N,\n"
 	"  late NAME pid=P ms=M (killed), refused CODE REQUEST: WHY\n",
-	21, 0, opts
+	21, 0, opts, NULL
 };
 
 static _Noreturn void

@@ -124,7 +124,7 @@ static const struct optset cli = {
 	"       spirt-shard [-qv] [-b batch] [-d name] [-s store] [--list]\n"
 	"                   [--stats] -t step --redo\n"
 	"       spirt-shard [-qv] [-d name] [-s store] --list | --stats\n",
-	NULL, NULL, 23, 0, opts
+	NULL, NULL, 23, 0, opts, NULL
 };
 
 static _Noreturn void

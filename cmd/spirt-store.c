@@ -64,7 +64,7 @@ static const struct optset cli = {
 	"       spirt-store [-s store] batch [-f] [-b batch] [-d dataset]\n"
 	"                   [-o prefix] [-S seed] [-w worker] [--npy] -t step\n"
 	"       spirt-store inspect [file ...]\n",
-	NULL, NULL, 21, 1, opts
+	NULL, NULL, 21, 1, opts, NULL
 };
 
 static _Noreturn void

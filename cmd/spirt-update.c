@@ -75,7 +75,7 @@ static const struct optset cli = {
 	"                    [--eps e] [--wd w]\n"
 	"                    [--schedule name] [--lr-every n] [--lr-gamma g]\n"
 	"                    [--lr-total n] [--lr-min lr] [file]\n",
-	NULL, NULL, 22, 0, opts
+	NULL, NULL, 22, 0, opts, NULL
 };
 
 static _Noreturn void

@@ -44,7 +44,7 @@ static const struct optset cli = {
 	"usage: spirt-key keygen [-f] [-p pubfile] keyfile\n"
 	"       spirt-key invite [-e duration] [-o file] [-R role] -g groupkey\n"
 	"           -i id -r run pubkey\n",
-	NULL, NULL, 21, 0, opts
+	NULL, NULL, 21, 0, opts, NULL
 };
 
 _Noreturn void

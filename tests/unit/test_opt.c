@@ -25,11 +25,11 @@ static const struct opt opts[] = {
 
 static const struct optset set = {
 	"usage: prog [-q] [-b batch] cmd\n", "before\n", "after\n", 21, 0,
-	opts
+	opts, NULL
 };
 
 static const struct optset inorder = {
-	"usage: prog [-q] cmd [-b batch]\n", NULL, NULL, 21, 1, opts
+	"usage: prog [-q] cmd [-b batch]\n", NULL, NULL, 21, 1, opts, NULL
 };
 
 static const char help[] =
