@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,17 +156,20 @@ field(struct rd *r, const char *name)
 	    sizeof r->val) ? SPIRT_EDATA : 0;
 }
 
+/* r->val a decimal number (no sign, no leading zero) up to max */
 static int
-fnum(struct rd *r, const char *name, uint64_t *v, uint64_t max)
+val_num(const struct rd *r, uint64_t *v, uint64_t max)
 {
-	int rc;
-
-	if ((rc = field(r, name)))
-		return rc;
 	if (r->val[0] < '0' || r->val[0] > '9' || (r->val[0] == '0' &&
 	    r->val[1]))
 		return SPIRT_EDATA;
 	return spirt_parse_u64(v, r->val, 0, max) ? SPIRT_EDATA : 0;
+}
+
+static int
+fnum(struct rd *r, const char *name, uint64_t *v, uint64_t max)
+{
+	return field(r, name) || val_num(r, v, max) ? SPIRT_EDATA : 0;
 }
 
 static int
@@ -188,9 +190,7 @@ beat_fields(struct rd *r, struct spirt_beat *b)
 		return SPIRT_EDATA;
 	if (strcmp(r->val, "none") == 0)
 		b->step = SPIRT_NOSTEP;
-	else if (r->val[0] < '0' || r->val[0] > '9' || (r->val[0] == '0' &&
-	    r->val[1]) || spirt_parse_u64(&b->step, r->val, 0,
-	    SPIRT_NOSTEP - 1))
+	else if (val_num(r, &b->step, SPIRT_NOSTEP - 1))
 		return SPIRT_EDATA;
 	if (fnum(r, "seq", &b->seq, UINT64_MAX))
 		return SPIRT_EDATA;

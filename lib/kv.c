@@ -2,6 +2,7 @@
 /* ISC licence, see LICENSE */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,10 @@ room(struct spirt_kvw *w, size_t k)
 		return 1;
 	if (!w->grow) {
 		w->rc = ENOSPC;
+		return 0;
+	}
+	if (k > SIZE_MAX / 4 - w->n) {
+		w->rc = ENOMEM;
 		return 0;
 	}
 	for (cap = w->cap ? w->cap : 256; k >= cap - w->n; cap *= 2)

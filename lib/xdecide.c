@@ -452,8 +452,8 @@ adopt(struct spirt_xdecide *dc, size_t i, const struct dec *d,
 	else if ((rc = spirt_xrec_with_state(&a.round, &a.roundlen, r, rn,
 	    state)) == 0)
 		rc = spirt_store_write(dc->l.store, adopt_txn, &a);
-	free(r);
 out:
+	free(r);
 	free(a.round);
 	free(u.val);
 	free(e.val);

@@ -7,45 +7,43 @@
 #include "check.h"
 #include "kv.h"
 
+static const char fixed_want[] = "VERSION=1\nTYPE=spirt-test\nA_1=x y\n"
+    "step=42\nHEX=00ff10ab\nempty=\nEND\n";
+
+/* fixed_want's record into buf (cap bytes): the writer's code */
+static int
+fixed(char *buf, size_t cap, size_t *n)
+{
+	static const unsigned char b[] = { 0x00, 0xff, 0x10, 0xab };
+	struct spirt_kvw w;
+	int rc;
+
+	spirt_kvw_init(&w, buf, cap, "spirt-test");
+	spirt_kvw_put(&w, "A_1", "x y");
+	spirt_kvw_putf(&w, "step", "%d", 42);
+	spirt_kvw_hex(&w, "HEX", b, sizeof b);
+	spirt_kvw_put(&w, "empty", "");
+	rc = spirt_kvw_end(&w, n);
+	CHECK(w.n < cap);
+	return rc;
+}
+
 /* a record written into a fixed buffer, its bytes exactly */
 static void
 write_fixed(void)
 {
-	static const char want[] = "VERSION=1\nTYPE=spirt-test\nA_1=x y\n"
-	    "step=42\nHEX=00ff10ab\nempty=\nEND\n";
-	static const unsigned char b[] = { 0x00, 0xff, 0x10, 0xab };
-	struct spirt_kvw w;
 	char buf[128];
 	size_t n;
 
-	spirt_kvw_init(&w, buf, sizeof buf, "spirt-test");
-	spirt_kvw_put(&w, "A_1", "x y");
-	spirt_kvw_putf(&w, "step", "%d", 42);
-	spirt_kvw_hex(&w, "HEX", b, sizeof b);
-	spirt_kvw_put(&w, "empty", "");
-	CHECK_RC(spirt_kvw_end(&w, &n));
-	CHECK(n == sizeof want - 1 && memcmp(buf, want, n) == 0);
+	CHECK_RC(fixed(buf, sizeof buf, &n));
+	CHECK(n == sizeof fixed_want - 1 && memcmp(buf, fixed_want, n) == 0);
 	CHECK(buf[n] == '\0');
-
 	/* exactly the room: the record and its NUL */
-	spirt_kvw_init(&w, buf, sizeof want, "spirt-test");
-	spirt_kvw_put(&w, "A_1", "x y");
-	spirt_kvw_putf(&w, "step", "%d", 42);
-	spirt_kvw_hex(&w, "HEX", b, sizeof b);
-	spirt_kvw_put(&w, "empty", "");
-	CHECK_RC(spirt_kvw_end(&w, &n));
-	CHECK(n == sizeof want - 1 && memcmp(buf, want, n) == 0);
-
+	CHECK_RC(fixed(buf, sizeof fixed_want, &n));
+	CHECK(n == sizeof fixed_want - 1 && memcmp(buf, fixed_want, n) == 0);
 	/* one byte less: ENOSPC, whichever line meets the end */
-	for (size_t cap = 1; cap < sizeof want; cap++) {
-		spirt_kvw_init(&w, buf, cap, "spirt-test");
-		spirt_kvw_put(&w, "A_1", "x y");
-		spirt_kvw_putf(&w, "step", "%d", 42);
-		spirt_kvw_hex(&w, "HEX", b, sizeof b);
-		spirt_kvw_put(&w, "empty", "");
-		CHECK_EQ_RC(spirt_kvw_end(&w, &n), ENOSPC);
-		CHECK(w.n < cap);
-	}
+	for (size_t cap = 1; cap < sizeof fixed_want; cap++)
+		CHECK_EQ_RC(fixed(buf, cap, &n), ENOSPC);
 }
 
 /* every byte value in hex, as "%02x" writes it */
