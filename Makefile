@@ -15,12 +15,12 @@ ALLCFLAGS = $(SPIRT_CPPFLAGS) $(CPPFLAGS) $(INCS) $(SPIRT_CFLAGS) $(CFLAGS)
 
 CORE_LIBHDR = lib/spirt.h lib/tensor.h lib/store.h lib/io.h lib/parse.h \
 	lib/npy.h lib/rng.h lib/mem.h lib/isa.h lib/le.h lib/keys.h \
-	lib/dl.h lib/supervise.h
+	lib/dl.h lib/supervise.h lib/kv.h
 LIBHDR = $(CORE_LIBHDR) $(DATA_LIBHDR) $(MODEL_LIBHDR) $(AGG_LIBHDR) \
 	$(PEER_LIBHDR) $(FAAS_LIBHDR) $(INVOKE_LIBHDR) $(BEAT_LIBHDR)
 LIBOBJ = lib/spirt.o lib/tensor.o lib/keys.o lib/store.o lib/io.o \
 	lib/parse.o lib/npy.o lib/mem.o lib/isa.o lib/dl.o \
-	lib/supervise.o \
+	lib/supervise.o lib/kv.o \
 	$(DATA_LIBOBJ) \
 	$(MODEL_LIBOBJ) $(AGG_LIBOBJ) $(PEER_LIBOBJ) $(FAAS_LIBOBJ) \
 	$(INVOKE_LIBOBJ) $(BEAT_LIBOBJ)
@@ -51,7 +51,7 @@ MAN5 = man/spirt-tensor.5 man/spirt-store.5 $(DATA_MAN5) $(MODEL_MAN5) \
 MAN7 = man/spirt.7 man/spirt-function.7
 UNIT = tests/unit/test_tensor tests/unit/test_store tests/unit/test_parse \
 	tests/unit/test_keys tests/unit/test_npy tests/unit/test_mem \
-	tests/unit/test_opt \
+	tests/unit/test_opt tests/unit/test_kv \
 	$(DATA_UNIT) $(MODEL_UNIT) $(AGG_UNIT) $(PEER_UNIT) $(FAAS_UNIT) \
 	$(INVOKE_UNIT) $(BEAT_UNIT) $(TRAIN_UNIT)
 BENCH = bench/store_bench $(DATA_BENCH) $(MODEL_BENCH) $(AGG_BENCH) \
@@ -99,11 +99,13 @@ tests/unit/test_mem: tests/unit/test_mem.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_mem.o lib/libspirt.a $(BASE_LIBS)
 tests/unit/test_keys: tests/unit/test_keys.o lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_keys.o lib/libspirt.a $(BASE_LIBS)
+tests/unit/test_kv: tests/unit/test_kv.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_kv.o lib/libspirt.a $(BASE_LIBS)
 tests/unit/test_opt: tests/unit/test_opt.o $(TOOLLIB) lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_opt.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
 tests/unit/test_tensor.o tests/unit/test_store.o tests/unit/test_parse.o \
 tests/unit/test_npy.o tests/unit/test_mem.o tests/unit/test_keys.o \
-tests/unit/test_opt.o: \
+tests/unit/test_opt.o tests/unit/test_kv.o: \
 	tests/unit/check.h $(LIBHDR) $(TOOLHDR)
 
 # benchmarks (not part of check): make bench

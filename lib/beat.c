@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 
 #include "beat.h"
 #include "io.h"
+#include "kv.h"
 #include "parse.h"
 #include "tensor.h"
 
@@ -81,18 +81,6 @@ spirt_health_state_name(int state)
 
 /* ---- text: NAME=value lines ---- */
 
-static void
-hex(char *out, const unsigned char *b, size_t n)
-{
-	static const char d[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = d[b[i] >> 4];
-		out[2 * i + 1] = d[b[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 static int
 unhex(unsigned char *b, size_t n, const char *s)
 {
@@ -117,32 +105,6 @@ unhex(unsigned char *b, size_t n, const char *s)
 	return 0;
 }
 
-struct txt {
-	char *buf;
-	size_t cap, n;
-	int rc;
-};
-
-static void
-put(struct txt *t, const char *fmt, ...) SPIRT_PRINTF(2, 3);
-
-static void
-put(struct txt *t, const char *fmt, ...)
-{
-	va_list ap;
-	int k;
-
-	if (t->rc)
-		return;
-	va_start(ap, fmt);
-	k = vsnprintf(t->buf + t->n, t->cap - t->n, fmt, ap);
-	va_end(ap);
-	if (k < 0 || (size_t)k >= t->cap - t->n)
-		t->rc = ENOSPC;
-	else
-		t->n += (size_t)k;
-}
-
 static int
 beat_ok(const struct spirt_beat *b)
 {
@@ -153,39 +115,36 @@ beat_ok(const struct spirt_beat *b)
 }
 
 static void
-beat_text(struct txt *t, const struct spirt_beat *b)
+beat_text(struct spirt_kvw *w, const struct spirt_beat *b)
 {
-	char bh[2 * SPIRT_BEAT_BOOT + 1];
-
-	hex(bh, b->boot, SPIRT_BEAT_BOOT);
-	put(t, "member=%s\nrole=%s\nstatus=%s\n", b->member,
-	    spirt_beat_role_name(b->role), spirt_beat_status_name(b->status));
+	spirt_kvw_put(w, "member", b->member);
+	spirt_kvw_put(w, "role", spirt_beat_role_name(b->role));
+	spirt_kvw_put(w, "status", spirt_beat_status_name(b->status));
 	if (b->step == SPIRT_NOSTEP)
-		put(t, "step=none\n");
+		spirt_kvw_put(w, "step", "none");
 	else
-		put(t, "step=%" PRIu64 "\n", b->step);
-	put(t, "seq=%" PRIu64 "\nboot=%s\ninterval=%u\n", b->seq, bh,
-	    b->interval_ms);
+		spirt_kvw_putf(w, "step", "%" PRIu64, b->step);
+	spirt_kvw_putf(w, "seq", "%" PRIu64, b->seq);
+	spirt_kvw_hex(w, "boot", b->boot, SPIRT_BEAT_BOOT);
+	spirt_kvw_putf(w, "interval", "%u", b->interval_ms);
 }
 
 int
 spirt_beat_format(char *buf, size_t cap, size_t *len,
     const struct spirt_beat *b)
 {
-	struct txt t = { buf, cap, 0, 0 };
+	struct spirt_kvw w;
 
 	if (!beat_ok(b))
 		return SPIRT_EINVAL;
-	put(&t, "VERSION=1\nTYPE=spirt-beat\n");
-	beat_text(&t, b);
-	put(&t, "END\n");
-	*len = t.n;
-	return t.rc;
+	spirt_kvw_init(&w, buf, cap, "spirt-beat");
+	beat_text(&w, b);
+	return spirt_kvw_end(&w, len);
 }
 
-/* a reader over lines "NAME=value\n" */
+/* a reader of the fields in their order (kv.h) */
 struct rd {
-	const char *p, *end;
+	struct spirt_kvr k;
 	char val[128];
 };
 
@@ -193,31 +152,14 @@ struct rd {
 static int
 field(struct rd *r, const char *name)
 {
-	size_t n = strlen(name), k;
-	const char *nl;
-
-	if (r->p >= r->end || (nl = memchr(r->p, '\n', (size_t)(r->end -
-	    r->p))) == NULL)
-		return SPIRT_EDATA;
-	k = (size_t)(nl - r->p);
-	if (k <= n || memcmp(r->p, name, n) || r->p[n] != '=' ||
-	    k - n - 1 >= sizeof r->val)
-		return SPIRT_EDATA;
-	memcpy(r->val, r->p + n + 1, k - n - 1);
-	r->val[k - n - 1] = '\0';
-	if (memchr(r->val, '\0', k - n - 1))
-		return SPIRT_EDATA;
-	r->p = nl + 1;
-	return 0;
+	return spirt_kvr_want(&r->k, name) || spirt_kvr_str(&r->k, r->val,
+	    sizeof r->val) ? SPIRT_EDATA : 0;
 }
 
+/* r->val a decimal number (no sign, no leading zero) up to max */
 static int
-fnum(struct rd *r, const char *name, uint64_t *v, uint64_t max)
+val_num(const struct rd *r, uint64_t *v, uint64_t max)
 {
-	int rc;
-
-	if ((rc = field(r, name)))
-		return rc;
 	if (r->val[0] < '0' || r->val[0] > '9' || (r->val[0] == '0' &&
 	    r->val[1]))
 		return SPIRT_EDATA;
@@ -225,26 +167,9 @@ fnum(struct rd *r, const char *name, uint64_t *v, uint64_t max)
 }
 
 static int
-head(struct rd *r, const char *type)
+fnum(struct rd *r, const char *name, uint64_t *v, uint64_t max)
 {
-	if (field(r, "VERSION"))
-		return SPIRT_EDATA;
-	if (strcmp(r->val, "1"))
-		return SPIRT_EVERSION;
-	if (field(r, "TYPE") || strcmp(r->val, type))
-		return SPIRT_EDATA;
-	return 0;
-}
-
-static int
-tail(struct rd *r)
-{
-	static const char end[] = "END\n";
-
-	if ((size_t)(r->end - r->p) != sizeof end - 1 ||
-	    memcmp(r->p, end, sizeof end - 1))
-		return SPIRT_EDATA;
-	return 0;
+	return field(r, name) || val_num(r, v, max) ? SPIRT_EDATA : 0;
 }
 
 static int
@@ -261,12 +186,12 @@ beat_fields(struct rd *r, struct spirt_beat *b)
 		return SPIRT_EDATA;
 	if (field(r, "status") || !(b->status = status_parse(r->val)))
 		return SPIRT_EDATA;
-	if (r->p + 10 <= r->end && memcmp(r->p, "step=none\n", 10) == 0) {
-		r->p += 10;
-		b->step = SPIRT_NOSTEP;
-	} else if (fnum(r, "step", &b->step, SPIRT_NOSTEP - 1)) {
+	if (field(r, "step"))
 		return SPIRT_EDATA;
-	}
+	if (strcmp(r->val, "none") == 0)
+		b->step = SPIRT_NOSTEP;
+	else if (val_num(r, &b->step, SPIRT_NOSTEP - 1))
+		return SPIRT_EDATA;
 	if (fnum(r, "seq", &b->seq, UINT64_MAX))
 		return SPIRT_EDATA;
 	if (field(r, "boot") || unhex(b->boot, SPIRT_BEAT_BOOT, r->val))
@@ -280,43 +205,16 @@ beat_fields(struct rd *r, struct spirt_beat *b)
 int
 spirt_beat_parse(struct spirt_beat *b, const void *text, size_t len)
 {
-	struct rd r = { text, (const char *)text + len, "" };
+	struct rd r;
 	int rc;
 
-	if ((rc = head(&r, "spirt-beat")) || (rc = beat_fields(&r, b)))
+	if ((rc = spirt_kvr_open(&r.k, text, len, "spirt-beat", NULL, 0)) ||
+	    (rc = beat_fields(&r, b)))
 		return rc;
-	return tail(&r);
+	return spirt_kvr_end(&r.k);
 }
 
 /* ---- records ---- */
-
-static int
-put_text(struct spirt_txn *t, const char *key, const char *text, size_t n,
-    uint64_t step)
-{
-	struct spirt_tensor h;
-	uint64_t dims[1] = { n };
-	int rc;
-
-	if ((rc = spirt_tensor_init(&h, SPIRT_U8, 1, dims)))
-		return rc;
-	h.step = step;
-	return spirt_store_put_tensor(t, key, &h, text, 0);
-}
-
-static int
-get_text(const void *val, size_t len, const void **b, size_t *n)
-{
-	struct spirt_tensor h;
-	int rc;
-
-	if ((rc = spirt_tensor_decode(&h, b, val, len, 1)))
-		return rc;
-	if (h.dtype != SPIRT_U8 || h.rank != 1)
-		return SPIRT_EDTYPE;
-	*n = h.nbytes;
-	return 0;
-}
 
 int
 spirt_beat_put(struct spirt_txn *t, const struct spirt_beat *b)
@@ -328,7 +226,7 @@ spirt_beat_put(struct spirt_txn *t, const struct spirt_beat *b)
 	if ((rc = spirt_beat_format(text, sizeof text, &n, b)) ||
 	    (rc = spirt_key_beat(key, sizeof key, b->member)))
 		return rc;
-	return put_text(t, key, text, n, b->step);
+	return spirt_store_put_bytes(t, key, text, n, b->step, 0);
 }
 
 int
@@ -339,7 +237,7 @@ spirt_beat_decode(struct spirt_beat *b, const char *member, const void *val,
 	size_t n;
 	int rc;
 
-	if ((rc = get_text(val, len, &p, &n)) ||
+	if ((rc = spirt_store_get_bytes(val, len, &p, &n)) ||
 	    (rc = spirt_beat_parse(b, p, n)))
 		return rc;
 	return strcmp(b->member, member) ? SPIRT_EADDR : 0;
@@ -398,30 +296,31 @@ int
 spirt_health_format(char *buf, size_t cap, size_t *len,
     const struct spirt_health *h)
 {
-	struct txt t = { buf, cap, 0, 0 };
-	char hh[2 * SPIRT_BEAT_BOOT + 1];
+	struct spirt_kvw w;
 
 	if (!beat_ok(&h->b))
 		return SPIRT_EINVAL;
-	hex(hh, h->host, SPIRT_BEAT_BOOT);
-	put(&t, "VERSION=1\nTYPE=spirt-health\n");
-	beat_text(&t, &h->b);
-	put(&t, "host=%s\nfirst=%" PRIu64 "\nseen=%" PRIu64 "\nsuspect=%u\n"
-	    "dead=%u\ndeclared=%d\nEND\n", hh, h->first_ns, h->seen_ns,
-	    h->suspect_ms, h->dead_ms, h->dead_run ? 1 : 0);
-	*len = t.n;
-	return t.rc;
+	spirt_kvw_init(&w, buf, cap, "spirt-health");
+	beat_text(&w, &h->b);
+	spirt_kvw_hex(&w, "host", h->host, SPIRT_BEAT_BOOT);
+	spirt_kvw_putf(&w, "first", "%" PRIu64, h->first_ns);
+	spirt_kvw_putf(&w, "seen", "%" PRIu64, h->seen_ns);
+	spirt_kvw_putf(&w, "suspect", "%u", h->suspect_ms);
+	spirt_kvw_putf(&w, "dead", "%u", h->dead_ms);
+	spirt_kvw_putf(&w, "declared", "%d", h->dead_run ? 1 : 0);
+	return spirt_kvw_end(&w, len);
 }
 
 int
 spirt_health_parse(struct spirt_health *h, const void *text, size_t len)
 {
-	struct rd r = { text, (const char *)text + len, "" };
+	struct rd r;
 	uint64_t v;
 	int rc;
 
 	memset(h, 0, sizeof *h);
-	if ((rc = head(&r, "spirt-health")) || (rc = beat_fields(&r, &h->b)))
+	if ((rc = spirt_kvr_open(&r.k, text, len, "spirt-health", NULL, 0)) ||
+	    (rc = beat_fields(&r, &h->b)))
 		return rc;
 	if (field(&r, "host") || unhex(h->host, SPIRT_BEAT_BOOT, r.val) ||
 	    fnum(&r, "first", &h->first_ns, UINT64_MAX) ||
@@ -436,7 +335,7 @@ spirt_health_parse(struct spirt_health *h, const void *text, size_t len)
 	if (fnum(&r, "declared", &v, 1))
 		return SPIRT_EDATA;
 	h->dead_run = (int)v;
-	return tail(&r);
+	return spirt_kvr_end(&r.k);
 }
 
 int
@@ -493,7 +392,7 @@ health_decode(struct spirt_health *h, const void *val, size_t len)
 	size_t n;
 	int rc;
 
-	if ((rc = get_text(val, len, &p, &n)))
+	if ((rc = spirt_store_get_bytes(val, len, &p, &n)))
 		return rc;
 	return spirt_health_parse(h, p, n);
 }
@@ -508,7 +407,7 @@ health_put(struct spirt_txn *t, const struct spirt_health *h)
 	if ((rc = spirt_health_format(text, sizeof text, &n, h)) ||
 	    (rc = spirt_key_health(key, sizeof key, h->b.member)))
 		return rc;
-	return put_text(t, key, text, n, h->b.step);
+	return spirt_store_put_bytes(t, key, text, n, h->b.step, 0);
 }
 
 int

@@ -212,7 +212,7 @@ record(struct spirt_txn *t, void *arg)
 	}
 	if ((rc = spirt_key_digest(key, sizeof key, x->step, x->self)))
 		return rc;
-	return spirt_xrec_put(t, key, a->dg, a->dglen, x->step,
+	return spirt_store_put_bytes(t, key, a->dg, a->dglen, x->step,
 	    SPIRT_PUT_NOOVERWRITE);
 }
 
@@ -326,7 +326,7 @@ reload(struct spirt_exchange *x, const void *dv, size_t dvlen,
 
 	if ((d = malloc(sizeof *d)) == NULL)
 		return ENOMEM;
-	if ((rc = spirt_xrec_bytes(dv, dvlen, &b, &n)) ||
+	if ((rc = spirt_store_get_bytes(dv, dvlen, &b, &n)) ||
 	    (rc = spirt_digest_open(d, b, n))) {
 		free(d);
 		return say(x, rc, "digest/%llu/%s: %s", ULL(x->step), x->self,
@@ -534,7 +534,7 @@ conflict(struct spirt_exchange *x, struct spirt_xpeer *q,
 		free(u.val);
 		return;
 	}
-	rc = spirt_xrec_bytes(u.val, u.len, &b, &n);
+	rc = spirt_store_get_bytes(u.val, u.len, &b, &n);
 	if (rc == 0)
 		rc = spirt_digest_verify(d, b, n, x->run, r->id, x->step,
 		    x->trust, spirt_crypto_now());
@@ -627,7 +627,7 @@ phase2(struct spirt_exchange *x, struct spirt_xpull *u, int *want)
 			    " (no digest before the deadline)");
 			continue;
 		}
-		if ((rc = spirt_xrec_bytes(u[i].val, u[i].len, &b, &n)) ||
+		if ((rc = spirt_store_get_bytes(u[i].val, u[i].len, &b, &n)) ||
 		    (rc = spirt_digest_verify(&p->d, b, n, x->run, p->id,
 		    x->step, x->trust, spirt_crypto_now()))) {
 			spirt_xpeer_out(p, SPIRT_XP_REFUSED, rc,
@@ -792,7 +792,7 @@ combine_txn(struct spirt_txn *t, void *arg)
 		return ENOMEM;
 	if ((rc = spirt_key_gagg_round(key, sizeof key, c->x->step)))
 		return rc;
-	return spirt_xrec_put(t, key, c->round, c->roundlen, c->x->step,
+	return spirt_store_put_bytes(t, key, c->round, c->roundlen, c->x->step,
 	    SPIRT_PUT_NOOVERWRITE);
 }
 
@@ -993,7 +993,7 @@ follow_digests(struct spirt_exchange *x, struct spirt_xpull *v,
 
 		if (!want[i])
 			continue;
-		if (v[i].rc || spirt_xrec_bytes(v[i].val, v[i].len, &b,
+		if (v[i].rc || spirt_store_get_bytes(v[i].val, v[i].len, &b,
 		    &len) || spirt_digest_verify(&p->d, b, len, x->run, p->id,
 		    x->step, x->trust, spirt_crypto_now()) ||
 		    memcmp(p->d.agg, p->hash, SPIRT_HASH_BYTES))

@@ -12,6 +12,7 @@
 #include "io.h"
 #include "keyfile.h"
 #include "keys.h"
+#include "kv.h"
 #include "vhash.h"
 
 /*
@@ -19,7 +20,6 @@
  * files"); tokens and allowlists share their text format (token.c,
  * trust.c).
  */
-#define FMT_VERSION 1
 #define KEYFILE_MAX 1024                /* bytes of a key file */
 
 /* ---- library, ids, roles ---- */
@@ -104,62 +104,7 @@ spirt_role_valid(int role)
 	return role == SPIRT_ROLE_PEER || role == SPIRT_ROLE_FUNCTION;
 }
 
-/* ---- text files: "VERSION=1", "TYPE=...", NAME=value lines, "END"
- * (keyfile.h, lib-internal) ---- */
-
-int
-spirt_text_line(const char **p, const char *end, const char **line, size_t *n)
-{
-	const char *nl = memchr(*p, '\n', (size_t)(end - *p));
-
-	if (nl == NULL)
-		return SPIRT_EKEYFILE;
-	*line = *p;
-	*n = (size_t)(nl - *p);
-	*p = nl + 1;
-	return 0;
-}
-
-const char *
-spirt_text_field(const char *line, size_t n, const char *name, size_t *vlen)
-{
-	size_t k = strlen(name);
-
-	if (n <= k || memcmp(line, name, k) != 0 || line[k] != '=')
-		return NULL;
-	*vlen = n - k - 1;
-	return line + k + 1;
-}
-
-int
-spirt_text_head(const char **p, const char *end, const char *type,
-    size_t *lineno)
-{
-	const char *l, *v;
-	size_t n, vn, i;
-
-	*lineno = 1;
-	if (spirt_text_line(p, end, &l, &n) ||
-	    (v = spirt_text_field(l, n, "VERSION", &vn)) == NULL || vn == 0)
-		return SPIRT_EKEYFILE;
-	for (i = 0; i < vn; i++)
-		if (v[i] < '0' || v[i] > '9')
-			return SPIRT_EKEYFILE;
-	if (vn != 1 || v[0] != '0' + FMT_VERSION)
-		return SPIRT_EVERSION;
-	*lineno = 2;
-	if (spirt_text_line(p, end, &l, &n) ||
-	    (v = spirt_text_field(l, n, "TYPE", &vn)) == NULL ||
-	    vn != strlen(type) || memcmp(v, type, vn) != 0)
-		return SPIRT_EKEYFILE;
-	return 0;
-}
-
-int
-spirt_text_end(const char *l, size_t n)
-{
-	return n == 3 && memcmp(l, "END", 3) == 0;
-}
+/* ---- text files: kv.h's records (keyfile.h, lib-internal) ---- */
 
 int
 spirt_text_hex(unsigned char *out, size_t n, const char *v, size_t vn)
@@ -291,25 +236,19 @@ spirt_hash(unsigned char out[SPIRT_HASH_BYTES], const void *p, size_t len)
 int
 spirt_key_write(const struct spirt_key *k, const char *path, int flags)
 {
-	static const char head[] = "VERSION=1\nTYPE=spirt-ed25519-secret\n";
-	size_t cap = KEYFILE_MAX, n;
+	struct spirt_kvw w;
+	size_t n;
 	char *t;
 	int rc;
 
-	if ((t = sodium_malloc(cap)) == NULL)
+	if ((t = sodium_malloc(KEYFILE_MAX)) == NULL)
 		return ENOMEM;
-	n = sizeof head - 1;
-	memcpy(t, head, n);
-	memcpy(t + n, "PUBLIC=", 7);
-	sodium_bin2hex(t + n + 7, cap - n - 7, k->pk, SPIRT_PK_BYTES);
-	n += 7 + 2 * SPIRT_PK_BYTES;
-	memcpy(t + n, "\nSECRET=", 8);
+	spirt_kvw_init(&w, t, KEYFILE_MAX, "spirt-ed25519-secret");
+	spirt_kvw_hex(&w, "PUBLIC", k->pk, SPIRT_PK_BYTES);
 	/* the seed: the secret key's first half */
-	sodium_bin2hex(t + n + 8, cap - n - 8, k->sk, 32);
-	n += 8 + 64;
-	memcpy(t + n, "\nEND\n", 5);
-	n += 5;
-	rc = publish(path, t, n, 0600, flags, 1);
+	spirt_kvw_hex(&w, "SECRET", k->sk, 32);
+	if ((rc = spirt_kvw_end(&w, &n)) == 0)
+		rc = publish(path, t, n, 0600, flags, 1);
 	sodium_free(t);
 	return rc;
 }
@@ -356,32 +295,41 @@ read_secret(char **buf, size_t *len, const char *path)
 	return rc;
 }
 
+/* a key file's text: its VERSION and TYPE lines, then PUBLIC= (into pk),
+ * then (seed not NULL) SECRET=, then END; 0, SPIRT_EVERSION or
+ * SPIRT_EKEYFILE */
+static int
+key_text(unsigned char pk[SPIRT_PK_BYTES], unsigned char *seed,
+    const char *text, size_t len)
+{
+	struct spirt_kvr r;
+	int rc;
+
+	if ((rc = spirt_kvr_open(&r, text, len, seed ? "spirt-ed25519-secret" :
+	    "spirt-ed25519-public", NULL, 0)))
+		return rc == SPIRT_EVERSION ? rc : SPIRT_EKEYFILE;
+	if (spirt_kvr_want(&r, "PUBLIC") ||
+	    spirt_text_hex(pk, SPIRT_PK_BYTES, r.val, r.vlen) ||
+	    (seed && (spirt_kvr_want(&r, "SECRET") ||
+	    spirt_text_hex(seed, 32, r.val, r.vlen))) ||
+	    spirt_kvr_end(&r))
+		return SPIRT_EKEYFILE;
+	return 0;
+}
+
 int
 spirt_key_load(struct spirt_key **k, const char *path)
 {
 	unsigned char seed[32], pk[SPIRT_PK_BYTES];
-	const char *p, *end, *l, *v;
-	size_t len = 0, n, vn, line;
+	size_t len = 0;
 	char *buf;
 	int rc;
 
 	*k = NULL;
 	if ((rc = read_secret(&buf, &len, path)) != 0)
 		return rc;
-	p = buf;
-	end = buf + len;
-	if ((rc = spirt_text_head(&p, end, "spirt-ed25519-secret", &line)) != 0)
-		goto out;
-	rc = SPIRT_EKEYFILE;
-	if (spirt_text_line(&p, end, &l, &n) ||
-	    (v = spirt_text_field(l, n, "PUBLIC", &vn)) == NULL ||
-	    spirt_text_hex(pk, sizeof pk, v, vn) ||
-	    spirt_text_line(&p, end, &l, &n) ||
-	    (v = spirt_text_field(l, n, "SECRET", &vn)) == NULL ||
-	    spirt_text_hex(seed, sizeof seed, v, vn) ||
-	    spirt_text_line(&p, end, &l, &n) || !spirt_text_end(l, n) || p != end)
-		goto out;
-	if ((rc = spirt_key_from_seed(k, seed)) != 0)
+	if ((rc = key_text(pk, seed, buf, len)) != 0 ||
+	    (rc = spirt_key_from_seed(k, seed)) != 0)
 		goto out;
 	/* the public key is a check on the secret: a flipped digit shows */
 	if (sodium_memcmp((*k)->pk, pk, sizeof pk) != 0) {
@@ -395,46 +343,31 @@ out:
 	return rc;
 }
 
-static size_t
-pubkey_text(char *t, const unsigned char pk[SPIRT_PK_BYTES])
-{
-	static const char head[] =
-	    "VERSION=1\nTYPE=spirt-ed25519-public\nPUBLIC=";
-	size_t n = sizeof head - 1;
-
-	memcpy(t, head, n);
-	sodium_bin2hex(t + n, SPIRT_PK_HEX, pk, SPIRT_PK_BYTES);
-	n += 2 * SPIRT_PK_BYTES;
-	memcpy(t + n, "\nEND\n", 5);
-	return n + 5;
-}
-
 int
 spirt_pubkey_write(const unsigned char pk[SPIRT_PK_BYTES], const char *path)
 {
+	struct spirt_kvw w;
 	char t[256];
+	size_t n;
+	int rc;
 
-	return publish(path, t, pubkey_text(t, pk), 0644, 0, 0);
+	spirt_kvw_init(&w, t, sizeof t, "spirt-ed25519-public");
+	spirt_kvw_hex(&w, "PUBLIC", pk, SPIRT_PK_BYTES);
+	if ((rc = spirt_kvw_end(&w, &n)))
+		return rc;
+	return publish(path, t, n, 0644, 0, 0);
 }
 
 int
 spirt_pubkey_load(unsigned char pk[SPIRT_PK_BYTES], const char *path)
 {
-	const char *p, *end, *l, *v;
-	size_t len, n, vn, line;
+	size_t len;
 	void *buf;
 	int rc;
 
 	if ((rc = spirt_readfile(path, &buf, &len)) != 0)
 		return rc;
-	p = buf;
-	end = p + len;
-	if ((rc = spirt_text_head(&p, end, "spirt-ed25519-public", &line)) == 0 &&
-	    (spirt_text_line(&p, end, &l, &n) ||
-	    (v = spirt_text_field(l, n, "PUBLIC", &vn)) == NULL ||
-	    spirt_text_hex(pk, SPIRT_PK_BYTES, v, vn) ||
-	    spirt_text_line(&p, end, &l, &n) || !spirt_text_end(l, n) || p != end))
-		rc = SPIRT_EKEYFILE;
+	rc = key_text(pk, NULL, buf, len);
 	free(buf);
 	return rc;
 }

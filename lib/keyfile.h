@@ -12,8 +12,9 @@
  * error codes, threads): libsodium's initialisation, ids and roles, the
  * Ed25519 identity keys, their signatures, the values' hash, and the
  * secret and public key files (docs/protocol.md, "Key files").  The text
- * format of the files, "VERSION=1", "TYPE=...", NAME=value lines and
- * "END", is shared with token files (token.h) and allowlists (trust.h).
+ * format of the files, kv.h's ("VERSION=1", "TYPE=...", NAME=value lines
+ * and "END"), is shared with token files (token.h) and allowlists
+ * (trust.h).
  */
 
 #define SPIRT_ID_MAX 32
@@ -129,22 +130,10 @@ int spirt_id_is(const unsigned char f[SPIRT_ID_MAX], const char *s)
     SPIRT_NONNULL(1, 2);
 
 /*
- * The text files.  spirt_text_line: the next line of [*p, end), without
- * its newline, *p moved past it; SPIRT_EKEYFILE if none.
- * spirt_text_field: the value (*vlen bytes) of a "NAME=value" line, or
- * NULL if the line is not one.  spirt_text_head: the lines "VERSION=1"
- * then "TYPE=type" (*lineno the line reached); another version is
- * SPIRT_EVERSION, anything else SPIRT_EKEYFILE.  spirt_text_end: 1 if the
- * line is "END".  spirt_text_hex: exactly n bytes from 2n hex digits
- * (either case) into out, else SPIRT_EKEYFILE.
+ * The text files are kv.h's records.  spirt_text_hex: exactly n bytes
+ * from 2n hex digits (either case) into out, in constant time (secrets),
+ * else SPIRT_EKEYFILE.
  */
-SPIRT_MUST_CHECK int spirt_text_line(const char **p, const char *end,
-    const char **line, size_t *n);
-const char *spirt_text_field(const char *line, size_t n, const char *name,
-    size_t *vlen);
-SPIRT_MUST_CHECK int spirt_text_head(const char **p, const char *end,
-    const char *type, size_t *lineno);
-int spirt_text_end(const char *l, size_t n);
 SPIRT_MUST_CHECK int spirt_text_hex(unsigned char *out, size_t n,
     const char *v, size_t vn);
 

@@ -19,6 +19,7 @@
 #include "assign.h"
 #include "io.h"
 #include "keys.h"
+#include "kv.h"
 #include "le.h"
 #include "peersrv.h"
 
@@ -307,15 +308,21 @@ rate_take(struct spirt_peersrv *p, const char *id, double now)
 static enum MHD_Result
 do_id(struct spirt_peersrv *p, struct MHD_Connection *c)
 {
+	struct spirt_kvw w;
 	char *text;
-	size_t n = 128;
+	size_t n;
 
-	if (!(text = malloc(n)))
+	if (!(text = malloc(128)))
 		return MHD_NO;
-	snprintf(text, n, "VERSION=1\nTYPE=spirt-peer\nID=%s\nRUN=%s\nEND\n",
-	    p->conf.cred->id, p->conf.cred->run);
+	spirt_kvw_init(&w, text, 128, "spirt-peer");
+	spirt_kvw_put(&w, "ID", p->conf.cred->id);
+	spirt_kvw_put(&w, "RUN", p->conf.cred->run);
+	if (spirt_kvw_end(&w, &n)) {
+		free(text);
+		return MHD_NO;
+	}
 	p->st.served++;
-	return answer(c, MHD_HTTP_OK, text, strlen(text),
+	return answer(c, MHD_HTTP_OK, text, n,
 	    "text/plain; charset=us-ascii");
 }
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv.h"
 #include "parse.h"
 #include "quorum.h"
 
@@ -67,45 +68,46 @@ spirt_quorum_deadline(double measured_ms, unsigned floor_ms, unsigned cap_ms)
 	return (unsigned)d + 1;
 }
 
+/* a peer= value "<id> self" or "<id> used": the id into ids[*n] */
+static int
+round_peer(char (*ids)[SPIRT_QUORUM_ID], size_t max, size_t *n,
+    const char *v, size_t vn)
+{
+	const char *sp = memchr(v, ' ', vn);
+	size_t l;
+
+	if (sp == NULL || (size_t)(v + vn - sp) != 5 || (memcmp(sp + 1,
+	    "self", 4) && memcmp(sp + 1, "used", 4)))
+		return 0;
+	if ((l = (size_t)(sp - v)) == 0 || l >= SPIRT_QUORUM_ID ||
+	    *n == max)
+		return SPIRT_EDATA;
+	memcpy(ids[*n], v, l);
+	ids[(*n)++][l] = '\0';
+	return 0;
+}
+
 int
 spirt_quorum_round_parse(char (*ids)[SPIRT_QUORUM_ID], size_t max, size_t *n,
     double *xms, const char *text, size_t len)
 {
-	const char *p = text, *end = text + len;
-	static const char head[] = "VERSION=1\nTYPE=spirt-round\n";
+	static const char *const multi[] = { "peer", NULL };
+	struct spirt_kvr r;
+	char v[64];
+	int rc;
 
 	*n = 0;
 	*xms = -1;
-	if (len < sizeof head - 1 || memcmp(text, head, sizeof head - 1))
+	if (spirt_kvr_open(&r, text, len, "spirt-round", multi, 0))
 		return SPIRT_EDATA;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t k = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		char line[400];
-
-		if (k < sizeof line) {
-			memcpy(line, p, k);
-			line[k] = '\0';
-			if (strncmp(line, "peer=", 5) == 0) {
-				char *sp = strchr(line + 5, ' ');
-
-				if (sp && (strcmp(sp + 1, "self") == 0 ||
-				    strcmp(sp + 1, "used") == 0)) {
-					size_t l = (size_t)(sp - line - 5);
-
-					if (l == 0 || l >= SPIRT_QUORUM_ID)
-						return SPIRT_EDATA;
-					if (*n == max)
-						return SPIRT_EDATA;
-					memcpy(ids[*n], line + 5, l);
-					ids[(*n)++][l] = '\0';
-				}
-			} else if (strncmp(line, "xms=", 4) == 0 &&
-			    spirt_parse_double(xms, line + 4, 0, 1e12)) {
+	while ((rc = spirt_kvr_next(&r)) == 0) {
+		if (spirt_kvr_is(&r, "peer")) {
+			if (round_peer(ids, max, n, r.val, r.vlen))
 				return SPIRT_EDATA;
-			}
+		} else if (spirt_kvr_is(&r, "xms") && (spirt_kvr_str(&r, v,
+		    sizeof v) || spirt_parse_double(xms, v, 0, 1e12))) {
+			return SPIRT_EDATA;
 		}
-		p += k + 1;
 	}
-	return 0;
+	return rc == SPIRT_EOF ? 0 : SPIRT_EDATA;
 }

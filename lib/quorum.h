@@ -71,7 +71,8 @@ unsigned spirt_quorum_deadline(double measured_ms, unsigned floor_ms,
  * the members it combined ("peer=<id> self" and "peer=<id> used" lines)
  * into ids (room for max, each SPIRT_QUORUM_ID bytes), *n of them, and
  * the measured time ("xms=<ms>", -1 if the record has none) into *xms.
- * Returns 0 or SPIRT_EDATA (not a round record, more than max).
+ * Returns 0 or SPIRT_EDATA (not a round record, kv.h's reader being
+ * strict; more than max).
  */
 #define SPIRT_QUORUM_ID 33
 SPIRT_MUST_CHECK int spirt_quorum_round_parse(char (*ids)[SPIRT_QUORUM_ID],

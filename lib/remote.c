@@ -6,6 +6,7 @@
 
 #include "curldl.h"
 #include "io.h"
+#include "kv.h"
 #include "le.h"
 #include "remote.h"
 #include "store.h"
@@ -803,40 +804,26 @@ nomem:
 	return ENOMEM;
 }
 
-/* GET /v1/id: "VERSION=1", "TYPE=spirt-peer", "ID=", "RUN=", "END" */
+/* GET /v1/id: kv.h's record of TYPE=spirt-peer, its ID= and RUN= */
 static int
 learn_id(struct spirt_remote *r)
 {
-	char text[256], *line, *save = NULL, id[64] = "", run[64] = "";
-	int rc, ver = 0, type = 0, end = 0;
+	struct spirt_kvr k;
+	char id[SPIRT_ID_MAX + 1] = "", run[SPIRT_ID_MAX + 1] = "";
+	int rc;
 
 	rx_reset(r, 0, NULL);
 	if ((rc = http(r, "/v1/id", NULL, 0)))
 		return rc;
-	if (r->len >= sizeof text)
+	if (r->len >= 256 || spirt_kvr_open(&k, r->buf ? (const char *)r->buf :
+	    "", r->len, "spirt-peer", NULL, 0))
 		goto bad;
-	if (r->len)     /* an empty answer has no buffer */
-		memcpy(text, r->buf, r->len);
-	text[r->len] = '\0';
-	for (line = strtok_r(text, "\n", &save); line;
-	    line = strtok_r(NULL, "\n", &save)) {
-		if (end)
+	while ((rc = spirt_kvr_next(&k)) == 0)
+		if (spirt_kvr_is(&k, "ID") ? spirt_kvr_str(&k, id, sizeof id) :
+		    !spirt_kvr_is(&k, "RUN") || spirt_kvr_str(&k, run,
+		    sizeof run))
 			goto bad;
-		if (!strcmp(line, "VERSION=1"))
-			ver = 1;
-		else if (!strcmp(line, "TYPE=spirt-peer"))
-			type = 1;
-		else if (!strncmp(line, "ID=", 3) && strlen(line) < 3 + 40)
-			snprintf(id, sizeof id, "%s", line + 3);
-		else if (!strncmp(line, "RUN=", 4) && strlen(line) < 4 + 40)
-			snprintf(run, sizeof run, "%s", line + 4);
-		else if (!strcmp(line, "END"))
-			end = 1;
-		else
-			goto bad;
-	}
-	if (!ver || !type || !end || !spirt_id_valid(id) ||
-	    !spirt_id_valid(run))
+	if (rc != SPIRT_EOF || !spirt_id_valid(id) || !spirt_id_valid(run))
 		goto bad;
 	if (strcmp(run, r->c->run))
 		return spirt_msgf(r->msg, sizeof r->msg, SPIRT_ERUN,

@@ -973,6 +973,34 @@ spirt_store_put_tensor(struct spirt_txn *t, const char *key,
 }
 
 int
+spirt_store_put_bytes(struct spirt_txn *t, const char *key, const void *b,
+    size_t len, uint64_t step, unsigned flags)
+{
+	struct spirt_tensor h;
+	uint64_t dims[1] = { len };
+	int rc;
+
+	if ((rc = spirt_tensor_init(&h, SPIRT_U8, 1, dims)))
+		return rc;
+	h.step = step;
+	return spirt_store_put_tensor(t, key, &h, b, flags);
+}
+
+int
+spirt_store_get_bytes(const void *val, size_t len, const void **b, size_t *n)
+{
+	struct spirt_tensor h;
+	int rc;
+
+	if ((rc = spirt_tensor_decode(&h, b, val, len, 1)))
+		return rc;
+	if (h.dtype != SPIRT_U8 || h.rank != 1)
+		return SPIRT_EDTYPE;
+	*n = h.nbytes;
+	return 0;
+}
+
+int
 spirt_store_info(struct spirt_store *s, struct spirt_store_info *info)
 {
 	MDB_envinfo ei;

@@ -183,6 +183,17 @@ SPIRT_MUST_CHECK int spirt_store_put_tensor(struct spirt_txn *t,
     const char *key, struct spirt_tensor *hdr, const void *payload,
     unsigned flags);
 
+/* Put b (len bytes) at key as a u8 record (spirt-tensor(5)) of step,
+ * with flags: beats, signed digests and rounds' records are these. */
+SPIRT_MUST_CHECK int spirt_store_put_bytes(struct spirt_txn *t,
+    const char *key, const void *b, size_t len, uint64_t step,
+    unsigned flags) SPIRT_NONNULL(1, 2);
+
+/* The bytes of the u8 record val (len bytes): *b, *n of them (pointing
+ * into val).  Returns 0, the record's decoding errors or SPIRT_EDTYPE. */
+SPIRT_MUST_CHECK int spirt_store_get_bytes(const void *val, size_t len,
+    const void **b, size_t *n) SPIRT_NONNULL(3, 4);
+
 /* Environment facts for spirt-store stat. */
 struct spirt_store_info {
 	uint64_t mapsize, used, entries, readers, maxreaders;

@@ -3,6 +3,7 @@
 
 #include <sodium.h>
 
+#include "kv.h"
 #include "le.h"
 #include "token.h"
 
@@ -104,33 +105,25 @@ int
 spirt_token_format(char *buf, size_t cap, size_t *len,
     const unsigned char tok[SPIRT_TOKEN_BYTES])
 {
-	static const char head[] = "VERSION=1\nTYPE=spirt-token\nTOKEN=";
-	size_t n = sizeof head - 1;
+	struct spirt_kvw w;
 
-	if (cap < n + 2 * SPIRT_TOKEN_BYTES + 6)
-		return SPIRT_EINVAL;
-	memcpy(buf, head, n);
-	sodium_bin2hex(buf + n, cap - n, tok, SPIRT_TOKEN_BYTES);
-	n += 2 * SPIRT_TOKEN_BYTES;
-	memcpy(buf + n, "\nEND\n", 6);   /* with its NUL */
-	*len = n + 5;
-	return 0;
+	spirt_kvw_init(&w, buf, cap, "spirt-token");
+	spirt_kvw_hex(&w, "TOKEN", tok, SPIRT_TOKEN_BYTES);
+	return spirt_kvw_end(&w, len) ? SPIRT_EINVAL : 0;
 }
 
 int
 spirt_token_parse(unsigned char tok[SPIRT_TOKEN_BYTES], const char *text,
     size_t len)
 {
-	const char *p = text, *end = text + len, *l, *v;
-	size_t n, vn, line;
+	struct spirt_kvr r;
 	int rc;
 
-	if ((rc = spirt_text_head(&p, end, "spirt-token", &line)) != 0)
-		return rc;
-	if (spirt_text_line(&p, end, &l, &n) ||
-	    (v = spirt_text_field(l, n, "TOKEN", &vn)) == NULL ||
-	    spirt_text_hex(tok, SPIRT_TOKEN_BYTES, v, vn) ||
-	    spirt_text_line(&p, end, &l, &n) || !spirt_text_end(l, n) || p != end)
+	if ((rc = spirt_kvr_open(&r, text, len, "spirt-token", NULL, 0)))
+		return rc == SPIRT_EVERSION ? rc : SPIRT_EKEYFILE;
+	if (spirt_kvr_want(&r, "TOKEN") ||
+	    spirt_text_hex(tok, SPIRT_TOKEN_BYTES, r.val, r.vlen) ||
+	    spirt_kvr_end(&r))
 		return SPIRT_EKEYFILE;
 	return 0;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv.h"
 #include "trust.h"
 
 #define SEEN_MAX 65536                  /* identities with a timestamp */
@@ -161,34 +162,23 @@ int
 spirt_trust_allow_parse(struct spirt_trust *t, const char *text, size_t len,
     size_t *line)
 {
-	const char *p = text, *end = text + len, *l, *v;
-	size_t n, vn, ln;
+	static const char *const multi[] = { "MEMBER", NULL };
+	struct spirt_kvr r;
 	int rc;
 
-	if ((rc = spirt_text_head(&p, end, "spirt-allowlist", &ln)) != 0)
+	if ((rc = spirt_kvr_open(&r, text, len, "spirt-allowlist", multi,
+	    SPIRT_KV_NOTES)) != 0) {
+		rc = rc == SPIRT_EVERSION ? rc : SPIRT_EKEYFILE;
 		goto out;
-	for (;;) {
-		ln++;
-		if ((rc = spirt_text_line(&p, end, &l, &n)) != 0)
-			goto out;
-		if (spirt_text_end(l, n))
+	}
+	while ((rc = spirt_kvr_next(&r)) == 0)
+		if (!spirt_kvr_is(&r, "MEMBER") ||
+		    (rc = allow_line(t, r.val, r.vlen)) != 0)
 			break;
-		if (n > 0 && l[0] == '#')      /* a note */
-			continue;
-		if ((v = spirt_text_field(l, n, "MEMBER", &vn)) == NULL) {
-			rc = SPIRT_EKEYFILE;
-			goto out;
-		}
-		if ((rc = allow_line(t, v, vn)) != 0)
-			goto out;
-	}
-	if (p != end) {
-		ln++;
-		rc = SPIRT_EKEYFILE;
-	}
+	rc = rc == SPIRT_EOF ? 0 : SPIRT_EKEYFILE;
 out:
 	if (line != NULL)
-		*line = rc ? ln : 0;
+		*line = rc ? r.line : 0;
 	return rc;
 }
 

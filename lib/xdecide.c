@@ -8,6 +8,7 @@
 #include "beat.h"
 #include "crypto.h"
 #include "keys.h"
+#include "kv.h"
 #include "quorum.h"
 #include "xdecide.h"
 #include "xrec.h"
@@ -75,56 +76,66 @@ struct dec {
 };
 enum { DEC_DOUBT = 1, DEC_LOCK = 2, DEC_DONE = 3 };
 
+/* a gagg= value: 2 * SPIRT_HASH_BYTES lower-case hex digits */
+static int
+gagg_hex(unsigned char h[SPIRT_HASH_BYTES], const char *v, size_t n)
+{
+	if (n != 2 * SPIRT_HASH_BYTES)
+		return SPIRT_EDATA;
+	for (size_t i = 0; i < n; i++) {
+		char c = v[i];
+		unsigned x;
+
+		if (c >= '0' && c <= '9')
+			x = (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			x = (unsigned)(c - 'a' + 10);
+		else
+			return SPIRT_EDATA;
+		h[i / 2] = (unsigned char)(i % 2 ? h[i / 2] << 4 | x : x);
+	}
+	return 0;
+}
+
+/* a state= value: DEC_DOUBT, DEC_LOCK, DEC_DONE, or 0 */
+static int
+state_parse(const char *v, size_t n)
+{
+	static const char *const name[] = { "doubt", "lock", "decided" };
+
+	for (int i = 0; i < 3; i++)
+		if (n == strlen(name[i]) && memcmp(v, name[i], n) == 0)
+			return i + 1;
+	return 0;
+}
+
 /* the gagg= and state= lines of a round's record: 0, or SPIRT_EDATA
  * without a gagg= line */
 static int
 dec_parse(struct dec *d, const void *val, size_t len)
 {
+	static const char *const multi[] = { "peer", NULL };
+	struct spirt_kvr r;
 	const void *b;
-	const char *p, *end;
 	size_t n;
 	int rc;
 
 	d->known = 0;
 	d->st = 0;
-	if ((rc = spirt_xrec_bytes(val, len, &b, &n)))
+	if ((rc = spirt_store_get_bytes(val, len, &b, &n)))
 		return rc;
-	for (p = b, end = p + n; p < end; ) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t k = nl ? (size_t)(nl - p) : (size_t)(end - p);
-
-		if (k == 5 + 2 * SPIRT_HASH_BYTES && memcmp(p, "gagg=", 5) == 0) {
-			int bad = 0;
-
-			for (size_t i = 0; i < SPIRT_HASH_BYTES; i++) {
-				unsigned v = 0;
-
-				for (int j = 0; j < 2; j++) {
-					char c = p[5 + 2 * i + (size_t)j];
-
-					v <<= 4;
-					if (c >= '0' && c <= '9')
-						v |= (unsigned)(c - '0');
-					else if (c >= 'a' && c <= 'f')
-						v |= (unsigned)(c - 'a' + 10);
-					else
-						bad = 1;
-				}
-				d->hash[i] = (unsigned char)v;
-			}
-			if (bad)
+	if (spirt_kvr_open(&r, b, n, "spirt-round", multi, 0))
+		return SPIRT_EDATA;
+	while ((rc = spirt_kvr_next(&r)) == 0) {
+		if (spirt_kvr_is(&r, "gagg")) {
+			if (gagg_hex(d->hash, r.val, r.vlen))
 				return SPIRT_EDATA;
 			d->known = 1;
-		} else if (k == 11 && memcmp(p, "state=doubt", 11) == 0) {
-			d->st = DEC_DOUBT;
-		} else if (k == 10 && memcmp(p, "state=lock", 10) == 0) {
-			d->st = DEC_LOCK;
-		} else if (k == 13 && memcmp(p, "state=decided", 13) == 0) {
-			d->st = DEC_DONE;
+		} else if (spirt_kvr_is(&r, "state")) {
+			d->st = state_parse(r.val, r.vlen);
 		}
-		p += k + 1;
 	}
-	return d->known ? 0 : SPIRT_EDATA;
+	return rc == SPIRT_EOF && d->known ? 0 : SPIRT_EDATA;
 }
 
 struct cfm {
@@ -323,7 +334,8 @@ adopt_txn(struct spirt_txn *t, void *arg)
 		rc = 0;
 	if (rc || (rc = spirt_key_gagg_round(key, sizeof key, a->dc->l.step)))
 		return rc;
-	return spirt_xrec_put(t, key, a->round, a->roundlen, a->dc->l.step, 0);
+	return spirt_store_put_bytes(t, key, a->round, a->roundlen,
+	    a->dc->l.step, 0);
 }
 
 static int
@@ -390,10 +402,10 @@ adopt(struct spirt_xdecide *dc, size_t i, const struct dec *d,
 	struct spirt_xlink one = dc->l;
 	struct spirt_xpull u, e;
 	struct adopt a = { dc, NULL, NULL, 0, 0, NULL, 0 };
-	char (*ids)[SPIRT_QUORUM_ID];
+	char (*ids)[SPIRT_QUORUM_ID], *r = NULL;
 	unsigned char h[SPIRT_HASH_BYTES];
 	const void *b;
-	size_t n, nids = 0;
+	size_t n, rn, nids = 0;
 	double xms;
 	int want = 1, rc;
 
@@ -419,7 +431,7 @@ adopt(struct spirt_xdecide *dc, size_t i, const struct dec *d,
 		    ULL(dc->l.step), dc->l.peers[i].id);
 		goto out;
 	}
-	if ((rc = spirt_xrec_bytes(d->rec, d->reclen, &b, &n)) ||
+	if ((rc = spirt_store_get_bytes(d->rec, d->reclen, &b, &n)) ||
 	    (rc = spirt_quorum_round_parse(ids, SPIRT_XMEMBERS, &nids, &xms,
 	    b, n))) {
 		*soft = 1;
@@ -435,12 +447,13 @@ adopt(struct spirt_xdecide *dc, size_t i, const struct dec *d,
 	adopt_set(dc, i, d, ids, nids);
 	a.agg = u.val;
 	a.agglen = u.len;
-	if ((a.round = round_text(dc, &a.roundlen)) == NULL)
+	if ((r = round_text(dc, &rn)) == NULL)
 		rc = ENOMEM;
-	else if ((rc = spirt_xrec_with_state(&a.round, &a.roundlen,
+	else if ((rc = spirt_xrec_with_state(&a.round, &a.roundlen, r, rn,
 	    state)) == 0)
 		rc = spirt_store_write(dc->l.store, adopt_txn, &a);
 out:
+	free(r);
 	free(a.round);
 	free(u.val);
 	free(e.val);
@@ -486,30 +499,15 @@ state_txn(struct spirt_txn *t, void *arg)
 	struct sst *a = arg;
 	char key[SPIRT_KEY_MAX + 1], *r;
 	const void *v, *b;
-	const char *p, *end;
-	size_t len, n, k = 0;
+	size_t len, n, k;
 	int rc;
 
 	if ((rc = spirt_key_gagg_round(key, sizeof key, a->dc->l.step)) ||
 	    (rc = spirt_store_get(t, key, &v, &len)) ||
-	    (rc = spirt_xrec_bytes(v, len, &b, &n)))
+	    (rc = spirt_store_get_bytes(v, len, &b, &n)) ||
+	    (rc = spirt_xrec_with_state(&r, &k, b, n, a->state)))
 		return rc;
-	if ((r = malloc(n + 32)) == NULL)
-		return ENOMEM;
-	for (p = b, end = p + n; p < end; ) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
-
-		if (!(l >= 6 && memcmp(p, "state=", 6) == 0) &&
-		    !(l == 3 && memcmp(p, "END", 3) == 0)) {
-			memcpy(r + k, p, l);
-			k += l;
-			r[k++] = '\n';
-		}
-		p += l + 1;
-	}
-	k += (size_t)snprintf(r + k, n + 32 - k, "state=%s\nEND\n", a->state);
-	rc = spirt_xrec_put(t, key, r, k, a->dc->l.step, 0);
+	rc = spirt_store_put_bytes(t, key, r, k, a->dc->l.step, 0);
 	free(r);
 	return rc;
 }

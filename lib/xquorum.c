@@ -75,7 +75,7 @@ last_round(struct spirt_xquorum *x, double *xms)
 	rc = spirt_store_list(t, "gagg/", last_one, &l);
 	if (rc == 0 && l.found && (rc = spirt_key_gagg_round(key, sizeof key,
 	    l.best)) == 0 && (rc = spirt_store_get(t, key, &v, &len)) == 0 &&
-	    ((rc = spirt_xrec_bytes(v, len, &b, &bl)) || (rc =
+	    ((rc = spirt_store_get_bytes(v, len, &b, &bl)) || (rc =
 	    spirt_quorum_round_parse(ids, SPIRT_XMEMBERS, n, xms, b, bl))))
 		say(x, rc, "%s: not a round record", key);
 	spirt_txn_abort(t);

@@ -1,4 +1,4 @@
-/* xrec.h - the exchange's records: u8 values, the round's record */
+/* xrec.h - the exchange's records: the round's record */
 #ifndef SPIRT_XREC_H
 #define SPIRT_XREC_H
 
@@ -11,23 +11,13 @@
 
 /*
  * A signed digest and a round's record (gagg/<t>/round) are stored as
- * u8 records (spirt-tensor(5)) of their bytes.  The record is text
- * (spirt-store(5)): VERSION=1, TYPE=spirt-round, step=, rule=, a peer=
- * line for this member and one for each other ("<id> <state>[: why]"),
- * xms= (the slowest used member's time), then with beats quorum=,
- * adopted= (if any) and gagg= (the decision), and END; the decision
- * adds its state= line before END.
+ * u8 records (spirt-tensor(5), spirt_store_put_bytes) of their bytes.
+ * The record is text (spirt-store(5), kv.h): VERSION=1,
+ * TYPE=spirt-round, step=, rule=, a peer= line for this member and one
+ * for each other ("<id> <state>[: why]"), xms= (the slowest used
+ * member's time), then with beats quorum=, adopted= (if any) and gagg=
+ * (the decision), and END; the decision adds its state= line before END.
  */
-
-/* Put b (len bytes) at key as a u8 record of step, with flags. */
-SPIRT_MUST_CHECK int spirt_xrec_put(struct spirt_txn *t, const char *key,
-    const void *b, size_t len, uint64_t step, unsigned flags)
-    SPIRT_NONNULL(1, 2);
-
-/* The bytes of the u8 record val (len bytes): *b, *n of them (pointing
- * into val).  Returns 0, the record's decoding errors or SPIRT_EDTYPE. */
-SPIRT_MUST_CHECK int spirt_xrec_bytes(const void *val, size_t len,
-    const void **b, size_t *n) SPIRT_NONNULL(3, 4);
 
 /* what a round's record says */
 struct spirt_xrec {
@@ -48,9 +38,11 @@ struct spirt_xrec {
 char *spirt_xrec_round(const struct spirt_xrec *r, size_t *len)
     SPIRT_NONNULL(1, 2);
 
-/* A record's text *r (*len bytes, malloc'd: realloc'd) with a state=
- * line before its END.  Returns 0, SPIRT_EDATA (no END) or ENOMEM. */
-SPIRT_MUST_CHECK int spirt_xrec_with_state(char **r, size_t *len,
-    const char *state) SPIRT_NONNULL(1, 2, 3);
+/* The record rec (n bytes) with its state= line, the one before
+ * replaced (lines in the same order, state= last before END): *out,
+ * malloc'd, *len bytes.  Returns 0, SPIRT_EDATA (not a round's record,
+ * or a state that is not a value), SPIRT_EVERSION or ENOMEM. */
+SPIRT_MUST_CHECK int spirt_xrec_with_state(char **out, size_t *len,
+    const void *rec, size_t n, const char *state) SPIRT_NONNULL(1, 2, 5);
 
 #endif

@@ -31,7 +31,7 @@ FUZZ_BIN = tests/fuzz/fuzz_record tests/fuzz/fuzz_idx tests/fuzz/fuzz_csv \
 	tests/fuzz/fuzz_msg tests/fuzz/fuzz_token tests/fuzz/fuzz_keyfile \
 	tests/fuzz/fuzz_allow tests/fuzz/fuzz_digest tests/fuzz/fuzz_peersrv \
 	tests/fuzz/fuzz_parse tests/fuzz/fuzz_remote tests/fuzz/fuzz_assign \
-	tests/fuzz/fuzz_beat tests/fuzz/fuzz_npz
+	tests/fuzz/fuzz_beat tests/fuzz/fuzz_npz tests/fuzz/fuzz_round
 
 .c.fo:
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
@@ -82,6 +82,8 @@ tests/fuzz/fuzz_assign: tests/fuzz/fuzz_assign.c $(FUZZ_HDR) tests/fuzz/libspirt
 	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_assign.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
 tests/fuzz/fuzz_beat: tests/fuzz/fuzz_beat.c $(FUZZ_HDR) tests/fuzz/libspirt.a
 	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_beat.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
+tests/fuzz/fuzz_round: tests/fuzz/fuzz_round.c $(FUZZ_HDR) tests/fuzz/libspirt.a
+	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_round.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
 # the client, over a libcurl played by the harness (its spirt_curl_load)
 tests/fuzz/fuzz_remote: tests/fuzz/fuzz_remote.c $(FUZZ_HDR) tests/fuzz/libspirt.a
 	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_remote.c tests/fuzz/libspirt.a $(FUZZ_LIBS)

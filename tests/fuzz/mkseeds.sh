@@ -452,6 +452,16 @@ open(os.path.join(out, 'record-p1'), 'wb').write(
     bytes([2]) + open(sys.argv[2], 'rb').read())
 EOF
 
+# ---- a round's record (fuzz_round.c): gagg/<t>/round as lib/xrec.c
+# writes it, without and with beats, and with the decision's state ----
+printf 'VERSION=1\nTYPE=spirt-round\nstep=4\nrule=mean\npeer=p2 self\npeer=p1 used\npeer=p3 late: xagg/4/p3: peer did not answer in time\nxms=12.5\nEND\n' |
+    seed round plain
+g=$(printf '%064d' 0 | tr 0 7)
+printf 'VERSION=1\nTYPE=spirt-round\nstep=9\nrule=median\npeer=p1 out\npeer=p2 used\npeer=p3 used\nxms=3.0\nquorum=changed\nadopted=p2\ngagg=%s\nEND\n' "$g" |
+    seed round beats
+printf 'VERSION=1\nTYPE=spirt-round\nstep=9\nrule=mean\npeer=p1 self\npeer=p2 refused: gagg/9/p2: not a round record\nxms=0.0\nquorum=reused\ngagg=%s\nstate=decided\nEND\n' "$g" |
+    seed round decided
+
 n=$(find "$out" -type f | wc -l)
 b=$(du -sk "$out" | cut -f1)
 echo "mkseeds: $n seeds, $b KiB, in tests/fuzz/corpus/"

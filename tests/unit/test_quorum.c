@@ -85,6 +85,10 @@ round_record(void)
 	static const char r[] = "VERSION=1\nTYPE=spirt-round\nstep=4\n"
 	    "rule=mean\npeer=p2 self\npeer=p1 used\npeer=p3 late: xagg/4/p3: "
 	    "peer did not answer in time\npeer=p4 used\nxms=12.5\nEND\n";
+	static const char old[] = "VERSION=1\nTYPE=spirt-round\nstep=4\n"
+	    "rule=mean\npeer=p2 self\npeer=p1 used\npeer=p4 used\nEND\n";
+	static const char twice[] = "VERSION=1\nTYPE=spirt-round\nstep=4\n"
+	    "rule=mean\npeer=p2 self\nxms=1\nxms=2\nEND\n";
 	char ids[4][SPIRT_QUORUM_ID];
 	size_t n;
 	double xms;
@@ -98,9 +102,17 @@ round_record(void)
 	CHECK_EQ_RC(spirt_quorum_round_parse(ids, 4, &n, &xms, r + 1,
 	    strlen(r) - 1), SPIRT_EDATA);
 	/* a record of before the measurement: no xms */
-	CHECK_RC(spirt_quorum_round_parse(ids, 4, &n, &xms, r, strstr(r,
-	    "xms=") - r));
+	CHECK_RC(spirt_quorum_round_parse(ids, 4, &n, &xms, old,
+	    strlen(old)));
 	CHECK(n == 3 && xms == -1);
+	/* the reader is strict: no END, a line after it, a name twice */
+	CHECK_EQ_RC(spirt_quorum_round_parse(ids, 4, &n, &xms, r, strstr(r,
+	    "END") - r), SPIRT_EDATA);
+	CHECK_EQ_RC(spirt_quorum_round_parse(ids, 4, &n, &xms, twice,
+	    strlen(twice)), SPIRT_EDATA);
+	CHECK_RC(spirt_quorum_round_parse(ids, 4, &n, &xms, r, strlen(r)));
+	CHECK_EQ_RC(spirt_quorum_round_parse(ids, 4, &n, &xms, r,
+	    sizeof r), SPIRT_EDATA);
 }
 
 /* a member that catches up is in at the step it names, and after it
