@@ -3,7 +3,8 @@
 # its order, into one script
 # ---- the guard, and the cleanup of what the driver started ----
 work= srv= srvdir= guard= gfile= gdir=
-# guarded: the server's and the beaters' pids, for the guard
+# guarded: the server's and the beaters' pids, for the guard (and the
+# evaluation's second server, bsrv)
 guarded() {
 	[ -n "$gfile" ] || return 0
 	echo "${srv:-} ${bsrv:-} $beatpids" >"$gfile.tmp" && mv "$gfile.tmp" "$gfile"
@@ -88,15 +89,12 @@ cleanup() {
 	work=
 	[ -z "$srv" ] || { kill -TERM "$srv" 2>/dev/null || :; wait "$srv" || :; }
 	srv=
-	[ -z "${bsrv:-}" ] || { kill -TERM "$bsrv" 2>/dev/null || :; wait "$bsrv" || :; }
-	bsrv=
+	[ -z "$bpeer" ] || byzpeer_cleanup
 	[ -z "$srvdir" ] || rm -rf "$srvdir"
 	srvdir=
 	[ -z "$gdir" ] || rm -rf "$gdir"
 	gdir=
 	beats_stop
-	[ -z "${bpid:-}" ] || kill "$bpid" 2>/dev/null || :
-	bpid=
 }
 trap 'cleanup' EXIT
 trap 'cleanup; trap - INT; kill -INT $$' INT
@@ -107,7 +105,7 @@ termed() {
 	if [ -n "$_d" ]; then
 		_w="spirt-beat"
 		[ "$_d" != "$srv" ] || _w="spirt-peer serve"
-		[ "$_d" != "$bsrv" ] || _w="spirt-peer serve of $bfork"
+		[ -z "$bpeer" ] || byzpeer_died "$_d"
 		cleanup
 		trap - EXIT
 		die 75 "this peer's $_w (pid $_d) died; rerun to resume"

@@ -99,29 +99,6 @@ serve_start() {
 	done
 }
 
-# fork_serve: --byzantine peer:equivocate@HOST:PORT:A (evaluation
-# only): the other story's store, STORE.fork (made at once, with the
-# model it starts from, so that it can be served from the first step),
-# served at HOST:PORT by a second spirt-peer serve under this peer's
-# identity, as serve_start serves the store (its own FIFO; the guard
-# ends it with the driver, and the run when it dies)
-fork_serve() {
-	if [ ! -d "$bfork" ]; then
-		rm -rf "$bfork.tmp"
-		spirt-store get "model/$model@$last" >"$store.byz-model.rec" &&
-		    spirt-store -s "$bfork.tmp" put "model/$model@$last" \
-		    "$store.byz-model.rec" && mv "$bfork.tmp" "$bfork" ||
-		    die 74 "$bfork: could not make the other story's store"
-	fi
-	_s=$srv _st=$store _l=$listen _sdir=$srvdir
-	store=$bfork listen=$bflisten srvdir=$gdir/fork
-	mkdir "$srvdir" && mkfifo "$srvdir/ready" ||
-	    die 73 "cannot make $srvdir"
-	serve_start
-	bsrv=$srv srv=$_s store=$_st listen=$_l srvdir=$_sdir
-	guarded
-}
-
 # urls: the other peers' http:// URLs
 urls=
 guard_start
@@ -137,7 +114,7 @@ if [ -n "$peers" ]; then
 		mkdir "$srvdir" && mkfifo "$srvdir/ready" ||
 		    die 73 "cannot make $srvdir"
 		serve_start
-		[ -z "$bflisten" ] || fork_serve
+		[ -z "$bpeer" ] || byzpeer_serve
 		;;
 	esac
 fi

@@ -44,9 +44,21 @@ command -v "$w1" >/dev/null 2>&1 ||
 fnword "$fnopt" "$fncmd"
 [ -n "${SPIRT_FANOUT-}" ] || command -v "$w1" >/dev/null 2>&1 ||
 	die 69 "$fnopt $fncmd: $w1: not found beside $PROG ($here) or on PATH"
-# --byzantine peer:ATTACK (evaluation only): this whole peer lies
+# --byzantine peer:ATTACK (evaluation only): this whole peer lies.  Its
+# code is not the driver's: the evaluation part spirt-train-byzpeer.sh
+# (cmd/train-byz/peer.sh), beside this script (a build tree) or in
+# ../libexec/spirt (installed), read only now
 bpeer=
-case $byz in peer:*) bpeer=${byz#peer:}; byzpeer_check ;; esac
+case $byz in
+peer:*)
+	_b=$here/spirt-train-byzpeer.sh
+	[ -r "$_b" ] || _b=$here/../libexec/spirt/spirt-train-byzpeer.sh
+	[ -r "$_b" ] || die 69 "--byzantine $byz: spirt-train-byzpeer.sh: not found beside $PROG ($here) or in $here/../libexec/spirt"
+	# shellcheck disable=SC1090
+	. "$_b"
+	bpeer=${byz#peer:}
+	byzpeer_check ;;
+esac
 # --byzantine LIST:ATTACK (evaluation only): the malicious functions, and
 # spirt-attack's attack or labelflip; asked of spirt-attack, which parses
 # attacks, before any work (an empty input after a good attack is 65)

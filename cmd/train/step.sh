@@ -91,11 +91,7 @@ back() {
 exchange() {
 	{ [ -n "$xch" ] && [ "$xh" -eq 0 ]; } || return 0
 	if [ -n "$bpeer" ]; then
-		# a Byzantine peer (evaluation only) goes on whatever its round
-		# said: a cold round each step, its exit code no matter
-		byzpeer_publish "$1"
-		run $xch $xsrc -t "$1" || :
-		byzpeer_after "$1"
+		byzpeer_exchange "$1"   # (evaluation only)
 	else
 		# (a joining peer whose round failed joins again further on:
 		# the step is not applied)
