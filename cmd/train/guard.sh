@@ -9,21 +9,6 @@ guarded() {
 	[ -n "$gfile" ] || return 0
 	echo "${srv:-} ${bsrv:-} $beatpids" >"$gfile.tmp" && mv "$gfile.tmp" "$gfile"
 }
-# orphaned: true in a subshell of the driver (a timer) whose
-# driver is gone, killed outright (no trap ran): it is another process's
-# child now, and the pids it was to end may be others' by now (a pid is
-# reused once the kernel's pids wrap: 32768 of them on many machines).
-# The parent from /proc (the driver's pid cannot be reused while this
-# is its child); without /proc, whether $$ is there
-orphaned() {
-	_o=
-	read -r _o </proc/self/stat 2>/dev/null ||
-	    { ! kill -0 $$ 2>/dev/null; return; }
-	_o=${_o##*) }
-	# shellcheck disable=SC2086
-	set -- $_o
-	[ "$2" != "$$" ]
-}
 # guard_start: a driver killed outright (SIGKILL: no trap runs) leaves
 # no server or beater behind: the guard, once a second, ends them once
 # the driver is gone (the beaters with a last word: the others see this
