@@ -16,9 +16,12 @@ TRAIN_SH = cmd/spirt-train.sh cmd/train/peers.sh cmd/train/setup.sh \
 	cmd/train/guard.sh cmd/train/http.sh cmd/train/run.sh \
 	cmd/train/workers.sh cmd/train/step.sh
 
+# (made beside, then renamed: sh reads a script as it runs it, and a
+# spirt-train running while it is made again would read the new one)
 spirt-train: $(TRAIN_SH) config.mk
-	cat $(TRAIN_SH) | sed 's/@VERSION@/$(VERSION)/' > $@
-	chmod 755 $@
+	cat $(TRAIN_SH) | sed 's/@VERSION@/$(VERSION)/' > $@.tmp
+	chmod 755 $@.tmp
+	mv -f $@.tmp $@
 
 spirt-train-byzpeer.sh: cmd/train-byz/peer.sh
 	cp cmd/train-byz/peer.sh $@

@@ -366,8 +366,9 @@ store_bytes() {
 	# budget a wait; POSIX sleep takes whole seconds only
 	run -1 grep -nE 'date \+%s|sleep [0-9]*\.[0-9]|sleep 0' "$SPIRT_ROOT/spirt-train"
 	run -0 grep -c 'spirt-run -c' "$SPIRT_ROOT/spirt-train"
-	# no timer subshell of the server's start
-	run -1 grep -nE 'tready|orphaned' "$SPIRT_ROOT/spirt-train"
+	# no timer subshell of the server's start, no timeout(1) around the
+	# evaluation (spirt-run runs it)
+	run -1 grep -nE 'tready|orphaned|timeout --' "$SPIRT_ROOT/spirt-train"
 }
 
 @test "a tool found neither beside spirt-train nor on PATH: 69, named, store untouched" {

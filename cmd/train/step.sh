@@ -176,18 +176,27 @@ step() {
 }
 
 # evaluate T: test loss and accuracy of model@T, logged.  The evaluation
-# function ($evcmd, words split, never globbed) has --deadline to end; its
-# answer must hold loss=L and accuracy=A lines (A from 0 to 1), or the
-# training stops with 75 (spirt-function(7))
+# function ($evcmd, words split, never globbed) is run by spirt-run (run
+# ev: --deadline to end, or killed, late); its answer must hold loss=L
+# and accuracy=A lines (A from 0 to 1), or the training stops with 75
+# (spirt-function(7))
 evaluate() {
-	rc=0
-	set -f
-	e=$(timeout --foreground -s KILL "$(seconds "$deadline")" $evcmd -q -m "$model" \
-	    -t "$1") || rc=$?
-	set +f
-	[ "$rc" -ne 137 ] || die 75 "step $1: $evcmd: no answer within --deadline $deadline ms; rerun to resume"
-	[ "$rc" -eq 0 ] || die 75 "step $1: $evcmd exited with status $rc; rerun to resume"
-	e=$(printf '%s\n' "$e" | awk -F= -v tg="$target" '
+	echo "run ev $evcmd -q -m $model -t $1" >&3
+	e=
+	while :; do
+		read -r ack <&9 || die 70 "spirt-run went away"
+		case $ack in
+		"answer ev "*) e="$e${ack#answer ev }
+" ;;
+		"died ev "*status=0) break ;;
+		"died ev "*status=*) die 75 "step $1: $evcmd exited with status ${ack##*=}; rerun to resume" ;;
+		"died ev "*signal=*) die 75 "step $1: $evcmd exited with status $((128 + ${ack##*=})); rerun to resume" ;;
+		"late ev "*) die 75 "step $1: $evcmd: no answer within --deadline $deadline ms; rerun to resume" ;;
+		"refused "*" ev: "*) die 75 "step $1: $evcmd: ${ack##*: }; rerun to resume" ;;
+		*) aside "step $1" ;;
+		esac
+	done
+	e=$(printf '%s' "$e" | awk -F= -v tg="$target" '
 		function num(x) {
 			return x ~ /^-?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/
 		}
