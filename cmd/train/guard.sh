@@ -31,10 +31,7 @@ guard_start() {
 			sleep 1
 			[ "$_told" -eq 0 ] || continue
 			for _p in $(cat "$gfile" 2>/dev/null); do
-				_st=Z
-				[ ! -r "/proc/$_p/stat" ] ||
-				    read -r _ _ _st _ <"/proc/$_p/stat" 2>/dev/null
-				[ "$_st" = Z ] || continue
+				! alive "$_p" || continue
 				# (still listed: not one the driver replaced)
 				case " $(cat "$gfile" 2>/dev/null) " in
 				*" $_p "*) ;;
