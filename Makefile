@@ -62,7 +62,10 @@ BENCH = bench/store_bench $(DATA_BENCH) $(MODEL_BENCH) $(AGG_BENCH) \
 BASE_LIBS = $(WRAP_LDFLAGS) $(LMDB_LIBS) $(XXHASH_LIBS) $(SODIUM_LIBS) \
 	$(CRYPTO_LIBS) $(DL_LIBS) -lm
 
-all: $(BIN)
+# read by a tool, not run (spirt-train's evaluation part): $(PREFIX)/libexec
+LIBEXEC = $(TRAIN_LIBEXEC)
+
+all: $(BIN) $(LIBEXEC)
 
 .c.o:
 	$(CC) $(ALLCFLAGS) -c -o $@ $<
@@ -142,6 +145,9 @@ install: all
 		$(DESTDIR)$(MANPREFIX)/man5 $(DESTDIR)$(MANPREFIX)/man7
 	cp -f $(BIN) $(DESTDIR)$(PREFIX)/bin
 	cd $(DESTDIR)$(PREFIX)/bin && chmod 755 $(BIN)
+	mkdir -p $(DESTDIR)$(PREFIX)/libexec/spirt
+	cp -f $(LIBEXEC) $(DESTDIR)$(PREFIX)/libexec/spirt
+	cd $(DESTDIR)$(PREFIX)/libexec/spirt && chmod 644 $(LIBEXEC)
 	cp -f $(MAN1) $(DESTDIR)$(MANPREFIX)/man1
 	cp -f $(MAN5) $(DESTDIR)$(MANPREFIX)/man5
 	cp -f $(MAN7) $(DESTDIR)$(MANPREFIX)/man7
@@ -154,6 +160,8 @@ install: all
 
 uninstall:
 	cd $(DESTDIR)$(PREFIX)/bin && rm -f $(BIN)
+	cd $(DESTDIR)$(PREFIX)/libexec/spirt && rm -f $(LIBEXEC)
+	rmdir $(DESTDIR)$(PREFIX)/libexec/spirt 2>/dev/null || :
 	cd $(DESTDIR)$(COMPDIR) && rm -f $(BIN)
 	for m in $(MAN1) $(MAN5) $(MAN7); do \
 		s=$${m##*.}; rm -f $(DESTDIR)$(MANPREFIX)/man$$s/$${m#man/}; \
@@ -163,7 +171,7 @@ uninstall:
 		{ rmdir $$d 2>/dev/null || :; }
 
 clean:
-	rm -f $(BIN) lib/libspirt.a $(LIBOBJ) $(TOOLLIB) cmd/*.o cmd/key/*.o tests/unit/*.o $(UNIT) \
+	rm -f $(BIN) $(LIBEXEC) lib/libspirt.a $(LIBOBJ) $(TOOLLIB) cmd/*.o cmd/key/*.o tests/unit/*.o $(UNIT) \
 		bench/*.o $(BENCH) $(FUZZ_LIBOBJ) tests/fuzz/libspirt.a \
 		$(FUZZ_BIN)
 

@@ -1,11 +1,14 @@
 /* spirt-run.c - supervise warm tools: start, feed, time and reap them */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "keys.h"
 #include "opt.h"
@@ -19,13 +22,20 @@
 
 static const struct opt opts[] = {
 	{ 'd', "deadline", "MS", "a send's deadline (default 30000)" },
+	{ 'c', "clock", NULL, "print the monotonic clock, in ms" },
+	{ 'r', "read", NULL, "copy one line of stdin, by -u" },
+	{ 'u', "until", "END", "a budget's end, a time -c printed" },
+	{ 'w', "wait", "MS", "wait MS, or until -u's END (75)" },
 	OPT_HELP,
 	OPT_VERSION,
 	{ 0 }
 };
 
 static const struct optset cli = {
-	"usage: spirt-run [-d ms]\n",
+	"usage: spirt-run [-d ms]\n"
+	"       spirt-run -c\n"
+	"       spirt-run -w ms [-u end]\n"
+	"       spirt-run -r -u end\n",
 	NULL,
 	"\n"
 	"requests on stdin, one a line:\n"
@@ -57,6 +67,63 @@ out(const char *fmt, ...)
 	vprintf(fmt, ap);
 	va_end(ap);
 	return fflush(stdout) == EOF || ferror(stdout) ? SPIRT_EX_IOERR : 0;
+}
+
+/* -w MS: wait MS on CLOCK_MONOTONIC, or until END (a time -c printed),
+ * whichever comes first: 0, or 75 (late) once END is there */
+static int
+wait_ms(uint64_t ms, uint64_t end)
+{
+	uint64_t now = spirt_sup_now(), to = now + ms;
+	struct timespec ts;
+
+	if (end != 0 && end <= to)
+		to = end;
+	/* (spirt_sup_now is CLOCK_MONOTONIC's ms: the same clock) */
+	ts.tv_sec = (time_t)(to / 1000);
+	ts.tv_nsec = (long)(to % 1000) * 1000000;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+	    EINTR)
+		;
+	return end != 0 && to == end ? SPIRT_EX_TEMPFAIL : 0;
+}
+
+/* -r: one line of stdin on stdout, read by END: 0; 66 at the end of input
+ * with none; 75 late; 65 a line too long.  One byte a read, so that what
+ * follows the line stays there for the next reader */
+static int
+read_line(uint64_t end)
+{
+	char line[SPIRT_SUP_LINE + 2];
+	struct pollfd p = { .fd = 0, .events = POLLIN };
+	uint64_t now;
+	size_t n = 0;
+	ssize_t r;
+	int rc;
+
+	for (;;) {
+		if ((now = spirt_sup_now()) >= end)
+			return SPIRT_EX_TEMPFAIL;
+		rc = poll(&p, 1, end - now > 60000 ? 60000 : (int)(end - now));
+		if (rc < 0 && errno != EINTR)
+			die(SPIRT_EX_IOERR, "stdin: %s", strerror(errno));
+		if (rc <= 0)
+			continue;
+		r = read(0, line + n, 1);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r < 0)
+			die(SPIRT_EX_IOERR, "stdin: %s", strerror(errno));
+		if (r == 0 && n == 0)
+			return SPIRT_EX_NOINPUT;
+		if (r == 0 || line[n] == '\n')
+			break;
+		if (++n > SPIRT_SUP_LINE)
+			die(SPIRT_EX_DATAERR, "stdin: a line longer than %d "
+			    "bytes", SPIRT_SUP_LINE);
+	}
+	line[n] = '\0';
+	return out("%s\n", line) ? SPIRT_EX_IOERR : fshut_stdout(0);
 }
 
 /* the next blank-separated word of *p, NUL-ended in place; NULL none */
@@ -130,9 +197,9 @@ main(int argc, char **argv)
 {
 	struct spirt_sup_event ev;
 	struct spirt_sup *s;
-	uint64_t ms = 30000;
+	uint64_t ms = 30000, wms = 0, end = 0;
 	const char *act;
-	int c, rc = 0, ex = 0, sfd;
+	int c, rc = 0, ex = 0, sfd, dflag = 0, clk = 0, rd = 0;
 
 	progname = "spirt-run";
 	checkfds();
@@ -140,15 +207,30 @@ main(int argc, char **argv)
 
 	while ((c = opt_next(&cli, argc, argv)) != -1) {
 		switch (c) {
-		case 'd': ms = eparse_u64("-d", optarg, 1, 86400000); break;
+		case 'c': clk = 1; break;
+		case 'd':
+			ms = eparse_u64("-d", optarg, 1, 86400000);
+			dflag = 1;
+			break;
+		case 'r': rd = 1; break;
+		case 'u': end = eparse_u64("-u", optarg, 1, UINT64_MAX / 2); break;
+		case 'w': wms = eparse_u64("-w", optarg, 0, 86400000) + 1; break;
 		case 'V': print_version();
 		default: usage(1);
 		}
 	}
 	argc -= optind;
 	argv += optind;
-	if (argc != 0)
+	if (argc != 0 || clk + rd + (wms != 0) + dflag > 1 ||
+	    (end != 0 && !rd && wms == 0) || (rd && end == 0))
 		usage(1);
+	if (clk)
+		return out("%llu\n", (unsigned long long)spirt_sup_now()) ?
+		    SPIRT_EX_IOERR : fshut_stdout(0);
+	if (wms != 0)
+		return wait_ms(wms - 1, end);
+	if (rd)
+		return read_line(end);
 
 	if ((rc = sigpipe_open(&sfd)) != 0 ||
 	    (rc = spirt_sup_open(&s, 0, sfd)) != 0)

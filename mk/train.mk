@@ -4,6 +4,9 @@
 TRAIN_BIN = spirt-train spirt-conform spirt-run
 TRAIN_MAN1 = man/spirt-train.1 man/spirt-conform.1 man/spirt-run.1
 TRAIN_UNIT = tests/unit/test_supervise
+# the evaluation part of spirt-train (--byzantine peer:ATTACK), read by it
+# only then: beside it in the tree, in $(PREFIX)/libexec/spirt installed
+TRAIN_LIBEXEC = spirt-train-byzpeer.sh
 
 # spirt-train is one POSIX sh script, kept in parts a reader can take in
 # one at a time: cmd/spirt-train.sh (usage, options, their checks) and
@@ -13,9 +16,15 @@ TRAIN_SH = cmd/spirt-train.sh cmd/train/peers.sh cmd/train/setup.sh \
 	cmd/train/guard.sh cmd/train/http.sh cmd/train/run.sh \
 	cmd/train/workers.sh cmd/train/step.sh
 
+# (made beside, then renamed: sh reads a script as it runs it, and a
+# spirt-train running while it is made again would read the new one)
 spirt-train: $(TRAIN_SH) config.mk
-	cat $(TRAIN_SH) | sed 's/@VERSION@/$(VERSION)/' > $@
-	chmod 755 $@
+	cat $(TRAIN_SH) | sed 's/@VERSION@/$(VERSION)/' > $@.tmp
+	chmod 755 $@.tmp
+	mv -f $@.tmp $@
+
+spirt-train-byzpeer.sh: cmd/train-byz/peer.sh
+	cp cmd/train-byz/peer.sh $@
 
 spirt-conform: cmd/spirt-conform.sh config.mk
 	sed 's/@VERSION@/$(VERSION)/' cmd/spirt-conform.sh > $@

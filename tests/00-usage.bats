@@ -87,7 +87,7 @@ squash() {
 			case $s in h|V) continue ;; esac
 			[ -n "$s$l" ] || continue
 			[ -n "$s" ] && printf '%s' "$syn" |
-			    grep -qE -- "-[A-Za-z]*$s[A-Za-z]*[] ]" && continue
+			    grep -qE -- "-[A-Za-z]*$s[A-Za-z]*([] ]|\$)" && continue
 			[ -n "$l" ] && printf '%s' "$syn" |
 			    grep -qE -- "--$l([] ]|\$)" && continue
 			fail "$t: -h lists ${s:+-$s}${s:+${l:+, }}${l:+--$l}, its usage does not"

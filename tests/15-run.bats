@@ -222,3 +222,59 @@ print(p.wait(), len(p.stderr.read()))'
 	SPIRT_PARENT=$$ run -75 --separate-stderr spirt-run </dev/null
 	[[ "$stderr" == *"SPIRT_PARENT $$: that process, which started this one, is gone"* ]]
 }
+
+@test "spirt-run -c, -w, -u: the monotonic clock, and waits within a budget's end" {
+	# -c: CLOCK_MONOTONIC in ms (python's monotonic is the same clock)
+	run -0 --separate-stderr spirt-run -c
+	[[ "$output" =~ ^[0-9]+$ ]]
+	m=$("$PYTHON" -c 'import time; print(int(time.monotonic() * 1000))')
+	[ $((m - output)) -ge 0 ] && [ $((m - output)) -lt 5000 ]
+	# -w: the wait, measured on that clock
+	a=$(spirt-run -c)
+	run -0 spirt-run -w 300
+	b=$(spirt-run -c)
+	[ $((b - a)) -ge 300 ] && [ $((b - a)) -lt 3000 ]
+	# -u: no longer than the budget's end, then 75 (late) ...
+	a=$(spirt-run -c)
+	run -75 spirt-run -w 60000 -u $((a + 300))
+	b=$(spirt-run -c)
+	[ $((b - a)) -ge 300 ] && [ $((b - a)) -lt 3000 ]
+	# ... at once when it is past; a wait that ends before it is 0
+	run -75 spirt-run -w 60000 -u 1
+	run -0 spirt-run -w 10 -u $((b + 60000))
+	# a budget's end outside a wait, several forms, no form: 64
+	for a in "-u 5" "-c -w 1" "-r" "-d 5 -w 1" "-w x" "-w 86400001" "-u 0 -w 1"; do
+		# shellcheck disable=SC2086
+		run -64 --separate-stderr spirt-run $a
+		[[ "$stderr" == *"usage: spirt-run"* ]] || [[ "$stderr" == "spirt-run: -"* ]] ||
+			fail "$a: $stderr"
+	done
+}
+
+@test "spirt-run -r -u: one line of its input within a budget, the rest left unread" {
+	end=$(($(spirt-run -c) + 20000))
+	run -0 --separate-stderr spirt-run -r -u "$end" < <(printf 'a b\nc\n')
+	[ "$output" = "a b" ]
+	# one byte a read: the next line is the next reader's
+	printf 'one\ntwo\n' >two
+	{ spirt-run -r -u "$end" && spirt-run -r -u "$end" && cat; } <two >got
+	printf 'one\ntwo\n' | cmp - got
+	# a last line without a newline is a line; none at all is 66
+	run -0 spirt-run -r -u "$end" < <(printf 'last')
+	[ "$output" = last ]
+	run -66 spirt-run -r -u "$end" </dev/null
+	[ -z "$output" ]
+	# a writer that says nothing: 75 at the end of the budget, not before
+	mkfifo f
+	sleep 30 >f &
+	w=$!
+	a=$(spirt-run -c)
+	run -75 spirt-run -r -u $((a + 400)) <f
+	b=$(spirt-run -c)
+	kill "$w"
+	[ -z "$output" ]
+	[ $((b - a)) -ge 400 ] && [ $((b - a)) -lt 5000 ]
+	# a line longer than 4096 bytes: 65
+	run -65 --separate-stderr spirt-run -r -u "$end" < <(head -c 5000 /dev/zero | tr '\0' x)
+	[[ "$stderr" == "spirt-run: stdin: a line longer than 4096 bytes" ]]
+}

@@ -981,3 +981,35 @@ PY
 	done
 	[ "$hits" -ge 1 ]
 }
+
+@test "spirt-train --peers over HTTP: this peer's server killed mid-run: the guard stops the run, 75, naming it" {
+	# p1 never comes: p0's first round waits (--deadline 60 s) while
+	# its server is killed; the guard sees it dead within a second or
+	# two and ends the run, rerun to resume
+	smalldata "$BATS_FILE_TMPDIR/data"
+	httppeers 2
+	SPIRT_KEY=p0.key SPIRT_TOKEN=p0.tok SPIRT_GROUP=group.pub \
+	    spirt-train -q -s s0 -n 2 -b 20 --data "$BATS_FILE_TMPDIR/data" \
+	    --peers peers --peer 0 --steps 5 --deadline 60000 >o 2>e &
+	drv=$!
+	BG=$drv
+	# its server, once it listens (its pid in the guard's list)
+	srv=
+	for k in $(seq 1 300); do
+		srv=$(pgrep -P "$drv" -x spirt-peer) && break
+		sleep 0.1
+	done
+	[ -n "$srv" ]
+	until_ 100 test -n "$(ls "${TMPDIR:-/tmp}"/spirt-peer.*/guard 2>/dev/null)"
+	a=$(date +%s)
+	kill -KILL "$srv"
+	s=0
+	wait "$drv" || s=$?
+	b=$(date +%s)
+	[ "$s" -eq 75 ] || { cat e; fail "exit $s"; }
+	grep -qx "spirt-train: this peer's spirt-peer serve (pid $srv) died; rerun to resume" e ||
+		{ cat e; false; }
+	[ $((b - a)) -le 10 ]
+	# its guard's directory is gone
+	[ -z "$(ls -d "${TMPDIR:-/tmp}"/spirt-peer.* 2>/dev/null)" ]
+}

@@ -255,6 +255,34 @@ assert np.abs(b - (-5 * a)).max() <= 1e-5 * np.abs(a).max() * 5"
 		cmp - <(spirt-store -s s0 get grad/5/0)
 }
 
+@test "spirt-train: a Byzantine peer is its evaluation part's, read only when asked for" {
+	# the production driver holds none of it; the part holds it all
+	for f in 'byzpeer_check()' 'byzpeer_publish()' 'byzpeer_serve()' \
+	    'expected peer:equivocate@' 'spirt-attack -q -S "$seed" -t "$1" -a agg'; do
+		run -1 grep -cF "$f" "$SPIRT_ROOT/spirt-train"
+		run -0 grep -qF "$f" "$SPIRT_ROOT/spirt-train-byzpeer.sh"
+	done
+	# a driver without the part beside it trains as before ...
+	mkdir alone
+	ln -s "$SPIRT_ROOT/spirt-train" alone/
+	echo "p0 $PWD/s0" >peers
+	echo "p1 $PWD/s1" >>peers
+	export SPIRT_KEY=k SPIRT_ID=p0 SPIRT_RUN=r1
+	run -64 --separate-stderr alone/spirt-train --steps 1 -s s0 --peers peers --peer-rule bogus
+	[[ "$stderr" == *"--peer-rule bogus: expected mean, median"* ]]
+	# ... and a Byzantine peer it cannot play: 69, named, nothing made
+	run -69 --separate-stderr alone/spirt-train --steps 1 -s s0 --peers peers --byzantine peer:signflip
+	[ "$stderr" = "spirt-train: --byzantine peer:signflip: spirt-train-byzpeer.sh: not found beside spirt-train ($PWD/alone) or in $PWD/alone/../libexec/spirt" ]
+	[ ! -e s0 ]
+	# installed, it is read from ../libexec/spirt
+	mkdir -p inst/bin inst/libexec/spirt
+	ln -s "$SPIRT_ROOT/spirt-train" inst/bin/
+	cp "$SPIRT_ROOT/spirt-train-byzpeer.sh" inst/libexec/spirt/
+	run -64 --separate-stderr inst/bin/spirt-train --steps 1 -s s0 --peers peers --byzantine peer:nope
+	[[ "$stderr" == *'unknown or malformed attack "nope"'* ]]
+	[ ! -e s0 ]
+}
+
 @test "spirt-train --peer-rule scclip:auto: each peer its own model, none stops" {
 	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] || skip "no Fashion-MNIST"
 	train4 peer:gauss:100 scclip:auto

@@ -56,6 +56,20 @@ inst() {
 	assert_output --regexp '^\{"step":1,"worker":1,.*"key":"grad/1/1"\}$'
 }
 
+@test "install: spirt-train's evaluation part in libexec/spirt, read from there" {
+	# not a tool: not in bin, not run; the tree's file
+	[ ! -e "$BIN/spirt-train-byzpeer.sh" ]
+	cmp root/opt/spirt/libexec/spirt/spirt-train-byzpeer.sh \
+	    "$SPIRT_ROOT/spirt-train-byzpeer.sh"
+	# the installed spirt-train reads it: its checks answer, not 69
+	echo "p0 $PWD/s0" >peers
+	echo "p1 $PWD/s1" >>peers
+	run -64 --separate-stderr inst SPIRT_KEY=k SPIRT_ID=p0 SPIRT_RUN=r1 \
+	    spirt-train --steps 1 -s s0 --peers peers --byzantine peer:nope
+	assert_equal "$stderr" 'spirt-train: --byzantine peer:nope: unknown or malformed attack "nope"'
+	[ ! -e s0 ]
+}
+
 @test "install: the Python package, where python3 finds it, and spirt-torch from there" {
 	# the tree's files, under $(PREFIX)/lib/python3.X/dist-packages
 	v=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')

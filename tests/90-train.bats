@@ -361,6 +361,16 @@ store_bytes() {
 	assert_line --partial 'model/mlp@3'
 }
 
+@test "the driver's clock and waits are spirt-run's: no wall clock, no fractional sleep" {
+	# every deadline on CLOCK_MONOTONIC (spirt-run -c, -w, -r), one
+	# budget a wait; POSIX sleep takes whole seconds only
+	run -1 grep -nE 'date \+%s|sleep [0-9]*\.[0-9]|sleep 0' "$SPIRT_ROOT/spirt-train"
+	run -0 grep -c 'spirt-run -c' "$SPIRT_ROOT/spirt-train"
+	# no timer subshell of the server's start, no timeout(1) around the
+	# evaluation (spirt-run runs it)
+	run -1 grep -nE 'tready|orphaned|timeout --' "$SPIRT_ROOT/spirt-train"
+}
+
 @test "a tool found neither beside spirt-train nor on PATH: 69, named, store untouched" {
 	# the script alone in a directory, no tool on PATH
 	mkdir alone

@@ -217,6 +217,8 @@ copy_tree() {
 			for f in spirt-*; do
 				[ -f "$f" ] && [ -x "$f" ] && echo "$f"
 			done
+			# (and what they read: spirt-train's evaluation part)
+			echo spirt-train-byzpeer.sh
 		} | while IFS= read -r f; do
 			[ -f "$f" ] && printf '%s\n' "$f"
 		done | tar -cf - -T -

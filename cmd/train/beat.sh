@@ -62,11 +62,11 @@ join_prepare() {
 		still=0
 		if [ "$jmargin" -eq 0 ]; then
 			b0=$best n0=$(now)
-			sleep "$(seconds $((beat * 1000000)))"
+			pause "$beat"
 			b1=$(newest_at "$src") || b1=$b0
 			[ -n "$b1" ] || b1=$b0
 			n1=$(now)
-			jmargin=$(( (b1 - b0) * (2 * beat + 500) * 1000000 /
+			jmargin=$(( (b1 - b0) * (2 * beat + 500) /
 			    (n1 - n0 + 1) + 2 ))
 			best=$b1
 			[ "$b1" -ne "$b0" ] || still=1
@@ -78,7 +78,7 @@ join_prepare() {
 		# (also when they made none since the last attempt, 2 s or
 		# more before)
 		[ "$best" != "${jprev:-}" ] ||
-		    [ $(($(now) - jprevt)) -lt 2000000000 ] || still=1
+		    [ $(($(now) - jprevt)) -lt 2000 ] || still=1
 		[ "$best" = "${jprev:-}" ] || jprev=$best jprevt=$(now)
 		[ "$still" -eq 0 ] || [ "$xh" -ne 0 ] || j=$best
 		[ "$j" -gt "$jlast" ] || [ "$still" -eq 1 ] || j=$((jlast + 1))
@@ -122,7 +122,7 @@ join_prepare() {
 join_fetch() {
 	cu=$(mktemp -d "${gdir:-${TMPDIR:-/tmp}}/catchup.XXXXXX") ||
 	    die 73 "joining: cannot make a directory in ${gdir:-${TMPDIR:-/tmp}}"
-	seen=$best pend=$(($(now) + deadline * 1000000)) i=0 rc=1
+	seen=$best pend=$(($(now) + deadline)) i=0 rc=1
 	while :; do
 		if spirt-store -s "$src" get -f "model/$model@$1" \
 		    >"$cu/m" 2>/dev/null; then
@@ -134,12 +134,12 @@ join_fetch() {
 		i=$((i + 1))
 		if [ $((i % 10)) -eq 0 ]; then
 			src_past "$1" && break
-			if [ "$(now)" -ge "$pend" ]; then
+			if spent "$pend"; then
 				rm -rf "$cu"
 				die 75 "joining: $srcid did not go on in $deadline ms (--deadline); rerun to retry"
 			fi
 		fi
-		sleep 0.05
+		pause 50
 	done
 	if [ "$rc" -ne 0 ]; then
 		rm -rf "$cu"
@@ -169,7 +169,7 @@ src_past() {
 	case $hstep in ''|*[!0-9]*) return 1 ;; esac
 	[ "$hstep" -lt $(($1 + xu)) ] || return 0
 	[ "$hstep" -eq "$seen" ] ||
-	    seen=$hstep pend=$(($(now) + deadline * 1000000))
+	    seen=$hstep pend=$(($(now) + deadline))
 	return 1
 }
 # join_check T: after the exchange of step T while joining: the round's

@@ -23,7 +23,7 @@ xstep() {
 		r=0
 		xstep1 "$@" || r=$?
 		[ "$r" -eq 2 ] || return "$r"
-		sleep "$(seconds $((beat * 1000000)))"
+		pause "$beat"
 	done
 }
 xall=

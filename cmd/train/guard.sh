@@ -3,25 +3,11 @@
 # its order, into one script
 # ---- the guard, and the cleanup of what the driver started ----
 work= srv= srvdir= guard= gfile= gdir=
-# guarded: the server's and the beaters' pids, for the guard
+# guarded: the server's and the beaters' pids, for the guard (and the
+# evaluation's second server, bsrv)
 guarded() {
 	[ -n "$gfile" ] || return 0
 	echo "${srv:-} ${bsrv:-} $beatpids" >"$gfile.tmp" && mv "$gfile.tmp" "$gfile"
-}
-# orphaned: true in a subshell of the driver (a timer) whose
-# driver is gone, killed outright (no trap ran): it is another process's
-# child now, and the pids it was to end may be others' by now (a pid is
-# reused once the kernel's pids wrap: 32768 of them on many machines).
-# The parent from /proc (the driver's pid cannot be reused while this
-# is its child); without /proc, whether $$ is there
-orphaned() {
-	_o=
-	read -r _o </proc/self/stat 2>/dev/null ||
-	    { ! kill -0 $$ 2>/dev/null; return; }
-	_o=${_o##*) }
-	# shellcheck disable=SC2086
-	set -- $_o
-	[ "$2" != "$$" ]
 }
 # guard_start: a driver killed outright (SIGKILL: no trap runs) leaves
 # no server or beater behind: the guard, once a second, ends them once
@@ -45,10 +31,7 @@ guard_start() {
 			sleep 1
 			[ "$_told" -eq 0 ] || continue
 			for _p in $(cat "$gfile" 2>/dev/null); do
-				_st=Z
-				[ ! -r "/proc/$_p/stat" ] ||
-				    read -r _ _ _st _ <"/proc/$_p/stat" 2>/dev/null
-				[ "$_st" = Z ] || continue
+				! alive "$_p" || continue
 				# (still listed: not one the driver replaced)
 				case " $(cat "$gfile" 2>/dev/null) " in
 				*" $_p "*) ;;
@@ -88,15 +71,12 @@ cleanup() {
 	work=
 	[ -z "$srv" ] || { kill -TERM "$srv" 2>/dev/null || :; wait "$srv" || :; }
 	srv=
-	[ -z "${bsrv:-}" ] || { kill -TERM "$bsrv" 2>/dev/null || :; wait "$bsrv" || :; }
-	bsrv=
+	[ -z "$bpeer" ] || byzpeer_cleanup
 	[ -z "$srvdir" ] || rm -rf "$srvdir"
 	srvdir=
 	[ -z "$gdir" ] || rm -rf "$gdir"
 	gdir=
 	beats_stop
-	[ -z "${bpid:-}" ] || kill "$bpid" 2>/dev/null || :
-	bpid=
 }
 trap 'cleanup' EXIT
 trap 'cleanup; trap - INT; kill -INT $$' INT
@@ -107,7 +87,7 @@ termed() {
 	if [ -n "$_d" ]; then
 		_w="spirt-beat"
 		[ "$_d" != "$srv" ] || _w="spirt-peer serve"
-		[ "$_d" != "$bsrv" ] || _w="spirt-peer serve of $bfork"
+		[ -z "$bpeer" ] || byzpeer_died "$_d"
 		cleanup
 		trap - EXIT
 		die 75 "this peer's $_w (pid $_d) died; rerun to resume"

@@ -4,62 +4,39 @@
 # ---- peers over HTTP: a peer whose own line is http://[ID@]host:port
 # serves its store there for the run (spirt-peer serve, with the same
 # SPIRT_KEY, SPIRT_TOKEN, SPIRT_GROUP, SPIRT_ALLOW as the exchange) ----
-# serve_ready: the address line of the server $srv, within --deadline:
-# a server that neither says it listens nor exits (a store it waits for,
-# a stopped process) is killed, and the run stops with 75
-# (the timer ends on the file "up", written once the read returns, not
-# on the TERM alone: dash drops a signal that reaches a subshell before
-# it has set its trap, 198 times in 200 when sent at once after the
-# fork; on a loaded machine the read can return that soon, and the
-# timer, deaf, killed a server that had said it listens: tests/56-failures,
-# "a peer back after the others' last step", 1 CI run in about 15;
-# and the TERM is sent only once the timer says its trap is set, the
-# file "tready": else a lost TERM kept
-# the driver waiting for the timer's next look at "up", up to 1 s)
+# serve_ready: the address line of the server $srv, within --deadline
+# (spirt-run -r: the wait is spirt-run's, on the monotonic clock; no
+# timer of the driver's): a server that neither says it listens nor
+# exits (a store it waits for, a stopped process) is killed, and the run
+# stops with 75
 serve_ready() {
-	rm -f "$srvdir/up" "$srvdir/tready"
-	(
-		trap 'exit 0' TERM
-		: >"$srvdir/tready"
-		s=$(((deadline + 999) / 1000))
-		while [ "$s" -gt 0 ]; do
-			sleep 1 & wait $! 2>/dev/null
-			[ ! -e "$srvdir/up" ] || exit 0
-			s=$((s - 1))
-			# (its driver killed outright: the server's pid may be
-			# another's by now)
-			! orphaned || exit 0
-		done
-		[ ! -e "$srvdir/up" ] || exit 0
-		echo late >"$srvdir/late"
-		kill -TERM "$srv" 2>/dev/null
-		sleep 2 & wait $! 2>/dev/null
-		! orphaned || exit 0
-		kill -KILL "$srv" 2>/dev/null
-	) </dev/null >/dev/null 2>&1 5<&- &
-	timer=$!
-	addr=
-	# (a read before the server's shell has opened the FIFO finds no
-	# writer there: end of file at once, the server alive: read again)
-	while ! read -r addr <&5 && [ -z "$addr" ] &&
-	    [ ! -e "$srvdir/late" ] && alive "$srv"; do
-		sleep 0.05
+	_e=$(($(now) + deadline))
+	while :; do
+		rc=0
+		addr=$(spirt-run -r -u "$_e" <&5) || rc=$?
+		# (66, the end of the input: the server ended, or its shell
+		# has not opened the FIFO yet (no writer there): the server
+		# alive, read again)
+		[ "$rc" -eq 66 ] && alive "$srv" || break
+		pause 50 "$_e" || { rc=75; break; }
 	done
 	exec 5<&-
-	: >"$srvdir/up"
-	while [ ! -e "$srvdir/tready" ] && alive "$timer"; do
-		sleep 0.01
-	done
-	kill -TERM "$timer" 2>/dev/null || :
-	wait "$timer" 2>/dev/null || :
-	[ -n "$addr" ] && [ ! -e "$srvdir/late" ] && return 0
+	[ "$rc" -ne 0 ] || return 0
+	if [ "$rc" -eq 75 ]; then
+		# (2 s to end, then killed: a stopped one ends on no TERM)
+		kill -TERM "$srv" 2>/dev/null || :
+		_e=$(($(now) + 2000))
+		while alive "$srv" && pause 50 "$_e"; do :; done
+		kill -KILL "$srv" 2>/dev/null || :
+		wait "$srv" 2>/dev/null || :
+		srv=
+		die 75 "--peers $peers: spirt-peer serve did not say it listens on $listen within $deadline ms (--deadline)"
+	fi
 	wait "$srv" 2>/dev/null || :
 	srv=
-	[ ! -e "$srvdir/late" ] ||
-		die 75 "--peers $peers: spirt-peer serve did not say it listens on $listen within $deadline ms (--deadline)"
 	# (the same command run again at once: the server of the run
 	# before, whose driver was killed, may hold the port a moment yet)
-	[ "$(now)" -ge "$send" ] || return 1
+	spent "$send" || return 1
 	die 69 "--peers $peers: cannot serve $store on $listen"
 }
 # serve_start: spirt-peer serve for the run, asked again for --deadline
@@ -70,7 +47,7 @@ serve_start() {
 	# --deadline of 5 s run out, 69)
 	_sd=$deadline
 	[ "$_sd" -ge 10000 ] || _sd=10000
-	send=$(($(now) + _sd * 1000000))
+	send=$(($(now) + _sd))
 	while :; do
 		# (not through run: $! must be the server itself)
 		[ "$verbose" -eq 0 ] ||
@@ -95,31 +72,8 @@ serve_start() {
 		# (listed for the guard once it listens: one that cannot,
 		# and exits, is no death)
 		serve_ready && { guarded; return 0; }
-		sleep 0.2
+		pause 200
 	done
-}
-
-# fork_serve: --byzantine peer:equivocate@HOST:PORT:A (evaluation
-# only): the other story's store, STORE.fork (made at once, with the
-# model it starts from, so that it can be served from the first step),
-# served at HOST:PORT by a second spirt-peer serve under this peer's
-# identity, as serve_start serves the store (its own FIFO; the guard
-# ends it with the driver, and the run when it dies)
-fork_serve() {
-	if [ ! -d "$bfork" ]; then
-		rm -rf "$bfork.tmp"
-		spirt-store get "model/$model@$last" >"$store.byz-model.rec" &&
-		    spirt-store -s "$bfork.tmp" put "model/$model@$last" \
-		    "$store.byz-model.rec" && mv "$bfork.tmp" "$bfork" ||
-		    die 74 "$bfork: could not make the other story's store"
-	fi
-	_s=$srv _st=$store _l=$listen _sdir=$srvdir
-	store=$bfork listen=$bflisten srvdir=$gdir/fork
-	mkdir "$srvdir" && mkfifo "$srvdir/ready" ||
-	    die 73 "cannot make $srvdir"
-	serve_start
-	bsrv=$srv srv=$_s store=$_st listen=$_l srvdir=$_sdir
-	guarded
 }
 
 # urls: the other peers' http:// URLs
@@ -137,7 +91,7 @@ if [ -n "$peers" ]; then
 		mkdir "$srvdir" && mkfifo "$srvdir/ready" ||
 		    die 73 "cannot make $srvdir"
 		serve_start
-		[ -z "$bflisten" ] || fork_serve
+		[ -z "$bpeer" ] || byzpeer_serve
 		;;
 	esac
 fi

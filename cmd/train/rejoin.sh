@@ -46,7 +46,7 @@ newest_at() {
 # of them answers, at most --deadline: a link that just came back may
 # take a moment)
 peers_newest() {
-	best= src= srcid= cend=$(($(now) + deadline * 1000000))
+	best= src= srcid= cend=$(($(now) + deadline))
 	while :; do
 		answered=0
 		while read -r id u; do
@@ -59,9 +59,9 @@ peers_newest() {
 		done <<EOF
 $(other_peers)
 EOF
-		[ "$answered" -eq 0 ] && [ "$last" -gt 0 ] &&
-		    [ "$(now)" -lt "$cend" ] || break
-		sleep 1
+		[ "$answered" -eq 0 ] && [ "$last" -gt 0 ] && ! spent "$cend" ||
+		    break
+		pause 1000
 	done
 }
 # behind: at the start, with --beat, this peer joins the others if one

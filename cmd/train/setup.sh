@@ -44,9 +44,21 @@ command -v "$w1" >/dev/null 2>&1 ||
 fnword "$fnopt" "$fncmd"
 [ -n "${SPIRT_FANOUT-}" ] || command -v "$w1" >/dev/null 2>&1 ||
 	die 69 "$fnopt $fncmd: $w1: not found beside $PROG ($here) or on PATH"
-# --byzantine peer:ATTACK (evaluation only): this whole peer lies
+# --byzantine peer:ATTACK (evaluation only): this whole peer lies.  Its
+# code is not the driver's: the evaluation part spirt-train-byzpeer.sh
+# (cmd/train-byz/peer.sh), beside this script (a build tree) or in
+# ../libexec/spirt (installed), read only now
 bpeer=
-case $byz in peer:*) bpeer=${byz#peer:}; byzpeer_check ;; esac
+case $byz in
+peer:*)
+	_b=$here/spirt-train-byzpeer.sh
+	[ -r "$_b" ] || _b=$here/../libexec/spirt/spirt-train-byzpeer.sh
+	[ -r "$_b" ] || die 69 "--byzantine $byz: spirt-train-byzpeer.sh: not found beside $PROG ($here) or in $here/../libexec/spirt"
+	# shellcheck disable=SC1090
+	. "$_b"
+	bpeer=${byz#peer:}
+	byzpeer_check ;;
+esac
 # --byzantine LIST:ATTACK (evaluation only): the malicious functions, and
 # spirt-attack's attack or labelflip; asked of spirt-attack, which parses
 # attacks, before any work (an empty input after a good attack is 65)
@@ -142,9 +154,15 @@ run() {         # run CMD...: echo it with -v, then run it
 	[ "$verbose" -eq 0 ] || printf '+ %s\n' "$*" >&2
 	"$@"
 }
-now() { date +%s%N; }    # nanoseconds since the epoch
-# seconds NS: NS nanoseconds as seconds with 3 decimals (sh has integers)
-seconds() { printf '%d.%03d' $(($1 / 1000000000)) $(($1 % 1000000000 / 1000000)); }
+# The clock and the waits are spirt-run's (spirt-run(1)), on
+# CLOCK_MONOTONIC, in ms: a wait's budget ends at END, now() plus the
+# budget (--deadline), taken once; pause MS [END] waits MS, no longer
+# than END, and is 75 once END is there; spent END: END is there
+now() { spirt-run -c; }
+pause() { spirt-run -w "$1" ${2:+-u "$2"}; }
+spent() { ! spirt-run -w 0 -u "$1"; }
+# seconds MS: MS milliseconds as seconds with 3 decimals (sh has integers)
+seconds() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
 tty=0
 say() {         # a message line; on a terminal, first clear the progress bar
 	[ "$quiet" -eq 0 ] || return 0

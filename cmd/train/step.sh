@@ -91,11 +91,7 @@ back() {
 exchange() {
 	{ [ -n "$xch" ] && [ "$xh" -eq 0 ]; } || return 0
 	if [ -n "$bpeer" ]; then
-		# a Byzantine peer (evaluation only) goes on whatever its round
-		# said: a cold round each step, its exit code no matter
-		byzpeer_publish "$1"
-		run $xch $xsrc -t "$1" || :
-		byzpeer_after "$1"
+		byzpeer_exchange "$1"   # (evaluation only)
 	else
 		# (a joining peer whose round failed joins again further on:
 		# the step is not applied)
@@ -180,18 +176,27 @@ step() {
 }
 
 # evaluate T: test loss and accuracy of model@T, logged.  The evaluation
-# function ($evcmd, words split, never globbed) has --deadline to end; its
-# answer must hold loss=L and accuracy=A lines (A from 0 to 1), or the
-# training stops with 75 (spirt-function(7))
+# function ($evcmd, words split, never globbed) is run by spirt-run (run
+# ev: --deadline to end, or killed, late); its answer must hold loss=L
+# and accuracy=A lines (A from 0 to 1), or the training stops with 75
+# (spirt-function(7))
 evaluate() {
-	rc=0
-	set -f
-	e=$(timeout --foreground -s KILL "$(seconds $((deadline * 1000000)))" $evcmd -q -m "$model" \
-	    -t "$1") || rc=$?
-	set +f
-	[ "$rc" -ne 137 ] || die 75 "step $1: $evcmd: no answer within --deadline $deadline ms; rerun to resume"
-	[ "$rc" -eq 0 ] || die 75 "step $1: $evcmd exited with status $rc; rerun to resume"
-	e=$(printf '%s\n' "$e" | awk -F= -v tg="$target" '
+	echo "run ev $evcmd -q -m $model -t $1" >&3
+	e=
+	while :; do
+		read -r ack <&9 || die 70 "spirt-run went away"
+		case $ack in
+		"answer ev "*) e="$e${ack#answer ev }
+" ;;
+		"died ev "*status=0) break ;;
+		"died ev "*status=*) die 75 "step $1: $evcmd exited with status ${ack##*=}; rerun to resume" ;;
+		"died ev "*signal=*) die 75 "step $1: $evcmd exited with status $((128 + ${ack##*=})); rerun to resume" ;;
+		"late ev "*) die 75 "step $1: $evcmd: no answer within --deadline $deadline ms; rerun to resume" ;;
+		"refused "*" ev: "*) die 75 "step $1: $evcmd: ${ack##*: }; rerun to resume" ;;
+		*) aside "step $1" ;;
+		esac
+	done
+	e=$(printf '%s' "$e" | awk -F= -v tg="$target" '
 		function num(x) {
 			return x ~ /^-?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/
 		}
@@ -218,10 +223,10 @@ what="rule $rule"
 [ -n "$prule" ] && [ "$prule" = mean ] || what="$what, across peers $prule"
 [ -z "$bpeer" ] || what="$what, byzantine peer: $bpeer (evaluation only)"
 say "training $model ($spec) in $store: steps $last..$stop of $total, $fns functions x batch $batch, $opt lr $lr, $what"
-# the clock in ns: the log's seconds go on from t0; evaluations are left
+# the clock in ms: the log's seconds go on from t0; evaluations are left
 # out; shell arithmetic only, since every process here costs a millisecond
-t0=$(awk -v s="$t0" 'BEGIN { printf "%.0f", s * 1e9 }')
-start=$(now) evalns=0 loss=- acc=0 lastp=$start aggloss=- reached=0
+t0=$(awk -v s="$t0" 'BEGIN { printf "%.0f", s * 1e3 }')
+start=$(now) evalms=0 loss=- acc=0 lastp=$start aggloss=- reached=0
 # progress and log every tick steps; the spent gradients go at every step
 # (spirt-agg -P), old model versions too (spirt-update --keep)
 tick=10
@@ -251,13 +256,13 @@ while [ "$t" -lt "$stop" ]; do
 	else
 		loss=$aggloss
 	fi
-	c=$((t0 + n - start - evalns))
-	clock=$(seconds "$c") ep=$(seconds $((t * 1000000000 / spe)))
+	c=$((t0 + n - start - evalms))
+	clock=$(seconds "$c") ep=$(seconds $((t * 1000 / spe)))
 	# every 2 s a progress line (a bar on a terminal)
-	if [ "$quiet" -eq 0 ] && [ $((n - lastp)) -ge 2000000000 ]; then
+	if [ "$quiet" -eq 0 ] && [ $((n - lastp)) -ge 2000 ]; then
 		lastp=$n
 		awk -v t="$t" -v T="$stop" -v e="$spe" -v l="$loss" \
-		    -v r="$(( (t - last) * batch * fns * 1000 / ((c - t0) / 1000000 + 1) ))" \
+		    -v r="$(( (t - last) * batch * fns * 1000 / (c - t0 + 1) ))" \
 		    -v tty="$tty" 'BEGIN {
 			line = sprintf("epoch %.2f step %d/%d loss %s %.0f samples/s",
 			    t / e, t, T, l, r)
@@ -276,7 +281,7 @@ while [ "$t" -lt "$stop" ]; do
 		continue
 	fi
 	evaluate "$t"
-	evalns=$((evalns + $(now) - n))
+	evalms=$((evalms + $(now) - n))
 	if [ "$reached" -eq 1 ]; then
 		say "reached accuracy $acc >= $target at step $t, ${clock}s"
 		break
@@ -294,14 +299,13 @@ done
 # no one to catch up from.  A member that does not come back costs that
 # wait, as one that does not answer does without --beat.
 if [ -n "$srv" ] && [ "$t" -gt 0 ]; then
-	end=$(($(now) + deadline * 1000000))
+	end=$(($(now) + deadline))
 	if [ "$beat" -gt 0 ]; then
-		while [ "$(now)" -lt "$end" ] &&
-		    spirt-beat ls 2>/dev/null | awk -F'\t' -v me="$self" \
+		while spirt-beat ls 2>/dev/null | awk -F'\t' -v me="$self" \
 		    -v t="$t" '$1 != me && $2 == "peer" && ($3 == "joining" ||
 			$5 == "-" || $5 + 0 < t) { b = 1 }
 			END { exit !b }'; do
-			sleep 0.2
+			pause 200 "$end" || break
 		done
 	elif [ -n "$lastx" ]; then
 		# (69: no server there any more: that peer ended, having
@@ -314,8 +318,7 @@ if [ -n "$srv" ] && [ "$t" -gt 0 ]; then
 				SPIRT_TIMEOUT=2s spirt-store -q -s "$u" get -f \
 				    "gagg/$lastx" >/dev/null 2>&1 || rc=$?
 				{ [ "$rc" -ne 0 ] && [ "$rc" -ne 69 ]; } || break
-				[ "$(now)" -lt "$end" ] || break
-				sleep 0.1
+				pause 100 "$end" || break
 			done
 		done
 	fi
