@@ -322,7 +322,7 @@ class Store:
         self.env = dict(os.environ)
         # SPIRT_PARENT is ours: spirt-store would watch our parent
         self.env.pop("SPIRT_PARENT", None)
-        self.verbose = o.verbose
+        self.verbose, self.quiet = o.verbose, o.quiet
         self.pipe = None
 
     def start(self, *args, stdin=None):
@@ -355,6 +355,13 @@ class Store:
     def ask(self, line, *data):
         """Send one request to the pipe (started if need be): line, then
         the bytes of data (a put's record)."""
+        if self.pipe is not None and self.pipe.poll() is not None:
+            code = self.pipe.returncode     # it ended between requests
+            self.close()
+            if not self.quiet:
+                warn("spirt-store pipe: %s; another started" % (
+                    "exited %d" % code if code >= 0 else
+                    "killed by signal %d" % -code))
         if self.pipe is None:
             self.pipe = self.start("pipe", stdin=subprocess.PIPE)
         try:
@@ -399,7 +406,7 @@ class Store:
         code = p.wait()
         if line:
             raise Fail(EX_SOFTWARE, "spirt-store pipe: answer \"%s\": not "
-                       "\"code length\"" % shown(line))
+                       "\"code length\"" % shown(line.rstrip(b"\n")))
         if 0 < code < 126:
             raise Fail(code, None)      # it said why on stderr
         raise Fail(EX_UNAVAILABLE, "spirt-store pipe: %s" % (
@@ -526,7 +533,11 @@ def grad_one(o, net, store, step, worker):
     try:
         mdata = store.answer()
     except Fail as e:
-        store.answer()      # the batch's, not to leave it in the pipe
+        try:                # the batch's, not to leave it in the pipe
+            if store.pipe is not None:
+                store.answer()
+        except Fail:
+            pass
         raise e
     bdata = store.answer()
     m = records(mdata, key)
