@@ -10,6 +10,10 @@ records into and out of NumPy:
 
     spirt_tensor.write_record(sys.stdout.buffer, numpy.ones(3, "f4"), step=7)
 
+decode(buf, at) reads a record from memory without a copy (its array a
+view of buf), encode_parts() gives a record's header, payload (a view of
+the array) and trailer to write one after the other.
+
 Checksums are verified when the xxhash module (Debian: python3-xxhash) is
 installed; without it records are still parsed, not verified.
 """
@@ -105,27 +109,25 @@ def decode(buf, at=0):
                   revision), p0 + plen + 16
 
 
-def _readinto(f, view, what):
-    while view:
-        n = f.readinto(view)
-        if not n:
-            raise RecordError("truncated record (%s)" % what)
-        view = view[n:]
+def _read(f, n, what):
+    b = f.read(n)
+    if len(b) != n:
+        raise RecordError("truncated record (%s)" % what)
+    return b
 
 
 def read_record(f):
-    """Next record from binary file f, or None at a clean end of stream."""
+    """Next record from binary file f (anything with read(n)), or None at
+    a clean end of stream."""
     fixed = f.read(FIXED.size)
     if not fixed:
         return None
     v = _fixed(fixed, 0)
     hlen, plen = v[4], v[12]
-    buf = bytearray(hlen + plen + 16)
-    buf[:FIXED.size] = fixed
-    mv = memoryview(buf)
-    _readinto(f, mv[FIXED.size:hlen], "header")
-    _readinto(f, mv[hlen:hlen + plen], "payload")
-    _readinto(f, mv[hlen + plen:], "trailer")
+    buf = bytearray(fixed)
+    buf += _read(f, hlen - FIXED.size, "header")
+    buf += _read(f, plen, "payload")
+    buf += _read(f, 16, "trailer")
     return decode(buf)[0]
 
 
@@ -172,9 +174,10 @@ def encode_parts(array, name="", step=None, origin=None, samples=0,
     return header, payload, trailer
 
 
-def encode(array, **meta):
-    """The bytes of one record holding array (C order, little-endian)."""
-    return b"".join(encode_parts(array, **meta))
+def encode(array, *args, **meta):
+    """The bytes of one record holding array (C order, little-endian);
+    the arguments are encode_parts'."""
+    return b"".join(encode_parts(array, *args, **meta))
 
 
 def write_record(f, array, **meta):

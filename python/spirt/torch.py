@@ -397,13 +397,7 @@ class Store:
     def lost(self, line=b""):
         """The pipe ended or said what it cannot: gone, reported; the next
         request starts another."""
-        p, self.pipe = self.pipe, None
-        try:
-            p.stdin.close()
-        except OSError:
-            pass
-        p.kill()
-        code = p.wait()
+        code = self.close(kill=True)
         if line:
             raise Fail(EX_SOFTWARE, "spirt-store pipe: answer \"%s\": not "
                        "\"code length\"" % shown(line.rstrip(b"\n")))
@@ -412,14 +406,19 @@ class Store:
         raise Fail(EX_UNAVAILABLE, "spirt-store pipe: %s" % (
             "ended" if code == 0 else "killed by signal %d" % -code))
 
-    def close(self):
-        if self.pipe is not None:
-            p, self.pipe = self.pipe, None
-            try:
-                p.stdin.close()
-            except OSError:
-                pass
-            p.wait()
+    def close(self, kill=False):
+        """End the pipe: its stdin closed (and killed, with kill); its
+        exit code (-signal), None if there is no pipe."""
+        p, self.pipe = self.pipe, None
+        if p is None:
+            return None
+        try:
+            p.stdin.close()
+        except OSError:
+            pass
+        if kill:
+            p.kill()
+        return p.wait()
 
 
 def records(data, what):
