@@ -4,6 +4,8 @@
 # batch, one thread each, and its cold start (docs/performance.md,
 # "A PyTorch module as a function").
 #   sh bench/adapter.sh [rounds] [steps]       (after make all)
+# BEFORE=rev: the adapter of that git revision (its python/) runs beside
+# this tree's in the same rounds (the same spirt-store, this tree's).
 set -e
 cd "$(dirname "$0")/.."
 . bench/cpu.sh
@@ -19,6 +21,11 @@ sed -n '/^import torch$/,/^    return Res()$/p' man/spirt-torch.1 |
 spirt-shard -q -s "$d/s" -n 4 "$FMNIST/train-images-idx3-ubyte.gz" \
     "$FMNIST/train-labels-idx1-ubyte.gz"
 spirt-torch init -q -s "$d/s" -m res --module "$d/res.py"
+if [ -n "${BEFORE:-}" ]; then
+	mkdir "$d/before"
+	git archive "$BEFORE" python contrib/python | tar -x -C "$d/before"
+fi
 for b in 32 64 256; do
-	$PY bench/adapter.py "$d/s" "$d/res.py" res $b "${1:-5}" "${2:-20}"
+	$PY bench/adapter.py "$d/s" "$d/res.py" res $b "${1:-5}" "${2:-20}" \
+	    ${BEFORE:+"$d/before/python"}
 done

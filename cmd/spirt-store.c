@@ -1,5 +1,5 @@
 /* spirt-store.c - list, show, get, put, delete, export, import tensors;
- * serve a worker's minibatch */
+ * serve a worker's minibatch; answer get, batch and put over a pipe */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -14,6 +14,7 @@
 #include "model.h"
 #include "npy.h"
 #include "opt.h"
+#include "parse.h"
 #include "store.h"
 #include "tensor.h"
 #include "tool.h"
@@ -63,6 +64,7 @@ static const struct optset cli = {
 	"       spirt-store [-s store] stat\n"
 	"       spirt-store [-s store] batch [-f] [-b batch] [-d dataset]\n"
 	"                   [-o prefix] [-S seed] [-w worker] [--npy] -t step\n"
+	"       spirt-store [-s store] pipe [-f]\n"
 	"       spirt-store inspect [file ...]\n",
 	NULL, NULL, 21, 1, opts, NULL
 };
@@ -581,6 +583,202 @@ batch_txn(struct spirt_txn *txn, int argc, char **argv, const char **act)
 static int batch_run(struct spirt_store *s, int c, char **v, const char **a)
 { return read_run(s, c, v, a, batch_txn); }
 
+/*
+ * ---- pipe: get, batch and put as requests on stdin, over one open store ----
+ *
+ * A warm function's store connection (spirt-torch(1)): no process to start
+ * and no store to open a request.  A request is a line; an answer is the
+ * line "code length" then length bytes (records), code 0 or spirt(7)'s
+ * exit code, a failure's message on stderr.  Each request is its own
+ * transaction: a read sees the store as it is then.
+ */
+
+#define PIPE_LINE 1024          /* a request line's bytes, LF included */
+
+static int
+answer(int code, size_t len)
+{
+	char l[48];
+	int n = snprintf(l, sizeof l, "%d %zu\n", code, len);
+
+	return spirt_writeall(1, l, (size_t)n);
+}
+
+/* a refused request: its message, its code, no bytes */
+static int
+refuse(int rc, const char *act)
+{
+	warnrc(rc, "%s", act);
+	return answer(spirt_exit(rc), 0);
+}
+
+static int
+pipe_get(struct spirt_store *s, const char *key)
+{
+	struct spirt_txn *txn;
+	struct spirt_tensor t;
+	const void *rec, *pl;
+	size_t len;
+	int rc;
+
+	if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)))
+		return refuse(rc, spirt_store_location(s));
+	if ((rc = spirt_store_get_tensor(txn, key, &t, &pl, 1)) ||
+	    (rc = spirt_store_get(txn, key, &rec, &len))) {
+		spirt_txn_abort(txn);
+		return refuse(rc, key);
+	}
+	if ((rc = answer(0, len)) == 0)
+		rc = spirt_writeall(1, rec, len);
+	spirt_txn_abort(txn);
+	return rc;
+}
+
+/* "batch step worker batch seed dataset" */
+static int
+pipe_batch(struct spirt_store *s, char **w)
+{
+	struct spirt_txn *txn;
+	uint64_t v[4], max[4] = { UINT64_MAX - 1, UINT32_MAX - 1, 1 << 20,
+	    UINT64_MAX };
+	static const char *what[4] = { "step", "worker", "batch", "seed" };
+	int rc;
+
+	for (int i = 0; i < 4; i++)
+		if ((rc = spirt_parse_u64(&v[i], w[i], i == 2, max[i]))) {
+			warnx_("pipe: batch: %s \"%.40s\": not a number in "
+			    "%d..%llu", what[i], w[i], i == 2,
+			    (unsigned long long)max[i]);
+			return answer(SPIRT_EX_USAGE, 0);
+		}
+	if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)))
+		return refuse(rc, spirt_store_location(s));
+	spirt_batch_data_free(&bdata);
+	rc = spirt_batch_read(&bsel, &bdata, txn, w[4], v[1], v[0], v[2],
+	    v[3]);
+	spirt_txn_abort(txn);
+	if (rc)
+		return refuse(rc, bsel.msg[0] ? bsel.msg : w[4]);
+	if ((rc = answer(0, spirt_tensor_reclen(&bdata.tx) +
+	    spirt_tensor_reclen(&bdata.ty))) ||
+	    (rc = spirt_tensor_write(1, &bdata.tx, bdata.x)))
+		return rc;
+	return spirt_tensor_write(1, &bdata.ty, bdata.y);
+}
+
+/* "put key length", then length bytes: one record, read whole first */
+static int
+pipe_put(struct spirt_store *s, FILE *f, const char *key, const char *n,
+    int *end)
+{
+	uint64_t len;
+	size_t got;
+	void *buf;
+	int rc;
+
+	if (spirt_parse_u64(&len, n, 0, (uint64_t)1 << 40)) {
+		warnx_("pipe: put %s: length \"%.40s\": not a number in "
+		    "0..%llu", key, n, (unsigned long long)1 << 40);
+		*end = SPIRT_EINVAL;    /* where the next request starts? */
+		return answer(SPIRT_EX_USAGE, 0);
+	}
+	if ((buf = malloc(len ? len : 1)) == NULL) {
+		*end = ENOMEM;          /* its bytes are not read */
+		return refuse(ENOMEM, key);
+	}
+	if ((got = fread(buf, 1, len, f)) != len) {
+		free(buf);
+		*end = ferror(f) ? EIO : SPIRT_ETRUNC;
+		return refuse(*end, key);
+	}
+	if ((rc = spirt_tensor_decode(&in.t, &in.pl, buf, len, 1)) == 0)
+		rc = spirt_store_write(s, put_txn, (void *)key);
+	free(buf);
+	return rc ? refuse(rc, key) : answer(0, 0);
+}
+
+/* one request line (no LF), split in place at its spaces */
+static int
+pipe_request(struct spirt_store *s, FILE *f, char *line, int *end)
+{
+	char *w[8];
+	int n = 0, get, put;
+
+	for (char *p = line; n < 8; n++) {
+		w[n] = p;
+		if ((p = strchr(p, ' ')) == NULL) {
+			n++;
+			break;
+		}
+		*p++ = '\0';
+	}
+	get = n == 2 && !strcmp(w[0], "get");
+	put = n == 3 && !strcmp(w[0], "put");
+	if (n == 6 && !strcmp(w[0], "batch"))
+		return pipe_batch(s, w + 1);
+	if (!get && !put) {
+		warnx_("pipe: \"%.40s\": expected get key, put key length or "
+		    "batch step worker batch seed dataset", w[0]);
+		if (!strcmp(w[0], "put"))       /* bytes may follow */
+			*end = SPIRT_EINVAL;
+		return answer(SPIRT_EX_USAGE, 0);
+	}
+	if (spirt_key_check(w[1])) {
+		warnx_("pipe: %s: invalid key \"%.40s\"", w[0], w[1]);
+		if (put)
+			*end = SPIRT_EINVAL;
+		return answer(SPIRT_EX_USAGE, 0);
+	}
+	return get ? pipe_get(s, w[1]) : pipe_put(s, f, w[1], w[2], end);
+}
+
+/*
+ * Requests until the end of stdin: 0 then, whatever the answers' codes.
+ * A put whose bytes cannot be read, or found, ends it with its code.
+ */
+static int
+pipe_run(struct spirt_store *s, int argc, char **argv, const char **act)
+{
+	char line[PIPE_LINE + 1];
+	int end = 0, rc = 0;
+
+	(void)argc;
+	(void)argv;
+	if (!o.force && isterm(1))
+		die(SPIRT_EX_USAGE, "stdout is a terminal; use -f to force");
+	*act = "stdout";
+	while (!end && rc == 0 && fgets(line, sizeof line, stdin)) {
+		size_t len = strlen(line);
+
+		if (len == 0 || line[len - 1] != '\n') {
+			int c = 0;
+
+			if (len < PIPE_LINE) {  /* the input's last bytes */
+				warnx_("pipe: no newline at the end of input");
+				rc = answer(SPIRT_EX_USAGE, 0);
+				break;
+			}
+			while ((c = getchar()) != EOF && c != '\n')
+				;
+			warnx_("pipe: request longer than %d bytes",
+			    PIPE_LINE - 1);
+			rc = answer(SPIRT_EX_USAGE, 0);
+			continue;
+		}
+		line[len - 1] = '\0';
+		rc = pipe_request(s, stdin, line, &end);
+	}
+	if (rc == 0 && end) {
+		*act = NULL;    /* said with the refusal */
+		return end;
+	}
+	if (rc == 0 && ferror(stdin)) {
+		*act = "stdin";
+		return EIO;
+	}
+	return rc;
+}
+
 /* prune: <prefix><n> and <prefix><n>/... with n below -t, one txn */
 static int
 prune_txn(struct spirt_txn *txn, void *arg)
@@ -658,6 +856,7 @@ static const struct cmd {
 	{ "inspect", 0, ANY, 0, NOSTORE, NULL, NULL },
 	{ "ls", 0, 1, 0, SPIRT_STORE_RDONLY, NULL, ls_run },
 	{ "persist", 0, ANY, 0, 0, NULL, persist_run },
+	{ "pipe", 0, 0, 0, 0, NULL, pipe_run },
 	{ "prune", 1, ANY, 0, 0, prune_prep, prune_run },
 	{ "put", 1, 2, 1, SPIRT_STORE_CREATE, put_prep, put_run },
 	{ "rm", 1, ANY, ANY, 0, NULL, rm_run },

@@ -205,6 +205,47 @@ assert (v.detach().numpy() == load("m0.rec")["a"]).all()'
 	[[ "$stderr" == *'spirt-grad: stdin:1: "0x": junk after the step' ]]
 }
 
+@test "spirt-torch grad -i: one spirt-store pipe answers every request; one killed is replaced, one answering junk is 70" {
+	spirt-torch init -q -m r --module net.py
+	run -0 --separate-stderr spirt-torch grad -i -v -m r --module net.py \
+	    -b 16 < <(printf '0 0\n0 1\n0 0\n')
+	[ "${#lines[@]}" -eq 3 ]
+	[ "$(grep -c '^spirt-torch: + spirt-store' <<<"$stderr")" -eq 1 ]
+	[[ "$stderr" == *'spirt-torch: + spirt-store pipe'* ]]
+	spirt-store get grad/0/1 >first.rec
+	spirt-store rm grad/0/1
+	# its pipe killed between two requests: the next starts another
+	mkfifo in
+	spirt-torch grad -i -m r --module net.py -b 16 <in >out 2>err &
+	w=$!
+	exec 5>in
+	echo "0 0" >&5
+	for ((i = 0; i < 600; i++)); do [ -s out ] && break; sleep 0.1; done
+	p=$(cat /proc/"$w"/task/*/children)
+	[ -n "$p" ]
+	kill -KILL "$p"
+	for ((i = 0; i < 100; i++)); do
+		[[ "$(cat /proc/"$p"/stat 2>/dev/null)" != *") Z "* ]] || break
+		sleep 0.1
+	done
+	echo "0 1" >&5
+	exec 5>&-
+	wait "$w"
+	run -0 cat out
+	assert_line --index 1 --regexp '^step=0 worker=1 samples=16 loss='
+	run -0 cat err
+	assert_output "spirt-torch: spirt-store pipe: killed by signal 9; another started"
+	spirt-store get grad/0/1 | cmp - first.rec
+	# a spirt-store whose pipe answers junk
+	mkdir fake
+	printf '#!/bin/sh\nread l\necho junk\ncat >/dev/null\n' >fake/spirt-store
+	chmod +x fake/spirt-store
+	run -70 --separate-stderr env PATH="$PWD/fake:$PATH" spirt-torch grad \
+	    -m r --module net.py -t 0 -b 16 -o x.rec
+	assert_equal "$stderr" 'spirt-torch: spirt-store pipe: answer "junk": not "code length"'
+	[ ! -e x.rec ]
+}
+
 @test "spirt-torch: spirt-agg and spirt-update train the module on its records, the loss going down" {
 	spirt-torch init -q -m r --module net.py
 	run -0 spirt-torch eval -m r --module net.py -t 0

@@ -10,6 +10,10 @@ records into and out of NumPy:
 
     spirt_tensor.write_record(sys.stdout.buffer, numpy.ones(3, "f4"), step=7)
 
+decode(buf, at) reads a record from memory without a copy (its array a
+view of buf), encode_parts() gives a record's header, payload (a view of
+the array) and trailer to write one after the other.
+
 Checksums are verified when the xxhash module (Debian: python3-xxhash) is
 installed; without it records are still parsed, not verified.
 """
@@ -52,22 +56,13 @@ class RecordError(ValueError):
     pass
 
 
-def _read(f, n, what):
-    b = f.read(n)
-    if len(b) != n:
-        raise RecordError("truncated record (%s)" % what)
-    return b
-
-
-def read_record(f):
-    """Next record from binary file f, or None at a clean end of stream."""
-    fixed = f.read(FIXED.size)
-    if not fixed:
-        return None
-    if len(fixed) < FIXED.size:
+def _fixed(buf, at):
+    """The fixed header's fields at buf[at:], checked; the header's
+    length at the end."""
+    if len(buf) - at < FIXED.size:
         raise RecordError("truncated record (header)")
-    (magic, ver, dtype, rank, hlen, nlen, flags, step, samples, loss,
-     origin, count, plen) = FIXED.unpack(fixed)
+    v = FIXED.unpack_from(buf, at)
+    magic, ver, dtype, rank, hlen, nlen, flags = v[:7]
     if magic != MAGIC:
         raise RecordError("bad magic")
     if ver not in (VERSION, VERSION2):
@@ -77,25 +72,63 @@ def read_record(f):
     extra = 8 if flags & TF_REVISION else 0
     if hlen != FIXED.size + 8 * rank + nlen + (-nlen) % 8 + extra + 8:
         raise RecordError("corrupt record header (length)")
-    rest = _read(f, hlen - FIXED.size, "header")
-    header = fixed + rest
-    hsum = struct.unpack("<Q", header[-8:])[0]
+    return v
+
+
+def decode(buf, at=0):
+    """(record, the offset after it) of the record at buf[at:], any
+    bytes-like object.  Zero-copy: the record's array is a view of buf,
+    writable when buf is (a bytearray)."""
+    (magic, ver, dtype, rank, hlen, nlen, flags, step, samples, loss,
+     origin, count, plen) = _fixed(buf, at)
+    mv = memoryview(buf).cast("B")
+    p0 = at + hlen
+    for end, what in ((p0, "header"), (p0 + plen, "payload"),
+                      (p0 + plen + 16, "trailer")):
+        if end > len(mv):
+            raise RecordError("truncated record (%s)" % what)
+    header = mv[at:p0]
+    hsum = struct.unpack_from("<Q", header, hlen - 8)[0]
     if xxhash and xxhash.xxh3_64_intdigest(header[:-8]) != hsum:
         raise RecordError("corrupt record header")
-    dims = struct.unpack("<%dQ" % rank, rest[:8 * rank])
-    name = rest[8 * rank:8 * rank + nlen].decode()
-    revision = struct.unpack("<Q", header[-16:-8])[0] if extra else None
-    payload = _read(f, plen, "payload")
-    trailer = _read(f, 16, "trailer")
+    dims = struct.unpack_from("<%dQ" % rank, header, FIXED.size)
+    o = FIXED.size + 8 * rank
+    name = bytes(header[o:o + nlen]).decode()
+    revision = struct.unpack_from("<Q", header, hlen - 16)[0] \
+        if flags & TF_REVISION else None
+    payload = mv[p0:p0 + plen]
+    trailer = mv[p0 + plen:p0 + plen + 16]
     if trailer[:4] != ENDMAGIC:
         raise RecordError("torn or interleaved record")
     if xxhash and xxhash.xxh3_64_intdigest(payload, seed=hsum) != \
-            struct.unpack("<Q", trailer[8:])[0]:
+            struct.unpack_from("<Q", trailer, 8)[0]:
         raise RecordError("payload checksum mismatch")
     a = numpy.frombuffer(payload, DTYPES[dtype]).reshape(dims)
     return Record(a, name, None if step == NOSTEP else step,
                   None if origin == NOORIGIN else origin, samples, loss, count,
-                  revision)
+                  revision), p0 + plen + 16
+
+
+def _read(f, n, what):
+    b = f.read(n)
+    if len(b) != n:
+        raise RecordError("truncated record (%s)" % what)
+    return b
+
+
+def read_record(f):
+    """Next record from binary file f (anything with read(n)), or None at
+    a clean end of stream."""
+    fixed = f.read(FIXED.size)
+    if not fixed:
+        return None
+    v = _fixed(fixed, 0)
+    hlen, plen = v[4], v[12]
+    buf = bytearray(fixed)
+    buf += _read(f, hlen - FIXED.size, "header")
+    buf += _read(f, plen, "payload")
+    buf += _read(f, 16, "trailer")
+    return decode(buf)[0]
 
 
 def read_records(f):
@@ -106,9 +139,11 @@ def read_records(f):
         yield r
 
 
-def encode(array, name="", step=None, origin=None, samples=0,
-           loss=float("nan"), count=0, revision=None):
-    """The bytes of one record holding array (C order, little-endian)."""
+def encode_parts(array, name="", step=None, origin=None, samples=0,
+                 loss=float("nan"), count=0, revision=None):
+    """(header, payload, trailer) of one record holding array (C order,
+    little-endian), the payload a view of the array's memory when it
+    can be: write them one after the other."""
     a = numpy.ascontiguousarray(array)
     code = CODES.get(a.dtype.str)
     if code is None:
@@ -120,7 +155,7 @@ def encode(array, name="", step=None, origin=None, samples=0,
     pad = (-len(nb)) % 8
     extra = 0 if revision is None else 8
     hlen = FIXED.size + 8 * a.ndim + len(nb) + pad + extra + 8
-    payload = a.tobytes()
+    payload = memoryview(a.reshape(-1).view(numpy.uint8))
     header = FIXED.pack(MAGIC, VERSION if revision is None else VERSION2,
                         code, a.ndim, hlen, len(nb),
                         0 if revision is None else TF_REVISION,
@@ -136,7 +171,13 @@ def encode(array, name="", step=None, origin=None, samples=0,
     header += struct.pack("<Q", hsum)
     trailer = ENDMAGIC + b"\0" * 4 + struct.pack(
         "<Q", xxhash.xxh3_64_intdigest(payload, seed=hsum))
-    return header + payload + trailer
+    return header, payload, trailer
+
+
+def encode(array, *args, **meta):
+    """The bytes of one record holding array (C order, little-endian);
+    the arguments are encode_parts'."""
+    return b"".join(encode_parts(array, *args, **meta))
 
 
 def write_record(f, array, **meta):

@@ -290,7 +290,8 @@ class Net:
     def load(self, vec):
         """Set the parameters from the float32 vector vec [P]."""
         t = self.torch
-        v = t.from_numpy(vec.copy())      # records are read-only
+        # a record read from bytes is read-only; the pipe's are not
+        v = t.from_numpy(vec if vec.flags.writeable else vec.copy())
         at = 0
         with t.no_grad():
             for p in self.params:
@@ -321,7 +322,8 @@ class Store:
         self.env = dict(os.environ)
         # SPIRT_PARENT is ours: spirt-store would watch our parent
         self.env.pop("SPIRT_PARENT", None)
-        self.verbose = o.verbose
+        self.verbose, self.quiet = o.verbose, o.quiet
+        self.pipe = None
 
     def start(self, *args, stdin=None):
         if self.verbose:
@@ -347,18 +349,89 @@ class Store:
                        subprocess.PIPE)
         return self.finish(p, data)
 
+    # one `spirt-store pipe` a function: its requests answered over one
+    # open store, no process started a request (spirt-store(1))
+
+    def ask(self, line, *data):
+        """Send one request to the pipe (started if need be): line, then
+        the bytes of data (a put's record)."""
+        if self.pipe is not None and self.pipe.poll() is not None:
+            code = self.pipe.returncode     # it ended between requests
+            self.close()
+            if not self.quiet:
+                warn("spirt-store pipe: %s; another started" % (
+                    "exited %d" % code if code >= 0 else
+                    "killed by signal %d" % -code))
+        if self.pipe is None:
+            self.pipe = self.start("pipe", stdin=subprocess.PIPE)
+        try:
+            self.pipe.stdin.write(line.encode() + b"\n")
+            for d in data:
+                self.pipe.stdin.write(d)
+            self.pipe.stdin.flush()
+        except OSError:
+            self.lost()
+
+    def answer(self):
+        """The bytes of the pipe's next answer (a bytearray: the records
+        decoded from it are writable), or its code raised."""
+        if self.pipe is None:
+            raise Fail(EX_SOFTWARE, "spirt-store pipe: not started")
+        line = self.pipe.stdout.readline(64)
+        m = re.fullmatch(rb"(0|[1-9][0-9]{0,2}) (0|[1-9][0-9]{0,15})\n",
+                         line)
+        if not m:
+            self.lost(line)
+        code, n = int(m.group(1)), int(m.group(2))
+        buf = bytearray(n)
+        view = memoryview(buf)
+        while view:
+            k = self.pipe.stdout.readinto(view)
+            if not k:
+                self.lost()
+            view = view[k:]
+        if code:
+            raise Fail(code, None)      # its message is on stderr
+        return buf
+
+    def lost(self, line=b""):
+        """The pipe ended or said what it cannot: gone, reported; the next
+        request starts another."""
+        code = self.close(kill=True)
+        if line:
+            raise Fail(EX_SOFTWARE, "spirt-store pipe: answer \"%s\": not "
+                       "\"code length\"" % shown(line.rstrip(b"\n")))
+        if 0 < code < 126:
+            raise Fail(code, None)      # it said why on stderr
+        raise Fail(EX_UNAVAILABLE, "spirt-store pipe: %s" % (
+            "ended" if code == 0 else "killed by signal %d" % -code))
+
+    def close(self, kill=False):
+        """End the pipe: its stdin closed (and killed, with kill); its
+        exit code (-signal), None if there is no pipe."""
+        p, self.pipe = self.pipe, None
+        if p is None:
+            return None
+        try:
+            p.stdin.close()
+        except OSError:
+            pass
+        if kill:
+            p.kill()
+        return p.wait()
+
 
 def records(data, what):
-    import io
+    """The records in data, back to back; their arrays are views of data
+    (writable if data is a bytearray)."""
     from spirt import tensor
 
-    f, out = io.BytesIO(data), []
+    at, out = 0, []
     try:
-        while True:
-            r = tensor.read_record(f)
-            if r is None:
-                return out
+        while at < len(data):
+            r, at = tensor.decode(data, at)
             out.append(r)
+        return out
     except (tensor.RecordError, KeyError, ValueError) as e:
         raise Fail(EX_DATAERR, "%s: %s" % (what, e))
 
@@ -446,35 +519,26 @@ def write_out(path, data, force):
 def grad_one(o, net, store, step, worker):
     """Compute and write the gradient of (step, worker); its answer."""
     import time
+    import numpy
+    from spirt import tensor
 
     t0 = time.monotonic()
     key = "model/%s@%d" % (o.model, step)
     out = "grad/%d/%d" % (step, worker)
-    # the model and the batch at once, and the put started too: it reads
-    # its record before it opens the store (no lock held meanwhile), so
-    # its start overlaps the work; killed unfed, it writes nothing
-    pm = store.start("get", key)
-    pb = store.start("batch", "-t", str(step), "-w", str(worker), "-b",
-                     str(o.batch), "-d", o.dataset, "-S", str(o.seed))
-    pp = store.start("put", out, "-", stdin=subprocess.PIPE) \
-        if o.output is None else None
+    # both asked at once: the store reads the batch while we read the model
+    store.ask("get %s" % key)
+    store.ask("batch %d %d %d %d %s" % (step, worker, o.batch, o.seed,
+                                        o.dataset))
     try:
-        return grad_rest(o, net, store, step, worker, key, out, t0,
-                         pm, pb, pp)
-    finally:
-        for p in (pm, pb, pp):
-            if p is not None and p.returncode is None:
-                p.kill()
-                p.communicate()
-
-
-def grad_rest(o, net, store, step, worker, key, out, t0, pm, pb, pp):
-    import time
-    import numpy
-    from spirt import tensor
-
-    mdata = store.finish(pm)
-    bdata = store.finish(pb)
+        mdata = store.answer()
+    except Fail as e:
+        try:                # the batch's, not to leave it in the pipe
+            if store.pipe is not None:
+                store.answer()
+        except Fail:
+            pass
+        raise e
+    bdata = store.answer()
     m = records(mdata, key)
     if len(m) != 1:
         raise Fail(EX_DATAERR, "%s: not one record" % key)
@@ -487,20 +551,21 @@ def grad_rest(o, net, store, step, worker, key, out, t0, pm, pb, pp):
                    "i32 [B]" % (step, worker))
     t1 = time.monotonic()
     net.load(m[0].array)
-    x = b[0].array.copy()
-    loss, g = net.gradient(x, b[1].array, mix(o.seed, step, worker))
+    loss, g = net.gradient(b[0].array, b[1].array, mix(o.seed, step,
+                                                       worker))
     t2 = time.monotonic()
     if not numpy.isfinite(loss) or not numpy.isfinite(g).all():
         raise Fail(EX_DATAERR, "%s: loss %g: gradient not finite" %
                    (key, loss))
-    rec = tensor.encode(g.astype("<f4", copy=False), name=net.spec,
-                        step=step, origin=worker,
-                        samples=int(b[1].array.size), loss=loss,
-                        revision=b[0].revision)
+    rec = tensor.encode_parts(g.astype("<f4", copy=False), name=net.spec,
+                              step=step, origin=worker,
+                              samples=int(b[1].array.size), loss=loss,
+                              revision=b[0].revision)
     if o.output is not None:
-        write_out(o.output, rec, o.force)
+        write_out(o.output, b"".join(rec), o.force)
     else:
-        store.finish(pp, rec)
+        store.ask("put %s %d" % (out, sum(len(r) for r in rec)), *rec)
+        store.answer()
     if o.verbose:
         warn("%s: read %.1f ms, computed %.1f ms, wrote %.1f ms" % (
             out, 1e3 * (t1 - t0), 1e3 * (t2 - t1),
@@ -647,9 +712,12 @@ def parent_watch():
 
 def cmd_grad(o):
     net, store = Net(o), Store(o)
-    if o.serve:
-        return serve(o, net, store)
-    answer = grad_one(o, net, store, o.step, o.worker)
+    try:
+        if o.serve:
+            return serve(o, net, store)
+        answer = grad_one(o, net, store, o.step, o.worker)
+    finally:
+        store.close()
     if o.verbose:
         warn(answer)
     return 0

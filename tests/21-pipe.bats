@@ -1,0 +1,179 @@
+#!/usr/bin/env bats
+# 21-pipe: spirt-store pipe answers get, batch and put over one open store
+# with the bytes the commands write, each request its own transaction; a
+# refused request gets its code and the next one is read; a put cut short
+# ends it; nothing bad is written
+
+load helper
+
+# 24 one-hot samples in 4 shards of 6, a model at step 3, the gradient of
+# worker 1 at step 3 (g.rec) and what get and batch write for them
+fixture() {
+	awk 'BEGIN { for (i = 0; i < 24; i++) { printf "%d", i % 3
+		for (j = 0; j < 24; j++) printf ",%d", i == j; print "" } }' \
+	    >onehot.csv
+	spirt-shard -q -n 4 --seed 2 onehot.csv
+	spirt-init -q -m m -S 1 -t 3 softmax:24:3
+	spirt-grad -m m -t 3 -w 1 -b 2 -S 4 -o g.rec
+	spirt-store get model/m@3 >m.rec
+	spirt-store batch -t 3 -w 1 -b 2 -S 4 >b.rec
+}
+
+# answers OUT: each answer's "code length" line, its bytes in a<i>
+answers() {
+	"$PYTHON" - "$1" <<'PY'
+import sys
+f, i = open(sys.argv[1], "rb"), 0
+while True:
+    line = f.readline()
+    if not line:
+        break
+    n = int(line.split()[1])
+    b = f.read(n)
+    assert len(b) == n, "answer %d: %d bytes of %d" % (i, len(b), n)
+    open("a%d" % i, "wb").write(b)
+    print(line.decode().rstrip("\n"))
+    i += 1
+PY
+}
+
+# pipe REQ: spirt-store pipe, its requests from REQ, its answers in out
+# (its messages are the output)
+pipe() {
+	spirt-store pipe <"$1" 2>&1 >out
+}
+
+@test "pipe: get, batch and put answer the bytes the commands write and store, over one open store" {
+	fixture
+	{
+		echo "get model/m@3"
+		echo "batch 3 1 2 4 train"
+		echo "put grad/3/1 $(wc -c <g.rec)"
+		cat g.rec
+		echo "get grad/3/1"
+	} >req
+	run -0 pipe req
+	assert_output ""
+	run -0 answers out
+	assert_equal "$output" "0 $(wc -c <m.rec)
+0 $(wc -c <b.rec)
+0 0
+0 $(wc -c <g.rec)"
+	cmp a0 m.rec
+	cmp a1 b.rec
+	cmp a3 g.rec
+	spirt-store get grad/3/1 | cmp - g.rec
+}
+
+@test "pipe: a refused request is answered with its code and its message, the next one read; the store unchanged" {
+	fixture
+	spirt-store ls >before
+	cp g.rec bad.rec
+	"$PYTHON" -c 'import sys
+b = bytearray(open("bad.rec", "rb").read()); b[-20] ^= 1
+open("bad.rec", "wb").write(b)'
+	{
+		echo "get nope"
+		echo "frob model/m@3"
+		printf 'get a\tb\n'
+		echo "batch 3 9 2 4 train"
+		echo "batch 3 x 2 4 train"
+		echo "batch 3 1 0 4 train"
+		echo "batch 3 1 2 4 nods"
+		head -c 2000 /dev/zero | tr '\0' a; echo
+		echo "put grad/3/1 $(wc -c <bad.rec)"
+		cat bad.rec
+		echo "get model/m@3"
+	} >req
+	run -0 pipe req
+	run -0 answers out
+	assert_equal "$output" "66 0
+64 0
+64 0
+64 0
+64 0
+64 0
+66 0
+64 0
+65 0
+0 $(wc -c <m.rec)"
+	cmp a9 m.rec
+	spirt-store ls | diff before -
+	run -66 spirt-store get grad/3/1
+}
+
+@test "pipe: the messages, one line each, naming the request" {
+	fixture
+	{
+		echo "get nope"
+		echo "frob model/m@3"
+		echo "batch 3 x 2 4 train"
+		head -c 2000 /dev/zero | tr '\0' a; echo
+	} >req
+	run -0 pipe req
+	assert_equal "$output" 'spirt-store: nope: no such key
+spirt-store: pipe: "frob": expected get key, put key length or batch step worker batch seed dataset
+spirt-store: pipe: batch: worker "x": not a number in 0..4294967294
+spirt-store: pipe: request longer than 1023 bytes'
+	# the last line's missing newline: answered 64, the end
+	printf 'get model/m@3\nget model/m@3' >req
+	run -0 pipe req
+	assert_equal "$output" \
+	    'spirt-store: pipe: no newline at the end of input'
+	run -0 answers out
+	assert_equal "$output" "0 $(wc -c <m.rec)
+64 0"
+}
+
+@test "pipe: a put cut short ends it with 65, a malformed one with 64, nothing written; no store is 66" {
+	fixture
+	spirt-store ls >before
+	n=$(wc -c <g.rec)
+	{ echo "put grad/3/1 $((n + 10))"; cat g.rec; } >req
+	run -65 pipe req
+	assert_equal "$output" "spirt-store: grad/3/1: truncated record"
+	run -0 answers out
+	assert_equal "$output" "65 0"
+	# the bytes after a bad length are no request: the get is not read
+	{ echo "put grad/3/1 1x"; cat g.rec; echo "get model/m@3"; } >req
+	run -64 pipe req
+	run -0 answers out
+	assert_equal "$output" "64 0"
+	{ printf 'put grad/3/1\t%s\n' "$n"; cat g.rec; echo "get model/m@3"; } \
+	    >req
+	run -64 pipe req
+	run -0 answers out
+	assert_equal "$output" "64 0"
+	spirt-store ls | diff before -
+	run -66 spirt-store -s nowhere.db pipe </dev/null
+	[ ! -e nowhere.db ]
+	run -0 spirt-store pipe </dev/null
+	assert_output ""
+}
+
+@test "pipe: each request reads the store as it is when the request comes" {
+	fixture
+	spirt-init -q -m other -S 7 -t 3 softmax:24:3
+	spirt-store get model/other@3 >o.rec
+	mkfifo in
+	spirt-store pipe <in >out &
+	pid=$!
+	exec 5>in
+	echo "get model/m@3" >&5
+	want=$(( $(wc -c <m.rec) + $(printf '0 %d\n' "$(wc -c <m.rec)" |
+	    wc -c) ))
+	for _ in $(seq 100); do
+		[ "$(wc -c <out)" -lt "$want" ] || break
+		sleep 0.1
+	done
+	# another process writes between the two requests
+	spirt-store put model/m@3 o.rec
+	echo "get model/m@3" >&5
+	exec 5>&-
+	wait "$pid"
+	run -0 answers out
+	assert_equal "$output" "0 $(wc -c <m.rec)
+0 $(wc -c <o.rec)"
+	cmp a0 m.rec
+	cmp a1 o.rec
+}
