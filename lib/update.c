@@ -75,7 +75,7 @@ spirt_update_latest(struct spirt_update *u, struct spirt_txn *txn)
 	return 0;
 }
 
-/* remove model and optimiser versions before newest + 1 - keep */
+/* remove model, optimiser and state versions before newest + 1 - keep */
 static int
 prune(struct spirt_update *u, struct spirt_txn *txn, uint64_t newest)
 {
@@ -87,7 +87,10 @@ prune(struct spirt_update *u, struct spirt_txn *txn, uint64_t newest)
 	if ((rc = spirt_key_model_prefix(prefix, sizeof prefix, u->model)) ||
 	    (rc = spirt_store_del_steps(txn, prefix, newest + 1 - u->keep,
 	    NULL)) ||
-	    (rc = spirt_key_opt_prefix(prefix, sizeof prefix, u->model)))
+	    (rc = spirt_key_opt_prefix(prefix, sizeof prefix, u->model)) ||
+	    (rc = spirt_store_del_steps(txn, prefix, newest + 1 - u->keep,
+	    NULL)) ||
+	    (rc = spirt_key_mstate_prefix(prefix, sizeof prefix, u->model)))
 		return rc;
 	return spirt_store_del_steps(txn, prefix, newest + 1 - u->keep, NULL);
 }
@@ -120,6 +123,8 @@ view(const void **p, size_t n, void **own)
 struct stepio {
 	struct spirt_tensor mt, at, st;         /* model@t, aggregate, opt@t */
 	const void *mpl, *apl, *spl;            /* spl NULL: a fresh state */
+	struct spirt_tensor bt;                 /* mstate@t, the buffers */
+	const void *bpl;                        /* NULL: a model without */
 	struct spirt_tensor nt, ot;             /* model@t+1, opt@t+1 */
 	unsigned char *dst, *ndst;              /* opt@t+1, model@t+1 records */
 	float *theta, *state;                   /* where the pass writes */
@@ -127,6 +132,7 @@ struct stepio {
 	char mkey[SPIRT_KEY_MAX + 1], nkey[SPIRT_KEY_MAX + 1];
 	char akey[SPIRT_KEY_MAX + 1], skey[SPIRT_KEY_MAX + 1];
 	char okey[SPIRT_KEY_MAX + 1], dkey[SPIRT_KEY_MAX + 1];
+	char bkey[SPIRT_KEY_MAX + 1], b1key[SPIRT_KEY_MAX + 1];
 	const char *aname, *oname;              /* the aggregate, the optimiser */
 	unsigned ns;                            /* rows of optimiser state */
 	void *own[5];                           /* copies, freed at the end */
@@ -148,6 +154,9 @@ step_keys(struct spirt_update *u, struct stepio *io)
 	    t + 1)) ||
 	    (rc = spirt_key_opt(io->skey, sizeof io->skey, u->model, t)) ||
 	    (rc = spirt_key_opt(io->okey, sizeof io->okey, u->model, t + 1)) ||
+	    (rc = spirt_key_mstate(io->bkey, sizeof io->bkey, u->model, t)) ||
+	    (rc = spirt_key_mstate(io->b1key, sizeof io->b1key, u->model,
+	    t + 1)) ||
 	    (rc = spirt_key_aggroot(io->akey, sizeof io->akey, u->agg, t))) {
 		tellrc(u, SPIRT_ESTEP, "step %llu: no step after it",
 		    (unsigned long long)t);
@@ -169,7 +178,8 @@ step_keys(struct spirt_update *u, struct stepio *io)
 	}
 	if (u->outer && (t > SPIRT_NOSTEP - 2 - u->outer ||
 	    spirt_key_model(io->nkey, sizeof io->nkey, u->model,
-	    t + u->outer))) {
+	    t + u->outer) || spirt_key_mstate(io->b1key, sizeof io->b1key,
+	    u->model, t + u->outer))) {
 		tellx(u, "step %llu: no step %llu after it",
 		    (unsigned long long)t, (unsigned long long)u->outer);
 		return SPIRT_ESTEP;
@@ -193,10 +203,14 @@ step_check(struct spirt_update *u, const struct stepio *io)
 		    SPIRT_F32 ? mt->dtype : at->dtype));
 		return SPIRT_EDTYPE;
 	}
-	if (at->nelem != mt->nelem) {
-		tellx(u, "%s: %llu values, %s has %llu: shapes differ",
+	/* (the model's state after the gradient: with_state() in
+	 * lib/aggstore.c; not in the outer step's mean of deltas) */
+	if (at->nelem != mt->nelem && (io->bpl == NULL || u->outer ||
+	    at->nelem - mt->nelem != io->bt.nelem || at->nelem < mt->nelem)) {
+		tellx(u, "%s: %llu values, %s has %llu%s: shapes differ",
 		    io->aname, (unsigned long long)at->nelem, io->mkey,
-		    (unsigned long long)mt->nelem);
+		    (unsigned long long)mt->nelem, io->bpl == NULL ? "" :
+		    " and its state more");
 		return SPIRT_ESHAPE;
 	}
 	if (at->step != SPIRT_NOSTEP && at->step != t) {
@@ -271,6 +285,17 @@ step_read(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io)
 	    &io->apl, 0))) {
 		tellrc(u, rc, "%s", io->akey);
 		return rc;
+	}
+	if ((rc = spirt_store_get_tensor(txn, io->bkey, &io->bt, &io->bpl,
+	    0)) == SPIRT_ENOTFOUND) {
+		io->bpl = NULL;
+	} else if (rc) {
+		tellrc(u, rc, "%s", io->bkey);
+		return rc;
+	} else if (io->bt.dtype != SPIRT_F32) {
+		tellx(u, "%s: dtype %s, not f32", io->bkey,
+		    spirt_dtype_name(io->bt.dtype));
+		return SPIRT_EDTYPE;
 	}
 	if ((rc = step_check(u, io)))
 		return rc;
@@ -468,8 +493,41 @@ outer_compute(struct spirt_update *u, struct spirt_txn *txn,
 	    SPIRT_PUT_NOOVERWRITE);
 }
 
-/* One write transaction: model@t, agg/t, opt@t in; model@t+1, opt@t+1
- * out; old versions pruned.  Rerun from scratch when the map grows. */
+/*
+ * The model's state of the new version (spirt-model(5)), in the step's
+ * transaction: the state combined with the aggregate, after its
+ * gradient (lib/aggstore.c with_state()), else mstate@t as it was; none
+ * for a model without state.  A delta step (--every) writes none: the
+ * outer step carries the state of the round's first step, the same on
+ * every peer.
+ */
+static int
+mstate_put(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io)
+{
+	struct spirt_tensor h;
+	const void *pl = io->bpl;
+	size_t p = io->mt.nelem;
+
+	if (io->bpl == NULL || u->delta != SPIRT_NOSTEP)
+		return 0;
+	h = io->bt;
+	h.step = u->step + (u->outer ? u->outer : 1);
+	if (io->at.nelem > p) {
+		pl = (const float *)io->apl + p;
+		if (spirt_count_nonfinite_f32(pl, io->bt.nelem)) {
+			tellx(u, "%s: NaN or Inf in the model's state",
+			    io->aname);
+			return SPIRT_ENAN;
+		}
+		h.samples = io->at.samples;
+		h.count = io->at.count;
+	}
+	return spirt_store_put_tensor(txn, io->b1key, &h, pl, 0);
+}
+
+/* One write transaction: model@t, agg/t, opt@t, mstate@t in; model@t+1,
+ * opt@t+1, mstate@t+1 out; old versions pruned.  Rerun from scratch when
+ * the map grows. */
 int
 spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 {
@@ -488,12 +546,14 @@ spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 		goto fail;
 	if (u->outer) {
 		if ((rc = outer_compute(u, txn, &io)) ||
+		    (rc = mstate_put(u, txn, &io)) ||
 		    (rc = prune(u, txn, u->step + u->outer)))
 			goto fail;
 	} else if ((io.spl && (rc = view(&io.spl, io.st.nbytes,
 	    &io.own[2]))) ||
 	    (rc = step_reserve(u, txn, &io)) ||
 	    (rc = step_compute(u, txn, &io)) ||
+	    (rc = mstate_put(u, txn, &io)) ||
 	    (rc = prune(u, txn, u->delta != SPIRT_NOSTEP ? u->step :
 	    u->step + 1))) {
 		goto fail;

@@ -1,0 +1,279 @@
+#!/usr/bin/env bats
+# 62-state: a model's state beside its weights (spirt-model(5)).  A module
+# defined here, with BatchNorm and a residual block, trains on a small
+# .npy copy of Fashion-MNIST through spirt-train --function "spirt-torch
+# grad": each function loads the model's state mstate/<m>@t into the
+# buffers, writes what its forward pass measured as state/<t>/<w>, and
+# the state of t+1 is the mean of the functions' states, written with
+# model@t+1; three peers in network namespaces end with the same model
+# and the same state, the mean of all six functions' states.
+
+load helper
+load netns
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	export TMPDIR="$BATS_TEST_TMPDIR"
+	export SPIRT_PYTHON="$PYTHON"
+	"$PYTHON" -c 'import torch' 2>/dev/null ||
+	    skip "python3-torch is not installed"
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	cat >net.py <<-'PY'
+	import torch
+	from torch import nn
+	import torch.nn.functional as F
+
+	class Res(nn.Module):
+	    def __init__(self):
+	        super().__init__()
+	        self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+	        self.bn1 = nn.BatchNorm2d(4)
+	        self.conv2 = nn.Conv2d(4, 4, 3, padding=1)
+	        self.bn2 = nn.BatchNorm2d(4)
+	        self.fc = nn.Linear(4 * 7 * 7, 10)
+
+	    def forward(self, x):
+	        h = F.relu(self.bn1(self.conv1(x)))
+	        h = F.relu(h + self.bn2(self.conv2(h)))     # the residual block
+	        h = F.max_pool2d(h, 4)
+	        return self.fc(torch.flatten(h, 1))
+
+	def model():
+	    return Res()
+	PY
+	# the first 480 training and 200 test images, as .npy
+	"$PYTHON" - "$FMNIST" <<-'PY'
+	import gzip, sys
+	import numpy as np
+	def idx(name, n, off, shape):
+	    with gzip.open("%s/%s" % (sys.argv[1], name)) as f:
+	        b = f.read()
+	    return np.frombuffer(b, np.uint8, n * int(np.prod(shape)),
+	                         off).reshape((n,) + shape)
+	for p, n, d in (("train", 480, ""), ("t10k", 200, "t")):
+	    x = idx(p + "-images-idx3-ubyte.gz", n, 16, (1, 28, 28))
+	    y = idx(p + "-labels-idx1-ubyte.gz", n, 8, ())
+	    np.save(d + "X.npy", x.astype(np.float32) / 255)
+	    np.save(d + "y.npy", y.astype(np.int64))
+	PY
+}
+
+teardown() {
+	netns_teardown
+	return 0
+}
+
+# recs STORE KEY...: each record of STORE to KEY.rec, '/' and '@' as '_'
+recs() {
+	local s=$1 k
+	shift
+	for k; do
+		spirt-store -s "$s" get -f "$k" >"$(echo "$k" | tr '/@' '__').rec"
+	done
+}
+
+@test "state: the BN statistics of a module trained by spirt-train --function are the mean of the functions' states, loaded before each forward pass" {
+	spirt-shard -s s -q -n 2 X.npy y.npy
+	spirt-shard -s s -q -d test tX.npy ty.npy
+	spirt-torch init -s s -q -m r --module net.py -S 1
+	run -0 spirt-store -s s show mstate/r@0
+	assert_line 'dtype=f32'
+	assert_line 'shape=16'
+	recs s mstate/r@0
+	spirt-train -q -s s -m r --spec softmax:784:10 -n 2 -b 16 --steps 3 \
+	    -l 0.1 -o sgd --function "spirt-torch grad --module net.py" \
+	    --evaluate "spirt-torch eval --module net.py" --eval-every 3
+	recs s mstate/r@2 mstate/r@3 model/r@2 state/2/0 state/2/1
+	PYDIR=$BATS_TEST_DIRNAME/../python
+	# the state of step 3: the mean of what step 2's functions measured
+	run "$PYTHON" - <<-PY
+	import sys
+	import numpy as np
+	sys.path.insert(0, "$PYDIR")
+	from spirt import tensor
+	def rec(p):
+	    with open(p, "rb") as f:
+	        return tensor.read_record(f)
+	m, z = rec("mstate_r_3.rec"), rec("mstate_r_0.rec")
+	ws = [rec("state_2_%d.rec" % w) for w in (0, 1)]
+	assert m.name.startswith("torch:net:") and m.step == 3, m
+	assert [w.origin for w in ws] == [0, 1] and ws[0].step == 2
+	want = np.mean([w.array.astype(np.float64) for w in ws], axis=0)
+	d = float(np.abs(m.array - want).max())
+	print("maxdiff", d)
+	assert m.array.size == 16 and d <= 1e-6
+	assert np.abs(m.array - z.array).max() > 1e-3, "no change"
+	PY
+	echo "$output"; [ "$status" -eq 0 ]
+	assert_line --regexp '^maxdiff '
+	# what each function measured: PyTorch's own forward pass of
+	# model@2 in training mode, from the buffers of mstate/r@2, on the
+	# batch spirt-store batch serves for (2, w)
+	for w in 0 1; do
+		spirt-store -s s batch -t 2 -w $w -b 16 -S 1 --npy >b$w.npy
+	done
+	run "$PYTHON" - <<-PY
+	import io, sys
+	import numpy as np
+	import torch
+	sys.path.insert(0, "$PYDIR")
+	from spirt import tensor
+	import importlib.util
+	def rec(p):
+	    with open(p, "rb") as f:
+	        return tensor.read_record(f)
+	sp = importlib.util.spec_from_file_location("net", "net.py")
+	mod = importlib.util.module_from_spec(sp)
+	sp.loader.exec_module(mod)
+	net = mod.model()
+	theta = torch.from_numpy(rec("model_r_2.rec").array.copy())
+	st = torch.from_numpy(rec("mstate_r_2.rec").array.copy())
+	for w in (0, 1):
+	    at = 0
+	    with torch.no_grad():
+	        for p in net.parameters():
+	            p.copy_(theta[at:at + p.numel()].view_as(p))
+	            at += p.numel()
+	        at = 0
+	        for b in net.buffers():
+	            if b.is_floating_point():
+	                b.copy_(st[at:at + b.numel()].view_as(b))
+	                at += b.numel()
+	    f = io.BytesIO(open("b%d.npy" % w, "rb").read())
+	    x = np.load(f)
+	    net.train()
+	    with torch.no_grad():
+	        net(torch.from_numpy(x))
+	    got = torch.cat([b.reshape(-1) for b in net.buffers()
+	                     if b.is_floating_point()]).numpy()
+	    d = float(np.abs(got - rec("state_2_%d.rec" % w).array).max())
+	    print("worker", w, "maxdiff", d)
+	    assert d <= 1e-6
+	PY
+	echo "$output"; [ "$status" -eq 0 ]
+	assert_line --regexp '^worker 1 maxdiff '
+	# the evaluation reads the state: with the buffers of mstate/r@3 the
+	# loss is the one PyTorch computes
+	run -0 spirt-torch eval -s s -m r --module net.py
+	assert_line 'step=3'
+	l=$(sed -n 's/^loss=//p' <<<"$output")
+	recs s model/r@3
+	run "$PYTHON" - <<-PY
+	import sys
+	import numpy as np
+	import torch
+	import torch.nn.functional as F
+	sys.path.insert(0, "$PYDIR")
+	from spirt import tensor
+	import importlib.util
+	def rec(p):
+	    with open(p, "rb") as f:
+	        return tensor.read_record(f)
+	sp = importlib.util.spec_from_file_location("net", "net.py")
+	mod = importlib.util.module_from_spec(sp)
+	sp.loader.exec_module(mod)
+	net = mod.model()
+	vs = (list(net.parameters()), [b for b in net.buffers()
+	                               if b.is_floating_point()])
+	for ts, r in zip(vs, ("model_r_3.rec", "mstate_r_3.rec")):
+	    v, at = torch.from_numpy(rec(r).array.copy()), 0
+	    with torch.no_grad():
+	        for p in ts:
+	            p.copy_(v[at:at + p.numel()].view_as(p))
+	            at += p.numel()
+	net.eval()
+	with torch.no_grad():
+	    z = net(torch.from_numpy(np.load("tX.npy")))
+	    l = float(F.cross_entropy(z, torch.from_numpy(np.load("ty.npy"))))
+	print("loss", l)
+	assert abs(l - float("$l")) <= 1e-4 * max(1, l)
+	PY
+	echo "$output"; [ "$status" -eq 0 ]
+}
+
+@test "state: a model without buffers trains as before: no state record anywhere" {
+	sed 's/self.bn[12](\(self.conv[12](.*)\))/\1/' net.py >plain.py
+	! grep -q 'bn1(self' plain.py
+	spirt-shard -s s -q -n 2 X.npy y.npy
+	spirt-shard -s s -q -d test tX.npy ty.npy
+	# (BatchNorm layers made but not used: their buffers are state, so
+	# a module without them)
+	sed -i '/nn.BatchNorm2d/d' plain.py
+	spirt-torch init -s s -q -m r --module plain.py -S 1
+	spirt-train -q -s s -m r --spec softmax:784:10 -n 2 -b 16 --steps 2 \
+	    -l 0.1 -o sgd --function "spirt-torch grad --module plain.py" \
+	    --evaluate "spirt-torch eval --module plain.py" --eval-every 2
+	run -0 spirt-store -s s ls
+	assert_line --regexp '^model/r@2	'
+	refute_line --regexp '^(m?state)/'
+}
+
+@test "netns state: three peers train the BN module through spirt-torch: one model and one state, the mean of all six functions' states" {
+	netns_require
+	netns_setup 3
+	spirt-peer keygen -p group.pub group.key >/dev/null
+	: >peers
+	for i in 1 2 3; do
+		spirt-peer keygen p$i.key >p$i.hex
+		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
+		    "$(cat p$i.hex)"
+		echo "p$i http://$(netns_addr $i):7070" >>peers
+	done
+	spirt-shard -s base -q -n 6 --seed 1 X.npy y.npy
+	spirt-shard -s base -q -d test tX.npy ty.npy
+	spirt-torch init -s base -q -m r --module net.py -S 1
+	spirt-store -s base get -f mstate/r@0 >z.rec
+	for i in 1 2 3; do
+		cp -r base s$i
+	done
+	STEPS=3
+	for i in 1 2 3; do
+		netns_exec $i env SPIRT_KEY="$PWD/p$i.key" \
+		    SPIRT_TOKEN="$PWD/p$i.tok" SPIRT_GROUP="$PWD/group.pub" \
+		    timeout 300 spirt-train -q -s "$PWD/s$i" -m r \
+		    --spec softmax:784:10 -n 2 -b 16 -l 0.1 -o sgd \
+		    --function "spirt-torch grad --module $PWD/net.py" \
+		    --evaluate "spirt-torch eval --module $PWD/net.py" \
+		    --peers "$PWD/peers" --peer $((i - 1)) --steps $STEPS \
+		    --eval-every $STEPS --deadline 60000 >o$i 2>e$i &
+		eval "pid$i=\$!"
+	done
+	wait $pid1 || fail "peer 1: $(cat e1)"
+	wait $pid2 || fail "peer 2: $(cat e2)"
+	wait $pid3 || fail "peer 3: $(cat e3)"
+	for k in model/r@$STEPS mstate/r@$STEPS; do
+		spirt-store -s s1 get -f "$k" >one.rec
+		for i in 2 3; do
+			spirt-store -s s$i get -f "$k" | cmp - one.rec
+		done
+	done
+	# the state of the last step: the mean of the six functions' states
+	# of the step before it, two in each peer's store (peer i's workers
+	# 2(i-1) and 2(i-1)+1)
+	t=$((STEPS - 1))
+	for i in 1 2 3; do
+		for w in $((2 * i - 2)) $((2 * i - 1)); do
+			spirt-store -s s$i get -f state/$t/$w >st$w.rec
+		done
+	done
+	spirt-store -s s1 get -f mstate/r@$STEPS >m.rec
+	run "$PYTHON" - <<-PY
+	import sys
+	import numpy as np
+	sys.path.insert(0, "$BATS_TEST_DIRNAME/../python")
+	from spirt import tensor
+	def rec(p):
+	    with open(p, "rb") as f:
+	        return tensor.read_record(f)
+	m, z = rec("m.rec"), rec("z.rec")
+	ws = [rec("st%d.rec" % w) for w in range(6)]
+	assert [w.origin for w in ws] == list(range(6))
+	want = np.mean([w.array.astype(np.float64) for w in ws], axis=0)
+	d = float(np.abs(m.array - want).max())
+	print("maxdiff", d)
+	assert d <= 1e-6
+	assert np.abs(m.array - z.array).max() > 1e-3, "no change"
+	PY
+	echo "$output"; [ "$status" -eq 0 ]
+}
