@@ -57,6 +57,46 @@ setup() {
 	    np.save(d + "X.npy", x.astype(np.float32) / 255)
 	    np.save(d + "y.npy", y.astype(np.int64))
 	PY
+	# ref.py: records (python/spirt/tensor.py reads them) and the module
+	# here, its parameters and buffers set from records
+	cat >ref.py <<-PY
+	import sys
+	import numpy as np
+	import torch
+	sys.path.insert(0, "$BATS_TEST_DIRNAME/../python")
+	sys.path.insert(0, ".")
+	from spirt import tensor
+	import net as netpy
+
+	def rec(path):
+	    with open(path, "rb") as f:
+	        return tensor.read_record(f)
+
+	def mean_of(m, paths, want_step):
+	    """record m is the mean of the records at paths within 1e-6"""
+	    ws = [rec(p) for p in paths]
+	    assert m.name.startswith("torch:net:") and m.step == want_step, m
+	    assert [w.origin for w in ws] == list(range(len(ws))), ws
+	    assert all(w.step == want_step - 1 for w in ws)
+	    want = np.mean([w.array.astype(np.float64) for w in ws], axis=0)
+	    d = float(np.abs(m.array - want).max())
+	    print("maxdiff", d)
+	    assert m.array.size == 16 and d <= 1e-6
+
+	def buffers(n):
+	    return [b for b in n.buffers() if b.is_floating_point()]
+
+	def module(model, state):
+	    """the module with model's parameters and state's buffers"""
+	    n = netpy.model()
+	    for ts, r in ((list(n.parameters()), model), (buffers(n), state)):
+	        v, at = torch.from_numpy(rec(r).array.copy()), 0
+	        with torch.no_grad():
+	            for p in ts:
+	                p.copy_(v[at:at + p.numel()].view_as(p))
+	                at += p.numel()
+	    return n
+	PY
 }
 
 teardown() {
@@ -85,24 +125,11 @@ recs() {
 	    -l 0.1 -o sgd --function "spirt-torch grad --module net.py" \
 	    --evaluate "spirt-torch eval --module net.py" --eval-every 3
 	recs s mstate/r@2 mstate/r@3 model/r@2 state/2/0 state/2/1
-	PYDIR=$BATS_TEST_DIRNAME/../python
 	# the state of step 3: the mean of what step 2's functions measured
 	run "$PYTHON" - <<-PY
-	import sys
-	import numpy as np
-	sys.path.insert(0, "$PYDIR")
-	from spirt import tensor
-	def rec(p):
-	    with open(p, "rb") as f:
-	        return tensor.read_record(f)
+	from ref import *
 	m, z = rec("mstate_r_3.rec"), rec("mstate_r_0.rec")
-	ws = [rec("state_2_%d.rec" % w) for w in (0, 1)]
-	assert m.name.startswith("torch:net:") and m.step == 3, m
-	assert [w.origin for w in ws] == [0, 1] and ws[0].step == 2
-	want = np.mean([w.array.astype(np.float64) for w in ws], axis=0)
-	d = float(np.abs(m.array - want).max())
-	print("maxdiff", d)
-	assert m.array.size == 16 and d <= 1e-6
+	mean_of(m, ["state_2_0.rec", "state_2_1.rec"], 3)
 	assert np.abs(m.array - z.array).max() > 1e-3, "no change"
 	PY
 	echo "$output"; [ "$status" -eq 0 ]
@@ -114,39 +141,15 @@ recs() {
 		spirt-store -s s batch -t 2 -w $w -b 16 -S 1 --npy >b$w.npy
 	done
 	run "$PYTHON" - <<-PY
-	import io, sys
-	import numpy as np
-	import torch
-	sys.path.insert(0, "$PYDIR")
-	from spirt import tensor
-	import importlib.util
-	def rec(p):
-	    with open(p, "rb") as f:
-	        return tensor.read_record(f)
-	sp = importlib.util.spec_from_file_location("net", "net.py")
-	mod = importlib.util.module_from_spec(sp)
-	sp.loader.exec_module(mod)
-	net = mod.model()
-	theta = torch.from_numpy(rec("model_r_2.rec").array.copy())
-	st = torch.from_numpy(rec("mstate_r_2.rec").array.copy())
+	import io
+	from ref import *
 	for w in (0, 1):
-	    at = 0
+	    n = module("model_r_2.rec", "mstate_r_2.rec")
+	    x = np.load(io.BytesIO(open("b%d.npy" % w, "rb").read()))
+	    n.train()
 	    with torch.no_grad():
-	        for p in net.parameters():
-	            p.copy_(theta[at:at + p.numel()].view_as(p))
-	            at += p.numel()
-	        at = 0
-	        for b in net.buffers():
-	            if b.is_floating_point():
-	                b.copy_(st[at:at + b.numel()].view_as(b))
-	                at += b.numel()
-	    f = io.BytesIO(open("b%d.npy" % w, "rb").read())
-	    x = np.load(f)
-	    net.train()
-	    with torch.no_grad():
-	        net(torch.from_numpy(x))
-	    got = torch.cat([b.reshape(-1) for b in net.buffers()
-	                     if b.is_floating_point()]).numpy()
+	        n(torch.from_numpy(x))
+	    got = torch.cat([b.reshape(-1) for b in buffers(n)]).numpy()
 	    d = float(np.abs(got - rec("state_2_%d.rec" % w).array).max())
 	    print("worker", w, "maxdiff", d)
 	    assert d <= 1e-6
@@ -160,31 +163,12 @@ recs() {
 	l=$(sed -n 's/^loss=//p' <<<"$output")
 	recs s model/r@3
 	run "$PYTHON" - <<-PY
-	import sys
-	import numpy as np
-	import torch
 	import torch.nn.functional as F
-	sys.path.insert(0, "$PYDIR")
-	from spirt import tensor
-	import importlib.util
-	def rec(p):
-	    with open(p, "rb") as f:
-	        return tensor.read_record(f)
-	sp = importlib.util.spec_from_file_location("net", "net.py")
-	mod = importlib.util.module_from_spec(sp)
-	sp.loader.exec_module(mod)
-	net = mod.model()
-	vs = (list(net.parameters()), [b for b in net.buffers()
-	                               if b.is_floating_point()])
-	for ts, r in zip(vs, ("model_r_3.rec", "mstate_r_3.rec")):
-	    v, at = torch.from_numpy(rec(r).array.copy()), 0
-	    with torch.no_grad():
-	        for p in ts:
-	            p.copy_(v[at:at + p.numel()].view_as(p))
-	            at += p.numel()
-	net.eval()
+	from ref import *
+	n = module("model_r_3.rec", "mstate_r_3.rec")
+	n.eval()
 	with torch.no_grad():
-	    z = net(torch.from_numpy(np.load("tX.npy")))
+	    z = n(torch.from_numpy(np.load("tX.npy")))
 	    l = float(F.cross_entropy(z, torch.from_numpy(np.load("ty.npy"))))
 	print("loss", l)
 	assert abs(l - float("$l")) <= 1e-4 * max(1, l)
@@ -259,20 +243,9 @@ recs() {
 	done
 	spirt-store -s s1 get -f mstate/r@$STEPS >m.rec
 	run "$PYTHON" - <<-PY
-	import sys
-	import numpy as np
-	sys.path.insert(0, "$BATS_TEST_DIRNAME/../python")
-	from spirt import tensor
-	def rec(p):
-	    with open(p, "rb") as f:
-	        return tensor.read_record(f)
+	from ref import *
 	m, z = rec("m.rec"), rec("z.rec")
-	ws = [rec("st%d.rec" % w) for w in range(6)]
-	assert [w.origin for w in ws] == list(range(6))
-	want = np.mean([w.array.astype(np.float64) for w in ws], axis=0)
-	d = float(np.abs(m.array - want).max())
-	print("maxdiff", d)
-	assert d <= 1e-6
+	mean_of(m, ["st%d.rec" % w for w in range(6)], $STEPS)
 	assert np.abs(m.array - z.array).max() > 1e-3, "no change"
 	PY
 	echo "$output"; [ "$status" -eq 0 ]
