@@ -6,7 +6,8 @@
 # buffers, writes what its forward pass measured as state/<t>/<w>, and
 # the state of t+1 is the mean of the functions' states, written with
 # model@t+1; three peers in network namespaces end with the same model
-# and the same state, the mean of all six functions' states.
+# and the same state, the mean of all six functions' states, and the
+# model hash each signed covers the state.
 
 load helper
 load netns
@@ -220,7 +221,8 @@ recs() {
 		    --function "spirt-torch grad --module $PWD/net.py" \
 		    --evaluate "spirt-torch eval --module $PWD/net.py" \
 		    --peers "$PWD/peers" --peer $((i - 1)) --steps $STEPS \
-		    --eval-every $STEPS --deadline 60000 >o$i 2>e$i &
+		    --eval-every $STEPS --deadline 60000 --keep-digests \
+		    >o$i 2>e$i &
 		eval "pid$i=\$!"
 	done
 	wait $pid1 || fail "peer 1: $(cat e1)"
@@ -247,6 +249,28 @@ recs() {
 	m, z = rec("m.rec"), rec("z.rec")
 	mean_of(m, ["st%d.rec" % w for w in range(6)], $STEPS)
 	assert np.abs(m.array - z.array).max() > 1e-3, "no change"
+	PY
+	echo "$output"; [ "$status" -eq 0 ]
+	# the model hash every peer signed for step t covers its state: the
+	# hash of model@t's hash and mstate@t's (docs/protocol.md), computed
+	# here by tests/vhash.py
+	spirt-store -s s1 get -f model/r@$t >mt.rec
+	spirt-store -s s1 get -f mstate/r@$t >st.rec
+	for i in 1 2 3; do
+		spirt-store -s s$i get -f digest/$t/p$i >dg$i.rec
+	done
+	run "$PYTHON" - <<-PY
+	import sys
+	sys.path.insert(0, "$BATS_TEST_DIRNAME")
+	from vhash import vhash
+	def h(p):
+	    return bytes.fromhex(vhash(open(p, "rb").read()))
+	want = vhash(h("mt.rec") + h("st.rec"))
+	for i in (1, 2, 3):
+	    d = open("dg%d.rec" % i, "rb").read()
+	    d = d[d.find(b"SPDG"):]
+	    assert d[152:184].hex() == want, (i, d[152:184].hex(), want)
+	print("signed", want)
 	PY
 	echo "$output"; [ "$status" -eq 0 ]
 }
