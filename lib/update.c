@@ -204,9 +204,9 @@ step_check(struct spirt_update *u, const struct stepio *io)
 		return SPIRT_EDTYPE;
 	}
 	/* (the model's state after the gradient: with_state() in
-	 * lib/aggstore.c; not in the outer step's mean of deltas) */
-	if (at->nelem != mt->nelem && (io->bpl == NULL || u->outer ||
-	    at->nelem - mt->nelem != io->bt.nelem || at->nelem < mt->nelem)) {
+	 * lib/aggstore.c; after the change in a delta, delta()) */
+	if (at->nelem != mt->nelem && (io->bpl == NULL ||
+	    at->nelem < mt->nelem || at->nelem - mt->nelem != io->bt.nelem)) {
 		tellx(u, "%s: %llu values, %s has %llu%s: shapes differ",
 		    io->aname, (unsigned long long)at->nelem, io->mkey,
 		    (unsigned long long)mt->nelem, io->bpl == NULL ? "" :
@@ -359,8 +359,10 @@ step_reserve(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io)
 		if (!spirt_aligned(io->theta, SPIRT_F32))
 			io->theta = NULL;
 	}
+	/* (a delta carries the state after the change: delta()) */
 	if (io->theta == NULL && (io->theta = io->own[4] =
-	    malloc(mt->nbytes ? mt->nbytes : 1)) == NULL)
+	    malloc(mt->nbytes + (u->delta != SPIRT_NOSTEP && io->bpl ?
+	    io->bt.nbytes : 0) + 1)) == NULL)
 		return ENOMEM;
 	return 0;
 }
@@ -368,7 +370,10 @@ step_reserve(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io)
 /*
  * Delta mode: theta (model@t+1, made in a buffer) becomes model@S - theta
  * in place, and its record the one of an aggregate of step S: the
- * model's name, step S, the samples of agg/t.
+ * model's name, step S, the samples of agg/t.  A model with state: the
+ * state of t+1 follows (as a step's aggregate carries it), so that the
+ * peers combine their states with their deltas and the outer step
+ * writes the combination (mstate_put()).
  */
 static int
 delta(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io,
@@ -393,6 +398,22 @@ delta(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io,
 	for (size_t j = 0; j < st.nelem; j++)
 		theta[j] = ((const float *)spl)[j] - theta[j];
 	free(own);
+	if (io->bpl) {
+		uint64_t n = io->mt.nelem + io->bt.nelem;
+
+		memcpy(theta + io->mt.nelem, io->at.nelem > io->mt.nelem ?
+		    (const float *)io->apl + io->mt.nelem : io->bpl,
+		    io->bt.nbytes);
+		if (spirt_count_nonfinite_f32(theta + io->mt.nelem,
+		    io->bt.nelem)) {
+			tellx(u, "%s: NaN or Inf in the model's state",
+			    io->aname);
+			return SPIRT_ENAN;
+		}
+		if ((rc = spirt_tensor_init(&io->nt, SPIRT_F32, 1, &n)) ||
+		    (rc = spirt_tensor_set_name(&io->nt, io->mt.name)))
+			return rc;
+	}
 	io->nt.step = u->delta;
 	io->nt.samples = io->at.samples;
 	io->nt.loss = io->at.loss;
@@ -497,9 +518,9 @@ outer_compute(struct spirt_update *u, struct spirt_txn *txn,
  * The model's state of the new version (spirt-model(5)), in the step's
  * transaction: the state combined with the aggregate, after its
  * gradient (lib/aggstore.c with_state()), else mstate@t as it was; none
- * for a model without state.  A delta step (--every) writes none: the
- * outer step carries the state of the round's first step, the same on
- * every peer.
+ * for a model without state.  A delta step (--every) writes none: its
+ * delta carries the state (delta()), and the outer step writes the
+ * peers' combination of them, the same on every peer.
  */
 static int
 mstate_put(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io)

@@ -689,4 +689,18 @@ assert np.all(a == 0.75), a[:4]"
 	run -65 --separate-stderr spirt-update -m m -t 2
 	[[ "$stderr" == *'agg/2: 7 values, model/m@2 has 6 and its state more: shapes differ' ]]
 	[ "$(store_digest spirt.db)" = "$before" ]
+	# --every (spirt-train): the delta carries the state after the
+	# change, no mstate version; the outer step writes the state the
+	# peers combined with model@t+n
+	py "out(rec(list(G[1]) + [7, 8], step=2))" | spirt-store put agg/2
+	spirt-update -m m -t 2 -r 0.1 --delta 1
+	spirt-store get delta/1 >d1.rec
+	run -0 py 'r = get("d1.rec"); print(r["step"], list(r["a"][6:]))'
+	assert_output '1 [7.0, 8.0]'
+	run -66 spirt-store get mstate/m@3
+	py "out(rec(list(G[0]) + [3, 4], step=1))" | spirt-store put gagg/1
+	spirt-update -m m -a gagg -t 1 --outer 2
+	spirt-store get mstate/m@3 >s3.rec
+	run -0 py 'r = get("s3.rec"); print(r["step"], list(r["a"]))'
+	assert_output '3 [3.0, 4.0]'
 }
