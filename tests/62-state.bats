@@ -101,6 +101,10 @@ setup() {
 }
 
 teardown() {
+	if [ -n "${SRV-}" ]; then
+		kill -TERM "$SRV" 2>/dev/null
+		wait "$SRV" 2>/dev/null
+	fi
 	netns_teardown
 	return 0
 }
@@ -192,6 +196,34 @@ recs() {
 	run -0 spirt-store -s s ls
 	assert_line --regexp '^model/r@2	'
 	refute_line --regexp '^(m?state)/'
+}
+
+@test "state through a peer's URL: the function reads the model's state and writes its own, the bytes of a local run; another worker's slot is refused" {
+	spirt-shard -s s -q -n 2 X.npy y.npy
+	spirt-torch init -s s -q -m r --module net.py -S 1
+	cp -r s ref
+	spirt-torch grad -s ref -q -m r --module net.py -t 0 -w 0 -b 16
+	group_keys p1.w0
+	mkfifo ready
+	timeout -k 10 300 spirt-peer serve -s s -k p1.key -T p1.tok \
+	    -g group.pub -l 127.0.0.1:0 -F 3 3>ready 2>srv.log &
+	SRV=$!
+	read -r -t 30 addr <ready
+	fn="SPIRT_KEY=f1.key SPIRT_TOKEN=f1.tok SPIRT_GROUP=group.pub"
+	env $fn spirt-torch grad -s "http://$addr" -q -m r --module net.py \
+	    -t 0 -w 0 -b 16
+	for k in state/0/0 grad/0/0; do
+		spirt-store -s s get "$k" | cmp - <(spirt-store -s ref get "$k")
+	done
+	# worker 1's state slot is not this function's
+	spirt-store -s ref get state/0/0 >st.rec
+	run -65 --separate-stderr env $fn spirt-store -s "http://$addr" put \
+	    state/0/1 st.rec
+	run -66 spirt-store -s s get state/0/1
+	kill -TERM "$SRV"
+	wait "$SRV"
+	SRV=
+	grep -q "p1.w0: put state/0/1 (function): EADDR$" srv.log
 }
 
 @test "netns state: three peers train the BN module through spirt-torch: one model and one state, the mean of all six functions' states" {
