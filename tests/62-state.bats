@@ -7,7 +7,8 @@
 # the state of t+1 is the mean of the functions' states, written with
 # model@t+1; three peers in network namespaces end with the same model
 # and the same state, the mean of all six functions' states, and the
-# model hash each signed covers the state.
+# model hash each signed covers the state.  Through a peer's URL a
+# function reads and writes its state under its gradient's rules.
 
 load helper
 load netns
