@@ -108,9 +108,7 @@ serve_start() {
 fork_serve() {
 	if [ ! -d "$bfork" ]; then
 		rm -rf "$bfork.tmp"
-		spirt-store get "model/$model@$last" >"$store.byz-model.rec" &&
-		    spirt-store -s "$bfork.tmp" put "model/$model@$last" \
-		    "$store.byz-model.rec" && mv "$bfork.tmp" "$bfork" ||
+		fork_model "$last" "$bfork.tmp" && mv "$bfork.tmp" "$bfork" ||
 		    die 74 "$bfork: could not make the other story's store"
 	fi
 	_s=$srv _st=$store _l=$listen _sdir=$srvdir
