@@ -17,9 +17,10 @@ statistics) in module.buffers() order, flattened and concatenated the
 same way: grad loads the model's state mstate/MODEL@t into them before
 the forward pass and writes what the pass left there as state/t/w
 beside the gradient; eval loads it; init writes mstate/MODEL@0
-(spirt-model(5)).  grad takes its minibatch from `spirt-store batch` and reads and
-writes the store through `spirt-store`, so a store URL, SPIRT_KEY and
-the other variables of spirt(7) work as they do for spirt-grad(1).
+(spirt-model(5)).  grad takes its minibatch from `spirt-store batch`
+and reads and writes the store through `spirt-store`, so a store URL,
+SPIRT_KEY and the other variables of spirt(7) work as they do for
+spirt-grad(1).
 
 Nothing here imports numpy or torch before the options are read: -h and
 -V answer under any python3.
@@ -328,7 +329,6 @@ class Net:
         g = t.cat([(p.grad if p.grad is not None else
                     t.zeros_like(p)).reshape(-1) for p in self.params])
         return float(loss.detach()), g.numpy()
-
 
     def state_in(self, store, key, step):
         """Load the model's state, the record under key, into the
