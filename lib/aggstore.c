@@ -118,21 +118,87 @@ owner(struct spirt_aggset *s, const char *key, const struct spirt_tensor *t)
 	    key, (unsigned)t->origin, (unsigned)k.worker);
 }
 
-/* key's record, from the store or given in memory (vals) */
+/*
+ * The state a function measured beside its gradient, state/<t>/<w>
+ * beside grad/<t>/<w> (spirt-model(5)): the input becomes the gradient
+ * and the state end to end, in a buffer of its own (*own), so that the
+ * rule combines both, coordinate by coordinate, and agg/<t> carries the
+ * combined state after the gradient (spirt-update splits them, the
+ * exchange and the digests treat the aggregate as ever).  No state
+ * there (txn NULL, another key, no record): the gradient alone.
+ */
 static int
-add_rec(struct spirt_aggset *s, const char *key, const void *val,
-    size_t len)
+with_state(struct spirt_aggset *s, struct spirt_txn *txn, const char *key,
+    struct spirt_tensor *t, const void **pl, void **own)
+{
+	struct spirt_key_parts k;
+	struct spirt_tensor st, nt;
+	char skey[SPIRT_KEY_MAX + 1];
+	const void *spl;
+	uint64_t n;
+	unsigned char *b;
+	int rc;
+
+	*own = NULL;
+	if (txn == NULL || spirt_key_parse(&k, key) != 0 ||
+	    k.kind != SPIRT_KEY_GRAD)
+		return 0;
+	if ((rc = spirt_key_state(skey, sizeof skey, k.step, k.worker)))
+		return sayrc(s, rc, key);
+	if ((rc = spirt_store_get_tensor(txn, skey, &st, &spl, s->verify)) ==
+	    SPIRT_ENOTFOUND)
+		return 0;
+	if (rc)
+		return sayrc(s, rc, skey);
+	if (st.dtype != SPIRT_F32 || t->dtype != SPIRT_F32)
+		return say(s, SPIRT_EDTYPE, "%s: dtype %s, not f32", skey,
+		    spirt_dtype_name(st.dtype != SPIRT_F32 ? st.dtype :
+		    t->dtype));
+	if (st.step != t->step || (st.origin != SPIRT_NOORIGIN &&
+	    st.origin != k.worker))
+		return say(s, SPIRT_EDATA, "%s: step %lld origin %lld, not "
+		    "those of %s", skey, (long long)st.step,
+		    st.origin == SPIRT_NOORIGIN ? -1LL : (long long)st.origin,
+		    key);
+	n = t->nelem + st.nelem;
+	if ((rc = spirt_tensor_init(&nt, SPIRT_F32, 1, &n)) ||
+	    (rc = spirt_tensor_set_name(&nt, t->name)))
+		return sayrc(s, rc, key);
+	nt.step = t->step;
+	nt.samples = t->samples;
+	nt.loss = t->loss;
+	nt.origin = t->origin;
+	nt.count = t->count;
+	if (t->flags & SPIRT_TF_REVISION)
+		spirt_tensor_set_revision(&nt, t->revision);
+	if ((b = malloc(nt.nbytes ? nt.nbytes : 1)) == NULL)
+		return ENOMEM;
+	memcpy(b, *pl, t->nbytes);
+	memcpy(b + t->nbytes, spl, st.nbytes);
+	*t = nt;
+	*pl = b;
+	*own = b;
+	return 0;
+}
+
+/* key's record, from the store (txn) or given in memory (vals, txn
+ * NULL) */
+static int
+add_rec(struct spirt_aggset *s, struct spirt_txn *txn, const char *key,
+    const void *val, size_t len)
 {
 	struct spirt_tensor t;
 	const void *pl;
+	void *own;
 	int rc;
 
 	if ((rc = spirt_tensor_decode(&t, &pl, val, len, s->verify &&
 	    !s->keys_checked)))
 		return sayrc(s, rc, key);
-	if ((rc = owner(s, key, &t)))
+	if ((rc = owner(s, key, &t)) ||
+	    (rc = with_state(s, txn, key, &t, &pl, &own)))
 		return rc;
-	return add(s, key, &t, pl, NULL);
+	return add(s, key, &t, pl, own);
 }
 
 int
@@ -145,11 +211,12 @@ spirt_aggset_add_key(struct spirt_aggset *s, struct spirt_txn *txn,
 
 	if ((rc = spirt_store_get(txn, key, &v, &len)))
 		return sayrc(s, rc, key);
-	return add_rec(s, key, v, len);
+	return add_rec(s, txn, key, v, len);
 }
 
 struct listarg {
 	struct spirt_aggset *s;
+	struct spirt_txn *txn;
 	size_t plen;
 };
 
@@ -159,15 +226,17 @@ listone(void *arg, const char *key, const void *val, size_t len)
 	struct listarg *a = arg;
 	struct spirt_tensor t;
 	const void *pl;
+	void *own;
 	int rc;
 
 	if (strchr(key + a->plen, '/'))
 		return 0;               /* grad/<t>/<w>/... is not a gradient */
 	if ((rc = spirt_tensor_decode(&t, &pl, val, len, a->s->verify)))
 		return sayrc(a->s, rc, key);
-	if ((rc = owner(a->s, key, &t)))
+	if ((rc = owner(a->s, key, &t)) ||
+	    (rc = with_state(a->s, a->txn, key, &t, &pl, &own)))
 		return rc;
-	return add(a->s, key, &t, pl, NULL);
+	return add(a->s, key, &t, pl, own);
 }
 
 int
@@ -175,7 +244,7 @@ spirt_aggset_add_step(struct spirt_aggset *s, struct spirt_txn *txn,
     uint64_t step)
 {
 	char prefix[SPIRT_KEY_MAX + 1];
-	struct listarg a = { s, 0 };
+	struct listarg a = { s, txn, 0 };
 	int rc;
 
 	if ((rc = spirt_key_grad_prefix(prefix, sizeof prefix, step)))
@@ -588,12 +657,15 @@ putexcluded(struct spirt_aggset *s, struct spirt_txn *txn)
 	return spirt_store_put_tensor(txn, key, &x, ex, 0);
 }
 
-/* remove grad/ and agg/ keys of steps before below */
+/* remove grad/, state/, mom/ and agg/ keys of steps before below */
 static int
 prune_spent(struct spirt_txn *txn, uint64_t below)
 {
 	int rc = spirt_store_del_steps(txn, SPIRT_KEY_GRAD_ROOT, below, NULL);
 
+	if (rc == 0)
+		rc = spirt_store_del_steps(txn, SPIRT_KEY_STATE_ROOT, below,
+		    NULL);
 	if (rc == 0)
 		rc = spirt_store_del_steps(txn, SPIRT_KEY_MOM_ROOT, below, NULL);
 	return rc ? rc : spirt_store_del_steps(txn, SPIRT_KEY_AGG_ROOT, below,
@@ -734,7 +806,7 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 
 	spirt_aggset_reset(s);
 	for (size_t i = 0; i < nkeys; i++)
-		if ((rc = s->vals && s->vals[i].v ? add_rec(s, keys[i],
+		if ((rc = s->vals && s->vals[i].v ? add_rec(s, NULL, keys[i],
 		    s->vals[i].v, s->vals[i].len) :
 		    spirt_aggset_add_key(s, txn, keys[i])))
 			return rc;

@@ -13,7 +13,8 @@
  * (docs/protocol.md, "Signed digests"): the values' hash (spirt_hash: the
  * SHA-256 tree of lib/vhash.h) of the aggregate it published (the whole
  * value of xagg/<t>/<id>), the hash of the model the step starts from
- * (the whole value of model/<m>@t), and the hash of the aggregate it
+ * (the whole value of model/<m>@t; with a state, the hash of that hash
+ * and mstate/<m>@t's: lib/exchange.c), and the hash of the aggregate it
  * received from every other peer that step,
  * as (peer id, hash) in ascending id order.  It is signed with the peer's
  * identity key and carries the public key and, optionally, the member

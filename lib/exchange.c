@@ -152,9 +152,9 @@ struct own_hashes {
 	char key[SPIRT_KEY_MAX + 1];    /* the one that failed */
 };
 
-/* hash model@t and what this peer published, xagg/<t>/<self>, into
- * x->modelhash and x->agghash (in a thread of its own: the message,
- * naming oh->key, is made by the caller) */
+/* hash model@t (with mstate@t, if any) and what this peer published,
+ * xagg/<t>/<self>, into x->modelhash and x->agghash (in a thread of its
+ * own: the message, naming oh->key, is made by the caller) */
 static void *
 own_hashes_main(void *arg)
 {
@@ -171,6 +171,20 @@ own_hashes_main(void *arg)
 	    x->step)) || (oh->rc = spirt_store_get(t, oh->key, &v, &len)))
 		goto out;
 	spirt_hash(x->modelhash, v, len);
+	/* a model with state (spirt-model(5)): the hash of the two hashes,
+	 * so that peers whose states differ hold different models */
+	if ((oh->rc = spirt_key_mstate(oh->key, sizeof oh->key, x->model,
+	    x->step)))
+		goto out;
+	if ((oh->rc = spirt_store_get(t, oh->key, &v, &len)) == 0) {
+		unsigned char two[2 * SPIRT_HASH_BYTES];
+
+		memcpy(two, x->modelhash, SPIRT_HASH_BYTES);
+		spirt_hash(two + SPIRT_HASH_BYTES, v, len);
+		spirt_hash(x->modelhash, two, sizeof two);
+	} else if (oh->rc != SPIRT_ENOTFOUND) {
+		goto out;
+	}
 	if ((oh->rc = spirt_key_xagg(oh->key, sizeof oh->key, x->step,
 	    x->self)) || (oh->rc = spirt_store_get(t, oh->key, &v, &len)))
 		goto out;

@@ -193,6 +193,20 @@ spirt_key_opt(char *buf, size_t cap, const char *name, uint64_t step)
 }
 
 int
+spirt_key_mstate(char *buf, size_t cap, const char *name, uint64_t step)
+{
+	return version(buf, cap, "mstate", name, step);
+}
+
+int
+spirt_key_mstate_prefix(char *buf, size_t cap, const char *name)
+{
+	int rc = NAME(buf, cap, name);
+
+	return rc ? rc : fmt(buf, cap, "mstate/%s@", name);
+}
+
+int
 spirt_key_model_prefix(char *buf, size_t cap, const char *name)
 {
 	int rc = NAME(buf, cap, name);
@@ -231,6 +245,15 @@ spirt_key_mom(char *buf, size_t cap, uint64_t step, uint32_t worker)
 	int rc = badstep(buf, cap, step);
 
 	return rc ? rc : fmt(buf, cap, "mom/%" PRIu64 "/%" PRIu32, step,
+	    worker);
+}
+
+int
+spirt_key_state(char *buf, size_t cap, uint64_t step, uint32_t worker)
+{
+	int rc = badstep(buf, cap, step);
+
+	return rc ? rc : fmt(buf, cap, "state/%" PRIu64 "/%" PRIu32, step,
 	    worker);
 }
 
@@ -545,6 +568,10 @@ spirt_key_parse(struct spirt_key_parts *k, const char *key)
 		rc = parse_grad(k, key + 5, SPIRT_KEY_GRAD);
 	else if (!strncmp(key, "mom/", 4))
 		rc = parse_grad(k, key + 4, SPIRT_KEY_MOM);
+	else if (!strncmp(key, "mstate/", 7))
+		rc = parse_version(k, key + 7, SPIRT_KEY_MSTATE);
+	else if (!strncmp(key, "state/", 6))
+		rc = parse_grad(k, key + 6, SPIRT_KEY_STATE);
 	else if (!strncmp(key, "agg/", 4))
 		rc = parse_agg(k, key + 4);
 	else if (!strncmp(key, "xagg/", 5))
@@ -582,6 +609,7 @@ int
 spirt_key_volatile(const char *key, size_t len)
 {
 	return under(key, len, SPIRT_KEY_GRAD_ROOT) ||
+	    under(key, len, SPIRT_KEY_STATE_ROOT) ||
 	    under(key, len, SPIRT_KEY_MOM_ROOT) ||
 	    under(key, len, SPIRT_KEY_AGG_ROOT) || under(key, len, "xagg/") ||
 	    under(key, len, "gagg/") || under(key, len, "beat/") ||
@@ -592,8 +620,8 @@ uint64_t
 spirt_key_wirestep(const char *key)
 {
 	static const char *const roots[] = {
-		SPIRT_KEY_GRAD_ROOT, SPIRT_KEY_MOM_ROOT, SPIRT_KEY_AGG_ROOT,
-		"xagg/", "gagg/", "digest/"
+		SPIRT_KEY_GRAD_ROOT, SPIRT_KEY_STATE_ROOT, SPIRT_KEY_MOM_ROOT,
+		SPIRT_KEY_AGG_ROOT, "xagg/", "gagg/", "digest/"
 	};
 	struct spirt_key_parts k;
 	const char *end;
@@ -602,7 +630,7 @@ spirt_key_wirestep(const char *key)
 	if (spirt_key_parse(&k, key) == 0)
 		switch (k.kind) {
 		case SPIRT_KEY_MODEL: case SPIRT_KEY_GRAD: case SPIRT_KEY_MOM:
-		case SPIRT_KEY_AGG:
+		case SPIRT_KEY_MSTATE: case SPIRT_KEY_STATE: case SPIRT_KEY_AGG:
 		case SPIRT_KEY_AGG_EXCLUDED: case SPIRT_KEY_XAGG:
 		case SPIRT_KEY_GAGG: case SPIRT_KEY_DIGEST:
 			return k.step;

@@ -12,7 +12,9 @@
  * (spirt-store(5) lists them; docs/contracts.md says what they hold):
  *
  *   model/<name>@<t>       a model version      opt/<name>@<t>  its state
+ *   mstate/<name>@<t>      the model's buffers at t (spirt-model(5))
  *   grad/<t>/<w>           a function's gradient (w: decimal worker)
+ *   state/<t>/<w>          the buffers its forward pass measured
  *   agg/<t>                this peer's aggregate  agg/<t>/excluded
  *   xagg/<t>/<peer>        peer <peer>'s aggregate, published or pulled
  *   gagg/<t>               the global aggregate, combined across peers
@@ -42,6 +44,7 @@
 #define SPIRT_KEY_GRAD_ROOT "grad/"
 #define SPIRT_KEY_AGG_ROOT "agg/"
 #define SPIRT_KEY_MOM_ROOT "mom/"
+#define SPIRT_KEY_STATE_ROOT "state/"
 #define SPIRT_KEY_XAGG_ROOT "xagg/"
 #define SPIRT_KEY_GAGG_ROOT "gagg/"
 #define SPIRT_KEY_DIGEST_ROOT "digest/"
@@ -96,6 +99,12 @@ SPIRT_MUST_CHECK int spirt_key_model_prefix(char *buf, size_t cap,
     const char *name) SPIRT_NONNULL(1, 3);
 SPIRT_MUST_CHECK int spirt_key_opt_prefix(char *buf, size_t cap,
     const char *name) SPIRT_NONNULL(1, 3);
+/* "mstate/<name>@<t>": the model's state (its buffers) at t, and the
+ * prefix of every version */
+SPIRT_MUST_CHECK int spirt_key_mstate(char *buf, size_t cap,
+    const char *name, uint64_t step) SPIRT_NONNULL(1, 3);
+SPIRT_MUST_CHECK int spirt_key_mstate_prefix(char *buf, size_t cap,
+    const char *name) SPIRT_NONNULL(1, 3);
 
 SPIRT_MUST_CHECK int spirt_key_grad(char *buf, size_t cap, uint64_t step,
     uint32_t worker) SPIRT_NONNULL(1);
@@ -105,6 +114,10 @@ SPIRT_MUST_CHECK int spirt_key_grad_prefix(char *buf, size_t cap,
 /* "mom/<t>/<w>": worker w's momentum of step t (spirt-agg
  * --worker-momentum) */
 SPIRT_MUST_CHECK int spirt_key_mom(char *buf, size_t cap, uint64_t step,
+    uint32_t worker) SPIRT_NONNULL(1);
+/* "state/<t>/<w>": the buffers worker w's function measured at step t,
+ * beside its gradient (spirt-function(7)) */
+SPIRT_MUST_CHECK int spirt_key_state(char *buf, size_t cap, uint64_t step,
     uint32_t worker) SPIRT_NONNULL(1);
 SPIRT_MUST_CHECK int spirt_key_agg(char *buf, size_t cap, uint64_t step)
     SPIRT_NONNULL(1);
@@ -176,7 +189,9 @@ enum spirt_key_kind {
 	SPIRT_KEY_DATA_CLASSES, /* name */
 	SPIRT_KEY_MOM,          /* step, worker */
 	SPIRT_KEY_HEALTH,       /* peer (the member watched) */
-	SPIRT_KEY_DATA_ASSIGN_REV       /* name, step (the revision) */
+	SPIRT_KEY_DATA_ASSIGN_REV,      /* name, step (the revision) */
+	SPIRT_KEY_MSTATE,       /* name, step */
+	SPIRT_KEY_STATE         /* step, worker */
 };
 
 /* A key taken apart; the fields its kind does not use are zero. */
@@ -199,8 +214,8 @@ SPIRT_MUST_CHECK int spirt_key_parse(struct spirt_key_parts *k, const char *key)
 
 /*
  * The step a key is bound to on the wire (docs/protocol.md, "HTTP
- * transport"): t of model/<name>@<t> and of the step families grad/<t>,
- * mom/<t>, agg/<t>, xagg/<t>, gagg/<t> and digest/<t>, with whatever
+ * transport"): t of model/<name>@<t>, mstate/<name>@<t> and of the step
+ * families grad/<t>, state/<t>, mom/<t>, agg/<t>, xagg/<t>, gagg/<t> and digest/<t>, with whatever
  * follows the step ("grad/7/3", "gagg/7/round", a listing of step 7's
  * gradients); 0 for any other key (opt/, data/, beat/, the user's keys).
  */

@@ -28,7 +28,8 @@ spirt_peersrv_allowed(int role, int op, const char *key, int *noover)
 		if (role == SPIRT_ROLE_PEER)
 			return 0;
 		return role == SPIRT_ROLE_FUNCTION && (kind ==
-		    SPIRT_KEY_MODEL || kind == SPIRT_KEY_DATA_INFO ||
+		    SPIRT_KEY_MODEL || kind == SPIRT_KEY_MSTATE ||
+		    kind == SPIRT_KEY_DATA_INFO ||
 		    kind == SPIRT_KEY_DATA_ASSIGN || kind ==
 		    SPIRT_KEY_DATA_SCALE || kind == SPIRT_KEY_DATA_X ||
 		    kind == SPIRT_KEY_DATA_Y) ? 0 : SPIRT_EROLE;
@@ -41,7 +42,8 @@ spirt_peersrv_allowed(int role, int op, const char *key, int *noover)
 	case SPIRT_OP_PUT:
 		if (kind == SPIRT_KEY_BEAT)
 			return 0;
-		if (role == SPIRT_ROLE_FUNCTION && kind == SPIRT_KEY_GRAD) {
+		if (role == SPIRT_ROLE_FUNCTION && (kind == SPIRT_KEY_GRAD ||
+		    kind == SPIRT_KEY_STATE)) {
 			*noover = 1;
 			return 0;
 		}
@@ -64,8 +66,10 @@ spirt_peersrv_member_allowed(int role, const char *self, const char *id,
 		return rc;
 	if (k.kind == SPIRT_KEY_BEAT && strcmp(k.peer, id) != 0)
 		return SPIRT_EROLE;
-	/* a function writes the slots its id binds at this peer, no other */
-	if (k.kind == SPIRT_KEY_GRAD && (spirt_fn_binding(id, peer,
+	/* a function writes the slots its id binds at this peer, no other
+	 * (its gradient's and its state's) */
+	if ((k.kind == SPIRT_KEY_GRAD || k.kind == SPIRT_KEY_STATE) &&
+	    (spirt_fn_binding(id, peer,
 	    sizeof peer, &first, &last) != 0 || strcmp(peer, self) != 0 ||
 	    k.worker < first || k.worker > last))
 		return SPIRT_EADDR;

@@ -371,7 +371,7 @@ struct op {
 	const unsigned char *val;
 	size_t len;
 	int noover;
-	/* a function's gradient: its slot is checked (peerauth.c) */
+	/* a function's gradient or state: its slot is checked (peerauth.c) */
 	int slot;
 	uint64_t step;
 	uint32_t worker;
@@ -1044,7 +1044,8 @@ do_msg(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 	    SPIRT_REQ_NOOVERWRITE)))
 		o.noover = 1;
 	if (op == SPIRT_OP_PUT && m->role == SPIRT_ROLE_FUNCTION &&
-	    spirt_key_parse(&kp, o.key) == 0 && kp.kind == SPIRT_KEY_GRAD) {
+	    spirt_key_parse(&kp, o.key) == 0 && (kp.kind == SPIRT_KEY_GRAD ||
+	    kp.kind == SPIRT_KEY_STATE)) {
 		o.slot = 1;
 		o.step = kp.step;
 		o.worker = kp.worker;

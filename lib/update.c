@@ -75,7 +75,7 @@ spirt_update_latest(struct spirt_update *u, struct spirt_txn *txn)
 	return 0;
 }
 
-/* remove model and optimiser versions before newest + 1 - keep */
+/* remove model, optimiser and state versions before newest + 1 - keep */
 static int
 prune(struct spirt_update *u, struct spirt_txn *txn, uint64_t newest)
 {
@@ -87,7 +87,10 @@ prune(struct spirt_update *u, struct spirt_txn *txn, uint64_t newest)
 	if ((rc = spirt_key_model_prefix(prefix, sizeof prefix, u->model)) ||
 	    (rc = spirt_store_del_steps(txn, prefix, newest + 1 - u->keep,
 	    NULL)) ||
-	    (rc = spirt_key_opt_prefix(prefix, sizeof prefix, u->model)))
+	    (rc = spirt_key_opt_prefix(prefix, sizeof prefix, u->model)) ||
+	    (rc = spirt_store_del_steps(txn, prefix, newest + 1 - u->keep,
+	    NULL)) ||
+	    (rc = spirt_key_mstate_prefix(prefix, sizeof prefix, u->model)))
 		return rc;
 	return spirt_store_del_steps(txn, prefix, newest + 1 - u->keep, NULL);
 }
@@ -120,6 +123,8 @@ view(const void **p, size_t n, void **own)
 struct stepio {
 	struct spirt_tensor mt, at, st;         /* model@t, aggregate, opt@t */
 	const void *mpl, *apl, *spl;            /* spl NULL: a fresh state */
+	struct spirt_tensor bt;                 /* mstate@t, the buffers */
+	const void *bpl;                        /* NULL: a model without */
 	struct spirt_tensor nt, ot;             /* model@t+1, opt@t+1 */
 	unsigned char *dst, *ndst;              /* opt@t+1, model@t+1 records */
 	float *theta, *state;                   /* where the pass writes */
@@ -127,6 +132,7 @@ struct stepio {
 	char mkey[SPIRT_KEY_MAX + 1], nkey[SPIRT_KEY_MAX + 1];
 	char akey[SPIRT_KEY_MAX + 1], skey[SPIRT_KEY_MAX + 1];
 	char okey[SPIRT_KEY_MAX + 1], dkey[SPIRT_KEY_MAX + 1];
+	char bkey[SPIRT_KEY_MAX + 1], b1key[SPIRT_KEY_MAX + 1];
 	const char *aname, *oname;              /* the aggregate, the optimiser */
 	unsigned ns;                            /* rows of optimiser state */
 	void *own[5];                           /* copies, freed at the end */
@@ -148,6 +154,9 @@ step_keys(struct spirt_update *u, struct stepio *io)
 	    t + 1)) ||
 	    (rc = spirt_key_opt(io->skey, sizeof io->skey, u->model, t)) ||
 	    (rc = spirt_key_opt(io->okey, sizeof io->okey, u->model, t + 1)) ||
+	    (rc = spirt_key_mstate(io->bkey, sizeof io->bkey, u->model, t)) ||
+	    (rc = spirt_key_mstate(io->b1key, sizeof io->b1key, u->model,
+	    t + 1)) ||
 	    (rc = spirt_key_aggroot(io->akey, sizeof io->akey, u->agg, t))) {
 		tellrc(u, SPIRT_ESTEP, "step %llu: no step after it",
 		    (unsigned long long)t);
@@ -169,7 +178,8 @@ step_keys(struct spirt_update *u, struct stepio *io)
 	}
 	if (u->outer && (t > SPIRT_NOSTEP - 2 - u->outer ||
 	    spirt_key_model(io->nkey, sizeof io->nkey, u->model,
-	    t + u->outer))) {
+	    t + u->outer) || spirt_key_mstate(io->b1key, sizeof io->b1key,
+	    u->model, t + u->outer))) {
 		tellx(u, "step %llu: no step %llu after it",
 		    (unsigned long long)t, (unsigned long long)u->outer);
 		return SPIRT_ESTEP;
@@ -193,10 +203,14 @@ step_check(struct spirt_update *u, const struct stepio *io)
 		    SPIRT_F32 ? mt->dtype : at->dtype));
 		return SPIRT_EDTYPE;
 	}
-	if (at->nelem != mt->nelem) {
-		tellx(u, "%s: %llu values, %s has %llu: shapes differ",
+	/* (the model's state after the gradient: with_state() in
+	 * lib/aggstore.c; after the change in a delta, delta()) */
+	if (at->nelem != mt->nelem && (io->bpl == NULL ||
+	    at->nelem < mt->nelem || at->nelem - mt->nelem != io->bt.nelem)) {
+		tellx(u, "%s: %llu values, %s has %llu%s: shapes differ",
 		    io->aname, (unsigned long long)at->nelem, io->mkey,
-		    (unsigned long long)mt->nelem);
+		    (unsigned long long)mt->nelem, io->bpl == NULL ? "" :
+		    " and its state more");
 		return SPIRT_ESHAPE;
 	}
 	if (at->step != SPIRT_NOSTEP && at->step != t) {
@@ -272,6 +286,17 @@ step_read(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io)
 		tellrc(u, rc, "%s", io->akey);
 		return rc;
 	}
+	if ((rc = spirt_store_get_tensor(txn, io->bkey, &io->bt, &io->bpl,
+	    0)) == SPIRT_ENOTFOUND) {
+		io->bpl = NULL;
+	} else if (rc) {
+		tellrc(u, rc, "%s", io->bkey);
+		return rc;
+	} else if (io->bt.dtype != SPIRT_F32) {
+		tellx(u, "%s: dtype %s, not f32", io->bkey,
+		    spirt_dtype_name(io->bt.dtype));
+		return SPIRT_EDTYPE;
+	}
 	if ((rc = step_check(u, io)))
 		return rc;
 	return u->outer ? 0 : step_state(u, txn, io);
@@ -334,8 +359,10 @@ step_reserve(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io)
 		if (!spirt_aligned(io->theta, SPIRT_F32))
 			io->theta = NULL;
 	}
+	/* (a delta carries the state after the change: delta()) */
 	if (io->theta == NULL && (io->theta = io->own[4] =
-	    malloc(mt->nbytes ? mt->nbytes : 1)) == NULL)
+	    malloc(mt->nbytes + (u->delta != SPIRT_NOSTEP && io->bpl ?
+	    io->bt.nbytes : 0) + 1)) == NULL)
 		return ENOMEM;
 	return 0;
 }
@@ -343,7 +370,10 @@ step_reserve(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io)
 /*
  * Delta mode: theta (model@t+1, made in a buffer) becomes model@S - theta
  * in place, and its record the one of an aggregate of step S: the
- * model's name, step S, the samples of agg/t.
+ * model's name, step S, the samples of agg/t.  A model with state: the
+ * state of t+1 follows (as a step's aggregate carries it), so that the
+ * peers combine their states with their deltas and the outer step
+ * writes the combination (mstate_put()).
  */
 static int
 delta(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io,
@@ -368,6 +398,22 @@ delta(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io,
 	for (size_t j = 0; j < st.nelem; j++)
 		theta[j] = ((const float *)spl)[j] - theta[j];
 	free(own);
+	if (io->bpl) {
+		uint64_t n = io->mt.nelem + io->bt.nelem;
+
+		memcpy(theta + io->mt.nelem, io->at.nelem > io->mt.nelem ?
+		    (const float *)io->apl + io->mt.nelem : io->bpl,
+		    io->bt.nbytes);
+		if (spirt_count_nonfinite_f32(theta + io->mt.nelem,
+		    io->bt.nelem)) {
+			tellx(u, "%s: NaN or Inf in the model's state",
+			    io->aname);
+			return SPIRT_ENAN;
+		}
+		if ((rc = spirt_tensor_init(&io->nt, SPIRT_F32, 1, &n)) ||
+		    (rc = spirt_tensor_set_name(&io->nt, io->mt.name)))
+			return rc;
+	}
 	io->nt.step = u->delta;
 	io->nt.samples = io->at.samples;
 	io->nt.loss = io->at.loss;
@@ -468,8 +514,41 @@ outer_compute(struct spirt_update *u, struct spirt_txn *txn,
 	    SPIRT_PUT_NOOVERWRITE);
 }
 
-/* One write transaction: model@t, agg/t, opt@t in; model@t+1, opt@t+1
- * out; old versions pruned.  Rerun from scratch when the map grows. */
+/*
+ * The model's state of the new version (spirt-model(5)), in the step's
+ * transaction: the state combined with the aggregate, after its
+ * gradient (lib/aggstore.c with_state()), else mstate@t as it was; none
+ * for a model without state.  A delta step (--every) writes none: its
+ * delta carries the state (delta()), and the outer step writes the
+ * peers' combination of them, the same on every peer.
+ */
+static int
+mstate_put(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io)
+{
+	struct spirt_tensor h;
+	const void *pl = io->bpl;
+	size_t p = io->mt.nelem;
+
+	if (io->bpl == NULL || u->delta != SPIRT_NOSTEP)
+		return 0;
+	h = io->bt;
+	h.step = u->step + (u->outer ? u->outer : 1);
+	if (io->at.nelem > p) {
+		pl = (const float *)io->apl + p;
+		if (spirt_count_nonfinite_f32(pl, io->bt.nelem)) {
+			tellx(u, "%s: NaN or Inf in the model's state",
+			    io->aname);
+			return SPIRT_ENAN;
+		}
+		h.samples = io->at.samples;
+		h.count = io->at.count;
+	}
+	return spirt_store_put_tensor(txn, io->b1key, &h, pl, 0);
+}
+
+/* One write transaction: model@t, agg/t, opt@t, mstate@t in; model@t+1,
+ * opt@t+1, mstate@t+1 out; old versions pruned.  Rerun from scratch when
+ * the map grows. */
 int
 spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 {
@@ -488,12 +567,14 @@ spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 		goto fail;
 	if (u->outer) {
 		if ((rc = outer_compute(u, txn, &io)) ||
+		    (rc = mstate_put(u, txn, &io)) ||
 		    (rc = prune(u, txn, u->step + u->outer)))
 			goto fail;
 	} else if ((io.spl && (rc = view(&io.spl, io.st.nbytes,
 	    &io.own[2]))) ||
 	    (rc = step_reserve(u, txn, &io)) ||
 	    (rc = step_compute(u, txn, &io)) ||
+	    (rc = mstate_put(u, txn, &io)) ||
 	    (rc = prune(u, txn, u->delta != SPIRT_NOSTEP ? u->step :
 	    u->step + 1))) {
 		goto fail;

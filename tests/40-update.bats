@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# 40-update: spirt-update optimisers, exactly-once, --keep, exit codes
+# 40-update: spirt-update optimisers, exactly-once, --keep, exit codes, a
+# model's state beside its weights
 
 load helper
 
@@ -613,4 +614,93 @@ assert np.all(a == 0.75), a[:4]"
 	[ "$(store_digest spirt.db)" = "$before" ]
 	run -64 --separate-stderr spirt-update -m m -t 0 -a 'g/x'
 	[[ "$stderr" == *'-a: invalid key prefix "g/x"'* ]]
+}
+
+@test "a model's state (spirt-model(5)): spirt-agg combines state/<t>/<w> after the gradients by its rule, spirt-update writes mstate@t+1 with model@t+1, or carries mstate@t; bad states change nothing" {
+	# model/m@0 with a state of 2 values, 3 workers' gradients and
+	# states; the store ref holds the same without any state
+	py "out(rec(T0))" >m0.rec
+	py "out(rec([5, 6]))" >s0.rec
+	for w in 0 1 2; do
+		py "out(rec(G[$w % 2] * ($w + 1), origin=$w, samples=4))" >g$w.rec
+		py "out(rec([1 + 10 ** $w, -$w], origin=$w))" >st$w.rec
+	done
+	for s in spirt.db ref; do
+		spirt-store -s $s put model/m@0 m0.rec
+		for w in 0 1 2; do
+			spirt-store -s $s put grad/0/$w g$w.rec
+		done
+	done
+	spirt-store put mstate/m@0 s0.rec
+	for w in 0 1 2; do
+		spirt-store put state/0/$w st$w.rec
+	done
+	spirt-agg -q -r median -t 0
+	spirt-agg -q -s ref -r median -t 0
+	run -0 spirt-store show agg/0
+	assert_line 'shape=8'
+	spirt-update -m m -t 0 -r 0.1
+	spirt-update -s ref -m m -t 0 -r 0.1
+	# the weights: the gradients' update alone; the state: the median of
+	# the three states, written with model@1
+	spirt-store get model/m@1 | cmp - <(spirt-store -s ref get model/m@1)
+	spirt-store get mstate/m@1 >s1.rec
+	run -0 py 'r = get("s1.rec"); print(r["step"], list(r["a"]))'
+	assert_output '1 [11.0, -1.0]'
+	run -66 spirt-store -s ref get mstate/m@1
+	# gradients without states: the state is carried over
+	for w in 0 1 2; do
+		py "out(rec(G[$w % 2], step=1, origin=$w, samples=4))" |
+		    spirt-store put grad/1/$w
+	done
+	spirt-agg -q -t 1
+	spirt-update -m m -t 1 -r 0.1
+	spirt-store get mstate/m@2 >s2.rec
+	run -0 py 'r = get("s2.rec"); print(r["step"], list(r["a"]))'
+	assert_output '2 [11.0, -1.0]'
+	# a state of another size, or of another origin than its key's
+	# worker: the step is refused, nothing written
+	for w in 0 1; do
+		py "out(rec(G[$w], step=2, origin=$w, samples=4))" |
+		    spirt-store put grad/2/$w
+	done
+	py "out(rec([1, 2], step=2, origin=0))" | spirt-store put state/2/0
+	py "out(rec([1, 2, 3], step=2, origin=1))" | spirt-store put state/2/1
+	before=$(store_digest spirt.db)
+	run -65 --separate-stderr spirt-agg -q -t 2
+	# (the gradient with its state: 6 + 3 values)
+	[[ "$stderr" == *'grad/2/1: 9 values, grad/2/0 has 8: shapes differ' ]]
+	[ "$(store_digest spirt.db)" = "$before" ]
+	py "out(rec([1, 2], step=2, origin=0))" | spirt-store put state/2/1
+	before=$(store_digest spirt.db)
+	run -65 --separate-stderr spirt-agg -q -t 2
+	[[ "$stderr" == *'state/2/1: step 2 origin 0, not those of grad/2/1' ]]
+	[ "$(store_digest spirt.db)" = "$before" ]
+	# an aggregate whose state has NaN, or of neither size: refused by
+	# spirt-update, nothing written
+	py "out(rec(list(G[0]) + [1, float('nan')], step=2))" |
+	    spirt-store put agg/2
+	before=$(store_digest spirt.db)
+	run -65 --separate-stderr spirt-update -m m -t 2
+	[[ "$stderr" == *"agg/2: NaN or Inf in the model's state" ]]
+	[ "$(store_digest spirt.db)" = "$before" ]
+	py "out(rec(list(G[0]) + [1], step=2))" | spirt-store put agg/2
+	before=$(store_digest spirt.db)
+	run -65 --separate-stderr spirt-update -m m -t 2
+	[[ "$stderr" == *'agg/2: 7 values, model/m@2 has 6 and its state more: shapes differ' ]]
+	[ "$(store_digest spirt.db)" = "$before" ]
+	# --every (spirt-train): the delta carries the state after the
+	# change, no mstate version; the outer step writes the state the
+	# peers combined with model@t+n
+	py "out(rec(list(G[1]) + [7, 8], step=2))" | spirt-store put agg/2
+	spirt-update -m m -t 2 -r 0.1 --delta 1
+	spirt-store get delta/1 >d1.rec
+	run -0 py 'r = get("d1.rec"); print(r["step"], list(r["a"][6:]))'
+	assert_output '1 [7.0, 8.0]'
+	run -66 spirt-store get mstate/m@3
+	py "out(rec(list(G[0]) + [3, 4], step=1))" | spirt-store put gagg/1
+	spirt-update -m m -a gagg -t 1 --outer 2
+	spirt-store get mstate/m@3 >s3.rec
+	run -0 py 'r = get("s3.rec"); print(r["step"], list(r["a"]))'
+	assert_output '3 [3.0, 4.0]'
 }

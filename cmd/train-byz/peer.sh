@@ -60,6 +60,20 @@ byzpeer_check() {
 	esac
 	bfork=$store.fork
 }
+# fork_model T STORE: model@T, and its state if it has one
+# (spirt-model(5)), into the other story's STORE: the same model as this
+# peer's, hashed the same in the digests
+fork_model() {
+	spirt-store get "model/$model@$1" >"$store.byz-model.rec" &&
+	    spirt-store -s "$2" put "model/$model@$1" "$store.byz-model.rec" ||
+	    return
+	_rc=0
+	spirt-store get "mstate/$model@$1" >"$store.byz-state.rec" \
+	    2>/dev/null || _rc=$?
+	[ "$_rc" -ne 66 ] || return 0
+	[ "$_rc" -eq 0 ] || return "$_rc"
+	spirt-store -s "$2" put "mstate/$model@$1" "$store.byz-state.rec"
+}
 # byzpeer_publish T: before step T's exchange, this peer lies
 byzpeer_publish() {
 	[ "$battack" != labelflip ] || return 0
@@ -74,11 +88,11 @@ byzpeer_publish() {
 	# made (no scratch environment yet) would never see its xagg/
 	f=$bfork
 	[ -d "$bfork" ] || { f=$bfork.tmp; rm -rf "$f"; }
-	spirt-store get "model/$model@$1" >"$store.byz-model.rec" &&
-	    spirt-store -s "$f" put "model/$model@$1" "$store.byz-model.rec" &&
+	fork_model "$1" "$f" &&
 	    spirt-store -s "$f" put "agg/$1" "$store.byz.rec" &&
-	    spirt-store -q -s "$f" prune -t "$1" "model/$model@" agg/ xagg/ \
-	    gagg/ digest/ && { [ "$f" = "$bfork" ] || mv "$f" "$bfork"; } ||
+	    spirt-store -q -s "$f" prune -t "$1" "model/$model@" \
+	    "mstate/$model@" agg/ xagg/ gagg/ digest/ &&
+	    { [ "$f" = "$bfork" ] || mv "$f" "$bfork"; } ||
 	    die 74 "step $1: $bfork: could not write the other story"
 	# the other story's round, beside this one's (its outcome is no matter)
 	$xch -s "$bfork" -t "$1" >/dev/null 2>>"$store.byz.log" &
@@ -112,9 +126,7 @@ byzpeer_serve() {
 	[ -n "$bflisten" ] || return 0
 	if [ ! -d "$bfork" ]; then
 		rm -rf "$bfork.tmp"
-		spirt-store get "model/$model@$last" >"$store.byz-model.rec" &&
-		    spirt-store -s "$bfork.tmp" put "model/$model@$last" \
-		    "$store.byz-model.rec" && mv "$bfork.tmp" "$bfork" ||
+		fork_model "$last" "$bfork.tmp" && mv "$bfork.tmp" "$bfork" ||
 		    die 74 "$bfork: could not make the other story's store"
 	fi
 	_s=$srv _st=$store _l=$listen _sdir=$srvdir

@@ -116,7 +116,8 @@ join_prepare() {
 	done
 	t=$j
 }
-# join_fetch J: model@J and opt@J from $src into this store, once $src
+# join_fetch J: model@J, opt@J and mstate@J (a model with state,
+# spirt-model(5)) from $src into this store, once $src
 # has them; 1 if $src went past step J's round first (the join missed)
 # or died (another is asked)
 join_fetch() {
@@ -129,6 +130,10 @@ join_fetch() {
 			# (either gone meanwhile, or $src past J: too late)
 			spirt-store -s "$src" get -f "opt/$model@$1" \
 			    >"$cu/o" 2>/dev/null && ! src_past "$1" && rc=0
+			# (66: a model without state)
+			[ "$rc" -ne 0 ] || spirt-store -s "$src" get -f \
+			    "mstate/$model@$1" >"$cu/s" 2>/dev/null ||
+			    [ $? -eq 66 ] || rc=1
 			break
 		fi
 		i=$((i + 1))
@@ -145,10 +150,13 @@ join_fetch() {
 		rm -rf "$cu"
 		return 1
 	fi
-	# (the optimiser state first: a model's newest version is whole)
+	# (the optimiser and model state first: a model's newest version is
+	# whole)
 	if spirt-store ls "model/$model@$1" | grep -q .; then
 		rm -rf "$cu"
 	elif run spirt-store -q put "opt/$model@$1" "$cu/o" &&
+	    { [ ! -s "$cu/s" ] ||
+	    run spirt-store -q put "mstate/$model@$1" "$cu/s"; } &&
 	    run spirt-store -q put "model/$model@$1" "$cu/m"; then
 		rm -rf "$cu"
 		say "caught up from $src: model/$model@$1 (this peer had @$last)"

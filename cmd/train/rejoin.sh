@@ -73,15 +73,18 @@ behind() {
 	joining=1
 }
 behind
-# the run's last model version and optimiser state, made durable; then the
+# the run's last model version, optimiser state and model state
+# (spirt-model(5)), made durable; then the
 # older durable versions go, which --keep 2 had to leave while they were
 # the last durable ones (a power loss would have gone back to them)
 persist() {
-	run spirt-store -q persist "model/$model@" "opt/$model@" ||
+	run spirt-store -q persist "model/$model@" "opt/$model@" \
+	    "mstate/$model@" ||
 	    die 74 "could not make model/$model versions durable"
 	top=$(newest)
 	[ -z "$top" ] || [ "$top" -lt 2 ] ||
-	    run spirt-store -q prune -t $((top - 1)) "model/$model@" "opt/$model@"
+	    run spirt-store -q prune -t $((top - 1)) "model/$model@" \
+	    "opt/$model@" "mstate/$model@"
 }
 [ "$last" -lt "$stop" ] || { persist; say "model/$model@$last: already trained ($stop steps)"; exit 0; }
 

@@ -12,9 +12,15 @@ parameters are module.parameters() in order, each flattened row-major
 (C order) and concatenated: that float32 vector [P] is the model record,
 named torch:NAME:P (NAME the file's name without .py, then .FACTORY for
 another factory than model), and the gradient record has the same
-layout.  grad takes its minibatch from `spirt-store batch` and reads and
-writes the store through `spirt-store`, so a store URL, SPIRT_KEY and
-the other variables of spirt(7) work as they do for spirt-grad(1).
+layout.  Its state is its floating-point buffers (BatchNorm's running
+statistics) in module.buffers() order, flattened and concatenated the
+same way: grad loads the model's state mstate/MODEL@t into them before
+the forward pass and writes what the pass left there as state/t/w
+beside the gradient; eval loads it; init writes mstate/MODEL@0
+(spirt-model(5)).  grad takes its minibatch from `spirt-store batch`
+and reads and writes the store through `spirt-store`, so a store URL,
+SPIRT_KEY and the other variables of spirt(7) work as they do for
+spirt-grad(1).
 
 Nothing here imports numpy or torch before the options are read: -h and
 -V answer under any python3.
@@ -279,22 +285,34 @@ class Net:
         for p in self.params:
             p.data = p.data.float().contiguous()
         self.nparams = sum(p.numel() for p in self.params)
+        # the state: the floating-point buffers, in order; an integer
+        # one (num_batches_tracked, a count) stays the module's own
+        self.buffers = [b for b in self.mod.buffers()
+                        if b.is_floating_point()]
+        for b in self.buffers:
+            b.data = b.data.float().contiguous()
+        self.nstate = sum(b.numel() for b in self.buffers)
         self.spec = o.spec or "torch:%s:%d" % (name, self.nparams)
 
-    def vector(self):
-        """The parameters as one float32 numpy vector [P]."""
+    def vector(self, ts=None):
+        """The parameters (or the tensors ts: the buffers) as one float32
+        numpy vector [P]."""
         t = self.torch
+        ts = self.params if ts is None else ts
+        if not ts:
+            return t.zeros(0).numpy()
         with t.no_grad():
-            return t.cat([p.reshape(-1) for p in self.params]).numpy()
+            return t.cat([p.reshape(-1) for p in ts]).numpy()
 
-    def load(self, vec):
-        """Set the parameters from the float32 vector vec [P]."""
+    def load(self, vec, ts=None):
+        """Set the parameters (or the tensors ts) from the float32 vector
+        vec [P]."""
         t = self.torch
         # a record read from bytes is read-only; the pipe's are not
         v = t.from_numpy(vec if vec.flags.writeable else vec.copy())
         at = 0
         with t.no_grad():
-            for p in self.params:
+            for p in (self.params if ts is None else ts):
                 n = p.numel()
                 p.copy_(v[at:at + n].view_as(p))
                 at += n
@@ -312,6 +330,35 @@ class Net:
         g = t.cat([(p.grad if p.grad is not None else
                     t.zeros_like(p)).reshape(-1) for p in self.params])
         return float(loss.detach()), g.numpy()
+
+    def state_in(self, store, key, step):
+        """Load the model's state, the record under key, into the
+        buffers (a model without buffers: nothing read)."""
+        import numpy
+
+        if not self.nstate:
+            return
+        r = records(store.get(key), key)
+        if len(r) != 1 or r[0].step != step or r[0].name != self.spec or \
+                r[0].array.dtype != numpy.dtype("<f4") or \
+                r[0].array.size != self.nstate:
+            raise Fail(EX_DATAERR, "%s: not f32 [%d] of %s at step %d: "
+                       "not this module's state" % (key, self.nstate,
+                                                    self.spec, step))
+        self.load(r[0].array, self.buffers)
+
+    def state_out(self, store, key, step, **meta):
+        """Write the buffers as the record under key (none without)."""
+        import numpy
+        from spirt import tensor
+
+        if not self.nstate:
+            return
+        v = self.vector(self.buffers)
+        if not numpy.isfinite(v).all():
+            raise Fail(EX_DATAERR, "%s: state not finite" % key)
+        store.put(key, tensor.encode(v.astype("<f4", copy=False),
+                                     name=self.spec, step=step, **meta))
 
 
 # ---- the store, through spirt-store ----
@@ -393,6 +440,16 @@ class Store:
         if code:
             raise Fail(code, None)      # its message is on stderr
         return buf
+
+    def get(self, key):
+        """The bytes of the records under key, through the pipe."""
+        self.ask("get %s" % key)
+        return self.answer()
+
+    def put(self, key, *data):
+        """Put the bytes of data under key, through the pipe."""
+        self.ask("put %s %d" % (key, sum(len(d) for d in data)), *data)
+        self.answer()
 
     def lost(self, line=b""):
         """The pipe ended or said what it cannot: gone, reported; the next
@@ -549,6 +606,7 @@ def grad_one(o, net, store, step, worker):
             b[0].array.shape[:1] != b[1].array.shape:
         raise Fail(EX_DATAERR, "batch %d/%d: not x f32 [B, ...] then y "
                    "i32 [B]" % (step, worker))
+    net.state_in(store, "mstate/%s@%d" % (o.model, step), step)
     t1 = time.monotonic()
     net.load(m[0].array)
     loss, g = net.gradient(b[0].array, b[1].array, mix(o.seed, step,
@@ -557,6 +615,11 @@ def grad_one(o, net, store, step, worker):
     if not numpy.isfinite(loss) or not numpy.isfinite(g).all():
         raise Fail(EX_DATAERR, "%s: loss %g: gradient not finite" %
                    (key, loss))
+    # the state the pass measured, before the gradient that makes the
+    # step's inputs complete (with -o: the gradient only)
+    if o.output is None:
+        net.state_out(store, "state/%d/%d" % (step, worker), step,
+                      origin=worker, samples=int(b[1].array.size))
     rec = tensor.encode_parts(g.astype("<f4", copy=False), name=net.spec,
                               step=step, origin=worker,
                               samples=int(b[1].array.size), loss=loss,
@@ -564,8 +627,7 @@ def grad_one(o, net, store, step, worker):
     if o.output is not None:
         write_out(o.output, b"".join(rec), o.force)
     else:
-        store.ask("put %s %d" % (out, sum(len(r) for r in rec)), *rec)
-        store.answer()
+        store.put(out, *rec)
     if o.verbose:
         warn("%s: read %.1f ms, computed %.1f ms, wrote %.1f ms" % (
             out, 1e3 * (t1 - t0), 1e3 * (t2 - t1),
@@ -742,6 +804,7 @@ def cmd_eval(o):
     m = records(store.run("get", key), key)
     check_model(net, m[0], key, o.step)
     net.load(m[0].array)
+    net.state_in(store, "mstate/%s@%d" % (o.model, o.step), o.step)
     ikey = "data/%s/info" % o.dataset
     info = records(store.run("get", ikey), ikey)[0].array
     if info.dtype != numpy.dtype("<i8") or info.shape != (4,):
@@ -791,7 +854,11 @@ def cmd_init(o):
     if o.output is not None:
         write_out(o.output, rec, o.force)
     else:
-        Store(o).run("put", "-n", "model/%s@0" % o.model, "-", data=rec)
+        # model@0 is never overwritten; its state follows it (a run
+        # before it is there fails on the state missing, 66)
+        store = Store(o)
+        store.run("put", "-n", "model/%s@0" % o.model, "-", data=rec)
+        net.state_out(store, "mstate/%s@0" % o.model, 0)
     if not o.quiet:
         warn("model/%s@0: %s, %d parameters" % (o.model, net.spec,
                                                 net.nparams))

@@ -22,6 +22,10 @@ rebuild(const struct spirt_key_parts *k, const char *key)
 		rc = spirt_key_grad(b, sizeof b, k->step, k->worker); break;
 	case SPIRT_KEY_MOM:
 		rc = spirt_key_mom(b, sizeof b, k->step, k->worker); break;
+	case SPIRT_KEY_MSTATE:
+		rc = spirt_key_mstate(b, sizeof b, k->name, k->step); break;
+	case SPIRT_KEY_STATE:
+		rc = spirt_key_state(b, sizeof b, k->step, k->worker); break;
 	case SPIRT_KEY_AGG:
 		rc = spirt_key_agg(b, sizeof b, k->step); break;
 	case SPIRT_KEY_AGG_EXCLUDED:
@@ -87,6 +91,7 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	rebuild(&k, key);
 	switch (k.kind) {
 	case SPIRT_KEY_MODEL: case SPIRT_KEY_GRAD: case SPIRT_KEY_MOM:
+	case SPIRT_KEY_MSTATE: case SPIRT_KEY_STATE:
 	case SPIRT_KEY_AGG: case SPIRT_KEY_AGG_EXCLUDED: case SPIRT_KEY_XAGG:
 	case SPIRT_KEY_GAGG: case SPIRT_KEY_DIGEST:
 		FUZZ_ASSERT(spirt_key_wirestep(key) == k.step);
@@ -97,6 +102,7 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	}
 	FUZZ_ASSERT(spirt_key_volatile(key, strlen(key)) ==
 	    (k.kind == SPIRT_KEY_GRAD || k.kind == SPIRT_KEY_MOM ||
+	    k.kind == SPIRT_KEY_STATE ||
 	    k.kind == SPIRT_KEY_AGG ||
 	    k.kind == SPIRT_KEY_AGG_EXCLUDED || k.kind == SPIRT_KEY_XAGG ||
 	    k.kind == SPIRT_KEY_GAGG || k.kind == SPIRT_KEY_BEAT ||

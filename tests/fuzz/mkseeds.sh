@@ -178,6 +178,7 @@ spirt-store ls | while read -r k rest; do
 	printf %s "$k" | seed storekey "$(printf %s "$k" | tr '/@' '__')"
 done
 for k in xagg/3/p1 gagg/3 gagg/3/round digest/3/p2 beat/f1 opt/m@1 mom/3/1 \
+    mstate/m@1 state/3/1 \
     agg/3/excluded data/d/scale data/d/classes health/p1; do
 	printf %s "$k" | seed storekey "$(printf %s "$k" | tr '/@' '__')"
 done

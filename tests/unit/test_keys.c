@@ -30,6 +30,10 @@ roundtrip(const char *key, int kind)
 	    k.worker); break;
 	case SPIRT_KEY_MOM: rc = spirt_key_mom(b, sizeof b, k.step,
 	    k.worker); break;
+	case SPIRT_KEY_STATE: rc = spirt_key_state(b, sizeof b, k.step,
+	    k.worker); break;
+	case SPIRT_KEY_MSTATE: rc = spirt_key_mstate(b, sizeof b, k.name,
+	    k.step); break;
 	case SPIRT_KEY_AGG: rc = spirt_key_agg(b, sizeof b, k.step); break;
 	case SPIRT_KEY_AGG_EXCLUDED: rc = spirt_key_agg_excluded(b, sizeof b,
 	    k.step); break;
@@ -116,6 +120,17 @@ builders(void)
 	CHECK(spirt_key_wirestep(b) == 9);
 	CHECK(spirt_key_wirestep("mom/9/") == 9);
 	CHECK_EQ_RC(spirt_key_mom(b, sizeof b, UINT64_MAX, 0), SPIRT_EKEY);
+	CHECK_RC(spirt_key_state(b, sizeof b, 9, 4));
+	CHECK(!strcmp(b, "state/9/4"));
+	CHECK(spirt_key_wirestep(b) == 9);
+	CHECK(spirt_key_wirestep("state/9/") == 9);
+	CHECK_EQ_RC(spirt_key_state(b, sizeof b, UINT64_MAX, 0), SPIRT_EKEY);
+	CHECK_RC(spirt_key_mstate(b, sizeof b, "m", 9));
+	CHECK(!strcmp(b, "mstate/m@9"));
+	CHECK(spirt_key_wirestep(b) == 9);
+	CHECK_RC(spirt_key_mstate_prefix(b, sizeof b, "m"));
+	CHECK(!strcmp(b, "mstate/m@"));
+	CHECK_EQ_RC(spirt_key_mstate(b, sizeof b, "../m", 9), SPIRT_EKEY);
 	CHECK(spirt_key_wirestep("data/d/3/x") == 0);
 	CHECK(spirt_key_wirestep("beat/p1") == 0);
 	CHECK(spirt_key_wirestep("user/7") == 0);
@@ -297,6 +312,8 @@ no_confusion(void)
 		{ "grad/0/0", SPIRT_KEY_GRAD },
 		{ "grad/12/4294967295", SPIRT_KEY_GRAD },
 		{ "mom/12/7", SPIRT_KEY_MOM },
+		{ "state/12/7", SPIRT_KEY_STATE },
+		{ "mstate/mlp@12", SPIRT_KEY_MSTATE },
 		{ "agg/0", SPIRT_KEY_AGG },
 		{ "agg/12/excluded", SPIRT_KEY_AGG_EXCLUDED },
 		{ "xagg/12/p1", SPIRT_KEY_XAGG },
@@ -317,7 +334,7 @@ no_confusion(void)
 		{ "data/3/3/y", SPIRT_KEY_DATA_Y },
 	};
 	static const char *const roots[] = { "model/", "opt/", "grad/",
-	    "mom/", "agg/", "xagg/", "gagg/", "digest/", "beat/", "health/",
+	    "mom/", "state/", "mstate/", "agg/", "xagg/", "gagg/", "digest/", "beat/", "health/",
 	    "data/" };
 	size_t n = sizeof k / sizeof k[0], nr = sizeof roots / sizeof *roots;
 	struct spirt_key_parts p;
@@ -353,9 +370,11 @@ static void
 routing(void)
 {
 	static const char *const vol[] = { "grad/1/0", "grad/", "mom/1/0",
+	    "state/1/0",
 	    "agg/1", "agg/1/excluded", "xagg/1/p", "gagg/1", "beat/f0",
 	    "health/f0" };
 	static const char *const dur[] = { "model/m@1", "opt/m@1",
+	    "mstate/m@1",
 	    "data/d/info", "digest/1/p", "gra", "ag", "aggx/1", "other" };
 
 	for (size_t i = 0; i < sizeof vol / sizeof *vol; i++)
