@@ -11,6 +11,8 @@ here=${0%/*}
 pkg=
 if [ -f "$here/python/spirt/torch.py" ]; then
 	pkg=$here/python
+	# run from the build tree: no __pycache__ written into it
+	PYTHONDONTWRITEBYTECODE=1 && export PYTHONDONTWRITEBYTECODE
 else
 	for d in "$here"/../lib/python3*/dist-packages; do
 		[ -f "$d/spirt/torch.py" ] && pkg=$d
