@@ -133,3 +133,145 @@ moved() {
 		same ref $k $steps || fail "$k: another model or state"
 	done
 }
+
+@test "state modes: -a median over the functions with a function attack (1:signflip): the state of each step is the median of the functions' states" {
+	local steps=4
+	bnbase 3
+	cp -r base s
+	run -0 bntrain s $steps -n 3 -a median --byzantine 1:signflip
+	moved s $steps
+	t=$((steps - 1))
+	spirt-store -s s get -f mstate/r@$steps >m.rec
+	for w in 0 1 2; do
+		spirt-store -s s get -f state/$t/$w >st$w.rec
+	done
+	# (a mean would be another: the three differ, each batch its own;
+	# and the malicious function's state is flipped too, its running
+	# variances (4..7 and 12..15 of each state) below 0, which the
+	# median keeps out)
+	run "$PYTHON" - <<-PY
+	from ref import *
+	m = rec("m.rec")
+	ws = np.stack([rec("st%d.rec" % w).array for w in range(3)])
+	assert m.step == $steps and ws.shape == (3, 16)
+	d = float(np.abs(m.array - np.median(ws, axis=0)).max())
+	e = float(np.abs(m.array - ws.mean(axis=0)).max())
+	print("median", d, "mean", e)
+	assert d <= 1e-6 and e > 1e-4
+	v = np.r_[4:8, 12:16]
+	assert (ws[1, v] < 0).all() and (ws[[0, 2]][:, v] > 0).all(), ws
+	assert (m.array[v] > 0).all()
+	PY
+	echo "$output"; [ "$status" -eq 0 ]
+	assert_line --regexp '^median '
+}
+
+# lpeers P: P local peers p0... of one run (keys pI.key, the peers file
+# naming their stores sI), each store a copy of base
+lpeers() {
+	local i
+	: >peers
+	for ((i = 0; i < $1; i++)); do
+		spirt-peer keygen p$i.key >/dev/null
+		echo "p$i $PWD/s$i" >>peers
+		rm -rf s$i
+		cp -r base s$i
+	done
+}
+
+# ptrain I [ARGS...]: peer I's driver of net.py, one function, a
+# process group of its own (timeout's)
+ptrain() {
+	local i=$1 a
+	shift
+	mapfile -t a < <(bnargs)
+	SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 exec timeout 300 \
+	    spirt-train -s "s$i" "${a[@]}" -n 1 --peers peers --peer "$i" \
+	    --deadline 60000 "$@"
+}
+
+# pwait I...: peers I... end well
+pwait() {
+	local i
+	for i; do
+		wait "${pid[i]}" || fail "peer $i: $(cat e$i)"
+	done
+}
+
+@test "state modes: --every 2, three peers: one model and one state on every peer" {
+	local i steps=6
+	bnbase 3
+	lpeers 3
+	for i in 0 1 2; do
+		ptrain $i --every 2 --steps $steps --eval-every $steps >o$i 2>e$i &
+		pid[i]=$!
+	done
+	BG="${pid[*]}"
+	pwait 0 1 2
+	BG=
+	same s0 s1 $steps
+	same s0 s2 $steps
+	moved s0 $steps
+	# (a local step's state is each peer's own: the outer step combines)
+	spirt-store -s s0 get mstate/r@$((steps - 1)) >l0.bin
+	! spirt-store -s s1 get mstate/r@$((steps - 1)) | cmp -s - l0.bin
+}
+
+@test "state modes: --peer-rule median, an equivocating peer (peer:equivocate:scale:-5): the three honest peers hold one model and one state" {
+	local i steps=5
+	bnbase 4
+	lpeers 4
+	# p2 pulls p3's other story: s3.fork
+	sed "s,$PWD/s3\$,$PWD/s3.fork," peers >peers2
+	for i in 0 1 2 3; do
+		b=() pf=peers
+		[ $i -ne 3 ] || b=(--byzantine peer:equivocate:scale:-5)
+		[ $i -ne 2 ] || pf=peers2
+		ptrain $i --steps $steps --eval-every $steps --peer-rule median \
+		    --peers $pf "${b[@]}" >o$i 2>e$i &
+		pid[i]=$!
+	done
+	BG="${pid[*]}"
+	pwait 0 1 2 3
+	BG=
+	same s0 s1 $steps
+	same s0 s2 $steps
+	moved s0 $steps
+	# p3 was found out, and left out
+	run -0 sh -c "spirt-store -s s0 get gagg/$((steps - 1))/round | tr -c '[:print:]\n' ' '"
+	assert_output --partial "peer=p3 equivocated"
+	! same s0 s3 $steps
+}
+
+@test "state modes: --beat, three peers, one killed mid-run: the others go on with one model and one state; the same command brings it back, and it catches up model and state" {
+	local i k steps=120
+	bnbase 3
+	lpeers 3
+	for i in 0 1 2; do
+		ptrain $i --beat 200 --steps $steps --eval-every $steps \
+		    >o$i 2>e$i &
+		pid[i]=$!
+	done
+	BG="${pid[*]}"
+	# p1 stops (its beats with it) once under way, then is killed
+	until_ 600 rat s1 6
+	kill -STOP -- -"${pid[1]}"
+	k=$(newest_model s1 r)
+	until_ 300 grep -q 'p1: dead' e0
+	kill -KILL -- -"${pid[1]}" 2>/dev/null || :
+	kill -CONT -- -"${pid[1]}" 2>/dev/null || :
+	wait "${pid[1]}" || :
+	# the others went on without it
+	until_ 300 rat s0 $((k + 4))
+	grep -q 'peers p1 out of the round' e0
+	# the same command: it catches up (before the others' end, or after)
+	ptrain 1 --beat 200 --steps $steps --eval-every $steps >o1b 2>e1b &
+	pid[1]=$!
+	BG="${pid[*]}"
+	pwait 0 2 1
+	BG=
+	grep -q 'caught up from' e1b || fail "$(cat e1b)"
+	same s0 s2 $steps
+	same s0 s1 $steps
+	moved s0 $steps
+}
