@@ -43,7 +43,7 @@ bnbase() {
 
 # bnargs: the arguments of a run of net.py through spirt-torch, warm
 bnargs() {
-	printf '%s\n' -q -m r --spec softmax:784:10 -b 16 -l 0.1 -o sgd \
+	printf '%s\n' -m r --spec softmax:784:10 -b 16 -l 0.1 -o sgd \
 	    --function "spirt-torch grad --module $PWD/net.py" \
 	    --evaluate "spirt-torch eval --module $PWD/net.py"
 }
@@ -53,7 +53,7 @@ bntrain() {
 	local s=$1 n=$2 a
 	shift 2
 	mapfile -t a < <(bnargs)
-	timeout 300 spirt-train -s "$s" "${a[@]}" -n 2 --steps "$n" \
+	timeout 300 spirt-train -q -s "$s" "${a[@]}" -n 2 --steps "$n" \
 	    --eval-every "$n" "$@"
 }
 
@@ -112,7 +112,7 @@ moved() {
 	moved ref $steps
 	mapfile -t a < <(bnargs)
 	for k in int kil; do
-		sess timeout 300 spirt-train -s $k "${a[@]}" -n 2 \
+		sess timeout 300 spirt-train -q -s $k "${a[@]}" -n 2 \
 		    --steps $steps --eval-every $steps >o$k 2>e$k &
 		BG=$!
 		until_ 600 rat $k 8
@@ -244,7 +244,7 @@ pwait() {
 }
 
 @test "state modes: --beat, three peers, one killed mid-run: the others go on with one model and one state; the same command brings it back, and it catches up model and state" {
-	local i k steps=120
+	local i k steps=50
 	bnbase 3
 	lpeers 3
 	for i in 0 1 2; do
@@ -270,6 +270,8 @@ pwait() {
 	BG="${pid[*]}"
 	pwait 0 2 1
 	BG=
+	# (the run's 5 epochs: it joins at an epoch's first step, or at
+	# the end, with the last model)
 	grep -q 'caught up from' e1b || fail "$(cat e1b)"
 	same s0 s2 $steps
 	same s0 s1 $steps
