@@ -15,10 +15,7 @@ load netns
 load bnnet
 
 setup() {
-	cd "$BATS_TEST_TMPDIR" || return 1
-	export TMPDIR="$BATS_TEST_TMPDIR"
-	bnnet_require
-	bnnet_files
+	bnnet_setup
 }
 
 teardown() {

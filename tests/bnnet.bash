@@ -3,6 +3,8 @@
 # BatchNorm and a residual block, and a small .npy copy of Fashion-MNIST
 #
 #   load bnnet
+#   bnnet_setup          # setup(): in the test's directory (TMPDIR too),
+#                        # bnnet_require and bnnet_files
 #   bnnet_require        # skip (bats) without python3-torch or the data
 #   bnnet_files          # in the working directory: net.py (the module,
 #                        # model() its factory), X.npy y.npy (the first
@@ -13,6 +15,15 @@
 # mean_of(m, paths, step), record m is the mean of those records;
 # module(model, state), the module with the parameters of record model
 # and the buffers of record state; buffers(n), a module's float buffers.
+
+# bnnet_setup: a test's setup: in its directory (TMPDIR too), with the
+# files of bnnet_files, or skipped
+bnnet_setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	export TMPDIR="$BATS_TEST_TMPDIR"
+	bnnet_require
+	bnnet_files
+}
 
 # bnnet_require: the adapter's python3-torch and Fashion-MNIST, or skip
 bnnet_require() {
