@@ -147,7 +147,45 @@ attack(float **out)
 	return 0;
 }
 
-/* Store mode: replace grad/<t>/<w> of the malicious w, in one txn. */
+/*
+ * Input i's attacked values v back in the store: grad/<t>/<w>; of a model
+ * with state (spirt-model(5)) the set carries state/<t>/<w> after the
+ * gradient (lib/aggstore.c with_state()), and a malicious function sends
+ * both: each goes back under its own header.
+ */
+static int
+putback(struct spirt_txn *txn, size_t i, const float *v)
+{
+	struct spirt_aggset *g = &o.g;
+	struct spirt_key_parts k;
+	struct spirt_tensor gt, st;
+	char skey[SPIRT_KEY_MAX + 1];
+	const char *key = g->in[i].name;
+	const void *pl;
+	int rc;
+
+	if ((rc = spirt_store_get_tensor(txn, key, &gt, &pl, 0)))
+		return spirt_msgrc(o.msg, sizeof o.msg, rc, "%s", key);
+	if (gt.nelem == g->in[i].t.nelem)
+		return spirt_store_put_tensor(txn, key, &g->in[i].t, v, 0);
+	if ((rc = spirt_key_parse(&k, key)) ||
+	    (rc = spirt_key_state(skey, sizeof skey, k.step, k.worker)))
+		return spirt_msgrc(o.msg, sizeof o.msg, rc, "%s", key);
+	if ((rc = spirt_store_get_tensor(txn, skey, &st, &pl, 0)))
+		return spirt_msgrc(o.msg, sizeof o.msg, rc, "%s", skey);
+	if (gt.nelem + st.nelem != g->in[i].t.nelem)
+		return spirt_msgf(o.msg, sizeof o.msg, SPIRT_ESHAPE,
+		    "%s: %llu values and %s %llu, not %llu", key,
+		    (unsigned long long)gt.nelem, skey,
+		    (unsigned long long)st.nelem,
+		    (unsigned long long)g->in[i].t.nelem);
+	if ((rc = spirt_store_put_tensor(txn, key, &gt, v, 0)))
+		return rc;
+	return spirt_store_put_tensor(txn, skey, &st, v + gt.nelem, 0);
+}
+
+/* Store mode: replace grad/<t>/<w> of the malicious w (and their
+ * state/<t>/<w>), in one txn. */
 static int
 instore(struct spirt_txn *txn, void *arg)
 {
@@ -174,8 +212,7 @@ instore(struct spirt_txn *txn, void *arg)
 	if ((rc = attack(out)) == 0)
 		for (size_t i = 0; i < g->w && rc == 0; i++)
 			if (o.mal[i])
-				rc = spirt_store_put_tensor(txn, g->in[i].name,
-				    &g->in[i].t, out[i], 0);
+				rc = putback(txn, i, out[i]);
 	free(buf);
 	return rc;
 }

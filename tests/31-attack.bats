@@ -128,6 +128,31 @@ assert not recs('gz.rec')[0].array.any()"
 	[ "$(store_digest spirt.db)" = "$before" ]
 }
 
+@test "-t, a model with state: the malicious functions' state/<t>/<w> attacked with their gradients, each under its own header" {
+	# (G's rows: a gradient of 6 values, then a state of 3,
+	# spirt-model(5); the aggregation set holds them end to end)
+	for w in 0 1 2 3 4; do
+		py "out(rec(G[$w, :6], name='m:6', origin=$w, samples=8 + $w))" >g$w.rec
+		py "out(rec(G[$w, 6:], name='m:6', origin=$w, samples=8 + $w))" >s$w.rec
+		spirt-store put "grad/3/$w" g$w.rec
+		spirt-store put "state/3/$w" s$w.rec
+	done
+	spirt-attack -t 3 -w 1,4 alie:0.7
+	for w in 0 1 2 3 4; do spirt-store get "grad/3/$w"; done >gg.rec
+	for w in 0 1 2 3 4; do spirt-store get "state/3/$w"; done >ss.rec
+	py "
+want = ref.alie(G[:5], 2, 0.7).astype(np.float64)
+for w, (g, s) in enumerate(zip(recs('gg.rec'), recs('ss.rec'))):
+    assert (g.name, g.step, g.origin, g.samples, g.array.size) == \
+        ('m:6', 3, w, 8 + w, 6), g
+    assert (s.name, s.step, s.origin, s.samples, s.array.size) == \
+        ('m:6', 3, w, 8 + w, 3), s
+    v = np.concatenate([g.array, s.array]).astype(np.float64)
+    x = want if w in (1, 4) else G[w].astype(np.float64)
+    assert np.abs(v - x).max() <= 1e-5 * max(1, np.abs(x).max()), w
+"
+}
+
 # aggstore: grad/3/0..4 and agg/3 (their mean, count 5) in the store
 aggstore() {
 	for w in 0 1 2 3 4; do

@@ -12,93 +12,10 @@
 
 load helper
 load netns
+load bnnet
 
 setup() {
-	cd "$BATS_TEST_TMPDIR" || return 1
-	export TMPDIR="$BATS_TEST_TMPDIR"
-	export SPIRT_PYTHON="$PYTHON"
-	"$PYTHON" -c 'import torch' 2>/dev/null ||
-	    skip "python3-torch is not installed"
-	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
-		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
-	cat >net.py <<-'PY'
-	import torch
-	from torch import nn
-	import torch.nn.functional as F
-
-	class Res(nn.Module):
-	    def __init__(self):
-	        super().__init__()
-	        self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
-	        self.bn1 = nn.BatchNorm2d(4)
-	        self.conv2 = nn.Conv2d(4, 4, 3, padding=1)
-	        self.bn2 = nn.BatchNorm2d(4)
-	        self.fc = nn.Linear(4 * 7 * 7, 10)
-
-	    def forward(self, x):
-	        h = F.relu(self.bn1(self.conv1(x)))
-	        h = F.relu(h + self.bn2(self.conv2(h)))     # the residual block
-	        h = F.max_pool2d(h, 4)
-	        return self.fc(torch.flatten(h, 1))
-
-	def model():
-	    return Res()
-	PY
-	# the first 480 training and 200 test images, as .npy
-	"$PYTHON" - "$FMNIST" <<-'PY'
-	import gzip, sys
-	import numpy as np
-	def idx(name, n, off, shape):
-	    with gzip.open("%s/%s" % (sys.argv[1], name)) as f:
-	        b = f.read()
-	    return np.frombuffer(b, np.uint8, n * int(np.prod(shape)),
-	                         off).reshape((n,) + shape)
-	for p, n, d in (("train", 480, ""), ("t10k", 200, "t")):
-	    x = idx(p + "-images-idx3-ubyte.gz", n, 16, (1, 28, 28))
-	    y = idx(p + "-labels-idx1-ubyte.gz", n, 8, ())
-	    np.save(d + "X.npy", x.astype(np.float32) / 255)
-	    np.save(d + "y.npy", y.astype(np.int64))
-	PY
-	# ref.py: records (python/spirt/tensor.py reads them) and the module
-	# here, its parameters and buffers set from records
-	cat >ref.py <<-PY
-	import sys
-	import numpy as np
-	import torch
-	sys.path.insert(0, "$BATS_TEST_DIRNAME/../python")
-	sys.path.insert(0, ".")
-	from spirt import tensor
-	import net as netpy
-
-	def rec(path):
-	    with open(path, "rb") as f:
-	        return tensor.read_record(f)
-
-	def mean_of(m, paths, want_step):
-	    """record m is the mean of the records at paths within 1e-6"""
-	    ws = [rec(p) for p in paths]
-	    assert m.name.startswith("torch:net:") and m.step == want_step, m
-	    assert [w.origin for w in ws] == list(range(len(ws))), ws
-	    assert all(w.step == want_step - 1 for w in ws)
-	    want = np.mean([w.array.astype(np.float64) for w in ws], axis=0)
-	    d = float(np.abs(m.array - want).max())
-	    print("maxdiff", d)
-	    assert m.array.size == 16 and d <= 1e-6
-
-	def buffers(n):
-	    return [b for b in n.buffers() if b.is_floating_point()]
-
-	def module(model, state):
-	    """the module with model's parameters and state's buffers"""
-	    n = netpy.model()
-	    for ts, r in ((list(n.parameters()), model), (buffers(n), state)):
-	        v, at = torch.from_numpy(rec(r).array.copy()), 0
-	        with torch.no_grad():
-	            for p in ts:
-	                p.copy_(v[at:at + p.numel()].view_as(p))
-	                at += p.numel()
-	    return n
-	PY
+	bnnet_setup
 }
 
 teardown() {

@@ -300,12 +300,8 @@ ptrain() {
 	BG="${pid[*]}"
 	# p1 stops (its beats with it) once under way, then is killed
 	until_ 600 mat s1 10
-	kill -STOP -- -"${pid[1]}"
+	stop_dead "${pid[1]}" p1 e0
 	k=$(newest_model s1 m)
-	until_ 300 grep -q 'p1: dead' e0
-	kill -KILL -- -"${pid[1]}" 2>/dev/null || :
-	kill -CONT -- -"${pid[1]}" 2>/dev/null || :
-	wait "${pid[1]}" || :
 	wait "${pid[0]}" || { cat e0 >&2; false; }
 	wait "${pid[2]}" || { cat e2 >&2; false; }
 	BG=

@@ -158,6 +158,17 @@ model_at() {
 	[ -n "$s" ] && [ "$s" -ge "$2" ]
 }
 
+# stop_dead PID ID LOG: the peer whose process group PID leads stops (its
+# beats with it) until LOG, another peer's, says ID is dead; then it is
+# killed and reaped
+stop_dead() {
+	kill -STOP -- -"$1"
+	until_ 300 grep -q "$2: dead" "$3" || return 1
+	kill -KILL -- -"$1" 2>/dev/null || :
+	kill -CONT -- -"$1" 2>/dev/null || :
+	wait "$1" || :
+}
+
 # httppeers N: a group key (group.key, group.pub) and N members p0..pN-1
 # (pI.key, pI.hex, pI.tok, of run r1), and a peers file naming each by a
 # free port of 127.0.0.1 (bound, then let go)
