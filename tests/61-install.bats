@@ -167,7 +167,7 @@ comp() {
 		assert_line "$c"
 	done
 	run -0 comp spirt-store p
-	assert_output "$(printf 'persist\nprune\nput')"
+	assert_output "$(printf 'persist\npipe\nprune\nput')"
 	run -0 comp spirt-key k
 	assert_output keygen
 	run -0 comp spirt-peer s

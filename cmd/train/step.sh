@@ -56,6 +56,15 @@ peer=$_id used"*) continue ;; esac
 	done
 	[ -n "$_new" ] || return 0
 	[ "$_r" -ge "$_e" ] || _r=$_e
+	# a revision that holds from this very step is there already: this
+	# driver made it before it was stopped, in this step (every peer
+	# makes the same one from the signed round), so it holds; making it
+	# again would be refused (--since before its step)
+	if [ "$as_rj" -gt 0 ] && [ "$as_re" -eq $(($1 / spe)) ] &&
+	    [ "$as_rj" -eq $(($1 % spe)) ]; then
+		tell "step $1: peers$_ids out of the round of step $(($1 - xu)): the reassignment of this step is in the store already (revision $as_rev)"
+		return 0
+	fi
 	rc=0
 	run spirt-shard -q -d "$train" -t "$1" -b "$batch" --since "$_r" \
 	    --group "$fns" --live "$(livelist)" || rc=$?
