@@ -6,24 +6,28 @@
 #   sh bench/floor.sh            (after make all)
 #
 # Two drivers of the same warm tools (4 spirt-grad --serve, spirt-agg -R
-# -P -r mean --serve, spirt-update momentum --serve):
-# - bench/warm_step.py -p stamps every hand-off of every step: the grad
-#   phase to the first and to the last function's answer, spirt-agg,
-#   spirt-update, and the rest (its own driving; Python, select(2) on the
-#   tools' pipes, no spirt-run);
-# - spirt-train itself (the sh driver over spirt-run and its FIFOs), whose
-#   log gives the training clock every 50 steps (ms resolution): its step
-#   is the median of those 50-step blocks, and its driver's cost is that
-#   step less the tools' parts measured by warm_step.py in the same round.
-# Runs of the two at each batch are interleaved, RUNS rounds; the medians
-# are over every step of every round (the first WARM steps of a run
-# dropped), and the range is that of the rounds' own medians.
+# -P -r mean --serve, spirt-update momentum --serve), each stamping every
+# hand-off of every step: the grad phase to the first and to the last
+# function's answer, spirt-agg, spirt-update, and the driver's own time
+# between them (the rest of the step):
+# - bench/warm_step.py -p (Python, select(2) on the tools' pipes, no
+#   spirt-run): the tools with next to no driver;
+# - spirt-train itself, the sh driver over spirt-run and its FIFOs, with a
+#   shim named spirt-run first in its PATH that relays the supervisor's
+#   input and output through bench/run_stamp.py, which stamps each line.
+#   The relay is one hop more each way: a plain spirt-train run beside it
+#   (its log's clock every 50 steps, ms resolution, the first block
+#   dropped) says what the relay costs a step.
+# Runs of the three at each batch are interleaved, RUNS rounds; the
+# medians are over every step of every round (the first WARM steps of a
+# run dropped), and the range is that of the rounds' own medians.
 #
 # Environment:
 #   RUNS=n      rounds (default 3)
-#   STEPS=n     steps of each warm_step.py run after the warm-up (default 40)
-#   WARM=n      warm-up steps dropped from each run (default 5)
-#   TSTEPS=n    steps of each spirt-train run (default 300, 6 blocks of 50)
+#   STEPS=n     stamped steps of each run after the warm-up (default 40)
+#   WARM=n      warm-up steps dropped from each stamped run (default 5)
+#   TSTEPS=n    steps of each plain spirt-train run (default 300, 6 blocks
+#               of 50)
 #   BATCHES=".."  batches per function (default "1 64")
 set -eu
 cd "$(dirname "$0")/.."
@@ -43,8 +47,8 @@ OPENBLAS_CORETYPE=$core
 export OPENBLAS_CORETYPE
 bench_header bench/floor
 echo "MLP 784-256-128-10, 4 functions x batch B, momentum 0.9, the mean,"
-echo "--sync meta; $runs rounds x $steps steps (warm_step.py, after $warm"
-echo "dropped) and x $tsteps steps (spirt-train), interleaved; OpenBLAS $core"
+echo "--sync meta; $runs rounds x $steps stamped steps (after $warm dropped)"
+echo "and x $tsteps plain spirt-train steps, interleaved; OpenBLAS $core"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -64,6 +68,31 @@ SPIRT_STORE=$base spirt-shard -q -n 4 --seed 1 \
     "$FMNIST/train-images-idx3-ubyte.gz" "$FMNIST/train-labels-idx1-ubyte.gz"
 SPIRT_STORE=$base spirt-init -q -m mlp -S 1 mlp:784-256-128-10
 
+# the shim: spirt-train's supervisor through the relay
+mkdir "$tmp/shim"
+cat >"$tmp/shim/spirt-run" <<EOF
+#!/bin/sh
+case "\${1-}" in
+-d|--deadline)
+	exec $PY "$PWD/bench/run_stamp.py" "$tmp/stamp" "$PWD/spirt-run" "\$@" ;;
+esac
+exec "$PWD/spirt-run" "\$@"
+EOF
+chmod +x "$tmp/shim/spirt-run"
+
+# train B LR STEPS: spirt-train on a fresh store, 4 x batch B
+train() {
+	rm -rf "$tmp/tr.db"*
+	spirt-train -q -s "$tmp/tr.db" --data "$FMNIST" -m mlp \
+	    --spec mlp:784-256-128-10 -n 4 -b "$1" -S 1 -o momentum -l "$2" \
+	    --schedule constant --steps "$3" --eval-every 100000 \
+	    >/dev/null 2>&1 ||
+		{ echo "bench/floor: spirt-train -b $1 failed" >&2; exit 70; }
+}
+# keep R: the lines of the per-step lines on stdin from step WARM on,
+# prefixed with round R
+keep() { awk -v w="$warm" -v r="$1" '$1 >= w { print r "\t" $0 }'; }
+
 r=1
 while [ "$r" -le "$runs" ]; do
 	for b in $batches; do
@@ -71,15 +100,19 @@ while [ "$r" -le "$runs" ]; do
 		rm -rf "$tmp/run.db"
 		cp -a "$base" "$tmp/run.db"
 		SPIRT_SYNC=meta $PY bench/warm_step.py -p "$tmp/run.db" mlp 4 \
-		    "$b" 1 "$lr" $((steps + warm)) |
-		    awk -v w="$warm" -v r="$r" '$1 >= w { print r "\t" $0 }' \
-		    >>"$tmp/ws.$b"
-		rm -rf "$tmp/run.db" "$tmp/tr.db"*
-		spirt-train -q -s "$tmp/tr.db" --data "$FMNIST" -m mlp \
-		    --spec mlp:784-256-128-10 -n 4 -b "$b" -S 1 -o momentum \
-		    -l "$lr" --schedule constant --steps "$tsteps" \
-		    --eval-every 100000 >/dev/null 2>&1 ||
-			{ echo "bench/floor: spirt-train -b $b failed" >&2; exit 70; }
+		    "$b" 1 "$lr" $((steps + warm)) | keep "$r" >>"$tmp/ws.$b"
+		rm -rf "$tmp/run.db" "$tmp/stamp".*
+		PATH="$tmp/shim:$PATH" train "$b" "$lr" $((steps + warm + 1))
+		i=0     # (the relay writes its stamps once spirt-run ended)
+		until set -- "$tmp"/stamp.*; [ -e "$1" ]; do
+			i=$((i + 1))
+			[ "$i" -le 100 ] ||
+				{ echo "bench/floor: no stamps" >&2; exit 70; }
+			sleep 0.1
+		done
+		$PY bench/run_stamp.py -r "$tmp"/stamp.* | keep "$r" \
+		    >>"$tmp/st.$b"
+		train "$b" "$lr" "$tsteps"
 		# (the clock every 50 steps; the first block holds the tools'
 		# start, and is dropped)
 		awk -F'\t' -v r="$r" 'NR > 2 && $2 % 50 == 0 {
@@ -90,44 +123,47 @@ while [ "$r" -le "$runs" ]; do
 	r=$((r + 1))
 done
 
-# part B C: the median of column C of the per-step file for batch B
-# (columns of ws.B: round step whole grad agg update driver first)
-part() { awk -F'\t' -v c="$2" '{ print $c }' "$tmp/ws.$1" | med; }
-prange() {      # the rounds' medians of column C, min-max
+# part F C: the median of column C of per-step file F (ws.B: warm_step.py,
+# st.B: spirt-train; columns: round step whole grad agg update driver
+# first); prange F C: the rounds' medians of it, min-max
+part() { awk -F'\t' -v c="$2" '{ print $c }' "$tmp/$1" | med; }
+prange() {
 	for _r in $(seq "$runs"); do
 		awk -F'\t' -v c="$2" -v r="$_r" '$1 == r { print $c }' \
-		    "$tmp/ws.$1" | med
+		    "$tmp/$1" | med
 	done | range
 }
 echo
 for b in $batches; do
-	n=$(wc -l <"$tmp/ws.$b")
-	echo "batch $b per function (4 x $b a step), ms, medians of $n steps" \
+	echo "batch $b per function (4 x $b a step), ms, medians of" \
+	    "$(wc -l <"$tmp/ws.$b") and $(wc -l <"$tmp/st.$b") steps" \
 	    "[rounds' medians]:"
-	for k in 8:"grad phase, to the first function's answer" \
-	    4:"grad phase, to the last function's answer" \
+	printf '  %-42s %-20s %s\n' "" "warm_step.py" "spirt-train"
+	for k in 8:"grad phase, to the first answer" \
+	    4:"grad phase, to the last answer" \
 	    5:"spirt-agg (mean of 4, in the store)" \
 	    6:"spirt-update (momentum)" \
-	    7:"driver between them (warm_step.py)" \
-	    3:"whole step (warm_step.py)"; do
-		printf '  %-46s %7s  [%s]\n' "${k#*:}" "$(part "$b" "${k%%:*}")" \
-		    "$(prange "$b" "${k%%:*}")"
+	    7:"driver between them" \
+	    3:"whole step"; do
+		c=${k%%:*}
+		printf '  %-42s %6s %-13s %6s %s\n' "${k#*:}" \
+		    "$(part "ws.$b" "$c")" "[$(prange "ws.$b" "$c")]" \
+		    "$(part "st.$b" "$c")" "[$(prange "st.$b" "$c")]"
 	done
-	ts=$(awk -F'\t' '{ print $2 }' "$tmp/tr.$b" | med)
-	tools=$(awk -v g="$(part "$b" 4)" -v a="$(part "$b" 5)" \
-	    -v u="$(part "$b" 6)" 'BEGIN { printf "%.3f", g + a + u }')
-	printf '  %-46s %7s  [%s]\n' "whole step (spirt-train, 50-step blocks)" \
-	    "$ts" "$(for _r in $(seq "$runs"); do
+	printf '  %-42s %6s %-13s %6s %s\n' \
+	    "whole step, spirt-train without the relay" "" "" \
+	    "$(awk -F'\t' '{ print $2 }' "$tmp/tr.$b" | med)" \
+	    "[$(for _r in $(seq "$runs"); do
 		awk -F'\t' -v r="$_r" '$1 == r { print $2 }' "$tmp/tr.$b" | med
-	    done | range)"
-	printf '  %-46s %7s\n' "  less the tools' parts: spirt-train's driver" \
-	    "$(awk -v t="$ts" -v s="$tools" 'BEGIN { printf "%.3f", t - s }')"
-	printf '  %-46s %s\n' "shares of spirt-train's step:" \
-	    "$(awk -v t="$ts" -v g="$(part "$b" 4)" -v a="$(part "$b" 5)" \
-	    -v u="$(part "$b" 6)" -v f="$(part "$b" 8)" 'BEGIN {
+	    done | range)]"
+	printf '  %-42s %s\n' "spirt-train's step, shares of its median:" \
+	    "$(awk -v t="$(part "st.$b" 3)" -v g="$(part "st.$b" 4)" \
+	    -v a="$(part "st.$b" 5)" -v u="$(part "st.$b" 6)" \
+	    -v d="$(part "st.$b" 7)" -v f="$(part "st.$b" 8)" 'BEGIN {
 		printf "grad %.0f%% (first answer %.0f%%), agg %.0f%%, update %.0f%%, driver %.0f%%",
 		    100 * g / t, 100 * f / t, 100 * a / t, 100 * u / t,
-		    100 * (t - g - a - u) / t }')"
+		    100 * d / t }')"
 	echo
 done
+echo "(the medians of the parts need not add up to the whole's)"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
