@@ -17,7 +17,8 @@
 #   input and output through bench/run_stamp.py, which stamps each line.
 #   The relay is one hop more each way: a plain spirt-train run beside it
 #   (its log's clock every 50 steps, ms resolution, the first block
-#   dropped) says what the relay costs a step.
+#   dropped: a mean, so it is compared with the stamped run's mean) says
+#   what the relay costs a step.
 # Runs of the three at each batch are interleaved, RUNS rounds; the
 # medians are over every step of every round (the first WARM steps of a
 # run dropped), and the range is that of the rounds' own medians.
@@ -150,12 +151,12 @@ for b in $batches; do
 		    "$(part "ws.$b" "$c")" "[$(prange "ws.$b" "$c")]" \
 		    "$(part "st.$b" "$c")" "[$(prange "st.$b" "$c")]"
 	done
-	printf '  %-42s %6s %-13s %6s %s\n' \
-	    "whole step, spirt-train without the relay" "" "" \
-	    "$(awk -F'\t' '{ print $2 }' "$tmp/tr.$b" | med)" \
-	    "[$(for _r in $(seq "$runs"); do
-		awk -F'\t' -v r="$_r" '$1 == r { print $2 }' "$tmp/tr.$b" | med
-	    done | range)]"
+	# (the relay's cost: means, as the plain run's log gives them)
+	mean() { awk -F'\t' -v c="$1" '{ s += $c; n++ }
+		END { if (n) printf "%.3f\n", s / n; else print "-" }'; }
+	printf '  %-42s %6s %-13s %6s %s\n' "whole step, mean" \
+	    "$(mean 3 <"$tmp/ws.$b")" "" "$(mean 3 <"$tmp/st.$b")" \
+	    "(plain spirt-train: $(mean 2 <"$tmp/tr.$b"))"
 	printf '  %-42s %s\n' "spirt-train's step, shares of its median:" \
 	    "$(awk -v t="$(part "st.$b" 3)" -v g="$(part "st.$b" 4)" \
 	    -v a="$(part "st.$b" 5)" -v u="$(part "st.$b" 6)" \
