@@ -9,12 +9,14 @@ that step, so they and the whole are measured in the same run and add up:
     whole = grad phase + agg + update + driver (the rest: hand-offs,
             this driver's own work between the phases)
 
-usage: warm_step.py STORE MODEL FUNCTIONS BATCH SEED LR STEPS
+usage: warm_step.py [-p] STORE MODEL FUNCTIONS BATCH SEED LR STEPS
   STORE holds the shards and model/MODEL@0 (spirt-shard, spirt-init); the
   run adds to it.  SPIRT_SYNC in the environment applies to every tool.
 Prints one line, milliseconds per step (means over the steps):
   whole  grad  agg  update  driver  first_grad  steps
 (first_grad: from the step's start to the first function's answer)
+  -p  one line per step instead, its milliseconds (bench/floor.sh takes
+      medians of them):  step  whole  grad  agg  update  driver  first_grad
 """
 import os
 import select
@@ -24,10 +26,14 @@ import time
 
 
 def main():
-    if len(sys.argv) != 8:
+    args = sys.argv[1:]
+    per = args[:1] == ["-p"]
+    if per:
+        args = args[1:]
+    if len(args) != 7:
         sys.stderr.write(__doc__.split("\n\n")[2] + "\n")
         sys.exit(64)
-    store, model, fns, batch, seed, lr, steps = sys.argv[1:]
+    store, model, fns, batch, seed, lr, steps = args
     fns, steps = int(fns), int(steps)
     env = dict(os.environ, SPIRT_STORE=store)
     env.setdefault("SPIRT_THREADS", "1")
@@ -63,6 +69,7 @@ def main():
             sys.exit(70)
 
     byfd = {p.stdout.fileno(): p for p in grads}
+    steps_ms = []
     grad = aggt = updt = first = 0.0
     begin = time.perf_counter()
     for t in range(steps):
@@ -83,6 +90,10 @@ def main():
         os.write(upd.stdin.fileno(), msg)
         ask(upd)
         t4 = time.perf_counter()
+        if per:
+            # (the driver's part: from the update's answer to the next
+            # step's start, this step's bookkeeping, stamped next time)
+            steps_ms.append([t0, t1 - t0, t2 - t0, t3 - t2, t4 - t3])
         first += t1 - t0
         grad += t2 - t0
         aggt += t3 - t2
@@ -92,6 +103,14 @@ def main():
         p.stdin.close()
     for p in tools:
         p.wait()
+    if per:
+        ends = [s[0] for s in steps_ms[1:]] + [begin + whole]
+        for t, (s, e) in enumerate(zip(steps_ms, ends)):
+            w = e - s[0]
+            print("%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f" % (
+                t, w * 1e3, s[2] * 1e3, s[3] * 1e3, s[4] * 1e3,
+                (w - s[2] - s[3] - s[4]) * 1e3, s[1] * 1e3))
+        return
     k = 1e3 / steps
     print("%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%d" % (
         whole * k, grad * k, aggt * k, updt * k,
