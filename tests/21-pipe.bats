@@ -177,3 +177,67 @@ spirt-store: pipe: request longer than 1023 bytes'
 	cmp a0 m.rec
 	cmp a1 o.rec
 }
+
+# A pipe verifies a shard whole the first time and then only the samples a
+# batch takes (batch.c): a byte changed in the store behind LMDB's back
+# after that is refused, 65, by the next request that would serve it; a
+# request whose samples are intact is still answered, with their bytes.
+@test "pipe: a shard's bytes corrupted after it was served are refused when a batch would serve them, 65" {
+	# 8 samples of 600 bytes, sample i all 11 + i: a block of its own
+	"$PYTHON" -c "
+import numpy as np
+np.save('X.npy', np.repeat(np.arange(11, 19, dtype=np.uint8), 600)
+        .reshape(8, 600))
+np.save('y.npy', np.arange(8, dtype=np.int32) % 2)"
+	spirt-shard -q -n 1 X.npy y.npy
+	run -0 env PYTHONPATH="$SPIRT_ROOT/contrib/python" "$PYTHON" - \
+	    "$SPIRT_STORE/data.mdb" <<'PY'
+import io, subprocess, sys
+import spirt_tensor as st
+p = subprocess.Popen(["spirt-store", "pipe"], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE)
+
+
+def batch(step):
+    p.stdin.write(b"batch %d 0 2 0 train\n" % step)
+    p.stdin.flush()
+    code, n = p.stdout.readline().split()
+    return int(code), p.stdout.read(int(n))
+
+
+def samples(b):
+    """the samples an answer holds: x f32 [2, 600] of value / 255"""
+    x = st.read_record(io.BytesIO(b)).array
+    return sorted({int(round(v * 255)) - 11 for v in x.ravel()})
+
+
+c0, a0 = batch(0)
+c1, a1 = batch(1)
+assert c0 == 0 and c1 == 0, (c0, c1)
+s0, s1 = samples(a0), samples(a1)
+assert len(s0) == 2 and len(s1) == 2 and not set(s0) & set(s1), (s0, s1)
+# one byte of a sample step 1 takes, wherever LMDB holds its bytes
+db = open(sys.argv[1], "r+b")
+img = db.read()
+row = bytes([11 + s1[0]]) * 600
+at = [i for i in range(len(img)) if img.startswith(row, i)]
+assert at, "sample %d not found in the store" % s1[0]
+for i in at:
+    db.seek(i + 300)
+    db.write(b"\0")
+db.close()
+c, b = batch(0)
+print("step 0:", c, b == a0)
+c, b = batch(1)
+print("step 1:", c, len(b))
+p.stdin.close()
+sys.exit(p.wait())
+PY
+	assert_output "step 0: 0 True
+spirt-store: data/train/0/x: payload checksum mismatch (corrupt, torn or interleaved)
+step 1: 65 0"
+	# a new pipe verifies the shard whole: it serves none of it
+	run -0 --separate-stderr spirt-store pipe <<<"batch 0 0 2 0 train"
+	assert_output "65 0"
+	assert_equal "$stderr" "spirt-store: data/train/0/x: payload checksum mismatch (corrupt, torn or interleaved)"
+}
