@@ -264,28 +264,31 @@ out:
  * the record's whole checksum, whatever happened to the store since: a
  * byte changed in place (the file written behind LMDB's back, a bad disk)
  * is refused when a batch would serve it, SPIRT_ECHECKSUM as before, and
- * bytes no batch serves need no check.  The hashes are found by the key,
- * where the record lies in the map, its length, header checksum and
- * trailer: LMDB never writes over the pages of a committed record (copy-
- * on-write), a put writes a new record elsewhere or, reusing freed pages,
- * with another trailer but for a record of the same header and payload
- * checksum; one matched by mistake would still only refuse bytes, never
- * pass one that the hashes do not match.  A single record of the header
- * is checked at each read as always.
+ * bytes no batch serves need no check.  Why keeping them is safe: the
+ * hashes are found by the key and the record as it lies in the map (its
+ * address, length, header checksum and trailer), and a record LMDB holds
+ * does not change under it: LMDB writes copy-on-write, never over the
+ * pages of a committed record, so a put is a new record, verified again,
+ * unless it lands on reused pages with the same length, header and
+ * payload checksum; even a record matched by mistake only has its served
+ * bytes compared with hashes of bytes that passed a whole checksum, which
+ * refuses what differs and can pass nothing else.  The header checksum
+ * is checked at each read, as without keep.
  */
 #define BLOCK 512               /* a block's bytes at least */
 #define KEEP 64                 /* records kept, unless a call uses more */
 
-static uint64_t
-block_hash(const struct spirt_bsum *e, const struct spirt_tensor *t,
-    const void *pl, size_t j, size_t rowbytes)
+/* block j of payload pl: its first byte, its bytes in *n */
+static const unsigned char *
+block(const struct spirt_bsum *e, const struct spirt_tensor *t,
+    const void *pl, size_t j, size_t rowbytes, size_t *n)
 {
 	size_t off = j * e->rows * rowbytes;
-	size_t n = e->rows * rowbytes;
 
-	if (n > t->nbytes - off)
-		n = (size_t)t->nbytes - off;
-	return XXH3_64bits((const unsigned char *)pl + off, n);
+	*n = e->rows * rowbytes;
+	if (*n > t->nbytes - off)
+		*n = (size_t)t->nbytes - off;
+	return (const unsigned char *)pl + off;
 }
 
 /* a sample's bytes in a record: its first dimension's */
@@ -296,12 +299,20 @@ row_bytes(const struct spirt_tensor *t)
 	    (size_t)t->nbytes;
 }
 
-/* an entry for the record: one no row of this call uses, else a new one */
+/*
+ * An entry for key's record: its former record's (rewritten since), else
+ * the least recently used one no row of this call uses once KEEP are
+ * kept, else a new one.
+ */
 static struct spirt_bsum *
-sum_slot(struct spirt_batch *b)
+sum_slot(struct spirt_batch *b, const char *key)
 {
 	struct spirt_bsum *e = NULL, *ns;
 
+	for (size_t i = 0; i < b->nsum; i++)
+		if (b->sum[i].used != b->tick && strcmp(b->sum[i].key,
+		    key) == 0)
+			return &b->sum[i];
 	for (size_t i = 0; i < b->nsum; i++)
 		if (b->sum[i].used != b->tick && (e == NULL ||
 		    b->sum[i].used < e->used))
@@ -350,11 +361,13 @@ get_shard(struct spirt_batch *b, struct spirt_txn *txn, const char *key,
 			return 0;
 		}
 	}
-	if ((m = sum_slot(b)) == NULL)
+	if ((m = sum_slot(b, key)) == NULL)
 		return ENOMEM;
 	free(m->h);
 	m->h = NULL;
-	m->used = 0;            /* no match until it is verified */
+	m->rec = NULL;          /* no match until it is verified */
+	m->key[0] = '\0';
+	m->used = 0;
 	rowbytes = row_bytes(t);
 	m->rows = rowbytes >= BLOCK || rowbytes == 0 ? 1 :
 	    (BLOCK + rowbytes - 1) / rowbytes;
@@ -366,12 +379,11 @@ get_shard(struct spirt_batch *b, struct spirt_txn *txn, const char *key,
 	 * while in cache; a byte changed between the two reads fails it */
 	spirt_tensor_sum_init(&s, t);
 	for (i = 0; i < m->nh; i++) {
-		size_t off = i * m->rows * rowbytes, n = m->rows * rowbytes;
+		size_t n;
+		const unsigned char *p = block(m, t, *pl, i, rowbytes, &n);
 
-		if (n > t->nbytes - off)
-			n = (size_t)t->nbytes - off;
-		m->h[i] = block_hash(m, t, *pl, i, rowbytes);
-		spirt_tensor_sum_add(&s, (const unsigned char *)*pl + off, n);
+		m->h[i] = XXH3_64bits(p, n);
+		spirt_tensor_sum_add(&s, p, n);
 	}
 	spirt_tensor_sum_trailer(sum, &s);
 	if (memcmp(sum, tr, sizeof sum) != 0)
@@ -392,15 +404,17 @@ check_sample(const struct spirt_batch *b, size_t e,
     const struct spirt_tensor *t, const void *pl, uint64_t index)
 {
 	const struct spirt_bsum *m;
-	size_t j;
+	const unsigned char *p;
+	size_t j, n;
 
 	if (e == SIZE_MAX)
 		return 0;
 	m = &b->sum[e];
 	j = (size_t)(index / m->rows);
-	if (j >= m->nh || block_hash(m, t, pl, j, row_bytes(t)) != m->h[j])
+	if (j >= m->nh)
 		return SPIRT_ECHECKSUM;
-	return 0;
+	p = block(m, t, pl, j, row_bytes(t), &n);
+	return XXH3_64bits(p, n) == m->h[j] ? 0 : SPIRT_ECHECKSUM;
 }
 
 /* a shard of the data set as read (zero-copy, valid during txn) */
