@@ -10,8 +10,9 @@ warm `spirt-torch grad -i` (the same module, model/MODEL@0, the same
 batch; its gradient read, computed and written through its spirt-store
 pipe), timed from the request's write to its answer.  With BEFORE, a
 directory holding another version's spirt package (python/ of an older
-tree), a second warm function runs that one in the same rounds: before
-and after side by side.  Then ROUNDS cold invocations, each beside a
+tree), a second warm function runs that one in the same rounds, with
+the spirt-store beside that python/ if there is one: before and after side
+by side.  Then ROUNDS cold invocations, each beside a
 `python3 -c 'import torch'`.  Prints the CPU (/proc/cpuinfo), medians
 (min-max) and the ratios.
 """
@@ -51,6 +52,9 @@ def function(pythonpath=None):
     e, cmd = dict(env), ["spirt-torch"]
     if pythonpath:
         e["PYTHONPATH"] = pythonpath
+        tree = os.path.dirname(os.path.abspath(pythonpath))
+        if os.access(os.path.join(tree, "spirt-store"), os.X_OK):
+            e["PATH"] = tree + os.pathsep + e["PATH"]
         cmd = [sys.executable, "-m", "spirt.torch"]
     return subprocess.Popen(cmd + ["grad", "-i", "-q", "-m", model,
                                    "--module", module, "-b", str(batch)],

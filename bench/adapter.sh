@@ -5,7 +5,7 @@
 # "A PyTorch module as a function").
 #   sh bench/adapter.sh [rounds] [steps]       (after make all)
 # BEFORE=rev: the adapter of that git revision (its python/) runs beside
-# this tree's in the same rounds (the same spirt-store, this tree's).
+# this tree's in the same rounds, over that revision's spirt-store.
 set -e
 cd "$(dirname "$0")/.."
 . bench/cpu.sh
@@ -22,8 +22,10 @@ spirt-shard -q -s "$d/s" -n 4 "$FMNIST/train-images-idx3-ubyte.gz" \
     "$FMNIST/train-labels-idx1-ubyte.gz"
 spirt-torch init -q -s "$d/s" -m res --module "$d/res.py"
 if [ -n "${BEFORE:-}" ]; then
+	# its adapter and its spirt-store (the pipe's side of a step), built
 	mkdir "$d/before"
-	git archive "$BEFORE" python contrib/python | tar -x -C "$d/before"
+	git archive "$BEFORE" | tar -x -C "$d/before"
+	make -C "$d/before" -j2 spirt-store >/dev/null
 fi
 for b in 32 64 256; do
 	$PY bench/adapter.py "$d/s" "$d/res.py" res $b "${1:-5}" "${2:-20}" \

@@ -747,6 +747,7 @@ pipe_run(struct spirt_store *s, int argc, char **argv, const char **act)
 	if (!o.force && isterm(1))
 		die(SPIRT_EX_USAGE, "stdout is a terminal; use -f to force");
 	*act = "stdout";
+	bsel.keep = 1;          /* a shard hashed whole once (batch.c) */
 	while (!end && rc == 0 && fgets(line, sizeof line, stdin)) {
 		size_t len = strlen(line);
 

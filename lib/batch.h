@@ -42,10 +42,26 @@ struct spirt_border {
 	int used;
 };
 
+/* A shard record verified whole once, and its blocks' hashes (batch.c) */
+struct spirt_bsum {
+	char key[SPIRT_KEY_MAX + 1];
+	const void *rec;        /* where it lay: compared, never read */
+	size_t len;             /* its bytes */
+	uint64_t hsum;          /* its header checksum */
+	unsigned char tr[SPIRT_TENSOR_TRAILER]; /* its trailer */
+	size_t rows;            /* samples a block */
+	uint64_t *h;            /* XXH3-64 of each block of the payload */
+	size_t nh;
+	uint64_t used;          /* the last call's tick that used it */
+};
+
 /*
  * A selection (zero it before the first call; spirt_batch_free()).  It
  * caches the shard orders its last call used, so a warm function makes
- * each once an epoch.
+ * each once an epoch.  With keep set, spirt_batch_read verifies a shard's
+ * payload checksum whole the first time it reads the record and after
+ * that only the blocks of it a minibatch takes (a long-lived reader of
+ * one open store: spirt-store pipe).
  */
 struct spirt_batch {
 	/* out: the samples, in batch order */
@@ -57,10 +73,14 @@ struct spirt_batch {
 	uint64_t epoch, S;      /* the step's epoch; steps per epoch */
 	char msg[320];          /* on failure: why, naming the key; empty
 				   when the shard callback failed */
+	int keep;               /* in: keep the shards' block hashes */
 	/* private */
 	size_t cap;
 	struct spirt_border *so;
 	size_t nso, socap;
+	struct spirt_bsum *sum; /* with keep: the shards verified */
+	size_t nsum;
+	uint64_t tick;          /* calls of spirt_batch_read */
 };
 
 /*

@@ -177,3 +177,103 @@ spirt-store: pipe: request longer than 1023 bytes'
 	cmp a0 m.rec
 	cmp a1 o.rec
 }
+
+# A pipe verifies a shard whole the first time and then only the samples a
+# batch takes (batch.c).  shards8: 8 samples of 600 bytes in one shard,
+# sample i all 11 + i (a block of its own); drv.py: a pipe started and
+# batch(step) asking it for the 2 samples of (step, worker 0), samples(b)
+# the samples an answer's x holds
+shards8() {
+	"$PYTHON" -c "
+import numpy as np
+np.save('X.npy', np.repeat(np.arange(11, 19, dtype=np.uint8), 600)
+        .reshape(8, 600))
+np.save('y.npy', np.arange(8, dtype=np.int32) % 2)"
+	spirt-shard -q -n 1 X.npy y.npy
+	cat >drv.py <<'PY'
+import io, subprocess
+import spirt_tensor as st
+p = subprocess.Popen(["spirt-store", "pipe"], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE)
+
+
+def batch(step):
+    p.stdin.write(b"batch %d 0 2 0 train\n" % step)
+    p.stdin.flush()
+    code, n = p.stdout.readline().split()
+    return int(code), p.stdout.read(int(n))
+
+
+def samples(b):
+    x = st.read_record(io.BytesIO(b)).array
+    return sorted({int(round(v * 255)) - 11 for v in x.ravel()})
+PY
+}
+
+# py: the script on stdin, drv.py importable, the store's file its argument
+py() {
+	PYTHONPATH="$SPIRT_ROOT/contrib/python:." "$PYTHON" - \
+	    "$SPIRT_STORE/data.mdb"
+}
+
+# After that a byte changed in the store behind LMDB's back is refused,
+# 65, by the next request that would serve it; a request whose samples
+# are intact is still answered, with their bytes.
+@test "pipe: a shard's bytes corrupted after it was served are refused when a batch would serve them, 65" {
+	shards8
+	run -0 py <<'PY'
+import sys
+from drv import p, batch, samples
+c0, a0 = batch(0)
+c1, a1 = batch(1)
+assert c0 == 0 and c1 == 0, (c0, c1)
+s0, s1 = samples(a0), samples(a1)
+assert len(s0) == 2 and len(s1) == 2 and not set(s0) & set(s1), (s0, s1)
+# one byte of a sample step 1 takes, wherever LMDB holds its bytes
+db = open(sys.argv[1], "r+b")
+img = db.read()
+row = bytes([11 + s1[0]]) * 600
+at = [i for i in range(len(img)) if img.startswith(row, i)]
+assert at, "sample %d not found in the store" % s1[0]
+for i in at:
+    db.seek(i + 300)
+    db.write(b"\0")
+db.close()
+c, b = batch(0)
+print("step 0:", c, b == a0)
+c, b = batch(1)
+print("step 1:", c, len(b))
+p.stdin.close()
+sys.exit(p.wait())
+PY
+	assert_output "step 0: 0 True
+spirt-store: data/train/0/x: payload checksum mismatch (corrupt, torn or interleaved)
+step 1: 65 0"
+	# a new pipe verifies the shard whole: it serves none of it
+	run -0 --separate-stderr spirt-store pipe <<<"batch 0 0 2 0 train"
+	assert_output "65 0"
+	assert_equal "$stderr" "spirt-store: data/train/0/x: payload checksum mismatch (corrupt, torn or interleaved)"
+}
+
+# A shard rewritten (a valid record) while the pipe holds the hashes of the
+# one before: its next batch serves the new bytes, verified anew.
+@test "pipe: a shard rewritten after it was served: the next batch serves the new one" {
+	shards8
+	spirt-store get data/train/0/x >x.rec
+	run -0 py <<'PY'
+import subprocess, sys
+import spirt_tensor as st
+from drv import p, batch, samples
+c, a = batch(0)
+assert c == 0, c
+r = st.read_record(open("x.rec", "rb"))
+new = st.encode(r.array + 20, name=r.name, step=r.step)
+subprocess.run(["spirt-store", "put", "data/train/0/x"], input=new,
+               check=True)
+c, b = batch(0)
+print(c, [s - 20 for s in samples(b)] == samples(a))
+p.stdin.close()
+sys.exit(p.wait())
+PY
+	assert_output "0 True"
+}

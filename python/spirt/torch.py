@@ -320,7 +320,12 @@ class Net:
     def gradient(self, x, y, seed):
         """(mean loss, flat float32 gradient) on the batch x, y."""
         t = self.torch
-        t.manual_seed(seed)     # dropout: the same bits for the same job
+        # dropout: the same bits for the same job.  The CPU generator's
+        # seed, what torch.manual_seed sets for it: that also queues the
+        # seed for CUDA with the caller's stack formatted, each step
+        t.default_generator.manual_seed(seed)
+        if t.cuda.is_initialized():
+            t.cuda.manual_seed_all(seed)
         self.mod.train()
         for p in self.params:
             p.grad = None

@@ -101,10 +101,11 @@ put_set(struct spirt_txn *txn, void *arg)
 /*
  * The store's rule (batch.h) for a worker reading its own whole shard
  * takes the samples the per-worker rule (spirt_minibatch) gives, in the
- * same order, and spirt_batch_read serves their values.
+ * same order, and spirt_batch_read serves their values; with keep too
+ * (each shard checksummed whole once, then the samples taken).
  */
 static void
-store_rule(const char *dir)
+store_rule(const char *dir, int keep)
 {
 	struct spirt_store *s;
 	struct spirt_txn *txn;
@@ -115,6 +116,7 @@ store_rule(const char *dir)
 	uint64_t t, w;
 
 	memset(&b, 0, sizeof b);
+	b.keep = keep;
 	CHECK_RC(spirt_store_open(&s, dir, SPIRT_STORE_CREATE));
 	CHECK_RC(spirt_store_write(s, put_set, NULL));
 	CHECK_RC(spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY));
@@ -184,7 +186,8 @@ main(void)
 		return 1;
 	}
 	snprintf(dir, sizeof dir, "%s/db", tmpl);
-	store_rule(dir);
+	store_rule(dir, 0);
+	store_rule(dir, 1);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
 	if (system(cmd) != 0)
 		check_failed = 1;
