@@ -142,16 +142,6 @@ usage(int code)
 	opt_usage(&cli, code);
 }
 
-/* the version, then the code the build chose for the AEAD and SHA-256
- * (config.mk's CRYPTO, lib/prim.h); exit 0 */
-static _Noreturn void
-version(void)
-{
-	printf("%s %s\ncrypto: %s (%s)\n", progname, SPIRT_VERSION,
-	    spirt_prim_name(), spirt_prim_version());
-	exit(fshut_stdout(0));
-}
-
 static void
 options(int argc, char **argv)
 {
@@ -171,7 +161,7 @@ options(int argc, char **argv)
 		case 's': o.store = optarg; break;
 		case 'T': o.token = optarg; break;
 		case 'v': spirt_verbose++; break;
-		case 'V': version();
+		case 'V': key_version();
 		case CONNTIMEOUT: o.conntimeout = optarg; break;
 		case MAXCONNS: o.maxconns = optarg; break;
 		case PERIP: o.perip = optarg; break;
