@@ -1,14 +1,11 @@
 /* peersrv.c - a peer's store served over HTTP (ISC licence) */
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -22,6 +19,7 @@
 #include "kv.h"
 #include "le.h"
 #include "peersrv.h"
+#include "peerwait.h"
 
 #define SID_BYTES 16
 #define LIST_MAX 1024                   /* entries per listing answer */
@@ -52,15 +50,7 @@ struct spirt_peersrv {
 	unsigned nrates;
 	char addr[80];
 	struct spirt_peersrv_stats st;
-	/* gets waiting for their key (see "waits" below) */
-	pthread_mutex_t wlock;
-	struct req *waiters;            /* suspended, to be resumed */
-	unsigned parked;                /* suspended or resuming */
-	int stopping;
-	int ifd;                        /* inotify on the store, or -1 */
-	int wake[2];                    /* the watcher's pipe */
-	pthread_t watcher;
-	int watching;
+	struct spirt_peerwait wait;     /* gets waiting for their key */
 	/* open connections, for the slowest to go when they fill up */
 	struct conn *conns;
 	unsigned nconns;
@@ -83,9 +73,9 @@ struct req {
 	unsigned char *buf;
 	size_t len, cap, max;
 	char from[80];
-	/* a waiting get: what it asked, under which session, until when */
-	struct req *wnext;
-	struct MHD_Connection *conn;
+	/* a waiting get: parked until when, what it asked, under which
+	 * session */
+	struct spirt_waiter w;
 	unsigned char sid[SID_BYTES];
 	struct spirt_msg_info info;
 	uint64_t step;
@@ -691,101 +681,27 @@ reply(struct spirt_peersrv *p, struct MHD_Connection *c, const char *from,
 	return answer(c, MHD_HTTP_OK, out, olen, "application/octet-stream");
 }
 
-/*
- * ---- waits: a get for a key that is not there yet, held until it is
- *
- * A get with SPIRT_REQ_WAIT and a wait in ms (docs/protocol.md) whose
- * key is not in the store is parked: its connection is suspended, and a
- * watcher thread resumes every parked get when the store's files change
- * (inotify on <store> and <store>/scratch, where LMDB writes its pages
- * and, last, the meta page of each commit), and each one whose wait is
- * over.  A resumed get asks the store again in the server's thread, and
- * is answered, or parked again.  So a pulling peer has the value a few
- * hundred microseconds after it is committed, instead of asking again
- * and again.  Without inotify the watcher resumes them every WAIT_TICK
- * ms.  At most WAIT_MAX gets wait at once; more are answered at once.
- */
-#define WAIT_MAX 128
-#define WAIT_TICK 100                   /* resume all this often anyway */
-#define WAIT_TICK_BLIND 2               /* ... and without inotify */
-
-/* under wlock: resume every parked get (its handler runs again) */
-static void
-resume_all(struct spirt_peersrv *p)
-{
-	for (struct req *q = p->waiters, *n; q; q = n) {
-		n = q->wnext;
-		q->wnext = NULL;
-		MHD_resume_connection(q->conn);
-	}
-	p->waiters = NULL;
-}
-
-/* under wlock: resume those whose wait is over */
-static void
-resume_due(struct spirt_peersrv *p, double now)
-{
-	for (struct req **qq = &p->waiters, *q; (q = *qq);) {
-		if (q->until <= now) {
-			*qq = q->wnext;
-			q->wnext = NULL;
-			MHD_resume_connection(q->conn);
-		} else {
-			qq = &q->wnext;
-		}
-	}
-}
-
-static void
-poke(struct spirt_peersrv *p)
-{
-	char b = 'w';
-
-	if (write(p->wake[1], &b, 1) < 0) {
-		/* full: the watcher is awake anyway */
-	}
-}
-
-/* 1 if q is parked (its connection suspended), 0 if it must be
- * answered now */
-static int
-repark(struct spirt_peersrv *p, struct req *q)
-{
-	int ok = 0;
-
-	pthread_mutex_lock(&p->wlock);
-	if (!p->stopping && p->parked < WAIT_MAX && spirt_clock() < q->until) {
-		q->kind = 4;
-		q->wnext = p->waiters;
-		p->waiters = q;
-		p->parked++;
-		MHD_suspend_connection(q->conn);
-		ok = 1;
-	}
-	pthread_mutex_unlock(&p->wlock);
-	if (ok)
-		poke(p);
-	return ok;
-}
+/* ---- waits: a get for a key that is not there yet (peerwait.h) ---- */
 
 static int
 park(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q,
     const struct sess *e, const struct spirt_msg_info *info, uint64_t step,
     unsigned flags, uint32_t wait_ms, const char *what)
 {
-	if (wait_ms == 0 || !p->watching)
+	if (wait_ms == 0 || !p->wait.watching)
 		return 0;
 	if (wait_ms > SPIRT_WAIT_MAX_MS)
 		wait_ms = SPIRT_WAIT_MAX_MS;
-	q->conn = c;
+	q->w.conn = c;
 	memcpy(q->sid, e->sid, SID_BYTES);
 	q->info = *info;
 	q->step = step;
 	q->flags = flags;
-	q->until = spirt_clock() + wait_ms / 1e3;
+	q->w.until = spirt_clock() + wait_ms / 1e3;
 	snprintf(q->what, sizeof q->what, "%s", what);
-	if (!repark(p, q))
+	if (!spirt_peerwait_park(&p->wait, &q->w))
 		return 0;
+	q->kind = 4;
 	logf_(p, 1, "%s: %s: waiting (up to %u ms)", q->from, what, wait_ms);
 	return 1;
 }
@@ -801,9 +717,7 @@ waited(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 	enum MHD_Result ok;
 	int rc;
 
-	pthread_mutex_lock(&p->wlock);
-	p->parked--;
-	pthread_mutex_unlock(&p->wlock);
+	spirt_peerwait_resumed(&p->wait);
 	q->kind = 0;
 	if (!(e = sess_find(p, q->sid, spirt_clock())))
 		return refuse(p, c, q->from, q->what, SPIRT_ESESSION);
@@ -812,7 +726,8 @@ waited(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 	    (rc = spirt_store_get(t, q->info.key, &val, &vlen)) == 0 &&
 	    vlen > p->conf.max_bytes)
 		rc = SPIRT_ETOOBIG;
-	if (rc == SPIRT_ENOTFOUND && repark(p, q)) {
+	if (rc == SPIRT_ENOTFOUND && spirt_peerwait_park(&p->wait, &q->w)) {
+		q->kind = 4;
 		spirt_txn_abort(t);
 		return MHD_YES;
 	}
@@ -828,147 +743,6 @@ waited(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 	    q->flags, val, vlen, q->what);
 	spirt_txn_abort(t);
 	return ok;
-}
-
-static void *
-watch_main(void *arg)
-{
-	struct spirt_peersrv *p = arg;
-	double last = spirt_clock();
-	char buf[4096];
-
-	for (;;) {
-		struct pollfd pf[2] = { { p->wake[0], POLLIN, 0 },
-		    { p->ifd, POLLIN, 0 } };
-		double now = spirt_clock(), due = -1;
-		int ms = -1, tick = p->ifd >= 0 ? WAIT_TICK : WAIT_TICK_BLIND;
-		nfds_t nf = 1;
-
-		pthread_mutex_lock(&p->wlock);
-		if (p->stopping) {
-			resume_all(p);
-			pthread_mutex_unlock(&p->wlock);
-			break;
-		}
-		for (struct req *q = p->waiters; q; q = q->wnext)
-			if (due < 0 || q->until < due)
-				due = q->until;
-		/*
-		 * The store's changes matter only to parked gets: with none,
-		 * this thread sleeps until one parks (repark pokes it), not
-		 * woken by every write of the peer's own tools (2% of a
-		 * 3-peer run's CPU).  The changes meanwhile wait in the
-		 * inotify queue, so a write between a get's look and its
-		 * parking still resumes it (at worst once for nothing).
-		 */
-		if (p->ifd >= 0 && p->waiters)
-			nf = 2;
-		pthread_mutex_unlock(&p->wlock);
-		if (due >= 0) {
-			ms = (int)((due - now) * 1e3) + 1;
-			if (ms > tick)
-				ms = tick;
-			if (ms < 1)
-				ms = 1;
-		}
-		if (poll(pf, nf, ms) < 0 && errno != EINTR)
-			break;
-		if (pf[0].revents & POLLIN)
-			while (read(p->wake[0], buf, sizeof buf) > 0)
-				;
-		now = spirt_clock();
-		pthread_mutex_lock(&p->wlock);
-		if (p->ifd >= 0 && (pf[1].revents & POLLIN)) {
-			/* the store changed: every parked get asks again */
-			while (read(p->ifd, buf, sizeof buf) > 0)
-				;
-			resume_all(p);
-			last = now;
-		} else if (now - last >= tick / 1e3 && p->waiters) {
-			resume_all(p);
-			last = now;
-		} else {
-			resume_due(p, now);
-		}
-		pthread_mutex_unlock(&p->wlock);
-	}
-	return NULL;
-}
-
-/* inotify on the store's directories; -1 where it cannot be had */
-static int
-watch_store(const char *dir)
-{
-	char sub[4096];
-	int fd;
-	uint32_t mask = IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE;
-
-	if (!dir || (fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
-		return -1;
-	if (inotify_add_watch(fd, dir, mask) < 0) {
-		close(fd);
-		return -1;
-	}
-	snprintf(sub, sizeof sub, "%s/scratch", dir);
-	(void)inotify_add_watch(fd, sub, mask);   /* where xagg/ lives */
-	return fd;
-}
-
-static int
-watch_start(struct spirt_peersrv *p)
-{
-	int fl;
-
-	pthread_mutex_init(&p->wlock, NULL);
-	p->ifd = watch_store(p->conf.path);
-	if (pipe(p->wake) != 0) {
-		p->wake[0] = p->wake[1] = -1;
-		goto fail;
-	}
-	for (int i = 0; i < 2; i++)
-		if ((fl = fcntl(p->wake[i], F_GETFL)) < 0 ||
-		    fcntl(p->wake[i], F_SETFL, fl | O_NONBLOCK) < 0 ||
-		    fcntl(p->wake[i], F_SETFD, FD_CLOEXEC) < 0)
-			goto fail;
-	if (pthread_create(&p->watcher, NULL, watch_main, p) != 0)
-		goto fail;
-	p->watching = 1;
-	return 0;
-fail:
-	/* no waits then: gets are answered at once, as before */
-	return 0;
-}
-
-/* every parked get answered (not found, now), then the watcher ends */
-static void
-watch_stop(struct spirt_peersrv *p)
-{
-	pthread_mutex_lock(&p->wlock);
-	p->stopping = 1;
-	resume_all(p);
-	pthread_mutex_unlock(&p->wlock);
-	if (p->watching) {
-		poke(p);
-		pthread_join(p->watcher, NULL);
-	}
-	/* MHD must not stop with a connection suspended: let the server's
-	 * thread answer the resumed ones first (bounded) */
-	for (int i = 0; i < 5000; i++) {
-		unsigned n;
-
-		pthread_mutex_lock(&p->wlock);
-		n = p->parked;
-		pthread_mutex_unlock(&p->wlock);
-		if (n == 0)
-			break;
-		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-	}
-	if (p->ifd >= 0)
-		close(p->ifd);
-	for (int i = 0; i < 2; i++)
-		if (p->wake[i] >= 0)
-			close(p->wake[i]);
-	pthread_mutex_destroy(&p->wlock);
 }
 
 static enum MHD_Result
@@ -1447,7 +1221,7 @@ spirt_peersrv_start(struct spirt_peersrv **out,
 	}
 	p->conf = *conf;
 	errno = 0;
-	watch_start(p);
+	spirt_peerwait_start(&p->wait, p->conf.path);
 	p->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
 	    MHD_USE_AUTO | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME |
 	    (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
@@ -1466,7 +1240,7 @@ spirt_peersrv_start(struct spirt_peersrv **out,
 	freeaddrinfo(ai);
 	if (!p->d) {
 		rc = errno ? errno : EADDRINUSE;
-		watch_stop(p);
+		spirt_peerwait_stop(&p->wait);
 		free(p->rates);
 		free(p->tab);
 		free(p);
@@ -1496,7 +1270,7 @@ spirt_peersrv_stop(struct spirt_peersrv *p, struct spirt_peersrv_stats *st)
 {
 	if (!p)
 		return;
-	watch_stop(p);
+	spirt_peerwait_stop(&p->wait);
 	MHD_stop_daemon(p->d);
 	if (st)
 		*st = p->st;

@@ -8,11 +8,11 @@
 # cold start does not load it and the thirty libraries it pulls in.
 # spirt-peer links libmicrohttpd.
 PEER_LIBHDR = lib/prim.h lib/vhash.h lib/crypto.h lib/keyfile.h lib/token.h \
-	lib/trust.h lib/session.h lib/handshake.h lib/remote.h lib/peersrv.h \
+	lib/trust.h lib/session.h lib/handshake.h lib/remote.h lib/peersrv.h lib/peerwait.h \
 	lib/backend.h lib/digest.h lib/xnet.h lib/xpeer.h lib/xpull.h \
 	lib/xrec.h lib/xquorum.h lib/xdecide.h lib/exchange.h lib/curldl.h
 PEER_LIBOBJ = lib/prim_$(CRYPTO).o lib/vhash.o $(CRYPTO_LIBOBJ) lib/remote.o \
-	lib/store_http.o lib/peersrv.o lib/peerauth.o lib/digest.o lib/xnet.o \
+	lib/store_http.o lib/peersrv.o lib/peerwait.o lib/peerauth.o lib/digest.o lib/xnet.o \
 	lib/xpeer.o lib/xpull.o lib/xrec.o lib/xquorum.o lib/xdecide.o lib/exchange.o \
 	lib/curldl.o
 # crypto.h's rooms, each over libsodium
@@ -69,6 +69,8 @@ lib/store_http.o: lib/store_http.c lib/backend.h
 
 lib/peersrv.o: lib/peersrv.c
 	$(CC) $(ALLCFLAGS) $(MHD_CFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/peersrv.c
+lib/peerwait.o: lib/peerwait.c
+	$(CC) $(ALLCFLAGS) $(MHD_CFLAGS) -c -o $@ lib/peerwait.c
 lib/peerauth.o: lib/peerauth.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ lib/peerauth.c
 
