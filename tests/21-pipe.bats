@@ -240,9 +240,9 @@ for i in at:
     db.write(b"\0")
 db.close()
 c, b = batch(0)
-print("step 0:", c, b == a0)
+print("step 0:", c, b == a0, flush=True)
 c, b = batch(1)
-print("step 1:", c, len(b))
+print("step 1:", c, len(b), flush=True)
 p.stdin.close()
 sys.exit(p.wait())
 PY

@@ -210,10 +210,12 @@ copy_tree() {
 	mkdir -p "$1"
 	(
 		cd "$SPIRT_ROOT" || exit 1
+		# (a fresh root has no git: find lists the files, symlinks
+		# too, as python/spirt/tensor.py is one)
 		{
 			git ls-files 2>/dev/null ||
 			    find . -path ./.git -prune -o -path ./demo -prune \
-			    -o -type f -print
+			    -o \( -type f -o -type l \) -print
 			for f in spirt-*; do
 				[ -f "$f" ] && [ -x "$f" ] && echo "$f"
 			done

@@ -11,6 +11,10 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 DATA="$SPIRT_ROOT/tests/data"
 FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
 export PATH PYTHON
+# Python as a fresh machine runs it: stdout to a pipe block-buffered, so a
+# test that mixes a script's stdout with a tool's stderr must flush (an
+# inherited PYTHONUNBUFFERED=1 hid that here and CI's fresh root found it)
+unset PYTHONUNBUFFERED
 
 # A Python prelude over the reference record reader and writer,
 # contrib/python/spirt_tensor.py: st.encode() makes a record, out() writes
