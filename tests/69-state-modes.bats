@@ -125,7 +125,10 @@ moved() {
 			[ "$rc" -eq 130 ] || fail "SIGINT: status $rc: $(cat e$k)"
 		fi
 		n=$(newest_model $k r)
-		[ "$n" -ge 8 ] && [ "$n" -lt $steps ]
+		[ -n "$n" ] && [ "$n" -ge 8 ] && [ "$n" -lt $steps ] ||
+			fail "$k: newest model/r '$n' after the signal: $(
+			    spirt-store -s $k ls model/ 2>&1 | cut -f1 |
+			    tr '\n' ' '); $(cat e$k)"
 		run -0 bntrain $k $steps
 		same ref $k $steps || fail "$k: another model or state"
 	done
