@@ -11,6 +11,7 @@
 #   netns_require            # skip (bats) unless root with `ip netns`
 #   netns_setup 3            # hosts 1..3 at 10.77.0.1..3
 #   netns_exec 2 curl http://$(netns_addr 1):8000/
+#   netns_link 1 "rate 100mbit delay 10ms loss 0.1%"   # a slow link
 #   netns_teardown           # in teardown(): processes, namespaces, links
 #
 # Names: "spt<pid>x<i>" and "spt<pid>xh" (hub), with the pid of the shell
@@ -243,4 +244,92 @@ netns_wait_port() {
 	done
 	echo "netns: nothing listens on port $2 of host $1" >&2
 	return 1
+}
+
+# netns_netem: whether this kernel has the netem qdisc (sch_netem,
+# CONFIG_NET_SCH_NETEM): 0, or 1 with the reason on stdout.  Probed in a
+# namespace of its own, on a veth pair made there.
+netns_netem() {
+	local p="spt$$netem$RANDOM" r=0 e
+	ip netns add "$p" 2>/dev/null || { echo "ip netns add fails"; return 1; }
+	if ! ip -n "$p" link add t0 type veth peer name t1 2>/dev/null; then
+		echo "cannot make a veth pair"
+		r=1
+	elif ! e=$(tc -n "$p" qdisc add dev t0 root netem delay 1ms 2>&1)
+	then
+		echo "tc qdisc ... netem: $e (this kernel has no sch_netem, CONFIG_NET_SCH_NETEM)"
+		r=1
+	fi
+	ip netns del "$p" 2>/dev/null || :
+	return "$r"
+}
+
+# netns_link I SPEC: shape host I's link to the hub, SPEC a netem(8)
+# subset: "rate R", "delay D", "loss P%" in any order, e.g. "rate
+# 100mbit delay 10ms loss 0.1%".  Where it applies, so that RTT is what
+# SPEC says: the delay and the loss on the hub's end of the link only
+# (v<I>, what goes to host I), the rate on both ends (host I's eth0 too,
+# what host I sends).  So between two hosts each shaped with "delay D",
+# every packet waits D once (at its receiver's link), a round trip 2 D:
+# "delay 10ms" is a 20 ms RTT; "loss P%" loses P% a direction; each host
+# sends and receives at most R.  Without delay or loss, the rate alone
+# is a tbf(8) where the kernel has no netem; delay or loss there: 1 with
+# the reason (netns_netem).  "none" removes the shaping.  Rates as tc
+# writes them (kbit, mbit, gbit).
+netns_link() {
+	local i=$1 hub="${NETNS_PREFIX}h" host="$NETNS_PREFIX$1" rate= rest=
+	local why
+	# shellcheck disable=SC2086
+	set -- $2
+	if [ "$1" = none ]; then
+		tc -n "$hub" qdisc del dev "v$i" root 2>/dev/null || :
+		tc -n "$host" qdisc del dev eth0 root 2>/dev/null || :
+		return 0
+	fi
+	while [ $# -gt 0 ]; do
+		case $1 in
+		rate) rate=$2 ;;
+		delay | loss) rest="$rest $1 $2" ;;
+		*) echo "netns_link: $1: rate, delay or loss" >&2; return 1 ;;
+		esac
+		[ $# -ge 2 ] || { echo "netns_link: $1: no value" >&2; return 1; }
+		shift 2
+	done
+	if why=$(netns_netem); then
+		# shellcheck disable=SC2086
+		tc -n "$hub" qdisc replace dev "v$i" root netem \
+		    ${rate:+rate $rate} $rest &&
+		    if [ -n "$rate" ]; then
+			tc -n "$host" qdisc replace dev eth0 root netem \
+			    rate "$rate"
+		    fi
+		return
+	fi
+	if [ -n "$rest" ]; then
+		echo "netns_link: host $i:$rest: $why" >&2
+		return 1
+	fi
+	[ -n "$rate" ] || return 0
+	netns_tbf "$hub" "v$i" "$rate" && netns_tbf "$host" eth0 "$rate"
+}
+
+# netns_tbf NS DEV RATE: a token bucket of RATE on DEV's egress, a burst
+# of 1 ms at that rate (at least 16 KiB), a queue of at most 50 ms
+netns_tbf() {
+	local bps
+	bps=$(awk -v r="$3" 'BEGIN {
+		n = r + 0; u = tolower(substr(r, length(n "") + 1))
+		m = -1
+		if (u == "gbit") m = 1e9
+		if (u == "mbit") m = 1e6
+		if (u == "kbit") m = 1e3
+		if (u == "bit" || u == "") m = 1
+		if (n <= 0 || m < 0) exit 1
+		print n * m }') || {
+		echo "netns_link: rate $3: a number and bit, kbit, mbit or gbit" >&2
+		return 1
+	}
+	tc -n "$1" qdisc replace dev "$2" root tbf rate "$3" \
+	    burst "$(awk -v b="$bps" 'BEGIN { x = int(b / 8 / 1000)
+		print (x < 16384 ? 16384 : x) }')" latency 50ms
 }
