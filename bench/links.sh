@@ -1,0 +1,147 @@
+#!/bin/bash
+# bench/links.sh - today's all-to-all exchange over slow links: P = 2, 4
+# and 8 peers, each in a network namespace of its own (tests/netns.bash),
+# every host's link to the hub shaped by netns_link: 100 Mbit/s with a
+# 20 ms round trip, and 1 Gbit/s with 1 ms (netem; where the kernel has
+# no netem the rate alone, by tbf, and the header says so).  The
+# partitioned exchange of issue 36 is to be read against these figures.
+#   bash bench/links.sh   (after make all; root, for the namespaces)
+#
+# Each run: P peers train the MLP 784-256-128-10 (spirt-train --peers,
+# over HTTP with tokens of one group, 1 function x batch 64 a peer, the
+# exchange each step) for STEPS steps.  Reported, per run:
+#   - bytes per peer per round, in and out: the hub's veth counters (ip -s
+#     link: what went to and came from each host) over the run, all of
+#     them (aggregates, digests, handshakes, HTTP), divided by P and by
+#     the rounds (STEPS); and as a multiple of S, the aggregate record's
+#     bytes (all-to-all: (P - 1) S in and as many out);
+#   - step time: the peers' median seconds a step (their logs);
+#   - round time: the step time less that of one peer alone (same
+#     functions and batch, no --peers), run just before: what the
+#     exchange adds to a step.
+#
+# Environment: STEPS (default 20), PEERS (default "2 4 8"), LINKS (the
+# netns_link specs, ";" between, default "rate 100mbit delay 10ms;rate
+# 1gbit delay 0.5ms").
+set -eu
+cd "$(dirname "$0")/.."
+. bench/cpu.sh
+PY=/usr/bin/python3
+FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
+PATH="$PWD:$PATH"
+export PATH FMNIST
+unset SPIRT_STORE SPIRT_SYNC SPIRT_THREADS OMP_NUM_THREADS OPENBLAS_NUM_THREADS
+steps=${STEPS:-20}
+peers=${PEERS:-2 4 8}
+links=${LINKS:-rate 100mbit delay 10ms;rate 1gbit delay 0.5ms}
+
+bench_header bench/links
+if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1 ||
+    ! command -v tc >/dev/null 2>&1; then
+	echo "bench/links: skipped: network namespaces need root, ip(8), tc(8)"
+	exit 0
+fi
+[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] || {
+	echo "bench/links: no Fashion-MNIST in $FMNIST" >&2
+	exit 66
+}
+tmp=$(mktemp -d)
+NETNS_NET=10.78.0
+. tests/netns.bash
+trap 'netns_teardown; rm -rf "$tmp"' EXIT
+if ! why=$(netns_netem); then
+	echo "   no netem here: the rate alone (tbf), no delay ($why)"
+	links=$(printf '%s\n' "$links" | sed 's/ delay [^ ;]*//g; s/ loss [^ ;]*//g')
+fi
+
+med() {         # med: median of the numbers on stdin ("-" if none)
+	sort -g | awk '{ v[NR] = $1 } END {
+		if (NR == 0) print "-"
+		else print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# counters: "host rx tx" of every host's link as the hub sees it (rx:
+# what host i sent, tx: what it received)
+counters() {
+	local i
+	for i in $(seq 1 "$1"); do
+		ip -n "$(netns_name h)" -s -j link show "v$i" | "$PY" -c '
+import json, sys
+s = json.load(sys.stdin)[0]["stats64"]
+print(sys.argv[1], s["rx"]["bytes"], s["tx"]["bytes"])' "$i"
+	done
+}
+
+# shard DIR N: the data in N shards (P peers x 1 function), as each
+# driver would shard it, into a store every peer starts from a copy of
+shard() {
+	[ -d "$1" ] || spirt-shard -s "$1" -q -n "$2" --seed 1 \
+	    "$FMNIST/train-images-idx3-ubyte.gz" \
+	    "$FMNIST/train-labels-idx1-ubyte.gz"
+}
+maxp=0
+for p in $peers; do [ "$p" -le "$maxp" ] || maxp=$p; done
+spirt-key keygen -p "$tmp/group.pub" "$tmp/group.key" >/dev/null
+for i in $(seq 1 "$maxp"); do
+	spirt-key keygen "$tmp/p$i.key" >"$tmp/p$i.hex"
+	spirt-key invite -o "$tmp/p$i.tok" -g "$tmp/group.key" -i "p$i" \
+	    -r r1 "$(cat "$tmp/p$i.hex")"
+done
+
+# one peer alone, no exchange: the step the rounds are added to
+shard "$tmp/solo" 1
+timeout 1800 spirt-train -q -s "$tmp/solo" -n 1 -b 64 --steps "$steps" \
+    --eval-every 100000 >/dev/null 2>"$tmp/solo.err" ||
+	{ cat "$tmp/solo.err" >&2; exit 1; }
+solo=$(awk -F'\t' 'END { print 1e3 * $1 / $2 }' "$tmp/solo.train-mlp.tsv")
+spirt-store -s "$tmp/solo" get -f "model/mlp@$steps" >"$tmp/m.rec"
+S=$(wc -c <"$tmp/m.rec")
+
+echo
+echo "All-to-all exchange, the MLP (S = $S bytes an aggregate record), 1 x 64"
+echo "a peer, $steps steps; one peer alone: $(printf '%.1f' "$solo") ms a step"
+printf '   %-28s %3s %9s %9s %7s %9s %9s\n' link P "MB in" "MB out" "in/S" \
+    "ms/step" "ms/round"
+IFS=';' read -r -a specs <<<"$links"
+for spec in "${specs[@]}"; do
+	for p in $peers; do
+		shard "$tmp/base$p" "$p"
+		netns_setup "$p"
+		disown -a
+		: >"$tmp/peers"
+		for i in $(seq 1 "$p"); do
+			echo "p$i http://$(netns_addr "$i"):7090" >>"$tmp/peers"
+			netns_link "$i" "$spec"
+			rm -rf "$tmp/s$i" "$tmp/s$i".*
+			cp -r "$tmp/base$p" "$tmp/s$i"
+		done
+		counters "$p" >"$tmp/c0"
+		pids=
+		for i in $(seq 1 "$p"); do
+			netns_exec "$i" env SPIRT_KEY="$tmp/p$i.key" \
+			    SPIRT_TOKEN="$tmp/p$i.tok" \
+			    SPIRT_GROUP="$tmp/group.pub" \
+			    timeout 1800 spirt-train -q -s "$tmp/s$i" -n 1 -b 64 \
+			    --peers "$tmp/peers" --peer $((i - 1)) \
+			    --steps "$steps" --eval-every 100000 \
+			    --deadline 120000 >/dev/null 2>"$tmp/e$i" &
+			pids="$pids $!"
+		done
+		# shellcheck disable=SC2086
+		wait $pids || { cat "$tmp"/e* >&2; exit 1; }
+		counters "$p" >"$tmp/c1"
+		ms=$(for i in $(seq 1 "$p"); do
+			awk -F'\t' 'END { print 1e3 * $1 / $2 }' \
+			    "$tmp/s$i.train-mlp.tsv"
+		done | med)
+		join "$tmp/c0" "$tmp/c1" | awk -v p="$p" -v n="$steps" \
+		    -v s="$S" -v ms="$ms" -v solo="$solo" -v l="$spec" '
+			{ out += $4 - $2; in_ += $5 - $3 }
+			END {
+				i = in_ / p / n; o = out / p / n
+				printf "   %-28s %3d %9.2f %9.2f %7.2f %9.1f %9.1f\n",
+				    l, p, i / 1e6, o / 1e6, i / s, ms, ms - solo }'
+		netns_teardown
+	done
+done
+echo "   (in/S: all-to-all moves P - 1 aggregates in a round, a peer;"
+echo "   the partitioned exchange's target is at most 2.2, flat in P)"
