@@ -16,6 +16,7 @@
 #include "io.h"
 #include "key/keycmd.h"
 #include "keys.h"
+#include "lineage.h"
 #include "opt.h"
 #include "parse.h"
 #include "peersrv.h"
@@ -26,6 +27,7 @@
 #include "tool.h"
 
 #define LISTEN_DEFAULT "127.0.0.1:7070"
+#define ULL(x) ((unsigned long long)(x))
 
 /* serve's limits (spirt-peer(1)): their defaults */
 #define CONN_TIMEOUT_DEFAULT 60         /* s an idle connection stays */
@@ -53,7 +55,9 @@ enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
 "           [--beats] [--byzantine f] [--deadline ms] [--iters L]\n" \
 "           [--keep-digests] [--keep-pulls] [--min-peers n] [--prune lag]\n" \
 "           [--select m] [--tau T] [--timeout ms] [--trim F]\n" \
-"           -i | -t step\n"
+"           -i | -t step\n" \
+"       spirt-peer verify [-a allowfile] [-g group] [-m model] [-r run]\n" \
+"           [-s store]\n"
 
 /* exchange's options: -h shows them after serve's */
 static const struct opt xopts[] = {
@@ -82,6 +86,19 @@ static const struct opt xopts[] = {
 	{ TAU, "tau", "T", "cclip's, scclip's radius, or auto" },
 	{ TIMEOUT, "timeout", "MS", "each request's deadline" },
 	{ TRIM, "trim", "F", "trim F of each end" },
+	{ 'h', "help", NULL, NULL },
+	{ 0 }
+};
+
+/* verify's */
+static const struct opt vopts[] = {
+	{ 0, NULL, "verify", "does the chain of signed digests hold; who "
+	    "made each step" },
+	{ 'a', "allow", "FILE", "allowlist of members" },
+	{ 'g', "group", "FILE", "the group's public key (file or hex)" },
+	{ 'm', "model", "NAME", "the model" },
+	{ 'r', "run", "ID", "the run (default the first digest's)" },
+	{ 's', "store", "PATH", NULL },
 	{ 'h', "help", NULL, NULL },
 	{ 0 }
 };
@@ -128,12 +145,16 @@ static const struct optset hvhelp = { USAGE, NULL, NULL, 21, 0, hvopts,
     NULL };
 static const struct optset shelp = { USAGE, NULL, NULL, 21, 0, opts,
     &hvhelp };
-static const struct optset xhelp = { USAGE, NULL, NULL, 21, 0, xopts,
+static const struct optset vhelp = { USAGE, NULL, NULL, 21, 0, vopts,
     &hvhelp };
+static const struct optset xhelp = { USAGE, NULL, NULL, 21, 0, xopts,
+    &vhelp };
 /* what serve (and the words before a command) and exchange parse */
 static const struct optset cli = { USAGE, NULL, POST, 21, 1, opts,
     &xhelp };
 static const struct optset xcli = { USAGE, NULL, POST, 21, 0, xopts,
+    &shelp };
+static const struct optset vcli = { USAGE, NULL, POST, 21, 0, vopts,
     &shelp };
 
 static _Noreturn void
@@ -641,6 +662,197 @@ xmain(int argc, char **argv)
 	return fshut_stdout(code);
 }
 
+/* ---- verify ---- */
+
+struct vwalk {
+	const char *model;
+	int first;              /* the first break is said on stderr too */
+	char peers[SPIRT_DIGEST_MAXPEERS][SPIRT_ID_MAX + 1];
+	size_t npeers;
+};
+
+/* the first 12 hex digits of a hash, enough to tell two apart */
+static const char *
+short_hash(char buf[13], const unsigned char h[SPIRT_HASH_BYTES])
+{
+	char hex[2 * SPIRT_HASH_BYTES + 1];
+
+	spirt_hash_hex(hex, h);
+	memcpy(buf, hex, 12);
+	buf[12] = '\0';
+	return buf;
+}
+
+/* what broke step st, into why */
+static void
+vwhy(char *why, size_t cap, const struct spirt_lineage_step *st,
+    const char *model)
+{
+	char a[13], b[13];
+
+	switch (st->broken) {
+	case SPIRT_LN_MISSING:
+		snprintf(why, cap, "no digest (%s is empty)", st->key);
+		break;
+	case SPIRT_LN_DIGEST:
+		snprintf(why, cap, "%s: %s (%s)", st->key,
+		    spirt_strerror(st->rc), spirt_errname(st->rc));
+		break;
+	case SPIRT_LN_MODELS:
+		snprintf(why, cap, "%s's digest names another model than %s's",
+		    st->peer, st->other);
+		break;
+	case SPIRT_LN_RECEIVED:
+		snprintf(why, cap, "%s's digest lists from %s another "
+		    "aggregate than %s signed", st->peer, st->other, st->other);
+		break;
+	case SPIRT_LN_STORED:
+		snprintf(why, cap, "%s hashes %s, the digests name %s@%llu = %s",
+		    st->key, short_hash(a, st->stored), model, ULL(st->step),
+		    short_hash(b, st->model));
+		break;
+	default:
+		snprintf(why, cap, "%s: %s", st->key, spirt_strerror(st->rc));
+	}
+}
+
+static int
+vstep(void *arg, const struct spirt_lineage_step *st)
+{
+	struct vwalk *w = arg;
+	char hex[2 * SPIRT_HASH_BYTES + 1], why[SPIRT_KEY_MAX + 200];
+	size_t i, k;
+
+	for (i = 0; i < st->n; i++) {
+		for (k = 0; k < w->npeers; k++)
+			if (!strcmp(w->peers[k], st->who[i]))
+				break;
+		if (k == w->npeers && k < SPIRT_DIGEST_MAXPEERS)
+			snprintf(w->peers[w->npeers++], sizeof w->peers[0],
+			    "%s", st->who[i]);
+	}
+	if (st->broken) {
+		vwhy(why, sizeof why, st, w->model);
+		printf("step %llu: broken: %s\n", ULL(st->step), why);
+		if (w->first) {
+			warnx_("verify: step %llu: %s", ULL(st->step), why);
+			w->first = 0;
+		}
+		return 0;
+	}
+	spirt_hash_hex(hex, st->model);
+	printf("step %llu: holds: model %s (%s):", ULL(st->step), hex,
+	    st->kept ? "kept" : "not kept");
+	for (i = 0; i < st->n; i++)
+		printf(" %s%s", st->who[i], st->signer[i] ? "" :
+		    " (no digest)");
+	putchar('\n');
+	return 0;
+}
+
+static int
+bywho(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+static int
+vmain(int argc, char **argv)
+{
+	const char *store = NULL, *model = NULL, *run = NULL, *group = NULL;
+	const char *allow = NULL, *act;
+	char frun[SPIRT_ID_MAX + 1], msg[600];
+	struct spirt_trust *tr = NULL;
+	struct spirt_store *s = NULL;
+	struct vwalk *w;
+	uint64_t last = 0, broken = 0;
+	int c, rc, code;
+
+	optind = 1;
+	while ((c = opt_next(&vcli, argc, argv)) != -1)
+		switch (c) {
+		case 'a': allow = optarg; break;
+		case 'g': group = optarg; break;
+		case 'm': model = optarg; break;
+		case 'r': run = optarg; break;
+		case 's': store = optarg; break;
+		default: usage(1);
+		}
+	if (optind != argc)
+		usage(1);
+	if ((model = opt_env(model, "SPIRT_MODEL", NULL)) == NULL) {
+		warnx_("no model (-m or SPIRT_MODEL)");
+		usage(1);
+	}
+	echeck_model("-m", model);
+	group = opt_env(group, "SPIRT_GROUP", NULL);
+	allow = opt_env(allow, "SPIRT_ALLOW", NULL);
+	if ((!group || !*group) && (!allow || !*allow)) {
+		warnx_("no group key and no allowlist (-g, -a, SPIRT_GROUP or "
+		    "SPIRT_ALLOW): whom to trust");
+		usage(1);
+	}
+	run = opt_env(run, "SPIRT_RUN", NULL);
+	if (run && !spirt_id_valid(run)) {
+		warnx_("-r: \"%s\" is not an id", run);
+		usage(1);
+	}
+	if ((rc = spirt_crypto_init()) != 0)
+		dierc(rc, "libsodium");
+	act = store ? store : store_default();
+	if ((rc = spirt_store_open(&s, act, SPIRT_STORE_RDONLY)) != 0) {
+		warnrc(rc, "%s", act);
+		return SPIRT_EX_NOINPUT;
+	}
+	if (!run) {
+		if ((rc = spirt_lineage_run(s, frun)) != 0) {
+			spirt_store_close(s);
+			if (rc == SPIRT_ENOTFOUND)
+				die(SPIRT_EX_NOINPUT, "verify: %s: no digest "
+				    "(digest/<t>/<peer>; spirt-train "
+				    "--keep-digests keeps them)", act);
+			dierc(rc, "verify: %s: the first digest", act);
+		}
+		run = frun;
+	}
+	if ((rc = spirt_lineage_trust(&tr, run, group, allow, msg,
+	    sizeof msg)) != 0) {
+		spirt_store_close(s);
+		die(spirt_exit(rc) == SPIRT_EX_DATAERR ? SPIRT_EX_DATAERR :
+		    SPIRT_EX_NOINPUT, "verify: %s", msg);
+	}
+	if (!(w = calloc(1, sizeof *w)))
+		die(SPIRT_EX_OSERR, "verify: out of memory");
+	w->model = model;
+	w->first = 1;
+	rc = spirt_lineage_walk(s, model, run, tr, vstep, w, &last, &broken);
+	if (rc == SPIRT_ENOTFOUND) {
+		warnx_("verify: %s: no digest (digest/<t>/<peer>; spirt-train "
+		    "--keep-digests keeps them)", act);
+		code = SPIRT_EX_NOINPUT;
+	} else if (rc) {
+		warnrc(rc, "verify: %s", act);
+		code = spirt_exit(rc);
+	} else {
+		qsort(w->peers, w->npeers, sizeof w->peers[0], bywho);
+		printf("steps 0..%llu of run %s: ", ULL(last), run);
+		if (broken)
+			printf("broken at %llu of %llu steps\n", ULL(broken),
+			    ULL(last + 1));
+		else
+			printf("the chain holds, %llu steps:", ULL(last + 1));
+		for (size_t i = 0; !broken && i < w->npeers; i++)
+			printf(" %s", w->peers[i]);
+		if (!broken)
+			putchar('\n');
+		code = broken ? SPIRT_EX_DATAERR : 0;
+	}
+	free(w);
+	spirt_trust_free(tr);
+	spirt_store_close(s);
+	return fshut_stdout(code);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -668,6 +880,8 @@ main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "exchange") == 0)
 		return xmain(argc, argv);
+	if (strcmp(cmd, "verify") == 0)
+		return vmain(argc, argv);
 	options(argc, argv);
 	argc -= optind;
 	argv += optind;
@@ -679,7 +893,7 @@ main(int argc, char **argv)
 			usage(1);
 		return serve();
 	}
-	warnx_("%s: unknown command (serve or exchange; keygen and invite "
-	    "are spirt-key's)", cmd);
+	warnx_("%s: unknown command (serve, exchange or verify; keygen and "
+	    "invite are spirt-key's)", cmd);
 	usage(1);
 }

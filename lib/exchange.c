@@ -9,6 +9,7 @@
 #include "aggstore.h"
 #include "exchange.h"
 #include "keys.h"
+#include "lineage.h"
 #include "quorum.h"
 #include "tensor.h"
 #include "xdecide.h"
@@ -167,24 +168,9 @@ own_hashes_main(void *arg)
 	snprintf(oh->key, sizeof oh->key, "a read of the store");
 	if ((oh->rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
 		return NULL;
-	if ((oh->rc = spirt_key_model(oh->key, sizeof oh->key, x->model,
-	    x->step)) || (oh->rc = spirt_store_get(t, oh->key, &v, &len)))
+	if ((oh->rc = spirt_model_hash(x->modelhash, t, x->model, x->step,
+	    oh->key, sizeof oh->key)))
 		goto out;
-	spirt_hash(x->modelhash, v, len);
-	/* a model with state (spirt-model(5)): the hash of the two hashes,
-	 * so that peers whose states differ hold different models */
-	if ((oh->rc = spirt_key_mstate(oh->key, sizeof oh->key, x->model,
-	    x->step)))
-		goto out;
-	if ((oh->rc = spirt_store_get(t, oh->key, &v, &len)) == 0) {
-		unsigned char two[2 * SPIRT_HASH_BYTES];
-
-		memcpy(two, x->modelhash, SPIRT_HASH_BYTES);
-		spirt_hash(two + SPIRT_HASH_BYTES, v, len);
-		spirt_hash(x->modelhash, two, sizeof two);
-	} else if (oh->rc != SPIRT_ENOTFOUND) {
-		goto out;
-	}
 	if ((oh->rc = spirt_key_xagg(oh->key, sizeof oh->key, x->step,
 	    x->self)) || (oh->rc = spirt_store_get(t, oh->key, &v, &len)))
 		goto out;
