@@ -22,7 +22,8 @@ CRYPTO_LIBOBJ = lib/keyfile.o lib/token.o lib/trust.o lib/session.o \
 	lib/handshake.o
 PEER_BIN = spirt-peer spirt-key
 PEER_MAN1 = man/spirt-peer.1 man/spirt-key.1
-PEER_UNIT = tests/unit/test_crypto tests/unit/test_remote tests/unit/test_digest
+PEER_UNIT = tests/unit/test_crypto tests/unit/test_remote tests/unit/test_digest \
+	tests/unit/test_lineage
 PEER_BENCH = bench/xfer_bench bench/hash_bench
 
 lib/keyfile.o: lib/keyfile.c
@@ -87,6 +88,11 @@ tests/unit/test_digest: tests/unit/test_digest.o lib/libspirt.a
 tests/unit/test_digest.o: tests/unit/check.h $(LIBHDR)
 tests/unit/test_digest.o: tests/unit/test_digest.c
 	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ tests/unit/test_digest.c
+tests/unit/test_lineage: tests/unit/test_lineage.o lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_lineage.o lib/libspirt.a $(BASE_LIBS)
+tests/unit/test_lineage.o: tests/unit/check.h $(LIBHDR)
+tests/unit/test_lineage.o: tests/unit/test_lineage.c
+	$(CC) $(ALLCFLAGS) $(SODIUM_CFLAGS) -c -o $@ tests/unit/test_lineage.c
 
 bench/xfer_bench: bench/xfer_bench.o $(TOOLLIB) lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/xfer_bench.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
