@@ -692,7 +692,11 @@ vwhy(char *why, size_t cap, const struct spirt_lineage_step *st,
 
 	switch (st->broken) {
 	case SPIRT_LN_MISSING:
-		snprintf(why, cap, "no digest (%s is empty)", st->key);
+		if (st->to == st->step)
+			snprintf(why, cap, "no digest (%s is empty)", st->key);
+		else
+			snprintf(why, cap, "no digest (%s to digest/%llu/ are "
+			    "empty)", st->key, ULL(st->to));
 		break;
 	case SPIRT_LN_DIGEST:
 		snprintf(why, cap, "%s: %s (%s)", st->key,
@@ -721,6 +725,7 @@ vstep(void *arg, const struct spirt_lineage_step *st)
 {
 	struct vwalk *w = arg;
 	char hex[2 * SPIRT_HASH_BYTES + 1], why[SPIRT_KEY_MAX + 200];
+	char steps[64];
 	size_t i, k;
 
 	for (i = 0; i < st->n; i++) {
@@ -733,9 +738,15 @@ vstep(void *arg, const struct spirt_lineage_step *st)
 	}
 	if (st->broken) {
 		vwhy(why, sizeof why, st, w->model);
-		printf("step %llu: broken: %s\n", ULL(st->step), why);
+		if (st->to == st->step)
+			snprintf(steps, sizeof steps, "step %llu",
+			    ULL(st->step));
+		else
+			snprintf(steps, sizeof steps, "steps %llu..%llu",
+			    ULL(st->step), ULL(st->to));
+		printf("%s: broken: %s\n", steps, why);
 		if (w->first) {
-			warnx_("verify: step %llu: %s", ULL(st->step), why);
+			warnx_("verify: %s: %s", steps, why);
 			w->first = 0;
 		}
 		return 0;

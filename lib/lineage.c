@@ -348,11 +348,12 @@ spirt_lineage_walk(struct spirt_store *s, const char *model, const char *run,
 		st->step = step;
 		for (j = i; j < l.n && l.v[j].step == step; j++)
 			;
+		st->to = step;
 		if (j == i) {
+			/* a gap, up to the next step with digests: one
+			 * break, however long (a step far on is no loop) */
 			st->broken = SPIRT_LN_MISSING;
-			if (spirt_model_hash(st->stored, t, model, step,
-			    st->key, sizeof st->key) == 0)
-				st->kept = 1;
+			st->to = l.v[i].step - 1;
 			snprintf(st->key, sizeof st->key, "%s%llu/",
 			    SPIRT_KEY_DIGEST_ROOT, (unsigned long long)step);
 		} else {
@@ -361,9 +362,10 @@ spirt_lineage_walk(struct spirt_store *s, const char *model, const char *run,
 		}
 		i = j;
 		if (st->broken)
-			(*broken)++;
-		if ((rc = fn(arg, st)) || step == *last)
+			*broken += st->to - step + 1;
+		if ((rc = fn(arg, st)) || st->to == *last)
 			break;
+		step = st->to;
 	}
 out:
 	free(ok);

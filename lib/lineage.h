@@ -49,6 +49,8 @@ enum spirt_lineage_break {
 /* one step of the chain, as the walk hands it on */
 struct spirt_lineage_step {
 	uint64_t step;
+	uint64_t to;                    /* _MISSING: the gap's last step;
+					 * else step */
 	int broken;                     /* enum spirt_lineage_break */
 	int rc;                         /* SPIRT_LN_DIGEST, _STORE: why */
 	char peer[SPIRT_ID_MAX + 1];    /* whose digest broke it */
@@ -65,7 +67,8 @@ struct spirt_lineage_step {
 
 /*
  * Walk the digests digest/<t>/<peer> of s from step 0 to the last step
- * any digest names, and call fn once a step, in order: each digest must
+ * any digest names, and call fn once a step, in order (once for a run of
+ * steps without digests, st->step to st->to): each digest must
  * verify (spirt_digest_verify, for run and the peer its key names, with
  * tr: a token as at its issue, so that a chain outlives its tokens), the
  * step's digests must name one model hash, the one of the stored
@@ -73,7 +76,7 @@ struct spirt_lineage_step {
  * received from another signer must be that signer's own aggregate hash.
  * The contributors of a step are its signers and the peers they list.
  * fn returning non-zero stops the walk with that value.  *last (out):
- * the last step; *broken (out): the steps that broke.  Returns 0,
+ * the last step; *broken (out): how many steps broke.  Returns 0,
  * SPIRT_ENOTFOUND (no digest at all), ENOMEM, a store error or fn's.
  */
 SPIRT_MUST_CHECK int spirt_lineage_walk(struct spirt_store *s,

@@ -119,6 +119,15 @@ out(st.encode(a, step=r['step']))" >bad.rec
 	assert_equal "$stderr" "spirt-peer: verify: step 2: no digest (digest/2/ is empty)"
 	assert_line --index 2 "step 2: broken: no digest (digest/2/ is empty)"
 	assert_line --index 3 --regexp '^step 3: holds: '
+	# steps without digests in a row (a run pruned without
+	# --keep-digests): one line for them all
+	spirt-store -s s1 rm digest/0/p1 digest/0/p2 digest/0/p3 \
+	    digest/1/p1 digest/1/p2 digest/1/p3
+	run -65 --separate-stderr spirt-peer verify -s s1 -m mlp -g group.pub
+	assert_equal "$stderr" "spirt-peer: verify: steps 0..2: no digest (digest/0/ to digest/2/ are empty)"
+	assert_line --index 0 "steps 0..2: broken: no digest (digest/0/ to digest/2/ are empty)"
+	assert_line --index 1 --regexp '^step 3: holds: '
+	assert_line --index $((STEPS - 2)) "steps 0..$((STEPS - 1)) of run r1: broken at 3 of $STEPS steps"
 	# one peer's digest missing is not a break: the others list it
 	cp -r "$BATS_FILE_TMPDIR/run/s1" s1b
 	spirt-store -s s1b rm digest/2/p3

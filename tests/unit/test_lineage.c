@@ -161,7 +161,53 @@ chain(const char *dir, struct spirt_trust *tr)
 	    !strcmp(w.st[1].key, "digest/1/"));
 	r.skip = 1;
 	CHECK_RC(walk(dir, "first", &r, tr, &w, &broken));
-	CHECK(broken == 1 && w.st[0].broken == SPIRT_LN_MISSING);
+	CHECK(broken == 1 && w.st[0].broken == SPIRT_LN_MISSING &&
+	    w.st[0].to == 0 && w.n == STEPS);
+}
+
+/* digests of one step far on: the gap before it is one break, not a
+ * call a step */
+static int
+put_far(struct spirt_txn *t, void *arg)
+{
+	struct spirt_digest d;
+	unsigned char buf[2048];
+	char k[SPIRT_KEY_MAX + 1];
+	size_t len;
+	int rc;
+
+	(void)arg;
+	memset(&d, 0, sizeof d);
+	d.step = 1000000000000ull;
+	snprintf(d.run, sizeof d.run, "r1");
+	snprintf(d.id, sizeof d.id, "p1");
+	spirt_hash(d.model, "m", 1);
+	spirt_hash(d.agg, "a", 1);
+	if ((rc = spirt_digest_sign(buf, sizeof buf, &len, &d, key[0])) ||
+	    (rc = spirt_key_digest(k, sizeof k, d.step, "p1")))
+		return rc;
+	return spirt_store_put_bytes(t, k, buf, len, d.step, 0);
+}
+
+static void
+far(const char *dir, struct spirt_trust *tr)
+{
+	struct spirt_store *s;
+	struct seen w;
+	char path[400];
+	uint64_t last, broken;
+
+	snprintf(path, sizeof path, "%s/far", dir);
+	memset(&w, 0, sizeof w);
+	CHECK_RC(spirt_store_open(&s, path, SPIRT_STORE_CREATE));
+	CHECK_RC(spirt_store_write(s, put_far, NULL));
+	CHECK_RC(spirt_lineage_walk(s, "mlp", "r1", tr, keep, &w, &last,
+	    &broken));
+	CHECK(last == 1000000000000ull && broken == last && w.n == 2);
+	CHECK(w.st[0].broken == SPIRT_LN_MISSING && w.st[0].step == 0 &&
+	    w.st[0].to == last - 1);
+	CHECK(!w.st[1].broken && w.st[1].step == last && w.st[1].n == 1);
+	spirt_store_close(s);
 }
 
 int
@@ -189,6 +235,7 @@ main(void)
 		CHECK_RC(spirt_trust_allow(tr, pk, ids[p], SPIRT_ROLE_PEER));
 	}
 	chain(tmpl, tr);
+	far(tmpl, tr);
 	/* p3 not on the allowlist: each of its digests breaks its step */
 	CHECK_RC(spirt_trust_new(&t2, "r1", NULL, 1));
 	for (int p = 0; p < NP - 1; p++) {
