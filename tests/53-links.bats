@@ -128,4 +128,8 @@ serve_blob() {
 	# the links were shaped while they trained
 	run -0 tc -n "$(netns_name h)" qdisc show dev v3
 	assert_output --regexp '(netem|tbf) .*rate 100Mbit'
+	if [ -z "${SPIRT_TEST_LINK:-}" ]; then
+		assert_output --regexp 'netem .*delay 10(\.0)?ms'
+		assert_output --regexp 'netem .*loss 0\.1%'
+	fi
 }
