@@ -767,6 +767,14 @@ bywho(const void *a, const void *b)
 	return strcmp(a, b);
 }
 
+/* spirt_store_list's fn: stop at the first key */
+static int
+anykey(void *arg, const char *key, const void *val, size_t len)
+{
+	(void)arg, (void)key, (void)val, (void)len;
+	return 1;
+}
+
 static int
 vmain(int argc, char **argv)
 {
@@ -814,6 +822,26 @@ vmain(int argc, char **argv)
 	if ((rc = spirt_store_open(&s, act, SPIRT_STORE_RDONLY)) != 0) {
 		warnrc(rc, "%s", act);
 		return SPIRT_EX_NOINPUT;
+	}
+	{
+		/* a name the store has no version of would otherwise show
+		 * every step "not kept" and hold */
+		struct spirt_txn *t;
+		char key[300];
+
+		if ((rc = spirt_key_model_prefix(key, sizeof key, model)) ==
+		    0 && (rc = spirt_txn_begin(&t, s, SPIRT_TXN_RDONLY)) == 0) {
+			rc = spirt_store_list(t, key, anykey, NULL);
+			spirt_txn_abort(t);
+			rc = rc == 1 ? 0 : rc ? rc : SPIRT_ENOTFOUND;
+		}
+		if (rc) {
+			spirt_store_close(s);
+			if (rc == SPIRT_ENOTFOUND)
+				die(SPIRT_EX_NOINPUT, "verify: %s: no %s<t> "
+				    "(-m)", act, key);
+			dierc(rc, "verify: %s: %s", act, key);
+		}
 	}
 	if (!run) {
 		if ((rc = spirt_lineage_run(s, frun)) != 0) {

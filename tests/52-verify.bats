@@ -150,7 +150,7 @@ out(st.encode(a, step=r['step']))" >bad.rec
 		fail "$stderr"
 }
 
-@test "verify: no store, no digests: 66; usage: 64" {
+@test "verify: no store, no model, no digests: 66; usage: 64" {
 	run -66 --separate-stderr spirt-peer verify -s nosuch -m mlp -g group.pub
 	[[ "$stderr" == "spirt-peer: nosuch: "* ]] || fail "$stderr"
 	spirt-store -s s1 get -f model/mlp@$STEPS >m.rec
@@ -159,6 +159,9 @@ out(st.encode(a, step=r['step']))" >bad.rec
 	assert_equal "$stderr" "spirt-peer: verify: empty: no digest (digest/<t>/<peer>; spirt-train --keep-digests keeps them)"
 	run -66 --separate-stderr spirt-peer verify -s s1 -m mlp -g nosuch.pub
 	[[ "$stderr" == "spirt-peer: verify: nosuch.pub: "* ]] || fail "$stderr"
+	# a model the store does not have: not a chain of steps "not kept"
+	run -66 --separate-stderr spirt-peer verify -s s1 -m cnn -g group.pub
+	assert_equal "$stderr" "spirt-peer: verify: s1: no model/cnn@<t> (-m)"
 	run -64 --separate-stderr spirt-peer verify -s s1 -g group.pub
 	[[ "$stderr" == "spirt-peer: no model (-m or SPIRT_MODEL)"$'\n'"usage: "* ]] ||
 		fail "$stderr"
