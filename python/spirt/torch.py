@@ -308,6 +308,7 @@ class Net:
         for p in self.params:
             p.data = p.data.float().contiguous()
         self.nparams = sum(p.numel() for p in self.params)
+        self.training = False
         # the state: the floating-point buffers, in order; an integer
         # one (num_batches_tracked, a count) stays the module's own
         self.buffers = [b for b in self.mod.buffers()
@@ -333,12 +334,10 @@ class Net:
         t = self.torch
         # a record read from bytes is read-only; the pipe's are not
         v = t.from_numpy(vec if vec.flags.writeable else vec.copy())
-        at = 0
+        ts = self.params if ts is None else ts
         with t.no_grad():
-            for p in (self.params if ts is None else ts):
-                n = p.numel()
-                p.copy_(v[at:at + n].view_as(p))
-                at += n
+            for p, s in zip(ts, v.split([p.numel() for p in ts])):
+                p.copy_(s.view(p.shape))
 
     def gradient(self, x, y, seed):
         """(mean loss, flat float32 gradient) on the batch x, y."""
@@ -349,15 +348,21 @@ class Net:
         t.default_generator.manual_seed(seed)
         if t.cuda.is_initialized():
             t.cuda.manual_seed_all(seed)
-        self.mod.train()
+        # training mode, set once (a walk of the modules, 50 us a step
+        # after the backward pass has emptied the caches)
+        if not self.training or not self.mod.training:
+            self.mod.train()
+            self.training = True
         for p in self.params:
             p.grad = None
         loss = self.lossf(self.mod(t.from_numpy(x)),
                           t.from_numpy(y.astype("int64")))
         loss.backward()
-        g = t.cat([(p.grad if p.grad is not None else
-                    t.zeros_like(p)).reshape(-1) for p in self.params])
-        return float(loss.detach()), g.numpy()
+        g = [p.grad for p in self.params]
+        if any(d is None for d in g):
+            g = [t.zeros_like(p) if d is None else d
+                 for p, d in zip(self.params, g)]
+        return float(loss), t.cat([d.reshape(-1) for d in g]).numpy()
 
     def state_in(self, store, key, step):
         """Load the model's state, the record under key, into the
@@ -413,6 +418,7 @@ class Store:
         self.env.pop("SPIRT_PARENT", None)
         self.verbose, self.quiet = o.verbose, o.quiet
         self.pipe = None
+        self.bufs = {}
 
     def start(self, *args, stdin=None):
         if self.verbose:
@@ -446,7 +452,8 @@ class Store:
 
     def ask(self, line, *data):
         """Send one request to the pipe (started if need be): line, then
-        the bytes of data (a put's record)."""
+        the bytes of data (a put's record), in one write (each write
+        wakes the pipe: a switch to it and back)."""
         if self.pipe is not None and self.pipe.poll() is not None:
             code = self.pipe.returncode     # it ended between requests
             self.close()
@@ -456,17 +463,25 @@ class Store:
                     "killed by signal %d" % -code))
         if self.pipe is None:
             self.pipe = self.start("pipe", stdin=subprocess.PIPE)
+        parts = [memoryview(line.encode() + b"\n")] + [
+            memoryview(d).cast("B") for d in data]
+        fd = self.pipe.stdin.fileno()
         try:
-            self.pipe.stdin.write(line.encode() + b"\n")
-            for d in data:
-                self.pipe.stdin.write(d)
-            self.pipe.stdin.flush()
+            while parts:
+                k = os.writev(fd, parts)
+                while parts and k >= len(parts[0]):
+                    k -= len(parts[0])
+                    parts.pop(0)
+                if parts:
+                    parts[0] = parts[0][k:]
         except OSError:
             self.lost()
 
-    def answer(self):
-        """The bytes of the pipe's next answer (a bytearray: the records
-        decoded from it are writable), or its code raised."""
+    def answer(self, slot=None):
+        """The bytes of the pipe's next answer, or its code raised: a new
+        bytearray, or with slot the buffer kept under that name, its
+        bytes until the next answer into it (either way the records
+        decoded from them are writable)."""
         if self.pipe is None:
             raise Fail(EX_SOFTWARE, "spirt-store pipe: not started")
         line = self.pipe.stdout.readline(64)
@@ -475,8 +490,13 @@ class Store:
         if not m:
             self.lost(line)
         code, n = int(m.group(1)), int(m.group(2))
-        buf = bytearray(n)
-        view = memoryview(buf)
+        buf = self.bufs.get(slot)
+        if buf is None or len(buf) < n:
+            buf = bytearray(n)
+            if slot is not None:
+                self.bufs[slot] = buf
+        view = memoryview(buf)[:n]
+        buf = view
         while view:
             k = self.pipe.stdout.readinto(view)
             if not k:
@@ -627,12 +647,13 @@ def grad_one(o, net, store, step, worker):
     t0 = time.monotonic()
     key = "model/%s@%d" % (o.model, step)
     out = "grad/%d/%d" % (step, worker)
-    # both asked at once: the store reads the batch while we read the model
-    store.ask("get %s" % key)
-    store.ask("batch %d %d %d %d %s" % (step, worker, o.batch, o.seed,
-                                        o.dataset))
+    # both asked at once, in one write: the store reads the batch while
+    # we read the model; each into a buffer of its own, kept for the
+    # next step
+    store.ask("get %s\nbatch %d %d %d %d %s" % (key, step, worker, o.batch,
+                                               o.seed, o.dataset))
     try:
-        mdata = store.answer()
+        mdata = store.answer("model")
     except Fail as e:
         try:                # the batch's, not to leave it in the pipe
             if store.pipe is not None:
@@ -640,7 +661,7 @@ def grad_one(o, net, store, step, worker):
         except Fail:
             pass
         raise e
-    bdata = store.answer()
+    bdata = store.answer("batch")
     m = records(mdata, key)
     if len(m) != 1:
         raise Fail(EX_DATAERR, "%s: not one record" % key)
