@@ -3,7 +3,8 @@
 # module is defined here (a small convolutional net with a residual add);
 # its gradient record of (t, w) is PyTorch's own gradient of the batch
 # spirt-store batch serves, computed here; warm and cold write the same
-# bytes; spirt-agg and spirt-update train on its records; and every exit
+# bytes; spirt-agg and spirt-update train on its records; it keeps the
+# memory a step frees (no page faults a step); and every exit
 # code of spirt-torch(1).
 
 load helper
@@ -432,6 +433,36 @@ assert d <= 1e-6'
 	for w in 0 1; do spirt-store get grad/0/$w | cmp - "local$w.rec"; done
 	run -0 spirt-store ls grad/
 	[ "${#lines[@]}" -eq 2 ]
+}
+
+@test "spirt-torch keeps the memory a step frees for the next (no page faults), unless the environment tunes malloc" {
+	# a step's pattern: blocks of 3 MiB taken and freed together; glibc
+	# left alone trims them and faults them in again each time
+	cat >faults.py <<-'PY'
+	import sys
+	if sys.argv[1] == "keep":
+	    from spirt.torch import keep_memory
+	    keep_memory()
+	def faults():
+	    with open("/proc/self/stat") as f:
+	        return int(f.read().rsplit(")", 1)[1].split()[7])
+	for i in range(10):
+	    if i == 5:
+	        f0 = faults()
+	    a = [bytearray(3 << 20) for _ in range(4)]
+	    del a
+	print((faults() - f0) // 5)
+	PY
+	export PYTHONPATH="$SPIRT_ROOT/python"
+	run -0 "$PYTHON" faults.py keep
+	[ "$output" -lt 100 ]
+	run -0 "$PYTHON" faults.py -
+	[ "$output" -gt 1000 ]
+	run -0 env MALLOC_TRIM_THRESHOLD_=131072 "$PYTHON" faults.py keep
+	[ "$output" -gt 1000 ]
+	run -0 env GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072 \
+	    "$PYTHON" faults.py keep
+	[ "$output" -gt 1000 ]
 }
 
 teardown() {
