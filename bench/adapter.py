@@ -2,19 +2,21 @@
 
     python3 bench/adapter.py STORE MODULE MODEL BATCH ROUNDS N [BEFORE]
 
-Two warm processes, each asked "t 0" on its stdin and answering a line:
-a plain PyTorch training loop (this script run with --plain: its K
-minibatches in memory, gradients zeroed, forward, the module's loss,
-backward, an SGD update) and one `spirt-torch grad -i` (the same
-module; its model and the batch of (t, 0) read, the gradient computed
-and written, through its spirt-store pipe).  Both start from the same
-bytes, model/MODEL@0 (the adapter reads model@t, that record again with
-step t); both take the batches spirt-store serves for steps 0..K-1 of
-worker 0, in the same order; both set OMP_NUM_THREADS and
-OPENBLAS_NUM_THREADS to 1 before torch loads and torch.set_num_threads(1);
-both, and this script, run pinned to one CPU (BENCH_CPU, default the
-last this script may use).  Before timing, each answers steps 0..K-1
-once: the losses at model@0 must agree (the same work on the same data).
+Three warm processes, each asked "t 0" on its stdin and answering a
+line: a plain PyTorch training loop (this script run with --plain: its
+K minibatches in memory, gradients zeroed, forward, the module's loss,
+backward, an SGD update) with malloc set as spirt-torch sets it
+(plain), the same loop with malloc left alone (untuned), and one
+`spirt-torch grad -i` (the same module; its model and the batch of
+(t, 0) read, the gradient computed and written, through its spirt-store
+pipe).  All start from the same bytes, model/MODEL@0 (the adapter reads
+model@t, that record again with step t); all take the batches
+spirt-store serves for steps 0..K-1 of worker 0, in the same order; all
+set OMP_NUM_THREADS and OPENBLAS_NUM_THREADS to 1 before torch loads
+and torch.set_num_threads(1); all, and this script, run pinned to one
+CPU (BENCH_CPU, default the last this script may use).  Before timing,
+each answers steps 0..K-1 once: the losses at model@0 must agree (the
+same work on the same data).
 
 ROUNDS rounds; in each, every process runs N consecutive steps (a turn),
 the round led by the next in turn.  A step is timed from the request's
@@ -22,17 +24,17 @@ write to its answer (wall) and by the CPU of the process and its live
 children (their threads' run time from /proc/PID/task/TID/schedstat,
 nanoseconds: the function's and its spirt-store pipe's); its minor page
 faults counted too.  Reported: medians with the quartiles, and the ratio
-of each round's medians (warm / plain: neighbours in time under the same
-load), its median and quartiles.  With BEFORE, a directory holding
-another version's spirt package (python/ of an older tree), a third
-process runs that one in the same rounds, over the spirt-store beside
-that python/ if there is one.
+of each round's medians (warm / plain and the others: neighbours in
+time under the same load), its median and quartiles.  With BEFORE, a
+directory holding another version's spirt package (python/ of an older
+tree), a fourth process runs that one in the same rounds, over the
+spirt-store beside that python/ if there is one.
 
 Then the cold start, min(ROUNDS, 5) rounds of one invocation each,
 interleaved: python3 alone, python3 importing torch, python3 importing
 torch and building the module, and `spirt-torch grad -t 0 -o /dev/null`
 (all of it: its options, torch, the module, a spirt-store pipe, one
-gradient); wall and CPU (wait4), medians (min-max).
+gradient); wall and CPU (wait4), medians (quartiles).
 """
 import os
 import statistics
