@@ -26,6 +26,7 @@ Nothing here imports numpy or torch before the options are read: -h and
 -V answer under any python3.
 """
 import errno
+import math
 import os
 import stat
 import re
@@ -309,6 +310,7 @@ class Net:
             p.data = p.data.float().contiguous()
         self.nparams = sum(p.numel() for p in self.params)
         self.training = False
+        self.viewed, self.zeros, self.flat = {}, None, None
         # the state: the floating-point buffers, in order; an integer
         # one (num_batches_tracked, a count) stays the module's own
         self.buffers = [b for b in self.mod.buffers()
@@ -331,16 +333,35 @@ class Net:
     def load(self, vec, ts=None):
         """Set the parameters (or the tensors ts) from the float32 vector
         vec [P]."""
-        t = self.torch
-        # a record read from bytes is read-only; the pipe's are not
-        v = t.from_numpy(vec if vec.flags.writeable else vec.copy())
-        ts = self.params if ts is None else ts
-        with t.no_grad():
-            for p, s in zip(ts, v.split([p.numel() for p in ts])):
-                p.copy_(s.view(p.shape))
+        at = 0
+        for v in self.views(self.params if ts is None else ts):
+            v[...] = vec[at:at + v.size].reshape(v.shape)
+            at += v.size
+
+    def views(self, ts):
+        """NumPy views of the memory of the tensors ts, kept (made again
+        if one of them has other memory now): a step's copy into them
+        costs half torch's copy_ (its dispatch, after a backward pass)."""
+        ptrs = [p.data_ptr() for p in ts]
+        c = self.viewed.get(id(ts))
+        if c is None or c[0] != ptrs:
+            c = self.viewed[id(ts)] = (ptrs, [p.detach().numpy()
+                                              for p in ts])
+        return c[1]
+
+    def finite(self, g):
+        """Whether every value of the float32 vector g is finite: one dot
+        with zeros rather than isfinite's array (inf or NaN times 0 is
+        NaN, any finite value times 0 is 0)."""
+        import numpy
+
+        if self.zeros is None or self.zeros.size != g.size:
+            self.zeros = numpy.zeros(g.size, numpy.float32)
+        return math.isfinite(numpy.dot(g, self.zeros))
 
     def gradient(self, x, y, seed):
-        """(mean loss, flat float32 gradient) on the batch x, y."""
+        """(mean loss, flat float32 gradient) on the batch x, y; the
+        gradient's buffer is the next call's too."""
         t = self.torch
         # dropout: the same bits for the same job.  The CPU generator's
         # seed, what torch.manual_seed sets for it: that also queues the
@@ -358,11 +379,21 @@ class Net:
         loss = self.lossf(self.mod(t.from_numpy(x)),
                           t.from_numpy(y.astype("int64")))
         loss.backward()
-        g = [p.grad for p in self.params]
-        if any(d is None for d in g):
-            g = [t.zeros_like(p) if d is None else d
-                 for p, d in zip(self.params, g)]
-        return float(loss), t.cat([d.reshape(-1) for d in g]).numpy()
+        # flattened into one buffer kept, through NumPy views (torch.cat
+        # and its reshapes cost more a step, their dispatch)
+        if self.flat is None:
+            import numpy
+
+            self.flat = numpy.empty(self.nparams, numpy.float32)
+        at = 0
+        for p in self.params:
+            n = p.numel()
+            if p.grad is None:      # a parameter the loss does not use
+                self.flat[at:at + n] = 0
+            else:
+                self.flat[at:at + n] = p.grad.numpy().reshape(-1)
+            at += n
+        return float(loss), self.flat
 
     def state_in(self, store, key, step):
         """Load the model's state, the record under key, into the
@@ -453,29 +484,49 @@ class Store:
     def ask(self, line, *data):
         """Send one request to the pipe (started if need be): line, then
         the bytes of data (a put's record), in one write (each write
-        wakes the pipe: a switch to it and back)."""
-        if self.pipe is not None and self.pipe.poll() is not None:
-            code = self.pipe.returncode     # it ended between requests
-            self.close()
+        wakes the pipe: a switch to it and back).  A pipe that ended
+        between requests (its end closed: nothing of this one written)
+        is reported and another started."""
+        parts = [memoryview(line.encode() + b"\n")] + [
+            memoryview(d).cast("B") for d in data]
+        if self.pipe is None:
+            self.pipe = self.start("pipe", stdin=subprocess.PIPE)
+        sent = self.send(parts)
+        if sent < 0:
+            # it ended between requests: gone (killed if still exiting)
+            code = self.pipe.poll()
+            if code is None:
+                code = self.close(kill=True)
+            else:
+                self.close()
             if not self.quiet:
                 warn("spirt-store pipe: %s; another started" % (
                     "exited %d" % code if code >= 0 else
                     "killed by signal %d" % -code))
-        if self.pipe is None:
             self.pipe = self.start("pipe", stdin=subprocess.PIPE)
-        parts = [memoryview(line.encode() + b"\n")] + [
-            memoryview(d).cast("B") for d in data]
-        fd = self.pipe.stdin.fileno()
+            sent = self.send(parts)
+        if sent != sum(len(q) for q in parts):
+            self.lost()
+
+    def send(self, parts):
+        """Write the buffers parts to the pipe: the bytes written, -1 if
+        its end was closed before any."""
+        fd, sent = self.pipe.stdin.fileno(), 0
+        parts = list(parts)
         try:
             while parts:
                 k = os.writev(fd, parts)
+                sent += k
                 while parts and k >= len(parts[0]):
                     k -= len(parts[0])
                     parts.pop(0)
                 if parts:
                     parts[0] = parts[0][k:]
+        except BrokenPipeError:
+            return -1 if sent == 0 else sent
         except OSError:
-            self.lost()
+            pass
+        return sent
 
     def answer(self, slot=None):
         """The bytes of the pipe's next answer, or its code raised: a new
@@ -678,7 +729,7 @@ def grad_one(o, net, store, step, worker):
     loss, g = net.gradient(b[0].array, b[1].array, mix(o.seed, step,
                                                        worker))
     t2 = time.monotonic()
-    if not numpy.isfinite(loss) or not numpy.isfinite(g).all():
+    if not math.isfinite(loss) or not net.finite(g):
         raise Fail(EX_DATAERR, "%s: loss %g: gradient not finite" %
                    (key, loss))
     # the state the pass measured, before the gradient that makes the
