@@ -299,6 +299,24 @@ print("%g %.4f" % (F.cross_entropy(z, y).item(),
 @test "spirt-torch: every exit code of spirt-torch(1), and bad input changes nothing" {
 	spirt-torch init -q -m r --module net.py
 	spirt-init -m g mlp:64-5-3
+	# a finite loss, an infinite gradient (sqrt's at 0)
+	cat >inf.py <<-'PY'
+	import torch
+	from torch import nn
+
+	class Inf(nn.Module):
+	    def __init__(self):
+	        super().__init__()
+	        self.fc = nn.Linear(64, 3)
+	        self.w = nn.Parameter(torch.zeros(1))
+
+	    def forward(self, x):
+	        return self.fc(torch.flatten(x, 1)) + torch.sqrt(self.w)
+
+	def model():
+	    return Inf()
+	PY
+	spirt-torch init -q -m q --module inf.py
 	before=$(store_digest "$SPIRT_STORE")
 	g() { spirt-torch grad --module net.py -b 16 "$@"; }
 	run -64 --separate-stderr g -m r
@@ -318,6 +336,9 @@ print("%g %.4f" % (F.cross_entropy(z, y).item(),
 	assert_equal "$stderr" 'spirt-torch: --module bad.py: the factory gave a int, not a torch.nn.Module'
 	run -65 --separate-stderr spirt-torch grad --module net.py:nope -m r -t 0
 	assert_equal "$stderr" 'spirt-torch: --module net.py: defines no function nope()'
+	run -65 --separate-stderr spirt-torch grad --module inf.py -m q -t 0 \
+	    -b 16
+	[[ "$stderr" =~ ^spirt-torch:\ model/q@0:\ loss\ [0-9.]+:\ gradient\ not\ finite$ ]]
 	# no such model, module file, data set
 	run -66 --separate-stderr g -m r -t 1
 	[[ "$stderr" == *'spirt-store: model/r@1: '* ]]
