@@ -351,12 +351,13 @@ class Net:
 
     def finite(self, g):
         """Whether every value of the float32 vector g is finite: one dot
-        with zeros rather than isfinite's array (inf or NaN times 0 is
-        NaN, any finite value times 0 is 0)."""
+        with zeros (a view of one zero, no memory) rather than
+        isfinite's array: inf or NaN times 0 is NaN, any finite value
+        times 0 is 0."""
         import numpy
 
         if self.zeros is None or self.zeros.size != g.size:
-            self.zeros = numpy.zeros(g.size, numpy.float32)
+            self.zeros = numpy.broadcast_to(numpy.float32(0), g.shape)
         return math.isfinite(numpy.dot(g, self.zeros))
 
     def gradient(self, x, y, seed):
