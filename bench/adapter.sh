@@ -1,9 +1,11 @@
 #!/bin/sh
 # bench/adapter.sh - spirt-torch (a PyTorch module as a spirt function):
-# a warm function's time per step against a plain PyTorch loop on the same
-# batch, one thread each, and its cold start (docs/performance.md,
-# "A PyTorch module as a function").
+# a warm function's time per step against a plain PyTorch loop, the same
+# init and batches, one thread each, pinned to one CPU, interleaved by
+# turns of a few steps; and its cold start (docs/performance.md, "A
+# PyTorch module as a function"; bench/adapter.py says how).
 #   sh bench/adapter.sh [rounds] [steps]       (after make all)
+# BATCHES="32 64 256" the batch sizes; BENCH_CPU=n the CPU to pin to.
 # BEFORE=rev: the adapter of that git revision (its python/) runs beside
 # this tree's in the same rounds, over that revision's spirt-store.
 set -e
@@ -27,7 +29,7 @@ if [ -n "${BEFORE:-}" ]; then
 	git archive "$BEFORE" | tar -x -C "$d/before"
 	make -C "$d/before" -j2 spirt-store >/dev/null
 fi
-for b in 32 64 256; do
-	$PY bench/adapter.py "$d/s" "$d/res.py" res $b "${1:-5}" "${2:-20}" \
+for b in ${BATCHES:-32 64 256}; do
+	$PY bench/adapter.py "$d/s" "$d/res.py" res $b "${1:-30}" "${2:-4}" \
 	    ${BEFORE:+"$d/before/python"}
 done

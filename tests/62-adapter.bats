@@ -3,7 +3,8 @@
 # module is defined here (a small convolutional net with a residual add);
 # its gradient record of (t, w) is PyTorch's own gradient of the batch
 # spirt-store batch serves, computed here; warm and cold write the same
-# bytes; spirt-agg and spirt-update train on its records; and every exit
+# bytes; spirt-agg and spirt-update train on its records; it keeps the
+# memory a step frees (no page faults a step); and every exit
 # code of spirt-torch(1).
 
 load helper
@@ -298,6 +299,24 @@ print("%g %.4f" % (F.cross_entropy(z, y).item(),
 @test "spirt-torch: every exit code of spirt-torch(1), and bad input changes nothing" {
 	spirt-torch init -q -m r --module net.py
 	spirt-init -m g mlp:64-5-3
+	# a finite loss, an infinite gradient (sqrt's at 0)
+	cat >inf.py <<-'PY'
+	import torch
+	from torch import nn
+
+	class Inf(nn.Module):
+	    def __init__(self):
+	        super().__init__()
+	        self.fc = nn.Linear(64, 3)
+	        self.w = nn.Parameter(torch.zeros(1))
+
+	    def forward(self, x):
+	        return self.fc(torch.flatten(x, 1)) + torch.sqrt(self.w)
+
+	def model():
+	    return Inf()
+	PY
+	spirt-torch init -q -m q --module inf.py
 	before=$(store_digest "$SPIRT_STORE")
 	g() { spirt-torch grad --module net.py -b 16 "$@"; }
 	run -64 --separate-stderr g -m r
@@ -317,6 +336,9 @@ print("%g %.4f" % (F.cross_entropy(z, y).item(),
 	assert_equal "$stderr" 'spirt-torch: --module bad.py: the factory gave a int, not a torch.nn.Module'
 	run -65 --separate-stderr spirt-torch grad --module net.py:nope -m r -t 0
 	assert_equal "$stderr" 'spirt-torch: --module net.py: defines no function nope()'
+	run -65 --separate-stderr spirt-torch grad --module inf.py -m q -t 0 \
+	    -b 16
+	[[ "$stderr" =~ ^spirt-torch:\ model/q@0:\ loss\ [0-9.]+:\ gradient\ not\ finite$ ]]
 	# no such model, module file, data set
 	run -66 --separate-stderr g -m r -t 1
 	[[ "$stderr" == *'spirt-store: model/r@1: '* ]]
@@ -432,6 +454,36 @@ assert d <= 1e-6'
 	for w in 0 1; do spirt-store get grad/0/$w | cmp - "local$w.rec"; done
 	run -0 spirt-store ls grad/
 	[ "${#lines[@]}" -eq 2 ]
+}
+
+@test "spirt-torch keeps the memory a step frees for the next (no page faults), unless the environment tunes malloc" {
+	# a step's pattern: blocks of 3 MiB taken and freed together; glibc
+	# left alone trims them and faults them in again each time
+	cat >faults.py <<-'PY'
+	import sys
+	if sys.argv[1] == "keep":
+	    from spirt.torch import keep_memory
+	    keep_memory()
+	def faults():
+	    with open("/proc/self/stat") as f:
+	        return int(f.read().rsplit(")", 1)[1].split()[7])
+	for i in range(10):
+	    if i == 5:
+	        f0 = faults()
+	    a = [bytearray(3 << 20) for _ in range(4)]
+	    del a
+	print((faults() - f0) // 5)
+	PY
+	export PYTHONPATH="$SPIRT_ROOT/python"
+	run -0 "$PYTHON" faults.py keep
+	[ "$output" -lt 100 ]
+	run -0 "$PYTHON" faults.py -
+	[ "$output" -gt 1000 ]
+	run -0 env MALLOC_TRIM_THRESHOLD_=131072 "$PYTHON" faults.py keep
+	[ "$output" -gt 1000 ]
+	run -0 env GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072 \
+	    "$PYTHON" faults.py keep
+	[ "$output" -gt 1000 ]
 }
 
 teardown() {

@@ -26,6 +26,7 @@ Nothing here imports numpy or torch before the options are read: -h and
 -V answer under any python3.
 """
 import errno
+import math
 import os
 import stat
 import re
@@ -253,10 +254,33 @@ def load_module(spec):
     return factory, lossf, stem if fname == "model" else stem + "." + fname
 
 
+def keep_memory():
+    """glibc's malloc, left alone, gives a step's freed tensors back to
+    the kernel (its dynamic mmap and trim thresholds) and takes them
+    again as fresh zeroed pages the next step: thousands of page faults
+    a step, a third of a small model's step.  A warm function keeps
+    what it freed for the next step instead: freed memory stays in the
+    heap, and blocks up to 32 MiB come from it.  Not when the
+    environment tunes malloc itself."""
+    if not sys.platform.startswith("linux") or any(
+            v.startswith("MALLOC_") for v in os.environ) or \
+            "malloc" in os.environ.get("GLIBC_TUNABLES", ""):
+        return
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(-1, 1 << 30)        # M_TRIM_THRESHOLD
+    mallopt(-3, 32 << 20)       # M_MMAP_THRESHOLD, its largest
+
+
 class Net:
     """The user's module, its spec and its parameters' layout."""
 
     def __init__(self, o):
+        keep_memory()
         # Debian's torch does not pass set_num_threads() on to OpenBLAS
         # (its Linear layers): the environment must, before it loads
         for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -285,6 +309,8 @@ class Net:
         for p in self.params:
             p.data = p.data.float().contiguous()
         self.nparams = sum(p.numel() for p in self.params)
+        self.training = False
+        self.viewed, self.zeros, self.flat = {}, None, None
         # the state: the floating-point buffers, in order; an integer
         # one (num_batches_tracked, a count) stays the module's own
         self.buffers = [b for b in self.mod.buffers()
@@ -307,18 +333,36 @@ class Net:
     def load(self, vec, ts=None):
         """Set the parameters (or the tensors ts) from the float32 vector
         vec [P]."""
-        t = self.torch
-        # a record read from bytes is read-only; the pipe's are not
-        v = t.from_numpy(vec if vec.flags.writeable else vec.copy())
         at = 0
-        with t.no_grad():
-            for p in (self.params if ts is None else ts):
-                n = p.numel()
-                p.copy_(v[at:at + n].view_as(p))
-                at += n
+        for v in self.views(self.params if ts is None else ts):
+            v[...] = vec[at:at + v.size].reshape(v.shape)
+            at += v.size
+
+    def views(self, ts):
+        """NumPy views of the memory of the tensors ts, kept (made again
+        if one of them has other memory now): a step's copy into them
+        costs half torch's copy_ (its dispatch, after a backward pass)."""
+        ptrs = [p.data_ptr() for p in ts]
+        c = self.viewed.get(id(ts))
+        if c is None or c[0] != ptrs:
+            c = self.viewed[id(ts)] = (ptrs, [p.detach().numpy()
+                                              for p in ts])
+        return c[1]
+
+    def finite(self, g):
+        """Whether every value of the float32 vector g is finite: one dot
+        with zeros (a view of one zero, no memory) rather than
+        isfinite's array: inf or NaN times 0 is NaN, any finite value
+        times 0 is 0."""
+        import numpy
+
+        if self.zeros is None or self.zeros.size != g.size:
+            self.zeros = numpy.broadcast_to(numpy.float32(0), g.shape)
+        return math.isfinite(numpy.dot(g, self.zeros))
 
     def gradient(self, x, y, seed):
-        """(mean loss, flat float32 gradient) on the batch x, y."""
+        """(mean loss, flat float32 gradient) on the batch x, y; the
+        gradient's buffer is the next call's too."""
         t = self.torch
         # dropout: the same bits for the same job.  The CPU generator's
         # seed, what torch.manual_seed sets for it: that also queues the
@@ -326,15 +370,31 @@ class Net:
         t.default_generator.manual_seed(seed)
         if t.cuda.is_initialized():
             t.cuda.manual_seed_all(seed)
-        self.mod.train()
+        # training mode, set once (a walk of the modules, 50 us a step
+        # after the backward pass has emptied the caches)
+        if not self.training or not self.mod.training:
+            self.mod.train()
+            self.training = True
         for p in self.params:
             p.grad = None
         loss = self.lossf(self.mod(t.from_numpy(x)),
                           t.from_numpy(y.astype("int64")))
         loss.backward()
-        g = t.cat([(p.grad if p.grad is not None else
-                    t.zeros_like(p)).reshape(-1) for p in self.params])
-        return float(loss.detach()), g.numpy()
+        # flattened into one buffer kept, through NumPy views (torch.cat
+        # and its reshapes cost more a step, their dispatch)
+        if self.flat is None:
+            import numpy
+
+            self.flat = numpy.empty(self.nparams, numpy.float32)
+        at = 0
+        for p in self.params:
+            n = p.numel()
+            if p.grad is None:      # a parameter the loss does not use
+                self.flat[at:at + n] = 0
+            else:
+                self.flat[at:at + n] = p.grad.numpy().reshape(-1)
+            at += n
+        return float(loss), self.flat
 
     def state_in(self, store, key, step):
         """Load the model's state, the record under key, into the
@@ -368,6 +428,20 @@ class Net:
 
 # ---- the store, through spirt-store ----
 
+def wide(*files):
+    """Pipes of 1 MiB (Linux; where allowed): a gradient's put, a
+    batch's answer, written at once rather than 64 KiB at a time, each
+    a switch to the other side and back."""
+    try:
+        import fcntl
+
+        for f in files:
+            fcntl.fcntl(f.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031),
+                        1 << 20)
+    except (OSError, ImportError):
+        pass
+
+
 class Store:
     def __init__(self, o):
         self.args = ["spirt-store"] + (["-s", o.store] if o.store else [])
@@ -376,15 +450,19 @@ class Store:
         self.env.pop("SPIRT_PARENT", None)
         self.verbose, self.quiet = o.verbose, o.quiet
         self.pipe = None
+        self.bufs = {}
 
     def start(self, *args, stdin=None):
         if self.verbose:
             warn("+ %s" % " ".join(self.args + list(args)))
         try:
-            return subprocess.Popen(self.args + list(args), env=self.env,
-                                    stdin=stdin, stdout=subprocess.PIPE)
+            p = subprocess.Popen(self.args + list(args), env=self.env,
+                                 stdin=stdin, stdout=subprocess.PIPE)
         except OSError as e:
             raise Fail(EX_UNAVAILABLE, "spirt-store: %s" % e.strerror)
+        if args[:1] == ("pipe",):
+            wide(p.stdin, p.stdout)
+        return p
 
     @staticmethod
     def finish(p, data=None):
@@ -406,27 +484,56 @@ class Store:
 
     def ask(self, line, *data):
         """Send one request to the pipe (started if need be): line, then
-        the bytes of data (a put's record)."""
-        if self.pipe is not None and self.pipe.poll() is not None:
-            code = self.pipe.returncode     # it ended between requests
-            self.close()
+        the bytes of data (a put's record), in one write (each write
+        wakes the pipe: a switch to it and back).  A pipe that ended
+        between requests (its end closed: nothing of this one written)
+        is reported and another started."""
+        parts = [memoryview(line.encode() + b"\n")] + [
+            memoryview(d).cast("B") for d in data]
+        if self.pipe is None:
+            self.pipe = self.start("pipe", stdin=subprocess.PIPE)
+        sent = self.send(parts)
+        if sent < 0:
+            # it ended between requests: gone (killed if still exiting)
+            code = self.pipe.poll()
+            if code is None:
+                code = self.close(kill=True)
+            else:
+                self.close()
             if not self.quiet:
                 warn("spirt-store pipe: %s; another started" % (
                     "exited %d" % code if code >= 0 else
                     "killed by signal %d" % -code))
-        if self.pipe is None:
             self.pipe = self.start("pipe", stdin=subprocess.PIPE)
-        try:
-            self.pipe.stdin.write(line.encode() + b"\n")
-            for d in data:
-                self.pipe.stdin.write(d)
-            self.pipe.stdin.flush()
-        except OSError:
+            sent = self.send(parts)
+        if sent != sum(len(q) for q in parts):
             self.lost()
 
-    def answer(self):
-        """The bytes of the pipe's next answer (a bytearray: the records
-        decoded from it are writable), or its code raised."""
+    def send(self, parts):
+        """Write the buffers parts to the pipe: the bytes written, -1 if
+        its end was closed before any."""
+        fd, sent = self.pipe.stdin.fileno(), 0
+        parts = list(parts)
+        try:
+            while parts:
+                k = os.writev(fd, parts)
+                sent += k
+                while parts and k >= len(parts[0]):
+                    k -= len(parts[0])
+                    parts.pop(0)
+                if parts:
+                    parts[0] = parts[0][k:]
+        except BrokenPipeError:
+            return -1 if sent == 0 else sent
+        except OSError:
+            pass
+        return sent
+
+    def answer(self, slot=None):
+        """The bytes of the pipe's next answer, or its code raised: a new
+        bytearray, or with slot the buffer kept under that name, its
+        bytes until the next answer into it (either way the records
+        decoded from them are writable)."""
         if self.pipe is None:
             raise Fail(EX_SOFTWARE, "spirt-store pipe: not started")
         line = self.pipe.stdout.readline(64)
@@ -435,8 +542,13 @@ class Store:
         if not m:
             self.lost(line)
         code, n = int(m.group(1)), int(m.group(2))
-        buf = bytearray(n)
-        view = memoryview(buf)
+        buf = self.bufs.get(slot)
+        if buf is None or len(buf) < n:
+            buf = bytearray(n)
+            if slot is not None:
+                self.bufs[slot] = buf
+        view = memoryview(buf)[:n]
+        buf = view
         while view:
             k = self.pipe.stdout.readinto(view)
             if not k:
@@ -587,12 +699,13 @@ def grad_one(o, net, store, step, worker):
     t0 = time.monotonic()
     key = "model/%s@%d" % (o.model, step)
     out = "grad/%d/%d" % (step, worker)
-    # both asked at once: the store reads the batch while we read the model
-    store.ask("get %s" % key)
-    store.ask("batch %d %d %d %d %s" % (step, worker, o.batch, o.seed,
-                                        o.dataset))
+    # both asked at once, in one write: the store reads the batch while
+    # we read the model; each into a buffer of its own, kept for the
+    # next step
+    store.ask("get %s\nbatch %d %d %d %d %s" % (key, step, worker, o.batch,
+                                               o.seed, o.dataset))
     try:
-        mdata = store.answer()
+        mdata = store.answer("model")
     except Fail as e:
         try:                # the batch's, not to leave it in the pipe
             if store.pipe is not None:
@@ -600,7 +713,7 @@ def grad_one(o, net, store, step, worker):
         except Fail:
             pass
         raise e
-    bdata = store.answer()
+    bdata = store.answer("batch")
     m = records(mdata, key)
     if len(m) != 1:
         raise Fail(EX_DATAERR, "%s: not one record" % key)
@@ -617,7 +730,7 @@ def grad_one(o, net, store, step, worker):
     loss, g = net.gradient(b[0].array, b[1].array, mix(o.seed, step,
                                                        worker))
     t2 = time.monotonic()
-    if not numpy.isfinite(loss) or not numpy.isfinite(g).all():
+    if not math.isfinite(loss) or not net.finite(g):
         raise Fail(EX_DATAERR, "%s: loss %g: gradient not finite" %
                    (key, loss))
     # the state the pass measured, before the gradient that makes the
