@@ -2,6 +2,7 @@
 # 95-examples: every examples/*/run.sh runs to completion (on small data)
 
 load helper
+load bnnet
 
 teardown() {
 	# (a test's session, if it made one: nothing of it stays)
@@ -13,6 +14,24 @@ teardown() {
 	run -0 sh "$SPIRT_ROOT/examples/numpy-store/run.sh" "$PWD/w"
 	assert_output --partial 'round trip: identical float32 (128, 10)'
 	assert_output --partial 'corrupted record refused with exit 65'
+}
+
+@test "examples/your-model: a residual BatchNorm net of PyTorch on NumPy arrays, the median of three functions, learns; its state moved" {
+	bnnet_require
+	run -0 env STEPS=50 FMNIST="$FMNIST" sh "$SPIRT_ROOT/examples/your-model/run.sh" "$PWD/w"
+	assert_line --regexp '^step 25: test accuracy 0\.[0-9]{4}$'
+	# 10 classes: chance is 0.1; it passes 0.6 by step 50
+	run -0 awk -F'\t' 'NR > 1 && $2 == 50 { a = $6 }
+		END { exit !(a >= 0.6) }' w/own.db.train-res.tsv
+	# the module's 5,202 parameters, its 48 BatchNorm statistics, which
+	# the steps moved from model@0's
+	run -0 spirt-store -s w/own.db show model/res@50
+	assert_line shape=5202
+	assert_line --regexp '^name=torch:net:5202$'
+	run -0 spirt-store -s w/own.db show mstate/res@50
+	assert_line shape=48
+	[ "$(spirt-store -s w/own.db get mstate/res@0 | md5sum)" != \
+	    "$(spirt-store -s w/own.db get mstate/res@50 | md5sum)" ]
 }
 
 @test "examples/your-function: a Python function in spirt-grad's place, warm and cold" {
