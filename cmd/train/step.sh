@@ -250,10 +250,6 @@ while [ "$t" -lt "$stop" ]; do
 	step "$t"
 	# (a joining peer's step whose round failed: it joins again)
 	[ "$stepped" -eq 1 ] || continue
-	# (spirt-run has its FIFOs open once it has answered the step's
-	# functions: their names go, so that a driver killed outright leaves
-	# nothing in TMPDIR)
-	[ -z "$work" ] || [ -n "${SPIRT_FANOUT-}" ] || { rm -rf "$work"; work=; }
 	t=$((t + 1))
 	[ $((t % tick)) -eq 0 ] || [ $((t % every)) -eq 0 ] ||
 	    [ "$t" -eq "$stop" ] || continue
