@@ -76,7 +76,7 @@ join_prepare() {
 		if [ "$still" -eq 1 ] && [ "$xh" -eq 0 ] && [ "$best" -gt 0 ] &&
 		    SPIRT_TIMEOUT=10s spirt-store -s "$src" get \
 		    "gagg/$((best - 1))/round" 2>/dev/null |
-		    grep -a -q "^peer=$self used\$"; then
+		    tr -c '[:print:]\n' ' ' | grep -q "^peer=$self used\$"; then
 			j=$best
 		else
 			j=$(( (j + jr - 1) / jr * jr ))
@@ -170,7 +170,7 @@ src_past() {
 join_check() {
 	[ "$joining" -eq 1 ] || return 0
 	if spirt-store get "gagg/$1/round" 2>/dev/null |
-	    grep -a -q "^peer=$self self\$"; then
+	    tr -c '[:print:]\n' ' ' | grep -q "^peer=$self self\$"; then
 		joining=0
 		beater -m "$model"
 		say "rejoined at step $1: its model checked against the others' digests, it beats as live"

@@ -59,3 +59,4 @@ if [ -n "$peers" ]; then
 	esac
 fi
 beats_start
+warm_start

@@ -81,7 +81,10 @@ sup=$!
 fn_start() {
 	echo "start g$1 $fncmd -q --serve -m $model -w $((w0 + $1)) -b $batch -S $seed $(flip "$1")" >&3
 }
-if [ "$cold" -eq 0 ]; then
+# warm_start: the warm tools, once the server listens and the beaters
+# beat (cmd/train/http.sh)
+warm_start() {
+	[ "$cold" -eq 0 ] || return 0
 	w=0
 	while [ "$w" -lt "$fns" ]; do
 		fn_start "$w"
@@ -90,7 +93,7 @@ if [ "$cold" -eq 0 ]; then
 	echo "start agg $agg --serve" >&3
 	echo "start upd $upd --serve" >&3
 	xwarm_start
-fi
+}
 
 # died NAME:pid=P:HOW: $how, what became of warm tool NAME (HOW from
 # spirt-run: status=S, signal=N, or ms=M when it was late and killed)

@@ -276,10 +276,10 @@ while [ "$t" -lt "$stop" ]; do
 				for (i = 0; i < w; i++)
 					bar = bar (i < f ? "#" : ".")
 				printf "\r[%s] %3d%% %s ", bar, 100 * t / T,
-				    line > "/dev/stderr"
+				    line
 			} else
-				print "spirt-train: " line > "/dev/stderr"
-		}'
+				print "spirt-train: " line
+		}' >&2
 	fi
 	if [ $((t % every)) -ne 0 ] && [ "$t" -ne "$stop" ]; then
 		printf '%s\t%s\t%s\t%s\t-\t-\n' "$clock" "$t" "$ep" "$loss" >> "$log"
