@@ -411,10 +411,15 @@ int
 spirt_sup_kill(struct spirt_sup *s, const char *name)
 {
 	struct child *c = find(s, name);
+	int st;
 
 	if (c == NULL)
 		return ESRCH;
+	/* reaped here: gone before the caller starts another in its place */
 	killed(c);
+	while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	cfree(c);
 	return 0;
 }
 

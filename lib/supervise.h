@@ -79,9 +79,10 @@ int spirt_sup_send(struct spirt_sup *s, const char *name, const char *text,
     uint64_t ms) SPIRT_MUST_CHECK;
 
 /*
- * Kill child name (SIGKILL) at once: its pending requests and unread
+ * Kill child name (SIGKILL) and reap it: its pending requests and unread
  * lines are dropped, its end is no event, and the name is free for a
- * new child.  Returns 0, or ESRCH if no child of that name runs.
+ * new child, the old one gone.  Returns 0, or ESRCH if no child of that
+ * name runs.
  */
 int spirt_sup_kill(struct spirt_sup *s, const char *name) SPIRT_MUST_CHECK;
 
