@@ -47,6 +47,7 @@ static const struct optset cli = {
 	"  send NAME TEXT            TEXT to NAME, answered within -d\n"
 	"  post NAME TEXT            the same without a deadline\n"
 	"  guard NAME                its end also sends SIGUSR1 to the parent\n"
+	"  stop NAME                 SIGTERM to NAME, its end told, unguarded\n"
 	"  kill NAME                 killed at once, its end not told\n"
 	"on stdout: answer NAME LINE, died NAME pid=P status=S|signal=N,\n"
 	"  late NAME pid=P ms=M (killed), refused CODE REQUEST: WHY\n",
@@ -162,17 +163,19 @@ request(struct spirt_sup *s, char *line, uint64_t ms)
 	name = word(&p);
 	if (strcmp(verb, "start") != 0 && strcmp(verb, "run") != 0 &&
 	    strcmp(verb, "send") != 0 && strcmp(verb, "post") != 0 &&
-	    strcmp(verb, "guard") != 0 && strcmp(verb, "kill") != 0)
+	    strcmp(verb, "guard") != 0 && strcmp(verb, "stop") != 0 &&
+	    strcmp(verb, "kill") != 0)
 		return out("refused 64 %s: unknown request\n", what);
 	if (name == NULL || spirt_key_id_check(name) != 0)
 		return out("refused 64 %s: not a name (1-32 letters, digits, "
 		    "'.', '_', '-')\n", what);
-	if (verb[0] == 'g' || verb[0] == 'k') {
+	if (verb[0] == 'g' || verb[0] == 'k' || strcmp(verb, "stop") == 0) {
 		if (word(&p) != NULL)
 			return out("refused 64 %s: a word after the name\n",
 			    what);
 		rc = verb[0] == 'g' ? spirt_sup_guard(s, name) :
-		    spirt_sup_kill(s, name);
+		    verb[0] == 'k' ? spirt_sup_kill(s, name) :
+		    spirt_sup_term(s, name);
 		return rc == 0 ? 0 : out("refused 69 %s %s: not running\n",
 		    verb, name);
 	}

@@ -424,6 +424,18 @@ spirt_sup_kill(struct spirt_sup *s, const char *name)
 }
 
 int
+spirt_sup_term(struct spirt_sup *s, const char *name)
+{
+	struct child *c = find(s, name);
+
+	if (c == NULL)
+		return ESRCH;
+	c->guarded = 0;
+	kill(c->pid, SIGTERM);
+	return 0;
+}
+
+int
 spirt_sup_guard(struct spirt_sup *s, const char *name)
 {
 	struct child *c = find(s, name);

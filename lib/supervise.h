@@ -87,6 +87,12 @@ int spirt_sup_send(struct spirt_sup *s, const char *name, const char *text,
 int spirt_sup_kill(struct spirt_sup *s, const char *name) SPIRT_MUST_CHECK;
 
 /*
+ * Ask child name to end (SIGTERM), no longer guarded: its end is told
+ * as any other's.  Returns 0, or ESRCH if no child of that name runs.
+ */
+int spirt_sup_term(struct spirt_sup *s, const char *name) SPIRT_MUST_CHECK;
+
+/*
  * Mark child name guarded: the event of its end says so (a child the
  * caller must not outlive quietly).  Returns 0, or ESRCH if no child of
  * that name runs.

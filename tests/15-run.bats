@@ -163,15 +163,17 @@ exec sleep 600'
 	pkill -P "$(cat b.pid)" sleep 2>/dev/null || :
 }
 
-@test "spirt-run: guard NAME: its end told, then SIGUSR1 to its parent; kill NAME: ended at once, its end not told" {
+@test "spirt-run: guard NAME: its end told, then SIGUSR1 to its parent; stop NAME: SIGTERM, its end told, unguarded; kill NAME: ended at once, its end not told" {
 	script four 'sleep 0.5; exit 4'
 	script pidof 'echo $$ >"$1"; exec sleep 600'
 	# (its parent a shell that counts the SIGUSR1s it gets)
 	script driver '
 trap "echo usr1 >>got" USR1
 { printf "%s\n" "start f $PWD/four" "guard f" "start q $PWD/four" \
-    "start p $PWD/pidof $PWD/p.pid" "guard nobody" "kill q x"
-sleep 0.3; printf "%s\n" "kill p" "kill p"; sleep 1.5; } | spirt-run >out &
+    "start p $PWD/pidof $PWD/p.pid" "guard nobody" "kill q x" \
+    "start s $PWD/pidof $PWD/s.pid" "guard s"
+sleep 0.3; printf "%s\n" "kill p" "kill p" "stop s"; sleep 1.5; } |
+    spirt-run >out &
 s=0
 wait $! || s=$?
 # (a wait a trapped signal cut short: again)
@@ -189,7 +191,9 @@ exit "$s"'
 	# the killed one gone at once, its end not told
 	run -1 grep '^died p ' out
 	! kill -0 "$(cat p.pid)" 2>/dev/null
-	[ "$(wc -l <out)" -eq 5 ]
+	# the stopped one's end told, no SIGUSR1 for it
+	grep -Eqx "died s pid=$(cat s.pid) signal=15" out
+	[ "$(wc -l <out)" -eq 6 ]
 }
 
 @test "spirt-run -D DIR: DIR and what it holds removed as it ends, its driver killed outright too" {

@@ -28,7 +28,10 @@ serve_start() {
 			rc=0
 			ack=$(spirt-run -r -u "$_e" <&9) || rc=$?
 			case $rc:$ack in
-			"0:answer $1 "*) echo "guard $1" >&3; return 0 ;;
+			"0:answer $1 "*)
+				echo "guard $1" >&3
+				srvs="$srvs$1 "
+				return 0 ;;
 			"0:died $1 "*) break ;;
 			0:*) aside "--peers $peers: spirt-peer serve" ;;
 			75:*)

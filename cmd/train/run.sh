@@ -17,11 +17,21 @@
 # catch-up's files), spirt-run removes as it ends.  Names: g0 .. gM-1
 # the warm functions, c0 .. cM-1 the cold ones, agg, upd, xch, ev; srv
 # (and an evaluation's bsrv) the server, b the beater, w the watcher ----
-sup= work= srv=
+sup= work= srv= srvs=
 cleanup() {
 	trap '' USR1
 	[ -z "$bpeer" ] || byzpeer_cleanup
 	if [ -n "$sup" ]; then
+		# (the servers first, each once it has answered the long polls
+		# it holds, within 10 s: then their ports are free)
+		_k=0 _e=$(($(now) + 10000))
+		for _n in $srvs; do echo "stop $_n" >&3; _k=$((_k + 1)); done
+		while [ "$_k" -gt 0 ] && ack=$(spirt-run -r -u "$_e" <&9); do
+			case $ack in
+			"died srv "*|"died bsrv "*|"refused 69 stop "*)
+				_k=$((_k - 1)) ;;
+			esac
+		done
 		# (a run that is done: its beaters fall silent, so that a peer
 		# a step behind still counts it for the dead threshold's time,
 		# and finishes too; else their last beat says they stop)

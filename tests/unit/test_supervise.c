@@ -95,6 +95,15 @@ main(void)
 	CHECK(ev.kind == SPIRT_SUP_DIED && strcmp(ev.name, "k") == 0 &&
 	    ev.guarded);
 
+	/* stop: SIGTERM, its end told, no longer guarded */
+	CHECK_RC(spirt_sup_start(s, "k", hang, 0));
+	CHECK_RC(spirt_sup_guard(s, "k"));
+	CHECK_RC(spirt_sup_term(s, "k"));
+	CHECK_RC(next(s, &ev));
+	CHECK(ev.kind == SPIRT_SUP_DIED && strcmp(ev.name, "k") == 0 &&
+	    ev.status == -SIGTERM && !ev.guarded);
+	CHECK(spirt_sup_term(s, "k") == ESRCH);
+
 	/* no such command: refused, nothing left */
 	CHECK(spirt_sup_start(s, "n", none, 0) == ENOENT);
 	CHECK(spirt_sup_send(s, "n", "x", 0) == ESRCH);
