@@ -305,8 +305,11 @@ serve(void)
 	    (uint64_t)1 << 40))
 		die(SPIRT_EX_USAGE, "-M: invalid size \"%s\" (1 to 1T)",
 		    o.maxbytes);
+	/* (1: the standard output, a supervisor's pipe; never stderr) */
 	if (o.readyfd != NULL)
-		fd = (int)eparse_i64("-F", o.readyfd, 3, 1 << 20);
+		fd = (int)eparse_i64("-F", o.readyfd, 1, 1 << 20);
+	if (fd == 2)
+		die(SPIRT_EX_USAGE, "-F 2: the standard error; 1, or 3 or more");
 	conf.conn_timeout_s = o.conntimeout ? (unsigned)eparse_i64(
 	    "--conn-timeout", o.conntimeout, 1, 86400) : CONN_TIMEOUT_DEFAULT;
 	conf.max_conns = o.maxconns ? (unsigned)eparse_i64("--max-conns",

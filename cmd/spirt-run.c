@@ -1,5 +1,7 @@
 /* spirt-run.c - supervise warm tools: start, feed, time and reap them */
+#define _XOPEN_SOURCE 700      /* nftw, FTW_DEPTH, FTW_PHYS */
 #include <errno.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
@@ -22,6 +24,7 @@
 
 static const struct opt opts[] = {
 	{ 'd', "deadline", "MS", "a send's deadline (default 30000)" },
+	{ 'D', "dir", "DIR", "remove DIR, and what it holds, at the end" },
 	{ 'c', "clock", NULL, "print the monotonic clock, in ms" },
 	{ 'r', "read", NULL, "copy one line of stdin, by -u" },
 	{ 'u', "until", "END", "a budget's end, a time -c printed" },
@@ -32,7 +35,7 @@ static const struct opt opts[] = {
 };
 
 static const struct optset cli = {
-	"usage: spirt-run [-d ms]\n"
+	"usage: spirt-run [-d ms] [-D dir]\n"
 	"       spirt-run -c\n"
 	"       spirt-run -w ms [-u end]\n"
 	"       spirt-run -r -u end\n",
@@ -43,6 +46,9 @@ static const struct optset cli = {
 	"  run NAME CMD [ARG ...]    the same, to end within -d\n"
 	"  send NAME TEXT            TEXT to NAME, answered within -d\n"
 	"  post NAME TEXT            the same without a deadline\n"
+	"  guard NAME                its end also sends SIGUSR1 to the parent\n"
+	"  stop NAME                 SIGTERM to NAME, its end told, unguarded\n"
+	"  kill NAME                 killed at once, its end not told\n"
 	"on stdout: answer NAME LINE, died NAME pid=P status=S|signal=N,\n"
 	"  late NAME pid=P ms=M (killed), refused CODE REQUEST: WHY\n",
 	21, 0, opts, NULL
@@ -156,11 +162,23 @@ request(struct spirt_sup *s, char *line, uint64_t ms)
 		return out("refused 64 (empty): no request\n");
 	name = word(&p);
 	if (strcmp(verb, "start") != 0 && strcmp(verb, "run") != 0 &&
-	    strcmp(verb, "send") != 0 && strcmp(verb, "post") != 0)
+	    strcmp(verb, "send") != 0 && strcmp(verb, "post") != 0 &&
+	    strcmp(verb, "guard") != 0 && strcmp(verb, "stop") != 0 &&
+	    strcmp(verb, "kill") != 0)
 		return out("refused 64 %s: unknown request\n", what);
 	if (name == NULL || spirt_key_id_check(name) != 0)
 		return out("refused 64 %s: not a name (1-32 letters, digits, "
 		    "'.', '_', '-')\n", what);
+	if (verb[0] == 'g' || verb[0] == 'k' || strcmp(verb, "stop") == 0) {
+		if (word(&p) != NULL)
+			return out("refused 64 %s: a word after the name\n",
+			    what);
+		rc = verb[0] == 'g' ? spirt_sup_guard(s, name) :
+		    verb[0] == 'k' ? spirt_sup_kill(s, name) :
+		    spirt_sup_term(s, name);
+		return rc == 0 ? 0 : out("refused 69 %s %s: not running\n",
+		    verb, name);
+	}
 	if (strcmp(verb, "send") == 0 || strcmp(verb, "post") == 0) {
 		/* the rest of the line as it came, after one blank */
 		rc = spirt_sup_send(s, name, p, verb[1] == 'e' ? ms : 0);
@@ -192,14 +210,28 @@ request(struct spirt_sup *s, char *line, uint64_t ms)
 	return 0;
 }
 
+/* -D: one entry of the directory's tree removed, the deepest first */
+static int
+rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)flag;
+	(void)f;
+	if (remove(path) != 0 && errno != ENOENT)
+		warnx_("-D: cannot remove %s:", path);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	struct spirt_sup_event ev;
 	struct spirt_sup *s;
 	uint64_t ms = 30000, wms = 0, end = 0;
-	const char *act;
+	const char *act, *dir = NULL;
 	int c, rc = 0, ex = 0, sfd, dflag = 0, clk = 0, rd = 0;
+	/* the parent a guarded child's end is told to (SIGUSR1) */
+	pid_t pp = getppid();
 
 	progname = "spirt-run";
 	checkfds();
@@ -208,6 +240,7 @@ main(int argc, char **argv)
 	while ((c = opt_next(&cli, argc, argv)) != -1) {
 		switch (c) {
 		case 'c': clk = 1; break;
+		case 'D': dir = optarg; break;
 		case 'd':
 			ms = eparse_u64("-d", optarg, 1, 86400000);
 			dflag = 1;
@@ -221,7 +254,7 @@ main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
-	if (argc != 0 || clk + rd + (wms != 0) + dflag > 1 ||
+	if (argc != 0 || clk + rd + (wms != 0) + (dflag || dir) > 1 ||
 	    (end != 0 && !rd && wms == 0) || (rd && end == 0))
 		usage(1);
 	if (clk)
@@ -259,6 +292,10 @@ main(int argc, char **argv)
 			ex = out("died %s pid=%ld %s=%d\n", ev.name,
 			    (long)ev.pid, ev.status < 0 ? "signal" : "status",
 			    ev.status < 0 ? -ev.status : ev.status);
+			/* (its line first: the parent reads why; a parent
+			 * gone, init or a reaper now, is told nothing) */
+			if (ev.guarded && ex == 0 && pp > 1 && getppid() == pp)
+				kill(pp, SIGUSR1);
 			break;
 		case SPIRT_SUP_LATE:
 			ex = out("late %s pid=%ld ms=%llu\n", ev.name,
@@ -282,6 +319,8 @@ main(int argc, char **argv)
 
 	spirt_sup_stop(s, GRACE_MS);
 	spirt_sup_close(s);
+	if (dir != NULL)
+		nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	if (ex == SPIRT_EX_IOERR)
 		return ex;
 	return fshut_stdout(ex);

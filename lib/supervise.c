@@ -30,6 +30,7 @@ struct child {
 	int state;
 	int in, out;            /* -1 once closed */
 	int status;             /* C_DEAD: exit status or -signal */
+	int guarded;            /* its end is told as guarded */
 	struct lbuf lb;
 	uint64_t life;          /* the deadline of its life, 0 none */
 	uint64_t *dl;           /* the pending requests' deadlines, 0 none */
@@ -369,6 +370,7 @@ child_event(struct spirt_sup *s, struct child *c, struct spirt_sup_event *ev)
 	memcpy(s->name, c->name, sizeof s->name);
 	ev->name = s->name;
 	ev->pid = c->pid;
+	ev->guarded = ev->kind == SPIRT_SUP_DIED && c->guarded;
 	if (ev->kind == SPIRT_SUP_DIED)
 		cfree(c);
 	return 1;
@@ -391,6 +393,59 @@ child_deadline(const struct child *c)
 	return d;
 }
 
+/* c killed (SIGKILL), its end no event: its pending requests and
+ * unread lines go with it */
+static void
+killed(struct child *c)
+{
+	kill(c->pid, SIGKILL);
+	c->state = C_KILLED;
+	c->dn = 0;
+	c->lb.len = 0;
+	if (c->out >= 0)
+		close(c->out);
+	c->out = -1;
+}
+
+int
+spirt_sup_kill(struct spirt_sup *s, const char *name)
+{
+	struct child *c = find(s, name);
+	int st;
+
+	if (c == NULL)
+		return ESRCH;
+	/* reaped here: gone before the caller starts another in its place */
+	killed(c);
+	while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	cfree(c);
+	return 0;
+}
+
+int
+spirt_sup_term(struct spirt_sup *s, const char *name)
+{
+	struct child *c = find(s, name);
+
+	if (c == NULL)
+		return ESRCH;
+	c->guarded = 0;
+	kill(c->pid, SIGTERM);
+	return 0;
+}
+
+int
+spirt_sup_guard(struct spirt_sup *s, const char *name)
+{
+	struct child *c = find(s, name);
+
+	if (c == NULL)
+		return ESRCH;
+	c->guarded = 1;
+	return 0;
+}
+
 static int
 due(struct spirt_sup *s, struct spirt_sup_event *ev, uint64_t now,
     uint64_t *next)
@@ -409,15 +464,8 @@ due(struct spirt_sup *s, struct spirt_sup_event *ev, uint64_t now,
 				*next = d;
 			continue;
 		}
-		/* late: killed (a stopped one too), its end no event; its
-		 * pending requests and unread lines go with it */
-		kill(c->pid, SIGKILL);
-		c->state = C_KILLED;
-		c->dn = 0;
-		c->lb.len = 0;
-		if (c->out >= 0)
-			close(c->out);
-		c->out = -1;
+		/* late: killed (a stopped one too) */
+		killed(c);
 		memcpy(s->name, c->name, sizeof s->name);
 		ev->kind = SPIRT_SUP_LATE;
 		ev->name = s->name;

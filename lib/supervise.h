@@ -40,6 +40,7 @@ struct spirt_sup_event {
 	const char *line;       /* without its newline; likewise */
 	pid_t pid;
 	int status;             /* DIED: exit status 0..255, or -signal */
+	int guarded;            /* DIED: a child spirt_sup_guard() named */
 	int signo;
 };
 
@@ -76,6 +77,27 @@ int spirt_sup_start(struct spirt_sup *s, const char *name,
  */
 int spirt_sup_send(struct spirt_sup *s, const char *name, const char *text,
     uint64_t ms) SPIRT_MUST_CHECK;
+
+/*
+ * Kill child name (SIGKILL) and reap it: its pending requests and unread
+ * lines are dropped, its end is no event, and the name is free for a
+ * new child, the old one gone.  Returns 0, or ESRCH if no child of that
+ * name runs.
+ */
+int spirt_sup_kill(struct spirt_sup *s, const char *name) SPIRT_MUST_CHECK;
+
+/*
+ * Ask child name to end (SIGTERM), no longer guarded: its end is told
+ * as any other's.  Returns 0, or ESRCH if no child of that name runs.
+ */
+int spirt_sup_term(struct spirt_sup *s, const char *name) SPIRT_MUST_CHECK;
+
+/*
+ * Mark child name guarded: the event of its end says so (a child the
+ * caller must not outlive quietly).  Returns 0, or ESRCH if no child of
+ * that name runs.
+ */
+int spirt_sup_guard(struct spirt_sup *s, const char *name) SPIRT_MUST_CHECK;
 
 /*
  * Wait for the next event; its strings stay valid until the next call.

@@ -13,7 +13,7 @@ TRAIN_LIBEXEC = spirt-train-byzpeer.sh
 # cmd/train/, put together in this order
 TRAIN_SH = cmd/spirt-train.sh cmd/train/peers.sh cmd/train/setup.sh \
 	cmd/train/rejoin.sh cmd/train/beat.sh cmd/train/exchange.sh \
-	cmd/train/guard.sh cmd/train/http.sh cmd/train/run.sh \
+	cmd/train/run.sh cmd/train/http.sh \
 	cmd/train/workers.sh cmd/train/step.sh
 
 # (made beside, then renamed: sh reads a script as it runs it, and a

@@ -163,6 +163,64 @@ exec sleep 600'
 	pkill -P "$(cat b.pid)" sleep 2>/dev/null || :
 }
 
+@test "spirt-run: guard NAME: its end told, then SIGUSR1 to its parent; stop NAME: SIGTERM, its end told, unguarded; kill NAME: ended at once, its end not told" {
+	script four 'sleep 0.5; exit 4'
+	script pidof 'echo $$ >"$1"; exec sleep 600'
+	# (its parent a shell that counts the SIGUSR1s it gets)
+	script driver '
+trap "echo usr1 >>got" USR1
+{ printf "%s\n" "start f $PWD/four" "guard f" "start q $PWD/four" \
+    "start p $PWD/pidof $PWD/p.pid" "guard nobody" "kill q x" \
+    "start s $PWD/pidof $PWD/s.pid" "guard s"
+sleep 0.3; printf "%s\n" "kill p" "kill p" "stop s"; sleep 1.5; } |
+    spirt-run >out &
+s=0
+wait $! || s=$?
+# (a wait a trapped signal cut short: again)
+while [ "$s" -gt 128 ]; do s=0; wait $! || s=$?; done
+exit "$s"'
+	run -0 ./driver
+	# one guarded end, one SIGUSR1, after its line
+	[ "$(cat got)" = usr1 ]
+	run -0 cat out
+	assert_line --regexp '^died f pid=[0-9]+ status=4$'
+	assert_line --regexp '^died q pid=[0-9]+ status=4$'
+	assert_line 'refused 69 guard nobody: not running'
+	assert_line 'refused 64 kill q x: a word after the name'
+	assert_line 'refused 69 kill p: not running'
+	# the killed one gone at once, its end not told
+	run -1 grep '^died p ' out
+	! kill -0 "$(cat p.pid)" 2>/dev/null
+	# the stopped one's end told, no SIGUSR1 for it
+	grep -Eqx "died s pid=$(cat s.pid) signal=15" out
+	[ "$(wc -l <out)" -eq 6 ]
+}
+
+@test "spirt-run -D DIR: DIR and what it holds removed as it ends, its driver killed outright too" {
+	mkdir -p d/sub
+	touch d/a d/sub/b keep
+	ln -s "$PWD/keep" d/link
+	run -0 spirt-run -D d </dev/null
+	[ ! -e d ]
+	# (a link's target stays)
+	[ -e keep ]
+	run -64 spirt-run -c -D d
+	mkdir e
+	touch e/x
+	script driver '
+mkfifo rq
+exec 3<>rq
+SPIRT_PARENT=$$ spirt-run -D "$PWD/e" <rq 3>&- &
+echo $! >run.pid
+exec sleep 600'
+	./driver &
+	drv=$!
+	until_ 100 test -s run.pid
+	kill -KILL "$drv"
+	until_ 100 eval '! kill -0 $(cat run.pid) 2>/dev/null'
+	[ ! -e e ]
+}
+
 @test "spirt-run: killed outright itself, its children get SIGTERM" {
 	script pidof 'echo $$ >"$1"; exec sleep 600'
 	mkfifo in

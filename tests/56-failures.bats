@@ -923,15 +923,11 @@ assert d <= 1e-6, 'maxdiff %g' % d
 }
 
 @test "spirt-train --peers over HTTP: a driver killed as it starts its server leaves nothing behind" {
-	# The driver forks a shell that opens the FIFO its server says the
-	# address on, then execs spirt-peer serve.  A driver killed between
-	# the two (chaos did, once in CI) left that shell waiting on the
-	# FIFO for good, where a write-only open waits for a reader.  Here
-	# the driver is killed at the first instant its server's shell is
-	# seen, waiting on the FIFO or holding it ("hit"; "late" if the
-	# watcher missed that and saw the server listening); either way its
-	# session must then empty: the shell goes on, and the server, its
-	# SPIRT_PARENT gone, exits.  Until two hits, at most 6 launches.
+	# The server is spirt-run's child, as the warm tools are.  Here the
+	# driver is killed at the first instant its server is seen, before
+	# or as it listens; its session must then empty: spirt-run, its
+	# SPIRT_PARENT gone, ends the server and the warm tools, and its
+	# private directory goes with it.  Three launches.
 	smalldata "$BATS_FILE_TMPDIR/data"
 	httppeers 2
 	# (a session with only zombies left to init is empty)
@@ -939,9 +935,7 @@ assert d <= 1e-6, 'maxdiff %g' % d
 		[ -z "$(ps -o pid=,ppid=,stat= -s "$drv" |
 		    awk '!($3 ~ /^Z/ && $2 == 1)')" ]
 	}
-	hits=0 k=0
-	while [ "$hits" -lt 2 ] && [ "$k" -lt 6 ]; do
-		k=$((k + 1))
+	for k in 1 2 3; do
 		SPIRT_KEY=p0.key SPIRT_TOKEN=p0.tok SPIRT_GROUP=group.pub \
 		    setsid spirt-train -q -s s0 -n 2 -b 20 \
 		    --data "$BATS_FILE_TMPDIR/data" --peers peers --peer 0 \
@@ -951,56 +945,52 @@ assert d <= 1e-6, 'maxdiff %g' % d
 		run -0 timeout 60 "$PYTHON" - "$drv" <<'PY'
 import os, signal, sys
 d = int(sys.argv[1])
+def kids(p):
+    try:
+        return open("/proc/%d/task/%d/children" % (p, p)).read().split()
+    except OSError:
+        return []
 while True:
     # (the driver gone before its server: a failure, 1)
-    kids = open("/proc/%d/task/%d/children" % (d, d)).read().split()
-    for c in kids:
-        try:
-            if open("/proc/%s/wchan" % c).read() == "wait_for_partner" or \
-                    os.readlink("/proc/%s/fd/3" % c).endswith("/serve/ready"):
+    os.kill(d, 0)
+    for s in kids(d):
+        for c in kids(int(s)):
+            try:
+                a = open("/proc/%s/cmdline" % c).read().split("\0")
+            except OSError:
+                continue
+            if a[0].endswith("spirt-peer") and a[1:2] == ["serve"]:
                 os.kill(d, signal.SIGKILL)
                 print("hit")
                 sys.exit(0)
-        except OSError:
-            pass
-        try:
-            if os.readlink("/proc/%s/exe" % c).endswith("/spirt-peer"):
-                os.kill(d, signal.SIGKILL)
-                print("late")
-                sys.exit(0)
-        except OSError:
-            pass
 PY
-		[ "$output" != hit ] || hits=$((hits + 1))
 		wait "$drv" || :
 		until_ 100 empty || {
 			left=$(ps -o pid=,ppid=,stat=,args= -s "$drv")
 			ps -o pid= -s "$drv" | xargs -r kill -KILL
 			fail "launch $k ($output): left behind: $left"
 		}
+		[ -z "$(ls -d "${TMPDIR:-/tmp}"/spirt-train.* 2>/dev/null)" ]
 	done
-	[ "$hits" -ge 1 ]
 }
 
-@test "spirt-train --peers over HTTP: this peer's server killed mid-run: the guard stops the run, 75, naming it" {
+@test "spirt-train --peers over HTTP: this peer's server killed mid-run: spirt-run tells the driver, which stops, 75, naming it" {
 	# p1 never comes: p0's first round waits (--deadline 60 s) while
-	# its server is killed; the guard sees it dead within a second or
-	# two and ends the run, rerun to resume
+	# its server is killed; spirt-run, whose guarded child it is, tells
+	# the driver at once, which ends the run, rerun to resume
 	smalldata "$BATS_FILE_TMPDIR/data"
 	httppeers 2
 	SPIRT_KEY=p0.key SPIRT_TOKEN=p0.tok SPIRT_GROUP=group.pub \
-	    spirt-train -q -s s0 -n 2 -b 20 --data "$BATS_FILE_TMPDIR/data" \
-	    --peers peers --peer 0 --steps 5 --deadline 60000 >o 2>e &
+	    spirt-train -q -v -s s0 -n 2 -b 20 \
+	    --data "$BATS_FILE_TMPDIR/data" --peers peers --peer 0 \
+	    --steps 5 --deadline 60000 >o 2>e &
 	drv=$!
 	BG=$drv
-	# its server, once it listens (its pid in the guard's list)
-	srv=
-	for k in $(seq 1 300); do
-		srv=$(pgrep -P "$drv" -x spirt-peer) && break
-		sleep 0.1
-	done
+	# its server, once it listens and the first round is asked for
+	until_ 300 grep -q '^+ spirt-peer exchange .* <<< 0$' e
+	sup=$(pgrep -P "$drv" -x spirt-run)
+	srv=$(pgrep -P "$sup" -f '^spirt-peer serve ')
 	[ -n "$srv" ]
-	until_ 100 test -n "$(ls "${TMPDIR:-/tmp}"/spirt-peer.*/guard 2>/dev/null)"
 	a=$(date +%s)
 	kill -KILL "$srv"
 	s=0
@@ -1010,6 +1000,7 @@ PY
 	grep -qx "spirt-train: this peer's spirt-peer serve (pid $srv) died; rerun to resume" e ||
 		{ cat e; false; }
 	[ $((b - a)) -le 10 ]
-	# its guard's directory is gone
-	[ -z "$(ls -d "${TMPDIR:-/tmp}"/spirt-peer.* 2>/dev/null)" ]
+	# its private directory is gone, and spirt-run with it
+	[ -z "$(ls -d "${TMPDIR:-/tmp}"/spirt-train.* 2>/dev/null)" ]
+	! kill -0 "$sup" 2>/dev/null
 }

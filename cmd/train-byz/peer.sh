@@ -3,7 +3,7 @@
 # builds it as spirt-train-byzpeer.sh, which spirt-train reads (.) only
 # when asked for a Byzantine peer; it defines the byzpeer_ functions the
 # driver calls at its hooks (setup: check; http: serve; step: exchange;
-# guard: died, cleanup) and uses the driver's variables and functions
+# run: cleanup) and uses the driver's variables and functions
 
 # byzpeer_check: --byzantine peer:A, checked before any work.  A peer
 # that flips labels is every function of it flipping (the functions'
@@ -15,7 +15,7 @@
 # a URL), equivocate@HOST:PORT:A: a second spirt-peer serve serves
 # STORE.fork there (byzpeer_serve), and the pullers whose peers file names
 # that URL for this peer get the other story
-bpid= bequiv=0 battack= bfork= bflisten= bsrv=
+bpid= bequiv=0 battack= bfork= bflisten=
 byzpeer_check() {
 	bspec=$byz byz=
 	[ -n "$peers" ] || die 64 "--byzantine $bspec: a Byzantine peer needs --peers"
@@ -41,7 +41,9 @@ byzpeer_check() {
 	[ -n "$battack" ] || die 64 "--byzantine $bspec: no attack after peer:"
 	if [ "$battack" = labelflip ]; then
 		[ "$bequiv" -eq 0 ] || die 64 "--byzantine $bspec: equivocate needs an attack on the aggregate, not labelflip"
-		byz="$(seq -s, 0 $((fns - 1))):labelflip"
+		_x=1 byz=0
+		while [ "$_x" -lt "$fns" ]; do byz="$byz,$_x" _x=$((_x + 1)); done
+		byz="$byz:labelflip"
 		return 0
 	fi
 	rc=0
@@ -59,6 +61,10 @@ byzpeer_check() {
 	*) [ -z "$bflisten" ] || die 64 "--byzantine $bspec: this peer's line in $peers is a store path: the other story is $store.fork, no address (peer:equivocate:ATTACK)" ;;
 	esac
 	bfork=$store.fork
+	# (spirt-run, which runs its server, splits words at blanks)
+	case $bflisten:$bfork in
+	?*:*[[:space:]]*) die 64 "--byzantine $bspec: $bfork: a store path with a blank cannot be served beside" ;;
+	esac
 }
 # fork_model T STORE: model@T, and its state if it has one
 # (spirt-model(5)), into the other story's STORE: the same model as this
@@ -120,8 +126,8 @@ byzpeer_exchange() {
 # store, STORE.fork (made at once, with the model it starts from, so that
 # it can be served from the first step), served at HOST:PORT by a second
 # spirt-peer serve under this peer's identity, as serve_start serves the
-# store (its own FIFO; the guard ends it with the driver, and the run
-# when it dies)
+# store (spirt-run's child bsrv, guarded: it ends with the driver, and
+# the run when it dies)
 byzpeer_serve() {
 	[ -n "$bflisten" ] || return 0
 	if [ ! -d "$bfork" ]; then
@@ -129,22 +135,10 @@ byzpeer_serve() {
 		fork_model "$last" "$bfork.tmp" && mv "$bfork.tmp" "$bfork" ||
 		    die 74 "$bfork: could not make the other story's store"
 	fi
-	_s=$srv _st=$store _l=$listen _sdir=$srvdir
-	store=$bfork listen=$bflisten srvdir=$gdir/fork
-	mkdir "$srvdir" && mkfifo "$srvdir/ready" ||
-	    die 73 "cannot make $srvdir"
-	serve_start
-	bsrv=$srv srv=$_s store=$_st listen=$_l srvdir=$_sdir
-	guarded
-}
-# byzpeer_died PID: $_w, the name of the tool PID, if the fork's server
-byzpeer_died() {
-	[ "$1" != "$bsrv" ] || _w="spirt-peer serve of $bfork"
+	serve_start bsrv "$bflisten" "$bfork"
 }
 # byzpeer_cleanup: the fork's server and round, ended with the driver
 byzpeer_cleanup() {
-	[ -z "$bsrv" ] || { kill -TERM "$bsrv" 2>/dev/null || :; wait "$bsrv" || :; }
-	bsrv=
 	[ -z "$bpid" ] || kill "$bpid" 2>/dev/null || :
 	bpid=
 }

@@ -8,7 +8,6 @@
 # the rounds' member sets, which every member agrees on (the signed
 # digests, all or nothing), not the watcher, which each peer has its own
 # of (peerout, below). ----
-beatpids=
 beats_start() {
 	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
 	# (the other lines' URLs; ours, $self's, is line $peer)
@@ -21,33 +20,18 @@ beats_start() {
 	else
 		beater --status catchup
 	fi
-	if [ "$quiet" -eq 1 ]; then
-		SPIRT_PARENT=$$ spirt-beat -q -B "$beat" watch &
-	else
-		SPIRT_PARENT=$$ spirt-beat -B "$beat" watch &
-	fi
-	beatpids="$beatpids $!"
-	guarded
+	_q=
+	[ "$quiet" -eq 0 ] || _q=-q
+	printf 'start w spirt-beat %s -B %s watch\nguard w\n' "$_q" "$beat" >&3
 }
-# beater ARGS...: (re)start this peer's beater, spirt-beat beat ARGS; the
-# one before is killed without a last word (its "stop" would read as a
-# death: the new one's first beat follows at once)
-beatpid=
+# beater ARGS...: (re)start this peer's beater, spirt-beat beat ARGS,
+# spirt-run's child b; the one before is killed without a last word (its
+# "stop" would read as a death: the new one's first beat follows at once)
 beater() {
-	if [ -n "$beatpid" ]; then
-		# (out of the guard's list first: its end is no death)
-		beatpids=$(for p in $beatpids; do
-			[ "$p" = "$beatpid" ] || printf '%s ' "$p"; done)
-		guarded
-		kill -KILL "$beatpid" 2>/dev/null || :
-		wait "$beatpid" 2>/dev/null || :
-	fi
 	[ "$verbose" -eq 0 ] ||
 	    printf '+ spirt-beat -B %s %s beat %s %s\n' "$beat" "$*" "$self" "$(echo $others)" >&2
-	# shellcheck disable=SC2086
-	SPIRT_PARENT=$$ spirt-beat -q -B "$beat" "$@" beat "$self" $others &
-	beatpid=$! beatpids="$beatpids $!"
-	guarded
+	printf 'kill b\nstart b spirt-beat -q -B %s %s beat %s %s\nguard b\n' \
+	    "$beat" "$*" "$self" "$(echo $others)" >&3
 }
 # join_prepare: before each step while joining: name the step J this peer
 # joins at, beat it, and fetch model@J (join_fetch); $t is then J.  The
@@ -92,7 +76,7 @@ join_prepare() {
 		if [ "$still" -eq 1 ] && [ "$xh" -eq 0 ] && [ "$best" -gt 0 ] &&
 		    SPIRT_TIMEOUT=10s spirt-store -s "$src" get \
 		    "gagg/$((best - 1))/round" 2>/dev/null |
-		    grep -a -q "^peer=$self used\$"; then
+		    tr -c '[:print:]\n' ' ' | grep -q "^peer=$self used\$"; then
 			j=$best
 		else
 			j=$(( (j + jr - 1) / jr * jr ))
@@ -121,8 +105,8 @@ join_prepare() {
 # has them; 1 if $src went past step J's round first (the join missed)
 # or died (another is asked)
 join_fetch() {
-	cu=$(mktemp -d "${gdir:-${TMPDIR:-/tmp}}/catchup.XXXXXX") ||
-	    die 73 "joining: cannot make a directory in ${gdir:-${TMPDIR:-/tmp}}"
+	cu=$work/catchup
+	mkdir "$cu" || die 73 "joining: cannot make $cu"
 	seen=$best pend=$(($(now) + deadline)) i=0 rc=1
 	while :; do
 		if spirt-store -s "$src" get -f "model/$model@$1" \
@@ -186,7 +170,7 @@ src_past() {
 join_check() {
 	[ "$joining" -eq 1 ] || return 0
 	if spirt-store get "gagg/$1/round" 2>/dev/null |
-	    grep -a -q "^peer=$self self\$"; then
+	    tr -c '[:print:]\n' ' ' | grep -q "^peer=$self self\$"; then
 		joining=0
 		beater -m "$model"
 		say "rejoined at step $1: its model checked against the others' digests, it beats as live"
@@ -195,17 +179,3 @@ join_check() {
 		say "joining: the others left this peer out of step $1; it joins again further on"
 	fi
 }
-beats_stop() {
-	[ -n "$beatpids" ] || return 0
-	# (SIGTERM: the beater's last beat says it stops; a run that is
-	# done falls silent instead, so that a peer a step behind still
-	# counts it for the dead threshold's time, and finishes too)
-	if [ "${done_:-0}" -eq 1 ]; then
-		kill -KILL $beatpids 2>/dev/null || :
-	else
-		kill -TERM $beatpids 2>/dev/null || :
-	fi
-	for p in $beatpids; do wait "$p" 2>/dev/null || :; done
-	beatpids=
-}
-

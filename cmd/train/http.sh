@@ -3,82 +3,50 @@
 # script
 # ---- peers over HTTP: a peer whose own line is http://[ID@]host:port
 # serves its store there for the run (spirt-peer serve, with the same
-# SPIRT_KEY, SPIRT_TOKEN, SPIRT_GROUP, SPIRT_ALLOW as the exchange) ----
-# serve_ready: the address line of the server $srv, within --deadline
-# (spirt-run -r: the wait is spirt-run's, on the monotonic clock; no
-# timer of the driver's): a server that neither says it listens nor
-# exits (a store it waits for, a stopped process) is killed, and the run
-# stops with 75
-serve_ready() {
-	_e=$(($(now) + deadline))
-	while :; do
-		rc=0
-		addr=$(spirt-run -r -u "$_e" <&5) || rc=$?
-		# (66, the end of the input: the server ended, or its shell
-		# has not opened the FIFO yet (no writer there): the server
-		# alive, read again)
-		[ "$rc" -eq 66 ] && alive "$srv" || break
-		pause 50 "$_e" || { rc=75; break; }
-	done
-	exec 5<&-
-	[ "$rc" -ne 0 ] || return 0
-	if [ "$rc" -eq 75 ]; then
-		# (2 s to end, then killed: a stopped one ends on no TERM)
-		kill -TERM "$srv" 2>/dev/null || :
-		_e=$(($(now) + 2000))
-		while alive "$srv" && pause 50 "$_e"; do :; done
-		kill -KILL "$srv" 2>/dev/null || :
-		wait "$srv" 2>/dev/null || :
-		srv=
-		die 75 "--peers $peers: spirt-peer serve did not say it listens on $listen within $deadline ms (--deadline)"
-	fi
-	wait "$srv" 2>/dev/null || :
-	srv=
-	# (the same command run again at once: the server of the run
-	# before, whose driver was killed, may hold the port a moment yet)
-	spent "$send" || return 1
-	die 69 "--peers $peers: cannot serve $store on $listen"
-}
-# serve_start: spirt-peer serve for the run, asked again for --deadline
-# while it cannot listen
+# SPIRT_KEY, SPIRT_TOKEN, SPIRT_GROUP, SPIRT_ALLOW as the exchange),
+# spirt-run's child ----
+# serve_start NAME LISTEN [STORE]: spirt-peer serve of STORE (default
+# SPIRT_STORE's) on LISTEN, spirt-run's child NAME, guarded once it says
+# it listens: its address, its one line (-F 1), within --deadline on
+# spirt-run's clock (spirt-run -r).  One that neither says it listens
+# nor exits (a store it waits for, a stopped process) is killed, and the
+# run stops with 75.  One that cannot listen is started again for
+# --deadline, at least 10 s: the same command run again at once, the
+# server of the run before, whose driver was killed, may hold the port a
+# moment yet (it answers the long polls it holds before it lets go of
+# it, for up to 5 s; chaos saw a --deadline of 5 s run out, 69)
 serve_start() {
-	# (at least 10 s: a killed driver's server answers the long polls it
-	# holds before it lets go of the port, for up to 5 s; chaos saw a
-	# --deadline of 5 s run out, 69)
 	_sd=$deadline
 	[ "$_sd" -ge 10000 ] || _sd=10000
 	send=$(($(now) + _sd))
 	while :; do
-		# (not through run: $! must be the server itself)
 		[ "$verbose" -eq 0 ] ||
-		    printf '+ spirt-peer serve -s %s -l %s\n' "$store" "$listen" >&2
-		# The FIFO's read end first, on fd 5 (opened read-write a
-		# moment, so that the read-only open has a writer and does
-		# not wait).  The forked shell's write-only open then has a
-		# reader at once, its own copy of fd 5 among them: opened
-		# after the fork, as before, it waited for the driver's, and
-		# a driver killed in between left that shell waiting for good,
-		# an orphan no guard knew (chaos, 1 CI run in many).  Opened
-		# read-write in the shell instead, a line the server wrote
-		# before the driver opened the FIFO was lost with the FIFO's
-		# last close (the driver then waited for --deadline).  Only
-		# the server writes: its exit is the driver's end of file
-		# (and a read before its shell opened the FIFO: serve_ready
-		# reads again while the server lives).
-		exec 6<>"$srvdir/ready" 5<"$srvdir/ready" 6>&-
-		SPIRT_PARENT=$$ spirt-peer serve -s "$store" -l "$listen" -F 3 \
-		    3>"$srvdir/ready" 5<&- &
-		srv=$!
-		# (listed for the guard once it listens: one that cannot,
-		# and exits, is no death)
-		serve_ready && { guarded; return 0; }
+		    printf '+ spirt-peer serve -s %s -l %s\n' "${3:-$store}" "$2" >&2
+		echo "start $1 spirt-peer serve ${3:+-s $3 }-l $2 -F 1" >&3
+		_e=$(($(now) + deadline))
+		while :; do
+			rc=0
+			ack=$(spirt-run -r -u "$_e" <&9) || rc=$?
+			case $rc:$ack in
+			"0:answer $1 "*)
+				echo "guard $1" >&3
+				srvs="$srvs$1 "
+				return 0 ;;
+			"0:died $1 "*) break ;;
+			0:*) aside "--peers $peers: spirt-peer serve" ;;
+			75:*)
+				echo "kill $1" >&3
+				die 75 "--peers $peers: spirt-peer serve did not say it listens on $2 within $deadline ms (--deadline)" ;;
+			*) die 70 "spirt-run went away" ;;
+			esac
+		done
+		! spent "$send" || die 69 "--peers $peers: cannot serve ${3:-$store} on $2"
 		pause 200
 	done
 }
 
 # urls: the other peers' http:// URLs
 urls=
-guard_start
 if [ -n "$peers" ]; then
 	selfurl=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
 		if (n++ == p) { print $2; exit } }' "$peers")
@@ -87,12 +55,11 @@ if [ -n "$peers" ]; then
 	case $selfurl in
 	http://*)
 		listen=${selfurl#http://} listen=${listen#*@} listen=${listen%/}
-		srvdir=$gdir/serve
-		mkdir "$srvdir" && mkfifo "$srvdir/ready" ||
-		    die 73 "cannot make $srvdir"
-		serve_start
+		serve_start srv "$listen"
+		srv=1
 		[ -z "$bpeer" ] || byzpeer_serve
 		;;
 	esac
 fi
 beats_start
+warm_start

@@ -250,10 +250,6 @@ while [ "$t" -lt "$stop" ]; do
 	step "$t"
 	# (a joining peer's step whose round failed: it joins again)
 	[ "$stepped" -eq 1 ] || continue
-	# (spirt-run has its FIFOs open once it has answered the step's
-	# functions: their names go, so that a driver killed outright leaves
-	# nothing in TMPDIR)
-	[ -z "$work" ] || [ -n "${SPIRT_FANOUT-}" ] || { rm -rf "$work"; work=; }
 	t=$((t + 1))
 	[ $((t % tick)) -eq 0 ] || [ $((t % every)) -eq 0 ] ||
 	    [ "$t" -eq "$stop" ] || continue
@@ -280,10 +276,10 @@ while [ "$t" -lt "$stop" ]; do
 				for (i = 0; i < w; i++)
 					bar = bar (i < f ? "#" : ".")
 				printf "\r[%s] %3d%% %s ", bar, 100 * t / T,
-				    line > "/dev/stderr"
+				    line
 			} else
-				print "spirt-train: " line > "/dev/stderr"
-		}'
+				print "spirt-train: " line
+		}' >&2
 	fi
 	if [ $((t % every)) -ne 0 ] && [ "$t" -ne "$stop" ]; then
 		printf '%s\t%s\t%s\t%s\t-\t-\n' "$clock" "$t" "$ep" "$loss" >> "$log"

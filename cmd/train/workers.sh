@@ -12,7 +12,9 @@
 # numbered 0..M-1 here; the store's workers are w0 + w.  The other peers'
 # workers stay as the store's full part has them, but those of a peer
 # out of a round (--beat: peerout).
-live=$(seq 0 $((fns - 1)) | tr '\n' ' ') dead= later= ruleok=$fns
+live= dead= later= ruleok=$fns
+_x=0
+while [ "$_x" -lt "$fns" ]; do live="$live$_x " _x=$((_x + 1)); done
 # (no $(...) on the way of a step: each would cost a process)
 has() { case " $1 " in *" $2 "*) return 0 ;; esac; return 1; }
 drop() {        # drop VAR X: X out of the list in variable VAR

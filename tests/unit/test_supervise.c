@@ -57,7 +57,7 @@ main(void)
 	CHECK(ev.kind == SPIRT_SUP_ANSWER && strcmp(ev.line, "got x") == 0);
 	CHECK_RC(next(s, &ev));
 	CHECK(ev.kind == SPIRT_SUP_DIED && strcmp(ev.name, "t") == 0 &&
-	    ev.status == 3 && ev.pid > 0);
+	    ev.status == 3 && ev.pid > 0 && !ev.guarded);
 	/* started again once ended */
 	CHECK_RC(spirt_sup_start(s, "k", selfkill, 0));
 	CHECK_RC(next(s, &ev));
@@ -75,6 +75,34 @@ main(void)
 	CHECK_RC(spirt_sup_start(s, "h", hang, 150));
 	CHECK_RC(next(s, &ev));
 	CHECK(ev.kind == SPIRT_SUP_LATE && strcmp(ev.name, "h") == 0);
+
+	/* kill: at once, its end no event, its name free again */
+	CHECK_RC(spirt_sup_start(s, "h", hang, 0));
+	CHECK_RC(spirt_sup_kill(s, "h"));
+	CHECK(spirt_sup_kill(s, "h") == ESRCH);
+	CHECK(spirt_sup_guard(s, "h") == ESRCH);
+	CHECK_RC(spirt_sup_start(s, "h", three, 0));
+	CHECK_RC(spirt_sup_send(s, "h", "y", 5000));
+	CHECK_RC(next(s, &ev));
+	CHECK(ev.kind == SPIRT_SUP_ANSWER && strcmp(ev.line, "got y") == 0);
+	CHECK_RC(next(s, &ev));
+	CHECK(ev.kind == SPIRT_SUP_DIED && strcmp(ev.name, "h") == 0 &&
+	    ev.status == 3);
+	/* guard: a guarded child's end says so */
+	CHECK_RC(spirt_sup_start(s, "k", selfkill, 0));
+	CHECK_RC(spirt_sup_guard(s, "k"));
+	CHECK_RC(next(s, &ev));
+	CHECK(ev.kind == SPIRT_SUP_DIED && strcmp(ev.name, "k") == 0 &&
+	    ev.guarded);
+
+	/* stop: SIGTERM, its end told, no longer guarded */
+	CHECK_RC(spirt_sup_start(s, "k", hang, 0));
+	CHECK_RC(spirt_sup_guard(s, "k"));
+	CHECK_RC(spirt_sup_term(s, "k"));
+	CHECK_RC(next(s, &ev));
+	CHECK(ev.kind == SPIRT_SUP_DIED && strcmp(ev.name, "k") == 0 &&
+	    ev.status == -SIGTERM && !ev.guarded);
+	CHECK(spirt_sup_term(s, "k") == ESRCH);
 
 	/* no such command: refused, nothing left */
 	CHECK(spirt_sup_start(s, "n", none, 0) == ENOENT);
