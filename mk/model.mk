@@ -9,7 +9,7 @@ MODEL_MAN1 = man/spirt-init.1 man/spirt-grad.1 man/spirt-eval.1
 MODEL_MAN5 = man/spirt-model.5
 MODEL_UNIT = tests/unit/test_blas tests/unit/test_layers tests/unit/test_model \
 	tests/unit/test_grad
-MODEL_BENCH = bench/grad_bench
+MODEL_BENCH = bench/grad_bench bench/layers_bench
 
 spirt-init: cmd/spirt-init.o $(TOOLLIB) lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-init.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
@@ -35,3 +35,6 @@ tests/unit/test_grad.o: \
 bench/grad_bench: bench/grad_bench.o $(TOOLLIB) lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/grad_bench.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS) $(DL_LIBS)
 bench/grad_bench.o: $(TOOLHDR) $(LIBHDR)
+bench/layers_bench: bench/layers_bench.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/layers_bench.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS) $(DL_LIBS)
+bench/layers_bench.o: $(TOOLHDR) $(LIBHDR)
