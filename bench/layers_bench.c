@@ -76,7 +76,8 @@ bench(int dw, size_t B, size_t C, size_t H, size_t k, int reps)
 			spirt_dwconv2d_backward(dx, dw_, db, dout, x, w, &g);
 		} else {
 			spirt_conv2d_forward(out, col, x, w, b, &g);
-			spirt_conv2d_backward(dx, dw_, db, col, dout, w, &g);
+			spirt_conv2d_backward(dx, dw_, db, col, dout, x, w,
+			    &g);
 		}
 		if (i >= 0)
 			t[i] = now() - t0;

@@ -136,14 +136,6 @@ void spirt_conv_forward_naive(float *out, const float *inp, size_t sc,
  * (strides sc, sb) may be NULL for the first layer.  col holds the forward
  * im2col and is clobbered.
  */
-/*
- * dweight (OC,K) = dout (OC,N) . col^T, col (K,N) the im2col of the
- * forward pass: the weight gradient of a convolution (K = C*k*k, N the
- * output pixels of the batch); spirt_conv_backward's and
- * spirt_conv2d_backward's (layers.h).
- */
-void spirt_conv_wgrad(float *dweight, const float *col, const float *dout,
-    size_t OC, size_t K, size_t N);
 void spirt_conv_backward(float *dinp, float *dweight, float *dbias,
     float *col, const float *dout, const float *weight, size_t sc,
     size_t sb, size_t B, size_t C, size_t H, size_t W, size_t OC, size_t k);

@@ -39,24 +39,29 @@ struct spirt_conv2d {
 SPIRT_MUST_CHECK int spirt_conv2d_shape(struct spirt_conv2d *g, size_t B,
     size_t C, size_t H, size_t W, size_t OC, size_t k, size_t s, size_t p)
     SPIRT_NONNULL(1);
-/* floats of the im2col workspace: C*k*k * B*OH*OW */
+/*
+ * floats of the im2col workspace: C*k*k rows of the output pixels of a
+ * chunk of samples (as many as fit 512 KB, one at least), so that it
+ * stays in the cache
+ */
 size_t spirt_conv2d_colsize(const struct spirt_conv2d *g);
 
 /*
- * col (C*k*k, B*OH*OW) gets, in row (c,ky,kx), the input pixel that tap
- * multiplies for each output pixel (b,oy,ox), 0 where it falls in the
- * padding; col2im is its adjoint (dinp overwritten).
+ * col (C*k*k, nb*OH*OW) gets, in row (c,ky,kx), the input pixel that tap
+ * multiplies for each output pixel (b,oy,ox) of samples b0 .. b0+nb-1, 0
+ * where it falls in the padding; col2im is its adjoint (the planes of
+ * those samples in dinp overwritten).
  */
 void spirt_im2col_sp(float *col, const float *inp,
-    const struct spirt_conv2d *g);
+    const struct spirt_conv2d *g, size_t b0, size_t nb);
 void spirt_col2im_sp(float *dinp, const float *dcol,
-    const struct spirt_conv2d *g);
+    const struct spirt_conv2d *g, size_t b0, size_t nb);
 
 /*
  * out = conv(inp, weight) + bias; bias may be NULL (a convolution before
- * batch normalisation has none).  The fast one is im2col + spirt_sgemm:
- * col (spirt_conv2d_colsize() floats) is filled and backward needs it
- * unchanged (then clobbers it).
+ * batch normalisation has none).  The fast one is im2col + spirt_sgemm,
+ * a chunk of samples at a time in col (spirt_conv2d_colsize() floats,
+ * scratch: backward builds it again from inp).
  */
 void spirt_conv2d_forward(float *out, float *col, const float *inp,
     const float *weight, const float *bias, const struct spirt_conv2d *g);
@@ -67,7 +72,7 @@ void spirt_conv2d_forward_naive(float *out, const float *inp,
  * (C,B,H,W) may be NULL (no bias; the first layer).
  */
 void spirt_conv2d_backward(float *dinp, float *dweight, float *dbias,
-    float *col, const float *dout, const float *weight,
+    float *col, const float *dout, const float *inp, const float *weight,
     const struct spirt_conv2d *g);
 void spirt_conv2d_backward_naive(float *dinp, float *dweight, float *dbias,
     const float *dout, const float *inp, const float *weight,

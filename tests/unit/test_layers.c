@@ -147,7 +147,7 @@ run(struct lcase *c, int naive, int fwd_only)
 		spirt_conv2d_forward(a[OUT], col, a[X], a[WT], a[BI], g);
 		if (!fwd_only)
 			spirt_conv2d_backward(a[DX], a[DW], a[DB], col,
-			    a[DOUT], a[WT], g);
+			    a[DOUT], a[X], a[WT], g);
 		free(col);
 		break;
 	case DWCONV:
@@ -402,12 +402,25 @@ fill(float *x, size_t n, float scale, float shift)
 		    spirt_sm64_uniform(&rng) - 1.0);
 }
 
+/* the inputs of c, uniform in [-1, 1) */
+static void
+inputs(struct lcase *c)
+{
+	int i;
+
+	for (i = 0; i < NIN; i++) {
+		if (c->n[i] == 0)
+			continue;
+		c->a[i] = alloc(c->n[i]);
+		fill(c->a[i], c->n[i], 1.0f, 0.0f);
+	}
+}
+
 /* a random case of kind k: inputs filled, outputs not allocated */
 static void
 random_case(struct lcase *c, int k, int tiny)
 {
 	size_t *z = c->sz;
-	int i;
 
 	do {
 		memset(c, 0, sizeof *c);
@@ -435,12 +448,7 @@ random_case(struct lcase *c, int k, int tiny)
 		}
 	} while (sizes(c) != 0 || c->n[OUT] == 0 ||
 	    (k == BN && c->n[X] / z[1] < 2));
-	for (i = 0; i < NIN; i++) {
-		if (c->n[i] == 0)
-			continue;
-		c->a[i] = alloc(c->n[i]);
-		fill(c->a[i], c->n[i], 1.0f, 0.0f);
-	}
+	inputs(c);
 	if (k == MAXPOOL && spirt_sm64_below(&rng, 2)) {
 		size_t j;
 		// values in {-1,0,1}: equal maxima, the first one wins
@@ -455,6 +463,16 @@ random_case(struct lcase *c, int k, int tiny)
 	}
 }
 
+/*
+ * The fast convolution works a chunk of samples at a time (the col that
+ * fits 512 KB): its last two shapes take several, one sample a chunk (3
+ * chunks), then two (2, 2 and 1); the depthwise one gets larger planes.
+ */
+static const size_t chunky[][2][9] = {
+	{ { 3, 16, 24, 23, 4, 3, 1, 1, 1 }, { 5, 16, 40, 41, 3, 3, 2, 1, 0 } },
+	{ { 3, 64, 24, 23, 3, 1, 1, 0 }, { 5, 96, 40, 41, 1, 2, 0, 1 } },
+};
+
 static void
 test_random(void)
 {
@@ -463,8 +481,14 @@ test_random(void)
 	int k, r, i;
 
 	for (k = 0; k < NKIND; k++) {
-		for (r = 0; r < 25; r++) {
+		for (r = 0; r < 27; r++) {
 			random_case(&f, k, 0);
+			if ((k == CONV || k == DWCONV) && r >= 25) {
+				memcpy(f.sz, chunky[k][r - 25], sizeof f.sz);
+				free_case(&f, 0);
+				CHECK(sizes(&f) == 0);
+				inputs(&f);
+			}
 			nv = f;
 			alloc_outputs(&f);
 			alloc_outputs(&nv);
