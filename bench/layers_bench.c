@@ -1,0 +1,108 @@
+/* layers_bench.c - the layer kernels' forward+backward time, one thread */
+/* ISC licence, see LICENSE */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "blas.h"
+#include "layers.h"
+#include "rng.h"
+#include "tool.h"
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int
+cmpd(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static float *
+rnd(struct spirt_sm64 *r, size_t n)
+{
+	float *x = malloc(n * sizeof *x);
+	size_t i;
+
+	if (x == NULL) {
+		perror("layers_bench: malloc");
+		exit(70);
+	}
+	for (i = 0; i < n; i++)
+		x[i] = (float)(2.0 * spirt_sm64_uniform(r) - 1.0);
+	return x;
+}
+
+/*
+ * conv2d (dw = 0) or depthwise (dw = 1) k x k, stride 1, padding k/2,
+ * C -> C channels on (C,B,H,W): the median of reps forward+backward
+ * passes (dinp included), in ms
+ */
+static void
+bench(int dw, size_t B, size_t C, size_t H, size_t k, int reps)
+{
+	struct spirt_conv2d g;
+	struct spirt_sm64 r;
+	float *x, *w, *b, *out, *dout, *dx, *dw_, *db, *col = NULL;
+	double *t;
+	int i;
+
+	if (spirt_conv2d_shape(&g, B, C, H, H, C, k, 1, k / 2) != 0) {
+		fprintf(stderr, "layers_bench: bad shape\n");
+		exit(70);
+	}
+	spirt_sm64_seed(&r, 37);
+	x = rnd(&r, C * B * H * H), dx = rnd(&r, C * B * H * H);
+	w = rnd(&r, C * (dw ? 1 : C) * k * k);
+	dw_ = rnd(&r, C * (dw ? 1 : C) * k * k);
+	b = rnd(&r, C), db = rnd(&r, C);
+	out = rnd(&r, C * B * g.OH * g.OW), dout = rnd(&r, C * B * g.OH * g.OW);
+	if (!dw)
+		col = rnd(&r, spirt_conv2d_colsize(&g));
+	if ((t = malloc((size_t)reps * sizeof *t)) == NULL)
+		exit(70);
+	for (i = -3; i < reps; i++) {
+		double t0 = now();
+		if (dw) {
+			spirt_dwconv2d_forward(out, x, w, b, &g);
+			spirt_dwconv2d_backward(dx, dw_, db, dout, x, w, &g);
+		} else {
+			spirt_conv2d_forward(out, col, x, w, b, &g);
+			spirt_conv2d_backward(dx, dw_, db, col, dout, x, w,
+			    &g);
+		}
+		if (i >= 0)
+			t[i] = now() - t0;
+	}
+	qsort(t, (size_t)reps, sizeof *t, cmpd);
+	printf("spirt %s%zux%zu %zux%zux%zu batch=%zu fwdbwd_ms=%.4f\n",
+	    dw ? "dwconv" : "conv", k, k, C, H, H, B, 1e3 * t[reps / 2]);
+	free(x), free(dx), free(w), free(dw_), free(b), free(db);
+	free(out), free(dout), free(col), free(t);
+}
+
+int
+main(int argc, char **argv)
+{
+	int reps = argc > 1 ? atoi(argv[1]) : 50;
+
+	if (reps < 1)
+		reps = 1;
+	if (blas_load(1) != 0) {
+		fprintf(stderr, "layers_bench: OpenBLAS: %s\n",
+		    spirt_blas_error());
+		return 69;
+	}
+	bench(0, 64, 16, 28, 3, reps);
+	bench(1, 64, 16, 28, 3, reps);
+	bench(0, 64, 32, 14, 3, reps);
+	return 0;
+}

@@ -1,0 +1,911 @@
+/* layers.c - conv-net layer kernels beyond blas.c, each with a naive twin */
+/* ISC licence, see LICENSE */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blas.h"
+#include "layers.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize ("tree-vectorize", "vect-cost-model=dynamic")
+#endif
+
+/* ---- conv2d ---- */
+
+int
+spirt_conv2d_shape(struct spirt_conv2d *g, size_t B, size_t C, size_t H,
+    size_t W, size_t OC, size_t k, size_t s, size_t p)
+{
+	if (B == 0 || C == 0 || H == 0 || W == 0 || OC == 0 || k == 0 ||
+	    s == 0 || H + 2 * p < k || W + 2 * p < k)
+		return SPIRT_EINVAL;
+	g->B = B, g->C = C, g->H = H, g->W = W, g->OC = OC;
+	g->k = k, g->s = s, g->p = p;
+	g->OH = (H + 2 * p - k) / s + 1;
+	g->OW = (W + 2 * p - k) / s + 1;
+	return 0;
+}
+
+/*
+ * The im2col matrix of the whole batch (C*k*k rows of B*OH*OW) is tens of
+ * MB for a batch of 64; built, multiplied and scattered a chunk of
+ * samples at a time it stays in the L2 cache (bench/layers_bench: the
+ * 3x3 16x28x28 convolution at batch 64, 23 ms with the whole matrix).
+ * A chunk holds COLCHUNK floats at most, one sample at least.
+ */
+#define COLCHUNK (128 * 1024)
+
+static size_t
+chunk(const struct spirt_conv2d *g)
+{
+	size_t per = g->C * g->k * g->k * g->OH * g->OW, nb;
+
+	nb = COLCHUNK / per;
+	return nb < 1 ? 1 : nb > g->B ? g->B : nb;
+}
+
+size_t
+spirt_conv2d_colsize(const struct spirt_conv2d *g)
+{
+	return g->C * g->k * g->k * chunk(g) * g->OH * g->OW;
+}
+
+/*
+ * The outputs o in [*lo, *hi) of n whose tap t lands inside [0, len):
+ * 0 <= o*s + t - p < len.
+ */
+static void
+span(size_t *lo, size_t *hi, size_t n, size_t t, size_t s, size_t p,
+    size_t len)
+{
+	size_t l = 0, h;
+
+	if (p > t)
+		l = (p - t + s - 1) / s;
+	if (len + p <= t)
+		h = 0;
+	else
+		h = (len + p - t - 1) / s + 1;
+	if (h > n)
+		h = n;
+	if (l > h)
+		l = h;
+	*lo = l, *hi = h;
+}
+
+void
+spirt_im2col_sp(float *col, const float *inp, const struct spirt_conv2d *g,
+    size_t b0, size_t nb)
+{
+	size_t k = g->k, s = g->s, p = g->p, H = g->H, W = g->W;
+	size_t OH = g->OH, OW = g->OW, N = nb * OH * OW;
+	size_t c, ky, kx, b, oy, ox, ylo, yhi, xlo, xhi;
+
+	for (c = 0; c < g->C; c++)
+	for (ky = 0; ky < k; ky++) {
+		span(&ylo, &yhi, OH, ky, s, p, H);
+		for (kx = 0; kx < k; kx++) {
+			float *d = col + ((c * k + ky) * k + kx) * N;
+			span(&xlo, &xhi, OW, kx, s, p, W);
+			for (b = b0; b < b0 + nb; b++) {
+				const float *pl = inp + (c * g->B + b) * H * W;
+				for (oy = 0; oy < OH; oy++, d += OW) {
+					const float *r;
+					if (oy < ylo || oy >= yhi ||
+					    xlo == xhi) {
+						memset(d, 0, OW * sizeof *d);
+						continue;
+					}
+					r = pl + (oy * s + ky - p) * W + kx - p;
+					for (ox = 0; ox < xlo; ox++)
+						d[ox] = 0.0f;
+					if (s == 1)
+						for (ox = xlo; ox < xhi; ox++)
+							d[ox] = r[ox];
+					else
+						for (ox = xlo; ox < xhi; ox++)
+							d[ox] = r[ox * s];
+					for (ox = xhi; ox < OW; ox++)
+						d[ox] = 0.0f;
+				}
+			}
+		}
+	}
+}
+
+void
+spirt_col2im_sp(float *dinp, const float *dcol, const struct spirt_conv2d *g,
+    size_t b0, size_t nb)
+{
+	size_t k = g->k, s = g->s, p = g->p, H = g->H, W = g->W;
+	size_t OH = g->OH, OW = g->OW, N = nb * OH * OW;
+	size_t c, ky, kx, b, oy, ox, ylo, yhi, xlo, xhi;
+
+	for (c = 0; c < g->C; c++)
+		memset(dinp + (c * g->B + b0) * H * W, 0,
+		    nb * H * W * sizeof *dinp);
+	for (c = 0; c < g->C; c++)
+	for (ky = 0; ky < k; ky++) {
+		span(&ylo, &yhi, OH, ky, s, p, H);
+		for (kx = 0; kx < k; kx++) {
+			const float *d = dcol + ((c * k + ky) * k + kx) * N;
+			span(&xlo, &xhi, OW, kx, s, p, W);
+			for (b = 0; b < nb; b++) {
+				float *pl = dinp + (c * g->B + b0 + b) * H * W;
+				for (oy = ylo; oy < yhi; oy++) {
+					const float *q = d + (b * OH + oy) * OW;
+					float *r = pl + (oy * s + ky - p) * W +
+					    kx - p;
+					if (s == 1)
+						for (ox = xlo; ox < xhi; ox++)
+							r[ox] += q[ox];
+					else
+						for (ox = xlo; ox < xhi; ox++)
+							r[ox * s] += q[ox];
+				}
+			}
+		}
+	}
+}
+
+void
+spirt_conv2d_forward(float *out, float *col, const float *inp,
+    const float *weight, const float *bias, const struct spirt_conv2d *g)
+{
+	size_t P = g->OH * g->OW, N = g->B * P, K = g->C * g->k * g->k;
+	size_t nb = chunk(g), b0, n, o, j;
+
+	if (bias != NULL)
+		for (o = 0; o < g->OC; o++)
+			for (j = 0; j < N; j++)
+				out[o * N + j] = bias[o];
+	for (b0 = 0; b0 < g->B; b0 += n) {
+		n = g->B - b0 < nb ? g->B - b0 : nb;
+		spirt_im2col_sp(col, inp, g, b0, n);
+		// out[:, chunk] (OC,n*P) += weight (OC,K) . col (K,n*P)
+		spirt_sgemm(0, 0, g->OC, n * P, K, 1.0f, weight, K, col, n * P,
+		    bias != NULL ? 1.0f : 0.0f, out + b0 * P, N);
+	}
+}
+
+/* input pixel (c,b,y,x) with y, x offset by the padding; 0 outside */
+static double
+pix(const float *inp, const struct spirt_conv2d *g, size_t c, size_t b,
+    size_t y, size_t x)
+{
+	if (y < g->p || x < g->p || y - g->p >= g->H || x - g->p >= g->W)
+		return 0;
+	return inp[((c * g->B + b) * g->H + y - g->p) * g->W + x - g->p];
+}
+
+void
+spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
+    const float *dout, const float *inp, const float *weight,
+    const struct spirt_conv2d *g)
+{
+	size_t P = g->OH * g->OW, N = g->B * P, K = g->C * g->k * g->k;
+	size_t OC = g->OC, nb = chunk(g), b0, n, o, j;
+	float *dwt;
+
+	if (dbias != NULL) {
+		for (o = 0; o < OC; o++) {
+			const float *d = dout + o * N;
+			float a = 0;
+			for (j = 0; j < N; j++)
+				a += d[j];
+			dbias[o] = a;
+		}
+	}
+	// dweight^T (K,OC) summed over the chunks, col (K,n*P) . dout^T,
+	// then transposed (the shape OpenBLAS runs faster, blas.c's
+	// spirt_conv_backward); into dweight itself when the
+	// copy cannot be had
+	dwt = malloc(K * OC * sizeof *dwt);
+	for (b0 = 0; b0 < g->B; b0 += n) {
+		float beta = b0 > 0 ? 1.0f : 0.0f;
+		const float *dc = dout + b0 * P;
+		n = g->B - b0 < nb ? g->B - b0 : nb;
+		spirt_im2col_sp(col, inp, g, b0, n);
+		if (dwt != NULL)
+			spirt_sgemm(0, 1, K, OC, n * P, 1.0f, col, n * P, dc,
+			    N, beta, dwt, OC);
+		else
+			spirt_sgemm(0, 1, OC, K, n * P, 1.0f, dc, N, col,
+			    n * P, beta, dweight, K);
+		if (dinp == NULL)
+			continue;
+		// dcol (K,n*P) = weight^T (K,OC) . dout[:, chunk], into col
+		spirt_sgemm(1, 0, K, n * P, OC, 1.0f, weight, K, dc, N, 0.0f,
+		    col, n * P);
+		spirt_col2im_sp(dinp, col, g, b0, n);
+	}
+	if (dwt != NULL) {
+		for (o = 0; o < OC; o++)
+			for (j = 0; j < K; j++)
+				dweight[o * K + j] = dwt[j * OC + o];
+		free(dwt);
+	}
+}
+
+/* ---- depthwise conv2d ---- */
+
+void
+spirt_dwconv2d_forward(float *out, const float *inp, const float *weight,
+    const float *bias, const struct spirt_conv2d *g)
+{
+	size_t k = g->k, s = g->s, p = g->p, H = g->H, W = g->W;
+	size_t OH = g->OH, OW = g->OW, c, b, ky, kx, oy, ox;
+	size_t ylo, yhi, xlo, xhi;
+
+	for (c = 0; c < g->C; c++)
+	for (b = 0; b < g->B; b++) {
+		const float *in = inp + (c * g->B + b) * H * W;
+		float *o = out + (c * g->B + b) * OH * OW;
+		float b0 = bias != NULL ? bias[c] : 0.0f;
+		for (ox = 0; ox < OH * OW; ox++)
+			o[ox] = b0;
+		// one tap at a time over whole output rows
+		for (ky = 0; ky < k; ky++) {
+			span(&ylo, &yhi, OH, ky, s, p, H);
+			for (kx = 0; kx < k; kx++) {
+				float w = weight[(c * k + ky) * k + kx];
+				span(&xlo, &xhi, OW, kx, s, p, W);
+				for (oy = ylo; oy < yhi; oy++) {
+					const float *r = in + (oy * s + ky -
+					    p) * W + kx - p;
+					float *q = o + oy * OW;
+					for (ox = xlo; ox < xhi; ox++)
+						q[ox] += w * r[ox * s];
+				}
+			}
+		}
+	}
+}
+
+void
+spirt_dwconv2d_backward(float *dinp, float *dweight, float *dbias,
+    const float *dout, const float *inp, const float *weight,
+    const struct spirt_conv2d *g)
+{
+	size_t k = g->k, s = g->s, p = g->p, H = g->H, W = g->W, B = g->B;
+	size_t OH = g->OH, OW = g->OW, c, b, ky, kx, oy, ox;
+	size_t ylo, yhi, xlo, xhi;
+
+	if (dinp != NULL)
+		memset(dinp, 0, g->C * B * H * W * sizeof *dinp);
+	for (c = 0; c < g->C; c++) {
+		const float *d = dout + c * B * OH * OW;
+		if (dbias != NULL) {
+			float a = 0;
+			for (ox = 0; ox < B * OH * OW; ox++)
+				a += d[ox];
+			dbias[c] = a;
+		}
+		for (ky = 0; ky < k; ky++) {
+			span(&ylo, &yhi, OH, ky, s, p, H);
+			for (kx = 0; kx < k; kx++) {
+				float w = weight[(c * k + ky) * k + kx];
+				float a = 0;
+				span(&xlo, &xhi, OW, kx, s, p, W);
+				for (b = 0; b < B; b++) {
+					const float *in = inp + (c * B + b) *
+					    H * W;
+					float *di = dinp != NULL ? dinp +
+					    (c * B + b) * H * W : NULL;
+					for (oy = ylo; oy < yhi; oy++) {
+						size_t off = (oy * s + ky - p) *
+						    W + kx - p;
+						const float *q = d + (b * OH +
+						    oy) * OW;
+						for (ox = xlo; ox < xhi; ox++)
+							a += q[ox] *
+							    in[off + ox * s];
+						if (di != NULL)
+							for (ox = xlo; ox < xhi;
+							    ox++)
+								di[off + ox *
+								    s] += w *
+								    q[ox];
+					}
+				}
+				dweight[(c * k + ky) * k + kx] = a;
+			}
+		}
+	}
+}
+
+/*
+ * The naive twins of both convolutions: a grouped convolution, dw = 0 one
+ * group (weight (OC,C,k,k)), dw = 1 a group a channel (weight (C,1,k,k)).
+ * Output channel o reads the input channels [c0, c0 + cn).
+ */
+static void
+group(size_t *c0, size_t *cn, const struct spirt_conv2d *g, int dw,
+    size_t o)
+{
+	*c0 = dw ? o : 0;
+	*cn = dw ? 1 : g->C;
+}
+
+static double
+wt(const float *weight, const struct spirt_conv2d *g, int dw, size_t o,
+    size_t c, size_t ky, size_t kx)
+{
+	size_t c0, cn;
+
+	group(&c0, &cn, g, dw, o);
+	return weight[((o * cn + c - c0) * g->k + ky) * g->k + kx];
+}
+
+static void
+conv_naive_fwd(float *out, const float *inp, const float *weight,
+    const float *bias, const struct spirt_conv2d *g, int dw)
+{
+	size_t k = g->k, o, b, oy, ox, c, c0, cn, ky, kx;
+
+	for (o = 0; o < g->OC; o++)
+	for (b = 0; b < g->B; b++)
+	for (oy = 0; oy < g->OH; oy++)
+	for (ox = 0; ox < g->OW; ox++) {
+		double a = bias != NULL ? bias[o] : 0;
+		group(&c0, &cn, g, dw, o);
+		for (c = c0; c < c0 + cn; c++)
+			for (ky = 0; ky < k; ky++)
+				for (kx = 0; kx < k; kx++)
+					a += wt(weight, g, dw, o, c, ky, kx) *
+					    pix(inp, g, c, b, oy * g->s + ky,
+					    ox * g->s + kx);
+		out[((o * g->B + b) * g->OH + oy) * g->OW + ox] = (float)a;
+	}
+}
+
+/*
+ * The output o of n that tap t reaches from padded position y (y = o*s +
+ * t), or n if none does.
+ */
+static size_t
+tapout(size_t y, size_t t, size_t s, size_t n)
+{
+	if (y < t || (y - t) % s != 0 || (y - t) / s >= n)
+		return n;
+	return (y - t) / s;
+}
+
+static void
+conv_naive_bwd(float *dinp, float *dweight, float *dbias, const float *dout,
+    const float *inp, const float *weight, const struct spirt_conv2d *g,
+    int dw)
+{
+	size_t k = g->k, B = g->B, OH = g->OH, OW = g->OW;
+	size_t o, b, oy, ox, c, c0, cn, ky, kx, y, x;
+
+	for (o = 0; o < g->OC; o++) {
+		const float *d = dout + o * B * OH * OW;
+		if (dbias != NULL) {
+			double a = 0;
+			for (ox = 0; ox < B * OH * OW; ox++)
+				a += d[ox];
+			dbias[o] = (float)a;
+		}
+		group(&c0, &cn, g, dw, o);
+		for (c = c0; c < c0 + cn; c++)
+		for (ky = 0; ky < k; ky++)
+		for (kx = 0; kx < k; kx++) {
+			double a = 0;
+			for (b = 0; b < B; b++)
+				for (oy = 0; oy < OH; oy++)
+					for (ox = 0; ox < OW; ox++)
+						a += (double)d[(b * OH + oy) *
+						    OW + ox] * pix(inp, g, c, b,
+						    oy * g->s + ky,
+						    ox * g->s + kx);
+			dweight[((o * cn + c - c0) * k + ky) * k + kx] =
+			    (float)a;
+		}
+	}
+	if (dinp == NULL)
+		return;
+	// gather: every (output, tap) pair that read input pixel (y,x)
+	for (c = 0; c < g->C; c++)
+	for (b = 0; b < B; b++)
+	for (y = 0; y < g->H; y++)
+	for (x = 0; x < g->W; x++) {
+		double a = 0;
+		for (o = dw ? c : 0; o < (dw ? c + 1 : g->OC); o++)
+			for (ky = 0; ky < k; ky++) {
+				oy = tapout(y + g->p, ky, g->s, OH);
+				if (oy == OH)
+					continue;
+				for (kx = 0; kx < k; kx++) {
+					ox = tapout(x + g->p, kx, g->s, OW);
+					if (ox == OW)
+						continue;
+					a += wt(weight, g, dw, o, c, ky, kx) *
+					    dout[((o * B + b) * OH + oy) * OW +
+					    ox];
+				}
+			}
+		dinp[((c * B + b) * g->H + y) * g->W + x] = (float)a;
+	}
+}
+
+void
+spirt_conv2d_forward_naive(float *out, const float *inp, const float *weight,
+    const float *bias, const struct spirt_conv2d *g)
+{
+	conv_naive_fwd(out, inp, weight, bias, g, 0);
+}
+
+void
+spirt_conv2d_backward_naive(float *dinp, float *dweight, float *dbias,
+    const float *dout, const float *inp, const float *weight,
+    const struct spirt_conv2d *g)
+{
+	conv_naive_bwd(dinp, dweight, dbias, dout, inp, weight, g, 0);
+}
+
+void
+spirt_dwconv2d_forward_naive(float *out, const float *inp,
+    const float *weight, const float *bias, const struct spirt_conv2d *g)
+{
+	conv_naive_fwd(out, inp, weight, bias, g, 1);
+}
+
+void
+spirt_dwconv2d_backward_naive(float *dinp, float *dweight, float *dbias,
+    const float *dout, const float *inp, const float *weight,
+    const struct spirt_conv2d *g)
+{
+	conv_naive_bwd(dinp, dweight, dbias, dout, inp, weight, g, 1);
+}
+
+/* ---- batch normalisation ---- */
+
+/* run = (1 - m) * run + m * batch, torch's order of operations */
+static void
+bn_running(float *run_mean, float *run_var, size_t c, double mean,
+    double var, size_t n, float momentum)
+{
+	double uvar = n > 1 ? var * (double)n / (double)(n - 1) : var;
+
+	run_mean[c] = run_mean[c] * (1.0f - momentum) + (float)mean * momentum;
+	run_var[c] = run_var[c] * (1.0f - momentum) + (float)uvar * momentum;
+}
+
+void
+spirt_bn_forward(float *out, float *mean, float *rstd, float *run_mean,
+    float *run_var, const float *inp, const float *gamma, const float *beta,
+    size_t C, size_t n, float momentum, float eps)
+{
+	size_t c, i;
+
+	for (c = 0; c < C; c++) {
+		const float *x = inp + c * n;
+		float *y = out + c * n, m, sc, sh;
+		double s = 0, v = 0;
+
+		// two passes, sums in double: the variance of a channel
+		// whose mean is large is not lost to cancellation
+		for (i = 0; i < n; i++)
+			s += x[i];
+		s /= (double)n;
+		for (i = 0; i < n; i++)
+			v += ((double)x[i] - s) * ((double)x[i] - s);
+		v /= (double)n;
+		m = (float)s;
+		sc = (float)(1.0 / sqrt(v + eps));
+		mean[c] = m, rstd[c] = sc;
+		sh = beta[c];
+		sc *= gamma[c];
+		for (i = 0; i < n; i++)
+			y[i] = (x[i] - m) * sc + sh;
+		if (run_mean != NULL)
+			bn_running(run_mean, run_var, c, s, v, n, momentum);
+	}
+}
+
+void
+spirt_bn_forward_naive(float *out, float *mean, float *rstd, float *run_mean,
+    float *run_var, const float *inp, const float *gamma, const float *beta,
+    size_t C, size_t n, float momentum, float eps)
+{
+	size_t c, i;
+
+	for (c = 0; c < C; c++) {
+		double s = 0, v = 0, r;
+		for (i = 0; i < n; i++)
+			s += inp[c * n + i];
+		s /= (double)n;
+		for (i = 0; i < n; i++)
+			v += (inp[c * n + i] - s) * (inp[c * n + i] - s);
+		v /= (double)n;
+		r = 1.0 / sqrt(v + eps);
+		for (i = 0; i < n; i++)
+			out[c * n + i] = (float)(gamma[c] * (inp[c * n + i] -
+			    s) * r + beta[c]);
+		mean[c] = (float)s, rstd[c] = (float)r;
+		if (run_mean != NULL)
+			bn_running(run_mean, run_var, c, s, v, n, momentum);
+	}
+}
+
+void
+spirt_bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
+    const float *inp, const float *mean, const float *rstd,
+    const float *gamma, size_t C, size_t n)
+{
+	size_t c, i;
+
+	for (c = 0; c < C; c++) {
+		const float *x = inp + c * n, *dy = dout + c * n;
+		float m = mean[c], r = rstd[c], a, b, k;
+		double sdy = 0, sdx = 0;
+
+		for (i = 0; i < n; i++) {
+			sdy += dy[i];
+			sdx += (double)dy[i] * ((x[i] - m) * r);
+		}
+		dgamma[c] = (float)sdx, dbeta[c] = (float)sdy;
+		if (dinp == NULL)
+			continue;
+		// dx = gamma*rstd * (dy - mean(dy) - xhat * mean(dy*xhat))
+		k = gamma[c] * r;
+		a = (float)(sdy / (double)n);
+		b = (float)(sdx / (double)n);
+		for (i = 0; i < n; i++)
+			dinp[c * n + i] = k * (dy[i] - a - (x[i] - m) * r * b);
+	}
+}
+
+void
+spirt_bn_backward_naive(float *dinp, float *dgamma, float *dbeta,
+    const float *dout, const float *inp, const float *mean, const float *rstd,
+    const float *gamma, size_t C, size_t n)
+{
+	size_t c, i;
+
+	for (c = 0; c < C; c++) {
+		double sdy = 0, sdx = 0, xh;
+		for (i = 0; i < n; i++) {
+			xh = (inp[c * n + i] - (double)mean[c]) * rstd[c];
+			sdy += dout[c * n + i];
+			sdx += dout[c * n + i] * xh;
+		}
+		dgamma[c] = (float)sdx, dbeta[c] = (float)sdy;
+		if (dinp == NULL)
+			continue;
+		for (i = 0; i < n; i++) {
+			xh = (inp[c * n + i] - (double)mean[c]) * rstd[c];
+			dinp[c * n + i] = (float)((double)gamma[c] * rstd[c] /
+			    (double)n * ((double)n * dout[c * n + i] - sdy -
+			    xh * sdx));
+		}
+	}
+}
+
+void
+spirt_bn_eval_forward(float *out, const float *inp, const float *gamma,
+    const float *beta, const float *run_mean, const float *run_var,
+    size_t C, size_t n, float eps)
+{
+	size_t c, i;
+
+	for (c = 0; c < C; c++) {
+		const float *x = inp + c * n;
+		float *y = out + c * n, m = run_mean[c], sh = beta[c];
+		float sc = (float)(1.0 / sqrt((double)run_var[c] + eps)) *
+		    gamma[c];
+		for (i = 0; i < n; i++)
+			y[i] = (x[i] - m) * sc + sh;
+	}
+}
+
+void
+spirt_bn_eval_forward_naive(float *out, const float *inp, const float *gamma,
+    const float *beta, const float *run_mean, const float *run_var,
+    size_t C, size_t n, float eps)
+{
+	size_t c, i;
+
+	for (c = 0; c < C; c++)
+		for (i = 0; i < n; i++)
+			out[c * n + i] = (float)(gamma[c] * ((double)inp[c *
+			    n + i] - run_mean[c]) / sqrt((double)run_var[c] +
+			    eps) + beta[c]);
+}
+
+void
+spirt_bn_eval_backward(float *dinp, float *dgamma, float *dbeta,
+    const float *dout, const float *inp, const float *gamma,
+    const float *run_mean, const float *run_var, size_t C, size_t n,
+    float eps)
+{
+	size_t c, i;
+
+	for (c = 0; c < C; c++) {
+		const float *x = inp + c * n, *dy = dout + c * n;
+		float m = run_mean[c];
+		float r = (float)(1.0 / sqrt((double)run_var[c] + eps));
+		float k = gamma[c] * r;
+		double sdy = 0, sdx = 0;
+
+		for (i = 0; i < n; i++) {
+			sdy += dy[i];
+			sdx += (double)dy[i] * ((x[i] - m) * r);
+		}
+		dgamma[c] = (float)sdx, dbeta[c] = (float)sdy;
+		if (dinp != NULL)
+			for (i = 0; i < n; i++)
+				dinp[c * n + i] = k * dy[i];
+	}
+}
+
+void
+spirt_bn_eval_backward_naive(float *dinp, float *dgamma, float *dbeta,
+    const float *dout, const float *inp, const float *gamma,
+    const float *run_mean, const float *run_var, size_t C, size_t n,
+    float eps)
+{
+	size_t c, i;
+
+	for (c = 0; c < C; c++) {
+		double r = 1.0 / sqrt((double)run_var[c] + eps);
+		double sdy = 0, sdx = 0;
+		for (i = 0; i < n; i++) {
+			sdy += dout[c * n + i];
+			sdx += dout[c * n + i] * ((inp[c * n + i] -
+			    (double)run_mean[c]) * r);
+			if (dinp != NULL)
+				dinp[c * n + i] = (float)(dout[c * n + i] *
+				    (double)gamma[c] * r);
+		}
+		dgamma[c] = (float)sdx, dbeta[c] = (float)sdy;
+	}
+}
+
+/* ---- pooling ---- */
+
+void
+spirt_avgpool_forward(float *out, const float *inp, size_t P, size_t H,
+    size_t W, size_t k)
+{
+	size_t OH = H / k, OW = W / k, p, oy, ox, ky, kx;
+	float f = 1.0f / (float)(k * k);
+
+	for (p = 0; p < P; p++)
+	for (oy = 0; oy < OH; oy++) {
+		float *o = out + (p * OH + oy) * OW;
+		for (ox = 0; ox < OW; ox++)
+			o[ox] = 0.0f;
+		for (ky = 0; ky < k; ky++) {
+			const float *r = inp + (p * H + oy * k + ky) * W;
+			for (ox = 0; ox < OW; ox++)
+				for (kx = 0; kx < k; kx++)
+					o[ox] += r[ox * k + kx];
+		}
+		for (ox = 0; ox < OW; ox++)
+			o[ox] *= f;
+	}
+}
+
+void
+spirt_avgpool_forward_naive(float *out, const float *inp, size_t P,
+    size_t H, size_t W, size_t k)
+{
+	size_t OH = H / k, OW = W / k, p, oy, ox, ky, kx;
+
+	for (p = 0; p < P; p++)
+	for (oy = 0; oy < OH; oy++)
+	for (ox = 0; ox < OW; ox++) {
+		double a = 0;
+		for (ky = 0; ky < k; ky++)
+			for (kx = 0; kx < k; kx++)
+				a += inp[(p * H + oy * k + ky) * W + ox * k +
+				    kx];
+		out[(p * OH + oy) * OW + ox] = (float)(a / (double)(k * k));
+	}
+}
+
+void
+spirt_avgpool_backward(float *dinp, const float *dout, size_t P, size_t H,
+    size_t W, size_t k)
+{
+	size_t OH = H / k, OW = W / k, p, oy, ox, ky, kx;
+	float f = 1.0f / (float)(k * k);
+
+	memset(dinp, 0, P * H * W * sizeof *dinp);
+	for (p = 0; p < P; p++)
+	for (oy = 0; oy < OH; oy++) {
+		const float *d = dout + (p * OH + oy) * OW;
+		for (ky = 0; ky < k; ky++) {
+			float *r = dinp + (p * H + oy * k + ky) * W;
+			for (ox = 0; ox < OW; ox++)
+				for (kx = 0; kx < k; kx++)
+					r[ox * k + kx] = d[ox] * f;
+		}
+	}
+}
+
+void
+spirt_avgpool_backward_naive(float *dinp, const float *dout, size_t P,
+    size_t H, size_t W, size_t k)
+{
+	size_t OH = H / k, OW = W / k, p, y, x;
+
+	for (p = 0; p < P; p++)
+	for (y = 0; y < H; y++)
+	for (x = 0; x < W; x++) {
+		double v = 0;
+		if (y / k < OH && x / k < OW)
+			v = dout[(p * OH + y / k) * OW + x / k] /
+			    (double)(k * k);
+		dinp[(p * H + y) * W + x] = (float)v;
+	}
+}
+
+void
+spirt_gap_forward(float *out, const float *inp, size_t P, size_t HW)
+{
+	size_t p, i;
+	float f = 1.0f / (float)HW;
+
+	for (p = 0; p < P; p++) {
+		const float *x = inp + p * HW;
+		float a = 0;
+		for (i = 0; i < HW; i++)
+			a += x[i];
+		out[p] = a * f;
+	}
+}
+
+void
+spirt_gap_forward_naive(float *out, const float *inp, size_t P, size_t HW)
+{
+	size_t p, i;
+
+	for (p = 0; p < P; p++) {
+		double a = 0;
+		for (i = 0; i < HW; i++)
+			a += inp[p * HW + i];
+		out[p] = (float)(a / (double)HW);
+	}
+}
+
+void
+spirt_gap_backward(float *dinp, const float *dout, size_t P, size_t HW)
+{
+	size_t p, i;
+	float f = 1.0f / (float)HW;
+
+	for (p = 0; p < P; p++) {
+		float v = dout[p] * f;
+		for (i = 0; i < HW; i++)
+			dinp[p * HW + i] = v;
+	}
+}
+
+void
+spirt_gap_backward_naive(float *dinp, const float *dout, size_t P,
+    size_t HW)
+{
+	size_t p, i;
+
+	for (p = 0; p < P; p++)
+		for (i = 0; i < HW; i++)
+			dinp[p * HW + i] = (float)(dout[p] / (double)HW);
+}
+
+void
+spirt_maxpool2d_forward(float *out, uint32_t *idx, const float *inp,
+    size_t P, size_t H, size_t W, size_t k, size_t s)
+{
+	size_t OH = (H - k) / s + 1, OW = (W - k) / s + 1;
+	size_t p, oy, ox, ky, kx;
+
+	for (p = 0; p < P; p++)
+	for (oy = 0; oy < OH; oy++) {
+		const float *pl = inp + p * H * W;
+		float *o = out + (p * OH + oy) * OW;
+		uint32_t *ix = idx + (p * OH + oy) * OW;
+		for (ox = 0; ox < OW; ox++) {
+			uint32_t at = (uint32_t)(oy * s * W + ox * s);
+			o[ox] = pl[at], ix[ox] = at;
+		}
+		// tap by tap over the row, selects not branches; ">" keeps
+		// the first of equal maxima in window order, as torch
+		for (ky = 0; ky < k; ky++)
+			for (kx = 0; kx < k; kx++) {
+				size_t base = (oy * s + ky) * W + kx;
+				const float *r = pl + base;
+				for (ox = 0; ox < OW; ox++) {
+					float v = r[ox * s];
+					uint32_t at = (uint32_t)(base + ox * s);
+					ix[ox] = v > o[ox] ? at : ix[ox];
+					o[ox] = v > o[ox] ? v : o[ox];
+				}
+			}
+	}
+}
+
+/* the maximum of window (oy,ox) of plane pl, the first on ties */
+static size_t
+argmax(const float *pl, size_t W, size_t k, size_t s, size_t oy, size_t ox)
+{
+	size_t ky, kx, at = oy * s * W + ox * s;
+
+	for (ky = 0; ky < k; ky++)
+		for (kx = 0; kx < k; kx++) {
+			size_t i = (oy * s + ky) * W + ox * s + kx;
+			if (pl[i] > pl[at])
+				at = i;
+		}
+	return at;
+}
+
+void
+spirt_maxpool2d_forward_naive(float *out, const float *inp, size_t P,
+    size_t H, size_t W, size_t k, size_t s)
+{
+	size_t OH = (H - k) / s + 1, OW = (W - k) / s + 1, p, oy, ox;
+
+	for (p = 0; p < P; p++)
+		for (oy = 0; oy < OH; oy++)
+			for (ox = 0; ox < OW; ox++)
+				out[(p * OH + oy) * OW + ox] = inp[p * H * W +
+				    argmax(inp + p * H * W, W, k, s, oy, ox)];
+}
+
+void
+spirt_maxpool2d_backward(float *dinp, const float *dout, const uint32_t *idx,
+    size_t P, size_t H, size_t W, size_t k, size_t s)
+{
+	size_t OH = (H - k) / s + 1, OW = (W - k) / s + 1, p, i;
+
+	memset(dinp, 0, P * H * W * sizeof *dinp);
+	for (p = 0; p < P; p++) {
+		float *d = dinp + p * H * W;
+		for (i = 0; i < OH * OW; i++)
+			d[idx[p * OH * OW + i]] += dout[p * OH * OW + i];
+	}
+}
+
+void
+spirt_maxpool2d_backward_naive(float *dinp, const float *dout,
+    const float *inp, size_t P, size_t H, size_t W, size_t k, size_t s)
+{
+	size_t OH = (H - k) / s + 1, OW = (W - k) / s + 1, p, oy, ox, y, x;
+
+	// gather: each input pixel sums the windows whose maximum it is
+	for (p = 0; p < P; p++)
+	for (y = 0; y < H; y++)
+	for (x = 0; x < W; x++) {
+		double a = 0;
+		for (oy = 0; oy < OH; oy++)
+			for (ox = 0; ox < OW; ox++)
+				if (argmax(inp + p * H * W, W, k, s, oy, ox) ==
+				    y * W + x)
+					a += dout[(p * OH + oy) * OW + ox];
+		dinp[(p * H + y) * W + x] = (float)a;
+	}
+}
+
+/* ---- residual add ---- */
+
+void
+spirt_residual_forward(float *out, const float *a, const float *b, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		out[i] = a[i] + b[i];
+}
+
+void
+spirt_residual_backward(float *da, float *db, const float *dout, size_t n)
+{
+	if (da != NULL && da != dout)
+		memcpy(da, dout, n * sizeof *da);
+	if (db != NULL && db != dout)
+		memcpy(db, dout, n * sizeof *db);
+}
