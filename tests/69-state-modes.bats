@@ -100,21 +100,34 @@ moved() {
 }
 
 @test "state modes: SIGINT, and SIGKILL to the whole run mid-step, then the same command: model and state of an uninterrupted run, bit for bit" {
-	# (a step of this small module takes 10-30 ms: the signal lands 4
-	# steps in, with about 100 more to go (7 epochs of 15), however late
-	# the poll sees it; with 30 steps and the signal at 8 a run once
-	# finished first)
-	local steps=100 k rc n
+	# A step of this small module takes 5-30 ms, less than a poll of the
+	# store on a loaded machine: a run of 30 steps signalled at step 8
+	# once finished first (CI), one of 100 at step 4 too (the sanitizer
+	# build, two tests at a time).  Here each forward pass sleeps 50 ms
+	# (a hook: the same parameters, the same bits), so the signal lands
+	# with about 2.5 s of the run's 60 steps still to go.
+	local steps=60 k rc n
 	bnbase 2
+	cat >>net.py <<-'PY'
+
+	import time as _time
+	_model = model
+
+
+	def model():
+	    m = _model()
+	    m.register_forward_pre_hook(lambda mod, inp: _time.sleep(0.05))
+	    return m
+	PY
 	for k in ref int kil; do
 		cp -r base $k
 	done
-	run -0 bntrain ref $steps -e 7
+	run -0 bntrain ref $steps -e 4
 	moved ref $steps
 	mapfile -t a < <(bnargs)
 	for k in int kil; do
 		sess timeout 300 spirt-train -q -s $k "${a[@]}" -n 2 \
-		    -e 7 --steps $steps --eval-every $steps >o$k 2>e$k &
+		    -e 4 --steps $steps --eval-every $steps >o$k 2>e$k &
 		BG=$!
 		until_ 600 rat $k 4
 		if [ $k = int ]; then
@@ -133,7 +146,7 @@ moved() {
 			fail "$k: newest model/r '$n' after the signal: $(
 			    spirt-store -s $k ls model/ 2>&1 | cut -f1 |
 			    tr '\n' ' '); $(cat e$k)"
-		run -0 bntrain $k $steps -e 7
+		run -0 bntrain $k $steps -e 4
 		same ref $k $steps || fail "$k: another model or state"
 	done
 }
