@@ -34,7 +34,7 @@ tests/unit/test_grad.o: \
 
 bench/grad_bench: bench/grad_bench.o $(TOOLLIB) lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/grad_bench.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS) $(DL_LIBS)
-bench/grad_bench.o: $(TOOLHDR) $(LIBHDR)
+bench/grad_bench.o: $(TOOLHDR) $(LIBHDR) bench/bench.h
 bench/layers_bench: bench/layers_bench.o $(TOOLLIB) lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/layers_bench.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS) $(DL_LIBS)
-bench/layers_bench.o: $(TOOLHDR) $(LIBHDR)
+bench/layers_bench.o: $(TOOLHDR) $(LIBHDR) bench/bench.h
