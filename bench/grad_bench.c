@@ -12,7 +12,6 @@
 #include "tool.h"
 #include "bench.h"
 
-
 static double
 median(double *t, int n)
 {
