@@ -18,6 +18,7 @@
 #include "keys.h"
 #include "kv.h"
 #include "le.h"
+#include "metrics.h"
 #include "peersrv.h"
 #include "peerwait.h"
 
@@ -109,8 +110,8 @@ logf_(struct spirt_peersrv *p, int level, const char *fmt, ...)
 }
 
 static enum MHD_Result
-answer(struct MHD_Connection *c, unsigned status, void *body, size_t n,
-    const char *type)
+answer(struct spirt_peersrv *p, struct MHD_Connection *c, unsigned status,
+    void *body, size_t n, const char *type)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ok;
@@ -123,6 +124,8 @@ answer(struct MHD_Connection *c, unsigned status, void *body, size_t n,
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	ok = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
+	if (ok == MHD_YES)
+		p->st.bytes_out += n;
 	return ok;
 }
 
@@ -175,7 +178,7 @@ refuse(struct spirt_peersrv *p, struct MHD_Connection *c, const char *from,
 	if (!(line = malloc(n)))
 		return MHD_NO;
 	snprintf(line, n, "%s: %s\n", name, spirt_strerror(rc));
-	return answer(c, httpstatus(rc), line, strlen(line),
+	return answer(p, c, httpstatus(rc), line, strlen(line),
 	    "text/plain; charset=us-ascii");
 }
 
@@ -312,8 +315,35 @@ do_id(struct spirt_peersrv *p, struct MHD_Connection *c)
 		return MHD_NO;
 	}
 	p->st.served++;
-	return answer(c, MHD_HTTP_OK, text, n,
+	return answer(p, c, MHD_HTTP_OK, text, n,
 	    "text/plain; charset=us-ascii");
+}
+
+/* GET /metrics (loopback only): the figures, spirt-peer(1) METRICS */
+static enum MHD_Result
+do_metrics(struct spirt_peersrv *p, struct MHD_Connection *c)
+{
+	struct spirt_metrics_srv sv;
+	char *text;
+	size_t n;
+	int rc;
+
+	memset(&sv, 0, sizeof sv);
+	sv.served = p->st.served;
+	sv.refused = p->st.refused;
+	sv.by_code = p->st.by_code;
+	sv.bytes_in = p->st.bytes_in;
+	sv.bytes_out = p->st.bytes_out;
+	sv.conns = p->nconns;
+	for (unsigned i = 0; i < p->conf.max_sessions; i++)
+		sv.sessions += p->tab[i].s != NULL;
+	if ((rc = spirt_metrics_text(&text, &n, p->conf.store, &sv))) {
+		logf_(p, 0, "/metrics: %s", spirt_strerror(rc));
+		return MHD_NO;
+	}
+	p->st.served++;
+	return answer(p, c, MHD_HTTP_OK, text, n, "application/openmetrics-"
+	    "text; version=1.0.0; charset=utf-8");
 }
 
 static enum MHD_Result
@@ -350,7 +380,7 @@ do_hs(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 	logf_(p, 1, "%s: %s (%s): session", q->from, spirt_session_peer(s)->id,
 	    spirt_role_name(spirt_session_peer(s)->role));
 	p->st.served++;
-	return answer(c, MHD_HTTP_OK, out, SID_BYTES + n,
+	return answer(p, c, MHD_HTTP_OK, out, SID_BYTES + n,
 	    "application/octet-stream");
 }
 
@@ -625,6 +655,8 @@ stream_answer(struct spirt_peersrv *p, struct MHD_Connection *c,
 	    "application/octet-stream");
 	ok = MHD_queue_response(c, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
+	if (ok == MHD_YES)
+		p->st.bytes_out += total;
 	return ok;
 }
 
@@ -678,7 +710,7 @@ reply(struct spirt_peersrv *p, struct MHD_Connection *c, const char *from,
 		return MHD_NO;
 	}
 	p->st.served++;
-	return answer(c, MHD_HTTP_OK, out, olen, "application/octet-stream");
+	return answer(p, c, MHD_HTTP_OK, out, olen, "application/octet-stream");
 }
 
 /* ---- waits: a get for a key that is not there yet (peerwait.h) ---- */
@@ -901,6 +933,49 @@ peername(struct MHD_Connection *c, char *buf, size_t cap)
 		    "%s:%s", host, port);
 }
 
+/*
+ * A client on this host: from 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104,
+ * or from the very address it reached us at (a scraper on this host
+ * that used the peer's own address).
+ */
+static int
+loopback(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+	    MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	const union MHD_ConnectionInfo *fi = MHD_get_connection_info(c,
+	    MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct sockaddr_storage me;
+	socklen_t ml = sizeof me;
+
+	if (sa && fi && getsockname(fi->connect_fd, (struct sockaddr *)&me,
+	    &ml) == 0 && me.ss_family == sa->sa_family) {
+		if (sa->sa_family == AF_INET && !memcmp(&((const struct
+		    sockaddr_in *)(const void *)sa)->sin_addr, &((struct
+		    sockaddr_in *)&me)->sin_addr, sizeof(struct in_addr)))
+			return 1;
+		if (sa->sa_family == AF_INET6 && !memcmp(&((const struct
+		    sockaddr_in6 *)(const void *)sa)->sin6_addr, &((struct
+		    sockaddr_in6 *)&me)->sin6_addr, sizeof(struct in6_addr)))
+			return 1;
+	}
+	if (sa && sa->sa_family == AF_INET) {
+		const unsigned char *a = (const unsigned char *)
+		    &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+
+		return a[0] == 127;
+	}
+	if (sa && sa->sa_family == AF_INET6) {
+		const struct in6_addr *a =
+		    &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) &&
+		    a->s6_addr[12] == 127);
+	}
+	return 0;
+}
+
 /* ---- slow connections ----
  *
  * libmicrohttpd's timeout closes an idle connection, and one that sends
@@ -1016,6 +1091,8 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 			q->kind = 2, q->max = SPIRT_HS_MAX;
 		else if (!strcmp(url, "/v1/msg") && !strcmp(method, "POST"))
 			q->kind = 3, q->max = p->conf.max_bytes + MSG_SLACK;
+		else if (!strcmp(url, "/metrics") && !strcmp(method, "GET"))
+			q->kind = loopback(c) ? 5 : 0, q->max = 0;
 		else
 			return refuse(p, c, q->from, what, SPIRT_EPROTO);
 		/* too large: refused before a byte of it is read */
@@ -1029,6 +1106,8 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 			if (errno || *end || end == cl)
 				len = UINT64_MAX;
 		}
+		if (q->kind == 0)       /* /metrics from afar */
+			return refuse(p, c, q->from, what, SPIRT_EADDR);
 		if (len > q->max) {
 			q->kind = 0;
 			return refuse(p, c, q->from, what, q->max ?
@@ -1077,6 +1156,7 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		}
 		memcpy(q->buf + q->len, upload, n);
 		q->len += n;
+		p->st.bytes_in += n;
 		*upsize = 0;
 		return MHD_YES;
 	}
@@ -1084,6 +1164,9 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 	case 1:
 		q->kind = 0;
 		return do_id(p, c);
+	case 5:
+		q->kind = 0;
+		return do_metrics(p, c);
 	case 2:
 		q->kind = 0;
 		if (!q->buf)    /* no body: nothing to hand the handshake */

@@ -60,6 +60,7 @@ const char *spirt_peersrv_addr(const struct spirt_peersrv *srv)
 /* What the server did: requests answered, refusals by code. */
 struct spirt_peersrv_stats {
 	uint64_t served, refused;
+	uint64_t bytes_in, bytes_out;   /* request bodies, answers */
 	uint64_t by_code[SPIRT_ELAST - SPIRT_EOF];      /* [rc - SPIRT_EOF] */
 };
 /* Stop listening, end the thread, free; *st (may be NULL) the totals. */

@@ -443,6 +443,7 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 			static const char *const urls[] = {
 				"/v1/id", "/v1/hs", "/v1/msg", "/", "/v1/",
 				"/v1/msg/", "/v1/id?x=1", "//v1/id",
+				"/metrics",
 			};
 			static const char *const methods[] = {
 				"GET", "POST", "PUT", "HEAD", "DELETE", "",
@@ -473,7 +474,7 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 				h[hk].name = "Content-Length";
 				h[hk++].value = i & 64 ? "-1" : "12x";
 			}
-			snprintf(url, sizeof url, "%s", urls[x % 8]);
+			snprintf(url, sizeof url, "%s", urls[x % 9]);
 			mhd_stub_request(&a, methods[(x >> 3) % 6], url, h, hk,
 			    b, bn, i & 128 ? 7 : 0);
 			if (a.dropped) {
@@ -485,8 +486,16 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 				break;
 			}
 			FUZZ_ASSERT(a.queued);
-			/* nothing but the id is answered without a session */
-			if (a.status == 200)
+			/* nothing but the id and, to this host (the stub's
+			 * client is 127.0.0.1), the figures is answered
+			 * without a session */
+			if (a.status == 200 && !strcmp(url, "/metrics")) {
+				FUZZ_ASSERT((x >> 3) % 6 == 0 && bn == 0);
+				FUZZ_ASSERT(!strncmp(a.type,
+				    "application/openmetrics-text", 28));
+				FUZZ_ASSERT(a.len >= 6 && !memcmp(a.body +
+				    a.len - 6, "# EOF\n", 6));
+			} else if (a.status == 200)
 				FUZZ_ASSERT(strcmp(url, "/v1/id") == 0 &&
 				    (x >> 3) % 6 == 0 && bn == 0);
 			else
