@@ -60,7 +60,9 @@ enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
 "       spirt-peer verify [-a allowfile] [-g group] [-m model] [-r run]\n" \
 "           [-s store]\n" \
 "       spirt-peer catch-up [-q] [-m model] [-s store] [--deadline ms]\n" \
-"           [--every h] -t step id source\n"
+"           [--every h] -t step id source\n" \
+"       spirt-peer catch-up [-m model] [--deadline ms] [--wait] -P peers\n" \
+"           --peer i\n"
 
 /* exchange's options: -h shows them after serve's */
 static const struct opt xopts[] = {

@@ -6,7 +6,8 @@
 # is dead or past T's round by this store's watcher, or has the model
 # without its optimiser state; 75 when it makes no step for --deadline;
 # 74 when the store cannot take them; 64 for a bad command line.  A
-# refusal stores nothing.
+# refusal stores nothing.  -P: the other peer with the newest model, or
+# nothing; --wait for one to answer; a malformed peers file 65.
 
 load helper
 
@@ -113,10 +114,55 @@ same() {
 	spirt-store -s small ls | cmp - before
 }
 
+@test "catch-up -P: the other peer with the newest model (the first of those as far), or nothing" {
+	spirt-init -q -s p2 -m m -t 7 mlp:4-3-2
+	spirt-init -q -s p2 -m m -t 12 mlp:4-3-2
+	spirt-init -q -s p3 -m m -t 12 mlp:4-3-2
+	spirt-init -q -s p3 -m other -t 40 mlp:4-3-2
+	printf '# the peers\np1 %s\n\n  p2 %s\np3 %s\n' "$PWD/me" "$PWD/p2" \
+	    "$PWD/p3" >peers
+	run -0 spirt-peer catch-up -m m -P peers --peer 0
+	assert_output "12 p2 $PWD/p2"
+	# (this peer's own line is not asked: p2 has the newest of the others)
+	spirt-init -q -s me -m m -t 50 mlp:4-3-2
+	run -0 spirt-peer catch-up -m m -P peers --peer 1
+	assert_output "50 p1 $PWD/me"
+	run -0 spirt-peer catch-up -m other -P peers --peer 0
+	assert_output "40 p3 $PWD/p3"
+	run -0 spirt-peer catch-up -m none -P peers --peer 0
+	assert_output ''
+	# none answers (no store there): nothing, at once or after --wait
+	printf 'p1 %s\np2 %s/gone\n' "$PWD/me" "$PWD" >peers2
+	run -0 spirt-peer catch-up -m m -P peers2 --peer 0
+	assert_output ''
+	s0=$(date +%s%N)
+	run -0 spirt-peer catch-up -m m -P peers2 --peer 0 --wait \
+	    --deadline 1500
+	assert_output ''
+	[ $(( ($(date +%s%N) - s0) / 1000000 )) -ge 1500 ]
+	# one that comes while it waits
+	( sleep 0.5; spirt-init -q -s gone -m m -t 3 mlp:4-3-2 ) &
+	run -0 spirt-peer catch-up -m m -P peers2 --peer 0 --wait \
+	    --deadline 20000
+	wait
+	assert_output "3 p2 $PWD/gone"
+	printf 'p1\n' >bad
+	run -65 spirt-peer catch-up -m m -P bad --peer 1
+	printf 'p1 x\nbad!id y\n' >bad
+	run -65 spirt-peer catch-up -m m -P bad --peer 0
+	run -66 spirt-peer catch-up -m m -P nofile --peer 0
+}
+
 @test "catch-up: usage: no step, no model, a bad id, one operand: 64" {
 	run -64 spirt-peer catch-up -s me -m m p1 src
 	run -64 spirt-peer catch-up -s me -t 3 p1 src
 	run -64 spirt-peer catch-up -s me -m m -t 3 'p 1' src
 	run -64 spirt-peer catch-up -s me -m m -t 3 p1
 	run -64 spirt-peer catch-up -s me -m m -t 3 --deadline 0 p1 src
+	# (-P goes with --peer, and neither -t nor operands; --wait with -P)
+	run -64 spirt-peer catch-up -m m -P peers
+	run -64 spirt-peer catch-up -m m -P peers --peer 0 -t 3
+	run -64 spirt-peer catch-up -m m -P peers --peer 0 p1 src
+	run -64 spirt-peer catch-up -m m --peer 0 -t 3 p1 src
+	run -64 spirt-peer catch-up -m m --wait -t 3 p1 src
 }
