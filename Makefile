@@ -171,7 +171,7 @@ uninstall:
 		{ rmdir $$d 2>/dev/null || :; }
 
 clean:
-	rm -f $(BIN) $(LIBEXEC) lib/libspirt.a $(LIBOBJ) $(TOOLLIB) cmd/*.o cmd/key/*.o tests/unit/*.o $(UNIT) \
+	rm -f $(BIN) $(LIBEXEC) lib/libspirt.a $(LIBOBJ) $(TOOLLIB) cmd/*.o cmd/key/*.o cmd/peer/*.o tests/unit/*.o $(UNIT) \
 		bench/*.o $(BENCH) $(FUZZ_LIBOBJ) tests/fuzz/libspirt.a \
 		$(FUZZ_BIN)
 

@@ -15,6 +15,7 @@
 #include "exchange.h"
 #include "io.h"
 #include "key/keycmd.h"
+#include "peer/catchup.h"
 #include "keys.h"
 #include "lineage.h"
 #include "opt.h"
@@ -57,7 +58,11 @@ enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
 "           [--select m] [--tau T] [--timeout ms] [--trim F]\n" \
 "           -i | -t step\n" \
 "       spirt-peer verify [-a allowfile] [-g group] [-m model] [-r run]\n" \
-"           [-s store]\n"
+"           [-s store]\n" \
+"       spirt-peer catch-up [-q] [-m model] [-s store] [--deadline ms]\n" \
+"           [--every h] -t step id source\n" \
+"       spirt-peer catch-up [-m model] [--deadline ms] [--wait] -P peers\n" \
+"           --peer i\n"
 
 /* exchange's options: -h shows them after serve's */
 static const struct opt xopts[] = {
@@ -145,8 +150,10 @@ static const struct optset hvhelp = { USAGE, NULL, NULL, 21, 0, hvopts,
     NULL };
 static const struct optset shelp = { USAGE, NULL, NULL, 21, 0, opts,
     &hvhelp };
+static const struct optset chelp = { USAGE, NULL, NULL, 21, 0,
+    catchup_opts, &hvhelp };
 static const struct optset vhelp = { USAGE, NULL, NULL, 21, 0, vopts,
-    &hvhelp };
+    &chelp };
 static const struct optset xhelp = { USAGE, NULL, NULL, 21, 0, xopts,
     &vhelp };
 /* what serve (and the words before a command) and exchange parse */
@@ -155,6 +162,8 @@ static const struct optset cli = { USAGE, NULL, POST, 21, 1, opts,
 static const struct optset xcli = { USAGE, NULL, POST, 21, 0, xopts,
     &shelp };
 static const struct optset vcli = { USAGE, NULL, POST, 21, 0, vopts,
+    &shelp };
+static const struct optset ccli = { USAGE, NULL, POST, 21, 0, catchup_opts,
     &shelp };
 
 static _Noreturn void
@@ -924,6 +933,8 @@ main(int argc, char **argv)
 		return xmain(argc, argv);
 	if (strcmp(cmd, "verify") == 0)
 		return vmain(argc, argv);
+	if (strcmp(cmd, "catch-up") == 0)
+		return catchup_main(&ccli, argc, argv);
 	options(argc, argv);
 	argc -= optind;
 	argv += optind;
@@ -935,7 +946,7 @@ main(int argc, char **argv)
 			usage(1);
 		return serve();
 	}
-	warnx_("%s: unknown command (serve, exchange or verify; keygen and "
-	    "invite are spirt-key's)", cmd);
+	warnx_("%s: unknown command (serve, exchange, verify or catch-up; "
+	    "keygen and invite are spirt-key's)", cmd);
 	usage(1);
 }

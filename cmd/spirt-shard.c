@@ -16,7 +16,7 @@
 
 enum { O_CLASSES = 256, O_DEAD, O_DIM, O_EPOCH, O_FORCE, O_GROUP, O_LABEL,
     O_LIST, O_LIVE, O_NOSHUF, O_SEED, O_STATS, O_STD, O_STDFROM, O_COLS,
-    O_NAMES, O_NAMESFROM, O_SINCE, O_REDO, O_ARRAYS };
+    O_NAMES, O_NAMESFROM, O_SINCE, O_REDO, O_ARRAYS, O_HOLDERS };
 
 #define MAXDEAD 1024
 #define MAXLIVE SPIRT_DATA_MAXSHARDS
@@ -38,6 +38,7 @@ static struct {
 	size_t nshards;
 	uint64_t seed;
 	int stats, list, force, noshuffle, seeded, standardise, redo;
+	int64_t hfirst, hcount;         /* --holders W,M; hcount 0: none */
 	int64_t dead[MAXDEAD];
 	size_t ndead;
 	int64_t *live;          /* --live LIST */
@@ -74,6 +75,9 @@ static const struct opt opts[] = {
 	{ O_EPOCH, "epoch", "E", "the reassignment holds from epoch E on" },
 	{ O_FORCE, "force", NULL, "write binary data to a terminal" },
 	{ O_GROUP, "group", "M", "workers per peer (default: all one peer)" },
+	{ O_HOLDERS, "holders", "W,M", "\n"
+	    "print the revision, which of workers W..W+M-1\n"
+	    "hold samples, and the others the full part holds" },
 	{ O_LABEL, "label-col", "COL",
 	    "CSV label column, 1-based or last (default 1)" },
 	{ O_NAMES, "label-names", NULL,
@@ -114,16 +118,17 @@ static const struct optset cli = {
 	"[--stats]\n"
 	"                   file [labels]\n"
 	"       spirt-shard [-qv] [-b batch] [-d name] [-s store] [-t step]\n"
-	"                   [--epoch e] [--group m] [--list] [--since d] "
-	"[--stats]\n"
+	"                   [--epoch e] [--group m] [--holders w,m] [--list]\n"
+	"                   [--since d] [--stats]\n"
 	"                   --live list\n"
 	"       spirt-shard [-qv] [-b batch] [-d name] [-s store] [-t step]\n"
-	"                   [--epoch e] [--group m] [--list] [--since d] "
-	"[--stats]\n"
+	"                   [--epoch e] [--group m] [--holders w,m] [--list]\n"
+	"                   [--since d] [--stats]\n"
 	"                   --dead worker ...\n"
-	"       spirt-shard [-qv] [-b batch] [-d name] [-s store] [--list]\n"
-	"                   [--stats] -t step --redo\n"
-	"       spirt-shard [-qv] [-d name] [-s store] --list | --stats\n",
+	"       spirt-shard [-qv] [-b batch] [-d name] [-s store]\n"
+	"                   [--holders w,m] [--list] [--stats] -t step --redo\n"
+	"       spirt-shard [-qv] [-d name] [-s store]\n"
+	"                   --holders w,m | --list | --stats\n",
 	NULL, NULL, 23, 0, opts, NULL
 };
 
@@ -178,6 +183,23 @@ parse_live(const char *arg)
 		p = e + 1;
 	}
 	free(copy);
+}
+
+/* --holders W,M: the first worker and the count */
+static void
+parse_holders(const char *arg)
+{
+	const char *comma = strchr(arg, ',');
+	char first[24];
+
+	if (!comma || (size_t)(comma - arg) >= sizeof first)
+		die(SPIRT_EX_USAGE, "--holders %s: not W,M (the first worker "
+		    "and how many)", arg);
+	memcpy(first, arg, (size_t)(comma - arg));
+	first[comma - arg] = '\0';
+	o.hfirst = eparse_i64("--holders", first, 0, SPIRT_DATA_MAXSHARDS - 1);
+	o.hcount = eparse_i64("--holders", comma + 1, 1,
+	    SPIRT_DATA_MAXSHARDS);
 }
 
 /* --arrays X,Y: the .npz members X.npy and Y.npy */
@@ -252,6 +274,7 @@ options(int argc, char **argv)
 		case O_SEED: o.seed = eparse_u64("--seed", optarg, 0,
 			  UINT64_MAX); o.seeded = 1; break;
 		case O_LIST: o.list = 1; break;
+		case O_HOLDERS: parse_holders(optarg); break;
 		case O_STATS: o.stats = 1; break;
 		case O_STD: o.standardise = 1; break;
 		case O_STDFROM: o.scale_from = optarg; break;
@@ -274,6 +297,19 @@ options(int argc, char **argv)
 		}
 }
 
+/* --holders' part of a row: 0 the driver's workers' rest part, 1 their
+ * full part, 2 another worker's full part, -1 none (another's rest) */
+static int
+holder_part(const int64_t *a)
+{
+	int mine = a[SPIRT_AS_WORKER] >= o.hfirst &&
+	    a[SPIRT_AS_WORKER] < o.hfirst + o.hcount;
+
+	if (a[SPIRT_AS_STEP] > 0)
+		return mine ? 0 : -1;
+	return mine ? 1 : 2;
+}
+
 /* the assignment's rows, one "assign" line each */
 static void
 print_assign(const struct spirt_assign *as)
@@ -294,7 +330,61 @@ print_assign(const struct spirt_assign *as)
 	}
 }
 
-/* --list: the revision, then the rows; nothing else is read */
+/*
+ * --holders: "R:E:J:F:REST:FULL:OTHERS", the assignment as a driver of
+ * workers W..W+M-1 keeps it (spirt-train): revision R; those of its
+ * workers, as 0..M-1, that the rest part holds (from epoch E's step J; J
+ * 0: no rest part) and the full part (from epoch F); and the other
+ * workers the full part holds, as they are.  The lists are space-
+ * separated, each worker once, in the rows' order.
+ */
+static void
+print_holders(const struct spirt_assign *as)
+{
+	int64_t e = 0, j = 0, f = 0;
+	int part;
+
+	for (size_t i = 0; i < as->nrows; i++) {
+		const int64_t *a = as->rows + SPIRT_AS_COLS * i;
+
+		if (a[SPIRT_AS_WORKER] < o.hfirst ||
+		    a[SPIRT_AS_WORKER] >= o.hfirst + o.hcount)
+			continue;
+		if (a[SPIRT_AS_STEP] > 0) {
+			e = a[SPIRT_AS_EPOCH];
+			j = a[SPIRT_AS_STEP];
+		} else {
+			f = a[SPIRT_AS_EPOCH];
+		}
+	}
+	printf("%llu:%lld:%lld:%lld", (unsigned long long)as->revision,
+	    (long long)e, (long long)j, (long long)f);
+	/* part 0: this driver's in the rest part, 1: in the full part,
+	 * 2: the others' in the full part */
+	for (part = 0; part < 3; part++) {
+		putchar(':');
+		for (size_t i = 0; i < as->nrows; i++) {
+			const int64_t *a = as->rows + SPIRT_AS_COLS * i;
+			int64_t w = a[SPIRT_AS_WORKER];
+			size_t k;
+
+			if (holder_part(a) != part)
+				continue;
+			for (k = 0; k < i; k++)
+				if (as->rows[SPIRT_AS_COLS * k +
+				    SPIRT_AS_WORKER] == w && holder_part(
+				    as->rows + SPIRT_AS_COLS * k) == part)
+					break;
+			if (k == i)
+				printf(" %lld", (long long)(part < 2 ?
+				    w - o.hfirst : w));
+		}
+	}
+	putchar('\n');
+}
+
+/* --list: the revision, then the rows; --holders: its line; nothing else
+ * is read */
 static int
 print_list(struct spirt_store *s)
 {
@@ -305,8 +395,13 @@ print_list(struct spirt_store *s)
 	if ((rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)))
 		return rc;
 	if ((rc = spirt_data_assign_get(&as, txn, o.name)) == 0) {
-		printf("revision %llu\n", (unsigned long long)as.revision);
-		print_assign(&as);
+		if (o.list) {
+			printf("revision %llu\n",
+			    (unsigned long long)as.revision);
+			print_assign(&as);
+		}
+		if (o.hcount)
+			print_holders(&as);
 		spirt_assign_free(&as);
 	}
 	spirt_txn_abort(txn);
@@ -563,11 +658,12 @@ main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	re = o.ndead || o.live || o.redo;
-	if (re ? argc != 0 : argc > 2 || (argc == 0 && !o.stats && !o.list))
+	if (re ? argc != 0 : argc > 2 || (argc == 0 && !o.stats && !o.list &&
+	    !o.hcount))
 		usage(1);
-	if (o.list && argc > 0)
-		die(SPIRT_EX_USAGE, "--list: the assignment of a store's data "
-		    "set: no file");
+	if ((o.list || o.hcount) && argc > 0)
+		die(SPIRT_EX_USAGE, "--list, --holders: the assignment of a "
+		    "store's data set: no file");
 	if (!re && (o.batch || o.step || o.epoch || o.ra.group || o.since))
 		die(SPIRT_EX_USAGE, "-b, -t, --epoch, --group and --since go "
 		    "with --live or --dead");
@@ -592,9 +688,10 @@ main(int argc, char **argv)
 		die(SPIRT_EX_USAGE, "--label-names-from: and --label-names?");
 	if ((o.d.label_names || o.names_from || o.cols) && argc == 0)
 		usage(1);
-	if (o.out && (o.stats || o.list || re || o.standardise || o.scale_from))
-		die(SPIRT_EX_USAGE, "-o: --stats, --list, --dead, --live and "
-		    "--standardise work on the store");
+	if (o.out && (o.stats || o.list || o.hcount || re || o.standardise ||
+	    o.scale_from))
+		die(SPIRT_EX_USAGE, "-o: --stats, --list, --holders, --dead, "
+		    "--live and --standardise work on the store");
 	if (o.out && (o.d.label_names || o.names_from))
 		die(SPIRT_EX_USAGE, "-o: --label-names records the names in "
 		    "the store");
@@ -662,7 +759,7 @@ main(int argc, char **argv)
 	} else if (re && (rc = reassign(s, loc))) {
 		goto out;
 	}
-	if (o.list) {
+	if (o.list || o.hcount) {
 		act = "list";
 		if ((rc = print_list(s)))
 			goto fail;

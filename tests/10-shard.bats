@@ -207,7 +207,7 @@ spirt-shard: hint: shard train with --standardise first"
 	run -64 spirt-shard --standardise-from a/b a.csv
 	run -64 spirt-shard --standardise --stats
 	run -64 --separate-stderr spirt-shard -o d.spt --standardise a.csv
-	assert_equal "$stderr" 'spirt-shard: -o: --stats, --list, --dead, --live and --standardise work on the store'
+	assert_equal "$stderr" 'spirt-shard: -o: --stats, --list, --holders, --dead, --live and --standardise work on the store'
 	run -64 spirt-shard -o d.spt --standardise-from a a.csv
 	[ ! -e d.spt ]
 	unchanged
@@ -725,6 +725,39 @@ spirt-shard: hint: name the format with -f"
 	assert_output "$(printf '%s\n' 0 1 2 3)"
 }
 
+@test "--holders W,M: one peer's holders of the rest and full parts, the others' of the full part, printed with a reassignment too" {
+	# 10 samples in 4 shards (3 3 2 2), batch 1: 2 steps an epoch; two
+	# peers of 2 workers each, the first's workers 0 and 1
+	spirt-shard -n 4 "$IMG" "$LAB"
+	# (no rest part yet)
+	run -0 spirt-shard --holders 0,2
+	assert_output '0:0:0:0:: 0 1: 2 3'
+	run -0 spirt-shard --holders 2,2
+	assert_output '0:0:0:0:: 0 1: 0 1'
+	# worker 1 dies at step 1: its samples go to the first peer's other
+	# worker, 0, for the rest of epoch 0 from step 1 and the full part
+	# from epoch 1; the line comes with the reassignment
+	run -0 --separate-stderr spirt-shard -q -t 1 -b 1 --group 2 \
+	    --live 0,2,3 --holders 0,2
+	assert_output '1:0:1:1: 0: 0: 2 3'
+	run -0 spirt-shard --holders 2,2
+	assert_output '1:0:1:1: 0 1: 0 1: 0'
+	spirt-shard --list | grep -q '^assign worker 0 shard 1 .* epoch 1 step 0$'
+	# (the rows it reads: those of --list)
+	run -0 spirt-shard --holders 0,2 --list
+	assert_line --index 0 'revision 1'
+	assert_line --index "$((${#lines[@]} - 1))" '1:0:1:1: 0: 0: 2 3'
+	# a peer with none of the rows: empty lists
+	run -0 spirt-shard --holders 6,2
+	assert_output '1:0:0:0::: 0 2 3'
+	for h in '' 0 ,2 0, 0,0 x,1 0,x -1,2; do
+		run -64 spirt-shard --holders "$h"
+	done
+	run -64 spirt-shard --holders 0,2 "$IMG" "$LAB"
+	run -64 spirt-shard -o x --holders 0,2
+	run -66 spirt-shard -d nope --holders 0,2
+}
+
 @test "--live -t --since: the dead took nothing from an earlier step: from it on, to the live" {
 	# 10 samples in 4 shards (3 3 2 2), batch 1: 2 steps an epoch; the
 	# round of step 0 went without worker 1, as the others learn at step
@@ -931,7 +964,7 @@ spirt-shard: hint: name the format with -f"
 @test "-o: usage, bad input and a missing directory write nothing" {
 	mkdir out
 	run -64 --separate-stderr spirt-shard -o out/d.spt --stats "$IMG" "$LAB"
-	assert_equal "$stderr" 'spirt-shard: -o: --stats, --list, --dead, --live and --standardise work on the store'
+	assert_equal "$stderr" 'spirt-shard: -o: --stats, --list, --holders, --dead, --live and --standardise work on the store'
 	run -64 spirt-shard -o out/d.spt --dead 1
 	run -64 spirt-shard -o out/d.spt -n 11 "$IMG" "$LAB"
 	run -65 spirt-shard -o out/d.spt "$SH/short-images-idx3-ubyte" "$LAB"

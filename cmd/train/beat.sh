@@ -101,68 +101,23 @@ join_prepare() {
 	t=$j
 }
 # join_fetch J: model@J, opt@J and mstate@J (a model with state,
-# spirt-model(5)) from $src into this store, once $src
-# has them; 1 if $src went past step J's round first (the join missed)
-# or died (another is asked)
+# spirt-model(5)) from $src into this store, once $src has them
+# (spirt-peer catch-up); 1 if $src went past step J's round first (the
+# join missed) or died (another is asked)
 join_fetch() {
-	cu=$work/catchup
-	mkdir "$cu" || die 73 "joining: cannot make $cu"
-	seen=$best pend=$(($(now) + deadline)) i=0 rc=1
-	while :; do
-		if spirt-store -s "$src" get -f "model/$model@$1" \
-		    >"$cu/m" 2>/dev/null; then
-			# (either gone meanwhile, or $src past J: too late)
-			spirt-store -s "$src" get -f "opt/$model@$1" \
-			    >"$cu/o" 2>/dev/null && ! src_past "$1" && rc=0
-			# (66: a model without state)
-			[ "$rc" -ne 0 ] || spirt-store -s "$src" get -f \
-			    "mstate/$model@$1" >"$cu/s" 2>/dev/null ||
-			    [ $? -eq 66 ] || rc=1
-			break
-		fi
-		i=$((i + 1))
-		if [ $((i % 10)) -eq 0 ]; then
-			src_past "$1" && break
-			if spent "$pend"; then
-				rm -rf "$cu"
-				die 75 "joining: $srcid did not go on in $deadline ms (--deadline); rerun to retry"
-			fi
-		fi
-		pause 50
-	done
-	if [ "$rc" -ne 0 ]; then
-		rm -rf "$cu"
-		return 1
-	fi
-	# (the optimiser and model state first: a model's newest version is
-	# whole)
-	if spirt-store ls "model/$model@$1" | grep -q .; then
-		rm -rf "$cu"
-	elif run spirt-store -q put "opt/$model@$1" "$cu/o" &&
-	    { [ ! -s "$cu/s" ] ||
-	    run spirt-store -q put "mstate/$model@$1" "$cu/s"; } &&
-	    run spirt-store -q put "model/$model@$1" "$cu/m"; then
-		rm -rf "$cu"
-		say "caught up from $src: model/$model@$1 (this peer had @$last)"
-	else
-		rm -rf "$cu"
-		die 74 "joining: could not store model/$model@$1"
-	fi
+	rc=0
+	e=$(spirt-peer catch-up -q -m "$model" -t "$1" --every "$xu" \
+	    --deadline "$deadline" "$srcid" "$src" 2>&1) || rc=$?
+	[ "$rc" -lt 126 ] || rc=70
+	case $rc in
+	0) [ -z "$e" ] ||
+	    say "caught up from $src: $e (this peer had @$last)" ;;
+	69) return 1 ;;
+	75) die 75 "joining: $srcid did not go on in $deadline ms (--deadline); rerun to retry" ;;
+	*) die "$rc" "joining: $(first "$e" spirt-peer)" ;;
+	esac
 	last=$1
 	redo_from "$1"
-}
-# src_past J: $src is dead, or past step J's round, by its beats here
-# (their step is its newest model's); $seen and $pend follow its steps
-src_past() {
-	hs=$(spirt-beat ls | awk -F'\t' -v id="$srcid" \
-	    '$1 == id { print $3, $5 }')
-	case $hs in dead\ *) return 0 ;; esac
-	hstep=${hs#* }
-	case $hstep in ''|*[!0-9]*) return 1 ;; esac
-	[ "$hstep" -lt $(($1 + xu)) ] || return 0
-	[ "$hstep" -eq "$seen" ] ||
-	    seen=$hstep pend=$(($(now) + deadline))
-	return 1
 }
 # join_check T: after the exchange of step T while joining: the round's
 # record names this peer a member (it joined: it beats as live), or the

@@ -29,11 +29,6 @@ if [ "$xh" -gt 0 ]; then
 	while [ "$_b" -gt 0 ]; do _c=$((_a % _b)) _a=$_b _b=$_c; done
 	jr=$((spe / _a * xh))
 fi
-# other_peers: "id location" of each other peer of --peers
-other_peers() {
-	awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
-		if (n++ != p) print $1, $2 }' "$peers"
-}
 # newest_at LOCATION: the newest model step in that peer's store
 # (nothing if it has none); fails if it does not answer
 newest_at() {
@@ -42,27 +37,20 @@ newest_at() {
 	printf '%s\n' "$l" | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1
 }
 # peers_newest: $best, $src, $srcid: the newest model step among the
-# other peers that answer, and that peer (a restarted peer asks until one
-# of them answers, at most --deadline: a link that just came back may
-# take a moment)
+# other peers that answer, and that peer (spirt-peer catch-up -P; a
+# restarted peer asks until one of them answers, at most --deadline: a
+# link that just came back may take a moment)
 peers_newest() {
-	best= src= srcid= cend=$(($(now) + deadline))
-	while :; do
-		answered=0
-		while read -r id u; do
-			s=$(newest_at "$u") || continue
-			answered=1
-			[ -n "$s" ] || continue
-			if [ -z "$best" ] || [ "$s" -gt "$best" ]; then
-				best=$s src=$u srcid=$id
-			fi
-		done <<EOF
-$(other_peers)
+	_w=
+	[ "$last" -eq 0 ] || _w=--wait
+	rc=0
+	_n=$(spirt-peer catch-up -m "$model" --deadline "$deadline" $_w \
+	    -P "$peers" --peer "$peer" 2>&1) || rc=$?
+	[ "$rc" -lt 126 ] || rc=70
+	[ "$rc" -eq 0 ] || die "$rc" "joining: $(first "$_n" spirt-peer)"
+	read -r best srcid src <<EOF
+$_n
 EOF
-		[ "$answered" -eq 0 ] && [ "$last" -gt 0 ] && ! spent "$cend" ||
-		    break
-		pause 1000
-	done
 }
 # behind: at the start, with --beat, this peer joins the others if one
 # of them is further on than it is

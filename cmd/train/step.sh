@@ -66,10 +66,10 @@ peer=$_id used"*) continue ;; esac
 		return 0
 	fi
 	rc=0
-	run spirt-shard -q -d "$train" -t "$1" -b "$batch" --since "$_r" \
-	    --group "$fns" --live "$(livelist)" || rc=$?
+	_a=$(run spirt-shard -q -d "$train" -t "$1" -b "$batch" --since "$_r" \
+	    --group "$fns" --live "$(livelist)" --holders "$w0,$fns") || rc=$?
 	[ "$rc" -eq 0 ] || die "$rc" "step $1: could not reassign the samples of peers$_ids"
-	assign_read
+	assign_set "$_a"
 	tell "step $1: peers$_ids out of the round of step $(($1 - xu)): their workers'$_new samples from step $_r go to the live ones (revision $as_rev)"
 }
 # back T: at an epoch's first step the dead functions start again and get

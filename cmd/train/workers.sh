@@ -45,26 +45,18 @@ livelist() {
 }
 # assign_read: which of this peer's functions hold a list: in the rest
 # part (epoch as_re from its step as_rj, 0: none) and the full part (from
-# epoch as_fe), from spirt-shard --list
+# epoch as_fe), the other peers' workers the full part holds (as_ofull),
+# the revision as_rev, from spirt-shard --holders (assign_set), which a
+# reassignment prints too
 assign_read() {
-	_a=$(spirt-shard -d "$train" --list) ||
+	_a=$(spirt-shard -d "$train" --holders "$w0,$fns") ||
 		die 65 "data/$train/assign: cannot read it"
-	as_rev=$(printf '%s\n' "$_a" | sed -n '1s/^revision //p')
-	eval "$(printf '%s\n' "$_a" | awk -v w0="$w0" -v m="$fns" '
-		$1 == "assign" && $3 >= w0 && $3 < w0 + m {
-			w = $3 - w0
-			if ($13 > 0) {
-				re = $11; rj = $13
-				if (!(w in r)) { r[w] = 1; rl = rl " " w }
-			} else {
-				fe = $11
-				if (!(w in f)) { f[w] = 1; fl = fl " " w }
-			}
-		}
-		$1 == "assign" && ($3 < w0 || $3 >= w0 + m) && $13 == 0 &&
-		    !($3 in o) { o[$3] = 1; ol = ol " " $3 }
-		END { printf "as_re=%d as_rj=%d as_fe=%d as_rest=\"%s\" as_full=\"%s\" as_ofull=\"%s\"\n",
-		    re, rj, fe, rl, fl, ol }')"
+	assign_set "$_a"
+}
+assign_set() {
+	IFS=: read -r as_rev as_re as_rj as_fe as_rest as_full as_ofull <<EOF
+$1
+EOF
 }
 assign_read
 # pdead_map: pdead as the store's map has it: the other peers' workers
@@ -86,10 +78,11 @@ pdead_map
 # them to the live ones at once, as when it died
 redo_from() {
 	rc=0
-	run spirt-shard -q -d "$train" --redo -t "$1" -b "$batch" || rc=$?
+	_a=$(run spirt-shard -q -d "$train" --redo -t "$1" -b "$batch" \
+	    --holders "$w0,$fns") || rc=$?
 	[ "$rc" -eq 0 ] || die "$rc" "step $1: no assignment revision of this step is kept (data/$train/assign)"
 	_rev=$as_rev
-	assign_read
+	assign_set "$_a"
 	[ "$as_rev" = "$_rev" ] || {
 		tell "step $1: done again: the assignment that held there holds again (revision $as_rev)"
 		pdead_map
@@ -121,10 +114,10 @@ reassign() {
 		_at="-t $1 -b $batch"
 	fi
 	rc=0
-	run spirt-shard -q -d "$train" $_at --group "$fns" \
-	    --live "$(livelist)" || rc=$?
+	_a=$(run spirt-shard -q -d "$train" $_at --group "$fns" \
+	    --live "$(livelist)" --holders "$w0,$fns") || rc=$?
 	[ "$rc" -eq 0 ] || die "$rc" "step $1: could not reassign the samples of functions$(printf ' %s' $dead)"
-	assign_read
+	assign_set "$_a"
 }
 # (the run's first step: as it is done again, the revision of its step)
 redo_from "$last"

@@ -1,0 +1,449 @@
+/*
+ * catchup.c - spirt-peer catch-up: a peer behind the others (restarted
+ * after it died, or cut off by a partition) fetches from one of them the
+ * model of the step it joins at, with its optimiser state and model state
+ * (spirt-peer(1), spirt-model(5)); or, first, says which of the others
+ * is the most advanced (-P).  spirt-train's rejoin (--beat) names the
+ * step from it; the model is checked against the others' signed digests
+ * in that step's round, as every member's is.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "beat.h"
+#include "catchup.h"
+#include "crypto.h"
+#include "io.h"
+#include "keys.h"
+#include "opt.h"
+#include "remote.h"
+#include "store.h"
+#include "tensor.h"
+#include "tool.h"
+
+#define DEADLINE_DEFAULT 30000u /* ms the source may make no step */
+#define POLL_MS 50              /* between two asks of the source */
+#define PAST_EVERY 10           /* asks between two looks at its beats */
+#define ASK_TIMEOUT "10s"       /* -P: a peer's deadline to answer */
+#define ASK_AGAIN_MS 1000       /* -P --wait: between two rounds of asks */
+
+enum { DEADLINE = 256, EVERY, PEER, WAIT };
+
+const struct opt catchup_opts[] = {
+	{ 0, NULL, "catch-up", "fetch model@T and its state from peer ID "
+	    "at SOURCE" },
+	{ 'm', "model", "NAME", "the model" },
+	{ 'q', "quiet", NULL, NULL },
+	{ 's', "store", "PATH", NULL },
+	{ 'P', "peers", "FILE", "say which other peer is the most advanced" },
+	{ 't', "step", "T", "the step this peer joins at" },
+	{ DEADLINE, "deadline", "MS", "longest the source may make no step" },
+	{ EVERY, "every", "H", "the source's rounds are H steps" },
+	{ PEER, "peer", "I", "-P: this peer is line I of FILE" },
+	{ WAIT, "wait", NULL, "-P: until one answers, up to --deadline" },
+	{ 'h', "help", NULL, NULL },
+	{ 0 }
+};
+
+/* the records, in the order they are stored: a model's newest version is
+ * whole (its state first) */
+enum { OPT, MSTATE, MODEL, NREC };
+static const char *const prefix[NREC] = { "opt", "mstate", "model" };
+
+struct catchup {
+	const char *model, *id, *source;
+	const char *peers;              /* -P */
+	int64_t peer;                   /* --peer; -1: none */
+	int wait;                       /* --wait */
+	uint64_t step, every;
+	uint64_t deadline_ns;
+	unsigned char host[SPIRT_BEAT_BOOT];
+	int hashost;
+	char key[NREC][SPIRT_KEY_MAX + 1];
+	struct spirt_tensor t[NREC];    /* the records fetched, their */
+	const void *pl[NREC];           /* payloads in the source's txn */
+	int has[NREC];
+	int had;                        /* the store had model@T already */
+};
+
+/*
+ * The source's step as this store's watcher saw its beats (health/<id>):
+ * 1 and *step (SPIRT_NOSTEP: none), or 2 if it is dead, or 0 if the
+ * watcher has no word of it.
+ */
+static int
+beat_step(struct spirt_store *s, const struct catchup *c, uint64_t *step)
+{
+	struct spirt_health h;
+
+	if (!c->hashost || spirt_health_get(s, c->id, &h) != 0)
+		return 0;
+	if (spirt_health_state(&h, c->host, spirt_mono_ns(), NULL, NULL) ==
+	    SPIRT_H_DEAD)
+		return 2;
+	*step = h.b.step;
+	return 1;
+}
+
+/*
+ * 1 if the source is dead or past step T's round (its beats name a step
+ * of a later round: it will not serve T again); a step it moved to puts
+ * the deadline *pend off again (*seen the step seen last)
+ */
+static int
+past(struct spirt_store *s, const struct catchup *c, uint64_t *seen,
+    uint64_t *pend)
+{
+	uint64_t step;
+	int st = beat_step(s, c, &step);
+
+	if (st == 2)
+		return 1;
+	if (st == 0 || step == SPIRT_NOSTEP)
+		return 0;
+	if (step >= c->step + c->every)
+		return 1;
+	if (step != *seen) {
+		*seen = step;
+		*pend = spirt_mono_ns() + c->deadline_ns;
+	}
+	return 0;
+}
+
+/* the records of step T in the source's transaction: 0 if model@T is
+ * there, else its code (not there yet, or the source does not answer) */
+static int
+fetch_model(struct spirt_txn *t, struct catchup *c)
+{
+	return spirt_store_get_tensor(t, c->key[MODEL], &c->t[MODEL],
+	    &c->pl[MODEL], 1);
+}
+
+/* the state that goes with model@T: 0, or 1 if the join missed (opt@T
+ * not there, or the source went past T meanwhile) */
+static int
+fetch_state(struct spirt_txn *t, struct catchup *c)
+{
+	int rc;
+
+	if (spirt_store_get_tensor(t, c->key[OPT], &c->t[OPT], &c->pl[OPT],
+	    1) != 0)
+		return 1;
+	rc = spirt_store_get_tensor(t, c->key[MSTATE], &c->t[MSTATE],
+	    &c->pl[MSTATE], 1);
+	if (rc != 0 && rc != SPIRT_ENOTFOUND)
+		return 1;
+	c->has[MSTATE] = rc == 0;
+	c->has[OPT] = c->has[MODEL] = 1;
+	return 0;
+}
+
+/* the records into this store in one transaction, unless it has model@T */
+static int
+put_txn(struct spirt_txn *t, void *arg)
+{
+	struct catchup *c = arg;
+	const void *v;
+	size_t n;
+	int rc;
+
+	c->had = 0;
+	if ((rc = spirt_store_get(t, c->key[MODEL], &v, &n)) == 0) {
+		c->had = 1;
+		return 0;
+	}
+	if (rc != SPIRT_ENOTFOUND)
+		return rc;
+	for (int i = 0; i < NREC; i++)
+		if (c->has[i] && (rc = spirt_store_put_tensor(t, c->key[i],
+		    &c->t[i], c->pl[i], 0)) != 0)
+			return rc;
+	return 0;
+}
+
+static void
+pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, ms % 1000 * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * Ask the source for model@T every POLL_MS until it has it (then its
+ * state: SPIRT_EX_OK, the transaction *t left open), until the join
+ * missed (SPIRT_EX_UNAVAILABLE), or die with 75 once the source made no
+ * step for the deadline.
+ */
+static int
+wait_source(struct spirt_store *self, struct spirt_store **src,
+    struct spirt_txn **t, struct catchup *c)
+{
+	uint64_t seen = SPIRT_NOSTEP, pend;
+	unsigned i = 0;
+	int rc;
+
+	/* (the step the source stands at now: the deadline runs from it) */
+	if (beat_step(self, c, &seen) != 1)
+		seen = SPIRT_NOSTEP;
+	pend = spirt_mono_ns() + c->deadline_ns;
+	for (;;) {
+		/* (a path that is no store yet is asked again; a URL's
+		 * credentials are checked at once) */
+		if (!*src && (rc = spirt_store_open(src, c->source,
+		    SPIRT_STORE_RDONLY)) != 0 &&
+		    (spirt_store_is_url(c->source) || rc != ENOENT))
+			dierc(rc, "catch-up: %s", c->source);
+		if (*src && spirt_txn_begin(t, *src, SPIRT_TXN_RDONLY) == 0) {
+			if (fetch_model(*t, c) == 0) {
+				if (fetch_state(*t, c) == 0 &&
+				    !past(self, c, &seen, &pend))
+					return SPIRT_EX_OK;
+				spirt_txn_abort(*t);
+				return SPIRT_EX_UNAVAILABLE;
+			}
+			spirt_txn_abort(*t);
+		}
+		if (++i % PAST_EVERY == 0) {
+			if (past(self, c, &seen, &pend))
+				return SPIRT_EX_UNAVAILABLE;
+			if (spirt_mono_ns() >= pend)
+				die(SPIRT_EX_TEMPFAIL, "catch-up: %s did not "
+				    "go on in %llu ms (--deadline)", c->id,
+				    (unsigned long long)(c->deadline_ns /
+				    1000000));
+		}
+		pause_ms(POLL_MS);
+	}
+}
+
+static void
+options(const struct optset *cli, int argc, char **argv, struct catchup *c,
+    const char **store)
+{
+	int ch, havestep = 0;
+
+	optind = 1;
+	while ((ch = opt_next(cli, argc, argv)) != -1)
+		switch (ch) {
+		case 'm': c->model = optarg; break;
+		case 'P': c->peers = optarg; break;
+		case 'q': spirt_quiet = 1; break;
+		case 's': *store = optarg; break;
+		case 't': c->step = eparse_u64("-t", optarg, 0,
+			  SPIRT_NOSTEP - 2); havestep = 1; break;
+		case DEADLINE: c->deadline_ns = 1000000 * eparse_u64(
+			    "--deadline", optarg, 1, 86400000); break;
+		case EVERY: c->every = eparse_u64("--every", optarg, 1,
+			    1000000); break;
+		case PEER: c->peer = eparse_i64("--peer", optarg, 0,
+			    1 << 20); break;
+		case WAIT: c->wait = 1; break;
+		default: opt_usage(cli, SPIRT_EX_USAGE);
+		}
+	if (c->peers ? argc != optind || havestep || c->peer < 0 :
+	    argc - optind != 2 || !havestep || c->peer >= 0 || c->wait)
+		opt_usage(cli, SPIRT_EX_USAGE);
+	if (!c->peers) {
+		c->id = argv[optind];
+		c->source = argv[optind + 1];
+	}
+	if (c->id && spirt_key_id_check(c->id) != 0) {
+		warnx_("catch-up: invalid peer id \"%s\"", c->id);
+		opt_usage(cli, SPIRT_EX_USAGE);
+	}
+	if ((c->model = opt_env(c->model, "SPIRT_MODEL", NULL)) == NULL) {
+		warnx_("no model (-m or SPIRT_MODEL)");
+		opt_usage(cli, SPIRT_EX_USAGE);
+	}
+	echeck_model("-m", c->model);
+	for (int i = 0; i < NREC; i++)
+		snprintf(c->key[i], sizeof c->key[i], "%s/%s@%llu",
+		    prefix[i], c->model, (unsigned long long)c->step);
+}
+
+/* the newest step of the model list's keys */
+static int
+newest_key(void *arg, const char *key, const void *val, size_t len)
+{
+	uint64_t *best = arg, t;
+	const char *at = strrchr(key, '@');
+	char *end;
+
+	(void)val;
+	(void)len;
+	if (!at || !isdigit((unsigned char)at[1]))
+		return 0;
+	errno = 0;
+	t = strtoull(at + 1, &end, 10);
+	if (*end == '\0' && errno == 0 && (*best == SPIRT_NOSTEP || t > *best))
+		*best = t;
+	return 0;
+}
+
+/* the newest model step in the store at loc: 0 and *step (SPIRT_NOSTEP:
+ * it has none), or the code of a store that does not answer */
+static int
+newest_at(const char *loc, const char *model, uint64_t *step)
+{
+	struct spirt_store *s;
+	struct spirt_txn *t;
+	char pre[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	snprintf(pre, sizeof pre, "model/%s@", model);
+	*step = SPIRT_NOSTEP;
+	if ((rc = spirt_store_open(&s, loc, SPIRT_STORE_RDONLY)) != 0)
+		return rc;
+	if ((rc = spirt_txn_begin(&t, s, SPIRT_TXN_RDONLY)) == 0) {
+		rc = spirt_store_list(t, pre, newest_key, step);
+		spirt_txn_abort(t);
+	}
+	spirt_store_close(s);
+	return rc;
+}
+
+/* a line of the peers file: "id location" */
+struct peerline {
+	char id[SPIRT_KEY_ID_MAX + 1];
+	char loc[4096];
+};
+
+/* the other peers of the peers file, as they are, into *pl (*n of them);
+ * die with 65 for a line that is not "id location", or 66 */
+static void
+read_peers(const struct catchup *c, struct peerline **pl, size_t *n)
+{
+	char *buf, *line, *next, fmt[32];
+	size_t len, cap = 0;
+	int64_t i = 0;
+	int rc;
+
+	if ((rc = spirt_readfile(c->peers, (void **)&buf, &len)) != 0)
+		dierc(rc, "%s", c->peers);
+	snprintf(fmt, sizeof fmt, "%%%zus %%%zus", sizeof (*pl)->id - 1,
+	    sizeof (*pl)->loc - 1);
+	*pl = NULL;
+	*n = 0;
+	for (line = buf; line < buf + len; line = next) {
+		size_t ll = strcspn(line, "\n");
+		struct peerline p;
+
+		next = line + ll + (line + ll < buf + len);
+		line[ll] = '\0';
+		line += strspn(line, " \t\r");
+		if (*line == '\0' || *line == '#')
+			continue;
+		if (sscanf(line, fmt, p.id, p.loc) != 2 ||
+		    spirt_key_id_check(p.id) != 0)
+			die(SPIRT_EX_DATAERR, "%s: \"%s\": expected \"id "
+			    "location\"", c->peers, line);
+		if (i++ == c->peer)
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 8;
+			if (!(*pl = realloc(*pl, cap * sizeof **pl)))
+				dierc(ENOMEM, "%s", c->peers);
+		}
+		(*pl)[(*n)++] = p;
+	}
+	free(buf);
+}
+
+/*
+ * -P: "STEP ID LOCATION" of the other peer of the peers file whose store
+ * has the newest model step (the first in the file of those as far), or
+ * nothing if none has a model.  --wait: while none answers, ask again
+ * every second, up to --deadline.
+ */
+static int
+where(struct catchup *c)
+{
+	struct spirt_store_conf conf = *spirt_store_getconf();
+	struct peerline *pl;
+	uint64_t end = spirt_mono_ns() + c->deadline_ns, best, step;
+	size_t n, b = 0;
+	int answered;
+
+	/* (a peer that does not answer in 10 s is passed over) */
+	conf.timeout = ASK_TIMEOUT;
+	spirt_store_setconf(&conf);
+	read_peers(c, &pl, &n);
+	for (;;) {
+		answered = 0;
+		best = SPIRT_NOSTEP;
+		for (size_t i = 0; i < n; i++) {
+			if (newest_at(pl[i].loc, c->model, &step) != 0)
+				continue;
+			answered = 1;
+			if (step != SPIRT_NOSTEP && (best == SPIRT_NOSTEP ||
+			    step > best)) {
+				best = step;
+				b = i;
+			}
+		}
+		if (answered || !c->wait || spirt_mono_ns() >= end)
+			break;
+		pause_ms(ASK_AGAIN_MS);
+	}
+	if (best != SPIRT_NOSTEP)
+		printf("%llu %s %s\n", (unsigned long long)best, pl[b].id,
+		    pl[b].loc);
+	free(pl);
+	return SPIRT_EX_OK;
+}
+
+int
+catchup_main(const struct optset *cli, int argc, char **argv)
+{
+	static struct catchup c;
+	struct spirt_store *self = NULL, *src = NULL;
+	struct spirt_txn *t = NULL;
+	const char *store = NULL;
+	int rc, code, curl;
+
+	c.every = 1;
+	c.peer = -1;
+	c.deadline_ns = 1000000ull * DEADLINE_DEFAULT;
+	options(cli, argc, argv, &c, &store);
+	if ((rc = spirt_crypto_init()) != 0)
+		dierc(rc, "libsodium");
+	/* (a URL needs libcurl; a path does not) */
+	if ((curl = spirt_remote_global_init()) != 0 && !c.peers &&
+	    spirt_store_is_url(c.source))
+		die(spirt_exit(curl), "libcurl: %s",
+		    spirt_remote_global_error());
+	if (c.peers) {
+		code = where(&c);
+		if (curl == 0)
+			spirt_remote_global_cleanup();
+		return fshut_stdout(code);
+	}
+	store = store ? store : store_default();
+	if ((rc = spirt_store_open(&self, store, 0)) != 0)
+		dierc(rc, "%s", store);
+	c.hashost = spirt_host_boot(c.host) == 0;
+	code = wait_source(self, &src, &t, &c);
+	if (code == SPIRT_EX_OK) {
+		if ((rc = spirt_store_write(self, put_txn, &c)) != 0)
+			die(SPIRT_EX_IOERR, "catch-up: %s: could not store %s: "
+			    "%s", store, c.key[MODEL], errcause(rc));
+		spirt_txn_abort(t);
+		if (!c.had)
+			printf("%s\n", c.key[MODEL]);
+	} else {
+		warnx_("catch-up: %s went past step %llu, or died, before "
+		    "this peer had %s", c.id, (unsigned long long)c.step,
+		    c.key[MODEL]);
+	}
+	spirt_store_close(src);
+	spirt_store_close(self);
+	if (curl == 0)
+		spirt_remote_global_cleanup();
+	return fshut_stdout(code);
+}

@@ -1,0 +1,168 @@
+#!/usr/bin/env bats
+# 52-catchup: spirt-peer catch-up, a rejoining peer's fetch: model@T, its
+# optimiser state and model state from the source into the store in one
+# transaction, printed once; a store that has model@T keeps it; a source
+# that has them late is waited for; the join missed (69) when the source
+# is dead or past T's round by this store's watcher, or has the model
+# without its optimiser state; 75 when it makes no step for --deadline;
+# 74 when the store cannot take them; 64 for a bad command line.  A
+# refusal stores nothing.  -P: the other peer with the newest model, or
+# nothing; --wait for one to answer; a malformed peers file 65.
+
+load helper
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	unset SPIRT_STORE SPIRT_MODEL
+	# the source: model, opt and mstate of step 3 (catch-up moves records,
+	# whatever they hold), and this peer's store with a model of its own
+	spirt-init -q -s src -m m -t 3 mlp:4-3-2
+	spirt-init -q -s src -m m -t 3 -S 7 -o opt.rec mlp:4-3-2
+	spirt-init -q -s src -m m -t 3 -S 8 -o mst.rec mlp:4-3-2
+	spirt-store -q -s src put opt/m@3 opt.rec
+	spirt-store -q -s src put mstate/m@3 mst.rec
+	spirt-init -q -s me -m m mlp:4-3-2
+}
+
+# same KEY: the store me holds KEY as the source does, byte for byte
+same() {
+	cmp <(spirt-store -s src get -f "$1") <(spirt-store -s me get -f "$1")
+}
+
+@test "catch-up: model, opt and mstate stored, the key printed; again: kept, nothing printed" {
+	run --separate-stderr spirt-peer catch-up -s me -m m -t 3 p1 src
+	[ "$status" -eq 0 ] || fail "$stderr"
+	[ "$output" = model/m@3 ]
+	same model/m@3 && same opt/m@3 && same mstate/m@3
+	spirt-store -s me ls >before
+	run --separate-stderr spirt-peer catch-up -s me -m m -t 3 p1 src
+	[ "$status" -eq 0 ] && [ -z "$output" ] && [ -z "$stderr" ]
+	spirt-store -s me ls | cmp - before
+}
+
+@test "catch-up: a model without state (no mstate) is caught up without it" {
+	spirt-store -q -s src rm mstate/m@3
+	run -0 spirt-peer catch-up -q -s me -m m -t 3 p1 src
+	same model/m@3 && same opt/m@3
+	run -66 spirt-store -s me get -f mstate/m@3
+}
+
+@test "catch-up: waits for a source that has the step late" {
+	spirt-init -q -s src -m m -t 5 -o m5.rec mlp:4-3-2
+	( sleep 0.4; spirt-store -q -s src put opt/m@5 opt.rec
+	  spirt-store -q -s src put model/m@5 m5.rec ) &
+	run --separate-stderr spirt-peer catch-up -s me -m m -t 5 \
+	    --deadline 10000 p1 src
+	wait
+	[ "$status" -eq 0 ] || fail "$stderr"
+	[ "$output" = model/m@5 ]
+	same model/m@5 && same opt/m@5
+}
+
+@test "catch-up: the source dead or past the step's round by the watcher: 69, nothing stored" {
+	spirt-store -s me ls >before
+	# (its beats name step 6: past step 5's round of 1 step)
+	spirt-beat -s me -c 1 -t 6 beat p1
+	spirt-beat -s me -c 1 watch
+	run --separate-stderr spirt-peer catch-up -s me -m m -t 5 p1 src
+	[ "$status" -eq 69 ] || fail "$status $stderr"
+	[ "$stderr" = "spirt-peer: catch-up: p1 went past step 5, or died, before this peer had model/m@5" ]
+	# (rounds of 2 steps: step 6 is still step 5's round; the deadline)
+	run --separate-stderr spirt-peer catch-up -s me -m m -t 5 --every 2 \
+	    --deadline 200 p1 src
+	[ "$status" -eq 75 ] || fail "$status $stderr"
+	# (dead: silent past the watcher's budget of 10 beats of 10 ms, for
+	# the 40 passes of one watcher)
+	spirt-beat -s me -B 10 -c 1 -t 2 beat p1
+	spirt-beat -s me -B 10 -c 40 watch 2>/dev/null
+	spirt-beat -s me ls | grep -q "^p1	peer	dead	" ||
+	    fail "$(spirt-beat -s me ls)"
+	run -69 spirt-peer catch-up -s me -m m -t 5 p1 src
+	spirt-store -s me ls | grep -v '^beat/\|^health/' |
+	    cmp - <(grep -v '^beat/\|^health/' before)
+}
+
+@test "catch-up: the model without its optimiser state: the join missed, 69" {
+	spirt-store -q -s src rm opt/m@3
+	spirt-store -s me ls >before
+	run -69 spirt-peer catch-up -s me -m m -t 3 p1 src
+	spirt-store -s me ls | cmp - before
+}
+
+@test "catch-up: a source that makes no step for --deadline: 75, nothing stored" {
+	spirt-store -s me ls >before
+	run --separate-stderr spirt-peer catch-up -s me -m m -t 9 \
+	    --deadline 300 p1 src
+	[ "$status" -eq 75 ] || fail "$status $stderr"
+	[ "$stderr" = "spirt-peer: catch-up: p1 did not go on in 300 ms (--deadline)" ]
+	spirt-store -s me ls | cmp - before
+	# (a path that is no store yet is asked again until then)
+	run -75 spirt-peer catch-up -s me -m m -t 3 --deadline 300 p1 nostore
+}
+
+@test "catch-up: a store that cannot take them: 74, nothing stored" {
+	spirt-init -q -s src -m big -t 2 mlp:784-512-10
+	spirt-store -s src get -f model/big@2 >big.rec
+	spirt-store -q -s src put opt/big@2 big.rec
+	SPIRT_MAPSIZE=1M SPIRT_MAPSIZE_MAX=1M spirt-init -q -s small -m x \
+	    mlp:4-3-2
+	spirt-store -s small ls >before
+	run --separate-stderr env SPIRT_MAPSIZE=1M SPIRT_MAPSIZE_MAX=1M \
+	    spirt-peer catch-up -s small -m big -t 2 p1 src
+	[ "$status" -eq 74 ] || fail "$status $stderr"
+	[[ "$stderr" == "spirt-peer: catch-up: small: could not store model/big@2: "* ]]
+	spirt-store -s small ls | cmp - before
+}
+
+@test "catch-up -P: the other peer with the newest model (the first of those as far), or nothing" {
+	spirt-init -q -s p2 -m m -t 7 mlp:4-3-2
+	spirt-init -q -s p2 -m m -t 12 mlp:4-3-2
+	spirt-init -q -s p3 -m m -t 12 mlp:4-3-2
+	spirt-init -q -s p3 -m other -t 40 mlp:4-3-2
+	printf '# the peers\np1 %s\n\n  p2 %s\np3 %s\n' "$PWD/me" "$PWD/p2" \
+	    "$PWD/p3" >peers
+	run -0 spirt-peer catch-up -m m -P peers --peer 0
+	assert_output "12 p2 $PWD/p2"
+	# (this peer's own line is not asked: p2 has the newest of the others)
+	spirt-init -q -s me -m m -t 50 mlp:4-3-2
+	run -0 spirt-peer catch-up -m m -P peers --peer 1
+	assert_output "50 p1 $PWD/me"
+	run -0 spirt-peer catch-up -m other -P peers --peer 0
+	assert_output "40 p3 $PWD/p3"
+	run -0 spirt-peer catch-up -m none -P peers --peer 0
+	assert_output ''
+	# none answers (no store there): nothing, at once or after --wait
+	printf 'p1 %s\np2 %s/gone\n' "$PWD/me" "$PWD" >peers2
+	run -0 spirt-peer catch-up -m m -P peers2 --peer 0
+	assert_output ''
+	s0=$(date +%s%N)
+	run -0 spirt-peer catch-up -m m -P peers2 --peer 0 --wait \
+	    --deadline 1500
+	assert_output ''
+	[ $(( ($(date +%s%N) - s0) / 1000000 )) -ge 1500 ]
+	# one that comes while it waits
+	( sleep 0.5; spirt-init -q -s gone -m m -t 3 mlp:4-3-2 ) &
+	run -0 spirt-peer catch-up -m m -P peers2 --peer 0 --wait \
+	    --deadline 20000
+	wait
+	assert_output "3 p2 $PWD/gone"
+	printf 'p1\n' >bad
+	run -65 spirt-peer catch-up -m m -P bad --peer 1
+	printf 'p1 x\nbad!id y\n' >bad
+	run -65 spirt-peer catch-up -m m -P bad --peer 0
+	run -66 spirt-peer catch-up -m m -P nofile --peer 0
+}
+
+@test "catch-up: usage: no step, no model, a bad id, one operand: 64" {
+	run -64 spirt-peer catch-up -s me -m m p1 src
+	run -64 spirt-peer catch-up -s me -t 3 p1 src
+	run -64 spirt-peer catch-up -s me -m m -t 3 'p 1' src
+	run -64 spirt-peer catch-up -s me -m m -t 3 p1
+	run -64 spirt-peer catch-up -s me -m m -t 3 --deadline 0 p1 src
+	# (-P goes with --peer, and neither -t nor operands; --wait with -P)
+	run -64 spirt-peer catch-up -m m -P peers
+	run -64 spirt-peer catch-up -m m -P peers --peer 0 -t 3
+	run -64 spirt-peer catch-up -m m -P peers --peer 0 p1 src
+	run -64 spirt-peer catch-up -m m --peer 0 -t 3 p1 src
+	run -64 spirt-peer catch-up -m m --wait -t 3 p1 src
+}
