@@ -13,6 +13,7 @@
 #include "quorum.h"
 #include "tensor.h"
 #include "xdecide.h"
+#include "xpart.h"
 #include "xpull.h"
 #include "xquorum.h"
 #include "xrec.h"
@@ -97,7 +98,8 @@ prune_spent(struct spirt_txn *t, const struct spirt_exchange *x)
 	below = x->step - x->prune;
 	if ((rc = spirt_store_del_steps(t, SPIRT_KEY_XAGG_ROOT, below,
 	    NULL)) || (rc = spirt_store_del_steps(t, SPIRT_KEY_GAGG_ROOT,
-	    below, NULL)))
+	    below, NULL)) || (rc = spirt_store_del_steps(t, "xslice/", below,
+	    NULL)) || (rc = spirt_store_del_steps(t, "xpart/", below, NULL)))
 		return rc;
 	return x->keep_digests ? 0 : spirt_store_del_steps(t,
 	    SPIRT_KEY_DIGEST_ROOT, below, NULL);
@@ -1249,6 +1251,10 @@ spirt_exchange_run(struct spirt_exchange *x)
 	}
 	if ((rc = spirt_store_write(x->store, publish, &a)))
 		goto out;
+	if (x->parts) {
+		rc = spirt_xpart_round(x);
+		goto out;
+	}
 	if ((q = calloc(1, sizeof *q)) == NULL) {
 		rc = ENOMEM;
 		goto out;

@@ -96,6 +96,10 @@ struct spirt_exchange {
 	 * the last round's members, stragglers cut at about twice the last
 	 * round's time (spirt-beat(1)) */
 	int beats;
+	/* the partitioned exchange (lib/xpart.h): each member owns a part
+	 * of the vector, combines it from every member's slice and serves
+	 * it; every member is needed (no beats, no min_peers) */
+	int parts;
 	/* optional: non-zero once the round must stop (a warm exchange's
 	 * SIGTERM): pulls end, and the round returns EINTR, writing nothing
 	 * after the pulls under way */

@@ -621,7 +621,8 @@ spirt_key_wirestep(const char *key)
 {
 	static const char *const roots[] = {
 		SPIRT_KEY_GRAD_ROOT, SPIRT_KEY_STATE_ROOT, SPIRT_KEY_MOM_ROOT,
-		SPIRT_KEY_AGG_ROOT, "xagg/", "gagg/", "digest/"
+		SPIRT_KEY_AGG_ROOT, "xagg/", "gagg/", "digest/", "xslice/",
+		"xpart/"
 	};
 	struct spirt_key_parts k;
 	const char *end;
