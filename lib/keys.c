@@ -624,6 +624,9 @@ spirt_key_wirestep(const char *key)
 		SPIRT_KEY_AGG_ROOT, "xagg/", "gagg/", "digest/", "xslice/",
 		"xpart/"
 	};
+	/* the partitioned exchange's (lib/xpart.h): xslice/<t>,
+	 * xslice/<t>/<id>, xpart/<t>, xpart/<t>/signed */
+	static const char *const parts[] = { "xslice/", "xpart/" };
 	struct spirt_key_parts k;
 	const char *end;
 	uint64_t t;
@@ -638,6 +641,13 @@ spirt_key_wirestep(const char *key)
 		default:
 			return 0;
 		}
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+		size_t n = strlen(parts[i]);
+
+		if (strncmp(key, parts[i], n) == 0 &&
+		    decimal(key + n, '\0', &t, &end) == 0)
+			return t;
+	}
 	/* not a whole key: a record or a listing under a step */
 	for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
 		size_t n = strlen(roots[i]);

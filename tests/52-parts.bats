@@ -154,3 +154,69 @@ open('bad.rec', 'wb').write(st.encode(a, name='m:1001', step=0, samples=96))
 	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -64 --separate-stderr \
 	    spirt-peer exchange -m m -s s1 -t 0 -P peers --parts --min-peers 2
 }
+
+# ---- spirt-train --exchange parts: three peers in namespaces, HTTP ----
+
+STEPS=12
+PORT=7071
+
+# train3 NAME MODE RULE: three peers in namespaces 1..3 train the MLP
+# STEPS steps from the same seed and shards, exchanging by MODE with
+# RULE, stores NAME1..NAME3
+train3() {
+	local i pids=
+	: >peers.$1
+	for i in 1 2 3; do
+		echo "p$i http://$(netns_addr $i):$PORT" >>peers.$1
+		rm -rf "$1$i"
+		cp -r base "$1$i"
+	done
+	for i in 1 2 3; do
+		netns_exec $i env SPIRT_KEY="$PWD/p$i.key" \
+		    SPIRT_TOKEN="$PWD/p$i.tok" SPIRT_GROUP="$PWD/group.pub" \
+		    timeout 600 spirt-train -q -s "$PWD/$1$i" -n 1 -b 16 \
+		    --peers "$PWD/peers.$1" --peer $((i - 1)) --steps $STEPS \
+		    --eval-every $STEPS --deadline 60000 --exchange "$2" \
+		    --peer-rule "$3" >"o.$1$i" 2>"e.$1$i" &
+		pids="$pids $!"
+	done
+	for i in $pids; do
+		wait "$i" || { cat e."$1"* >&2; return 1; }
+	done
+}
+
+@test "spirt-train --exchange parts: three peers in namespaces train the same model bytes as all-to-all (mean, median)" {
+	netns_require
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	netns_setup 3
+	spirt-peer keygen -p group.pub group.key >/dev/null
+	for i in 1 2 3; do
+		spirt-peer keygen p$i.key >p$i.hex
+		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
+		    "$(cat p$i.hex)"
+	done
+	spirt-shard -s base -q -n 3 --seed 1 \
+	    "$FMNIST/train-images-idx3-ubyte.gz" \
+	    "$FMNIST/train-labels-idx1-ubyte.gz"
+	for rule in mean median; do
+		train3 all "all" $rule
+		train3 part parts $rule
+		h=$(spirt-store -s all1 get model/mlp@$STEPS | md5sum)
+		for s in all2 all3 part1 part2 part3; do
+			[ "$(spirt-store -s $s get model/mlp@$STEPS | md5sum)" = "$h" ]
+		done
+		# the parts were exchanged: each peer's part and its signed
+		# record of the last round are in its store
+		run -0 spirt-store -s part2 ls xpart/
+		assert_line --partial 'xpart/'$((STEPS - 1))'/signed'
+		run -0 spirt-store -s all2 ls xpart/
+		refute_output --partial 'xpart/'
+	done
+	# and parts are refused with --beat (every member owns a part)
+	run -64 --separate-stderr spirt-train -s part1 --peers peers.part \
+	    --exchange parts --beat 1000
+	[[ "$stderr" == *"--exchange parts: not with --beat or --keep-pulls"* ]]
+	run -64 spirt-train -s part1 --exchange bogus
+	run -64 spirt-train -s part1 --exchange parts
+}
