@@ -217,7 +217,9 @@ SPIRT_MUST_CHECK int spirt_key_parse(struct spirt_key_parts *k, const char *key)
  * transport"): t of model/<name>@<t>, mstate/<name>@<t> and of the step
  * families grad/<t>, state/<t>, mom/<t>, agg/<t>, xagg/<t>, gagg/<t> and digest/<t>, with whatever
  * follows the step ("grad/7/3", "gagg/7/round", a listing of step 7's
- * gradients); 0 for any other key (opt/, data/, beat/, the user's keys).
+ * gradients), and of xslice/<t> and xpart/<t> (lib/xpart.h) with or
+ * without what follows; 0 for any other key (opt/, data/, beat/, the
+ * user's keys).
  */
 uint64_t spirt_key_wirestep(const char *key) SPIRT_NONNULL(1);
 
