@@ -14,6 +14,8 @@
 #include "xnet.h"
 #include "xpeer.h"
 
+struct spirt_xlink;
+
 /*
  * The exchange of step t (spirt-peer(1), "exchange"), on the peer that
  * owns store:
@@ -133,6 +135,11 @@ struct spirt_exchange {
 	char adopted[33];
 	char msg[SPIRT_KEY_MAX + 400];
 };
+
+/* The link of x's pulls (lib/xpull.h); cut: stragglers are cut (with
+ * beats, once the round has its quorum). */
+void spirt_exchange_link(struct spirt_xlink *l,
+    const struct spirt_exchange *x, int cut) SPIRT_NONNULL(1, 2);
 
 /* x with defaults: mean, deadline 30 s, timeout 10 s, no peers. */
 void spirt_exchange_init(struct spirt_exchange *x) SPIRT_NONNULL(1);

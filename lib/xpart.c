@@ -43,29 +43,6 @@ spirt_xpart_rec_size(size_t parts, int has_token)
 	    parts * SPIRT_XPART_ENTRY + SPIRT_SIG_BYTES;
 }
 
-static void
-put_id(unsigned char *p, const char *id)
-{
-	memset(p, 0, SPIRT_ID_MAX);
-	memcpy(p, id, strlen(id));
-}
-
-/* an id field: the id, then NULs only; 0 or SPIRT_EDATA */
-static int
-get_id(char *id, const unsigned char *p)
-{
-	size_t n = 0;
-
-	while (n < SPIRT_ID_MAX && p[n])
-		n++;
-	for (size_t i = n; i < SPIRT_ID_MAX; i++)
-		if (p[i])
-			return SPIRT_EDATA;
-	memcpy(id, p, n);
-	id[n] = '\0';
-	return spirt_id_valid(id) ? 0 : SPIRT_EDATA;
-}
-
 int
 spirt_xpart_rec_sign(unsigned char *out, size_t cap, size_t *len,
     struct spirt_xpart_rec *r, const struct spirt_key *k)
@@ -93,8 +70,8 @@ spirt_xpart_rec_sign(unsigned char *out, size_t cap, size_t *len,
 	spirt_le_put64(out + 8, r->step);
 	spirt_le_put32(out + 16, r->parts);
 	spirt_le_put32(out + 20, r->index);
-	put_id(out + 24, r->run);
-	put_id(out + 56, r->id);
+	spirt_wire_id_put(out + 24, r->run);
+	spirt_wire_id_put(out + 56, r->id);
 	memcpy(out + 88, r->pk, SPIRT_PK_BYTES);
 	spirt_le_put64(out + 120, r->n);
 	memcpy(out + 128, r->model, SPIRT_HASH_BYTES);
@@ -105,7 +82,7 @@ spirt_xpart_rec_sign(unsigned char *out, size_t cap, size_t *len,
 		off += SPIRT_TOKEN_BYTES;
 	}
 	for (size_t i = 0; i < r->parts; i++, off += SPIRT_XPART_ENTRY) {
-		put_id(out + off, r->e[i].id);
+		spirt_wire_id_put(out + off, r->e[i].id);
 		memcpy(out + off + 32, r->e[i].hash, SPIRT_HASH_BYTES);
 	}
 	spirt_key_sign(r->sig, k, out, off);
@@ -147,7 +124,8 @@ spirt_xpart_rec_open(struct spirt_xpart_rec *r, const unsigned char *b,
 	r->step = spirt_le_get64(b + 8);
 	r->parts = (uint32_t)parts;
 	r->index = spirt_le_get32(b + 20);
-	if ((rc = get_id(r->run, b + 24)) || (rc = get_id(r->id, b + 56)))
+	if ((rc = spirt_wire_id_get(r->run, b + 24)) ||
+	    (rc = spirt_wire_id_get(r->id, b + 56)))
 		return rc;
 	memcpy(r->pk, b + 88, SPIRT_PK_BYTES);
 	r->n = spirt_le_get64(b + 120);
@@ -161,7 +139,7 @@ spirt_xpart_rec_open(struct spirt_xpart_rec *r, const unsigned char *b,
 	for (size_t i = 0; i < parts; i++, off += SPIRT_XPART_ENTRY) {
 		struct spirt_digest_entry *e = &r->e[i];
 
-		if ((rc = get_id(e->id, b + off)))
+		if ((rc = spirt_wire_id_get(e->id, b + off)))
 			return rc;
 		if (i && strcmp(r->e[i - 1].id, e->id) >= 0)
 			return SPIRT_EDATA;
@@ -428,20 +406,6 @@ cut_txn(struct spirt_txn *t, void *arg)
 	return put_rec(r, t, key, rec);
 }
 
-static void
-link_of(struct spirt_xlink *l, const struct spirt_exchange *x)
-{
-	memset(l, 0, sizeof *l);
-	l->peers = x->peers;
-	l->n = x->n;
-	l->step = x->step;
-	l->deadline_ms = x->deadline_ms;
-	l->timeout_ms = x->timeout_ms;
-	l->cancelled = x->cancelled;
-	l->drop = x->drop;
-	l->store = x->store;
-}
-
 /* pull key from every other member into u; one that did not come fails
  * the round (no member is left out: each owns a part) */
 static int
@@ -459,7 +423,7 @@ pull(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
 		memset(&u[i], 0, sizeof u[i]);
 		want[i] = 1;
 	}
-	link_of(&l, x);
+	spirt_exchange_link(&l, x, 0);
 	rc = spirt_xpull_all(&l, u, key, id, want);
 	free(want);
 	if (rc)
@@ -784,29 +748,24 @@ assemble_txn(struct spirt_txn *t, void *arg)
 	    SPIRT_PUT_NOOVERWRITE);
 }
 
-/* our own part, from the store, as the others' came */
+/* a copy of this store's value at key (built by fn), as a pulled one */
 static int
-own_part(struct xr *r)
+copy_own(struct xr *r, spirt_xpull_key fn, unsigned char **out, size_t *len)
 {
 	struct spirt_txn *t;
 	char key[SPIRT_KEY_MAX + 1];
 	const void *v;
-	size_t len;
 	int rc;
 
-	if ((rc = key_part(key, sizeof key, r->x->step, NULL)) ||
+	if ((rc = fn(key, sizeof key, r->x->step, r->x->self)) ||
 	    (rc = spirt_txn_begin(&t, r->x->store, SPIRT_TXN_RDONLY)))
 		return rc;
-	if ((rc = spirt_store_get(t, key, &v, &len)) == 0) {
-		if ((r->part[r->me] = malloc(len)) == NULL)
-			rc = ENOMEM;
-		else
-			memcpy(r->part[r->me], v, len);
-		r->partlen[r->me] = len;
-	}
+	if ((rc = spirt_store_get(t, key, &v, len)) == 0 &&
+	    (*out = malloc(*len ? *len : 1)) == NULL)
+		rc = ENOMEM;
+	else if (rc == 0)
+		memcpy(*out, v, *len);
 	spirt_txn_abort(t);
-	if (rc == 0)
-		spirt_hash(r->res[r->me].hash, r->part[r->me], len);
 	return rc ? say(r->x, rc, "%s: %s", key, spirt_strerror(rc)) : 0;
 }
 
@@ -820,26 +779,11 @@ round_run(struct xr *r, struct spirt_xpull *u)
 	    r)))
 		return rc;
 	/* our own slice of our part, as the others' */
-	{
-		struct spirt_txn *t;
-		char key[SPIRT_KEY_MAX + 1];
-		const void *v;
-		size_t len;
-
-		if ((rc = key_slice(key, sizeof key, x->step, x->self)) ||
-		    (rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
-			return rc;
-		if ((rc = spirt_store_get(t, key, &v, &len)) == 0 &&
-		    (r->slice[r->me] = malloc(len)) == NULL)
-			rc = ENOMEM;
-		else if (rc == 0)
-			memcpy(r->slice[r->me], v, len);
-		r->slicelen[r->me] = len;
-		spirt_txn_abort(t);
-		if (rc)
-			return say(x, rc, "%s: %s", key, spirt_strerror(rc));
-	}
-	if ((rc = inputs(r, u)) || (rc = combine(r)) || (rc = own_part(r)) ||
+	if ((rc = copy_own(r, key_slice, &r->slice[r->me],
+	    &r->slicelen[r->me])))
+		return rc;
+	if ((rc = inputs(r, u)) || (rc = combine(r)) ||
+	    (rc = copy_own(r, key_part, &r->part[r->me], &r->partlen[r->me])) ||
 	    (rc = parts(r, u)))
 		return rc;
 	x->used = r->P;
