@@ -68,8 +68,7 @@ struct conn {
 /* one request's state across the handler's calls */
 struct req {
 	int kind;                       /* 1 id, 2 hs, 3 msg, 0 refused,
-					 * 4 a get waiting for its key,
-					 * 5 metrics */
+					 * 4 a get waiting for its key */
 	int state;                      /* REQ_LINE, REQ_BODY, REQ_DONE */
 	unsigned char *buf;
 	size_t len, cap, max;
@@ -110,8 +109,8 @@ logf_(struct spirt_peersrv *p, int level, const char *fmt, ...)
 }
 
 static enum MHD_Result
-answer(struct spirt_peersrv *p, struct MHD_Connection *c, unsigned status,
-    void *body, size_t n, const char *type)
+answer(struct MHD_Connection *c, unsigned status, void *body, size_t n,
+    const char *type)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ok;
@@ -124,8 +123,6 @@ answer(struct spirt_peersrv *p, struct MHD_Connection *c, unsigned status,
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	ok = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
-	if (ok == MHD_YES)
-		p->st.bytes_out += n;
 	return ok;
 }
 
@@ -178,7 +175,7 @@ refuse(struct spirt_peersrv *p, struct MHD_Connection *c, const char *from,
 	if (!(line = malloc(n)))
 		return MHD_NO;
 	snprintf(line, n, "%s: %s\n", name, spirt_strerror(rc));
-	return answer(p, c, httpstatus(rc), line, strlen(line),
+	return answer(c, httpstatus(rc), line, strlen(line),
 	    "text/plain; charset=us-ascii");
 }
 
@@ -315,88 +312,8 @@ do_id(struct spirt_peersrv *p, struct MHD_Connection *c)
 		return MHD_NO;
 	}
 	p->st.served++;
-	return answer(p, c, MHD_HTTP_OK, text, n,
+	return answer(c, MHD_HTTP_OK, text, n,
 	    "text/plain; charset=us-ascii");
-}
-
-/* the client is this host: 127.0.0.0/8, ::1 or ::ffff:127.x.y.z */
-static int
-loopback(struct MHD_Connection *c)
-{
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
-	    MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-	const unsigned char *a;
-
-	if (sa && sa->sa_family == AF_INET) {
-		a = (const unsigned char *)
-		    &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
-		return a[0] == 127;
-	}
-	if (sa && sa->sa_family == AF_INET6) {
-		static const unsigned char one[16] = { [15] = 1 };
-		static const unsigned char v4[12] = { [10] = 0xff, [11] = 0xff };
-
-		a = ((const struct sockaddr_in6 *)(const void *)sa)->
-		    sin6_addr.s6_addr;
-		return memcmp(a, one, 16) == 0 ||
-		    (memcmp(a, v4, 12) == 0 && a[12] == 127);
-	}
-	return 0;
-}
-
-/* GET /metrics: what the server did, as OpenMetrics text, to this host
- * only (spirt-peer(1)) */
-static enum MHD_Result
-do_metrics(struct spirt_peersrv *p, struct MHD_Connection *c,
-    const char *from)
-{
-	size_t cap = 4096 + 80 * (SPIRT_ELAST - SPIRT_EOF), n = 0;
-	unsigned sessions = 0;
-	char *text;
-	int w;
-
-	if (!loopback(c))
-		return refuse(p, c, from, "GET /metrics (not from this host)",
-		    SPIRT_EROLE);
-	if (!(text = malloc(cap)))
-		return MHD_NO;
-	for (unsigned i = 0; i < p->conf.max_sessions; i++)
-		sessions += p->tab[i].s != NULL;
-	p->st.served++;
-#define ADD(...) do { \
-	w = snprintf(text + n, cap - n, __VA_ARGS__); \
-	n += w > 0 && (size_t)w < cap - n ? (size_t)w : 0; \
-} while (0)
-	ADD("# TYPE spirt_peer_requests counter\n"
-	    "# HELP spirt_peer_requests Requests answered.\n"
-	    "spirt_peer_requests_total %llu\n",
-	    (unsigned long long)p->st.served);
-	ADD("# TYPE spirt_peer_refusals counter\n"
-	    "# HELP spirt_peer_refusals Requests refused, by reason.\n");
-	for (int rc = SPIRT_EOF; rc < SPIRT_ELAST; rc++)
-		if (p->st.by_code[rc - SPIRT_EOF] && spirt_errname(rc))
-			ADD("spirt_peer_refusals_total{reason=\"%s\"} %llu\n",
-			    spirt_errname(rc), (unsigned long long)
-			    p->st.by_code[rc - SPIRT_EOF]);
-	ADD("# TYPE spirt_peer_received_bytes counter\n"
-	    "# HELP spirt_peer_received_bytes Request bodies' bytes.\n"
-	    "spirt_peer_received_bytes_total %llu\n"
-	    "# TYPE spirt_peer_sent_bytes counter\n"
-	    "# HELP spirt_peer_sent_bytes Answers' bytes.\n"
-	    "spirt_peer_sent_bytes_total %llu\n",
-	    (unsigned long long)p->st.bytes_in,
-	    (unsigned long long)p->st.bytes_out);
-	ADD("# TYPE spirt_peer_sessions gauge\n"
-	    "# HELP spirt_peer_sessions Members' sessions open.\n"
-	    "spirt_peer_sessions %u\n"
-	    "# TYPE spirt_peer_connections gauge\n"
-	    "# HELP spirt_peer_connections Connections open.\n"
-	    "spirt_peer_connections %u\n"
-	    "# EOF\n", sessions, p->nconns);
-#undef ADD
-	return answer(p, c, MHD_HTTP_OK, text, n,
-	    "application/openmetrics-text; version=1.0.0; charset=utf-8");
 }
 
 static enum MHD_Result
@@ -433,7 +350,7 @@ do_hs(struct spirt_peersrv *p, struct MHD_Connection *c, struct req *q)
 	logf_(p, 1, "%s: %s (%s): session", q->from, spirt_session_peer(s)->id,
 	    spirt_role_name(spirt_session_peer(s)->role));
 	p->st.served++;
-	return answer(p, c, MHD_HTTP_OK, out, SID_BYTES + n,
+	return answer(c, MHD_HTTP_OK, out, SID_BYTES + n,
 	    "application/octet-stream");
 }
 
@@ -708,8 +625,6 @@ stream_answer(struct spirt_peersrv *p, struct MHD_Connection *c,
 	    "application/octet-stream");
 	ok = MHD_queue_response(c, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
-	if (ok == MHD_YES)
-		p->st.bytes_out += total;
 	return ok;
 }
 
@@ -763,8 +678,7 @@ reply(struct spirt_peersrv *p, struct MHD_Connection *c, const char *from,
 		return MHD_NO;
 	}
 	p->st.served++;
-	return answer(p, c, MHD_HTTP_OK, out, olen,
-	    "application/octet-stream");
+	return answer(c, MHD_HTTP_OK, out, olen, "application/octet-stream");
 }
 
 /* ---- waits: a get for a key that is not there yet (peerwait.h) ---- */
@@ -1102,8 +1016,6 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 			q->kind = 2, q->max = SPIRT_HS_MAX;
 		else if (!strcmp(url, "/v1/msg") && !strcmp(method, "POST"))
 			q->kind = 3, q->max = p->conf.max_bytes + MSG_SLACK;
-		else if (!strcmp(url, "/metrics") && !strcmp(method, "GET"))
-			q->kind = 5, q->max = 0;
 		else
 			return refuse(p, c, q->from, what, SPIRT_EPROTO);
 		/* too large: refused before a byte of it is read */
@@ -1131,7 +1043,6 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		k->got += *upsize;
 		k->busy |= !*upsize;
 	}
-	p->st.bytes_in += *upsize;
 	if (q->kind == 4)
 		return waited(p, c, q);
 	if (q->kind == 0)
@@ -1173,9 +1084,6 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 	case 1:
 		q->kind = 0;
 		return do_id(p, c);
-	case 5:
-		q->kind = 0;
-		return do_metrics(p, c, q->from);
 	case 2:
 		q->kind = 0;
 		if (!q->buf)    /* no body: nothing to hand the handshake */

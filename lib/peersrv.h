@@ -57,11 +57,9 @@ SPIRT_MUST_CHECK int spirt_peersrv_start(struct spirt_peersrv **srv,
 const char *spirt_peersrv_addr(const struct spirt_peersrv *srv)
     SPIRT_NONNULL(1);
 
-/* What the server did: requests answered, refusals by code, bytes of
- * request bodies in and of answers out. */
+/* What the server did: requests answered, refusals by code. */
 struct spirt_peersrv_stats {
 	uint64_t served, refused;
-	uint64_t bytes_in, bytes_out;
 	uint64_t by_code[SPIRT_ELAST - SPIRT_EOF];      /* [rc - SPIRT_EOF] */
 };
 /* Stop listening, end the thread, free; *st (may be NULL) the totals. */

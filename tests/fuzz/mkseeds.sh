@@ -406,9 +406,6 @@ done
 # an outsider's handshake (slot 0, x >> 2 = 4), p3 and f2 from the
 # allowlist
 { bytes 0 16 0 9 0 13; bytes 1 1 1 0 0 0; } | seed peersrv allowlist
-# GET /metrics without a session, from the stub's 127.0.0.1 (op 2, x 7:
-# GET, i 8: /metrics, no body)
-bytes 2 7 8 0 0 | seed peersrv metrics
 
 # ---- the assignment: programs of fuzz_assign.c (set-up bytes, then the
 # rows of data/train/assign as spirt-shard wrote them: 8-byte fields,
