@@ -329,6 +329,27 @@ spirt_key_digest(char *buf, size_t cap, uint64_t step, const char *peer)
 }
 
 int
+spirt_key_xslice(char *buf, size_t cap, uint64_t step, const char *owner)
+{
+	int rc;
+
+	if ((rc = badstep(buf, cap, step)) ||
+	    (owner && (rc = ID(buf, cap, owner))))
+		return rc;
+	return owner ? fmt(buf, cap, "xslice/%" PRIu64 "/%s", step, owner) :
+	    fmt(buf, cap, "xslice/%" PRIu64, step);
+}
+
+int
+spirt_key_xpart(char *buf, size_t cap, uint64_t step, int sig)
+{
+	int rc = badstep(buf, cap, step);
+
+	return rc ? rc : fmt(buf, cap, sig ? "xpart/%" PRIu64 "/signed" :
+	    "xpart/%" PRIu64, step);
+}
+
+int
 spirt_key_beat(char *buf, size_t cap, const char *member)
 {
 	int rc = ID(buf, cap, member);

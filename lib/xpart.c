@@ -216,42 +216,27 @@ static int
 key_inrec(char *buf, size_t cap, uint64_t step, const char *id)
 {
 	(void)id;
-	return spirt_key_aggroot(buf, cap, "xslice", step);
+	return spirt_key_xslice(buf, cap, step, NULL);
 }
 
 static int
 key_slice(char *buf, size_t cap, uint64_t step, const char *id)
 {
-	int rc;
-
-	if ((rc = spirt_key_aggroot(buf, cap, "xslice", step)))
-		return rc;
-	if (!spirt_id_valid(id) || strlen(buf) + 1 + strlen(id) >= cap)
-		return SPIRT_EKEY;
-	strcat(buf, "/");
-	strcat(buf, id);
-	return 0;
+	return spirt_key_xslice(buf, cap, step, id);
 }
 
 static int
 key_part(char *buf, size_t cap, uint64_t step, const char *id)
 {
 	(void)id;
-	return spirt_key_aggroot(buf, cap, "xpart", step);
+	return spirt_key_xpart(buf, cap, step, 0);
 }
 
 static int
 key_resrec(char *buf, size_t cap, uint64_t step, const char *id)
 {
-	int rc;
-
 	(void)id;
-	if ((rc = spirt_key_aggroot(buf, cap, "xpart", step)))
-		return rc;
-	if (strlen(buf) + sizeof "/signed" > cap)
-		return SPIRT_EKEY;
-	strcat(buf, "/signed");
-	return 0;
+	return spirt_key_xpart(buf, cap, step, 1);
 }
 
 /* a slice or a part: an f32 record of len floats for step t, checksum
