@@ -1,10 +1,11 @@
 #!/bin/bash
-# bench/links.sh - today's all-to-all exchange over slow links: P = 2, 4
-# and 8 peers, each in a network namespace of its own (tests/netns.bash),
-# every host's link to the hub shaped by netns_link: 100 Mbit/s with a
-# 20 ms round trip, and 1 Gbit/s with 1 ms (netem; where the kernel has
-# no netem the rate alone, by tbf, and the header says so).  The
-# partitioned exchange of issue 36 is to be read against these figures.
+# bench/links.sh - the all-to-all and the partitioned exchange over slow
+# links: P = 2, 4 and 8 peers, each in a network namespace of its own
+# (tests/netns.bash), every host's link to the hub shaped by netns_link:
+# 100 Mbit/s with a 20 ms round trip, and 1 Gbit/s with 1 ms (netem;
+# where the kernel has no netem the rate alone, by tbf, and the header
+# says so).  Each exchange (spirt-train --exchange all, parts) on the
+# same links, one after the other.
 #   bash bench/links.sh   (after make all; root, for the namespaces)
 #
 # Each run: P peers train the MLP 784-256-128-10 (spirt-train --peers,
@@ -14,7 +15,8 @@
 #     link: what went to and came from each host) over the run, all of
 #     them (aggregates, digests, handshakes, HTTP), divided by P and by
 #     the rounds (STEPS); and as a multiple of S, the aggregate record's
-#     bytes (all-to-all: (P - 1) S in and as many out);
+#     bytes (all-to-all: (P - 1) S in and as many out; parts: about
+#     2 S (P - 1) / P);
 #   - step time: the peers' median seconds a step (their logs);
 #   - round time: the step time less that of one peer alone (same
 #     functions and batch, no --peers), run just before: what the
@@ -22,7 +24,7 @@
 #
 # Environment: STEPS (default 20), PEERS (default "2 4 8"), LINKS (the
 # netns_link specs, ";" between, default "rate 100mbit delay 10ms;rate
-# 1gbit delay 0.5ms").
+# 1gbit delay 0.5ms"), MODES (default "all parts").
 set -eu
 cd "$(dirname "$0")/.."
 . bench/cpu.sh
@@ -34,6 +36,7 @@ unset SPIRT_STORE SPIRT_SYNC SPIRT_THREADS OMP_NUM_THREADS OPENBLAS_NUM_THREADS
 steps=${STEPS:-20}
 peers=${PEERS:-2 4 8}
 links=${LINKS:-rate 100mbit delay 10ms;rate 1gbit delay 0.5ms}
+modes=${MODES:-all parts}
 
 bench_header bench/links
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1 ||
@@ -97,51 +100,56 @@ spirt-store -s "$tmp/solo" get -f "model/mlp@$steps" >"$tmp/m.rec"
 S=$(wc -c <"$tmp/m.rec")
 
 echo
-echo "All-to-all exchange, the MLP (S = $S bytes an aggregate record), 1 x 64"
-echo "a peer, $steps steps; one peer alone: $(printf '%.1f' "$solo") ms a step"
-printf '   %-28s %3s %9s %9s %7s %9s %9s\n' link P "MB in" "MB out" "in/S" \
-    "ms/step" "ms/round"
+echo "The exchange (spirt-train --exchange), the MLP (S = $S bytes an"
+echo "aggregate record), 1 x 64 a peer, $steps steps; one peer alone:"
+echo "$(printf '%.1f' "$solo") ms a step"
+printf '   %-28s %-5s %3s %9s %9s %7s %9s %9s\n' link mode P "MB in" \
+    "MB out" "in/S" "ms/step" "ms/round"
 IFS=';' read -r -a specs <<<"$links"
 for spec in "${specs[@]}"; do
 	for p in $peers; do
-		shard "$tmp/base$p" "$p"
-		netns_setup "$p"
-		disown -a
-		: >"$tmp/peers"
-		for i in $(seq 1 "$p"); do
-			echo "p$i http://$(netns_addr "$i"):7090" >>"$tmp/peers"
-			netns_link "$i" "$spec"
-			rm -rf "$tmp/s$i" "$tmp/s$i".*
-			cp -r "$tmp/base$p" "$tmp/s$i"
+		for mode in $modes; do
+			shard "$tmp/base$p" "$p"
+			netns_setup "$p"
+			disown -a
+			: >"$tmp/peers"
+			for i in $(seq 1 "$p"); do
+				echo "p$i http://$(netns_addr "$i"):7090" >>"$tmp/peers"
+				netns_link "$i" "$spec"
+				rm -rf "$tmp/s$i" "$tmp/s$i".*
+				cp -r "$tmp/base$p" "$tmp/s$i"
+			done
+			counters "$p" >"$tmp/c0"
+			pids=
+			for i in $(seq 1 "$p"); do
+				netns_exec "$i" env SPIRT_KEY="$tmp/p$i.key" \
+				    SPIRT_TOKEN="$tmp/p$i.tok" \
+				    SPIRT_GROUP="$tmp/group.pub" \
+				    timeout 1800 spirt-train -q -s "$tmp/s$i" -n 1 -b 64 \
+				    --peers "$tmp/peers" --peer $((i - 1)) \
+				    --steps "$steps" --eval-every 100000 \
+				    --exchange "$mode" \
+				    --deadline 120000 >/dev/null 2>"$tmp/e$i" &
+				pids="$pids $!"
+			done
+			# shellcheck disable=SC2086
+			wait $pids || { cat "$tmp"/e* >&2; exit 1; }
+			counters "$p" >"$tmp/c1"
+			ms=$(for i in $(seq 1 "$p"); do
+				awk -F'\t' 'END { print 1e3 * $1 / $2 }' \
+				    "$tmp/s$i.train-mlp.tsv"
+			done | med)
+			join "$tmp/c0" "$tmp/c1" | awk -v p="$p" -v n="$steps" \
+			    -v s="$S" -v ms="$ms" -v solo="$solo" -v l="$spec" \
+			    -v m="$mode" '
+				{ out += $4 - $2; in_ += $5 - $3 }
+				END {
+					i = in_ / p / n; o = out / p / n
+					printf "   %-28s %-5s %3d %9.2f %9.2f %7.2f %9.1f %9.1f\n",
+					    l, m, p, i / 1e6, o / 1e6, i / s, ms, ms - solo }'
+			netns_teardown
 		done
-		counters "$p" >"$tmp/c0"
-		pids=
-		for i in $(seq 1 "$p"); do
-			netns_exec "$i" env SPIRT_KEY="$tmp/p$i.key" \
-			    SPIRT_TOKEN="$tmp/p$i.tok" \
-			    SPIRT_GROUP="$tmp/group.pub" \
-			    timeout 1800 spirt-train -q -s "$tmp/s$i" -n 1 -b 64 \
-			    --peers "$tmp/peers" --peer $((i - 1)) \
-			    --steps "$steps" --eval-every 100000 \
-			    --deadline 120000 >/dev/null 2>"$tmp/e$i" &
-			pids="$pids $!"
-		done
-		# shellcheck disable=SC2086
-		wait $pids || { cat "$tmp"/e* >&2; exit 1; }
-		counters "$p" >"$tmp/c1"
-		ms=$(for i in $(seq 1 "$p"); do
-			awk -F'\t' 'END { print 1e3 * $1 / $2 }' \
-			    "$tmp/s$i.train-mlp.tsv"
-		done | med)
-		join "$tmp/c0" "$tmp/c1" | awk -v p="$p" -v n="$steps" \
-		    -v s="$S" -v ms="$ms" -v solo="$solo" -v l="$spec" '
-			{ out += $4 - $2; in_ += $5 - $3 }
-			END {
-				i = in_ / p / n; o = out / p / n
-				printf "   %-28s %3d %9.2f %9.2f %7.2f %9.1f %9.1f\n",
-				    l, p, i / 1e6, o / 1e6, i / s, ms, ms - solo }'
-		netns_teardown
 	done
 done
-echo "   (in/S: all-to-all moves P - 1 aggregates in a round, a peer;"
-echo "   the partitioned exchange's target is at most 2.2, flat in P)"
+echo "   (in/S: all-to-all moves P - 1 aggregates in a round, a peer; the"
+echo "   partitioned exchange 2 (P - 1) / P: 1, 1.5, 1.75 at 2, 4, 8)"

@@ -44,7 +44,7 @@ static struct {
 
 enum { CONNTIMEOUT = 256, MAXCONNS, PERIP, RATE };
 enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
-    TRIM, BEATS, PRUNE, KEEPDG, KEEPPL };
+    TRIM, BEATS, PRUNE, KEEPDG, KEEPPL, PARTS };
 
 #define USAGE \
 "usage: spirt-peer serve [-qv] [-a allowfile] [-F fd] [-g group] [-i id]\n" \
@@ -55,7 +55,7 @@ enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
 "           [-s store]\n" \
 "           [--beats] [--byzantine f] [--deadline ms] [--iters L]\n" \
 "           [--keep-digests] [--keep-pulls] [--min-peers n] [--prune lag]\n" \
-"           [--select m] [--tau T] [--timeout ms] [--trim F]\n" \
+"           [--parts] [--select m] [--tau T] [--timeout ms] [--trim F]\n" \
 "           -i | -t step\n" \
 "       spirt-peer verify [-a allowfile] [-g group] [-m model] [-r run]\n" \
 "           [-s store]\n" \
@@ -86,6 +86,7 @@ static const struct opt xopts[] = {
 	{ KEEPPL, "keep-pulls", NULL, "store the aggregates pulled" },
 	{ MAD, "mad", "K", NULL },
 	{ MINP, "min-peers", "N", "fewest aggregates a round needs" },
+	{ PARTS, "parts", NULL, "partitioned: each peer combines its part" },
 	{ PRUNE, "prune", "LAG", "remove the rounds before step - LAG" },
 	{ SELECT, "select", "M", "mkrum's m" },
 	{ TAU, "tau", "T", "cclip's, scclip's radius, or auto" },
@@ -585,6 +586,7 @@ xmain(int argc, char **argv)
 			    "--deadline", optarg, 1, 86400000); break;
 		case KEEPDG: x.keep_digests = 1; break;
 		case KEEPPL: x.keep_pulls = 1; break;
+		case PARTS: x.parts = 1; break;
 		case PRUNE: x.prune = eparse_u64("--prune", optarg, 1,
 			    SPIRT_NOSTEP - 2); break;
 		case ITERS: x.p.iters = (unsigned)eparse_u64("--iters", optarg,
@@ -612,6 +614,11 @@ xmain(int argc, char **argv)
 	if (x.keep_digests && !x.prune) {
 		warnx_("--keep-digests: only with --prune (without it nothing "
 		    "is removed)");
+		usage(1);
+	}
+	if (x.parts && (x.beats || x.keep_pulls || minp)) {
+		warnx_("--parts: not with --beats, --keep-pulls or "
+		    "--min-peers (every member owns a part)");
 		usage(1);
 	}
 	if (!rule && trim)
@@ -651,7 +658,7 @@ xmain(int argc, char **argv)
 	x.drop = getenv("SPIRT_XDROP");
 	/* default quorum: more than half of the members, self included */
 	x.min_peers = minp ? eparse_u64("--min-peers", minp, 1, x.n + 1) :
-	    (x.n + 1) / 2 + 1;
+	    x.parts ? x.n + 1 : (x.n + 1) / 2 + 1;
 	if (spirt_agg_check(&x.p, x.min_peers) != 0) {
 		warnx_("-r %s: does not fit %zu peers (--min-peers)", rule,
 		    x.min_peers);

@@ -14,8 +14,8 @@ USAGE="usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]
                    [--byzantine list:attack]
                    [--checkpoint n] [--cold] [--data dir] [--deadline ms]
                    [--eval-every steps] [--evaluate cmd] [--every h]
-                   [--function cmd] [--keep-digests] [--keep-pulls]
-                   [--peer i] [--peer-rule rule] [--peers file]
+                   [--exchange mode] [--function cmd] [--keep-digests]
+                   [--keep-pulls] [--peer i] [--peer-rule rule] [--peers file]
                    [--schedule name] [--spec spec] [--steps n]
                    [--sync mode] [--target accuracy] [--test ds]
                    [--train ds] [--worker-momentum b]"
@@ -60,6 +60,9 @@ usage() {
                        or spirt-eval; spirt-function(7))
       --every H        peers: H local steps, then exchange the model change
                        and average it (default: every step, the gradient)
+      --exchange MODE  peers: all (each pulls every aggregate, the default)
+                       or parts (each combines a part of the vector from
+                       every peer and serves it: spirt-peer exchange --parts)
       --function CMD   the gradient function, in spirt-grad's place, warm
                        or --cold (words split at blanks; default
                        $SPIRT_FUNCTION or spirt-grad; spirt-function(7))
@@ -107,6 +110,7 @@ rule=mean batch=32 epochs=5 lr= model=mlp fns=4 opt=adam seed=1
 store=${SPIRT_STORE:-spirt.db} cold=0 data=/usr/share/datasets/fashion-mnist
 every=0 sched=cosine spec= steps=0 sync=meta target=0 quiet=0 verbose=0
 ckpt=100 peers= peer=0 deadline=30000 keepdg=0 keeppl=0 bucket=1 byz= xh=0 beat=0
+xmode=all
 prule=mean wmom= fncmd=${SPIRT_FUNCTION:-spirt-grad}
 train=train test=test dsopt=0 datagiven=0
 evcmd=${SPIRT_EVALUATE:-spirt-eval} fnopt=SPIRT_FUNCTION evopt=SPIRT_EVALUATE
@@ -118,7 +122,8 @@ while [ $# -gt 0 ]; do
 	-[abelmnoSs]|--rule|--batch|--epochs|--lr|--model|--functions|--opt|\
 	--seed|--store|--beat|--bucket|--byzantine|--checkpoint|--data|--eval-every|\
 	--schedule|--spec|--steps|--sync|--target|--deadline|--peer|--peers|\
-	--every|--peer-rule|--worker-momentum|--function|--evaluate|--train|--test)
+	--every|--exchange|--peer-rule|--worker-momentum|--function|--evaluate|\
+	--train|--test)
 		[ $# -ge 2 ] || { printf '%s: %s: missing argument\n' "$PROG" \
 		    "$1" >&2; usage 64; } ;;
 	esac
@@ -149,6 +154,7 @@ while [ $# -gt 0 ]; do
 	--evaluate) evcmd=$2 evopt=--evaluate; shift ;;
 	--function) fncmd=$2 fnopt=--function; shift ;;
 	--every) xh=$2; shift ;;
+	--exchange) xmode=$2; shift ;;
 	--schedule) sched=$2; shift ;;
 	--spec) spec=$2; shift ;;
 	--steps) steps=$2; shift ;;
@@ -201,6 +207,14 @@ int --every xh 0 999999999999999999
 int --beat beat 0 86400000
 [ "$beat" -eq 0 ] || [ -n "$peers" ] || die 64 "--beat $beat: it needs --peers"
 [ "$xh" -eq 0 ] || [ -n "$peers" ] || die 64 "--every $xh: it needs --peers"
+case $xmode in
+all) ;;
+parts)	[ -n "$peers" ] || die 64 "--exchange parts: it needs --peers"
+	# (every member owns a part: no quorum to close a round without one)
+	[ "$beat" -eq 0 ] && [ "$keeppl" -eq 0 ] ||
+		die 64 "--exchange parts: not with --beat or --keep-pulls" ;;
+*) die 64 "--exchange $xmode: all or parts" ;;
+esac
 # peers: P members (id url lines of --peers), this one's share --peer
 np=1
 if [ -n "$peers" ]; then

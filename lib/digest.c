@@ -16,16 +16,15 @@ spirt_digest_size(size_t n, int has_token)
 	    n * SPIRT_DIGEST_ENTRY + SPIRT_SIG_BYTES;
 }
 
-static void
-put_id(unsigned char *p, const char *id)
+void
+spirt_wire_id_put(unsigned char *p, const char *id)
 {
 	memset(p, 0, SPIRT_ID_MAX);
 	memcpy(p, id, strlen(id));
 }
 
-/* an id field: the id, then NULs only; 0 or SPIRT_EDATA */
-static int
-get_id(char *id, const unsigned char *p)
+int
+spirt_wire_id_get(char *id, const unsigned char *p)
 {
 	size_t n = 0;
 
@@ -71,8 +70,8 @@ spirt_digest_sign(unsigned char *out, size_t cap, size_t *len,
 	spirt_le_put16(out + 6, d->has_token ? SPIRT_TOKEN_BYTES : 0);
 	spirt_le_put64(out + 8, d->step);
 	spirt_le_put32(out + 16, (uint32_t)d->n);
-	put_id(out + 24, d->run);
-	put_id(out + 56, d->id);
+	spirt_wire_id_put(out + 24, d->run);
+	spirt_wire_id_put(out + 56, d->id);
 	memcpy(out + 88, d->pk, SPIRT_PK_BYTES);
 	memcpy(out + 120, d->agg, SPIRT_HASH_BYTES);
 	memcpy(out + 152, d->model, SPIRT_HASH_BYTES);
@@ -82,7 +81,7 @@ spirt_digest_sign(unsigned char *out, size_t cap, size_t *len,
 		off += SPIRT_TOKEN_BYTES;
 	}
 	for (size_t i = 0; i < d->n; i++, off += SPIRT_DIGEST_ENTRY) {
-		put_id(out + off, d->got[i].id);
+		spirt_wire_id_put(out + off, d->got[i].id);
 		memcpy(out + off + 32, d->got[i].hash, SPIRT_HASH_BYTES);
 	}
 	spirt_key_sign(d->sig, k, out, off);
@@ -119,7 +118,8 @@ spirt_digest_open(struct spirt_digest *d, const unsigned char *b, size_t len)
 		return rc;
 	memset(d, 0, offsetof(struct spirt_digest, got));
 	d->step = spirt_le_get64(b + 8);
-	if ((rc = get_id(d->run, b + 24)) || (rc = get_id(d->id, b + 56)))
+	if ((rc = spirt_wire_id_get(d->run, b + 24)) ||
+	    (rc = spirt_wire_id_get(d->id, b + 56)))
 		return rc;
 	memcpy(d->pk, b + 88, SPIRT_PK_BYTES);
 	memcpy(d->agg, b + 120, SPIRT_HASH_BYTES);
@@ -132,7 +132,7 @@ spirt_digest_open(struct spirt_digest *d, const unsigned char *b, size_t len)
 	for (size_t i = 0; i < n; i++, off += SPIRT_DIGEST_ENTRY) {
 		struct spirt_digest_entry *e = &d->got[i];
 
-		if ((rc = get_id(e->id, b + off)))
+		if ((rc = spirt_wire_id_get(e->id, b + off)))
 			return rc;
 		if (strcmp(e->id, d->id) == 0 ||
 		    (i && strcmp(d->got[i - 1].id, e->id) >= 0))

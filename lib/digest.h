@@ -111,6 +111,13 @@ int spirt_digest_conflict(const struct spirt_digest *a,
 size_t spirt_digest_format(char *buf, size_t cap,
     const struct spirt_digest *d) SPIRT_NONNULL(3);
 
+/* An id as a 32-byte wire field (docs/protocol.md, "Conventions"): the
+ * id (valid), then NULs; and back: 0, or SPIRT_EDATA for a field that is
+ * not a valid id and NULs only after it.  id has SPIRT_ID_MAX + 1 bytes. */
+void spirt_wire_id_put(unsigned char *p, const char *id) SPIRT_NONNULL(1, 2);
+SPIRT_MUST_CHECK int spirt_wire_id_get(char *id, const unsigned char *p)
+    SPIRT_NONNULL(1, 2);
+
 /* 64 lowercase hex digits and a NUL for a hash. */
 void spirt_hash_hex(char hex[2 * SPIRT_HASH_BYTES + 1],
     const unsigned char h[SPIRT_HASH_BYTES]) SPIRT_NONNULL(1, 2);

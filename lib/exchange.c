@@ -13,6 +13,7 @@
 #include "quorum.h"
 #include "tensor.h"
 #include "xdecide.h"
+#include "xpart.h"
 #include "xpull.h"
 #include "xquorum.h"
 #include "xrec.h"
@@ -23,10 +24,9 @@
 
 #define ULL(x) ((unsigned long long)(x))
 
-/* the link of x's pulls (lib/xpull.h); cut: stragglers are cut (with
- * beats, once the round has its quorum: quorum_before) */
-static void
-link_of(struct spirt_xlink *l, const struct spirt_exchange *x, int cut)
+void
+spirt_exchange_link(struct spirt_xlink *l, const struct spirt_exchange *x,
+    int cut)
 {
 	memset(l, 0, sizeof *l);
 	l->peers = x->peers;
@@ -97,7 +97,8 @@ prune_spent(struct spirt_txn *t, const struct spirt_exchange *x)
 	below = x->step - x->prune;
 	if ((rc = spirt_store_del_steps(t, SPIRT_KEY_XAGG_ROOT, below,
 	    NULL)) || (rc = spirt_store_del_steps(t, SPIRT_KEY_GAGG_ROOT,
-	    below, NULL)))
+	    below, NULL)) || (rc = spirt_store_del_steps(t, "xslice/", below,
+	    NULL)) || (rc = spirt_store_del_steps(t, "xpart/", below, NULL)))
 		return rc;
 	return x->keep_digests ? 0 : spirt_store_del_steps(t,
 	    SPIRT_KEY_DIGEST_ROOT, below, NULL);
@@ -279,7 +280,7 @@ repull(struct spirt_exchange *x, struct spirt_xpull *u, const int *want,
 	struct spirt_xlink l;
 	int rc;
 
-	link_of(&l, x, 1);
+	spirt_exchange_link(&l, x, 1);
 	if ((rc = own_header(x, &mine)) || (rc = spirt_xpull_aggs(&l, u, want)))
 		return rc;
 	for (size_t i = 0; i < x->n; i++) {
@@ -479,7 +480,7 @@ phase1(struct spirt_exchange *x, struct spirt_xpull *u, int *want)
 	 * waits for them (one thread, or here if none can start) */
 	if ((th = pthread_create(&ohth, NULL, own_hashes_main, &oh)) != 0)
 		own_hashes_main(&oh);
-	link_of(&l, x, 1);
+	spirt_exchange_link(&l, x, 1);
 	rc = spirt_xpull_aggs(&l, u, want);
 	if (th == 0)
 		pthread_join(ohth, NULL);
@@ -518,7 +519,7 @@ conflict(struct spirt_exchange *x, struct spirt_xpeer *q,
 	size_t n, l1, l2;
 	int want = 1, rc;
 
-	link_of(&one, x, 1);
+	spirt_exchange_link(&one, x, 1);
 	one.n = 1;
 	one.peers = q;
 	if (spirt_xpull_all(&one, &u, spirt_key_digest, r->id, &want) ||
@@ -609,7 +610,7 @@ phase2(struct spirt_exchange *x, struct spirt_xpull *u, int *want)
 	/* no straggler is cut here: this peer signed that it received
 	 * their aggregates, so the members count them in unless they see
 	 * their digests; a peer declared dead is still given up */
-	link_of(&l, x, 0);
+	spirt_exchange_link(&l, x, 0);
 	if ((rc = spirt_xpull_all(&l, u, spirt_key_digest, NULL, want)))
 		return rc;
 	for (size_t i = 0; i < x->n; i++) {
@@ -1042,7 +1043,7 @@ follow(struct spirt_exchange *x, size_t *n)
 		rc = ENOMEM;
 		goto out;
 	}
-	link_of(&l, x, 0);      /* no straggler cut */
+	spirt_exchange_link(&l, x, 0);  /* no straggler cut */
 	for (size_t i = 0; i < x->n; i++)
 		if (want[i])
 			spirt_xpeer_reset(&x->peers[i]);
@@ -1076,7 +1077,7 @@ confirm(struct spirt_exchange *x)
 
 	if ((dc = calloc(1, sizeof *dc)) == NULL)
 		return ENOMEM;
-	link_of(&dc->l, x, 0);
+	spirt_exchange_link(&dc->l, x, 0);
 	dc->self = x->self;
 	dc->rule = spirt_agg_rule_name(x->p.rule);
 	dc->reused = x->reused;
@@ -1249,6 +1250,10 @@ spirt_exchange_run(struct spirt_exchange *x)
 	}
 	if ((rc = spirt_store_write(x->store, publish, &a)))
 		goto out;
+	if (x->parts) {
+		rc = spirt_xpart_round(x);
+		goto out;
+	}
 	if ((q = calloc(1, sizeof *q)) == NULL) {
 		rc = ENOMEM;
 		goto out;

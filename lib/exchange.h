@@ -14,6 +14,8 @@
 #include "xnet.h"
 #include "xpeer.h"
 
+struct spirt_xlink;
+
 /*
  * The exchange of step t (spirt-peer(1), "exchange"), on the peer that
  * owns store:
@@ -96,6 +98,10 @@ struct spirt_exchange {
 	 * the last round's members, stragglers cut at about twice the last
 	 * round's time (spirt-beat(1)) */
 	int beats;
+	/* the partitioned exchange (lib/xpart.h): each member owns a part
+	 * of the vector, combines it from every member's slice and serves
+	 * it; every member is needed (no beats, no min_peers) */
+	int parts;
 	/* optional: non-zero once the round must stop (a warm exchange's
 	 * SIGTERM): pulls end, and the round returns EINTR, writing nothing
 	 * after the pulls under way */
@@ -129,6 +135,11 @@ struct spirt_exchange {
 	char adopted[33];
 	char msg[SPIRT_KEY_MAX + 400];
 };
+
+/* The link of x's pulls (lib/xpull.h); cut: stragglers are cut (with
+ * beats, once the round has its quorum). */
+void spirt_exchange_link(struct spirt_xlink *l,
+    const struct spirt_exchange *x, int cut) SPIRT_NONNULL(1, 2);
 
 /* x with defaults: mean, deadline 30 s, timeout 10 s, no peers. */
 void spirt_exchange_init(struct spirt_exchange *x) SPIRT_NONNULL(1);

@@ -329,6 +329,27 @@ spirt_key_digest(char *buf, size_t cap, uint64_t step, const char *peer)
 }
 
 int
+spirt_key_xslice(char *buf, size_t cap, uint64_t step, const char *owner)
+{
+	int rc;
+
+	if ((rc = badstep(buf, cap, step)) ||
+	    (owner && (rc = ID(buf, cap, owner))))
+		return rc;
+	return owner ? fmt(buf, cap, "xslice/%" PRIu64 "/%s", step, owner) :
+	    fmt(buf, cap, "xslice/%" PRIu64, step);
+}
+
+int
+spirt_key_xpart(char *buf, size_t cap, uint64_t step, int sig)
+{
+	int rc = badstep(buf, cap, step);
+
+	return rc ? rc : fmt(buf, cap, sig ? "xpart/%" PRIu64 "/signed" :
+	    "xpart/%" PRIu64, step);
+}
+
+int
 spirt_key_beat(char *buf, size_t cap, const char *member)
 {
 	int rc = ID(buf, cap, member);
@@ -621,8 +642,12 @@ spirt_key_wirestep(const char *key)
 {
 	static const char *const roots[] = {
 		SPIRT_KEY_GRAD_ROOT, SPIRT_KEY_STATE_ROOT, SPIRT_KEY_MOM_ROOT,
-		SPIRT_KEY_AGG_ROOT, "xagg/", "gagg/", "digest/"
+		SPIRT_KEY_AGG_ROOT, "xagg/", "gagg/", "digest/", "xslice/",
+		"xpart/"
 	};
+	/* the partitioned exchange's (lib/xpart.h): xslice/<t>,
+	 * xslice/<t>/<id>, xpart/<t>, xpart/<t>/signed */
+	static const char *const parts[] = { "xslice/", "xpart/" };
 	struct spirt_key_parts k;
 	const char *end;
 	uint64_t t;
@@ -637,6 +662,13 @@ spirt_key_wirestep(const char *key)
 		default:
 			return 0;
 		}
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+		size_t n = strlen(parts[i]);
+
+		if (strncmp(key, parts[i], n) == 0 &&
+		    decimal(key + n, '\0', &t, &end) == 0)
+			return t;
+	}
 	/* not a whole key: a record or a listing under a step */
 	for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
 		size_t n = strlen(roots[i]);

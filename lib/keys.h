@@ -143,6 +143,14 @@ SPIRT_MUST_CHECK int spirt_key_gagg_round(char *buf, size_t cap,
     uint64_t step) SPIRT_NONNULL(1);
 SPIRT_MUST_CHECK int spirt_key_digest(char *buf, size_t cap, uint64_t step,
     const char *peer) SPIRT_NONNULL(1, 4);
+/* the partitioned exchange's (lib/xpart.h): "xslice/<t>/<owner>", this
+ * peer's slice of step t for the owner of a part, or with owner NULL
+ * "xslice/<t>", its signed input record; "xpart/<t>", the part it owns,
+ * combined, or with sig "xpart/<t>/signed", its signed result record */
+SPIRT_MUST_CHECK int spirt_key_xslice(char *buf, size_t cap, uint64_t step,
+    const char *owner) SPIRT_NONNULL(1);
+SPIRT_MUST_CHECK int spirt_key_xpart(char *buf, size_t cap, uint64_t step,
+    int sig) SPIRT_NONNULL(1);
 SPIRT_MUST_CHECK int spirt_key_beat(char *buf, size_t cap,
     const char *member) SPIRT_NONNULL(1, 3);
 /* "health/<member>": what this store's watcher saw of beat/<member> */
@@ -217,7 +225,9 @@ SPIRT_MUST_CHECK int spirt_key_parse(struct spirt_key_parts *k, const char *key)
  * transport"): t of model/<name>@<t>, mstate/<name>@<t> and of the step
  * families grad/<t>, state/<t>, mom/<t>, agg/<t>, xagg/<t>, gagg/<t> and digest/<t>, with whatever
  * follows the step ("grad/7/3", "gagg/7/round", a listing of step 7's
- * gradients); 0 for any other key (opt/, data/, beat/, the user's keys).
+ * gradients), and of xslice/<t> and xpart/<t> (lib/xpart.h) with or
+ * without what follows; 0 for any other key (opt/, data/, beat/, the
+ * user's keys).
  */
 uint64_t spirt_key_wirestep(const char *key) SPIRT_NONNULL(1);
 

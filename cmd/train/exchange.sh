@@ -6,6 +6,8 @@
 # servers), fed step lines through spirt-run ("post": it keeps its own
 # --deadline); with --cold, one spirt-peer exchange per round ----
 xwarm=
+# --exchange parts: each peer combines its part (spirt-peer exchange --parts)
+[ "$xmode" = all ] || xch="$xch --parts"
 # xwarm_start: the warm exchange, among the warm tools under spirt-run
 # (with no deadline of spirt-run's: it keeps --deadline itself)
 xwarm_start() {

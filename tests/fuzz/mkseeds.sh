@@ -344,6 +344,36 @@ sys.stdout.buffer.write(r[h:h + n])' dg.rec >dg
 	fi
 done
 
+# ---- the partitioned exchange's records: the same two stores, --parts
+# at step 0 of a copy (fuzz_xpart.c: mode byte, n (7 bytes), parts - 1,
+# then the record) ----
+for p in p1 p2; do
+	rm -rf "$tmp/x$p"
+	cp -r "$tmp/$p" "$tmp/x$p"
+done
+printf 'p1 %s\np2 %s\n' "$tmp/xp1/spirt.db" "$tmp/xp2/spirt.db" >xpeers
+for p in p1 p2; do
+	SPIRT_KEY=$p.key SPIRT_TOKEN=$p.tok SPIRT_GROUP=group.pub \
+	    spirt-peer exchange -q -s "$tmp/x$p/spirt.db" -m m -P xpeers \
+	    --parts -t 0 >/dev/null 2>&1 &
+done
+wait
+for p in p1 p2; do
+	for k in xslice/0:inputs xpart/0/signed:result; do
+		SPIRT_STORE="$tmp/x$p/spirt.db" spirt-store get -f "${k%:*}" \
+		    >xr.rec 2>/dev/null || continue
+		"$PYTHON" -c 'import struct, sys
+r = open(sys.argv[1], "rb").read()
+h, = struct.unpack_from("<I", r, 8)
+n, = struct.unpack_from("<Q", r, 48)
+sys.stdout.buffer.write(r[h:h + n])' xr.rec >xr
+		{ bytes 0 0 0 0 0 0 3 233 2; cat xr; } |
+		    seed xpart "$p-${k#*:}"
+		{ bytes 9 0 0 0 0 0 0 25 0; cat xr; } |
+		    seed xpart "$p-${k#*:}-resigned"
+	done
+done
+
 # ---- the client of a peer: programs of fuzz_remote.c (pin byte, then
 # per operation: op, key; per request the client makes: p1's answer mode,
 # its piece size) ----

@@ -51,7 +51,7 @@ mkdir -p "$out" || exit 73
 # dictionary of target t
 dict() {
 	case $1 in
-	hs|msg|token|keyfile|allow|digest|peersrv|remote)
+	hs|msg|token|keyfile|allow|digest|xpart|peersrv|remote)
 		echo tests/fuzz/dict/crypto.dict ;;
 	*) echo "tests/fuzz/dict/$1.dict" ;;
 	esac

@@ -1,4 +1,5 @@
-/* test_digest.c - signed digests: layout, refusals, equivocation proofs */
+/* test_digest.c - signed digests: layout, refusals, equivocation proofs;
+ * the partitioned exchange's records and parts (lib/xpart.h) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 
 #include "check.h"
 #include "digest.h"
+#include "xpart.h"
 
 #define SEC 1000000000ull
 #define T0 (1700000000ull * SEC)
@@ -240,6 +242,103 @@ test_conflict(void)
 	spirt_key_free(o);
 }
 
+/* the partitioned exchange: parts tile the vector as documented; a
+ * record's layout, every byte signed, its refusals */
+static void
+test_xpart(void)
+{
+	struct spirt_key *k = seed_key(2);
+	static struct spirt_xpart_rec r, e;
+	unsigned char buf[2048], bad[2048], pk[32];
+	uint64_t off, len64, at;
+	size_t len, dummy;
+	const char *ids[3] = { "p1", "p2", "p3" };
+
+	/* floor(k n / P): 1001 in 3 is 333, 334, 334; n = 2^63 + 5 in 7
+	 * does not overflow */
+	spirt_xpart_span(1001, 3, 0, &off, &len64);
+	CHECK(off == 0 && len64 == 333);
+	spirt_xpart_span(1001, 3, 1, &off, &len64);
+	CHECK(off == 333 && len64 == 334);
+	spirt_xpart_span(1001, 3, 2, &off, &len64);
+	CHECK(off == 667 && len64 == 334);
+	at = 0;
+	for (size_t i = 0; i < 7; i++) {
+		spirt_xpart_span((1ull << 63) + 5, 7, i, &off, &len64);
+		CHECK(off == at);
+		at += len64;
+	}
+	CHECK(at == (1ull << 63) + 5);
+
+	memset(&r, 0, sizeof r);
+	r.kind = SPIRT_XPART_RESULT;
+	r.step = 7;
+	r.parts = 3;
+	r.index = 1;
+	r.n = 1001;
+	snprintf(r.run, sizeof r.run, "run1");
+	snprintf(r.id, sizeof r.id, "p2");
+	spirt_hash(r.model, "model@7", 7);
+	spirt_hash(r.hash, "part 1", 6);
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(r.e[i].id, sizeof r.e[i].id, "%s", ids[i]);
+		spirt_hash(r.e[i].hash, ids[i], 2);
+	}
+	CHECK_RC(spirt_xpart_rec_sign(buf, sizeof buf, &len, &r, k));
+	CHECK(len == 192 + 3 * 64 + 64 && len == spirt_xpart_rec_size(3, 0));
+	CHECK(memcmp(buf, "SPXP\1\2\0\0", 8) == 0);
+	CHECK(buf[8] == 7 && buf[16] == 3 && buf[20] == 1);
+	CHECK(buf[120] == 0xe9 && buf[121] == 3);       /* 1001 */
+	CHECK(memcmp(buf + 56, "p2\0", 3) == 0);
+	CHECK(memcmp(buf + 192 + 64, "p2\0", 3) == 0);
+	spirt_key_public(pk, k);
+	CHECK(crypto_sign_verify_detached(buf + len - 64, buf, len - 64, pk)
+	    == 0);
+	CHECK_RC(spirt_xpart_rec_verify(&e, buf, len, "run1", "p2", 7, NULL,
+	    T0));
+	CHECK(e.kind == 2 && e.parts == 3 && e.index == 1 && e.n == 1001 &&
+	    memcmp(e.hash, r.hash, 32) == 0 &&
+	    memcmp(e.e[2].hash, r.e[2].hash, 32) == 0);
+	CHECK_EQ_RC(spirt_xpart_rec_verify(&e, buf, len, "run2", "p2", 7,
+	    NULL, T0), SPIRT_ERUN);
+	CHECK_EQ_RC(spirt_xpart_rec_verify(&e, buf, len, "run1", "p3", 7,
+	    NULL, T0), SPIRT_EADDR);
+	CHECK_EQ_RC(spirt_xpart_rec_verify(&e, buf, len, "run1", "p2", 8,
+	    NULL, T0), SPIRT_ESTEP);
+	/* every byte matters */
+	for (size_t i = 0; i < len; i++) {
+		int rc;
+
+		memcpy(bad, buf, len);
+		bad[i] ^= 0x20;
+		rc = spirt_xpart_rec_open(&e, bad, len);
+		CHECK(rc != 0);
+		if (rc == 0)
+			fprintf(stderr, "xpart: byte %zu flipped: accepted\n", i);
+	}
+	CHECK_EQ_RC(spirt_xpart_rec_open(&e, buf, len - 1), SPIRT_ETRUNC);
+	memcpy(bad, buf, len);
+	bad[len] = 0;
+	CHECK_EQ_RC(spirt_xpart_rec_open(&e, bad, len + 1), SPIRT_EDATA);
+	bad[5] = 3;             /* no such kind */
+	CHECK_EQ_RC(spirt_xpart_rec_open(&e, bad, len), SPIRT_EDATA);
+	memcpy(bad, buf, len);
+	bad[20] = 3;            /* index not below the parts */
+	CHECK_EQ_RC(spirt_xpart_rec_open(&e, bad, len), SPIRT_EDATA);
+	memcpy(bad, buf, len);
+	bad[4] = 2;
+	CHECK_EQ_RC(spirt_xpart_rec_open(&e, bad, len), SPIRT_EVERSION);
+	/* the signer at its index, the ids ascending */
+	r.index = 0;
+	CHECK_EQ_RC(spirt_xpart_rec_sign(buf, sizeof buf, &dummy, &r, k),
+	    SPIRT_EINVAL);
+	r.index = 1;
+	snprintf(r.e[2].id, sizeof r.e[2].id, "p0");
+	CHECK_EQ_RC(spirt_xpart_rec_sign(buf, sizeof buf, &dummy, &r, k),
+	    SPIRT_EINVAL);
+	spirt_key_free(k);
+}
+
 int
 main(void)
 {
@@ -251,5 +350,6 @@ main(void)
 	test_refusals();
 	test_verify();
 	test_conflict();
+	test_xpart();
 	return check_failed;
 }

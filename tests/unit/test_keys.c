@@ -136,6 +136,19 @@ builders(void)
 	CHECK(spirt_key_wirestep("user/7") == 0);
 	CHECK_RC(spirt_key_digest(b, sizeof b, 0, "peer-2.b_c"));
 	CHECK(!strcmp(b, "digest/0/peer-2.b_c"));
+	/* the partitioned exchange's, each bound to its step on the wire */
+	CHECK_RC(spirt_key_xslice(b, sizeof b, 12, NULL));
+	CHECK(!strcmp(b, "xslice/12") && spirt_key_wirestep(b) == 12);
+	CHECK_RC(spirt_key_xslice(b, sizeof b, 12, "p3"));
+	CHECK(!strcmp(b, "xslice/12/p3") && spirt_key_wirestep(b) == 12);
+	CHECK_RC(spirt_key_xpart(b, sizeof b, 12, 0));
+	CHECK(!strcmp(b, "xpart/12") && spirt_key_wirestep(b) == 12);
+	CHECK_RC(spirt_key_xpart(b, sizeof b, 12, 1));
+	CHECK(!strcmp(b, "xpart/12/signed") && spirt_key_wirestep(b) == 12);
+	CHECK_EQ_RC(spirt_key_xslice(b, sizeof b, 12, "-p"), SPIRT_EKEY);
+	CHECK_EQ_RC(spirt_key_xpart(b, sizeof b, UINT64_MAX, 0), SPIRT_EKEY);
+	CHECK(spirt_key_wirestep("xpart/012") == 0);
+	CHECK(spirt_key_wirestep("xslice/x") == 0);
 	CHECK_RC(spirt_key_beat(b, sizeof b, "f0"));
 	CHECK(!strcmp(b, "beat/f0"));
 	CHECK_RC(spirt_key_health(b, sizeof b, "p2"));

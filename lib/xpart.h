@@ -1,0 +1,120 @@
+/* xpart.h - the partitioned exchange: parts, their signed records, a round */
+#ifndef SPIRT_XPART_H
+#define SPIRT_XPART_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "crypto.h"
+#include "digest.h"
+#include "spirt.h"
+
+struct spirt_exchange;
+
+/*
+ * The partitioned exchange (spirt-peer(1) exchange --parts,
+ * docs/protocol.md "The partitioned exchange"): the P members of a round
+ * in ascending id order, member i owns part i of the vector, the n
+ * floats of the aggregate cut as spirt_xpart_span() says.  Each member
+ * cuts its published aggregate into P slices and signs an input record
+ * (kind 1) naming the hash of each; the owner of part k pulls slice k
+ * of every other member, checks it against its signer's record,
+ * combines the P slices with the round's rule and signs a result record
+ * (kind 2) naming the hash of each input it combined and of the result;
+ * every member then pulls every other owner's combined part, checks it
+ * against the owner's record and the inputs' records, and assembles
+ * gagg/<t>.
+ *
+ * Record layout (little-endian), a u8 record in the store:
+ *   0 magic "SPXP", 4 version 1, 5 kind (1 inputs, 2 result),
+ *   6 u16 token length (0 or 216), 8 u64 step, 16 u32 parts P,
+ *   20 u32 index (the signer's position among the P members), 24 run[32],
+ *   56 id[32], 88 pk[32], 120 u64 n (floats of the whole vector),
+ *   128 model hash[32], 160 hash[32] (kind 1: of the whole aggregate
+ *   xagg/<t>/<id>; kind 2: of the combined part xpart/<t>), 192 token,
+ *   then P entries id[32] hash[32] in strictly ascending id order, the
+ *   signer's at index (kind 1: the hash of slice i, xslice/<t>/<id i>;
+ *   kind 2: the hash of the input slice of member i), then the Ed25519
+ *   signature of every byte before it.
+ */
+
+#define SPIRT_XPART_HEAD 192
+#define SPIRT_XPART_ENTRY 64
+#define SPIRT_XPART_MAXPARTS (SPIRT_DIGEST_MAXPEERS + 1)
+
+enum { SPIRT_XPART_INPUTS = 1, SPIRT_XPART_RESULT = 2 };
+
+struct spirt_xpart_rec {
+	int kind;                       /* SPIRT_XPART_INPUTS or _RESULT */
+	uint64_t step;
+	uint32_t parts, index;
+	uint64_t n;
+	char run[SPIRT_ID_MAX + 1];
+	char id[SPIRT_ID_MAX + 1];
+	unsigned char pk[SPIRT_PK_BYTES];
+	unsigned char model[SPIRT_HASH_BYTES];
+	unsigned char hash[SPIRT_HASH_BYTES];
+	int has_token;
+	unsigned char token[SPIRT_TOKEN_BYTES];
+	struct spirt_digest_entry e[SPIRT_XPART_MAXPARTS];     /* parts */
+	unsigned char sig[SPIRT_SIG_BYTES];
+};
+
+/* Part k of parts over n floats: floats [off, off + len), off =
+ * floor(k n / parts) (computed without overflow for any n < 2^64). */
+void spirt_xpart_span(uint64_t n, size_t parts, size_t k, uint64_t *off,
+    uint64_t *len) SPIRT_NONNULL(4, 5);
+
+/* Bytes of a record of parts entries, with a token or not. */
+size_t spirt_xpart_rec_size(size_t parts, int has_token);
+
+/*
+ * Sign r with k into out (cap >= spirt_xpart_rec_size()): sets r->pk,
+ * fills r->sig.  Returns 0, or SPIRT_EINVAL for a bad kind, run or id,
+ * parts 0 or above SPIRT_XPART_MAXPARTS, index not below parts, entries
+ * not valid ids in strictly ascending order, the entry at index not the
+ * signer, or cap too small.
+ */
+SPIRT_MUST_CHECK int spirt_xpart_rec_sign(unsigned char *out, size_t cap,
+    size_t *len, struct spirt_xpart_rec *r, const struct spirt_key *k)
+    SPIRT_NONNULL(1, 3, 4, 5);
+
+/*
+ * Parse a record and check its signature under the key it carries.
+ * Refusals: SPIRT_ETRUNC, SPIRT_EDATA (longer than it declares, a bad
+ * field, entries not ascending or not naming the signer at index),
+ * SPIRT_EMAGIC, SPIRT_EVERSION, SPIRT_EMAC.
+ */
+SPIRT_MUST_CHECK int spirt_xpart_rec_open(struct spirt_xpart_rec *r,
+    const unsigned char *buf, size_t len) SPIRT_NONNULL(1, 2);
+
+/*
+ * spirt_xpart_rec_open(), then: run (SPIRT_ERUN), signer peer
+ * (SPIRT_EADDR), step (SPIRT_ESTEP), and the key a member in role peer
+ * under that id at time now (t NULL: not checked), as
+ * spirt_digest_verify().
+ */
+SPIRT_MUST_CHECK int spirt_xpart_rec_verify(struct spirt_xpart_rec *r,
+    const unsigned char *buf, size_t len, const char *run, const char *peer,
+    uint64_t step, const struct spirt_trust *t, uint64_t now)
+    SPIRT_NONNULL(1, 2, 4, 5);
+
+/*
+ * The round of x->step with every member (lib/exchange.h, x->parts),
+ * after this peer published xagg/<t>/<self>: cut and sign (xslice/<t>/
+ * <id> and xslice/<t>), pull and check the slices of this peer's part,
+ * combine them (xpart/<t>, xpart/<t>/signed), pull and check the other
+ * parts, write gagg/<t> and gagg/<t>/round.  A rerun reuses what this
+ * peer signed before (its slices, its part).  Returns 0; SPIRT_EBUSY
+ * (a member's record, slice or part not there before the deadline:
+ * nothing combined, no gagg/<t>), SPIRT_EMAC (a slice or part that is
+ * not what its signer's record names, a record of bad signature),
+ * SPIRT_EDATA (a record or value that does not fit the round),
+ * SPIRT_EMODEL (a member's model@t hashes differently), EINTR, the
+ * aggregation's and the store's codes; x->msg says what, naming the
+ * member at fault.
+ */
+SPIRT_MUST_CHECK int spirt_xpart_round(struct spirt_exchange *x)
+    SPIRT_NONNULL(1);
+
+#endif

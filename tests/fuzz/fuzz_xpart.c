@@ -1,0 +1,119 @@
+/* fuzz_xpart.c - the partitioned exchange's signed records a peer pulls
+ * from the others (lib/xpart.c, docs/protocol.md "The partitioned
+ * exchange") */
+#include "xpart.h"
+#include "fuzz_crypto.h"
+
+/*
+ * The first byte picks: the input as it is, or (bit 0) signed by a
+ * member whose key is put in (bits 1-2: p1, p2, p3, f1; bit 3: and its
+ * token made for that key by the group), so the fields behind the
+ * signature are fuzzed; the next 8 bytes are the n and the part count
+ * (byte 9, plus one) spirt_xpart_span cuts.  Beyond "no crash": a record
+ * opened signs again to the same bytes, its entries are ascending with
+ * the signer's at its index, one verified is for our run, by a member
+ * in role peer; the spans of any n and count tile [0, n) in order, each
+ * floor(n / count) or one more.
+ */
+static struct spirt_trust *trust;
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	fuzz_crypto_init();
+	trust = fuzz_trust();
+	return 0;
+}
+
+static const int signers[4] = { FZ_P1, FZ_P2, FZ_P3, FZ_F1 };
+
+static void
+spans(struct fuzz_in *in)
+{
+	uint64_t n = 0, off, len, at = 0;
+	size_t parts;
+
+	for (int i = 0; i < 7; i++)
+		n = n << 8 | fuzz_u8(in);
+	parts = (size_t)fuzz_u8(in) + 1;
+	for (size_t k = 0; k < parts; k++) {
+		spirt_xpart_span(n, parts, k, &off, &len);
+		FUZZ_ASSERT(off == at);
+		FUZZ_ASSERT(len == n / parts || len == n / parts + 1);
+		at += len;
+	}
+	FUZZ_ASSERT(at == n);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
+{
+	static struct spirt_xpart_rec r, r2;
+	struct fuzz_in in = { d, n };
+	unsigned mode = fuzz_u8(&in);
+	unsigned char *b, *b2;
+	size_t len, need, len2;
+	int who = signers[mode >> 1 & 3], rc;
+
+	spans(&in);
+	len = in.n;
+	FUZZ_ASSERT((b = malloc(len ? len : 1)) != NULL);
+	memcpy(b, in.p, len);
+	if ((mode & 1) && len >= SPIRT_XPART_HEAD + SPIRT_SIG_BYTES) {
+		memcpy(b + 88, fz.pk[who], SPIRT_PK_BYTES);
+		if ((mode & 8) && b[6] == 216 && b[7] == 0 &&
+		    len >= SPIRT_XPART_HEAD + 216 + SPIRT_SIG_BYTES) {
+			/* its token: for that key, by the group */
+			memcpy(b + 192 + 88, fz.pk[who], SPIRT_PK_BYTES);
+			memcpy(b + 192 + 120, fz.pk[FZ_G], SPIRT_PK_BYTES);
+			crypto_sign_detached(b + 192 + 152, NULL, b + 192, 152,
+			    fz.sk[FZ_G]);
+		}
+		crypto_sign_detached(b + len - 64, NULL, b, len - 64,
+		    fz.sk[who]);
+	}
+	rc = spirt_xpart_rec_open(&r, b, len);
+	if (rc == 0) {
+		FUZZ_ASSERT(len == spirt_xpart_rec_size(r.parts, r.has_token));
+		FUZZ_ASSERT(r.kind == SPIRT_XPART_INPUTS ||
+		    r.kind == SPIRT_XPART_RESULT);
+		FUZZ_ASSERT(r.index < r.parts);
+		FUZZ_ASSERT(strcmp(r.e[r.index].id, r.id) == 0);
+		for (size_t i = 1; i < r.parts; i++)
+			FUZZ_ASSERT(strcmp(r.e[i - 1].id, r.e[i].id) < 0);
+		/* the signer's own key signs the same bytes again */
+		if (memcmp(r.pk, fz.pk[who], SPIRT_PK_BYTES) == 0) {
+			r2 = r;
+			need = spirt_xpart_rec_size(r.parts, r.has_token);
+			FUZZ_ASSERT((b2 = malloc(need)) != NULL);
+			FUZZ_ASSERT(spirt_xpart_rec_sign(b2, need, &len2, &r2,
+			    fz.k[who]) == 0 && len2 == len);
+			FUZZ_ASSERT(memcmp(b2, b, len) == 0);
+			free(b2);
+		}
+		rc = spirt_xpart_rec_verify(&r2, b, len, FUZZ_RUN, r.id,
+		    r.step, trust, FUZZ_NOW);
+		if (rc == 0) {
+			struct spirt_member m;
+
+			FUZZ_ASSERT(strcmp(r2.run, FUZZ_RUN) == 0);
+			if (r2.has_token && (mode & 9) == 9) {
+				FUZZ_ASSERT(spirt_token_decode(&m, r2.token) ==
+				    0 && strcmp(m.id, r2.id) == 0 &&
+				    memcmp(m.pk, r2.pk, SPIRT_PK_BYTES) == 0 &&
+				    m.role == SPIRT_ROLE_PEER);
+			} else {
+				FUZZ_ASSERT(strcmp(r2.id, "p3") == 0 &&
+				    memcmp(r2.pk, fz.pk[FZ_P3],
+				    SPIRT_PK_BYTES) == 0);
+			}
+		}
+	} else {
+		FUZZ_ASSERT(spirt_xpart_rec_verify(&r2, b, len, FUZZ_RUN,
+		    "p1", 0, trust, FUZZ_NOW) == rc);
+	}
+	free(b);
+	return 0;
+}
