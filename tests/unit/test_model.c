@@ -269,6 +269,200 @@ test_fixtures(void)
 	return n;
 }
 
+/* ---- layer lists (net:, resnet8:) against PyTorch float64 ---- */
+
+static void
+test_net_parse(void)
+{
+	static const char *bad[] = {
+		"net:", "net:1x8x8", "net:1x8x8:", "net:1x8x8:relu",
+		"net:1x8x8:conv3-4", "net:1x8x8:dense-10",      // maps
+		"net:1x8x8:flatten,dense-1", "net:1x8x8:flatten,conv3-2",
+		"net:1x8x8:conv3-4,,flatten,dense-3",
+		"net:1x8x8:conv3-4p3,flatten,dense-3",          // p >= k
+		"net:1x8x8:conv9-4p0,flatten,dense-3",          // too big
+		"net:1x8x8:res(conv3-2),flatten,dense-3",       // 2 != 1
+		"net:1x8x8:res(conv3-1|),flatten,dense-3",
+		"net:1x8x8:res(conv3-1s2|conv1-1),flatten,dense-3",
+		"net:1x8x8:res(res(conv3-1)),flatten,dense-3",  // nested
+		"net:1x8x8:res(conv3-1,gap),dense-3",
+		"net:1x8x8:gap,dense-3,flatten,dense-3",
+		"net:1x8x8:maxpool9,flatten,dense-3",
+		"net:1x8x8:conv3-4,flatten,dense-3,", "net:1x8x8:bogus,dense-3",
+		"net:1x8x8:flatten,dense-3)", "resnet8", "resnet8:1x28x28",
+		"resnet8:1x28x28-10-", "resnet8:28x28-10",
+	};
+	struct spirt_model m;
+	size_t i;
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		if (spirt_model_parse(&m, bad[i]) != SPIRT_EMODEL) {
+			fprintf(stderr, "spec \"%s\" accepted\n", bad[i]);
+			check_failed = 1;
+		}
+	// canonical: defaults left out; a conv before a bn has no bias
+	CHECK_RC(spirt_model_parse(&m, "net:1x8x8:conv3-4s1p1,bn,relu,"
+	    "maxpool2s2,conv1-4p0,flatten,dense-3"));
+	CHECK(strcmp(m.spec, "net:1x8x8:conv3-4,bn,relu,maxpool2,conv1-4,"
+	    "flatten,dense-3") == 0);
+	CHECK(m.nparams == 36 + 8 + 16 + 4 + 3 * 64 + 3);
+	CHECK(m.nstate == 8 && m.nclass == 3 && m.nin == 64);
+	CHECK_RC(spirt_model_parse(&m, "resnet8:1x28x28-10"));
+	CHECK(strcmp(m.spec, "resnet8:1x28x28-10") == 0);
+	CHECK(m.nparams == 77754 && m.nstate == 2 * (16 * 3 + 32 * 3 +
+	    64 * 3));
+	CHECK_RC(spirt_model_parse(&m, "resnet8:3x32x32-100"));
+	CHECK(m.nparams == 77754 + 2 * 16 * 9 + 65 * 90);
+}
+
+static double
+rel(double a, double b)
+{
+	return fabs(a - b) / fmax(1.0, fabs(b));
+}
+
+/* One run of case name: fast or naive; grads and state into g, st. */
+static double
+net_run(const struct spirt_model *m, unsigned fl, const float *p,
+    const float *x, const int32_t *y, const float *st_in, size_t B,
+    float *g, float *st)
+{
+	struct spirt_ws *ws;
+	double l;
+
+	if (spirt_ws_new(&ws, m, B, fl) != 0) {
+		fprintf(stderr, "%s: workspace: no memory\n", m->spec);
+		check_failed = 1;
+		return NAN;
+	}
+	memcpy(spirt_ws_input(ws), x, B * m->nin * 4);
+	memcpy(spirt_ws_labels(ws), y, B * 4);
+	memcpy(spirt_ws_state(ws), st_in, m->nstate * 4);
+	l = spirt_model_forward(ws, m, p, B);
+	if (fl & SPIRT_WS_TRAIN)
+		spirt_model_backward(ws, m, p, g, B);
+	memcpy(st, spirt_ws_state(ws), m->nstate * 4);
+	spirt_ws_free(ws);
+	return l;
+}
+
+static void
+test_net_fixture(const char *dir, const char *name, const char *spec,
+    size_t B)
+{
+	struct spirt_model m;
+	void *bp = NULL, *bx = NULL, *by = NULL, *bg = NULL, *bl = NULL;
+	void *bt = NULL, *bsi = NULL, *bs = NULL, *be = NULL;
+	float *p, *x, *g, *si, *sw, *got, *got2, *st, *st2;
+	double *loss, *tol, *eloss, l, d;
+	size_t j, T, t;
+	int32_t *y;
+	int naive;
+
+	CHECK_RC(spirt_model_parse(&m, spec));
+	if (check_failed)
+		return;
+	T = 0;
+	for (j = 0; j < (size_t)m.nnodes; j++)
+		T += (m.node[j].wlen != 0) + (m.node[j].blen != 0);
+	p = load_npy(dir, name, "params", SPIRT_F32, m.nparams, &bp);
+	x = load_npy(dir, name, "x", SPIRT_F32, B * m.nin, &bx);
+	y = load_npy(dir, name, "y", SPIRT_I32, B, &by);
+	g = load_npy(dir, name, "grad", SPIRT_F32, m.nparams, &bg);
+	loss = load_npy(dir, name, "loss", SPIRT_F64, 1, &bl);
+	tol = load_npy(dir, name, "tol", SPIRT_F64, 3 * T, &bt);
+	si = load_npy(dir, name, "state_in", SPIRT_F32, m.nstate, &bsi);
+	sw = load_npy(dir, name, "state", SPIRT_F32, m.nstate, &bs);
+	eloss = load_npy(dir, name, "evalloss", SPIRT_F64, 1, &be);
+	if (!(p && x && y && g && loss && tol && si && sw && eloss))
+		goto out;
+	got = malloc(m.nparams * 4);
+	got2 = malloc(m.nparams * 4);
+	st = malloc(m.nstate * 4 + 4);
+	st2 = malloc(m.nstate * 4 + 4);
+	for (naive = 0; naive < 2; naive++) {
+		unsigned fl = SPIRT_WS_TRAIN | (naive ? SPIRT_WS_NAIVE : 0);
+		const char *how = naive ? "naive" : "fast";
+
+		l = net_run(&m, fl, p, x, y, si, B, got, st);
+		if (!(rel(l, loss[0]) <= 1e-5)) {
+			fprintf(stderr, "%s (%s): loss %.9g, torch %.9g\n",
+			    name, how, l, loss[0]);
+			check_failed = 1;
+		}
+		// every parameter tensor within its bound
+		for (t = 0; t < T; t++) {
+			size_t o = (size_t)tol[3 * t], n = (size_t)tol[3 * t + 1];
+			for (d = 0, j = o; j < o + n; j++)
+				d = fmax(d, fabs((double)got[j] - g[j]));
+			if (!(d <= tol[3 * t + 2])) {
+				fprintf(stderr, "%s (%s): tensor %zu at %zu: "
+				    "maxdiff %g, allowed %g\n", name, how, t, o,
+				    d, tol[3 * t + 2]);
+				check_failed = 1;
+			}
+		}
+		// the running statistics as torch leaves them
+		for (d = 0, j = 0; j < m.nstate; j++)
+			d = fmax(d, rel(st[j], sw[j]));
+		if (!(d <= 1e-5)) {
+			fprintf(stderr, "%s (%s): state maxdiff %g\n", name, how,
+			    d);
+			check_failed = 1;
+		}
+		// bit-identical reruns
+		net_run(&m, fl, p, x, y, si, B, got2, st2);
+		CHECK(memcmp(got, got2, m.nparams * 4) == 0);
+		CHECK(memcmp(st, st2, m.nstate * 4) == 0);
+		// evaluation mode: the statistics after the step normalise,
+		// and nothing changes them
+		l = net_run(&m, naive ? SPIRT_WS_NAIVE : 0, p, x, y, sw, B,
+		    NULL, st2);
+		if (!(rel(l, eloss[0]) <= 1e-5)) {
+			fprintf(stderr, "%s (%s): eval loss %.9g, torch %.9g\n",
+			    name, how, l, eloss[0]);
+			check_failed = 1;
+		}
+		CHECK(memcmp(st2, sw, m.nstate * 4) == 0);
+	}
+	free(got), free(got2), free(st), free(st2);
+out:
+	free(bp), free(bx), free(by), free(bg), free(bl);
+	free(bt), free(bsi), free(bs), free(be);
+}
+
+static void
+test_net_fixtures(void)
+{
+	const char *dir = getenv("SPIRT_GRAD_FIXTURES");
+	char path[512], line[512], name[128], spec[256];
+	unsigned long B;
+	FILE *f;
+	int n = 0;
+
+	if (dir == NULL)
+		dir = "tests/data/grad";
+	snprintf(path, sizeof path, "%s/nets", dir);
+	if ((f = fopen(path, "r")) == NULL) {
+		fprintf(stderr, "%s: no fixtures\n", path);
+		check_failed = 1;
+		return;
+	}
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (sscanf(line, "%127s %255s %lu", name, spec, &B) != 3) {
+			fprintf(stderr, "%s: bad line: %s", path, line);
+			check_failed = 1;
+			continue;
+		}
+		test_net_fixture(dir, name, spec, B);
+		n++;
+	}
+	fclose(f);
+	CHECK(n >= 2);
+}
+
 int
 main(void)
 {
@@ -286,5 +480,7 @@ main(void)
 	test_model("cnn:3x17x18-2-3-4", 2);
 	test_model("cnn:1x28x28-4-6-10", 2);
 	test_fixtures();
+	test_net_parse();
+	test_net_fixtures();
 	CHECK_DONE();
 }
