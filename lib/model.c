@@ -194,7 +194,10 @@ net_conv(struct np *n, int dw)
 	if (n->flat || num(&n->p, &k) != 0 || (!dw && (expect(&n->p, '-') ||
 	    num(&n->p, &OC))) || stride_pad(n, k, &s, &p, 1) != 0)
 		return SPIRT_EMODEL;
-	if (n->H + 2 * p < k || n->W + 2 * p < k)
+	// the padded image holds the kernel; the weight fits a vector
+	if (n->H + 2 * p < k || n->W + 2 * p < k || k > DIM_MAX / k ||
+	    (dw ? 1 : n->C) > PARAM_MAX / (k * k) ||
+	    OC > PARAM_MAX / ((dw ? 1 : n->C) * k * k))
 		return SPIRT_EMODEL;
 	OH = (n->H + 2 * p - k) / s + 1;
 	OW = (n->W + 2 * p - k) / s + 1;
@@ -295,7 +298,7 @@ net_layer(struct np *n, int inres)
 		d->wlen = d->blen = d->C;
 		d->soff = m->nstate;
 		m->nstate += 2 * d->C;
-		return 0;
+		return m->nstate > PARAM_MAX ? SPIRT_EMODEL : 0;
 	}
 	if (strncmp(n->p, "relu", 4) == 0) {
 		n->p += 4;
