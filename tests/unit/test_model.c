@@ -236,8 +236,10 @@ test_fixture(const char *dir, const char *name, const char *spec, size_t B)
 	free(bp), free(bx), free(by), free(bg), free(bl);
 }
 
+/* Each line "NAME SPEC BATCH" of the fixtures' list file into fn. */
 static int
-test_fixtures(void)
+each_fixture(const char *list, void (*fn)(const char *, const char *,
+    const char *, size_t))
 {
 	const char *dir = getenv("SPIRT_GRAD_FIXTURES");
 	char path[512], line[512], name[128], spec[256];
@@ -247,7 +249,7 @@ test_fixtures(void)
 
 	if (dir == NULL)
 		dir = "tests/data/grad";
-	snprintf(path, sizeof path, "%s/cases", dir);
+	snprintf(path, sizeof path, "%s/%s", dir, list);
 	if ((f = fopen(path, "r")) == NULL) {
 		fprintf(stderr, "%s: no fixtures\n", path);
 		check_failed = 1;
@@ -261,12 +263,17 @@ test_fixtures(void)
 			check_failed = 1;
 			continue;
 		}
-		test_fixture(dir, name, spec, B);
+		fn(dir, name, spec, B);
 		n++;
 	}
 	fclose(f);
-	CHECK(n > 0);
 	return n;
+}
+
+static void
+test_fixtures(void)
+{
+	CHECK(each_fixture("cases", test_fixture) > 0);
 }
 
 /* ---- layer lists (net:, resnet8:) against PyTorch float64 ---- */
@@ -505,33 +512,7 @@ out:
 static void
 test_net_fixtures(void)
 {
-	const char *dir = getenv("SPIRT_GRAD_FIXTURES");
-	char path[512], line[512], name[128], spec[256];
-	unsigned long B;
-	FILE *f;
-	int n = 0;
-
-	if (dir == NULL)
-		dir = "tests/data/grad";
-	snprintf(path, sizeof path, "%s/nets", dir);
-	if ((f = fopen(path, "r")) == NULL) {
-		fprintf(stderr, "%s: no fixtures\n", path);
-		check_failed = 1;
-		return;
-	}
-	while (fgets(line, sizeof line, f) != NULL) {
-		if (line[0] == '#' || line[0] == '\n')
-			continue;
-		if (sscanf(line, "%127s %255s %lu", name, spec, &B) != 3) {
-			fprintf(stderr, "%s: bad line: %s", path, line);
-			check_failed = 1;
-			continue;
-		}
-		test_net_fixture(dir, name, spec, B);
-		n++;
-	}
-	fclose(f);
-	CHECK(n >= 2);
+	CHECK(each_fixture("nets", test_net_fixture) >= 2);
 }
 
 int
