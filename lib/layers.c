@@ -48,7 +48,10 @@ chunk(const struct spirt_conv2d *g)
 size_t
 spirt_conv2d_colsize(const struct spirt_conv2d *g)
 {
-	return g->C * g->k * g->k * chunk(g) * g->OH * g->OW;
+	size_t K = g->C * g->k * g->k;
+
+	// the chunk's im2col, then backward's transposed dweight
+	return K * chunk(g) * g->OH * g->OW + K * g->OC;
 }
 
 /*
@@ -186,7 +189,7 @@ spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
 {
 	size_t P = g->OH * g->OW, N = g->B * P, K = g->C * g->k * g->k;
 	size_t OC = g->OC, nb = chunk(g), b0, n, o, j;
-	float *dwt;
+	float *dwt = col + K * nb * P;  // after the chunk (colsize)
 
 	if (dbias != NULL) {
 		for (o = 0; o < OC; o++) {
@@ -199,20 +202,14 @@ spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
 	}
 	// dweight^T (K,OC) summed over the chunks, col (K,n*P) . dout^T,
 	// then transposed (the shape OpenBLAS runs faster, blas.c's
-	// spirt_conv_backward); into dweight itself when the
-	// copy cannot be had
-	dwt = malloc(K * OC * sizeof *dwt);
+	// spirt_conv_backward), in col's tail: nothing allocated
 	for (b0 = 0; b0 < g->B; b0 += n) {
 		float beta = b0 > 0 ? 1.0f : 0.0f;
 		const float *dc = dout + b0 * P;
 		n = g->B - b0 < nb ? g->B - b0 : nb;
 		spirt_im2col_sp(col, inp, g, b0, n);
-		if (dwt != NULL)
-			spirt_sgemm(0, 1, K, OC, n * P, 1.0f, col, n * P, dc,
-			    N, beta, dwt, OC);
-		else
-			spirt_sgemm(0, 1, OC, K, n * P, 1.0f, dc, N, col,
-			    n * P, beta, dweight, K);
+		spirt_sgemm(0, 1, K, OC, n * P, 1.0f, col, n * P, dc, N, beta,
+		    dwt, OC);
 		if (dinp == NULL)
 			continue;
 		// dcol (K,n*P) = weight^T (K,OC) . dout[:, chunk], into col
@@ -220,12 +217,9 @@ spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
 		    col, n * P);
 		spirt_col2im_sp(dinp, col, g, b0, n);
 	}
-	if (dwt != NULL) {
-		for (o = 0; o < OC; o++)
-			for (j = 0; j < K; j++)
-				dweight[o * K + j] = dwt[j * OC + o];
-		free(dwt);
-	}
+	for (o = 0; o < OC; o++)
+		for (j = 0; j < K; j++)
+			dweight[o * K + j] = dwt[j * OC + o];
 }
 
 /* ---- depthwise conv2d ---- */

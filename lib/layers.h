@@ -14,7 +14,6 @@
  * "CBHW": channel-major planes (C,B,H,W), contiguous, so a channel's
  * values over the batch are one run of B*H*W floats.  Backward kernels
  * overwrite (never accumulate into) their outputs.  No kernel allocates
- * but spirt_conv2d_backward (a transposed copy, as spirt_conv_backward)
  * and none reads the environment; the fast ones run OpenBLAS's threads
  * only through spirt_sgemm().
  */
@@ -42,7 +41,8 @@ SPIRT_MUST_CHECK int spirt_conv2d_shape(struct spirt_conv2d *g, size_t B,
 /*
  * floats of the im2col workspace: C*k*k rows of the output pixels of a
  * chunk of samples (as many as fit 512 KB, one at least), so that it
- * stays in the cache
+ * stays in the cache, then C*k*k*OC for backward's transposed weight
+ * gradient
  */
 size_t spirt_conv2d_colsize(const struct spirt_conv2d *g);
 
