@@ -793,6 +793,9 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 		}
 		c->gcap = c->m.nparams;
 	}
+	// dropout's masks: a function of (seed, step, worker) only
+	spirt_ws_seed(c->ws, spirt_seed_mix(job->seed, job->step,
+	    job->worker));
 	loss = spirt_model_forward(c->ws, &c->m, params, B);
 	spirt_model_backward(c->ws, &c->m, params, c->grad, B);
 	if (!isfinite(loss) ||

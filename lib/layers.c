@@ -6,6 +6,7 @@
 
 #include "blas.h"
 #include "layers.h"
+#include "rng.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize ("tree-vectorize", "vect-cost-model=dynamic")
@@ -902,4 +903,39 @@ spirt_residual_backward(float *da, float *db, const float *dout, size_t n)
 		memcpy(da, dout, n * sizeof *da);
 	if (db != NULL && db != dout)
 		memcpy(db, dout, n * sizeof *db);
+}
+
+/* ---- dropout ---- */
+
+static float
+dropout_scale(unsigned pct)
+{
+	return (float)(100.0 / (double)(100 - pct));
+}
+
+void
+spirt_dropout_forward(float *out, uint8_t *mask, const float *inp,
+    size_t n, unsigned pct, uint64_t seed)
+{
+	struct spirt_sm64 r;
+	uint64_t keep = ((uint64_t)(100 - pct) << 24) / 100;
+	float scale = dropout_scale(pct);
+	size_t i;
+
+	spirt_sm64_seed(&r, seed);
+	for (i = 0; i < n; i++) {
+		mask[i] = (spirt_sm64_next(&r) >> 40) < keep;
+		out[i] = mask[i] ? inp[i] * scale : 0.0f;
+	}
+}
+
+void
+spirt_dropout_backward(float *dinp, const float *dout, const uint8_t *mask,
+    size_t n, unsigned pct)
+{
+	float scale = dropout_scale(pct);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		dinp[i] = mask[i] ? dout[i] * scale : 0.0f;
 }

@@ -196,4 +196,19 @@ void spirt_residual_forward(float *out, const float *a, const float *b,
 void spirt_residual_backward(float *da, float *db, const float *dout,
     size_t n);
 
+/* ---- dropout (training mode; evaluation passes values through) ---- */
+
+/*
+ * torch.nn.Dropout(pct / 100): each of n values kept with probability
+ * 1 - pct/100 and scaled by 1 / (1 - pct/100), else 0; mask (n bytes)
+ * records which.  Value i's draw is the top 24 bits of the (i+1)-th
+ * splitmix64 output of seed, kept when below (100 - pct) * 2^24 / 100:
+ * the same bits for the same seed anywhere.  pct in 1..99.  Its backward
+ * scales dout by the same mask; two multiplications need no naive twin.
+ */
+void spirt_dropout_forward(float *out, uint8_t *mask, const float *inp,
+    size_t n, unsigned pct, uint64_t seed);
+void spirt_dropout_backward(float *dinp, const float *dout,
+    const uint8_t *mask, size_t n, unsigned pct);
+
 #endif

@@ -350,6 +350,16 @@ net_layer(struct np *n, int inres)
 		n->flat = 1;
 		return 0;
 	}
+	if (strncmp(n->p, "dropout", 7) == 0) {
+		n->p += 7;
+		if (num(&n->p, &v) != 0 || v > 99 ||
+		    (rc = spec_add(n, "dropout%zu", v)) != 0 ||
+		    (d = node_new(n, SPIRT_N_DROPOUT, n->C, n->H, n->W)) ==
+		    NULL)
+			return SPIRT_EMODEL;
+		d->k = v;
+		return 0;
+	}
 	if (strncmp(n->p, "dense-", 6) == 0) {
 		n->p += 6;
 		if (!n->flat || num(&n->p, &v) != 0 ||
@@ -670,6 +680,8 @@ struct spirt_ws {
 	float *act[SPIRT_NET_NODES + 1], *dact[SPIRT_NET_NODES + 1];
 	float *mean[SPIRT_NET_NODES], *rstd[SPIRT_NET_NODES];
 	uint32_t *nidx[SPIRT_NET_NODES];
+	uint8_t *mask[SPIRT_NET_NODES];         /* dropout's */
+	uint64_t seed;
 	float *state;
 	float *ncol;                            /* im2col, the largest */
 	float *tmp, *tmp2;                      /* largest buffer each */
@@ -722,6 +734,9 @@ net_ws(struct spirt_ws *ws, const struct spirt_model *m, size_t B, int train,
 			return ENOMEM;
 		if (d->kind == SPIRT_N_MAXPOOL && (ws->nidx[i] = wsalloc(ws,
 		    B * d->OC * d->OH * d->OW, sizeof(uint32_t))) == NULL)
+			return ENOMEM;
+		if (d->kind == SPIRT_N_DROPOUT && train && (ws->mask[i] =
+		    wsalloc(ws, B * d->OC * d->OH * d->OW, 1)) == NULL)
 			return ENOMEM;
 		if (d->kind == SPIRT_N_CONV && !naive &&
 		    spirt_conv2d_shape(&g, B, d->C, d->H, d->W, d->OC, d->k,
@@ -840,6 +855,12 @@ float *
 spirt_ws_state(struct spirt_ws *ws)
 {
 	return ws->state;
+}
+
+void
+spirt_ws_seed(struct spirt_ws *ws, uint64_t seed)
+{
+	ws->seed = seed;
 }
 
 /* ---- forward and backward ---- */
@@ -979,6 +1000,14 @@ net_forward(struct spirt_ws *ws, const struct spirt_model *m,
 		case SPIRT_N_ADD:
 			spirt_residual_forward(out, in, ws->act[d->in2], n);
 			break;
+		case SPIRT_N_DROPOUT:
+			if (train)
+				spirt_dropout_forward(out, ws->mask[i], in, n,
+				    (unsigned)d->k, spirt_seed_mix(ws->seed,
+				    (uint64_t)i, 0));
+			else
+				memcpy(out, in, n * sizeof *out);
+			break;
 		}
 	}
 	return spirt_xent_forward(ws->probs, ws->losses,
@@ -1073,6 +1102,11 @@ net_backward(struct spirt_ws *ws, const struct spirt_model *m,
 		case SPIRT_N_ADD:
 			spirt_residual_backward(dinp, d->in2 == 0 ? NULL :
 			    ws->dact[d->in2], dout, n);
+			break;
+		case SPIRT_N_DROPOUT:
+			if (dinp != NULL)
+				spirt_dropout_backward(dinp, dout, ws->mask[i],
+				    n, (unsigned)d->k);
 			break;
 		}
 		if (d->accum && dinp != NULL)

@@ -17,8 +17,8 @@
  *   cnn:CxHxW-C1-C2-K       conv5x5(C->C1) ReLU maxpool2
  *                           conv5x5(C1->C2) ReLU maxpool2 dense(->K)
  *   net:CxHxW:L,L,...       a layer list (spirt-model(5)): conv, depthwise,
- *                           bn, relu, pools, gap, flatten, dense and
- *                           residual blocks res(BODY|SHORTCUT)
+ *                           bn, relu, pools, gap, flatten, dense, dropout
+ *                           and residual blocks res(BODY|SHORTCUT)
  *   resnet8:CxHxW-K         the preset net of He et al.'s CIFAR ResNet-8
  *
  * All parameters live in one flat float32 vector: for each layer in order,
@@ -59,7 +59,7 @@ struct spirt_layer {
 enum spirt_node_kind {
 	SPIRT_N_CONV = 1, SPIRT_N_DW, SPIRT_N_BN, SPIRT_N_RELU,
 	SPIRT_N_MAXPOOL, SPIRT_N_AVGPOOL, SPIRT_N_GAP, SPIRT_N_FLATTEN,
-	SPIRT_N_DENSE, SPIRT_N_ADD
+	SPIRT_N_DENSE, SPIRT_N_ADD, SPIRT_N_DROPOUT
 };
 
 struct spirt_node {
@@ -70,7 +70,8 @@ struct spirt_node {
 	int in, in2, out;       /* buffers; in2: add's shortcut */
 	size_t C, H, W;         /* input per sample (flat: C, 1, 1) */
 	size_t OC, OH, OW;      /* output */
-	size_t k, s, p;         /* kernel, stride, padding */
+	size_t k, s, p;         /* kernel, stride, padding; dropout: k is
+				   the percentage dropped */
 	size_t woff, wlen;      /* weight (bn: gamma) */
 	size_t boff, blen;      /* bias (bn: beta) */
 	size_t soff;            /* bn: running mean at soff, var at +C */
@@ -139,6 +140,12 @@ const float *spirt_ws_losses(const struct spirt_ws *ws);
  * updates it with its batch's statistics (momentum SPIRT_BN_MOMENTUM).
  */
 float *spirt_ws_state(struct spirt_ws *ws);
+/*
+ * The seed of a training forward's dropout masks (0 at first): node i of
+ * the list draws from spirt_seed_mix(seed, i, 0) (layers.h).  spirt-grad
+ * sets spirt_seed_mix(seed, step, worker): reruns draw the same masks.
+ */
+void spirt_ws_seed(struct spirt_ws *ws, uint64_t seed);
 
 /*
  * Forward B (<= maxbatch) samples from the workspace's input and labels

@@ -84,6 +84,32 @@ for v in load('$1')['a'].ravel(): print('%.9g' % v)"
 	assert_line 'step=1'
 }
 
+@test "dropout: a rerun draws the same masks, another seed others; evaluation passes through" {
+	mkdata
+	d='net:1x6x6:conv3-4,relu,dropout50,flatten,dense-8,relu,dropout25,dense-3'
+	nd='net:1x6x6:conv3-4,relu,flatten,dense-8,relu,dense-3'
+	spirt-shard -q -o train.spt train.csv
+	spirt-shard -q -d test -o test.spt test.csv
+	# the same weights (dropout has none)
+	spirt-init -S 4 -o m "$d"
+	spirt-init -S 4 -o m0 "$nd"
+	spirt-grad -p m -D train.spt -b 16 -S 1 -o a
+	spirt-grad -p m -D train.spt -b 16 -S 1 -o b
+	cmp a b
+	spirt-grad -p m -D train.spt -b 16 -S 2 -o c
+	! cmp -s a c
+	spirt-grad -p m0 -D train.spt -b 16 -S 1 -o n
+	run -0 spirt-store inspect a n
+	[ "$(printf '%s\n' "${lines[@]}" | grep -c '^loss=')" = 2 ]
+	[ "$(printf '%s\n' "${lines[@]}" | grep '^loss=' | sort -u |
+	    wc -l)" = 2 ]
+	# evaluation passes the values through: the same loss as without
+	run -0 spirt-eval -p m -D test.spt
+	e1=$(printf '%s\n' "${lines[@]}" | grep '^loss=')
+	run -0 spirt-eval -p m0 -D test.spt
+	assert_line "$e1"
+}
+
 @test "spirt-grad fails 66 without the model's state, and writes nothing" {
 	mkdata
 	spirt-init -o m0 "$NET"

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "blas.h"
 #include "io.h"
+#include "layers.h"
 #include "model.h"
 #include "npy.h"
 #include "tensor.h"
@@ -390,6 +391,110 @@ test_net_mutations(void)
 	CHECK(ok > 40);
 }
 
+/* One forward (and backward, training) of spec on fixed data. */
+static double
+drop_run(const struct spirt_model *m, unsigned fl, const float *p,
+    uint64_t seed, float *g)
+{
+	struct spirt_ws *ws;
+	struct spirt_sm64 r;
+	size_t j, B = 8;
+	double l;
+
+	if (spirt_ws_new(&ws, m, B, fl) != 0) {
+		check_failed = 1;
+		return NAN;
+	}
+	spirt_sm64_seed(&r, 99);
+	for (j = 0; j < B * m->nin; j++)
+		spirt_ws_input(ws)[j] = (float)spirt_sm64_uniform(&r);
+	for (j = 0; j < B; j++)
+		spirt_ws_labels(ws)[j] = (int32_t)(j % m->nclass);
+	spirt_ws_seed(ws, seed);
+	l = spirt_model_forward(ws, m, p, B);
+	if (g != NULL)
+		spirt_model_backward(ws, m, p, g, B);
+	spirt_ws_free(ws);
+	return l;
+}
+
+/* Dropout: the kernel's rate and scale, the masks' seed, its gradient. */
+static void
+test_net_dropout(void)
+{
+	const char *with = "net:1x6x6:conv3-4,relu,dropout50,flatten,dense-8,"
+	    "relu,dropout25,dense-3";
+	const char *without = "net:1x6x6:conv3-4,relu,flatten,dense-8,relu,"
+	    "dense-3";
+	struct spirt_model m, m0;
+	size_t n = 100000, i, zero = 0, bad = 0, tried = 0;
+	float *in = malloc(n * 4), *out = malloc(n * 4), *din = malloc(n * 4);
+	float *p, *g, *g2;
+	uint8_t *mask = malloc(n);
+	double l, l2;
+
+	for (i = 0; i < n; i++)
+		in[i] = 1.0f + (float)(i % 7);
+	spirt_dropout_forward(out, mask, in, n, 30, 5);
+	for (i = 0; i < n; i++) {
+		if (out[i] == 0)
+			zero++;
+		else if (out[i] != in[i] * (float)(100.0 / 70.0))
+			bad++;
+	}
+	CHECK(bad == 0);
+	CHECK(zero > n * 29 / 100 && zero < n * 31 / 100);
+	spirt_dropout_backward(din, in, mask, n, 30);
+	CHECK(memcmp(din, out, n * 4) == 0);
+	free(in), free(out), free(din), free(mask);
+
+	CHECK_RC(spirt_model_parse(&m, with));
+	CHECK(strcmp(m.spec, with) == 0);
+	CHECK_RC(spirt_model_parse(&m0, without));
+	CHECK(m.nparams == m0.nparams && m.nstate == 0);
+	CHECK(spirt_model_parse(&m, "net:1x6x6:flatten,dropout100,dense-3")
+	    == SPIRT_EMODEL);
+	CHECK(spirt_model_parse(&m, "net:1x6x6:flatten,dropout0,dense-3")
+	    == SPIRT_EMODEL);
+	CHECK_RC(spirt_model_parse(&m, with));
+	p = malloc(m.nparams * 4);
+	g = malloc(m.nparams * 4);
+	g2 = malloc(m.nparams * 4);
+	spirt_model_init(&m, p, 3);
+	// evaluation: the values pass through, as without the layers
+	CHECK(drop_run(&m, 0, p, 1, NULL) == drop_run(&m0, 0, p, 1, NULL));
+	// training: the seed's masks, the same bits again, others for
+	// another seed
+	l = drop_run(&m, SPIRT_WS_TRAIN, p, 1, g);
+	l2 = drop_run(&m, SPIRT_WS_TRAIN, p, 1, g2);
+	CHECK(l == l2 && memcmp(g, g2, m.nparams * 4) == 0);
+	CHECK(drop_run(&m, SPIRT_WS_TRAIN, p, 2, g2) != l);
+	CHECK(l != drop_run(&m0, SPIRT_WS_TRAIN, p, 1, NULL));
+	// the gradient of the masked loss (fixed masks: the same seed)
+	drop_run(&m, SPIRT_WS_TRAIN | SPIRT_WS_NAIVE, p, 1, g);
+	for (i = 0; i < m.nparams; i += 7) {
+		// small: dropout's scale 2 puts ReLU kinks within 1e-3
+		float save = p[i], eps = 2e-4f;
+		double lp, lm, num;
+		p[i] = save + eps;
+		lp = drop_run(&m, SPIRT_WS_TRAIN | SPIRT_WS_NAIVE, p, 1, NULL);
+		p[i] = save - eps;
+		lm = drop_run(&m, SPIRT_WS_TRAIN | SPIRT_WS_NAIVE, p, 1, NULL);
+		p[i] = save;
+		num = (lp - lm) / (2.0 * eps);
+		tried++;
+		if (fabs(num - g[i]) > 2e-4 + 2e-2 * fmax(fabs(num),
+		    fabs(g[i]))) {
+			bad++;
+			fprintf(stderr, "dropout net: param %zu: fd %g vs %g\n",
+			    i, num, (double)g[i]);
+		}
+	}
+	// a ReLU kink within eps may cost one or two
+	CHECK(tried > 40 && bad <= 2);
+	free(p), free(g), free(g2);
+}
+
 static double
 rel(double a, double b)
 {
@@ -534,6 +639,7 @@ main(void)
 	test_fixtures();
 	test_net_parse();
 	test_net_mutations();
+	test_net_dropout();
 	test_net_fixtures();
 	CHECK_DONE();
 }
