@@ -12,7 +12,7 @@
 
 #define DIM_MAX   (1u << 20)            /* any one size in a spec */
 #define PARAM_MAX ((size_t)1 << 31)     /* floats in a parameter vector */
-#define WS_MAXMEM 256
+#define WS_MAXMEM 512
 
 /* ---- specs ---- */
 
@@ -101,6 +101,8 @@ add_conv(struct spirt_model *m, size_t C, size_t H, size_t W, size_t OC,
 /* ---- layer lists (net:) ---- */
 
 /* The parser's place in a layer list: the current activation's shape. */
+#define NET_LIST_MAX 2048       /* a preset's list, written out */
+
 struct np {
 	struct spirt_model *m;
 	const char *p;
@@ -109,22 +111,20 @@ struct np {
 	int cur;                /* its buffer */
 	int shared;             /* cur is read by another node too (the
 				   input of a residual block) */
-	int len;                /* of m->spec so far */
+	char spec[NET_LIST_MAX]; /* the canonical spec so far */
+	int len;
 };
-
-#define NET_PRESET_MAX 512
 
 static int
 spec_add(struct np *n, const char *fmt, size_t v)
 {
-	struct spirt_model *m = n->m;
 	int r;
 
-	if (n->len < 0 || (size_t)n->len >= sizeof m->spec)
+	if (n->len < 0 || (size_t)n->len >= sizeof n->spec)
 		return SPIRT_EMODEL;
-	r = snprintf(m->spec + n->len, sizeof m->spec - (size_t)n->len, fmt,
+	r = snprintf(n->spec + n->len, sizeof n->spec - (size_t)n->len, fmt,
 	    v);
-	if (r < 0 || (size_t)r >= sizeof m->spec - (size_t)n->len)
+	if (r < 0 || (size_t)r >= sizeof n->spec - (size_t)n->len)
 		return SPIRT_EMODEL;
 	n->len += r;
 	return 0;
@@ -421,7 +421,7 @@ parse_net(struct spirt_model *m, const char *p)
 	n.C = m->C, n.H = m->H, n.W = m->W;
 	m->nbuf = 1;
 	m->bufsz[0] = m->C * m->H * m->W;
-	n.len = snprintf(m->spec, sizeof m->spec, "net:%zux%zux%zu:", m->C,
+	n.len = snprintf(n.spec, sizeof n.spec, "net:%zux%zux%zu:", m->C,
 	    m->H, m->W);
 	if ((rc = net_list(&n, 0)) != 0)
 		return rc;
@@ -441,30 +441,47 @@ parse_net(struct spirt_model *m, const char *p)
 			return SPIRT_EMODEL;
 	}
 	m->nparams = off;
+	// the canonical list, if it fits a record's name (a preset's name
+	// replaces it)
+	if (strlen(n.spec) < sizeof m->spec)
+		memcpy(m->spec, n.spec, strlen(n.spec) + 1);
 	return 0;
 }
 
-/* He et al.'s CIFAR ResNet-8 (6n+2, n = 1): its layer list for C,H,W,K */
+/*
+ * He et al.'s CIFAR ResNet of 6n+2 layers (resnet8: n = 1, resnet20:
+ * n = 3), its layer list for "CxHxW-K" at p; its name stays the spec.
+ */
 static int
-resnet8(struct spirt_model *m, const char *p)
+resnet(struct spirt_model *m, const char *p, const char *name, int nb)
 {
-	char list[NET_PRESET_MAX], spec[SPIRT_SPEC_MAX + 1];
-	size_t C, H, W, K;
-	int rc;
+	char list[NET_LIST_MAX], spec[SPIRT_SPEC_MAX + 1];
+	size_t C, H, W, K, len;
+	int rc, stage, b;
 
 	if ((rc = num(&p, &C)) || (rc = expect(&p, 'x')) ||
 	    (rc = num(&p, &H)) || (rc = expect(&p, 'x')) ||
 	    (rc = num(&p, &W)) || (rc = expect(&p, '-')) ||
 	    (rc = num(&p, &K)) || *p != '\0')
 		return SPIRT_EMODEL;
-	snprintf(list, sizeof list, "%zux%zux%zu:conv3-16,bn,relu,"
-	    "res(conv3-16,bn,relu,conv3-16,bn),relu,"
-	    "res(conv3-32s2,bn,relu,conv3-32,bn|conv1-32s2,bn),relu,"
-	    "res(conv3-64s2,bn,relu,conv3-64,bn|conv1-64s2,bn),relu,"
-	    "gap,dense-%zu", C, H, W, K);
+	len = (size_t)snprintf(list, sizeof list, "%zux%zux%zu:conv3-16,bn,"
+	    "relu", C, H, W);
+	for (stage = 0; stage < 3; stage++) {
+		unsigned w = 16u << stage;
+		for (b = 0; b < nb; b++) {
+			// the first block of stages 2 and 3 halves the size:
+			// stride 2, and a 1x1 convolution as its shortcut
+			int down = stage > 0 && b == 0;
+			len += (size_t)snprintf(list + len, sizeof list - len,
+			    down ? ",res(conv3-%us2,bn,relu,conv3-%u,bn|"
+			    "conv1-%us2,bn),relu" : ",res(conv3-%u,bn,relu,"
+			    "conv3-%u,bn),relu", w, w, w);
+		}
+	}
+	snprintf(list + len, sizeof list - len, ",gap,dense-%zu", K);
 	if ((rc = parse_net(m, list)) != 0)
 		return rc;
-	snprintf(spec, sizeof spec, "resnet8:%zux%zux%zu-%zu", C, H, W, K);
+	snprintf(spec, sizeof spec, "%s:%zux%zux%zu-%zu", name, C, H, W, K);
 	memcpy(m->spec, spec, sizeof spec);
 	return 0;
 }
@@ -547,11 +564,15 @@ spirt_model_parse(struct spirt_model *m, const char *spec)
 		len = snprintf(m->spec, sizeof m->spec, "cnn:%zux%zux%zu-%zu-"
 		    "%zu-%zu", m->C, m->H, m->W, v[0], v[1], v[2]);
 	} else if (strncmp(p, "net:", 4) == 0) {
-		if ((rc = parse_net(m, p + 4)) != 0)
-			return rc;
+		if ((rc = parse_net(m, p + 4)) != 0 || m->spec[0] == '\0')
+			return SPIRT_EMODEL;
 		len = (int)strlen(m->spec);
 	} else if (strncmp(p, "resnet8:", 8) == 0) {
-		if ((rc = resnet8(m, p + 8)) != 0)
+		if ((rc = resnet(m, p + 8, "resnet8", 1)) != 0)
+			return rc;
+		len = (int)strlen(m->spec);
+	} else if (strncmp(p, "resnet20:", 9) == 0) {
+		if ((rc = resnet(m, p + 9, "resnet20", 3)) != 0)
 			return rc;
 		len = (int)strlen(m->spec);
 	} else {

@@ -31,7 +31,7 @@
 #define SPIRT_SPEC_MAX      255
 #define SPIRT_MODEL_LAYERS  16
 #define SPIRT_CONV_K        5
-#define SPIRT_NET_NODES     64          /* nodes of a layer list */
+#define SPIRT_NET_NODES     128         /* nodes of a layer list */
 #define SPIRT_BN_MOMENTUM   0.1f        /* torch.nn.BatchNorm2d's */
 #define SPIRT_BN_EPS        1e-5f
 

@@ -321,6 +321,11 @@ test_net_parse(void)
 	    64 * 3));
 	CHECK_RC(spirt_model_parse(&m, "resnet8:3x32x32-100"));
 	CHECK(m.nparams == 77754 + 2 * 16 * 9 + 65 * 90);
+	// torch's count for the same module (make_grad_fixtures' LayerNet)
+	CHECK_RC(spirt_model_parse(&m, "resnet20:3x32x32-10"));
+	CHECK(strcmp(m.spec, "resnet20:3x32x32-10") == 0);
+	CHECK(m.nparams == 272474 && m.nstate == 1568 && m.nnodes == 72);
+	CHECK(spirt_model_parse(&m, "resnet20:3x32x32") == SPIRT_EMODEL);
 }
 
 /*
