@@ -172,7 +172,7 @@ main(int argc, char **argv)
 				dims[0] = m.nstate;
 				if ((rc = spirt_tensor_init(&p.shdr, SPIRT_F32,
 				    1, dims)) != 0 || (rc =
-				    spirt_tensor_set_name(&p.shdr, m.spec)) != 0)
+				    spirt_tensor_set_name(&p.shdr, m.spec)))
 					dierc(rc, "%s", m.spec);
 				p.shdr.step = t;
 				p.skey = skey;

@@ -969,7 +969,8 @@ net_forward(struct spirt_ws *ws, const struct spirt_model *m,
 				    spirt_dwconv2d_forward)(out, in, w, bias,
 				    &g);
 			else if (naive)
-				spirt_conv2d_forward_naive(out, in, w, bias, &g);
+				spirt_conv2d_forward_naive(out, in, w, bias,
+				    &g);
 			else
 				spirt_conv2d_forward(out, ws->ncol, in, w, bias,
 				    &g);

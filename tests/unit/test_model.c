@@ -577,7 +577,8 @@ test_net_fixture(const char *dir, const char *name, const char *spec,
 		}
 		// every parameter tensor within its bound
 		for (t = 0; t < T; t++) {
-			size_t o = (size_t)tol[3 * t], n = (size_t)tol[3 * t + 1];
+			size_t o = (size_t)tol[3 * t];
+			size_t n = (size_t)tol[3 * t + 1];
 			for (d = 0, j = o; j < o + n; j++)
 				d = fmax(d, fabs((double)got[j] - g[j]));
 			if (!(d <= tol[3 * t + 2])) {
@@ -591,8 +592,8 @@ test_net_fixture(const char *dir, const char *name, const char *spec,
 		for (d = 0, j = 0; j < m.nstate; j++)
 			d = fmax(d, rel(st[j], sw[j]));
 		if (!(d <= 1e-5)) {
-			fprintf(stderr, "%s (%s): state maxdiff %g\n", name, how,
-			    d);
+			fprintf(stderr, "%s (%s): state maxdiff %g\n", name,
+			    how, d);
 			check_failed = 1;
 		}
 		// bit-identical reruns (the fast kernels: the naive ones
