@@ -129,11 +129,11 @@ spirt_grad_ensure_ws(struct spirt_grad_ctx *c, const struct spirt_model *m,
 	    (c->flags & SPIRT_GRAD_NAIVE ? SPIRT_WS_NAIVE : 0);
 	int rc;
 
-	// batch normalisation's mode is the workspace's: a model with
-	// state needs one of its own kind
+	// batch normalisation's and dropout's mode is the workspace's: a
+	// layer list needs one of its own kind
 	if (c->ws != NULL && strcmp(c->wsspec, m->spec) == 0 &&
 	    c->wsB >= B && (c->wstrain == train || (c->wstrain &&
-	    m->nstate == 0)))
+	    m->kind != SPIRT_NET)))
 		return 0;
 	spirt_ws_free(c->ws);
 	c->ws = NULL;
