@@ -87,9 +87,11 @@ bench(const char *spec, size_t B, int reps)
 		    l->out);
 		flops += (k == 0 ? 2 : 3) * f * (double)B;
 	}
+	if (m.kind == SPIRT_NET)        // layer lists: ~3x the forward's
+		flops = 3.0 * (double)m.flops * (double)B;
 	printf("spirt %s batch=%zu fwdbwd_ms=%.4f gflops=%.2f", spec, B, ms,
 	    flops / (ms * 1e6));
-	if (m.kind != SPIRT_CNN) {
+	if (m.kind == SPIRT_MLP || m.kind == SPIRT_SOFTMAX) {
 		for (k = 0; k < m.nlayers; k++) {
 			size_t s = (m.layer[k].in + B) * m.layer[k].out +
 			    B * m.layer[k].in;
@@ -167,5 +169,6 @@ main(int argc, char **argv)
 	bench("mlp:784-256-128-10", 64, reps);
 	bench("mlp:784-256-128-10", 256, reps);
 	bench("cnn:1x28x28-32-64-10", 64, reps / 4 + 3);
+	bench("resnet8:1x28x28-10", 64, reps / 8 + 3);
 	return 0;
 }

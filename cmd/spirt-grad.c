@@ -81,14 +81,43 @@ struct put {
 	const char *key;
 	struct spirt_tensor *hdr;
 	const float *grad;
+	const char *skey;               /* the model's state, if it has */
+	struct spirt_tensor shdr;
+	const float *state;
 };
 
 static int
 put_fn(struct spirt_txn *txn, void *arg)
 {
 	struct put *p = arg;
+	int rc;
 
+	// the state the pass measured, before (here: with) the gradient
+	// that makes the step's inputs complete
+	if (p->state != NULL && (rc = spirt_store_put_tensor(txn, p->skey,
+	    &p->shdr, p->state, 0)) != 0)
+		return rc;
 	return spirt_store_put_tensor(txn, p->key, p->hdr, p->grad, 0);
+}
+
+/* p's state record: state/<t>/<w>, f32 [S], as spirt-model(5) says */
+static int
+put_state(struct put *p, char *skey, size_t cap, const float *state,
+    size_t n, const struct spirt_tensor *hdr)
+{
+	uint64_t dims[1] = { n };
+	int rc;
+
+	if ((rc = spirt_key_state(skey, cap, hdr->step, hdr->origin)) != 0 ||
+	    (rc = spirt_tensor_init(&p->shdr, SPIRT_F32, 1, dims)) != 0 ||
+	    (rc = spirt_tensor_set_name(&p->shdr, hdr->name)) != 0)
+		return rc;
+	p->shdr.step = hdr->step;
+	p->shdr.origin = hdr->origin;
+	p->shdr.samples = hdr->samples;
+	p->skey = skey;
+	p->state = state;
+	return 0;
 }
 
 /*
@@ -143,8 +172,9 @@ invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
 {
 	struct spirt_txn *txn;
 	struct spirt_publish pub;
-	struct put p = { NULL, hdr, NULL };
-	char key[SPIRT_KEY_MAX + 1];
+	struct put p = { NULL, hdr, NULL, NULL, { 0 }, NULL };
+	char key[SPIRT_KEY_MAX + 1], skey[SPIRT_KEY_MAX + 1];
+	const float *state;
 	const char *act = "begin read transaction";
 	double t0 = spirt_clock();
 	size_t n;
@@ -184,6 +214,9 @@ invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
 	} else {
 		if ((rc = spirt_key_grad(key, sizeof key, job->step,
 		    job->worker)) != 0)
+			goto fail;
+		if ((state = spirt_grad_state(c, &n)) != NULL &&
+		    (rc = put_state(&p, skey, sizeof skey, state, n, hdr)) != 0)
 			goto fail;
 		act = p.key = key;
 		rc = spirt_store_write(s, put_fn, &p);

@@ -45,15 +45,22 @@ struct put {
 	const char *key;
 	struct spirt_tensor *hdr;
 	const float *params;
+	const char *skey;       /* a fresh state beside it, if the model has */
+	struct spirt_tensor shdr;
+	const float *state;
 };
 
 static int
 put_fn(struct spirt_txn *txn, void *arg)
 {
 	struct put *p = arg;
+	int rc;
 
-	return spirt_store_put_tensor(txn, p->key, p->hdr, p->params,
-	    SPIRT_PUT_NOOVERWRITE);
+	if ((rc = spirt_store_put_tensor(txn, p->key, p->hdr, p->params,
+	    SPIRT_PUT_NOOVERWRITE)) != 0)
+		return rc;
+	return p->state == NULL ? 0 : spirt_store_put_tensor(txn, p->skey,
+	    &p->shdr, p->state, SPIRT_PUT_NOOVERWRITE);
 }
 
 int
@@ -66,9 +73,9 @@ main(int argc, char **argv)
 	struct put p;
 	const char *model = NULL, *out = NULL, *seed = NULL, *store = NULL;
 	const char *act, *step = NULL;
-	char key[SPIRT_KEY_MAX + 1];
+	char key[SPIRT_KEY_MAX + 1], skey[SPIRT_KEY_MAX + 1];
 	uint64_t dims[1], t = 0;
-	float *params;
+	float *params, *state = NULL;
 	int ch, rc, force = 0, i;
 
 	progname = "spirt-init";
@@ -104,7 +111,8 @@ main(int argc, char **argv)
 	if (model != NULL)
 		echeck_model("-m", model);
 	if (model != NULL &&
-	    (rc = spirt_key_model(key, sizeof key, model, t)) != 0)
+	    ((rc = spirt_key_model(key, sizeof key, model, t)) != 0 ||
+	    (rc = spirt_key_mstate(skey, sizeof skey, model, t)) != 0))
 		dierc(rc, "model/%s@%llu", model, (unsigned long long)t);
 	if (out && strcmp(out, "-") == 0 && !force && isterm(1))
 		die(SPIRT_EX_USAGE, "stdout is a terminal: use -f to write "
@@ -124,6 +132,18 @@ main(int argc, char **argv)
 			info("  %s: weight at %zu (%zu), bias at %zu (%zu)",
 			    m.layer[i].name, m.layer[i].woff, m.layer[i].wlen,
 			    m.layer[i].boff, m.layer[i].blen);
+		for (i = 0; i < m.nnodes; i++)
+			if (m.node[i].wlen != 0)
+				info("  layer %d: %zux%zux%zu -> %zux%zux%zu, "
+				    "weight at %zu (%zu), bias at %zu (%zu)",
+				    i + 1, m.node[i].C, m.node[i].H,
+				    m.node[i].W, m.node[i].OC, m.node[i].OH,
+				    m.node[i].OW, m.node[i].woff,
+				    m.node[i].wlen, m.node[i].boff,
+				    m.node[i].blen);
+		if (m.nstate != 0)
+			info("  state: %zu values (batch normalisation's "
+			    "running statistics)", m.nstate);
 	}
 
 	if (out != NULL) {
@@ -144,6 +164,20 @@ main(int argc, char **argv)
 			p.key = key;
 			p.hdr = &hdr;
 			p.params = params;
+			p.state = NULL;
+			if (m.nstate != 0) {
+				// model@t's state follows it (spirt-model(5))
+				state = emalloc(m.nstate * sizeof *state);
+				spirt_model_state_init(&m, state);
+				dims[0] = m.nstate;
+				if ((rc = spirt_tensor_init(&p.shdr, SPIRT_F32,
+				    1, dims)) != 0 || (rc =
+				    spirt_tensor_set_name(&p.shdr, m.spec)))
+					dierc(rc, "%s", m.spec);
+				p.shdr.step = t;
+				p.skey = skey;
+				p.state = state;
+			}
 			rc = spirt_store_write(s, put_fn, &p);
 			spirt_store_close(s);
 		}
@@ -155,5 +189,6 @@ main(int argc, char **argv)
 			    "pick another -m name");
 	}
 	free(params);
+	free(state);
 	return fshut_stdout(spirt_exit(rc));
 }

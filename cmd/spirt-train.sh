@@ -30,7 +30,8 @@ usage() {
   -b, --batch N        samples per function per step (default 32)
   -e, --epochs N       epochs to train (default 5)
   -l, --lr LR          peak learning rate (default: per model, see man page)
-  -m, --model NAME     mlp, cnn or softmax (default mlp); the store key
+  -m, --model NAME     mlp, cnn, resnet8 or softmax (default mlp); the
+                       store key
   -n, --functions M    gradient functions per step (default 4)
   -o, --opt NAME       sgd, momentum, nesterov or adam (default adam)
   -S, --seed N         seed for data order and initialisation (default 1)
@@ -247,6 +248,7 @@ dsname --test "$test"
 case $model in
 mlp)     : "${spec:=mlp:784-256-128-10}" "${lr:=0.002}" ;;
 cnn)     : "${spec:=cnn:1x28x28-32-64-10}" "${lr:=0.002}" ;;
+resnet8) : "${spec:=resnet8:1x28x28-10}" "${lr:=0.002}" ;;
 softmax) : "${spec:=softmax:784:10}" "${lr:=0.01}" ;;
 *)       : "${lr:=0.001}" ;;     # spec: --spec, else its model@ in the store
 esac

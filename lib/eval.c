@@ -43,7 +43,8 @@ spirt_eval_run(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 		return SPIRT_EBUG;
 	else if ((rc = spirt_grad_load_info(c, txn, ds, info)) != 0)
 		return rc;
-	if ((rc = spirt_grad_ensure_ws(c, &c->m, batch, 0)) != 0)
+	if ((rc = spirt_grad_ensure_ws(c, &c->m, batch, 0)) != 0 ||
+	    (rc = spirt_grad_load_state(c, txn, name, step)) != 0)
 		return rc;
 	if (c->predcap < batch) {
 		free(c->pred);

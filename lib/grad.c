@@ -129,8 +129,11 @@ spirt_grad_ensure_ws(struct spirt_grad_ctx *c, const struct spirt_model *m,
 	    (c->flags & SPIRT_GRAD_NAIVE ? SPIRT_WS_NAIVE : 0);
 	int rc;
 
+	// batch normalisation's and dropout's mode is the workspace's: a
+	// layer list needs one of its own kind
 	if (c->ws != NULL && strcmp(c->wsspec, m->spec) == 0 &&
-	    c->wsB >= B && (c->wstrain || !train))
+	    c->wsB >= B && (c->wstrain == train || (c->wstrain &&
+	    m->kind != SPIRT_NET)))
 		return 0;
 	spirt_ws_free(c->ws);
 	c->ws = NULL;
@@ -207,6 +210,53 @@ spirt_grad_load_model(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 	if ((rc = spirt_store_get_tensor(txn, key, &t, &p, 1)) != 0)
 		return where(c, rc, "%s", key);
 	return check_model(c, key, &t, p, step, params);
+}
+
+/*
+ * The state of model name at step (mstate/<name>@<step>) into the
+ * workspace, checked; a fresh one when the model comes from a file or
+ * there is no store.  Nothing for a model without state.
+ */
+int
+spirt_grad_load_state(struct spirt_grad_ctx *c, struct spirt_txn *txn,
+    const char *name, uint64_t step)
+{
+	struct spirt_tensor t;
+	const void *p;
+	char key[SPIRT_KEY_MAX + 1];
+	size_t bad;
+	int rc;
+
+	if (c->m.nstate == 0)
+		return 0;
+	if (c->mparams != NULL || txn == NULL) {
+		spirt_model_state_init(&c->m, spirt_ws_state(c->ws));
+		return 0;
+	}
+	if ((rc = spirt_key_mstate(key, sizeof key, name, step)) != 0)
+		return where(c, rc, "model name \"%s\"", name);
+	if ((rc = spirt_store_get_tensor(txn, key, &t, &p, 0)) != 0)
+		return where(c, rc, "%s", key);
+	if (t.dtype != SPIRT_F32 || t.rank != 1 || t.nelem != c->m.nstate)
+		return where(c, t.dtype != SPIRT_F32 ? SPIRT_EDTYPE :
+		    SPIRT_ESHAPE, "%s: not f32 [%zu], the state of %s", key,
+		    c->m.nstate, c->m.spec);
+	if (t.step != step)
+		return where(c, SPIRT_ESTEP, "%s: record says step %" PRIu64
+		    ", want %" PRIu64, key, t.step, step);
+	memcpy(spirt_ws_state(c->ws), p, c->m.nstate * 4);   // may be unaligned
+	if ((bad = spirt_count_nonfinite_f32(spirt_ws_state(c->ws),
+	    c->m.nstate)) != 0)
+		return where(c, SPIRT_ENAN, "%s: %zu non-finite values", key,
+		    bad);
+	return 0;
+}
+
+const float *
+spirt_grad_state(const struct spirt_grad_ctx *c, size_t *n)
+{
+	*n = c->nstate;
+	return c->nstate ? spirt_ws_state(c->ws) : NULL;
 }
 
 /* ---- files instead of the store ---- */
@@ -676,6 +726,7 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 
 	c->where[0] = '\0';
 	c->nbat = 0;
+	c->nstate = 0;
 	if (job->batch == 0)
 		return SPIRT_EINVAL;
 	if ((rc = spirt_grad_load_model(c, txn, job->model, job->step, &params)) != 0)
@@ -695,6 +746,7 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 	 * (spirt_batch_span): the workspace holds the run */
 	if (rc != 0 || (rc = spirt_grad_ensure_ws(c, &c->m, B > job->batch ?
 	    (size_t)B : job->batch, 1)) != 0 ||
+	    (rc = spirt_grad_load_state(c, txn, job->model, job->step)) != 0 ||
 	    (rc = batch_room(c, (size_t)B)) != 0)
 		return rc;
 	/* the batch's samples: a data file's by the worker's permutation of
@@ -741,10 +793,14 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 		}
 		c->gcap = c->m.nparams;
 	}
+	// dropout's masks: a function of (seed, step, worker) only
+	spirt_ws_seed(c->ws, spirt_seed_mix(job->seed, job->step,
+	    job->worker));
 	loss = spirt_model_forward(c->ws, &c->m, params, B);
 	spirt_model_backward(c->ws, &c->m, params, c->grad, B);
 	if (!isfinite(loss) ||
-	    (bad = spirt_count_nonfinite_f32(c->grad, c->m.nparams)) != 0)
+	    (bad = spirt_count_nonfinite_f32(c->grad, c->m.nparams)) != 0 ||
+	    spirt_count_nonfinite_f32(spirt_ws_state(c->ws), c->m.nstate))
 		return c->mparams ? where(c, SPIRT_ENAN, "%s: loss %g: "
 		    "gradient not finite", c->mpath, loss) :
 		    where(c, SPIRT_ENAN, "model/%s@%" PRIu64 ": loss %g: "
@@ -760,5 +816,6 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 	hdr->loss = loss;
 	spirt_tensor_set_revision(hdr, rev);
 	*grad = c->grad;
+	c->nstate = c->m.nstate;
 	return 0;
 }

@@ -118,11 +118,23 @@ SPIRT_MUST_CHECK int spirt_minibatch(uint32_t *idx, size_t *count,
  * step comes before the assignment revision's first), SPIRT_EINVAL (the
  * revision counts the step's epoch in another batch), SPIRT_EDATA
  * (label out of range, inconsistent shards or assignment), SPIRT_ENAN
- * (non-finite parameters or gradient), ENOMEM, store and record errors.
+ * (non-finite parameters, gradient or state), ENOMEM, store and record
+ * errors; for a model with state (spirt-model(5)) also those of reading
+ * mstate/<name>@<step> (SPIRT_ENOTFOUND when it is missing).
  */
 SPIRT_MUST_CHECK int spirt_grad_compute(struct spirt_grad_ctx *c,
     struct spirt_txn *txn, const struct spirt_grad_job *job,
     struct spirt_tensor *hdr, const float **grad);
+
+/*
+ * The model's state after the last successful spirt_grad_compute()'s
+ * forward pass (batch normalisation in training mode moved the running
+ * statistics of mstate/<name>@<step>, or of a fresh state with a model
+ * file), *n floats, owned by c, valid until the next call; NULL and 0
+ * for a model without state.  spirt-grad writes it as state/<t>/<w>.
+ */
+const float *spirt_grad_state(const struct spirt_grad_ctx *c, size_t *n)
+    SPIRT_NONNULL(1, 2);
 
 /* One sample of a batch: its shard (data file: pair) and row there. */
 struct spirt_grad_sample {

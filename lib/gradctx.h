@@ -51,6 +51,7 @@ struct spirt_grad_ctx {
 	size_t nbat, batcap;
 	int32_t *pred;
 	size_t predcap;
+	size_t nstate;          /* the last gradient's state: its floats */
 	/* files instead of the store: spirt_grad_model_file, _data_file */
 	char *mpath, *dpath;
 	struct spirt_tensor mhdr;
@@ -76,6 +77,14 @@ SPIRT_MUST_CHECK int spirt_grad_ensure_ws(struct spirt_grad_ctx *c,
 SPIRT_MUST_CHECK int spirt_grad_load_model(struct spirt_grad_ctx *c,
     struct spirt_txn *txn, const char *name, uint64_t step,
     const float **params);
+
+/*
+ * The state of model name at step (mstate/<name>@<step>) into the
+ * workspace, checked; a fresh one when the model comes from a file or
+ * there is no store.  Nothing for a model without state.
+ */
+SPIRT_MUST_CHECK int spirt_grad_load_state(struct spirt_grad_ctx *c,
+    struct spirt_txn *txn, const char *name, uint64_t step);
 
 /* data/<ds>/info: nshards, nsamples, nclasses, features; checked
  * against c->m */

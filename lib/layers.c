@@ -6,6 +6,7 @@
 
 #include "blas.h"
 #include "layers.h"
+#include "rng.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize ("tree-vectorize", "vect-cost-model=dynamic")
@@ -48,7 +49,10 @@ chunk(const struct spirt_conv2d *g)
 size_t
 spirt_conv2d_colsize(const struct spirt_conv2d *g)
 {
-	return g->C * g->k * g->k * chunk(g) * g->OH * g->OW;
+	size_t K = g->C * g->k * g->k;
+
+	// the chunk's im2col, then backward's transposed dweight
+	return K * chunk(g) * g->OH * g->OW + K * g->OC;
 }
 
 /*
@@ -186,7 +190,7 @@ spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
 {
 	size_t P = g->OH * g->OW, N = g->B * P, K = g->C * g->k * g->k;
 	size_t OC = g->OC, nb = chunk(g), b0, n, o, j;
-	float *dwt;
+	float *dwt = col + K * nb * P;  // after the chunk (colsize)
 
 	if (dbias != NULL) {
 		for (o = 0; o < OC; o++) {
@@ -199,20 +203,14 @@ spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
 	}
 	// dweight^T (K,OC) summed over the chunks, col (K,n*P) . dout^T,
 	// then transposed (the shape OpenBLAS runs faster, blas.c's
-	// spirt_conv_backward); into dweight itself when the
-	// copy cannot be had
-	dwt = malloc(K * OC * sizeof *dwt);
+	// spirt_conv_backward), in col's tail: nothing allocated
 	for (b0 = 0; b0 < g->B; b0 += n) {
 		float beta = b0 > 0 ? 1.0f : 0.0f;
 		const float *dc = dout + b0 * P;
 		n = g->B - b0 < nb ? g->B - b0 : nb;
 		spirt_im2col_sp(col, inp, g, b0, n);
-		if (dwt != NULL)
-			spirt_sgemm(0, 1, K, OC, n * P, 1.0f, col, n * P, dc,
-			    N, beta, dwt, OC);
-		else
-			spirt_sgemm(0, 1, OC, K, n * P, 1.0f, dc, N, col,
-			    n * P, beta, dweight, K);
+		spirt_sgemm(0, 1, K, OC, n * P, 1.0f, col, n * P, dc, N, beta,
+		    dwt, OC);
 		if (dinp == NULL)
 			continue;
 		// dcol (K,n*P) = weight^T (K,OC) . dout[:, chunk], into col
@@ -220,12 +218,9 @@ spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
 		    col, n * P);
 		spirt_col2im_sp(dinp, col, g, b0, n);
 	}
-	if (dwt != NULL) {
-		for (o = 0; o < OC; o++)
-			for (j = 0; j < K; j++)
-				dweight[o * K + j] = dwt[j * OC + o];
-		free(dwt);
-	}
+	for (o = 0; o < OC; o++)
+		for (j = 0; j < K; j++)
+			dweight[o * K + j] = dwt[j * OC + o];
 }
 
 /* ---- depthwise conv2d ---- */
@@ -473,6 +468,39 @@ bn_running(float *run_mean, float *run_var, size_t c, double mean,
 	run_var[c] = run_var[c] * (1.0f - momentum) + (float)uvar * momentum;
 }
 
+/*
+ * Sums in double over 8 interleaved partial sums, added pairwise at the
+ * end: 8 independent chains the compiler can keep in vector registers
+ * (one chain waited 4 cycles an addition), the same order every run.
+ */
+#define BN_LANES 8
+
+static double
+lanes_total(const double *p)
+{
+	return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] +
+	    p[7]));
+}
+
+/* sum of x[i], and of (x[i] - m)^2 when sq */
+static double
+bn_sum(const float *x, size_t n, double m, int sq)
+{
+	double p[BN_LANES] = { 0 }, d;
+	size_t i, j;
+
+	for (i = 0; i + BN_LANES <= n; i += BN_LANES)
+		for (j = 0; j < BN_LANES; j++) {
+			d = (double)x[i + j] - m;
+			p[j] += sq ? d * d : d;
+		}
+	for (; i < n; i++) {
+		d = (double)x[i] - m;
+		p[0] += sq ? d * d : d;
+	}
+	return lanes_total(p);
+}
+
 void
 spirt_bn_forward(float *out, float *mean, float *rstd, float *run_mean,
     float *run_var, const float *inp, const float *gamma, const float *beta,
@@ -483,16 +511,12 @@ spirt_bn_forward(float *out, float *mean, float *rstd, float *run_mean,
 	for (c = 0; c < C; c++) {
 		const float *x = inp + c * n;
 		float *y = out + c * n, m, sc, sh;
-		double s = 0, v = 0;
+		double s, v;
 
 		// two passes, sums in double: the variance of a channel
 		// whose mean is large is not lost to cancellation
-		for (i = 0; i < n; i++)
-			s += x[i];
-		s /= (double)n;
-		for (i = 0; i < n; i++)
-			v += ((double)x[i] - s) * ((double)x[i] - s);
-		v /= (double)n;
+		s = bn_sum(x, n, 0, 0) / (double)n;
+		v = bn_sum(x, n, s, 1) / (double)n;
 		m = (float)s;
 		sc = (float)(1.0 / sqrt(v + eps));
 		mean[c] = m, rstd[c] = sc;
@@ -540,12 +564,21 @@ spirt_bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
 	for (c = 0; c < C; c++) {
 		const float *x = inp + c * n, *dy = dout + c * n;
 		float m = mean[c], r = rstd[c], a, b, k;
-		double sdy = 0, sdx = 0;
+		double py[BN_LANES] = { 0 }, px[BN_LANES] = { 0 }, sdy, sdx;
+		size_t j;
 
-		for (i = 0; i < n; i++) {
-			sdy += dy[i];
-			sdx += (double)dy[i] * ((x[i] - m) * r);
+		for (i = 0; i + BN_LANES <= n; i += BN_LANES)
+			for (j = 0; j < BN_LANES; j++) {
+				py[j] += dy[i + j];
+				px[j] += (double)dy[i + j] * ((x[i + j] - m) *
+				    r);
+			}
+		for (; i < n; i++) {
+			py[0] += dy[i];
+			px[0] += (double)dy[i] * ((x[i] - m) * r);
 		}
+		sdy = lanes_total(py);
+		sdx = lanes_total(px);
 		dgamma[c] = (float)sdx, dbeta[c] = (float)sdy;
 		if (dinp == NULL)
 			continue;
@@ -908,4 +941,39 @@ spirt_residual_backward(float *da, float *db, const float *dout, size_t n)
 		memcpy(da, dout, n * sizeof *da);
 	if (db != NULL && db != dout)
 		memcpy(db, dout, n * sizeof *db);
+}
+
+/* ---- dropout ---- */
+
+static float
+dropout_scale(unsigned pct)
+{
+	return (float)(100.0 / (double)(100 - pct));
+}
+
+void
+spirt_dropout_forward(float *out, uint8_t *mask, const float *inp,
+    size_t n, unsigned pct, uint64_t seed)
+{
+	struct spirt_sm64 r;
+	uint64_t keep = ((uint64_t)(100 - pct) << 24) / 100;
+	float scale = dropout_scale(pct);
+	size_t i;
+
+	spirt_sm64_seed(&r, seed);
+	for (i = 0; i < n; i++) {
+		mask[i] = (spirt_sm64_next(&r) >> 40) < keep;
+		out[i] = mask[i] ? inp[i] * scale : 0.0f;
+	}
+}
+
+void
+spirt_dropout_backward(float *dinp, const float *dout, const uint8_t *mask,
+    size_t n, unsigned pct)
+{
+	float scale = dropout_scale(pct);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		dinp[i] = mask[i] ? dout[i] * scale : 0.0f;
 }

@@ -14,7 +14,6 @@
  * "CBHW": channel-major planes (C,B,H,W), contiguous, so a channel's
  * values over the batch are one run of B*H*W floats.  Backward kernels
  * overwrite (never accumulate into) their outputs.  No kernel allocates
- * but spirt_conv2d_backward (a transposed copy, as spirt_conv_backward)
  * and none reads the environment; the fast ones run OpenBLAS's threads
  * only through spirt_sgemm().
  */
@@ -42,7 +41,8 @@ SPIRT_MUST_CHECK int spirt_conv2d_shape(struct spirt_conv2d *g, size_t B,
 /*
  * floats of the im2col workspace: C*k*k rows of the output pixels of a
  * chunk of samples (as many as fit 512 KB, one at least), so that it
- * stays in the cache
+ * stays in the cache, then C*k*k*OC for backward's transposed weight
+ * gradient
  */
 size_t spirt_conv2d_colsize(const struct spirt_conv2d *g);
 
@@ -195,5 +195,20 @@ void spirt_residual_forward(float *out, const float *a, const float *b,
     size_t n);
 void spirt_residual_backward(float *da, float *db, const float *dout,
     size_t n);
+
+/* ---- dropout (training mode; evaluation passes values through) ---- */
+
+/*
+ * torch.nn.Dropout(pct / 100): each of n values kept with probability
+ * 1 - pct/100 and scaled by 1 / (1 - pct/100), else 0; mask (n bytes)
+ * records which.  Value i's draw is the top 24 bits of the (i+1)-th
+ * splitmix64 output of seed, kept when below (100 - pct) * 2^24 / 100:
+ * the same bits for the same seed anywhere.  pct in 1..99.  Its backward
+ * scales dout by the same mask; two multiplications need no naive twin.
+ */
+void spirt_dropout_forward(float *out, uint8_t *mask, const float *inp,
+    size_t n, unsigned pct, uint64_t seed);
+void spirt_dropout_backward(float *dinp, const float *dout,
+    const uint8_t *mask, size_t n, unsigned pct);
 
 #endif
