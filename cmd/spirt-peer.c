@@ -26,6 +26,7 @@
 #include "serve.h"
 #include "store.h"
 #include "tool.h"
+#include "xpart.h"
 
 #define LISTEN_DEFAULT "127.0.0.1:7070"
 #define ULL(x) ((unsigned long long)(x))
@@ -586,7 +587,7 @@ xmain(int argc, char **argv)
 			    "--deadline", optarg, 1, 86400000); break;
 		case KEEPDG: x.keep_digests = 1; break;
 		case KEEPPL: x.keep_pulls = 1; break;
-		case PARTS: x.parts = 1; break;
+		case PARTS: x.parts = 1; x.round = spirt_xpart_round; break;
 		case PRUNE: x.prune = eparse_u64("--prune", optarg, 1,
 			    SPIRT_NOSTEP - 2); break;
 		case ITERS: x.p.iters = (unsigned)eparse_u64("--iters", optarg,

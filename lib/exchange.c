@@ -13,7 +13,6 @@
 #include "quorum.h"
 #include "tensor.h"
 #include "xdecide.h"
-#include "xpart.h"
 #include "xpull.h"
 #include "xquorum.h"
 #include "xrec.h"
@@ -1251,7 +1250,8 @@ spirt_exchange_run(struct spirt_exchange *x)
 	if ((rc = spirt_store_write(x->store, publish, &a)))
 		goto out;
 	if (x->parts) {
-		rc = spirt_xpart_round(x);
+		rc = x->round ? x->round(x) : say(x, SPIRT_EBUG, "--parts "
+		    "without its round");
 		goto out;
 	}
 	if ((q = calloc(1, sizeof *q)) == NULL) {

@@ -102,6 +102,10 @@ struct spirt_exchange {
 	 * of the vector, combines it from every member's slice and serves
 	 * it; every member is needed (no beats, no min_peers) */
 	int parts;
+	/* with parts: the round after this peer published, which the tool
+	 * sets to spirt_xpart_round (xpart.h is above this module, which
+	 * so does not call it by name) */
+	int (*round)(struct spirt_exchange *x);
 	/* optional: non-zero once the round must stop (a warm exchange's
 	 * SIGTERM): pulls end, and the round returns EINTR, writing nothing
 	 * after the pulls under way */
