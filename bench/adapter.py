@@ -28,7 +28,8 @@ of each round's medians (warm / plain and the others: neighbours in
 time under the same load), its median and quartiles.  With BEFORE, a
 directory holding another version's spirt package (python/ of an older
 tree), a fourth process runs that one in the same rounds, over the
-spirt-store beside that python/ if there is one.
+spirt-store beside that python/ if there is one, and warm / before is
+reported too (this tree's function against that one, round by round).
 
 Then the cold start, min(ROUNDS, 5) rounds of one invocation each,
 interleaved: python3 alone, python3 importing torch, python3 importing
@@ -307,7 +308,8 @@ for k in procs:
     print("%-7s wall %s, CPU %s, %d minor faults a step" % (
         k + ":", q(wall[k]), q(cpu[k]), statistics.median(flt[k])))
 for a, b in (("warm", "plain"), ("warm", "untuned"), ("untuned", "plain"),
-             ("before", "plain"), ("before", "untuned")):
+             ("before", "plain"), ("before", "untuned"),
+             ("warm", "before")):
     if a in procs:
         print("%s / %s, each round's medians: CPU %s, wall %s" % (
             a, b, ratio(rcpu[a], rcpu[b]), ratio(rwall[a], rwall[b])))

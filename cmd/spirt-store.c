@@ -15,6 +15,7 @@
 #include "npy.h"
 #include "opt.h"
 #include "parse.h"
+#include "serve.h"
 #include "store.h"
 #include "tensor.h"
 #include "tool.h"
@@ -748,6 +749,9 @@ pipe_run(struct spirt_store *s, int argc, char **argv, const char **act)
 		die(SPIRT_EX_USAGE, "stdout is a terminal; use -f to force");
 	*act = "stdout";
 	bsel.keep = 1;          /* a shard hashed whole once (batch.c) */
+	/* a warm process: each request's blocks (the batch, the put's
+	 * record, LMDB's pages of it) kept for the next, no page faults */
+	spirt_serve_init();
 	while (!end && rc == 0 && fgets(line, sizeof line, stdin)) {
 		size_t len = strlen(line);
 

@@ -531,6 +531,24 @@ read_info(struct spirt_batch *b, struct spirt_batch_data *d,
 	return 0;
 }
 
+/*
+ * A sample's bytes as floats in [0, 1]: each byte times 1/255, as it was
+ * one at a time.  Sixteen at a time with nothing aliased, so that -O2
+ * vectorises it (SSE2 and up): a value at a time, 32 samples of 784
+ * bytes took half of a batch request's 155 us in spirt-store pipe (perf).
+ */
+static void
+u8_to_f32(float *restrict x, const unsigned char *restrict s, size_t n)
+{
+	size_t j = 0;
+
+	for (; j + 16 <= n; j += 16)
+		for (size_t k = 0; k < 16; k++)
+			x[j + k] = (float)s[j + k] * (1.0f / 255.0f);
+	for (; j < n; j++)
+		x[j] = (float)s[j] * (1.0f / 255.0f);
+}
+
 int
 spirt_batch_read(struct spirt_batch *b, struct spirt_batch_data *d,
     struct spirt_txn *txn, const char *ds, uint64_t worker, uint64_t step,
@@ -538,7 +556,7 @@ spirt_batch_read(struct spirt_batch *b, struct spirt_batch_data *d,
 {
 	struct rctx c;
 	uint64_t dims[SPIRT_MAXRANK], feat;
-	size_t i, j;
+	size_t i;
 	int rc;
 
 	memset(&c, 0, sizeof c);
@@ -586,10 +604,8 @@ spirt_batch_read(struct spirt_batch *b, struct spirt_batch_data *d,
 			goto out;
 		}
 		if (r->xdtype == SPIRT_U8) {
-			const unsigned char *s = (const unsigned char *)r->x +
-			    b->s[i].index * feat;
-			for (j = 0; j < feat; j++)
-				x[j] = (float)s[j] * (1.0f / 255.0f);
+			u8_to_f32(x, (const unsigned char *)r->x +
+			    b->s[i].index * feat, (size_t)feat);
 		} else {
 			memcpy(x, (const unsigned char *)r->x +
 			    b->s[i].index * feat * 4, feat * 4);

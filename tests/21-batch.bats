@@ -131,6 +131,43 @@ PY
 	assert_output 'ok'
 }
 
+@test "batch: u8 samples of 37 bytes (two runs of 16 and a tail of 5) are each byte times float32(1/255), bit for bit, in the pipe too" {
+	"$PYTHON" -c '
+import numpy as np
+r = np.random.default_rng(1)
+np.save("x.npy", r.integers(0, 256, (40, 37), dtype=np.uint8))
+np.save("y.npy", r.integers(0, 3, 40).astype(np.int32))'
+	spirt-shard -q -n 2 x.npy y.npy
+	spirt-store batch -t 1 -w 1 -b 10 --npy >b.npy
+	printf 'batch 1 1 10 0 train\n' | spirt-store pipe >p.out
+	run -0 "$PYTHON" - "$SPIRT_ROOT/python" <<'PY'
+import io, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+from spirt import tensor
+x, y = np.load("x.npy"), np.load("y.npy")
+f = io.BytesIO(open("b.npy", "rb").read())
+X, Y = np.load(f), np.load(f)
+assert X.shape == (10, 37) and X.dtype == np.float32, (X.shape, X.dtype)
+# each row served is a row of the set, scaled as spirt-grad scales it
+rows = {(x[i].astype(np.float32) * np.float32(1 / 255)).tobytes(): y[i]
+        for i in range(len(x))}
+assert len(rows) == len(x)
+for i in range(10):
+    assert X[i].tobytes() in rows, (i, X[i] * 255)
+    assert rows[X[i].tobytes()] == Y[i]
+p = open("p.out", "rb").read()
+head, body = p.split(b"\n", 1)
+assert head == b"0 %d" % len(body), head
+rx, at = tensor.decode(body)
+ry, _ = tensor.decode(body, at)
+assert rx.array.tobytes() == X.tobytes() and ry.array.tobytes() == \
+    Y.tobytes()
+print("ok")
+PY
+	assert_output 'ok'
+}
+
 @test "batch: errors name the operand and write nothing (66 no data set or no samples, 64 no such worker or batch, 65 a step before the revision)" {
 	onehot
 	spirt-shard -q -t 1 -b 2 --live 0,1,3

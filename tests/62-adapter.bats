@@ -206,6 +206,78 @@ assert (v.detach().numpy() == load("m0.rec")["a"]).all()'
 	[[ "$stderr" == *'spirt-grad: stdin:1: "0x": junk after the step' ]]
 }
 
+@test "spirt-torch grad -i: PyTorch's gradient bit for bit step after step: a parameter the loss does not use is +0, a .grad the module sets itself, values whose squares overflow float32 are finite" {
+	# the gradient is added into a buffer filled with -0.0, the parameters
+	# view the model's answer, the finite check sums squares first
+	cat >odd.py <<-'PY'
+	import torch
+	from torch import nn
+
+	class Odd(nn.Module):
+	    def __init__(self):
+	        super().__init__()
+	        self.fc = nn.Linear(64, 3)
+	        self.unused = nn.Parameter(torch.ones(5))
+	        self.own = nn.Parameter(torch.ones(3))
+	        self.big = nn.Parameter(torch.ones(1))
+
+	    def forward(self, x):
+	        self.own.grad = None        # the module's own doing
+	        z = self.fc(torch.flatten(x, 1)) * self.own
+	        # class 0's logit 1e20: big's gradient about 7e19, its square
+	        # above float32's largest; the loss finite
+	        return z + torch.cat([self.big * 1e20, torch.zeros(2)])
+
+	def model():
+	    return Odd()
+	PY
+	spirt-torch init -q -m o --module odd.py
+	# model@1: other parameters (each + 0.5)
+	spirt-store get model/o@0 | "$PYTHON" -c "$PYREC"'
+r = st.read_record(sys.stdin.buffer)
+out(st.encode(r.array + np.float32(0.5), name=r.name, step=1))' |
+	    spirt-store put model/o@1
+	run -0 spirt-torch grad -i -m o --module odd.py -b 16 \
+	    < <(printf '0 0\n1 0\n0 1\n')
+	[ "${#lines[@]}" -eq 3 ]
+	for tw in 0/0 1/0 0/1; do
+		spirt-store get "model/o@${tw%/*}" >"m${tw%/*}.rec"
+		spirt-store get "grad/$tw" >"g${tw%/*}.${tw#*/}.rec"
+		spirt-store batch -t "${tw%/*}" -w "${tw#*/}" -b 16 --npy \
+		    >"b${tw%/*}.${tw#*/}.npy"
+	done
+	run -0 "$PYTHON" - <<-PY
+	import io
+	import torch
+	import torch.nn.functional as F
+	$PYREC
+	sys.path.insert(0, ".")
+	import odd
+	torch.set_num_threads(1)
+	for t, w in ((0, 0), (1, 0), (0, 1)):
+	    m = odd.model()
+	    v, at = load("m%d.rec" % t)["a"], 0
+	    with torch.no_grad():
+	        for p in m.parameters():
+	            p.copy_(torch.from_numpy(v[at:at + p.numel()]).view(p.shape))
+	            at += p.numel()
+	    f = io.BytesIO(open("b%d.%d.npy" % (t, w), "rb").read())
+	    x, y = np.load(f), np.load(f)
+	    loss = F.cross_entropy(m(torch.from_numpy(x)),
+	                           torch.from_numpy(y).long())
+	    loss.backward()
+	    assert m.unused.grad is None
+	    g = torch.cat([torch.zeros(p.numel()) if p.grad is None else
+	                   p.grad.reshape(-1) for p in m.parameters()]).numpy()
+	    r = load("g%d.%d.rec" % (t, w))
+	    assert abs(m.big.grad.item()) > 1.9e19, m.big.grad
+	    assert r["loss"] == loss.item(), (r["loss"], loss.item())
+	    assert r["a"].tobytes() == g.tobytes(), (t, w, r["a"] - g)
+	    print(t, w, "ok")
+	PY
+	assert_output $'0 0 ok\n1 0 ok\n0 1 ok'
+}
+
 @test "spirt-torch grad -i: one spirt-store pipe answers every request; one killed is replaced, one answering junk is 70" {
 	spirt-torch init -q -m r --module net.py
 	run -0 --separate-stderr spirt-torch grad -i -v -m r --module net.py \
