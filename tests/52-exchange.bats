@@ -803,6 +803,11 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	[ "$(keysteps xagg s0)" = "22 23 " ]
 	[ "$(keysteps digest s0)" = "22 23 " ]
 	run -0 awk -F'\t' 'END { exit !($6 > 0.6) }' s0.train-mlp.tsv
+	# the log's rows carry the last round: its time, and all 3 in
+	run -0 head -n 1 s1.train-mlp.tsv
+	assert_output "$(printf 'seconds\tstep\tepoch\tloss\ttest_loss\ttest_accuracy\texchange_ms\tmembers')"
+	run -0 awk -F'\t' 'NR > 1 && !(NF == 8 && $7 ~ /^[0-9]+\.[0-9]+$/ &&
+	    $8 == "3/3") { bad = 1 } END { exit bad || NR < 3 }' s1.train-mlp.tsv
 }
 
 @test "spirt-train --peers over HTTP: the last peer to end does not wait for the servers of those that ended" {

@@ -49,6 +49,7 @@ xstep1() {
 			# (every member's aggregate in, this peer's too:
 			# peerout has nothing to read in its record)
 			_u=${ack#*used=} _n=${ack#*peers=}
+			xrow="	${ack##*ms=}	${_u%% *}/${_n%% *}"
 			[ "${_u%% *}" != "${_n%% *}" ] || xall=$1 ;;
 		"answer xch "*) ;;
 		*) aside "$2"; continue ;;

@@ -131,7 +131,12 @@ if [ -n "$peers" ] && [ "$xh" -eq 0 ] && [ -z "$bpeer" ]; then
 fi
 # the log and plot are the model's: models trained in one store keep theirs
 log=$store.train-$model.tsv plot=$store.train-$model.png
-[ -s "$log" ] || printf 'seconds\tstep\tepoch\tloss\ttest_loss\ttest_accuracy\n' > "$log"
+# with peers, two columns more: the last round's time and members in of
+# all (the warm exchange's answer; "-" with --cold), as /metrics says
+xrow=
+[ -z "$xch" ] || xrow="	-	-"
+[ -s "$log" ] || printf 'seconds\tstep\tepoch\tloss\ttest_loss\ttest_accuracy%s\n' \
+    "${xch:+	exchange_ms	members}" > "$log"
 # on resume the clock goes on from the log's last line; lines of steps a
 # power loss undid (volatile versions) go
 if awk -F'\t' -v l="$last" 'NR > 1 && $2 > l { f = 1 } END { exit !f }' "$log"; then

@@ -219,8 +219,8 @@ evaluate() {
 		}') || die 75 "step $1: $evcmd: expected loss=L and accuracy=A lines (A from 0 to 1); rerun to resume"
 	set -- "$1" $e
 	acc=$3 reached=$4
-	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$clock" "$1" "$ep" "$loss" "$2" "$3" \
-	    >> "$log"
+	printf '%s\t%s\t%s\t%s\t%s\t%s%s\n' "$clock" "$1" "$ep" "$loss" "$2" "$3" \
+	    "$xrow" >> "$log"
 	say "epoch $ep step $1: test loss $2, accuracy $3"
 }
 
@@ -282,7 +282,8 @@ while [ "$t" -lt "$stop" ]; do
 		}' >&2
 	fi
 	if [ $((t % every)) -ne 0 ] && [ "$t" -ne "$stop" ]; then
-		printf '%s\t%s\t%s\t%s\t-\t-\n' "$clock" "$t" "$ep" "$loss" >> "$log"
+		printf '%s\t%s\t%s\t%s\t-\t-%s\n' "$clock" "$t" "$ep" "$loss" \
+		    "$xrow" >> "$log"
 		continue
 	fi
 	evaluate "$t"
