@@ -214,5 +214,18 @@ SPIRT_MUST_CHECK int spirt_agg_store_step(struct spirt_aggset *s,
     struct spirt_txn *txn, char *const *keys, size_t nkeys)
     SPIRT_NONNULL(1, 2);
 
+/*
+ * The aggregation of grad/<s->step>/<w> exactly as spirt_agg_store_step()
+ * makes it (the same inputs, filter, check, rule and summation order, so
+ * the same bits), into *out, malloc'd here, s->hdr.nelem floats that the
+ * caller frees (also on failure), with s->hdr the header agg/<t> would
+ * have; nothing written but the momenta (s->momentum) and, with s->prune,
+ * the spent steps removed after the pass.  For spirt-update's fused step
+ * (update.h's grads): no agg/<t>.  cclip's centre, without s->center and
+ * s->center_key, is agg/<t-1> as there.  Returns the codes of
+ * spirt_agg_store_step() but SPIRT_EEXIST.
+ */
+SPIRT_MUST_CHECK int spirt_agg_mem_step(struct spirt_aggset *s,
+    struct spirt_txn *txn, float **out) SPIRT_NONNULL(1, 2, 3);
 
 #endif
