@@ -134,6 +134,20 @@ timings(double t0)
 		    1e3 * spirt_clock() - t0);
 }
 
+/*
+ * mean=grad: its stragglers named, even with -q, as spirt-agg names them
+ * (a late or moved function's, not the rule's doing)
+ */
+static void
+stragglers(void)
+{
+	char b[SPIRT_KEY_MAX + 128];
+
+	for (size_t i = 0; o.u.grads && i < o.mean.w; i++)
+		if (spirt_aggset_straggler(&o.mean, i, b, sizeof b))
+			fprintf(stderr, "%s: %s\n", progname, b);
+}
+
 /* the words a warm request may carry: --delta, --outer and -a's, and
  * mean=grad (the fused step: the mean of grad/<t>/<w>, not agg/<t>) */
 static const char *const serve_keys[] = { "agg", "delta", "mean", "outer",
@@ -213,7 +227,9 @@ serve_one(void *arg, const struct spirt_serve_req *req, char *ans,
 		return code;
 	}
 	o.u.step = req->step;
-	if ((rc = update(arg)) == SPIRT_EDONE && o.u.done) {
+	rc = update(arg);
+	stragglers();
+	if (rc == SPIRT_EDONE && o.u.done) {
 		applied();
 		snprintf(ans, cap, "step=%llu applied=already", t);
 		return 0;

@@ -745,9 +745,11 @@ out(rec(g, step=$t, origin=$w, samples=4, loss=$w + 1))" >g.rec
 	for k in model/m@3 opt/m@3 mstate/m@3; do
 		spirt-store get $k | cmp - <(spirt-store -s ref get $k)
 	done
-	# no aggregate stored; the spent steps pruned as -P does
-	run -0 spirt-store ls agg/
-	assert_output ''
+	# no aggregate stored, but what it left out, as spirt-agg writes it;
+	# the spent steps pruned as -P does
+	run -0 sh -c 'spirt-store ls agg/ | cut -f1'
+	assert_output "$(printf 'agg/1/excluded\nagg/2/excluded')"
+	spirt-store get agg/2/excluded | cmp - <(spirt-store -s ref get agg/2/excluded)
 	run -0 spirt-store ls grad/
 	assert_line --partial 'grad/1/0'
 	refute_line --partial 'grad/0/'
@@ -772,4 +774,14 @@ out(rec(g, step=$t, origin=$w, samples=4, loss=$w + 1))" >g.rec
 	[[ "${stderr_lines[3]}" == *"stdin:4: mean=grad is the step's aggregate: not with agg=, delta= or outer=" ]]
 	[[ "${stderr_lines[4]}" == *"stdin:5: mean=grad is the step's aggregate"* ]]
 	[ "$(store_digest spirt.db)" = "$before" ]
+	# a gradient of a past step in the step's keys: left out and named,
+	# even with -q, as spirt-agg names it; in agg/<t>/excluded (reason 5)
+	py "out(rec(G[1], step=3, origin=1))" | spirt-store put grad/3/1
+	py "out(rec(G[0], step=2, origin=2))" | spirt-store put grad/3/2
+	run -0 --separate-stderr spirt-update -q -i "$@" <<<'3 mean=grad'
+	assert_output 'step=3 lr=0.1 count=2 loss=nan'
+	[ "$stderr" = 'spirt-update: grad/3/2: not applied: step 2, a past step (not 3)' ]
+	spirt-store get agg/3/excluded >x.rec
+	run -0 py 'print(load("x.rec")["a"].tolist())'
+	assert_output '[[2, 5]]'
 }
