@@ -5,12 +5,13 @@
 # machine moves no figure.
 #   sh bench/floor.sh            (after make all)
 #
-# Two drivers of the same warm tools (4 spirt-grad --serve, spirt-agg -R
-# -P -r mean --serve, spirt-update momentum --serve), each stamping every
-# hand-off of every step: the grad phase to the first and to the last
-# function's answer, spirt-agg, spirt-update, and the driver's own time
-# between them (the rest of the step):
-# - bench/warm_step.py -p (Python, select(2) on the tools' pipes, no
+# Two drivers of the same warm tools (4 spirt-grad --serve, spirt-update
+# momentum --serve, which takes the mean itself: mean=grad, as
+# spirt-train asks it with the mean on one peer, so spirt-agg's column
+# is 0), each stamping every hand-off of every step: the grad phase to
+# the first and to the last function's answer, spirt-agg, spirt-update,
+# and the driver's own time between them (the rest of the step):
+# - bench/warm_step.py -fp (Python, select(2) on the tools' pipes, no
 #   spirt-run): the tools with next to no driver;
 # - spirt-train itself, the sh driver over spirt-run and its FIFOs, with a
 #   shim named spirt-run first in its PATH that relays the supervisor's
@@ -100,7 +101,7 @@ while [ "$r" -le "$runs" ]; do
 		lr=0.05; [ "$b" -gt 1 ] || lr=0.01
 		rm -rf "$tmp/run.db"
 		cp -a "$base" "$tmp/run.db"
-		SPIRT_SYNC=meta $PY bench/warm_step.py -p "$tmp/run.db" mlp 4 \
+		SPIRT_SYNC=meta $PY bench/warm_step.py -fp "$tmp/run.db" mlp 4 \
 		    "$b" 1 "$lr" $((steps + warm)) | keep "$r" >>"$tmp/ws.$b"
 		rm -rf "$tmp/run.db" "$tmp/stamp".*
 		PATH="$tmp/shim:$PATH" train "$b" "$lr" $((steps + warm + 1))
@@ -142,8 +143,8 @@ for b in $batches; do
 	printf '  %-42s %-20s %s\n' "" "warm_step.py" "spirt-train"
 	for k in 8:"grad phase, to the first answer" \
 	    4:"grad phase, to the last answer" \
-	    5:"spirt-agg (mean of 4, in the store)" \
-	    6:"spirt-update (momentum)" \
+	    5:"spirt-agg (0: the update takes the mean)" \
+	    6:"spirt-update (the mean of 4, momentum)" \
 	    7:"driver between them" \
 	    3:"whole step"; do
 		c=${k%%:*}

@@ -13,7 +13,8 @@ One line per step of the run in FILE, in warm_step.py -p's columns, ms:
   step  whole  grad  agg  update  driver  first_grad
 grad from the step's first "send g" to its last gradient's answer,
 first_grad to its first; agg and update from their request to their
-answer; driver the rest of the step, until the next step's first "send
+answer (agg 0 when spirt-update took the mean itself, mean=grad);
+driver the rest of the step, until the next step's first "send
 g" (the driver's own work between the tools, and the relay's hops to and
 from it).  Steps that are not a plain warm step (a function restarted,
 the last step) are left out.
@@ -78,7 +79,7 @@ def report(path):
     for line in open(path):
         t, w, x = line.rstrip("\n").split("\t", 2)
         t, v = float(t), x.split()
-        if w == "q" and len(v) == 3 and v[0] == "send":
+        if w == "q" and len(v) >= 3 and v[0] == "send":
             s = steps.setdefault(v[2], {"g": 0, "a": []})
             if v[2] not in order:
                 order.append(v[2])
@@ -99,13 +100,14 @@ def report(path):
                 s["a" + v[1]] = t
     for i, n in enumerate(order[:-1]):
         s, nx = steps[n], steps[order[i + 1]]
-        need = ("s0", "qagg", "aagg", "qupd", "aupd")
+        # (the fused step, "send upd T mean=grad": no spirt-agg, 0)
+        need = ("s0", "qupd", "aupd")
         if "bad" in s or any(k not in s for k in need) or \
                 len(s["a"]) != s["g"] or "s0" not in nx:
             continue
         whole = nx["s0"] - s["s0"]
         grad = max(s["a"]) - s["s0"]
-        agg = s["aagg"] - s["qagg"]
+        agg = s["aagg"] - s["qagg"] if "aagg" in s else 0
         upd = s["aupd"] - s["qupd"]
         print("%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f" % (
             n, whole * 1e3, grad * 1e3, agg * 1e3, upd * 1e3,

@@ -9,7 +9,7 @@ that step, so they and the whole are measured in the same run and add up:
     whole = grad phase + agg + update + driver (the rest: hand-offs,
             this driver's own work between the phases)
 
-usage: warm_step.py [-p] STORE MODEL FUNCTIONS BATCH SEED LR STEPS
+usage: warm_step.py [-fp] STORE MODEL FUNCTIONS BATCH SEED LR STEPS
   STORE holds the shards and model/MODEL@0 (spirt-shard, spirt-init); the
   run adds to it.  SPIRT_SYNC in the environment applies to every tool.
 Prints one line, milliseconds per step (means over the steps):
@@ -17,6 +17,8 @@ Prints one line, milliseconds per step (means over the steps):
 (first_grad: from the step's start to the first function's answer)
   -p  one line per step instead, its milliseconds (bench/floor.sh takes
       medians of them):  step  whole  grad  agg  update  driver  first_grad
+  -f  the fused step, as spirt-train sends it with the mean on one peer:
+      no spirt-agg request, the update's is "t mean=grad" (agg 0)
 """
 import os
 import select
@@ -27,8 +29,10 @@ import time
 
 def main():
     args = sys.argv[1:]
-    per = args[:1] == ["-p"]
-    if per:
+    per = fused = False
+    while args[:1] in (["-p"], ["-f"], ["-fp"], ["-pf"]):
+        per = per or "p" in args[0]
+        fused = fused or "f" in args[0]
         args = args[1:]
     if len(args) != 7:
         sys.stderr.write(__doc__.split("\n\n")[2] + "\n")
@@ -84,10 +88,11 @@ def main():
                 left.discard(fd)
             t1 = t1 or time.perf_counter()
         t2 = time.perf_counter()
-        os.write(agg.stdin.fileno(), msg)
-        ask(agg)
+        if not fused:
+            os.write(agg.stdin.fileno(), msg)
+            ask(agg)
         t3 = time.perf_counter()
-        os.write(upd.stdin.fileno(), msg)
+        os.write(upd.stdin.fileno(), b"%d mean=grad\n" % t if fused else msg)
         ask(upd)
         t4 = time.perf_counter()
         if per:

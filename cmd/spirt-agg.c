@@ -110,22 +110,11 @@ usage(int code)
 static void
 stragglers(void)
 {
-	const struct spirt_aggset *a = &o.a;
+	char b[SPIRT_KEY_MAX + 128];
 
-	for (size_t i = 0; i < a->w; i++) {
-		const struct spirt_aggset_in *in = &a->in[i];
-
-		if (in->pre == SPIRT_AGG_XSTALE)
-			fprintf(stderr, "%s: %s: not applied: assignment "
-			    "revision %llu, not %llu (stale)\n", progname,
-			    in->name, (unsigned long long)in->t.revision,
-			    (unsigned long long)a->revision);
-		else if (in->pre == SPIRT_AGG_XPAST)
-			fprintf(stderr, "%s: %s: not applied: step %llu, a "
-			    "past step (not %llu)\n", progname, in->name,
-			    (unsigned long long)in->t.step,
-			    (unsigned long long)a->step);
-	}
+	for (size_t i = 0; i < o.a.w; i++)
+		if (spirt_aggset_straggler(&o.a, i, b, sizeof b))
+			fprintf(stderr, "%s: %s\n", progname, b);
 }
 
 /* The failure's message: the library's, else act with the cause. */

@@ -17,6 +17,7 @@ static struct {
 	struct spirt_update u;
 	const char *store, *params, *out;
 	int serve;
+	struct spirt_aggset mean;       /* the warm word mean=grad's */
 } o;
 
 /* the hyperparameters' values, in val[]; what the long-only options return */
@@ -29,7 +30,7 @@ static const struct opt opts[] = {
 	    "global aggregate)" },
 	{ 'i', "serve", NULL,
 	    "warm: one -t run per step line on stdin (its words:\n"
-	    "delta=S outer=N agg=PREFIX)" },
+	    "delta=S outer=N agg=PREFIX mean=grad)" },
 	{ 'k', "keep", "K", "keep the last K model versions (0: all)" },
 	{ 'm', "model", "NAME", "model/NAME@<step> in the store" },
 	{ 'o', "output", "FILE",
@@ -133,8 +134,24 @@ timings(double t0)
 		    1e3 * spirt_clock() - t0);
 }
 
-/* the words a warm request may carry: --delta, --outer and -a's */
-static const char *const serve_keys[] = { "agg", "delta", "outer", NULL };
+/*
+ * mean=grad: its stragglers named, even with -q, as spirt-agg names them
+ * (a late or moved function's, not the rule's doing)
+ */
+static void
+stragglers(void)
+{
+	char b[SPIRT_KEY_MAX + 128];
+
+	for (size_t i = 0; o.u.grads && i < o.mean.w; i++)
+		if (spirt_aggset_straggler(&o.mean, i, b, sizeof b))
+			fprintf(stderr, "%s: %s\n", progname, b);
+}
+
+/* the words a warm request may carry: --delta, --outer and -a's, and
+ * mean=grad (the fused step: the mean of grad/<t>/<w>, not agg/<t>) */
+static const char *const serve_keys[] = { "agg", "delta", "mean", "outer",
+    NULL };
 
 /*
  * A warm request's words into o.u (from the command line's values when
@@ -151,9 +168,14 @@ serve_words(const struct spirt_serve_req *req, const char *agg)
 	o.u.agg = agg;
 	o.u.delta = SPIRT_NOSTEP;
 	o.u.outer = 0;
+	o.u.grads = NULL;
 	for (int i = 0; i < req->nwords && !why; i++) {
 		w = &req->word[i];
-		if (w->key[0] == 'a') {
+		if (w->key[0] == 'm') {
+			if (w->nval != 4 || memcmp(w->val, "grad", 4) != 0)
+				why = "mean=: grad, the step's gradients";
+			o.u.grads = &o.mean;
+		} else if (w->key[0] == 'a') {
 			memcpy(name, w->val, w->nval);
 			name[w->nval] = '\0';
 			if (spirt_name_check(name) != 0)
@@ -171,6 +193,10 @@ serve_words(const struct spirt_serve_req *req, const char *agg)
 	}
 	if (!why && o.u.delta != SPIRT_NOSTEP && o.u.outer)
 		why = "delta= and outer= are two steps: one at a time";
+	if (!why && o.u.grads && (o.u.delta != SPIRT_NOSTEP || o.u.outer ||
+	    o.u.agg != agg))
+		why = "mean=grad is the step's aggregate: not with agg=, "
+		    "delta= or outer=";
 	if (!why)
 		return 0;
 	warnx_("stdin:%llu: %s", (unsigned long long)req->line, why);
@@ -201,7 +227,9 @@ serve_one(void *arg, const struct spirt_serve_req *req, char *ans,
 		return code;
 	}
 	o.u.step = req->step;
-	if ((rc = update(arg)) == SPIRT_EDONE && o.u.done) {
+	rc = update(arg);
+	stragglers();
+	if (rc == SPIRT_EDONE && o.u.done) {
 		applied();
 		snprintf(ans, cap, "step=%llu applied=already", t);
 		return 0;
@@ -211,8 +239,14 @@ serve_one(void *arg, const struct spirt_serve_req *req, char *ans,
 		snprintf(ans, cap, "step=%llu error=%d", t, code);
 		return code;
 	}
-	snprintf(ans, cap, "step=%llu lr=%.9g", t,
-	    spirt_optim_lr(&o.u.op, t));
+	if (o.u.grads)
+		snprintf(ans, cap, "step=%llu lr=%.9g count=%lu loss=%.9g", t,
+		    spirt_optim_lr(&o.u.op, t),
+		    (unsigned long)o.u.grads->hdr.count,
+		    o.u.grads->hdr.loss);
+	else
+		snprintf(ans, cap, "step=%llu lr=%.9g", t,
+		    spirt_optim_lr(&o.u.op, t));
 	return 0;
 }
 
@@ -228,7 +262,16 @@ serve(struct spirt_store *s)
 	int rc;
 
 	serve_setup();
-	if ((rc = spirt_serve_loop(&sv, stdin, stdout)) != 0) {
+	/* mean=grad: spirt-agg -r mean -P's inputs, with spirt-grad's data
+	 * set's assignment in force (stragglers left out); no sample bound
+	 * (the mean has no weights) */
+	spirt_aggset_init(&o.mean);
+	o.mean.dataset = opt_env(NULL, "SPIRT_DATASET", "train");
+	o.mean.revcheck = 1;
+	o.mean.prune = 1;
+	rc = spirt_serve_loop(&sv, stdin, stdout);
+	spirt_aggset_reset(&o.mean);
+	if (rc != 0) {
 		warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
 		return SPIRT_EX_IOERR;
 	}

@@ -487,6 +487,26 @@ sw_tile(void *arg, const float *out, size_t n)
 }
 
 int
+spirt_aggset_straggler(const struct spirt_aggset *s, size_t i, char *buf,
+    size_t cap)
+{
+	const struct spirt_aggset_in *in = &s->in[i];
+
+	if (in->pre == SPIRT_AGG_XSTALE)
+		snprintf(buf, cap, "%s: not applied: assignment revision %llu, "
+		    "not %llu (stale)", in->name,
+		    (unsigned long long)in->t.revision,
+		    (unsigned long long)s->revision);
+	else if (in->pre == SPIRT_AGG_XPAST)
+		snprintf(buf, cap, "%s: not applied: step %llu, a past step "
+		    "(not %llu)", in->name, (unsigned long long)in->t.step,
+		    (unsigned long long)s->step);
+	else
+		return 0;
+	return 1;
+}
+
+int
 spirt_aggset_rule_check(struct spirt_aggset *s, size_t w)
 {
 	const struct spirt_agg_params *p = &s->p;
@@ -875,6 +895,38 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 	rc = putexcluded(s, txn);
 	if (rc == 0 && s->prune && s->hdr.step != SPIRT_NOSTEP &&
 	    s->hdr.step >= 2)
+		rc = prune_spent(txn, s->hdr.step - 1);
+	s->work_ms = 1e3 * spirt_clock() - t0;
+	return rc;
+}
+
+int
+spirt_agg_mem_step(struct spirt_aggset *s, struct spirt_txn *txn,
+    float **out)
+{
+	const struct spirt_aggset_in *in0;
+	double t0 = 1e3 * spirt_clock();
+	int rc;
+
+	*out = NULL;
+	spirt_aggset_reset(s);
+	if ((rc = spirt_aggset_add_step(s, txn, s->step)) ||
+	    (rc = spirt_aggset_filter(s, txn)) ||
+	    (rc = spirt_aggset_check(s)))
+		return rc;
+	in0 = &s->in[s->first];
+	if (in0->t.step == SPIRT_NOSTEP)
+		return say(s, SPIRT_ESTEP, "%s: no step", in0->name);
+	if (s->momentum > 0 && (rc = momenta(s, txn, 0)))
+		return rc;
+	if (clipping(s->p.rule) && !s->center && (rc = prevagg(s, txn)))
+		return rc;
+	if ((*out = malloc(in0->t.nbytes ? in0->t.nbytes : 1)) == NULL)
+		return ENOMEM;
+	if ((rc = run(s, *out, NULL)) || (rc = putexcluded(s, txn)))
+		return rc;
+	/* the inputs are read: their steps' spent ones may go */
+	if (s->prune && s->hdr.step >= 2)
 		rc = prune_spent(txn, s->hdr.step - 1);
 	s->work_ms = 1e3 * spirt_clock() - t0;
 	return rc;

@@ -176,6 +176,15 @@ SPIRT_MUST_CHECK int spirt_aggset_check(struct spirt_aggset *s)
     SPIRT_NONNULL(1);
 
 /*
+ * Input i (< s->w) left out before the rule, a straggler (in->pre), in
+ * words for the tools' notes, into buf (cap bytes): "grad/3/1: not
+ * applied: assignment revision 2, not 3 (stale)", or "...: step 2, a past
+ * step (not 3)".  Returns 1, or 0 when it is no straggler (buf untouched).
+ */
+int spirt_aggset_straggler(const struct spirt_aggset *s, size_t i,
+    char *buf, size_t cap) SPIRT_NONNULL(1, 3);
+
+/*
  * Whether s's rule and parameters make sense for w inputs and tolerate
  * its declared Byzantine ones (spirt_agg_tolerates); if not, msg says
  * which condition fails (Krum: "W > 2f+2").  Returns 0 or SPIRT_EINVAL.
@@ -214,5 +223,19 @@ SPIRT_MUST_CHECK int spirt_agg_store_step(struct spirt_aggset *s,
     struct spirt_txn *txn, char *const *keys, size_t nkeys)
     SPIRT_NONNULL(1, 2);
 
+/*
+ * The aggregation of grad/<s->step>/<w> exactly as spirt_agg_store_step()
+ * makes it (the same inputs, filter, check, rule and summation order, so
+ * the same bits), into *out, malloc'd here, s->hdr.nelem floats that the
+ * caller frees (also on failure), with s->hdr the header agg/<t> would
+ * have; nothing written but <out>/<t>/excluded (as there: the inputs left out
+ * and why), the momenta (s->momentum) and, with s->prune, the spent
+ * steps removed after the pass.  For spirt-update's fused step
+ * (update.h's grads): no agg/<t>.  cclip's centre, without s->center and
+ * s->center_key, is agg/<t-1> as there.  Returns the codes of
+ * spirt_agg_store_step() but SPIRT_EEXIST.
+ */
+SPIRT_MUST_CHECK int spirt_agg_mem_step(struct spirt_aggset *s,
+    struct spirt_txn *txn, float **out) SPIRT_NONNULL(1, 2, 3);
 
 #endif

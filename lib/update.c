@@ -135,7 +135,7 @@ struct stepio {
 	char bkey[SPIRT_KEY_MAX + 1], b1key[SPIRT_KEY_MAX + 1];
 	const char *aname, *oname;              /* the aggregate, the optimiser */
 	unsigned ns;                            /* rows of optimiser state */
-	void *own[5];                           /* copies, freed at the end */
+	void *own[6];                           /* copies, freed at the end */
 };
 
 /* The keys of step t: model@t, model@t+1, opt@t, opt@t+1, agg/t. */
@@ -258,6 +258,37 @@ step_state(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io)
 }
 
 /*
+ * The fused step's aggregate: grad/<t>/<w> aggregated by u->grads into
+ * memory (io->own[5]), stored nowhere, named grad/<t> in messages.
+ */
+static int
+step_grads(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io)
+{
+	struct spirt_aggset *s = u->grads;
+	float *out;
+	int rc;
+
+	if (u->delta != SPIRT_NOSTEP || u->outer) {
+		tellx(u, "the gradients' mean is a step's aggregate: not with "
+		    "a delta or an outer step");
+		return SPIRT_EINVAL;
+	}
+	(void)snprintf(io->akey, sizeof io->akey, "grad/%llu",
+	    (unsigned long long)u->step);
+	s->step = u->step;
+	rc = spirt_agg_mem_step(s, txn, &out);
+	io->own[5] = out;
+	if (rc) {
+		if (s->msg[0])
+			tellx(u, "%s", s->msg);
+		return rc;
+	}
+	io->at = s->hdr;
+	io->apl = out;
+	return 0;
+}
+
+/*
  * Read the inputs of step t and check them: SPIRT_EDONE when model@t+1
  * exists (exactly once: it is the proof that step t was applied).
  */
@@ -272,12 +303,17 @@ step_read(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io)
 		u->done = 1;
 		return SPIRT_EDONE;
 	}
+	/* first, as its pruning may move small values read before it */
+	if (u->grads && (rc = step_grads(u, txn, io)))
+		return rc;
 	if ((rc = spirt_store_get_tensor(txn, io->mkey, &io->mt, &io->mpl,
 	    0))) {
 		tellrc(u, rc, "%s", io->mkey);
 		return rc;
 	}
-	if (u->apl) {
+	if (u->grads) {
+		/* made by step_grads() */
+	} else if (u->apl) {
 		io->at = u->at;
 		io->apl = u->apl;
 		io->aname = u->aname;
@@ -581,7 +617,7 @@ spirt_update_store_step(struct spirt_update *u, struct spirt_txn *txn)
 	}
 	u->work_ms = 1e3 * spirt_clock() - t0;
 fail:
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		free(io.own[i]);
 	/* a full map is no failure of this step: the store grows it and
 	 * runs the step again */

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "aggstore.h"
 #include "optim.h"
 #include "spirt.h"
 #include "store.h"
@@ -44,6 +45,13 @@ struct spirt_update {
 	 * lr 1: with the mean of the peers' deltas, model averaging); no
 	 * optimiser state is read or written */
 	uint64_t outer;
+	/* NULL, or the fused step (spirt-update's warm word mean=grad): the
+	 * aggregate is not read from <agg>/<t> but made in the step's own
+	 * transaction from grad/<t>/<w> by this set (aggstore.h's
+	 * spirt_agg_mem_step(), its in fields the caller's, its step set to
+	 * t), and stored nowhere; not with delta or outer.  Its hdr is the
+	 * aggregate's header after the step (loss, count) */
+	struct spirt_aggset *grads;
 	/* out */
 	uint64_t k;             /* steps the optimiser state had seen */
 	int done;               /* store: step t was applied before */
@@ -82,12 +90,16 @@ int spirt_update_durable(const struct spirt_update *u) SPIRT_NONNULL(1);
 /*
  * The in-store update, as the body of a write transaction (it may run
  * again from scratch after the map grows): read model@t, the aggregate
- * (u->apl, else agg/<t>) and opt@t if any; write model@t+1 and opt@t+1
+ * (u->apl, else made from grad/<t>/<w> with u->grads, else agg/<t>) and
+ * opt@t if any; write model@t+1 and opt@t+1
  * (built in place in the map); remove versions beyond u->keep.  Returns
- * 0; SPIRT_EDONE with u->done set when model@t+1 exists (nothing done);
+ * 0; SPIRT_EDONE with u->done set when model@t+1 exists (nothing done,
+ * nothing aggregated);
  * SPIRT_ENOTFOUND, SPIRT_EDTYPE, SPIRT_ESHAPE, SPIRT_ESTEP, SPIRT_EMODEL,
  * SPIRT_EDATA (state of another optimiser), SPIRT_ENAN, SPIRT_EEXIST
- * (opt@t+1 without model@t+1), store errors, ENOMEM.
+ * (opt@t+1 without model@t+1), SPIRT_EINVAL (grads with delta or
+ * outer), spirt_agg_mem_step()'s codes (its message in msg), store
+ * errors, ENOMEM.
  */
 SPIRT_MUST_CHECK int spirt_update_store_step(struct spirt_update *u,
     struct spirt_txn *txn) SPIRT_NONNULL(1, 2);

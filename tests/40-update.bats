@@ -704,3 +704,84 @@ assert np.all(a == 0.75), a[:4]"
 	run -0 py 'r = get("s3.rec"); print(r["step"], list(r["a"]))'
 	assert_output '3 [3.0, 4.0]'
 }
+
+@test "warm mean=grad: the mean of grad/<t>/<w> in the update's own transaction: spirt-agg -r mean -P then spirt-update's bits, no agg/<t>; bad requests change nothing" {
+	# model/m@0 with a state, three workers' gradients of steps 0-2
+	# (values whose float sum depends on its order), states at step 0;
+	# the store ref the same
+	py "out(rec(T0))" >m0.rec
+	py "out(rec([5, 6]))" >s0.rec
+	for s in spirt.db ref; do
+		spirt-store -s $s put model/m@0 m0.rec
+		spirt-store -s $s put mstate/m@0 s0.rec
+	done
+	for t in 0 1 2; do
+		for w in 0 1 2; do
+			py "g = np.random.default_rng($t * 3 + $w).standard_normal(6) * [1e4, 1, 1e-4, 3, 7e2, 1e-2]
+out(rec(g, step=$t, origin=$w, samples=4, loss=$w + 1))" >g.rec
+			spirt-store put grad/$t/$w g.rec
+			spirt-store -s ref put grad/$t/$w g.rec
+		done
+	done
+	for w in 0 1 2; do
+		py "out(rec([1 + 10 ** $w, -$w], origin=$w))" >st.rec
+		spirt-store put state/0/$w st.rec
+		spirt-store -s ref put state/0/$w st.rec
+	done
+	set -- -m m -r 0.1 --opt adam
+	for t in 0 1 2; do
+		spirt-agg -q -s ref -r mean -P -t $t
+		spirt-update -s ref -t $t "$@"
+	done
+	run -0 --separate-stderr spirt-update -i "$@" <<-EOF2
+		0 mean=grad
+		0 mean=grad
+		1 mean=grad
+		2 mean=grad
+	EOF2
+	assert_line --index 0 'step=0 lr=0.1 count=3 loss=2'
+	assert_line --index 1 'step=0 applied=already'
+	assert_line --index 3 'step=2 lr=0.1 count=3 loss=2'
+	for k in model/m@3 opt/m@3 mstate/m@3; do
+		spirt-store get $k | cmp - <(spirt-store -s ref get $k)
+	done
+	# no aggregate stored, but what it left out, as spirt-agg writes it;
+	# the spent steps pruned as -P does
+	run -0 sh -c 'spirt-store ls agg/ | cut -f1'
+	assert_output "$(printf 'agg/1/excluded\nagg/2/excluded')"
+	spirt-store get agg/2/excluded | cmp - <(spirt-store -s ref get agg/2/excluded)
+	run -0 spirt-store ls grad/
+	assert_line --partial 'grad/1/0'
+	refute_line --partial 'grad/0/'
+	run -0 spirt-store ls state/
+	assert_output ''
+	# no gradients: 66; another shape: 65; a bad word or mean= with
+	# another word: 64; nothing written; the worst code the exit status
+	py "out(rec(G[0], step=3, origin=0))" | spirt-store put grad/3/0
+	py "out(rec([1, 2], step=3, origin=1))" | spirt-store put grad/3/1
+	before=$(store_digest spirt.db)
+	run -66 --separate-stderr spirt-update -i "$@" <<-EOF2
+		4 mean=grad
+		3 mean=grad
+		3 mean=agg
+		3 mean=grad delta=3
+		3 mean=grad agg=gagg
+	EOF2
+	assert_output "$(printf 'step=4 error=66\nstep=3 error=65\nstep=3 error=64\nstep=3 error=64\nstep=3 error=64')"
+	[[ "${stderr_lines[0]}" == 'spirt-update: no gradients for step 4' ]]
+	[[ "${stderr_lines[1]}" == 'spirt-update: grad/3/1: 2 values, grad/3/0 has 6: shapes differ' ]]
+	[[ "${stderr_lines[2]}" == "spirt-update: stdin:3: mean=: grad, the step's gradients" ]]
+	[[ "${stderr_lines[3]}" == *"stdin:4: mean=grad is the step's aggregate: not with agg=, delta= or outer=" ]]
+	[[ "${stderr_lines[4]}" == *"stdin:5: mean=grad is the step's aggregate"* ]]
+	[ "$(store_digest spirt.db)" = "$before" ]
+	# a gradient of a past step in the step's keys: left out and named,
+	# even with -q, as spirt-agg names it; in agg/<t>/excluded (reason 5)
+	py "out(rec(G[1], step=3, origin=1))" | spirt-store put grad/3/1
+	py "out(rec(G[0], step=2, origin=2))" | spirt-store put grad/3/2
+	run -0 --separate-stderr spirt-update -q -i "$@" <<<'3 mean=grad'
+	assert_output 'step=3 lr=0.1 count=2 loss=nan'
+	[ "$stderr" = 'spirt-update: grad/3/2: not applied: step 2, a past step (not 3)' ]
+	spirt-store get agg/3/excluded >x.rec
+	run -0 py 'print(load("x.rec")["a"].tolist())'
+	assert_output '[[2, 5]]'
+}

@@ -365,12 +365,13 @@ stub() {
 	run -0 "$PYTHON" -c "$PYREC
 r = st.read_record(sys.stdin.buffer); print(r.array.tolist())" < <(spirt-store -s nan get agg/$((STEPS - 1))/excluded)
 	assert_output '[[1, 1]]'
-	# another worker's origin in its slot: spirt-agg refuses the step
-	# (65), spirt-train stops (75), nothing applied
+	# another worker's origin in its slot: the step's mean refuses it
+	# (65: the warm spirt-update takes the mean, mean=grad), spirt-train
+	# stops (75), nothing applied
 	cp -r base other
 	badpy other "$ORIGIN"
 	run -75 train other --spec softmax:4:3 --function "$PYTHON $PWD/other.py"
-	assert_line "spirt-agg: grad/0/0: origin 1, not the key's worker 0"
+	assert_line "spirt-update: grad/0/0: origin 1, not the key's worker 0"
 	assert_line 'spirt-train: step 0: step=0 error=65'
 	run -0 spirt-store -s other ls model/
 	refute_output --partial 'model/m@1'

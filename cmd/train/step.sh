@@ -173,6 +173,19 @@ step() {
 	fi
 	grads "$1"
 	attack "$1"
+	# one peer, no --every, the mean: the warm spirt-update takes the
+	# gradients' mean itself, in its step's transaction (mean=grad): no
+	# agg/<t>, one commit and one request fewer (cclip's centre, the
+	# exchange and --every read agg/<t>: they keep spirt-agg)
+	if [ -z "$xch" ] && [ "$xh" -eq 0 ] && [ "$aggargs" = "-r mean" ]; then
+		[ "$verbose" -eq 0 ] ||
+		    printf '+ %s -i <<< %s mean=grad\n' "$upd" "$1" >&2
+		echo "send upd $1 mean=grad" >&3
+		wait_done 1 spirt-update
+		aggloss=-
+		case $ack in *loss=*) aggloss=${ack##*loss=} ;; esac
+		return 0
+	fi
 	echo "send agg $1" >&3
 	wait_done 1 spirt-agg
 	aggloss=${ack##*loss=}
