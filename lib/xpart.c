@@ -945,6 +945,36 @@ out:
 	return rc;
 }
 
+/* cclip's centre of part k (len floats) into *out: its floats of this
+ * store's gagg/<t-1>, zero without one (the owner's xpart/<t-1> is that
+ * part, when the members were the same; none: no centre, zero) */
+static int
+last_part(struct xr *r, size_t k, uint64_t len, float **out)
+{
+	struct spirt_exchange *x = r->x;
+	struct spirt_txn *t;
+	struct spirt_tensor h;
+	char key[SPIRT_KEY_MAX + 1];
+	const void *pl;
+	uint64_t off, l;
+	int rc;
+
+	if ((*out = calloc(len ? len : 1, sizeof **out)) == NULL)
+		return ENOMEM;
+	if (x->step == 0)
+		return 0;
+	if ((rc = spirt_key_gagg(key, sizeof key, x->step - 1)) ||
+	    (rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
+		return rc;
+	rc = spirt_store_get_tensor(t, key, &h, &pl, 1);
+	if (rc == 0 && h.dtype == SPIRT_F32 && h.nelem == r->n) {
+		spirt_xpart_span(r->n, r->P, k, &off, &l);
+		memcpy(*out, (const float *)pl + off, l * sizeof **out);
+	}
+	spirt_txn_abort(t);
+	return rc == SPIRT_ENOTFOUND ? 0 : rc;
+}
+
 /* check part k: pull its P slices, each held to its member's input
  * record, combine them again with the round's rule and compare with
  * the owner's signed result */
@@ -958,6 +988,7 @@ check_part(struct xr *r, struct spirt_xpull *u, size_t k)
 	size_t *sllen = NULL;
 	uint64_t off, len;
 	const void *pl;
+	float *cen = NULL;
 	int rc = ENOMEM;
 
 	memset(&c, 0, sizeof c);
@@ -1013,12 +1044,19 @@ check_part(struct xr *r, struct spirt_xpull *u, size_t k)
 	c.s->replace = 1;
 	c.s->out = "xpart";
 	c.s->seq_origin = 1;
-	/* scclip: the owner's own slice is the centre, as it combined */
+	/* scclip: the owner's own slice is the centre, as it combined;
+	 * cclip: the owner's part of the last round (its xpart/<t-1>, the
+	 * centre it read), as this peer assembled it in gagg/<t-1> */
 	if (x->p.rule == SPIRT_AGG_SCCLIP) {
 		if ((rc = spirt_tensor_decode(&h, &pl, sl[k], sllen[k], 0)))
 			goto out;
 		c.s->center = pl;
 		c.s->ncenter = h.nelem;
+	} else if (x->p.rule == SPIRT_AGG_CCLIP) {
+		if ((rc = last_part(r, k, len, &cen)))
+			goto out;
+		c.s->center = cen;
+		c.s->ncenter = len;
 	}
 	rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE, recheck_txn, &c);
 	if (rc == XP_UNDO)
@@ -1045,6 +1083,7 @@ out:
 	free(c.keys);
 	free(c.vals);
 	free(c.s);
+	free(cen);
 	return rc;
 }
 

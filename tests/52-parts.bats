@@ -236,6 +236,47 @@ assert abs(got[0] - mean[0] - 1) < 1e-4 and np.allclose(got[1:], mean[1:], atol=
 	[ ! -s out1 ] && [ ! -s out3 ]
 }
 
+@test "exchange --parts --check: honest owners pass every check under cclip and scclip, two steps (the centre of the last round)" {
+	peers3
+	"$PYTHON" -c "$PYREC
+rng = np.random.default_rng(8)
+for i in (1, 2, 3):
+    a = rng.standard_normal(1001).astype(np.float32)
+    open('b%d.rec' % i, 'wb').write(st.encode(a, name='m:1001', step=1, samples=32))
+"
+	for rule in cclip scclip; do
+		for i in 1 2 3; do
+			rm -rf s$i
+			spirt-store -s s$i put model/m@0 m0.rec
+			spirt-store -s s$i put agg/0 a$i.rec
+		done
+		for t in 0 1; do
+			for i in 1 2 3; do
+				SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 \
+				    spirt-peer exchange -m m -s s$i -t $t \
+				    --deadline 20000 -P peers -r $rule --parts \
+				    --check 2 >out$i 2>err$i &
+				eval "pid$i=\$!"
+			done
+			for i in 1 2 3; do
+				wait "$(eval echo \$pid$i)" ||
+					{ cat err$i >&2; return 1; }
+			done
+			[ $t = 1 ] && break
+			# step 1: the model after step 0 (any, the same on all)
+			for i in 1 2 3; do
+				spirt-store -s s$i put model/m@1 m0.rec
+				spirt-store -s s$i put agg/1 b$i.rec
+			done
+		done
+		for i in 1 2 3; do
+			spirt-store -s s$i get gagg/1 >g$i.rec
+		done
+		cmp g1.rec g2.rec
+		cmp g1.rec g3.rec
+	done
+}
+
 @test "exchange --parts: usage" {
 	peers3
 	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -64 --separate-stderr \
