@@ -627,6 +627,9 @@ xmain(int argc, char **argv)
 		    "--min-peers (every member owns a part)");
 		usage(1);
 	}
+	if (!check && x.parts && (lie = getenv("SPIRT_CHECK")) && *lie)
+		x.check = (unsigned)eparse_u64("SPIRT_CHECK", lie, 0,
+		    SPIRT_XPART_MAXPARTS);
 	if (check && !x.parts) {
 		warnx_("--check: only with --parts (it checks the parts' "
 		    "owners)");
