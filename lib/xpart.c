@@ -530,6 +530,24 @@ inputs(struct xr *r, struct spirt_xpull *u)
 	return 0;
 }
 
+/* the aggregation of a part, the owner's and its checkers' alike: the P
+ * slices in vals (or the store's), checked as they came, in member order
+ * (origins their positions), into xpart/<t> */
+static void
+part_aggset(struct spirt_aggset *s, const struct spirt_exchange *x,
+    const struct spirt_aggval *vals)
+{
+	spirt_aggset_init(s);
+	s->vals = vals;
+	s->p = x->p;
+	s->step = x->step;
+	s->verify = 1;
+	s->keys_checked = 1;
+	s->replace = 1;
+	s->out = "xpart";
+	s->seq_origin = 1;
+}
+
 /* step 3: our part, the P slices combined (in id order, as the
  * all-to-all exchange combines whole aggregates), xpart/<t>, and the
  * result record xpart/<t>/signed naming its inputs and its hash */
@@ -538,6 +556,7 @@ struct combine {
 	struct spirt_aggset *s;
 	char **keys;
 	struct spirt_aggval *vals;
+	unsigned char got[SPIRT_HASH_BYTES];    /* a check's result */
 };
 
 /* the test hook x->lie: the combined part at key, its first float plus
@@ -610,7 +629,7 @@ static int
 combine(struct xr *r)
 {
 	struct spirt_exchange *x = r->x;
-	struct combine c = { r, NULL, NULL, NULL };
+	struct combine c = { r, NULL, NULL, NULL, { 0 } };
 	char own[SPIRT_KEY_MAX + 1];
 	int rc = ENOMEM;
 
@@ -633,15 +652,7 @@ combine(struct xr *r)
 			c.vals[i].len = r->slicelen[i];
 		}
 	}
-	spirt_aggset_init(c.s);
-	c.s->vals = c.vals;
-	c.s->p = x->p;
-	c.s->step = x->step;
-	c.s->verify = 1;
-	c.s->keys_checked = 1;
-	c.s->replace = 1;
-	c.s->out = "xpart";
-	c.s->seq_origin = 1;
+	part_aggset(c.s, x, c.vals);
 	/* self-centred clipping: the owner's own slice is the centre (so
 	 * every member assembles the same vector; it is not the
 	 * all-to-all's, where each peer centres on its own aggregate) */
@@ -845,14 +856,6 @@ is_checker(const struct xr *r, const unsigned char *seed, size_t k, size_t c)
 	return (d + (r->P - 1) - o) % (r->P - 1) < R;
 }
 
-struct recheck {
-	struct xr *r;
-	struct spirt_aggset *s;
-	char **keys;
-	struct spirt_aggval *vals;
-	unsigned char got[SPIRT_HASH_BYTES];
-};
-
 #define XP_UNDO 0x58504e44      /* recheck_txn's "undo it all" */
 
 /* part k combined again, in a transaction undone: the hash of the
@@ -860,7 +863,7 @@ struct recheck {
 static int
 recheck_txn(struct spirt_txn *t, void *arg)
 {
-	struct recheck *c = arg;
+	struct combine *c = arg;
 	char key[SPIRT_KEY_MAX + 1];
 	const void *v;
 	size_t len;
@@ -982,7 +985,7 @@ static int
 check_part(struct xr *r, struct spirt_xpull *u, size_t k)
 {
 	struct spirt_exchange *x = r->x;
-	struct recheck c;
+	struct combine c;
 	struct spirt_tensor h;
 	unsigned char **sl = NULL, hash[SPIRT_HASH_BYTES];
 	size_t *sllen = NULL;
@@ -1035,15 +1038,7 @@ check_part(struct xr *r, struct spirt_xpull *u, size_t k)
 		c.vals[i].v = sl[i];
 		c.vals[i].len = sllen[i];
 	}
-	spirt_aggset_init(c.s);
-	c.s->vals = c.vals;
-	c.s->p = x->p;
-	c.s->step = x->step;
-	c.s->verify = 1;
-	c.s->keys_checked = 1;
-	c.s->replace = 1;
-	c.s->out = "xpart";
-	c.s->seq_origin = 1;
+	part_aggset(c.s, x, c.vals);
 	/* scclip: the owner's own slice is the centre, as it combined;
 	 * cclip: the owner's part of the last round (its xpart/<t-1>, the
 	 * centre it read), as this peer assembled it in gagg/<t-1> */
