@@ -24,7 +24,9 @@
 #
 # Environment: STEPS (default 20), PEERS (default "2 4 8"), LINKS (the
 # netns_link specs, ";" between, default "rate 100mbit delay 10ms;rate
-# 1gbit delay 0.5ms"), MODES (default "all parts").
+# 1gbit delay 0.5ms"), MODES (default "all parts"; parts0: parts without
+# checkers, SPIRT_CHECK=0, so that parts against parts0 is what the check
+# of owners costs, spirt-peer(1) --check).
 set -eu
 cd "$(dirname "$0")/.."
 . bench/cpu.sh
@@ -123,12 +125,13 @@ for spec in "${specs[@]}"; do
 			pids=
 			for i in $(seq 1 "$p"); do
 				netns_exec "$i" env SPIRT_KEY="$tmp/p$i.key" \
+				    SPIRT_CHECK="${mode#parts}" \
 				    SPIRT_TOKEN="$tmp/p$i.tok" \
 				    SPIRT_GROUP="$tmp/group.pub" \
 				    timeout 1800 spirt-train -q -s "$tmp/s$i" -n 1 -b 64 \
 				    --peers "$tmp/peers" --peer $((i - 1)) \
 				    --steps "$steps" --eval-every 100000 \
-				    --exchange "$mode" \
+				    --exchange "${mode%0}" \
 				    --deadline 120000 >/dev/null 2>"$tmp/e$i" &
 				pids="$pids $!"
 			done

@@ -45,7 +45,7 @@ static struct {
 
 enum { CONNTIMEOUT = 256, MAXCONNS, PERIP, RATE };
 enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
-    TRIM, BEATS, PRUNE, KEEPDG, KEEPPL, PARTS };
+    TRIM, BEATS, PRUNE, KEEPDG, KEEPPL, PARTS, CHECK };
 
 #define USAGE \
 "usage: spirt-peer serve [-qv] [-a allowfile] [-F fd] [-g group] [-i id]\n" \
@@ -54,7 +54,7 @@ enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
 "           [--rate r]\n" \
 "       spirt-peer exchange [-qv] [-a prefix] [-m model] [-P peers] [-r rule]\n" \
 "           [-s store]\n" \
-"           [--beats] [--byzantine f] [--deadline ms] [--iters L]\n" \
+"           [--beats] [--byzantine f] [--check r] [--deadline ms] [--iters L]\n" \
 "           [--keep-digests] [--keep-pulls] [--min-peers n] [--prune lag]\n" \
 "           [--parts] [--select m] [--tau T] [--timeout ms] [--trim F]\n" \
 "           -i | -t step\n" \
@@ -81,6 +81,8 @@ static const struct opt xopts[] = {
 	{ BEATS, "beats", NULL, "the quorum of the store's watcher "
 	    "(spirt-beat)" },
 	{ BYZ, "byzantine", "F", "peers the rule must tolerate" },
+	{ CHECK, "check", "R", "--parts: members checking each part "
+	    "(default 1)" },
 	{ DEADLINE, "deadline", "MS", "the round's deadline" },
 	{ ITERS, "iters", "L", "cclip's, scclip's iterations" },
 	{ KEEPDG, "keep-digests", NULL, "--prune keeps digest/" },
@@ -560,11 +562,11 @@ xmain(int argc, char **argv)
 {
 	struct spirt_exchange x;
 	const char *peers = NULL, *store = NULL, *rule = NULL, *minp = NULL;
-	const char *act;
+	const char *act, *lie;
 	struct spirt_store *s = NULL;
 	struct spirt_cred *cred;
 	struct spirt_xnet http;
-	int c, rc, code, trim = 0, havestep = 0, warm = 0;
+	int c, rc, code, trim = 0, havestep = 0, warm = 0, check = 0;
 
 	spirt_exchange_init(&x);
 	optind = 1;
@@ -588,6 +590,9 @@ xmain(int argc, char **argv)
 		case KEEPDG: x.keep_digests = 1; break;
 		case KEEPPL: x.keep_pulls = 1; break;
 		case PARTS: x.parts = 1; x.round = spirt_xpart_round; break;
+		case CHECK: x.check = (unsigned)eparse_u64("--check", optarg,
+			    0, SPIRT_XPART_MAXPARTS);
+			  check = 1; break;
 		case PRUNE: x.prune = eparse_u64("--prune", optarg, 1,
 			    SPIRT_NOSTEP - 2); break;
 		case ITERS: x.p.iters = (unsigned)eparse_u64("--iters", optarg,
@@ -620,6 +625,14 @@ xmain(int argc, char **argv)
 	if (x.parts && (x.beats || x.keep_pulls || minp)) {
 		warnx_("--parts: not with --beats, --keep-pulls or "
 		    "--min-peers (every member owns a part)");
+		usage(1);
+	}
+	if (!check && x.parts && (lie = getenv("SPIRT_CHECK")) && *lie)
+		x.check = (unsigned)eparse_u64("SPIRT_CHECK", lie, 0,
+		    SPIRT_XPART_MAXPARTS);
+	if (check && !x.parts) {
+		warnx_("--check: only with --parts (it checks the parts' "
+		    "owners)");
 		usage(1);
 	}
 	if (!rule && trim)
@@ -657,6 +670,8 @@ xmain(int argc, char **argv)
 	xpeers(&x, peers, &http, cred);
 	/* (a test hook: pulls lost on the way, spirt-peer(1)) */
 	x.drop = getenv("SPIRT_XDROP");
+	/* (and one: this peer signs a wrong combination of its part) */
+	x.lie = (lie = getenv("SPIRT_XLIE")) != NULL && *lie;
 	/* default quorum: more than half of the members, self included */
 	x.min_peers = minp ? eparse_u64("--min-peers", minp, 1, x.n + 1) :
 	    x.parts ? x.n + 1 : (x.n + 1) / 2 + 1;

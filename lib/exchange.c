@@ -55,6 +55,7 @@ spirt_exchange_init(struct spirt_exchange *x)
 	spirt_agg_defaults(&x->p);
 	x->deadline_ms = 30000;
 	x->timeout_ms = 10000;
+	x->check = 1;
 }
 
 int

@@ -106,6 +106,13 @@ struct spirt_exchange {
 	 * sets to spirt_xpart_round (xpart.h is above this module, which
 	 * so does not call it by name) */
 	int (*round)(struct spirt_exchange *x);
+	/* with parts: the members drawn to check each part, 0 to P - 1
+	 * (more: every other member); each pulls the part's P signed
+	 * slices, combines them again and compares (xpart.h) */
+	unsigned check;
+	/* optional, for tests: this peer, as a part's owner, signs a wrong
+	 * combination (its first float plus 1): a lying owner */
+	int lie;
 	/* optional: non-zero once the round must stop (a warm exchange's
 	 * SIGTERM): pulls end, and the round returns EINTR, writing nothing
 	 * after the pulls under way */
@@ -145,7 +152,8 @@ struct spirt_exchange {
 void spirt_exchange_link(struct spirt_xlink *l,
     const struct spirt_exchange *x, int cut) SPIRT_NONNULL(1, 2);
 
-/* x with defaults: mean, deadline 30 s, timeout 10 s, no peers. */
+/* x with defaults: mean, deadline 30 s, timeout 10 s, no peers, with
+ * parts one checker a part. */
 void spirt_exchange_init(struct spirt_exchange *x) SPIRT_NONNULL(1);
 /* Free the peers and what they hold, and close their handles. */
 void spirt_exchange_free(struct spirt_exchange *x) SPIRT_NONNULL(1);

@@ -43,25 +43,13 @@ spirt_xpart_rec_size(size_t parts, int has_token)
 	    parts * SPIRT_XPART_ENTRY + SPIRT_SIG_BYTES;
 }
 
-int
-spirt_xpart_rec_sign(unsigned char *out, size_t cap, size_t *len,
-    struct spirt_xpart_rec *r, const struct spirt_key *k)
+/* r's bytes before the signature into out (cap checked by the caller);
+ * returns their length */
+static size_t
+rec_pack(unsigned char *out, const struct spirt_xpart_rec *r)
 {
-	size_t need, off;
+	size_t off;
 
-	*len = 0;
-	if ((r->kind != SPIRT_XPART_INPUTS && r->kind != SPIRT_XPART_RESULT) ||
-	    !spirt_id_valid(r->run) || !spirt_id_valid(r->id) ||
-	    r->parts == 0 || r->parts > SPIRT_XPART_MAXPARTS ||
-	    r->index >= r->parts || strcmp(r->e[r->index].id, r->id) != 0)
-		return SPIRT_EINVAL;
-	for (size_t i = 0; i < r->parts; i++)
-		if (!spirt_id_valid(r->e[i].id) ||
-		    (i && strcmp(r->e[i - 1].id, r->e[i].id) >= 0))
-			return SPIRT_EINVAL;
-	if (cap < (need = spirt_xpart_rec_size(r->parts, r->has_token)))
-		return SPIRT_EINVAL;
-	spirt_key_public(r->pk, k);
 	memset(out, 0, SPIRT_XPART_HEAD);
 	memcpy(out, XP_MAGIC, 4);
 	out[4] = XP_VERSION;
@@ -85,6 +73,29 @@ spirt_xpart_rec_sign(unsigned char *out, size_t cap, size_t *len,
 		spirt_wire_id_put(out + off, r->e[i].id);
 		memcpy(out + off + 32, r->e[i].hash, SPIRT_HASH_BYTES);
 	}
+	return off;
+}
+
+int
+spirt_xpart_rec_sign(unsigned char *out, size_t cap, size_t *len,
+    struct spirt_xpart_rec *r, const struct spirt_key *k)
+{
+	size_t need, off;
+
+	*len = 0;
+	if ((r->kind != SPIRT_XPART_INPUTS && r->kind != SPIRT_XPART_RESULT) ||
+	    !spirt_id_valid(r->run) || !spirt_id_valid(r->id) ||
+	    r->parts == 0 || r->parts > SPIRT_XPART_MAXPARTS ||
+	    r->index >= r->parts || strcmp(r->e[r->index].id, r->id) != 0)
+		return SPIRT_EINVAL;
+	for (size_t i = 0; i < r->parts; i++)
+		if (!spirt_id_valid(r->e[i].id) ||
+		    (i && strcmp(r->e[i - 1].id, r->e[i].id) >= 0))
+			return SPIRT_EINVAL;
+	if (cap < (need = spirt_xpart_rec_size(r->parts, r->has_token)))
+		return SPIRT_EINVAL;
+	spirt_key_public(r->pk, k);
+	off = rec_pack(out, r);
 	spirt_key_sign(r->sig, k, out, off);
 	memcpy(out + off, r->sig, SPIRT_SIG_BYTES);
 	*len = need;
@@ -519,6 +530,24 @@ inputs(struct xr *r, struct spirt_xpull *u)
 	return 0;
 }
 
+/* the aggregation of a part, the owner's and its checkers' alike: the P
+ * slices in vals (or the store's), checked as they came, in member order
+ * (origins their positions), into xpart/<t> */
+static void
+part_aggset(struct spirt_aggset *s, const struct spirt_exchange *x,
+    const struct spirt_aggval *vals)
+{
+	spirt_aggset_init(s);
+	s->vals = vals;
+	s->p = x->p;
+	s->step = x->step;
+	s->verify = 1;
+	s->keys_checked = 1;
+	s->replace = 1;
+	s->out = "xpart";
+	s->seq_origin = 1;
+}
+
 /* step 3: our part, the P slices combined (in id order, as the
  * all-to-all exchange combines whole aggregates), xpart/<t>, and the
  * result record xpart/<t>/signed naming its inputs and its hash */
@@ -527,7 +556,39 @@ struct combine {
 	struct spirt_aggset *s;
 	char **keys;
 	struct spirt_aggval *vals;
+	unsigned char got[SPIRT_HASH_BYTES];    /* a check's result */
 };
+
+/* the test hook x->lie: the combined part at key, its first float plus
+ * 1 (a new checksum), before its owner signs it */
+static int
+lie(struct spirt_txn *t, const char *key)
+{
+	struct spirt_tensor h;
+	const void *v, *pl;
+	unsigned char *b;
+	float *f;
+	size_t len;
+	int rc;
+
+	if ((rc = spirt_store_get(t, key, &v, &len)) ||
+	    (rc = spirt_tensor_decode(&h, &pl, v, len, 0)))
+		return rc;
+	b = malloc(len);
+	f = malloc(h.nbytes ? h.nbytes : 1);
+	if (b && f) {
+		memcpy(f, pl, h.nbytes);
+		if (h.nelem)
+			f[0] += 1;
+		if ((rc = spirt_tensor_encode(b, len, &h, f)) == 0)
+			rc = spirt_store_put(t, key, b, len, 0);
+	} else {
+		rc = ENOMEM;
+	}
+	free(b);
+	free(f);
+	return rc;
+}
 
 static int
 combine_txn(struct spirt_txn *t, void *arg)
@@ -551,6 +612,7 @@ combine_txn(struct spirt_txn *t, void *arg)
 	if ((rc = spirt_agg_store_step(c->s, t, c->keys, r->P)))
 		return rc;
 	if ((rc = key_part(key, sizeof key, x->step, NULL)) ||
+	    (x->lie && (rc = lie(t, key))) ||
 	    (rc = spirt_store_get(t, key, &v, &len)))
 		return rc;
 	rec_head(r, rec, SPIRT_XPART_RESULT);
@@ -567,7 +629,7 @@ static int
 combine(struct xr *r)
 {
 	struct spirt_exchange *x = r->x;
-	struct combine c = { r, NULL, NULL, NULL };
+	struct combine c = { r, NULL, NULL, NULL, { 0 } };
 	char own[SPIRT_KEY_MAX + 1];
 	int rc = ENOMEM;
 
@@ -590,15 +652,7 @@ combine(struct xr *r)
 			c.vals[i].len = r->slicelen[i];
 		}
 	}
-	spirt_aggset_init(c.s);
-	c.s->vals = c.vals;
-	c.s->p = x->p;
-	c.s->step = x->step;
-	c.s->verify = 1;
-	c.s->keys_checked = 1;
-	c.s->replace = 1;
-	c.s->out = "xpart";
-	c.s->seq_origin = 1;
+	part_aggset(c.s, x, c.vals);
 	/* self-centred clipping: the owner's own slice is the centre (so
 	 * every member assembles the same vector; it is not the
 	 * all-to-all's, where each peer centres on its own aggregate) */
@@ -733,16 +787,18 @@ assemble_txn(struct spirt_txn *t, void *arg)
 	    SPIRT_PUT_NOOVERWRITE);
 }
 
-/* a copy of this store's value at key (built by fn), as a pulled one */
+/* a copy of this store's value at key (built by fn for id), as a pulled
+ * one */
 static int
-copy_own(struct xr *r, spirt_xpull_key fn, unsigned char **out, size_t *len)
+copy_id(struct xr *r, spirt_xpull_key fn, const char *id, unsigned char **out,
+    size_t *len)
 {
 	struct spirt_txn *t;
 	char key[SPIRT_KEY_MAX + 1];
 	const void *v;
 	int rc;
 
-	if ((rc = fn(key, sizeof key, r->x->step, r->x->self)) ||
+	if ((rc = fn(key, sizeof key, r->x->step, id)) ||
 	    (rc = spirt_txn_begin(&t, r->x->store, SPIRT_TXN_RDONLY)))
 		return rc;
 	if ((rc = spirt_store_get(t, key, &v, len)) == 0 &&
@@ -752,6 +808,296 @@ copy_own(struct xr *r, spirt_xpull_key fn, unsigned char **out, size_t *len)
 		memcpy(*out, v, *len);
 	spirt_txn_abort(t);
 	return rc ? say(r->x, rc, "%s: %s", key, spirt_strerror(rc)) : 0;
+}
+
+static int
+copy_own(struct xr *r, spirt_xpull_key fn, unsigned char **out, size_t *len)
+{
+	return copy_id(r, fn, r->x->self, out, len);
+}
+
+/* ---- checked owners ---- */
+
+/* the round's draw: the hash of the P input records' signatures in
+ * member order (every member holds them all after step 2, and no member
+ * chose the others') */
+static int
+draw_seed(const struct xr *r, unsigned char seed[SPIRT_HASH_BYTES])
+{
+	unsigned char *b;
+
+	if ((b = malloc(r->P * SPIRT_SIG_BYTES)) == NULL)
+		return ENOMEM;
+	for (size_t i = 0; i < r->P; i++)
+		memcpy(b + i * SPIRT_SIG_BYTES, r->in[i].sig, SPIRT_SIG_BYTES);
+	spirt_hash(seed, b, r->P * SPIRT_SIG_BYTES);
+	free(b);
+	return 0;
+}
+
+/* whether member c checks part k: the checkers of part k are the R =
+ * min(check, P - 1) members at distances o, o + 1, ... o + R - 1 (mod
+ * P - 1) after k in the ring of members, o the first 8 bytes (LE) of
+ * the hash of the seed and k (u32 LE), modulo P - 1 */
+static int
+is_checker(const struct xr *r, const unsigned char *seed, size_t k, size_t c)
+{
+	unsigned char b[SPIRT_HASH_BYTES + 4], h[SPIRT_HASH_BYTES];
+	size_t R = r->x->check < r->P - 1 ? r->x->check : r->P - 1;
+	uint64_t o, d;
+
+	if (c == k || R == 0)
+		return 0;
+	memcpy(b, seed, SPIRT_HASH_BYTES);
+	spirt_le_put32(b + SPIRT_HASH_BYTES, (uint32_t)k);
+	spirt_hash(h, b, sizeof b);
+	o = spirt_le_get64(h) % (r->P - 1);
+	d = (c + r->P - k - 1) % r->P;          /* 0 .. P - 2 */
+	return (d + (r->P - 1) - o) % (r->P - 1) < R;
+}
+
+#define XP_UNDO 0x58504e44      /* recheck_txn's "undo it all" */
+
+/* part k combined again, in a transaction undone: the hash of the
+ * xpart/<t> it would write */
+static int
+recheck_txn(struct spirt_txn *t, void *arg)
+{
+	struct combine *c = arg;
+	char key[SPIRT_KEY_MAX + 1];
+	const void *v;
+	size_t len;
+	int rc;
+
+	if ((rc = spirt_agg_store_step(c->s, t, c->keys, c->r->P)) ||
+	    (rc = key_part(key, sizeof key, c->r->x->step, NULL)) ||
+	    (rc = spirt_store_get(t, key, &v, &len)))
+		return rc;
+	spirt_hash(c->got, v, len);
+	return XP_UNDO;
+}
+
+/* append the hex of rec's bytes, a line, to the proof at *p (*n of it) */
+static int
+proof_rec(char **p, size_t *n, const struct spirt_xpart_rec *rec,
+    const char *what)
+{
+	size_t len = spirt_xpart_rec_size(rec->parts, rec->has_token), off;
+	size_t need = *n + strlen(what) + 2 * len + 3;
+	unsigned char *b;
+	char *q;
+
+	if ((b = malloc(len)) == NULL ||
+	    (q = realloc(*p, need + 1)) == NULL) {
+		free(b);
+		return ENOMEM;
+	}
+	*p = q;
+	off = rec_pack(b, rec);
+	memcpy(b + off, rec->sig, SPIRT_SIG_BYTES);
+	*n += (size_t)snprintf(q + *n, need + 1 - *n, "%s\n", what);
+	for (size_t i = 0; i < len; i++)
+		*n += (size_t)snprintf(q + *n, need + 1 - *n, "%02x", b[i]);
+	q[(*n)++] = '\n';
+	q[*n] = '\0';
+	free(b);
+	return 0;
+}
+
+/* the proof that the owner of part k signed another combination than its
+ * signed inputs make, to its xpeer (the round's report prints it) */
+static int
+accuse(struct xr *r, size_t k, const unsigned char *got)
+{
+	struct spirt_exchange *x = r->x;
+	struct spirt_xpeer *p = NULL;
+	char hs[2 * SPIRT_HASH_BYTES + 1], hg[2 * SPIRT_HASH_BYTES + 1];
+	char line[SPIRT_KEY_MAX + 400], *proof = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	for (size_t j = 0; j < x->n; j++)
+		if (strcmp(x->peers[j].id, r->ids[k]) == 0)
+			p = &x->peers[j];
+	if (p == NULL)
+		return SPIRT_EINVAL;
+	spirt_hash_hex(hs, r->res[k].hash);
+	spirt_hash_hex(hg, got);
+	snprintf(line, sizeof line, "# step %llu: part %zu of %zu combined "
+	    "wrongly by %s (checked by %s): its signed record names "
+	    "xpart/%llu = %s, the slices its record names combine to %s",
+	    ULL(x->step), k, r->P, r->ids[k], x->self, ULL(x->step), hs, hg);
+	if ((rc = proof_rec(&proof, &n, &r->res[k], line)))
+		goto out;
+	for (size_t i = 0; i < r->P && rc == 0; i++) {
+		snprintf(line, sizeof line, "# xslice/%llu of %s (its slice "
+		    "xslice/%llu/%s: entry %zu)", ULL(x->step), r->ids[i],
+		    ULL(x->step), r->ids[k], k);
+		rc = proof_rec(&proof, &n, &r->in[i], line);
+	}
+	if (rc)
+		goto out;
+	spirt_xpeer_out(p, SPIRT_XP_REFUSED, SPIRT_EMAC, "part %zu of %zu "
+	    "combined wrongly: xpart/%llu is not the combination of the "
+	    "slices its signed record names", k, r->P, ULL(x->step));
+	free(p->proof);
+	p->proof = proof;
+	proof = NULL;
+out:
+	free(proof);
+	return rc;
+}
+
+/* cclip's centre of part k (len floats) into *out: its floats of this
+ * store's gagg/<t-1>, zero without one (the owner's xpart/<t-1> is that
+ * part, when the members were the same; none: no centre, zero) */
+static int
+last_part(struct xr *r, size_t k, uint64_t len, float **out)
+{
+	struct spirt_exchange *x = r->x;
+	struct spirt_txn *t;
+	struct spirt_tensor h;
+	char key[SPIRT_KEY_MAX + 1];
+	const void *pl;
+	uint64_t off, l;
+	int rc;
+
+	if ((*out = calloc(len ? len : 1, sizeof **out)) == NULL)
+		return ENOMEM;
+	if (x->step == 0)
+		return 0;
+	if ((rc = spirt_key_gagg(key, sizeof key, x->step - 1)) ||
+	    (rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
+		return rc;
+	rc = spirt_store_get_tensor(t, key, &h, &pl, 1);
+	if (rc == 0 && h.dtype == SPIRT_F32 && h.nelem == r->n) {
+		spirt_xpart_span(r->n, r->P, k, &off, &l);
+		memcpy(*out, (const float *)pl + off, l * sizeof **out);
+	}
+	spirt_txn_abort(t);
+	return rc == SPIRT_ENOTFOUND ? 0 : rc;
+}
+
+/* check part k: pull its P slices, each held to its member's input
+ * record, combine them again with the round's rule and compare with
+ * the owner's signed result */
+static int
+check_part(struct xr *r, struct spirt_xpull *u, size_t k)
+{
+	struct spirt_exchange *x = r->x;
+	struct combine c;
+	struct spirt_tensor h;
+	unsigned char **sl = NULL, hash[SPIRT_HASH_BYTES];
+	size_t *sllen = NULL;
+	uint64_t off, len;
+	const void *pl;
+	float *cen = NULL;
+	int rc = ENOMEM;
+
+	memset(&c, 0, sizeof c);
+	c.r = r;
+	sl = calloc(r->P, sizeof *sl);
+	sllen = calloc(r->P, sizeof *sllen);
+	c.keys = calloc(r->P, sizeof *c.keys);
+	c.vals = calloc(r->P, sizeof *c.vals);
+	if (sl == NULL || sllen == NULL || c.keys == NULL || c.vals == NULL ||
+	    (c.s = malloc(sizeof *c.s)) == NULL)
+		goto out;
+	if ((rc = pull(r, u, key_slice, r->ids[k], "the slice to check")) ||
+	    (rc = copy_id(r, key_slice, r->ids[k], &sl[r->me],
+	    &sllen[r->me])))
+		goto out;
+	for (size_t j = 0; j < x->n; j++) {
+		size_t i = pos_of(r, x->peers[j].id);
+
+		sl[i] = u[j].val;
+		sllen[i] = u[j].len;
+		u[j].val = NULL;
+	}
+	spirt_xpart_span(r->n, r->P, k, &off, &len);
+	for (size_t i = 0; i < r->P; i++) {
+		spirt_hash(hash, sl[i], sllen[i]);
+		if (memcmp(hash, r->in[i].e[k].hash, SPIRT_HASH_BYTES)) {
+			rc = say(x, SPIRT_EMAC, "step %llu: xslice/%llu/%s "
+			    "from %s is not the slice its signed record names",
+			    ULL(x->step), ULL(x->step), r->ids[k], r->ids[i]);
+			goto out;
+		}
+		if ((rc = value_ok(r, sl[i], sllen[i], len, &h))) {
+			say(x, rc, "step %llu: xslice/%llu/%s from %s: not a "
+			    "slice of %llu values of model \"%s\": %s",
+			    ULL(x->step), ULL(x->step), r->ids[k], r->ids[i],
+			    ULL(len), r->agg.name, spirt_strerror(rc));
+			goto out;
+		}
+		rc = ENOMEM;
+		if ((c.keys[i] = malloc(SPIRT_KEY_MAX + 1)) == NULL)
+			goto out;
+		snprintf(c.keys[i], SPIRT_KEY_MAX + 1, "xslice/%llu/%s from %s",
+		    ULL(x->step), r->ids[k], r->ids[i]);
+		c.vals[i].v = sl[i];
+		c.vals[i].len = sllen[i];
+	}
+	part_aggset(c.s, x, c.vals);
+	/* scclip: the owner's own slice is the centre, as it combined;
+	 * cclip: the owner's part of the last round (its xpart/<t-1>, the
+	 * centre it read), as this peer assembled it in gagg/<t-1> */
+	if (x->p.rule == SPIRT_AGG_SCCLIP) {
+		if ((rc = spirt_tensor_decode(&h, &pl, sl[k], sllen[k], 0)))
+			goto out;
+		c.s->center = pl;
+		c.s->ncenter = h.nelem;
+	} else if (x->p.rule == SPIRT_AGG_CCLIP) {
+		if ((rc = last_part(r, k, len, &cen)))
+			goto out;
+		c.s->center = cen;
+		c.s->ncenter = len;
+	}
+	rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE, recheck_txn, &c);
+	if (rc == XP_UNDO)
+		rc = 0;
+	else if (rc && c.s->msg[0])
+		say(x, rc, "step %llu: checking part %zu of %s: %s",
+		    ULL(x->step), k, r->ids[k], c.s->msg);
+	spirt_aggset_reset(c.s);
+	if (rc == 0 && memcmp(c.got, r->res[k].hash, SPIRT_HASH_BYTES)) {
+		if ((rc = accuse(r, k, c.got)) == 0)
+			rc = say(x, SPIRT_EMAC, "step %llu: %s, the owner of "
+			    "part %zu of %zu, signed a combination its signed "
+			    "inputs do not make (the proof on stdout), "
+			    "nothing combined", ULL(x->step), r->ids[k], k,
+			    r->P);
+	}
+out:
+	for (size_t i = 0; i < r->P; i++) {
+		free(sl ? sl[i] : NULL);
+		free(c.keys ? c.keys[i] : NULL);
+	}
+	free(sl);
+	free(sllen);
+	free(c.keys);
+	free(c.vals);
+	free(c.s);
+	free(cen);
+	return rc;
+}
+
+/* step 4b: the parts this member was drawn to check */
+static int
+check(struct xr *r, struct spirt_xpull *u)
+{
+	unsigned char seed[SPIRT_HASH_BYTES];
+	int rc;
+
+	if (r->x->check == 0 || r->P < 2)
+		return 0;
+	if ((rc = draw_seed(r, seed)))
+		return rc;
+	for (size_t k = 0; k < r->P; k++)
+		if (is_checker(r, seed, k, r->me) &&
+		    (rc = check_part(r, u, k)))
+			return rc;
+	return 0;
 }
 
 static int
@@ -769,7 +1115,7 @@ round_run(struct xr *r, struct spirt_xpull *u)
 		return rc;
 	if ((rc = inputs(r, u)) || (rc = combine(r)) ||
 	    (rc = copy_own(r, key_part, &r->part[r->me], &r->partlen[r->me])) ||
-	    (rc = parts(r, u)))
+	    (rc = parts(r, u)) || (rc = check(r, u)))
 		return rc;
 	x->used = r->P;
 	return spirt_store_write(x->store, assemble_txn, r);

@@ -22,8 +22,10 @@ struct spirt_exchange;
  * combines the P slices with the round's rule and signs a result record
  * (kind 2) naming the hash of each input it combined and of the result;
  * every member then pulls every other owner's combined part, checks it
- * against the owner's record and the inputs' records, and assembles
- * gagg/<t>.
+ * against the owner's record and the inputs' records; the members drawn
+ * to check a part (x->check of them, from the hash of the P input
+ * records' signatures) pull its P slices, combine them again and compare
+ * with the owner's signed result; then every member assembles gagg/<t>.
  *
  * Record layout (little-endian), a u8 record in the store:
  *   0 magic "SPXP", 4 version 1, 5 kind (1 inputs, 2 result),
@@ -104,11 +106,14 @@ SPIRT_MUST_CHECK int spirt_xpart_rec_verify(struct spirt_xpart_rec *r,
  * after this peer published xagg/<t>/<self>: cut and sign (xslice/<t>/
  * <id> and xslice/<t>), pull and check the slices of this peer's part,
  * combine them (xpart/<t>, xpart/<t>/signed), pull and check the other
- * parts, write gagg/<t> and gagg/<t>/round.  A rerun reuses what this
+ * parts, check the parts drawn for this peer, write gagg/<t> and
+ * gagg/<t>/round.  A rerun reuses what this
  * peer signed before (its slices, its part).  Returns 0; SPIRT_EBUSY
  * (a member's record, slice or part not there before the deadline:
  * nothing combined, no gagg/<t>), SPIRT_EMAC (a slice or part that is
- * not what its signer's record names, a record of bad signature),
+ * not what its signer's record names, a record of bad signature, a part
+ * checked here that its owner combined wrongly: the owner's xpeer is
+ * refused, the proof's text in its proof),
  * SPIRT_EDATA (a record or value that does not fit the round),
  * SPIRT_EMODEL (a member's model@t hashes differently), EINTR, the
  * aggregation's and the store's codes; x->msg says what, naming the

@@ -146,6 +146,137 @@ open('bad.rec', 'wb').write(st.encode(a, name='m:1001', step=0, samples=96))
 	run -66 spirt-store -s s1 get xpart/0
 }
 
+# the proof on outI (spirt-peer exchange's stdout) that p2 lied about
+# part 1: its signed result record and the three input records, in hex;
+# checked against the stores' slices and p2's part (signatures are
+# checked by every exchange that pulled the records, not here)
+proof_holds() {
+	local i
+	for i in 1 2 3; do
+		spirt-store -s s$i get -f xslice/0/p2 >sl$i.rec
+	done
+	spirt-store -s s2 get -f xpart/0 >lie.rec
+	"$PYTHON" -c "$PYREC
+import hashlib, struct
+def vhash(b):
+    h = hashlib.sha256(b'SPIRT-TREE-SHA256' + struct.pack('<QI', len(b), 32768))
+    for i in range(0, len(b), 32768):
+        h.update(hashlib.sha256(b[i:i + 32768]).digest())
+    return h.digest()
+def entries(r):
+    P, tl = struct.unpack_from('<I', r, 16)[0], struct.unpack_from('<H', r, 6)[0]
+    o = 192 + tl
+    return [(r[o + 64 * i:o + 64 * i + 32].rstrip(b'\0').decode(), r[o + 64 * i + 32:o + 64 * i + 64]) for i in range(P)]
+lines = open('$1').read().split('\n')
+assert lines[0].startswith('# step 0: part 1 of 3 combined wrongly by p2'), lines[0]
+res = bytes.fromhex(lines[1])
+ins = [bytes.fromhex(lines[3 + 2 * i]) for i in range(3)]
+assert res[:4] == b'SPXP' and res[5] == 2 and struct.unpack_from('<I', res, 20)[0] == 1
+assert res[56:58] == b'p2'
+sl = [open('sl%d.rec' % i, 'rb').read() for i in (1, 2, 3)]
+for i in range(3):
+    assert ins[i][5] == 1 and ins[i][56:58] == b'p%d' % (i + 1)
+    # member i signed it sent this slice of part 1, and p2 signed it
+    # combined that one
+    assert entries(ins[i])[1][1] == vhash(sl[i]) == entries(res)[i][1]
+# p2 signed the part it serves, and it is not the slices' mean
+part = open('lie.rec', 'rb').read()
+assert res[160:192] == vhash(part)
+mean = np.mean([load('sl%d.rec' % i)['a'].astype(np.float64) for i in (1, 2, 3)], axis=0)
+got = load('lie.rec')['a']
+assert abs(got[0] - mean[0] - 1) < 1e-4 and np.allclose(got[1:], mean[1:], atol=1e-5)
+"
+}
+
+@test "exchange --parts --check: an owner that signs a wrong combination is caught by its checkers (65), naming it, with a proof; nothing written" {
+	peers3
+	# p2 signs part 1 plus 1 in its first float; p1 and p3 both check
+	# every part (--check 2: all the other members)
+	xch 1 -P peers --parts --check 2
+	SPIRT_XLIE=1 xch 2 -P peers --parts --check 2
+	xch 3 -P peers --parts --check 2
+	wait $pid2
+	for m in 1 3; do
+		rc=0
+		wait "$(eval echo \$pid$m)" || rc=$?
+		[ "$rc" -eq 65 ]
+		grep -q 'step 0: p2, the owner of part 1 of 3, signed a combination its signed inputs do not make (the proof on stdout), nothing combined' err$m
+		grep -q 'peer p2 left out: refused: part 1 of 3 combined wrongly' err$m
+		run -66 spirt-store -s s$m get gagg/0
+		proof_holds out$m
+	done
+	# one checker a part (the default): the one drawn catches it, the
+	# other member does not check part 1 and combines p2's lie
+	rm -rf s1 s2 s3
+	peers3
+	xch 1 -P peers --parts
+	SPIRT_XLIE=1 xch 2 -P peers --parts
+	xch 3 -P peers --parts
+	wait $pid2
+	caught=0
+	for m in 1 3; do
+		rc=0
+		wait "$(eval echo \$pid$m)" || rc=$?
+		if [ "$rc" -eq 65 ]; then
+			caught=$((caught + 1))
+			proof_holds out$m
+			run -66 spirt-store -s s$m get gagg/0
+		else
+			[ "$rc" -eq 0 ]
+		fi
+	done
+	[ "$caught" -eq 1 ]
+	# no checker: nobody catches it (what this test adds)
+	rm -rf s1 s2 s3
+	peers3
+	xch 1 -P peers --parts --check 0
+	SPIRT_XLIE=1 xch 2 -P peers --parts --check 0
+	xch 3 -P peers --parts --check 0
+	wait $pid1 && wait $pid2 && wait $pid3
+	[ ! -s out1 ] && [ ! -s out3 ]
+}
+
+@test "exchange --parts --check: honest owners pass every check under cclip and scclip, two steps (the centre of the last round)" {
+	peers3
+	"$PYTHON" -c "$PYREC
+rng = np.random.default_rng(8)
+for i in (1, 2, 3):
+    a = rng.standard_normal(1001).astype(np.float32)
+    open('b%d.rec' % i, 'wb').write(st.encode(a, name='m:1001', step=1, samples=32))
+"
+	for rule in cclip scclip; do
+		for i in 1 2 3; do
+			rm -rf s$i
+			spirt-store -s s$i put model/m@0 m0.rec
+			spirt-store -s s$i put agg/0 a$i.rec
+		done
+		for t in 0 1; do
+			for i in 1 2 3; do
+				SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 \
+				    spirt-peer exchange -m m -s s$i -t $t \
+				    --deadline 20000 -P peers -r $rule --parts \
+				    --check 2 >out$i 2>err$i &
+				eval "pid$i=\$!"
+			done
+			for i in 1 2 3; do
+				wait "$(eval echo \$pid$i)" ||
+					{ cat err$i >&2; return 1; }
+			done
+			[ $t = 1 ] && break
+			# step 1: the model after step 0 (any, the same on all)
+			for i in 1 2 3; do
+				spirt-store -s s$i put model/m@1 m0.rec
+				spirt-store -s s$i put agg/1 b$i.rec
+			done
+		done
+		for i in 1 2 3; do
+			spirt-store -s s$i get gagg/1 >g$i.rec
+		done
+		cmp g1.rec g2.rec
+		cmp g1.rec g3.rec
+	done
+}
+
 @test "exchange --parts: usage" {
 	peers3
 	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -64 --separate-stderr \
@@ -153,6 +284,9 @@ open('bad.rec', 'wb').write(st.encode(a, name='m:1001', step=0, samples=96))
 	[[ "$stderr" == *"--parts: not with --beats"* ]]
 	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -64 --separate-stderr \
 	    spirt-peer exchange -m m -s s1 -t 0 -P peers --parts --min-peers 2
+	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -64 --separate-stderr \
+	    spirt-peer exchange -m m -s s1 -t 0 -P peers --check 1
+	[[ "$stderr" == *"--check: only with --parts"* ]]
 }
 
 # ---- spirt-train --exchange parts: three peers in namespaces, HTTP ----
