@@ -21,6 +21,7 @@
 #include "io.h"
 #include "keys.h"
 #include "opt.h"
+#include "peers.h"
 #include "remote.h"
 #include "store.h"
 #include "tensor.h"
@@ -308,53 +309,6 @@ newest_at(const char *loc, const char *model, uint64_t *step)
 	return rc;
 }
 
-/* a line of the peers file: "id location" */
-struct peerline {
-	char id[SPIRT_KEY_ID_MAX + 1];
-	char loc[4096];
-};
-
-/* the other peers of the peers file, as they are, into *pl (*n of them);
- * die with 65 for a line that is not "id location", or 66 */
-static void
-read_peers(const struct catchup *c, struct peerline **pl, size_t *n)
-{
-	char *buf, *line, *next, fmt[32];
-	size_t len, cap = 0;
-	int64_t i = 0;
-	int rc;
-
-	if ((rc = spirt_readfile(c->peers, (void **)&buf, &len)) != 0)
-		dierc(rc, "%s", c->peers);
-	snprintf(fmt, sizeof fmt, "%%%zus %%%zus", sizeof (*pl)->id - 1,
-	    sizeof (*pl)->loc - 1);
-	*pl = NULL;
-	*n = 0;
-	for (line = buf; line < buf + len; line = next) {
-		size_t ll = strcspn(line, "\n");
-		struct peerline p;
-
-		next = line + ll + (line + ll < buf + len);
-		line[ll] = '\0';
-		line += strspn(line, " \t\r");
-		if (*line == '\0' || *line == '#')
-			continue;
-		if (sscanf(line, fmt, p.id, p.loc) != 2 ||
-		    spirt_key_id_check(p.id) != 0)
-			die(SPIRT_EX_DATAERR, "%s: \"%s\": expected \"id "
-			    "location\"", c->peers, line);
-		if (i++ == c->peer)
-			continue;
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 8;
-			if (!(*pl = realloc(*pl, cap * sizeof **pl)))
-				dierc(ENOMEM, "%s", c->peers);
-		}
-		(*pl)[(*n)++] = p;
-	}
-	free(buf);
-}
-
 /*
  * -P: "STEP ID LOCATION" of the other peer of the peers file whose store
  * has the newest model step (the first in the file of those as far), or
@@ -373,12 +327,14 @@ where(struct catchup *c)
 	/* (a peer that does not answer in 10 s is passed over) */
 	conf.timeout = ASK_TIMEOUT;
 	spirt_store_setconf(&conf);
-	read_peers(c, &pl, &n);
+	peers_read("--peers", c->peers, &pl, &n);
 	for (;;) {
 		answered = 0;
 		best = SPIRT_NOSTEP;
 		for (size_t i = 0; i < n; i++) {
-			if (newest_at(pl[i].loc, c->model, &step) != 0)
+			/* (this peer's own line is not asked) */
+			if ((int64_t)i == c->peer ||
+			    newest_at(pl[i].loc, c->model, &step) != 0)
 				continue;
 			answered = 1;
 			if (step != SPIRT_NOSTEP && (best == SPIRT_NOSTEP ||

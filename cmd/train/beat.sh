@@ -10,9 +10,7 @@
 # of (peerout, below). ----
 beats_start() {
 	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
-	# (the other lines' URLs; ours, $self's, is line $peer)
-	others=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
-		if (n++ != p) print $2 }' "$peers")
+	# (the other lines' URLs, $others, from spirt-peer peers)
 	[ "$verbose" -eq 0 ] ||
 	    printf '+ spirt-beat -B %s -m %s beat %s %s\n' "$beat" "$model" "$self" "$(echo $others)" >&2
 	if [ "$joining" -eq 0 ]; then

@@ -117,16 +117,10 @@ agg="spirt-agg -q -R -P --batch $batch $aggargs"
 # exchange publishes as it is instead of copying agg/<t> there (3% of a
 # step); never replaced, -R or not.  A Byzantine peer (evaluation only)
 # crafts its agg/<t> before the round, so it keeps agg/<t>.
-# (self: this peer's id, that line's first word; the beats use it too)
-self=
-[ -z "$peers" ] || self=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
-	if (n++ == p) { print $1; exit } }' "$peers")
+# (self: this peer's id, that line's first word, as spirt-peer peers
+# checked it; the beats use it too)
 aggkey=agg
 if [ -n "$peers" ] && [ "$xh" -eq 0 ] && [ -z "$bpeer" ]; then
-	case $self in
-	''|[!A-Za-z0-9]*|*[!A-Za-z0-9_-]*)
-		die 65 "--peers $peers: line $((peer + 1)) has no valid peer id" ;;
-	esac
 	agg="$agg --publish $self" aggkey=xagg
 fi
 # the log and plot are the model's: models trained in one store keep theirs
