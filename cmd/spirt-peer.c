@@ -62,8 +62,8 @@ enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
 "           [-s store]\n" \
 "       spirt-peer catch-up [-q] [-m model] [-s store] [--deadline ms]\n" \
 "           [--every h] -t step id source\n" \
-"       spirt-peer catch-up [-m model] [--deadline ms] [--wait] -P peers\n" \
-"           --peer i\n" \
+"       spirt-peer catch-up [-m model] [--deadline ms] [--pace ms] [--wait]\n" \
+"           -P peers --peer i\n" \
 "       spirt-peer peers -P peers --peer i\n"
 
 /* exchange's options: -h shows them after serve's */

@@ -7,7 +7,8 @@
 # without its optimiser state; 75 when it makes no step for --deadline;
 # 74 when the store cannot take them; 64 for a bad command line.  A
 # refusal stores nothing.  -P: the other peer with the newest model, or
-# nothing; --wait for one to answer; a malformed peers file 65.  peers:
+# nothing; --wait for one to answer; --pace, its step a moment later; a
+# malformed peers file 65.  peers:
 # the peers file's facts for a driver, as sh assignments; 64, 65, 66.
 
 load helper
@@ -147,6 +148,19 @@ same() {
 	    --deadline 20000
 	wait
 	assert_output "3 p2 $PWD/gone"
+	# --pace MS: that peer's step MS later, and the ms it took; the
+	# step it had when it no longer answers
+	( sleep 0.3; spirt-init -q -s gone -m m -t 5 mlp:4-3-2 ) &
+	run -0 spirt-peer catch-up -m m -P peers2 --peer 0 --pace 800
+	wait
+	[[ "$output" =~ ^"3 p2 $PWD/gone 5 "([0-9]+)$ ]]
+	[ "${BASH_REMATCH[1]}" -ge 800 ]
+	( sleep 0.3; rm -rf gone ) &
+	run -0 spirt-peer catch-up -m m -P peers2 --peer 0 --pace 800
+	wait
+	[[ "$output" =~ ^"5 p2 $PWD/gone 5 "[0-9]+$ ]]
+	run -0 spirt-peer catch-up -m m -P peers2 --peer 0 --pace 100
+	assert_output ''
 	printf 'p1\n' >bad
 	run -65 spirt-peer catch-up -m m -P bad --peer 1
 	printf 'p1 x\nbad!id y\n' >bad
@@ -166,6 +180,8 @@ same() {
 	run -64 spirt-peer catch-up -m m -P peers --peer 0 p1 src
 	run -64 spirt-peer catch-up -m m --peer 0 -t 3 p1 src
 	run -64 spirt-peer catch-up -m m --wait -t 3 p1 src
+	run -64 spirt-peer catch-up -m m --pace 100 -t 3 p1 src
+	run -64 spirt-peer catch-up -m m -P peers --peer 0 --pace 0
 }
 
 @test "peers: line I of the peers file and the others, as sh assignments; spirt-train relays its refusals" {

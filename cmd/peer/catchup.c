@@ -33,7 +33,7 @@
 #define ASK_TIMEOUT "10s"       /* -P: a peer's deadline to answer */
 #define ASK_AGAIN_MS 1000       /* -P --wait: between two rounds of asks */
 
-enum { DEADLINE = 256, EVERY, PEER, WAIT };
+enum { DEADLINE = 256, EVERY, PACE, PEER, WAIT };
 
 const struct opt catchup_opts[] = {
 	{ 0, NULL, "catch-up", "fetch model@T and its state from peer ID "
@@ -45,6 +45,7 @@ const struct opt catchup_opts[] = {
 	{ 't', "step", "T", "the step this peer joins at" },
 	{ DEADLINE, "deadline", "MS", "longest the source may make no step" },
 	{ EVERY, "every", "H", "the source's rounds are H steps" },
+	{ PACE, "pace", "MS", "-P: and that peer's step MS later" },
 	{ PEER, "peer", "I", "-P: this peer is line I of FILE" },
 	{ WAIT, "wait", NULL, "-P: until one answers, up to --deadline" },
 	{ 'h', "help", NULL, NULL },
@@ -61,6 +62,7 @@ struct catchup {
 	const char *peers;              /* -P */
 	int64_t peer;                   /* --peer; -1: none */
 	int wait;                       /* --wait */
+	uint64_t pace;                  /* --pace ms; 0: none */
 	uint64_t step, every;
 	uint64_t deadline_ns;
 	unsigned char host[SPIRT_BEAT_BOOT];
@@ -244,11 +246,14 @@ options(const struct optset *cli, int argc, char **argv, struct catchup *c,
 			    1000000); break;
 		case PEER: c->peer = eparse_i64("--peer", optarg, 0,
 			    1 << 20); break;
+		case PACE: c->pace = eparse_u64("--pace", optarg, 1,
+			    86400000); break;
 		case WAIT: c->wait = 1; break;
 		default: opt_usage(cli, SPIRT_EX_USAGE);
 		}
 	if (c->peers ? argc != optind || havestep || c->peer < 0 :
-	    argc - optind != 2 || !havestep || c->peer >= 0 || c->wait)
+	    argc - optind != 2 || !havestep || c->peer >= 0 || c->wait ||
+	    c->pace)
 		opt_usage(cli, SPIRT_EX_USAGE);
 	if (!c->peers) {
 		c->id = argv[optind];
@@ -313,7 +318,9 @@ newest_at(const char *loc, const char *model, uint64_t *step)
  * -P: "STEP ID LOCATION" of the other peer of the peers file whose store
  * has the newest model step (the first in the file of those as far), or
  * nothing if none has a model.  --wait: while none answers, ask again
- * every second, up to --deadline.
+ * every second, up to --deadline.  --pace MS: then that peer's newest
+ * step MS later (the same if it does not answer) and the ms from before
+ * the pause to its answer, two more fields: how fast the others go.
  */
 static int
 where(struct catchup *c)
@@ -347,9 +354,20 @@ where(struct catchup *c)
 			break;
 		pause_ms(ASK_AGAIN_MS);
 	}
-	if (best != SPIRT_NOSTEP)
+	if (best != SPIRT_NOSTEP && c->pace) {
+		uint64_t t0 = spirt_mono_ns(), later;
+
+		pause_ms((long)c->pace);
+		if (newest_at(pl[b].loc, c->model, &later) != 0 ||
+		    later == SPIRT_NOSTEP)
+			later = best;
+		printf("%llu %s %s %llu %llu\n", (unsigned long long)best,
+		    pl[b].id, pl[b].loc, (unsigned long long)later,
+		    (unsigned long long)((spirt_mono_ns() - t0) / 1000000));
+	} else if (best != SPIRT_NOSTEP) {
 		printf("%llu %s %s\n", (unsigned long long)best, pl[b].id,
 		    pl[b].loc);
+	}
 	free(pl);
 	return SPIRT_EX_OK;
 }

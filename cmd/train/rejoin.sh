@@ -29,26 +29,21 @@ if [ "$xh" -gt 0 ]; then
 	while [ "$_b" -gt 0 ]; do _c=$((_a % _b)) _a=$_b _b=$_c; done
 	jr=$((spe / _a * xh))
 fi
-# newest_at LOCATION: the newest model step in that peer's store
-# (nothing if it has none); fails if it does not answer
-newest_at() {
-	l=$(SPIRT_TIMEOUT=10s spirt-store -s "$1" ls "model/$model@" \
-	    2>/dev/null) || return 1
-	printf '%s\n' "$l" | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1
-}
-# peers_newest: $best, $src, $srcid: the newest model step among the
-# other peers that answer, and that peer (spirt-peer catch-up -P; a
+# peers_newest [MS]: $best, $src, $srcid: the newest model step among
+# the other peers that answer, and that peer (spirt-peer catch-up -P; a
 # restarted peer asks until one of them answers, at most --deadline: a
-# link that just came back may take a moment)
+# link that just came back may take a moment); with MS also $b1, that
+# peer's step MS later, and $dt, the ms from the first ask to that
+# (--pace)
 peers_newest() {
 	_w=
 	[ "$last" -eq 0 ] || _w=--wait
 	rc=0
 	_n=$(spirt-peer catch-up -m "$model" --deadline "$deadline" $_w \
-	    -P "$peers" --peer "$peer" 2>&1) || rc=$?
+	    ${1:+--pace "$1"} -P "$peers" --peer "$peer" 2>&1) || rc=$?
 	[ "$rc" -lt 126 ] || rc=70
 	[ "$rc" -eq 0 ] || die "$rc" "joining: $(first "$_n" spirt-peer)"
-	read -r best srcid src <<EOF
+	read -r best srcid src b1 dt <<EOF
 $_n
 EOF
 }
