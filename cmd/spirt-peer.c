@@ -16,6 +16,7 @@
 #include "io.h"
 #include "key/keycmd.h"
 #include "peer/catchup.h"
+#include "peer/peers.h"
 #include "keys.h"
 #include "lineage.h"
 #include "opt.h"
@@ -62,8 +63,9 @@ enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
 "           [-s store]\n" \
 "       spirt-peer catch-up [-q] [-m model] [-s store] [--deadline ms]\n" \
 "           [--every h] -t step id source\n" \
-"       spirt-peer catch-up [-m model] [--deadline ms] [--wait] -P peers\n" \
-"           --peer i\n"
+"       spirt-peer catch-up [-m model] [--deadline ms] [--pace ms] [--wait]\n" \
+"           -P peers --peer i\n" \
+"       spirt-peer peers -P peers --peer i\n"
 
 /* exchange's options: -h shows them after serve's */
 static const struct opt xopts[] = {
@@ -154,8 +156,10 @@ static const struct optset hvhelp = { USAGE, NULL, NULL, 21, 0, hvopts,
     NULL };
 static const struct optset shelp = { USAGE, NULL, NULL, 21, 0, opts,
     &hvhelp };
+static const struct optset phelp = { USAGE, NULL, NULL, 21, 0,
+    peers_opts, &hvhelp };
 static const struct optset chelp = { USAGE, NULL, NULL, 21, 0,
-    catchup_opts, &hvhelp };
+    catchup_opts, &phelp };
 static const struct optset vhelp = { USAGE, NULL, NULL, 21, 0, vopts,
     &chelp };
 static const struct optset xhelp = { USAGE, NULL, NULL, 21, 0, xopts,
@@ -168,6 +172,8 @@ static const struct optset xcli = { USAGE, NULL, POST, 21, 0, xopts,
 static const struct optset vcli = { USAGE, NULL, POST, 21, 0, vopts,
     &shelp };
 static const struct optset ccli = { USAGE, NULL, POST, 21, 0, catchup_opts,
+    &shelp };
+static const struct optset pcli = { USAGE, NULL, POST, 21, 0, peers_opts,
     &shelp };
 
 static _Noreturn void
@@ -958,6 +964,8 @@ main(int argc, char **argv)
 		return vmain(argc, argv);
 	if (strcmp(cmd, "catch-up") == 0)
 		return catchup_main(&ccli, argc, argv);
+	if (strcmp(cmd, "peers") == 0)
+		return peers_main(&pcli, argc, argv);
 	options(argc, argv);
 	argc -= optind;
 	argv += optind;
@@ -969,7 +977,7 @@ main(int argc, char **argv)
 			usage(1);
 		return serve();
 	}
-	warnx_("%s: unknown command (serve, exchange, verify or catch-up; "
+	warnx_("%s: unknown command (serve, exchange, verify, catch-up or peers; "
 	    "keygen and invite are spirt-key's)", cmd);
 	usage(1);
 }

@@ -175,6 +175,37 @@ while [ $# -gt 0 ]; do
 done
 [ $# -eq 0 ] || usage 64
 
+# ---- the tools: beside this script, then PATH ----
+# A spirt-train run by its path (a build tree's top, an installed bin)
+# runs the tools of its own directory when that holds them: the directory
+# goes first in PATH (exported: the tools that run others find them too),
+# unless PATH holds it already, whose order then stands (a wrapper or a
+# stub put before it is run).  A tool found nowhere is 69, named.
+here=.
+case $0 in */*) here=${0%/*} ;; esac
+here=$(cd -P -- "$here" 2>/dev/null && pwd -P) || here=${0%/*}
+if [ -x "$here/spirt-grad" ]; then
+	onpath=0 _ifs=$IFS IFS=:
+	for d in $PATH; do
+		[ "$(cd -P -- "${d:-.}" 2>/dev/null && pwd -P)" != "$here" ] ||
+			{ onpath=1; break; }
+	done
+	IFS=$_ifs
+	[ "$onpath" -eq 1 ] || PATH=$here:$PATH
+	export PATH
+fi
+for d in spirt-store spirt-shard spirt-init spirt-grad spirt-agg \
+    spirt-update spirt-eval spirt-attack spirt-peer spirt-beat spirt-run; do
+	command -v "$d" >/dev/null 2>&1 ||
+		die 69 "$d: not found beside $PROG ($here) or on PATH"
+done
+# first MESSAGES TOOL: the first line, without the tool's name
+# (the whole first line when it is not the tool's; a tool that said
+# nothing, killed, is named)
+first() {
+	printf '%s\n' "$1" | sed -n "1{s/^$2: //;p;}" | grep . ||
+		echo "$2 ended, saying nothing"
+}
 # ---- every option checked before any work: a bad one is 64 at once ----
 # int OPT VAR MIN MAX: $VAR a decimal integer in [MIN, MAX], leading zeros
 # dropped (sh reads 08 as octal); at most 18 digits, so sh computes with it
@@ -216,16 +247,19 @@ parts)	[ -n "$peers" ] || die 64 "--exchange parts: it needs --peers"
 		die 64 "--exchange parts: not with --beat or --keep-pulls" ;;
 *) die 64 "--exchange $xmode: all or parts" ;;
 esac
-# peers: P members (id url lines of --peers), this one's share --peer
-np=1
+# peers: P members (the id location lines of --peers), this one's share
+# --peer: np, this one's id and location (self, selfurl), the others'
+# locations (others; urls: those over HTTP) and ID:LINE (oids), read by
+# spirt-peer peers once; the data set is sharded over all P x M
+# functions, this peer's are w0 .. w0+M-1
+np=1 self= selfurl= others= urls= oids=
 if [ -n "$peers" ]; then
-	[ -r "$peers" ] || die 66 "--peers $peers: cannot read it"
-	np=$(grep -c '^[[:space:]]*[^#[:space:]]' "$peers") || :
-	[ "$np" -ge 1 ] || die 65 "--peers $peers: no peer in it"
-	[ "$peer" -lt "$np" ] || die 64 "--peer $peer: $peers has $np peers (0 to $((np - 1)))"
+	rc=0
+	e=$(spirt-peer peers -P "$peers" --peer "$peer" 2>&1) || rc=$?
+	[ "$rc" -lt 126 ] || rc=70
+	[ "$rc" -eq 0 ] || die "$rc" "$(first "$e" spirt-peer)"
+	eval "$e"
 fi
-# the data set is sharded over all P x M functions; this peer's are
-# w0 .. w0+M-1
 w0=$((peer * fns)) nw=$((np * fns))
 int --bucket bucket 1 256
 real --target "$target" 0 1

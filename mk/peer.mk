@@ -58,9 +58,11 @@ tests/unit/test_crypto.o: tests/unit/test_crypto.c
 # spirt-key's commands (cmd/key/keycmd.o) are spirt-peer's old spellings too
 cmd/spirt-peer.o cmd/spirt-key.o cmd/key/keycmd.o: $(TOOLHDR) $(LIBHDR) cmd/key/keycmd.h config.mk
 # its catch-up (cmd/peer/catchup.o): a rejoining peer's fetch
-cmd/spirt-peer.o cmd/peer/catchup.o: $(TOOLHDR) $(LIBHDR) cmd/peer/catchup.h config.mk
-spirt-peer: cmd/spirt-peer.o cmd/key/keycmd.o cmd/peer/catchup.o $(TOOLLIB) lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-peer.o cmd/key/keycmd.o cmd/peer/catchup.o $(TOOLLIB) lib/libspirt.a $(MHD_LIBS) $(BASE_LIBS)
+# and peers (cmd/peer/peers.o): the peers file's lines, for catch-up and
+# a driver
+cmd/spirt-peer.o cmd/peer/catchup.o cmd/peer/peers.o: $(TOOLHDR) $(LIBHDR) cmd/peer/catchup.h cmd/peer/peers.h config.mk
+spirt-peer: cmd/spirt-peer.o cmd/key/keycmd.o cmd/peer/catchup.o cmd/peer/peers.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-peer.o cmd/key/keycmd.o cmd/peer/catchup.o cmd/peer/peers.o $(TOOLLIB) lib/libspirt.a $(MHD_LIBS) $(BASE_LIBS)
 spirt-key: cmd/spirt-key.o cmd/key/keycmd.o $(TOOLLIB) lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-key.o cmd/key/keycmd.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
 

@@ -7,7 +7,9 @@
 # without its optimiser state; 75 when it makes no step for --deadline;
 # 74 when the store cannot take them; 64 for a bad command line.  A
 # refusal stores nothing.  -P: the other peer with the newest model, or
-# nothing; --wait for one to answer; a malformed peers file 65.
+# nothing; --wait for one to answer; --pace, its step a moment later; a
+# malformed peers file 65.  peers:
+# the peers file's facts for a driver, as sh assignments; 64, 65, 66.
 
 load helper
 
@@ -146,6 +148,19 @@ same() {
 	    --deadline 20000
 	wait
 	assert_output "3 p2 $PWD/gone"
+	# --pace MS: that peer's step MS later, and the ms it took; the
+	# step it had when it no longer answers
+	( sleep 0.3; spirt-init -q -s gone -m m -t 5 mlp:4-3-2 ) &
+	run -0 spirt-peer catch-up -m m -P peers2 --peer 0 --pace 800
+	wait
+	[[ "$output" =~ ^"3 p2 $PWD/gone 5 "([0-9]+)$ ]]
+	[ "${BASH_REMATCH[1]}" -ge 800 ]
+	( sleep 0.3; rm -rf gone ) &
+	run -0 spirt-peer catch-up -m m -P peers2 --peer 0 --pace 800
+	wait
+	[[ "$output" =~ ^"5 p2 $PWD/gone 5 "[0-9]+$ ]]
+	run -0 spirt-peer catch-up -m m -P peers2 --peer 0 --pace 100
+	assert_output ''
 	printf 'p1\n' >bad
 	run -65 spirt-peer catch-up -m m -P bad --peer 1
 	printf 'p1 x\nbad!id y\n' >bad
@@ -165,4 +180,53 @@ same() {
 	run -64 spirt-peer catch-up -m m -P peers --peer 0 p1 src
 	run -64 spirt-peer catch-up -m m --peer 0 -t 3 p1 src
 	run -64 spirt-peer catch-up -m m --wait -t 3 p1 src
+	run -64 spirt-peer catch-up -m m --pace 100 -t 3 p1 src
+	run -64 spirt-peer catch-up -m m -P peers --peer 0 --pace 0
+}
+
+@test "peers: line I of the peers file and the others, as sh assignments; spirt-train relays its refusals" {
+	printf '# the peers\np0 http://127.0.0.1:1/\n\n  p1 %s\np2 %s\n' \
+	    "$PWD/me" "$PWD/it's" >peers
+	run -0 --separate-stderr spirt-peer peers -P peers --peer 1
+	[ -z "$stderr" ]
+	assert_output "np=3
+self='p1'
+selfurl='$PWD/me'
+others='http://127.0.0.1:1/ $PWD/it'\\''s'
+urls='http://127.0.0.1:1/'
+oids='p0:0 p2:2'"
+	# (what sh reads of it, a quote in a path too)
+	eval "$output"
+	[ "$np" = 3 ] && [ "$self" = p1 ] && [ "$oids" = "p0:0 p2:2" ]
+	[ "$others" = "http://127.0.0.1:1/ $PWD/it's" ]
+	run -0 spirt-peer peers -P peers --peer 0
+	assert_line "selfurl='http://127.0.0.1:1/'"
+	assert_line "urls=''"
+	# 64: no --peer, no -P, an operand, a line past the last
+	run -64 spirt-peer peers -P peers
+	run -64 spirt-peer peers --peer 0
+	run -64 spirt-peer peers -P peers --peer 0 extra
+	run -64 --separate-stderr spirt-peer peers -P peers --peer 3
+	[ "$stderr" = "spirt-peer: --peer 3: peers has 3 peers (0 to 2)" ]
+	# 65: a line without a location, a bad id, no peer at all
+	printf 'p0 x\np1\n' >bad
+	run -65 --separate-stderr spirt-peer peers -P bad --peer 0
+	[ "$stderr" = 'spirt-peer: --peers bad: line 2: "p1": expected "id location"' ]
+	printf 'p0 x\nbad!id y\n' >bad
+	run -65 spirt-peer peers -P bad --peer 0
+	printf '# none\n\n' >none
+	run -65 --separate-stderr spirt-peer peers -P none --peer 0
+	[ "$stderr" = "spirt-peer: --peers none: no peer in it" ]
+	# 66: no file
+	run -66 --separate-stderr spirt-peer peers -P nofile --peer 0
+	[[ "$stderr" == "spirt-peer: --peers nofile: cannot read it: "* ]]
+	# spirt-train says the same, with the same code, and makes nothing
+	run -66 --separate-stderr spirt-train -q -s t.db --peers nofile
+	[[ "$stderr" == "spirt-train: --peers nofile: cannot read it: "* ]]
+	run -65 --separate-stderr spirt-train -q -s t.db --peers none
+	[ "$stderr" = "spirt-train: --peers none: no peer in it" ]
+	run -64 --separate-stderr spirt-train -q -s t.db --peers peers \
+	    --peer 3
+	[ "$stderr" = "spirt-train: --peer 3: peers has 3 peers (0 to 2)" ]
+	[ ! -e t.db ]
 }

@@ -21,6 +21,7 @@
 #include "io.h"
 #include "keys.h"
 #include "opt.h"
+#include "peers.h"
 #include "remote.h"
 #include "store.h"
 #include "tensor.h"
@@ -32,7 +33,7 @@
 #define ASK_TIMEOUT "10s"       /* -P: a peer's deadline to answer */
 #define ASK_AGAIN_MS 1000       /* -P --wait: between two rounds of asks */
 
-enum { DEADLINE = 256, EVERY, PEER, WAIT };
+enum { DEADLINE = 256, EVERY, PACE, PEER, WAIT };
 
 const struct opt catchup_opts[] = {
 	{ 0, NULL, "catch-up", "fetch model@T and its state from peer ID "
@@ -44,6 +45,7 @@ const struct opt catchup_opts[] = {
 	{ 't', "step", "T", "the step this peer joins at" },
 	{ DEADLINE, "deadline", "MS", "longest the source may make no step" },
 	{ EVERY, "every", "H", "the source's rounds are H steps" },
+	{ PACE, "pace", "MS", "-P: and that peer's step MS later" },
 	{ PEER, "peer", "I", "-P: this peer is line I of FILE" },
 	{ WAIT, "wait", NULL, "-P: until one answers, up to --deadline" },
 	{ 'h', "help", NULL, NULL },
@@ -60,6 +62,7 @@ struct catchup {
 	const char *peers;              /* -P */
 	int64_t peer;                   /* --peer; -1: none */
 	int wait;                       /* --wait */
+	uint64_t pace;                  /* --pace ms; 0: none */
 	uint64_t step, every;
 	uint64_t deadline_ns;
 	unsigned char host[SPIRT_BEAT_BOOT];
@@ -243,11 +246,14 @@ options(const struct optset *cli, int argc, char **argv, struct catchup *c,
 			    1000000); break;
 		case PEER: c->peer = eparse_i64("--peer", optarg, 0,
 			    1 << 20); break;
+		case PACE: c->pace = eparse_u64("--pace", optarg, 1,
+			    86400000); break;
 		case WAIT: c->wait = 1; break;
 		default: opt_usage(cli, SPIRT_EX_USAGE);
 		}
 	if (c->peers ? argc != optind || havestep || c->peer < 0 :
-	    argc - optind != 2 || !havestep || c->peer >= 0 || c->wait)
+	    argc - optind != 2 || !havestep || c->peer >= 0 || c->wait ||
+	    c->pace)
 		opt_usage(cli, SPIRT_EX_USAGE);
 	if (!c->peers) {
 		c->id = argv[optind];
@@ -308,58 +314,13 @@ newest_at(const char *loc, const char *model, uint64_t *step)
 	return rc;
 }
 
-/* a line of the peers file: "id location" */
-struct peerline {
-	char id[SPIRT_KEY_ID_MAX + 1];
-	char loc[4096];
-};
-
-/* the other peers of the peers file, as they are, into *pl (*n of them);
- * die with 65 for a line that is not "id location", or 66 */
-static void
-read_peers(const struct catchup *c, struct peerline **pl, size_t *n)
-{
-	char *buf, *line, *next, fmt[32];
-	size_t len, cap = 0;
-	int64_t i = 0;
-	int rc;
-
-	if ((rc = spirt_readfile(c->peers, (void **)&buf, &len)) != 0)
-		dierc(rc, "%s", c->peers);
-	snprintf(fmt, sizeof fmt, "%%%zus %%%zus", sizeof (*pl)->id - 1,
-	    sizeof (*pl)->loc - 1);
-	*pl = NULL;
-	*n = 0;
-	for (line = buf; line < buf + len; line = next) {
-		size_t ll = strcspn(line, "\n");
-		struct peerline p;
-
-		next = line + ll + (line + ll < buf + len);
-		line[ll] = '\0';
-		line += strspn(line, " \t\r");
-		if (*line == '\0' || *line == '#')
-			continue;
-		if (sscanf(line, fmt, p.id, p.loc) != 2 ||
-		    spirt_key_id_check(p.id) != 0)
-			die(SPIRT_EX_DATAERR, "%s: \"%s\": expected \"id "
-			    "location\"", c->peers, line);
-		if (i++ == c->peer)
-			continue;
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 8;
-			if (!(*pl = realloc(*pl, cap * sizeof **pl)))
-				dierc(ENOMEM, "%s", c->peers);
-		}
-		(*pl)[(*n)++] = p;
-	}
-	free(buf);
-}
-
 /*
  * -P: "STEP ID LOCATION" of the other peer of the peers file whose store
  * has the newest model step (the first in the file of those as far), or
  * nothing if none has a model.  --wait: while none answers, ask again
- * every second, up to --deadline.
+ * every second, up to --deadline.  --pace MS: then that peer's newest
+ * step MS later (the same if it does not answer) and the ms from before
+ * the pause to its answer, two more fields: how fast the others go.
  */
 static int
 where(struct catchup *c)
@@ -373,12 +334,14 @@ where(struct catchup *c)
 	/* (a peer that does not answer in 10 s is passed over) */
 	conf.timeout = ASK_TIMEOUT;
 	spirt_store_setconf(&conf);
-	read_peers(c, &pl, &n);
+	peers_read("--peers", c->peers, &pl, &n);
 	for (;;) {
 		answered = 0;
 		best = SPIRT_NOSTEP;
 		for (size_t i = 0; i < n; i++) {
-			if (newest_at(pl[i].loc, c->model, &step) != 0)
+			/* (this peer's own line is not asked) */
+			if ((int64_t)i == c->peer ||
+			    newest_at(pl[i].loc, c->model, &step) != 0)
 				continue;
 			answered = 1;
 			if (step != SPIRT_NOSTEP && (best == SPIRT_NOSTEP ||
@@ -391,9 +354,20 @@ where(struct catchup *c)
 			break;
 		pause_ms(ASK_AGAIN_MS);
 	}
-	if (best != SPIRT_NOSTEP)
+	if (best != SPIRT_NOSTEP && c->pace) {
+		uint64_t t0 = spirt_mono_ns(), later;
+
+		pause_ms((long)c->pace);
+		if (newest_at(pl[b].loc, c->model, &later) != 0 ||
+		    later == SPIRT_NOSTEP)
+			later = best;
+		printf("%llu %s %s %llu %llu\n", (unsigned long long)best,
+		    pl[b].id, pl[b].loc, (unsigned long long)later,
+		    (unsigned long long)((spirt_mono_ns() - t0) / 1000000));
+	} else if (best != SPIRT_NOSTEP) {
 		printf("%llu %s %s\n", (unsigned long long)best, pl[b].id,
 		    pl[b].loc);
+	}
 	free(pl);
 	return SPIRT_EX_OK;
 }

@@ -50,8 +50,7 @@ byzpeer_check() {
 	e=$(spirt-attack -o /dev/null "$battack" </dev/null 2>&1) || rc=$?
 	[ "$rc" -ne 64 ] || die 64 "--byzantine $bspec: unknown or malformed attack \"$battack\""
 	[ "$bequiv" -eq 1 ] || return 0
-	_u=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
-		if (n++ == p) { print $2; exit } }' "$peers")
+	_u=$selfurl
 	case $_u in
 	http://*)
 		[ -n "$bflisten" ] || die 64 "--byzantine $bspec: over HTTP the other story is served at an address of its own: peer:equivocate@HOST:PORT:ATTACK"

@@ -10,9 +10,7 @@
 # of (peerout, below). ----
 beats_start() {
 	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
-	# (the other lines' URLs; ours, $self's, is line $peer)
-	others=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
-		if (n++ != p) print $2 }' "$peers")
+	# (the other lines' URLs, $others, from spirt-peer peers)
 	[ "$verbose" -eq 0 ] ||
 	    printf '+ spirt-beat -B %s -m %s beat %s %s\n' "$beat" "$model" "$self" "$(echo $others)" >&2
 	if [ "$joining" -eq 0 ]; then
@@ -37,23 +35,21 @@ beater() {
 # joins at, beat it, and fetch model@J (join_fetch); $t is then J.  The
 # first margin is the steps the others make in two beats and half a
 # second, the time they take to see the announcement, from their pace
-# over one beat; with --every H, J is a round's first step
+# over one beat (catch-up --pace); with --every H, J is a round's first
+# step
 join_prepare() {
 	[ "$joining" -eq 1 ] || return 0
 	while :; do
-		peers_newest
+		_p=
+		[ "$jmargin" -ne 0 ] || _p=$beat
+		peers_newest $_p
 		[ -n "$best" ] || die 75 "joining: no other peer answers with a model; rerun to retry"
 		still=0
 		if [ "$jmargin" -eq 0 ]; then
-			b0=$best n0=$(now)
-			pause "$beat"
-			b1=$(newest_at "$src") || b1=$b0
-			[ -n "$b1" ] || b1=$b0
-			n1=$(now)
-			jmargin=$(( (b1 - b0) * (2 * beat + 500) /
-			    (n1 - n0 + 1) + 2 ))
+			jmargin=$(( (b1 - best) * (2 * beat + 500) /
+			    (dt + 1) + 2 ))
+			[ "$b1" -ne "$best" ] || still=1
 			best=$b1
-			[ "$b1" -ne "$b0" ] || still=1
 		fi
 		j=$((best + jmargin))
 		# (the others made no step in a beat: they may wait for this

@@ -45,21 +45,14 @@ serve_start() {
 	done
 }
 
-# urls: the other peers' http:// URLs
-urls=
-if [ -n "$peers" ]; then
-	selfurl=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
-		if (n++ == p) { print $2; exit } }' "$peers")
-	urls=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
-		if (n++ != p && $2 ~ /^http:\/\//) print $2 }' "$peers")
-	case $selfurl in
-	http://*)
-		listen=${selfurl#http://} listen=${listen#*@} listen=${listen%/}
-		serve_start srv "$listen"
-		srv=1
-		[ -z "$bpeer" ] || byzpeer_serve
-		;;
-	esac
-fi
+# (this peer's own line, selfurl, from spirt-peer peers)
+case $selfurl in
+http://*)
+	listen=${selfurl#http://} listen=${listen#*@} listen=${listen%/}
+	serve_start srv "$listen"
+	srv=1
+	[ -z "$bpeer" ] || byzpeer_serve
+	;;
+esac
 beats_start
 warm_start

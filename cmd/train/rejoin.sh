@@ -29,26 +29,21 @@ if [ "$xh" -gt 0 ]; then
 	while [ "$_b" -gt 0 ]; do _c=$((_a % _b)) _a=$_b _b=$_c; done
 	jr=$((spe / _a * xh))
 fi
-# newest_at LOCATION: the newest model step in that peer's store
-# (nothing if it has none); fails if it does not answer
-newest_at() {
-	l=$(SPIRT_TIMEOUT=10s spirt-store -s "$1" ls "model/$model@" \
-	    2>/dev/null) || return 1
-	printf '%s\n' "$l" | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1
-}
-# peers_newest: $best, $src, $srcid: the newest model step among the
-# other peers that answer, and that peer (spirt-peer catch-up -P; a
+# peers_newest [MS]: $best, $src, $srcid: the newest model step among
+# the other peers that answer, and that peer (spirt-peer catch-up -P; a
 # restarted peer asks until one of them answers, at most --deadline: a
-# link that just came back may take a moment)
+# link that just came back may take a moment); with MS also $b1, that
+# peer's step MS later, and $dt, the ms from the first ask to that
+# (--pace)
 peers_newest() {
 	_w=
 	[ "$last" -eq 0 ] || _w=--wait
 	rc=0
 	_n=$(spirt-peer catch-up -m "$model" --deadline "$deadline" $_w \
-	    -P "$peers" --peer "$peer" 2>&1) || rc=$?
+	    ${1:+--pace "$1"} -P "$peers" --peer "$peer" 2>&1) || rc=$?
 	[ "$rc" -lt 126 ] || rc=70
 	[ "$rc" -eq 0 ] || die "$rc" "joining: $(first "$_n" spirt-peer)"
-	read -r best srcid src <<EOF
+	read -r best srcid src b1 dt <<EOF
 $_n
 EOF
 }
@@ -117,16 +112,10 @@ agg="spirt-agg -q -R -P --batch $batch $aggargs"
 # exchange publishes as it is instead of copying agg/<t> there (3% of a
 # step); never replaced, -R or not.  A Byzantine peer (evaluation only)
 # crafts its agg/<t> before the round, so it keeps agg/<t>.
-# (self: this peer's id, that line's first word; the beats use it too)
-self=
-[ -z "$peers" ] || self=$(awk -v p="$peer" '/^[[:space:]]*[^#[:space:]]/ {
-	if (n++ == p) { print $1; exit } }' "$peers")
+# (self: this peer's id, that line's first word, as spirt-peer peers
+# checked it; the beats use it too)
 aggkey=agg
 if [ -n "$peers" ] && [ "$xh" -eq 0 ] && [ -z "$bpeer" ]; then
-	case $self in
-	''|[!A-Za-z0-9]*|*[!A-Za-z0-9_-]*)
-		die 65 "--peers $peers: line $((peer + 1)) has no valid peer id" ;;
-	esac
 	agg="$agg --publish $self" aggkey=xagg
 fi
 # the log and plot are the model's: models trained in one store keep theirs

@@ -1,30 +1,6 @@
 # cmd/train/setup.sh - spirt-train's part: the tools, the data sets and the
 # model. mk/train.mk puts cmd/spirt-train.sh and the parts, in its order, into
 # one script
-# ---- the tools: beside this script, then PATH ----
-# A spirt-train run by its path (a build tree's top, an installed bin)
-# runs the tools of its own directory when that holds them: the directory
-# goes first in PATH (exported: the tools that run others find them too),
-# unless PATH holds it already, whose order then stands (a wrapper or a
-# stub put before it is run).  A tool found nowhere is 69, named.
-here=.
-case $0 in */*) here=${0%/*} ;; esac
-here=$(cd -P -- "$here" 2>/dev/null && pwd -P) || here=${0%/*}
-if [ -x "$here/spirt-grad" ]; then
-	onpath=0 _ifs=$IFS IFS=:
-	for d in $PATH; do
-		[ "$(cd -P -- "${d:-.}" 2>/dev/null && pwd -P)" != "$here" ] ||
-			{ onpath=1; break; }
-	done
-	IFS=$_ifs
-	[ "$onpath" -eq 1 ] || PATH=$here:$PATH
-	export PATH
-fi
-for d in spirt-store spirt-shard spirt-init spirt-grad spirt-agg \
-    spirt-update spirt-eval spirt-attack spirt-peer spirt-beat spirt-run; do
-	command -v "$d" >/dev/null 2>&1 ||
-		die 69 "$d: not found beside $PROG ($here) or on PATH"
-done
 # --function and --evaluate (spirt-function(7)): a command line split at
 # blanks, never globbed nor read by a shell, the arguments spirt-grad's
 # or spirt-eval's after it; its first word is looked for as the tools
@@ -110,13 +86,6 @@ esac
 # The rule for $fns inputs, and the model name, seed and spec, asked of
 # the tools that take them (a dry run; spirt-init makes a model and throws
 # it away): the same checks as theirs, before any work.
-# first MESSAGES TOOL: the first line, without the tool's name
-# (the whole first line when it is not the tool's; a tool that said
-# nothing, killed, is named)
-first() {
-	printf '%s\n' "$1" | sed -n "1{s/^$2: //;p;}" | grep . ||
-		echo "$2 ended, saying nothing"
-}
 # (a tool not found or killed is 70, never the shell's 126 and above)
 rc=0
 e=$(spirt-agg $aggargs --check-rule "$fns" 2>&1) || rc=$?

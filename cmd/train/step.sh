@@ -16,11 +16,6 @@
 # after that step.  This peer, if the round left it out, is out too: it
 # trains nothing until the next epoch's first step, where it joins again
 # (join_prepare; it returns 1, the step not taken).
-# (opeers: ID:W of each other peer, W its first worker)
-opeers=
-[ -z "$peers" ] || opeers=$(awk -v p="$peer" -v m="$fns" '
-	/^[[:space:]]*[^#[:space:]]/ { if (n != p) printf "%s:%d ", $1, n * m
-	n++ }' "$peers")
 peerout() {
 	[ "$beat" -gt 0 ] && [ -n "$peers" ] && [ "$joining" -eq 0 ] ||
 	    return 0
@@ -42,8 +37,9 @@ peer=$self self"*) ;;
 		return 1 ;;
 	esac
 	_new= _ids=
-	for _p in $opeers; do
-		_id=${_p%:*} _w=${_p#*:}
+	# (oids: ID:N of each other peer, N its line; N x M its first worker)
+	for _p in $oids; do
+		_id=${_p%:*} _w=$((${_p#*:} * fns))
 		! has "$pdead" "$_w" || continue
 		case $_rec in *"
 peer=$_id used"*) continue ;; esac
