@@ -55,6 +55,11 @@ for v in load('$1')['a'].ravel(): print('%.9g' % v)"
 	run -0 spirt-store show model/r@0 mstate/r@0
 	assert_line 'shape=77754'
 	assert_line 'shape=672'
+	run -0 spirt-init -m mb mobilenet:1x28x28-10-w16
+	run -0 spirt-store show model/mb@0 mstate/mb@0
+	assert_line 'name=mobilenet:1x28x28-10'
+	assert_line 'shape=10938'
+	assert_line 'shape=768'
 }
 
 @test "spirt-grad writes state/<t>/<w>, the batch's statistics, bit-identical on reruns" {
@@ -182,24 +187,14 @@ for v in load('$1')['a'].ravel(): print('%.9g' % v)"
 		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
 	# 480 training images in 6 shards, 200 test images (tests/bnnet.bash)
 	bnnet_data .
-	set -- $("$PYTHON" -c 'import socket
-ss = [socket.socket() for _ in range(3)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))')
-	printf 'VERSION=1\nTYPE=spirt-allowlist\n' >allow
-	: >peers
+	httppeers 3
 	for i in 0 1 2; do
-		spirt-peer keygen p$i.key >p$i.hex
-		echo "MEMBER=$(cat p$i.hex) peer p$i" >>allow
-		echo "p$i http://127.0.0.1:$1" >>peers
-		shift
 		spirt-shard -s s$i -q -n 6 --seed 1 X.npy y.npy
 		spirt-shard -s s$i -q -d test tX.npy ty.npy
 	done
-	echo END >>allow
 	STEPS=3
 	for i in 0 1 2; do
-		SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 SPIRT_ALLOW=allow \
+		SPIRT_KEY=p$i.key SPIRT_TOKEN=p$i.tok SPIRT_GROUP=group.pub \
 		    timeout 300 spirt-train -q -s s$i -m resnet8 -n 2 -b 16 \
 		    --peers peers --peer $i --steps $STEPS --eval-every $STEPS \
 		    --deadline 120000 >o$i 2>e$i &
@@ -207,6 +202,11 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))')
 	done
 	for i in 0 1 2; do
 		eval "wait \$pid$i" || fail "peer $i: $(cat e$i)"
+	done
+	# the rounds went over HTTP, nothing refused
+	for i in 0 1 2; do
+		grep -q '^spirt-peer: stopped: [1-9][0-9]* served, 0 refused$' \
+		    e$i || fail "peer $i: $(cat e$i)"
 	done
 	# the same model and the same state on every peer
 	for k in model/resnet8@$STEPS mstate/resnet8@$STEPS; do
