@@ -170,5 +170,6 @@ main(int argc, char **argv)
 	bench("mlp:784-256-128-10", 256, reps);
 	bench("cnn:1x28x28-32-64-10", 64, reps / 4 + 3);
 	bench("resnet8:1x28x28-10", 64, reps / 8 + 3);
+	bench("mobilenet:1x28x28-10", 64, reps / 8 + 3);
 	return 0;
 }

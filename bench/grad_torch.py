@@ -73,6 +73,27 @@ class ResNet8(nn.Module):
         return self.fc(self.s(x).mean((2, 3)))
 
 
+class MobileNet(nn.Module):
+    """spirt's mobilenet:1x28x28-10 (spirt-model(5)), in training mode:
+    depthwise-separable blocks of 16, 32, 32, 64, 64 channels."""
+
+    def __init__(self):
+        super().__init__()
+        L, c = [nn.Conv2d(1, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16),
+                nn.ReLU()], 16
+        for o in (16, 32, 32, 64, 64):
+            L += [nn.Conv2d(c, c, 3, 2 if o > c else 1, 1, groups=c,
+                            bias=False), nn.BatchNorm2d(c), nn.ReLU(),
+                  nn.Conv2d(c, o, 1, bias=False), nn.BatchNorm2d(o),
+                  nn.ReLU()]
+            c = o
+        self.f = nn.Sequential(*L)
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc(self.f(x.view(-1, 1, 28, 28)).mean((2, 3)))
+
+
 def bench(name, net, batch, n):
     x = torch.rand(batch, 784)
     y = torch.randint(0, 10, (batch,))
@@ -92,3 +113,4 @@ bench("mlp:784-256-128-10", MLP(), 64, reps)
 bench("mlp:784-256-128-10", MLP(), 256, reps)
 bench("cnn:1x28x28-32-64-10", CNN(), 64, reps // 4 + 3)
 bench("resnet8:1x28x28-10", ResNet8(), 64, reps // 8 + 3)
+bench("mobilenet:1x28x28-10", MobileNet(), 64, reps // 8 + 3)

@@ -88,5 +88,7 @@ main(int argc, char **argv)
 	bench(0, 64, 16, 28, 3, reps);
 	bench(1, 64, 16, 28, 3, reps);
 	bench(0, 64, 32, 14, 3, reps);
+	bench(0, 64, 16, 28, 1, reps);  // pointwise: one sgemm, no im2col
+	bench(0, 64, 32, 14, 1, reps);
 	return 0;
 }

@@ -32,3 +32,5 @@ def bench(dw, B, C, H, k, n):
 bench(0, 64, 16, 28, 3, reps)
 bench(1, 64, 16, 28, 3, reps)
 bench(0, 64, 32, 14, 3, reps)
+bench(0, 64, 16, 28, 1, reps)
+bench(0, 64, 32, 14, 1, reps)

@@ -153,6 +153,16 @@ spirt_col2im_sp(float *dinp, const float *dcol, const struct spirt_conv2d *g,
 	}
 }
 
+/*
+ * A 1x1 convolution of stride 1 without padding: a chunk's im2col is the
+ * chunk of inp itself, rows N apart; no copy.
+ */
+static int
+pointwise(const struct spirt_conv2d *g)
+{
+	return g->k == 1 && g->s == 1 && g->p == 0;
+}
+
 void
 spirt_conv2d_forward(float *out, float *col, const float *inp,
     const float *weight, const float *bias, const struct spirt_conv2d *g)
@@ -165,10 +175,15 @@ spirt_conv2d_forward(float *out, float *col, const float *inp,
 			for (j = 0; j < N; j++)
 				out[o * N + j] = bias[o];
 	for (b0 = 0; b0 < g->B; b0 += n) {
+		const float *c = inp + b0 * P;
+		size_t ld = N;
 		n = g->B - b0 < nb ? g->B - b0 : nb;
-		spirt_im2col_sp(col, inp, g, b0, n);
+		if (!pointwise(g)) {
+			spirt_im2col_sp(col, inp, g, b0, n);
+			c = col, ld = n * P;
+		}
 		// out[:, chunk] (OC,n*P) += weight (OC,K) . col (K,n*P)
-		spirt_sgemm(0, 0, g->OC, n * P, K, 1.0f, weight, K, col, n * P,
+		spirt_sgemm(0, 0, g->OC, n * P, K, 1.0f, weight, K, c, ld,
 		    bias != NULL ? 1.0f : 0.0f, out + b0 * P, N);
 	}
 }
@@ -206,13 +221,22 @@ spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
 	// spirt_conv_backward), in col's tail: nothing allocated
 	for (b0 = 0; b0 < g->B; b0 += n) {
 		float beta = b0 > 0 ? 1.0f : 0.0f;
-		const float *dc = dout + b0 * P;
+		const float *dc = dout + b0 * P, *c = inp + b0 * P;
+		size_t ld = N;
 		n = g->B - b0 < nb ? g->B - b0 : nb;
-		spirt_im2col_sp(col, inp, g, b0, n);
-		spirt_sgemm(0, 1, K, OC, n * P, 1.0f, col, n * P, dc, N, beta,
-		    dwt, OC);
+		if (!pointwise(g)) {
+			spirt_im2col_sp(col, inp, g, b0, n);
+			c = col, ld = n * P;
+		}
+		spirt_sgemm(0, 1, K, OC, n * P, 1.0f, c, ld, dc, N, beta, dwt,
+		    OC);
 		if (dinp == NULL)
 			continue;
+		if (pointwise(g)) {     // dinp[:, chunk] itself
+			spirt_sgemm(1, 0, K, n * P, OC, 1.0f, weight, K, dc, N,
+			    0.0f, dinp + b0 * P, N);
+			continue;
+		}
 		// dcol (K,n*P) = weight^T (K,OC) . dout[:, chunk], into col
 		spirt_sgemm(1, 0, K, n * P, OC, 1.0f, weight, K, dc, N, 0.0f,
 		    col, n * P);

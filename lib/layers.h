@@ -61,7 +61,8 @@ void spirt_col2im_sp(float *dinp, const float *dcol,
  * out = conv(inp, weight) + bias; bias may be NULL (a convolution before
  * batch normalisation has none).  The fast one is im2col + spirt_sgemm,
  * a chunk of samples at a time in col (spirt_conv2d_colsize() floats,
- * scratch: backward builds it again from inp).
+ * scratch: backward builds it again from inp); a 1x1 convolution of
+ * stride 1 without padding multiplies the chunk of inp itself.
  */
 void spirt_conv2d_forward(float *out, float *col, const float *inp,
     const float *weight, const float *bias, const struct spirt_conv2d *g);

@@ -486,6 +486,47 @@ resnet(struct spirt_model *m, const char *p, const char *name, int nb)
 	return 0;
 }
 
+/*
+ * A MobileNet-style net for "CxHxW-K[-wN]" at p: a 3x3 convolution to N
+ * channels (default 16), five depthwise-separable blocks (3x3 depthwise,
+ * bn, relu, 1x1 pointwise, bn, relu) of N, 2N, 2N, 4N and 4N channels,
+ * stride 2 where the width grows, global average pool, dense to K; its
+ * name stays the spec.
+ */
+static int
+mobilenet(struct spirt_model *m, const char *p)
+{
+	static const unsigned mul[] = { 1, 2, 2, 4, 4 };
+	char list[NET_LIST_MAX], spec[SPIRT_SPEC_MAX + 1];
+	size_t C, H, W, K, N = 16, len;
+	int rc, b;
+
+	if ((rc = num(&p, &C)) || (rc = expect(&p, 'x')) ||
+	    (rc = num(&p, &H)) || (rc = expect(&p, 'x')) ||
+	    (rc = num(&p, &W)) || (rc = expect(&p, '-')) ||
+	    (rc = num(&p, &K)))
+		return rc;
+	if (*p == '-' && p[1] == 'w' && (p += 2, num(&p, &N)) != 0)
+		return SPIRT_EMODEL;
+	if (*p != '\0')
+		return SPIRT_EMODEL;
+	len = (size_t)snprintf(list, sizeof list, "%zux%zux%zu:conv3-%zu,"
+	    "bn,relu", C, H, W, N);
+	for (b = 0; b < 5; b++)
+		len += (size_t)snprintf(list + len, sizeof list - len,
+		    ",dw3%s,bn,relu,conv1-%zu,bn,relu",
+		    b > 0 && mul[b] > mul[b - 1] ? "s2" : "", N * mul[b]);
+	snprintf(list + len, sizeof list - len, ",gap,dense-%zu", K);
+	if ((rc = parse_net(m, list)) != 0)
+		return rc;
+	len = (size_t)snprintf(spec, sizeof spec, "mobilenet:%zux%zux%zu-%zu",
+	    C, H, W, K);
+	if (N != 16)
+		snprintf(spec + len, sizeof spec - len, "-w%zu", N);
+	memcpy(m->spec, spec, sizeof spec);
+	return 0;
+}
+
 int
 spirt_model_parse(struct spirt_model *m, const char *spec)
 {
@@ -573,6 +614,10 @@ spirt_model_parse(struct spirt_model *m, const char *spec)
 		len = (int)strlen(m->spec);
 	} else if (strncmp(p, "resnet20:", 9) == 0) {
 		if ((rc = resnet(m, p + 9, "resnet20", 3)) != 0)
+			return rc;
+		len = (int)strlen(m->spec);
+	} else if (strncmp(p, "mobilenet:", 10) == 0) {
+		if ((rc = mobilenet(m, p + 10)) != 0)
 			return rc;
 		len = (int)strlen(m->spec);
 	} else {

@@ -1,9 +1,17 @@
 #!/usr/bin/env bats
 # 70-layers: layer-list models (spirt-model(5)): batch normalisation's
 # running statistics as the model's state through init, grad and eval;
-# resnet8 training on Fashion-MNIST
+# resnet8 training on Fashion-MNIST, alone and across three peers
 
 load helper
+load bnnet
+
+# a test that fails leaves no peer behind (each runs under timeout, which
+# passes SIGTERM on to spirt-train)
+teardown() {
+	# shellcheck disable=SC2046
+	kill $(jobs -p) 2>/dev/null || :
+}
 
 NET='net:1x6x6:conv3-4,bn,relu,res(conv3-4,bn,relu,conv3-4,bn),relu,gap,dense-3'
 
@@ -47,6 +55,11 @@ for v in load('$1')['a'].ravel(): print('%.9g' % v)"
 	run -0 spirt-store show model/r@0 mstate/r@0
 	assert_line 'shape=77754'
 	assert_line 'shape=672'
+	run -0 spirt-init -m mb mobilenet:1x28x28-10-w16
+	run -0 spirt-store show model/mb@0 mstate/mb@0
+	assert_line 'name=mobilenet:1x28x28-10'
+	assert_line 'shape=10938'
+	assert_line 'shape=768'
 }
 
 @test "spirt-grad writes state/<t>/<w>, the batch's statistics, bit-identical on reruns" {
@@ -167,4 +180,65 @@ for v in load('$1')['a'].ravel(): print('%.9g' % v)"
 	spirt-store -s r.db show mstate/resnet8@30 | grep -qx 'shape=672'
 	run -0 values s30
 	[ "${lines[0]}" != 0 ]
+}
+
+@test "three peers train resnet8 over HTTP: one model and one state, the mean of all six functions' states" {
+	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
+		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	# 480 training images in 6 shards, 200 test images (tests/bnnet.bash)
+	bnnet_data .
+	httppeers 3
+	for i in 0 1 2; do
+		spirt-shard -s s$i -q -n 6 --seed 1 X.npy y.npy
+		spirt-shard -s s$i -q -d test tX.npy ty.npy
+	done
+	STEPS=3
+	for i in 0 1 2; do
+		SPIRT_KEY=p$i.key SPIRT_TOKEN=p$i.tok SPIRT_GROUP=group.pub \
+		    timeout 300 spirt-train -q -s s$i -m resnet8 -n 2 -b 16 \
+		    --peers peers --peer $i --steps $STEPS --eval-every $STEPS \
+		    --deadline 120000 >o$i 2>e$i &
+		eval "pid$i=\$!"
+	done
+	for i in 0 1 2; do
+		eval "wait \$pid$i" || fail "peer $i: $(cat e$i)"
+	done
+	# the rounds went over HTTP, nothing refused
+	for i in 0 1 2; do
+		grep -q '^spirt-peer: stopped: [1-9][0-9]* served, 0 refused$' \
+		    e$i || fail "peer $i: $(cat e$i)"
+	done
+	# the same model and the same state on every peer
+	for k in model/resnet8@$STEPS mstate/resnet8@$STEPS; do
+		spirt-store -s s0 get "$k" >one.rec
+		for i in 1 2; do
+			spirt-store -s s$i get "$k" | cmp - one.rec ||
+				fail "peer $i: $k differs"
+		done
+	done
+	# the state of the last step: the mean of what the six functions
+	# of the step before measured, two in each peer's store (peer i's
+	# workers 2i and 2i+1), each from mstate@t
+	t=$((STEPS - 1))
+	for i in 0 1 2; do
+		for w in $((2 * i)) $((2 * i + 1)); do
+			spirt-store -s s$i get state/$t/$w >st$w.rec
+		done
+	done
+	spirt-store -s s0 get mstate/resnet8@$t >mt.rec
+	"$PYTHON" -c "$PYREC
+m, mt = load('one.rec'), load('mt.rec')
+assert m['step'] == $STEPS and m['a'].size == 672, m
+ws = [load('st%d.rec' % w) for w in range(6)]
+o = [st.read_record(open('st%d.rec' % w, 'rb')).origin for w in range(6)]
+assert o == list(range(6)), o
+assert all(w['step'] == $t and w['a'].size == 672 for w in ws)
+# each function's batch moved the statistics its own way
+assert len(set(w['a'].tobytes() for w in ws)) == 6
+assert all(np.abs(w['a'] - mt['a']).max() > 1e-4 for w in ws)
+want = np.mean([w['a'].astype(np.float64) for w in ws], axis=0)
+d = np.abs(m['a'].astype(np.float64) - want).max()
+assert d <= 1e-6, 'maxdiff %g' % d
+assert np.abs(m['a'] - mt['a']).max() > 1e-4, 'no change'
+"
 }

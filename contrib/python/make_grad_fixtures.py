@@ -77,7 +77,7 @@ class Net(nn.Module):
         return x
 
 
-# ---- layer lists (net:, resnet8:) ----
+# ---- layer lists (net:, resnet8:, mobilenet:) ----
 #
 # Cases of spirt-model(5)'s layer lists, in float64 with batch
 # normalisation in training mode, into the same directory:
@@ -97,12 +97,22 @@ NETS = [
     ("resnet8", "resnet8:1x28x28-10", 37),
     ("dwnet", "net:2x11x11:conv3-6p0,relu,res(relu,dw3,bn,conv1-6),"
      "maxpool3s2,dw3s2,bn,relu,avgpool2,flatten,dense-12,relu,dense-5", 9),
+    ("mobilenet", "mobilenet:1x28x28-10", 37),
 ]
 
 RESNET8 = ("conv3-16,bn,relu,res(conv3-16,bn,relu,conv3-16,bn),relu,"
            "res(conv3-32s2,bn,relu,conv3-32,bn|conv1-32s2,bn),relu,"
            "res(conv3-64s2,bn,relu,conv3-64,bn|conv1-64s2,bn),relu,"
            "gap,dense-%d")
+
+
+def mobilenet(k, n=16):
+    """spirt-model(5)'s mobilenet preset: its list for K classes, width N"""
+    lst = "conv3-%d,bn,relu" % n
+    for i, mul in enumerate((1, 2, 2, 4, 4)):
+        lst += ",dw3%s,bn,relu,conv1-%d,bn,relu" % (
+            "s2" if i > 0 and mul > (1, 2, 2, 4, 4)[i - 1] else "", n * mul)
+    return lst + ",gap,dense-%d" % k
 
 
 def split(s, seps):
@@ -141,6 +151,10 @@ class LayerNet(nn.Module):
         if spec.startswith("resnet8:"):
             shape, k = spec[8:].split("-")
             spec = "net:%s:%s" % (shape, RESNET8 % int(k))
+        elif spec.startswith("mobilenet:"):
+            shape, k, *w = spec[10:].split("-")
+            spec = "net:%s:%s" % (shape, mobilenet(
+                int(k), int(w[0][1:]) if w else 16))
         _, shape, body = spec.split(":", 2)
         self.shape = tuple(int(v) for v in shape.split("x"))
         self.mods = nn.ModuleList()

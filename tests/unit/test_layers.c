@@ -473,6 +473,16 @@ static const size_t chunky[][2][9] = {
 	{ { 3, 64, 24, 23, 3, 1, 1, 0 }, { 5, 96, 40, 41, 1, 2, 0, 1 } },
 };
 
+/*
+ * 1x1 convolutions: of stride 1 without padding the products read inp
+ * itself, no im2col (with a bias and without, a batch of 64 in chunks);
+ * of stride 2 the gather of im2col
+ */
+static const size_t onebyone[][9] = {
+	{ 4, 24, 9, 11, 40, 1, 1, 0, 1 }, { 64, 16, 14, 14, 32, 1, 1, 0, 0 },
+	{ 3, 8, 9, 8, 16, 1, 2, 0, 0 },
+};
+
 static void
 test_random(void)
 {
@@ -481,10 +491,11 @@ test_random(void)
 	int k, r, i;
 
 	for (k = 0; k < NKIND; k++) {
-		for (r = 0; r < 27; r++) {
+		for (r = 0; r < (k == CONV ? 30 : 27); r++) {
 			random_case(&f, k, 0);
 			if ((k == CONV || k == DWCONV) && r >= 25) {
-				memcpy(f.sz, chunky[k][r - 25], sizeof f.sz);
+				memcpy(f.sz, r < 27 ? chunky[k][r - 25] :
+				    onebyone[r - 27], sizeof f.sz);
 				free_case(&f, 0);
 				CHECK(sizes(&f) == 0);
 				inputs(&f);

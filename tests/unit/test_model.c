@@ -299,6 +299,9 @@ test_net_parse(void)
 		"net:1x8x8:conv3-4,flatten,dense-3,", "net:1x8x8:bogus,dense-3",
 		"net:1x8x8:flatten,dense-3)", "resnet8", "resnet8:1x28x28",
 		"resnet8:1x28x28-10-", "resnet8:28x28-10",
+		"mobilenet:1x28x28-10-", "mobilenet:1x28x28-10-w",
+		"mobilenet:1x28x28-10-w0", "mobilenet:1x28x28-10w16",
+		"mobilenet:1x28x28", "mobilenet:1x28x28-10-w16-",
 	};
 	struct spirt_model m;
 	size_t i;
@@ -326,6 +329,15 @@ test_net_parse(void)
 	CHECK(strcmp(m.spec, "resnet20:3x32x32-10") == 0);
 	CHECK(m.nparams == 272474 && m.nstate == 1568 && m.nnodes == 72);
 	CHECK(spirt_model_parse(&m, "resnet20:3x32x32") == SPIRT_EMODEL);
+	// torch's count for the same module (make_grad_fixtures' mobilenet)
+	CHECK_RC(spirt_model_parse(&m, "mobilenet:1x28x28-10"));
+	CHECK(strcmp(m.spec, "mobilenet:1x28x28-10") == 0);
+	CHECK(m.nparams == 10938 && m.nstate == 768 && m.nnodes == 35);
+	CHECK_RC(spirt_model_parse(&m, "mobilenet:1x28x28-10-w16"));
+	CHECK(strcmp(m.spec, "mobilenet:1x28x28-10") == 0);
+	CHECK_RC(spirt_model_parse(&m, "mobilenet:3x32x32-10-w32"));
+	CHECK(strcmp(m.spec, "mobilenet:3x32x32-10-w32") == 0);
+	CHECK(m.nparams == 37738 + 2 * 32 * 9 && m.nstate == 1536);
 }
 
 /*
@@ -342,6 +354,7 @@ test_net_mutations(void)
 		    "relu,dense-3",
 		"net:1x8x8:res(relu,conv3-1),gap,dense-2",
 		"resnet8:1x8x8-4",
+		"mobilenet:1x8x8-4-w2",
 	};
 	static const char alpha[] = "0123456789x:-,()|spbnrelugapdwcov";
 	struct spirt_model m;
@@ -623,7 +636,7 @@ out:
 static void
 test_net_fixtures(void)
 {
-	CHECK(each_fixture("nets", test_net_fixture) >= 2);
+	CHECK(each_fixture("nets", test_net_fixture) >= 3);
 }
 
 int
