@@ -586,7 +586,7 @@ static int batch_run(struct spirt_store *s, int c, char **v, const char **a)
 { return read_run(s, c, v, a, batch_txn); }
 
 /*
- * ---- pipe: get, batch and put as requests on stdin, over one open store ----
+ * ---- pipe: get, batch, put, putf32 as requests on stdin, one open store ----
  *
  * A warm function's store connection (spirt-torch(1)): no process to start
  * and no store to open a request.  A request is a line; an answer is the
@@ -668,31 +668,47 @@ pipe_batch(struct spirt_store *s, char **w)
 	return spirt_tensor_write(1, &bdata.ty, bdata.y);
 }
 
+/*
+ * The bytes of request req (put, putf32) for key, n of them, read whole
+ * into *buf (*len): 0, or the refusal answered (its rc), the pipe ended
+ * (*end) when the next request cannot be found.
+ */
+static int
+pipe_bytes(FILE *f, const char *req, const char *key, const char *n,
+    int *end, void **buf, uint64_t *len)
+{
+	*buf = NULL;
+	if (spirt_parse_u64(len, n, 0, (uint64_t)1 << 40)) {
+		warnx_("pipe: %s %.40s: length \"%.40s\": not a number in "
+		    "0..%llu", req, key, n, (unsigned long long)1 << 40);
+		*end = SPIRT_EINVAL;    /* where the next request starts? */
+		return answer(SPIRT_EX_USAGE, 0);
+	}
+	if ((*buf = malloc(*len ? *len : 1)) == NULL) {
+		*end = ENOMEM;          /* its bytes are not read */
+		return refuse(ENOMEM, key);
+	}
+	if (fread(*buf, 1, *len, f) != *len) {
+		free(*buf);
+		*buf = NULL;
+		*end = ferror(f) ? EIO : SPIRT_ETRUNC;
+		return refuse(*end, key);
+	}
+	return 0;
+}
+
 /* "put key length", then length bytes: one record, read whole first */
 static int
 pipe_put(struct spirt_store *s, FILE *f, const char *key, const char *n,
     int *end)
 {
 	uint64_t len;
-	size_t got;
 	void *buf;
 	int rc;
 
-	if (spirt_parse_u64(&len, n, 0, (uint64_t)1 << 40)) {
-		warnx_("pipe: put %s: length \"%.40s\": not a number in "
-		    "0..%llu", key, n, (unsigned long long)1 << 40);
-		*end = SPIRT_EINVAL;    /* where the next request starts? */
-		return answer(SPIRT_EX_USAGE, 0);
-	}
-	if ((buf = malloc(len ? len : 1)) == NULL) {
-		*end = ENOMEM;          /* its bytes are not read */
-		return refuse(ENOMEM, key);
-	}
-	if ((got = fread(buf, 1, len, f)) != len) {
-		free(buf);
-		*end = ferror(f) ? EIO : SPIRT_ETRUNC;
-		return refuse(*end, key);
-	}
+	if ((rc = pipe_bytes(f, "put", key, n, end, &buf, &len)) ||
+	    buf == NULL)
+		return rc;
 	if ((rc = spirt_tensor_decode(&in.t, &in.pl, buf, len, 1)) == 0)
 		rc = spirt_store_write(s, put_txn, (void *)key);
 	free(buf);
@@ -717,6 +733,7 @@ pipe_putf32(struct spirt_store *s, FILE *f, char *line, int *end)
 	char *w[7], *name, *p = line;
 	const char *bad = NULL;
 	double loss = 0;
+	void *vbuf;
 	float *buf;
 	int rc;
 
@@ -731,21 +748,10 @@ pipe_putf32(struct spirt_store *s, FILE *f, char *line, int *end)
 		*p++ = '\0';
 	}
 	name = p;
-	if (spirt_parse_u64(&len, w[1], 0, (uint64_t)1 << 40)) {
-		warnx_("pipe: putf32 %.40s: length \"%.40s\": not a number in "
-		    "0..%llu", w[0], w[1], (unsigned long long)1 << 40);
-		*end = SPIRT_EINVAL;    /* where the next request starts? */
-		return answer(SPIRT_EX_USAGE, 0);
-	}
-	if ((buf = malloc(len ? len : 1)) == NULL) {
-		*end = ENOMEM;          /* its bytes are not read */
-		return refuse(ENOMEM, w[0]);
-	}
-	if (fread(buf, 1, len, f) != len) {
-		free(buf);
-		*end = ferror(f) ? EIO : SPIRT_ETRUNC;
-		return refuse(*end, w[0]);
-	}
+	if ((rc = pipe_bytes(f, "putf32", w[0], w[1], end, &vbuf, &len)) ||
+	    vbuf == NULL)
+		return rc;
+	buf = vbuf;
 	if (spirt_key_check(w[0]))
 		bad = what[0];
 	else if (len % 4)

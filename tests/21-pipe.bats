@@ -2,7 +2,8 @@
 # 21-pipe: spirt-store pipe answers get, batch and put over one open store
 # with the bytes the commands write, each request its own transaction; a
 # refused request gets its code and the next one is read; a put cut short
-# ends it; nothing bad is written
+# ends it; nothing bad is written; putf32 makes spirt-grad's record from
+# a vector's bytes and its metadata
 
 load helper
 
