@@ -728,6 +728,8 @@ pipe_putf32(struct spirt_store *s, FILE *f, char *line, int *end)
 {
 	static const char *what[6] = { "key", "length", "step", "origin",
 	    "samples", "loss" };
+	static const uint64_t max[3] = { SPIRT_NOSTEP - 1,
+	    SPIRT_NOORIGIN - 1, UINT64_MAX };
 	struct spirt_tensor t;
 	uint64_t len, v[3], rev = SPIRT_NOREVISION, n;
 	char *w[7], *name, *p = line;
@@ -757,8 +759,7 @@ pipe_putf32(struct spirt_store *s, FILE *f, char *line, int *end)
 	else if (len % 4)
 		bad = what[1];
 	for (int i = 0; !bad && i < 3; i++)
-		if (spirt_parse_u64(&v[i], w[2 + i], 0, i == 0 ?
-		    SPIRT_NOSTEP - 1 : i == 1 ? SPIRT_NOORIGIN - 1 : UINT64_MAX))
+		if (spirt_parse_u64(&v[i], w[2 + i], 0, max[i]))
 			bad = what[2 + i];
 	if (!bad && spirt_parse_double(&loss, w[5], -DBL_MAX, DBL_MAX))
 		bad = what[5];
