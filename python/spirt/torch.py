@@ -623,12 +623,15 @@ class Store:
         """Put the float32 vector vec under key as the record of that
         metadata, through the pipe: its raw bytes sent, the record
         encoded and checksummed there (the bytes tensor.encode makes);
-        a name the request line cannot carry goes as a whole record."""
+        a name the request line cannot carry, or a subnormal loss (its
+        strtod says ERANGE), goes as a whole record."""
+        import sys
         import numpy
         from spirt import tensor
 
         vec = numpy.ascontiguousarray(vec, dtype="<f4")
-        if "\n" in name or "\0" in name:
+        if "\n" in name or "\0" in name or \
+                0 < abs(loss) < sys.float_info.min:
             self.put(key, *tensor.encode_parts(
                 vec, name=name, step=step, origin=origin, samples=samples,
                 loss=loss, revision=revision))
