@@ -2,6 +2,7 @@
  * serve a worker's minibatch; answer get, batch and put over a pipe */
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -585,7 +586,7 @@ static int batch_run(struct spirt_store *s, int c, char **v, const char **a)
 { return read_run(s, c, v, a, batch_txn); }
 
 /*
- * ---- pipe: get, batch and put as requests on stdin, over one open store ----
+ * ---- pipe: get, batch, put, putf32 as requests on stdin, one open store ----
  *
  * A warm function's store connection (spirt-torch(1)): no process to start
  * and no store to open a request.  A request is a line; an answer is the
@@ -667,35 +668,128 @@ pipe_batch(struct spirt_store *s, char **w)
 	return spirt_tensor_write(1, &bdata.ty, bdata.y);
 }
 
+/*
+ * The bytes of request req (put, putf32) for key, n of them, read whole
+ * into *buf (*len): 0, or the refusal answered (its rc), the pipe ended
+ * (*end) when the next request cannot be found.
+ */
+static int
+pipe_bytes(FILE *f, const char *req, const char *key, const char *n,
+    int *end, void **buf, uint64_t *len)
+{
+	*buf = NULL;
+	if (spirt_parse_u64(len, n, 0, (uint64_t)1 << 40)) {
+		warnx_("pipe: %s %.40s: length \"%.40s\": not a number in "
+		    "0..%llu", req, key, n, (unsigned long long)1 << 40);
+		*end = SPIRT_EINVAL;    /* where the next request starts? */
+		return answer(SPIRT_EX_USAGE, 0);
+	}
+	if ((*buf = malloc(*len ? *len : 1)) == NULL) {
+		*end = ENOMEM;          /* its bytes are not read */
+		return refuse(ENOMEM, key);
+	}
+	if (fread(*buf, 1, *len, f) != *len) {
+		free(*buf);
+		*buf = NULL;
+		*end = ferror(f) ? EIO : SPIRT_ETRUNC;
+		return refuse(*end, key);
+	}
+	return 0;
+}
+
 /* "put key length", then length bytes: one record, read whole first */
 static int
 pipe_put(struct spirt_store *s, FILE *f, const char *key, const char *n,
     int *end)
 {
 	uint64_t len;
-	size_t got;
 	void *buf;
 	int rc;
 
-	if (spirt_parse_u64(&len, n, 0, (uint64_t)1 << 40)) {
-		warnx_("pipe: put %s: length \"%.40s\": not a number in "
-		    "0..%llu", key, n, (unsigned long long)1 << 40);
-		*end = SPIRT_EINVAL;    /* where the next request starts? */
-		return answer(SPIRT_EX_USAGE, 0);
-	}
-	if ((buf = malloc(len ? len : 1)) == NULL) {
-		*end = ENOMEM;          /* its bytes are not read */
-		return refuse(ENOMEM, key);
-	}
-	if ((got = fread(buf, 1, len, f)) != len) {
-		free(buf);
-		*end = ferror(f) ? EIO : SPIRT_ETRUNC;
-		return refuse(*end, key);
-	}
+	if ((rc = pipe_bytes(f, "put", key, n, end, &buf, &len)) ||
+	    buf == NULL)
+		return rc;
 	if ((rc = spirt_tensor_decode(&in.t, &in.pl, buf, len, 1)) == 0)
 		rc = spirt_store_write(s, put_txn, (void *)key);
 	free(buf);
 	return rc ? refuse(rc, key) : answer(0, 0);
+}
+
+/*
+ * "putf32 key length step origin samples loss revision name", then length
+ * bytes: a vector of float32s (little-endian), stored as the record that
+ * metadata makes, encoded and checksummed here (a gradient: the function
+ * sends its raw bytes).  revision "-" for none; name the rest of the line.
+ * The bytes are read before anything is checked but the length, so a
+ * refusal leaves the next request where it starts.
+ */
+static int
+pipe_putf32(struct spirt_store *s, FILE *f, char *line, int *end)
+{
+	static const char *what[6] = { "key", "length", "step", "origin",
+	    "samples", "loss" };
+	static const uint64_t max[3] = { SPIRT_NOSTEP - 1,
+	    SPIRT_NOORIGIN - 1, UINT64_MAX };
+	struct spirt_tensor t;
+	uint64_t len, v[3], rev = SPIRT_NOREVISION, n;
+	char *w[7], *name, *p = line;
+	const char *bad = NULL;
+	double loss = 0;
+	void *vbuf;
+	float *buf;
+	int rc;
+
+	for (int i = 0; i < 7; i++) {
+		w[i] = p;
+		if ((p = strchr(p, ' ')) == NULL) {
+			warnx_("pipe: putf32: expected key length step origin "
+			    "samples loss revision name");
+			*end = SPIRT_EINVAL;    /* bytes may follow */
+			return answer(SPIRT_EX_USAGE, 0);
+		}
+		*p++ = '\0';
+	}
+	name = p;
+	if ((rc = pipe_bytes(f, "putf32", w[0], w[1], end, &vbuf, &len)) ||
+	    vbuf == NULL)
+		return rc;
+	buf = vbuf;
+	if (spirt_key_check(w[0]))
+		bad = what[0];
+	else if (len % 4)
+		bad = what[1];
+	for (int i = 0; !bad && i < 3; i++)
+		if (spirt_parse_u64(&v[i], w[2 + i], 0, max[i]))
+			bad = what[2 + i];
+	if (!bad && spirt_parse_double(&loss, w[5], -DBL_MAX, DBL_MAX))
+		bad = what[5];
+	if (!bad && strcmp(w[6], "-") &&
+	    spirt_parse_u64(&rev, w[6], 0, SPIRT_NOREVISION - 1))
+		bad = "revision";
+	n = len / 4;
+	if (!bad && (spirt_tensor_init(&t, SPIRT_F32, 1, &n) ||
+	    spirt_tensor_set_name(&t, name)))
+		bad = "name";
+	if (bad) {
+		free(buf);
+		warnx_("pipe: putf32 %.40s: invalid %s", w[0], bad);
+		return answer(SPIRT_EX_USAGE, 0);
+	}
+	if (spirt_count_nonfinite_f32(buf, n)) {
+		free(buf);
+		warnx_("pipe: putf32 %s: values not finite", w[0]);
+		return answer(SPIRT_EX_DATAERR, 0);
+	}
+	t.step = v[0];
+	t.origin = (uint32_t)v[1];
+	t.samples = v[2];
+	t.loss = loss;
+	spirt_tensor_set_revision(&t, rev);
+	in.t = t;
+	in.pl = buf;
+	rc = spirt_store_write(s, put_txn, w[0]);
+	free(buf);
+	return rc ? refuse(rc, w[0]) : answer(0, 0);
 }
 
 /* one request line (no LF), split in place at its spaces */
@@ -705,6 +799,8 @@ pipe_request(struct spirt_store *s, FILE *f, char *line, int *end)
 	char *w[8];
 	int n = 0, get, put;
 
+	if (!strncmp(line, "putf32 ", 7))
+		return pipe_putf32(s, f, line + 7, end);
 	for (char *p = line; n < 8; n++) {
 		w[n] = p;
 		if ((p = strchr(p, ' ')) == NULL) {

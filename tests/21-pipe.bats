@@ -2,7 +2,8 @@
 # 21-pipe: spirt-store pipe answers get, batch and put over one open store
 # with the bytes the commands write, each request its own transaction; a
 # refused request gets its code and the next one is read; a put cut short
-# ends it; nothing bad is written
+# ends it; nothing bad is written; putf32 makes spirt-grad's record from
+# a vector's bytes and its metadata
 
 load helper
 
@@ -276,4 +277,101 @@ p.stdin.close()
 sys.exit(p.wait())
 PY
 	assert_output "0 True"
+}
+
+# putreq KEY [FIELD=VALUE...]: a putf32 request for g.rec's values and
+# metadata, a field replaced (len, step, origin, samples, loss, rev,
+# name, bytes: its values' bytes), to stdout
+putreq() {
+	"$PYTHON" -c "$PYREC"'
+r = st.read_record(open("g.rec", "rb"))
+f = dict(len=str(r.array.nbytes), step=str(r.step), origin=str(r.origin),
+         samples=str(r.samples), loss=repr(r.loss),
+         rev="-" if r.revision is None else str(r.revision), name=r.name)
+b = r.array.astype("<f4").tobytes()
+for a in sys.argv[2:]:
+    k, v = a.split("=", 1)
+    if k == "bytes":
+        b = bytes.fromhex(v)
+    else:
+        f[k] = v
+out(("putf32 %s %s %s %s %s %s %s %s\n" % (sys.argv[1], f["len"], f["step"],
+     f["origin"], f["samples"], f["loss"], f["rev"], f["name"])).encode(), b)
+' "$@"
+}
+
+@test "pipe: putf32 stores a float32 vector's bytes as the record spirt-grad writes, byte for byte" {
+	fixture
+	putreq grad/3/1 >req
+	echo "get grad/3/1" >>req
+	run -0 pipe req
+	assert_output ""
+	run -0 answers out
+	assert_equal "$output" "0 0
+0 $(wc -c <g.rec)"
+	cmp a1 g.rec
+	# no revision, a name with spaces, a negative loss
+	putreq grad/3/2 rev=- "name=a b  c" loss=-1.5e-7 >req
+	run -0 pipe req
+	"$PYTHON" -c "$PYREC"'
+r, g = st.read_record(sys.stdin.buffer), load("g.rec")
+assert r.revision is None and r.name == "a b  c" and r.loss == -1.5e-7, r
+assert (r.array == g["a"]).all() and r.step == 3 and r.origin == 1
+' < <(spirt-store get grad/3/2)
+}
+
+@test "pipe: putf32 refuses a wrong length, a bad key or field with 64 and values not finite with 65, the next request read, nothing written" {
+	fixture
+	spirt-store ls >before
+	n=$(wc -c <g.rec)
+	{
+		putreq grad/3/1 len=299 bytes="$(printf "00%.0s" {1..299})"
+		printf 'putf32 a\tb 4 3 1 2 0.5 - x\n\0\0\0\0'
+		putreq grad/3/1 step=x
+		putreq grad/3/1 origin=4294967295
+		putreq grad/3/1 loss=nan
+		putreq grad/3/1 rev=-1
+		putreq grad/3/1 name="$(head -c 256 /dev/zero | tr '\0' n)"
+		putreq grad/3/1 len=8 bytes=0000803f0000c07f
+		putreq grad/3/1 len=8 bytes=0000803f0000807f
+		echo "get model/m@3"
+	} >req
+	run -0 pipe req
+	assert_equal "$output" 'spirt-store: pipe: putf32 grad/3/1: invalid length
+spirt-store: pipe: putf32 a	b: invalid key
+spirt-store: pipe: putf32 grad/3/1: invalid step
+spirt-store: pipe: putf32 grad/3/1: invalid origin
+spirt-store: pipe: putf32 grad/3/1: invalid loss
+spirt-store: pipe: putf32 grad/3/1: invalid revision
+spirt-store: pipe: putf32 grad/3/1: invalid name
+spirt-store: pipe: putf32 grad/3/1: values not finite
+spirt-store: pipe: putf32 grad/3/1: values not finite'
+	run -0 answers out
+	assert_equal "$output" "64 0
+64 0
+64 0
+64 0
+64 0
+64 0
+64 0
+65 0
+65 0
+0 $(wc -c <m.rec)"
+	cmp a9 m.rec
+	# a length that is no number, or a request short of its fields: the
+	# bytes after it are no request, the pipe ends with 64
+	{ putreq grad/3/1 len=1x; echo "get model/m@3"; } >req
+	run -64 pipe req
+	run -0 answers out
+	assert_equal "$output" "64 0"
+	{ echo "putf32 grad/3/1 4 3 1 2 0.5 -"; echo "get model/m@3"; } >req
+	run -64 pipe req
+	run -0 answers out
+	assert_equal "$output" "64 0"
+	# cut short: 65, the end
+	{ putreq grad/3/1 len=400; } >req
+	run -65 pipe req
+	assert_equal "$output" "spirt-store: grad/3/1: truncated record"
+	spirt-store ls | diff before -
+	run -66 spirt-store get grad/3/1
 }

@@ -410,7 +410,15 @@ print("%g %.4f" % (F.cross_entropy(z, y).item(),
 	assert_equal "$stderr" 'spirt-torch: --module net.py: defines no function nope()'
 	run -65 --separate-stderr spirt-torch grad --module inf.py -m q -t 0 \
 	    -b 16
+	# (refused by the pipe's putf32 that would store it)
+	assert_equal "$stderr" \
+	    'spirt-store: pipe: putf32 grad/0/0: values not finite'
+	# with -o, or a module with state (written before the gradient):
+	# checked in spirt-torch
+	run -65 --separate-stderr spirt-torch grad --module inf.py -m q -t 0 \
+	    -b 16 -o inf.rec
 	[[ "$stderr" =~ ^spirt-torch:\ model/q@0:\ loss\ [0-9.]+:\ gradient\ not\ finite$ ]]
+	[ ! -e inf.rec ]
 	# no such model, module file, data set
 	run -66 --separate-stderr g -m r -t 1
 	[[ "$stderr" == *'spirt-store: model/r@1: '* ]]

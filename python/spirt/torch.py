@@ -618,6 +618,29 @@ class Store:
         self.ask("put %s %d" % (key, sum(len(d) for d in data)), *data)
         self.answer()
 
+    def putf32(self, key, vec, name, step, origin, samples, loss,
+               revision=None):
+        """Put the float32 vector vec under key as the record of that
+        metadata, through the pipe: its raw bytes sent, the record
+        encoded and checksummed there (the bytes tensor.encode makes);
+        a name the request line cannot carry, or a subnormal loss (its
+        strtod says ERANGE), goes as a whole record."""
+        import sys
+        import numpy
+        from spirt import tensor
+
+        vec = numpy.ascontiguousarray(vec, dtype="<f4")
+        if "\n" in name or "\0" in name or \
+                0 < abs(loss) < sys.float_info.min:
+            self.put(key, *tensor.encode_parts(
+                vec, name=name, step=step, origin=origin, samples=samples,
+                loss=loss, revision=revision))
+            return
+        self.ask("putf32 %s %d %d %d %d %r %s %s" % (
+            key, vec.nbytes, step, origin, samples, float(loss),
+            "-" if revision is None else revision, name), vec)
+        self.answer()
+
     def lost(self, line=b""):
         """The pipe ended or said what it cannot: gone, reported; the next
         request starts another."""
@@ -781,7 +804,10 @@ def grad_one(o, net, store, step, worker):
     loss, g = net.gradient(b[0].array, b[1].array, mix(o.seed, step,
                                                        worker))
     t2 = time.monotonic()
-    if not math.isfinite(loss) or not net.finite(g):
+    # the gradient's values checked here only if something is written
+    # before it or not by the pipe (its putf32 refuses them, 65)
+    if not math.isfinite(loss) or ((o.output is not None or net.nstate)
+                                   and not net.finite(g)):
         raise Fail(EX_DATAERR, "%s: loss %g: gradient not finite" %
                    (key, loss))
     # the state the pass measured, before the gradient that makes the
@@ -789,14 +815,15 @@ def grad_one(o, net, store, step, worker):
     if o.output is None:
         net.state_out(store, "state/%d/%d" % (step, worker), step,
                       origin=worker, samples=int(b[1].array.size))
-    rec = tensor.encode_parts(g.astype("<f4", copy=False), name=net.spec,
-                              step=step, origin=worker,
-                              samples=int(b[1].array.size), loss=loss,
-                              revision=b[0].revision)
+    samples = int(b[1].array.size)
     if o.output is not None:
-        write_out(o.output, b"".join(rec), o.force)
+        rec = tensor.encode(g.astype("<f4", copy=False), name=net.spec,
+                            step=step, origin=worker, samples=samples,
+                            loss=loss, revision=b[0].revision)
+        write_out(o.output, rec, o.force)
     else:
-        store.put(out, *rec)
+        store.putf32(out, g, net.spec, step=step, origin=worker,
+                     samples=samples, loss=loss, revision=b[0].revision)
     if o.verbose:
         warn("%s: read %.1f ms, computed %.1f ms, wrote %.1f ms" % (
             out, 1e3 * (t1 - t0), 1e3 * (t2 - t1),
