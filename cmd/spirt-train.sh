@@ -63,7 +63,7 @@ usage() {
                        and average it (default: every step, the gradient)
       --exchange MODE  peers: all (each pulls every aggregate, the default)
                        or parts (each combines a part of the vector from
-                       every peer and serves it: spirt-peer exchange --parts)
+                       every peer and serves it; spirt-peer(1), parts)
       --function CMD   the gradient function, in spirt-grad's place, warm
                        or --cold (words split at blanks; default
                        $SPIRT_FUNCTION or spirt-grad; spirt-function(7))

@@ -112,7 +112,7 @@ EOF
 	[[ "$stderr" == "usage: spirt-peer serve"* ]]
 	run --separate-stderr spirt-peer bogus
 	[ "$status" -eq 64 ]
-	[[ "$stderr" == "spirt-peer: bogus: unknown command (serve, exchange, verify or catch-up; keygen and invite are spirt-key's)"* ]]
+	[[ "$stderr" == "spirt-peer: bogus: unknown command (serve, exchange, verify, catch-up or peers; keygen and invite are spirt-key's)"* ]]
 	for args in "keygen" "keygen a b" "keygen -g g.key id.key" \
 	    "keygen -r run id.key" "keygen -e 1h id.key" \
 	    "keygen -o x id.key" "keygen --bogus id.key" \

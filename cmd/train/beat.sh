@@ -101,13 +101,15 @@ join_prepare() {
 # (spirt-peer catch-up); 1 if $src went past step J's round first (the
 # join missed) or died (another is asked)
 join_fetch() {
+	# (SPIRT_PARENT: it waits up to --deadline for $src; a driver killed
+	# meanwhile ends it, so that no catch-up of a dead run writes model@J
+	# unseen; a model@J already here is one a run before this one fetched)
 	rc=0
-	e=$(spirt-peer catch-up -q -m "$model" -t "$1" --every "$xu" \
-	    --deadline "$deadline" "$srcid" "$src" 2>&1) || rc=$?
+	e=$(SPIRT_PARENT=$$ spirt-peer catch-up -q -m "$model" -t "$1" \
+	    --every "$xu" --deadline "$deadline" "$srcid" "$src" 2>&1) || rc=$?
 	[ "$rc" -lt 126 ] || rc=70
 	case $rc in
-	0) [ -z "$e" ] ||
-	    say "caught up from $src: $e (this peer had @$last)" ;;
+	0) say "caught up from $src: ${e:-model/$model@$1 (fetched before)} (this peer had @$last)" ;;
 	69) return 1 ;;
 	75) die 75 "joining: $srcid did not go on in $deadline ms (--deadline); rerun to retry" ;;
 	*) die "$rc" "joining: $(first "$e" spirt-peer)" ;;

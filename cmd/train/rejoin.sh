@@ -39,7 +39,8 @@ peers_newest() {
 	_w=
 	[ "$last" -eq 0 ] || _w=--wait
 	rc=0
-	_n=$(spirt-peer catch-up -m "$model" --deadline "$deadline" $_w \
+	_n=$(SPIRT_PARENT=$$ spirt-peer catch-up -m "$model" \
+	    --deadline "$deadline" $_w \
 	    ${1:+--pace "$1"} -P "$peers" --peer "$peer" 2>&1) || rc=$?
 	[ "$rc" -lt 126 ] || rc=70
 	[ "$rc" -eq 0 ] || die "$rc" "joining: $(first "$_n" spirt-peer)"
