@@ -49,13 +49,17 @@ def sh(args, data=False):
 
 
 def read_catchups():
-    pat = re.compile(r'caught up from \S+: model/%s@(\d+)' % re.escape(model))
+    # (a join step the driver announced counts too: "joining at step J"
+    # comes before its catch-up, which may store model@J and be ended,
+    # with the driver killed, before the driver says it caught up)
+    pat = re.compile(r'caught up from \S+: model/%s@(\d+)|'
+                     r'joining at step (\d+)' % re.escape(model))
     for i in range(len(stores)):
         s = catchups.setdefault(i, set())
         for f in glob.glob(os.path.join(logdir, 's%d.*.err' % i)):
             try:
                 for m in pat.finditer(open(f, errors='replace').read()):
-                    s.add(int(m.group(1)))
+                    s.add(int(m.group(1) or m.group(2)))
             except OSError:
                 pass
 
