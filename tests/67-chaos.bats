@@ -33,8 +33,11 @@ load helper
 	# of them took 2427 steps here (about 11 ms a step), so 15 epochs,
 	# 4695 steps, leave room for a machine twice as fast; the
 	# sanitizers' 40, 5 epochs: 3 (939 steps) ran out after 31 of the
-	# 40 once steps got faster, 2026-12-06, at about 50 ms a step)
-	epochs=$((faults > 40 ? 15 : 5))
+	# 40 once steps got faster, 2026-12-06, at about 50 ms a step; and
+	# 15 epochs ran out after 97 and 141 of the 200 at load 5-20,
+	# 2026-12-07, a passing run there taking 2,900 steps for its 200:
+	# 20 epochs, 6,260 steps, 5,634 before the end)
+	epochs=$((faults > 40 ? 20 : 5))
 	# (its own timeout: a run that hangs is a failure, not a stuck make)
 	run --separate-stderr env CHAOS_FAULTS="$faults" CHAOS_REF=0 CHAOS_EPOCHS=$epochs \
 	    CHAOS_TIMEOUT=600 ${SPIRT_CHAOS_SEED:+CHAOS_SEED=$SPIRT_CHAOS_SEED} \
