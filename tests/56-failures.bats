@@ -572,6 +572,11 @@ killed_and_back() {
 		# (timeout leads a process group of its own: the whole peer)
 		[ "$(ps -o pgid= -p $pid1)" -eq $pid1 ]
 		kill -STOP -- -$pid1
+		# (stopped until the others are past the step it named, and
+		# then $2 s more: a fixed pause alone let a join whose margin
+		# was long enough for slow steps succeed at the first step)
+		j1=$(sed -n 's/.*joining at step \([0-9]*\).*/\1/p' e1b | head -n 1)
+		until_ 900 model_at s0 $((j1 + 2))
 		sleep "$2"
 		kill -CONT -- -$pid1
 	fi
