@@ -62,7 +62,7 @@ enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
 "       spirt-peer verify [-a allowfile] [-g group] [-m model] [-r run]\n" \
 "           [-s store]\n" \
 "       spirt-peer catch-up [-q] [-m model] [-s store] [--deadline ms]\n" \
-"           [--every h] -t step id source\n" \
+"           [--every h] [--last] -t step id source\n" \
 "       spirt-peer catch-up [-m model] [--deadline ms] [--pace ms] [--wait]\n" \
 "           -P peers --peer i\n" \
 "       spirt-peer peers -P peers --peer i\n"

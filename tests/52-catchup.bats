@@ -84,6 +84,24 @@ same() {
 	    cmp - <(grep -v '^beat/\|^health/' before)
 }
 
+@test "catch-up --last: the run's last model is taken from a source that ended (dead to the watcher)" {
+	# (a source dead, silent past the watcher's budget, that has step 3:
+	# without --last the join missed, 69; with it, the final model)
+	spirt-beat -s me -B 10 -c 1 -t 3 beat p1
+	spirt-beat -s me -B 10 -c 40 watch 2>/dev/null
+	spirt-beat -s me ls | grep -q "^p1	peer	dead	" ||
+	    fail "$(spirt-beat -s me ls)"
+	run -69 spirt-peer catch-up -s me -m m -t 3 p1 src
+	run -66 spirt-store -s me get model/m@3
+	run -0 spirt-peer catch-up -s me -m m -t 3 --last p1 src
+	assert_output model/m@3
+	same model/m@3
+	same opt/m@3
+	same mstate/m@3
+	# (a step the source never reaches: only the deadline ends the wait)
+	run -75 spirt-peer catch-up -s me -m m -t 9 --last --deadline 300 p1 src
+}
+
 @test "catch-up: the model without its optimiser state: the join missed, 69" {
 	spirt-store -q -s src rm opt/m@3
 	spirt-store -s me ls >before
@@ -182,6 +200,7 @@ same() {
 	run -64 spirt-peer catch-up -m m --wait -t 3 p1 src
 	run -64 spirt-peer catch-up -m m --pace 100 -t 3 p1 src
 	run -64 spirt-peer catch-up -m m -P peers --peer 0 --pace 0
+	run -64 spirt-peer catch-up -m m -P peers --peer 0 --last
 }
 
 @test "peers: line I of the peers file and the others, as sh assignments; spirt-train relays its refusals" {

@@ -33,7 +33,7 @@
 #define ASK_TIMEOUT "10s"       /* -P: a peer's deadline to answer */
 #define ASK_AGAIN_MS 1000       /* -P --wait: between two rounds of asks */
 
-enum { DEADLINE = 256, EVERY, PACE, PEER, WAIT };
+enum { DEADLINE = 256, EVERY, LAST, PACE, PEER, WAIT };
 
 const struct opt catchup_opts[] = {
 	{ 0, NULL, "catch-up", "fetch model@T and its state from peer ID "
@@ -45,6 +45,7 @@ const struct opt catchup_opts[] = {
 	{ 't', "step", "T", "the step this peer joins at" },
 	{ DEADLINE, "deadline", "MS", "longest the source may make no step" },
 	{ EVERY, "every", "H", "the source's rounds are H steps" },
+	{ LAST, "last", NULL, "T is the run's last step: no round follows" },
 	{ PACE, "pace", "MS", "-P: and that peer's step MS later" },
 	{ PEER, "peer", "I", "-P: this peer is line I of FILE" },
 	{ WAIT, "wait", NULL, "-P: until one answers, up to --deadline" },
@@ -62,6 +63,7 @@ struct catchup {
 	const char *peers;              /* -P */
 	int64_t peer;                   /* --peer; -1: none */
 	int wait;                       /* --wait */
+	int last;                       /* --last: no round after step */
 	uint64_t pace;                  /* --pace ms; 0: none */
 	uint64_t step, every;
 	uint64_t deadline_ns;
@@ -204,8 +206,11 @@ wait_source(struct spirt_store *self, struct spirt_store **src,
 			dierc(rc, "catch-up: %s", c->source);
 		if (*src && spirt_txn_begin(t, *src, SPIRT_TXN_RDONLY) == 0) {
 			if (fetch_model(*t, c) == 0) {
-				if (fetch_state(*t, c) == 0 &&
-				    !past(self, c, &seen, &pend))
+				/* (the run's last model is final: a source
+				 * that ended since, dead to the watcher,
+				 * still holds it) */
+				if (fetch_state(*t, c) == 0 && (c->last ||
+				    !past(self, c, &seen, &pend)))
 					return SPIRT_EX_OK;
 				spirt_txn_abort(*t);
 				return SPIRT_EX_UNAVAILABLE;
@@ -213,7 +218,7 @@ wait_source(struct spirt_store *self, struct spirt_store **src,
 			spirt_txn_abort(*t);
 		}
 		if (++i % PAST_EVERY == 0) {
-			if (past(self, c, &seen, &pend))
+			if (!c->last && past(self, c, &seen, &pend))
 				return SPIRT_EX_UNAVAILABLE;
 			if (spirt_mono_ns() >= pend)
 				die(SPIRT_EX_TEMPFAIL, "catch-up: %s did not "
@@ -249,9 +254,10 @@ options(const struct optset *cli, int argc, char **argv, struct catchup *c,
 		case PACE: c->pace = eparse_u64("--pace", optarg, 1,
 			    86400000); break;
 		case WAIT: c->wait = 1; break;
+		case LAST: c->last = 1; break;
 		default: opt_usage(cli, SPIRT_EX_USAGE);
 		}
-	if (c->peers ? argc != optind || havestep || c->peer < 0 :
+	if (c->peers ? argc != optind || havestep || c->peer < 0 || c->last :
 	    argc - optind != 2 || !havestep || c->peer >= 0 || c->wait ||
 	    c->pace)
 		opt_usage(cli, SPIRT_EX_USAGE);

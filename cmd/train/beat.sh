@@ -81,7 +81,7 @@ join_prepare() {
 			# the run ends before: its last model, once it is there
 			jlast=$stop
 			beater --status catchup -t "$stop"
-			join_fetch "$stop" || continue
+			join_fetch "$stop" --last || continue
 			say "the run ended before this peer could join: it has the others' model/$model@$stop"
 			t=$stop joining=0
 			# (its beats say so: the others, serving till then, end)
@@ -96,7 +96,7 @@ join_prepare() {
 	done
 	t=$j
 }
-# join_fetch J: model@J, opt@J and mstate@J (a model with state,
+# join_fetch J [--last]: model@J, opt@J and mstate@J (a model with state,
 # spirt-model(5)) from $src into this store, once $src has them
 # (spirt-peer catch-up); 1 if $src went past step J's round first (the
 # join missed) or died (another is asked)
@@ -105,7 +105,7 @@ join_fetch() {
 	# meanwhile ends it, so that no catch-up of a dead run writes model@J
 	# unseen; a model@J already here is one a run before this one fetched)
 	rc=0
-	e=$(SPIRT_PARENT=$$ spirt-peer catch-up -q -m "$model" -t "$1" \
+	e=$(SPIRT_PARENT=$$ spirt-peer catch-up -q -m "$model" -t "$1" ${2:-} \
 	    --every "$xu" --deadline "$deadline" "$srcid" "$src" 2>&1) || rc=$?
 	[ "$rc" -lt 126 ] || rc=70
 	case $rc in
