@@ -26,7 +26,7 @@ serve_start() {
 		_e=$(($(now) + deadline))
 		while :; do
 			rc=0
-			ack=$(spirt-run -r -u "$_e" <&9) || rc=$?
+			ack=$(SPIRT_PARENT=$$ spirt-run -r -u "$_e" <&9) || rc=$?
 			case $rc:$ack in
 			"0:answer $1 "*)
 				echo "guard $1" >&3

@@ -26,7 +26,7 @@ cleanup() {
 		# it holds, within 10 s: then their ports are free)
 		_k=0 _e=$(($(now) + 10000))
 		for _n in $srvs; do echo "stop $_n" >&3; _k=$((_k + 1)); done
-		while [ "$_k" -gt 0 ] && ack=$(spirt-run -r -u "$_e" <&9); do
+		while [ "$_k" -gt 0 ] && ack=$(SPIRT_PARENT=$$ spirt-run -r -u "$_e" <&9); do
 			case $ack in
 			"died srv "*|"died bsrv "*|"refused 69 stop "*)
 				_k=$((_k - 1)) ;;
