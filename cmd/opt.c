@@ -44,25 +44,28 @@ build(const struct optset *s)
 	built = s;
 }
 
-/* OPT_ARGMSG: an option of the table with an argument (getopt's optopt, its
- * value) that has none, the last word: named as it was written */
+/* OPT_ARGMSG: an option of the table with an argument that has none
+ * (getopt's optopt, its value; it ends argv): named as it was written */
 static void
 missing(const struct optset *s, char **argv)
 {
 	const struct opt *o;
 	const char *w = argv[optind - 1];
+	int lng = w[0] == '-' && w[1] == '-';
 
-	for (o = s->opt; o->id || o->lname || o->argname || o->help; o++)
-		if (optopt != 0 && (o->id & ~OPT_LONG(0)) == optopt &&
-		    o->argname) {
-			if (w[0] == '-' && w[1] == '-')
-				fprintf(stderr, "%s: %s: missing argument\n",
-				    progname, w);
-			else
-				fprintf(stderr, "%s: -%c: missing argument\n",
-				    progname, optopt);
-			return;
-		}
+	for (o = s->opt; o->id || o->lname || o->argname || o->help; o++) {
+		if (optopt == 0 || (o->id & ~OPT_LONG(0)) != optopt ||
+		    o->argname == NULL || (lng ? o->lname == NULL :
+		    o->id <= 0 || o->id >= 256))
+			continue;
+		if (lng)
+			fprintf(stderr, "%s: %s: missing argument\n",
+			    progname, w);
+		else
+			fprintf(stderr, "%s: -%c: missing argument\n",
+			    progname, optopt);
+		return;
+	}
 }
 
 int

@@ -128,7 +128,8 @@ static const struct opt opts[] = {
 static const struct optset cli = {
 	.usage =
 	"usage: spirt-train [-qv] [-a rule] [-b batch] [-e epochs] [-l lr]\n"
-	"                   [-m model] [-n functions] [-o optimiser] [-S seed]\n"
+	"                   [-m model] [-n functions] [-o optimiser] "
+	"[-S seed]\n"
 	"                   [-s store] [--beat ms] [--bucket s]\n"
 	"                   [--byzantine list:attack]\n"
 	"                   [--checkpoint n] [--cold] [--data dir] "
@@ -390,6 +391,8 @@ fnword(const char *opt, const char *cmd, const char *here, int look)
 	if (look && (p = lookup(w)) == NULL)
 		die(SPIRT_EX_UNAVAILABLE, "%s %s: %s: not found beside "
 		    "spirt-train (%s) or on PATH", opt, cmd, w, here);
+	if (look)
+		free(p);
 	free(w);
 }
 
@@ -540,6 +543,7 @@ loop_path(const char *here, const char *argv0)
 		*d = '\0';
 		dirs[1] = self;
 	}
+	free(f);
 	for (int i = 0; i < 2 && dirs[i]; i++) {
 		snprintf(p, sizeof p, "%s/spirt-train.sh", dirs[i]);
 		if (executable(p))
@@ -693,6 +697,7 @@ main(int argc, char **argv)
 	    strcmp(bucket, "1") ? " --seed " : "",
 	    strcmp(bucket, "1") ? seed : "",
 	    *wmom ? " --worker-momentum " : "", wmom);
+	free(aggargs);
 	/* the exchange's rule across the peers */
 	if (strcmp(prule, "mean") != 0 && *peers == '\0')
 		die(SPIRT_EX_USAGE, "--peer-rule %s: it needs --peers", prule);
@@ -700,6 +705,8 @@ main(int argc, char **argv)
 		die(SPIRT_EX_USAGE, "--peer-rule %s: expected mean, median, "
 		    "trim:F, norm, cclip:T[:L] or scclip:T[:L] (T a radius "
 		    "or auto)", prule);
+	set("xargs_", "%s", xargs_);
+	free(xargs_);
 
 	fnword(evopt, evcmd, here, 1);
 	fanout = getenv("SPIRT_FANOUT");
@@ -765,7 +772,6 @@ main(int argc, char **argv)
 	set("beat", "%s", beat);
 	set("xmode", "%s", xmode);
 	set("prule", "%s", prule);
-	set("xargs_", "%s", xargs_);
 	set("xauto", "%d", xauto);
 	set("wmom", "%s", wmom);
 	set("fncmd", "%s", fncmd);
