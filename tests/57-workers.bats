@@ -278,7 +278,7 @@ rolled_back() {
 	# Krum with f = 1 needs more than 4 inputs: 5 functions, then 4
 	train -n 5 -a krum:1 -b 1 -e 1
 	logged 20
-	drv=$(pgrep -P "$TP" -x spirt-train)
+	drv=$(pgrep -P "$TP" -x spirt-train.sh)
 	kill -STOP "$drv"
 	kill -9 "$(pgrep -P "$(pgrep -P "$drv" -x spirt-run)" -f 'spirt-grad .* -w 3 ')"
 	kill -CONT "$drv"
@@ -292,7 +292,7 @@ rolled_back() {
 	rm -rf t.db* log
 	train -n 1 -b 1 -e 1
 	logged 10
-	drv=$(pgrep -P "$TP" -x spirt-train)
+	drv=$(pgrep -P "$TP" -x spirt-train.sh)
 	kill -STOP "$drv"
 	kill -9 "$(pgrep -P "$(pgrep -P "$drv" -x spirt-run)" -x spirt-grad)"
 	kill -CONT "$drv"

@@ -34,7 +34,8 @@ functions_here() {
 # PID (a timeout) runs (a child of its spirt-run)
 warm_tool() {
 	local drv sup
-	drv=$(pgrep -P "$1" -x spirt-train) || return 0
+	# (the driver: the loop spirt-train's front became, spirt-train.sh)
+	drv=$(pgrep -P "$1" -x spirt-train.sh) || return 0
 	sup=$(pgrep -P "$drv" -x spirt-run) || return 0
 	pgrep -P "$sup" -x "$2" | head -n 1
 }
