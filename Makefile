@@ -62,10 +62,12 @@ BENCH = bench/store_bench $(DATA_BENCH) $(MODEL_BENCH) $(AGG_BENCH) \
 BASE_LIBS = $(WRAP_LDFLAGS) $(LMDB_LIBS) $(XXHASH_LIBS) $(SODIUM_LIBS) \
 	$(CRYPTO_LIBS) $(DL_LIBS) -lm
 
-# read by a tool, not run (spirt-train's evaluation part): $(PREFIX)/libexec
+# read by a tool, not run (spirt-train's evaluation part), and run by a
+# tool, not by hand (spirt-train's training loop): $(PREFIX)/libexec
 LIBEXEC = $(TRAIN_LIBEXEC)
+LIBEXEC_RUN = $(TRAIN_LIBEXEC_RUN)
 
-all: $(BIN) $(LIBEXEC)
+all: $(BIN) $(LIBEXEC) $(LIBEXEC_RUN)
 
 .c.o:
 	$(CC) $(ALLCFLAGS) -c -o $@ $<
@@ -146,8 +148,9 @@ install: all
 	cp -f $(BIN) $(DESTDIR)$(PREFIX)/bin
 	cd $(DESTDIR)$(PREFIX)/bin && chmod 755 $(BIN)
 	mkdir -p $(DESTDIR)$(PREFIX)/libexec/spirt
-	cp -f $(LIBEXEC) $(DESTDIR)$(PREFIX)/libexec/spirt
-	cd $(DESTDIR)$(PREFIX)/libexec/spirt && chmod 644 $(LIBEXEC)
+	cp -f $(LIBEXEC) $(LIBEXEC_RUN) $(DESTDIR)$(PREFIX)/libexec/spirt
+	cd $(DESTDIR)$(PREFIX)/libexec/spirt && chmod 644 $(LIBEXEC) && \
+		chmod 755 $(LIBEXEC_RUN)
 	cp -f $(MAN1) $(DESTDIR)$(MANPREFIX)/man1
 	cp -f $(MAN5) $(DESTDIR)$(MANPREFIX)/man5
 	cp -f $(MAN7) $(DESTDIR)$(MANPREFIX)/man7
@@ -160,7 +163,7 @@ install: all
 
 uninstall:
 	cd $(DESTDIR)$(PREFIX)/bin && rm -f $(BIN)
-	cd $(DESTDIR)$(PREFIX)/libexec/spirt && rm -f $(LIBEXEC)
+	cd $(DESTDIR)$(PREFIX)/libexec/spirt && rm -f $(LIBEXEC) $(LIBEXEC_RUN)
 	rmdir $(DESTDIR)$(PREFIX)/libexec/spirt 2>/dev/null || :
 	cd $(DESTDIR)$(COMPDIR) && rm -f $(BIN)
 	for m in $(MAN1) $(MAN5) $(MAN7); do \
@@ -171,7 +174,7 @@ uninstall:
 		{ rmdir $$d 2>/dev/null || :; }
 
 clean:
-	rm -f $(BIN) $(LIBEXEC) lib/libspirt.a $(LIBOBJ) $(TOOLLIB) cmd/*.o cmd/key/*.o cmd/peer/*.o tests/unit/*.o $(UNIT) \
+	rm -f $(BIN) $(LIBEXEC) $(LIBEXEC_RUN) lib/libspirt.a $(LIBOBJ) $(TOOLLIB) cmd/*.o cmd/key/*.o cmd/peer/*.o tests/unit/*.o $(UNIT) \
 		bench/*.o $(BENCH) $(FUZZ_LIBOBJ) tests/fuzz/libspirt.a \
 		$(FUZZ_BIN)
 

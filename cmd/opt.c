@@ -22,7 +22,7 @@ build(const struct optset *s)
 	const struct opt *o;
 	size_t ns = 0, nl = 0;
 
-	if (s->inorder)
+	if (s->flags & OPT_INORDER)
 		shortopts[ns++] = '+';
 	for (o = s->opt; o->id || o->lname || o->argname || o->help;
 	    o++) {
@@ -44,6 +44,30 @@ build(const struct optset *s)
 	built = s;
 }
 
+/* OPT_ARGMSG: an option of the table with an argument that has none
+ * (getopt's optopt, its value; it ends argv): named as it was written */
+static void
+missing(const struct optset *s, char **argv)
+{
+	const struct opt *o;
+	const char *w = argv[optind - 1];
+	int lng = w[0] == '-' && w[1] == '-';
+
+	for (o = s->opt; o->id || o->lname || o->argname || o->help; o++) {
+		if (optopt == 0 || (o->id & ~OPT_LONG(0)) != optopt ||
+		    o->argname == NULL || (lng ? o->lname == NULL :
+		    o->id <= 0 || o->id >= 256))
+			continue;
+		if (lng)
+			fprintf(stderr, "%s: %s: missing argument\n",
+			    progname, w);
+		else
+			fprintf(stderr, "%s: -%c: missing argument\n",
+			    progname, optopt);
+		return;
+	}
+}
+
 int
 opt_next(const struct optset *s, int argc, char **argv)
 {
@@ -51,9 +75,12 @@ opt_next(const struct optset *s, int argc, char **argv)
 
 	if (built != s)
 		build(s);
+	opterr = !(s->flags & OPT_ARGMSG);
 	c = getopt_long(argc, argv, shortopts, longopts, NULL);
 	if (c == 'h')
 		opt_usage(s, 0);
+	if (c == '?' && s->flags & OPT_ARGMSG)
+		missing(s, argv);
 	if (c == '?')
 		opt_usage(s, 1);
 	return c;

@@ -28,6 +28,12 @@ struct opt {
 
 #define OPT_LONG(c)     ((c) | 0x10000)
 
+/* optset flags: options end at the first operand ('+'); an option's
+ * argument missing is "prog: -x: missing argument" and an unknown option
+ * nothing, before the usage (not getopt's messages) */
+#define OPT_INORDER     1
+#define OPT_ARGMSG      2
+
 /* the rows most tools share, worded once (docs/contracts.md) */
 #define OPT_STORE       { 's', "store", "PATH", \
 	"store (default $SPIRT_STORE or ./spirt.db)" }
@@ -40,7 +46,7 @@ struct optset {
 	const char *pre;        /* -h: text between usage and options */
 	const char *post;       /* -h: text after the options */
 	int width;              /* -h: the column help text starts at */
-	int inorder;            /* options end at the first operand ('+') */
+	int flags;              /* OPT_INORDER, OPT_ARGMSG */
 	const struct opt *opt;
 	/* -h: another command's set whose rows follow (its own usage, pre
 	 * and post not printed), for a tool whose commands parse apart */
@@ -51,7 +57,8 @@ struct optset {
  * getopt_long over the set's table: the next option's val (optarg set)
  * or -1 at the end (optind the first operand).  -h prints the usage and
  * the help on stdout and exits 0; an unknown option or a missing argument
- * (getopt's message first) prints the usage on stderr and exits 64.
+ * (getopt's message first, or OPT_ARGMSG's) prints the usage on stderr and
+ * exits 64.
  */
 int opt_next(const struct optset *s, int argc, char **argv);
 

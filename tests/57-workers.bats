@@ -89,8 +89,9 @@ PY
 @test "a warm function killed mid-epoch: declared dead, the step redone, every sample once an epoch, back at the next epoch" {
 	# batch 2: 150 steps an epoch, 3 epochs
 	train -b 2 -e 3 --eval-every 150
-	until_ 300 pgrep -P "$TP" -x spirt-train >/dev/null
-	drv=$(pgrep -P "$TP" -x spirt-train)
+	# (the driver: the loop its front became, spirt-train.sh)
+	until_ 300 pgrep -P "$TP" -x spirt-train.sh >/dev/null
+	drv=$(pgrep -P "$TP" -x spirt-train.sh)
 	logged 40
 	# the driver stopped while function 2 is killed, so the death comes
 	# in epoch 0
@@ -172,8 +173,9 @@ PY
 	# kills are its own, not reaped yet: never another process's
 	fake_grad '*" -w 1 "*) [ "$t" -ne 2 ] || exec sleep 600 ;;'
 	PATH="$PWD/bin:$PATH" train --cold -b 20 -e 1 --deadline 600000
-	until_ 300 pgrep -P "$TP" -x spirt-train >/dev/null
-	drv=$(pgrep -P "$TP" -x spirt-train)
+	# (the driver: the loop its front became, spirt-train.sh)
+	until_ 300 pgrep -P "$TP" -x spirt-train.sh >/dev/null
+	drv=$(pgrep -P "$TP" -x spirt-train.sh)
 	until_ 300 pgrep -P "$drv" -x spirt-run >/dev/null
 	sup=$(pgrep -P "$drv" -x spirt-run)
 	until_ 300 pgrep -P "$sup" -x sleep >/dev/null
@@ -243,8 +245,9 @@ rolled_back() {
 	train -b 2 -e 2 --eval-every 150 --deadline 2000
 	# (the driver found first: a scan of /proc on a loaded machine took
 	# long enough for the run to reach epoch 1)
-	until_ 300 pgrep -P "$TP" -x spirt-train >/dev/null
-	drv=$(pgrep -P "$TP" -x spirt-train)
+	# (the driver: the loop its front became, spirt-train.sh)
+	until_ 300 pgrep -P "$TP" -x spirt-train.sh >/dev/null
+	drv=$(pgrep -P "$TP" -x spirt-train.sh)
 	logged 40
 	# (the driver stopped meanwhile: the hang starts in epoch 0)
 	kill -STOP "$drv"
@@ -275,7 +278,7 @@ rolled_back() {
 	# Krum with f = 1 needs more than 4 inputs: 5 functions, then 4
 	train -n 5 -a krum:1 -b 1 -e 1
 	logged 20
-	drv=$(pgrep -P "$TP" -x spirt-train)
+	drv=$(pgrep -P "$TP" -x spirt-train.sh)
 	kill -STOP "$drv"
 	kill -9 "$(pgrep -P "$(pgrep -P "$drv" -x spirt-run)" -f 'spirt-grad .* -w 3 ')"
 	kill -CONT "$drv"
@@ -289,7 +292,7 @@ rolled_back() {
 	rm -rf t.db* log
 	train -n 1 -b 1 -e 1
 	logged 10
-	drv=$(pgrep -P "$TP" -x spirt-train)
+	drv=$(pgrep -P "$TP" -x spirt-train.sh)
 	kill -STOP "$drv"
 	kill -9 "$(pgrep -P "$(pgrep -P "$drv" -x spirt-run)" -x spirt-grad)"
 	kill -CONT "$drv"

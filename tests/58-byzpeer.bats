@@ -259,7 +259,7 @@ assert np.abs(b - (-5 * a)).max() <= 1e-5 * np.abs(a).max() * 5"
 	# the production driver holds none of it; the part holds it all
 	for f in 'byzpeer_check()' 'byzpeer_publish()' 'byzpeer_serve()' \
 	    'expected peer:equivocate@' 'spirt-attack -q -S "$seed" -t "$1" -a agg'; do
-		run -1 grep -cF "$f" "$SPIRT_ROOT/spirt-train"
+		run -1 grep -cF "$f" "$SPIRT_ROOT/spirt-train.sh"
 		run -0 grep -qF "$f" "$SPIRT_ROOT/spirt-train-byzpeer.sh"
 	done
 	# a driver without the part beside it trains as before ...

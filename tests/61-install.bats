@@ -56,11 +56,16 @@ inst() {
 	assert_output --regexp '^\{"step":1,"worker":1,.*"key":"grad/1/1"\}$'
 }
 
-@test "install: spirt-train's evaluation part in libexec/spirt, read from there" {
-	# not a tool: not in bin, not run; the tree's file
-	[ ! -e "$BIN/spirt-train-byzpeer.sh" ]
+@test "install: spirt-train's loop and evaluation part in libexec/spirt, run and read from there" {
+	# not tools: not in bin; the tree's files, the loop run (by the
+	# front), the evaluation part read
+	[ ! -e "$BIN/spirt-train-byzpeer.sh" ] && [ ! -e "$BIN/spirt-train.sh" ]
 	cmp root/opt/spirt/libexec/spirt/spirt-train-byzpeer.sh \
 	    "$SPIRT_ROOT/spirt-train-byzpeer.sh"
+	cmp root/opt/spirt/libexec/spirt/spirt-train.sh \
+	    "$SPIRT_ROOT/spirt-train.sh"
+	[ -x root/opt/spirt/libexec/spirt/spirt-train.sh ]
+	[ ! -x root/opt/spirt/libexec/spirt/spirt-train-byzpeer.sh ]
 	# the installed spirt-train reads it: its checks answer, not 69
 	echo "p0 $PWD/s0" >peers
 	echo "p1 $PWD/s1" >>peers

@@ -161,7 +161,7 @@ os.execvp(sys.argv[1], sys.argv[1:])' timeout 120 spirt-train -q -s int \
 	    --steps 300 -e 40 --eval-every 300 --function "$PWD/fn" &
 	BG=$!
 	until_ 600 mat int 20
-	drv=$(pgrep -P $BG -x spirt-train)
+	drv=$(pgrep -P $BG -x spirt-train.sh)
 	# the warm functions, spirt-run's children
 	pgrep -P "$(pgrep -P "$drv" -x spirt-run)" >/dev/null
 	kill -INT "$drv"

@@ -131,7 +131,7 @@ moved() {
 		BG=$!
 		until_ 600 rat $k 4
 		if [ $k = int ]; then
-			kill -INT "$(pgrep -P $BG -x spirt-train)"
+			kill -INT "$(pgrep -P $BG -x spirt-train.sh)"
 		else
 			kill -KILL -- -$BG
 		fi

@@ -34,7 +34,8 @@ functions_here() {
 # PID (a timeout) runs (a child of its spirt-run)
 warm_tool() {
 	local drv sup
-	drv=$(pgrep -P "$1" -x spirt-train) || return 0
+	# (the driver: the loop spirt-train's front became, spirt-train.sh)
+	drv=$(pgrep -P "$1" -x spirt-train.sh) || return 0
 	sup=$(pgrep -P "$drv" -x spirt-run) || return 0
 	pgrep -P "$sup" -x "$2" | head -n 1
 }
@@ -354,10 +355,13 @@ store_bytes() {
 }
 
 @test "every option is checked before any work: 64 at once, store untouched" {
-	# each option's argument missing: 64 with usage, not a shell error
-	for o in -a -b -e -l -m -n -o -S -s --checkpoint --data \
-	    --eval-every --schedule --spec --steps --sync --target --train \
-	    --test; do
+	# each option's argument missing: 64 with usage, named as written:
+	# every option -h shows with an argument, short and long
+	opts=$(spirt-train -h | sed -n \
+	    's/^  \(-[a-zA-Z]\), \(--[a-z-]*\) [A-Z:]\{1,\} .*/\1 \2/p
+	     s/^      \(--[a-z-]*\) [A-Z:]\{1,\} .*/\1/p')
+	[ "$(echo $opts | wc -w)" -eq 40 ]
+	for o in $opts; do
 		run -64 --separate-stderr spirt-train -q "$o"
 		[ "${stderr_lines[0]}" = "spirt-train: $o: missing argument" ] ||
 			fail "$o: ${stderr_lines[0]}"
@@ -438,17 +442,17 @@ store_bytes() {
 @test "the driver's clock and waits are spirt-run's: no wall clock, no fractional sleep" {
 	# every deadline on CLOCK_MONOTONIC (spirt-run -c, -w, -r), one
 	# budget a wait; POSIX sleep takes whole seconds only
-	run -1 grep -nE 'date \+%s|sleep [0-9]*\.[0-9]|sleep 0' "$SPIRT_ROOT/spirt-train"
-	run -0 grep -c 'spirt-run -c' "$SPIRT_ROOT/spirt-train"
+	run -1 grep -nE 'date \+%s|sleep [0-9]*\.[0-9]|sleep 0' "$SPIRT_ROOT/spirt-train.sh"
+	run -0 grep -c 'spirt-run -c' "$SPIRT_ROOT/spirt-train.sh"
 	# no timer subshell of the server's start, no timeout(1) around the
 	# evaluation (spirt-run runs it)
-	run -1 grep -nE 'tready|orphaned|timeout --' "$SPIRT_ROOT/spirt-train"
+	run -1 grep -nE 'tready|orphaned|timeout --' "$SPIRT_ROOT/spirt-train.sh"
 }
 
 @test "a tool found neither beside spirt-train nor on PATH: 69, named, store untouched" {
-	# the script alone in a directory, no tool on PATH
+	# the front and its loop alone in a directory, no tool on PATH
 	mkdir alone
-	cp "$SPIRT_ROOT/spirt-train" alone/
+	cp "$SPIRT_ROOT/spirt-train" "$SPIRT_ROOT/spirt-train.sh" alone/
 	run -69 --separate-stderr env PATH=/usr/bin:/bin alone/spirt-train \
 	    -q --steps 1 -s alone.db
 	[ "$stderr" = "spirt-train: spirt-store: not found beside spirt-train ($PWD/alone) or on PATH" ]
@@ -456,7 +460,7 @@ store_bytes() {
 	# every tool but spirt-agg beside it: that one is named
 	for t in "$SPIRT_ROOT"/spirt-*; do
 		case ${t##*/} in
-		spirt-agg|spirt-train) ;;
+		spirt-agg|spirt-train|spirt-train.sh) ;;
 		*) [ -f "$t" ] && [ -x "$t" ] && ln -s "$t" alone/ ;;
 		esac
 	done
@@ -471,6 +475,50 @@ store_bytes() {
 	    alone/spirt-train -q --steps 1 -s alone.db
 	run -0 spirt-store -s alone.db ls model/
 	assert_line --partial 'model/mlp@1'
+}
+
+@test "the front runs the loop beside it, or in ../libexec/spirt, or its own file's; the loop refuses to run without it, 64" {
+	# the front alone: the loop found nowhere, 69, named, nothing made
+	mkdir -p alone inst/bin inst/libexec/spirt
+	cp "$SPIRT_ROOT/spirt-train" alone/
+	run -69 --separate-stderr alone/spirt-train -q --steps 1 -s alone.db
+	[ "$stderr" = "spirt-train: spirt-train.sh, its training loop: not found beside spirt-train ($PWD/alone) or in $PWD/alone/../libexec/spirt" ]
+	[ ! -e alone.db ]
+	# installed, the loop in ../libexec/spirt: it runs (its messages)
+	cp "$SPIRT_ROOT/spirt-train" inst/bin/
+	cp "$SPIRT_ROOT/spirt-train.sh" inst/libexec/spirt/
+	run -66 --separate-stderr inst/bin/spirt-train -q --steps 1 -s n.db \
+	    --train nope
+	[[ "$stderr" == "spirt-train: --train nope: store n.db has no data set nope"* ]]
+	# a link to the tree's front: its own file's directory holds the loop
+	ln -s "$SPIRT_ROOT/spirt-train" linked
+	run -66 --separate-stderr ./linked -q --steps 1 -s n.db --train nope
+	[[ "$stderr" == "spirt-train: --train nope: store n.db has no data set nope"* ]]
+	# the loop on its own, or handed something else than NAME=VALUE
+	run -64 --separate-stderr "$SPIRT_ROOT/spirt-train.sh"
+	[[ "$stderr" == "spirt-train: spirt-train.sh is spirt-train "*"'s training loop: run spirt-train" ]]
+	run -64 --separate-stderr "$SPIRT_ROOT/spirt-train.sh" --front=0.0.0 \
+	    store=x
+	run -70 --separate-stderr "$SPIRT_ROOT/spirt-train.sh" \
+	    "--front=$(spirt-train -V | cut -d' ' -f2)" 'a;b=c'
+	[ "$stderr" = "spirt-train: spirt-train.sh: not a NAME=VALUE: a;b=c" ]
+	[ ! -e n.db ]
+}
+
+@test "option values reach the loop as they are: quotes, \$(...), blanks, newlines never read as code" {
+	v=$'d \'"$(touch pwned)`touch pwned2`${x:-y}\nz'
+	run -66 --separate-stderr spirt-train -q --steps 1 -s new.db \
+	    --data "$PWD/$v"
+	[[ "$stderr" == *"$PWD/$v/train-images-idx3-ubyte.gz"* ]]
+	# (a tool's message: its first line)
+	run -64 --separate-stderr spirt-train -q --steps 1 -s new.db \
+	    --spec "$v" --function "spirt-grad $v"
+	[[ "$stderr" == *"${v%?z}" ]]
+	run -66 --separate-stderr spirt-train -q -s new.db --peers "$v" \
+	    --byzantine 'peer:$(touch pwned)'
+	[[ "$stderr" == "spirt-train: --peers ${v%?z}" ]]
+	[ ! -e pwned ] && [ ! -e pwned2 ]
+	[ ! -e new.db ]
 }
 
 # soft STORE [ARGS...]: softmax regression on the NumPy data, 20 steps

@@ -41,9 +41,11 @@ byzpeer_check() {
 	[ -n "$battack" ] || die 64 "--byzantine $bspec: no attack after peer:"
 	if [ "$battack" = labelflip ]; then
 		[ "$bequiv" -eq 0 ] || die 64 "--byzantine $bspec: equivocate needs an attack on the aggregate, not labelflip"
-		_x=1 byz=0
-		while [ "$_x" -lt "$fns" ]; do byz="$byz,$_x" _x=$((_x + 1)); done
-		byz="$byz:labelflip"
+		_x=0 bad=" " list= attack=labelflip
+		while [ "$_x" -lt "$fns" ]; do
+			bad="$bad$_x " list=$list${list:+,}$((w0 + _x))
+			_x=$((_x + 1))
+		done
 		return 0
 	fi
 	rc=0

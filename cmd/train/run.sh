@@ -1,5 +1,5 @@
 # cmd/train/run.sh - spirt-train's part: the tools that live for the run,
-# under spirt-run. mk/train.mk puts cmd/spirt-train.sh and the parts, in its
+# under spirt-run. mk/train.mk puts cmd/train/loop.sh and the parts, in its
 # order, into one script
 # ---- every tool that lives for the run runs under spirt-run
 # (spirt-run(1)): the warm functions, spirt-agg, spirt-update and the

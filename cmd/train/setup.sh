@@ -1,25 +1,6 @@
 # cmd/train/setup.sh - spirt-train's part: the tools, the data sets and the
-# model. mk/train.mk puts cmd/spirt-train.sh and the parts, in its order, into
+# model. mk/train.mk puts cmd/train/loop.sh and the parts, in its order, into
 # one script
-# --function and --evaluate (spirt-function(7)): a command line split at
-# blanks, never globbed nor read by a shell, the arguments spirt-grad's
-# or spirt-eval's after it; its first word is looked for as the tools
-# are (the function's only without SPIRT_FANOUT: that runs it elsewhere)
-# fnword OPT CMD: $w1, CMD's first word; a blank CMD is 64
-fnword() {
-	set -f
-	# shellcheck disable=SC2086
-	set -- "$1" $2
-	set +f
-	[ $# -ge 2 ] || die 64 "$1: an empty command"
-	w1=$2
-}
-fnword "$evopt" "$evcmd"
-command -v "$w1" >/dev/null 2>&1 ||
-	die 69 "$evopt $evcmd: $w1: not found beside $PROG ($here) or on PATH"
-fnword "$fnopt" "$fncmd"
-[ -n "${SPIRT_FANOUT-}" ] || command -v "$w1" >/dev/null 2>&1 ||
-	die 69 "$fnopt $fncmd: $w1: not found beside $PROG ($here) or on PATH"
 # --byzantine peer:ATTACK (evaluation only): this whole peer lies.  Its
 # code is not the driver's: the evaluation part spirt-train-byzpeer.sh
 # (cmd/train-byz/peer.sh), beside this script (a build tree) or in
@@ -35,54 +16,14 @@ peer:*)
 	bpeer=${byz#peer:}
 	byzpeer_check ;;
 esac
-# --byzantine LIST:ATTACK (evaluation only): the malicious functions, and
-# spirt-attack's attack or labelflip; asked of spirt-attack, which parses
-# attacks, before any work (an empty input after a good attack is 65)
-bad=" " attack=
-if [ -n "$byz" ]; then
-	list=${byz%%:*} attack=${byz#*:}
-	case $list in
-	''|*[!0-9,]*|,*|*,|*,,*) die 64 "--byzantine $byz: expected functions, e.g. 1,3:signflip" ;;
-	esac
-	[ "$attack" != "$byz" ] && [ -n "$attack" ] ||
-		die 64 "--byzantine $byz: no attack after the functions"
-	for w in $(printf '%s\n' "$list" | tr ',' ' '); do
-		int --byzantine w 0 $((fns - 1))
-		case $bad in *" $w "*) die 64 "--byzantine $byz: function $w twice" ;; esac
-		bad="$bad$w "
-	done
-	[ "$attack" != labelflip ] || [ "$fncmd" = spirt-grad ] ||
-		die 64 "--byzantine $byz: labelflip is spirt-grad's --label-flip, not $fnopt $fncmd's"
-	if [ "$attack" != labelflip ]; then
-		rc=0
-		e=$(spirt-attack -o /dev/null "$attack" </dev/null 2>&1) || rc=$?
-		[ "$rc" -ne 64 ] || die 64 "--byzantine $byz: unknown or malformed attack \"$attack\""
-	fi
-	# (the store's worker numbers: with --peers this peer's functions
-	# are w0 .. w0+M-1)
-	list=$(for w in $bad; do printf '%s,' $((w0 + w)); done | sed 's/,$//')
+# --byzantine LIST:ATTACK (evaluation only): the attack, asked of
+# spirt-attack, which parses attacks, before any work (an empty input
+# after a good attack is 65); the functions the front checked
+if [ -n "$attack" ] && [ "$attack" != labelflip ]; then
+	rc=0
+	e=$(spirt-attack -o /dev/null "$attack" </dev/null 2>&1) || rc=$?
+	[ "$rc" -ne 64 ] || die 64 "--byzantine $byz: unknown or malformed attack \"$attack\""
 fi
-# SPIRT_FANOUT: with --cold, the command that runs a step's functions in
-# place of one local process each (GNU parallel over ssh, srun, ...): it
-# reads the worker numbers on stdin and runs the spirt-grad command that
-# follows it once for each, {} replaced by the number; its words split at
-# blanks (fan_grads)
-fanout=
-if [ -n "${SPIRT_FANOUT-}" ]; then
-	[ "$cold" -eq 1 ] ||
-		die 64 "SPIRT_FANOUT: it runs cold functions; give --cold"
-	[ "$attack" != labelflip ] ||
-		die 64 "SPIRT_FANOUT: --byzantine $byz starts its functions itself"
-	fanout=$SPIRT_FANOUT
-fi
-case $sched in
-cosine|constant) ;;
-*) die 64 "schedule $sched: expected cosine or constant" ;;
-esac
-case $sync in
-full) SPIRT_SYNC=full ;; meta) SPIRT_SYNC=meta ;; none) SPIRT_SYNC=none ;;
-*) die 64 "sync $sync: expected full, meta or none" ;;
-esac
 # The rule for $fns inputs, and the model name, seed and spec, asked of
 # the tools that take them (a dry run; spirt-init makes a model and throws
 # it away): the same checks as theirs, before any work.
@@ -112,7 +53,7 @@ else
 	[ "$rc" -lt 126 ] || rc=70
 	[ "$rc" -eq 0 ] || die "$rc" "$(first "$e" spirt-init)"
 fi
-export SPIRT_SYNC SPIRT_STORE="$store"
+export SPIRT_SYNC="$sync" SPIRT_STORE="$store"
 # the data sets by name, for the tools and the functions (spirt-grad,
 # spirt-agg, spirt-store batch, spirt-eval; spirt-function(7))
 export SPIRT_DATASET="$train" SPIRT_DATASET_TEST="$test"

@@ -28,6 +28,11 @@ static const struct optset set = {
 	opts, NULL
 };
 
+static const struct optset argmsg = {
+	"usage: prog [-q] [-b batch] cmd\n", NULL, NULL, 21, OPT_ARGMSG,
+	opts, NULL
+};
+
 static const struct optset inorder = {
 	"usage: prog [-q] cmd [-b batch]\n", NULL, NULL, 21, 1, opts, NULL
 };
@@ -48,9 +53,10 @@ static const char help[] =
     "  -h, --help         this help\n"
     "after\n";
 
-/* opt_next() over argv in a child, its stdout into out: exit status */
+/* opt_next() over argv in a child, its fd (stdout or stderr) into out,
+ * the other to /dev/null: exit status */
 static int
-child(const struct optset *s, char **argv, char *out, size_t cap)
+child_fd(const struct optset *s, char **argv, int fd, char *out, size_t cap)
 {
 	int p[2], st, argc = 0;
 	size_t n = 0;
@@ -62,8 +68,9 @@ child(const struct optset *s, char **argv, char *out, size_t cap)
 	if (pipe(p) < 0 || (pid = fork()) < 0)
 		return -1;
 	if (pid == 0) {
-		dup2(p[1], 1);
-		if (freopen("/dev/null", "w", stderr) == NULL)
+		dup2(p[1], fd);
+		if (freopen("/dev/null", "w", fd == 1 ? stderr : stdout) ==
+		    NULL)
 			_exit(99);
 		close(p[0]);
 		optind = 0;
@@ -81,6 +88,12 @@ child(const struct optset *s, char **argv, char *out, size_t cap)
 	return WEXITSTATUS(st);
 }
 
+static int
+child(const struct optset *s, char **argv, char *out, size_t cap)
+{
+	return child_fd(s, argv, 1, out, cap);
+}
+
 int
 main(void)
 {
@@ -94,7 +107,20 @@ main(void)
 		{ "prog", "-b", NULL },         /* its argument missing */
 		{ "prog", "--big", NULL },
 	};
-	char out[4096];
+	/* OPT_ARGMSG: the option as written, or nothing (an unknown one) */
+	char *miss[][3] = {
+		{ "prog", "-b", NULL }, { "prog", "--bat", NULL },
+		{ "prog", "--trim", NULL }, { "prog", "--big", NULL },
+		{ "prog", "-T", NULL }, { "prog", "--no-such", NULL },
+		{ "prog", "-qz", NULL },
+	};
+	const char *said[] = {
+		"prog: -b: missing argument\n",
+		"prog: --bat: missing argument\n",
+		"prog: --trim: missing argument\n",
+		"prog: --big: missing argument\n", "", "", "",
+	};
+	char out[4096], want[256];
 	size_t i;
 
 	progname = "prog";
@@ -123,6 +149,15 @@ main(void)
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		CHECK(child(&set, bad[i], out, sizeof out) == SPIRT_EX_USAGE);
 		CHECK(out[0] == '\0');
+	}
+	for (i = 0; i < sizeof miss / sizeof miss[0]; i++) {
+		CHECK(child_fd(&argmsg, miss[i], 2, out, sizeof out) ==
+		    SPIRT_EX_USAGE);
+		snprintf(want, sizeof want, "%s%s", said[i], argmsg.usage);
+		CHECK(strcmp(out, want) == 0);
+		if (strcmp(out, want) != 0)
+			fprintf(stderr, "%s: got:\n%swant:\n%s", miss[i][1],
+			    out, want);
 	}
 	CHECK_DONE();
 }
