@@ -67,6 +67,9 @@ enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
 "           [--every h] [--last] -t step id source\n" \
 "       spirt-peer catch-up [-m model] [--deadline ms] [--pace ms] [--wait]\n" \
 "           -P peers --peer i\n" \
+"       spirt-peer catch-up [-m model] [--after j] [--deadline ms] [--every h]\n" \
+"           [--pace ms] [--seen step,ms] [--wait] --epoch s --join margin\n" \
+"           -P peers --peer i\n" \
 "       spirt-peer peers -P peers --peer i\n"
 
 /* exchange's options: -h shows them after serve's */
