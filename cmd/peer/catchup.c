@@ -33,7 +33,9 @@
 #define ASK_TIMEOUT "10s"       /* -P: a peer's deadline to answer */
 #define ASK_AGAIN_MS 1000       /* -P --wait: between two rounds of asks */
 #define STILL_MS 2000           /* --join: the same step this long: still */
-#define MARGIN_MAX (1ull << 40)
+#define MARGIN_MAX (1ull << 40) /* --join's margin, --epoch */
+#define STEP_MAX (1ull << 62)   /* --join: a step the sums take */
+#define PACE_STEPS (1 << 20)    /* --join 0: steps counted in a pause */
 
 enum { AFTER = 256, DEADLINE, EPOCH, EVERY, JOIN, LAST, PACE, PEER, SEEN,
     WAIT };
@@ -255,8 +257,8 @@ seen(struct catchup *c, const char *arg)
 	    ',')))
 		die(SPIRT_EX_USAGE, "--seen %s: not STEP,MS", arg);
 	*comma = '\0';
-	c->seenstep = eparse_u64("--seen", buf, 0, SPIRT_NOSTEP - 2);
-	c->seenms = eparse_u64("--seen", comma + 1, 0, SPIRT_NOSTEP - 2);
+	c->seenstep = eparse_u64("--seen", buf, 0, STEP_MAX);
+	c->seenms = eparse_u64("--seen", comma + 1, 0, STEP_MAX);
 	c->seen = 1;
 }
 
@@ -280,7 +282,7 @@ options(const struct optset *cli, int argc, char **argv, struct catchup *c,
 		case EVERY: c->every = eparse_u64("--every", optarg, 1,
 			    1000000); c->everygiven = 1; break;
 		case AFTER: c->after = eparse_i64("--after", optarg, -1,
-			    SPIRT_NOSTEP / 4); break;
+			    STEP_MAX); break;
 		case EPOCH: c->epoch = eparse_u64("--epoch", optarg, 1,
 			    MARGIN_MAX); break;
 		case JOIN: c->margin = eparse_u64("--join", optarg, 0,
@@ -469,9 +471,18 @@ join(struct catchup *c, const struct peerline *pl, const struct found *f)
 	uint64_t now = spirt_mono_ns() / 1000000;
 	int still = 0;
 
+	/* (a peer's store names the steps: none past what the sums take) */
+	if (f->step > STEP_MAX || f->later > STEP_MAX)
+		die(SPIRT_EX_DATAERR, "catch-up: %s: model step %llu is out "
+		    "of range", pl[f->i].id, (unsigned long long)(f->step >
+		    STEP_MAX ? f->step : f->later));
 	if (margin == 0) {
-		margin = ((int64_t)f->later - best) * (2 * (int64_t)c->pace +
-		    500) / ((int64_t)f->ms + 1) + 2;
+		int64_t d = (int64_t)f->later - best;
+
+		d = d > PACE_STEPS ? PACE_STEPS : d < -PACE_STEPS ?
+		    -PACE_STEPS : d;
+		margin = d * (2 * (int64_t)c->pace + 500) /
+		    ((int64_t)f->ms + 1) + 2;
 		still = f->later == f->step;
 		best = (int64_t)f->later;
 	}

@@ -11,8 +11,6 @@
 beats_start() {
 	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
 	# (the other lines' URLs, $others, from spirt-peer peers)
-	[ "$verbose" -eq 0 ] ||
-	    printf '+ spirt-beat -B %s -m %s beat %s %s\n' "$beat" "$model" "$self" "$(echo $others)" >&2
 	if [ "$joining" -eq 0 ]; then
 		beater -m "$model"
 	else
