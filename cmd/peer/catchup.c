@@ -459,7 +459,10 @@ combined(const char *loc, uint64_t step, const char *id)
  * wait for this peer, a member of the last round a minority cannot go on
  * without: without --every it joins at their step, mid-epoch, if the
  * round before it combined this peer (its share of the data is still
- * its own there), else at the next epoch's first step.
+ * its own there: no peer reassigned it), else at the next epoch's first
+ * step.  (Rounded up to the epoch's first step, it would wait for them
+ * there while they wait for it at theirs: each launch of theirs would
+ * end 75, a minority alive, and the run would never end.)
  * "J STEP ID LOCATION MARGIN SEEN", SEEN the --seen for the next ask.
  */
 static void

@@ -8,8 +8,9 @@
 # serve_start NAME LISTEN [STORE]: spirt-peer serve of STORE (default
 # SPIRT_STORE's) on LISTEN, spirt-run's child NAME, guarded once it says
 # it listens (-F 1).  A port in use it tries again for --deadline, at
-# least 10 s (--retry: the server of a run before may hold it a moment
-# yet); one still silent --deadline after that is killed (75)
+# least 10 s (--retry: the server of a run before may hold it for up to
+# 5 s; chaos saw a --deadline of 5 s run out); one still silent
+# --deadline after that is killed (75)
 serve_start() {
 	_sd=$deadline
 	[ "$_sd" -ge 10000 ] || _sd=10000
