@@ -247,6 +247,14 @@ same() {
 	run -64 --separate-stderr spirt-peer catch-up -m m -P peers --peer 2 \
 	    --join 5 --epoch 10
 	assert_equal "$stderr" "spirt-peer: --peer 2: peers has 2 peers (0 to 1)"
+	# a step past what the sums take, named by a peer's store: 65
+	spirt-init -q -s big -m m -t 4611686018427387905 mlp:4-3-2
+	printf 'p1 %s\np2 %s\n' "$PWD/me" "$PWD/big" >peersbig
+	run -65 --separate-stderr spirt-peer catch-up -m m -P peersbig \
+	    --peer 0 --join 5 --epoch 10
+	assert_equal "$stderr" "spirt-peer: catch-up: p2: model step 4611686018427387905 is out of range"
+	run -0 spirt-peer catch-up -m m -P peersbig --peer 0
+	assert_output "4611686018427387905 p2 $PWD/big"
 }
 
 @test "catch-up: usage: no step, no model, a bad id, one operand: 64" {
