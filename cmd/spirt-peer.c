@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "beat.h"
 #include "crypto.h"
 #include "exchange.h"
 #include "io.h"
@@ -37,14 +38,15 @@
 #define MAX_CONNS_DEFAULT 256           /* connections at once */
 #define PER_IP_DEFAULT 64               /* of them from one address */
 #define RATE_DEFAULT 1000               /* requests/s from one member */
+#define RETRY_PAUSE_MS 200              /* --retry: between two tries */
 
 static struct {
 	const char *group, *id, *run;
 	const char *allow, *key, *listen, *maxbytes, *readyfd, *store, *token;
-	const char *conntimeout, *maxconns, *perip, *rate;
+	const char *conntimeout, *maxconns, *perip, *rate, *retry;
 } o;
 
-enum { CONNTIMEOUT = 256, MAXCONNS, PERIP, RATE };
+enum { CONNTIMEOUT = 256, MAXCONNS, PERIP, RATE, RETRY };
 enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
     TRIM, BEATS, PRUNE, KEEPDG, KEEPPL, PARTS, CHECK };
 
@@ -52,7 +54,7 @@ enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
 "usage: spirt-peer serve [-qv] [-a allowfile] [-F fd] [-g group] [-i id]\n" \
 "           [-k keyfile] [-l addr:port] [-M size] [-r run] [-s store]\n" \
 "           [-T tokenfile] [--conn-timeout s] [--max-conns n] [--per-ip n]\n" \
-"           [--rate r]\n" \
+"           [--rate r] [--retry ms]\n" \
 "       spirt-peer exchange [-qv] [-a prefix] [-m model] [-P peers] [-r rule]\n" \
 "           [-s store]\n" \
 "           [--beats] [--byzantine f] [--check r] [--deadline ms] [--iters L]\n" \
@@ -64,6 +66,9 @@ enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
 "       spirt-peer catch-up [-q] [-m model] [-s store] [--deadline ms]\n" \
 "           [--every h] [--last] -t step id source\n" \
 "       spirt-peer catch-up [-m model] [--deadline ms] [--pace ms] [--wait]\n" \
+"           -P peers --peer i\n" \
+"       spirt-peer catch-up [-m model] [--after j] [--deadline ms] [--every h]\n" \
+"           [--pace ms] [--seen step,ms] [--wait] --epoch s --join margin\n" \
 "           -P peers --peer i\n" \
 "       spirt-peer peers -P peers --peer i\n"
 
@@ -138,6 +143,7 @@ static const struct opt opts[] = {
 	    "(64; 0 none)" },
 	{ RATE, "rate", "R", "requests a second from one member "
 	    "(1000; 0 none)" },
+	{ RETRY, "retry", "MS", "an address in use: try again for MS ms" },
 	{ 'h', "help", NULL, NULL },
 	{ 'V', "version", NULL, NULL },
 	{ 0 }
@@ -206,6 +212,7 @@ options(int argc, char **argv)
 		case MAXCONNS: o.maxconns = optarg; break;
 		case PERIP: o.perip = optarg; break;
 		case RATE: o.rate = optarg; break;
+		case RETRY: o.retry = optarg; break;
 		default: usage(1);
 		}
 }
@@ -305,6 +312,27 @@ optnames(char *msg, size_t cap)
 	snprintf(msg, cap, "%s", out);
 }
 
+/*
+ * Listen; with --retry MS, an address in use (the server of a run before,
+ * which answers the long polls it holds before it lets go of its port,
+ * for up to 5 s) is tried again every RETRY_PAUSE_MS for MS ms, unless a
+ * signal of set comes meanwhile.  The last try's code and message.
+ */
+static int
+listen_retry(struct spirt_peersrv **srv, const struct spirt_peersrv_conf *conf,
+    const sigset_t *set, uint64_t retry_ms, char *msg, size_t cap)
+{
+	const struct timespec ts = { 0, RETRY_PAUSE_MS * 1000000L };
+	uint64_t end = spirt_mono_ns() + retry_ms * 1000000u;
+	int rc;
+
+	while ((rc = spirt_peersrv_start(srv, conf, msg, cap)) == EADDRINUSE &&
+	    spirt_mono_ns() < end && sigtimedwait(set, NULL, &ts) < 0 &&
+	    (errno == EAGAIN || errno == EINTR))
+		;
+	return rc;
+}
+
 static int
 serve(void)
 {
@@ -315,7 +343,7 @@ serve(void)
 	struct spirt_cred *cred;
 	struct spirt_remote_conf rconf;
 	const char *store = o.store ? o.store : store_default();
-	uint64_t maxb = SPIRT_REMOTE_MAX_BYTES;
+	uint64_t maxb = SPIRT_REMOTE_MAX_BYTES, retry = 0;
 	char msg[700];
 	sigset_t set;
 	int rc, sig, fd = -1;
@@ -337,6 +365,8 @@ serve(void)
 	    65536) : PER_IP_DEFAULT;
 	conf.rate = o.rate ? eparse_double("--rate", o.rate, 0, 1e9) :
 	    RATE_DEFAULT;
+	if (o.retry != NULL)
+		retry = eparse_u64("--retry", o.retry, 0, 86400000);
 	if (spirt_store_is_url(store))
 		die(SPIRT_EX_USAGE, "%s: serve serves a local store", store);
 	optenv("SPIRT_KEY", o.key);
@@ -372,7 +402,7 @@ serve(void)
 	conf.max_sessions = 1024;
 	conf.idle_s = 600;
 	conf.log = srvlog;
-	if ((rc = spirt_peersrv_start(&srv, &conf, msg, sizeof msg)) != 0)
+	if ((rc = listen_retry(&srv, &conf, &set, retry, msg, sizeof msg)) != 0)
 		die(spirt_exit(rc) == SPIRT_EX_USAGE ? SPIRT_EX_USAGE :
 		    SPIRT_EX_UNAVAILABLE, "%s", msg);
 	info("listening on %s as %s (run %s)", spirt_peersrv_addr(srv),

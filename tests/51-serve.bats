@@ -308,6 +308,43 @@ except e.HTTPError as x: print(x.code, x.read().decode(), end='')"
 	run -69 --separate-stderr timeout 30 spirt-peer serve -k p1.key \
 	    -T p1.tok -g group.pub -l "${URL#http://}"
 	[[ "$stderr" == *"${URL#http://}: cannot listen: Address already in use" ]]
+	# --retry MS: in use for all of MS, the same 69, after MS
+	run -64 spirt-peer serve -k p1.key -T p1.tok -g group.pub --retry x
+	run -64 spirt-peer serve -k p1.key -T p1.tok -g group.pub \
+	    --retry 86400001
+	t0=$(date +%s%N)
+	run -69 --separate-stderr timeout 30 spirt-peer serve -k p1.key \
+	    -T p1.tok -g group.pub -l "${URL#http://}" --retry 1000
+	[ $(($(date +%s%N) - t0)) -ge 1000000000 ]
+	[[ "$stderr" == *"${URL#http://}: cannot listen: Address already in use" ]]
+	# and freed within MS: it listens there
+	mkfifo ready3
+	timeout 60 spirt-peer serve -q -k p1.key -T p1.tok -g group.pub \
+	    -l "${URL#http://}" -F 3 --retry 20000 3>ready3 2>srv3.log &
+	SRV3=$!
+	sleep 0.5
+	kill -0 "$SRV3"
+	stop
+	serve_ready=
+	read -r -t 30 serve_ready <ready3
+	[ "$serve_ready" = "${URL#http://}" ]
+	kill -TERM "$SRV3"
+	wait "$SRV3"
+	# a signal while it tries again: it stops at once, 69
+	rm ready
+	serve
+	timeout 60 spirt-peer serve -q -k p1.key -T p1.tok -g group.pub \
+	    -l "${URL#http://}" --retry 60000 2>srv4.log &
+	SRV3=$!
+	sleep 0.5
+	kill -TERM "$SRV3"
+	rc=0
+	wait "$SRV3" || rc=$?
+	[ "$rc" -eq 69 ]
+	[[ "$(cat srv4.log)" == *"cannot listen: Address already in use" ]]
+	stop
+	rm ready
+	serve
 	# an allowlist instead of tokens: id and run from -i and -r
 	printf 'VERSION=1\nTYPE=spirt-allowlist\nMEMBER=%s peer p1\nMEMBER=%s function f1\nEND\n' \
 	    "$(cat p1.hex)" "$(cat f1.hex)" >allow

@@ -7,8 +7,8 @@
 # without its optimiser state; 75 when it makes no step for --deadline;
 # 74 when the store cannot take them; 64 for a bad command line.  A
 # refusal stores nothing.  -P: the other peer with the newest model, or
-# nothing; --wait for one to answer; --pace, its step a moment later; a
-# malformed peers file 65.  peers:
+# nothing; --wait for one to answer; --pace, its step a moment later;
+# --join, the step to join at; a malformed peers file 65.  peers:
 # the peers file's facts for a driver, as sh assignments; 64, 65, 66.
 
 load helper
@@ -186,6 +186,77 @@ same() {
 	run -66 spirt-peer catch-up -m m -P nofile --peer 0
 }
 
+@test "catch-up -P --join: the step to join at, past --after, on an epoch's (and a round's) first step; their own step when they are still and the round before combined this peer" {
+	spirt-init -q -s p2 -m m -t 12 mlp:4-3-2
+	printf 'p1 %s\np2 %s\n' "$PWD/me" "$PWD/p2" >peers
+	# 12 + 5 up to the epoch's first step; past --after; with --every
+	# 4, a step that is both an epoch's and a round's first (lcm 20)
+	run -0 spirt-peer catch-up -m m -P peers --peer 0 --join 5 --epoch 10
+	[[ "$output" =~ ^"20 12 p2 $PWD/p2 5 12,"[0-9]+$ ]]
+	run -0 spirt-peer catch-up -m m -P peers --peer 0 --join 5 \
+	    --epoch 10 --after 25
+	[[ "$output" =~ ^"30 12 p2 $PWD/p2 5 12,"[0-9]+$ ]]
+	run -0 spirt-peer catch-up -m m -P peers --peer 0 --join 3 \
+	    --epoch 6 --every 4
+	[[ "$output" =~ ^"24 12 p2 $PWD/p2 3 12,"[0-9]+$ ]]
+	# the same step as --seen said, 2 s or more ago: still, --after
+	# passed over; seen just now: not still; a new step: seen anew
+	run -0 spirt-peer catch-up -m m -P peers --peer 0 --join 5 \
+	    --epoch 10 --after 25 --seen 12,0
+	assert_output "20 12 p2 $PWD/p2 5 12,0"
+	ms=$(spirt-peer catch-up -m m -P peers --peer 0 --join 5 --epoch 10)
+	ms=${ms##*,}
+	run -0 spirt-peer catch-up -m m -P peers --peer 0 --join 5 \
+	    --epoch 10 --after 25 --seen "12,$ms"
+	assert_output "30 12 p2 $PWD/p2 5 12,$ms"
+	run -0 spirt-peer catch-up -m m -P peers --peer 0 --join 5 \
+	    --epoch 10 --seen 11,0
+	[[ "$output" =~ ^"20 12 p2 $PWD/p2 5 12,"[0-9]+$ ]]
+	[ "${output##*,}" -ge "$ms" ]
+	# the round before their step combined this peer (p1 used): its
+	# own step, mid-epoch; not with --every, nor for another peer
+	"$PYTHON" -c 'import numpy as np; np.save("r.npy", np.frombuffer(
+	    b"VERSION=1\npeer=p1 used\npeer=p2 self\nEND\n", dtype=np.uint8))'
+	spirt-store -q -s p2 import gagg/11/round r.npy
+	run -0 spirt-peer catch-up -m m -P peers --peer 0 --join 5 \
+	    --epoch 10 --after 25 --seen 12,0
+	assert_output "12 12 p2 $PWD/p2 5 12,0"
+	run -0 spirt-peer catch-up -m m -P peers --peer 0 --join 5 \
+	    --epoch 10 --every 4 --seen 12,0
+	assert_output "20 12 p2 $PWD/p2 5 12,0"
+	printf 'p3 %s\np2 %s\n' "$PWD/me" "$PWD/p2" >peers3
+	run -0 spirt-peer catch-up -m m -P peers3 --peer 0 --join 5 \
+	    --epoch 10 --seen 12,0
+	assert_output "20 12 p2 $PWD/p2 5 12,0"
+	# --join 0: the margin from the pace: still (no step in the pause),
+	# 2 and their step; moving, 2 steps in about 300 ms: 2 x 1100 / 300
+	# + 2, 8 or 9, from their later step
+	run -0 spirt-peer catch-up -m m -P peers --peer 0 --join 0 \
+	    --pace 300 --epoch 10
+	[[ "$output" =~ ^"12 12 p2 $PWD/p2 2 12,"[0-9]+$ ]]
+	( sleep 0.1; spirt-init -q -s p2 -m m -t 14 mlp:4-3-2 ) &
+	run -0 spirt-peer catch-up -m m -P peers --peer 0 --join 0 \
+	    --pace 300 --epoch 10
+	wait
+	[[ "$output" =~ ^"30 14 p2 $PWD/p2 "([0-9]+)" 14,"[0-9]+$ ]]
+	[ "${BASH_REMATCH[1]}" -ge 3 ] && [ "${BASH_REMATCH[1]}" -le 9 ]
+	# no other peer with a model: nothing
+	run -0 spirt-peer catch-up -m none -P peers --peer 0 --join 5 \
+	    --epoch 10
+	assert_output ''
+	run -64 --separate-stderr spirt-peer catch-up -m m -P peers --peer 2 \
+	    --join 5 --epoch 10
+	assert_equal "$stderr" "spirt-peer: --peer 2: peers has 2 peers (0 to 1)"
+	# a step past what the sums take, named by a peer's store: 65
+	spirt-init -q -s big -m m -t 4611686018427387905 mlp:4-3-2
+	printf 'p1 %s\np2 %s\n' "$PWD/me" "$PWD/big" >peersbig
+	run -65 --separate-stderr spirt-peer catch-up -m m -P peersbig \
+	    --peer 0 --join 5 --epoch 10
+	assert_equal "$stderr" "spirt-peer: catch-up: p2: model step 4611686018427387905 is out of range"
+	run -0 spirt-peer catch-up -m m -P peersbig --peer 0
+	assert_output "4611686018427387905 p2 $PWD/big"
+}
+
 @test "catch-up: usage: no step, no model, a bad id, one operand: 64" {
 	run -64 spirt-peer catch-up -s me -m m p1 src
 	run -64 spirt-peer catch-up -s me -t 3 p1 src
@@ -201,6 +272,20 @@ same() {
 	run -64 spirt-peer catch-up -m m --pace 100 -t 3 p1 src
 	run -64 spirt-peer catch-up -m m -P peers --peer 0 --pace 0
 	run -64 spirt-peer catch-up -m m -P peers --peer 0 --last
+	# (--join needs --epoch, and --pace for a margin of 0; --epoch,
+	# --after, --seen go with it, and with -P so does --every)
+	run -64 spirt-peer catch-up -m m -P peers --peer 0 --join 5
+	run -64 spirt-peer catch-up -m m -P peers --peer 0 --join 0 --epoch 9
+	run -64 spirt-peer catch-up -m m -P peers --peer 0 --join x --epoch 9
+	run -64 spirt-peer catch-up -m m -P peers --peer 0 --epoch 9
+	run -64 spirt-peer catch-up -m m -P peers --peer 0 --after 3
+	run -64 spirt-peer catch-up -m m -P peers --peer 0 --seen 3,4
+	run -64 spirt-peer catch-up -m m -P peers --peer 0 --every 4
+	run -64 spirt-peer catch-up -m m -P peers --peer 0 --join 5 \
+	    --epoch 9 --seen 3
+	run -64 spirt-peer catch-up -m m -P peers --peer 0 --join 5 \
+	    --epoch 9 --after -2
+	run -64 spirt-peer catch-up -s me -m m -t 3 --join 5 --epoch 9 p1 src
 }
 
 @test "peers: line I of the peers file and the others, as sh assignments; spirt-train relays its refusals" {

@@ -32,8 +32,13 @@
 #define PAST_EVERY 10           /* asks between two looks at its beats */
 #define ASK_TIMEOUT "10s"       /* -P: a peer's deadline to answer */
 #define ASK_AGAIN_MS 1000       /* -P --wait: between two rounds of asks */
+#define STILL_MS 2000           /* --join: the same step this long: still */
+#define MARGIN_MAX (1ull << 40) /* --join's margin, --epoch */
+#define STEP_MAX (1ull << 62)   /* --join: a step the sums take */
+#define PACE_STEPS (1 << 20)    /* --join 0: steps counted in a pause */
 
-enum { DEADLINE = 256, EVERY, LAST, PACE, PEER, WAIT };
+enum { AFTER = 256, DEADLINE, EPOCH, EVERY, JOIN, LAST, PACE, PEER, SEEN,
+    WAIT };
 
 const struct opt catchup_opts[] = {
 	{ 0, NULL, "catch-up", "fetch model@T and its state from peer ID "
@@ -43,11 +48,17 @@ const struct opt catchup_opts[] = {
 	{ 's', "store", "PATH", NULL },
 	{ 'P', "peers", "FILE", "say which other peer is the most advanced" },
 	{ 't', "step", "T", "the step this peer joins at" },
+	{ AFTER, "after", "J", "--join: the step named last time" },
 	{ DEADLINE, "deadline", "MS", "longest the source may make no step" },
+	{ EPOCH, "epoch", "S", "--join: the steps of an epoch" },
 	{ EVERY, "every", "H", "the source's rounds are H steps" },
+	{ JOIN, "join", "MARGIN", "-P: and the step to join at, MARGIN "
+	    "ahead (0: by --pace)" },
 	{ LAST, "last", NULL, "T is the run's last step: no round follows" },
 	{ PACE, "pace", "MS", "-P: and that peer's step MS later" },
 	{ PEER, "peer", "I", "-P: this peer is line I of FILE" },
+	{ SEEN, "seen", "STEP,MS", "--join: the newest step last time, and "
+	    "when" },
 	{ WAIT, "wait", NULL, "-P: until one answers, up to --deadline" },
 	{ 'h', "help", NULL, NULL },
 	{ 0 }
@@ -66,6 +77,12 @@ struct catchup {
 	int last;                       /* --last: no round after step */
 	uint64_t pace;                  /* --pace ms; 0: none */
 	uint64_t step, every;
+	int everygiven;                 /* --every: the run has rounds */
+	int join;                       /* --join */
+	uint64_t margin, epoch;         /* --join, --epoch */
+	int64_t after;                  /* --after; -1: none */
+	int seen;                       /* --seen STEP,MS given */
+	uint64_t seenstep, seenms;
 	uint64_t deadline_ns;
 	unsigned char host[SPIRT_BEAT_BOOT];
 	int hashost;
@@ -230,6 +247,21 @@ wait_source(struct spirt_store *self, struct spirt_store **src,
 	}
 }
 
+/* --seen STEP,MS */
+static void
+seen(struct catchup *c, const char *arg)
+{
+	char buf[64], *comma;
+
+	if (strlen(arg) >= sizeof buf || !(comma = strchr(strcpy(buf, arg),
+	    ',')))
+		die(SPIRT_EX_USAGE, "--seen %s: not STEP,MS", arg);
+	*comma = '\0';
+	c->seenstep = eparse_u64("--seen", buf, 0, STEP_MAX);
+	c->seenms = eparse_u64("--seen", comma + 1, 0, STEP_MAX);
+	c->seen = 1;
+}
+
 static void
 options(const struct optset *cli, int argc, char **argv, struct catchup *c,
     const char **store)
@@ -248,7 +280,14 @@ options(const struct optset *cli, int argc, char **argv, struct catchup *c,
 		case DEADLINE: c->deadline_ns = 1000000 * eparse_u64(
 			    "--deadline", optarg, 1, 86400000); break;
 		case EVERY: c->every = eparse_u64("--every", optarg, 1,
-			    1000000); break;
+			    1000000); c->everygiven = 1; break;
+		case AFTER: c->after = eparse_i64("--after", optarg, -1,
+			    STEP_MAX); break;
+		case EPOCH: c->epoch = eparse_u64("--epoch", optarg, 1,
+			    MARGIN_MAX); break;
+		case JOIN: c->margin = eparse_u64("--join", optarg, 0,
+			    MARGIN_MAX); c->join = 1; break;
+		case SEEN: seen(c, optarg); break;
 		case PEER: c->peer = eparse_i64("--peer", optarg, 0,
 			    1 << 20); break;
 		case PACE: c->pace = eparse_u64("--pace", optarg, 1,
@@ -259,7 +298,12 @@ options(const struct optset *cli, int argc, char **argv, struct catchup *c,
 		}
 	if (c->peers ? argc != optind || havestep || c->peer < 0 || c->last :
 	    argc - optind != 2 || !havestep || c->peer >= 0 || c->wait ||
-	    c->pace)
+	    c->pace || c->join)
+		opt_usage(cli, SPIRT_EX_USAGE);
+	/* (--join names a step: the epoch's; --join 0 measures the pace) */
+	if (c->join ? !c->epoch || (c->margin == 0 && !c->pace) :
+	    c->epoch || c->after >= 0 || c->seen || (c->peers &&
+	    c->everygiven))
 		opt_usage(cli, SPIRT_EX_USAGE);
 	if (!c->peers) {
 		c->id = argv[optind];
@@ -320,60 +364,193 @@ newest_at(const char *loc, const char *model, uint64_t *step)
 	return rc;
 }
 
+/* what -P found: the newest model step (SPIRT_NOSTEP: none) and its
+ * line; with --pace that peer's step later and the ms to it */
+struct found {
+	uint64_t step, later, ms;
+	size_t i;
+};
+
 /*
- * -P: "STEP ID LOCATION" of the other peer of the peers file whose store
- * has the newest model step (the first in the file of those as far), or
- * nothing if none has a model.  --wait: while none answers, ask again
- * every second, up to --deadline.  --pace MS: then that peer's newest
- * step MS later (the same if it does not answer) and the ms from before
- * the pause to its answer, two more fields: how fast the others go.
+ * -P: the other peer of the peers file whose store has the newest model
+ * step (the first in the file of those as far).  --wait: while none
+ * answers, ask again every second, up to --deadline.  --pace MS: then
+ * that peer's newest step MS later (the same if it does not answer) and
+ * the ms from before the pause to its answer: how fast the others go.
  */
-static int
-where(struct catchup *c)
+static void
+newest(const struct catchup *c, const struct peerline *pl, size_t n,
+    struct found *f)
 {
-	struct spirt_store_conf conf = *spirt_store_getconf();
-	struct peerline *pl;
-	uint64_t end = spirt_mono_ns() + c->deadline_ns, best, step;
-	size_t n, b = 0;
+	uint64_t end = spirt_mono_ns() + c->deadline_ns, step, t0;
 	int answered;
 
-	/* (a peer that does not answer in 10 s is passed over) */
-	conf.timeout = ASK_TIMEOUT;
-	spirt_store_setconf(&conf);
-	peers_read("--peers", c->peers, &pl, &n);
+	f->i = 0;
 	for (;;) {
 		answered = 0;
-		best = SPIRT_NOSTEP;
+		f->step = SPIRT_NOSTEP;
 		for (size_t i = 0; i < n; i++) {
 			/* (this peer's own line is not asked) */
 			if ((int64_t)i == c->peer ||
 			    newest_at(pl[i].loc, c->model, &step) != 0)
 				continue;
 			answered = 1;
-			if (step != SPIRT_NOSTEP && (best == SPIRT_NOSTEP ||
-			    step > best)) {
-				best = step;
-				b = i;
+			if (step != SPIRT_NOSTEP && (f->step == SPIRT_NOSTEP ||
+			    step > f->step)) {
+				f->step = step;
+				f->i = i;
 			}
 		}
 		if (answered || !c->wait || spirt_mono_ns() >= end)
 			break;
 		pause_ms(ASK_AGAIN_MS);
 	}
-	if (best != SPIRT_NOSTEP && c->pace) {
-		uint64_t t0 = spirt_mono_ns(), later;
+	f->later = f->step;
+	f->ms = 0;
+	if (f->step == SPIRT_NOSTEP || !c->pace)
+		return;
+	t0 = spirt_mono_ns();
+	pause_ms((long)c->pace);
+	if (newest_at(pl[f->i].loc, c->model, &f->later) != 0 ||
+	    f->later == SPIRT_NOSTEP)
+		f->later = f->step;
+	f->ms = (spirt_mono_ns() - t0) / 1000000;
+}
 
-		pause_ms((long)c->pace);
-		if (newest_at(pl[b].loc, c->model, &later) != 0 ||
-		    later == SPIRT_NOSTEP)
-			later = best;
-		printf("%llu %s %s %llu %llu\n", (unsigned long long)best,
-		    pl[b].id, pl[b].loc, (unsigned long long)later,
-		    (unsigned long long)((spirt_mono_ns() - t0) / 1000000));
-	} else if (best != SPIRT_NOSTEP) {
-		printf("%llu %s %s\n", (unsigned long long)best, pl[b].id,
-		    pl[b].loc);
+/* 1 if the record gagg/<step>/round of the store at loc has the line
+ * "peer=<id> used": that round combined peer id's aggregate */
+static int
+combined(const char *loc, uint64_t step, const char *id)
+{
+	char key[SPIRT_KEY_MAX + 1], line[SPIRT_KEY_ID_MAX + 16];
+	struct spirt_store *s;
+	struct spirt_txn *t;
+	const char *p, *e, *nl;
+	const void *v;
+	size_t n, len;
+	int yes = 0;
+
+	snprintf(key, sizeof key, "gagg/%llu/round", (unsigned long long)step);
+	len = (size_t)snprintf(line, sizeof line, "peer=%s used", id);
+	if (spirt_store_open(&s, loc, SPIRT_STORE_RDONLY) != 0)
+		return 0;
+	if (spirt_txn_begin(&t, s, SPIRT_TXN_RDONLY) == 0) {
+		if (spirt_store_get(t, key, &v, &n) == 0)
+			for (p = v, e = p + n; p < e && !yes; p = nl + 1) {
+				if (!(nl = memchr(p, '\n', (size_t)(e - p))))
+					nl = e;
+				yes = (size_t)(nl - p) == len &&
+				    memcmp(p, line, len) == 0;
+			}
+		spirt_txn_abort(t);
 	}
+	spirt_store_close(s);
+	return yes;
+}
+
+/*
+ * --join: the step J this peer joins at, from what -P found (f), for
+ * spirt-train's rejoin (spirt-peer(1), catch-up --join).  J is the
+ * newest step plus the margin, past --after, rounded up to the epoch's
+ * first step (and a round's with --every, lcm of the two); the first
+ * margin (0) is the steps the others make in two beats (--pace) and
+ * half a second.  When the others make no step (in the pace's pause, or
+ * at the same step as --seen STEP,MS said STILL_MS or more ago) they may
+ * wait for this peer, a member of the last round a minority cannot go on
+ * without: without --every it joins at their step, mid-epoch, if the
+ * round before it combined this peer (its share of the data is still
+ * its own there: no peer reassigned it), else at the next epoch's first
+ * step.  (Rounded up to the epoch's first step, it would wait for them
+ * there while they wait for it at theirs: each launch of theirs would
+ * end 75, a minority alive, and the run would never end.)
+ * "J STEP ID LOCATION MARGIN SEEN", SEEN the --seen for the next ask.
+ */
+static void
+join(struct catchup *c, const struct peerline *pl, const struct found *f)
+{
+	int64_t best = (int64_t)f->step, margin = (int64_t)c->margin, j, jr;
+	int64_t a = (int64_t)c->epoch, b = c->everygiven ?
+	    (int64_t)c->every : 0, r;
+	uint64_t now = spirt_mono_ns() / 1000000;
+	int still = 0;
+
+	/* (a peer's store names the steps: none past what the sums take) */
+	if (f->step > STEP_MAX || f->later > STEP_MAX)
+		die(SPIRT_EX_DATAERR, "catch-up: %s: model step %llu is out "
+		    "of range", pl[f->i].id, (unsigned long long)(f->step >
+		    STEP_MAX ? f->step : f->later));
+	if (margin == 0) {
+		int64_t d = (int64_t)f->later - best;
+
+		d = d > PACE_STEPS ? PACE_STEPS : d < -PACE_STEPS ?
+		    -PACE_STEPS : d;
+		margin = d * (2 * (int64_t)c->pace + 500) /
+		    ((int64_t)f->ms + 1) + 2;
+		still = f->later == f->step;
+		best = (int64_t)f->later;
+	}
+	j = best + margin;
+	if (c->seen && (uint64_t)best == c->seenstep &&
+	    now >= c->seenms + STILL_MS)
+		still = 1;
+	if (!c->seen || (uint64_t)best != c->seenstep) {
+		c->seenstep = (uint64_t)best;
+		c->seenms = now;
+	}
+	if (still && !c->everygiven)
+		j = best;
+	if (j <= c->after && !still)
+		j = c->after + 1;
+	/* (jr: the epoch's steps, or their lcm with the rounds') */
+	jr = a;
+	if (b) {
+		while (b > 0) {
+			r = a % b;
+			a = b;
+			b = r;
+		}
+		jr = (int64_t)c->epoch / a * (int64_t)c->every;
+	}
+	if (!(still && !c->everygiven && best > 0 &&
+	    combined(pl[f->i].loc, (uint64_t)best - 1, pl[c->peer].id)))
+		j = (j + jr - 1) / jr * jr;
+	printf("%lld %lld %s %s %lld %llu,%llu\n", (long long)j,
+	    (long long)best, pl[f->i].id, pl[f->i].loc, (long long)margin,
+	    (unsigned long long)c->seenstep, (unsigned long long)c->seenms);
+}
+
+/*
+ * -P: "STEP ID LOCATION" of the newest (newest()), with --pace two more
+ * fields, "LATER ELAPSED"; with --join the step to join at (join());
+ * nothing if no other peer that answers has a model.
+ */
+static int
+where(struct catchup *c)
+{
+	struct spirt_store_conf conf = *spirt_store_getconf();
+	struct peerline *pl;
+	struct found f;
+	size_t n;
+
+	/* (a peer that does not answer in 10 s is passed over) */
+	conf.timeout = ASK_TIMEOUT;
+	spirt_store_setconf(&conf);
+	peers_read("--peers", c->peers, &pl, &n);
+	if (c->join && (size_t)c->peer >= n)
+		die(SPIRT_EX_USAGE, "--peer %lld: %s has %zu peers (0 to "
+		    "%zu)", (long long)c->peer, c->peers, n, n ? n - 1 : 0);
+	newest(c, pl, n, &f);
+	if (f.step == SPIRT_NOSTEP)
+		;
+	else if (c->join)
+		join(c, pl, &f);
+	else if (c->pace)
+		printf("%llu %s %s %llu %llu\n", (unsigned long long)f.step,
+		    pl[f.i].id, pl[f.i].loc, (unsigned long long)f.later,
+		    (unsigned long long)f.ms);
+	else
+		printf("%llu %s %s\n", (unsigned long long)f.step, pl[f.i].id,
+		    pl[f.i].loc);
 	free(pl);
 	return SPIRT_EX_OK;
 }
@@ -389,6 +566,7 @@ catchup_main(const struct optset *cli, int argc, char **argv)
 
 	c.every = 1;
 	c.peer = -1;
+	c.after = -1;
 	c.deadline_ns = 1000000ull * DEADLINE_DEFAULT;
 	options(cli, argc, argv, &c, &store);
 	if ((rc = spirt_crypto_init()) != 0)

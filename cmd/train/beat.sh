@@ -11,8 +11,6 @@
 beats_start() {
 	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
 	# (the other lines' URLs, $others, from spirt-peer peers)
-	[ "$verbose" -eq 0 ] ||
-	    printf '+ spirt-beat -B %s -m %s beat %s %s\n' "$beat" "$model" "$self" "$(echo $others)" >&2
 	if [ "$joining" -eq 0 ]; then
 		beater -m "$model"
 	else
@@ -31,52 +29,22 @@ beater() {
 	printf 'kill b\nstart b spirt-beat -q -B %s %s beat %s %s\nguard b\n' \
 	    "$beat" "$*" "$self" "$(echo $others)" >&3
 }
-# join_prepare: before each step while joining: name the step J this peer
-# joins at, beat it, and fetch model@J (join_fetch); $t is then J.  The
-# first margin is the steps the others make in two beats and half a
-# second, the time they take to see the announcement, from their pace
-# over one beat (catch-up --pace); with --every H, J is a round's first
-# step
+# join_prepare: before each step while joining: name the step J this
+# peer joins at (spirt-peer catch-up --join: a margin ahead of the most
+# advanced peer, measured over a beat at first, past the step named
+# before; an epoch's first step, or theirs when they wait for it), beat
+# it, and fetch model@J (join_fetch); $t is then J
 join_prepare() {
 	[ "$joining" -eq 1 ] || return 0
 	while :; do
-		_p=
-		[ "$jmargin" -ne 0 ] || _p=$beat
-		peers_newest $_p
+		_o="--join $jmargin --after $jlast --epoch $spe"
+		[ "$jmargin" -ne 0 ] || _o="$_o --pace $beat"
+		[ "$xh" -eq 0 ] || _o="$_o --every $xh"
+		peers_newest $_o ${jseen:+--seen "$jseen"}
+		read -r j best srcid src jmargin jseen <<EOF
+$_n
+EOF
 		[ -n "$best" ] || die 75 "joining: no other peer answers with a model; rerun to retry"
-		still=0
-		if [ "$jmargin" -eq 0 ]; then
-			jmargin=$(( (b1 - best) * (2 * beat + 500) /
-			    (dt + 1) + 2 ))
-			[ "$b1" -ne "$best" ] || still=1
-			best=$b1
-		fi
-		j=$((best + jmargin))
-		# (the others made no step in a beat: they may wait for this
-		# peer, a member of the last round that a minority cannot go
-		# on without; it joins at the step they are at)
-		# (also when they made none since the last attempt, 2 s or
-		# more before)
-		[ "$best" != "${jprev:-}" ] ||
-		    [ $(($(now) - jprevt)) -lt 2000 ] || still=1
-		[ "$best" = "${jprev:-}" ] || jprev=$best jprevt=$(now)
-		[ "$still" -eq 0 ] || [ "$xh" -ne 0 ] || j=$best
-		[ "$j" -gt "$jlast" ] || [ "$still" -eq 1 ] || j=$((jlast + 1))
-		# (if they wait at step $best and the round before it combined
-		# this peer, its share of the data there is still its own: no
-		# peer reassigned it, the share following the rounds' member
-		# sets; it joins at that step, mid-epoch.  Rounded up to the
-		# epoch's first step, it would wait for them there while they
-		# wait for it here: each launch of theirs would end 75, 'a
-		# minority alive', and the run would never end)
-		if [ "$still" -eq 1 ] && [ "$xh" -eq 0 ] && [ "$best" -gt 0 ] &&
-		    SPIRT_TIMEOUT=10s spirt-store -s "$src" get \
-		    "gagg/$((best - 1))/round" 2>/dev/null |
-		    tr -c '[:print:]\n' ' ' | grep -q "^peer=$self used\$"; then
-			j=$best
-		else
-			j=$(( (j + jr - 1) / jr * jr ))
-		fi
 		if [ "$j" -ge "$stop" ]; then
 			# the run ends before: its last model, once it is there
 			jlast=$stop

@@ -7,41 +7,33 @@
 # spirt-run's child ----
 # serve_start NAME LISTEN [STORE]: spirt-peer serve of STORE (default
 # SPIRT_STORE's) on LISTEN, spirt-run's child NAME, guarded once it says
-# it listens: its address, its one line (-F 1), within --deadline on
-# spirt-run's clock (spirt-run -r).  One that neither says it listens
-# nor exits (a store it waits for, a stopped process) is killed, and the
-# run stops with 75.  One that cannot listen is started again for
-# --deadline, at least 10 s: the same command run again at once, the
-# server of the run before, whose driver was killed, may hold the port a
-# moment yet (it answers the long polls it holds before it lets go of
-# it, for up to 5 s; chaos saw a --deadline of 5 s run out, 69)
+# it listens (-F 1).  A port in use it tries again for --deadline, at
+# least 10 s (--retry: the server of a run before may hold it for up to
+# 5 s; chaos saw a --deadline of 5 s run out); one still silent
+# --deadline after that is killed (75)
 serve_start() {
 	_sd=$deadline
 	[ "$_sd" -ge 10000 ] || _sd=10000
-	send=$(($(now) + _sd))
+	[ "$verbose" -eq 0 ] ||
+	    printf '+ spirt-peer serve -s %s -l %s --retry %s\n' "${3:-$store}" "$2" "$_sd" >&2
+	echo "start $1 spirt-peer serve ${3:+-s $3 }-l $2 -F 1 --retry $_sd" >&3
+	_sd=$((_sd + deadline))
+	_e=$(($(now) + _sd))
 	while :; do
-		[ "$verbose" -eq 0 ] ||
-		    printf '+ spirt-peer serve -s %s -l %s\n' "${3:-$store}" "$2" >&2
-		echo "start $1 spirt-peer serve ${3:+-s $3 }-l $2 -F 1" >&3
-		_e=$(($(now) + deadline))
-		while :; do
-			rc=0
-			ack=$(SPIRT_PARENT=$$ spirt-run -r -u "$_e" <&9) || rc=$?
-			case $rc:$ack in
-			"0:answer $1 "*)
-				echo "guard $1" >&3
-				srvs="$srvs$1 "
-				return 0 ;;
-			"0:died $1 "*) break ;;
-			0:*) aside "--peers $peers: spirt-peer serve" ;;
-			75:*)
-				echo "kill $1" >&3
-				die 75 "--peers $peers: spirt-peer serve did not say it listens on $2 within $deadline ms (--deadline)" ;;
-			*) die 70 "spirt-run went away" ;;
-			esac
-		done
-		! spent "$send" || die 69 "--peers $peers: cannot serve ${3:-$store} on $2"
-		pause 200
+		rc=0
+		ack=$(SPIRT_PARENT=$$ spirt-run -r -u "$_e" <&9) || rc=$?
+		case $rc:$ack in
+		"0:answer $1 "*)
+			echo "guard $1" >&3
+			srvs="$srvs$1 "
+			return 0 ;;
+		"0:died $1 "*) die 69 "--peers $peers: cannot serve ${3:-$store} on $2" ;;
+		0:*) aside "--peers $peers: spirt-peer serve" ;;
+		75:*)
+			echo "kill $1" >&3
+			die 75 "--peers $peers: spirt-peer serve did not say it listens on $2 within $_sd ms (--deadline and the port's retries)" ;;
+		*) die 70 "spirt-run went away" ;;
+		esac
 	done
 }
 

@@ -2,57 +2,39 @@
 # (--beat). mk/train.mk puts cmd/spirt-train.sh and the parts, in its order,
 # into one script
 # ---- rejoin (--beat): a peer behind the others (restarted after it died,
-# or cut off by a partition) joins them at a step it names: it beats
-# "catchup, joins at step J" to every peer, J a few steps ahead of the
-# most advanced one; fetches model@J and its optimiser state from that
-# peer as soon as they are there; and takes step J with the others, who
-# leave it out before J and wait for it at J as for a live member (up to
-# the straggler deadline).  Its model is checked against the others'
-# signed digests in that round; once the round's record names it a
-# member, it beats as live.  A join that misses (the others saw the
-# announcement too late, or went past J before this peer could take
-# it, or its exchange failed) is tried again further ahead, the margin
-# doubled, up to the run's end (then it fetches the last model).  J is
-# an epoch's first step (and a round's, with --every): there the share of
-# the data is every peer's own again (back), so the rejoiner gets its
-# data back as it joins, and trains nothing before.  But when the others
-# wait for it (they made no step in a beat) and the round before their
-# step combined it, it joins at their step: its share is still its own
-# there. ----
-joining=0 jmargin=0 jlast=-1 best= src= srcid= lastx=
-# jr: the steps J is a multiple of: the epoch's, and --every's rounds
-# (xu steps each)
-jr=$spe xu=1
+# or cut off by a partition) joins them at a step J it names
+# (spirt-peer catch-up --join): it beats "catchup, joins at step J" to
+# every peer, fetches model@J and its state from the most advanced peer,
+# and takes step J with the others, who wait for it there.  Once that
+# round's record names it a member (its model checked against the
+# others' digests), it beats as live; a join that misses is tried again
+# further ahead, the margin doubled, up to the run's end (then it fetches
+# the last model) ----
+joining=0 jmargin=0 jlast=-1 jseen= best= src= srcid= lastx=
+# (xu: the steps of the source's rounds, --every's)
+xu=1
 [ "$xh" -eq 0 ] || xu=$xh
-if [ "$xh" -gt 0 ]; then
-	_a=$spe _b=$xh
-	while [ "$_b" -gt 0 ]; do _c=$((_a % _b)) _a=$_b _b=$_c; done
-	jr=$((spe / _a * xh))
-fi
-# peers_newest [MS]: $best, $src, $srcid: the newest model step among
-# the other peers that answer, and that peer (spirt-peer catch-up -P; a
-# restarted peer asks until one of them answers, at most --deadline: a
-# link that just came back may take a moment); with MS also $b1, that
-# peer's step MS later, and $dt, the ms from the first ask to that
-# (--pace)
+# peers_newest [OPTIONS...]: $_n, spirt-peer catch-up -P's line: the
+# other peer with the newest model (a restarted peer asks until one
+# answers, at most --deadline: a link just back may take a moment)
 peers_newest() {
 	_w=
 	[ "$last" -eq 0 ] || _w=--wait
 	rc=0
 	_n=$(SPIRT_PARENT=$$ spirt-peer catch-up -m "$model" \
-	    --deadline "$deadline" $_w \
-	    ${1:+--pace "$1"} -P "$peers" --peer "$peer" 2>&1) || rc=$?
+	    --deadline "$deadline" $_w "$@" -P "$peers" --peer "$peer" 2>&1) ||
+	    rc=$?
 	[ "$rc" -lt 126 ] || rc=70
 	[ "$rc" -eq 0 ] || die "$rc" "joining: $(first "$_n" spirt-peer)"
-	read -r best srcid src b1 dt <<EOF
-$_n
-EOF
 }
 # behind: at the start, with --beat, this peer joins the others if one
 # of them is further on than it is
 behind() {
 	[ "$beat" -gt 0 ] && [ -n "$peers" ] || return 0
 	peers_newest
+	read -r best srcid src <<EOF
+$_n
+EOF
 	[ -n "$best" ] && [ "$best" -gt "$last" ] || return 0
 	joining=1
 }
