@@ -480,6 +480,24 @@ xpeers(struct spirt_exchange *x, const char *path, struct spirt_xnet *http,
 		    "(whom to trust: %s names peers' URLs)", path);
 }
 
+/* the test hook SPIRT_XSTOP=PHASE[@STEP]: this peer stops (SIGSTOP) as
+ * the phase of its partitioned round begins (of step STEP only, if
+ * named), an owner stopped mid-round (spirt-peer(1)) */
+static void
+xstop(const struct spirt_exchange *x, const char *name)
+{
+	const char *v = getenv("SPIRT_XSTOP"), *at;
+	size_t n;
+
+	if (v == NULL || *v == '\0')
+		return;
+	n = (at = strchr(v, '@')) ? (size_t)(at - v) : strlen(v);
+	if (strlen(name) != n || strncmp(v, name, n) != 0 ||
+	    (at && strtoull(at + 1, NULL, 10) != x->step))
+		return;
+	raise(SIGSTOP);
+}
+
 /*
  * What a round says: each peer left out and why (a warning), a proof of
  * equivocation (on out), the round's failure.  Returns its exit code.
@@ -490,6 +508,10 @@ xreport(struct spirt_exchange *x, int rc, FILE *out)
 	for (size_t i = 0; i < x->n; i++) {
 		struct spirt_xpeer *p = &x->peers[i];
 
+		/* (the partitioned exchange: a part covered for its owner) */
+		if (x->parts && p->state == SPIRT_XP_USED && p->why[0])
+			warning("step %llu: peer %s: %s",
+			    (unsigned long long)x->step, p->id, p->why);
 		if (p->state == SPIRT_XP_NONE || p->state == SPIRT_XP_USED)
 			continue;
 		warning("step %llu: peer %s left out: %s: %s",
@@ -678,6 +700,8 @@ xmain(int argc, char **argv)
 	x.drop = getenv("SPIRT_XDROP");
 	/* (and one: this peer signs a wrong combination of its part) */
 	x.lie = (lie = getenv("SPIRT_XLIE")) != NULL && *lie;
+	/* (and one: this peer stops itself at a phase of its round) */
+	x.phase = xstop;
 	/* default quorum: more than half of the members, self included */
 	x.min_peers = minp ? eparse_u64("--min-peers", minp, 1, x.n + 1) :
 	    x.parts ? x.n + 1 : (x.n + 1) / 2 + 1;

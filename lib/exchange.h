@@ -113,6 +113,11 @@ struct spirt_exchange {
 	/* optional, for tests: this peer, as a part's owner, signs a wrong
 	 * combination (its first float plus 1): a lying owner */
 	int lie;
+	/* optional: called as each phase of a partitioned round begins
+	 * ("inputs", "combine", "parts", "check", "assemble"), with the
+	 * name of the phase (the tool's test hook SPIRT_XSTOP stops there,
+	 * as an owner stopped mid-round) */
+	void (*phase)(const struct spirt_exchange *x, const char *name);
 	/* optional: non-zero once the round must stop (a warm exchange's
 	 * SIGTERM): pulls end, and the round returns EINTR, writing nothing
 	 * after the pulls under way */

@@ -24,6 +24,21 @@
 
 /* ---- the record ---- */
 
+/* the entry that names the signer: the index, or for a cover the member
+ * after it (kind 3: index is the part covered, its owner's position) */
+static size_t
+signer_at(int kind, size_t index, size_t parts)
+{
+	return kind == SPIRT_XPART_COVER ? (index + 1) % parts : index;
+}
+
+static int
+kind_ok(int kind, size_t parts)
+{
+	return kind == SPIRT_XPART_INPUTS || kind == SPIRT_XPART_RESULT ||
+	    (kind == SPIRT_XPART_COVER && parts >= 2);
+}
+
 void
 spirt_xpart_span(uint64_t n, size_t parts, size_t k, uint64_t *off,
     uint64_t *len)
@@ -83,10 +98,11 @@ spirt_xpart_rec_sign(unsigned char *out, size_t cap, size_t *len,
 	size_t need, off;
 
 	*len = 0;
-	if ((r->kind != SPIRT_XPART_INPUTS && r->kind != SPIRT_XPART_RESULT) ||
-	    !spirt_id_valid(r->run) || !spirt_id_valid(r->id) ||
+	if (!spirt_id_valid(r->run) || !spirt_id_valid(r->id) ||
 	    r->parts == 0 || r->parts > SPIRT_XPART_MAXPARTS ||
-	    r->index >= r->parts || strcmp(r->e[r->index].id, r->id) != 0)
+	    !kind_ok(r->kind, r->parts) || r->index >= r->parts ||
+	    strcmp(r->e[signer_at(r->kind, r->index, r->parts)].id,
+	    r->id) != 0)
 		return SPIRT_EINVAL;
 	for (size_t i = 0; i < r->parts; i++)
 		if (!spirt_id_valid(r->e[i].id) ||
@@ -117,9 +133,9 @@ spirt_xpart_rec_open(struct spirt_xpart_rec *r, const unsigned char *b,
 		return SPIRT_EVERSION;
 	tl = spirt_le_get16(b + 6);
 	parts = spirt_le_get32(b + 16);
-	if ((b[5] != SPIRT_XPART_INPUTS && b[5] != SPIRT_XPART_RESULT) ||
-	    (tl != 0 && tl != SPIRT_TOKEN_BYTES) || parts == 0 ||
-	    parts > SPIRT_XPART_MAXPARTS || spirt_le_get32(b + 20) >= parts)
+	if ((tl != 0 && tl != SPIRT_TOKEN_BYTES) || parts == 0 ||
+	    parts > SPIRT_XPART_MAXPARTS || !kind_ok(b[5], parts) ||
+	    spirt_le_get32(b + 20) >= parts)
 		return SPIRT_EDATA;
 	need = spirt_xpart_rec_size(parts, tl != 0);
 	if (len < need)
@@ -156,7 +172,7 @@ spirt_xpart_rec_open(struct spirt_xpart_rec *r, const unsigned char *b,
 			return SPIRT_EDATA;
 		memcpy(e->hash, b + off + 32, SPIRT_HASH_BYTES);
 	}
-	if (strcmp(r->e[r->index].id, r->id) != 0)
+	if (strcmp(r->e[signer_at(r->kind, r->index, parts)].id, r->id) != 0)
 		return SPIRT_EDATA;
 	memcpy(r->sig, b + off, SPIRT_SIG_BYTES);
 	return 0;
@@ -198,6 +214,14 @@ struct xr {
 	size_t *slicelen;
 	unsigned char **part;           /* P: part i (owned) */
 	size_t *partlen;
+	/* covers: the member before this one in the ring (pr), its own
+	 * slice (pulled in step 2, in case this member covers it) and its
+	 * result record as it came; late[i], member i's result or part did
+	 * not come before the deadline (then its part is the cover's) */
+	size_t pr;
+	unsigned char *pred, *predrec;
+	size_t predlen, predreclen;
+	int *late;
 	/* the transactions' own */
 	unsigned char *buf;
 	size_t buflen;
@@ -248,6 +272,40 @@ key_resrec(char *buf, size_t cap, uint64_t step, const char *id)
 {
 	(void)id;
 	return spirt_key_xpart(buf, cap, step, 1);
+}
+
+/* this member's cover of the member before it in the ring (docs/
+ * protocol.md): xpart/<t>/cover, the part; xpart/<t>/cover/signed, its
+ * record (the owner's result record relayed, or this member's cover
+ * record); xpart/<t>/cover/slice, the owner's own slice of it */
+static int
+key_cover(char *buf, size_t cap, uint64_t step, const char *id)
+{
+	int n = snprintf(buf, cap, "xpart/%llu/cover%s", ULL(step),
+	    id ? id : "");
+
+	return n < 0 || (size_t)n >= cap ? SPIRT_EINVAL : 0;
+}
+
+static int
+key_coverpart(char *buf, size_t cap, uint64_t step, const char *id)
+{
+	(void)id;
+	return key_cover(buf, cap, step, NULL);
+}
+
+static int
+key_coverrec(char *buf, size_t cap, uint64_t step, const char *id)
+{
+	(void)id;
+	return key_cover(buf, cap, step, "/signed");
+}
+
+static int
+key_coverslice(char *buf, size_t cap, uint64_t step, const char *id)
+{
+	(void)id;
+	return key_cover(buf, cap, step, "/slice");
 }
 
 /* a slice or a part: an f32 record of len floats for step t, checksum
@@ -402,40 +460,44 @@ cut_txn(struct spirt_txn *t, void *arg)
 	return put_rec(r, t, key, rec);
 }
 
-/* pull key from every other member into u; one that did not come fails
- * the round (no member is left out: each owns a part) */
+/* pull key from the other members whose position is in want (NULL:
+ * every one) into u; one that did not come fails the round (no member is
+ * left out: each owns a part), unless late is not NULL: then late[i] is
+ * set for member i, its state late, and the round goes on */
 static int
-pull(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
-    const char *id, const char *what)
+pull_some(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
+    const char *id, const char *what, const int *want, int *late)
 {
 	struct spirt_exchange *x = r->x;
 	struct spirt_xlink l;
-	int *want, rc;
+	int *w, rc;
 
-	if ((want = calloc(x->n ? x->n : 1, sizeof *want)) == NULL)
+	if ((w = calloc(x->n ? x->n : 1, sizeof *w)) == NULL)
 		return ENOMEM;
 	for (size_t i = 0; i < x->n; i++) {
 		free(u[i].val);
 		memset(&u[i], 0, sizeof u[i]);
-		want[i] = 1;
+		w[i] = want == NULL || want[pos_of(r, x->peers[i].id)];
 	}
 	spirt_exchange_link(&l, x, 0);
-	rc = spirt_xpull_all(&l, u, key, id, want);
-	free(want);
-	if (rc)
+	rc = spirt_xpull_all(&l, u, key, id, w);
+	if (rc) {
+		free(w);
 		return rc == EINTR ? say(x, rc, "step %llu: stopped",
 		    ULL(x->step)) : rc;
+	}
 	for (size_t i = 0; i < x->n; i++) {
 		struct spirt_xpeer *p = &x->peers[i];
 		char k[SPIRT_KEY_MAX + 1];
 
-		if (u[i].rc == 0)
+		if (!w[i] || u[i].rc == 0)
 			continue;
 		(void)key(k, sizeof k, x->step, id ? id : p->id);
 		if (spirt_xpull_refusal(u[i].rc)) {
 			spirt_xpeer_out(p, SPIRT_XP_REFUSED, u[i].rc,
 			    "%s: %s", k, u[i].why[0] ? u[i].why :
 			    spirt_strerror(u[i].rc));
+			free(w);
 			return say(x, u[i].rc, "step %llu: %s of %s refused: "
 			    "%s: %s", ULL(x->step), what, p->id, k,
 			    p->why);
@@ -443,12 +505,25 @@ pull(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
 		spirt_xpeer_out(p, SPIRT_XP_LATE, u[i].rc, "%s: %s (no "
 		    "answer in %u ms)", k, u[i].why[0] ? u[i].why :
 		    spirt_strerror(u[i].rc), x->deadline_ms);
+		if (late) {
+			late[pos_of(r, p->id)] = 1;
+			continue;
+		}
+		free(w);
 		return say(x, SPIRT_EBUSY, "step %llu: %s of %s not there "
 		    "before the deadline (%u ms), nothing combined: %s: %s",
 		    ULL(x->step), what, p->id, x->deadline_ms, k,
 		    u[i].why[0] ? u[i].why : spirt_strerror(u[i].rc));
 	}
+	free(w);
 	return 0;
+}
+
+static int
+pull(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
+    const char *id, const char *what)
+{
+	return pull_some(r, u, key, id, what, NULL, NULL);
 }
 
 /* a record pulled from member i (u, a u8 record): signed by it for this
@@ -469,7 +544,8 @@ rec_ok(struct xr *r, size_t i, struct spirt_xpull *u, int kind,
 		return say(x, rc, "step %llu: %s's %s: %s", ULL(x->step), id,
 		    what, spirt_strerror(rc));
 	if (rec->kind != kind || rec->parts != r->P || rec->n != r->n ||
-	    rec->index != i)
+	    rec->index != (kind == SPIRT_XPART_COVER ? (i + r->P - 1) % r->P :
+	    i))
 		return say(x, SPIRT_EDATA, "step %llu: %s's %s is not one "
 		    "of this round (kind %d, part %u of %u, %llu values; "
 		    "here part %zu of %zu, %llu values)", ULL(x->step), id,
@@ -484,6 +560,49 @@ rec_ok(struct xr *r, size_t i, struct spirt_xpull *u, int kind,
 		return say(x, SPIRT_EMODEL, "step %llu: %s's model/%s@%llu "
 		    "differs from this peer's", ULL(x->step), id, x->model,
 		    ULL(x->step));
+	return 0;
+}
+
+/* the member before this one in the ring: its own slice of its part,
+ * held to its input record, kept in case this member covers its part */
+static int
+pred_slice(struct xr *r, struct spirt_xpull *u)
+{
+	struct spirt_exchange *x = r->x;
+	struct spirt_tensor h;
+	unsigned char hash[SPIRT_HASH_BYTES];
+	uint64_t off, len;
+	int *want, rc;
+
+	if (r->P < 2)
+		return 0;
+	if ((want = calloc(r->P, sizeof *want)) == NULL)
+		return ENOMEM;
+	want[r->pr] = 1;
+	rc = pull_some(r, u, key_slice, NULL, "its own slice", want, NULL);
+	free(want);
+	if (rc)
+		return rc;
+	for (size_t j = 0; j < x->n; j++) {
+		if (pos_of(r, x->peers[j].id) != r->pr)
+			continue;
+		spirt_hash(hash, u[j].val, u[j].len);
+		if (memcmp(hash, r->in[r->pr].e[r->pr].hash, SPIRT_HASH_BYTES))
+			return say(x, SPIRT_EMAC, "step %llu: xslice/%llu/%s "
+			    "from %s is not the slice its signed record names",
+			    ULL(x->step), ULL(x->step), r->ids[r->pr],
+			    r->ids[r->pr]);
+		spirt_xpart_span(r->n, r->P, r->pr, &off, &len);
+		if ((rc = value_ok(r, u[j].val, u[j].len, len, &h)))
+			return say(x, rc, "step %llu: xslice/%llu/%s from %s: "
+			    "not a slice of %llu values of model \"%s\": %s",
+			    ULL(x->step), ULL(x->step), r->ids[r->pr],
+			    r->ids[r->pr], ULL(len), r->agg.name,
+			    spirt_strerror(rc));
+		r->pred = u[j].val;
+		r->predlen = u[j].len;
+		u[j].val = NULL;
+	}
 	return 0;
 }
 
@@ -527,7 +646,7 @@ inputs(struct xr *r, struct spirt_xpull *u)
 		r->slicelen[i] = u[j].len;
 		u[j].val = NULL;
 	}
-	return 0;
+	return pred_slice(r, u);
 }
 
 /* the aggregation of a part, the owner's and its checkers' alike: the P
@@ -557,6 +676,9 @@ struct combine {
 	char **keys;
 	struct spirt_aggval *vals;
 	unsigned char got[SPIRT_HASH_BYTES];    /* a check's result */
+	unsigned char *val;                     /* and its bytes, if keep */
+	size_t vlen;
+	int keep;
 };
 
 /* the test hook x->lie: the combined part at key, its first float plus
@@ -629,7 +751,7 @@ static int
 combine(struct xr *r)
 {
 	struct spirt_exchange *x = r->x;
-	struct combine c = { r, NULL, NULL, NULL, { 0 } };
+	struct combine c = { r, NULL, NULL, NULL, { 0 }, NULL, 0, 0 };
 	char own[SPIRT_KEY_MAX + 1];
 	int rc = ENOMEM;
 
@@ -675,59 +797,300 @@ out:
 	return rc;
 }
 
-/* step 4: every other owner's part, held to its result record, and the
- * record to the inputs' records (the owner combined what each member
- * signed it sent, nothing else) */
+/* the entries of rec, the result (or cover) record of part k: each the
+ * hash member i signed it sent for part k (the combination takes what
+ * each member signed it sent, nothing else) */
 static int
-parts(struct xr *r, struct spirt_xpull *u)
+entries_ok(struct xr *r, size_t k, const struct spirt_xpart_rec *rec)
+{
+	struct spirt_exchange *x = r->x;
+
+	for (size_t i = 0; i < r->P; i++)
+		if (memcmp(rec->e[i].hash, r->in[i].e[k].hash,
+		    SPIRT_HASH_BYTES))
+			return say(x, SPIRT_EMAC, "step %llu: %s, %s part "
+			    "%zu, signed it combined an input of %s that %s "
+			    "did not sign it sent", ULL(x->step), rec->id,
+			    strcmp(rec->id, r->ids[k]) ? "covering" :
+			    "the owner of", k, r->ids[i], r->ids[i]);
+	return 0;
+}
+
+/* a part pulled (u) for part k: held to res[k], whose signer is who,
+ * and of the round */
+static int
+part_ok(struct xr *r, size_t k, struct spirt_xpull *u, const char *key)
 {
 	struct spirt_exchange *x = r->x;
 	struct spirt_tensor h;
 	unsigned char hash[SPIRT_HASH_BYTES];
+	uint64_t off, len;
 	int rc;
 
-	if ((rc = pull(r, u, key_resrec, NULL, "the part's record")))
-		return rc;
-	for (size_t j = 0; j < x->n; j++) {
-		size_t i = pos_of(r, x->peers[j].id);
-		struct spirt_xpart_rec *rec = &r->res[i];
+	spirt_hash(hash, u->val, u->len);
+	if (memcmp(hash, r->res[k].hash, SPIRT_HASH_BYTES))
+		return say(x, SPIRT_EMAC, "step %llu: %s from %s, %s part "
+		    "%zu of %zu, is not the part its signed record names",
+		    ULL(x->step), key, r->res[k].id, strcmp(r->res[k].id,
+		    r->ids[k]) ? "covering" : "the owner of", k, r->P);
+	spirt_xpart_span(r->n, r->P, k, &off, &len);
+	if ((rc = value_ok(r, u->val, u->len, len, &h)))
+		return say(x, rc, "step %llu: %s from %s: not a part of %llu "
+		    "values of model \"%s\": %s", ULL(x->step), key,
+		    r->res[k].id, ULL(len), r->agg.name, spirt_strerror(rc));
+	r->part[k] = u->val;
+	r->partlen[k] = u->len;
+	u->val = NULL;
+	return 0;
+}
 
-		if ((rc = rec_ok(r, i, &u[j], SPIRT_XPART_RESULT, rec,
-		    "part record xpart/<t>/signed")))
+static struct spirt_xpeer *
+xpeer_of(struct xr *r, size_t i)
+{
+	for (size_t j = 0; j < r->x->n; j++)
+		if (strcmp(r->x->peers[j].id, r->ids[i]) == 0)
+			return &r->x->peers[j];
+	return NULL;
+}
+
+static int again(struct xr *, struct spirt_xpull *, size_t, unsigned char *,
+    unsigned char **, size_t *);
+
+/* what cover_txn writes */
+struct cover {
+	struct xr *r;
+	const void *part, *rec, *slice;
+	size_t partlen, reclen, slicelen;
+};
+
+static int
+cover_txn(struct spirt_txn *t, void *arg)
+{
+	struct cover *c = arg;
+	uint64_t step = c->r->x->step;
+	char key[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	if ((rc = key_coverpart(key, sizeof key, step, NULL)) ||
+	    (rc = spirt_store_put(t, key, c->part, c->partlen, 0)) ||
+	    (rc = key_coverslice(key, sizeof key, step, NULL)) ||
+	    (rc = spirt_store_put(t, key, c->slice, c->slicelen, 0)) ||
+	    (rc = key_coverrec(key, sizeof key, step, NULL)))
+		return rc;
+	return spirt_store_put_bytes(t, key, c->rec, c->reclen, step, 0);
+}
+
+/* step 4b: this member's cover of the member before it in the ring: the
+ * owner's result record and part relayed as they came, or, when they
+ * did not come before the deadline, the part combined here from the
+ * signed slices (the owner's own one pulled in step 2) under a cover
+ * record; either way the same bytes, for the members they did not reach */
+static int
+cover_own(struct xr *r, struct spirt_xpull *u)
+{
+	struct spirt_exchange *x = r->x;
+	struct spirt_xpart_rec *rec = &r->res[r->pr];
+	struct spirt_xpeer *p = xpeer_of(r, r->pr);
+	struct cover c = { r, NULL, NULL, r->pred, 0, 0, r->predlen };
+	unsigned char *val = NULL, *b = NULL;
+	size_t vlen = 0, cap, blen;
+	int rc;
+
+	if (r->P < 2)
+		return 0;
+	if (!r->late[r->pr]) {
+		c.part = r->part[r->pr];
+		c.partlen = r->partlen[r->pr];
+		if ((rc = spirt_store_get_bytes(r->predrec, r->predreclen,
+		    &c.rec, &c.reclen)))
 			return rc;
-		for (size_t k = 0; k < r->P; k++)
-			if (memcmp(rec->e[k].hash, r->in[k].e[i].hash,
-			    SPIRT_HASH_BYTES))
-				return say(x, SPIRT_EMAC, "step %llu: %s, the "
-				    "owner of part %zu, signed it combined an "
-				    "input of %s that %s did not sign it sent",
-				    ULL(x->step), r->ids[i], i, r->ids[k],
-				    r->ids[k]);
+		return spirt_store_writef(x->store, SPIRT_TXN_VOLATILE,
+		    cover_txn, &c);
 	}
-	if ((rc = pull(r, u, key_part, NULL, "the combined part")))
+	if ((rc = again(r, u, r->pr, NULL, &val, &vlen)))
 		return rc;
+	rec_head(r, rec, SPIRT_XPART_COVER);
+	rec->index = (uint32_t)r->pr;
+	spirt_hash(rec->hash, val, vlen);
+	for (size_t i = 0; i < r->P; i++)
+		memcpy(rec->e[i].hash, r->in[i].e[r->pr].hash,
+		    SPIRT_HASH_BYTES);
+	cap = spirt_xpart_rec_size(r->P, rec->has_token);
+	if ((b = malloc(cap)) == NULL) {
+		free(val);
+		return ENOMEM;
+	}
+	if ((rc = spirt_xpart_rec_sign(b, cap, &blen, rec, x->key)) == 0) {
+		c.part = val;
+		c.partlen = vlen;
+		c.rec = b;
+		c.reclen = blen;
+		rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE,
+		    cover_txn, &c);
+	}
+	free(b);
+	if (rc) {
+		free(val);
+		return rc;
+	}
+	free(r->part[r->pr]);
+	r->part[r->pr] = val;
+	r->partlen[r->pr] = vlen;
+	if (p)
+		spirt_xpeer_out(p, SPIRT_XP_USED, 0, "part %zu of %zu "
+		    "covered by %s (its part not there before the deadline)",
+		    r->pr, r->P, x->self);
+	return 0;
+}
+
+/* a cover that did not come (late[c]): the round fails, naming the
+ * owner and the member that covers it */
+static int
+cover_late(struct xr *r, const int *late)
+{
+	for (size_t c = 0; c < r->P; c++)
+		if (late[c])
+			return say(r->x, SPIRT_EBUSY, "step %llu: the combined "
+			    "part of %s not there before the deadline (%u ms), "
+			    "nor its cover by %s, nothing combined",
+			    ULL(r->x->step), r->ids[(c + r->P - 1) % r->P],
+			    r->x->deadline_ms, r->ids[c]);
+	return 0;
+}
+
+/* step 4c: the parts whose owner's result did not come, each from the
+ * member after the owner in the ring: relayed or covered */
+static int
+covers(struct xr *r, struct spirt_xpull *u)
+{
+	struct spirt_exchange *x = r->x;
+	char key[SPIRT_KEY_MAX + 1];
+	int *want, *clate, rc = 0, any = 0;
+
+	want = calloc(r->P, sizeof *want);
+	if ((clate = calloc(r->P, sizeof *clate)) == NULL || want == NULL) {
+		free(want);
+		free(clate);
+		return ENOMEM;
+	}
+	for (size_t k = 0; k < r->P; k++) {
+		size_t c = (k + 1) % r->P;
+
+		if (!r->late[k] || c == r->me)
+			continue;
+		if (r->late[c]) {
+			rc = say(x, SPIRT_EBUSY, "step %llu: the combined part "
+			    "of %s not there before the deadline (%u ms), nor "
+			    "its cover by %s, nothing combined", ULL(x->step),
+			    r->ids[k], x->deadline_ms, r->ids[c]);
+			goto out;
+		}
+		want[c] = any = 1;
+	}
+	if (!any)
+		goto out;
+	if ((rc = pull_some(r, u, key_coverrec, NULL, "the cover's record",
+	    want, clate)) || (rc = cover_late(r, clate)))
+		goto out;
+	for (size_t j = 0; j < x->n; j++) {
+		size_t c = pos_of(r, x->peers[j].id), k;
+		struct spirt_xpart_rec probe;
+		const void *b;
+		size_t n;
+
+		if (!want[c])
+			continue;
+		k = (c + r->P - 1) % r->P;
+		/* a relay is the owner's own record; a cover, c's */
+		if (spirt_store_get_bytes(u[j].val, u[j].len, &b, &n) == 0 &&
+		    spirt_xpart_rec_open(&probe, b, n) == 0 &&
+		    probe.kind == SPIRT_XPART_RESULT)
+			rc = rec_ok(r, k, &u[j], SPIRT_XPART_RESULT,
+			    &r->res[k], "relayed part record xpart/<t>/"
+			    "cover/signed");
+		else
+			rc = rec_ok(r, c, &u[j], SPIRT_XPART_COVER,
+			    &r->res[k], "cover record xpart/<t>/cover/"
+			    "signed");
+		if (rc || (rc = entries_ok(r, k, &r->res[k])))
+			goto out;
+	}
+	if ((rc = pull_some(r, u, key_coverpart, NULL, "the cover", want,
+	    clate)) || (rc = cover_late(r, clate)))
+		goto out;
+	for (size_t j = 0; j < x->n; j++) {
+		size_t c = pos_of(r, x->peers[j].id), k;
+		struct spirt_xpeer *p;
+
+		if (!want[c])
+			continue;
+		k = (c + r->P - 1) % r->P;
+		(void)key_coverpart(key, sizeof key, x->step, NULL);
+		if ((rc = part_ok(r, k, &u[j], key)))
+			goto out;
+		if ((p = xpeer_of(r, k)) != NULL)
+			spirt_xpeer_out(p, SPIRT_XP_USED, 0, "part %zu of %zu "
+			    "%s by %s (its part not there before the "
+			    "deadline)", k, r->P, r->res[k].kind ==
+			    SPIRT_XPART_COVER ? "covered" : "relayed",
+			    r->ids[c]);
+	}
+out:
+	free(want);
+	free(clate);
+	return rc;
+}
+
+/* step 4: every other owner's part, held to its result record, and the
+ * record to the inputs' records (the owner combined what each member
+ * signed it sent, nothing else); an owner whose record or part does not
+ * come is covered by the member after it in the ring */
+static int
+parts(struct xr *r, struct spirt_xpull *u)
+{
+	struct spirt_exchange *x = r->x;
+	char key[SPIRT_KEY_MAX + 1];
+	int *want, rc;
+
+	if ((want = calloc(r->P, sizeof *want)) == NULL)
+		return ENOMEM;
+	if ((rc = pull_some(r, u, key_resrec, NULL, "the part's record", NULL,
+	    r->late)))
+		goto out;
 	for (size_t j = 0; j < x->n; j++) {
 		size_t i = pos_of(r, x->peers[j].id);
-		uint64_t off, len;
 
-		spirt_hash(hash, u[j].val, u[j].len);
-		if (memcmp(hash, r->res[i].hash, SPIRT_HASH_BYTES))
-			return say(x, SPIRT_EMAC, "step %llu: xpart/%llu from "
-			    "%s, the owner of part %zu of %zu, is not the part "
-			    "its signed record names", ULL(x->step),
-			    ULL(x->step), r->ids[i], i, r->P);
-		spirt_xpart_span(r->n, r->P, i, &off, &len);
-		if ((rc = value_ok(r, u[j].val, u[j].len, len, &h)))
-			return say(x, rc, "step %llu: xpart/%llu from %s: not "
-			    "a part of %llu values of model \"%s\": %s",
-			    ULL(x->step), ULL(x->step), r->ids[i], ULL(len),
-			    r->agg.name, spirt_strerror(rc));
-		r->part[i] = u[j].val;
-		r->partlen[i] = u[j].len;
-		u[j].val = NULL;
+		if (r->late[i])
+			continue;
+		want[i] = 1;
+		if ((rc = rec_ok(r, i, &u[j], SPIRT_XPART_RESULT, &r->res[i],
+		    "part record xpart/<t>/signed")) ||
+		    (rc = entries_ok(r, i, &r->res[i])))
+			goto out;
+		if (i == r->pr) {
+			r->predrec = u[j].val;
+			r->predreclen = u[j].len;
+			u[j].val = NULL;
+		}
+	}
+	if ((rc = pull_some(r, u, key_part, NULL, "the combined part", want,
+	    r->late)))
+		goto out;
+	for (size_t j = 0; j < x->n; j++) {
+		size_t i = pos_of(r, x->peers[j].id);
+
+		if (!want[i] || r->late[i])
+			continue;
+		(void)key_part(key, sizeof key, x->step, NULL);
+		if ((rc = part_ok(r, i, &u[j], key)))
+			goto out;
 		x->peers[j].state = SPIRT_XP_USED;
 	}
-	return 0;
+	if ((rc = cover_own(r, u)) == 0)
+		rc = covers(r, u);
+out:
+	free(want);
+	return rc;
 }
 
 /* step 5: gagg/<t>, the parts end to end under part 0's header with the
@@ -874,6 +1237,12 @@ recheck_txn(struct spirt_txn *t, void *arg)
 	    (rc = spirt_store_get(t, key, &v, &len)))
 		return rc;
 	spirt_hash(c->got, v, len);
+	if (c->keep) {
+		if ((c->val = malloc(len ? len : 1)) == NULL)
+			return ENOMEM;
+		memcpy(c->val, v, len);
+		c->vlen = len;
+	}
 	return XP_UNDO;
 }
 
@@ -916,8 +1285,9 @@ accuse(struct xr *r, size_t k, const unsigned char *got)
 	size_t n = 0;
 	int rc = 0;
 
+	/* the signer: the owner, or the member that covered it */
 	for (size_t j = 0; j < x->n; j++)
-		if (strcmp(x->peers[j].id, r->ids[k]) == 0)
+		if (strcmp(x->peers[j].id, r->res[k].id) == 0)
 			p = &x->peers[j];
 	if (p == NULL)
 		return SPIRT_EINVAL;
@@ -926,7 +1296,8 @@ accuse(struct xr *r, size_t k, const unsigned char *got)
 	snprintf(line, sizeof line, "# step %llu: part %zu of %zu combined "
 	    "wrongly by %s (checked by %s): its signed record names "
 	    "xpart/%llu = %s, the slices its record names combine to %s",
-	    ULL(x->step), k, r->P, r->ids[k], x->self, ULL(x->step), hs, hg);
+	    ULL(x->step), k, r->P, r->res[k].id, x->self, ULL(x->step), hs,
+	    hg);
 	if ((rc = proof_rec(&proof, &n, &r->res[k], line)))
 		goto out;
 	for (size_t i = 0; i < r->P && rc == 0; i++) {
@@ -978,49 +1349,85 @@ last_part(struct xr *r, size_t k, uint64_t len, float **out)
 	return rc == SPIRT_ENOTFOUND ? 0 : rc;
 }
 
-/* check part k: pull its P slices, each held to its member's input
- * record, combine them again with the round's rule and compare with
- * the owner's signed result */
+/* part k combined again here from its P slices, each held to its
+ * member's input record, with the round's rule, in a transaction undone:
+ * the hash of the result into got (unless NULL), its bytes into *val
+ * (unless NULL; the caller frees them).  The slices: this member's from
+ * its store, the owner's own one from the owner, or (the owner late)
+ * from the member after it, which holds it (this member's r->pred when
+ * it is that member), the others' from them */
 static int
-check_part(struct xr *r, struct spirt_xpull *u, size_t k)
+again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
+    unsigned char **val, size_t *vlen)
 {
 	struct spirt_exchange *x = r->x;
 	struct combine c;
 	struct spirt_tensor h;
 	unsigned char **sl = NULL, hash[SPIRT_HASH_BYTES];
-	size_t *sllen = NULL;
+	size_t *sllen = NULL, succ = (k + 1) % r->P;
 	uint64_t off, len;
 	const void *pl;
 	float *cen = NULL;
-	int rc = ENOMEM;
+	int *want = NULL, rc = ENOMEM;
 
 	memset(&c, 0, sizeof c);
 	c.r = r;
+	c.keep = val != NULL;
 	sl = calloc(r->P, sizeof *sl);
 	sllen = calloc(r->P, sizeof *sllen);
+	want = calloc(r->P, sizeof *want);
 	c.keys = calloc(r->P, sizeof *c.keys);
 	c.vals = calloc(r->P, sizeof *c.vals);
-	if (sl == NULL || sllen == NULL || c.keys == NULL || c.vals == NULL ||
-	    (c.s = malloc(sizeof *c.s)) == NULL)
+	if (sl == NULL || sllen == NULL || want == NULL || c.keys == NULL ||
+	    c.vals == NULL || (c.s = malloc(sizeof *c.s)) == NULL)
 		goto out;
-	if ((rc = pull(r, u, key_slice, r->ids[k], "the slice to check")) ||
+	for (size_t i = 0; i < r->P; i++)
+		want[i] = i != r->me && (i != k || !r->late[k]);
+	if ((rc = pull_some(r, u, key_slice, r->ids[k], "the slice to "
+	    "check", want, NULL)) ||
 	    (rc = copy_id(r, key_slice, r->ids[k], &sl[r->me],
 	    &sllen[r->me])))
 		goto out;
 	for (size_t j = 0; j < x->n; j++) {
 		size_t i = pos_of(r, x->peers[j].id);
 
+		if (!want[i])
+			continue;
 		sl[i] = u[j].val;
 		sllen[i] = u[j].len;
 		u[j].val = NULL;
 	}
+	if (r->late[k] && succ == r->me) {
+		rc = ENOMEM;
+		if (r->pred == NULL ||
+		    (sl[k] = malloc(r->predlen ? r->predlen : 1)) == NULL)
+			goto out;
+		memcpy(sl[k], r->pred, r->predlen);
+		sllen[k] = r->predlen;
+	} else if (r->late[k]) {
+		memset(want, 0, r->P * sizeof *want);
+		want[succ] = 1;
+		if ((rc = pull_some(r, u, key_coverslice, NULL, "the owner's "
+		    "slice", want, NULL)))
+			goto out;
+		for (size_t j = 0; j < x->n; j++)
+			if (pos_of(r, x->peers[j].id) == succ) {
+				sl[k] = u[j].val;
+				sllen[k] = u[j].len;
+				u[j].val = NULL;
+			}
+	}
 	spirt_xpart_span(r->n, r->P, k, &off, &len);
 	for (size_t i = 0; i < r->P; i++) {
+		rc = SPIRT_EMAC;
+		if (sl[i] == NULL)
+			goto out;
 		spirt_hash(hash, sl[i], sllen[i]);
 		if (memcmp(hash, r->in[i].e[k].hash, SPIRT_HASH_BYTES)) {
 			rc = say(x, SPIRT_EMAC, "step %llu: xslice/%llu/%s "
 			    "from %s is not the slice its signed record names",
-			    ULL(x->step), ULL(x->step), r->ids[k], r->ids[i]);
+			    ULL(x->step), ULL(x->step), r->ids[k],
+			    i == k && r->late[k] ? r->ids[succ] : r->ids[i]);
 			goto out;
 		}
 		if ((rc = value_ok(r, sl[i], sllen[i], len, &h))) {
@@ -1057,29 +1464,53 @@ check_part(struct xr *r, struct spirt_xpull *u, size_t k)
 	if (rc == XP_UNDO)
 		rc = 0;
 	else if (rc && c.s->msg[0])
-		say(x, rc, "step %llu: checking part %zu of %s: %s",
+		say(x, rc, "step %llu: combining part %zu of %s again: %s",
 		    ULL(x->step), k, r->ids[k], c.s->msg);
 	spirt_aggset_reset(c.s);
-	if (rc == 0 && memcmp(c.got, r->res[k].hash, SPIRT_HASH_BYTES)) {
-		if ((rc = accuse(r, k, c.got)) == 0)
-			rc = say(x, SPIRT_EMAC, "step %llu: %s, the owner of "
-			    "part %zu of %zu, signed a combination its signed "
-			    "inputs do not make (the proof on stdout), "
-			    "nothing combined", ULL(x->step), r->ids[k], k,
-			    r->P);
+	if (rc == 0 && got)
+		memcpy(got, c.got, SPIRT_HASH_BYTES);
+	if (rc == 0 && val) {
+		*val = c.val;
+		*vlen = c.vlen;
+		c.val = NULL;
 	}
 out:
 	for (size_t i = 0; i < r->P; i++) {
 		free(sl ? sl[i] : NULL);
 		free(c.keys ? c.keys[i] : NULL);
 	}
+	free(c.val);
 	free(sl);
 	free(sllen);
+	free(want);
 	free(c.keys);
 	free(c.vals);
 	free(c.s);
 	free(cen);
 	return rc;
+}
+
+/* check part k: combine it again and compare with the signed result of
+ * its owner (or of the member that covered it) */
+static int
+check_part(struct xr *r, struct spirt_xpull *u, size_t k)
+{
+	struct spirt_exchange *x = r->x;
+	unsigned char got[SPIRT_HASH_BYTES];
+	int cov = strcmp(r->res[k].id, r->ids[k]) != 0, rc;
+
+	if (strcmp(r->res[k].id, x->self) == 0)
+		return 0;       /* this member's own cover */
+	if ((rc = again(r, u, k, got, NULL, NULL)))
+		return rc;
+	if (memcmp(got, r->res[k].hash, SPIRT_HASH_BYTES) == 0)
+		return 0;
+	if ((rc = accuse(r, k, got)))
+		return rc;
+	return say(x, SPIRT_EMAC, "step %llu: %s, %s part %zu of %zu, signed "
+	    "a combination its signed inputs do not make (the proof on "
+	    "stdout), nothing combined", ULL(x->step), r->res[k].id, cov ?
+	    "covering" : "the owner of", k, r->P);
 }
 
 /* step 4b: the parts this member was drawn to check */
@@ -1100,6 +1531,13 @@ check(struct xr *r, struct spirt_xpull *u)
 	return 0;
 }
 
+static void
+phase(const struct spirt_exchange *x, const char *name)
+{
+	if (x->phase)
+		x->phase(x, name);
+}
+
 static int
 round_run(struct xr *r, struct spirt_xpull *u)
 {
@@ -1113,10 +1551,20 @@ round_run(struct xr *r, struct spirt_xpull *u)
 	if ((rc = copy_own(r, key_slice, &r->slice[r->me],
 	    &r->slicelen[r->me])))
 		return rc;
-	if ((rc = inputs(r, u)) || (rc = combine(r)) ||
-	    (rc = copy_own(r, key_part, &r->part[r->me], &r->partlen[r->me])) ||
-	    (rc = parts(r, u)) || (rc = check(r, u)))
+	phase(x, "inputs");
+	if ((rc = inputs(r, u)))
 		return rc;
+	phase(x, "combine");
+	if ((rc = combine(r)) ||
+	    (rc = copy_own(r, key_part, &r->part[r->me], &r->partlen[r->me])))
+		return rc;
+	phase(x, "parts");
+	if ((rc = parts(r, u)))
+		return rc;
+	phase(x, "check");
+	if ((rc = check(r, u)))
+		return rc;
+	phase(x, "assemble");
 	x->used = r->P;
 	return spirt_store_write(x->store, assemble_txn, r);
 }
@@ -1142,13 +1590,15 @@ spirt_xpart_round(struct spirt_exchange *x)
 	r.slicelen = calloc(r.P, sizeof *r.slicelen);
 	r.part = calloc(r.P, sizeof *r.part);
 	r.partlen = calloc(r.P, sizeof *r.partlen);
+	r.late = calloc(r.P, sizeof *r.late);
 	if (u && r.ids && r.in && r.res && r.slice && r.slicelen &&
-	    r.part && r.partlen) {
+	    r.part && r.partlen && r.late) {
 		r.ids[0] = x->self;
 		for (size_t i = 0; i < x->n; i++)
 			r.ids[i + 1] = x->peers[i].id;
 		qsort(r.ids, r.P, sizeof *r.ids, byname);
 		r.me = pos_of(&r, x->self);
+		r.pr = (r.me + r.P - 1) % r.P;
 		rc = round_run(&r, u);
 	}
 	for (size_t i = 0; u && i < x->n; i++)
@@ -1165,6 +1615,9 @@ spirt_xpart_round(struct spirt_exchange *x)
 	free(r.slicelen);
 	free(r.part);
 	free(r.partlen);
+	free(r.late);
+	free(r.pred);
+	free(r.predrec);
 	free(r.buf);
 	free(r.round);
 	return rc;

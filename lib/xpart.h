@@ -28,15 +28,17 @@ struct spirt_exchange;
  * with the owner's signed result; then every member assembles gagg/<t>.
  *
  * Record layout (little-endian), a u8 record in the store:
- *   0 magic "SPXP", 4 version 1, 5 kind (1 inputs, 2 result),
+ *   0 magic "SPXP", 4 version 1, 5 kind (1 inputs, 2 result, 3 cover),
  *   6 u16 token length (0 or 216), 8 u64 step, 16 u32 parts P,
- *   20 u32 index (the signer's position among the P members), 24 run[32],
+ *   20 u32 index (the signer's position among the P members; a
+ *   cover: the part covered, the signer at index + 1 mod P), 24 run[32],
  *   56 id[32], 88 pk[32], 120 u64 n (floats of the whole vector),
  *   128 model hash[32], 160 hash[32] (kind 1: of the whole aggregate
  *   xagg/<t>/<id>; kind 2: of the combined part xpart/<t>), 192 token,
  *   then P entries id[32] hash[32] in strictly ascending id order, the
- *   signer's at index (kind 1: the hash of slice i, xslice/<t>/<id i>;
- *   kind 2: the hash of the input slice of member i), then the Ed25519
+ *   signer's at index (kind 3: at index + 1 mod P) (kind 1: the hash of
+ *   slice i, xslice/<t>/<id i>; kinds 2 and 3: the hash of the input
+ *   slice of member i), then the Ed25519
  *   signature of every byte before it.
  */
 
@@ -44,7 +46,13 @@ struct spirt_exchange;
 #define SPIRT_XPART_ENTRY 64
 #define SPIRT_XPART_MAXPARTS (SPIRT_DIGEST_MAXPEERS + 1)
 
-enum { SPIRT_XPART_INPUTS = 1, SPIRT_XPART_RESULT = 2 };
+/* kind 3, a cover: the member after the owner of part index (in the
+ * ring of members) combined it for the owner, which did not publish its
+ * result before the deadline; the signer is entry (index + 1) mod P,
+ * the entries and hash are those of a result record */
+enum {
+	SPIRT_XPART_INPUTS = 1, SPIRT_XPART_RESULT = 2, SPIRT_XPART_COVER = 3
+};
 
 struct spirt_xpart_rec {
 	int kind;                       /* SPIRT_XPART_INPUTS or _RESULT */
@@ -106,11 +114,14 @@ SPIRT_MUST_CHECK int spirt_xpart_rec_verify(struct spirt_xpart_rec *r,
  * after this peer published xagg/<t>/<self>: cut and sign (xslice/<t>/
  * <id> and xslice/<t>), pull and check the slices of this peer's part,
  * combine them (xpart/<t>, xpart/<t>/signed), pull and check the other
- * parts, check the parts drawn for this peer, write gagg/<t> and
- * gagg/<t>/round.  A rerun reuses what this
+ * parts, cover the part of the member before this one (xpart/<t>/cover:
+ * its part relayed, or combined here when it did not come) and take the
+ * covers of the parts that did not come, check the parts drawn for this
+ * peer, write gagg/<t> and gagg/<t>/round.  A rerun reuses what this
  * peer signed before (its slices, its part).  Returns 0; SPIRT_EBUSY
- * (a member's record, slice or part not there before the deadline:
- * nothing combined, no gagg/<t>), SPIRT_EMAC (a slice or part that is
+ * (a member's input record or slice not there before the deadline, or
+ * an owner's part and its cover: nothing combined, no gagg/<t>),
+ * SPIRT_EMAC (a slice or part that is
  * not what its signer's record names, a record of bad signature, a part
  * checked here that its owner combined wrongly: the owner's xpeer is
  * refused, the proof's text in its proof),

@@ -117,18 +117,21 @@ open('bad.rec', 'wb').write(st.encode(a, name='m:1001', step=0, samples=96))
 	run -66 spirt-store -s s1 get gagg/0
 }
 
-@test "exchange --parts: an owner whose part does not come fails the round (75), naming it; no gagg/t" {
+@test "exchange --parts: an owner whose part does not come, nor its cover, fails the round (75), naming it; no gagg/t" {
 	peers3
-	# p1 never gets p3's part (the link loses it: SPIRT_XDROP)
-	SPIRT_XDROP=xpart/0@p3 xch 1 -P peers --parts --deadline 1500
-	xch 2 -P peers --parts --deadline 20000
+	# p2 never gets p3's part, nor p1's cover of it (the link loses
+	# them: SPIRT_XDROP)
+	SPIRT_XDROP="xpart/0@p3 xpart/0/cover@p1" xch 2 -P peers --parts \
+	    --deadline 1500
+	xch 1 -P peers --parts --deadline 20000
 	xch 3 -P peers --parts --deadline 20000
 	rc=0
-	wait $pid1 || rc=$?
+	wait $pid2 || rc=$?
 	[ "$rc" -eq 75 ]
-	wait $pid2 && wait $pid3
-	grep -q 'step 0: the combined part of p3 not there before the deadline (1500 ms), nothing combined: xpart/0' err1
-	run -66 spirt-store -s s1 get gagg/0
+	wait $pid1 && wait $pid3
+	grep -q 'step 0: the combined part of p3 not there before the deadline (1500 ms), nor its cover by p1, nothing combined' err2 || { cat err2 >&2; false; }
+	grep -q 'peer p3 left out: late: xpart/0' err2
+	run -66 spirt-store -s s2 get gagg/0
 	# and a member that never comes: no part of its own, no gagg/t
 	rm -rf s1 s2 s3
 	peers3
@@ -144,6 +147,99 @@ open('bad.rec', 'wb').write(st.encode(a, name='m:1001', step=0, samples=96))
 	grep -q 'step 0: the input record of p3 not there before the deadline (800 ms)' err1
 	run -66 spirt-store -s s1 get gagg/0
 	run -66 spirt-store -s s1 get xpart/0
+}
+
+# stores s1..sN (N=$1) as peers3 does, a peers file naming them
+peersn() {
+	"$PYTHON" -c "$PYREC
+rng = np.random.default_rng(9)
+n = 1001
+open('m0.rec', 'wb').write(st.encode(rng.standard_normal(n).astype(np.float32), name='m:%d' % n, step=0))
+for i in range(1, $1 + 1):
+    a = rng.standard_normal(n).astype(np.float32)
+    open('a%d.rec' % i, 'wb').write(st.encode(a, name='m:%d' % n, step=0, samples=32))
+"
+	: >peers
+	for i in $(seq "$1"); do
+		rm -rf s$i
+		spirt-store -s s$i put model/m@0 m0.rec
+		spirt-store -s s$i put agg/0 a$i.rec
+		[ -e p$i.key ] || spirt-peer keygen p$i.key >/dev/null
+		echo "p$i $PWD/s$i" >>peers
+	done
+}
+
+@test "exchange --parts: an owner stopped mid-round is covered by the next member; every member combines the same gagg/t" {
+	# all to all first: what the four must combine
+	peersn 4
+	for i in 1 2 3 4; do
+		xch $i -P peers --min-peers 4
+	done
+	for i in 1 2 3 4; do
+		wait "$(eval echo \$pid$i)" || { cat err$i >&2; return 1; }
+	done
+	spirt-store -s s1 get gagg/0 >all.rec
+	peersn 4
+	# p3 (part 2 of 4) stops itself once it pulled its inputs, before it
+	# combines its part (SPIRT_XSTOP): p4, next in order, covers it; p1
+	# and p2 take p4's cover; all check every part (--check 3)
+	SPIRT_XSTOP=combine xch 3 -P peers --parts --check 3 --deadline 1500
+	for i in 1 2 4; do
+		xch $i -P peers --parts --check 3 --deadline 1500
+	done
+	for i in 1 2 4; do
+		wait "$(eval echo \$pid$i)" || { cat err$i >&2; kill -9 $pid3; return 1; }
+	done
+	kill -CONT $pid3
+	wait $pid3 || { cat err3 >&2; return 1; }
+	for i in 1 2 3 4; do
+		spirt-store -s s$i get gagg/0 >part$i.rec
+		cmp all.rec part$i.rec
+	done
+	grep -q 'step 0: peer p3: part 2 of 4 covered by p4 (its part not there before the deadline)' err4
+	for i in 1 2; do
+		grep -q 'step 0: peer p3: part 2 of 4 covered by p4' err$i
+	done
+	# p4 signed a cover record (kind 3) for part 2, its signer at 3
+	spirt-store -s s4 get -f xpart/0/cover/signed >cov.rec
+	"$PYTHON" -c "$PYREC
+import struct
+r = load('cov.rec')['a'].tobytes()
+assert r[:4] == b'SPXP' and r[5] == 3, r[:6]
+assert struct.unpack_from('<I', r, 20)[0] == 2 and r[56:58] == b'p4'
+"
+	# an owner whose part reaches some members and not others: p1 never
+	# gets p3's (SPIRT_XDROP), p4 relays the one it got, the same bytes
+	peersn 4
+	SPIRT_XDROP="xpart/0/signed@p3 xpart/0@p3" xch 1 -P peers --parts \
+	    --check 3 --deadline 1500
+	for i in 2 3 4; do
+		xch $i -P peers --parts --check 3
+	done
+	for i in 1 2 3 4; do
+		wait "$(eval echo \$pid$i)" || { cat err$i >&2; return 1; }
+	done
+	for i in 1 2 3 4; do
+		spirt-store -s s$i get gagg/0 >part$i.rec
+		cmp all.rec part$i.rec
+	done
+	grep -q 'step 0: peer p3: part 2 of 4 relayed by p4' err1
+	! grep -q 'covered' err2
+	# and a member that is late for the owner and its cover fails (75)
+	peersn 4
+	SPIRT_XSTOP=combine xch 3 -P peers --parts --deadline 800
+	SPIRT_XSTOP=combine xch 4 -P peers --parts --deadline 800
+	xch 1 -P peers --parts --deadline 800
+	xch 2 -P peers --parts --deadline 800
+	for i in 1 2; do
+		rc=0
+		wait "$(eval echo \$pid$i)" || rc=$?
+		[ "$rc" -eq 75 ] || { cat err$i >&2; kill -9 $pid3 $pid4; return 1; }
+	done
+	kill -9 $pid3 $pid4
+	{ wait $pid3 $pid4; } 2>/dev/null || :
+	grep -q 'step 0: the combined part of p3 not there before the deadline (800 ms), nor its cover by p4, nothing combined' err1
+	run -66 spirt-store -s s1 get gagg/0
 }
 
 # the proof on outI (spirt-peer exchange's stdout) that p2 lied about

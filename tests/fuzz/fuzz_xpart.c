@@ -11,7 +11,7 @@
  * signature are fuzzed; the next 8 bytes are the n and the part count
  * (byte 9, plus one) spirt_xpart_span cuts.  Beyond "no crash": a record
  * opened signs again to the same bytes, its entries are ascending with
- * the signer's at its index, one verified is for our run, by a member
+ * the signer's at its index (a cover's: the one after it), one verified is for our run, by a member
  * in role peer; the spans of any n and count tile [0, n) in order, each
  * floor(n / count) or one more.
  */
@@ -78,9 +78,12 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	if (rc == 0) {
 		FUZZ_ASSERT(len == spirt_xpart_rec_size(r.parts, r.has_token));
 		FUZZ_ASSERT(r.kind == SPIRT_XPART_INPUTS ||
-		    r.kind == SPIRT_XPART_RESULT);
+		    r.kind == SPIRT_XPART_RESULT ||
+		    (r.kind == SPIRT_XPART_COVER && r.parts >= 2));
 		FUZZ_ASSERT(r.index < r.parts);
-		FUZZ_ASSERT(strcmp(r.e[r.index].id, r.id) == 0);
+		/* (a cover's signer follows the owner of the part it covers) */
+		FUZZ_ASSERT(strcmp(r.e[r.kind == SPIRT_XPART_COVER ?
+		    (r.index + 1) % r.parts : r.index].id, r.id) == 0);
 		for (size_t i = 1; i < r.parts; i++)
 			FUZZ_ASSERT(strcmp(r.e[i - 1].id, r.e[i].id) < 0);
 		/* the signer's own key signs the same bytes again */
