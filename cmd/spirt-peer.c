@@ -551,7 +551,11 @@ xserve_one(void *arg, const struct spirt_serve_req *req, char *ans,
 
 	x->step = req->step;
 	code = xreport(x, spirt_exchange_run(x), stderr);
-	if (code)
+	if (code && x->caught[0])
+		/* (a part's owner proven to lie: spirt-train excludes it) */
+		snprintf(ans, cap, "step=%llu caught=%s error=%d",
+		    (unsigned long long)x->step, x->caught, code);
+	else if (code)
 		snprintf(ans, cap, "step=%llu error=%d",
 		    (unsigned long long)x->step, code);
 	else if (x->done)
@@ -698,8 +702,12 @@ xmain(int argc, char **argv)
 	xpeers(&x, peers, &http, cred);
 	/* (a test hook: pulls lost on the way, spirt-peer(1)) */
 	x.drop = getenv("SPIRT_XDROP");
-	/* (and one: this peer signs a wrong combination of its part) */
+	/* (and one: this peer signs a wrong combination of its part; from
+	 * step S on with "@S") */
 	x.lie = (lie = getenv("SPIRT_XLIE")) != NULL && *lie;
+	if (x.lie && *lie == '@')
+		x.lie_from = eparse_u64("SPIRT_XLIE", lie + 1, 0,
+		    SPIRT_NOSTEP - 1);
 	/* (and one: this peer stops itself at a phase of its round) */
 	x.phase = xstop;
 	/* default quorum: more than half of the members, self included */

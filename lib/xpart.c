@@ -372,6 +372,18 @@ rec_head(struct xr *r, struct spirt_xpart_rec *rec, int kind)
 		snprintf(rec->e[i].id, sizeof rec->e[i].id, "%s", r->ids[i]);
 }
 
+/* rec names this round's members, in their order, this one at its index */
+static int
+same_members(const struct xr *r, const struct spirt_xpart_rec *rec)
+{
+	if (rec->parts != r->P || rec->index != r->me)
+		return 0;
+	for (size_t k = 0; k < r->P; k++)
+		if (strcmp(rec->e[k].id, r->ids[k]) != 0)
+			return 0;
+	return 1;
+}
+
 /* sign rec into the u8 record at key */
 static int
 put_rec(struct xr *r, struct spirt_txn *t, const char *key,
@@ -436,16 +448,18 @@ cut_txn(struct spirt_txn *t, void *arg)
 	if ((rc = key_inrec(key, sizeof key, x->step, NULL)))
 		return rc;
 	if ((rc = get_rec(r, t, key, rec)) == 0) {
-		if (rec->parts != r->P || rec->n != r->n ||
-		    rec->index != r->me || memcmp(rec->hash, x->agghash,
+		if (rec->n != r->n || memcmp(rec->hash, x->agghash,
 		    SPIRT_HASH_BYTES))
 			return say(x, SPIRT_EDATA, "%s: signed before for "
 			    "another round (%u parts, %llu values)", key,
 			    rec->parts, ULL(rec->n));
-		return 0;
-	}
-	if (rc != SPIRT_ENOTFOUND)
+		/* signed for the same members: it stands; for others (a
+		 * member excluded since), the slices are cut again */
+		if (same_members(r, rec))
+			return 0;
+	} else if (rc != SPIRT_ENOTFOUND) {
 		return rc;
+	}
 	rec_head(r, rec, SPIRT_XPART_INPUTS);
 	memcpy(rec->hash, x->agghash, SPIRT_HASH_BYTES);
 	for (size_t k = 0; k < r->P; k++) {
@@ -460,37 +474,80 @@ cut_txn(struct spirt_txn *t, void *arg)
 	return put_rec(r, t, key, rec);
 }
 
+/* whether a value pulled from member i is of another round of this step
+ * (a record signed for other members: a member that has not yet run the
+ * round again since the members changed); its error, to say after the
+ * deadline */
+typedef int (*stale_fn)(struct xr *r, size_t i, const struct spirt_xpull *u);
+
 /* pull key from the other members whose position is in want (NULL:
- * every one) into u; one that did not come fails the round (no member is
- * left out: each owns a part), unless late is not NULL: then late[i] is
- * set for member i, its state late, and the round goes on */
+ * every one) into u (the others' entries left as they are); one that did
+ * not come fails the round (no member is left out: each owns a part),
+ * unless late is not NULL: then late[i] is set for member i, its state
+ * late, and the round goes on.  A value stale() says is of another round
+ * is asked again, 20 ms apart, until the deadline; then its error fails
+ * the round */
 static int
 pull_some(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
-    const char *id, const char *what, const int *want, int *late)
+    const char *id, const char *what, const int *want, int *late,
+    stale_fn stale)
 {
 	struct spirt_exchange *x = r->x;
 	struct spirt_xlink l;
-	int *w, rc;
+	double start = spirt_xnow_ms(), left;
+	int *w, rc, again;
 
 	if ((w = calloc(x->n ? x->n : 1, sizeof *w)) == NULL)
 		return ENOMEM;
-	for (size_t i = 0; i < x->n; i++) {
-		free(u[i].val);
-		memset(&u[i], 0, sizeof u[i]);
+	for (size_t i = 0; i < x->n; i++)
 		w[i] = want == NULL || want[pos_of(r, x->peers[i].id)];
-	}
 	spirt_exchange_link(&l, x, 0);
-	rc = spirt_xpull_all(&l, u, key, id, w);
-	if (rc) {
-		free(w);
-		return rc == EINTR ? say(x, rc, "step %llu: stopped",
-		    ULL(x->step)) : rc;
-	}
+	do {
+		for (size_t i = 0; i < x->n; i++)
+			if (w[i]) {
+				free(u[i].val);
+				memset(&u[i], 0, sizeof u[i]);
+			}
+		if ((rc = spirt_xpull_all(&l, u, key, id, w))) {
+			free(w);
+			return rc == EINTR ? say(x, rc, "step %llu: stopped",
+			    ULL(x->step)) : rc;
+		}
+		again = 0;
+		left = x->deadline_ms - (spirt_xnow_ms() - start);
+		for (size_t i = 0; i < x->n; i++) {
+			size_t at = pos_of(r, x->peers[i].id);
+			int e;
+
+			if (!w[i] || stale == NULL)
+				continue;
+			if (u[i].rc) {
+				w[i] = 0;
+				continue;
+			}
+			if ((e = stale(r, at, &u[i])) == 0) {
+				w[i] = 0;
+				continue;
+			}
+			if (left > 20)
+				again = 1;
+			else {
+				free(w);
+				return e;
+			}
+		}
+		if (again) {
+			spirt_xnap(20);
+			l.deadline_ms = (unsigned)(left - 20);
+		}
+	} while (again);
 	for (size_t i = 0; i < x->n; i++) {
 		struct spirt_xpeer *p = &x->peers[i];
 		char k[SPIRT_KEY_MAX + 1];
 
-		if (!w[i] || u[i].rc == 0)
+		if (want && !want[pos_of(r, p->id)])
+			continue;
+		if (u[i].rc == 0)
 			continue;
 		(void)key(k, sizeof k, x->step, id ? id : p->id);
 		if (spirt_xpull_refusal(u[i].rc)) {
@@ -519,11 +576,49 @@ pull_some(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
 	return 0;
 }
 
+/* a record (u8) of member i signed for other members than this round's:
+ * of the round before the members changed (a member excluded) */
+static int
+stale_rec(struct xr *r, size_t i, const struct spirt_xpull *u)
+{
+	struct spirt_xpart_rec *rec;
+	const void *b;
+	size_t n;
+	unsigned parts = 0;
+	int rc = 0;
+
+	if (spirt_store_get_bytes(u->val, u->len, &b, &n) != 0)
+		return 0;       /* (its check says what is wrong) */
+	if ((rec = malloc(sizeof *rec)) == NULL)
+		return ENOMEM;
+	if (spirt_xpart_rec_open(rec, b, n) == 0) {
+		parts = rec->parts;
+		if (rec->parts != r->P)
+			rc = SPIRT_EDATA;
+		for (size_t k = 0; rc == 0 && k < r->P; k++)
+			if (strcmp(rec->e[k].id, r->ids[k]) != 0)
+				rc = SPIRT_EDATA;
+	}
+	free(rec);
+	return rc ? say(r->x, rc, "step %llu: %s's record names other "
+	    "members than this round's (%u of them; here %zu), still at the "
+	    "deadline", ULL(r->x->step), r->ids[i], parts, r->P) : 0;
+}
+
 static int
 pull(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
     const char *id, const char *what)
 {
-	return pull_some(r, u, key, id, what, NULL, NULL);
+	return pull_some(r, u, key, id, what, NULL, NULL, NULL);
+}
+
+/* pull a record from every other member, one of another round asked
+ * again */
+static int
+pull_recs(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
+    const char *what, const int *want, int *late)
+{
+	return pull_some(r, u, key, NULL, what, want, late, stale_rec);
 }
 
 /* a record pulled from member i (u, a u8 record): signed by it for this
@@ -579,7 +674,7 @@ pred_slice(struct xr *r, struct spirt_xpull *u)
 	if ((want = calloc(r->P, sizeof *want)) == NULL)
 		return ENOMEM;
 	want[r->pr] = 1;
-	rc = pull_some(r, u, key_slice, NULL, "its own slice", want, NULL);
+	rc = pull_some(r, u, key_slice, NULL, "its own slice", want, NULL, NULL);
 	free(want);
 	if (rc)
 		return rc;
@@ -616,7 +711,7 @@ inputs(struct xr *r, struct spirt_xpull *u)
 	unsigned char hash[SPIRT_HASH_BYTES];
 	int rc;
 
-	if ((rc = pull(r, u, key_inrec, NULL, "the input record")))
+	if ((rc = pull_recs(r, u, key_inrec, "the input record", NULL, NULL)))
 		return rc;
 	for (size_t j = 0; j < x->n; j++) {
 		size_t i = pos_of(r, x->peers[j].id);
@@ -726,15 +821,16 @@ combine_txn(struct spirt_txn *t, void *arg)
 
 	if ((rc = key_resrec(key, sizeof key, x->step, NULL)))
 		return rc;
-	/* combined and signed before (a rerun): it stands */
-	if ((rc = get_rec(r, t, key, rec)) == 0)
+	/* combined and signed before (a rerun): it stands, unless it was
+	 * for other members (one excluded since) */
+	if ((rc = get_rec(r, t, key, rec)) == 0 && same_members(r, rec))
 		return 0;
-	if (rc != SPIRT_ENOTFOUND)
+	if (rc && rc != SPIRT_ENOTFOUND)
 		return rc;
 	if ((rc = spirt_agg_store_step(c->s, t, c->keys, r->P)))
 		return rc;
 	if ((rc = key_part(key, sizeof key, x->step, NULL)) ||
-	    (x->lie && (rc = lie(t, key))) ||
+	    (x->lie && x->step >= x->lie_from && (rc = lie(t, key))) ||
 	    (rc = spirt_store_get(t, key, &v, &len)))
 		return rc;
 	rec_head(r, rec, SPIRT_XPART_RESULT);
@@ -989,8 +1085,8 @@ covers(struct xr *r, struct spirt_xpull *u)
 	}
 	if (!any)
 		goto out;
-	if ((rc = pull_some(r, u, key_coverrec, NULL, "the cover's record",
-	    want, clate)) || (rc = cover_late(r, clate)))
+	if ((rc = pull_recs(r, u, key_coverrec, "the cover's record", want,
+	    clate)) || (rc = cover_late(r, clate)))
 		goto out;
 	for (size_t j = 0; j < x->n; j++) {
 		size_t c = pos_of(r, x->peers[j].id), k;
@@ -1016,7 +1112,7 @@ covers(struct xr *r, struct spirt_xpull *u)
 			goto out;
 	}
 	if ((rc = pull_some(r, u, key_coverpart, NULL, "the cover", want,
-	    clate)) || (rc = cover_late(r, clate)))
+	    clate, NULL)) || (rc = cover_late(r, clate)))
 		goto out;
 	for (size_t j = 0; j < x->n; j++) {
 		size_t c = pos_of(r, x->peers[j].id), k;
@@ -1054,7 +1150,7 @@ parts(struct xr *r, struct spirt_xpull *u)
 
 	if ((want = calloc(r->P, sizeof *want)) == NULL)
 		return ENOMEM;
-	if ((rc = pull_some(r, u, key_resrec, NULL, "the part's record", NULL,
+	if ((rc = pull_recs(r, u, key_resrec, "the part's record", NULL,
 	    r->late)))
 		goto out;
 	for (size_t j = 0; j < x->n; j++) {
@@ -1074,7 +1170,7 @@ parts(struct xr *r, struct spirt_xpull *u)
 		}
 	}
 	if ((rc = pull_some(r, u, key_part, NULL, "the combined part", want,
-	    r->late)))
+	    r->late, NULL)))
 		goto out;
 	for (size_t j = 0; j < x->n; j++) {
 		size_t i = pos_of(r, x->peers[j].id);
@@ -1311,6 +1407,7 @@ accuse(struct xr *r, size_t k, const unsigned char *got)
 	spirt_xpeer_out(p, SPIRT_XP_REFUSED, SPIRT_EMAC, "part %zu of %zu "
 	    "combined wrongly: xpart/%llu is not the combination of the "
 	    "slices its signed record names", k, r->P, ULL(x->step));
+	snprintf(x->caught, sizeof x->caught, "%s", p->id);
 	free(p->proof);
 	p->proof = proof;
 	proof = NULL;
@@ -1384,7 +1481,7 @@ again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
 	for (size_t i = 0; i < r->P; i++)
 		want[i] = i != r->me && (i != k || !r->late[k]);
 	if ((rc = pull_some(r, u, key_slice, r->ids[k], "the slice to "
-	    "check", want, NULL)) ||
+	    "check", want, NULL, NULL)) ||
 	    (rc = copy_id(r, key_slice, r->ids[k], &sl[r->me],
 	    &sllen[r->me])))
 		goto out;
@@ -1408,7 +1505,7 @@ again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
 		memset(want, 0, r->P * sizeof *want);
 		want[succ] = 1;
 		if ((rc = pull_some(r, u, key_coverslice, NULL, "the owner's "
-		    "slice", want, NULL)))
+		    "slice", want, NULL, NULL)))
 			goto out;
 		for (size_t j = 0; j < x->n; j++)
 			if (pos_of(r, x->peers[j].id) == succ) {
@@ -1513,22 +1610,230 @@ check_part(struct xr *r, struct spirt_xpull *u, size_t k)
 	    "covering" : "the owner of", k, r->P);
 }
 
-/* step 4b: the parts this member was drawn to check */
+/* the verdict of this member's checks, xpart/<t>/verdict, a u8 record
+ * of text: "members=<the round's ids, in order>\nbad=<k>\n" (bad= with
+ * no part when every part it checked holds) */
+static char *
+verdict_text(const struct xr *r, long bad, size_t *len)
+{
+	size_t cap = 32 + r->P * (SPIRT_ID_MAX + 1), n;
+	char *b;
+
+	if ((b = malloc(cap)) == NULL)
+		return NULL;
+	n = (size_t)snprintf(b, cap, "members=");
+	for (size_t i = 0; i < r->P; i++)
+		n += (size_t)snprintf(b + n, cap - n, "%s%s", i ? " " : "",
+		    r->ids[i]);
+	if (bad >= 0)
+		n += (size_t)snprintf(b + n, cap - n, "\nbad=%ld\n", bad);
+	else
+		n += (size_t)snprintf(b + n, cap - n, "\nbad=\n");
+	*len = n;
+	return b;
+}
+
+struct verdict {
+	struct xr *r;
+	const char *text;
+	size_t len;
+};
+
+static int
+key_verdict(char *buf, size_t cap, uint64_t step, const char *id)
+{
+	int n = snprintf(buf, cap, "xpart/%llu/verdict", ULL(step));
+
+	(void)id;
+	return n < 0 || (size_t)n >= cap ? SPIRT_EINVAL : 0;
+}
+
+static int
+verdict_txn(struct spirt_txn *t, void *arg)
+{
+	struct verdict *v = arg;
+	char key[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	if ((rc = key_verdict(key, sizeof key, v->r->x->step, NULL)))
+		return rc;
+	return spirt_store_put_bytes(t, key, v->text, v->len, v->r->x->step,
+	    0);
+}
+
+int
+spirt_xpart_verdict_parse(const void *buf, size_t n, const char *members,
+    size_t mlen, long *bad, size_t parts)
+{
+	const char *p = buf, *q;
+	size_t rest;
+	unsigned long k;
+	char num[16], *end;
+
+	*bad = -1;
+	if (n < mlen + 1 || memcmp(p, members, mlen) != 0 || p[mlen] != '\n')
+		return SPIRT_ERUN;
+	q = p + mlen + 1;
+	rest = n - mlen - 1;
+	if (rest == 5 && memcmp(q, "bad=\n", 5) == 0)
+		return 0;
+	if (rest < 6 || rest > 15 || memcmp(q, "bad=", 4) != 0 ||
+	    q[rest - 1] != '\n' || q[4] < '0' || q[4] > '9' ||
+	    (q[4] == '0' && rest > 6))
+		return SPIRT_EDATA;
+	memcpy(num, q + 4, rest - 5);
+	num[rest - 5] = '\0';
+	errno = 0;
+	k = strtoul(num, &end, 10);
+	if (errno || *end != '\0' || k >= parts)
+		return SPIRT_EDATA;
+	*bad = (long)k;
+	return 0;
+}
+
+/* a verdict (u8) of member i: its bad part (-1: none; -2: not a
+ * verdict); *stale when it is of other members than this round's */
+static long
+verdict_bad(const struct xr *r, const struct spirt_xpull *u, int *stale)
+{
+	const void *b;
+	size_t n, mlen;
+	char *mine;
+	long bad;
+	int rc;
+
+	*stale = 0;
+	if (spirt_store_get_bytes(u->val, u->len, &b, &n) != 0 ||
+	    (mine = verdict_text(r, -1, &mlen)) == NULL)
+		return -2;
+	/* (mine: "members=...\nbad=\n": its members line) */
+	rc = spirt_xpart_verdict_parse(b, n, mine, mlen - 6, &bad, r->P);
+	free(mine);
+	*stale = rc == SPIRT_ERUN;
+	return rc ? -2 : bad;
+}
+
+static int
+stale_verdict(struct xr *r, size_t i, const struct spirt_xpull *u)
+{
+	int stale;
+
+	(void)verdict_bad(r, u, &stale);
+	return stale ? say(r->x, SPIRT_EDATA, "step %llu: %s's verdict "
+	    "names other members than this round's, still at the deadline",
+	    ULL(r->x->step), r->ids[i]) : 0;
+}
+
+/* part k checked here unless it was (checked[k]): a lie proven sets
+ * *proven */
+static int
+check_once(struct xr *r, struct spirt_xpull *u, size_t k, int *checked)
+{
+	struct spirt_exchange *x = r->x;
+	unsigned char got[SPIRT_HASH_BYTES];
+	int rc;
+
+	if (checked[k])
+		return 0;
+	checked[k] = 1;
+	if (k != r->me)
+		return check_part(r, u, k);
+	/* this member's own part, said to be wrong: combined again */
+	if ((rc = again(r, u, k, got, NULL, NULL)))
+		return rc;
+	if (memcmp(got, r->res[k].hash, SPIRT_HASH_BYTES) == 0)
+		return 0;
+	snprintf(x->caught, sizeof x->caught, "%s", x->self);
+	return say(x, SPIRT_EMAC, "step %llu: this peer, the owner of part "
+	    "%zu of %zu, signed a combination its signed inputs do not make "
+	    "(its checkers caught it), nothing combined", ULL(x->step), k,
+	    r->P);
+}
+
+/* step 4d: the parts this member was drawn to check, its verdict
+ * published, then every other member's: a part another checker found
+ * wrong is checked here too (so that every member catches a lie that one
+ * checker proved, and none combines it), and so are the parts of a
+ * checker whose verdict did not come */
 static int
 check(struct xr *r, struct spirt_xpull *u)
 {
+	struct spirt_exchange *x = r->x;
 	unsigned char seed[SPIRT_HASH_BYTES];
-	int rc;
+	struct verdict v = { r, NULL, 0 };
+	struct spirt_xpull *vu = NULL;
+	struct spirt_xpeer *was = NULL;
+	int *checked = NULL, *late = NULL, rc;
+	long bad = -1;
 
-	if (r->x->check == 0 || r->P < 2)
+	if (x->check == 0 || r->P < 2)
 		return 0;
 	if ((rc = draw_seed(r, seed)))
 		return rc;
-	for (size_t k = 0; k < r->P; k++)
+	checked = calloc(r->P, sizeof *checked);
+	late = calloc(r->P, sizeof *late);
+	rc = ENOMEM;
+	if (checked == NULL || late == NULL)
+		goto out;
+	rc = 0;
+	for (size_t k = 0; k < r->P && rc == 0; k++)
 		if (is_checker(r, seed, k, r->me) &&
-		    (rc = check_part(r, u, k)))
-			return rc;
-	return 0;
+		    (rc = check_once(r, u, k, checked)) && x->caught[0])
+			bad = (long)k;
+	if (rc && bad < 0)
+		goto out;
+	/* the verdict, a lie or none, for the others */
+	if ((v.text = verdict_text(r, bad, &v.len)) == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	{
+		int wrc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE,
+		    verdict_txn, &v);
+
+		if (rc || (rc = wrc))
+			goto out;
+	}
+	/* (the verdicts apart: the checks below pull into u; and what the
+	 * round said of each member stands: a verdict is not its data) */
+	rc = ENOMEM;
+	if ((vu = calloc(x->n ? x->n : 1, sizeof *vu)) == NULL ||
+	    (was = calloc(x->n ? x->n : 1, sizeof *was)) == NULL)
+		goto out;
+	for (size_t j = 0; j < x->n; j++)
+		was[j] = x->peers[j];
+	rc = pull_some(r, vu, key_verdict, NULL, "the verdict", NULL, late,
+	    stale_verdict);
+	for (size_t j = 0; j < x->n; j++) {
+		x->peers[j].state = was[j].state;
+		x->peers[j].rc = was[j].rc;
+		memcpy(x->peers[j].why, was[j].why, sizeof was[j].why);
+	}
+	if (rc)
+		goto out;
+	for (size_t j = 0; j < x->n && rc == 0; j++) {
+		size_t c = pos_of(r, x->peers[j].id);
+		int stale;
+
+		if (late[c]) {
+			/* its checks, done here */
+			for (size_t k = 0; k < r->P && rc == 0; k++)
+				if (is_checker(r, seed, k, c))
+					rc = check_once(r, u, k, checked);
+			continue;
+		}
+		if ((bad = verdict_bad(r, &vu[j], &stale)) >= 0)
+			rc = check_once(r, u, (size_t)bad, checked);
+	}
+out:
+	for (size_t j = 0; vu && j < x->n; j++)
+		free(vu[j].val);
+	free(vu);
+	free(was);
+	free((void *)v.text);
+	free(checked);
+	free(late);
+	return rc;
 }
 
 static void
@@ -1579,6 +1884,7 @@ spirt_xpart_round(struct spirt_exchange *x)
 	memset(&r, 0, sizeof r);
 	r.x = x;
 	r.P = x->n + 1;
+	x->caught[0] = '\0';
 	if (x->beats)
 		return say(x, SPIRT_EINVAL, "the partitioned exchange has no "
 		    "beats (each member owns a part)");

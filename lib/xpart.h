@@ -110,6 +110,17 @@ SPIRT_MUST_CHECK int spirt_xpart_rec_verify(struct spirt_xpart_rec *r,
     SPIRT_NONNULL(1, 2, 4, 5);
 
 /*
+ * A member's verdict (xpart/<t>/verdict, the bytes of its u8 record: buf,
+ * n of them): "members=<ids>\nbad=<k>\n" or "...\nbad=\n", whose first
+ * line is members (mlen bytes, without its newline).  *bad: k, below
+ * parts, or -1 for none.  Returns 0, SPIRT_ERUN (another members line:
+ * of another round) or SPIRT_EDATA (not a verdict).
+ */
+SPIRT_MUST_CHECK int spirt_xpart_verdict_parse(const void *buf, size_t n,
+    const char *members, size_t mlen, long *bad, size_t parts)
+    SPIRT_NONNULL(3, 5);
+
+/*
  * The round of x->step with every member (lib/exchange.h, x->parts),
  * after this peer published xagg/<t>/<self>: cut and sign (xslice/<t>/
  * <id> and xslice/<t>), pull and check the slices of this peer's part,

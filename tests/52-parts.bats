@@ -291,7 +291,11 @@ assert abs(got[0] - mean[0] - 1) < 1e-4 and np.allclose(got[1:], mean[1:], atol=
 	xch 1 -P peers --parts --check 2
 	SPIRT_XLIE=1 xch 2 -P peers --parts --check 2
 	xch 3 -P peers --parts --check 2
-	wait $pid2
+	# (the liar sees the verdicts against it: 65, caught)
+	rc=0
+	wait $pid2 || rc=$?
+	[ "$rc" -eq 65 ]
+	grep -q 'step 0: this peer, the owner of part 1 of 3, signed a combination its signed inputs do not make (its checkers caught it)' err2
 	for m in 1 3; do
 		rc=0
 		wait "$(eval echo \$pid$m)" || rc=$?
@@ -301,27 +305,26 @@ assert abs(got[0] - mean[0] - 1) < 1e-4 and np.allclose(got[1:], mean[1:], atol=
 		run -66 spirt-store -s s$m get gagg/0
 		proof_holds out$m
 	done
-	# one checker a part (the default): the one drawn catches it, the
-	# other member does not check part 1 and combines p2's lie
+	# one checker a part (the default): the one drawn catches it, and
+	# its verdict (xpart/0/verdict) makes the other member check part 1
+	# too: both catch it, each with a proof, and neither combines it
 	rm -rf s1 s2 s3
 	peers3
 	xch 1 -P peers --parts
 	SPIRT_XLIE=1 xch 2 -P peers --parts
 	xch 3 -P peers --parts
-	wait $pid2
-	caught=0
+	wait $pid2 || :
 	for m in 1 3; do
 		rc=0
 		wait "$(eval echo \$pid$m)" || rc=$?
-		if [ "$rc" -eq 65 ]; then
-			caught=$((caught + 1))
-			proof_holds out$m
-			run -66 spirt-store -s s$m get gagg/0
-		else
-			[ "$rc" -eq 0 ]
-		fi
+		[ "$rc" -eq 65 ]
+		proof_holds out$m
+		run -66 spirt-store -s s$m get gagg/0
 	done
-	[ "$caught" -eq 1 ]
+	# the drawn checker's verdict names the part, the other's too (it
+	# checked it on that word)
+	run -0 sh -c 'spirt-store -s s1 get -f xpart/0/verdict; spirt-store -s s3 get -f xpart/0/verdict'
+	[ "$(printf '%s\n' "$output" | grep -c 'bad=1')" -ge 1 ]
 	# no checker: nobody catches it (what this test adds)
 	rm -rf s1 s2 s3
 	peers3
@@ -383,6 +386,53 @@ for i in (1, 2, 3):
 	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -64 --separate-stderr \
 	    spirt-peer exchange -m m -s s1 -t 0 -P peers --check 1
 	[[ "$stderr" == *"--check: only with --parts"* ]]
+}
+
+@test "spirt-train --exchange parts: an owner that lies from step 13 is caught, proven and excluded; the others go on with one model, every sample once an epoch" {
+	load coverage
+	local steps=30
+	smalldata "$BATS_FILE_TMPDIR/data"
+	: >peers
+	for i in 0 1 2; do
+		spirt-peer keygen p$i.key >/dev/null
+		echo "p$i $PWD/s$i" >>peers
+	done
+	# (epochs of 10 steps: p1 lies mid-epoch 1, SPIRT_XLIE=@13)
+	for i in 0 1 2; do
+		lie=
+		[ $i -ne 1 ] || lie=@13
+		SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 SPIRT_XLIE=$lie \
+		    SPIRT_SAMPLE_LOG=$PWD/log$i timeout 600 \
+		    spirt-train -s s$i -n 2 -b 20 -e $((steps / 10)) \
+		    --data "$BATS_FILE_TMPDIR/data" --peers peers --peer $i \
+		    --steps $steps --eval-every $steps --deadline 60000 \
+		    --exchange parts >o$i 2>e$i &
+		eval "pid$i=\$!"
+	done
+	# the liar stops, caught (its own part, proven by the others)
+	rc=0
+	wait $pid1 || rc=$?
+	[ "$rc" -eq 65 ] || { cat e1 >&2; false; }
+	grep -q 'this peer, the owner of part 1 of 3, signed a combination its signed inputs do not make' e1
+	wait $pid0 || { cat e0 >&2; false; }
+	wait $pid2 || { cat e2 >&2; false; }
+	# both others proved it at step 13, left it out from there, and
+	# gave its workers' samples (2 and 3) to the live ones
+	for i in 0 2; do
+		grep -q 'step 13: p1, the owner of part 1 of 3, signed a combination its signed inputs do not make' e$i ||
+		    { cat e$i >&2; false; }
+		grep -q 'step 13: p1 signed a wrong combination of its part, proven (the proof above): it is out of the run' e$i
+		grep -q 'step 14: the workers 2 3 of p1: their samples from step 13 go to the live ones' e$i
+	done
+	# one model, on the two
+	[ "$(spirt-store -s s0 get model/mlp@$steps | md5sum)" = \
+	    "$(spirt-store -s s2 get model/mlp@$steps | md5sum)" ]
+	# the last rounds were of two members
+	run -0 sh -c "spirt-store -s s0 get gagg/$((steps - 1))/round | tr -c '[:print:]\n' ' '"
+	assert_output --partial 'peer=p2 used'
+	refute_output --partial 'peer=p1'
+	# every sample once an epoch: p0's, p2's, and p1's before step 13
+	coverage "$steps" 10 6 200 log0 log2 log1:0:13
 }
 
 # ---- spirt-train --exchange parts: three peers in namespaces, HTTP ----

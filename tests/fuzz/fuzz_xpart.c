@@ -13,7 +13,8 @@
  * opened signs again to the same bytes, its entries are ascending with
  * the signer's at its index (a cover's: the one after it), one verified is for our run, by a member
  * in role peer; the spans of any n and count tile [0, n) in order, each
- * floor(n / count) or one more.
+ * floor(n / count) or one more.  First byte 0x10: the rest after the
+ * 8 bytes is a member's verdict instead (verdict() below).
  */
 static struct spirt_trust *trust;
 
@@ -47,6 +48,25 @@ spans(struct fuzz_in *in)
 	FUZZ_ASSERT(at == n);
 }
 
+/* mode 0x10: the input is a member's verdict (spirt_xpart_verdict_parse)
+ * of a round of p1 p2 p3: one taken is the text it says, byte for byte */
+static void
+verdict(const uint8_t *d, size_t n)
+{
+	static const char members[] = "members=p1 p2 p3";
+	char again[64];
+	long bad;
+	int len;
+
+	if (spirt_xpart_verdict_parse(d, n, members, sizeof members - 1, &bad,
+	    3) != 0)
+		return;
+	FUZZ_ASSERT(bad >= -1 && bad < 3);
+	len = bad < 0 ? snprintf(again, sizeof again, "%s\nbad=\n", members) :
+	    snprintf(again, sizeof again, "%s\nbad=%ld\n", members, bad);
+	FUZZ_ASSERT((size_t)len == n && memcmp(again, d, n) == 0);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 {
@@ -58,6 +78,10 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	int who = signers[mode >> 1 & 3], rc;
 
 	spans(&in);
+	if (mode == 0x10) {
+		verdict(in.p, in.n);
+		return 0;
+	}
 	len = in.n;
 	FUZZ_ASSERT((b = malloc(len ? len : 1)) != NULL);
 	memcpy(b, in.p, len);

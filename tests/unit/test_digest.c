@@ -346,6 +346,27 @@ test_xpart(void)
 	r.index = 0;
 	CHECK_EQ_RC(spirt_xpart_rec_sign(buf, sizeof buf, &dummy, &r, k),
 	    SPIRT_EINVAL);
+	/* a verdict: the round's members line, then its bad part or none */
+	{
+#define VM "members=p1 p2 p3"
+		long v;
+
+		CHECK_RC(spirt_xpart_verdict_parse(VM "\nbad=2\n", 23, VM, 16,
+		    &v, 3));
+		CHECK(v == 2);
+		CHECK_RC(spirt_xpart_verdict_parse(VM "\nbad=\n", 22, VM, 16,
+		    &v, 3));
+		CHECK(v == -1);
+		CHECK_EQ_RC(spirt_xpart_verdict_parse(VM "\nbad=3\n", 23, VM,
+		    16, &v, 3), SPIRT_EDATA);
+		CHECK_EQ_RC(spirt_xpart_verdict_parse(VM "\nbad=02\n", 24, VM,
+		    16, &v, 3), SPIRT_EDATA);
+		CHECK_EQ_RC(spirt_xpart_verdict_parse(VM "\nbad=2", 22, VM, 16,
+		    &v, 3), SPIRT_EDATA);
+		CHECK_EQ_RC(spirt_xpart_verdict_parse("members=p1 p3\nbad=\n",
+		    19, VM, 16, &v, 3), SPIRT_ERUN);
+#undef VM
+	}
 	r.parts = 3;
 	r.kind = SPIRT_XPART_RESULT;
 	r.index = 1;
