@@ -1189,8 +1189,50 @@ out:
 	return rc;
 }
 
+/* step 5 too: this member's signed digest of the step, digest/<t>/<self>
+ * (lib/digest.h), as all to all signs it: its own aggregate's hash, its
+ * model's, and for every other member the hash of the whole aggregate
+ * that member's signed input record says it cut (the aggregates every
+ * part combined a slice of), so that spirt-peer verify walks a run with
+ * parts as one all to all */
+static int
+digest_put(struct xr *r, struct spirt_txn *t)
+{
+	struct spirt_exchange *x = r->x;
+	struct spirt_digest *d;
+	char key[SPIRT_KEY_MAX + 1];
+	unsigned char *b = NULL;
+	size_t len;
+	int rc = ENOMEM;
+
+	if ((d = calloc(1, sizeof *d)) == NULL)
+		return ENOMEM;
+	d->step = x->step;
+	snprintf(d->run, sizeof d->run, "%s", x->run);
+	snprintf(d->id, sizeof d->id, "%s", x->self);
+	memcpy(d->agg, x->agghash, SPIRT_HASH_BYTES);
+	memcpy(d->model, x->modelhash, SPIRT_HASH_BYTES);
+	if ((d->has_token = x->token != NULL))
+		memcpy(d->token, x->token, SPIRT_TOKEN_BYTES);
+	for (size_t i = 0; i < r->P; i++) {
+		if (i == r->me)
+			continue;
+		snprintf(d->got[d->n].id, sizeof d->got[d->n].id, "%s",
+		    r->ids[i]);
+		memcpy(d->got[d->n++].hash, r->in[i].hash, SPIRT_HASH_BYTES);
+	}
+	len = spirt_digest_size(d->n, d->has_token);
+	if ((b = malloc(len)) != NULL &&
+	    (rc = spirt_digest_sign(b, len, &len, d, x->key)) == 0 &&
+	    (rc = spirt_key_digest(key, sizeof key, x->step, x->self)) == 0)
+		rc = spirt_store_put_bytes(t, key, b, len, x->step, 0);
+	free(b);
+	free(d);
+	return rc;
+}
+
 /* step 5: gagg/<t>, the parts end to end under part 0's header with the
- * aggregate's shape, and the round's record */
+ * aggregate's shape, the round's record and this member's digest */
 static int
 assemble_txn(struct spirt_txn *t, void *arg)
 {
@@ -1229,6 +1271,8 @@ assemble_txn(struct spirt_txn *t, void *arg)
 	}
 	spirt_tensor_sum_trailer(dst + len, &sum);
 	spirt_hash(x->gagghash, dst, len + SPIRT_TENSOR_TRAILER);
+	if ((rc = digest_put(r, t)))
+		return rc;
 	free(r->round);
 	{
 		struct spirt_xrec rr = {

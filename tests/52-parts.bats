@@ -393,10 +393,13 @@ for i in (1, 2, 3):
 	local steps=30
 	smalldata "$BATS_FILE_TMPDIR/data"
 	: >peers
+	printf 'VERSION=1\nTYPE=spirt-allowlist\n' >allow
 	for i in 0 1 2; do
-		spirt-peer keygen p$i.key >/dev/null
+		spirt-peer keygen p$i.key >p$i.hex
 		echo "p$i $PWD/s$i" >>peers
+		echo "MEMBER=$(cat p$i.hex) peer p$i" >>allow
 	done
+	echo END >>allow
 	# (epochs of 10 steps: p1 lies mid-epoch 1, SPIRT_XLIE=@13)
 	for i in 0 1 2; do
 		lie=
@@ -406,7 +409,7 @@ for i in (1, 2, 3):
 		    spirt-train -s s$i -n 2 -b 20 -e $((steps / 10)) \
 		    --data "$BATS_FILE_TMPDIR/data" --peers peers --peer $i \
 		    --steps $steps --eval-every $steps --deadline 60000 \
-		    --exchange parts >o$i 2>e$i &
+		    --exchange parts --keep-digests >o$i 2>e$i &
 		eval "pid$i=\$!"
 	done
 	# the liar stops, caught (its own part, proven by the others)
@@ -433,6 +436,16 @@ for i in (1, 2, 3):
 	refute_output --partial 'peer=p1'
 	# every sample once an epoch: p0's, p2's, and p1's before step 13
 	coverage "$steps" 10 6 200 log0 log2 log1:0:13
+	# the parts' digests: the chain holds from model@0 to model@30 on
+	# both, p1 a contributor up to step 12, not from 13 on
+	for i in 0 2; do
+		run -0 --separate-stderr spirt-peer verify -s s$i -m mlp -a allow
+		# (each store holds its own digests: the others' "no digest")
+		assert_line --index 12 --regexp '^step 12: holds: model [0-9a-f]{64} \((not )?kept\): p0( \(no digest\))? p1 \(no digest\) p2( \(no digest\))?$'
+		assert_line --index 13 --regexp '^step 13: holds: model [0-9a-f]{64} \((not )?kept\): p0( \(no digest\))? p2( \(no digest\))?$'
+		assert_line --index 29 --regexp '^step 29: holds: model [0-9a-f]{64} \(kept\): p0( \(no digest\))? p2( \(no digest\))?$'
+		assert_line --index 30 "steps 0..29 of run r1: the chain holds, 30 steps: p0 p1 p2"
+	done
 }
 
 # ---- spirt-train --exchange parts: three peers in namespaces, HTTP ----
