@@ -47,6 +47,7 @@ static struct {
 enum { CONNTIMEOUT = 256, MAXCONNS, PERIP, RATE };
 enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
     TRIM, BEATS, PRUNE, KEEPDG, KEEPPL, PARTS, CHECK };
+enum { PROOF = 256 };
 
 #define USAGE \
 "usage: spirt-peer serve [-qv] [-a allowfile] [-F fd] [-g group] [-i id]\n" \
@@ -60,7 +61,7 @@ enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
 "           [--parts] [--select m] [--tau T] [--timeout ms] [--trim F]\n" \
 "           -i | -t step\n" \
 "       spirt-peer verify [-a allowfile] [-g group] [-m model] [-r run]\n" \
-"           [-s store]\n" \
+"           [-s store] [--proof file]\n" \
 "       spirt-peer catch-up [-q] [-m model] [-s store] [--deadline ms]\n" \
 "           [--every h] [--last] -t step id source\n" \
 "       spirt-peer catch-up [-m model] [--deadline ms] [--pace ms] [--wait]\n" \
@@ -110,6 +111,8 @@ static const struct opt vopts[] = {
 	{ 'm', "model", "NAME", "the model" },
 	{ 'r', "run", "ID", "the run (default the first digest's)" },
 	{ 's', "store", "PATH", NULL },
+	{ PROOF, "proof", "FILE", "check a proof that a part's "
+	    "owner lied (exchange --parts), not the chain" },
 	{ 'h', "help", NULL, NULL },
 	{ 0 }
 };
@@ -848,11 +851,59 @@ anykey(void *arg, const char *key, const void *val, size_t len)
 	return 1;
 }
 
+/* verify --proof FILE: a proof that a part's owner signed a wrong
+ * combination, checked alone (the slices combined again in a
+ * transaction of the store, undone) */
+static int
+vproof(const char *path, const char *store, const char *run,
+    const char *group, const char *allow)
+{
+	struct spirt_trust *tr = NULL;
+	struct spirt_store *s = NULL;
+	char msg[600];
+	void *buf = NULL;
+	const char *act;
+	size_t n;
+	int rc;
+
+	if (run == NULL) {
+		warnx_("--proof: no run (-r or SPIRT_RUN)");
+		usage(1);
+	}
+	if ((rc = spirt_crypto_init()) != 0)
+		dierc(rc, "libsodium");
+	if ((rc = spirt_readfile(path, &buf, &n)) != 0)
+		dierc(rc, "verify: %s", path);
+	if ((rc = spirt_lineage_trust(&tr, run, group, allow, msg,
+	    sizeof msg)) != 0) {
+		free(buf);
+		die(spirt_exit(rc) == SPIRT_EX_DATAERR ? SPIRT_EX_DATAERR :
+		    SPIRT_EX_NOINPUT, "verify: %s", msg);
+	}
+	act = store ? store : store_default();
+	if ((rc = spirt_store_open(&s, act, 0)) != 0) {
+		warnrc(rc, "%s", act);
+		rc = SPIRT_EX_NOINPUT;
+	} else if ((rc = spirt_xpart_proof_check(s, buf, n, tr,
+	    spirt_crypto_now(), msg, sizeof msg)) == 0) {
+		printf("proof holds: %s\n", msg);
+	} else {
+		warnx_("verify: %s: %s", path, msg[0] ? msg :
+		    spirt_strerror(rc));
+		rc = spirt_exit(rc);
+	}
+	if (s)
+		spirt_store_close(s);
+	spirt_trust_free(tr);
+	free(buf);
+	return rc;
+}
+
 static int
 vmain(int argc, char **argv)
 {
 	const char *store = NULL, *model = NULL, *run = NULL, *group = NULL;
-	const char *allow = NULL, *act;
+	const char *allow = NULL, *act, *proof = NULL;
 	char frun[SPIRT_ID_MAX + 1], msg[600];
 	struct spirt_trust *tr = NULL;
 	struct spirt_store *s = NULL;
@@ -868,15 +919,17 @@ vmain(int argc, char **argv)
 		case 'm': model = optarg; break;
 		case 'r': run = optarg; break;
 		case 's': store = optarg; break;
+		case PROOF: proof = optarg; break;
 		default: usage(1);
 		}
 	if (optind != argc)
 		usage(1);
-	if ((model = opt_env(model, "SPIRT_MODEL", NULL)) == NULL) {
+	if (!proof && (model = opt_env(model, "SPIRT_MODEL", NULL)) == NULL) {
 		warnx_("no model (-m or SPIRT_MODEL)");
 		usage(1);
 	}
-	echeck_model("-m", model);
+	if (!proof)
+		echeck_model("-m", model);
 	group = opt_env(group, "SPIRT_GROUP", NULL);
 	allow = opt_env(allow, "SPIRT_ALLOW", NULL);
 	if ((!group || !*group) && (!allow || !*allow)) {
@@ -889,6 +942,8 @@ vmain(int argc, char **argv)
 		warnx_("-r: \"%s\" is not an id", run);
 		usage(1);
 	}
+	if (proof)
+		return vproof(proof, store, run, group, allow);
 	if ((rc = spirt_crypto_init()) != 0)
 		dierc(rc, "libsodium");
 	act = store ? store : store_default();

@@ -8,6 +8,7 @@
 #include "crypto.h"
 #include "digest.h"
 #include "spirt.h"
+#include "store.h"
 
 struct spirt_exchange;
 
@@ -119,6 +120,28 @@ SPIRT_MUST_CHECK int spirt_xpart_rec_verify(struct spirt_xpart_rec *r,
 SPIRT_MUST_CHECK int spirt_xpart_verdict_parse(const void *buf, size_t n,
     const char *members, size_t mlen, long *bad, size_t parts)
     SPIRT_NONNULL(3, 5);
+
+/*
+ * Check a proof that a part's owner (or the member covering it) signed a
+ * combination its signed inputs do not make: text (len bytes), what
+ * spirt-peer exchange prints on catching it (docs/protocol.md "Checked
+ * owners"): a comment line "# step ...", the result record in hex, then
+ * a comment line and the hex of each of the P input records, the rule's
+ * parameters, cclip's centre (hex, empty for the others) and each of the
+ * P slices of the part.  Checks every record's signature (and, with tr,
+ * that its signer is a member in role peer at now), that they are of one
+ * round and the result names the slices each member signed, that each
+ * slice is the one its member's record names, and combines them again
+ * with the rule in a transaction of s that it undoes.  Returns 0 when
+ * the combination is not the part the result record names (the proof
+ * holds; msg says who signed what), SPIRT_EDATA (not a proof: malformed,
+ * of two rounds, or the slices make the part signed), SPIRT_EMAC (a
+ * signature, or a slice not the one named), the membership's or the
+ * store's codes; msg says which line.
+ */
+SPIRT_MUST_CHECK int spirt_xpart_proof_check(struct spirt_store *s,
+    const char *text, size_t len, const struct spirt_trust *tr,
+    uint64_t now, char *msg, size_t cap) SPIRT_NONNULL(1, 2, 6);
 
 /*
  * The round of x->step with every member (lib/exchange.h, x->parts),

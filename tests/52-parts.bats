@@ -285,6 +285,12 @@ assert abs(got[0] - mean[0] - 1) < 1e-4 and np.allclose(got[1:], mean[1:], atol=
 }
 
 @test "exchange --parts --check: an owner that signs a wrong combination is caught by its checkers (65), naming it, with a proof; nothing written" {
+	printf 'VERSION=1\nTYPE=spirt-allowlist\n' >allow
+	for i in 1 2 3; do
+		spirt-peer keygen p$i.key >p$i.hex
+		echo "MEMBER=$(cat p$i.hex) peer p$i" >>allow
+	done
+	echo END >>allow
 	peers3
 	# p2 signs part 1 plus 1 in its first float; p1 and p3 both check
 	# every part (--check 2: all the other members)
@@ -305,6 +311,39 @@ assert abs(got[0] - mean[0] - 1) < 1e-4 and np.allclose(got[1:], mean[1:], atol=
 		run -66 spirt-store -s s$m get gagg/0
 		proof_holds out$m
 	done
+	# the proof checks alone (spirt-peer verify --proof): the records'
+	# signatures and members, the slices, the combination again
+	run -0 spirt-peer verify --proof out1 -a allow -r r1 -s s1
+	assert_output --regexp '^proof holds: step 0: p2, the owner of part 1 of 3, signed xpart/0 = [0-9a-f]{64}; the slices its record names combine to [0-9a-f]{64}$'
+	spirt-store -s s1 ls >ls.after
+	# forged: a byte of the result record changed (its signature)
+	sed '2s/^\(.\{400\}\)./\1f/' out1 >forged1
+	cmp -s out1 forged1 && sed '2s/^\(.\{400\}\)./\1e/' out1 >forged1
+	run -65 --separate-stderr spirt-peer verify --proof forged1 -a allow -r r1 -s s1
+	[[ "$stderr" == *"verify: forged1: line 2: not a result record: "* ]]
+	# forged: the same frame around honest p3's part 2 (its record, the
+	# slices it combined): they make what p3 signed, no lie
+	for i in 1 2 3; do
+		spirt-store -s s$i get -f xslice/0/p3 >s3l$i.rec
+	done
+	spirt-store -s s3 get -f xpart/0/signed >res3.rec
+	"$PYTHON" -c "$PYREC
+lines = open('out1').read().split('\n')
+P = 3
+lines[0] = '# step 0: part 2 of 3 combined wrongly by p3 (made up)'
+lines[1] = load('res3.rec')['a'].tobytes().hex()
+for i in range(P):
+    lines[2 + 2 * P + 4 + 2 * i + 1] = open('s3l%d.rec' % (i + 1), 'rb').read().hex()
+open('forged2', 'w').write('\n'.join(lines))
+"
+	run -65 --separate-stderr spirt-peer verify --proof forged2 -a allow -r r1 -s s1
+	[[ "$stderr" == *"verify: forged2: not a proof: the slices p3's record names combine to the part it signed"* ]]
+	# and under a key the allowlist does not know
+	printf 'VERSION=1\nTYPE=spirt-allowlist\n%s\nEND\n' "$(grep ' p1$' allow)" >allow1
+	run -65 --separate-stderr spirt-peer verify --proof out1 -a allow1 -r r1 -s s1
+	[[ "$stderr" == *"verify: out1: line 2: p2's record: "* ]]
+	# nothing changed in the store
+	spirt-store -s s1 ls | cmp - ls.after
 	# one checker a part (the default): the one drawn catches it, and
 	# its verdict (xpart/0/verdict) makes the other member check part 1
 	# too: both catch it, each with a proof, and neither combines it
@@ -386,6 +425,16 @@ for i in (1, 2, 3):
 	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -64 --separate-stderr \
 	    spirt-peer exchange -m m -s s1 -t 0 -P peers --check 1
 	[[ "$stderr" == *"--check: only with --parts"* ]]
+	# verify --proof needs the run, and whom to trust
+	echo x >proof
+	run -64 --separate-stderr env -u SPIRT_RUN spirt-peer verify --proof proof -g p1.key
+	[[ "$stderr" == *"--proof: no run (-r or SPIRT_RUN)"* ]]
+	run -64 --separate-stderr env -u SPIRT_GROUP -u SPIRT_ALLOW spirt-peer verify --proof proof -r r1
+	# not a proof at all: 65; no such file: 66
+	printf 'VERSION=1\nTYPE=spirt-allowlist\nEND\n' >allow
+	run -65 --separate-stderr spirt-peer verify --proof proof -a allow -r r1 -s s1
+	[[ "$stderr" == *"verify: proof: not a proof (its first line is not \"# step ...\")"* ]]
+	run -66 --separate-stderr spirt-peer verify --proof nofile -a allow -r r1 -s s1
 }
 
 @test "spirt-train --exchange parts: an owner that lies from step 13 is caught, proven and excluded; the others go on with one model, every sample once an epoch" {

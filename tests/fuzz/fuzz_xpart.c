@@ -1,6 +1,7 @@
 /* fuzz_xpart.c - the partitioned exchange's signed records a peer pulls
  * from the others (lib/xpart.c, docs/protocol.md "The partitioned
  * exchange") */
+#include "store.h"
 #include "xpart.h"
 #include "fuzz_crypto.h"
 
@@ -14,18 +15,53 @@
  * the signer's at its index (a cover's: the one after it), one verified is for our run, by a member
  * in role peer; the spans of any n and count tile [0, n) in order, each
  * floor(n / count) or one more.  First byte 0x10: the rest after the
- * 8 bytes is a member's verdict instead (verdict() below).
+ * 8 bytes is a member's verdict instead (verdict() below); 0x20: a proof
+ * (proof() below).
  */
 static struct spirt_trust *trust;
+static struct spirt_store *store;       /* empty: a proof's check undoes */
+static char dir[64];
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	const char *tmp = getenv("TMPDIR");
+
 	(void)argc;
 	(void)argv;
 	fuzz_crypto_init();
 	trust = fuzz_trust();
+	snprintf(dir, sizeof dir, "%s/fuzz-xpart.XXXXXX", tmp && *tmp &&
+	    strlen(tmp) < 32 ? tmp : "/tmp");
+	FUZZ_ASSERT(mkdtemp(dir) != NULL);
+	FUZZ_ASSERT(spirt_store_open(&store, dir,
+	    SPIRT_STORE_CREATE | SPIRT_STORE_NOSYNC) == 0);
 	return 0;
+}
+
+static int
+anykey(void *arg, const char *key, const void *val, size_t len)
+{
+	(void)arg, (void)key, (void)val, (void)len;
+	return 1;
+}
+
+/* mode 0x20: the input is a proof (spirt_xpart_proof_check): whatever it
+ * says, the store it combines in is left as it was (empty), and a proof
+ * that holds says so */
+static void
+proof(const uint8_t *d, size_t n)
+{
+	struct spirt_txn *t;
+	char msg[600];
+	int rc;
+
+	rc = spirt_xpart_proof_check(store, (const char *)d, n, trust,
+	    FUZZ_NOW, msg, sizeof msg);
+	FUZZ_ASSERT(rc != 0 || strstr(msg, " signed xpart/") != NULL);
+	FUZZ_ASSERT(spirt_txn_begin(&t, store, SPIRT_TXN_RDONLY) == 0);
+	FUZZ_ASSERT(spirt_store_list(t, "", anykey, NULL) == 0);
+	spirt_txn_abort(t);
 }
 
 static const int signers[4] = { FZ_P1, FZ_P2, FZ_P3, FZ_F1 };
@@ -80,6 +116,10 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	spans(&in);
 	if (mode == 0x10) {
 		verdict(in.p, in.n);
+		return 0;
+	}
+	if (mode == 0x20) {
+		proof(in.p, in.n);
 		return 0;
 	}
 	len = in.n;
