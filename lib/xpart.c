@@ -222,6 +222,9 @@ struct xr {
 	unsigned char *pred, *predrec;
 	size_t predlen, predreclen;
 	int *late;
+	/* each phase's time, ms (phases[]), and when the one under way
+	 * began */
+	double ms[6], t0;
 	/* a check's slices, kept for a proof (again() with want_sl) */
 	int want_sl;
 	unsigned char **ksl;
@@ -231,6 +234,15 @@ struct xr {
 	size_t buflen;
 	char *round;
 	size_t roundlen;
+};
+
+/* the phases of a round, as x->phase and the round's record name them:
+ * inputs (the pulls of the input records and slices), combine (this
+ * member's part), parts (the pulls of the others' parts, the covers),
+ * check (the checks and verdicts), assemble; cut (the slices signed)
+ * before them */
+static const char *const phases[] = {
+	"cut", "inputs", "combine", "parts", "check", "assemble"
 };
 
 static int
@@ -1291,11 +1303,22 @@ assemble_txn(struct spirt_txn *t, void *arg)
 		return rc;
 	free(r->round);
 	{
+		char ph[200];
+		size_t n = 0;
 		struct spirt_xrec rr = {
 			.step = x->step, .rule = spirt_agg_rule_name(x->p.rule),
 			.self = x->self, .peers = x->peers, .n = x->n,
-			.adopted = x->adopted, .gagghash = x->gagghash
+			.adopted = x->adopted, .gagghash = x->gagghash,
+			.phases = ph
 		};
+
+		/* (the ones before this one, the assembly: its own time is
+		 * the round's, less theirs) */
+		ph[0] = '\0';
+		for (size_t i = 0; i + 1 < sizeof phases / sizeof phases[0];
+		    i++)
+			n += (size_t)snprintf(ph + n, sizeof ph - n, "%s%s:%.1f",
+			    i ? " " : "", phases[i], r->ms[i]);
 
 		if ((r->round = spirt_xrec_round(&rr, &r->roundlen)) == NULL)
 			return ENOMEM;
@@ -1965,11 +1988,17 @@ out:
 	return rc;
 }
 
+/* phase i begins: the time of the one before into r->ms */
 static void
-phase(const struct spirt_exchange *x, const char *name)
+phase(struct xr *r, size_t i)
 {
-	if (x->phase)
-		x->phase(x, name);
+	double now = spirt_xnow_ms();
+
+	if (i > 0)
+		r->ms[i - 1] = now - r->t0;
+	r->t0 = now;
+	if (i > 0 && r->x->phase)
+		r->x->phase(r->x, phases[i]);
 }
 
 static int
@@ -1978,6 +2007,7 @@ round_run(struct xr *r, struct spirt_xpull *u)
 	struct spirt_exchange *x = r->x;
 	int rc;
 
+	phase(r, 0);
 	if ((rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE, cut_txn,
 	    r)))
 		return rc;
@@ -1985,20 +2015,20 @@ round_run(struct xr *r, struct spirt_xpull *u)
 	if ((rc = copy_own(r, key_slice, &r->slice[r->me],
 	    &r->slicelen[r->me])))
 		return rc;
-	phase(x, "inputs");
+	phase(r, 1);
 	if ((rc = inputs(r, u)))
 		return rc;
-	phase(x, "combine");
+	phase(r, 2);
 	if ((rc = combine(r)) ||
 	    (rc = copy_own(r, key_part, &r->part[r->me], &r->partlen[r->me])))
 		return rc;
-	phase(x, "parts");
+	phase(r, 3);
 	if ((rc = parts(r, u)))
 		return rc;
-	phase(x, "check");
+	phase(r, 4);
 	if ((rc = check(r, u)))
 		return rc;
-	phase(x, "assemble");
+	phase(r, 5);
 	x->used = r->P;
 	return spirt_store_write(x->store, assemble_txn, r);
 }
