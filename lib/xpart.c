@@ -80,15 +80,8 @@ rec_pack(unsigned char *out, const struct spirt_xpart_rec *r)
 	memcpy(out + 128, r->model, SPIRT_HASH_BYTES);
 	memcpy(out + 160, r->hash, SPIRT_HASH_BYTES);
 	off = SPIRT_XPART_HEAD;
-	if (r->has_token) {
-		memcpy(out + off, r->token, SPIRT_TOKEN_BYTES);
-		off += SPIRT_TOKEN_BYTES;
-	}
-	for (size_t i = 0; i < r->parts; i++, off += SPIRT_XPART_ENTRY) {
-		spirt_wire_id_put(out + off, r->e[i].id);
-		memcpy(out + off + 32, r->e[i].hash, SPIRT_HASH_BYTES);
-	}
-	return off;
+	return off + spirt_sigrec_put_tail(out + off, r->has_token ? r->token :
+	    NULL, r->e, r->parts);
 }
 
 int
@@ -122,7 +115,7 @@ int
 spirt_xpart_rec_open(struct spirt_xpart_rec *r, const unsigned char *b,
     size_t len)
 {
-	size_t tl, parts, need, off;
+	size_t tl, parts, need, got;
 	int rc;
 
 	if (len < SPIRT_XPART_HEAD)
@@ -158,23 +151,12 @@ spirt_xpart_rec_open(struct spirt_xpart_rec *r, const unsigned char *b,
 	r->n = spirt_le_get64(b + 120);
 	memcpy(r->model, b + 128, SPIRT_HASH_BYTES);
 	memcpy(r->hash, b + 160, SPIRT_HASH_BYTES);
-	off = SPIRT_XPART_HEAD;
-	if ((r->has_token = tl != 0)) {
-		memcpy(r->token, b + off, SPIRT_TOKEN_BYTES);
-		off += SPIRT_TOKEN_BYTES;
-	}
-	for (size_t i = 0; i < parts; i++, off += SPIRT_XPART_ENTRY) {
-		struct spirt_digest_entry *e = &r->e[i];
-
-		if ((rc = spirt_wire_id_get(e->id, b + off)))
-			return rc;
-		if (i && strcmp(r->e[i - 1].id, e->id) >= 0)
-			return SPIRT_EDATA;
-		memcpy(e->hash, b + off + 32, SPIRT_HASH_BYTES);
-	}
+	if ((rc = spirt_sigrec_get_tail(b + SPIRT_XPART_HEAD,
+	    (r->has_token = tl != 0), r->token, r->e, parts, NULL, &got)))
+		return rc;
 	if (strcmp(r->e[signer_at(r->kind, r->index, parts)].id, r->id) != 0)
 		return SPIRT_EDATA;
-	memcpy(r->sig, b + off, SPIRT_SIG_BYTES);
+	memcpy(r->sig, b + need - SPIRT_SIG_BYTES, SPIRT_SIG_BYTES);
 	return 0;
 }
 
@@ -187,16 +169,8 @@ spirt_xpart_rec_verify(struct spirt_xpart_rec *r, const unsigned char *buf,
 
 	if ((rc = spirt_xpart_rec_open(r, buf, len)))
 		return rc;
-	if (strcmp(r->run, run) != 0)
-		return SPIRT_ERUN;
-	if (strcmp(r->id, peer) != 0)
-		return SPIRT_EADDR;
-	if (r->step != step)
-		return SPIRT_ESTEP;
-	if (t == NULL)
-		return 0;
-	return spirt_trust_member(NULL, t, r->pk, r->id, r->has_token ?
-	    r->token : NULL, now, SPIRT_ROLE_PEER);
+	return spirt_sigrec_check(r->run, r->id, r->step, r->pk,
+	    r->has_token ? r->token : NULL, run, peer, step, t, now);
 }
 
 /* ---- the round ---- */
