@@ -98,7 +98,8 @@ xexclude() {
 	while IFS= read -r _l; do
 		case $_l in "$1 "*|"$1	"*) ;; *) printf '%s\n' "$_l" ;; esac
 	done <"$xpeers" >"$_f" || die 73 "$_f: cannot write the peers without $1"
-	xch=$(printf '%s\n' "$xch" | sed "s| -P $xpeers | -P $_f |")
+	# (the -P of the exchange's command, no sed: a path is no pattern)
+	xch="${xch%% -P "$xpeers" *} -P $_f ${xch#* -P "$xpeers" }"
 	xpeers=$_f
 	_new= _o=
 	for _p in $oids; do
