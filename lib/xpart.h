@@ -11,6 +11,7 @@
 #include "store.h"
 
 struct spirt_exchange;
+struct spirt_agg_params;
 
 /*
  * The partitioned exchange (spirt-peer(1) exchange --parts,
@@ -120,6 +121,11 @@ SPIRT_MUST_CHECK int spirt_xpart_rec_verify(struct spirt_xpart_rec *r,
 SPIRT_MUST_CHECK int spirt_xpart_verdict_parse(const void *buf, size_t n,
     const char *members, size_t mlen, long *bad, size_t parts)
     SPIRT_NONNULL(3, 5);
+
+/* The rule's parameters as a proof names them, one line of text
+ * (lib/xproof.c reads them back). */
+void spirt_xpart_params_text(char *buf, size_t cap,
+    const struct spirt_agg_params *p) SPIRT_NONNULL(1, 3);
 
 /*
  * Check a proof that a part's owner (or the member covering it) signed a
