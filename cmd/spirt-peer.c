@@ -49,6 +49,7 @@ static struct {
 enum { CONNTIMEOUT = 256, MAXCONNS, PERIP, RATE, RETRY };
 enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
     TRIM, BEATS, PRUNE, KEEPDG, KEEPPL, PARTS, CHECK };
+enum { PROOF = 256 };
 
 #define USAGE \
 "usage: spirt-peer serve [-qv] [-a allowfile] [-F fd] [-g group] [-i id]\n" \
@@ -62,7 +63,7 @@ enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
 "           [--parts] [--select m] [--tau T] [--timeout ms] [--trim F]\n" \
 "           -i | -t step\n" \
 "       spirt-peer verify [-a allowfile] [-g group] [-m model] [-r run]\n" \
-"           [-s store]\n" \
+"           [-s store] [--proof file]\n" \
 "       spirt-peer catch-up [-q] [-m model] [-s store] [--deadline ms]\n" \
 "           [--every h] [--last] -t step id source\n" \
 "       spirt-peer catch-up [-m model] [--deadline ms] [--pace ms] [--wait]\n" \
@@ -115,6 +116,8 @@ static const struct opt vopts[] = {
 	{ 'm', "model", "NAME", "the model" },
 	{ 'r', "run", "ID", "the run (default the first digest's)" },
 	{ 's', "store", "PATH", NULL },
+	{ PROOF, "proof", "FILE", "check a proof that a part's "
+	    "owner lied (exchange --parts), not the chain" },
 	{ 'h', "help", NULL, NULL },
 	{ 0 }
 };
@@ -510,6 +513,24 @@ xpeers(struct spirt_exchange *x, const char *path, struct spirt_xnet *http,
 		    "(whom to trust: %s names peers' URLs)", path);
 }
 
+/* the test hook SPIRT_XSTOP=PHASE[@STEP]: this peer stops (SIGSTOP) as
+ * the phase of its partitioned round begins (of step STEP only, if
+ * named), an owner stopped mid-round (spirt-peer(1)) */
+static void
+xstop(const struct spirt_exchange *x, const char *name)
+{
+	const char *v = getenv("SPIRT_XSTOP"), *at;
+	size_t n;
+
+	if (v == NULL || *v == '\0')
+		return;
+	n = (at = strchr(v, '@')) ? (size_t)(at - v) : strlen(v);
+	if (strlen(name) != n || strncmp(v, name, n) != 0 ||
+	    (at && strtoull(at + 1, NULL, 10) != x->step))
+		return;
+	raise(SIGSTOP);
+}
+
 /*
  * What a round says: each peer left out and why (a warning), a proof of
  * equivocation (on out), the round's failure.  Returns its exit code.
@@ -520,6 +541,10 @@ xreport(struct spirt_exchange *x, int rc, FILE *out)
 	for (size_t i = 0; i < x->n; i++) {
 		struct spirt_xpeer *p = &x->peers[i];
 
+		/* (the partitioned exchange: a part covered for its owner) */
+		if (x->parts && p->state == SPIRT_XP_USED && p->why[0])
+			warning("step %llu: peer %s: %s",
+			    (unsigned long long)x->step, p->id, p->why);
 		if (p->state == SPIRT_XP_NONE || p->state == SPIRT_XP_USED)
 			continue;
 		warning("step %llu: peer %s left out: %s: %s",
@@ -559,7 +584,11 @@ xserve_one(void *arg, const struct spirt_serve_req *req, char *ans,
 
 	x->step = req->step;
 	code = xreport(x, spirt_exchange_run(x), stderr);
-	if (code)
+	if (code && x->caught[0])
+		/* (a part's owner proven to lie: spirt-train excludes it) */
+		snprintf(ans, cap, "step=%llu caught=%s error=%d",
+		    (unsigned long long)x->step, x->caught, code);
+	else if (code)
 		snprintf(ans, cap, "step=%llu error=%d",
 		    (unsigned long long)x->step, code);
 	else if (x->done)
@@ -706,8 +735,14 @@ xmain(int argc, char **argv)
 	xpeers(&x, peers, &http, cred);
 	/* (a test hook: pulls lost on the way, spirt-peer(1)) */
 	x.drop = getenv("SPIRT_XDROP");
-	/* (and one: this peer signs a wrong combination of its part) */
+	/* (and one: this peer signs a wrong combination of its part; from
+	 * step S on with "@S") */
 	x.lie = (lie = getenv("SPIRT_XLIE")) != NULL && *lie;
+	if (x.lie && *lie == '@')
+		x.lie_from = eparse_u64("SPIRT_XLIE", lie + 1, 0,
+		    SPIRT_NOSTEP - 1);
+	/* (and one: this peer stops itself at a phase of its round) */
+	x.phase = xstop;
 	/* default quorum: more than half of the members, self included */
 	x.min_peers = minp ? eparse_u64("--min-peers", minp, 1, x.n + 1) :
 	    x.parts ? x.n + 1 : (x.n + 1) / 2 + 1;
@@ -846,11 +881,59 @@ anykey(void *arg, const char *key, const void *val, size_t len)
 	return 1;
 }
 
+/* verify --proof FILE: a proof that a part's owner signed a wrong
+ * combination, checked alone (the slices combined again in a
+ * transaction of the store, undone) */
+static int
+vproof(const char *path, const char *store, const char *run,
+    const char *group, const char *allow)
+{
+	struct spirt_trust *tr = NULL;
+	struct spirt_store *s = NULL;
+	char msg[600];
+	void *buf = NULL;
+	const char *act;
+	size_t n;
+	int rc;
+
+	if (run == NULL) {
+		warnx_("--proof: no run (-r or SPIRT_RUN)");
+		usage(1);
+	}
+	if ((rc = spirt_crypto_init()) != 0)
+		dierc(rc, "libsodium");
+	if ((rc = spirt_readfile(path, &buf, &n)) != 0)
+		dierc(rc, "verify: %s", path);
+	if ((rc = spirt_lineage_trust(&tr, run, group, allow, msg,
+	    sizeof msg)) != 0) {
+		free(buf);
+		die(spirt_exit(rc) == SPIRT_EX_DATAERR ? SPIRT_EX_DATAERR :
+		    SPIRT_EX_NOINPUT, "verify: %s", msg);
+	}
+	act = store ? store : store_default();
+	if ((rc = spirt_store_open(&s, act, 0)) != 0) {
+		warnrc(rc, "%s", act);
+		rc = SPIRT_EX_NOINPUT;
+	} else if ((rc = spirt_xpart_proof_check(s, buf, n, tr,
+	    spirt_crypto_now(), msg, sizeof msg)) == 0) {
+		printf("proof holds: %s\n", msg);
+	} else {
+		warnx_("verify: %s: %s", path, msg[0] ? msg :
+		    spirt_strerror(rc));
+		rc = spirt_exit(rc);
+	}
+	if (s)
+		spirt_store_close(s);
+	spirt_trust_free(tr);
+	free(buf);
+	return rc;
+}
+
 static int
 vmain(int argc, char **argv)
 {
 	const char *store = NULL, *model = NULL, *run = NULL, *group = NULL;
-	const char *allow = NULL, *act;
+	const char *allow = NULL, *act, *proof = NULL;
 	char frun[SPIRT_ID_MAX + 1], msg[600];
 	struct spirt_trust *tr = NULL;
 	struct spirt_store *s = NULL;
@@ -866,15 +949,17 @@ vmain(int argc, char **argv)
 		case 'm': model = optarg; break;
 		case 'r': run = optarg; break;
 		case 's': store = optarg; break;
+		case PROOF: proof = optarg; break;
 		default: usage(1);
 		}
 	if (optind != argc)
 		usage(1);
-	if ((model = opt_env(model, "SPIRT_MODEL", NULL)) == NULL) {
+	if (!proof && (model = opt_env(model, "SPIRT_MODEL", NULL)) == NULL) {
 		warnx_("no model (-m or SPIRT_MODEL)");
 		usage(1);
 	}
-	echeck_model("-m", model);
+	if (!proof)
+		echeck_model("-m", model);
 	group = opt_env(group, "SPIRT_GROUP", NULL);
 	allow = opt_env(allow, "SPIRT_ALLOW", NULL);
 	if ((!group || !*group) && (!allow || !*allow)) {
@@ -887,6 +972,8 @@ vmain(int argc, char **argv)
 		warnx_("-r: \"%s\" is not an id", run);
 		usage(1);
 	}
+	if (proof)
+		return vproof(proof, store, run, group, allow);
 	if ((rc = spirt_crypto_init()) != 0)
 		dierc(rc, "libsodium");
 	act = store ? store : store_default();

@@ -75,15 +75,8 @@ spirt_digest_sign(unsigned char *out, size_t cap, size_t *len,
 	memcpy(out + 88, d->pk, SPIRT_PK_BYTES);
 	memcpy(out + 120, d->agg, SPIRT_HASH_BYTES);
 	memcpy(out + 152, d->model, SPIRT_HASH_BYTES);
-	off = SPIRT_DIGEST_HEAD;
-	if (d->has_token) {
-		memcpy(out + off, d->token, SPIRT_TOKEN_BYTES);
-		off += SPIRT_TOKEN_BYTES;
-	}
-	for (size_t i = 0; i < d->n; i++, off += SPIRT_DIGEST_ENTRY) {
-		spirt_wire_id_put(out + off, d->got[i].id);
-		memcpy(out + off + 32, d->got[i].hash, SPIRT_HASH_BYTES);
-	}
+	off = SPIRT_DIGEST_HEAD + spirt_sigrec_put_tail(out + SPIRT_DIGEST_HEAD,
+	    d->has_token ? d->token : NULL, d->got, d->n);
 	spirt_key_sign(d->sig, k, out, off);
 	memcpy(out + off, d->sig, SPIRT_SIG_BYTES);
 	*len = need;
@@ -93,7 +86,7 @@ spirt_digest_sign(unsigned char *out, size_t cap, size_t *len,
 int
 spirt_digest_open(struct spirt_digest *d, const unsigned char *b, size_t len)
 {
-	size_t tl, n, need, off;
+	size_t tl, n, need;
 	int rc;
 
 	if (len < SPIRT_DIGEST_HEAD)
@@ -124,23 +117,10 @@ spirt_digest_open(struct spirt_digest *d, const unsigned char *b, size_t len)
 	memcpy(d->pk, b + 88, SPIRT_PK_BYTES);
 	memcpy(d->agg, b + 120, SPIRT_HASH_BYTES);
 	memcpy(d->model, b + 152, SPIRT_HASH_BYTES);
-	off = SPIRT_DIGEST_HEAD;
-	if ((d->has_token = tl != 0)) {
-		memcpy(d->token, b + off, SPIRT_TOKEN_BYTES);
-		off += SPIRT_TOKEN_BYTES;
-	}
-	for (size_t i = 0; i < n; i++, off += SPIRT_DIGEST_ENTRY) {
-		struct spirt_digest_entry *e = &d->got[i];
-
-		if ((rc = spirt_wire_id_get(e->id, b + off)))
-			return rc;
-		if (strcmp(e->id, d->id) == 0 ||
-		    (i && strcmp(d->got[i - 1].id, e->id) >= 0))
-			return SPIRT_EDATA;
-		memcpy(e->hash, b + off + 32, SPIRT_HASH_BYTES);
-		d->n = i + 1;
-	}
-	memcpy(d->sig, b + off, SPIRT_SIG_BYTES);
+	if ((rc = spirt_sigrec_get_tail(b + SPIRT_DIGEST_HEAD,
+	    (d->has_token = tl != 0), d->token, d->got, n, d->id, &d->n)))
+		return rc;
+	memcpy(d->sig, b + need - SPIRT_SIG_BYTES, SPIRT_SIG_BYTES);
 	return 0;
 }
 
@@ -153,16 +133,70 @@ spirt_digest_verify(struct spirt_digest *d, const unsigned char *buf,
 
 	if ((rc = spirt_digest_open(d, buf, len)))
 		return rc;
-	if (strcmp(d->run, run) != 0)
+	return spirt_sigrec_check(d->run, d->id, d->step, d->pk,
+	    d->has_token ? d->token : NULL, run, peer, step, t, now);
+}
+
+/* ---- what the signed records share (digests, lib/xpart.h's) ---- */
+
+size_t
+spirt_sigrec_put_tail(unsigned char *out, const unsigned char *token,
+    const struct spirt_digest_entry *e, size_t n)
+{
+	size_t off = 0;
+
+	if (token) {
+		memcpy(out, token, SPIRT_TOKEN_BYTES);
+		off += SPIRT_TOKEN_BYTES;
+	}
+	for (size_t i = 0; i < n; i++, off += SPIRT_DIGEST_ENTRY) {
+		spirt_wire_id_put(out + off, e[i].id);
+		memcpy(out + off + 32, e[i].hash, SPIRT_HASH_BYTES);
+	}
+	return off;
+}
+
+int
+spirt_sigrec_get_tail(const unsigned char *b, int has_token,
+    unsigned char *token, struct spirt_digest_entry *e, size_t n,
+    const char *not_id, size_t *got)
+{
+	size_t off = 0;
+	int rc;
+
+	*got = 0;
+	if (has_token) {
+		memcpy(token, b, SPIRT_TOKEN_BYTES);
+		off += SPIRT_TOKEN_BYTES;
+	}
+	for (size_t i = 0; i < n; i++, off += SPIRT_DIGEST_ENTRY) {
+		if ((rc = spirt_wire_id_get(e[i].id, b + off)))
+			return rc;
+		if ((not_id && strcmp(e[i].id, not_id) == 0) ||
+		    (i && strcmp(e[i - 1].id, e[i].id) >= 0))
+			return SPIRT_EDATA;
+		memcpy(e[i].hash, b + off + 32, SPIRT_HASH_BYTES);
+		*got = i + 1;
+	}
+	return 0;
+}
+
+int
+spirt_sigrec_check(const char *run, const char *id, uint64_t step,
+    const unsigned char *pk, const unsigned char *token,
+    const char *want_run, const char *want_peer, uint64_t want_step,
+    const struct spirt_trust *t, uint64_t now)
+{
+	if (strcmp(run, want_run) != 0)
 		return SPIRT_ERUN;
-	if (peer != NULL && strcmp(d->id, peer) != 0)
+	if (want_peer != NULL && strcmp(id, want_peer) != 0)
 		return SPIRT_EADDR;
-	if (d->step != step)
+	if (step != want_step)
 		return SPIRT_ESTEP;
 	if (t == NULL)
 		return 0;
-	return spirt_trust_member(NULL, t, d->pk, d->id, d->has_token ?
-	    d->token : NULL, now, SPIRT_ROLE_PEER);
+	return spirt_trust_member(NULL, t, pk, id, token, now,
+	    SPIRT_ROLE_PEER);
 }
 
 const unsigned char *

@@ -56,6 +56,31 @@ struct spirt_digest {
 	unsigned char sig[SPIRT_SIG_BYTES];     /* out of open/sign */
 };
 
+/*
+ * What the signed records of lib/digest.h and lib/xpart.h share (after
+ * their own headers): an optional member token, then n entries of id[32]
+ * hash[32] in strictly ascending id order, then the signature; and, once
+ * opened, the same checks of run, signer, step and membership.
+ *
+ * spirt_sigrec_put_tail writes the token (if token is not NULL) and the
+ * entries at out and returns the bytes written.  spirt_sigrec_get_tail
+ * reads them from b (the token into token if has_token) into e, counting
+ * those read in *got; SPIRT_EDATA for an id not ascending or equal to
+ * not_id (NULL: none), the id's codes for a bad one.
+ * spirt_sigrec_check: SPIRT_ERUN, SPIRT_EADDR (peer NULL: any signer),
+ * SPIRT_ESTEP, then with t the key a member in role peer under id at now
+ * (spirt_trust_member's codes), else 0.
+ */
+size_t spirt_sigrec_put_tail(unsigned char *out, const unsigned char *token,
+    const struct spirt_digest_entry *e, size_t n) SPIRT_NONNULL(1);
+SPIRT_MUST_CHECK int spirt_sigrec_get_tail(const unsigned char *b,
+    int has_token, unsigned char *token, struct spirt_digest_entry *e,
+    size_t n, const char *not_id, size_t *got) SPIRT_NONNULL(1, 3, 7);
+SPIRT_MUST_CHECK int spirt_sigrec_check(const char *run, const char *id,
+    uint64_t step, const unsigned char *pk, const unsigned char *token,
+    const char *want_run, const char *want_peer, uint64_t want_step,
+    const struct spirt_trust *t, uint64_t now) SPIRT_NONNULL(1, 2, 4, 6);
+
 /* Bytes of a digest with n entries and a token or not. */
 size_t spirt_digest_size(size_t n, int has_token);
 

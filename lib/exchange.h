@@ -113,6 +113,12 @@ struct spirt_exchange {
 	/* optional, for tests: this peer, as a part's owner, signs a wrong
 	 * combination (its first float plus 1): a lying owner */
 	int lie;
+	uint64_t lie_from;              /* from this step on (0: every one) */
+	/* optional: called as each phase of a partitioned round begins
+	 * ("inputs", "combine", "parts", "check", "assemble"), with the
+	 * name of the phase (the tool's test hook SPIRT_XSTOP stops there,
+	 * as an owner stopped mid-round) */
+	void (*phase)(const struct spirt_exchange *x, const char *name);
 	/* optional: non-zero once the round must stop (a warm exchange's
 	 * SIGTERM): pulls end, and the round returns EINTR, writing nothing
 	 * after the pulls under way */
@@ -135,6 +141,10 @@ struct spirt_exchange {
 	 * out of the step (it joins late, or was cut as a straggler): it
 	 * combines what they combined, without its own */
 	int self_out;
+	/* parts: the member proven to have signed a wrong combination this
+	 * round (its proof with its xpeer; this peer's own id when its own
+	 * part was), "" if none */
+	char caught[SPIRT_ID_MAX + 1];
 	/* beats, internal: the last round's members (nlast of them) and the
 	 * straggler deadline, set by the round */
 	char (*last)[33];

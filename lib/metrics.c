@@ -144,6 +144,12 @@ round_fn(void *arg, const char *key, const void *val, size_t len)
 struct round {
 	double xms;
 	int has_xms;
+	/* the partitioned exchange's phases= (name, ms) */
+	size_t nph;
+	struct {
+		char name[16];
+		double ms;
+	} ph[8];
 	char rule[32];
 	size_t nst;
 	struct {
@@ -180,6 +186,37 @@ count_peer(struct round *rd, const char *v, size_t n)
 	rd->st[i].n++;
 }
 
+/* phases=<name>:<ms> ...: each into rd->ph, at most 8 (a name of
+ * letters, 15 at most; ms a number) */
+static int
+phases_read(struct round *rd, const char *v, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && rd->nph < sizeof rd->ph / sizeof rd->ph[0]) {
+		size_t a = i, c;
+		char num[32];
+
+		while (i < n && v[i] != ' ')
+			i++;
+		for (c = a; c < i && v[c] != ':'; c++)
+			if (v[c] < 'a' || v[c] > 'z')
+				return SPIRT_EDATA;
+		if (c == a || c == i || c - a >= sizeof rd->ph[0].name ||
+		    i - c - 1 >= sizeof num)
+			return SPIRT_EDATA;
+		memcpy(rd->ph[rd->nph].name, v + a, c - a);
+		rd->ph[rd->nph].name[c - a] = '\0';
+		memcpy(num, v + c + 1, i - c - 1);
+		num[i - c - 1] = '\0';
+		if (spirt_parse_double(&rd->ph[rd->nph].ms, num, 0, 1e12))
+			return SPIRT_EDATA;
+		rd->nph++;
+		i++;
+	}
+	return 0;
+}
+
 /* 0 when the record parses, else not 0 (and rd says what it read) */
 static int
 round_read(struct round *rd, const void *val, size_t len)
@@ -200,6 +237,9 @@ round_read(struct round *rd, const void *val, size_t len)
 			count_peer(rd, r.val, r.vlen);
 		} else if (spirt_kvr_is(&r, "rule")) {
 			label(rd->rule, sizeof rd->rule, r.val, r.vlen);
+		} else if (spirt_kvr_is(&r, "phases")) {
+			if (phases_read(rd, r.val, r.vlen))
+				return SPIRT_EDATA;
 		} else if (spirt_kvr_is(&r, "xms")) {
 			if (spirt_kvr_str(&r, v, sizeof v) ||
 			    spirt_parse_double(&rd->xms, v, 0, 1e12))
@@ -248,6 +288,15 @@ store_part(struct out *o, struct spirt_store *s)
 		    "# HELP spirt_round_pull_seconds The latest round's pulls: "
 		    "the slowest used member's time (xms).\n"
 		    "spirt_round_pull_seconds %.6f\n", rd.xms / 1000);
+	if (rd.nph) {
+		put(o, "# TYPE spirt_round_phase_seconds gauge\n"
+		    "# UNIT spirt_round_phase_seconds seconds\n"
+		    "# HELP spirt_round_phase_seconds The latest round's "
+		    "phases (exchange --parts): their times.\n");
+		for (i = 0; i < rd.nph; i++)
+			put(o, "spirt_round_phase_seconds{phase=\"%s\"} %.6f\n",
+			    rd.ph[i].name, rd.ph[i].ms / 1000);
+	}
 	put(o, "# TYPE spirt_round_members gauge\n"
 	    "# HELP spirt_round_members The latest round's members, this "
 	    "one included, by their fate.\n");

@@ -24,6 +24,21 @@
 
 /* ---- the record ---- */
 
+/* the entry that names the signer: the index, or for a cover the member
+ * after it (kind 3: index is the part covered, its owner's position) */
+static size_t
+signer_at(int kind, size_t index, size_t parts)
+{
+	return kind == SPIRT_XPART_COVER ? (index + 1) % parts : index;
+}
+
+static int
+kind_ok(int kind, size_t parts)
+{
+	return kind == SPIRT_XPART_INPUTS || kind == SPIRT_XPART_RESULT ||
+	    (kind == SPIRT_XPART_COVER && parts >= 2);
+}
+
 void
 spirt_xpart_span(uint64_t n, size_t parts, size_t k, uint64_t *off,
     uint64_t *len)
@@ -65,15 +80,8 @@ rec_pack(unsigned char *out, const struct spirt_xpart_rec *r)
 	memcpy(out + 128, r->model, SPIRT_HASH_BYTES);
 	memcpy(out + 160, r->hash, SPIRT_HASH_BYTES);
 	off = SPIRT_XPART_HEAD;
-	if (r->has_token) {
-		memcpy(out + off, r->token, SPIRT_TOKEN_BYTES);
-		off += SPIRT_TOKEN_BYTES;
-	}
-	for (size_t i = 0; i < r->parts; i++, off += SPIRT_XPART_ENTRY) {
-		spirt_wire_id_put(out + off, r->e[i].id);
-		memcpy(out + off + 32, r->e[i].hash, SPIRT_HASH_BYTES);
-	}
-	return off;
+	return off + spirt_sigrec_put_tail(out + off, r->has_token ? r->token :
+	    NULL, r->e, r->parts);
 }
 
 int
@@ -83,10 +91,11 @@ spirt_xpart_rec_sign(unsigned char *out, size_t cap, size_t *len,
 	size_t need, off;
 
 	*len = 0;
-	if ((r->kind != SPIRT_XPART_INPUTS && r->kind != SPIRT_XPART_RESULT) ||
-	    !spirt_id_valid(r->run) || !spirt_id_valid(r->id) ||
+	if (!spirt_id_valid(r->run) || !spirt_id_valid(r->id) ||
 	    r->parts == 0 || r->parts > SPIRT_XPART_MAXPARTS ||
-	    r->index >= r->parts || strcmp(r->e[r->index].id, r->id) != 0)
+	    !kind_ok(r->kind, r->parts) || r->index >= r->parts ||
+	    strcmp(r->e[signer_at(r->kind, r->index, r->parts)].id,
+	    r->id) != 0)
 		return SPIRT_EINVAL;
 	for (size_t i = 0; i < r->parts; i++)
 		if (!spirt_id_valid(r->e[i].id) ||
@@ -106,7 +115,7 @@ int
 spirt_xpart_rec_open(struct spirt_xpart_rec *r, const unsigned char *b,
     size_t len)
 {
-	size_t tl, parts, need, off;
+	size_t tl, parts, need, got;
 	int rc;
 
 	if (len < SPIRT_XPART_HEAD)
@@ -117,9 +126,9 @@ spirt_xpart_rec_open(struct spirt_xpart_rec *r, const unsigned char *b,
 		return SPIRT_EVERSION;
 	tl = spirt_le_get16(b + 6);
 	parts = spirt_le_get32(b + 16);
-	if ((b[5] != SPIRT_XPART_INPUTS && b[5] != SPIRT_XPART_RESULT) ||
-	    (tl != 0 && tl != SPIRT_TOKEN_BYTES) || parts == 0 ||
-	    parts > SPIRT_XPART_MAXPARTS || spirt_le_get32(b + 20) >= parts)
+	if ((tl != 0 && tl != SPIRT_TOKEN_BYTES) || parts == 0 ||
+	    parts > SPIRT_XPART_MAXPARTS || !kind_ok(b[5], parts) ||
+	    spirt_le_get32(b + 20) >= parts)
 		return SPIRT_EDATA;
 	need = spirt_xpart_rec_size(parts, tl != 0);
 	if (len < need)
@@ -142,23 +151,12 @@ spirt_xpart_rec_open(struct spirt_xpart_rec *r, const unsigned char *b,
 	r->n = spirt_le_get64(b + 120);
 	memcpy(r->model, b + 128, SPIRT_HASH_BYTES);
 	memcpy(r->hash, b + 160, SPIRT_HASH_BYTES);
-	off = SPIRT_XPART_HEAD;
-	if ((r->has_token = tl != 0)) {
-		memcpy(r->token, b + off, SPIRT_TOKEN_BYTES);
-		off += SPIRT_TOKEN_BYTES;
-	}
-	for (size_t i = 0; i < parts; i++, off += SPIRT_XPART_ENTRY) {
-		struct spirt_digest_entry *e = &r->e[i];
-
-		if ((rc = spirt_wire_id_get(e->id, b + off)))
-			return rc;
-		if (i && strcmp(r->e[i - 1].id, e->id) >= 0)
-			return SPIRT_EDATA;
-		memcpy(e->hash, b + off + 32, SPIRT_HASH_BYTES);
-	}
-	if (strcmp(r->e[r->index].id, r->id) != 0)
+	if ((rc = spirt_sigrec_get_tail(b + SPIRT_XPART_HEAD,
+	    (r->has_token = tl != 0), r->token, r->e, parts, NULL, &got)))
+		return rc;
+	if (strcmp(r->e[signer_at(r->kind, r->index, parts)].id, r->id) != 0)
 		return SPIRT_EDATA;
-	memcpy(r->sig, b + off, SPIRT_SIG_BYTES);
+	memcpy(r->sig, b + need - SPIRT_SIG_BYTES, SPIRT_SIG_BYTES);
 	return 0;
 }
 
@@ -171,16 +169,8 @@ spirt_xpart_rec_verify(struct spirt_xpart_rec *r, const unsigned char *buf,
 
 	if ((rc = spirt_xpart_rec_open(r, buf, len)))
 		return rc;
-	if (strcmp(r->run, run) != 0)
-		return SPIRT_ERUN;
-	if (strcmp(r->id, peer) != 0)
-		return SPIRT_EADDR;
-	if (r->step != step)
-		return SPIRT_ESTEP;
-	if (t == NULL)
-		return 0;
-	return spirt_trust_member(NULL, t, r->pk, r->id, r->has_token ?
-	    r->token : NULL, now, SPIRT_ROLE_PEER);
+	return spirt_sigrec_check(r->run, r->id, r->step, r->pk,
+	    r->has_token ? r->token : NULL, run, peer, step, t, now);
 }
 
 /* ---- the round ---- */
@@ -198,11 +188,35 @@ struct xr {
 	size_t *slicelen;
 	unsigned char **part;           /* P: part i (owned) */
 	size_t *partlen;
+	/* covers: the member before this one in the ring (pr), its own
+	 * slice (pulled in step 2, in case this member covers it) and its
+	 * result record as it came; late[i], member i's result or part did
+	 * not come before the deadline (then its part is the cover's) */
+	size_t pr;
+	unsigned char *pred, *predrec;
+	size_t predlen, predreclen;
+	int *late;
+	/* each phase's time, ms (phases[]), and when the one under way
+	 * began */
+	double ms[6], t0;
+	/* a check's slices, kept for a proof (again() with want_sl) */
+	int want_sl;
+	unsigned char **ksl;
+	size_t *ksllen;
 	/* the transactions' own */
 	unsigned char *buf;
 	size_t buflen;
 	char *round;
 	size_t roundlen;
+};
+
+/* the phases of a round, as x->phase and the round's record name them:
+ * inputs (the pulls of the input records and slices), combine (this
+ * member's part), parts (the pulls of the others' parts, the covers),
+ * check (the checks and verdicts), assemble; cut (the slices signed)
+ * before them */
+static const char *const phases[] = {
+	"cut", "inputs", "combine", "parts", "check", "assemble"
 };
 
 static int
@@ -248,6 +262,40 @@ key_resrec(char *buf, size_t cap, uint64_t step, const char *id)
 {
 	(void)id;
 	return spirt_key_xpart(buf, cap, step, 1);
+}
+
+/* this member's cover of the member before it in the ring (docs/
+ * protocol.md): xpart/<t>/cover, the part; xpart/<t>/cover/signed, its
+ * record (the owner's result record relayed, or this member's cover
+ * record); xpart/<t>/cover/slice, the owner's own slice of it */
+static int
+key_cover(char *buf, size_t cap, uint64_t step, const char *id)
+{
+	int n = snprintf(buf, cap, "xpart/%llu/cover%s", ULL(step),
+	    id ? id : "");
+
+	return n < 0 || (size_t)n >= cap ? SPIRT_EINVAL : 0;
+}
+
+static int
+key_coverpart(char *buf, size_t cap, uint64_t step, const char *id)
+{
+	(void)id;
+	return key_cover(buf, cap, step, NULL);
+}
+
+static int
+key_coverrec(char *buf, size_t cap, uint64_t step, const char *id)
+{
+	(void)id;
+	return key_cover(buf, cap, step, "/signed");
+}
+
+static int
+key_coverslice(char *buf, size_t cap, uint64_t step, const char *id)
+{
+	(void)id;
+	return key_cover(buf, cap, step, "/slice");
 }
 
 /* a slice or a part: an f32 record of len floats for step t, checksum
@@ -314,6 +362,18 @@ rec_head(struct xr *r, struct spirt_xpart_rec *rec, int kind)
 		snprintf(rec->e[i].id, sizeof rec->e[i].id, "%s", r->ids[i]);
 }
 
+/* rec names this round's members, in their order, this one at its index */
+static int
+same_members(const struct xr *r, const struct spirt_xpart_rec *rec)
+{
+	if (rec->parts != r->P || rec->index != r->me)
+		return 0;
+	for (size_t k = 0; k < r->P; k++)
+		if (strcmp(rec->e[k].id, r->ids[k]) != 0)
+			return 0;
+	return 1;
+}
+
 /* sign rec into the u8 record at key */
 static int
 put_rec(struct xr *r, struct spirt_txn *t, const char *key,
@@ -378,16 +438,18 @@ cut_txn(struct spirt_txn *t, void *arg)
 	if ((rc = key_inrec(key, sizeof key, x->step, NULL)))
 		return rc;
 	if ((rc = get_rec(r, t, key, rec)) == 0) {
-		if (rec->parts != r->P || rec->n != r->n ||
-		    rec->index != r->me || memcmp(rec->hash, x->agghash,
+		if (rec->n != r->n || memcmp(rec->hash, x->agghash,
 		    SPIRT_HASH_BYTES))
 			return say(x, SPIRT_EDATA, "%s: signed before for "
 			    "another round (%u parts, %llu values)", key,
 			    rec->parts, ULL(rec->n));
-		return 0;
-	}
-	if (rc != SPIRT_ENOTFOUND)
+		/* signed for the same members: it stands; for others (a
+		 * member excluded since), the slices are cut again */
+		if (same_members(r, rec))
+			return 0;
+	} else if (rc != SPIRT_ENOTFOUND) {
 		return rc;
+	}
 	rec_head(r, rec, SPIRT_XPART_INPUTS);
 	memcpy(rec->hash, x->agghash, SPIRT_HASH_BYTES);
 	for (size_t k = 0; k < r->P; k++) {
@@ -402,33 +464,79 @@ cut_txn(struct spirt_txn *t, void *arg)
 	return put_rec(r, t, key, rec);
 }
 
-/* pull key from every other member into u; one that did not come fails
- * the round (no member is left out: each owns a part) */
+/* whether a value pulled from member i is of another round of this step
+ * (a record signed for other members: a member that has not yet run the
+ * round again since the members changed); its error, to say after the
+ * deadline */
+typedef int (*stale_fn)(struct xr *r, size_t i, const struct spirt_xpull *u);
+
+/* pull key from the other members whose position is in want (NULL:
+ * every one) into u (the others' entries left as they are); one that did
+ * not come fails the round (no member is left out: each owns a part),
+ * unless late is not NULL: then late[i] is set for member i, its state
+ * late, and the round goes on.  A value stale() says is of another round
+ * is asked again, 20 ms apart, until the deadline; then its error fails
+ * the round */
 static int
-pull(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
-    const char *id, const char *what)
+pull_some(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
+    const char *id, const char *what, const int *want, int *late,
+    stale_fn stale)
 {
 	struct spirt_exchange *x = r->x;
 	struct spirt_xlink l;
-	int *want, rc;
+	double start = spirt_xnow_ms(), left;
+	int *w, rc, again;
 
-	if ((want = calloc(x->n ? x->n : 1, sizeof *want)) == NULL)
+	if ((w = calloc(x->n ? x->n : 1, sizeof *w)) == NULL)
 		return ENOMEM;
-	for (size_t i = 0; i < x->n; i++) {
-		free(u[i].val);
-		memset(&u[i], 0, sizeof u[i]);
-		want[i] = 1;
-	}
+	for (size_t i = 0; i < x->n; i++)
+		w[i] = want == NULL || want[pos_of(r, x->peers[i].id)];
 	spirt_exchange_link(&l, x, 0);
-	rc = spirt_xpull_all(&l, u, key, id, want);
-	free(want);
-	if (rc)
-		return rc == EINTR ? say(x, rc, "step %llu: stopped",
-		    ULL(x->step)) : rc;
+	do {
+		for (size_t i = 0; i < x->n; i++)
+			if (w[i]) {
+				free(u[i].val);
+				memset(&u[i], 0, sizeof u[i]);
+			}
+		if ((rc = spirt_xpull_all(&l, u, key, id, w))) {
+			free(w);
+			return rc == EINTR ? say(x, rc, "step %llu: stopped",
+			    ULL(x->step)) : rc;
+		}
+		again = 0;
+		left = x->deadline_ms - (spirt_xnow_ms() - start);
+		for (size_t i = 0; i < x->n; i++) {
+			size_t at = pos_of(r, x->peers[i].id);
+			int e;
+
+			if (!w[i] || stale == NULL)
+				continue;
+			if (u[i].rc) {
+				w[i] = 0;
+				continue;
+			}
+			if ((e = stale(r, at, &u[i])) == 0) {
+				w[i] = 0;
+				continue;
+			}
+			if (left > 20)
+				again = 1;
+			else {
+				free(w);
+				return e;
+			}
+		}
+		if (again) {
+			spirt_xnap(20);
+			l.deadline_ms = (unsigned)(left - 20);
+		}
+	} while (again);
 	for (size_t i = 0; i < x->n; i++) {
 		struct spirt_xpeer *p = &x->peers[i];
 		char k[SPIRT_KEY_MAX + 1];
 
+		if (want && !want[pos_of(r, p->id)])
+			continue;
 		if (u[i].rc == 0)
 			continue;
 		(void)key(k, sizeof k, x->step, id ? id : p->id);
@@ -436,6 +544,7 @@ pull(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
 			spirt_xpeer_out(p, SPIRT_XP_REFUSED, u[i].rc,
 			    "%s: %s", k, u[i].why[0] ? u[i].why :
 			    spirt_strerror(u[i].rc));
+			free(w);
 			return say(x, u[i].rc, "step %llu: %s of %s refused: "
 			    "%s: %s", ULL(x->step), what, p->id, k,
 			    p->why);
@@ -443,12 +552,63 @@ pull(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
 		spirt_xpeer_out(p, SPIRT_XP_LATE, u[i].rc, "%s: %s (no "
 		    "answer in %u ms)", k, u[i].why[0] ? u[i].why :
 		    spirt_strerror(u[i].rc), x->deadline_ms);
+		if (late) {
+			late[pos_of(r, p->id)] = 1;
+			continue;
+		}
+		free(w);
 		return say(x, SPIRT_EBUSY, "step %llu: %s of %s not there "
 		    "before the deadline (%u ms), nothing combined: %s: %s",
 		    ULL(x->step), what, p->id, x->deadline_ms, k,
 		    u[i].why[0] ? u[i].why : spirt_strerror(u[i].rc));
 	}
+	free(w);
 	return 0;
+}
+
+/* a record (u8) of member i signed for other members than this round's:
+ * of the round before the members changed (a member excluded) */
+static int
+stale_rec(struct xr *r, size_t i, const struct spirt_xpull *u)
+{
+	struct spirt_xpart_rec *rec;
+	const void *b;
+	size_t n;
+	unsigned parts = 0;
+	int rc = 0;
+
+	if (spirt_store_get_bytes(u->val, u->len, &b, &n) != 0)
+		return 0;       /* (its check says what is wrong) */
+	if ((rec = malloc(sizeof *rec)) == NULL)
+		return ENOMEM;
+	if (spirt_xpart_rec_open(rec, b, n) == 0) {
+		parts = rec->parts;
+		if (rec->parts != r->P)
+			rc = SPIRT_EDATA;
+		for (size_t k = 0; rc == 0 && k < r->P; k++)
+			if (strcmp(rec->e[k].id, r->ids[k]) != 0)
+				rc = SPIRT_EDATA;
+	}
+	free(rec);
+	return rc ? say(r->x, rc, "step %llu: %s's record names other "
+	    "members than this round's (%u of them; here %zu), still at the "
+	    "deadline", ULL(r->x->step), r->ids[i], parts, r->P) : 0;
+}
+
+static int
+pull(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
+    const char *id, const char *what)
+{
+	return pull_some(r, u, key, id, what, NULL, NULL, NULL);
+}
+
+/* pull a record from every other member, one of another round asked
+ * again */
+static int
+pull_recs(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
+    const char *what, const int *want, int *late)
+{
+	return pull_some(r, u, key, NULL, what, want, late, stale_rec);
 }
 
 /* a record pulled from member i (u, a u8 record): signed by it for this
@@ -469,7 +629,8 @@ rec_ok(struct xr *r, size_t i, struct spirt_xpull *u, int kind,
 		return say(x, rc, "step %llu: %s's %s: %s", ULL(x->step), id,
 		    what, spirt_strerror(rc));
 	if (rec->kind != kind || rec->parts != r->P || rec->n != r->n ||
-	    rec->index != i)
+	    rec->index != (kind == SPIRT_XPART_COVER ? (i + r->P - 1) % r->P :
+	    i))
 		return say(x, SPIRT_EDATA, "step %llu: %s's %s is not one "
 		    "of this round (kind %d, part %u of %u, %llu values; "
 		    "here part %zu of %zu, %llu values)", ULL(x->step), id,
@@ -487,6 +648,49 @@ rec_ok(struct xr *r, size_t i, struct spirt_xpull *u, int kind,
 	return 0;
 }
 
+/* the member before this one in the ring: its own slice of its part,
+ * held to its input record, kept in case this member covers its part */
+static int
+pred_slice(struct xr *r, struct spirt_xpull *u)
+{
+	struct spirt_exchange *x = r->x;
+	struct spirt_tensor h;
+	unsigned char hash[SPIRT_HASH_BYTES];
+	uint64_t off, len;
+	int *want, rc;
+
+	if (r->P < 2)
+		return 0;
+	if ((want = calloc(r->P, sizeof *want)) == NULL)
+		return ENOMEM;
+	want[r->pr] = 1;
+	rc = pull_some(r, u, key_slice, NULL, "its own slice", want, NULL, NULL);
+	free(want);
+	if (rc)
+		return rc;
+	for (size_t j = 0; j < x->n; j++) {
+		if (pos_of(r, x->peers[j].id) != r->pr)
+			continue;
+		spirt_hash(hash, u[j].val, u[j].len);
+		if (memcmp(hash, r->in[r->pr].e[r->pr].hash, SPIRT_HASH_BYTES))
+			return say(x, SPIRT_EMAC, "step %llu: xslice/%llu/%s "
+			    "from %s is not the slice its signed record names",
+			    ULL(x->step), ULL(x->step), r->ids[r->pr],
+			    r->ids[r->pr]);
+		spirt_xpart_span(r->n, r->P, r->pr, &off, &len);
+		if ((rc = value_ok(r, u[j].val, u[j].len, len, &h)))
+			return say(x, rc, "step %llu: xslice/%llu/%s from %s: "
+			    "not a slice of %llu values of model \"%s\": %s",
+			    ULL(x->step), ULL(x->step), r->ids[r->pr],
+			    r->ids[r->pr], ULL(len), r->agg.name,
+			    spirt_strerror(rc));
+		r->pred = u[j].val;
+		r->predlen = u[j].len;
+		u[j].val = NULL;
+	}
+	return 0;
+}
+
 /* step 2: every member's input record, and its slice of our part, each
  * held to the record */
 static int
@@ -497,7 +701,7 @@ inputs(struct xr *r, struct spirt_xpull *u)
 	unsigned char hash[SPIRT_HASH_BYTES];
 	int rc;
 
-	if ((rc = pull(r, u, key_inrec, NULL, "the input record")))
+	if ((rc = pull_recs(r, u, key_inrec, "the input record", NULL, NULL)))
 		return rc;
 	for (size_t j = 0; j < x->n; j++) {
 		size_t i = pos_of(r, x->peers[j].id);
@@ -527,7 +731,7 @@ inputs(struct xr *r, struct spirt_xpull *u)
 		r->slicelen[i] = u[j].len;
 		u[j].val = NULL;
 	}
-	return 0;
+	return pred_slice(r, u);
 }
 
 /* the aggregation of a part, the owner's and its checkers' alike: the P
@@ -557,6 +761,9 @@ struct combine {
 	char **keys;
 	struct spirt_aggval *vals;
 	unsigned char got[SPIRT_HASH_BYTES];    /* a check's result */
+	unsigned char *val;                     /* and its bytes, if keep */
+	size_t vlen;
+	int keep;
 };
 
 /* the test hook x->lie: the combined part at key, its first float plus
@@ -604,15 +811,16 @@ combine_txn(struct spirt_txn *t, void *arg)
 
 	if ((rc = key_resrec(key, sizeof key, x->step, NULL)))
 		return rc;
-	/* combined and signed before (a rerun): it stands */
-	if ((rc = get_rec(r, t, key, rec)) == 0)
+	/* combined and signed before (a rerun): it stands, unless it was
+	 * for other members (one excluded since) */
+	if ((rc = get_rec(r, t, key, rec)) == 0 && same_members(r, rec))
 		return 0;
-	if (rc != SPIRT_ENOTFOUND)
+	if (rc && rc != SPIRT_ENOTFOUND)
 		return rc;
 	if ((rc = spirt_agg_store_step(c->s, t, c->keys, r->P)))
 		return rc;
 	if ((rc = key_part(key, sizeof key, x->step, NULL)) ||
-	    (x->lie && (rc = lie(t, key))) ||
+	    (x->lie && x->step >= x->lie_from && (rc = lie(t, key))) ||
 	    (rc = spirt_store_get(t, key, &v, &len)))
 		return rc;
 	rec_head(r, rec, SPIRT_XPART_RESULT);
@@ -629,7 +837,7 @@ static int
 combine(struct xr *r)
 {
 	struct spirt_exchange *x = r->x;
-	struct combine c = { r, NULL, NULL, NULL, { 0 } };
+	struct combine c = { r, NULL, NULL, NULL, { 0 }, NULL, 0, 0 };
 	char own[SPIRT_KEY_MAX + 1];
 	int rc = ENOMEM;
 
@@ -675,63 +883,358 @@ out:
 	return rc;
 }
 
-/* step 4: every other owner's part, held to its result record, and the
- * record to the inputs' records (the owner combined what each member
- * signed it sent, nothing else) */
+/* the entries of rec, the result (or cover) record of part k: each the
+ * hash member i signed it sent for part k (the combination takes what
+ * each member signed it sent, nothing else) */
 static int
-parts(struct xr *r, struct spirt_xpull *u)
+entries_ok(struct xr *r, size_t k, const struct spirt_xpart_rec *rec)
+{
+	struct spirt_exchange *x = r->x;
+
+	for (size_t i = 0; i < r->P; i++)
+		if (memcmp(rec->e[i].hash, r->in[i].e[k].hash,
+		    SPIRT_HASH_BYTES))
+			return say(x, SPIRT_EMAC, "step %llu: %s, %s part "
+			    "%zu, signed it combined an input of %s that %s "
+			    "did not sign it sent", ULL(x->step), rec->id,
+			    strcmp(rec->id, r->ids[k]) ? "covering" :
+			    "the owner of", k, r->ids[i], r->ids[i]);
+	return 0;
+}
+
+/* a part pulled (u) for part k: held to res[k], whose signer is who,
+ * and of the round */
+static int
+part_ok(struct xr *r, size_t k, struct spirt_xpull *u, const char *key)
 {
 	struct spirt_exchange *x = r->x;
 	struct spirt_tensor h;
 	unsigned char hash[SPIRT_HASH_BYTES];
+	uint64_t off, len;
 	int rc;
 
-	if ((rc = pull(r, u, key_resrec, NULL, "the part's record")))
-		return rc;
-	for (size_t j = 0; j < x->n; j++) {
-		size_t i = pos_of(r, x->peers[j].id);
-		struct spirt_xpart_rec *rec = &r->res[i];
-
-		if ((rc = rec_ok(r, i, &u[j], SPIRT_XPART_RESULT, rec,
-		    "part record xpart/<t>/signed")))
-			return rc;
-		for (size_t k = 0; k < r->P; k++)
-			if (memcmp(rec->e[k].hash, r->in[k].e[i].hash,
-			    SPIRT_HASH_BYTES))
-				return say(x, SPIRT_EMAC, "step %llu: %s, the "
-				    "owner of part %zu, signed it combined an "
-				    "input of %s that %s did not sign it sent",
-				    ULL(x->step), r->ids[i], i, r->ids[k],
-				    r->ids[k]);
-	}
-	if ((rc = pull(r, u, key_part, NULL, "the combined part")))
-		return rc;
-	for (size_t j = 0; j < x->n; j++) {
-		size_t i = pos_of(r, x->peers[j].id);
-		uint64_t off, len;
-
-		spirt_hash(hash, u[j].val, u[j].len);
-		if (memcmp(hash, r->res[i].hash, SPIRT_HASH_BYTES))
-			return say(x, SPIRT_EMAC, "step %llu: xpart/%llu from "
-			    "%s, the owner of part %zu of %zu, is not the part "
-			    "its signed record names", ULL(x->step),
-			    ULL(x->step), r->ids[i], i, r->P);
-		spirt_xpart_span(r->n, r->P, i, &off, &len);
-		if ((rc = value_ok(r, u[j].val, u[j].len, len, &h)))
-			return say(x, rc, "step %llu: xpart/%llu from %s: not "
-			    "a part of %llu values of model \"%s\": %s",
-			    ULL(x->step), ULL(x->step), r->ids[i], ULL(len),
-			    r->agg.name, spirt_strerror(rc));
-		r->part[i] = u[j].val;
-		r->partlen[i] = u[j].len;
-		u[j].val = NULL;
-		x->peers[j].state = SPIRT_XP_USED;
-	}
+	spirt_hash(hash, u->val, u->len);
+	if (memcmp(hash, r->res[k].hash, SPIRT_HASH_BYTES))
+		return say(x, SPIRT_EMAC, "step %llu: %s from %s, %s part "
+		    "%zu of %zu, is not the part its signed record names",
+		    ULL(x->step), key, r->res[k].id, strcmp(r->res[k].id,
+		    r->ids[k]) ? "covering" : "the owner of", k, r->P);
+	spirt_xpart_span(r->n, r->P, k, &off, &len);
+	if ((rc = value_ok(r, u->val, u->len, len, &h)))
+		return say(x, rc, "step %llu: %s from %s: not a part of %llu "
+		    "values of model \"%s\": %s", ULL(x->step), key,
+		    r->res[k].id, ULL(len), r->agg.name, spirt_strerror(rc));
+	r->part[k] = u->val;
+	r->partlen[k] = u->len;
+	u->val = NULL;
 	return 0;
 }
 
+static struct spirt_xpeer *
+xpeer_of(struct xr *r, size_t i)
+{
+	for (size_t j = 0; j < r->x->n; j++)
+		if (strcmp(r->x->peers[j].id, r->ids[i]) == 0)
+			return &r->x->peers[j];
+	return NULL;
+}
+
+/* the slices a check kept, gone */
+static void
+drop_kept(struct xr *r)
+{
+	for (size_t i = 0; r->ksl && i < r->P; i++)
+		free(r->ksl[i]);
+	free(r->ksl);
+	free(r->ksllen);
+	r->ksl = NULL;
+	r->ksllen = NULL;
+}
+
+static int again(struct xr *, struct spirt_xpull *, size_t, unsigned char *,
+    unsigned char **, size_t *);
+
+/* what cover_txn writes */
+struct cover {
+	struct xr *r;
+	const void *part, *rec, *slice;
+	size_t partlen, reclen, slicelen;
+};
+
+static int
+cover_txn(struct spirt_txn *t, void *arg)
+{
+	struct cover *c = arg;
+	uint64_t step = c->r->x->step;
+	char key[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	if ((rc = key_coverpart(key, sizeof key, step, NULL)) ||
+	    (rc = spirt_store_put(t, key, c->part, c->partlen, 0)) ||
+	    (rc = key_coverslice(key, sizeof key, step, NULL)) ||
+	    (rc = spirt_store_put(t, key, c->slice, c->slicelen, 0)) ||
+	    (rc = key_coverrec(key, sizeof key, step, NULL)))
+		return rc;
+	return spirt_store_put_bytes(t, key, c->rec, c->reclen, step, 0);
+}
+
+/* step 4b: this member's cover of the member before it in the ring: the
+ * owner's result record and part relayed as they came, or, when they
+ * did not come before the deadline, the part combined here from the
+ * signed slices (the owner's own one pulled in step 2) under a cover
+ * record; either way the same bytes, for the members they did not reach */
+static int
+cover_own(struct xr *r, struct spirt_xpull *u)
+{
+	struct spirt_exchange *x = r->x;
+	struct spirt_xpart_rec *rec = &r->res[r->pr];
+	struct spirt_xpeer *p = xpeer_of(r, r->pr);
+	struct cover c = { r, NULL, NULL, r->pred, 0, 0, r->predlen };
+	unsigned char *val = NULL, *b = NULL;
+	size_t vlen = 0, cap, blen;
+	int rc;
+
+	if (r->P < 2)
+		return 0;
+	if (!r->late[r->pr]) {
+		c.part = r->part[r->pr];
+		c.partlen = r->partlen[r->pr];
+		if ((rc = spirt_store_get_bytes(r->predrec, r->predreclen,
+		    &c.rec, &c.reclen)))
+			return rc;
+		return spirt_store_writef(x->store, SPIRT_TXN_VOLATILE,
+		    cover_txn, &c);
+	}
+	if ((rc = again(r, u, r->pr, NULL, &val, &vlen)))
+		return rc;
+	rec_head(r, rec, SPIRT_XPART_COVER);
+	rec->index = (uint32_t)r->pr;
+	spirt_hash(rec->hash, val, vlen);
+	for (size_t i = 0; i < r->P; i++)
+		memcpy(rec->e[i].hash, r->in[i].e[r->pr].hash,
+		    SPIRT_HASH_BYTES);
+	cap = spirt_xpart_rec_size(r->P, rec->has_token);
+	if ((b = malloc(cap)) == NULL) {
+		free(val);
+		return ENOMEM;
+	}
+	if ((rc = spirt_xpart_rec_sign(b, cap, &blen, rec, x->key)) == 0) {
+		c.part = val;
+		c.partlen = vlen;
+		c.rec = b;
+		c.reclen = blen;
+		rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE,
+		    cover_txn, &c);
+	}
+	free(b);
+	if (rc) {
+		free(val);
+		return rc;
+	}
+	free(r->part[r->pr]);
+	r->part[r->pr] = val;
+	r->partlen[r->pr] = vlen;
+	if (p)
+		spirt_xpeer_out(p, SPIRT_XP_USED, 0, "part %zu of %zu "
+		    "covered by %s (its part not there before the deadline)",
+		    r->pr, r->P, x->self);
+	return 0;
+}
+
+/* a cover that did not come (late[c]): the round fails, naming the
+ * owner and the member that covers it */
+static int
+cover_late(struct xr *r, const int *late)
+{
+	for (size_t c = 0; c < r->P; c++)
+		if (late[c])
+			return say(r->x, SPIRT_EBUSY, "step %llu: the combined "
+			    "part of %s not there before the deadline (%u ms), "
+			    "nor its cover by %s, nothing combined",
+			    ULL(r->x->step), r->ids[(c + r->P - 1) % r->P],
+			    r->x->deadline_ms, r->ids[c]);
+	return 0;
+}
+
+/* step 4c: the parts whose owner's result did not come, each from the
+ * member after the owner in the ring: relayed or covered */
+static int
+covers(struct xr *r, struct spirt_xpull *u)
+{
+	struct spirt_exchange *x = r->x;
+	char key[SPIRT_KEY_MAX + 1];
+	int *want, *clate, rc = 0, any = 0;
+
+	want = calloc(r->P, sizeof *want);
+	if ((clate = calloc(r->P, sizeof *clate)) == NULL || want == NULL) {
+		free(want);
+		free(clate);
+		return ENOMEM;
+	}
+	for (size_t k = 0; k < r->P; k++) {
+		size_t c = (k + 1) % r->P;
+
+		if (!r->late[k] || c == r->me)
+			continue;
+		if (r->late[c]) {
+			rc = say(x, SPIRT_EBUSY, "step %llu: the combined part "
+			    "of %s not there before the deadline (%u ms), nor "
+			    "its cover by %s, nothing combined", ULL(x->step),
+			    r->ids[k], x->deadline_ms, r->ids[c]);
+			goto out;
+		}
+		want[c] = any = 1;
+	}
+	if (!any)
+		goto out;
+	if ((rc = pull_recs(r, u, key_coverrec, "the cover's record", want,
+	    clate)) || (rc = cover_late(r, clate)))
+		goto out;
+	for (size_t j = 0; j < x->n; j++) {
+		size_t c = pos_of(r, x->peers[j].id), k;
+		struct spirt_xpart_rec probe;
+		const void *b;
+		size_t n;
+
+		if (!want[c])
+			continue;
+		k = (c + r->P - 1) % r->P;
+		/* a relay is the owner's own record; a cover, c's */
+		if (spirt_store_get_bytes(u[j].val, u[j].len, &b, &n) == 0 &&
+		    spirt_xpart_rec_open(&probe, b, n) == 0 &&
+		    probe.kind == SPIRT_XPART_RESULT)
+			rc = rec_ok(r, k, &u[j], SPIRT_XPART_RESULT,
+			    &r->res[k], "relayed part record xpart/<t>/"
+			    "cover/signed");
+		else
+			rc = rec_ok(r, c, &u[j], SPIRT_XPART_COVER,
+			    &r->res[k], "cover record xpart/<t>/cover/"
+			    "signed");
+		if (rc || (rc = entries_ok(r, k, &r->res[k])))
+			goto out;
+	}
+	if ((rc = pull_some(r, u, key_coverpart, NULL, "the cover", want,
+	    clate, NULL)) || (rc = cover_late(r, clate)))
+		goto out;
+	for (size_t j = 0; j < x->n; j++) {
+		size_t c = pos_of(r, x->peers[j].id), k;
+		struct spirt_xpeer *p;
+
+		if (!want[c])
+			continue;
+		k = (c + r->P - 1) % r->P;
+		(void)key_coverpart(key, sizeof key, x->step, NULL);
+		if ((rc = part_ok(r, k, &u[j], key)))
+			goto out;
+		if ((p = xpeer_of(r, k)) != NULL)
+			spirt_xpeer_out(p, SPIRT_XP_USED, 0, "part %zu of %zu "
+			    "%s by %s (its part not there before the "
+			    "deadline)", k, r->P, r->res[k].kind ==
+			    SPIRT_XPART_COVER ? "covered" : "relayed",
+			    r->ids[c]);
+	}
+out:
+	free(want);
+	free(clate);
+	return rc;
+}
+
+/* step 4: every other owner's part, held to its result record, and the
+ * record to the inputs' records (the owner combined what each member
+ * signed it sent, nothing else); an owner whose record or part does not
+ * come is covered by the member after it in the ring */
+static int
+parts(struct xr *r, struct spirt_xpull *u)
+{
+	struct spirt_exchange *x = r->x;
+	char key[SPIRT_KEY_MAX + 1];
+	int *want, rc;
+
+	if ((want = calloc(r->P, sizeof *want)) == NULL)
+		return ENOMEM;
+	if ((rc = pull_recs(r, u, key_resrec, "the part's record", NULL,
+	    r->late)))
+		goto out;
+	for (size_t j = 0; j < x->n; j++) {
+		size_t i = pos_of(r, x->peers[j].id);
+
+		if (r->late[i])
+			continue;
+		want[i] = 1;
+		if ((rc = rec_ok(r, i, &u[j], SPIRT_XPART_RESULT, &r->res[i],
+		    "part record xpart/<t>/signed")) ||
+		    (rc = entries_ok(r, i, &r->res[i])))
+			goto out;
+		if (i == r->pr) {
+			r->predrec = u[j].val;
+			r->predreclen = u[j].len;
+			u[j].val = NULL;
+		}
+	}
+	if ((rc = pull_some(r, u, key_part, NULL, "the combined part", want,
+	    r->late, NULL)))
+		goto out;
+	for (size_t j = 0; j < x->n; j++) {
+		size_t i = pos_of(r, x->peers[j].id);
+
+		if (!want[i] || r->late[i])
+			continue;
+		(void)key_part(key, sizeof key, x->step, NULL);
+		if ((rc = part_ok(r, i, &u[j], key)))
+			goto out;
+		x->peers[j].state = SPIRT_XP_USED;
+	}
+	if ((rc = cover_own(r, u)) == 0)
+		rc = covers(r, u);
+out:
+	free(want);
+	return rc;
+}
+
+/* step 5 too: this member's signed digest of the step, digest/<t>/<self>
+ * (lib/digest.h), as all to all signs it: its own aggregate's hash, its
+ * model's, and for every other member the hash of the whole aggregate
+ * that member's signed input record says it cut (the aggregates every
+ * part combined a slice of), so that spirt-peer verify walks a run with
+ * parts as one all to all */
+static int
+digest_put(struct xr *r, struct spirt_txn *t)
+{
+	struct spirt_exchange *x = r->x;
+	struct spirt_digest *d;
+	char key[SPIRT_KEY_MAX + 1];
+	unsigned char *b = NULL;
+	size_t len;
+	int rc = ENOMEM;
+
+	if ((d = calloc(1, sizeof *d)) == NULL)
+		return ENOMEM;
+	d->step = x->step;
+	snprintf(d->run, sizeof d->run, "%s", x->run);
+	snprintf(d->id, sizeof d->id, "%s", x->self);
+	memcpy(d->agg, x->agghash, SPIRT_HASH_BYTES);
+	memcpy(d->model, x->modelhash, SPIRT_HASH_BYTES);
+	if ((d->has_token = x->token != NULL))
+		memcpy(d->token, x->token, SPIRT_TOKEN_BYTES);
+	for (size_t i = 0; i < r->P; i++) {
+		if (i == r->me)
+			continue;
+		snprintf(d->got[d->n].id, sizeof d->got[d->n].id, "%s",
+		    r->ids[i]);
+		memcpy(d->got[d->n++].hash, r->in[i].hash, SPIRT_HASH_BYTES);
+	}
+	len = spirt_digest_size(d->n, d->has_token);
+	if ((b = malloc(len)) != NULL &&
+	    (rc = spirt_digest_sign(b, len, &len, d, x->key)) == 0 &&
+	    (rc = spirt_key_digest(key, sizeof key, x->step, x->self)) == 0)
+		rc = spirt_store_put_bytes(t, key, b, len, x->step, 0);
+	free(b);
+	free(d);
+	return rc;
+}
+
 /* step 5: gagg/<t>, the parts end to end under part 0's header with the
- * aggregate's shape, and the round's record */
+ * aggregate's shape, the round's record and this member's digest */
 static int
 assemble_txn(struct spirt_txn *t, void *arg)
 {
@@ -770,13 +1273,26 @@ assemble_txn(struct spirt_txn *t, void *arg)
 	}
 	spirt_tensor_sum_trailer(dst + len, &sum);
 	spirt_hash(x->gagghash, dst, len + SPIRT_TENSOR_TRAILER);
+	if ((rc = digest_put(r, t)))
+		return rc;
 	free(r->round);
 	{
+		char ph[200];
+		size_t n = 0;
 		struct spirt_xrec rr = {
 			.step = x->step, .rule = spirt_agg_rule_name(x->p.rule),
 			.self = x->self, .peers = x->peers, .n = x->n,
-			.adopted = x->adopted, .gagghash = x->gagghash
+			.adopted = x->adopted, .gagghash = x->gagghash,
+			.phases = ph
 		};
+
+		/* (the ones before this one, the assembly: its own time is
+		 * the round's, less theirs) */
+		ph[0] = '\0';
+		for (size_t i = 0; i + 1 < sizeof phases / sizeof phases[0];
+		    i++)
+			n += (size_t)snprintf(ph + n, sizeof ph - n, "%s%s:%.1f",
+			    i ? " " : "", phases[i], r->ms[i]);
 
 		if ((r->round = spirt_xrec_round(&rr, &r->roundlen)) == NULL)
 			return ENOMEM;
@@ -874,35 +1390,59 @@ recheck_txn(struct spirt_txn *t, void *arg)
 	    (rc = spirt_store_get(t, key, &v, &len)))
 		return rc;
 	spirt_hash(c->got, v, len);
+	if (c->keep) {
+		if ((c->val = malloc(len ? len : 1)) == NULL)
+			return ENOMEM;
+		memcpy(c->val, v, len);
+		c->vlen = len;
+	}
 	return XP_UNDO;
 }
 
-/* append the hex of rec's bytes, a line, to the proof at *p (*n of it) */
+/* append a comment line what and a line of text (hex of len bytes b if
+ * hex, else b as it is) to the proof at *p (*n of it) */
+static int
+proof_line(char **p, size_t *n, const char *what, const void *b, size_t len,
+    int hex)
+{
+	size_t need = *n + strlen(what) + (hex ? 2 : 1) * len + 3;
+	const unsigned char *v = b;
+	char *q;
+
+	if ((q = realloc(*p, need + 1)) == NULL)
+		return ENOMEM;
+	*p = q;
+	*n += (size_t)snprintf(q + *n, need + 1 - *n, "%s\n", what);
+	for (size_t i = 0; i < len; i++)
+		if (hex)
+			*n += (size_t)snprintf(q + *n, need + 1 - *n, "%02x",
+			    v[i]);
+		else
+			q[(*n)++] = (char)v[i];
+	q[(*n)++] = '\n';
+	q[*n] = '\0';
+	return 0;
+}
+
+/* append the hex of rec's bytes, after the line what */
 static int
 proof_rec(char **p, size_t *n, const struct spirt_xpart_rec *rec,
     const char *what)
 {
 	size_t len = spirt_xpart_rec_size(rec->parts, rec->has_token), off;
-	size_t need = *n + strlen(what) + 2 * len + 3;
 	unsigned char *b;
-	char *q;
+	int rc;
 
-	if ((b = malloc(len)) == NULL ||
-	    (q = realloc(*p, need + 1)) == NULL) {
-		free(b);
+	if ((b = malloc(len)) == NULL)
 		return ENOMEM;
-	}
-	*p = q;
 	off = rec_pack(b, rec);
 	memcpy(b + off, rec->sig, SPIRT_SIG_BYTES);
-	*n += (size_t)snprintf(q + *n, need + 1 - *n, "%s\n", what);
-	for (size_t i = 0; i < len; i++)
-		*n += (size_t)snprintf(q + *n, need + 1 - *n, "%02x", b[i]);
-	q[(*n)++] = '\n';
-	q[*n] = '\0';
+	rc = proof_line(p, n, what, b, len, 1);
 	free(b);
-	return 0;
+	return rc;
 }
+
+static int last_part(struct xr *, size_t, uint64_t, float **);
 
 /* the proof that the owner of part k signed another combination than its
  * signed inputs make, to its xpeer (the round's report prints it) */
@@ -916,8 +1456,9 @@ accuse(struct xr *r, size_t k, const unsigned char *got)
 	size_t n = 0;
 	int rc = 0;
 
+	/* the signer: the owner, or the member that covered it */
 	for (size_t j = 0; j < x->n; j++)
-		if (strcmp(x->peers[j].id, r->ids[k]) == 0)
+		if (strcmp(x->peers[j].id, r->res[k].id) == 0)
 			p = &x->peers[j];
 	if (p == NULL)
 		return SPIRT_EINVAL;
@@ -926,7 +1467,8 @@ accuse(struct xr *r, size_t k, const unsigned char *got)
 	snprintf(line, sizeof line, "# step %llu: part %zu of %zu combined "
 	    "wrongly by %s (checked by %s): its signed record names "
 	    "xpart/%llu = %s, the slices its record names combine to %s",
-	    ULL(x->step), k, r->P, r->ids[k], x->self, ULL(x->step), hs, hg);
+	    ULL(x->step), k, r->P, r->res[k].id, x->self, ULL(x->step), hs,
+	    hg);
 	if ((rc = proof_rec(&proof, &n, &r->res[k], line)))
 		goto out;
 	for (size_t i = 0; i < r->P && rc == 0; i++) {
@@ -937,9 +1479,39 @@ accuse(struct xr *r, size_t k, const unsigned char *got)
 	}
 	if (rc)
 		goto out;
+	/* what makes it checkable alone (spirt-peer verify --proof): the
+	 * rule, cclip's centre (this member's part k of gagg/<t-1>), the P
+	 * slices as they came */
+	spirt_xpart_params_text(line, sizeof line, &x->p);
+	if ((rc = proof_line(&proof, &n, "# the rule", line, strlen(line),
+	    0)))
+		goto out;
+	{
+		uint64_t off, len;
+		float *cen = NULL;
+
+		spirt_xpart_span(r->n, r->P, k, &off, &len);
+		if (x->p.rule == SPIRT_AGG_CCLIP &&
+		    (rc = last_part(r, k, len, &cen)))
+			goto out;
+		rc = proof_line(&proof, &n, "# the centre (cclip: part k of "
+		    "gagg/<t-1>)", cen, cen ? len * sizeof *cen : 0, 1);
+		free(cen);
+		if (rc)
+			goto out;
+	}
+	for (size_t i = 0; i < r->P && rc == 0; i++) {
+		snprintf(line, sizeof line, "# xslice/%llu/%s from %s",
+		    ULL(x->step), r->ids[k], r->ids[i]);
+		rc = r->ksl ? proof_line(&proof, &n, line, r->ksl[i],
+		    r->ksllen[i], 1) : SPIRT_EBUG;
+	}
+	if (rc)
+		goto out;
 	spirt_xpeer_out(p, SPIRT_XP_REFUSED, SPIRT_EMAC, "part %zu of %zu "
 	    "combined wrongly: xpart/%llu is not the combination of the "
 	    "slices its signed record names", k, r->P, ULL(x->step));
+	snprintf(x->caught, sizeof x->caught, "%s", p->id);
 	free(p->proof);
 	p->proof = proof;
 	proof = NULL;
@@ -978,49 +1550,85 @@ last_part(struct xr *r, size_t k, uint64_t len, float **out)
 	return rc == SPIRT_ENOTFOUND ? 0 : rc;
 }
 
-/* check part k: pull its P slices, each held to its member's input
- * record, combine them again with the round's rule and compare with
- * the owner's signed result */
+/* part k combined again here from its P slices, each held to its
+ * member's input record, with the round's rule, in a transaction undone:
+ * the hash of the result into got (unless NULL), its bytes into *val
+ * (unless NULL; the caller frees them).  The slices: this member's from
+ * its store, the owner's own one from the owner, or (the owner late)
+ * from the member after it, which holds it (this member's r->pred when
+ * it is that member), the others' from them */
 static int
-check_part(struct xr *r, struct spirt_xpull *u, size_t k)
+again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
+    unsigned char **val, size_t *vlen)
 {
 	struct spirt_exchange *x = r->x;
 	struct combine c;
 	struct spirt_tensor h;
 	unsigned char **sl = NULL, hash[SPIRT_HASH_BYTES];
-	size_t *sllen = NULL;
+	size_t *sllen = NULL, succ = (k + 1) % r->P;
 	uint64_t off, len;
 	const void *pl;
 	float *cen = NULL;
-	int rc = ENOMEM;
+	int *want = NULL, rc = ENOMEM;
 
 	memset(&c, 0, sizeof c);
 	c.r = r;
+	c.keep = val != NULL;
 	sl = calloc(r->P, sizeof *sl);
 	sllen = calloc(r->P, sizeof *sllen);
+	want = calloc(r->P, sizeof *want);
 	c.keys = calloc(r->P, sizeof *c.keys);
 	c.vals = calloc(r->P, sizeof *c.vals);
-	if (sl == NULL || sllen == NULL || c.keys == NULL || c.vals == NULL ||
-	    (c.s = malloc(sizeof *c.s)) == NULL)
+	if (sl == NULL || sllen == NULL || want == NULL || c.keys == NULL ||
+	    c.vals == NULL || (c.s = malloc(sizeof *c.s)) == NULL)
 		goto out;
-	if ((rc = pull(r, u, key_slice, r->ids[k], "the slice to check")) ||
+	for (size_t i = 0; i < r->P; i++)
+		want[i] = i != r->me && (i != k || !r->late[k]);
+	if ((rc = pull_some(r, u, key_slice, r->ids[k], "the slice to "
+	    "check", want, NULL, NULL)) ||
 	    (rc = copy_id(r, key_slice, r->ids[k], &sl[r->me],
 	    &sllen[r->me])))
 		goto out;
 	for (size_t j = 0; j < x->n; j++) {
 		size_t i = pos_of(r, x->peers[j].id);
 
+		if (!want[i])
+			continue;
 		sl[i] = u[j].val;
 		sllen[i] = u[j].len;
 		u[j].val = NULL;
 	}
+	if (r->late[k] && succ == r->me) {
+		rc = ENOMEM;
+		if (r->pred == NULL ||
+		    (sl[k] = malloc(r->predlen ? r->predlen : 1)) == NULL)
+			goto out;
+		memcpy(sl[k], r->pred, r->predlen);
+		sllen[k] = r->predlen;
+	} else if (r->late[k]) {
+		memset(want, 0, r->P * sizeof *want);
+		want[succ] = 1;
+		if ((rc = pull_some(r, u, key_coverslice, NULL, "the owner's "
+		    "slice", want, NULL, NULL)))
+			goto out;
+		for (size_t j = 0; j < x->n; j++)
+			if (pos_of(r, x->peers[j].id) == succ) {
+				sl[k] = u[j].val;
+				sllen[k] = u[j].len;
+				u[j].val = NULL;
+			}
+	}
 	spirt_xpart_span(r->n, r->P, k, &off, &len);
 	for (size_t i = 0; i < r->P; i++) {
+		rc = SPIRT_EMAC;
+		if (sl[i] == NULL)
+			goto out;
 		spirt_hash(hash, sl[i], sllen[i]);
 		if (memcmp(hash, r->in[i].e[k].hash, SPIRT_HASH_BYTES)) {
 			rc = say(x, SPIRT_EMAC, "step %llu: xslice/%llu/%s "
 			    "from %s is not the slice its signed record names",
-			    ULL(x->step), ULL(x->step), r->ids[k], r->ids[i]);
+			    ULL(x->step), ULL(x->step), r->ids[k],
+			    i == k && r->late[k] ? r->ids[succ] : r->ids[i]);
 			goto out;
 		}
 		if ((rc = value_ok(r, sl[i], sllen[i], len, &h))) {
@@ -1057,24 +1665,32 @@ check_part(struct xr *r, struct spirt_xpull *u, size_t k)
 	if (rc == XP_UNDO)
 		rc = 0;
 	else if (rc && c.s->msg[0])
-		say(x, rc, "step %llu: checking part %zu of %s: %s",
+		say(x, rc, "step %llu: combining part %zu of %s again: %s",
 		    ULL(x->step), k, r->ids[k], c.s->msg);
 	spirt_aggset_reset(c.s);
-	if (rc == 0 && memcmp(c.got, r->res[k].hash, SPIRT_HASH_BYTES)) {
-		if ((rc = accuse(r, k, c.got)) == 0)
-			rc = say(x, SPIRT_EMAC, "step %llu: %s, the owner of "
-			    "part %zu of %zu, signed a combination its signed "
-			    "inputs do not make (the proof on stdout), "
-			    "nothing combined", ULL(x->step), r->ids[k], k,
-			    r->P);
+	if (rc == 0 && got)
+		memcpy(got, c.got, SPIRT_HASH_BYTES);
+	if (rc == 0 && val) {
+		*val = c.val;
+		*vlen = c.vlen;
+		c.val = NULL;
+	}
+	if (rc == 0 && r->want_sl) {
+		drop_kept(r);
+		r->ksl = sl;
+		r->ksllen = sllen;
+		sl = NULL;
+		sllen = NULL;
 	}
 out:
 	for (size_t i = 0; i < r->P; i++) {
 		free(sl ? sl[i] : NULL);
 		free(c.keys ? c.keys[i] : NULL);
 	}
+	free(c.val);
 	free(sl);
 	free(sllen);
+	free(want);
 	free(c.keys);
 	free(c.vals);
 	free(c.s);
@@ -1082,22 +1698,270 @@ out:
 	return rc;
 }
 
-/* step 4b: the parts this member was drawn to check */
+/* check part k: combine it again and compare with the signed result of
+ * its owner (or of the member that covered it) */
+static int
+check_part(struct xr *r, struct spirt_xpull *u, size_t k)
+{
+	struct spirt_exchange *x = r->x;
+	unsigned char got[SPIRT_HASH_BYTES];
+	int cov = strcmp(r->res[k].id, r->ids[k]) != 0, rc;
+
+	if (strcmp(r->res[k].id, x->self) == 0)
+		return 0;       /* this member's own cover */
+	r->want_sl = 1;
+	rc = again(r, u, k, got, NULL, NULL);
+	r->want_sl = 0;
+	if (rc == 0 && memcmp(got, r->res[k].hash, SPIRT_HASH_BYTES) != 0)
+		rc = accuse(r, k, got);
+	else if (rc == 0)
+		rc = -1;
+	drop_kept(r);
+	if (rc)
+		return rc == -1 ? 0 : rc;
+	return say(x, SPIRT_EMAC, "step %llu: %s, %s part %zu of %zu, signed "
+	    "a combination its signed inputs do not make (the proof on "
+	    "stdout), nothing combined", ULL(x->step), r->res[k].id, cov ?
+	    "covering" : "the owner of", k, r->P);
+}
+
+/* the verdict of this member's checks, xpart/<t>/verdict, a u8 record
+ * of text: "members=<the round's ids, in order>\nbad=<k>\n" (bad= with
+ * no part when every part it checked holds) */
+static char *
+verdict_text(const struct xr *r, long bad, size_t *len)
+{
+	size_t cap = 32 + r->P * (SPIRT_ID_MAX + 1), n;
+	char *b;
+
+	if ((b = malloc(cap)) == NULL)
+		return NULL;
+	n = (size_t)snprintf(b, cap, "members=");
+	for (size_t i = 0; i < r->P; i++)
+		n += (size_t)snprintf(b + n, cap - n, "%s%s", i ? " " : "",
+		    r->ids[i]);
+	if (bad >= 0)
+		n += (size_t)snprintf(b + n, cap - n, "\nbad=%ld\n", bad);
+	else
+		n += (size_t)snprintf(b + n, cap - n, "\nbad=\n");
+	*len = n;
+	return b;
+}
+
+struct verdict {
+	struct xr *r;
+	const char *text;
+	size_t len;
+};
+
+static int
+key_verdict(char *buf, size_t cap, uint64_t step, const char *id)
+{
+	int n = snprintf(buf, cap, "xpart/%llu/verdict", ULL(step));
+
+	(void)id;
+	return n < 0 || (size_t)n >= cap ? SPIRT_EINVAL : 0;
+}
+
+static int
+verdict_txn(struct spirt_txn *t, void *arg)
+{
+	struct verdict *v = arg;
+	char key[SPIRT_KEY_MAX + 1];
+	int rc;
+
+	if ((rc = key_verdict(key, sizeof key, v->r->x->step, NULL)))
+		return rc;
+	return spirt_store_put_bytes(t, key, v->text, v->len, v->r->x->step,
+	    0);
+}
+
+int
+spirt_xpart_verdict_parse(const void *buf, size_t n, const char *members,
+    size_t mlen, long *bad, size_t parts)
+{
+	const char *p = buf, *q;
+	size_t rest;
+	unsigned long k;
+	char num[16], *end;
+
+	*bad = -1;
+	if (n < mlen + 1 || memcmp(p, members, mlen) != 0 || p[mlen] != '\n')
+		return SPIRT_ERUN;
+	q = p + mlen + 1;
+	rest = n - mlen - 1;
+	if (rest == 5 && memcmp(q, "bad=\n", 5) == 0)
+		return 0;
+	if (rest < 6 || rest > 15 || memcmp(q, "bad=", 4) != 0 ||
+	    q[rest - 1] != '\n' || q[4] < '0' || q[4] > '9' ||
+	    (q[4] == '0' && rest > 6))
+		return SPIRT_EDATA;
+	memcpy(num, q + 4, rest - 5);
+	num[rest - 5] = '\0';
+	errno = 0;
+	k = strtoul(num, &end, 10);
+	if (errno || *end != '\0' || k >= parts)
+		return SPIRT_EDATA;
+	*bad = (long)k;
+	return 0;
+}
+
+/* a verdict (u8) of member i: its bad part (-1: none; -2: not a
+ * verdict); *stale when it is of other members than this round's */
+static long
+verdict_bad(const struct xr *r, const struct spirt_xpull *u, int *stale)
+{
+	const void *b;
+	size_t n, mlen;
+	char *mine;
+	long bad;
+	int rc;
+
+	*stale = 0;
+	if (spirt_store_get_bytes(u->val, u->len, &b, &n) != 0 ||
+	    (mine = verdict_text(r, -1, &mlen)) == NULL)
+		return -2;
+	/* (mine: "members=...\nbad=\n": its members line) */
+	rc = spirt_xpart_verdict_parse(b, n, mine, mlen - 6, &bad, r->P);
+	free(mine);
+	*stale = rc == SPIRT_ERUN;
+	return rc ? -2 : bad;
+}
+
+static int
+stale_verdict(struct xr *r, size_t i, const struct spirt_xpull *u)
+{
+	int stale;
+
+	(void)verdict_bad(r, u, &stale);
+	return stale ? say(r->x, SPIRT_EDATA, "step %llu: %s's verdict "
+	    "names other members than this round's, still at the deadline",
+	    ULL(r->x->step), r->ids[i]) : 0;
+}
+
+/* part k checked here unless it was (checked[k]): a lie proven sets
+ * *proven */
+static int
+check_once(struct xr *r, struct spirt_xpull *u, size_t k, int *checked)
+{
+	struct spirt_exchange *x = r->x;
+	unsigned char got[SPIRT_HASH_BYTES];
+	int rc;
+
+	if (checked[k])
+		return 0;
+	checked[k] = 1;
+	if (k != r->me)
+		return check_part(r, u, k);
+	/* this member's own part, said to be wrong: combined again */
+	if ((rc = again(r, u, k, got, NULL, NULL)))
+		return rc;
+	if (memcmp(got, r->res[k].hash, SPIRT_HASH_BYTES) == 0)
+		return 0;
+	snprintf(x->caught, sizeof x->caught, "%s", x->self);
+	return say(x, SPIRT_EMAC, "step %llu: this peer, the owner of part "
+	    "%zu of %zu, signed a combination its signed inputs do not make "
+	    "(its checkers caught it), nothing combined", ULL(x->step), k,
+	    r->P);
+}
+
+/* step 4d: the parts this member was drawn to check, its verdict
+ * published, then every other member's: a part another checker found
+ * wrong is checked here too (so that every member catches a lie that one
+ * checker proved, and none combines it), and so are the parts of a
+ * checker whose verdict did not come */
 static int
 check(struct xr *r, struct spirt_xpull *u)
 {
+	struct spirt_exchange *x = r->x;
 	unsigned char seed[SPIRT_HASH_BYTES];
-	int rc;
+	struct verdict v = { r, NULL, 0 };
+	struct spirt_xpull *vu = NULL;
+	struct spirt_xpeer *was = NULL;
+	int *checked = NULL, *late = NULL, rc;
+	long bad = -1;
 
-	if (r->x->check == 0 || r->P < 2)
+	if (x->check == 0 || r->P < 2)
 		return 0;
 	if ((rc = draw_seed(r, seed)))
 		return rc;
-	for (size_t k = 0; k < r->P; k++)
+	checked = calloc(r->P, sizeof *checked);
+	late = calloc(r->P, sizeof *late);
+	rc = ENOMEM;
+	if (checked == NULL || late == NULL)
+		goto out;
+	rc = 0;
+	for (size_t k = 0; k < r->P && rc == 0; k++)
 		if (is_checker(r, seed, k, r->me) &&
-		    (rc = check_part(r, u, k)))
-			return rc;
-	return 0;
+		    (rc = check_once(r, u, k, checked)) && x->caught[0])
+			bad = (long)k;
+	if (rc && bad < 0)
+		goto out;
+	/* the verdict, a lie or none, for the others */
+	if ((v.text = verdict_text(r, bad, &v.len)) == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	{
+		int wrc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE,
+		    verdict_txn, &v);
+
+		if (rc || (rc = wrc))
+			goto out;
+	}
+	/* (the verdicts apart: the checks below pull into u; and what the
+	 * round said of each member stands: a verdict is not its data) */
+	rc = ENOMEM;
+	if ((vu = calloc(x->n ? x->n : 1, sizeof *vu)) == NULL ||
+	    (was = calloc(x->n ? x->n : 1, sizeof *was)) == NULL)
+		goto out;
+	for (size_t j = 0; j < x->n; j++)
+		was[j] = x->peers[j];
+	rc = pull_some(r, vu, key_verdict, NULL, "the verdict", NULL, late,
+	    stale_verdict);
+	for (size_t j = 0; j < x->n; j++) {
+		x->peers[j].state = was[j].state;
+		x->peers[j].rc = was[j].rc;
+		memcpy(x->peers[j].why, was[j].why, sizeof was[j].why);
+	}
+	if (rc)
+		goto out;
+	for (size_t j = 0; j < x->n && rc == 0; j++) {
+		size_t c = pos_of(r, x->peers[j].id);
+		int stale;
+
+		if (late[c]) {
+			/* its checks, done here */
+			for (size_t k = 0; k < r->P && rc == 0; k++)
+				if (is_checker(r, seed, k, c))
+					rc = check_once(r, u, k, checked);
+			continue;
+		}
+		if ((bad = verdict_bad(r, &vu[j], &stale)) >= 0)
+			rc = check_once(r, u, (size_t)bad, checked);
+	}
+out:
+	for (size_t j = 0; vu && j < x->n; j++)
+		free(vu[j].val);
+	free(vu);
+	free(was);
+	free((void *)v.text);
+	free(checked);
+	free(late);
+	return rc;
+}
+
+/* phase i begins: the time of the one before into r->ms */
+static void
+phase(struct xr *r, size_t i)
+{
+	double now = spirt_xnow_ms();
+
+	if (i > 0)
+		r->ms[i - 1] = now - r->t0;
+	r->t0 = now;
+	if (i > 0 && r->x->phase)
+		r->x->phase(r->x, phases[i]);
 }
 
 static int
@@ -1106,6 +1970,7 @@ round_run(struct xr *r, struct spirt_xpull *u)
 	struct spirt_exchange *x = r->x;
 	int rc;
 
+	phase(r, 0);
 	if ((rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE, cut_txn,
 	    r)))
 		return rc;
@@ -1113,10 +1978,20 @@ round_run(struct xr *r, struct spirt_xpull *u)
 	if ((rc = copy_own(r, key_slice, &r->slice[r->me],
 	    &r->slicelen[r->me])))
 		return rc;
-	if ((rc = inputs(r, u)) || (rc = combine(r)) ||
-	    (rc = copy_own(r, key_part, &r->part[r->me], &r->partlen[r->me])) ||
-	    (rc = parts(r, u)) || (rc = check(r, u)))
+	phase(r, 1);
+	if ((rc = inputs(r, u)))
 		return rc;
+	phase(r, 2);
+	if ((rc = combine(r)) ||
+	    (rc = copy_own(r, key_part, &r->part[r->me], &r->partlen[r->me])))
+		return rc;
+	phase(r, 3);
+	if ((rc = parts(r, u)))
+		return rc;
+	phase(r, 4);
+	if ((rc = check(r, u)))
+		return rc;
+	phase(r, 5);
 	x->used = r->P;
 	return spirt_store_write(x->store, assemble_txn, r);
 }
@@ -1131,6 +2006,7 @@ spirt_xpart_round(struct spirt_exchange *x)
 	memset(&r, 0, sizeof r);
 	r.x = x;
 	r.P = x->n + 1;
+	x->caught[0] = '\0';
 	if (x->beats)
 		return say(x, SPIRT_EINVAL, "the partitioned exchange has no "
 		    "beats (each member owns a part)");
@@ -1142,13 +2018,15 @@ spirt_xpart_round(struct spirt_exchange *x)
 	r.slicelen = calloc(r.P, sizeof *r.slicelen);
 	r.part = calloc(r.P, sizeof *r.part);
 	r.partlen = calloc(r.P, sizeof *r.partlen);
+	r.late = calloc(r.P, sizeof *r.late);
 	if (u && r.ids && r.in && r.res && r.slice && r.slicelen &&
-	    r.part && r.partlen) {
+	    r.part && r.partlen && r.late) {
 		r.ids[0] = x->self;
 		for (size_t i = 0; i < x->n; i++)
 			r.ids[i + 1] = x->peers[i].id;
 		qsort(r.ids, r.P, sizeof *r.ids, byname);
 		r.me = pos_of(&r, x->self);
+		r.pr = (r.me + r.P - 1) % r.P;
 		rc = round_run(&r, u);
 	}
 	for (size_t i = 0; u && i < x->n; i++)
@@ -1165,7 +2043,12 @@ spirt_xpart_round(struct spirt_exchange *x)
 	free(r.slicelen);
 	free(r.part);
 	free(r.partlen);
+	free(r.late);
+	drop_kept(&r);
+	free(r.pred);
+	free(r.predrec);
 	free(r.buf);
 	free(r.round);
 	return rc;
 }
+

@@ -8,8 +8,10 @@
 #include "crypto.h"
 #include "digest.h"
 #include "spirt.h"
+#include "store.h"
 
 struct spirt_exchange;
+struct spirt_agg_params;
 
 /*
  * The partitioned exchange (spirt-peer(1) exchange --parts,
@@ -28,15 +30,17 @@ struct spirt_exchange;
  * with the owner's signed result; then every member assembles gagg/<t>.
  *
  * Record layout (little-endian), a u8 record in the store:
- *   0 magic "SPXP", 4 version 1, 5 kind (1 inputs, 2 result),
+ *   0 magic "SPXP", 4 version 1, 5 kind (1 inputs, 2 result, 3 cover),
  *   6 u16 token length (0 or 216), 8 u64 step, 16 u32 parts P,
- *   20 u32 index (the signer's position among the P members), 24 run[32],
+ *   20 u32 index (the signer's position among the P members; a
+ *   cover: the part covered, the signer at index + 1 mod P), 24 run[32],
  *   56 id[32], 88 pk[32], 120 u64 n (floats of the whole vector),
  *   128 model hash[32], 160 hash[32] (kind 1: of the whole aggregate
  *   xagg/<t>/<id>; kind 2: of the combined part xpart/<t>), 192 token,
  *   then P entries id[32] hash[32] in strictly ascending id order, the
- *   signer's at index (kind 1: the hash of slice i, xslice/<t>/<id i>;
- *   kind 2: the hash of the input slice of member i), then the Ed25519
+ *   signer's at index (kind 3: at index + 1 mod P) (kind 1: the hash of
+ *   slice i, xslice/<t>/<id i>; kinds 2 and 3: the hash of the input
+ *   slice of member i), then the Ed25519
  *   signature of every byte before it.
  */
 
@@ -44,7 +48,13 @@ struct spirt_exchange;
 #define SPIRT_XPART_ENTRY 64
 #define SPIRT_XPART_MAXPARTS (SPIRT_DIGEST_MAXPEERS + 1)
 
-enum { SPIRT_XPART_INPUTS = 1, SPIRT_XPART_RESULT = 2 };
+/* kind 3, a cover: the member after the owner of part index (in the
+ * ring of members) combined it for the owner, which did not publish its
+ * result before the deadline; the signer is entry (index + 1) mod P,
+ * the entries and hash are those of a result record */
+enum {
+	SPIRT_XPART_INPUTS = 1, SPIRT_XPART_RESULT = 2, SPIRT_XPART_COVER = 3
+};
 
 struct spirt_xpart_rec {
 	int kind;                       /* SPIRT_XPART_INPUTS or _RESULT */
@@ -102,15 +112,56 @@ SPIRT_MUST_CHECK int spirt_xpart_rec_verify(struct spirt_xpart_rec *r,
     SPIRT_NONNULL(1, 2, 4, 5);
 
 /*
+ * A member's verdict (xpart/<t>/verdict, the bytes of its u8 record: buf,
+ * n of them): "members=<ids>\nbad=<k>\n" or "...\nbad=\n", whose first
+ * line is members (mlen bytes, without its newline).  *bad: k, below
+ * parts, or -1 for none.  Returns 0, SPIRT_ERUN (another members line:
+ * of another round) or SPIRT_EDATA (not a verdict).
+ */
+SPIRT_MUST_CHECK int spirt_xpart_verdict_parse(const void *buf, size_t n,
+    const char *members, size_t mlen, long *bad, size_t parts)
+    SPIRT_NONNULL(3, 5);
+
+/* The rule's parameters as a proof names them, one line of text
+ * (lib/xproof.c reads them back). */
+void spirt_xpart_params_text(char *buf, size_t cap,
+    const struct spirt_agg_params *p) SPIRT_NONNULL(1, 3);
+
+/*
+ * Check a proof that a part's owner (or the member covering it) signed a
+ * combination its signed inputs do not make: text (len bytes), what
+ * spirt-peer exchange prints on catching it (docs/protocol.md "Checked
+ * owners"): a comment line "# step ...", the result record in hex, then
+ * a comment line and the hex of each of the P input records, the rule's
+ * parameters, cclip's centre (hex, empty for the others) and each of the
+ * P slices of the part.  Checks every record's signature (and, with tr,
+ * that its signer is a member in role peer at now), that they are of one
+ * round and the result names the slices each member signed, that each
+ * slice is the one its member's record names, and combines them again
+ * with the rule in a transaction of s that it undoes.  Returns 0 when
+ * the combination is not the part the result record names (the proof
+ * holds; msg says who signed what), SPIRT_EDATA (not a proof: malformed,
+ * of two rounds, or the slices make the part signed), SPIRT_EMAC (a
+ * signature, or a slice not the one named), the membership's or the
+ * store's codes; msg says which line.
+ */
+SPIRT_MUST_CHECK int spirt_xpart_proof_check(struct spirt_store *s,
+    const char *text, size_t len, const struct spirt_trust *tr,
+    uint64_t now, char *msg, size_t cap) SPIRT_NONNULL(1, 2, 6);
+
+/*
  * The round of x->step with every member (lib/exchange.h, x->parts),
  * after this peer published xagg/<t>/<self>: cut and sign (xslice/<t>/
  * <id> and xslice/<t>), pull and check the slices of this peer's part,
  * combine them (xpart/<t>, xpart/<t>/signed), pull and check the other
- * parts, check the parts drawn for this peer, write gagg/<t> and
- * gagg/<t>/round.  A rerun reuses what this
+ * parts, cover the part of the member before this one (xpart/<t>/cover:
+ * its part relayed, or combined here when it did not come) and take the
+ * covers of the parts that did not come, check the parts drawn for this
+ * peer, write gagg/<t> and gagg/<t>/round.  A rerun reuses what this
  * peer signed before (its slices, its part).  Returns 0; SPIRT_EBUSY
- * (a member's record, slice or part not there before the deadline:
- * nothing combined, no gagg/<t>), SPIRT_EMAC (a slice or part that is
+ * (a member's input record or slice not there before the deadline, or
+ * an owner's part and its cover: nothing combined, no gagg/<t>),
+ * SPIRT_EMAC (a slice or part that is
  * not what its signer's record names, a record of bad signature, a part
  * checked here that its owner combined wrongly: the owner's xpeer is
  * refused, the proof's text in its proof),

@@ -15,7 +15,8 @@
  * The record is text (spirt-store(5), kv.h): VERSION=1,
  * TYPE=spirt-round, step=, rule=, a peer= line for this member and one
  * for each other ("<id> <state>[: why]"), xms= (the slowest used
- * member's time), then with beats quorum=, adopted= (if any) and gagg=
+ * member's time), phases= (the partitioned exchange's: each phase's
+ * "<name>:<ms>"), then with beats quorum=, adopted= (if any) and gagg=
  * (the decision), and END; the decision adds its state= line before END.
  */
 
@@ -31,6 +32,9 @@ struct spirt_xrec {
 	int reused;                     /* the last round's set again */
 	const char *adopted;            /* NULL, "" or the member adopted */
 	const unsigned char *gagghash;  /* with beats: the decision */
+	/* NULL, or the partitioned exchange's phases= line: "<name>:<ms>"
+	 * words, one a phase (lib/xpart.c) */
+	const char *phases;
 };
 
 /* The record's text, malloc'd (*len bytes, not NUL-terminated), or

@@ -123,6 +123,31 @@ value() {
 	assert_output 400
 }
 
+@test "metrics: a partitioned round's phases (exchange --parts): each one's time, in the round's record too" {
+	two
+	hserve 1
+	u1=http://$addr
+	hserve 2
+	u2=http://$addr
+	printf 'p1 %s\np2 %s\n' "$u1" "$u2" >peers
+	for i in 1 2; do
+		SPIRT_KEY=p$i.key SPIRT_TOKEN=p$i.tok SPIRT_GROUP=group.pub \
+		    spirt-peer exchange -m m -s s$i -t 0 --deadline 20000 \
+		    -P peers --parts >out$i 2>err$i &
+		eval "pid$i=\$!"
+	done
+	wait "$pid1" || { cat err1 >&2; false; }
+	wait "$pid2" || { cat err2 >&2; false; }
+	run -0 sh -c 'spirt-store -s s1 get gagg/0/round | tr -c "[:print:]\n" " "'
+	assert_output --regexp 'phases=cut:[0-9.]+ inputs:[0-9.]+ combine:[0-9.]+ parts:[0-9.]+ check:[0-9.]+'
+	scrape "$u1"
+	for ph in cut inputs combine parts check; do
+		value "spirt_round_phase_seconds{phase=\"$ph\"}" >/dev/null
+	done
+	[ "$(grep -c '^spirt_round_phase_seconds' m.txt)" -eq 5 ]
+	[ "$(value 'spirt_round_members{state="used"}')" = 2 ]
+}
+
 @test "metrics: only to this host: another host is refused (403, EADDR), counted" {
 	netns_require
 	netns_setup 2

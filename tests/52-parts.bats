@@ -117,18 +117,21 @@ open('bad.rec', 'wb').write(st.encode(a, name='m:1001', step=0, samples=96))
 	run -66 spirt-store -s s1 get gagg/0
 }
 
-@test "exchange --parts: an owner whose part does not come fails the round (75), naming it; no gagg/t" {
+@test "exchange --parts: an owner whose part does not come, nor its cover, fails the round (75), naming it; no gagg/t" {
 	peers3
-	# p1 never gets p3's part (the link loses it: SPIRT_XDROP)
-	SPIRT_XDROP=xpart/0@p3 xch 1 -P peers --parts --deadline 1500
-	xch 2 -P peers --parts --deadline 20000
+	# p2 never gets p3's part, nor p1's cover of it (the link loses
+	# them: SPIRT_XDROP)
+	SPIRT_XDROP="xpart/0@p3 xpart/0/cover@p1" xch 2 -P peers --parts \
+	    --deadline 1500
+	xch 1 -P peers --parts --deadline 20000
 	xch 3 -P peers --parts --deadline 20000
 	rc=0
-	wait $pid1 || rc=$?
+	wait $pid2 || rc=$?
 	[ "$rc" -eq 75 ]
-	wait $pid2 && wait $pid3
-	grep -q 'step 0: the combined part of p3 not there before the deadline (1500 ms), nothing combined: xpart/0' err1
-	run -66 spirt-store -s s1 get gagg/0
+	wait $pid1 && wait $pid3
+	grep -q 'step 0: the combined part of p3 not there before the deadline (1500 ms), nor its cover by p1, nothing combined' err2 || { cat err2 >&2; false; }
+	grep -q 'peer p3 left out: late: xpart/0' err2
+	run -66 spirt-store -s s2 get gagg/0
 	# and a member that never comes: no part of its own, no gagg/t
 	rm -rf s1 s2 s3
 	peers3
@@ -144,6 +147,99 @@ open('bad.rec', 'wb').write(st.encode(a, name='m:1001', step=0, samples=96))
 	grep -q 'step 0: the input record of p3 not there before the deadline (800 ms)' err1
 	run -66 spirt-store -s s1 get gagg/0
 	run -66 spirt-store -s s1 get xpart/0
+}
+
+# stores s1..sN (N=$1) as peers3 does, a peers file naming them
+peersn() {
+	"$PYTHON" -c "$PYREC
+rng = np.random.default_rng(9)
+n = 1001
+open('m0.rec', 'wb').write(st.encode(rng.standard_normal(n).astype(np.float32), name='m:%d' % n, step=0))
+for i in range(1, $1 + 1):
+    a = rng.standard_normal(n).astype(np.float32)
+    open('a%d.rec' % i, 'wb').write(st.encode(a, name='m:%d' % n, step=0, samples=32))
+"
+	: >peers
+	for i in $(seq "$1"); do
+		rm -rf s$i
+		spirt-store -s s$i put model/m@0 m0.rec
+		spirt-store -s s$i put agg/0 a$i.rec
+		[ -e p$i.key ] || spirt-peer keygen p$i.key >/dev/null
+		echo "p$i $PWD/s$i" >>peers
+	done
+}
+
+@test "exchange --parts: an owner stopped mid-round is covered by the next member; every member combines the same gagg/t" {
+	# all to all first: what the four must combine
+	peersn 4
+	for i in 1 2 3 4; do
+		xch $i -P peers --min-peers 4
+	done
+	for i in 1 2 3 4; do
+		wait "$(eval echo \$pid$i)" || { cat err$i >&2; return 1; }
+	done
+	spirt-store -s s1 get gagg/0 >all.rec
+	peersn 4
+	# p3 (part 2 of 4) stops itself once it pulled its inputs, before it
+	# combines its part (SPIRT_XSTOP): p4, next in order, covers it; p1
+	# and p2 take p4's cover; all check every part (--check 3)
+	SPIRT_XSTOP=combine xch 3 -P peers --parts --check 3 --deadline 1500
+	for i in 1 2 4; do
+		xch $i -P peers --parts --check 3 --deadline 1500
+	done
+	for i in 1 2 4; do
+		wait "$(eval echo \$pid$i)" || { cat err$i >&2; kill -9 $pid3; return 1; }
+	done
+	kill -CONT $pid3
+	wait $pid3 || { cat err3 >&2; return 1; }
+	for i in 1 2 3 4; do
+		spirt-store -s s$i get gagg/0 >part$i.rec
+		cmp all.rec part$i.rec
+	done
+	grep -q 'step 0: peer p3: part 2 of 4 covered by p4 (its part not there before the deadline)' err4
+	for i in 1 2; do
+		grep -q 'step 0: peer p3: part 2 of 4 covered by p4' err$i
+	done
+	# p4 signed a cover record (kind 3) for part 2, its signer at 3
+	spirt-store -s s4 get -f xpart/0/cover/signed >cov.rec
+	"$PYTHON" -c "$PYREC
+import struct
+r = load('cov.rec')['a'].tobytes()
+assert r[:4] == b'SPXP' and r[5] == 3, r[:6]
+assert struct.unpack_from('<I', r, 20)[0] == 2 and r[56:58] == b'p4'
+"
+	# an owner whose part reaches some members and not others: p1 never
+	# gets p3's (SPIRT_XDROP), p4 relays the one it got, the same bytes
+	peersn 4
+	SPIRT_XDROP="xpart/0/signed@p3 xpart/0@p3" xch 1 -P peers --parts \
+	    --check 3 --deadline 1500
+	for i in 2 3 4; do
+		xch $i -P peers --parts --check 3
+	done
+	for i in 1 2 3 4; do
+		wait "$(eval echo \$pid$i)" || { cat err$i >&2; return 1; }
+	done
+	for i in 1 2 3 4; do
+		spirt-store -s s$i get gagg/0 >part$i.rec
+		cmp all.rec part$i.rec
+	done
+	grep -q 'step 0: peer p3: part 2 of 4 relayed by p4' err1
+	! grep -q 'covered' err2
+	# and a member that is late for the owner and its cover fails (75)
+	peersn 4
+	SPIRT_XSTOP=combine xch 3 -P peers --parts --deadline 800
+	SPIRT_XSTOP=combine xch 4 -P peers --parts --deadline 800
+	xch 1 -P peers --parts --deadline 800
+	xch 2 -P peers --parts --deadline 800
+	for i in 1 2; do
+		rc=0
+		wait "$(eval echo \$pid$i)" || rc=$?
+		[ "$rc" -eq 75 ] || { cat err$i >&2; kill -9 $pid3 $pid4; return 1; }
+	done
+	kill -9 $pid3 $pid4
+	{ wait $pid3 $pid4; } 2>/dev/null || :
+	grep -q 'step 0: the combined part of p3 not there before the deadline (800 ms), nor its cover by p4, nothing combined' err1
+	run -66 spirt-store -s s1 get gagg/0
 }
 
 # the proof on outI (spirt-peer exchange's stdout) that p2 lied about
@@ -189,13 +285,23 @@ assert abs(got[0] - mean[0] - 1) < 1e-4 and np.allclose(got[1:], mean[1:], atol=
 }
 
 @test "exchange --parts --check: an owner that signs a wrong combination is caught by its checkers (65), naming it, with a proof; nothing written" {
+	printf 'VERSION=1\nTYPE=spirt-allowlist\n' >allow
+	for i in 1 2 3; do
+		spirt-peer keygen p$i.key >p$i.hex
+		echo "MEMBER=$(cat p$i.hex) peer p$i" >>allow
+	done
+	echo END >>allow
 	peers3
 	# p2 signs part 1 plus 1 in its first float; p1 and p3 both check
 	# every part (--check 2: all the other members)
 	xch 1 -P peers --parts --check 2
 	SPIRT_XLIE=1 xch 2 -P peers --parts --check 2
 	xch 3 -P peers --parts --check 2
-	wait $pid2
+	# (the liar sees the verdicts against it: 65, caught)
+	rc=0
+	wait $pid2 || rc=$?
+	[ "$rc" -eq 65 ]
+	grep -q 'step 0: this peer, the owner of part 1 of 3, signed a combination its signed inputs do not make (its checkers caught it)' err2
 	for m in 1 3; do
 		rc=0
 		wait "$(eval echo \$pid$m)" || rc=$?
@@ -205,27 +311,59 @@ assert abs(got[0] - mean[0] - 1) < 1e-4 and np.allclose(got[1:], mean[1:], atol=
 		run -66 spirt-store -s s$m get gagg/0
 		proof_holds out$m
 	done
-	# one checker a part (the default): the one drawn catches it, the
-	# other member does not check part 1 and combines p2's lie
+	# the proof checks alone (spirt-peer verify --proof): the records'
+	# signatures and members, the slices, the combination again
+	run -0 spirt-peer verify --proof out1 -a allow -r r1 -s s1
+	assert_output --regexp '^proof holds: step 0: p2, the owner of part 1 of 3, signed xpart/0 = [0-9a-f]{64}; the slices its record names combine to [0-9a-f]{64}$'
+	spirt-store -s s1 ls >ls.after
+	# forged: a byte of the result record changed (its signature)
+	sed '2s/^\(.\{400\}\)./\1f/' out1 >forged1
+	cmp -s out1 forged1 && sed '2s/^\(.\{400\}\)./\1e/' out1 >forged1
+	run -65 --separate-stderr spirt-peer verify --proof forged1 -a allow -r r1 -s s1
+	[[ "$stderr" == *"verify: forged1: line 2: not a result record: "* ]]
+	# forged: the same frame around honest p3's part 2 (its record, the
+	# slices it combined): they make what p3 signed, no lie
+	for i in 1 2 3; do
+		spirt-store -s s$i get -f xslice/0/p3 >s3l$i.rec
+	done
+	spirt-store -s s3 get -f xpart/0/signed >res3.rec
+	"$PYTHON" -c "$PYREC
+lines = open('out1').read().split('\n')
+P = 3
+lines[0] = '# step 0: part 2 of 3 combined wrongly by p3 (made up)'
+lines[1] = load('res3.rec')['a'].tobytes().hex()
+for i in range(P):
+    lines[2 + 2 * P + 4 + 2 * i + 1] = open('s3l%d.rec' % (i + 1), 'rb').read().hex()
+open('forged2', 'w').write('\n'.join(lines))
+"
+	run -65 --separate-stderr spirt-peer verify --proof forged2 -a allow -r r1 -s s1
+	[[ "$stderr" == *"verify: forged2: not a proof: the slices p3's record names combine to the part it signed"* ]]
+	# and under a key the allowlist does not know
+	printf 'VERSION=1\nTYPE=spirt-allowlist\n%s\nEND\n' "$(grep ' p1$' allow)" >allow1
+	run -65 --separate-stderr spirt-peer verify --proof out1 -a allow1 -r r1 -s s1
+	[[ "$stderr" == *"verify: out1: line 2: p2's record: "* ]]
+	# nothing changed in the store
+	spirt-store -s s1 ls | cmp - ls.after
+	# one checker a part (the default): the one drawn catches it, and
+	# its verdict (xpart/0/verdict) makes the other member check part 1
+	# too: both catch it, each with a proof, and neither combines it
 	rm -rf s1 s2 s3
 	peers3
 	xch 1 -P peers --parts
 	SPIRT_XLIE=1 xch 2 -P peers --parts
 	xch 3 -P peers --parts
-	wait $pid2
-	caught=0
+	wait $pid2 || :
 	for m in 1 3; do
 		rc=0
 		wait "$(eval echo \$pid$m)" || rc=$?
-		if [ "$rc" -eq 65 ]; then
-			caught=$((caught + 1))
-			proof_holds out$m
-			run -66 spirt-store -s s$m get gagg/0
-		else
-			[ "$rc" -eq 0 ]
-		fi
+		[ "$rc" -eq 65 ]
+		proof_holds out$m
+		run -66 spirt-store -s s$m get gagg/0
 	done
-	[ "$caught" -eq 1 ]
+	# the drawn checker's verdict names the part, the other's too (it
+	# checked it on that word)
+	run -0 sh -c 'spirt-store -s s1 get -f xpart/0/verdict; spirt-store -s s3 get -f xpart/0/verdict'
+	[ "$(printf '%s\n' "$output" | grep -c 'bad=1')" -ge 1 ]
 	# no checker: nobody catches it (what this test adds)
 	rm -rf s1 s2 s3
 	peers3
@@ -287,6 +425,76 @@ for i in (1, 2, 3):
 	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -64 --separate-stderr \
 	    spirt-peer exchange -m m -s s1 -t 0 -P peers --check 1
 	[[ "$stderr" == *"--check: only with --parts"* ]]
+	# verify --proof needs the run, and whom to trust
+	echo x >proof
+	run -64 --separate-stderr env -u SPIRT_RUN spirt-peer verify --proof proof -g p1.key
+	[[ "$stderr" == *"--proof: no run (-r or SPIRT_RUN)"* ]]
+	run -64 --separate-stderr env -u SPIRT_GROUP -u SPIRT_ALLOW spirt-peer verify --proof proof -r r1
+	# not a proof at all: 65; no such file: 66
+	printf 'VERSION=1\nTYPE=spirt-allowlist\nEND\n' >allow
+	run -65 --separate-stderr spirt-peer verify --proof proof -a allow -r r1 -s s1
+	[[ "$stderr" == *"verify: proof: not a proof (its first line is not \"# step ...\")"* ]]
+	run -66 --separate-stderr spirt-peer verify --proof nofile -a allow -r r1 -s s1
+}
+
+@test "spirt-train --exchange parts: an owner that lies from step 13 is caught, proven and excluded; the others go on with one model, every sample once an epoch" {
+	load coverage
+	local steps=30
+	smalldata "$BATS_FILE_TMPDIR/data"
+	: >peers
+	printf 'VERSION=1\nTYPE=spirt-allowlist\n' >allow
+	for i in 0 1 2; do
+		spirt-peer keygen p$i.key >p$i.hex
+		echo "p$i $PWD/s$i" >>peers
+		echo "MEMBER=$(cat p$i.hex) peer p$i" >>allow
+	done
+	echo END >>allow
+	# (epochs of 10 steps: p1 lies mid-epoch 1, SPIRT_XLIE=@13)
+	for i in 0 1 2; do
+		lie=
+		[ $i -ne 1 ] || lie=@13
+		SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 SPIRT_XLIE=$lie \
+		    SPIRT_SAMPLE_LOG=$PWD/log$i timeout 600 \
+		    spirt-train -s s$i -n 2 -b 20 -e $((steps / 10)) \
+		    --data "$BATS_FILE_TMPDIR/data" --peers peers --peer $i \
+		    --steps $steps --eval-every $steps --deadline 60000 \
+		    --exchange parts --keep-digests >o$i 2>e$i &
+		eval "pid$i=\$!"
+	done
+	# the liar stops, caught (its own part, proven by the others)
+	rc=0
+	wait $pid1 || rc=$?
+	[ "$rc" -eq 65 ] || { cat e1 >&2; false; }
+	grep -q 'this peer, the owner of part 1 of 3, signed a combination its signed inputs do not make' e1
+	wait $pid0 || { cat e0 >&2; false; }
+	wait $pid2 || { cat e2 >&2; false; }
+	# both others proved it at step 13, left it out from there, and
+	# gave its workers' samples (2 and 3) to the live ones
+	for i in 0 2; do
+		grep -q 'step 13: p1, the owner of part 1 of 3, signed a combination its signed inputs do not make' e$i ||
+		    { cat e$i >&2; false; }
+		grep -q 'step 13: p1 signed a wrong combination of its part, proven (the proof above): it is out of the run' e$i
+		grep -q 'step 14: the workers 2 3 of p1: their samples from step 13 go to the live ones' e$i
+	done
+	# one model, on the two
+	[ "$(spirt-store -s s0 get model/mlp@$steps | md5sum)" = \
+	    "$(spirt-store -s s2 get model/mlp@$steps | md5sum)" ]
+	# the last rounds were of two members
+	run -0 sh -c "spirt-store -s s0 get gagg/$((steps - 1))/round | tr -c '[:print:]\n' ' '"
+	assert_output --partial 'peer=p2 used'
+	refute_output --partial 'peer=p1'
+	# every sample once an epoch: p0's, p2's, and p1's before step 13
+	coverage "$steps" 10 6 200 log0 log2 log1:0:13
+	# the parts' digests: the chain holds from model@0 to model@30 on
+	# both, p1 a contributor up to step 12, not from 13 on
+	for i in 0 2; do
+		run -0 --separate-stderr spirt-peer verify -s s$i -m mlp -a allow
+		# (each store holds its own digests: the others' "no digest")
+		assert_line --index 12 --regexp '^step 12: holds: model [0-9a-f]{64} \((not )?kept\): p0( \(no digest\))? p1 \(no digest\) p2( \(no digest\))?$'
+		assert_line --index 13 --regexp '^step 13: holds: model [0-9a-f]{64} \((not )?kept\): p0( \(no digest\))? p2( \(no digest\))?$'
+		assert_line --index 29 --regexp '^step 29: holds: model [0-9a-f]{64} \(kept\): p0( \(no digest\))? p2( \(no digest\))?$'
+		assert_line --index 30 "steps 0..29 of run r1: the chain holds, 30 steps: p0 p1 p2"
+	done
 }
 
 # ---- spirt-train --exchange parts: three peers in namespaces, HTTP ----

@@ -1,6 +1,7 @@
 /* fuzz_xpart.c - the partitioned exchange's signed records a peer pulls
  * from the others (lib/xpart.c, docs/protocol.md "The partitioned
  * exchange") */
+#include "store.h"
 #include "xpart.h"
 #include "fuzz_crypto.h"
 
@@ -11,20 +12,56 @@
  * signature are fuzzed; the next 8 bytes are the n and the part count
  * (byte 9, plus one) spirt_xpart_span cuts.  Beyond "no crash": a record
  * opened signs again to the same bytes, its entries are ascending with
- * the signer's at its index, one verified is for our run, by a member
+ * the signer's at its index (a cover's: the one after it), one verified is for our run, by a member
  * in role peer; the spans of any n and count tile [0, n) in order, each
- * floor(n / count) or one more.
+ * floor(n / count) or one more.  First byte 0x10: the rest after the
+ * 8 bytes is a member's verdict instead (verdict() below); 0x20: a proof
+ * (proof() below).
  */
 static struct spirt_trust *trust;
+static struct spirt_store *store;       /* empty: a proof's check undoes */
+static char dir[64];
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	const char *tmp = getenv("TMPDIR");
+
 	(void)argc;
 	(void)argv;
 	fuzz_crypto_init();
 	trust = fuzz_trust();
+	snprintf(dir, sizeof dir, "%s/fuzz-xpart.XXXXXX", tmp && *tmp &&
+	    strlen(tmp) < 32 ? tmp : "/tmp");
+	FUZZ_ASSERT(mkdtemp(dir) != NULL);
+	FUZZ_ASSERT(spirt_store_open(&store, dir,
+	    SPIRT_STORE_CREATE | SPIRT_STORE_NOSYNC) == 0);
 	return 0;
+}
+
+static int
+anykey(void *arg, const char *key, const void *val, size_t len)
+{
+	(void)arg, (void)key, (void)val, (void)len;
+	return 1;
+}
+
+/* mode 0x20: the input is a proof (spirt_xpart_proof_check): whatever it
+ * says, the store it combines in is left as it was (empty), and a proof
+ * that holds says so */
+static void
+proof(const uint8_t *d, size_t n)
+{
+	struct spirt_txn *t;
+	char msg[600];
+	int rc;
+
+	rc = spirt_xpart_proof_check(store, (const char *)d, n, trust,
+	    FUZZ_NOW, msg, sizeof msg);
+	FUZZ_ASSERT(rc != 0 || strstr(msg, " signed xpart/") != NULL);
+	FUZZ_ASSERT(spirt_txn_begin(&t, store, SPIRT_TXN_RDONLY) == 0);
+	FUZZ_ASSERT(spirt_store_list(t, "", anykey, NULL) == 0);
+	spirt_txn_abort(t);
 }
 
 static const int signers[4] = { FZ_P1, FZ_P2, FZ_P3, FZ_F1 };
@@ -47,6 +84,25 @@ spans(struct fuzz_in *in)
 	FUZZ_ASSERT(at == n);
 }
 
+/* mode 0x10: the input is a member's verdict (spirt_xpart_verdict_parse)
+ * of a round of p1 p2 p3: one taken is the text it says, byte for byte */
+static void
+verdict(const uint8_t *d, size_t n)
+{
+	static const char members[] = "members=p1 p2 p3";
+	char again[64];
+	long bad;
+	int len;
+
+	if (spirt_xpart_verdict_parse(d, n, members, sizeof members - 1, &bad,
+	    3) != 0)
+		return;
+	FUZZ_ASSERT(bad >= -1 && bad < 3);
+	len = bad < 0 ? snprintf(again, sizeof again, "%s\nbad=\n", members) :
+	    snprintf(again, sizeof again, "%s\nbad=%ld\n", members, bad);
+	FUZZ_ASSERT((size_t)len == n && memcmp(again, d, n) == 0);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 {
@@ -58,6 +114,14 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	int who = signers[mode >> 1 & 3], rc;
 
 	spans(&in);
+	if (mode == 0x10) {
+		verdict(in.p, in.n);
+		return 0;
+	}
+	if (mode == 0x20) {
+		proof(in.p, in.n);
+		return 0;
+	}
 	len = in.n;
 	FUZZ_ASSERT((b = malloc(len ? len : 1)) != NULL);
 	memcpy(b, in.p, len);
@@ -78,9 +142,12 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	if (rc == 0) {
 		FUZZ_ASSERT(len == spirt_xpart_rec_size(r.parts, r.has_token));
 		FUZZ_ASSERT(r.kind == SPIRT_XPART_INPUTS ||
-		    r.kind == SPIRT_XPART_RESULT);
+		    r.kind == SPIRT_XPART_RESULT ||
+		    (r.kind == SPIRT_XPART_COVER && r.parts >= 2));
 		FUZZ_ASSERT(r.index < r.parts);
-		FUZZ_ASSERT(strcmp(r.e[r.index].id, r.id) == 0);
+		/* (a cover's signer follows the owner of the part it covers) */
+		FUZZ_ASSERT(strcmp(r.e[r.kind == SPIRT_XPART_COVER ?
+		    (r.index + 1) % r.parts : r.index].id, r.id) == 0);
 		for (size_t i = 1; i < r.parts; i++)
 			FUZZ_ASSERT(strcmp(r.e[i - 1].id, r.e[i].id) < 0);
 		/* the signer's own key signs the same bytes again */

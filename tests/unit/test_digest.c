@@ -320,7 +320,7 @@ test_xpart(void)
 	memcpy(bad, buf, len);
 	bad[len] = 0;
 	CHECK_EQ_RC(spirt_xpart_rec_open(&e, bad, len + 1), SPIRT_EDATA);
-	bad[5] = 3;             /* no such kind */
+	bad[5] = 4;             /* no such kind */
 	CHECK_EQ_RC(spirt_xpart_rec_open(&e, bad, len), SPIRT_EDATA);
 	memcpy(bad, buf, len);
 	bad[20] = 3;            /* index not below the parts */
@@ -332,6 +332,43 @@ test_xpart(void)
 	r.index = 0;
 	CHECK_EQ_RC(spirt_xpart_rec_sign(buf, sizeof buf, &dummy, &r, k),
 	    SPIRT_EINVAL);
+	/* a cover: p2 covers part 0 (p1's), its signer at index + 1 */
+	r.kind = SPIRT_XPART_COVER;
+	CHECK_RC(spirt_xpart_rec_sign(buf, sizeof buf, &len, &r, k));
+	CHECK(buf[5] == 3 && buf[20] == 0);
+	CHECK_RC(spirt_xpart_rec_verify(&e, buf, len, "run1", "p2", 7, NULL,
+	    T0));
+	CHECK(e.kind == SPIRT_XPART_COVER && e.index == 0);
+	r.index = 1;            /* p2 does not cover its own part */
+	CHECK_EQ_RC(spirt_xpart_rec_sign(buf, sizeof buf, &dummy, &r, k),
+	    SPIRT_EINVAL);
+	r.parts = 1;            /* nor with one member */
+	r.index = 0;
+	CHECK_EQ_RC(spirt_xpart_rec_sign(buf, sizeof buf, &dummy, &r, k),
+	    SPIRT_EINVAL);
+	/* a verdict: the round's members line, then its bad part or none */
+	{
+#define VM "members=p1 p2 p3"
+		long v;
+
+		CHECK_RC(spirt_xpart_verdict_parse(VM "\nbad=2\n", 23, VM, 16,
+		    &v, 3));
+		CHECK(v == 2);
+		CHECK_RC(spirt_xpart_verdict_parse(VM "\nbad=\n", 22, VM, 16,
+		    &v, 3));
+		CHECK(v == -1);
+		CHECK_EQ_RC(spirt_xpart_verdict_parse(VM "\nbad=3\n", 23, VM,
+		    16, &v, 3), SPIRT_EDATA);
+		CHECK_EQ_RC(spirt_xpart_verdict_parse(VM "\nbad=02\n", 24, VM,
+		    16, &v, 3), SPIRT_EDATA);
+		CHECK_EQ_RC(spirt_xpart_verdict_parse(VM "\nbad=2", 22, VM, 16,
+		    &v, 3), SPIRT_EDATA);
+		CHECK_EQ_RC(spirt_xpart_verdict_parse("members=p1 p3\nbad=\n",
+		    19, VM, 16, &v, 3), SPIRT_ERUN);
+#undef VM
+	}
+	r.parts = 3;
+	r.kind = SPIRT_XPART_RESULT;
 	r.index = 1;
 	snprintf(r.e[2].id, sizeof r.e[2].id, "p0");
 	CHECK_EQ_RC(spirt_xpart_rec_sign(buf, sizeof buf, &dummy, &r, k),
