@@ -18,6 +18,7 @@ static struct {
 	const char *store, *params, *out;
 	int serve;
 	struct spirt_aggset mean;       /* the warm word mean=grad's */
+	struct spirt_slotset slots;     /* mean=slots: the gradient slots */
 } o;
 
 /* the hyperparameters' values, in val[]; what the long-only options return */
@@ -30,7 +31,7 @@ static const struct opt opts[] = {
 	    "global aggregate)" },
 	{ 'i', "serve", NULL,
 	    "warm: one -t run per step line on stdin (its words:\n"
-	    "delta=S outer=N agg=PREFIX mean=grad)" },
+	    "delta=S outer=N agg=PREFIX mean=grad|slots)" },
 	{ 'k', "keep", "K", "keep the last K model versions (0: all)" },
 	{ 'm', "model", "NAME", "model/NAME@<step> in the store" },
 	{ 'o', "output", "FILE",
@@ -149,7 +150,8 @@ stragglers(void)
 }
 
 /* the words a warm request may carry: --delta, --outer and -a's, and
- * mean=grad (the fused step: the mean of grad/<t>/<w>, not agg/<t>) */
+ * mean=grad (the fused step: the mean of grad/<t>/<w>, not agg/<t>), or
+ * mean=slots (the same with the functions' gradient slots beside them) */
 static const char *const serve_keys[] = { "agg", "delta", "mean", "outer",
     NULL };
 
@@ -172,8 +174,13 @@ serve_words(const struct spirt_serve_req *req, const char *agg)
 	for (int i = 0; i < req->nwords && !why; i++) {
 		w = &req->word[i];
 		if (w->key[0] == 'm') {
-			if (w->nval != 4 || memcmp(w->val, "grad", 4) != 0)
-				why = "mean=: grad, the step's gradients";
+			/* slots: the functions' slots beside grad/<t> */
+			o.mean.slots = w->nval == 5 && memcmp(w->val,
+			    "slots", 5) == 0 ? &o.slots : NULL;
+			if (!o.mean.slots && (w->nval != 4 ||
+			    memcmp(w->val, "grad", 4) != 0))
+				why = "mean=: grad or slots, the step's "
+				    "gradients";
 			o.u.grads = &o.mean;
 		} else if (w->key[0] == 'a') {
 			memcpy(name, w->val, w->nval);
@@ -195,7 +202,7 @@ serve_words(const struct spirt_serve_req *req, const char *agg)
 		why = "delta= and outer= are two steps: one at a time";
 	if (!why && o.u.grads && (o.u.delta != SPIRT_NOSTEP || o.u.outer ||
 	    o.u.agg != agg))
-		why = "mean=grad is the step's aggregate: not with agg=, "
+		why = "mean= is the step's aggregate: not with agg=, "
 		    "delta= or outer=";
 	if (!why)
 		return 0;
@@ -259,6 +266,7 @@ serve(struct spirt_store *s)
 		.keys = serve_keys, .run = serve_one, .arg = s,
 		.warn = warnx_,
 	};
+	char path[4096];
 	int rc;
 
 	serve_setup();
@@ -269,8 +277,13 @@ serve(struct spirt_store *s)
 	o.mean.dataset = opt_env(NULL, "SPIRT_DATASET", "train");
 	o.mean.revcheck = 1;
 	o.mean.prune = 1;
+	/* mean=slots: the warm functions' slots (slot.h), model@t's */
+	snprintf(path, sizeof path, "%s/scratch", spirt_store_location(s));
+	spirt_slotset_init(&o.slots, path);
+	o.mean.slot_model = o.u.model;
 	rc = spirt_serve_loop(&sv, stdin, stdout);
 	spirt_aggset_reset(&o.mean);
+	spirt_slotset_free(&o.slots);
 	if (rc != 0) {
 		warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
 		return SPIRT_EX_IOERR;

@@ -189,7 +189,9 @@ spirt_serve_parse(struct spirt_serve *sv, struct spirt_serve_req *req,
 	req->nwords = 0;
 	if (p == end)
 		return 0;
-	if (sv->keys && *p == ' ')
+	/* words after the step: a lowercase key (a worker is a digit) */
+	if (sv->keys && *p == ' ' && (!sv->workers || (p + 1 < end &&
+	    p[1] >= 'a' && p[1] <= 'z')))
 		return words(sv, req, line, n, p + 1);
 	if (!sv->workers || *p != ' ')
 		return refuse(sv, SPIRT_EINVAL, line, n, sv->workers ?
@@ -202,11 +204,13 @@ spirt_serve_parse(struct spirt_serve *sv, struct spirt_serve_req *req,
 		    sv->maxworker);
 		return refuse(sv, rc, line, n, what);
 	}
+	req->worker = (uint32_t)v;
+	req->has_worker = 1;
+	if (p != end && sv->keys && *p == ' ')
+		return words(sv, req, line, n, p + 1);
 	if (p != end)
 		return refuse(sv, SPIRT_EINVAL, line, n, "junk after the "
 		    "worker");
-	req->worker = (uint32_t)v;
-	req->has_worker = 1;
 	return 0;
 }
 

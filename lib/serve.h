@@ -30,7 +30,7 @@
  * A tool may also take words after the step (spirt-update: the round
  * steps of spirt-train --every), when it names their keys (keys):
  *
- *	request =/ step *( SP key "=" value ) LF
+ *	request =/ step [ SP worker ] *( SP key "=" value ) LF
  *	key     = 1*( %x61-7A )                 (one of keys, each once)
  *	value   = 1*( ALPHA / DIGIT / "." / "_" / "-" )
  *
@@ -69,8 +69,8 @@ struct spirt_serve {
 	int workers;            /* 1: a request may name a worker */
 	uint32_t maxworker;     /* highest worker (workers only) */
 	uint32_t worker0;       /* the worker of a request that names none */
-	/* the keys of the words a request may carry after the step, NULL
-	 * terminated; NULL: none (not with workers) */
+	/* the keys of the words a request may carry after the step (and
+	 * its worker), NULL terminated; NULL: none */
 	const char *const *keys;
 	spirt_serve_fn *run;
 	void *arg;              /* for run */

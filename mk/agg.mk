@@ -1,8 +1,8 @@
 # mk/agg.mk - build fragment for the agg tools (included by Makefile)
 AGG_LIBHDR = lib/vec.h lib/agg.h lib/optim.h lib/serve.h lib/aggstore.h lib/update.h \
-	lib/attack.h
+	lib/slot.h lib/attack.h
 AGG_LIBOBJ = lib/agg.o lib/optim.o lib/serve.o lib/aggstore.o lib/update.o \
-	lib/attack.o
+	lib/slot.o lib/attack.o
 AGG_BIN = spirt-agg spirt-update spirt-attack
 AGG_MAN1 = man/spirt-agg.1 man/spirt-update.1 man/spirt-attack.1
 AGG_MAN5 =

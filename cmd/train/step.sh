@@ -167,16 +167,28 @@ step() {
 		run $upd -t "$1" || die 75 "step $1: update failed"
 		return
 	fi
-	grads "$1"
-	attack "$1"
 	# one peer, no --every, the mean: the warm spirt-update takes the
 	# gradients' mean itself, in its step's transaction (mean=grad): no
 	# agg/<t>, one commit and one request fewer (cclip's centre, the
-	# exchange and --every read agg/<t>: they keep spirt-agg)
+	# exchange and --every read agg/<t>: they keep spirt-agg).  With
+	# spirt-grad's own functions and no attack on the stored gradients,
+	# each writes its gradient into its slot (to=slot), not grad/<t>/<w>,
+	# and the update takes their mean from the slots (mean=slots): no
+	# commit a gradient (docs/contracts.md, "Gradient slots")
+	_mean= gword=
 	if [ -z "$xch" ] && [ "$xh" -eq 0 ] && [ "$aggargs" = "-r mean" ]; then
+		_mean=grad
+		if [ "$fncmd" = spirt-grad ] && { [ -z "$attack" ] ||
+		    [ "$attack" = labelflip ]; }; then
+			_mean=slots gword=" to=slot"
+		fi
+	fi
+	grads "$1"
+	attack "$1"
+	if [ -n "$_mean" ]; then
 		[ "$verbose" -eq 0 ] ||
-		    printf '+ %s -i <<< %s mean=grad\n' "$upd" "$1" >&2
-		echo "send upd $1 mean=grad" >&3
+		    printf '+ %s -i <<< %s mean=%s\n' "$upd" "$1" "$_mean" >&2
+		echo "send upd $1 mean=$_mean" >&3
 		wait_done 1 spirt-update
 		aggloss=-
 		case $ack in *loss=*) aggloss=${ack##*loss=} ;; esac
