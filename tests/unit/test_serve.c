@@ -130,8 +130,21 @@ main(void)
 		    SPIRT_EINVAL);
 		CHECK_EQ_RC(PARSE("12 delta=1\0"), SPIRT_EINVAL);
 		CHECK_EQ_RC(PARSE("12 delta=1\t"), SPIRT_EINVAL);
-		sv.keys = NULL;
+		/* with a worker too (spirt-grad's to=slot): words after
+		 * the step or after its worker */
 		sv.workers = 1;
+		CHECK_RC(PARSE("12 3 delta=1"));
+		CHECK(req.worker == 3 && req.has_worker && req.nwords == 1);
+		CHECK_RC(PARSE("12 agg=a"));
+		CHECK(!req.has_worker && req.nwords == 1);
+		CHECK_RC(PARSE("12 3"));
+		CHECK(req.worker == 3 && req.nwords == 0);
+		CHECK_EQ_RC(PARSE("12 3 4"), SPIRT_EINVAL);
+		CHECK_EQ_RC(PARSE("12 3 "), SPIRT_EINVAL);
+		CHECK_EQ_RC(PARSE("12 3delta=1"), SPIRT_EINVAL);
+		CHECK_EQ_RC(PARSE("12 delta=1 3"), SPIRT_EINVAL);
+		sv.keys = NULL;
+		CHECK_EQ_RC(PARSE("12 3 delta=1"), SPIRT_EINVAL);
 	}
 
 	/* the loop: a long line is one refusal, its tail no request */
