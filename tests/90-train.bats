@@ -94,6 +94,10 @@ digest() {      # digest STORE KEY: hash of one stored record
 	# what it left out, agg/<t>/excluded, of the last two steps
 	run -0 sh -c 'spirt-store -s h.db ls agg/ | cut -f1'
 	assert_output "$(printf 'agg/8/excluded\nagg/9/excluded')"
+	# and from the functions' slots (mean=slots): no grad/<t> stored
+	run -0 spirt-store -s h.db ls grad/
+	assert_output ''
+	[ "$(od -An -tu8 -j8 -N8 h.db/scratch/slot.3 | tr -d ' ')" = 9 ]
 }
 
 @test "warm: a kill -9 of spirt-update inside its commit, after it read the step's gradients: 75, the slots kept, rerun resumes to the same model; a corrupt or truncated slot is 65, nothing stored" {
