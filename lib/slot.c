@@ -59,6 +59,11 @@ boot(void)
 
 	if (done)
 		return id;
+#ifdef SPIRT_FUZZ
+	/* (the fuzzers' build: an empty id, which an input can hold) */
+	done = 1;
+	return id;
+#endif
 	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
 	r = fd < 0 ? -1 : spirt_readall(fd, id, sizeof id - 1);
 	if (fd >= 0)
@@ -217,8 +222,10 @@ spirt_slot_parse(struct spirt_tensor *t, uint64_t *model,
 	if (memcmp(buf, SPIRT_SLOT_MAGIC, 8) != 0)
 		return SPIRT_ENOTFOUND;         /* being written, given up */
 	memcpy(buf + 8, h + 8, sizeof buf - 8);
+#ifndef SPIRT_FUZZ
 	if (XXH3_64bits(buf, sizeof buf) != get64(h + SPIRT_SLOT_USED - 8))
 		return say(SPIRT_EHEADER, "header checksum mismatch");
+#endif
 	if (memchr(h + 64, '\0', SPIRT_SLOT_BOOT) == NULL ||
 	    memchr(h + 112, '\0', 256) == NULL)
 		return say(SPIRT_EHEADER, "boot id or name not ended");
