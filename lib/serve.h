@@ -36,7 +36,7 @@
  *
  * at most SPIRT_SERVE_WORDS of them; what a value means, the tool checks.
  */
-#define SPIRT_SERVE_WORDS 4
+#define SPIRT_SERVE_WORDS 6
 
 /* One word of a request: pointers into the line, valid during run. */
 struct spirt_serve_word {

@@ -391,6 +391,25 @@ digest() {      # digest STORE KEY: hash of one stored record
 	refute_output --partial 'model/mlp@200'
 }
 
+@test "robust rules on the fused step (the update aggregates the slots itself): the bits of spirt-agg then spirt-update" {
+	# the reference: cold, the functions by path, so spirt-agg makes
+	# agg/<t> and spirt-update applies it; the warm run aggregates in
+	# the update's transaction (mean=slots rule=...), no agg/<t>
+	fn=$(command -v spirt-grad)
+	for r in trim:0.25 median norm wmean krum:1 mkrum:1:3; do
+		spirt-train -q -n 6 -b 8 --steps 5 -S 3 -a "$r" -s "w$r.db"
+		spirt-train -q -n 6 -b 8 --steps 5 -S 3 -a "$r" -s "c$r.db" \
+		    --cold --function "$fn"
+		[ "$(digest "w$r.db" model/mlp@5)" = "$(digest "c$r.db" model/mlp@5)" ] ||
+			fail "$r: not the same model"
+		run -0 spirt-store -s "w$r.db" ls agg/4
+		assert_output --partial 'agg/4/excluded'
+		refute_line --regexp '^agg/4[[:space:]]'
+		run -0 spirt-store -s "w$r.db" ls grad/
+		assert_output ''
+	done
+}
+
 @test "other models, optimisers and robust rules run" {
 	run -0 spirt-train -q --steps 4 -m softmax -o sgd -s s.db
 	run -0 spirt-train -q --steps 4 -o nesterov -a trim:0.25 -s t.db
