@@ -316,7 +316,7 @@ serve_one(void *arg, const struct spirt_serve_req *req, char *ans,
 	struct warm *w = arg;
 	struct spirt_grad_job *job = w->job;
 	struct spirt_tensor hdr;
-	char msg[320];
+	char msg[320], where[48];
 	int rc, toslot = 0;
 
 	job->step = req->step;
@@ -344,10 +344,13 @@ serve_one(void *arg, const struct spirt_serve_req *req, char *ans,
 		goto refused;
 	}
 	/* where the gradient is, when it is not grad/<t>/<w> */
+	where[0] = '\0';
+	if (toslot)
+		snprintf(where, sizeof where, " slot=scratch/slot.%" PRIu32,
+		    job->worker);
 	snprintf(ans, cap, "step=%" PRIu64 " worker=%" PRIu32 " samples=%"
-	    PRIu64 "%s%" PRIu32 " loss=%.9g", job->step, job->worker,
-	    hdr.samples, toslot ? " slot=scratch/slot." : "",
-	    toslot ? job->worker : 0, hdr.loss);
+	    PRIu64 "%s loss=%.9g", job->step, job->worker, hdr.samples, where,
+	    hdr.loss);
 	return 0;
 refused:
 	snprintf(ans, cap, "step=%" PRIu64 " worker=%" PRIu32 " error=%d",
