@@ -742,7 +742,8 @@ main(int argc, char **argv)
 	} else if (faas == LAMBDA) {
 		code = faas_lambda(&f);
 	} else {
-		if ((rc = invoke(c, s, &job, &hdr, msg, sizeof msg, NULL, NULL)))
+		if ((rc = invoke(c, s, &job, &hdr, msg, sizeof msg, NULL,
+		    NULL)))
 			warnx_("%s", msg);
 		code = spirt_exit(rc);
 	}

@@ -13,40 +13,10 @@
 #include <xxhash.h>
 
 #include "io.h"
+#include "le.h"
 #include "slot.h"
 
 #define say(rc, ...) spirt_msgf(msg, cap, (rc), __VA_ARGS__)
-
-static void
-put64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> 8 * i);
-}
-
-static void
-put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> 8 * i);
-}
-
-static uint64_t
-get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static uint32_t
-get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-}
 
 /* this boot's id, read once ("" where there is none) */
 static const char *
@@ -78,7 +48,7 @@ uint64_t
 spirt_slot_record_sum(const void *rec, size_t len)
 {
 	return len < SPIRT_TENSOR_TRAILER ? 0 :
-	    get64((const unsigned char *)rec + len - 8);
+	    spirt_le_get64((const unsigned char *)rec + len - 8);
 }
 
 /* ---- the writer ---- */
@@ -171,14 +141,14 @@ spirt_slot_finish(struct spirt_slot *sl, const struct spirt_tensor *hdr,
 	    SPIRT_SLOT_HDR + 4 * hdr->nelem > sl->len)
 		return SPIRT_EINVAL;
 	memset(h + 8, 0, SPIRT_SLOT_USED - 8);
-	put64(h + 8, hdr->step);
-	put32(h + 16, hdr->origin);
-	put64(h + 24, hdr->samples);
+	spirt_le_put64(h + 8, hdr->step);
+	spirt_le_put32(h + 16, hdr->origin);
+	spirt_le_put64(h + 24, hdr->samples);
 	memcpy(&mv, &hdr->loss, 8);
-	put64(h + 32, mv);
-	put64(h + 40, hdr->revision);
-	put64(h + 48, hdr->nelem);
-	put64(h + 56, model);
+	spirt_le_put64(h + 32, mv);
+	spirt_le_put64(h + 40, hdr->revision);
+	spirt_le_put64(h + 48, hdr->nelem);
+	spirt_le_put64(h + 56, model);
 	memcpy(h + 64, boot(), strlen(boot()));
 	memcpy(h + 112, hdr->name, n);
 	/* the checksum covers the magic as it will stand */
@@ -188,7 +158,8 @@ spirt_slot_finish(struct spirt_slot *sl, const struct spirt_tensor *hdr,
 
 		memcpy(buf, m, 8);
 		memcpy(buf + 8, h + 8, sizeof buf - 8);
-		put64(h + SPIRT_SLOT_USED - 8, XXH3_64bits(buf, sizeof buf));
+		spirt_le_put64(h + SPIRT_SLOT_USED - 8,
+		    XXH3_64bits(buf, sizeof buf));
 	}
 	/* the magic last: every byte before it is in place first */
 	memcpy(&mv, m, 8);
@@ -223,7 +194,8 @@ spirt_slot_parse(struct spirt_tensor *t, uint64_t *model,
 		return SPIRT_ENOTFOUND;         /* being written, given up */
 	memcpy(buf + 8, h + 8, sizeof buf - 8);
 #ifndef SPIRT_FUZZ
-	if (XXH3_64bits(buf, sizeof buf) != get64(h + SPIRT_SLOT_USED - 8))
+	if (XXH3_64bits(buf, sizeof buf) !=
+	    spirt_le_get64(h + SPIRT_SLOT_USED - 8))
 		return say(SPIRT_EHEADER, "header checksum mismatch");
 #endif
 	if (memchr(h + 64, '\0', SPIRT_SLOT_BOOT) == NULL ||
@@ -231,12 +203,14 @@ spirt_slot_parse(struct spirt_tensor *t, uint64_t *model,
 		return say(SPIRT_EHEADER, "boot id or name not ended");
 	if (strcmp((const char *)h + 64, boot()) != 0)
 		return SPIRT_ENOTFOUND;         /* another boot's */
-	if (get32(h + 20) != 0)
-		return say(SPIRT_EHEADER, "unknown flags %#x", get32(h + 20));
-	if (get32(h + 16) != worker)
+	if (spirt_le_get32(h + 20) != 0)
+		return say(SPIRT_EHEADER, "unknown flags %#x",
+		    spirt_le_get32(h + 20));
+	if (spirt_le_get32(h + 16) != worker)
 		return say(SPIRT_EHEADER, "worker %lu's gradient, not %lu",
-		    (unsigned long)get32(h + 16), (unsigned long)worker);
-	nelem = get64(h + 48);
+		    (unsigned long)spirt_le_get32(h + 16),
+		    (unsigned long)worker);
+	nelem = spirt_le_get64(h + 48);
 	if (nelem > (len - SPIRT_SLOT_HDR) / 4)
 		return say(SPIRT_ETRUNC, "%zu bytes, its header says %llu "
 		    "values", len, (unsigned long long)nelem);
@@ -247,14 +221,14 @@ spirt_slot_parse(struct spirt_tensor *t, uint64_t *model,
 		    (unsigned long long)nelem);
 	if (name[0] == '\0' || spirt_tensor_set_name(t, name) != 0)
 		return say(SPIRT_EMODEL, "no model spec in its name");
-	t->step = get64(h + 8);
+	t->step = spirt_le_get64(h + 8);
 	t->origin = worker;
-	t->samples = get64(h + 24);
-	mv = get64(h + 32);
+	t->samples = spirt_le_get64(h + 24);
+	mv = spirt_le_get64(h + 32);
 	memcpy(&t->loss, &mv, 8);
-	rev = get64(h + 40);
+	rev = spirt_le_get64(h + 40);
 	spirt_tensor_set_revision(t, rev);
-	*model = get64(h + 56);
+	*model = spirt_le_get64(h + 56);
 	*payload = (const float *)(const void *)(h + SPIRT_SLOT_HDR);
 	return 0;
 }

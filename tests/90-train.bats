@@ -43,6 +43,17 @@ digest() {      # digest STORE KEY: hash of one stored record
 	spirt-store -s "$1" get "$2" | md5sum
 }
 
+# replay T W N: x.db, a run that reassigns worker W's samples at step T
+# (the revision the driver writes when W dies there, spirt-shard -t T),
+# trained on to step N
+replay() {
+	spirt-train -q --steps "$1" --schedule constant -s x.db
+	SPIRT_STORE=x.db spirt-shard -q -t "$1" -b 32 --group 4 \
+	    --live "$(printf '0\n1\n2\n3\n' | grep -vx "$2" | paste -sd, -)"
+	spirt-train -q --steps "$3" --schedule constant -s x.db \
+	    --eval-every 1000
+}
+
 @test "a short warm run: model, log, plot, progress and test accuracy" {
 	run -0 --separate-stderr spirt-train --steps 30 --eval-every 10
 	[ -z "$output" ]
@@ -210,11 +221,7 @@ digest() {      # digest STORE KEY: hash of one stored record
 	# its slot holds no gradient (no magic): it was not restarted
 	[ "$(head -c 8 "d.db/scratch/slot.$w" | od -An -tx1 | tr -d ' ')" = 0000000000000000 ]
 	# the model is the bytes of a run that reassigns at step T
-	spirt-train -q --steps "$t" --schedule constant -s x.db
-	SPIRT_STORE=x.db spirt-shard -q -t "$t" -b 32 --group 4 \
-	    --live "$(printf '0\n1\n2\n3\n' | grep -vx "$w" | paste -sd, -)"
-	spirt-train -q --steps 60 --schedule constant -s x.db \
-	    --eval-every 1000
+	replay "$t" "$w" 60
 	[ "$(digest d.db model/mlp@60)" = "$(digest x.db model/mlp@60)" ]
 }
 
@@ -299,11 +306,7 @@ digest() {      # digest STORE KEY: hash of one stored record
 	# 400 steps of 32 lie in epoch 0, 469 steps), trained on to 400
 	t=$(sed -n "s/^spirt-train: step \([0-9]*\): warm spirt-grad -w $w .*/\1/p" err)
 	[ -n "$t" ] && [ "$t" -gt 0 ] && [ "$t" -lt 400 ]
-	spirt-train -q --steps "$t" --schedule constant -s x.db
-	SPIRT_STORE=x.db spirt-shard -q -t "$t" -b 32 --group 4 \
-	    --live "$(printf '0\n1\n2\n3\n' | grep -vx "$w" | paste -sd, -)"
-	spirt-train -q --steps 400 --schedule constant -s x.db \
-	    --eval-every 1000
+	replay "$t" "$w" 400
 	[ "$(digest d.db model/mlp@400)" = "$(digest x.db model/mlp@400)" ]
 	# the update tool ended (SIGTERM: it finishes its step and exits 0)
 	timeout 300 spirt-train -q --steps 400 -s e.db --eval-every 1000 2>err &
