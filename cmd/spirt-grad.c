@@ -231,8 +231,10 @@ invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
 		snprintf(dir, sizeof dir, "%s/scratch",
 		    spirt_store_location(s));
 		if ((rc = spirt_slot_begin(&slot, dir, job->worker, 0)) != 0) {
-			act = slot.path;
-			goto fail;
+			/* (before compute: no context of its to name) */
+			snprintf(msg, cap, "%.200s: %s", slot.path,
+			    errcause(rc));
+			return rc;
 		}
 		spirt_grad_set_out(c, spirt_slot_payload(&slot),
 		    (slot.len - SPIRT_SLOT_HDR) / 4);
