@@ -117,6 +117,17 @@ namechar(char c)
 	    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
+/* Whether p starts a word: a lowercase key and its "=". */
+static int
+isword(const char *p, const char *end)
+{
+	const char *k = p;
+
+	while (p < end && *p >= 'a' && *p <= 'z')
+		p++;
+	return p > k && p < end && *p == '=';
+}
+
 /* The words of a request from p (after the step and its space) on. */
 static int
 words(struct spirt_serve *sv, struct spirt_serve_req *req, const char *line,
@@ -189,9 +200,9 @@ spirt_serve_parse(struct spirt_serve *sv, struct spirt_serve_req *req,
 	req->nwords = 0;
 	if (p == end)
 		return 0;
-	/* words after the step: a lowercase key (a worker is a digit) */
-	if (sv->keys && *p == ' ' && (!sv->workers || (p + 1 < end &&
-	    p[1] >= 'a' && p[1] <= 'z')))
+	/* words after the step; with workers, only what reads as a word
+	 * (else the refusal says what a worker's line lacks) */
+	if (sv->keys && *p == ' ' && (!sv->workers || isword(p + 1, end)))
 		return words(sv, req, line, n, p + 1);
 	if (!sv->workers || *p != ' ')
 		return refuse(sv, SPIRT_EINVAL, line, n, sv->workers ?
@@ -206,7 +217,7 @@ spirt_serve_parse(struct spirt_serve *sv, struct spirt_serve_req *req,
 	}
 	req->worker = (uint32_t)v;
 	req->has_worker = 1;
-	if (p != end && sv->keys && *p == ' ')
+	if (p != end && sv->keys && *p == ' ' && isword(p + 1, end))
 		return words(sv, req, line, n, p + 1);
 	if (p != end)
 		return refuse(sv, SPIRT_EINVAL, line, n, "junk after the "

@@ -143,6 +143,11 @@ main(void)
 		CHECK_EQ_RC(PARSE("12 3 "), SPIRT_EINVAL);
 		CHECK_EQ_RC(PARSE("12 3delta=1"), SPIRT_EINVAL);
 		CHECK_EQ_RC(PARSE("12 delta=1 3"), SPIRT_EINVAL);
+		/* not words: a worker's line's refusals, as without keys */
+		CHECK_EQ_RC(PARSE("12 3 x"), SPIRT_EINVAL);
+		CHECK(strstr(sv.msg, "junk after the worker") != NULL);
+		CHECK_EQ_RC(PARSE("12 x"), SPIRT_EINVAL);
+		CHECK(strstr(sv.msg, "expected a worker") != NULL);
 		sv.keys = NULL;
 		CHECK_EQ_RC(PARSE("12 3 delta=1"), SPIRT_EINVAL);
 	}
