@@ -5,13 +5,14 @@
 # machine moves no figure.
 #   sh bench/floor.sh            (after make all)
 #
-# Two drivers of the same warm tools (4 spirt-grad --serve, spirt-update
-# momentum --serve, which takes the mean itself: mean=grad, as
-# spirt-train asks it with the mean on one peer, so spirt-agg's column
-# is 0), each stamping every hand-off of every step: the grad phase to
-# the first and to the last function's answer, spirt-agg, spirt-update,
-# and the driver's own time between them (the rest of the step):
-# - bench/warm_step.py -fp (Python, select(2) on the tools' pipes, no
+# Two drivers of the same warm tools (4 spirt-grad --serve, writing their
+# gradients into their slots: to=slot; spirt-update momentum --serve,
+# which takes the mean of the slots itself: mean=slots, as spirt-train
+# asks them with the mean on one peer, so spirt-agg's column is 0), each
+# stamping every hand-off of every step: the grad phase to the first and
+# to the last function's answer, spirt-agg, spirt-update, and the
+# driver's own time between them (the rest of the step):
+# - bench/warm_step.py -sp (Python, select(2) on the tools' pipes, no
 #   spirt-run): the tools with next to no driver;
 # - spirt-train itself, the sh driver over spirt-run and its FIFOs, with a
 #   shim named spirt-run first in its PATH that relays the supervisor's
@@ -101,7 +102,7 @@ while [ "$r" -le "$runs" ]; do
 		lr=0.05; [ "$b" -gt 1 ] || lr=0.01
 		rm -rf "$tmp/run.db"
 		cp -a "$base" "$tmp/run.db"
-		SPIRT_SYNC=meta $PY bench/warm_step.py -fp "$tmp/run.db" mlp 4 \
+		SPIRT_SYNC=meta $PY bench/warm_step.py -sp "$tmp/run.db" mlp 4 \
 		    "$b" 1 "$lr" $((steps + warm)) | keep "$r" >>"$tmp/ws.$b"
 		rm -rf "$tmp/run.db" "$tmp/stamp".*
 		PATH="$tmp/shim:$PATH" train "$b" "$lr" $((steps + warm + 1))

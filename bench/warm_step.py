@@ -9,7 +9,7 @@ that step, so they and the whole are measured in the same run and add up:
     whole = grad phase + agg + update + driver (the rest: hand-offs,
             this driver's own work between the phases)
 
-usage: warm_step.py [-fp] STORE MODEL FUNCTIONS BATCH SEED LR STEPS
+usage: warm_step.py [-fps] STORE MODEL FUNCTIONS BATCH SEED LR STEPS
   STORE holds the shards and model/MODEL@0 (spirt-shard, spirt-init); the
   run adds to it.  SPIRT_SYNC in the environment applies to every tool.
 Prints one line, milliseconds per step (means over the steps):
@@ -19,6 +19,9 @@ Prints one line, milliseconds per step (means over the steps):
       medians of them):  step  whole  grad  agg  update  driver  first_grad
   -f  the fused step, as spirt-train sends it with the mean on one peer:
       no spirt-agg request, the update's is "t mean=grad" (agg 0)
+  -s  the fused step with the gradient slots, as spirt-train sends it
+      with spirt-grad's functions: "t to=slot" to each function, "t
+      mean=slots" to the update (agg 0)
 """
 import os
 import select
@@ -29,10 +32,12 @@ import time
 
 def main():
     args = sys.argv[1:]
-    per = fused = False
-    while args[:1] in (["-p"], ["-f"], ["-fp"], ["-pf"]):
+    per = fused = slots = False
+    while args[:1] and len(args[0]) > 1 and args[0][0] == "-" and \
+            set(args[0][1:]) <= set("fps"):
         per = per or "p" in args[0]
-        fused = fused or "f" in args[0]
+        slots = slots or "s" in args[0]
+        fused = fused or slots or "f" in args[0]
         args = args[1:]
     if len(args) != 7:
         sys.stderr.write(__doc__.split("\n\n")[2] + "\n")
@@ -80,7 +85,8 @@ def main():
         msg = b"%d\n" % t
         t0 = time.perf_counter()
         for p in grads:
-            os.write(p.stdin.fileno(), msg)
+            os.write(p.stdin.fileno(), b"%d to=slot\n" % t if slots
+                     else msg)
         t1, left = 0.0, set(byfd)
         while left:
             for fd in select.select(list(left), [], [])[0]:
@@ -92,7 +98,8 @@ def main():
             os.write(agg.stdin.fileno(), msg)
             ask(agg)
         t3 = time.perf_counter()
-        os.write(upd.stdin.fileno(), b"%d mean=grad\n" % t if fused else msg)
+        os.write(upd.stdin.fileno(), b"%d mean=%s\n" % (t, b"slots" if
+                 slots else b"grad") if fused else msg)
         ask(upd)
         t4 = time.perf_counter()
         if per:

@@ -22,6 +22,7 @@
 #include "store.h"
 #include "tensor.h"
 #include "serve.h"
+#include "slot.h"
 #include "tool.h"
 
 static struct {
@@ -161,6 +162,47 @@ log_samples(const struct spirt_grad_ctx *c, const struct spirt_grad_job *job,
 }
 
 /*
+ * The warm request word to=slot: the gradient goes into this worker's
+ * slot, <store>/scratch/slot.<w> (slot.h), not into grad/<t>/<w>; kept
+ * mapped from one request to the next, the gradient computed straight
+ * into it once it has the room.
+ */
+static struct spirt_slot slot;
+
+/* the record of model@t in txn: its payload checksum (a slot's model) */
+static int
+model_sum(struct spirt_txn *txn, const struct spirt_grad_job *job,
+    uint64_t *sum)
+{
+	char key[SPIRT_KEY_MAX + 1];
+	const void *v;
+	size_t len;
+	int rc;
+
+	if ((rc = spirt_key_model(key, sizeof key, job->model, job->step)) ||
+	    (rc = spirt_store_get(txn, key, &v, &len)))
+		return rc;
+	*sum = spirt_slot_record_sum(v, len);
+	return 0;
+}
+
+/* the gradient at g into the slot (when not computed there), header last */
+static int
+to_slot(const char *dir, const struct spirt_grad_job *job,
+    const struct spirt_tensor *hdr, const float *g, uint64_t sum)
+{
+	int rc;
+
+	if (g != spirt_slot_payload(&slot)) {
+		if ((rc = spirt_slot_begin(&slot, dir, job->worker,
+		    hdr->nelem)))
+			return rc;
+		memcpy(spirt_slot_payload(&slot), g, hdr->nbytes);
+	}
+	return spirt_slot_finish(&slot, hdr, sum);
+}
+
+/*
  * One invocation: compute job's gradient, write it; returns a lib code,
  * with the message in msg (cap bytes).  With a (FaaS) and -o -, the
  * record goes into a->rec instead of standard output.
@@ -168,8 +210,10 @@ log_samples(const struct spirt_grad_ctx *c, const struct spirt_grad_job *job,
 static int
 invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
     const struct spirt_grad_job *job, struct spirt_tensor *hdr, char *msg,
-    size_t cap, struct spirt_faas_ans *a)
+    size_t cap, struct spirt_faas_ans *a, int *toslot)
 {
+	char dir[4096];
+	uint64_t sum = 0;
 	struct spirt_txn *txn;
 	struct spirt_publish pub;
 	struct put p = { NULL, hdr, NULL, NULL, { 0 }, NULL };
@@ -181,15 +225,38 @@ invoke(struct spirt_grad_ctx *c, struct spirt_store *s,
 	int rc, fd;
 
 	txn = NULL;
+	spirt_grad_set_out(c, NULL, 0);
+	if (toslot && *toslot) {
+		/* no gradient in the slot from here until its header */
+		snprintf(dir, sizeof dir, "%s/scratch",
+		    spirt_store_location(s));
+		if ((rc = spirt_slot_begin(&slot, dir, job->worker, 0)) != 0) {
+			/* (before compute: no context of its to name) */
+			snprintf(msg, cap, "%.200s: %s", slot.path,
+			    errcause(rc));
+			return rc;
+		}
+		spirt_grad_set_out(c, spirt_slot_payload(&slot),
+		    (slot.len - SPIRT_SLOT_HDR) / 4);
+	}
+	act = "begin read transaction";
 	if (s != NULL && (rc = spirt_txn_begin(&txn, s, SPIRT_TXN_RDONLY)))
 		goto fail;
 	act = "compute";
 	rc = spirt_grad_compute(c, txn, job, hdr, &p.grad);
+	if (rc == 0 && toslot && *toslot)
+		rc = model_sum(txn, job, &sum);
 	if (txn != NULL)
 		spirt_txn_abort(txn);
 	if (rc != 0)
 		goto fail;
-	if (o.out != NULL && a != NULL) {
+	/* a model with a state keeps the store: state/<t> beside grad/<t> */
+	if (toslot && *toslot && spirt_grad_state(c, &n) != NULL)
+		*toslot = 0;
+	if (toslot && *toslot) {
+		act = slot.path;
+		rc = to_slot(dir, job, hdr, p.grad, sum);
+	} else if (o.out != NULL && a != NULL) {
 		act = "record";
 		n = spirt_tensor_reclen(hdr);
 		if ((a->rec = malloc(n)) == NULL) {
@@ -251,22 +318,50 @@ serve_one(void *arg, const struct spirt_serve_req *req, char *ans,
 	struct warm *w = arg;
 	struct spirt_grad_job *job = w->job;
 	struct spirt_tensor hdr;
-	char msg[320];
-	int rc;
+	char msg[320], where[48];
+	int rc, toslot = 0;
 
 	job->step = req->step;
 	job->worker = req->worker;
-	if ((rc = invoke(w->c, w->s, job, &hdr, msg, sizeof msg, NULL))) {
-		warnx_("%s", msg);
-		snprintf(ans, cap, "step=%" PRIu64 " worker=%" PRIu32
-		    " error=%d", job->step, job->worker, spirt_exit(rc));
-		return spirt_exit(rc);
+	/* the one word: to=slot (the only key) */
+	if (req->nwords && (req->word[0].nval != 4 ||
+	    memcmp(req->word[0].val, "slot", 4) != 0)) {
+		warnx_("stdin:%llu: to=: slot, the worker's gradient slot",
+		    (unsigned long long)req->line);
+		rc = SPIRT_EX_USAGE;
+		goto refused;
 	}
+	if (req->nwords && spirt_store_is_url(spirt_store_location(w->s))) {
+		warnx_("stdin:%llu: to=slot: %s is not a local store",
+		    (unsigned long long)req->line,
+		    spirt_store_location(w->s));
+		rc = SPIRT_EX_USAGE;
+		goto refused;
+	}
+	toslot = req->nwords;
+	if ((rc = invoke(w->c, w->s, job, &hdr, msg, sizeof msg, NULL,
+	    &toslot))) {
+		warnx_("%s", msg);
+		rc = spirt_exit(rc);
+		goto refused;
+	}
+	/* where the gradient is, when it is not grad/<t>/<w> */
+	where[0] = '\0';
+	if (toslot)
+		snprintf(where, sizeof where, " slot=scratch/slot.%" PRIu32,
+		    job->worker);
 	snprintf(ans, cap, "step=%" PRIu64 " worker=%" PRIu32 " samples=%"
-	    PRIu64 " loss=%.9g", job->step, job->worker, hdr.samples,
+	    PRIu64 "%s loss=%.9g", job->step, job->worker, hdr.samples, where,
 	    hdr.loss);
 	return 0;
+refused:
+	snprintf(ans, cap, "step=%" PRIu64 " worker=%" PRIu32 " error=%d",
+	    job->step, job->worker, rc);
+	return rc;
 }
+
+/* the word a warm request may carry: to=slot */
+static const char *const serve_keys[] = { "to", NULL };
 
 static int
 serve(struct spirt_grad_ctx *c, struct spirt_store *s,
@@ -276,12 +371,16 @@ serve(struct spirt_grad_ctx *c, struct spirt_store *s,
 	struct spirt_serve sv = {
 		.name = "stdin", .maxstep = UINT64_MAX - 1, .workers = 1,
 		.maxworker = UINT32_MAX - 1, .worker0 = job->worker,
-		.run = serve_one, .arg = &w, .warn = warnx_,
+		.keys = serve_keys, .run = serve_one, .arg = &w,
+		.warn = warnx_,
 	};
 	int rc;
 
 	serve_setup();
-	if ((rc = spirt_serve_loop(&sv, stdin, stdout)) != 0) {
+	spirt_slot_init(&slot);
+	rc = spirt_serve_loop(&sv, stdin, stdout);
+	spirt_slot_close(&slot);
+	if (rc != 0) {
 		warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
 		return SPIRT_EX_IOERR;
 	}
@@ -324,7 +423,7 @@ faas_run(void *arg, const struct spirt_faas_req *req, struct spirt_faas_ans *a)
 		snprintf(msg, sizeof msg, "request: no model (model=NAME, "
 		    "or -m)");
 	} else if ((rc = invoke(f->c, f->s, &job, &hdr, msg, sizeof msg,
-	    a)) != 0) {
+	    a, NULL)) != 0) {
 		a->code = spirt_exit(rc);
 	} else {
 		a->samples = hdr.samples;
@@ -645,7 +744,8 @@ main(int argc, char **argv)
 	} else if (faas == LAMBDA) {
 		code = faas_lambda(&f);
 	} else {
-		if ((rc = invoke(c, s, &job, &hdr, msg, sizeof msg, NULL)))
+		if ((rc = invoke(c, s, &job, &hdr, msg, sizeof msg, NULL,
+		    NULL)))
 			warnx_("%s", msg);
 		code = spirt_exit(rc);
 	}

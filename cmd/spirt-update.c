@@ -18,6 +18,7 @@ static struct {
 	const char *store, *params, *out;
 	int serve;
 	struct spirt_aggset mean;       /* the warm word mean=grad's */
+	struct spirt_slotset slots;     /* mean=slots: the gradient slots */
 } o;
 
 /* the hyperparameters' values, in val[]; what the long-only options return */
@@ -30,7 +31,7 @@ static const struct opt opts[] = {
 	    "global aggregate)" },
 	{ 'i', "serve", NULL,
 	    "warm: one -t run per step line on stdin (its words:\n"
-	    "delta=S outer=N agg=PREFIX mean=grad)" },
+	    "delta=S outer=N agg=PREFIX mean=grad|slots rule=R ...)" },
 	{ 'k', "keep", "K", "keep the last K model versions (0: all)" },
 	{ 'm', "model", "NAME", "model/NAME@<step> in the store" },
 	{ 'o', "output", "FILE",
@@ -149,9 +150,59 @@ stragglers(void)
 }
 
 /* the words a warm request may carry: --delta, --outer and -a's, and
- * mean=grad (the fused step: the mean of grad/<t>/<w>, not agg/<t>) */
-static const char *const serve_keys[] = { "agg", "delta", "mean", "outer",
-    NULL };
+ * mean=grad (the fused step: the mean of grad/<t>/<w>, not agg/<t>), or
+ * mean=slots (the same with the functions' gradient slots beside them);
+ * with either, spirt-agg's rule and its parameters instead of the mean:
+ * rule=, trim=, byzantine=, select=, batch= (-r, --trim, --byzantine,
+ * --select, --batch) */
+static const char *const serve_keys[] = { "agg", "batch", "byzantine",
+    "delta", "mean", "outer", "rule", "select", "trim", NULL };
+
+/*
+ * A fused step's rule word (rule=, trim=, byzantine=, select=, batch=)
+ * into o.mean; NULL, or why it is refused.
+ */
+static const char *
+rule_word(const struct spirt_serve_word *w)
+{
+	char v[SPIRT_SERVE_LINE], *end;
+	uint64_t n;
+
+	memcpy(v, w->val, w->nval);
+	v[w->nval] = '\0';
+	switch (w->key[0]) {
+	case 'r':
+		o.mean.p.rule = spirt_agg_rule_parse(v);
+		if (o.mean.p.rule == SPIRT_AGG_CCLIP ||
+		    o.mean.p.rule == SPIRT_AGG_SCCLIP || o.mean.p.rule == 0)
+			return "rule=: mean, wmean, trim, median, norm, krum "
+			    "or mkrum (cclip's centre is agg/<t-1>: spirt-agg)";
+		return NULL;
+	case 't':
+		errno = 0;
+		o.mean.p.trim = strtod(v, &end);
+		if (*end || errno || !(o.mean.p.trim >= 0 &&
+		    o.mean.p.trim <= 0.49999))
+			return "trim=: a fraction from 0 to 0.49999";
+		return NULL;
+	case 'b':
+		if (w->key[1] == 'a') {
+			if (spirt_serve_word_u64(w, 1, 1 << 20, &n))
+				return "batch=: a batch from 1 to 1048576";
+			o.mean.batch = o.mean.max_samples = n;
+			return NULL;
+		}
+		if (spirt_serve_word_u64(w, 0, SPIRT_AGG_MAXW, &n))
+			return "byzantine=: a count from 0";
+		o.mean.p.f = (unsigned)n;
+		return NULL;
+	default:
+		if (spirt_serve_word_u64(w, 1, SPIRT_AGG_MAXW, &n))
+			return "select=: a count from 1";
+		o.mean.p.m = (unsigned)n;
+		return NULL;
+	}
+}
 
 /*
  * A warm request's words into o.u (from the command line's values when
@@ -164,16 +215,29 @@ serve_words(const struct spirt_serve_req *req, const char *agg)
 	const struct spirt_serve_word *w;
 	const char *why = NULL;
 	uint64_t v;
+	int rules = 0;
 
 	o.u.agg = agg;
 	o.u.delta = SPIRT_NOSTEP;
 	o.u.outer = 0;
 	o.u.grads = NULL;
+	/* the fused step's rule: the mean unless its words say */
+	spirt_agg_defaults(&o.mean.p);
+	o.mean.batch = o.mean.max_samples = 0;
 	for (int i = 0; i < req->nwords && !why; i++) {
 		w = &req->word[i];
-		if (w->key[0] == 'm') {
-			if (w->nval != 4 || memcmp(w->val, "grad", 4) != 0)
-				why = "mean=: grad, the step's gradients";
+		if (w->key[0] == 'r' || w->key[0] == 't' || w->key[0] == 's' ||
+		    (w->key[0] == 'b')) {
+			rules++;
+			why = rule_word(w);
+		} else if (w->key[0] == 'm') {
+			/* slots: the functions' slots beside grad/<t> */
+			o.mean.slots = w->nval == 5 && memcmp(w->val,
+			    "slots", 5) == 0 ? &o.slots : NULL;
+			if (!o.mean.slots && (w->nval != 4 ||
+			    memcmp(w->val, "grad", 4) != 0))
+				why = "mean=: grad or slots, the step's "
+				    "gradients";
 			o.u.grads = &o.mean;
 		} else if (w->key[0] == 'a') {
 			memcpy(name, w->val, w->nval);
@@ -193,9 +257,12 @@ serve_words(const struct spirt_serve_req *req, const char *agg)
 	}
 	if (!why && o.u.delta != SPIRT_NOSTEP && o.u.outer)
 		why = "delta= and outer= are two steps: one at a time";
+	if (!why && rules && !o.u.grads)
+		why = "rule=, trim=, byzantine=, select=, batch=: the fused "
+		    "step's, with mean=";
 	if (!why && o.u.grads && (o.u.delta != SPIRT_NOSTEP || o.u.outer ||
 	    o.u.agg != agg))
-		why = "mean=grad is the step's aggregate: not with agg=, "
+		why = "mean= is the step's aggregate: not with agg=, "
 		    "delta= or outer=";
 	if (!why)
 		return 0;
@@ -259,6 +326,7 @@ serve(struct spirt_store *s)
 		.keys = serve_keys, .run = serve_one, .arg = s,
 		.warn = warnx_,
 	};
+	char path[4096];
 	int rc;
 
 	serve_setup();
@@ -269,8 +337,13 @@ serve(struct spirt_store *s)
 	o.mean.dataset = opt_env(NULL, "SPIRT_DATASET", "train");
 	o.mean.revcheck = 1;
 	o.mean.prune = 1;
+	/* mean=slots: the warm functions' slots (slot.h), model@t's */
+	snprintf(path, sizeof path, "%s/scratch", spirt_store_location(s));
+	spirt_slotset_init(&o.slots, path);
+	o.mean.slot_model = o.u.model;
 	rc = spirt_serve_loop(&sv, stdin, stdout);
 	spirt_aggset_reset(&o.mean);
+	spirt_slotset_free(&o.slots);
 	if (rc != 0) {
 		warnrc(rc, "%s", ferror(stdin) ? "stdin" : "stdout");
 		return SPIRT_EX_IOERR;

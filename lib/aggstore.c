@@ -41,6 +41,9 @@ spirt_aggset_init(struct spirt_aggset *s)
 	s->vals = NULL;
 	s->publish = NULL;
 	s->momentum = 0;
+	s->slots = NULL;
+	s->slot_model = NULL;
+	s->nslots = 0;
 	s->cown = NULL;
 	s->mown = NULL;
 	s->mom_new = 0;
@@ -66,6 +69,7 @@ spirt_aggset_reset(struct spirt_aggset *s)
 	free(s->mown);
 	s->mown = NULL;
 	s->mom_new = 0;
+	s->nslots = 0;
 	if (s->center == NULL)
 		snprintf(s->cfrom, sizeof s->cfrom, "zero");
 	s->work_ms = 0;
@@ -251,6 +255,51 @@ spirt_aggset_add_step(struct spirt_aggset *s, struct spirt_txn *txn,
 		return say(s, rc, "step %llu", (unsigned long long)step);
 	a.plen = strlen(prefix);
 	return spirt_store_list(txn, prefix, listone, &a);
+}
+
+int
+spirt_aggset_add_slots(struct spirt_aggset *s, struct spirt_txn *txn,
+    uint64_t step)
+{
+	char name[SPIRT_KEY_MAX + 32], why[160];
+	const struct spirt_slotmap *m;
+	struct spirt_tensor t;
+	const float *pl;
+	const void *v;
+	uint64_t model, want;
+	size_t i, j, len, have = s->w;
+	int rc;
+
+	if (s->slot_model == NULL)
+		return say(s, SPIRT_EBUG, "slots: no model named");
+	if ((rc = spirt_key_model(name, sizeof name, s->slot_model, step)))
+		return sayrc(s, rc, s->slot_model);
+	if ((rc = spirt_store_get(txn, name, &v, &len)))
+		return sayrc(s, rc, name);
+	want = spirt_slot_record_sum(v, len);
+	if ((rc = spirt_slotset_scan(s->slots, s->msg, sizeof s->msg)))
+		return rc;
+	for (i = 0; i < s->slots->n; i++) {
+		m = &s->slots->m[i];
+		snprintf(name, sizeof name, "scratch/slot.%lu",
+		    (unsigned long)m->worker);
+		rc = spirt_slot_parse(&t, &model, &pl, m->map, m->len,
+		    m->worker, why, sizeof why);
+		if (rc == SPIRT_ENOTFOUND)
+			continue;
+		if (rc)
+			return say(s, rc, "%s: %s", name, why);
+		if (t.step != step || model != want)
+			continue;
+		for (j = 0; j < have && s->in[j].t.origin != m->worker; j++)
+			;
+		if (j < have)
+			continue;       /* grad/<t>/<w> stands: the store's */
+		if ((rc = add(s, name, &t, pl, NULL)))
+			return rc;
+		s->nslots++;
+	}
+	return 0;
 }
 
 int
@@ -911,6 +960,7 @@ spirt_agg_mem_step(struct spirt_aggset *s, struct spirt_txn *txn,
 	*out = NULL;
 	spirt_aggset_reset(s);
 	if ((rc = spirt_aggset_add_step(s, txn, s->step)) ||
+	    (s->slots && (rc = spirt_aggset_add_slots(s, txn, s->step))) ||
 	    (rc = spirt_aggset_filter(s, txn)) ||
 	    (rc = spirt_aggset_check(s)))
 		return rc;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "agg.h"
+#include "slot.h"
 #include "spirt.h"
 #include "store.h"
 #include "tensor.h"
@@ -113,6 +114,13 @@ struct spirt_aggset {
 	 * (spirt_aggset_filter) have none.
 	 */
 	double momentum;
+	/* spirt_agg_mem_step: NULL, or the gradient slots (slot.h) to take
+	 * beside grad/<t>/<w>: each holding a gradient of step t computed
+	 * from model/<slot_model>@<t> as the store has it (its record's
+	 * payload checksum), of a worker with no grad/<t>/<w> */
+	struct spirt_slotset *slots;
+	const char *slot_model;
+	size_t nslots;          /* out: slots taken */
 	/* out */
 	uint64_t revision;      /* in force, SPIRT_NOREVISION if none */
 	size_t nstale, npast;   /* inputs left out as stale, of a past step */
@@ -144,6 +152,18 @@ void spirt_aggset_reset(struct spirt_aggset *s) SPIRT_NONNULL(1);
 SPIRT_MUST_CHECK int spirt_aggset_add_key(struct spirt_aggset *s,
     struct spirt_txn *txn, const char *key) SPIRT_NONNULL(1, 2, 3);
 SPIRT_MUST_CHECK int spirt_aggset_add_step(struct spirt_aggset *s,
+    struct spirt_txn *txn, uint64_t step) SPIRT_NONNULL(1, 2);
+/*
+ * Add, from s->slots (scanned here), every slot holding a gradient of
+ * step computed from model/<s->slot_model>@<step> in txn (the model
+ * field is that record's payload checksum), of a worker no input has yet,
+ * its payload read in place in the slot's map; a slot of another step or
+ * model, or holding none, is passed over.  Returns 0, SPIRT_EINVAL (more
+ * than SPIRT_AGG_MAXW inputs), the model's store errors,
+ * spirt_slot_parse()'s codes for a truncated or corrupt slot and
+ * spirt_slotset_scan()'s.
+ */
+SPIRT_MUST_CHECK int spirt_aggset_add_slots(struct spirt_aggset *s,
     struct spirt_txn *txn, uint64_t step) SPIRT_NONNULL(1, 2);
 SPIRT_MUST_CHECK int spirt_aggset_add_file(struct spirt_aggset *s,
     const char *path) SPIRT_NONNULL(1, 2);

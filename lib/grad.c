@@ -720,7 +720,7 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 	uint64_t N, epoch, lo = 0, B = 0, i, dims[1], rev = SPIRT_NOREVISION;
 	size_t bad;
 	double loss;
-	float *x;
+	float *x, *g;
 	int32_t *y;
 	int rc;
 
@@ -793,13 +793,15 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 		}
 		c->gcap = c->m.nparams;
 	}
+	/* straight into the caller's place when it has room (a slot) */
+	g = c->out != NULL && c->ocap >= c->m.nparams ? c->out : c->grad;
 	// dropout's masks: a function of (seed, step, worker) only
 	spirt_ws_seed(c->ws, spirt_seed_mix(job->seed, job->step,
 	    job->worker));
 	loss = spirt_model_forward(c->ws, &c->m, params, B);
-	spirt_model_backward(c->ws, &c->m, params, c->grad, B);
+	spirt_model_backward(c->ws, &c->m, params, g, B);
 	if (!isfinite(loss) ||
-	    (bad = spirt_count_nonfinite_f32(c->grad, c->m.nparams)) != 0 ||
+	    (bad = spirt_count_nonfinite_f32(g, c->m.nparams)) != 0 ||
 	    spirt_count_nonfinite_f32(spirt_ws_state(c->ws), c->m.nstate))
 		return c->mparams ? where(c, SPIRT_ENAN, "%s: loss %g: "
 		    "gradient not finite", c->mpath, loss) :
@@ -815,7 +817,14 @@ spirt_grad_compute(struct spirt_grad_ctx *c, struct spirt_txn *txn,
 	hdr->samples = B;
 	hdr->loss = loss;
 	spirt_tensor_set_revision(hdr, rev);
-	*grad = c->grad;
+	*grad = g;
 	c->nstate = c->m.nstate;
 	return 0;
+}
+
+void
+spirt_grad_set_out(struct spirt_grad_ctx *c, float *out, size_t cap)
+{
+	c->out = out;
+	c->ocap = out != NULL ? cap : 0;
 }

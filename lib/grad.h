@@ -127,6 +127,15 @@ SPIRT_MUST_CHECK int spirt_grad_compute(struct spirt_grad_ctx *c,
     struct spirt_tensor *hdr, const float **grad);
 
 /*
+ * Where the next spirt_grad_compute()s put the gradient: out, when the
+ * model's gradient fits its cap floats (else, and with out NULL, c's own
+ * buffer).  *grad then points to out.  spirt-grad's slot (slot.h): the
+ * gradient computed straight into the mapped file, no copy.
+ */
+void spirt_grad_set_out(struct spirt_grad_ctx *c, float *out, size_t cap)
+    SPIRT_NONNULL(1);
+
+/*
  * The model's state after the last successful spirt_grad_compute()'s
  * forward pass (batch normalisation in training mode moved the running
  * statistics of mstate/<name>@<step>, or of a fresh state with a model

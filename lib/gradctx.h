@@ -38,6 +38,9 @@ struct spirt_grad_ctx {
 	int wstrain;
 	float *grad, *pcopy;
 	size_t gcap, pcap;
+	float *out;             /* spirt_grad_set_out(): the gradient's
+				   place, room for ocap floats */
+	size_t ocap;
 	uint32_t *perm;         /* permutation cache: (seed, worker, epoch, N) */
 	size_t permN;
 	uint64_t permkey[3];

@@ -117,6 +117,17 @@ namechar(char c)
 	    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
+/* Whether p starts a word: a lowercase key and its "=". */
+static int
+isword(const char *p, const char *end)
+{
+	const char *k = p;
+
+	while (p < end && *p >= 'a' && *p <= 'z')
+		p++;
+	return p > k && p < end && *p == '=';
+}
+
 /* The words of a request from p (after the step and its space) on. */
 static int
 words(struct spirt_serve *sv, struct spirt_serve_req *req, const char *line,
@@ -189,7 +200,9 @@ spirt_serve_parse(struct spirt_serve *sv, struct spirt_serve_req *req,
 	req->nwords = 0;
 	if (p == end)
 		return 0;
-	if (sv->keys && *p == ' ')
+	/* words after the step; with workers, only what reads as a word
+	 * (else the refusal says what a worker's line lacks) */
+	if (sv->keys && *p == ' ' && (!sv->workers || isword(p + 1, end)))
 		return words(sv, req, line, n, p + 1);
 	if (!sv->workers || *p != ' ')
 		return refuse(sv, SPIRT_EINVAL, line, n, sv->workers ?
@@ -202,11 +215,13 @@ spirt_serve_parse(struct spirt_serve *sv, struct spirt_serve_req *req,
 		    sv->maxworker);
 		return refuse(sv, rc, line, n, what);
 	}
+	req->worker = (uint32_t)v;
+	req->has_worker = 1;
+	if (p != end && sv->keys && *p == ' ' && isword(p + 1, end))
+		return words(sv, req, line, n, p + 1);
 	if (p != end)
 		return refuse(sv, SPIRT_EINVAL, line, n, "junk after the "
 		    "worker");
-	req->worker = (uint32_t)v;
-	req->has_worker = 1;
 	return 0;
 }
 

@@ -30,13 +30,13 @@
  * A tool may also take words after the step (spirt-update: the round
  * steps of spirt-train --every), when it names their keys (keys):
  *
- *	request =/ step *( SP key "=" value ) LF
+ *	request =/ step [ SP worker ] *( SP key "=" value ) LF
  *	key     = 1*( %x61-7A )                 (one of keys, each once)
  *	value   = 1*( ALPHA / DIGIT / "." / "_" / "-" )
  *
  * at most SPIRT_SERVE_WORDS of them; what a value means, the tool checks.
  */
-#define SPIRT_SERVE_WORDS 4
+#define SPIRT_SERVE_WORDS 6
 
 /* One word of a request: pointers into the line, valid during run. */
 struct spirt_serve_word {
@@ -69,8 +69,8 @@ struct spirt_serve {
 	int workers;            /* 1: a request may name a worker */
 	uint32_t maxworker;     /* highest worker (workers only) */
 	uint32_t worker0;       /* the worker of a request that names none */
-	/* the keys of the words a request may carry after the step, NULL
-	 * terminated; NULL: none (not with workers) */
+	/* the keys of the words a request may carry after the step (and
+	 * its worker), NULL terminated; NULL: none */
 	const char *const *keys;
 	spirt_serve_fn *run;
 	void *arg;              /* for run */

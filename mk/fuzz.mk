@@ -32,7 +32,7 @@ FUZZ_BIN = tests/fuzz/fuzz_record tests/fuzz/fuzz_idx tests/fuzz/fuzz_csv \
 	tests/fuzz/fuzz_allow tests/fuzz/fuzz_digest tests/fuzz/fuzz_peersrv \
 	tests/fuzz/fuzz_parse tests/fuzz/fuzz_remote tests/fuzz/fuzz_assign \
 	tests/fuzz/fuzz_beat tests/fuzz/fuzz_npz tests/fuzz/fuzz_round \
-	tests/fuzz/fuzz_xpart
+	tests/fuzz/fuzz_xpart tests/fuzz/fuzz_slot
 
 .c.fo:
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
@@ -77,6 +77,8 @@ tests/fuzz/fuzz_allow: tests/fuzz/fuzz_allow.c $(FUZZ_HDR) tests/fuzz/libspirt.a
 	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_allow.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
 tests/fuzz/fuzz_digest: tests/fuzz/fuzz_digest.c $(FUZZ_HDR) tests/fuzz/libspirt.a
 	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_digest.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
+tests/fuzz/fuzz_slot: tests/fuzz/fuzz_slot.c $(FUZZ_HDR) tests/fuzz/libspirt.a
+	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_slot.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
 tests/fuzz/fuzz_xpart: tests/fuzz/fuzz_xpart.c $(FUZZ_HDR) tests/fuzz/libspirt.a
 	$(FUZZ_LINK) -o $@ tests/fuzz/fuzz_xpart.c tests/fuzz/libspirt.a $(FUZZ_LIBS)
 tests/fuzz/fuzz_parse: tests/fuzz/fuzz_parse.c $(FUZZ_HDR) tests/fuzz/libspirt.a

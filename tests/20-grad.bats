@@ -102,6 +102,47 @@ mkdata() {
 	spirt-store get grad/0/1 | cmp - cold
 }
 
+@test "warm to=slot: the gradient in scratch/slot.<w>, the cold record's values, no grad/<t>/<w>; a bad word 64; a full disk 74" {
+	mkdata
+	spirt-init -m m mlp:4-5-3
+	spirt-grad -m m -t 0 -w 1 -b 8 -o cold
+	run -0 spirt-grad -i -m m -b 8 <<-EOF2
+	0 1 to=slot
+	0 0 to=slot
+	0 1 to=slot
+	EOF2
+	assert_line --index 0 --regexp '^step=0 worker=1 samples=8 slot=scratch/slot.1 loss=[0-9.]+$'
+	assert_line --index 1 --regexp '^step=0 worker=0 samples=8 slot=scratch/slot.0 loss='
+	assert_line --index 2 "${lines[0]}"
+	run -0 spirt-store ls grad/
+	assert_output ''
+	# its values (after the 4096-byte header) are the record's payload
+	tail -c +4097 "$SPIRT_STORE/scratch/slot.1" | cmp - <(head -c -16 cold | tail -c 172)
+	[ "$(od -An -tu8 -j8 -N8 "$SPIRT_STORE/scratch/slot.1" | tr -d ' ')" = 0 ]
+	run -64 --separate-stderr spirt-grad -i -m m -b 8 <<<'0 to=disk'
+	assert_output 'step=0 worker=0 error=64'
+	[[ "$stderr" == *"stdin:1: to=: slot, the worker's gradient slot"* ]]
+	# a full disk: the slot's blocks are reserved first, so it is 74
+	# with the file named, not a SIGBUS later
+	[ "$(id -u)" -eq 0 ] || skip "needs root to mount a small tmpfs"
+	mkdir small
+	mount -t tmpfs -o size=2m tmpfs small 2>/dev/null ||
+		skip "cannot mount tmpfs here"
+	cp -r "$SPIRT_STORE" small/db
+	rm small/db/scratch/slot.*
+	dd if=/dev/zero of=small/fill bs=4k 2>/dev/null || :
+	run -74 --separate-stderr spirt-grad -i -s small/db -m m -b 8 <<<'0 to=slot'
+	assert_output 'step=0 worker=0 error=74'
+	[[ "$stderr" == *"small/db/scratch/slot.0: No space left on device"* ]]
+	umount small
+}
+
+teardown() {
+	mountpoint -q "$BATS_TEST_TMPDIR/small" 2>/dev/null &&
+		umount "$BATS_TEST_TMPDIR/small"
+	return 0
+}
+
 @test "warm mode reports a failed invocation and goes on" {
 	mkdata
 	spirt-init -m m mlp:4-5-3

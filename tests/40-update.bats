@@ -766,13 +766,21 @@ out(rec(g, step=$t, origin=$w, samples=4, loss=$w + 1))" >g.rec
 		3 mean=agg
 		3 mean=grad delta=3
 		3 mean=grad agg=gagg
+		3 rule=median
+		3 mean=grad rule=cclip
+		3 mean=grad rule=trim trim=0.5
+		3 mean=slots byzantine=x
 	EOF2
-	assert_output "$(printf 'step=4 error=66\nstep=3 error=65\nstep=3 error=64\nstep=3 error=64\nstep=3 error=64')"
+	assert_output "$(printf 'step=4 error=66\nstep=3 error=65\nstep=3 error=64\nstep=3 error=64\nstep=3 error=64\nstep=3 error=64\nstep=3 error=64\nstep=3 error=64\nstep=3 error=64')"
 	[[ "${stderr_lines[0]}" == 'spirt-update: no gradients for step 4' ]]
 	[[ "${stderr_lines[1]}" == 'spirt-update: grad/3/1: 2 values, grad/3/0 has 6: shapes differ' ]]
-	[[ "${stderr_lines[2]}" == "spirt-update: stdin:3: mean=: grad, the step's gradients" ]]
-	[[ "${stderr_lines[3]}" == *"stdin:4: mean=grad is the step's aggregate: not with agg=, delta= or outer=" ]]
-	[[ "${stderr_lines[4]}" == *"stdin:5: mean=grad is the step's aggregate"* ]]
+	[[ "${stderr_lines[2]}" == "spirt-update: stdin:3: mean=: grad or slots, the step's gradients" ]]
+	[[ "${stderr_lines[3]}" == *"stdin:4: mean= is the step's aggregate: not with agg=, delta= or outer=" ]]
+	[[ "${stderr_lines[4]}" == *"stdin:5: mean= is the step's aggregate"* ]]
+	[[ "${stderr_lines[5]}" == *"stdin:6: rule=, trim=, byzantine=, select=, batch=: the fused step's, with mean=" ]]
+	[[ "${stderr_lines[6]}" == *"stdin:7: rule=: mean, wmean, trim, median, norm, krum or mkrum (cclip's centre is agg/<t-1>: spirt-agg)" ]]
+	[[ "${stderr_lines[7]}" == *"stdin:8: trim=: a fraction from 0 to 0.49999" ]]
+	[[ "${stderr_lines[8]}" == *"stdin:9: byzantine=: a count from 0" ]]
 	[ "$(store_digest spirt.db)" = "$before" ]
 	# a gradient of a past step in the step's keys: left out and named,
 	# even with -q, as spirt-agg names it; in agg/<t>/excluded (reason 5)

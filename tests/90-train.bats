@@ -44,6 +44,17 @@ digest() {      # digest STORE KEY: hash of one stored record
 	spirt-store -s "$1" get "$2" | md5sum
 }
 
+# replay T W N: x.db, a run that reassigns worker W's samples at step T
+# (the revision the driver writes when W dies there, spirt-shard -t T),
+# trained on to step N
+replay() {
+	spirt-train -q --steps "$1" --schedule constant -s x.db
+	SPIRT_STORE=x.db spirt-shard -q -t "$1" -b 32 --group 4 \
+	    --live "$(printf '0\n1\n2\n3\n' | grep -vx "$2" | paste -sd, -)"
+	spirt-train -q --steps "$3" --schedule constant -s x.db \
+	    --eval-every 1000
+}
+
 @test "a short warm run: model, log, plot, progress and test accuracy" {
 	run -0 --separate-stderr spirt-train --steps 30 --eval-every 10
 	[ -z "$output" ]
@@ -95,9 +106,13 @@ digest() {      # digest STORE KEY: hash of one stored record
 	# what it left out, agg/<t>/excluded, of the last two steps
 	run -0 sh -c 'spirt-store -s h.db ls agg/ | cut -f1'
 	assert_output "$(printf 'agg/8/excluded\nagg/9/excluded')"
+	# and from the functions' slots (mean=slots): no grad/<t> stored
+	run -0 spirt-store -s h.db ls grad/
+	assert_output ''
+	[ "$(od -An -tu8 -j8 -N8 h.db/scratch/slot.3 | tr -d ' ')" = 9 ]
 }
 
-@test "warm: a kill -9 of spirt-update inside its commit, after it read the step's gradients: 75, grad/<t> kept, rerun resumes to the same model" {
+@test "warm: a kill -9 of spirt-update inside its commit, after it read the step's gradients: 75, the slots kept, rerun resumes to the same model; a corrupt or truncated slot is 65, nothing stored" {
 	spirt-train -q --steps 30 -s ref.db
 	# (a library before libc's that kills spirt-update at its KILL_AT-th
 	# pwrite or writev: LMDB's commit writes its pages, then its meta
@@ -140,14 +155,75 @@ digest() {      # digest STORE KEY: hash of one stored record
 	[[ "$stderr" == *"warm spirt-update (pid "*") was killed by signal 9"* ]]
 	last=$(spirt-store -s k.db ls model/ | cut -f1 | sed 's/.*@//' | sort -n | tail -n 1)
 	[ "$last" -ge 1 ] && [ "$last" -lt 30 ]
-	# the step cut short left its gradients, and wrote nothing of its own
-	run -0 spirt-store -s k.db ls "grad/$last/"
-	[ "${#lines[@]}" -eq 4 ]
+	# the step cut short left its gradients in the functions' slots
+	# (their header's step, bytes 8-15), none in the store, and wrote
+	# nothing of its own
+	for w in 0 1 2 3; do
+		[ "$(od -An -tu8 -j8 -N8 "k.db/scratch/slot.$w" | tr -d ' ')" = "$last" ]
+	done
+	run -0 spirt-store -s k.db ls grad/
+	assert_output ''
 	run -66 spirt-store -s k.db get "opt/mlp@$((last + 1))"
+	# a slot's header changed (its checksum) or cut short: 65, named,
+	# nothing stored (on a copy)
+	cp -r k.db c.db
+	printf 'X' | dd of=c.db/scratch/slot.2 bs=1 seek=30 conv=notrunc 2>/dev/null
+	run -65 --separate-stderr sh -c "echo '$last mean=slots' | spirt-update -q -m mlp -s c.db -i"
+	assert_output "step=$last error=65"
+	[[ "$stderr" == *"scratch/slot.2: header checksum mismatch"* ]]
+	rm -rf c.db
+	cp -r k.db c.db
+	truncate -s 5000 c.db/scratch/slot.1
+	run -65 --separate-stderr sh -c "echo '$last mean=slots' | spirt-update -q -m mlp -s c.db -i"
+	[[ "$stderr" == *"scratch/slot.1: 5000 bytes, its header says 235146 values"* ]]
+	run -66 spirt-store -s c.db get "model/mlp@$((last + 1))"
+	run -66 spirt-store -s c.db get "opt/mlp@$((last + 1))"
 	run -0 --separate-stderr spirt-train --steps 30 -s k.db
 	[[ "$stderr" == *"steps $last..30 of "* ]]
 	[ "$(digest ref.db model/mlp@30)" = "$(digest k.db model/mlp@30)" ]
 	[ "$(digest ref.db opt/mlp@30)" = "$(digest k.db opt/mlp@30)" ]
+}
+
+@test "warm: a function killed mid-write of its slot (its gradient written, not its header): declared dead, the slot not taken, the model a reassignment's at that step" {
+	# (a library before libc's that kills one spirt-grad, once, at its
+	# KILL_AT-th slot header: the header's checksum, XXH3_64bits of its
+	# 368 bytes, comes after the gradient and before the magic)
+	cat >kill.c <<-'EOF2'
+	#define _GNU_SOURCE
+	#include <dlfcn.h>
+	#include <errno.h>
+	#include <fcntl.h>
+	#include <signal.h>
+	#include <stdint.h>
+	#include <stdlib.h>
+	#include <string.h>
+	#include <unistd.h>
+	static int n;
+	uint64_t XXH3_64bits(const void *p, size_t len) {
+		uint64_t (*f)(const void *, size_t) =
+		    (uint64_t (*)(const void *, size_t))dlsym(RTLD_NEXT, "XXH3_64bits");
+		const char *at = getenv("KILL_AT"), *once = getenv("KILL_ONCE");
+		if (at && once && len == 368 &&
+		    strcmp(program_invocation_short_name, "spirt-grad") == 0 &&
+		    ++n == atoi(at) && open(once, O_CREAT | O_EXCL | O_WRONLY, 0644) >= 0)
+			raise(SIGKILL);
+		return f(p, len);
+	}
+	EOF2
+	cc -shared -fPIC -o kill.so kill.c -ldl
+	run -0 --separate-stderr env LD_PRELOAD="$PWD/kill.so" KILL_AT=30 \
+	    KILL_ONCE="$PWD/killed" \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    spirt-train -q --steps 60 --schedule constant -s d.db --eval-every 1000
+	[ -f killed ]
+	w=$(printf '%s\n' "$stderr" | sed -n 's/^spirt-train: step [0-9]*: warm spirt-grad -w \([0-9]*\) .*killed by signal 9: declared dead.*/\1/p')
+	t=$(printf '%s\n' "$stderr" | sed -n "s/^spirt-train: step \([0-9]*\): warm spirt-grad -w $w .*/\1/p")
+	[ -n "$w" ] && [ "$t" -eq 29 ] || fail "$stderr"
+	# its slot holds no gradient (no magic): it was not restarted
+	[ "$(head -c 8 "d.db/scratch/slot.$w" | od -An -tx1 | tr -d ' ')" = 0000000000000000 ]
+	# the model is the bytes of a run that reassigns at step T
+	replay "$t" "$w" 60
+	[ "$(digest d.db model/mlp@60)" = "$(digest x.db model/mlp@60)" ]
 }
 
 @test "killed mid-step (SIGKILL to every process), rerun resumes: same model as an uninterrupted run" {
@@ -231,11 +307,7 @@ digest() {      # digest STORE KEY: hash of one stored record
 	# 400 steps of 32 lie in epoch 0, 469 steps), trained on to 400
 	t=$(sed -n "s/^spirt-train: step \([0-9]*\): warm spirt-grad -w $w .*/\1/p" err)
 	[ -n "$t" ] && [ "$t" -gt 0 ] && [ "$t" -lt 400 ]
-	spirt-train -q --steps "$t" --schedule constant -s x.db
-	SPIRT_STORE=x.db spirt-shard -q -t "$t" -b 32 --group 4 \
-	    --live "$(printf '0\n1\n2\n3\n' | grep -vx "$w" | paste -sd, -)"
-	spirt-train -q --steps 400 --schedule constant -s x.db \
-	    --eval-every 1000
+	replay "$t" "$w" 400
 	[ "$(digest d.db model/mlp@400)" = "$(digest x.db model/mlp@400)" ]
 	# the update tool ended (SIGTERM: it finishes its step and exits 0)
 	timeout 300 spirt-train -q --steps 400 -s e.db --eval-every 1000 2>err &
@@ -297,7 +369,9 @@ digest() {      # digest STORE KEY: hash of one stored record
 
 @test "after a (simulated) reboot the scratch gradients are gone; the run resumes to the same model" {
 	spirt-train -q --steps 30 -s ref.db
-	spirt-train -q --steps 20 -s r.db
+	# (the functions by path: not spirt-grad's slots, grad/<t>/<w> in
+	# the scratch environment; a slot of another boot: test_slot)
+	spirt-train -q --steps 20 -s r.db --function "$(command -v spirt-grad)"
 	run -0 spirt-store -s r.db ls grad/
 	[ -n "$output" ]                # the last step's gradients are kept
 	echo another-boot > r.db/scratch/boot
@@ -319,6 +393,25 @@ digest() {      # digest STORE KEY: hash of one stored record
 	[[ "$stderr" == *"reached accuracy 0."*" >= 0.5 at step "* ]]
 	run -0 spirt-store -s t.db ls model/
 	refute_output --partial 'model/mlp@200'
+}
+
+@test "robust rules on the fused step (the update aggregates the slots itself): the bits of spirt-agg then spirt-update" {
+	# the reference: cold, the functions by path, so spirt-agg makes
+	# agg/<t> and spirt-update applies it; the warm run aggregates in
+	# the update's transaction (mean=slots rule=...), no agg/<t>
+	fn=$(command -v spirt-grad)
+	for r in trim:0.25 median norm wmean krum:1 mkrum:1:3; do
+		spirt-train -q -n 6 -b 8 --steps 5 -S 3 -a "$r" -s "w$r.db"
+		spirt-train -q -n 6 -b 8 --steps 5 -S 3 -a "$r" -s "c$r.db" \
+		    --cold --function "$fn"
+		[ "$(digest "w$r.db" model/mlp@5)" = "$(digest "c$r.db" model/mlp@5)" ] ||
+			fail "$r: not the same model"
+		run -0 spirt-store -s "w$r.db" ls agg/4
+		assert_output --partial 'agg/4/excluded'
+		refute_line --regexp '^agg/4[[:space:]]'
+		run -0 spirt-store -s "w$r.db" ls grad/
+		assert_output ''
+	done
 }
 
 @test "other models, optimisers and robust rules run" {

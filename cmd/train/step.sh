@@ -150,6 +150,25 @@ rstep() {
 	wait_done 1 spirt-update
 }
 
+# fused, fwords: whether the warm update aggregates the step itself
+# (step), and its rule as words after mean= (spirt-update(1)): spirt-agg's
+# -r, --trim, --byzantine, --select and --batch, none for the mean; not
+# cclip (its centre is agg/<t-1>), bucketing or worker momentum, which
+# spirt-agg makes
+fused=0 fwords=
+if [ "$bucket" -le 1 ] && [ -z "$wmom" ]; then
+	fused=1
+	case $rule in
+	mean) ;;
+	wmean|median|norm) fwords=" rule=$rule batch=$batch" ;;
+	trim:*) fwords=" rule=trim trim=${rule#trim:} batch=$batch" ;;
+	krum:*) fwords=" rule=krum byzantine=${rule#krum:} batch=$batch" ;;
+	mkrum:*) _r=${rule#mkrum:}
+		fwords=" rule=mkrum byzantine=${_r%%:*} select=${_r#*:} batch=$batch" ;;
+	*) fused=0 ;;
+	esac
+fi
+
 # step T: one synchronous SPIRT round; $stepped is 0 after it if the
 # round failed while this peer joins (nothing of it applied)
 step() {
@@ -167,16 +186,30 @@ step() {
 		run $upd -t "$1" || die 75 "step $1: update failed"
 		return
 	fi
+	# one peer, no --every, a rule of $fused: the warm spirt-update
+	# aggregates the gradients itself, in its step's transaction
+	# (mean=grad and the rule's words): no agg/<t>, one commit and one
+	# request fewer (cclip's centre, the exchange and --every read
+	# agg/<t>: they keep spirt-agg).  With spirt-grad's own functions and
+	# no attack on the stored gradients, each writes its gradient into
+	# its slot (to=slot), not grad/<t>/<w>, and the update takes them
+	# from the slots (mean=slots): no commit a gradient
+	# (docs/contracts.md, "Gradient slots")
+	_mean= gword=
+	if [ -z "$xch" ] && [ "$xh" -eq 0 ] && [ "$fused" -eq 1 ]; then
+		_mean=grad
+		if [ "$fncmd" = spirt-grad ] && { [ -z "$attack" ] ||
+		    [ "$attack" = labelflip ]; }; then
+			_mean=slots gword=" to=slot"
+		fi
+		_mean=$_mean$fwords
+	fi
 	grads "$1"
 	attack "$1"
-	# one peer, no --every, the mean: the warm spirt-update takes the
-	# gradients' mean itself, in its step's transaction (mean=grad): no
-	# agg/<t>, one commit and one request fewer (cclip's centre, the
-	# exchange and --every read agg/<t>: they keep spirt-agg)
-	if [ -z "$xch" ] && [ "$xh" -eq 0 ] && [ "$aggargs" = "-r mean" ]; then
+	if [ -n "$_mean" ]; then
 		[ "$verbose" -eq 0 ] ||
-		    printf '+ %s -i <<< %s mean=grad\n' "$upd" "$1" >&2
-		echo "send upd $1 mean=grad" >&3
+		    printf '+ %s -i <<< %s mean=%s\n' "$upd" "$1" "$_mean" >&2
+		echo "send upd $1 mean=$_mean" >&3
 		wait_done 1 spirt-update
 		aggloss=-
 		case $ack in *loss=*) aggloss=${ack##*loss=} ;; esac

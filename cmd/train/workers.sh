@@ -12,7 +12,7 @@
 # numbered 0..M-1 here; the store's workers are w0 + w.  The other peers'
 # workers stay as the store's full part has them, but those of a peer
 # out of a round (--beat: peerout).
-live= dead= later= ruleok=$fns
+live= dead= later= ruleok=$fns gword=
 _x=0
 while [ "$_x" -lt "$fns" ]; do live="$live$_x " _x=$((_x + 1)); done
 # (no $(...) on the way of a step: each would cost a process)
@@ -159,7 +159,8 @@ again() {
 	busy "$1"
 	tell "step $1: revision $as_rev: functions$(printf ' %s' $busy) compute it again"
 }
-# grads T: the gradients of step T, the live functions' with samples;
+# grads T: the gradients of step T, the live functions' with samples
+# (into grad/<T>/<w>, or their slots with $gword);
 # when one dies meanwhile, or does not answer within --deadline (then
 # spirt-run has ended it: nothing it writes later counts as work), it is
 # declared dead and the survivors compute the step again under the new
@@ -172,7 +173,8 @@ grads() {
 	fi
 	while :; do
 		busy "$1"
-		for _x in $busy; do echo "send g$_x $1" >&3; done
+		# ($gword: " to=slot" when step's update takes the slots)
+		for _x in $busy; do echo "send g$_x $1$gword" >&3; done
 		_pend=$busy _gone=0
 		while [ -n "$_pend" ]; do
 			read -r ack <&9 || die 70 "spirt-run went away"

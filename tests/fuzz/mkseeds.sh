@@ -119,6 +119,19 @@ spirt-shard -q -o idxdata.rec im1 lb1
 for f in model.rec model2.rec grad.rec data.rec idxdata.rec; do
 	seed record "${f%.rec}" <"$f"
 done
+# ---- a gradient slot (fuzz_slot.c): the worker byte, then the file as
+# spirt-grad to=slot writes it, its boot id cleared (the fuzzers' build
+# reads an empty one); cut short; without its magic ----
+printf '0 1 to=slot\n' | spirt-grad -q -i -m m -b 2 >/dev/null
+"$PYTHON" - "$SPIRT_STORE/scratch/slot.1" "$out/slot" <<'PY'
+import os, sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+b[64:112] = bytes(48)
+os.makedirs(sys.argv[2], exist_ok=True)
+for name, v in (('grad', b), ('short', b[:4100]),
+                ('nomagic', bytes(8) + b[8:])):
+    open(os.path.join(sys.argv[2], name), 'wb').write(bytes([1]) + v)
+PY
 spirt-store get -f agg/0 | seed record agg
 spirt-store get -f data/train/assign | seed record assign
 spirt-store get -f data/train/info | seed record info

@@ -130,8 +130,26 @@ main(void)
 		    SPIRT_EINVAL);
 		CHECK_EQ_RC(PARSE("12 delta=1\0"), SPIRT_EINVAL);
 		CHECK_EQ_RC(PARSE("12 delta=1\t"), SPIRT_EINVAL);
-		sv.keys = NULL;
+		/* with a worker too (spirt-grad's to=slot): words after
+		 * the step or after its worker */
 		sv.workers = 1;
+		CHECK_RC(PARSE("12 3 delta=1"));
+		CHECK(req.worker == 3 && req.has_worker && req.nwords == 1);
+		CHECK_RC(PARSE("12 agg=a"));
+		CHECK(!req.has_worker && req.nwords == 1);
+		CHECK_RC(PARSE("12 3"));
+		CHECK(req.worker == 3 && req.nwords == 0);
+		CHECK_EQ_RC(PARSE("12 3 4"), SPIRT_EINVAL);
+		CHECK_EQ_RC(PARSE("12 3 "), SPIRT_EINVAL);
+		CHECK_EQ_RC(PARSE("12 3delta=1"), SPIRT_EINVAL);
+		CHECK_EQ_RC(PARSE("12 delta=1 3"), SPIRT_EINVAL);
+		/* not words: a worker's line's refusals, as without keys */
+		CHECK_EQ_RC(PARSE("12 3 x"), SPIRT_EINVAL);
+		CHECK(strstr(sv.msg, "junk after the worker") != NULL);
+		CHECK_EQ_RC(PARSE("12 x"), SPIRT_EINVAL);
+		CHECK(strstr(sv.msg, "expected a worker") != NULL);
+		sv.keys = NULL;
+		CHECK_EQ_RC(PARSE("12 3 delta=1"), SPIRT_EINVAL);
 	}
 
 	/* the loop: a long line is one refusal, its tail no request */
