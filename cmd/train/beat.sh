@@ -1,5 +1,5 @@
 # cmd/train/beat.sh - spirt-train's part: heartbeats (--beat). mk/train.mk
-# puts cmd/spirt-train.sh and the parts, in its order, into one script
+# puts cmd/train/loop.sh and the parts, in its order, into one script
 # ---- heartbeats (--beat): this peer beats into its store and to every
 # other peer of --peers (their URLs, or their stores' paths on one host);
 # a watcher on its store declares the silent dead (spirt-beat(1)), and

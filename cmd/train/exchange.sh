@@ -1,5 +1,5 @@
 # cmd/train/exchange.sh - spirt-train's part: the exchange with the other
-# peers. mk/train.mk puts cmd/spirt-train.sh and the parts, in its order, into
+# peers. mk/train.mk puts cmd/train/loop.sh and the parts, in its order, into
 # one script
 # ---- the exchange with the other peers: one warm spirt-peer exchange
 # -i for the run (its sessions kept, its pulls waiting on the others'

@@ -1,5 +1,5 @@
 # cmd/train/http.sh - spirt-train's part: peers over HTTP: this peer's server.
-# mk/train.mk puts cmd/spirt-train.sh and the parts, in its order, into one
+# mk/train.mk puts cmd/train/loop.sh and the parts, in its order, into one
 # script
 # ---- peers over HTTP: a peer whose own line is http://[ID@]host:port
 # serves its store there for the run (spirt-peer serve, with the same

@@ -1,5 +1,5 @@
 # cmd/train/rejoin.sh - spirt-train's part: a peer behind the others rejoins
-# (--beat). mk/train.mk puts cmd/spirt-train.sh and the parts, in its order,
+# (--beat). mk/train.mk puts cmd/train/loop.sh and the parts, in its order,
 # into one script
 # ---- rejoin (--beat): a peer behind the others (restarted after it died,
 # or cut off by a partition) joins them at a step J it names

@@ -67,10 +67,9 @@ run() {         # run CMD...: echo it with -v, then run it
 # The clock and the waits are spirt-run's (spirt-run(1)), on
 # CLOCK_MONOTONIC, in ms: a wait's budget ends at END, now() plus the
 # budget (--deadline), taken once; pause MS [END] waits MS, no longer
-# than END, and is 75 once END is there; spent END: END is there
+# than END, and is 75 once END is there
 now() { spirt-run -c; }
 pause() { SPIRT_PARENT=$$ spirt-run -w "$1" ${2:+-u "$2"}; }
-spent() { ! spirt-run -w 0 -u "$1"; }
 # seconds MS: MS milliseconds as seconds with 3 decimals (sh has integers)
 seconds() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
 tty=0

@@ -1,5 +1,5 @@
 # cmd/train/step.sh - spirt-train's part: a step, the evaluation, the training
-# loop, the plot. mk/train.mk puts cmd/spirt-train.sh and the parts, in its
+# loop, the plot. mk/train.mk puts cmd/train/loop.sh and the parts, in its
 # order, into one script
 # peerout T: with --beat, before any gradient of step T, the peers' share
 # of the data from the round just closed (that of step T-1; with --every

@@ -1,5 +1,5 @@
 # cmd/train/workers.sh - spirt-train's part: workers within a peer: deaths,
-# reassignment, the gradients. mk/train.mk puts cmd/spirt-train.sh and the
+# reassignment, the gradients. mk/train.mk puts cmd/train/loop.sh and the
 # parts, in its order, into one script
 # ---- workers within a peer (docs/contracts.md, The assignment) ----
 # A function that dies (its warm process ends, or a cold invocation
