@@ -109,6 +109,13 @@ def bench(name, net, batch, n):
                                                1e3 * t[len(t) // 2]))
 
 
+if len(sys.argv) > 2:    # one model: grad_torch.py reps spec [batch]
+    nets = {"mlp:784-256-128-10": MLP, "cnn:1x28x28-32-64-10": CNN,
+            "resnet8:1x28x28-10": ResNet8,
+            "mobilenet:1x28x28-10": MobileNet}
+    bench(sys.argv[2], nets[sys.argv[2]](),
+          int(sys.argv[3]) if len(sys.argv) > 3 else 64, reps)
+    sys.exit(0)
 bench("mlp:784-256-128-10", MLP(), 64, reps)
 bench("mlp:784-256-128-10", MLP(), 256, reps)
 bench("cnn:1x28x28-32-64-10", CNN(), 64, reps // 4 + 3)
