@@ -87,6 +87,14 @@ for v in load('$1')['a'].ravel(): print('%.9g' % v)"
 		run -0 spirt-store inspect "g.$name"
 		assert_line --regexp '^loss=[0-9]'
 	done
+	# spirt-model(5)'s table says the same, every name of it
+	n=0
+	while read -r _ name _ _ spec _ lr; do
+		run -0 spirt-init --spec-of "$name"
+		assert_output "$spec $lr"
+		n=$((n + 1))
+	done < <(grep '^\.It [a-z0-9]* Ta Li ' "$SPIRT_ROOT/man/spirt-model.5")
+	[ "$n" = 6 ]
 	run -64 --separate-stderr spirt-init --spec-of vgg
 	assert_equal "$stderr" "spirt-init: --spec-of vgg: not a model spirt-train names (mlp, cnn, resnet8, resnet20, mobilenet, softmax)"
 	assert_output ''
