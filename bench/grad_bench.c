@@ -166,6 +166,15 @@ main(int argc, char **argv)
 	}
 	printf("core %s (%s)\n", spirt_blas_corename(),
 	    spirt_blas_source_name());
+	if (argc > 2) {         // one model: grad_bench reps spec [batch]
+		if (argc > 3 && spirt_parse_i64(&n, argv[3], 1, 65536)) {
+			fprintf(stderr, "grad_bench: bad batch \"%s\"\n",
+			    argv[3]);
+			return 64;
+		}
+		bench(argv[2], argc > 3 ? (size_t)n : 64, reps);
+		return 0;
+	}
 	bench("mlp:784-256-128-10", 64, reps);
 	bench("mlp:784-256-128-10", 256, reps);
 	bench("cnn:1x28x28-32-64-10", 64, reps / 4 + 3);

@@ -10,6 +10,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import torch_start
+
 torch.set_num_threads(1)
 reps = int(sys.argv[1]) if len(sys.argv) > 1 else 200
 
@@ -36,41 +38,9 @@ class CNN(nn.Module):
         return self.fc1(torch.flatten(x, 1))
 
 
-class Block(nn.Module):
-    """ResNet's basic block: conv3-bn-relu-conv3-bn, plus the shortcut
-    (a 1x1 conv and bn where the shape changes), then relu."""
-
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.b1 = nn.BatchNorm2d(cout)
-        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.b2 = nn.BatchNorm2d(cout)
-        self.sc = nn.Sequential()
-        if stride != 1 or cin != cout:
-            self.sc = nn.Sequential(
-                nn.Conv2d(cin, cout, 1, stride, 0, bias=False),
-                nn.BatchNorm2d(cout))
-
-    def forward(self, x):
-        y = self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
-        return F.relu(y + self.sc(x))
-
-
-class ResNet8(nn.Module):
-    """spirt's resnet8:1x28x28-10 (spirt-model(5)), in training mode."""
-
-    def __init__(self):
-        super().__init__()
-        self.c = nn.Conv2d(1, 16, 3, 1, 1, bias=False)
-        self.b = nn.BatchNorm2d(16)
-        self.s = nn.Sequential(Block(16, 16, 1), Block(16, 32, 2),
-                               Block(32, 64, 2))
-        self.fc = nn.Linear(64, 10)
-
-    def forward(self, x):
-        x = F.relu(self.b(self.c(x.view(-1, 1, 28, 28))))
-        return self.fc(self.s(x).mean((2, 3)))
+# spirt's resnet8:1x28x28-10 (spirt-model(5)), in training mode: the
+# module the race loads spirt's model@0 into
+ResNet8 = torch_start.ResNet8
 
 
 class MobileNet(nn.Module):
@@ -109,6 +79,13 @@ def bench(name, net, batch, n):
                                                1e3 * t[len(t) // 2]))
 
 
+if len(sys.argv) > 2:    # one model: grad_torch.py reps spec [batch]
+    nets = {"mlp:784-256-128-10": MLP, "cnn:1x28x28-32-64-10": CNN,
+            "resnet8:1x28x28-10": ResNet8,
+            "mobilenet:1x28x28-10": MobileNet}
+    bench(sys.argv[2], nets[sys.argv[2]](),
+          int(sys.argv[3]) if len(sys.argv) > 3 else 64, reps)
+    sys.exit(0)
 bench("mlp:784-256-128-10", MLP(), 64, reps)
 bench("mlp:784-256-128-10", MLP(), 256, reps)
 bench("cnn:1x28x28-32-64-10", CNN(), 64, reps // 4 + 3)

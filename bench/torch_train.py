@@ -12,7 +12,7 @@ usage: torch_train.py [-d seconds] [-i file] [-S seed] -j THREADS MODEL OPT
   THREADS  1    one thread (torch, OpenMP and OpenBLAS)
            2    two threads, OpenMP's default wait policy
            2p   two threads, OMP_WAIT_POLICY=PASSIVE
-  MODEL    mlp | cnn          OPT  sgd | momentum | adam
+  MODEL    mlp | cnn | resnet8    OPT  sgd | momentum | adam
   EVERY    evaluate every EVERY training samples (the same sample
            intervals whatever the batch), and at each epoch's end
   TARGET   stop a configuration at the first evaluation reaching it
@@ -22,6 +22,8 @@ usage: torch_train.py [-d seconds] [-i file] [-S seed] -j THREADS MODEL OPT
   -i FILE  start from the weights of a spirt model file (spirt's model@0,
            bench/torch_start.py), not PyTorch's default initialisation
   -S SEED  seed of the initialisation and the data order (default 1)
+  TORCH_TRAIN_LOG=FILE  append each evaluation to FILE: batch steps lr
+           train_seconds accuracy
 
 For each BATCH:LR, from the same seed, one line:
   batch  lr  steps  train_seconds  accuracy  reached
@@ -81,6 +83,8 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import torch_start  # noqa: E402
 
+log = open(os.environ["TORCH_TRAIN_LOG"], "a") \
+    if os.environ.get("TORCH_TRAIN_LOG") else None
 D = os.environ.get("FMNIST", "/usr/share/datasets/fashion-mnist") + "/"
 
 
@@ -100,7 +104,9 @@ def labels(name):
 
 def net_of(model):
     torch.manual_seed(seed)
-    if model == "mlp":
+    if model == "resnet8":      # batch normalisation: evaluate() sets eval
+        net = torch_start.ResNet8()
+    elif model == "mlp":
         net = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
                             nn.Linear(256, 128), nn.ReLU(),
                             nn.Linear(128, 10))
@@ -148,13 +154,27 @@ def to_target(xtr, ytr, xte, yte, model, opt, epochs, every, target, cfg):
             steps += 1
             if steps % each and b != nb - 1:
                 continue
-            with torch.no_grad():
-                acc = (net(xte).argmax(1) == yte).float().mean().item()
+            acc = evaluate(net, xte, yte)
+            if log:
+                log.write("%d\t%d\t%g\t%.4f\t%.4f\n" % (batch, steps, lr,
+                                                       clock, acc))
+                log.flush()
             if target and acc >= target:
                 return batch, lr, steps, clock, acc, 1
             if deadline is not None and clock > deadline:
                 return batch, lr, steps, clock, acc, 0
     return batch, lr, steps, clock, acc, 0
+
+
+def evaluate(net, xte, yte):
+    """test accuracy, in evaluation mode (batch normalisation's running
+    statistics), 1000 images at a time"""
+    net.eval()
+    with torch.no_grad():
+        z = torch.cat([net(xte[i:i + 1000]) for i in
+                       range(0, xte.shape[0], 1000)])
+    net.train()
+    return (z.argmax(1) == yte).float().mean().item()
 
 
 def per_step(xtr, ytr, model, opt, nsteps, batch):
@@ -174,7 +194,7 @@ def per_step(xtr, ytr, model, opt, nsteps, batch):
 
 def main():
     model = args[0]
-    if model not in ("mlp", "cnn"):
+    if model not in ("mlp", "cnn", "resnet8"):
         usage()
     torch.set_num_threads(int(n))
     xtr = images("train-images-idx3-ubyte.gz")

@@ -20,6 +20,8 @@ static const struct opt opts[] = {
 	{ 'o', "output", "FILE", "write the record to FILE (- stdout)" },
 	{ 'S', "seed", "N", "initialisation seed (default 0)" },
 	OPT_STORE,
+	{ OPT_LONG('p'), "spec-of", "NAME",
+	    "print the spec and default lr of spirt-train's -m NAME" },
 	{ 't', "step", "N", "step of the version (default 0)" },
 	OPT_QUIET,
 	{ 'v', "verbose", NULL, "describe the model" },
@@ -31,7 +33,8 @@ static const struct opt opts[] = {
 static const struct optset cli = {
 	"usage: spirt-init [-fqVv] [-m model] [-o file] [-S seed] [-s store] "
 	"[-t step]\n"
-	"       spec\n",
+	"       spec\n"
+	"       spirt-init --spec-of name\n",
 	NULL, NULL, 21, 0, opts, NULL
 };
 
@@ -39,6 +42,27 @@ static _Noreturn void
 usage(int code)
 {
 	opt_usage(&cli, code);
+}
+
+/* --spec-of: "SPEC LR" of a model spirt-train names, or 64 */
+static _Noreturn void
+spec_of(const char *name)
+{
+	const struct spirt_preset *p = spirt_model_preset(name);
+	char names[256];
+	size_t i, n = 0;
+
+	if (p != NULL) {
+		printf("%s %s\n", p->spec, p->lr);
+		exit(fshut_stdout(0));
+	}
+	names[0] = '\0';
+	for (i = 0; (p = spirt_model_preset_at(i)) != NULL &&
+	    n < sizeof names; i++)
+		n += (size_t)snprintf(names + n, sizeof names - n, "%s%s",
+		    i ? ", " : "", p->name);
+	die(SPIRT_EX_USAGE, "--spec-of %s: not a model spirt-train names "
+	    "(%s)", name, names);
 }
 
 struct put {
@@ -72,7 +96,7 @@ main(int argc, char **argv)
 	struct spirt_publish pub;
 	struct put p;
 	const char *model = NULL, *out = NULL, *seed = NULL, *store = NULL;
-	const char *act, *step = NULL;
+	const char *act, *step = NULL, *specof = NULL;
 	char key[SPIRT_KEY_MAX + 1], skey[SPIRT_KEY_MAX + 1];
 	uint64_t dims[1], t = 0;
 	float *params, *state = NULL;
@@ -87,6 +111,7 @@ main(int argc, char **argv)
 		switch (ch) {
 		case 'f': force = 1; break;
 		case 'm': model = optarg; break;
+		case 'p': specof = optarg; break;     // --spec-of
 		case 'o': out = optarg; break;
 		case 'q': spirt_quiet = 1; break;
 		case 'S': seed = optarg; break;
@@ -98,6 +123,11 @@ main(int argc, char **argv)
 		}
 	argc -= optind;
 	argv += optind;
+	if (specof != NULL) {
+		if (argc != 0 || model || out || seed || store || step || force)
+			usage(1);
+		spec_of(specof);
+	}
 	if (argc != 1)
 		usage(1);
 	model = opt_env(model, "SPIRT_MODEL", NULL);

@@ -103,6 +103,18 @@ SPIRT_MUST_CHECK int spirt_model_parse(struct spirt_model *m,
     const char *spec);
 
 /*
+ * The models spirt-train names (-m NAME): the spec of each and its
+ * default peak learning rate (Adam's, spirt-train's defaults), as text
+ * exactly as documented in spirt-model(5).  NULL for another name.
+ */
+struct spirt_preset {
+	const char *name, *spec, *lr;
+};
+const struct spirt_preset *spirt_model_preset(const char *name);
+/* the i-th preset (0, 1, ...), NULL past the last */
+const struct spirt_preset *spirt_model_preset_at(size_t i);
+
+/*
  * Seeded initialisation of params (m->nparams floats): He normal for
  * layers followed by a ReLU, Glorot uniform for the last, zero biases.
  */

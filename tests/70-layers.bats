@@ -62,6 +62,48 @@ for v in load('$1')['a'].ravel(): print('%.9g' % v)"
 	assert_line 'shape=768'
 }
 
+@test "spirt-init --spec-of: the spec and lr of each model spirt-train names; each trains a step; 64 for another name" {
+	# 8 images of 28x28 in 10 classes, one shard file
+	awk 'BEGIN { srand(3); for (i = 0; i < 8; i++) { printf "%d", i
+		for (j = 0; j < 784; j++) printf ",%.2f", rand()
+		printf "\n" } }' >d.csv
+	spirt-shard -q -o d.spt d.csv
+	run -0 spirt-init --spec-of resnet8
+	assert_output 'resnet8:1x28x28-10 0.002'
+	run -0 spirt-init --spec-of softmax
+	assert_output 'softmax:784:10 0.01'
+	for name in mlp cnn resnet8 resnet20 mobilenet softmax; do
+		run -0 --separate-stderr spirt-init --spec-of "$name"
+		read -r spec lr extra <<<"$output"
+		[ -n "$lr" ] && [ -z "$extra" ] || fail "$name: '$output'"
+		awk -v l="$lr" 'BEGIN { exit !(l + 0 > 0 && l + 0 < 1) }' ||
+			fail "$name: lr $lr"
+		case $spec in "$name":*) ;; *) fail "$name: spec $spec" ;; esac
+		# the spec initialises, and one gradient of 4 images
+		spirt-init -S 1 -o "m.$name" "$spec"
+		run -0 spirt-store inspect "m.$name"
+		assert_line "name=$spec"
+		spirt-grad -p "m.$name" -D d.spt -b 4 -o "g.$name"
+		run -0 spirt-store inspect "g.$name"
+		assert_line --regexp '^loss=[0-9]'
+	done
+	# spirt-model(5)'s table says the same, every name of it
+	n=0
+	while read -r _ name _ _ spec _ lr; do
+		run -0 spirt-init --spec-of "$name"
+		assert_output "$spec $lr"
+		n=$((n + 1))
+	done < <(grep '^\.It [a-z0-9]* Ta Li ' "$SPIRT_ROOT/man/spirt-model.5")
+	[ "$n" = 6 ]
+	run -64 --separate-stderr spirt-init --spec-of vgg
+	assert_equal "$stderr" "spirt-init: --spec-of vgg: not a model spirt-train names (mlp, cnn, resnet8, resnet20, mobilenet, softmax)"
+	assert_output ''
+	# nothing else goes with it
+	run -64 spirt-init --spec-of mlp mlp:4-3
+	run -64 spirt-init --spec-of mlp -m m
+	[ ! -e spirt.db ]
+}
+
 @test "spirt-grad writes state/<t>/<w>, the batch's statistics, bit-identical on reruns" {
 	mkdata
 	spirt-init -m n "$NET"
