@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "model.h"
 #include "opt.h"
 #include "tool.h"
 
@@ -32,7 +33,7 @@ static const struct opt opts[] = {
 	{ 'l', "lr", "LR",
 	    "peak learning rate (default: per model, see man page)" },
 	{ 'm', "model", "NAME",
-	    "mlp, cnn, resnet8 or softmax (default mlp); the\nstore key" },
+	    "mlp, cnn, resnet8, resnet20, mobilenet or softmax\n(default mlp); the store key" },
 	{ 'n', "functions", "M", "gradient functions per step (default 4)" },
 	{ 'o', "opt", "NAME",
 	    "sgd, momentum, nesterov or adam (default adam)" },
@@ -150,19 +151,12 @@ static const struct optset cli = {
 
 /*
  * The models -m names, each with the spec and the peak learning rate it
- * starts from, chosen so that a user reaches the bars untuned (the one
- * list: -h and spirt-train(1) name them too).  Any other name: --spec,
- * else the spec its model@ in the store names, and the last row's rate.
+ * starts from, chosen so that a user reaches the bars untuned, are
+ * lib/model.c's presets (spirt_model_preset: the one list, which
+ * spirt-init --spec-of and spirt-model(5) print too).  Any other name:
+ * --spec, else the spec its model@ in the store names, and a rate of
+ * 0.001.
  */
-static const struct model {
-	const char *name, *spec, *lr;
-} models[] = {
-	{ "mlp", "mlp:784-256-128-10", "0.002" },
-	{ "cnn", "cnn:1x28x28-32-64-10", "0.002" },
-	{ "resnet8", "resnet8:1x28x28-10", "0.002" },
-	{ "softmax", "softmax:784:10", "0.01" },
-	{ NULL, "", "0.001" }
-};
 
 /* the tools the loop runs, found beside spirt-train or on PATH */
 static const char *const tools[] = {
@@ -575,7 +569,7 @@ main(int argc, char **argv)
 	    *fnopt = "SPIRT_FUNCTION", *evopt = "SPIRT_EVALUATE";
 	int c, cold = 0, quiet = 0, verbose = 0, keepdg = 0, keeppl = 0,
 	    dsopt = 0, datagiven = 0, xauto = 0, lflip;
-	const struct model *m;
+	const struct spirt_preset *pre;
 	char *here, *aggargs, *xargs_, **av;
 
 	progname = "spirt-train";
@@ -667,12 +661,11 @@ main(int argc, char **argv)
 		die(SPIRT_EX_USAGE, "--data %s: it shards train and test; "
 		    "with --train or --test, shard with spirt-shard -d", data);
 
-	for (m = models; m->name && strcmp(m->name, model) != 0; m++)
-		;
+	pre = spirt_model_preset(model);
 	if (*spec == '\0')
-		spec = m->spec;
+		spec = pre ? pre->spec : "";
 	if (lr == NULL)
-		lr = m->lr;
+		lr = pre ? pre->lr : "0.001";
 	real("-l", lr, "0", "1000000");
 	if (strcmp(opt, "sgd") == 0)
 		optargs = "--opt sgd";

@@ -68,6 +68,7 @@ for v in load('$1')['a'].ravel(): print('%.9g' % v)"
 		for (j = 0; j < 784; j++) printf ",%.2f", rand()
 		printf "\n" } }' >d.csv
 	spirt-shard -q -o d.spt d.csv
+	spirt-shard -q -s st.db -n 1 -d d d.csv
 	run -0 spirt-init --spec-of resnet8
 	assert_output 'resnet8:1x28x28-10 0.002'
 	run -0 spirt-init --spec-of softmax
@@ -86,6 +87,16 @@ for v in load('$1')['a'].ravel(): print('%.9g' % v)"
 		spirt-grad -p "m.$name" -D d.spt -b 4 -o "g.$name"
 		run -0 spirt-store inspect "g.$name"
 		assert_line --regexp '^loss=[0-9]'
+		# spirt-train -m NAME trains that spec from that rate (its
+		# front reads the same table), its -h names it
+		run -0 --separate-stderr spirt-train -s st.db -m "$name" \
+		    --steps 1 -n 1 -b 4 --train d --test d
+		[[ "$stderr" == *"training $name ($spec) in st.db:"*", adam lr $lr,"* ]] ||
+			fail "$name: $stderr"
+		spirt-store -s st.db ls "model/$name@1" | grep -q .
+		spirt-train -h | grep -q -- "--model NAME .*[ ,]$name[ ,]" ||
+		    spirt-train -h | grep -A1 -- "--model NAME" | grep -qw "$name" ||
+			fail "$name: not in spirt-train -h"
 	done
 	# spirt-model(5)'s table says the same, every name of it
 	n=0
