@@ -142,6 +142,11 @@ fits() {
 if [ -z "$last" ]; then
 	fits --train "$train"
 	fits --test "$test"
+	# a run leaves its last step's gradients and batch statistics for
+	# inspection; another model's, they would meet this one's steps of
+	# the same numbers (grad/ and state/ are the store's, not a model's)
+	run spirt-store -q prune -t 9223372036854775807 grad/ state/ ||
+		die 74 "$store: could not remove another model's gradients (grad/, state/)"
 	run spirt-init -q -m "$model" -S "$seed" "$spec"
 	last=0
 fi

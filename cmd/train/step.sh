@@ -373,11 +373,6 @@ if [ -n "$srv" ] && [ "$t" -gt 0 ]; then
 fi
 done_=1
 persist
-# the last step's gradients and batch statistics are spent too (the run
-# prunes each step's at the next): left behind, another model trained in
-# this store next would find them at its own step of that number
-run spirt-store -q prune -t "$t" grad/ state/ ||
-	say "warning: could not prune the last step's gradients (grad/, state/)"
 
 # ---- a plot of loss and test accuracy against time, next to the store ----
 if command -v gnuplot >/dev/null 2>&1; then
