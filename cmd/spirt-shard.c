@@ -77,7 +77,8 @@ static const struct opt opts[] = {
 	{ O_GROUP, "group", "M", "workers per peer (default: all one peer)" },
 	{ O_HOLDERS, "holders", "W,M", "\n"
 	    "print the revision, which of workers W..W+M-1\n"
-	    "hold samples, and the others the full part holds" },
+	    "hold samples, the others the full part holds\n"
+	    "and those it leaves out" },
 	{ O_LABEL, "label-col", "COL",
 	    "CSV label column, 1-based or last (default 1)" },
 	{ O_NAMES, "label-names", NULL,
@@ -331,22 +332,25 @@ print_assign(const struct spirt_assign *as)
 }
 
 /*
- * --holders: "R:E:J:F:REST:FULL:OTHERS", the assignment as a driver of
- * workers W..W+M-1 keeps it (spirt-train): revision R; those of its
+ * --holders: "R:E:J:F:REST:FULL:OTHERS:OUT", the assignment as a driver
+ * of workers W..W+M-1 keeps it (spirt-train): revision R; those of its
  * workers, as 0..M-1, that the rest part holds (from epoch E's step J; J
- * 0: no rest part) and the full part (from epoch F); and the other
- * workers the full part holds, as they are.  The lists are space-
- * separated, each worker once, in the rows' order.
+ * 0: no rest part) and the full part (from epoch F); the other workers
+ * the full part holds, and those it leaves out, as they are.  The lists
+ * are space-separated, each worker once, in the rows' order (OUT: in
+ * ascending order).
  */
 static void
 print_holders(const struct spirt_assign *as)
 {
-	int64_t e = 0, j = 0, f = 0;
+	int64_t e = 0, j = 0, f = 0, n = 0, x;
 	int part;
 
 	for (size_t i = 0; i < as->nrows; i++) {
 		const int64_t *a = as->rows + SPIRT_AS_COLS * i;
 
+		if (a[SPIRT_AS_SHARD] >= n)
+			n = a[SPIRT_AS_SHARD] + 1;
 		if (a[SPIRT_AS_WORKER] < o.hfirst ||
 		    a[SPIRT_AS_WORKER] >= o.hfirst + o.hcount)
 			continue;
@@ -379,6 +383,20 @@ print_holders(const struct spirt_assign *as)
 				printf(" %lld", (long long)(part < 2 ?
 				    w - o.hfirst : w));
 		}
+	}
+	/* the others' left out of the full part: every worker is a shard's
+	 * (0..n-1), and the full part holds every shard */
+	putchar(':');
+	for (x = 0; x < n; x++) {
+		size_t i;
+
+		if (x >= o.hfirst && x < o.hfirst + o.hcount)
+			continue;
+		for (i = as->nrest; i < as->nrows; i++)
+			if (as->rows[SPIRT_AS_COLS * i + SPIRT_AS_WORKER] == x)
+				break;
+		if (i == as->nrows)
+			printf(" %lld", (long long)x);
 	}
 	putchar('\n');
 }

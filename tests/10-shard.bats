@@ -731,25 +731,25 @@ spirt-shard: hint: name the format with -f"
 	spirt-shard -n 4 "$IMG" "$LAB"
 	# (no rest part yet)
 	run -0 spirt-shard --holders 0,2
-	assert_output '0:0:0:0:: 0 1: 2 3'
+	assert_output '0:0:0:0:: 0 1: 2 3:'
 	run -0 spirt-shard --holders 2,2
-	assert_output '0:0:0:0:: 0 1: 0 1'
+	assert_output '0:0:0:0:: 0 1: 0 1:'
 	# worker 1 dies at step 1: its samples go to the first peer's other
 	# worker, 0, for the rest of epoch 0 from step 1 and the full part
 	# from epoch 1; the line comes with the reassignment
 	run -0 --separate-stderr spirt-shard -q -t 1 -b 1 --group 2 \
 	    --live 0,2,3 --holders 0,2
-	assert_output '1:0:1:1: 0: 0: 2 3'
+	assert_output '1:0:1:1: 0: 0: 2 3:'
 	run -0 spirt-shard --holders 2,2
-	assert_output '1:0:1:1: 0 1: 0 1: 0'
+	assert_output '1:0:1:1: 0 1: 0 1: 0: 1'
 	spirt-shard --list | grep -q '^assign worker 0 shard 1 .* epoch 1 step 0$'
 	# (the rows it reads: those of --list)
 	run -0 spirt-shard --holders 0,2 --list
 	assert_line --index 0 'revision 1'
-	assert_line --index "$((${#lines[@]} - 1))" '1:0:1:1: 0: 0: 2 3'
+	assert_line --index "$((${#lines[@]} - 1))" '1:0:1:1: 0: 0: 2 3:'
 	# a peer with none of the rows: empty lists
 	run -0 spirt-shard --holders 6,2
-	assert_output '1:0:0:0::: 0 2 3'
+	assert_output '1:0:0:0::: 0 2 3: 1'
 	for h in '' 0 ,2 0, 0,0 x,1 0,x -1,2; do
 		run -64 spirt-shard --holders "$h"
 	done
@@ -1001,4 +1001,56 @@ a = {(r.tobytes(), int(l)) for r, l in zip(im, lb)}
 b = {(r.tobytes(), int(l)) for r, l in zip(x, y)}
 print(len(x), a == b, (x[:100] != im[:100]).any())"
 	assert_output '10000 True True'
+}
+
+@test "--holders' eighth field: the other peers' workers the full part leaves out, until an epoch holds them again" {
+	# 10 samples in 4 shards (3 3 2 2), batch 1: 2 steps an epoch; two
+	# peers of 2 workers each; the second peer is out of the round of
+	# step 0: its workers' samples go to the first's from step 1
+	spirt-shard -n 4 "$IMG" "$LAB"
+	run -0 spirt-shard -q -t 1 -b 1 --since 0 --group 2 --live 0,1 \
+	    --holders 0,2
+	assert_output '1:0:1:1: 0 1: 0 1:: 2 3'
+	run -0 spirt-shard --holders 2,2
+	assert_output '1:0:0:0::: 0 1:'
+	# (a peer with none of the rows: every worker not its own)
+	run -0 spirt-shard --holders 6,2
+	assert_output '1:0:0:0::: 0 1: 2 3'
+	# worker 3 is back at epoch 1, 2 is not
+	run -0 spirt-shard -q --epoch 1 --group 2 --live 0,1,3 --holders 0,2
+	assert_output '2:0:1:1: 0 1: 0 1: 3: 2'
+	run -0 spirt-shard -q --epoch 2 --group 2 --live 0-3 --holders 0,2
+	assert_output '3:0:0:2:: 0 1: 2 3:'
+}
+
+@test "-t at an epoch's first step, with or without --since it: the rows of --epoch's (spirt-train's reassign has one spelling)" {
+	# 10 samples in 4 shards (3 3 2 2): batch 1, 2 steps an epoch;
+	# batch 2, 1.  Each case on two stores, the same before
+	for b in 1 2; do
+		spe=$(((2 + b - 1) / b))
+		for live in 0,2,3 0-3 2,3 1; do
+			for pre in none died out; do
+				for s in a b; do
+					rm -rf "$s"
+					spirt-shard -s "$s" -n 4 "$IMG" "$LAB"
+					case $pre in
+					died) spirt-shard -q -s "$s" --epoch 1 \
+					    --group 2 --live 0,1,2 ;;
+					out) spirt-shard -q -s "$s" -t 1 -b 1 \
+					    --since 0 --group 2 --live 0,1 ;;
+					esac
+				done
+				T=$((spe * 2)) since=
+				[ "$pre" != out ] || since="--since $T"
+				run -0 spirt-shard -s a -q -t "$T" -b "$b" $since \
+				    --group 2 --live "$live" --holders 0,2
+				ha=$output
+				run -0 spirt-shard -s b -q --epoch 2 --group 2 \
+				    --live "$live" --holders 0,2
+				assert_equal "$ha" "$output"
+				assert_equal "$(spirt-shard -s a --list)" \
+				    "$(spirt-shard -s b --list)"
+			done
+		done
+	done
 }

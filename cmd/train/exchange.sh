@@ -111,6 +111,7 @@ xexclude() {
 		while [ "$_i" -lt "$fns" ]; do
 			drop oall $((_w + _i))
 			drop pdead $((_w + _i))
+			xout="$xout$((_w + _i)) "
 			_new="$_new $((_w + _i))"
 			_i=$((_i + 1))
 		done
@@ -121,17 +122,13 @@ xexclude() {
 	tell "step $2: $1 signed a wrong combination of its part, proven (the proof above): it is out of the run, the round of step $2 again without it"
 	# its samples: from the round's first step S, to the live workers
 	# from the step after the round (none left: the run ends)
+	# (at an epoch's first step, --since it: the rows of --epoch's)
 	_n=$(($2 + xu)) _s=$2
 	[ "$_n" -lt "$stop" ] || return 0
-	if [ $((_n % spe)) -eq 0 ]; then
-		_at="--epoch $((_n / spe))"
-	else
-		[ "$_s" -ge $((_n / spe * spe)) ] || _s=$((_n / spe * spe))
-		_at="-t $_n -b $batch --since $_s"
-	fi
+	[ "$_s" -ge $((_n / spe * spe)) ] || _s=$((_n / spe * spe))
 	rc=0
-	_a=$(run spirt-shard -q -d "$train" $_at --group "$fns" \
-	    --live "$(livelist)" --holders "$w0,$fns") || rc=$?
+	_a=$(run spirt-shard -q -d "$train" -t "$_n" -b "$batch" --since "$_s" \
+	    --group "$fns" --live "$(livelist)" --holders "$w0,$fns") || rc=$?
 	[ "$rc" -eq 0 ] || die "$rc" "step $_n: could not reassign the samples of $1"
 	assign_set "$_a"
 	tell "step $_n: the workers$_new of $1: their samples from step $_s go to the live ones (revision $as_rev)"

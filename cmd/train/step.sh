@@ -86,8 +86,8 @@ back() {
 	for _x in $live; do
 		has "$_h" "$_x" || { reassign "$1"; return 0; }
 	done
-	for _x in $oall; do
-		has "$as_ofull" "$_x" || { reassign "$1"; return 0; }
+	for _x in $as_oout; do
+		has "$xout" "$_x" || { reassign "$1"; return 0; }
 	done
 }
 

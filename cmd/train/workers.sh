@@ -45,26 +45,28 @@ livelist() {
 }
 # assign_read: which of this peer's functions hold a list: in the rest
 # part (epoch as_re from its step as_rj, 0: none) and the full part (from
-# epoch as_fe), the other peers' workers the full part holds (as_ofull),
-# the revision as_rev, from spirt-shard --holders (assign_set), which a
-# reassignment prints too
+# epoch as_fe), the other peers' workers the full part leaves out
+# (as_oout), the revision as_rev, from spirt-shard --holders (assign_set),
+# which a reassignment prints too
 assign_read() {
 	_a=$(spirt-shard -d "$train" --holders "$w0,$fns") ||
 		die 65 "data/$train/assign: cannot read it"
 	assign_set "$_a"
 }
 assign_set() {
-	IFS=: read -r as_rev as_re as_rj as_fe as_rest as_full as_ofull <<EOF
+	IFS=: read -r as_rev as_re as_rj as_fe as_rest as_full _ as_oout <<EOF
 $1
 EOF
 }
 assign_read
 # pdead_map: pdead as the store's map has it: the other peers' workers
 # its full part holds out, as its last reassignment left them, until the
-# next epoch (a resumed run; a revision that holds again)
+# next epoch (a resumed run; a revision that holds again), but a proven
+# liar's (xout: out of oall for good, xexclude)
+xout=
 pdead_map() {
-	pdead=
-	for _x in $oall; do has "$as_ofull" "$_x" || pdead="$pdead$_x "; done
+	pdead=$as_oout
+	for _x in $xout; do drop pdead "$_x"; done
 }
 pdead_map
 # redo_from T: the steps from T are done (again) on this model: a run
@@ -105,16 +107,11 @@ holders() {
 	fi
 }
 # reassign T: the next revision for the live functions, from step T (an
-# epoch's first step: from that epoch)
+# epoch's first step: from that epoch, the rows of --epoch's)
 reassign() {
 	[ -n "$live" ] || die 75 "step $1: every function is dead; rerun to resume"
-	if [ $(($1 % spe)) -eq 0 ]; then
-		_at="--epoch $(($1 / spe))"
-	else
-		_at="-t $1 -b $batch"
-	fi
 	rc=0
-	_a=$(run spirt-shard -q -d "$train" $_at --group "$fns" \
+	_a=$(run spirt-shard -q -d "$train" -t "$1" -b "$batch" --group "$fns" \
 	    --live "$(livelist)" --holders "$w0,$fns") || rc=$?
 	[ "$rc" -eq 0 ] || die "$rc" "step $1: could not reassign the samples of functions$(printf ' %s' $dead)"
 	assign_set "$_a"
