@@ -263,3 +263,24 @@ csvbase() {
 	spirt-shard -s base -q -n 2 --seed 1 train.csv
 	spirt-shard -s base -q -d test --classes 3 train.csv
 }
+
+# csv40: train.csv, a 4-feature, 3-class table of 40 rows
+csv40() {
+	awk 'BEGIN { for (i = 0; i < 40; i++)
+		printf "%d,%.3f,%.3f,%.3f,%.3f\n", i % 3, (i % 7) / 7,
+		    (i % 5) / 5, (i % 3) / 3, (i % 11) / 11 }' >train.csv
+}
+
+# members_of FILE:ROLE:ID...: the group's key (group.key, group.pub) and,
+# for each, a key FILE.key (FILE.hex) and a token FILE.tok of run r1 with
+# ROLE (peer, function) and ID
+members_of() {
+	local m f r
+	spirt-peer keygen -p group.pub group.key >/dev/null || return 1
+	for m in "$@"; do
+		f=${m%%:*} r=${m#*:} r=${r%%:*}
+		spirt-peer keygen "$f.key" >"$f.hex" &&
+		spirt-peer invite -o "$f.tok" -R "$r" -g group.key \
+		    -i "${m##*:}" -r r1 "$(cat "$f.hex")" || return 1
+	done
+}
