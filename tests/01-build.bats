@@ -147,13 +147,49 @@ fakeroot_apt() {
 
 # ---- other builds, in a copy of the tree (some 30-90 s each) ----
 
-# the sources in ./src, without the products of the build under test
+# srccopy [DIR]: the sources in DIR (default ./src), without the products
+# of the build under test
 srccopy() {
-	mkdir -p src/tests || return 1
-	(cd "$SPIRT_ROOT" && cp -R Makefile config.mk mk cmd lib bench \
-	    "$BATS_TEST_TMPDIR/src/" && cp -R tests/unit \
-	    "$BATS_TEST_TMPDIR/src/tests/") || return 1
-	make -s -C src clean
+	local d
+	d=$(pwd)/${1:-src}
+	mkdir -p "$d/tests" || return 1
+	(cd "$SPIRT_ROOT" && cp -R Makefile config.mk mk cmd lib bench "$d/" &&
+	    cp -R tests/unit "$d/tests/") || return 1
+	make -s -C "$d" clean
+}
+
+# othercrypto: the crypto back end this build does not use (sets this,
+# other, and want: what the other build's spirt-peer -V names)
+othercrypto() {
+	this=$(spirt-peer -V | sed -n 's/^crypto: \([a-z]*\) (.*)$/\1/p')
+	case $this in
+	openssl) other=sodium want=libsodium ;;
+	libsodium) other=openssl want=openssl ;;
+	*) fail "spirt-peer -V names no crypto: $this" ;;
+	esac
+}
+
+# otherbuild: one build, in ./src (a link to the file's), of what the
+# CRYPTO and the WRAP_LDFLAGS tests below each check: the other crypto
+# back end, no malloc wrapper, and a liblmdb.a the compiler cannot find
+# (LMDB_STATIC names no file, as on a system without one: the default
+# LMDB_LIBS falls back to -llmdb).  The first test to ask makes it, the
+# other waits for it (bats --jobs); each alone took 50-60 s at load 6
+otherbuild() {
+	local b=$BATS_FILE_TMPDIR/other
+	othercrypto
+	(
+		flock 9 || exit 1
+		[ ! -e "$b/built" ] || exit 0
+		rm -rf "$b" && (cd "$BATS_FILE_TMPDIR" && srccopy other) &&
+		    timeout 900 make -s -C "$b" -j2 CRYPTO="$other" \
+		    WRAP_LDFLAGS= LMDB_STATIC=no-such-liblmdb.a all \
+		    tests/unit/test_crypto tests/unit/test_mem \
+		    tests/unit/test_store >"$b.log" 2>&1 ||
+		    { cat "$b.log" >&2; exit 1; }
+		touch "$b/built"
+	) 9>"$BATS_FILE_TMPDIR/other.lock" || return 1
+	ln -s "$b" src
 }
 
 # The other builds prove the build files, not the code under test: CI's
@@ -259,15 +295,7 @@ isarun() {
 @test "make CRYPTO=<the other>: the code it names, libcrypto only with openssl, the same bytes as this build's, both ways" {
 	local this other want t
 	other_builds
-	this=$(spirt-peer -V | sed -n 's/^crypto: \([a-z]*\) (.*)$/\1/p')
-	case $this in
-	openssl) other=sodium want=libsodium ;;
-	libsodium) other=openssl want=openssl ;;
-	*) fail "spirt-peer -V names no crypto: $this" ;;
-	esac
-	srccopy
-	run -0 timeout 900 make -s -C src -j2 CRYPTO=$other spirt-peer \
-	    spirt-store tests/unit/test_crypto
+	otherbuild
 	run -0 src/spirt-peer -V
 	[[ ${lines[1]} == "crypto: $want ("*")" ]] || fail "$output"
 	run -0 src/tests/unit/test_crypto
@@ -312,13 +340,9 @@ isarun() {
 }
 
 @test "make WRAP_LDFLAGS=, and no liblmdb.a: no malloc wrapper, shared LMDB by default" {
+	local this other want
 	other_builds
-	srccopy
-	# LMDB_STATIC names a file the compiler cannot find, as on a system
-	# without liblmdb.a: the default LMDB_LIBS falls back to -llmdb
-	run -0 timeout 900 make -s -C src -j2 WRAP_LDFLAGS= \
-	    LMDB_STATIC=no-such-liblmdb.a \
-	    all tests/unit/test_mem tests/unit/test_store
+	otherbuild
 	# the wrapper is left out with the flag that would resolve it
 	run -0 nm src/lib/mem.o
 	refute_output --partial __real_malloc

@@ -212,13 +212,7 @@ PY
 
 # (f1.key, f1.tok: a function whose id p1.w0-3 binds it to p1's workers)
 members() {
-	spirt-peer keygen -p group.pub group.key >/dev/null
-	for m in p1:peer:p1 f1:function:p1.w0-3; do
-		f=${m%%:*} r=${m#*:} r=${r%%:*}
-		spirt-peer keygen "$f.key" >"$f.hex"
-		spirt-peer invite -o "$f.tok" -R "$r" -g group.key \
-		    -i "${m##*:}" -r r1 "$(cat "$f.hex")"
-	done
+	members_of p1:peer:p1 f1:function:p1.w0-3
 }
 
 serve() {

@@ -9,20 +9,12 @@ ATTACK="$SPIRT_ROOT/tests/unit/test_remote"
 # the group, the peer p1 that serves, a second peer p2, a function f1
 # (f1.key, f1.tok) whose id p1.w0-1 binds it to p1's workers 0 and 1
 members() {
-	spirt-peer keygen -p group.pub group.key >/dev/null
-	for m in p1:peer:p1 p2:peer:p2 f1:function:p1.w0-1; do
-		f=${m%%:*} r=${m#*:} r=${r%%:*}
-		spirt-peer keygen "$f.key" >"$f.hex"
-		spirt-peer invite -o "$f.tok" -R "$r" -g group.key \
-		    -i "${m##*:}" -r r1 "$(cat "$f.hex")"
-	done
+	members_of p1:peer:p1 p2:peer:p2 f1:function:p1.w0-1
 }
 
 # p1's store: a 4-feature, 3-class set in 2 shards, an MLP at step 0
 mkstore() {
-	awk 'BEGIN { for (i = 0; i < 40; i++)
-		printf "%d,%.3f,%.3f,%.3f,%.3f\n", i % 3, (i % 7) / 7,
-		    (i % 5) / 5, (i % 3) / 3, (i % 11) / 11 }' >train.csv
+	csv40
 	spirt-shard -q -n 2 train.csv
 	spirt-init -m m mlp:4-5-3
 }

@@ -211,8 +211,9 @@ child() {
 
 # ---- spirt-peer exchange between stores on one machine ----
 
-# stores s1..s3 with the same model/m@0 and each its own agg/0, keys
-# p1..p3, and a peers file naming them by path
+# m0.rec, m0x.rec (another model@0) and a1..a4 (.rec and .npy), the
+# first three in stores s1..s3, keys p1..p3, and a peers file naming them
+# by path (peerstores)
 peers3() {
 	"$PYTHON" -c "$PYREC
 rng = np.random.default_rng(1)
@@ -223,24 +224,7 @@ for i in (1, 2, 3, 4):
     np.save('a%d.npy' % i, a)
     open('a%d.rec' % i, 'wb').write(st.encode(a, name='m:1000', step=0, samples=32))
 "
-	: >peers
-	for i in 1 2 3; do
-		spirt-store -s s$i put model/m@0 m0.rec
-		spirt-store -s s$i put agg/0 a$i.rec
-		spirt-peer keygen p$i.key >/dev/null
-		echo "p$i $PWD/s$i" >>peers
-	done
-}
-
-# (20 s: a deadline only bounds the wait for a peer that does not answer;
-# a loaded machine under the sanitizer starts three exchanges slowly)
-# xch I ARGS...: peer I's exchange of step 0 in the background
-xch() {
-	local i=$1
-	shift
-	SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 spirt-peer exchange -m m \
-	    -s s$i -t 0 --deadline 20000 "$@" >out$i 2>err$i &
-	eval "pid$i=\$!"
+	peerstores 3
 }
 
 # gagg_is STORE PYEXPR: gagg/0 of STORE is within 1e-6 of the expression
@@ -772,11 +756,7 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 @test "spirt-train --peers: three peers, two functions each, different kernels, one model" {
 	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
 		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
-	: >peers
-	for i in 0 1 2; do
-		spirt-peer keygen p$i.key >/dev/null
-		echo "p$i $PWD/s$i" >>peers
-	done
+	pathpeers 0 2
 	# the kernels of each peer: the best, AVX2, the baseline
 	isa=("" avx2 base)
 	for i in 0 1 2; do

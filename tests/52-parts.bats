@@ -12,8 +12,8 @@ teardown() {
 	return 0
 }
 
-# stores s1..s3 with the same model/m@0 and each its own agg/0 (N
-# values, samples 32), keys p1..p3, a peers file naming them by path
+# m0.rec and a1.rec..a3.rec (N values, samples 32) in stores s1..s3,
+# keys p1..p3, a peers file naming them by path (peerstores)
 peers3() {
 	"$PYTHON" -c "$PYREC
 rng = np.random.default_rng(7)
@@ -23,22 +23,7 @@ for i in (1, 2, 3):
     a = rng.standard_normal(n).astype(np.float32)
     open('a%d.rec' % i, 'wb').write(st.encode(a, name='m:%d' % n, step=0, samples=32))
 "
-	: >peers
-	for i in 1 2 3; do
-		spirt-store -s s$i put model/m@0 m0.rec
-		spirt-store -s s$i put agg/0 a$i.rec
-		[ -e p$i.key ] || spirt-peer keygen p$i.key >/dev/null
-		echo "p$i $PWD/s$i" >>peers
-	done
-}
-
-# xch I ARGS...: peer I's exchange of step 0 in the background
-xch() {
-	local i=$1
-	shift
-	SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 spirt-peer exchange -m m \
-	    -s s$i -t 0 --deadline 20000 "$@" >out$i 2>err$i &
-	eval "pid$i=\$!"
+	peerstores 3
 }
 
 # round3 ARGS...: the three peers' round of step 0, each must succeed
@@ -159,14 +144,10 @@ for i in range(1, $1 + 1):
     a = rng.standard_normal(n).astype(np.float32)
     open('a%d.rec' % i, 'wb').write(st.encode(a, name='m:%d' % n, step=0, samples=32))
 "
-	: >peers
 	for i in $(seq "$1"); do
 		rm -rf s$i
-		spirt-store -s s$i put model/m@0 m0.rec
-		spirt-store -s s$i put agg/0 a$i.rec
-		[ -e p$i.key ] || spirt-peer keygen p$i.key >/dev/null
-		echo "p$i $PWD/s$i" >>peers
 	done
+	peerstores "$1"
 }
 
 @test "exchange --parts: an owner stopped mid-round is covered by the next member; every member combines the same gagg/t" {
@@ -285,13 +266,8 @@ assert abs(got[0] - mean[0] - 1) < 1e-4 and np.allclose(got[1:], mean[1:], atol=
 }
 
 @test "exchange --parts --check: an owner that signs a wrong combination is caught by its checkers (65), naming it, with a proof; nothing written" {
-	printf 'VERSION=1\nTYPE=spirt-allowlist\n' >allow
-	for i in 1 2 3; do
-		spirt-peer keygen p$i.key >p$i.hex
-		echo "MEMBER=$(cat p$i.hex) peer p$i" >>allow
-	done
-	echo END >>allow
 	peers3
+	allowlist 1 3
 	# p2 signs part 1 plus 1 in its first float; p1 and p3 both check
 	# every part (--check 2: all the other members)
 	xch 1 -P peers --parts --check 2
@@ -441,14 +417,8 @@ for i in (1, 2, 3):
 	load coverage
 	local steps=30
 	smalldata "$BATS_FILE_TMPDIR/data"
-	: >peers
-	printf 'VERSION=1\nTYPE=spirt-allowlist\n' >allow
-	for i in 0 1 2; do
-		spirt-peer keygen p$i.key >p$i.hex
-		echo "p$i $PWD/s$i" >>peers
-		echo "MEMBER=$(cat p$i.hex) peer p$i" >>allow
-	done
-	echo END >>allow
+	pathpeers 0 2
+	allowlist 0 2
 	# (epochs of 10 steps: p1 lies mid-epoch 1, SPIRT_XLIE=@13)
 	for i in 0 1 2; do
 		lie=
@@ -546,12 +516,7 @@ same_model() {
 	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] ||
 		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
 	netns_setup 3
-	spirt-peer keygen -p group.pub group.key >/dev/null
-	for i in 1 2 3; do
-		spirt-peer keygen p$i.key >p$i.hex
-		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
-		    "$(cat p$i.hex)"
-	done
+	netns_peers 3 "$PORT"
 	spirt-shard -s base -q -n 3 --seed 1 \
 	    "$FMNIST/train-images-idx3-ubyte.gz" \
 	    "$FMNIST/train-labels-idx1-ubyte.gz"

@@ -87,13 +87,8 @@ serve_blob() {
 	fi
 	steps=12
 	netns_setup 3
-	spirt-peer keygen -p group.pub group.key >/dev/null
-	: >peers
+	netns_peers 3 7080
 	for i in 1 2 3; do
-		spirt-peer keygen p$i.key >p$i.hex
-		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
-		    "$(cat p$i.hex)"
-		echo "p$i http://$(netns_addr $i):7080" >>peers
 		run -0 netns_link $i "$link"
 	done
 	spirt-shard -s base -q -n 3 --seed 1 \

@@ -78,14 +78,7 @@ for h in [j for j, l in enumerate(lines) if l == "HEADER=END"]:
 		skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
 	netns_setup 4
 	# the group key, offline; a token per peer and one for the function
-	spirt-peer keygen -p group.pub group.key >/dev/null
-	: >peers
-	for i in 1 2 3; do
-		spirt-peer keygen p$i.key >p$i.hex
-		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
-		    "$(cat p$i.hex)"
-		echo "p$i http://$(netns_addr $i):$PORT" >>peers
-	done
+	netns_peers 3 "$PORT"
 	# functions of peer 1's workers 0 and 1 (their ids bind them), and
 	# an attacker holding a valid token of worker 1's
 	for f in h0:p1.w0 h1:p1.w1 a1:p1.w1; do

@@ -27,15 +27,13 @@ for t in (0, 1, 2):
         np.save('a%d_%d.npy' % (i, t), a)
         open('a%d_%d.rec' % (i, t), 'wb').write(st.encode(a, name='m:500', step=t, samples=32))
 "
-	: >peers
 	for i in 1 2 3; do
 		for t in 0 1 2; do
 			spirt-store -s s$i put model/m@$t m$t.rec
 			spirt-store -s s$i put agg/$t a${i}_$t.rec
 		done
-		spirt-peer keygen p$i.key >p$i.hex
-		echo "p$i $PWD/s$i" >>peers
 	done
+	pathpeers 1 3
 }
 
 # gagg_is STORE T: gagg/T of STORE is the mean of the three agg/T

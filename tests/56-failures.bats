@@ -7,6 +7,7 @@
 # is for a state, bounded.
 
 load helper
+load coverage
 
 teardown() {
 	for p in $BG; do
@@ -30,15 +31,13 @@ for t in (0, 1, 2):
         np.save('a%d_%d.npy' % (i, t), a)
         open('a%d_%d.rec' % (i, t), 'wb').write(st.encode(a, name='m:500', step=t, samples=8))
 "
-	: >peers
 	for i in 1 2 3; do
 		for t in 0 1 2; do
 			spirt-store -s s$i put model/m@$t m$t.rec
 			spirt-store -s s$i put agg/$t a${i}_$t.rec
 		done
-		spirt-peer keygen p$i.key >/dev/null
-		echo "p$i $PWD/s$i" >>peers
 	done
+	pathpeers 1 3
 }
 
 # alive3: peers3, and every member alive in every store's watcher
@@ -520,11 +519,7 @@ killed_and_back() {
 	local steps=$1
 	shift
 	smalldata "$BATS_FILE_TMPDIR/data"
-	: >peers
-	for i in 0 1 2; do
-		spirt-peer keygen p$i.key >/dev/null
-		echo "p$i $PWD/s$i" >>peers
-	done
+	pathpeers 0 2
 	# train I [LOG]: peer I's driver (a beat every 200 ms: dead after
 	# 2 s), its functions' samples in LOG (default log$1)
 	train() {
@@ -615,48 +610,6 @@ killed_and_back() {
 	! pgrep -f "spirt-beat.*$PWD/s" >/dev/null
 }
 
-# coverage STEPS S K N LOG[:FROM[:TO]]...: in each whole epoch of S steps
-# (STEPS of them), the gradients applied used every sample of the K
-# shards of N exactly once.  Each LOG (SPIRT_SAMPLE_LOG) counts for its
-# steps from FROM (default 0) to before TO (default none); of a step it
-# counts the newest revision (a peer computes a step again when a
-# function of its own dies), and a worker's step taken twice under one
-# revision (its peer's driver run again) once
-coverage() {
-	"$PYTHON" - "$@" <<'PY'
-import collections, sys
-T, S, K, N = map(int, sys.argv[1:5])
-def read(spec):
-    f = spec.split(":")
-    path, lo = f[0], int(f[1]) if len(f) > 1 and f[1] else 0
-    hi = int(f[2]) if len(f) > 2 and f[2] else None
-    by = collections.defaultdict(dict)
-    for line in open(path):
-        m = dict(kv.split("=", 1) for kv in line.split())
-        t = int(m["step"])
-        if t >= lo and (hi is None or t < hi):
-            by[t][(m["worker"], m["revision"])] = m
-    return by
-logs = [read(spec) for spec in sys.argv[5:]]
-want = {(k, i) for k in range(K) for i in range(N)}
-for e in range(T // S):
-    seen = collections.Counter()
-    for by in logs:
-        for t in range(e * S, (e + 1) * S):
-            if not by[t]:
-                continue
-            top = max(int(m["revision"]) for m in by[t].values())
-            for m in by[t].values():
-                if int(m["revision"]) == top:
-                    seen.update(tuple(map(int, s.split(":")))
-                                for s in m["samples"].split(","))
-    twice = [s for s, c in seen.items() if c > 1]
-    missed = want - set(seen)
-    assert not twice and not missed and set(seen) <= want, \
-        (e, len(twice), len(missed))
-PY
-}
-
 @test "spirt-train --beat: a peer killed mid-run is left out, the others go on; the same command rejoins it at the step it names, one model" {
 	# (long enough for the others not to end before it is back: after
 	# step 45 they go on for the 2 s it takes to call it dead, its
@@ -682,11 +635,7 @@ PY
 	# waits for it here, and neither would end (chaos found it).
 	local steps=90 spe=15
 	smalldata "$BATS_FILE_TMPDIR/data"
-	: >peers
-	for i in 0 1; do
-		spirt-peer keygen p$i.key >/dev/null
-		echo "p$i $PWD/s$i" >>peers
-	done
+	pathpeers 0 1
 	# train I LOG: peer I's driver, its functions' samples in LOG
 	train() {
 		SPIRT_KEY=p$1.key SPIRT_ID=p$1 SPIRT_RUN=r1 \

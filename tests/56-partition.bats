@@ -51,14 +51,7 @@ train() {
 	netns_require
 	smalldata "$PWD/data"
 	netns_setup 3
-	spirt-peer keygen -p group.pub group.key >/dev/null
-	: >peers
-	for i in 1 2 3; do
-		spirt-peer keygen p$i.key >p$i.hex
-		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
-		    "$(cat p$i.hex)"
-		echo "p$i http://$(netns_addr $i):$PORT" >>peers
-	done
+	netns_peers 3 "$PORT"
 	spirt-shard -s base -q -n 6 --seed 1 \
 	    data/train-images-idx3-ubyte.gz data/train-labels-idx1-ubyte.gz
 	spirt-shard -s base -q -d test data/t10k-images-idx3-ubyte.gz \

@@ -8,6 +8,7 @@
 # a rule that no longer holds, and every function gone.
 
 load helper
+load coverage
 
 setup_file() {
 	# the small IDX data set of tests/helper.bash (1200 training images,
@@ -54,38 +55,6 @@ logged() {
 	return 1
 }
 
-# coverage S E: in each of epochs 0..E-1 of S steps, the gradients
-# applied (those of a step's newest revision: the survivors compute a step
-# again under the revision that reassigns it) used every sample of the 4
-# shards of 300 exactly once; prints the workers of each epoch
-coverage() {
-	"$PYTHON" - "$1" "$2" <<'PY'
-import collections, sys
-S, E = int(sys.argv[1]), int(sys.argv[2])
-by = collections.defaultdict(list)
-for line in open("log"):
-    m = dict(kv.split("=", 1) for kv in line.split())
-    by[int(m["step"])].append(m)
-want = {(k, i) for k in range(4) for i in range(300)}
-for e in range(E):
-    seen = collections.Counter()
-    workers = set()
-    for t in range(e * S, (e + 1) * S):
-        top = max(int(m["revision"]) for m in by[t])
-        for m in by[t]:
-            if int(m["revision"]) != top:
-                continue
-            workers.add(int(m["worker"]))
-            seen.update(tuple(map(int, s.split(":")))
-                        for s in m["samples"].split(","))
-    twice = [s for s, c in seen.items() if c > 1]
-    missed = want - set(seen)
-    assert not twice and not missed and set(seen) <= want, \
-        (e, len(twice), len(missed))
-    print("epoch %d workers %s" % (e, " ".join(map(str, sorted(workers)))))
-PY
-}
-
 @test "a warm function killed mid-epoch: declared dead, the step redone, every sample once an epoch, back at the next epoch" {
 	# batch 2: 150 steps an epoch, 3 epochs
 	train -b 2 -e 3 --eval-every 150
@@ -123,7 +92,7 @@ PY
 		fail "$(cat err)"
 	# the counted coverage: exact in each epoch; 2 missing from the
 	# death on in epoch 0, back in epochs 1 and 2
-	run -0 coverage 150 3
+	run -0 coverage 450 150 4 300 log
 	assert_output "$(printf '%s\n' 'epoch 0 workers 0 1 2 3' \
 	    'epoch 1 workers 0 1 2 3' 'epoch 2 workers 0 1 2 3')"
 	# (a gradient of step t it wrote before it was killed is of revision
@@ -162,7 +131,7 @@ PY
 	grep -q "epoch 1 step 15: function 1 is back" err
 	grep -q "epoch 1 step 15: function 3 is back" err
 	grep -q "step 15: cold spirt-grad -w 1 was killed by signal 9" err
-	run -0 coverage 15 2
+	run -0 coverage 30 15 4 300 log
 	assert_output "$(printf '%s\n' 'epoch 0 workers 0 1 2 3' \
 	    'epoch 1 workers 0 2 3')"
 }
@@ -226,7 +195,7 @@ rolled_back() {
 	grep -q "step $r: done again: the assignment that held there holds again (revision 2)" err ||
 		fail "$(cat err)"
 	grep -q "model/softmax@45" err
-	run -0 coverage 15 3
+	run -0 coverage 45 15 4 300 log
 	assert_output "$(printf '%s\n' 'epoch 0 workers 0 1 2 3' \
 	    'epoch 1 workers 0 1 2 3' 'epoch 2 workers 0 1 2 3')"
 }
@@ -269,7 +238,7 @@ rolled_back() {
 		fail "$(cat err)"
 	[ ! -e "/proc/$victim/cmdline" ] ||
 		! tr '\0' ' ' <"/proc/$victim/cmdline" | grep -q spirt-grad
-	run -0 coverage 150 2
+	run -0 coverage 300 150 4 300 log
 	assert_output "$(printf '%s\n' 'epoch 0 workers 0 1 2 3' \
 	    'epoch 1 workers 0 1 2 3')"
 }

@@ -15,8 +15,9 @@ py() {
 	"$PYTHON" -c "$PRELUDE$1"
 }
 
-# stores s1..s4 with the same model/m@0 and each its own agg/0 (a1..a4,
-# 1000 values; a4 far from the others), keys p1..p4, and a peers file
+# stores s1..s4 with the same model/m@0 (m0.rec; m0x.rec another) and
+# each its own agg/0 (a1..a4, 1000 values; a4 far from the others), keys
+# p1..p4, and a peers file (peerstores)
 peers4() {
 	py "
 rng = np.random.default_rng(4)
@@ -30,22 +31,7 @@ for i in (1, 2, 3, 4):
     np.save('a%d.npy' % i, a)
     open('a%d.rec' % i, 'wb').write(st.encode(a, name='m:1000', step=0, samples=32))
 "
-	: >peers
-	for i in 1 2 3 4; do
-		spirt-store -s s$i put model/m@0 m0.rec
-		spirt-store -s s$i put agg/0 a$i.rec
-		spirt-peer keygen p$i.key >/dev/null
-		echo "p$i $PWD/s$i" >>peers
-	done
-}
-
-# xch I ARGS...: peer I's exchange of step 0 in the background
-xch() {
-	local i=$1
-	shift
-	SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 spirt-peer exchange -m m \
-	    -s s$i -t 0 --deadline 20000 "$@" >out$i 2>err$i &
-	eval "pid$i=\$!"
+	peerstores 4
 }
 
 # gagg_is STORE PYEXPR: gagg/0 of STORE is within 1e-5 of the expression
@@ -123,12 +109,7 @@ assert np.linalg.norm(g - A1) < np.linalg.norm(X.mean(0) - A1) / 3"
 # group key (httppeers: peers over HTTP) each peer shows its token too
 train4() {
 	local i byz pf auth
-	[ -e peers ] || {
-		for i in 0 1 2 3; do
-			spirt-peer keygen p$i.key >/dev/null
-			echo "p$i $PWD/s$i" >>peers
-		done
-	}
+	[ -e peers ] || pathpeers 0 3
 	for i in 0 1 2 3; do
 		byz= pf=peers
 		[ "$i" -ne 3 ] || [ "$1" = none ] || byz="--byzantine $1"
@@ -185,10 +166,7 @@ assert len(n) == 4 and min(n[3] / x for x in n[:3]) > 3, n"
 
 @test "spirt-train --byzantine peer:equivocate:A: two stories, each signed; the honest peers prove it and agree" {
 	[ -r "$FMNIST/train-images-idx3-ubyte.gz" ] || skip "no Fashion-MNIST"
-	for i in 0 1 2 3; do
-		spirt-peer keygen p$i.key >/dev/null
-		echo "p$i $PWD/s$i" >>peers
-	done
+	pathpeers 0 3
 	# p2 pulls p3's other story: s3.fork
 	sed "s,$PWD/s3\$,$PWD/s3.fork," peers >peers2
 	train4 peer:equivocate:scale:-5 median peers2

@@ -12,9 +12,7 @@ load helper
 # the 4-feature, 3-class set of 20-grad and an MLP at step 0; cold.spt is
 # worker 1's gradient of step 0, as the cold invocation writes it
 mkdata() {
-	awk 'BEGIN { for (i = 0; i < 40; i++)
-		printf "%d,%.3f,%.3f,%.3f,%.3f\n", i % 3, (i % 7) / 7,
-		    (i % 5) / 5, (i % 3) / 3, (i % 11) / 11 }' >train.csv
+	csv40
 	spirt-shard -q -n 2 train.csv
 	spirt-init -m m mlp:4-5-3
 	spirt-grad -m m -t 0 -w 1 -b 8 -o cold.spt

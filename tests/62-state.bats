@@ -147,14 +147,7 @@ recs() {
 @test "netns state: three peers train the BN module through spirt-torch: one model and one state, the mean of all six functions' states" {
 	netns_require
 	netns_setup 3
-	spirt-peer keygen -p group.pub group.key >/dev/null
-	: >peers
-	for i in 1 2 3; do
-		spirt-peer keygen p$i.key >p$i.hex
-		spirt-peer invite -o p$i.tok -g group.key -i p$i -r r1 \
-		    "$(cat p$i.hex)"
-		echo "p$i http://$(netns_addr $i):7070" >>peers
-	done
+	netns_peers 3 7070
 	spirt-shard -s base -q -n 6 --seed 1 X.npy y.npy
 	spirt-shard -s base -q -d test tX.npy ty.npy
 	spirt-torch init -s base -q -m r --module net.py -S 1

@@ -22,15 +22,6 @@ teardown() {
 	done
 }
 
-# base: a 4-feature, 3-class table in 2 shards, and its test set
-base() {
-	awk 'BEGIN { for (i = 0; i < 60; i++)
-		printf "%d,%.3f,%.3f,%.3f,%.3f\n", i % 3, (i % 7) / 7 + i % 3,
-		    (i % 5) / 5, (i % 3) / 3, (i % 11) / 11 }' >train.csv
-	spirt-shard -s base -q -n 2 --seed 1 train.csv
-	spirt-shard -s base -q -d test --classes 3 train.csv
-}
-
 # train STORE: the training, the same every time
 train() {
 	spirt-train -q --cold -m m --spec mlp:4-5-3 -n 2 -b 8 -S 1 \
@@ -109,7 +100,7 @@ same() {
 }
 
 @test "one training behind each FaaS contract (stdio, http, lambda): the model bytes of xargs" {
-	base
+	csvbase
 	for s in ref stdio http lambda; do
 		cp -r base $s
 	done

@@ -23,15 +23,6 @@ teardown() {
 	pkill -9 -f "$BATS_TEST_TMPDIR/" 2>/dev/null || :
 }
 
-# base: a 4-feature, 3-class table in 2 shards, and its test set
-base() {
-	awk 'BEGIN { for (i = 0; i < 60; i++)
-		printf "%d,%.3f,%.3f,%.3f,%.3f\n", i % 3, (i % 7) / 7 + i % 3,
-		    (i % 5) / 5, (i % 3) / 3, (i % 11) / 11 }' >train.csv
-	spirt-shard -s base -q -n 2 --seed 1 train.csv
-	spirt-shard -s base -q -d test --classes 3 train.csv
-}
-
 # train STORE [ARGS...]: the training, the same every time
 train() {
 	local s=$1
@@ -64,7 +55,7 @@ same() {
 }
 
 @test "--function CMD warm: CMD's own words, then spirt-grad --serve's arguments; the model bytes of spirt-grad" {
-	base
+	csvbase
 	cp -r base ref
 	cp -r base sfn
 	cp -r base env
@@ -87,7 +78,7 @@ same() {
 }
 
 @test "--function CMD --cold: one CMD a function and step, spirt-grad's cold arguments; the model bytes of spirt-grad" {
-	base
+	csvbase
 	cp -r base ref
 	cp -r base sfn
 	wrapper fn spirt-grad
@@ -123,7 +114,7 @@ served() {
 }
 
 @test "--function CMD through SPIRT_FANOUT and a peer's URL: the model bytes of spirt-grad; the example function there too" {
-	base
+	csvbase
 	cp -r base ref
 	cp -r base s1
 	cp -r base s2
@@ -147,7 +138,7 @@ served() {
 }
 
 @test "--evaluate CMD: CMD's own words, then spirt-eval's arguments; SPIRT_EVALUATE; the option over it" {
-	base
+	csvbase
 	cp -r base ref
 	cp -r base sev
 	cp -r base env
@@ -167,7 +158,7 @@ served() {
 }
 
 @test "--evaluate CMD that fails, says no accuracy or hangs: 75, named, the steps before it kept" {
-	base
+	csvbase
 	cp -r base a
 	printf '#!/bin/sh\necho "bad eval" >&2\nexit 3\n' >fail
 	printf '#!/bin/sh\necho loss=1\necho accuracy=x\n' >junk
@@ -320,7 +311,7 @@ stub() {
 }
 
 @test "spirt-train --function with functions that break the contract: as spirt-function(7) says" {
-	base
+	csvbase
 	# warm worker 1 hangs: killed at --deadline, declared dead, the run
 	# goes on
 	cp -r base hang

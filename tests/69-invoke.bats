@@ -26,9 +26,7 @@ teardown() {
 # the 4-feature, 3-class set of 60-faas and an MLP at step 0; cold.spt and
 # cold0.spt: the gradients of workers 1 and 0 at step 0, cold
 mkdata() {
-	awk 'BEGIN { for (i = 0; i < 40; i++)
-		printf "%d,%.3f,%.3f,%.3f,%.3f\n", i % 3, (i % 7) / 7,
-		    (i % 5) / 5, (i % 3) / 3, (i % 11) / 11 }' >train.csv
+	csv40
 	spirt-shard -q -n 2 train.csv
 	spirt-init -m m mlp:4-5-3
 	spirt-grad -m m -t 0 -w 1 -b 8 -o cold.spt
@@ -262,15 +260,6 @@ nothing() {
 
 STEPS=3
 
-# base: a 4-feature, 3-class table in 2 shards (68-function's)
-base() {
-	awk 'BEGIN { for (i = 0; i < 60; i++)
-		printf "%d,%.3f,%.3f,%.3f,%.3f\n", i % 3, (i % 7) / 7 + i % 3,
-		    (i % 5) / 5, (i % 3) / 3, (i % 11) / 11 }' >train.csv
-	spirt-shard -s base -q -n 2 --seed 1 train.csv
-	spirt-shard -s base -q -d test --classes 3 train.csv
-}
-
 # train HOST STORE [ARGS...]: the training, the same every time, on HOST
 # (0: here)
 train() {
@@ -309,7 +298,7 @@ same() {
 @test "netns: spirt-train --function 'spirt-invoke URL' on one host, spirt-grad -F http on another: warm and cold, spirt-grad's model bytes" {
 	load netns
 	netns_require
-	base
+	csvbase
 	for s in ref warm cold; do cp -r base "$s"; done
 	run -0 train 0 ref
 	netns_setup 2
@@ -327,7 +316,7 @@ same() {
 @test "netns: a function whose gateway hangs is declared dead at its deadline and the round goes on" {
 	load netns
 	netns_require
-	base
+	csvbase
 	cp -r base run
 	netns_setup 2
 	gateway run
@@ -353,7 +342,7 @@ same() {
 @test "netns: a gateway that answers junk or 500: the warm step fails (75), nothing of it applied; cold, the function is dead and the run goes on" {
 	load netns
 	netns_require
-	base
+	csvbase
 	cp -r base run
 	cp -r base cold
 	netns_setup 2

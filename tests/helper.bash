@@ -206,3 +206,81 @@ group_keys() {
 	spirt-key invite -o f1.tok -R function -g group.key \
 	    -i "${1:-p1.w0-2}" -r r1 "$(cat f1.hex)"
 }
+
+# pathpeers FIRST LAST: keys pI.key (their public halves in pI.hex; a key
+# that exists is kept) and a peers file naming peer pI by the path of its
+# store sI, for I from FIRST to LAST
+pathpeers() {
+	local i
+	: >peers
+	for i in $(seq "$1" "$2"); do
+		[ -e p$i.key ] || spirt-peer keygen p$i.key >p$i.hex
+		echo "p$i $PWD/s$i" >>peers
+	done
+}
+
+# peerstores N: stores s1..sN with the same model/m@0 (m0.rec) and each
+# its own agg/0 (aI.rec), and pathpeers 1 N
+peerstores() {
+	local i
+	for i in $(seq "$1"); do
+		spirt-store -s s$i put model/m@0 m0.rec
+		spirt-store -s s$i put agg/0 a$i.rec
+	done
+	pathpeers 1 "$1"
+}
+
+# allowlist FIRST LAST: the allowlist allow of the peers pI (their keys'
+# public halves in pI.hex) for I from FIRST to LAST
+allowlist() {
+	local i
+	printf 'VERSION=1\nTYPE=spirt-allowlist\n' >allow
+	for i in $(seq "$1" "$2"); do
+		echo "MEMBER=$(cat p$i.hex) peer p$i" >>allow
+	done
+	echo END >>allow
+}
+
+# xch I ARGS...: peer I's exchange of step 0 (model m, store sI, key
+# pI.key, run r1) in the background, its pid in pidI, its output in outI
+# and errI.  (20 s: a deadline only bounds the wait for a peer that does
+# not answer; a loaded machine under the sanitizer starts three exchanges
+# slowly)
+xch() {
+	local i=$1
+	shift
+	SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 spirt-peer exchange -m m \
+	    -s s$i -t 0 --deadline 20000 "$@" >out$i 2>err$i &
+	eval "pid$i=\$!"
+}
+
+# csvbase: a 4-feature, 3-class table (train.csv, 60 rows) in 2 shards of
+# the store base, and its test set
+csvbase() {
+	awk 'BEGIN { for (i = 0; i < 60; i++)
+		printf "%d,%.3f,%.3f,%.3f,%.3f\n", i % 3, (i % 7) / 7 + i % 3,
+		    (i % 5) / 5, (i % 3) / 3, (i % 11) / 11 }' >train.csv
+	spirt-shard -s base -q -n 2 --seed 1 train.csv
+	spirt-shard -s base -q -d test --classes 3 train.csv
+}
+
+# csv40: train.csv, a 4-feature, 3-class table of 40 rows
+csv40() {
+	awk 'BEGIN { for (i = 0; i < 40; i++)
+		printf "%d,%.3f,%.3f,%.3f,%.3f\n", i % 3, (i % 7) / 7,
+		    (i % 5) / 5, (i % 3) / 3, (i % 11) / 11 }' >train.csv
+}
+
+# members_of FILE:ROLE:ID...: the group's key (group.key, group.pub) and,
+# for each, a key FILE.key (FILE.hex) and a token FILE.tok of run r1 with
+# ROLE (peer, function) and ID
+members_of() {
+	local m f r
+	spirt-peer keygen -p group.pub group.key >/dev/null || return 1
+	for m in "$@"; do
+		f=${m%%:*} r=${m#*:} r=${r%%:*}
+		spirt-peer keygen "$f.key" >"$f.hex" &&
+		spirt-peer invite -o "$f.tok" -R "$r" -g group.key \
+		    -i "${m##*:}" -r r1 "$(cat "$f.hex")" || return 1
+	done
+}

@@ -333,3 +333,18 @@ netns_tbf() {
 	    burst "$(awk -v b="$bps" 'BEGIN { x = int(b / 8 / 1000)
 		print (x < 16384 ? 16384 : x) }')" latency 50ms
 }
+
+# netns_peers N PORT: a group key (group.key, group.pub) and members
+# p1..pN of run r1 (pI.key, pI.hex, pI.tok), and a peers file naming
+# each pI by host I's address and PORT
+netns_peers() {
+	local i
+	spirt-peer keygen -p group.pub group.key >/dev/null || return 1
+	: >peers
+	for i in $(seq "$1"); do
+		spirt-peer keygen "p$i.key" >"p$i.hex" &&
+		spirt-peer invite -o "p$i.tok" -g group.key -i "p$i" -r r1 \
+		    "$(cat "p$i.hex")" || return 1
+		echo "p$i http://$(netns_addr "$i"):$2" >>peers
+	done
+}
