@@ -429,6 +429,19 @@ received(struct spirt_exchange *x, struct spirt_xpull *u, const int *want,
 	d->n = k;
 }
 
+void
+spirt_exchange_digest_head(const struct spirt_exchange *x,
+    struct spirt_digest *d)
+{
+	d->step = x->step;
+	snprintf(d->run, sizeof d->run, "%s", x->run);
+	snprintf(d->id, sizeof d->id, "%s", x->self);
+	memcpy(d->agg, x->agghash, SPIRT_HASH_BYTES);
+	memcpy(d->model, x->modelhash, SPIRT_HASH_BYTES);
+	if ((d->has_token = x->token != NULL))
+		memcpy(d->token, x->token, SPIRT_TOKEN_BYTES);
+}
+
 /* phase 1: this peer's digest of the step (d->got filled), signed and
  * stored with what record keeps */
 static int
@@ -438,13 +451,7 @@ sign(struct spirt_exchange *x, struct spirt_digest *d)
 	unsigned char *buf;
 	int rc;
 
-	d->step = x->step;
-	snprintf(d->run, sizeof d->run, "%s", x->run);
-	snprintf(d->id, sizeof d->id, "%s", x->self);
-	memcpy(d->agg, x->agghash, SPIRT_HASH_BYTES);
-	memcpy(d->model, x->modelhash, SPIRT_HASH_BYTES);
-	if ((d->has_token = x->token != NULL))
-		memcpy(d->token, x->token, SPIRT_TOKEN_BYTES);
+	spirt_exchange_digest_head(x, d);
 	a.dglen = spirt_digest_size(d->n, d->has_token);
 	if ((buf = malloc(a.dglen)) == NULL)
 		return ENOMEM;

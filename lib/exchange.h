@@ -162,6 +162,11 @@ struct spirt_exchange {
 void spirt_exchange_link(struct spirt_xlink *l,
     const struct spirt_exchange *x, int cut) SPIRT_NONNULL(1, 2);
 
+/* d's head from x: this peer's step, run, id, aggregate and model hashes
+ * and its token (what both exchanges sign; d->got is the caller's). */
+void spirt_exchange_digest_head(const struct spirt_exchange *x,
+    struct spirt_digest *d) SPIRT_NONNULL(1, 2);
+
 /* x with defaults: mean, deadline 30 s, timeout 10 s, no peers, with
  * parts one checker a part. */
 void spirt_exchange_init(struct spirt_exchange *x) SPIRT_NONNULL(1);

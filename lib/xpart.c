@@ -12,15 +12,13 @@
 #include "lineage.h"
 #include "tensor.h"
 #include "xpart.h"
+#include "xpartin.h"
 #include "xpull.h"
 #include "xrec.h"
 
 #define XP_MAGIC "SPXP"
 #define XP_VERSION 1
 
-#define say(x, rc, ...) spirt_msgf((x)->msg, sizeof (x)->msg, (rc), \
-	__VA_ARGS__)
-#define ULL(v) ((unsigned long long)(v))
 
 /* ---- the record ---- */
 
@@ -60,8 +58,8 @@ spirt_xpart_rec_size(size_t parts, int has_token)
 
 /* r's bytes before the signature into out (cap checked by the caller);
  * returns their length */
-static size_t
-rec_pack(unsigned char *out, const struct spirt_xpart_rec *r)
+size_t
+xp_rec_pack(unsigned char *out, const struct spirt_xpart_rec *r)
 {
 	size_t off;
 
@@ -104,7 +102,7 @@ spirt_xpart_rec_sign(unsigned char *out, size_t cap, size_t *len,
 	if (cap < (need = spirt_xpart_rec_size(r->parts, r->has_token)))
 		return SPIRT_EINVAL;
 	spirt_key_public(r->pk, k);
-	off = rec_pack(out, r);
+	off = xp_rec_pack(out, r);
 	spirt_key_sign(r->sig, k, out, off);
 	memcpy(out + off, r->sig, SPIRT_SIG_BYTES);
 	*len = need;
@@ -175,41 +173,6 @@ spirt_xpart_rec_verify(struct spirt_xpart_rec *r, const unsigned char *buf,
 
 /* ---- the round ---- */
 
-/* the round's state: the members in id order, what each signed */
-struct xr {
-	struct spirt_exchange *x;
-	size_t P, me;
-	const char **ids;               /* P, ascending */
-	struct spirt_xpart_rec *in;     /* P: input records */
-	struct spirt_xpart_rec *res;    /* P: result records */
-	struct spirt_tensor agg;        /* this peer's aggregate, header */
-	uint64_t n;
-	unsigned char **slice;          /* P: slice me of member i (owned) */
-	size_t *slicelen;
-	unsigned char **part;           /* P: part i (owned) */
-	size_t *partlen;
-	/* covers: the member before this one in the ring (pr), its own
-	 * slice (pulled in step 2, in case this member covers it) and its
-	 * result record as it came; late[i], member i's result or part did
-	 * not come before the deadline (then its part is the cover's) */
-	size_t pr;
-	unsigned char *pred, *predrec;
-	size_t predlen, predreclen;
-	int *late;
-	/* each phase's time, ms (phases[]), and when the one under way
-	 * began */
-	double ms[6], t0;
-	/* a check's slices, kept for a proof (again() with want_sl) */
-	int want_sl;
-	unsigned char **ksl;
-	size_t *ksllen;
-	/* the transactions' own */
-	unsigned char *buf;
-	size_t buflen;
-	char *round;
-	size_t roundlen;
-};
-
 /* the phases of a round, as x->phase and the round's record name them:
  * inputs (the pulls of the input records and slices), combine (this
  * member's part), parts (the pulls of the others' parts, the covers),
@@ -225,8 +188,8 @@ byname(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static size_t
-pos_of(const struct xr *r, const char *id)
+size_t
+xp_pos_of(const struct xr *r, const char *id)
 {
 	for (size_t i = 0; i < r->P; i++)
 		if (strcmp(r->ids[i], id) == 0)
@@ -244,14 +207,14 @@ key_inrec(char *buf, size_t cap, uint64_t step, const char *id)
 	return spirt_key_xslice(buf, cap, step, NULL);
 }
 
-static int
-key_slice(char *buf, size_t cap, uint64_t step, const char *id)
+int
+xp_key_slice(char *buf, size_t cap, uint64_t step, const char *id)
 {
 	return spirt_key_xslice(buf, cap, step, id);
 }
 
-static int
-key_part(char *buf, size_t cap, uint64_t step, const char *id)
+int
+xp_key_part(char *buf, size_t cap, uint64_t step, const char *id)
 {
 	(void)id;
 	return spirt_key_xpart(buf, cap, step, 0);
@@ -291,8 +254,8 @@ key_coverrec(char *buf, size_t cap, uint64_t step, const char *id)
 	return key_cover(buf, cap, step, "/signed");
 }
 
-static int
-key_coverslice(char *buf, size_t cap, uint64_t step, const char *id)
+int
+xp_key_coverslice(char *buf, size_t cap, uint64_t step, const char *id)
 {
 	(void)id;
 	return key_cover(buf, cap, step, "/slice");
@@ -300,8 +263,8 @@ key_coverslice(char *buf, size_t cap, uint64_t step, const char *id)
 
 /* a slice or a part: an f32 record of len floats for step t, checksum
  * checked; into *h */
-static int
-value_ok(const struct xr *r, const void *v, size_t len, uint64_t want,
+int
+xp_value_ok(const struct xr *r, const void *v, size_t len, uint64_t want,
     struct spirt_tensor *h)
 {
 	const void *pl;
@@ -454,7 +417,7 @@ cut_txn(struct spirt_txn *t, void *arg)
 	memcpy(rec->hash, x->agghash, SPIRT_HASH_BYTES);
 	for (size_t k = 0; k < r->P; k++) {
 		if ((rc = cut(r, pl, k)) ||
-		    (rc = key_slice(key, sizeof key, x->step, r->ids[k])) ||
+		    (rc = xp_key_slice(key, sizeof key, x->step, r->ids[k])) ||
 		    (rc = spirt_store_put(t, key, r->buf, r->buflen, 0)))
 			return rc;
 		spirt_hash(rec->e[k].hash, r->buf, r->buflen);
@@ -464,12 +427,6 @@ cut_txn(struct spirt_txn *t, void *arg)
 	return put_rec(r, t, key, rec);
 }
 
-/* whether a value pulled from member i is of another round of this step
- * (a record signed for other members: a member that has not yet run the
- * round again since the members changed); its error, to say after the
- * deadline */
-typedef int (*stale_fn)(struct xr *r, size_t i, const struct spirt_xpull *u);
-
 /* pull key from the other members whose position is in want (NULL:
  * every one) into u (the others' entries left as they are); one that did
  * not come fails the round (no member is left out: each owns a part),
@@ -477,8 +434,8 @@ typedef int (*stale_fn)(struct xr *r, size_t i, const struct spirt_xpull *u);
  * late, and the round goes on.  A value stale() says is of another round
  * is asked again, 20 ms apart, until the deadline; then its error fails
  * the round */
-static int
-pull_some(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
+int
+xp_pull_some(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
     const char *id, const char *what, const int *want, int *late,
     stale_fn stale)
 {
@@ -490,7 +447,7 @@ pull_some(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
 	if ((w = calloc(x->n ? x->n : 1, sizeof *w)) == NULL)
 		return ENOMEM;
 	for (size_t i = 0; i < x->n; i++)
-		w[i] = want == NULL || want[pos_of(r, x->peers[i].id)];
+		w[i] = want == NULL || want[xp_pos_of(r, x->peers[i].id)];
 	spirt_exchange_link(&l, x, 0);
 	do {
 		for (size_t i = 0; i < x->n; i++)
@@ -506,7 +463,7 @@ pull_some(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
 		again = 0;
 		left = x->deadline_ms - (spirt_xnow_ms() - start);
 		for (size_t i = 0; i < x->n; i++) {
-			size_t at = pos_of(r, x->peers[i].id);
+			size_t at = xp_pos_of(r, x->peers[i].id);
 			int e;
 
 			if (!w[i] || stale == NULL)
@@ -535,7 +492,7 @@ pull_some(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
 		struct spirt_xpeer *p = &x->peers[i];
 		char k[SPIRT_KEY_MAX + 1];
 
-		if (want && !want[pos_of(r, p->id)])
+		if (want && !want[xp_pos_of(r, p->id)])
 			continue;
 		if (u[i].rc == 0)
 			continue;
@@ -553,7 +510,7 @@ pull_some(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
 		    "answer in %u ms)", k, u[i].why[0] ? u[i].why :
 		    spirt_strerror(u[i].rc), x->deadline_ms);
 		if (late) {
-			late[pos_of(r, p->id)] = 1;
+			late[xp_pos_of(r, p->id)] = 1;
 			continue;
 		}
 		free(w);
@@ -599,7 +556,7 @@ static int
 pull(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
     const char *id, const char *what)
 {
-	return pull_some(r, u, key, id, what, NULL, NULL, NULL);
+	return xp_pull_some(r, u, key, id, what, NULL, NULL, NULL);
 }
 
 /* pull a record from every other member, one of another round asked
@@ -608,7 +565,7 @@ static int
 pull_recs(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
     const char *what, const int *want, int *late)
 {
-	return pull_some(r, u, key, NULL, what, want, late, stale_rec);
+	return xp_pull_some(r, u, key, NULL, what, want, late, stale_rec);
 }
 
 /* a record pulled from member i (u, a u8 record): signed by it for this
@@ -664,12 +621,12 @@ pred_slice(struct xr *r, struct spirt_xpull *u)
 	if ((want = calloc(r->P, sizeof *want)) == NULL)
 		return ENOMEM;
 	want[r->pr] = 1;
-	rc = pull_some(r, u, key_slice, NULL, "its own slice", want, NULL, NULL);
+	rc = xp_pull_some(r, u, xp_key_slice, NULL, "its own slice", want, NULL, NULL);
 	free(want);
 	if (rc)
 		return rc;
 	for (size_t j = 0; j < x->n; j++) {
-		if (pos_of(r, x->peers[j].id) != r->pr)
+		if (xp_pos_of(r, x->peers[j].id) != r->pr)
 			continue;
 		spirt_hash(hash, u[j].val, u[j].len);
 		if (memcmp(hash, r->in[r->pr].e[r->pr].hash, SPIRT_HASH_BYTES))
@@ -678,7 +635,7 @@ pred_slice(struct xr *r, struct spirt_xpull *u)
 			    ULL(x->step), ULL(x->step), r->ids[r->pr],
 			    r->ids[r->pr]);
 		spirt_xpart_span(r->n, r->P, r->pr, &off, &len);
-		if ((rc = value_ok(r, u[j].val, u[j].len, len, &h)))
+		if ((rc = xp_value_ok(r, u[j].val, u[j].len, len, &h)))
 			return say(x, rc, "step %llu: xslice/%llu/%s from %s: "
 			    "not a slice of %llu values of model \"%s\": %s",
 			    ULL(x->step), ULL(x->step), r->ids[r->pr],
@@ -704,16 +661,16 @@ inputs(struct xr *r, struct spirt_xpull *u)
 	if ((rc = pull_recs(r, u, key_inrec, "the input record", NULL, NULL)))
 		return rc;
 	for (size_t j = 0; j < x->n; j++) {
-		size_t i = pos_of(r, x->peers[j].id);
+		size_t i = xp_pos_of(r, x->peers[j].id);
 
 		if ((rc = rec_ok(r, i, &u[j], SPIRT_XPART_INPUTS, &r->in[i],
 		    "input record xslice/<t>")))
 			return rc;
 	}
-	if ((rc = pull(r, u, key_slice, x->self, "the slice")))
+	if ((rc = pull(r, u, xp_key_slice, x->self, "the slice")))
 		return rc;
 	for (size_t j = 0; j < x->n; j++) {
-		size_t i = pos_of(r, x->peers[j].id);
+		size_t i = xp_pos_of(r, x->peers[j].id);
 		uint64_t off, len;
 
 		spirt_hash(hash, u[j].val, u[j].len);
@@ -722,7 +679,7 @@ inputs(struct xr *r, struct spirt_xpull *u)
 			    "from %s is not the slice its signed record names",
 			    ULL(x->step), ULL(x->step), x->self, r->ids[i]);
 		spirt_xpart_span(r->n, r->P, r->me, &off, &len);
-		if ((rc = value_ok(r, u[j].val, u[j].len, len, &h)))
+		if ((rc = xp_value_ok(r, u[j].val, u[j].len, len, &h)))
 			return say(x, rc, "step %llu: xslice/%llu/%s from %s: "
 			    "not a slice of %llu values of model \"%s\": %s",
 			    ULL(x->step), ULL(x->step), x->self, r->ids[i],
@@ -737,8 +694,8 @@ inputs(struct xr *r, struct spirt_xpull *u)
 /* the aggregation of a part, the owner's and its checkers' alike: the P
  * slices in vals (or the store's), checked as they came, in member order
  * (origins their positions), into xpart/<t> */
-static void
-part_aggset(struct spirt_aggset *s, const struct spirt_exchange *x,
+void
+xp_part_aggset(struct spirt_aggset *s, const struct spirt_exchange *x,
     const struct spirt_aggval *vals)
 {
 	spirt_aggset_init(s);
@@ -751,20 +708,6 @@ part_aggset(struct spirt_aggset *s, const struct spirt_exchange *x,
 	s->out = "xpart";
 	s->seq_origin = 1;
 }
-
-/* step 3: our part, the P slices combined (in id order, as the
- * all-to-all exchange combines whole aggregates), xpart/<t>, and the
- * result record xpart/<t>/signed naming its inputs and its hash */
-struct combine {
-	struct xr *r;
-	struct spirt_aggset *s;
-	char **keys;
-	struct spirt_aggval *vals;
-	unsigned char got[SPIRT_HASH_BYTES];    /* a check's result */
-	unsigned char *val;                     /* and its bytes, if keep */
-	size_t vlen;
-	int keep;
-};
 
 /* the test hook x->lie: the combined part at key, its first float plus
  * 1 (a new checksum), before its owner signs it */
@@ -819,7 +762,7 @@ combine_txn(struct spirt_txn *t, void *arg)
 		return rc;
 	if ((rc = spirt_agg_store_step(c->s, t, c->keys, r->P)))
 		return rc;
-	if ((rc = key_part(key, sizeof key, x->step, NULL)) ||
+	if ((rc = xp_key_part(key, sizeof key, x->step, NULL)) ||
 	    (x->lie && x->step >= x->lie_from && (rc = lie(t, key))) ||
 	    (rc = spirt_store_get(t, key, &v, &len)))
 		return rc;
@@ -850,7 +793,7 @@ combine(struct xr *r)
 		if ((c.keys[i] = malloc(SPIRT_KEY_MAX + 1)) == NULL)
 			goto out;
 		/* (the slices' names in messages; ours is in the store) */
-		if ((rc = key_slice(c.keys[i], SPIRT_KEY_MAX + 1, x->step,
+		if ((rc = xp_key_slice(c.keys[i], SPIRT_KEY_MAX + 1, x->step,
 		    i == r->me ? x->self : r->ids[i])))
 			goto out;
 		if (i != r->me) {
@@ -860,12 +803,12 @@ combine(struct xr *r)
 			c.vals[i].len = r->slicelen[i];
 		}
 	}
-	part_aggset(c.s, x, c.vals);
+	xp_part_aggset(c.s, x, c.vals);
 	/* self-centred clipping: the owner's own slice is the centre (so
 	 * every member assembles the same vector; it is not the
 	 * all-to-all's, where each peer centres on its own aggregate) */
 	if (x->p.rule == SPIRT_AGG_SCCLIP) {
-		if ((rc = key_slice(own, sizeof own, x->step, x->self)))
+		if ((rc = xp_key_slice(own, sizeof own, x->step, x->self)))
 			goto out;
 		c.s->center_key = own;
 	}
@@ -920,7 +863,7 @@ part_ok(struct xr *r, size_t k, struct spirt_xpull *u, const char *key)
 		    ULL(x->step), key, r->res[k].id, strcmp(r->res[k].id,
 		    r->ids[k]) ? "covering" : "the owner of", k, r->P);
 	spirt_xpart_span(r->n, r->P, k, &off, &len);
-	if ((rc = value_ok(r, u->val, u->len, len, &h)))
+	if ((rc = xp_value_ok(r, u->val, u->len, len, &h)))
 		return say(x, rc, "step %llu: %s from %s: not a part of %llu "
 		    "values of model \"%s\": %s", ULL(x->step), key,
 		    r->res[k].id, ULL(len), r->agg.name, spirt_strerror(rc));
@@ -940,8 +883,8 @@ xpeer_of(struct xr *r, size_t i)
 }
 
 /* the slices a check kept, gone */
-static void
-drop_kept(struct xr *r)
+void
+xp_drop_kept(struct xr *r)
 {
 	for (size_t i = 0; r->ksl && i < r->P; i++)
 		free(r->ksl[i]);
@@ -950,9 +893,6 @@ drop_kept(struct xr *r)
 	r->ksl = NULL;
 	r->ksllen = NULL;
 }
-
-static int again(struct xr *, struct spirt_xpull *, size_t, unsigned char *,
-    unsigned char **, size_t *);
 
 /* what cover_txn writes */
 struct cover {
@@ -971,7 +911,7 @@ cover_txn(struct spirt_txn *t, void *arg)
 
 	if ((rc = key_coverpart(key, sizeof key, step, NULL)) ||
 	    (rc = spirt_store_put(t, key, c->part, c->partlen, 0)) ||
-	    (rc = key_coverslice(key, sizeof key, step, NULL)) ||
+	    (rc = xp_key_coverslice(key, sizeof key, step, NULL)) ||
 	    (rc = spirt_store_put(t, key, c->slice, c->slicelen, 0)) ||
 	    (rc = key_coverrec(key, sizeof key, step, NULL)))
 		return rc;
@@ -1005,7 +945,7 @@ cover_own(struct xr *r, struct spirt_xpull *u)
 		return spirt_store_writef(x->store, SPIRT_TXN_VOLATILE,
 		    cover_txn, &c);
 	}
-	if ((rc = again(r, u, r->pr, NULL, &val, &vlen)))
+	if ((rc = xp_again(r, u, r->pr, NULL, &val, &vlen)))
 		return rc;
 	rec_head(r, rec, SPIRT_XPART_COVER);
 	rec->index = (uint32_t)r->pr;
@@ -1091,7 +1031,7 @@ covers(struct xr *r, struct spirt_xpull *u)
 	    clate)) || (rc = cover_late(r, clate)))
 		goto out;
 	for (size_t j = 0; j < x->n; j++) {
-		size_t c = pos_of(r, x->peers[j].id), k;
+		size_t c = xp_pos_of(r, x->peers[j].id), k;
 		struct spirt_xpart_rec probe;
 		const void *b;
 		size_t n;
@@ -1113,11 +1053,11 @@ covers(struct xr *r, struct spirt_xpull *u)
 		if (rc || (rc = entries_ok(r, k, &r->res[k])))
 			goto out;
 	}
-	if ((rc = pull_some(r, u, key_coverpart, NULL, "the cover", want,
+	if ((rc = xp_pull_some(r, u, key_coverpart, NULL, "the cover", want,
 	    clate, NULL)) || (rc = cover_late(r, clate)))
 		goto out;
 	for (size_t j = 0; j < x->n; j++) {
-		size_t c = pos_of(r, x->peers[j].id), k;
+		size_t c = xp_pos_of(r, x->peers[j].id), k;
 		struct spirt_xpeer *p;
 
 		if (!want[c])
@@ -1156,7 +1096,7 @@ parts(struct xr *r, struct spirt_xpull *u)
 	    r->late)))
 		goto out;
 	for (size_t j = 0; j < x->n; j++) {
-		size_t i = pos_of(r, x->peers[j].id);
+		size_t i = xp_pos_of(r, x->peers[j].id);
 
 		if (r->late[i])
 			continue;
@@ -1171,15 +1111,15 @@ parts(struct xr *r, struct spirt_xpull *u)
 			u[j].val = NULL;
 		}
 	}
-	if ((rc = pull_some(r, u, key_part, NULL, "the combined part", want,
+	if ((rc = xp_pull_some(r, u, xp_key_part, NULL, "the combined part", want,
 	    r->late, NULL)))
 		goto out;
 	for (size_t j = 0; j < x->n; j++) {
-		size_t i = pos_of(r, x->peers[j].id);
+		size_t i = xp_pos_of(r, x->peers[j].id);
 
 		if (!want[i] || r->late[i])
 			continue;
-		(void)key_part(key, sizeof key, x->step, NULL);
+		(void)xp_key_part(key, sizeof key, x->step, NULL);
 		if ((rc = part_ok(r, i, &u[j], key)))
 			goto out;
 		x->peers[j].state = SPIRT_XP_USED;
@@ -1209,13 +1149,7 @@ digest_put(struct xr *r, struct spirt_txn *t)
 
 	if ((d = calloc(1, sizeof *d)) == NULL)
 		return ENOMEM;
-	d->step = x->step;
-	snprintf(d->run, sizeof d->run, "%s", x->run);
-	snprintf(d->id, sizeof d->id, "%s", x->self);
-	memcpy(d->agg, x->agghash, SPIRT_HASH_BYTES);
-	memcpy(d->model, x->modelhash, SPIRT_HASH_BYTES);
-	if ((d->has_token = x->token != NULL))
-		memcpy(d->token, x->token, SPIRT_TOKEN_BYTES);
+	spirt_exchange_digest_head(x, d);
 	for (size_t i = 0; i < r->P; i++) {
 		if (i == r->me)
 			continue;
@@ -1305,8 +1239,8 @@ assemble_txn(struct spirt_txn *t, void *arg)
 
 /* a copy of this store's value at key (built by fn for id), as a pulled
  * one */
-static int
-copy_id(struct xr *r, spirt_xpull_key fn, const char *id, unsigned char **out,
+int
+xp_copy_id(struct xr *r, spirt_xpull_key fn, const char *id, unsigned char **out,
     size_t *len)
 {
 	struct spirt_txn *t;
@@ -1329,626 +1263,7 @@ copy_id(struct xr *r, spirt_xpull_key fn, const char *id, unsigned char **out,
 static int
 copy_own(struct xr *r, spirt_xpull_key fn, unsigned char **out, size_t *len)
 {
-	return copy_id(r, fn, r->x->self, out, len);
-}
-
-/* ---- checked owners ---- */
-
-/* the round's draw: the hash of the P input records' signatures in
- * member order (every member holds them all after step 2, and no member
- * chose the others') */
-static int
-draw_seed(const struct xr *r, unsigned char seed[SPIRT_HASH_BYTES])
-{
-	unsigned char *b;
-
-	if ((b = malloc(r->P * SPIRT_SIG_BYTES)) == NULL)
-		return ENOMEM;
-	for (size_t i = 0; i < r->P; i++)
-		memcpy(b + i * SPIRT_SIG_BYTES, r->in[i].sig, SPIRT_SIG_BYTES);
-	spirt_hash(seed, b, r->P * SPIRT_SIG_BYTES);
-	free(b);
-	return 0;
-}
-
-/* whether member c checks part k: the checkers of part k are the R =
- * min(check, P - 1) members at distances o, o + 1, ... o + R - 1 (mod
- * P - 1) after k in the ring of members, o the first 8 bytes (LE) of
- * the hash of the seed and k (u32 LE), modulo P - 1 */
-static int
-is_checker(const struct xr *r, const unsigned char *seed, size_t k, size_t c)
-{
-	unsigned char b[SPIRT_HASH_BYTES + 4], h[SPIRT_HASH_BYTES];
-	size_t R = r->x->check < r->P - 1 ? r->x->check : r->P - 1;
-	uint64_t o, d;
-
-	if (c == k || R == 0)
-		return 0;
-	memcpy(b, seed, SPIRT_HASH_BYTES);
-	spirt_le_put32(b + SPIRT_HASH_BYTES, (uint32_t)k);
-	spirt_hash(h, b, sizeof b);
-	o = spirt_le_get64(h) % (r->P - 1);
-	d = (c + r->P - k - 1) % r->P;          /* 0 .. P - 2 */
-	return (d + (r->P - 1) - o) % (r->P - 1) < R;
-}
-
-#define XP_UNDO 0x58504e44      /* recheck_txn's "undo it all" */
-
-/* part k combined again, in a transaction undone: the hash of the
- * xpart/<t> it would write */
-static int
-recheck_txn(struct spirt_txn *t, void *arg)
-{
-	struct combine *c = arg;
-	char key[SPIRT_KEY_MAX + 1];
-	const void *v;
-	size_t len;
-	int rc;
-
-	if ((rc = spirt_agg_store_step(c->s, t, c->keys, c->r->P)) ||
-	    (rc = key_part(key, sizeof key, c->r->x->step, NULL)) ||
-	    (rc = spirt_store_get(t, key, &v, &len)))
-		return rc;
-	spirt_hash(c->got, v, len);
-	if (c->keep) {
-		if ((c->val = malloc(len ? len : 1)) == NULL)
-			return ENOMEM;
-		memcpy(c->val, v, len);
-		c->vlen = len;
-	}
-	return XP_UNDO;
-}
-
-/* append a comment line what and a line of text (hex of len bytes b if
- * hex, else b as it is) to the proof at *p (*n of it) */
-static int
-proof_line(char **p, size_t *n, const char *what, const void *b, size_t len,
-    int hex)
-{
-	size_t need = *n + strlen(what) + (hex ? 2 : 1) * len + 3;
-	const unsigned char *v = b;
-	char *q;
-
-	if ((q = realloc(*p, need + 1)) == NULL)
-		return ENOMEM;
-	*p = q;
-	*n += (size_t)snprintf(q + *n, need + 1 - *n, "%s\n", what);
-	for (size_t i = 0; i < len; i++)
-		if (hex)
-			*n += (size_t)snprintf(q + *n, need + 1 - *n, "%02x",
-			    v[i]);
-		else
-			q[(*n)++] = (char)v[i];
-	q[(*n)++] = '\n';
-	q[*n] = '\0';
-	return 0;
-}
-
-/* append the hex of rec's bytes, after the line what */
-static int
-proof_rec(char **p, size_t *n, const struct spirt_xpart_rec *rec,
-    const char *what)
-{
-	size_t len = spirt_xpart_rec_size(rec->parts, rec->has_token), off;
-	unsigned char *b;
-	int rc;
-
-	if ((b = malloc(len)) == NULL)
-		return ENOMEM;
-	off = rec_pack(b, rec);
-	memcpy(b + off, rec->sig, SPIRT_SIG_BYTES);
-	rc = proof_line(p, n, what, b, len, 1);
-	free(b);
-	return rc;
-}
-
-static int last_part(struct xr *, size_t, uint64_t, float **);
-
-/* the proof that the owner of part k signed another combination than its
- * signed inputs make, to its xpeer (the round's report prints it) */
-static int
-accuse(struct xr *r, size_t k, const unsigned char *got)
-{
-	struct spirt_exchange *x = r->x;
-	struct spirt_xpeer *p = NULL;
-	char hs[2 * SPIRT_HASH_BYTES + 1], hg[2 * SPIRT_HASH_BYTES + 1];
-	char line[SPIRT_KEY_MAX + 400], *proof = NULL;
-	size_t n = 0;
-	int rc = 0;
-
-	/* the signer: the owner, or the member that covered it */
-	for (size_t j = 0; j < x->n; j++)
-		if (strcmp(x->peers[j].id, r->res[k].id) == 0)
-			p = &x->peers[j];
-	if (p == NULL)
-		return SPIRT_EINVAL;
-	spirt_hash_hex(hs, r->res[k].hash);
-	spirt_hash_hex(hg, got);
-	snprintf(line, sizeof line, "# step %llu: part %zu of %zu combined "
-	    "wrongly by %s (checked by %s): its signed record names "
-	    "xpart/%llu = %s, the slices its record names combine to %s",
-	    ULL(x->step), k, r->P, r->res[k].id, x->self, ULL(x->step), hs,
-	    hg);
-	if ((rc = proof_rec(&proof, &n, &r->res[k], line)))
-		goto out;
-	for (size_t i = 0; i < r->P && rc == 0; i++) {
-		snprintf(line, sizeof line, "# xslice/%llu of %s (its slice "
-		    "xslice/%llu/%s: entry %zu)", ULL(x->step), r->ids[i],
-		    ULL(x->step), r->ids[k], k);
-		rc = proof_rec(&proof, &n, &r->in[i], line);
-	}
-	if (rc)
-		goto out;
-	/* what makes it checkable alone (spirt-peer verify --proof): the
-	 * rule, cclip's centre (this member's part k of gagg/<t-1>), the P
-	 * slices as they came */
-	spirt_xpart_params_text(line, sizeof line, &x->p);
-	if ((rc = proof_line(&proof, &n, "# the rule", line, strlen(line),
-	    0)))
-		goto out;
-	{
-		uint64_t off, len;
-		float *cen = NULL;
-
-		spirt_xpart_span(r->n, r->P, k, &off, &len);
-		if (x->p.rule == SPIRT_AGG_CCLIP &&
-		    (rc = last_part(r, k, len, &cen)))
-			goto out;
-		rc = proof_line(&proof, &n, "# the centre (cclip: part k of "
-		    "gagg/<t-1>)", cen, cen ? len * sizeof *cen : 0, 1);
-		free(cen);
-		if (rc)
-			goto out;
-	}
-	for (size_t i = 0; i < r->P && rc == 0; i++) {
-		snprintf(line, sizeof line, "# xslice/%llu/%s from %s",
-		    ULL(x->step), r->ids[k], r->ids[i]);
-		rc = r->ksl ? proof_line(&proof, &n, line, r->ksl[i],
-		    r->ksllen[i], 1) : SPIRT_EBUG;
-	}
-	if (rc)
-		goto out;
-	spirt_xpeer_out(p, SPIRT_XP_REFUSED, SPIRT_EMAC, "part %zu of %zu "
-	    "combined wrongly: xpart/%llu is not the combination of the "
-	    "slices its signed record names", k, r->P, ULL(x->step));
-	snprintf(x->caught, sizeof x->caught, "%s", p->id);
-	free(p->proof);
-	p->proof = proof;
-	proof = NULL;
-out:
-	free(proof);
-	return rc;
-}
-
-/* cclip's centre of part k (len floats) into *out: its floats of this
- * store's gagg/<t-1>, zero without one (the owner's xpart/<t-1> is that
- * part, when the members were the same; none: no centre, zero) */
-static int
-last_part(struct xr *r, size_t k, uint64_t len, float **out)
-{
-	struct spirt_exchange *x = r->x;
-	struct spirt_txn *t;
-	struct spirt_tensor h;
-	char key[SPIRT_KEY_MAX + 1];
-	const void *pl;
-	uint64_t off, l;
-	int rc;
-
-	if ((*out = calloc(len ? len : 1, sizeof **out)) == NULL)
-		return ENOMEM;
-	if (x->step == 0)
-		return 0;
-	if ((rc = spirt_key_gagg(key, sizeof key, x->step - 1)) ||
-	    (rc = spirt_txn_begin(&t, x->store, SPIRT_TXN_RDONLY)))
-		return rc;
-	rc = spirt_store_get_tensor(t, key, &h, &pl, 1);
-	if (rc == 0 && h.dtype == SPIRT_F32 && h.nelem == r->n) {
-		spirt_xpart_span(r->n, r->P, k, &off, &l);
-		memcpy(*out, (const float *)pl + off, l * sizeof **out);
-	}
-	spirt_txn_abort(t);
-	return rc == SPIRT_ENOTFOUND ? 0 : rc;
-}
-
-/* part k combined again here from its P slices, each held to its
- * member's input record, with the round's rule, in a transaction undone:
- * the hash of the result into got (unless NULL), its bytes into *val
- * (unless NULL; the caller frees them).  The slices: this member's from
- * its store, the owner's own one from the owner, or (the owner late)
- * from the member after it, which holds it (this member's r->pred when
- * it is that member), the others' from them */
-static int
-again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
-    unsigned char **val, size_t *vlen)
-{
-	struct spirt_exchange *x = r->x;
-	struct combine c;
-	struct spirt_tensor h;
-	unsigned char **sl = NULL, hash[SPIRT_HASH_BYTES];
-	size_t *sllen = NULL, succ = (k + 1) % r->P;
-	uint64_t off, len;
-	const void *pl;
-	float *cen = NULL;
-	int *want = NULL, rc = ENOMEM;
-
-	memset(&c, 0, sizeof c);
-	c.r = r;
-	c.keep = val != NULL;
-	sl = calloc(r->P, sizeof *sl);
-	sllen = calloc(r->P, sizeof *sllen);
-	want = calloc(r->P, sizeof *want);
-	c.keys = calloc(r->P, sizeof *c.keys);
-	c.vals = calloc(r->P, sizeof *c.vals);
-	if (sl == NULL || sllen == NULL || want == NULL || c.keys == NULL ||
-	    c.vals == NULL || (c.s = malloc(sizeof *c.s)) == NULL)
-		goto out;
-	for (size_t i = 0; i < r->P; i++)
-		want[i] = i != r->me && (i != k || !r->late[k]);
-	if ((rc = pull_some(r, u, key_slice, r->ids[k], "the slice to "
-	    "check", want, NULL, NULL)) ||
-	    (rc = copy_id(r, key_slice, r->ids[k], &sl[r->me],
-	    &sllen[r->me])))
-		goto out;
-	for (size_t j = 0; j < x->n; j++) {
-		size_t i = pos_of(r, x->peers[j].id);
-
-		if (!want[i])
-			continue;
-		sl[i] = u[j].val;
-		sllen[i] = u[j].len;
-		u[j].val = NULL;
-	}
-	if (r->late[k] && succ == r->me) {
-		rc = ENOMEM;
-		if (r->pred == NULL ||
-		    (sl[k] = malloc(r->predlen ? r->predlen : 1)) == NULL)
-			goto out;
-		memcpy(sl[k], r->pred, r->predlen);
-		sllen[k] = r->predlen;
-	} else if (r->late[k]) {
-		memset(want, 0, r->P * sizeof *want);
-		want[succ] = 1;
-		if ((rc = pull_some(r, u, key_coverslice, NULL, "the owner's "
-		    "slice", want, NULL, NULL)))
-			goto out;
-		for (size_t j = 0; j < x->n; j++)
-			if (pos_of(r, x->peers[j].id) == succ) {
-				sl[k] = u[j].val;
-				sllen[k] = u[j].len;
-				u[j].val = NULL;
-			}
-	}
-	spirt_xpart_span(r->n, r->P, k, &off, &len);
-	for (size_t i = 0; i < r->P; i++) {
-		rc = SPIRT_EMAC;
-		if (sl[i] == NULL)
-			goto out;
-		spirt_hash(hash, sl[i], sllen[i]);
-		if (memcmp(hash, r->in[i].e[k].hash, SPIRT_HASH_BYTES)) {
-			rc = say(x, SPIRT_EMAC, "step %llu: xslice/%llu/%s "
-			    "from %s is not the slice its signed record names",
-			    ULL(x->step), ULL(x->step), r->ids[k],
-			    i == k && r->late[k] ? r->ids[succ] : r->ids[i]);
-			goto out;
-		}
-		if ((rc = value_ok(r, sl[i], sllen[i], len, &h))) {
-			say(x, rc, "step %llu: xslice/%llu/%s from %s: not a "
-			    "slice of %llu values of model \"%s\": %s",
-			    ULL(x->step), ULL(x->step), r->ids[k], r->ids[i],
-			    ULL(len), r->agg.name, spirt_strerror(rc));
-			goto out;
-		}
-		rc = ENOMEM;
-		if ((c.keys[i] = malloc(SPIRT_KEY_MAX + 1)) == NULL)
-			goto out;
-		snprintf(c.keys[i], SPIRT_KEY_MAX + 1, "xslice/%llu/%s from %s",
-		    ULL(x->step), r->ids[k], r->ids[i]);
-		c.vals[i].v = sl[i];
-		c.vals[i].len = sllen[i];
-	}
-	part_aggset(c.s, x, c.vals);
-	/* scclip: the owner's own slice is the centre, as it combined;
-	 * cclip: the owner's part of the last round (its xpart/<t-1>, the
-	 * centre it read), as this peer assembled it in gagg/<t-1> */
-	if (x->p.rule == SPIRT_AGG_SCCLIP) {
-		if ((rc = spirt_tensor_decode(&h, &pl, sl[k], sllen[k], 0)))
-			goto out;
-		c.s->center = pl;
-		c.s->ncenter = h.nelem;
-	} else if (x->p.rule == SPIRT_AGG_CCLIP) {
-		if ((rc = last_part(r, k, len, &cen)))
-			goto out;
-		c.s->center = cen;
-		c.s->ncenter = len;
-	}
-	rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE, recheck_txn, &c);
-	if (rc == XP_UNDO)
-		rc = 0;
-	else if (rc && c.s->msg[0])
-		say(x, rc, "step %llu: combining part %zu of %s again: %s",
-		    ULL(x->step), k, r->ids[k], c.s->msg);
-	spirt_aggset_reset(c.s);
-	if (rc == 0 && got)
-		memcpy(got, c.got, SPIRT_HASH_BYTES);
-	if (rc == 0 && val) {
-		*val = c.val;
-		*vlen = c.vlen;
-		c.val = NULL;
-	}
-	if (rc == 0 && r->want_sl) {
-		drop_kept(r);
-		r->ksl = sl;
-		r->ksllen = sllen;
-		sl = NULL;
-		sllen = NULL;
-	}
-out:
-	for (size_t i = 0; i < r->P; i++) {
-		free(sl ? sl[i] : NULL);
-		free(c.keys ? c.keys[i] : NULL);
-	}
-	free(c.val);
-	free(sl);
-	free(sllen);
-	free(want);
-	free(c.keys);
-	free(c.vals);
-	free(c.s);
-	free(cen);
-	return rc;
-}
-
-/* check part k: combine it again and compare with the signed result of
- * its owner (or of the member that covered it) */
-static int
-check_part(struct xr *r, struct spirt_xpull *u, size_t k)
-{
-	struct spirt_exchange *x = r->x;
-	unsigned char got[SPIRT_HASH_BYTES];
-	int cov = strcmp(r->res[k].id, r->ids[k]) != 0, rc;
-
-	if (strcmp(r->res[k].id, x->self) == 0)
-		return 0;       /* this member's own cover */
-	r->want_sl = 1;
-	rc = again(r, u, k, got, NULL, NULL);
-	r->want_sl = 0;
-	if (rc == 0 && memcmp(got, r->res[k].hash, SPIRT_HASH_BYTES) != 0)
-		rc = accuse(r, k, got);
-	else if (rc == 0)
-		rc = -1;
-	drop_kept(r);
-	if (rc)
-		return rc == -1 ? 0 : rc;
-	return say(x, SPIRT_EMAC, "step %llu: %s, %s part %zu of %zu, signed "
-	    "a combination its signed inputs do not make (the proof on "
-	    "stdout), nothing combined", ULL(x->step), r->res[k].id, cov ?
-	    "covering" : "the owner of", k, r->P);
-}
-
-/* the verdict of this member's checks, xpart/<t>/verdict, a u8 record
- * of text: "members=<the round's ids, in order>\nbad=<k>\n" (bad= with
- * no part when every part it checked holds) */
-static char *
-verdict_text(const struct xr *r, long bad, size_t *len)
-{
-	size_t cap = 32 + r->P * (SPIRT_ID_MAX + 1), n;
-	char *b;
-
-	if ((b = malloc(cap)) == NULL)
-		return NULL;
-	n = (size_t)snprintf(b, cap, "members=");
-	for (size_t i = 0; i < r->P; i++)
-		n += (size_t)snprintf(b + n, cap - n, "%s%s", i ? " " : "",
-		    r->ids[i]);
-	if (bad >= 0)
-		n += (size_t)snprintf(b + n, cap - n, "\nbad=%ld\n", bad);
-	else
-		n += (size_t)snprintf(b + n, cap - n, "\nbad=\n");
-	*len = n;
-	return b;
-}
-
-struct verdict {
-	struct xr *r;
-	const char *text;
-	size_t len;
-};
-
-static int
-key_verdict(char *buf, size_t cap, uint64_t step, const char *id)
-{
-	int n = snprintf(buf, cap, "xpart/%llu/verdict", ULL(step));
-
-	(void)id;
-	return n < 0 || (size_t)n >= cap ? SPIRT_EINVAL : 0;
-}
-
-static int
-verdict_txn(struct spirt_txn *t, void *arg)
-{
-	struct verdict *v = arg;
-	char key[SPIRT_KEY_MAX + 1];
-	int rc;
-
-	if ((rc = key_verdict(key, sizeof key, v->r->x->step, NULL)))
-		return rc;
-	return spirt_store_put_bytes(t, key, v->text, v->len, v->r->x->step,
-	    0);
-}
-
-int
-spirt_xpart_verdict_parse(const void *buf, size_t n, const char *members,
-    size_t mlen, long *bad, size_t parts)
-{
-	const char *p = buf, *q;
-	size_t rest;
-	unsigned long k;
-	char num[16], *end;
-
-	*bad = -1;
-	if (n < mlen + 1 || memcmp(p, members, mlen) != 0 || p[mlen] != '\n')
-		return SPIRT_ERUN;
-	q = p + mlen + 1;
-	rest = n - mlen - 1;
-	if (rest == 5 && memcmp(q, "bad=\n", 5) == 0)
-		return 0;
-	if (rest < 6 || rest > 15 || memcmp(q, "bad=", 4) != 0 ||
-	    q[rest - 1] != '\n' || q[4] < '0' || q[4] > '9' ||
-	    (q[4] == '0' && rest > 6))
-		return SPIRT_EDATA;
-	memcpy(num, q + 4, rest - 5);
-	num[rest - 5] = '\0';
-	errno = 0;
-	k = strtoul(num, &end, 10);
-	if (errno || *end != '\0' || k >= parts)
-		return SPIRT_EDATA;
-	*bad = (long)k;
-	return 0;
-}
-
-/* a verdict (u8) of member i: its bad part (-1: none; -2: not a
- * verdict); *stale when it is of other members than this round's */
-static long
-verdict_bad(const struct xr *r, const struct spirt_xpull *u, int *stale)
-{
-	const void *b;
-	size_t n, mlen;
-	char *mine;
-	long bad;
-	int rc;
-
-	*stale = 0;
-	if (spirt_store_get_bytes(u->val, u->len, &b, &n) != 0 ||
-	    (mine = verdict_text(r, -1, &mlen)) == NULL)
-		return -2;
-	/* (mine: "members=...\nbad=\n": its members line) */
-	rc = spirt_xpart_verdict_parse(b, n, mine, mlen - 6, &bad, r->P);
-	free(mine);
-	*stale = rc == SPIRT_ERUN;
-	return rc ? -2 : bad;
-}
-
-static int
-stale_verdict(struct xr *r, size_t i, const struct spirt_xpull *u)
-{
-	int stale;
-
-	(void)verdict_bad(r, u, &stale);
-	return stale ? say(r->x, SPIRT_EDATA, "step %llu: %s's verdict "
-	    "names other members than this round's, still at the deadline",
-	    ULL(r->x->step), r->ids[i]) : 0;
-}
-
-/* part k checked here unless it was (checked[k]): a lie proven sets
- * *proven */
-static int
-check_once(struct xr *r, struct spirt_xpull *u, size_t k, int *checked)
-{
-	struct spirt_exchange *x = r->x;
-	unsigned char got[SPIRT_HASH_BYTES];
-	int rc;
-
-	if (checked[k])
-		return 0;
-	checked[k] = 1;
-	if (k != r->me)
-		return check_part(r, u, k);
-	/* this member's own part, said to be wrong: combined again */
-	if ((rc = again(r, u, k, got, NULL, NULL)))
-		return rc;
-	if (memcmp(got, r->res[k].hash, SPIRT_HASH_BYTES) == 0)
-		return 0;
-	snprintf(x->caught, sizeof x->caught, "%s", x->self);
-	return say(x, SPIRT_EMAC, "step %llu: this peer, the owner of part "
-	    "%zu of %zu, signed a combination its signed inputs do not make "
-	    "(its checkers caught it), nothing combined", ULL(x->step), k,
-	    r->P);
-}
-
-/* step 4d: the parts this member was drawn to check, its verdict
- * published, then every other member's: a part another checker found
- * wrong is checked here too (so that every member catches a lie that one
- * checker proved, and none combines it), and so are the parts of a
- * checker whose verdict did not come */
-static int
-check(struct xr *r, struct spirt_xpull *u)
-{
-	struct spirt_exchange *x = r->x;
-	unsigned char seed[SPIRT_HASH_BYTES];
-	struct verdict v = { r, NULL, 0 };
-	struct spirt_xpull *vu = NULL;
-	struct spirt_xpeer *was = NULL;
-	int *checked = NULL, *late = NULL, rc;
-	long bad = -1;
-
-	if (x->check == 0 || r->P < 2)
-		return 0;
-	if ((rc = draw_seed(r, seed)))
-		return rc;
-	checked = calloc(r->P, sizeof *checked);
-	late = calloc(r->P, sizeof *late);
-	rc = ENOMEM;
-	if (checked == NULL || late == NULL)
-		goto out;
-	rc = 0;
-	for (size_t k = 0; k < r->P && rc == 0; k++)
-		if (is_checker(r, seed, k, r->me) &&
-		    (rc = check_once(r, u, k, checked)) && x->caught[0])
-			bad = (long)k;
-	if (rc && bad < 0)
-		goto out;
-	/* the verdict, a lie or none, for the others */
-	if ((v.text = verdict_text(r, bad, &v.len)) == NULL) {
-		rc = ENOMEM;
-		goto out;
-	}
-	{
-		int wrc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE,
-		    verdict_txn, &v);
-
-		if (rc || (rc = wrc))
-			goto out;
-	}
-	/* (the verdicts apart: the checks below pull into u; and what the
-	 * round said of each member stands: a verdict is not its data) */
-	rc = ENOMEM;
-	if ((vu = calloc(x->n ? x->n : 1, sizeof *vu)) == NULL ||
-	    (was = calloc(x->n ? x->n : 1, sizeof *was)) == NULL)
-		goto out;
-	for (size_t j = 0; j < x->n; j++)
-		was[j] = x->peers[j];
-	rc = pull_some(r, vu, key_verdict, NULL, "the verdict", NULL, late,
-	    stale_verdict);
-	for (size_t j = 0; j < x->n; j++) {
-		x->peers[j].state = was[j].state;
-		x->peers[j].rc = was[j].rc;
-		memcpy(x->peers[j].why, was[j].why, sizeof was[j].why);
-	}
-	if (rc)
-		goto out;
-	for (size_t j = 0; j < x->n && rc == 0; j++) {
-		size_t c = pos_of(r, x->peers[j].id);
-		int stale;
-
-		if (late[c]) {
-			/* its checks, done here */
-			for (size_t k = 0; k < r->P && rc == 0; k++)
-				if (is_checker(r, seed, k, c))
-					rc = check_once(r, u, k, checked);
-			continue;
-		}
-		if ((bad = verdict_bad(r, &vu[j], &stale)) >= 0)
-			rc = check_once(r, u, (size_t)bad, checked);
-	}
-out:
-	for (size_t j = 0; vu && j < x->n; j++)
-		free(vu[j].val);
-	free(vu);
-	free(was);
-	free((void *)v.text);
-	free(checked);
-	free(late);
-	return rc;
+	return xp_copy_id(r, fn, r->x->self, out, len);
 }
 
 /* phase i begins: the time of the one before into r->ms */
@@ -1975,7 +1290,7 @@ round_run(struct xr *r, struct spirt_xpull *u)
 	    r)))
 		return rc;
 	/* our own slice of our part, as the others' */
-	if ((rc = copy_own(r, key_slice, &r->slice[r->me],
+	if ((rc = copy_own(r, xp_key_slice, &r->slice[r->me],
 	    &r->slicelen[r->me])))
 		return rc;
 	phase(r, 1);
@@ -1983,13 +1298,13 @@ round_run(struct xr *r, struct spirt_xpull *u)
 		return rc;
 	phase(r, 2);
 	if ((rc = combine(r)) ||
-	    (rc = copy_own(r, key_part, &r->part[r->me], &r->partlen[r->me])))
+	    (rc = copy_own(r, xp_key_part, &r->part[r->me], &r->partlen[r->me])))
 		return rc;
 	phase(r, 3);
 	if ((rc = parts(r, u)))
 		return rc;
 	phase(r, 4);
-	if ((rc = check(r, u)))
+	if ((rc = xp_check(r, u)))
 		return rc;
 	phase(r, 5);
 	x->used = r->P;
@@ -2025,7 +1340,7 @@ spirt_xpart_round(struct spirt_exchange *x)
 		for (size_t i = 0; i < x->n; i++)
 			r.ids[i + 1] = x->peers[i].id;
 		qsort(r.ids, r.P, sizeof *r.ids, byname);
-		r.me = pos_of(&r, x->self);
+		r.me = xp_pos_of(&r, x->self);
 		r.pr = (r.me + r.P - 1) % r.P;
 		rc = round_run(&r, u);
 	}
@@ -2044,7 +1359,7 @@ spirt_xpart_round(struct spirt_exchange *x)
 	free(r.part);
 	free(r.partlen);
 	free(r.late);
-	drop_kept(&r);
+	xp_drop_kept(&r);
 	free(r.pred);
 	free(r.predrec);
 	free(r.buf);

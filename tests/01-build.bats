@@ -374,12 +374,12 @@ isarun() {
 	    "$SPIRT_ROOT/docs/contracts.md" | grep -E '^\| [0-9] \|')
 	[ "${lvl[store]}" = 2 ]         # the table was read
 	# a module is its .c and .h; gradctx.h is grad's insides, datain.h
-	# data's, vec.h the kernel half of isa, prim_*.c prim.h's
+	# data's, xpartin.h xpart's, vec.h the kernel half of isa, prim_*.c prim.h's
 	# implementations (the build links one)
 	# (sets m, no subshell: this runs a few thousand times)
 	mod() {
 		m=${1##*/} m=${m%.*}
-		case $m in gradctx) m=grad ;; datain) m=data ;; vec) m=isa ;; prim_*) m=prim ;; esac
+		case $m in gradctx) m=grad ;; datain) m=data ;; xpartin) m=xpart ;; vec) m=isa ;; prim_*) m=prim ;; esac
 	}
 	bad=
 	for f in "$SPIRT_ROOT"/lib/*.c "$SPIRT_ROOT"/lib/*.h; do
@@ -389,6 +389,8 @@ isarun() {
 			case $h:$f in
 			gradctx:*/grad.c|gradctx:*/eval.c) continue ;;
 			gradctx:*) bad="$bad $f:gradctx.h"; continue ;;
+			xpartin:*/xpart.c|xpartin:*/xcheck.c) continue ;;
+			xpartin:*) bad="$bad $f:xpartin.h"; continue ;;
 			tool:*) bad="$bad $f:tool.h"; continue ;;
 			esac
 			mod "$h"
