@@ -274,11 +274,15 @@ train() {
 # the function of a deployment reading STORE (the training's batch, seed)
 gateway() {
 	rm -f gw.err
-	netns_exec 1 env SPIRT_HTTP_ADDR="$(netns_addr 1)" PORT="${2:-8080}" \
+	# ip, env and spirt-grad exec each other: $! is the gateway itself,
+	# so that gateway_stop's signal frees its port (a subshell's pid
+	# would not)
+	ip netns exec "$(netns_name 1)" env SPIRT_HTTP_ADDR="$(netns_addr 1)" \
+	    PORT="${2:-8080}" \
 	    spirt-grad -F http -s "$PWD/$1" -b 8 -S 1 -o - 2>gw.err &
 	GPID=$!
 	until_file gw.err
-	grep -q 'listening on' gw.err
+	grep 'listening on' gw.err || { cat gw.err >&2; return 1; }
 }
 
 gateway_stop() {
@@ -346,7 +350,10 @@ same() {
 	cp -r base run
 	cp -r base cold
 	netns_setup 2
-	gateway cold
+	# worker 0's gateway reads the store of the run it serves: a gateway
+	# on another store fails worker 0 too (66, no model), and which of
+	# the two failures the step reports first is a race
+	gateway run
 	netns_exec 1 env MODE=status:200:junk "$PYTHON" \
 	    "$SPIRT_ROOT/tests/invoke_gw.py" . "$(netns_addr 1)" true &
 	until_file port
@@ -367,6 +374,8 @@ same() {
 	[[ $stderr == *"grad/0/1: HTTP status 200, 4 bytes: neither a gradient record nor a function's JSON answer"* ]]
 	run -66 spirt-store -s run get model/m@1
 	run -66 spirt-store -s run get grad/0/1
+	gateway_stop
+	gateway cold
 	# cold: worker 1's function exits 75 (a 500 is not retried): dead,
 	# and the run goes on with worker 0's
 	GWPORT=$(cat g500/port) run -0 --separate-stderr train 2 cold --cold \
