@@ -1,5 +1,11 @@
 # tests/helper.bash - common set-up for the bats CLI tests
 bats_require_minimum_version 1.5.0
+# Debian 12's bats (1.8.2) compares versions in bats_version_lt with a
+# global i, which every `run -N` (a flag) calls: a test's own $i after
+# such a run was 2, not its loop's value, and checks in a loop over i
+# checked one store three times.  The same function with its i local
+declare -f bats_version_lt >/dev/null &&
+    eval "$(declare -f bats_version_lt | sed '2a local i;')"
 
 load '/usr/lib/bats/bats-support/load'
 load '/usr/lib/bats/bats-assert/load'
