@@ -441,11 +441,17 @@ xp_pull_some(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
 {
 	struct spirt_exchange *x = r->x;
 	struct spirt_xlink l;
+	struct spirt_xpull *keep;
 	double start = spirt_xnow_ms(), left;
-	int *w, rc, again;
+	int *w, rc, again, round = 0;
 
-	if ((w = calloc(x->n ? x->n : 1, sizeof *w)) == NULL)
+	w = calloc(x->n ? x->n : 1, sizeof *w);
+	keep = calloc(x->n ? x->n : 1, sizeof *keep);
+	if (w == NULL || keep == NULL) {
+		free(w);
+		free(keep);
 		return ENOMEM;
+	}
 	for (size_t i = 0; i < x->n; i++)
 		w[i] = want == NULL || want[xp_pos_of(r, x->peers[i].id)];
 	spirt_exchange_link(&l, x, 0);
@@ -454,9 +460,21 @@ xp_pull_some(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
 			if (w[i]) {
 				free(u[i].val);
 				memset(&u[i], 0, sizeof u[i]);
+			} else if (round) {
+				/* (done in an earlier pass: spirt_xpull_all
+				 * resets every entry, so that asking the
+				 * stale ones again would lose the others'
+				 * values, "no such key" at the deadline) */
+				memcpy(&keep[i], &u[i], sizeof u[i]);
 			}
-		if ((rc = spirt_xpull_all(&l, u, key, id, w))) {
+		rc = spirt_xpull_all(&l, u, key, id, w);
+		for (size_t i = 0; round && i < x->n; i++)
+			if (!w[i])
+				memcpy(&u[i], &keep[i], sizeof u[i]);
+		round++;
+		if (rc) {
 			free(w);
+			free(keep);
 			return rc == EINTR ? say(x, rc, "step %llu: stopped",
 			    ULL(x->step)) : rc;
 		}
@@ -480,6 +498,7 @@ xp_pull_some(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
 				again = 1;
 			else {
 				free(w);
+				free(keep);
 				return e;
 			}
 		}
@@ -502,6 +521,7 @@ xp_pull_some(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
 			    "%s: %s", k, u[i].why[0] ? u[i].why :
 			    spirt_strerror(u[i].rc));
 			free(w);
+			free(keep);
 			return say(x, u[i].rc, "step %llu: %s of %s refused: "
 			    "%s: %s", ULL(x->step), what, p->id, k,
 			    p->why);
@@ -514,12 +534,14 @@ xp_pull_some(struct xr *r, struct spirt_xpull *u, spirt_xpull_key key,
 			continue;
 		}
 		free(w);
+		free(keep);
 		return say(x, SPIRT_EBUSY, "step %llu: %s of %s not there "
 		    "before the deadline (%u ms), nothing combined: %s: %s",
 		    ULL(x->step), what, p->id, x->deadline_ms, k,
 		    u[i].why[0] ? u[i].why : spirt_strerror(u[i].rc));
 	}
 	free(w);
+	free(keep);
 	return 0;
 }
 
