@@ -230,24 +230,53 @@ ratios() {
 	echo "batch, under its fastest threads and best lr for it, to the target)"
 }
 
-# ---- 1. MLP to 85%: PyTorch's sweep, then the race ----
-mlp="-m mlp -n 4 -b 64 -o momentum -l 0.05 --schedule constant --eval-every 25 --target 0.85 -e 5"
+# ---- 1. MLP to 85%: both sides' sweeps, then the race ----
+# spirt-mlp N B LR: the race's spirt-train options, N functions x batch B
+spirt_mlp() {
+	echo "-m mlp -n $1 -b $2 -o momentum -l $3 --schedule constant --eval-every $((6400 / ($1 * $2))) --target 0.85 -e 5"
+}
+mlp0=$(spirt_mlp 4 64 0.05)
 echo
-echo "MLP 784-256-128-10 to 85% test accuracy.  spirt: 4 functions x batch 64"
-echo "(global 256), SGD momentum 0.9, lr 0.05 constant, evaluated every 25"
-echo "steps (6400 samples).  PyTorch: the same model, optimiser and schedule,"
-echo "evaluated every 6400 samples, its batch, lr and threads swept.  Seconds ="
-echo "training time to the first evaluation at >= 85% (evaluation excluded)."
+echo "MLP 784-256-128-10 to 85% test accuracy.  spirt: the global batch 256 as"
+echo "N functions x batch B, SGD momentum 0.9, lr constant, both swept"
+echo "(SPIRT_MLP_CFGS, NxB:LR); evaluated every 6400 samples.  PyTorch: the"
+echo "same model, optimiser and schedule, evaluated every 6400 samples, its"
+echo "batch, lr and threads swept.  Seconds = training time to the first"
+echo "evaluation at >= 85% (evaluation excluded)."
 set_start mlp:784-256-128-10 1
 sweep mlp mlp momentum 5 6400 0.85 200 "${MLP_BATCHES:-64 128 256}" \
     "${MLP_LRS:-0.025 0.05 0.1}"
 [ -n "$best_j" ] || { best_j=$(awk '$1 == 256 { print $2 }' "$tmp/mlp.thr")
 	best_b=256 best_lr=0.05; }
-for f in warm none full cold torch tstep; do : >"$tmp/$f"; done
+# spirt's sweep: each configuration once from seed 1's start, as
+# PyTorch's; the fastest to 85% is raced (and 4 x 64, lr 0.05, the
+# configuration the issues name, beside it)
+echo
+echo "spirt sweep: training seconds to 0.85, one run each"
+printf '%10s %6s %6s %8s %9s\n' functions batch lr seconds accuracy
+sbest= sbt=
+for c in ${SPIRT_MLP_CFGS:-4x64:0.05 4x64:0.1 2x128:0.05 2x128:0.1}; do
+	n=${c%%x*} b=${c#*x} b=${b%%:*} lr=${c#*:}
+	# shellcheck disable=SC2046
+	set -- $(spirt mlp 0.85 $(spirt_mlp "$n" "$b" "$lr") -S "$tseed")
+	printf '%10s %6s %6s %8s %9s\n' "$n" "$b" "$lr" "$1" "$3"
+	[ "$1" != - ] || continue
+	if [ -z "$sbt" ] || awk -v a="$1" -v b="$sbt" 'BEGIN { exit !(a < b) }'
+	then
+		sbt=$1 sbest="$n $b $lr"
+	fi
+done
+[ -n "$sbest" ] || sbest="4 64 0.05"
+# shellcheck disable=SC2086
+set -- $sbest
+mlp=$(spirt_mlp "$1" "$2" "$3") sname="${1}x$2 lr $3"
+echo "best: $sname"
+for f in warm warm0 none full cold torch tstep; do : >"$tmp/$f"; done
 r=0
 while [ "$r" -lt "$reps" ]; do       # interleaved: load falls on all alike
 	set_start mlp:784-256-128-10 $((r + 1))
 	spirt mlp 0.85 $mlp -S "$tseed" >>"$tmp/warm"
+	[ "$mlp" = "$mlp0" ] || spirt mlp 0.85 $mlp0 -S "$tseed" >>"$tmp/warm0"
 	torch_best mlp momentum 5 6400 0.85 >>"$tmp/torch"
 	torch_step mlp mlp momentum 5 6400 0.85 256 "$tmp/torch" >>"$tmp/tstep"
 	spirt mlp 0.85 $mlp -S "$tseed" --sync none >>"$tmp/none"
@@ -256,7 +285,8 @@ while [ "$r" -lt "$reps" ]; do       # interleaved: load falls on all alike
 		spirt mlp 0.85 $mlp -S "$tseed" --cold >>"$tmp/cold"
 	r=$((r + 1))
 done
-report 85% 256 "$reps" "spirt warm, --sync meta (default):$tmp/warm" \
+report 85% 256 "$reps" "spirt warm $sname (swept best):$tmp/warm" \
+    "spirt warm 4x64 lr 0.05:$tmp/warm0" \
     "spirt warm, --sync none:$tmp/none" "spirt warm, --sync full:$tmp/full" \
     "spirt cold (--cold), --sync meta:$tmp/cold" \
     "PyTorch best (threads $best_j, lr $best_lr):$tmp/torch"
