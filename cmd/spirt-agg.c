@@ -13,6 +13,7 @@
 #include "keys.h"
 #include "opt.h"
 #include "serve.h"
+#include "slot.h"
 #include "store.h"
 #include "tensor.h"
 #include "tool.h"
@@ -26,6 +27,8 @@ static struct {
 	void *cbuf;
 	char **keys;
 	size_t nkeys;
+	const char *slotm;      /* --slots MODEL */
+	struct spirt_slotset slots;
 } o;
 
 static const struct opt opts[] = {
@@ -75,6 +78,9 @@ static const struct opt opts[] = {
 	    "assignment gives its worker at its step" },
 	{ OPT_LONG('N'), "max-samples", "N",
 	    "instead, at most N samples each" },
+	{ OPT_LONG('Z'), "slots", "MODEL",
+	    "also the warm functions' gradient slots of\n"
+	    "model/MODEL@<t> (spirt-grad's to=slot)" },
 	{ OPT_LONG('Q'), "publish", "ID",
 	    "write it as peer ID's published aggregate,\n"
 	    "xagg/<t>/ID (never replaced), not agg/<t>" },
@@ -89,8 +95,8 @@ static const struct optset cli = {
 	"                 [--center file] [--worker-momentum b] [--bucket s]\n"
 	"                 [--seed n] [--batch n] [--max-samples n] "
 	"[--publish id]\n"
-	"                 [-d dataset] [-s store] [-t step] [-o file]\n"
-	"                 [-k key ... | file ...]\n"
+	"                 [--slots model] [-d dataset] [-s store] [-t step]\n"
+	"                 [-o file] [-k key ... | file ...]\n"
 	"       spirt-agg [-r rule] [--trim F] [--byzantine f] [--select m]\n"
 	"                 [--mad K] [--tau T] [--iters L] [--bucket s]\n"
 	"                 --check-rule W\n",
@@ -341,6 +347,17 @@ options(int argc, char **argv)
 			o.a.publish = optarg;
 			break;
 		}
+		case 'Z': {
+			char k[SPIRT_KEY_MAX + 1];
+
+			if (spirt_key_model(k, sizeof k, optarg, 0)) {
+				warnx_("--slots: \"%s\" is not a model name",
+				    optarg);
+				usage(1);
+			}
+			o.slotm = optarg;
+			break;
+		}
 		case 'q': spirt_quiet = 1; break;
 		case 'R': o.a.replace = 1; break;
 		case 'r': rule = optarg; break;
@@ -442,6 +459,11 @@ main(int argc, char **argv)
 		    "with -o or file operands");
 		usage(1);
 	}
+	if (o.slotm && (!fromstore || o.nkeys)) {
+		warnx_("--slots takes the slots beside grad/<step> in the "
+		    "store: -t step (or -i), no -k or file operands");
+		usage(1);
+	}
 	if (o.a.prune && !tostore) {
 		warnx_("-P prunes the store after writing agg/<step>: not with "
 		    "-o or file operands");
@@ -457,9 +479,21 @@ main(int argc, char **argv)
 		if (tostore && spirt_store_is_url(act))
 			die(SPIRT_EX_USAGE, "%s: aggregation into a store runs "
 			    "on the peer that owns it (or give -o file)", act);
+		if (o.slotm && spirt_store_is_url(act))
+			die(SPIRT_EX_USAGE, "%s: --slots maps the functions' "
+			    "slots beside the store: the peer's own", act);
 		if ((rc = spirt_store_open(&s, act, tostore ? 0 :
 		    SPIRT_STORE_RDONLY)))
 			goto fail;
+		if (o.slotm) {
+			char path[4096];
+
+			snprintf(path, sizeof path, "%s/scratch",
+			    spirt_store_location(s));
+			spirt_slotset_init(&o.slots, path);
+			o.a.slots = &o.slots;
+			o.a.slot_model = o.slotm;
+		}
 		if (o.serve) {
 			code = serve(s);
 			goto done;
@@ -479,6 +513,9 @@ main(int argc, char **argv)
 				goto fail;
 		if (!o.nkeys &&
 		    (rc = spirt_aggset_add_step(&o.a, txn, o.a.step)))
+			goto fail;
+		if (o.a.slots &&
+		    (rc = spirt_aggset_add_slots(&o.a, txn, o.a.step)))
 			goto fail;
 	} else {
 		for (int i = 0; i < (argc ? argc : 1); i++)
@@ -507,6 +544,8 @@ done:
 	spirt_txn_abort(txn);
 	spirt_store_close(s);
 	spirt_aggset_reset(&o.a);
+	if (o.a.slots)
+		spirt_slotset_free(&o.slots);
 	free(out);
 	free(o.keys);
 	free(o.cbuf);

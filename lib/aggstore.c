@@ -883,6 +883,8 @@ spirt_agg_store_step(struct spirt_aggset *s, struct spirt_txn *txn,
 		for (size_t i = 0; i < s->w; i++)
 			s->in[i].t.origin = (uint32_t)i;
 	if ((!nkeys && (rc = spirt_aggset_add_step(s, txn, s->step))) ||
+	    (!nkeys && s->slots &&
+	    (rc = spirt_aggset_add_slots(s, txn, s->step))) ||
 	    (rc = spirt_aggset_filter(s, txn)) ||
 	    (rc = spirt_aggset_check(s)))
 		return rc;

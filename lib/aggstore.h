@@ -114,7 +114,8 @@ struct spirt_aggset {
 	 * (spirt_aggset_filter) have none.
 	 */
 	double momentum;
-	/* spirt_agg_mem_step: NULL, or the gradient slots (slot.h) to take
+	/* spirt_agg_mem_step and spirt_agg_store_step (no keys): NULL, or
+	 * the gradient slots (slot.h) to take
 	 * beside grad/<t>/<w>: each holding a gradient of step t computed
 	 * from model/<slot_model>@<t> as the store has it (its record's
 	 * payload checksum), of a worker with no grad/<t>/<w> */
@@ -225,7 +226,8 @@ SPIRT_MUST_CHECK int spirt_aggset_run(struct spirt_aggset *s, float *out)
 
 /*
  * The in-store aggregation, as the body of a write transaction: read the
- * nkeys keys, or grad/<s->step>/<w> when nkeys is 0; filter
+ * nkeys keys, or grad/<s->step>/<w> (and with s->slots the slots beside
+ * them: spirt_aggset_add_slots) when nkeys is 0; filter
  * (spirt_aggset_filter); check; write agg/<t>
  * (built in place in the map) and agg/<t>/excluded, an i64 [k, 2] of
  * (origin or -1, enum spirt_agg_reason) rows, k possibly 0; with

@@ -913,3 +913,55 @@ assert x.revision is None and open('a.rec', 'rb').read(6)[4] == 1"
 	check out.rec 'G[[0, 2, 3]].mean(0)'
 	py "assert get('out.rec')['count'] == 3"
 }
+
+@test "--slots MODEL: the warm functions' slots beside grad/<t>/<w>, the bits of the same gradients committed; misuse 64; a corrupt slot 65, nothing stored" {
+	csv40
+	spirt-shard -q -n 3 train.csv
+	spirt-init -m m mlp:4-5-3
+	# the gradients committed, then aggregated: the reference
+	for w in 0 1 2; do spirt-grad -m m -t 0 -w $w -b 8; done
+	spirt-agg -t 0 -r median
+	spirt-store get agg/0 >ref
+	spirt-store rm agg/0 agg/0/excluded grad/0/0 grad/0/1 grad/0/2
+	# workers 0 and 2 into their slots, worker 1 committed: the same
+	# three inputs, the same bits under median
+	run -0 spirt-grad -i -m m -b 8 <<-EOF2
+	0 0 to=slot
+	0 2 to=slot
+	EOF2
+	spirt-grad -m m -t 0 -w 1 -b 8
+	# (without --slots: worker 1's gradient alone)
+	spirt-agg -t 0 -r median
+	[ "$(spirt-store get agg/0 | md5sum)" = \
+	    "$(spirt-store get grad/0/1 | md5sum)" ] ||
+	    [ "$(spirt-store get agg/0 | md5sum)" != "$(md5sum <ref)" ]
+	spirt-store rm agg/0 agg/0/excluded
+	run -0 spirt-agg -t 0 -r median --slots m
+	spirt-store get agg/0 | cmp - ref
+	run -0 spirt-store ls grad/0/
+	assert_output --regexp '^grad/0/1	'
+	[ "${#lines[@]}" -eq 1 ]
+	# warm, as spirt-train runs it; and -o, read-only
+	spirt-store rm agg/0 agg/0/excluded
+	run -0 spirt-agg -i -r median --slots m <<<0
+	assert_output --regexp '^step=0 count=3 loss='
+	spirt-store get agg/0 | cmp - ref
+	spirt-agg -t 0 -r median --slots m -o out.rec
+	cmp out.rec ref
+	# slots of another model's step are none
+	spirt-init -m n -S 2 mlp:4-5-3
+	run -0 spirt-agg -t 0 -r median --slots n -o other.rec
+	run -1 cmp -s other.rec ref
+	# misuse: no step, keys or files, a URL, a bad name
+	run -64 spirt-agg --slots m -k grad/0/1
+	run -64 spirt-agg --slots m ref
+	run -64 spirt-agg -r mean --slots 'a/b' -t 0
+	run -64 spirt-agg -s http://127.0.0.1:9/ -t 0 --slots m
+	# a slot whose header is corrupt: 65 naming it, no agg/0
+	spirt-store rm agg/0 agg/0/excluded
+	printf 'x' | dd of="$SPIRT_STORE/scratch/slot.2" bs=1 seek=40 \
+	    conv=notrunc 2>/dev/null
+	run -65 --separate-stderr spirt-agg -t 0 -r median --slots m
+	[[ "$stderr" == *"scratch/slot.2"* ]]
+	run -66 spirt-store get agg/0
+}
