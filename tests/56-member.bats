@@ -156,7 +156,8 @@ train() {
 	rc=0
 	(train 3 p3.bad other.pub) >o3bad 2>e3bad || rc=$?
 	[ "$rc" -eq 65 ] || { echo "exit $rc" >&2; cat e3bad >&2; false; }
-	grep -q 'joining: ' e3bad || { cat e3bad >&2; false; }
+	grep -Eq "^spirt-train: joining: --peers peers: p[0-2] at (http://127.0.0.1:[0-9]+) refused this peer: \1/v1/hs: HTTP 403: EUNKNOWNKEY: " e3bad ||
+	    { cat e3bad >&2; false; }
 	! model_at s3 1
 	rm -rf s3 s3.train-mlp.tsv log3
 	# p3 with its invite token: it joins at an epoch's first step
@@ -202,7 +203,11 @@ train() {
 		{ cat e0 >&2; false; }
 	grep -q "step $((l + 1)): peers p1 out of the round of step $l" e0 ||
 		{ cat e0 >&2; false; }
-	grep -qF "peer p1 left out: late: dead: " e0 || :
+	# (its last beat said it stops: dead at once, never suspect)
+	for i in 0 2 3; do
+		grep -q 'p1: dead: it stopped' e$i || { cat e$i >&2; false; }
+		! grep -q 'p1: suspect' e$i
+	done
 	! grep -q 'was left out of the round' e0 e2 e3
 	# every sample once an epoch: p0's and p2's, p1's before l, p3's
 	# from j

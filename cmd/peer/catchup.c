@@ -387,6 +387,7 @@ newest(const struct catchup *c, const struct peerline *pl, size_t n,
 {
 	uint64_t end = spirt_mono_ns() + c->deadline_ns, step, t0;
 	int answered, rc, refused = 0;
+	char why[512];
 	size_t by = 0;
 
 	f->i = 0;
@@ -398,10 +399,14 @@ newest(const struct catchup *c, const struct peerline *pl, size_t n,
 			if ((int64_t)i == c->peer)
 				continue;
 			if ((rc = newest_at(pl[i].loc, c->model, &step))) {
+				/* (its cause now: the next store's failure
+				 * says its own) */
 				if (!refused && spirt_exit(rc) ==
 				    SPIRT_EX_DATAERR) {
 					refused = rc;
 					by = i;
+					snprintf(why, sizeof why, "%s",
+					    errcause(rc));
 				}
 				continue;
 			}
@@ -413,8 +418,9 @@ newest(const struct catchup *c, const struct peerline *pl, size_t n,
 			}
 		}
 		if (!answered && refused)
-			dierc(refused, "--peers %s: %s at %s refused this peer",
-			    c->peers, pl[by].id, pl[by].loc);
+			die(spirt_exit(refused), "--peers %s: %s at %s "
+			    "refused this peer: %s", c->peers, pl[by].id,
+			    pl[by].loc, why);
 		if (answered || !c->wait || spirt_mono_ns() >= end)
 			break;
 		pause_ms(ASK_AGAIN_MS);

@@ -42,7 +42,7 @@ leave_check() {
 	[ $((t % spe)) -eq 0 ] && [ $((t % xu)) -eq 0 ] &&
 	    [ -e "$store.leave" ] || return 0
 	rm -f "$store.leave" || die 74 "$store.leave: cannot remove it"
-	stop=$t
+	stop=$t leaving=1
 	tell "epoch $((t / spe)) step $t: leaving, as asked (spirt-train --leave): this peer takes no step from here on; the others take its workers out from this step"
 }
 # join_prepare: before each step while joining: name the step J this
