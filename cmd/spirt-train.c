@@ -99,7 +99,8 @@ static const struct opt opts[] = {
 	    "median trim:F norm cclip:T[:L] scclip:T[:L] (T a\n"
 	    "radius or auto; default mean)" },
 	{ O_PEERS, "peers", "FILE",
-	    "train as one of the P peers of FILE (id url lines):\n"
+	    "train as one of the P peers of FILE (id url lines,\n"
+	    "id url spare a slot that joins later):\n"
 	    "spirt-peer exchange every step, apply gagg" },
 	{ O_SCHEDULE, "schedule", "NAME",
 	    "learning rate over the epochs: cosine or constant\n"
