@@ -377,9 +377,9 @@ struct found {
  * answers, ask again every second, up to --deadline.  --pace MS: then
  * that peer's newest step MS later (the same if it does not answer) and
  * the ms from before the pause to its answer: how fast the others go.
- * When none answers and one refused this peer (its key, token, run or
- * role: 65, as a newcomer with a token of another group), that is the
- * end: 65, naming it.
+ * When none answers and one's server refused this peer (its key, token,
+ * run or role: 65, as a newcomer with a token of another group), that is
+ * the end: 65, naming it.
  */
 static void
 newest(const struct catchup *c, const struct peerline *pl, size_t n,
@@ -402,7 +402,8 @@ newest(const struct catchup *c, const struct peerline *pl, size_t n,
 				/* (its cause now: the next store's failure
 				 * says its own) */
 				if (!refused && spirt_exit(rc) ==
-				    SPIRT_EX_DATAERR) {
+				    SPIRT_EX_DATAERR && strncmp(pl[i].loc,
+				    "http://", 7) == 0) {
 					refused = rc;
 					by = i;
 					snprintf(why, sizeof why, "%s",
