@@ -122,11 +122,10 @@ for t in (0, 1):
 	assert_output --partial 'peer=p3 used'
 }
 
-# group STEPS: four slots over HTTP on loopback (p3 a spare), the group
-# key, each slot's key and invite token (p3's also one of another
-# group: p3.bad, other.pub), the data in $BATS_FILE_TMPDIR/data;
-# train I [TOKEN GROUP]: slot I's driver, its functions' samples in logI,
-# its digests kept
+# train I [TOKEN GROUP]: slot I's driver (STEPS steps of the peers file
+# peers, the data in $BATS_FILE_TMPDIR/data, its key pI.key, its token
+# and group key pI.tok and group.pub unless given), its functions'
+# samples in logI, its digests kept
 train() {
 	SPIRT_KEY=p$1.key SPIRT_TOKEN=${2:-p$1.tok} \
 	    SPIRT_GROUP=${3:-group.pub} \
@@ -137,8 +136,10 @@ train() {
 }
 
 @test "spirt-train --beat: a 4th peer joins a running group of 3 at an epoch's first step, one leaves at a later one: one model, every sample once an epoch; a token of another group is refused" {
-	STEPS=80
+	STEPS=96
 	smalldata "$BATS_FILE_TMPDIR/data"
+	# four slots over HTTP on loopback, p3 a spare: the group key, each
+	# slot's key and invite token
 	httppeers 4
 	sed -i '4s/$/ spare/' peers
 	# a token for p3's key from another group
@@ -159,6 +160,8 @@ train() {
 	grep -Eq "^spirt-train: joining: --peers peers: p[0-2] at (http://127.0.0.1:[0-9]+) refused this peer: \1/v1/hs: HTTP 403: EUNKNOWNKEY: " e3bad ||
 	    { cat e3bad >&2; false; }
 	! model_at s3 1
+	# (a member's server said why)
+	grep -q '^spirt-peer: refused 127.0.0.1:[0-9]*: handshake: EUNKNOWNKEY$' e0 e1 e2
 	rm -rf s3 s3.train-mlp.tsv log3
 	# p3 with its invite token: it joins at an epoch's first step
 	train 3 >o3 2>e3 &
