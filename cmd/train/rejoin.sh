@@ -46,9 +46,16 @@ behind
 persist() {
 	# (a peer that leaves, its last round served: its beater's last
 	# word says it stops, so that the others leave it out of the next
-	# round at once; a run that ends falls silent instead, run.sh)
-	[ "$leaving" -eq 0 ] || [ "$beat" -eq 0 ] || [ -z "$peers" ] ||
-	    echo "stop b" >&3
+	# round at once; a run that ends falls silent instead, run.sh.  Its
+	# watcher goes first, silently; the beater's end is waited for, up
+	# to a beat and 2 s, the last word's own bound)
+	if [ "$leaving" -eq 1 ] && [ "$beat" -gt 0 ] && [ -n "$peers" ]; then
+		_e=$(($(now) + 2000 + beat))
+		printf 'kill w\nstop b\n' >&3
+		while ack=$(SPIRT_PARENT=$$ spirt-run -r -u "$_e" <&9); do
+			case $ack in "died b "*) break ;; esac
+		done
+	fi
 	run spirt-store -q persist "model/$model@" "opt/$model@" \
 	    "mstate/$model@" ||
 	    die 74 "could not make model/$model versions durable"
