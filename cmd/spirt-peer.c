@@ -465,7 +465,8 @@ xcreds(void)
 }
 
 /*
- * The peers file: "id url" lines.  An http:// URL is a peer's server,
+ * The peers file: "id url" lines ("id url spare": a slot that joins a
+ * running group).  An http:// URL is a peer's server,
  * pinned to the id the line gives (http://ID@host:port); anything else
  * is a store path (peers on one machine).
  */

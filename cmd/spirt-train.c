@@ -20,7 +20,7 @@
 enum {
 	O_BEAT = 256, O_BUCKET, O_BYZ, O_CKPT, O_COLD, O_DATA, O_DEADLINE,
 	O_EVEVERY, O_EVALUATE, O_EVERY, O_EXCHANGE, O_FUNCTION, O_KEEPDG,
-	O_KEEPPL, O_PEER, O_PRULE, O_PEERS, O_SCHEDULE, O_SPEC, O_STEPS,
+	O_KEEPPL, O_LEAVE, O_PEER, O_PRULE, O_PEERS, O_SCHEDULE, O_SPEC, O_STEPS,
 	O_SYNC, O_TARGET, O_TEST, O_TRAIN, O_WMOM
 };
 
@@ -89,6 +89,9 @@ static const struct opt opts[] = {
 	{ O_KEEPPL, "keep-pulls", NULL,
 	    "peers: also store the aggregates pulled from the\n"
 	    "others, xagg/T/ID (default: kept in memory)" },
+	{ O_LEAVE, "leave", NULL,
+	    "ask the run training in the store to leave its\n"
+	    "group at its next epoch's first step, then exit" },
 	{ O_PEER, "peer", "I",
 	    "peers: this peer's share of the data, 0 to P-1" },
 	{ O_PRULE, "peer-rule", "RULE",
@@ -96,7 +99,8 @@ static const struct opt opts[] = {
 	    "median trim:F norm cclip:T[:L] scclip:T[:L] (T a\n"
 	    "radius or auto; default mean)" },
 	{ O_PEERS, "peers", "FILE",
-	    "train as one of the P peers of FILE (id url lines):\n"
+	    "train as one of the P peers of FILE (id url lines,\n"
+	    "id url spare a slot that joins later):\n"
 	    "spirt-peer exchange every step, apply gagg" },
 	{ O_SCHEDULE, "schedule", "NAME",
 	    "learning rate over the epochs: cosine or constant\n"
@@ -143,7 +147,8 @@ static const struct optset cli = {
 	"[--peers file]\n"
 	"                   [--schedule name] [--spec spec] [--steps n]\n"
 	"                   [--sync mode] [--target accuracy] [--test ds]\n"
-	"                   [--train ds] [--worker-momentum b]\n",
+	"                   [--train ds] [--worker-momentum b]\n"
+	"       spirt-train [-s store] --leave\n",
 	.width = 23,
 	.flags = OPT_ARGMSG,
 	.opt = opts,
@@ -552,6 +557,29 @@ loop_path(const char *here, const char *argv0)
 	    here);
 }
 
+/*
+ * --leave: ask the run training in store to leave its group at its next
+ * epoch's first step: the empty file STORE.leave, which its loop looks
+ * for before each epoch's first step and removes as it leaves
+ * (spirt-train(1), "Joining and leaving a running group")
+ */
+static int
+leave_ask(const char *store)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	FILE *f;
+
+	if (stat(store, &st) != 0)
+		die(SPIRT_EX_NOINPUT, "--leave: store %s:", store);
+	if (snprintf(path, sizeof path, "%s.leave", store) >=
+	    (int)sizeof path)
+		die(SPIRT_EX_USAGE, "--leave: store %s: path too long", store);
+	if ((f = fopen(path, "w")) == NULL || fclose(f) != 0)
+		die(SPIRT_EX_CANTCREAT, "--leave: %s:", path);
+	return SPIRT_EX_OK;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -568,7 +596,7 @@ main(int argc, char **argv)
 	    *evcmd = opt_env(NULL, "SPIRT_EVALUATE", "spirt-eval"),
 	    *fnopt = "SPIRT_FUNCTION", *evopt = "SPIRT_EVALUATE";
 	int c, cold = 0, quiet = 0, verbose = 0, keepdg = 0, keeppl = 0,
-	    dsopt = 0, datagiven = 0, xauto = 0, lflip;
+	    dsopt = 0, datagiven = 0, xauto = 0, leave = 0, lflip;
 	const struct spirt_preset *pre;
 	char *here, *aggargs, *xargs_, **av;
 
@@ -603,6 +631,7 @@ main(int argc, char **argv)
 		case O_FUNCTION: fncmd = optarg; fnopt = "--function"; break;
 		case O_KEEPDG: keepdg = 1; break;
 		case O_KEEPPL: keeppl = 1; break;
+		case O_LEAVE: leave = 1; break;
 		case O_PEER: peer = optarg; break;
 		case O_PRULE: prule = optarg; break;
 		case O_PEERS: peers = optarg; break;
@@ -620,6 +649,11 @@ main(int argc, char **argv)
 	}
 	if (optind != argc)
 		opt_usage(&cli, 1);
+	if (leave) {
+		if (*store == '\0')
+			die(SPIRT_EX_USAGE, "-s: empty store path");
+		return leave_ask(store);
+	}
 	here = tools_path(argv[0]);
 
 	/* every option checked before any work: a bad one is 64 at once */

@@ -174,11 +174,13 @@ void spirt_exchange_init(struct spirt_exchange *x) SPIRT_NONNULL(1);
 void spirt_exchange_free(struct spirt_exchange *x) SPIRT_NONNULL(1);
 
 /*
- * Read a peers file: "id url" a line, '#' comments and blank lines
- * skipped; the line naming x->self (if any) is skipped too, so that one
- * file serves every member.  Each peer gets net.  Returns 0, ENOMEM, or
- * SPIRT_EDATA with *line the 1-based line at fault (a bad id, no url, an
- * id twice, more than SPIRT_DIGEST_MAXPEERS).
+ * Read a peers file: "id url" a line, or "id url spare" (a slot that
+ * joins a running group: out of a round with no wait while it has never
+ * beaten), '#' comments and blank lines skipped; the line naming x->self
+ * (if any) is skipped too, so that one file serves every member.  Each
+ * peer gets net.  Returns 0, ENOMEM, or SPIRT_EDATA with *line the
+ * 1-based line at fault (a bad id, no url, a third word other than
+ * spare, an id twice, more than SPIRT_DIGEST_MAXPEERS).
  */
 SPIRT_MUST_CHECK int spirt_peers_parse(struct spirt_exchange *x,
     const char *text, size_t len, const struct spirt_xnet *net,

@@ -19,7 +19,7 @@ spirt_xpeers_parse(struct spirt_xpeer **peers, size_t *n, const char *self,
 	size_t ln = 0, i = 0;
 
 	while (i < len) {
-		char buf[1024], id[64], url[600], extra[8];
+		char buf[1024], id[64], url[600], extra[8], more[2];
 		size_t e = i, k;
 		struct spirt_xpeer *p;
 		int f;
@@ -45,11 +45,12 @@ spirt_xpeers_parse(struct spirt_xpeer **peers, size_t *n, const char *self,
 				return SPIRT_EDATA;
 		}
 		i = e + 1;
-		f = sscanf(buf, "%63s %599s %7s", id, url, extra);
+		f = sscanf(buf, "%63s %599s %7s %1s", id, url, extra, more);
 		if (f <= 0 || id[0] == '#')
 			continue;
-		if (f != 2 || !spirt_id_valid(id) ||
-		    strlen(url) >= sizeof p->url)
+		/* (a third word: "spare", a slot that joins later) */
+		if ((f != 2 && (f != 3 || strcmp(extra, "spare") != 0)) ||
+		    !spirt_id_valid(id) || strlen(url) >= sizeof p->url)
 			return SPIRT_EDATA;
 		if (self && strcmp(id, self) == 0)
 			continue;
@@ -68,6 +69,7 @@ spirt_xpeers_parse(struct spirt_xpeer **peers, size_t *n, const char *self,
 		memcpy(p->id, id, strlen(id) + 1);      /* valid: fits */
 		memcpy(p->url, url, strlen(url) + 1);
 		p->net = net;
+		p->spare = f == 3;
 	}
 	return 0;
 }

@@ -28,6 +28,8 @@ struct spirt_xpeer {
 	char id[SPIRT_ID_MAX + 1];
 	char url[512];
 	const struct spirt_xnet *net;
+	int spare;              /* its line says "spare": a slot that joins
+				 * a running group (out while never seen) */
 	/* kept across phases and rounds, closed by spirt_xpeers_free */
 	void *h;                /* net's handle, opened at the first pull */
 	int nowait;             /* its waits came back at once: ask again

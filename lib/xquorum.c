@@ -151,7 +151,14 @@ put_out(struct spirt_xquorum *x, const unsigned char *host,
 		    suspect, &join);
 
 		/* (one never seen may be starting: no sign of death, so it
-		 * is waited for as the live are) */
+		 * is waited for as the live are; but a spare slot, which
+		 * joins a running group, is out until it beats: it joins
+		 * as a rejoiner does, at the step its beat names) */
+		if (st == SPIRT_H_UNKNOWN && p->spare) {
+			spirt_xpeer_out(p, SPIRT_XP_LATE, SPIRT_ETIMEDOUT,
+			    "spare: it has not joined");
+			continue;
+		}
 		if (st == SPIRT_H_LIVE || st == SPIRT_H_SUSPECT ||
 		    st == SPIRT_H_UNKNOWN)
 			continue;

@@ -377,13 +377,18 @@ struct found {
  * answers, ask again every second, up to --deadline.  --pace MS: then
  * that peer's newest step MS later (the same if it does not answer) and
  * the ms from before the pause to its answer: how fast the others go.
+ * When none answers and one's server refused this peer (its key, token,
+ * run or role: 65, as a newcomer with a token of another group), that is
+ * the end: 65, naming it.
  */
 static void
 newest(const struct catchup *c, const struct peerline *pl, size_t n,
     struct found *f)
 {
 	uint64_t end = spirt_mono_ns() + c->deadline_ns, step, t0;
-	int answered;
+	int answered, rc, refused = 0;
+	char why[512];
+	size_t by = 0;
 
 	f->i = 0;
 	for (;;) {
@@ -391,9 +396,21 @@ newest(const struct catchup *c, const struct peerline *pl, size_t n,
 		f->step = SPIRT_NOSTEP;
 		for (size_t i = 0; i < n; i++) {
 			/* (this peer's own line is not asked) */
-			if ((int64_t)i == c->peer ||
-			    newest_at(pl[i].loc, c->model, &step) != 0)
+			if ((int64_t)i == c->peer)
 				continue;
+			if ((rc = newest_at(pl[i].loc, c->model, &step))) {
+				/* (its cause now: the next store's failure
+				 * says its own) */
+				if (!refused && spirt_exit(rc) ==
+				    SPIRT_EX_DATAERR && strncmp(pl[i].loc,
+				    "http://", 7) == 0) {
+					refused = rc;
+					by = i;
+					snprintf(why, sizeof why, "%s",
+					    errcause(rc));
+				}
+				continue;
+			}
 			answered = 1;
 			if (step != SPIRT_NOSTEP && (f->step == SPIRT_NOSTEP ||
 			    step > f->step)) {
@@ -401,6 +418,10 @@ newest(const struct catchup *c, const struct peerline *pl, size_t n,
 				f->i = i;
 			}
 		}
+		if (!answered && refused)
+			die(spirt_exit(refused), "--peers %s: %s at %s "
+			    "refused this peer: %s", c->peers, pl[by].id,
+			    pl[by].loc, why);
 		if (answered || !c->wait || spirt_mono_ns() >= end)
 			break;
 		pause_ms(ASK_AGAIN_MS);

@@ -19,7 +19,8 @@ enum { PEER = 256 };
 const struct opt peers_opts[] = {
 	{ 0, NULL, "peers", "line I of FILE and the others, as sh "
 	    "assignments" },
-	{ 'P', "peers", "FILE", "the members, \"id location\" lines" },
+	{ 'P', "peers", "FILE", "the members, \"id location [spare]\" "
+	    "lines" },
 	{ PEER, "peer", "I", "this peer is line I of FILE" },
 	{ 'h', "help", NULL, NULL },
 	{ 0 }
@@ -36,13 +37,15 @@ peers_read(const char *what, const char *path, struct peerline **pl,
 	if ((rc = spirt_readfile(path, (void **)&buf, &len)) != 0)
 		die(spirt_exit(rc), "%s %s: cannot read it: %s", what, path,
 		    errcause(rc));
-	snprintf(fmt, sizeof fmt, "%%%zus %%%zus", sizeof (*pl)->id - 1,
-	    sizeof (*pl)->loc - 1);
+	snprintf(fmt, sizeof fmt, "%%%zus %%%zus %%7s %%1s",
+	    sizeof (*pl)->id - 1, sizeof (*pl)->loc - 1);
 	*pl = NULL;
 	*n = 0;
 	for (line = buf; line < buf + len; line = next) {
 		size_t ll = strcspn(line, "\n");
 		struct peerline p;
+		char extra[8], more[2];
+		int f;
 
 		next = line + ll + (line + ll < buf + len);
 		line[ll] = '\0';
@@ -50,10 +53,14 @@ peers_read(const char *what, const char *path, struct peerline **pl,
 		line += strspn(line, " \t\r");
 		if (*line == '\0' || *line == '#')
 			continue;
-		if (sscanf(line, fmt, p.id, p.loc) != 2 ||
+		/* (a third word: "spare", a slot that joins a running
+		 * group) */
+		f = sscanf(line, fmt, p.id, p.loc, extra, more);
+		if ((f != 2 && (f != 3 || strcmp(extra, "spare") != 0)) ||
 		    spirt_key_id_check(p.id) != 0)
 			die(SPIRT_EX_DATAERR, "%s %s: line %zu: \"%s\": "
 			    "expected \"id location\"", what, path, no, line);
+		p.spare = f == 3;
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 8;
 			if (!(*pl = realloc(*pl, cap * sizeof **pl)))
@@ -78,7 +85,8 @@ assign(const char *name, const char *s)
 }
 
 /* NAME='W W ...': field f of each line but line self (f 0: its id and
- * its line number, ID:N; 1: its location; 2: its location, if http://) */
+ * its line number, ID:N; 1: its location; 2: its location, if http://;
+ * 3: its id, if spare) */
 static void
 others(const char *name, const struct peerline *pl, size_t n, size_t self,
     int f)
@@ -93,14 +101,15 @@ others(const char *name, const struct peerline *pl, size_t n, size_t self,
 	len = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (i == self || (f == 2 &&
-		    strncmp(pl[i].loc, "http://", 7) != 0))
+		    strncmp(pl[i].loc, "http://", 7) != 0) ||
+		    (f == 3 && !pl[i].spare))
 			continue;
 		if (f == 0)
 			len += (size_t)sprintf(s + len, "%s%s:%zu",
 			    len ? " " : "", pl[i].id, i);
 		else
 			len += (size_t)sprintf(s + len, "%s%s",
-			    len ? " " : "", pl[i].loc);
+			    len ? " " : "", f == 3 ? pl[i].id : pl[i].loc);
 	}
 	assign(name, s);
 	free(s);
@@ -137,6 +146,13 @@ peers_main(const struct optset *cli, int argc, char **argv)
 	others("others", pl, n, (size_t)peer, 1);
 	others("urls", pl, n, (size_t)peer, 2);
 	others("oids", pl, n, (size_t)peer, 0);
+	/* (and, when a line says spare, the spares) */
+	for (size_t i = 0; i < n; i++)
+		if (pl[i].spare) {
+			others("spares", pl, n, (size_t)peer, 3);
+			printf("selfspare=%d\n", pl[peer].spare);
+			break;
+		}
 	free(pl);
 	return fshut_stdout(SPIRT_EX_OK);
 }

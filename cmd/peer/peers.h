@@ -8,15 +8,18 @@
 #include "keys.h"
 #include "opt.h"
 
-/* a line of the peers file: "id location" */
+/* a line of the peers file: "id location", or "id location spare" (a
+ * slot that joins a running group) */
 struct peerline {
 	char id[SPIRT_KEY_ID_MAX + 1];
 	char loc[4096];
+	int spare;
 };
 
 /*
  * The peers of the file at path, in its order, into *pl (*n of them,
- * free *pl): "id location" lines, '#' comments and blank lines skipped.
+ * free *pl): "id location" lines (then "spare" or nothing), '#'
+ * comments and blank lines skipped.
  * Dies with 65 for a line that is not "id location" (what, named, the
  * operand's name in messages), 66 when it cannot be read.
  */

@@ -29,13 +29,30 @@ beater() {
 	printf 'kill b\nstart b spirt-beat -q -B %s %s beat %s %s\nguard b\n' \
 	    "$beat" "$*" "$self" "$(echo $others)" >&3
 }
+# leave_check: before each step, a clean leave: at an epoch's first step
+# (and a round's, --every), a request to leave (spirt-train --leave made
+# $store.leave) ends the run there, the step not taken: the rounds of the
+# epoch before had this peer, none after it does.  The end of the run
+# serves the last round until every other peer has its model; then the
+# beater's last beat says it stops, and the others leave this peer out
+# of the round at once (no deadline), and its workers with it, from this
+# step on, as a dead peer's (peerout, --since the epoch's first step).
+# The request is taken once: the same command run again rejoins.
+leave_check() {
+	[ $((t % spe)) -eq 0 ] && [ $((t % xu)) -eq 0 ] &&
+	    [ -e "$store.leave" ] || return 0
+	rm -f "$store.leave" || die 74 "$store.leave: cannot remove it"
+	stop=$t leaving=1
+	tell "epoch $((t / spe)) step $t: leaving, as asked (spirt-train --leave): this peer takes no step from here on; the others take its workers out from this step"
+}
 # join_prepare: before each step while joining: name the step J this
 # peer joins at (spirt-peer catch-up --join: a margin ahead of the most
 # advanced peer, measured over a beat at first, past the step named
 # before; an epoch's first step, or theirs when they wait for it), beat
 # it, and fetch model@J (join_fetch); $t is then J
 join_prepare() {
-	[ "$joining" -eq 1 ] || return 0
+	leave_check
+	[ "$joining" -eq 1 ] && [ "$t" -lt "$stop" ] || return 0
 	while :; do
 		_o="--join $jmargin --after $jlast --epoch $spe"
 		[ "$jmargin" -ne 0 ] || _o="$_o --pace $beat"

@@ -41,14 +41,19 @@ first() {
 # --peer: np, this one's id and location (self, selfurl), the others'
 # locations (others; urls: those over HTTP) and ID:LINE (oids), read by
 # spirt-peer peers once; the data set is sharded over all P x M
-# functions, this peer's are w0 .. w0+M-1
-np=1 self= selfurl= others= urls= oids=
+# functions, this peer's are w0 .. w0+M-1.  Spare slots (lines
+# "id location spare": spares, selfspare) join the running group later,
+# as a rejoiner does, out of the map until then: the others learn of one
+# from its beats, which takes --beat
+np=1 self= selfurl= others= urls= oids= spares= selfspare=0
 if [ -n "$peers" ]; then
 	rc=0
 	e=$(spirt-peer peers -P "$peers" --peer "$peer" 2>&1) || rc=$?
 	[ "$rc" -lt 126 ] || rc=70
 	[ "$rc" -eq 0 ] || die "$rc" "$(first "$e" spirt-peer)"
 	eval "$e"
+	[ -z "$spares" ] && [ "$selfspare" -eq 0 ] || [ "$beat" -gt 0 ] ||
+		die 64 "--peers $peers: spare slots (the lines that say spare) join a running group by their beats: give --beat"
 fi
 w0=$((peer * fns)) nw=$((np * fns))
 # the exchange's quorum, more than half of the P peers; a radius "auto"

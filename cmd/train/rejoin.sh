@@ -10,7 +10,7 @@
 # others' digests), it beats as live; a join that misses is tried again
 # further ahead, the margin doubled, up to the run's end (then it fetches
 # the last model) ----
-joining=0 jmargin=0 jlast=-1 jseen= best= src= srcid= lastx=
+joining=0 jmargin=0 jlast=-1 jseen= best= src= srcid= lastx= leaving=0
 # (xu: the steps of the source's rounds, --every's)
 xu=1
 [ "$xh" -eq 0 ] || xu=$xh
@@ -44,6 +44,18 @@ behind
 # older durable versions go, which --keep 2 had to leave while they were
 # the last durable ones (a power loss would have gone back to them)
 persist() {
+	# (a peer that leaves, its last round served: its beater's last
+	# word says it stops, so that the others leave it out of the next
+	# round at once; a run that ends falls silent instead, run.sh.  Its
+	# watcher goes first, silently; the beater's end is waited for, up
+	# to a beat and 2 s, the last word's own bound)
+	if [ "$leaving" -eq 1 ] && [ "$beat" -gt 0 ] && [ -n "$peers" ]; then
+		_e=$(($(now) + 2000 + beat))
+		printf 'kill w\nstop b\n' >&3
+		while ack=$(SPIRT_PARENT=$$ spirt-run -r -u "$_e" <&9); do
+			case $ack in "died b "*) break ;; esac
+		done
+	fi
 	run spirt-store -q persist "model/$model@" "opt/$model@" \
 	    "mstate/$model@" ||
 	    die 74 "could not make model/$model versions durable"

@@ -18,8 +18,8 @@
  *      in range; no sign, no blank, nothing after;
  *   i64, double, duration: strtoll's and strtod's numbers, then nothing
  *      (duration: ms, s, m or h), in range, never NaN;
- *   the peers file: lines of "id url" (blanks between, around), '#'
- *      lines and blank lines skipped, a line of ours skipped, at most
+ *   the peers file: lines of "id url" or "id url spare" (blanks
+ *      between, around), '#' lines and blank lines skipped, a line of ours skipped, at most
  *      1023 bytes a line, each id valid and once, urls under 512 bytes.
  */
 struct range {
@@ -149,7 +149,7 @@ refpeers(const char *t, size_t n, size_t *count)
 	*count = 0;
 	while (i < n) {
 		const char *l = t + i, *e = memchr(l, '\n', n - i), *p, *q;
-		char id[64], tok[3][1024];
+		char id[64], tok[4][1024];
 		size_t len, k = 0;
 
 		len = e ? (size_t)(e - l) : n - i;
@@ -161,7 +161,7 @@ refpeers(const char *t, size_t n, size_t *count)
 			continue;
 		if (len > 1023)
 			return ln;
-		for (; p < l + len && k < 3; ) {
+		for (; p < l + len && k < 4; ) {
 			while (p < l + len && blank(*p))
 				p++;
 			if (p == l + len)
@@ -172,7 +172,8 @@ refpeers(const char *t, size_t n, size_t *count)
 			tok[k++][q - p] = '\0';
 			p = q;
 		}
-		if (k != 2 || strlen(tok[0]) >= sizeof id ||
+		if ((k != 2 && (k != 3 || strcmp(tok[2], "spare"))) ||
+		    strlen(tok[0]) >= sizeof id ||
 		    !spirt_id_valid(tok[0]) || strlen(tok[1]) >= 512)
 			return ln;
 		if (!strcmp(tok[0], "p1"))
