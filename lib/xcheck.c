@@ -57,6 +57,41 @@ is_checker(const struct xr *r, const unsigned char *seed, size_t k, size_t c)
 	return (d + (r->P - 1) - o) % (r->P - 1) < R;
 }
 
+/* the parts checked this round, into drawn (P): the K = min(check_parts,
+ * P) parts of the smallest draws, part k's draw the first 8 bytes (LE) of
+ * the hash of the seed, k (u32 LE) and the byte 1 (ties: the lower k); a
+ * uniform draw of K parts of P, the same on every member, another each
+ * round */
+static void
+draw_parts(const struct xr *r, const unsigned char *seed, int *drawn)
+{
+	unsigned char b[SPIRT_HASH_BYTES + 5], h[SPIRT_HASH_BYTES];
+	size_t K = r->x->check_parts < r->P ? r->x->check_parts : r->P;
+	uint64_t *v;
+
+	if ((v = malloc(r->P * sizeof *v)) == NULL) {
+		/* (no memory for the draw: every part, never fewer) */
+		for (size_t k = 0; k < r->P; k++)
+			drawn[k] = 1;
+		return;
+	}
+	memcpy(b, seed, SPIRT_HASH_BYTES);
+	b[SPIRT_HASH_BYTES + 4] = 1;
+	for (size_t k = 0; k < r->P; k++) {
+		spirt_le_put32(b + SPIRT_HASH_BYTES, (uint32_t)k);
+		spirt_hash(h, b, sizeof b);
+		v[k] = spirt_le_get64(h);
+	}
+	for (size_t k = 0; k < r->P; k++) {
+		size_t rank = 0;
+
+		for (size_t j = 0; j < r->P; j++)
+			rank += v[j] < v[k] || (v[j] == v[k] && j < k);
+		drawn[k] = rank < K;
+	}
+	free(v);
+}
+
 #define XP_UNDO 0x58504e44      /* recheck_txn's "undo it all" */
 
 /* part k combined again, in a transaction undone: the hash of the
@@ -550,10 +585,11 @@ check_once(struct xr *r, struct spirt_xpull *u, size_t k, int *checked)
 	    r->P);
 }
 
-/* step 4d: the parts this member was drawn to check, its verdict
- * published, then every other member's: a part another checker found
- * wrong is checked here too (so that every member catches a lie that one
- * checker proved, and none combines it), and so are the parts of a
+/* step 4d: the parts drawn this round (draw_parts) that this member
+ * was drawn to check, its verdict published, then the verdicts of the
+ * other checkers of the drawn parts: a part another checker found wrong
+ * is checked here too (so that every member catches a lie that one
+ * checker proved, and none combines it), and so are the drawn parts of a
  * checker whose verdict did not come */
 int
 xp_check(struct xr *r, struct spirt_xpull *u)
@@ -563,7 +599,7 @@ xp_check(struct xr *r, struct spirt_xpull *u)
 	struct verdict v = { r, NULL, 0 };
 	struct spirt_xpull *vu = NULL;
 	struct spirt_xpeer *was = NULL;
-	int *checked = NULL, *late = NULL, rc;
+	int *checked = NULL, *late = NULL, *want = NULL, rc, any = 0;
 	long bad = -1;
 
 	if (x->check == 0 || r->P < 2)
@@ -572,12 +608,16 @@ xp_check(struct xr *r, struct spirt_xpull *u)
 		return rc;
 	checked = calloc(r->P, sizeof *checked);
 	late = calloc(r->P, sizeof *late);
+	want = calloc(r->P, sizeof *want);
 	rc = ENOMEM;
-	if (checked == NULL || late == NULL)
+	if (checked == NULL || late == NULL || want == NULL ||
+	    (r->drawn == NULL &&
+	    (r->drawn = calloc(r->P, sizeof *r->drawn)) == NULL))
 		goto out;
+	draw_parts(r, seed, r->drawn);
 	rc = 0;
 	for (size_t k = 0; k < r->P && rc == 0; k++)
-		if (is_checker(r, seed, k, r->me) &&
+		if (r->drawn[k] && is_checker(r, seed, k, r->me) &&
 		    (rc = check_once(r, u, k, checked)) && x->caught[0])
 			bad = (long)k;
 	if (rc && bad < 0)
@@ -594,6 +634,14 @@ xp_check(struct xr *r, struct spirt_xpull *u)
 		if (rc || (rc = wrc))
 			goto out;
 	}
+	/* whose verdicts: the other checkers of the drawn parts (a member
+	 * drawn for none has checked nothing) */
+	for (size_t c = 0; c < r->P; c++)
+		for (size_t k = 0; k < r->P && c != r->me; k++)
+			if (r->drawn[k] && is_checker(r, seed, k, c))
+				want[c] = any = 1;
+	if (!any)
+		goto out;
 	/* (the verdicts apart: the checks below pull into u; and what the
 	 * round said of each member stands: a verdict is not its data) */
 	rc = ENOMEM;
@@ -602,7 +650,7 @@ xp_check(struct xr *r, struct spirt_xpull *u)
 		goto out;
 	for (size_t j = 0; j < x->n; j++)
 		was[j] = x->peers[j];
-	rc = xp_pull_some(r, vu, key_verdict, NULL, "the verdict", NULL, late,
+	rc = xp_pull_some(r, vu, key_verdict, NULL, "the verdict", want, late,
 	    stale_verdict);
 	for (size_t j = 0; j < x->n; j++) {
 		x->peers[j].state = was[j].state;
@@ -615,10 +663,12 @@ xp_check(struct xr *r, struct spirt_xpull *u)
 		size_t c = xp_pos_of(r, x->peers[j].id);
 		int stale;
 
+		if (!want[c])
+			continue;
 		if (late[c]) {
 			/* its checks, done here */
 			for (size_t k = 0; k < r->P && rc == 0; k++)
-				if (is_checker(r, seed, k, c))
+				if (r->drawn[k] && is_checker(r, seed, k, c))
 					rc = check_once(r, u, k, checked);
 			continue;
 		}
@@ -633,5 +683,6 @@ out:
 	free((void *)v.text);
 	free(checked);
 	free(late);
+	free(want);
 	return rc;
 }

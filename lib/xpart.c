@@ -1211,7 +1211,7 @@ assemble_txn(struct spirt_txn *t, void *arg)
 		return rc;
 	free(r->round);
 	{
-		char ph[200];
+		char ph[200], *ck;
 		size_t n = 0;
 		struct spirt_xrec rr = {
 			.step = x->step, .rule = spirt_agg_rule_name(x->p.rule),
@@ -1219,6 +1219,16 @@ assemble_txn(struct spirt_txn *t, void *arg)
 			.adopted = x->adopted, .gagghash = x->gagghash,
 			.phases = ph
 		};
+
+		/* the parts drawn for checks: "<k> ...", or none */
+		if ((ck = malloc(r->P * 4 + 8)) == NULL)
+			return ENOMEM;
+		rr.checked = ck;
+		strcpy(ck, "none");
+		for (size_t k = 0, m = 0; r->drawn && k < r->P; k++)
+			if (r->drawn[k])
+				m += (size_t)sprintf(ck + m, "%s%zu", m ? " " :
+				    "", k);
 
 		/* (the ones before this one, the assembly: its own time is
 		 * the round's, less theirs) */
@@ -1228,7 +1238,9 @@ assemble_txn(struct spirt_txn *t, void *arg)
 			n += (size_t)snprintf(ph + n, sizeof ph - n, "%s%s:%.1f",
 			    i ? " " : "", phases[i], r->ms[i]);
 
-		if ((r->round = spirt_xrec_round(&rr, &r->roundlen)) == NULL)
+		r->round = spirt_xrec_round(&rr, &r->roundlen);
+		free(ck);
+		if (r->round == NULL)
 			return ENOMEM;
 	}
 	if ((rc = spirt_key_gagg_round(key, sizeof key, x->step)))
@@ -1360,6 +1372,7 @@ spirt_xpart_round(struct spirt_exchange *x)
 	free(r.partlen);
 	free(r.late);
 	xp_drop_kept(&r);
+	free(r.drawn);
 	free(r.pred);
 	free(r.predrec);
 	free(r.buf);
