@@ -192,6 +192,9 @@ r = load('cov.rec')['a'].tobytes()
 assert r[:4] == b'SPXP' and r[5] == 3, r[:6]
 assert struct.unpack_from('<I', r, 20)[0] == 2 and r[56:58] == b'p4'
 "
+	# with p3's own slice, which p4 pulled from p3 once p3 was late
+	spirt-store -s s3 get -f xslice/0/p3 >sl3.rec
+	spirt-store -s s4 get -f xpart/0/cover/slice | cmp - sl3.rec
 	# an owner whose part reaches some members and not others: p1 never
 	# gets p3's (SPIRT_XDROP), p4 relays the one it got, the same bytes
 	peersn 4
@@ -209,6 +212,27 @@ assert struct.unpack_from('<I', r, 20)[0] == 2 and r[56:58] == b'p4'
 	done
 	grep -q 'step 0: peer p3: part 2 of 4 relayed by p4' err1
 	! grep -q 'covered' err2
+	# a relay pulls no slice: the owner's own slice is pulled only when
+	# its owner is late for the member after it
+	run -66 spirt-store -s s4 get xpart/0/cover/slice
+	# an owner late whose own slice does not come either (its store's
+	# answer lost): the member after it cannot cover it (75), nor can
+	# the others take a cover
+	peersn 4
+	SPIRT_XSTOP=combine xch 3 -P peers --parts --deadline 1000
+	SPIRT_XDROP="xslice/0/p3@p3" xch 4 -P peers --parts --deadline 1000
+	xch 1 -P peers --parts --deadline 1000
+	xch 2 -P peers --parts --deadline 1000
+	for i in 1 2 4; do
+		rc=0
+		wait "$(eval echo \$pid$i)" || rc=$?
+		[ "$rc" -eq 75 ] || { cat err$i >&2; kill -9 $pid3; return 1; }
+	done
+	kill -9 $pid3
+	{ wait $pid3; } 2>/dev/null || :
+	grep -q 'step 0: xslice/0/p3, the own slice of p3, not there before the deadline (1000 ms): part 2 of 4 not covered, nothing combined' err4 || { cat err4 >&2; false; }
+	grep -q 'step 0: the combined part of p3 not there before the deadline (1000 ms), nor its cover by p4, nothing combined' err1
+	run -66 spirt-store -s s4 get gagg/0
 	# and a member that is late for the owner and its cover fails (75)
 	peersn 4
 	SPIRT_XSTOP=combine xch 3 -P peers --parts --deadline 800
@@ -272,10 +296,11 @@ assert abs(got[0] - mean[0] - 1) < 1e-4 and np.allclose(got[1:], mean[1:], atol=
 	peers3
 	allowlist 1 3
 	# p2 signs part 1 plus 1 in its first float; p1 and p3 both check
-	# every part (--check 2: all the other members)
-	xch 1 -P peers --parts --check 2
-	SPIRT_XLIE=1 xch 2 -P peers --parts --check 2
-	xch 3 -P peers --parts --check 2
+	# every part (--check 2: all the other members; --check-parts 3:
+	# every part)
+	xch 1 -P peers --parts --check 2 --check-parts 3
+	SPIRT_XLIE=1 xch 2 -P peers --parts --check 2 --check-parts 3
+	xch 3 -P peers --parts --check 2 --check-parts 3
 	# (the liar sees the verdicts against it: 65, caught)
 	rc=0
 	wait $pid2 || rc=$?
