@@ -274,9 +274,10 @@ last_part(struct xr *r, size_t k, uint64_t len, float **out)
  * member's input record, with the round's rule, in a transaction undone:
  * the hash of the result into got (unless NULL), its bytes into *val
  * (unless NULL; the caller frees them).  The slices: this member's from
- * its store, the owner's own one from the owner, or (the owner late)
- * from the member after it, which holds it (this member's r->pred when
- * it is that member), the others' from them */
+ * its store, the others' from them, the owner's own one from the owner;
+ * the owner late, from the owner still (its server may answer where its
+ * round did not), else from the member after it, which pulled it to cover
+ * the part (r->pred, kept, when this member is that one) */
 int
 xp_again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
     unsigned char **val, size_t *vlen)
@@ -289,7 +290,7 @@ xp_again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
 	uint64_t off, len;
 	const void *pl;
 	float *cen = NULL;
-	int *want = NULL, rc = ENOMEM;
+	int *want = NULL, *ol = NULL, rc = ENOMEM;
 
 	memset(&c, 0, sizeof c);
 	c.r = r;
@@ -297,9 +298,11 @@ xp_again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
 	sl = calloc(r->P, sizeof *sl);
 	sllen = calloc(r->P, sizeof *sllen);
 	want = calloc(r->P, sizeof *want);
+	ol = calloc(r->P, sizeof *ol);
 	c.keys = calloc(r->P, sizeof *c.keys);
 	c.vals = calloc(r->P, sizeof *c.vals);
-	if (sl == NULL || sllen == NULL || want == NULL || c.keys == NULL ||
+	if (sl == NULL || sllen == NULL || want == NULL || ol == NULL ||
+	    c.keys == NULL ||
 	    c.vals == NULL || (c.s = malloc(sizeof *c.s)) == NULL)
 		goto out;
 	for (size_t i = 0; i < r->P; i++)
@@ -318,25 +321,41 @@ xp_again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
 		sllen[i] = u[j].len;
 		u[j].val = NULL;
 	}
-	if (r->late[k] && succ == r->me) {
-		rc = ENOMEM;
-		if (r->pred == NULL ||
-		    (sl[k] = malloc(r->predlen ? r->predlen : 1)) == NULL)
-			goto out;
-		memcpy(sl[k], r->pred, r->predlen);
-		sllen[k] = r->predlen;
-	} else if (r->late[k]) {
+	if (r->late[k] && k != r->me) {
+		/* the owner's own slice, only now: from the owner (late
+		 * allowed), else from its cover */
 		memset(want, 0, r->P * sizeof *want);
-		want[succ] = 1;
-		if ((rc = xp_pull_some(r, u, xp_key_coverslice, NULL, "the owner's "
-		    "slice", want, NULL, NULL)))
+		want[k] = 1;
+		if ((rc = xp_pull_some(r, u, xp_key_slice, r->ids[k], "the "
+		    "owner's slice", want, ol, NULL)))
 			goto out;
-		for (size_t j = 0; j < x->n; j++)
-			if (xp_pos_of(r, x->peers[j].id) == succ) {
+		for (size_t j = 0; j < x->n && !ol[k]; j++)
+			if (xp_pos_of(r, x->peers[j].id) == k) {
 				sl[k] = u[j].val;
 				sllen[k] = u[j].len;
 				u[j].val = NULL;
 			}
+		if (sl[k] == NULL && succ == r->me) {
+			rc = say(x, SPIRT_EBUSY, "step %llu: xslice/%llu/%s, "
+			    "the own slice of %s, not there before the "
+			    "deadline (%u ms): part %zu of %zu not covered, "
+			    "nothing combined", ULL(x->step), ULL(x->step),
+			    r->ids[k], r->ids[k], x->deadline_ms, k, r->P);
+			goto out;
+		}
+		if (sl[k] == NULL) {
+			memset(want, 0, r->P * sizeof *want);
+			want[succ] = 1;
+			if ((rc = xp_pull_some(r, u, xp_key_coverslice, NULL,
+			    "the owner's slice", want, NULL, NULL)))
+				goto out;
+			for (size_t j = 0; j < x->n; j++)
+				if (xp_pos_of(r, x->peers[j].id) == succ) {
+					sl[k] = u[j].val;
+					sllen[k] = u[j].len;
+					u[j].val = NULL;
+				}
+		}
 	}
 	spirt_xpart_span(r->n, r->P, k, &off, &len);
 	for (size_t i = 0; i < r->P; i++) {
@@ -348,7 +367,8 @@ xp_again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
 			rc = say(x, SPIRT_EMAC, "step %llu: xslice/%llu/%s "
 			    "from %s is not the slice its signed record names",
 			    ULL(x->step), ULL(x->step), r->ids[k],
-			    i == k && r->late[k] ? r->ids[succ] : r->ids[i]);
+			    i == k && r->late[k] && ol[k] ? r->ids[succ] :
+			    r->ids[i]);
 			goto out;
 		}
 		if ((rc = xp_value_ok(r, sl[i], sllen[i], len, &h))) {
@@ -395,6 +415,15 @@ xp_again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
 		*vlen = c.vlen;
 		c.val = NULL;
 	}
+	/* the owner's slice, for this member's cover of it (cover_own) */
+	if (rc == 0 && k == r->pr && r->late[k] && r->pred == NULL) {
+		if ((r->pred = malloc(sllen[k] ? sllen[k] : 1)) == NULL)
+			rc = ENOMEM;
+		else {
+			memcpy(r->pred, sl[k], sllen[k]);
+			r->predlen = sllen[k];
+		}
+	}
 	if (rc == 0 && r->want_sl) {
 		xp_drop_kept(r);
 		r->ksl = sl;
@@ -411,6 +440,7 @@ out:
 	free(sl);
 	free(sllen);
 	free(want);
+	free(ol);
 	free(c.keys);
 	free(c.vals);
 	free(c.s);

@@ -605,49 +605,6 @@ rec_ok(struct xr *r, size_t i, struct spirt_xpull *u, int kind,
 	return 0;
 }
 
-/* the member before this one in the ring: its own slice of its part,
- * held to its input record, kept in case this member covers its part */
-static int
-pred_slice(struct xr *r, struct spirt_xpull *u)
-{
-	struct spirt_exchange *x = r->x;
-	struct spirt_tensor h;
-	unsigned char hash[SPIRT_HASH_BYTES];
-	uint64_t off, len;
-	int *want, rc;
-
-	if (r->P < 2)
-		return 0;
-	if ((want = calloc(r->P, sizeof *want)) == NULL)
-		return ENOMEM;
-	want[r->pr] = 1;
-	rc = xp_pull_some(r, u, xp_key_slice, NULL, "its own slice", want, NULL, NULL);
-	free(want);
-	if (rc)
-		return rc;
-	for (size_t j = 0; j < x->n; j++) {
-		if (xp_pos_of(r, x->peers[j].id) != r->pr)
-			continue;
-		spirt_hash(hash, u[j].val, u[j].len);
-		if (memcmp(hash, r->in[r->pr].e[r->pr].hash, SPIRT_HASH_BYTES))
-			return say(x, SPIRT_EMAC, "step %llu: xslice/%llu/%s "
-			    "from %s is not the slice its signed record names",
-			    ULL(x->step), ULL(x->step), r->ids[r->pr],
-			    r->ids[r->pr]);
-		spirt_xpart_span(r->n, r->P, r->pr, &off, &len);
-		if ((rc = xp_value_ok(r, u[j].val, u[j].len, len, &h)))
-			return say(x, rc, "step %llu: xslice/%llu/%s from %s: "
-			    "not a slice of %llu values of model \"%s\": %s",
-			    ULL(x->step), ULL(x->step), r->ids[r->pr],
-			    r->ids[r->pr], ULL(len), r->agg.name,
-			    spirt_strerror(rc));
-		r->pred = u[j].val;
-		r->predlen = u[j].len;
-		u[j].val = NULL;
-	}
-	return 0;
-}
-
 /* step 2: every member's input record, and its slice of our part, each
  * held to the record */
 static int
@@ -688,7 +645,7 @@ inputs(struct xr *r, struct spirt_xpull *u)
 		r->slicelen[i] = u[j].len;
 		u[j].val = NULL;
 	}
-	return pred_slice(r, u);
+	return 0;
 }
 
 /* the aggregation of a part, the owner's and its checkers' alike: the P
@@ -911,9 +868,9 @@ cover_txn(struct spirt_txn *t, void *arg)
 
 	if ((rc = key_coverpart(key, sizeof key, step, NULL)) ||
 	    (rc = spirt_store_put(t, key, c->part, c->partlen, 0)) ||
-	    (rc = xp_key_coverslice(key, sizeof key, step, NULL)) ||
-	    (rc = spirt_store_put(t, key, c->slice, c->slicelen, 0)) ||
-	    (rc = key_coverrec(key, sizeof key, step, NULL)))
+	    (c->slice && ((rc = xp_key_coverslice(key, sizeof key, step,
+	    NULL)) || (rc = spirt_store_put(t, key, c->slice, c->slicelen,
+	    0)))) || (rc = key_coverrec(key, sizeof key, step, NULL)))
 		return rc;
 	return spirt_store_put_bytes(t, key, c->rec, c->reclen, step, 0);
 }
@@ -921,8 +878,9 @@ cover_txn(struct spirt_txn *t, void *arg)
 /* step 4b: this member's cover of the member before it in the ring: the
  * owner's result record and part relayed as they came, or, when they
  * did not come before the deadline, the part combined here from the
- * signed slices (the owner's own one pulled in step 2) under a cover
- * record; either way the same bytes, for the members they did not reach */
+ * signed slices (the owner's own one pulled from it now, xp_again) under
+ * a cover record, with that slice; either way the same bytes, for the
+ * members they did not reach */
 static int
 cover_own(struct xr *r, struct spirt_xpull *u)
 {
@@ -937,6 +895,9 @@ cover_own(struct xr *r, struct spirt_xpull *u)
 	if (r->P < 2)
 		return 0;
 	if (!r->late[r->pr]) {
+		/* (a relay: no slice, none pulled; a member late for the
+		 * owner takes its slice from the owner) */
+		c.slice = NULL;
 		c.part = r->part[r->pr];
 		c.partlen = r->partlen[r->pr];
 		if ((rc = spirt_store_get_bytes(r->predrec, r->predreclen,
@@ -947,6 +908,8 @@ cover_own(struct xr *r, struct spirt_xpull *u)
 	}
 	if ((rc = xp_again(r, u, r->pr, NULL, &val, &vlen)))
 		return rc;
+	c.slice = r->pred;
+	c.slicelen = r->predlen;
 	rec_head(r, rec, SPIRT_XPART_COVER);
 	rec->index = (uint32_t)r->pr;
 	spirt_hash(rec->hash, val, vlen);
