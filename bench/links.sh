@@ -91,16 +91,31 @@ rows() {
 	done
 	echo "$m"
 }
+# served P: "requests body-bytes-in answer-bytes-out" summed over the P
+# peers' servers (GET /metrics, from each host to itself)
+served() {
+	local i
+	for i in $(seq 1 "$1"); do
+		netns_exec "$i" curl -s --max-time 5 \
+		    "http://$(netns_addr "$i"):7090/metrics" || :
+	done | awk '$1 == "spirt_requests_total" { q += $2 }
+		$1 == "spirt_received_bytes_total" { i += $2 }
+		$1 == "spirt_sent_bytes_total" { o += $2 }
+		END { printf "%d %d %d\n", q, i, o }'
+}
 # steady P: the counters once every peer logged step WARM (cw, the step
-# in rw), and again at step STEPS - 10 (ce, re): the rounds between, with
-# no start (keys, sessions, the model and shards) nor end in them
+# in rw, the servers' counts in sw), and again at step STEPS - 10 (ce, re,
+# se): the rounds between, with no start (keys, sessions, the model and
+# shards) nor end in them
 steady() {
 	local r
 	while r=$(rows "$1"); [ "$r" -lt "$warm" ]; do sleep 0.02; done
 	counters "$1" >"$tmp/cw"
+	served "$1" >"$tmp/sw"
 	echo "$r" >"$tmp/rw"
 	while r=$(rows "$1"); [ "$r" -lt $((steps - 10)) ]; do sleep 0.02; done
 	counters "$1" >"$tmp/ce"
+	served "$1" >"$tmp/se"
 	echo "$r" >"$tmp/re"
 }
 
@@ -133,9 +148,9 @@ echo
 echo "The exchange (spirt-train --exchange), the MLP (S = $S bytes an"
 echo "aggregate record), 1 x 64 a peer, $steps steps; one peer alone:"
 echo "$(printf '%.1f' "$solo") ms a step"
-printf '   %-28s %-8s %3s %8s %8s %7s %7s %7s %4s %9s %9s\n' link \
-    mode P "MB in" "MB out" "in/S" "st.in/S" "st.out/S" rds "ms/step" \
-    "ms/round"
+printf '   %-28s %-8s %3s %8s %8s %7s %7s %7s %7s %7s %6s %4s %9s %9s\n' \
+    link mode P "MB in" "MB out" "in/S" "st.in/S" "st.out/S" "ans/S" \
+    "rest/S" "req" rds "ms/step" "ms/round"
 IFS=';' read -r -a specs <<<"$links"
 for spec in "${specs[@]}"; do
 	for p in $peers; do
@@ -151,7 +166,8 @@ for spec in "${specs[@]}"; do
 				cp -r "$tmp/base$p" "$tmp/s$i"
 			done
 			counters "$p" >"$tmp/c0"
-			rm -f "$tmp"/s[0-9]*.train-mlp.tsv "$tmp/cw" "$tmp/ce"
+			rm -f "$tmp"/s[0-9]*.train-mlp.tsv "$tmp/cw" "$tmp/ce" \
+			    "$tmp/sw" "$tmp/se"
 			steady "$p" &
 			spid=$!
 			pids= ck= ckp= xm=parts
@@ -186,19 +202,27 @@ for spec in "${specs[@]}"; do
 			[ -s "$tmp/cw" ] || cp "$tmp/c0" "$tmp/cw"
 			[ -s "$tmp/re" ] || echo "$steps" >"$tmp/re"
 			[ -s "$tmp/rw" ] || echo 0 >"$tmp/rw"
+			[ -s "$tmp/sw" ] || echo 0 0 0 >"$tmp/sw"
+			[ -s "$tmp/se" ] || echo 0 0 0 >"$tmp/se"
+			read -r q0 bi0 bo0 <"$tmp/sw"
+			read -r q1 bi1 bo1 <"$tmp/se"
 			rounds=$(($(cat "$tmp/re") - $(cat "$tmp/rw")))
 			join "$tmp/c0" "$tmp/c1" | join - "$tmp/cw" |
 			    join - "$tmp/ce" | awk -v p="$p" -v n="$steps" \
 			    -v s="$S" -v ms="$ms" -v solo="$solo" -v l="$spec" \
-			    -v m="$mode" -v r="$rounds" '
+			    -v m="$mode" -v r="$rounds" -v q=$((q1 - q0)) \
+			    -v bi=$((bi1 - bi0)) -v bo=$((bo1 - bo0)) '
 				{ out += $4 - $2; in_ += $5 - $3
 				  sti += $9 - $7; sto += $8 - $6 }
 				END {
 					i = in_ / p / n; o = out / p / n
 					si = sti / p / r; so = sto / p / r
-					printf "   %-28s %-8s %3d %8.2f %8.2f %7.2f %7.2f %7.2f %4d %9.1f %9.1f\n",
+					# (the rest: HTTP and TCP/IP)
+					printf "   %-28s %-8s %3d %8.2f %8.2f %7.2f %7.2f %7.2f %7.3f %7.3f %6.1f %4d %9.1f %9.1f\n",
 					    l, m, p, i / 1e6, o / 1e6, i / s, si / s,
-					    so / s, r, ms, ms - solo }'
+					    so / s, bo / p / r / s,
+					    (sti - bo - bi) / p / r / s, q / p / r, r,
+					    ms, ms - solo }'
 			netns_teardown
 		done
 	done
