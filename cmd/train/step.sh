@@ -359,17 +359,16 @@ if [ -n "$srv" ] && [ "$t" -gt 0 ]; then
 		# (69: no server there any more: that peer ended, having
 		# combined the round, or died, and waiting would not help it;
 		# the slowest peer to end would otherwise wait for --deadline
-		# on those that ended before it.  Its key listed, not its
-		# value got: a get moved S bytes from every other peer, (P - 1)
-		# S a peer and run, bench/links.sh)
+		# on those that ended before it.  Its record gagg/<t>/round
+		# asked, written with gagg/<t> in one transaction (a few
+		# hundred bytes), not gagg/<t> itself: that moved S bytes from
+		# every other peer, (P - 1) S a peer and run, bench/links.sh)
 		for u in $urls; do
 			while :; do
 				rc=0
-				_l=$(SPIRT_TIMEOUT=2s spirt-store -q -s "$u" ls \
-				    "gagg/$lastx" 2>/dev/null) || rc=$?
-				[ "$rc" -ne 69 ] || break
-				[ "$rc" -ne 0 ] || ! printf '%s\n' "$_l" |
-				    cut -f1 | grep -qxF "gagg/$lastx" || break
+				SPIRT_TIMEOUT=2s spirt-store -q -s "$u" get -f \
+				    "gagg/$lastx/round" >/dev/null 2>&1 || rc=$?
+				{ [ "$rc" -ne 0 ] && [ "$rc" -ne 69 ]; } || break
 				pause 100 "$end" || break
 			done
 		done
