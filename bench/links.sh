@@ -16,7 +16,13 @@
 #     them (aggregates, digests, handshakes, HTTP), divided by P and by
 #     the rounds (STEPS); and as a multiple of S, the aggregate record's
 #     bytes (all-to-all: (P - 1) S in and as many out; parts: about
-#     2 S (P - 1) / P);
+#     2 S (P - 1) / P); in/S over the whole run, st.in/S and st.out/S
+#     over its steady rounds (from when every peer logged step WARM to
+#     when every peer logged step STEPS - 10: no start nor end in them),
+#     and over those rounds the servers' own counts (GET /metrics of
+#     each peer, from its own host: ans/S, the sealed answers' bytes;
+#     rest/S, the veth bytes less answers and requests: HTTP and what
+#     TCP/IP headers a GSO frame shows; req, requests served);
 #   - step time: the peers' median seconds a step (their logs);
 #   - round time: the step time less that of one peer alone (same
 #     functions and batch, no --peers), run just before: what the
