@@ -176,7 +176,7 @@ for spec in "${specs[@]}"; do
 			    "$tmp/sw" "$tmp/se"
 			steady "$p" &
 			spid=$!
-			pids= ck= ckp= xm=parts
+			pids="" ck="" ckp="" xm=parts
 			case $mode in
 			all) xm=all ;;
 			parts0) ck=0 ;;

@@ -26,6 +26,33 @@ for i in (1, 2, 3):
 	peerstores 3
 }
 
+# (python) import hashlib and struct; vhash(b), the tree hash of a value
+# (docs/protocol.md "Values' hashes")
+PYVHASH="
+import hashlib, struct
+def vhash(b):
+    h = hashlib.sha256(b'SPIRT-TREE-SHA256' + struct.pack('<QI', len(b), 32768))
+    for i in range(0, len(b), 32768):
+        h.update(hashlib.sha256(b[i:i + 32768]).digest())
+    return h.digest()
+"
+
+# round_n T N ARGS...: peers 1..N's round of step T (stores sI, run r1),
+# each must succeed
+round_n() {
+	local t=$1 n=$2 i
+	shift 2
+	for i in $(seq "$n"); do
+		SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 \
+		    spirt-peer exchange -m m -s s$i -t "$t" --deadline 20000 \
+		    -P peers "$@" >out$i 2>err$i &
+		eval "pid$i=\$!"
+	done
+	for i in $(seq "$n"); do
+		wait "$(eval echo \$pid$i)" || { cat err$i >&2; return 1; }
+	done
+}
+
 # round3 ARGS...: the three peers' round of step 0, each must succeed
 round3() {
 	xch 1 "$@"
@@ -261,12 +288,7 @@ proof_holds() {
 	done
 	spirt-store -s s2 get -f xpart/0 >lie.rec
 	"$PYTHON" -c "$PYREC
-import hashlib, struct
-def vhash(b):
-    h = hashlib.sha256(b'SPIRT-TREE-SHA256' + struct.pack('<QI', len(b), 32768))
-    for i in range(0, len(b), 32768):
-        h.update(hashlib.sha256(b[i:i + 32768]).digest())
-    return h.digest()
+$PYVHASH
 def entries(r):
     P, tl = struct.unpack_from('<I', r, 16)[0], struct.unpack_from('<H', r, 6)[0]
     o = 192 + tl
@@ -396,18 +418,7 @@ for i in (1, 2, 3):
 			spirt-store -s s$i put agg/0 a$i.rec
 		done
 		for t in 0 1; do
-			for i in 1 2 3; do
-				SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 \
-				    spirt-peer exchange -m m -s s$i -t $t \
-				    --deadline 20000 -P peers -r $rule --parts \
-				    --check 2 --check-parts 3 \
-				    >out$i 2>err$i &
-				eval "pid$i=\$!"
-			done
-			for i in 1 2 3; do
-				wait "$(eval echo \$pid$i)" ||
-					{ cat err$i >&2; return 1; }
-			done
+			round_n $t 3 -r $rule --parts --check 2 --check-parts 3
 			[ $t = 1 ] && break
 			# step 1: the model after step 0 (any, the same on all)
 			for i in 1 2 3; do
@@ -438,16 +449,7 @@ for t in range(8):
 			[ $t = 0 ] || spirt-store -s s$i put model/m@$t m0.rec
 			spirt-store -s s$i put agg/$t a${i}_$t.rec
 		done
-		for i in 1 2 3 4; do
-			SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 \
-			    spirt-peer exchange -m m -s s$i -t $t \
-			    --deadline 20000 -P peers --parts >out$i 2>err$i &
-			eval "pid$i=\$!"
-		done
-		for i in 1 2 3 4; do
-			wait "$(eval echo \$pid$i)" ||
-				{ cat err$i >&2; return 1; }
-		done
+		round_n $t 4 --parts
 		for i in 1 2 3 4; do
 			spirt-store -s s$i get gagg/$t/round |
 			    tr -c '[:print:]\n' ' ' | grep '^checked=' >ck$i.$t
@@ -458,12 +460,7 @@ for t in range(8):
 	# four input records' signatures in member order, part k drawn by
 	# the hash of the seed, k and 1; every member wrote that part
 	"$PYTHON" -c "$PYREC
-import hashlib, struct
-def vhash(b):
-    h = hashlib.sha256(b'SPIRT-TREE-SHA256' + struct.pack('<QI', len(b), 32768))
-    for i in range(0, len(b), 32768):
-        h.update(hashlib.sha256(b[i:i + 32768]).digest())
-    return h.digest()
+$PYVHASH
 seen = set()
 for t in range(8):
     sigs = b''.join(load('in%d.%d' % (i, t))['a'].tobytes()[-64:] for i in (1, 2, 3, 4))
@@ -478,24 +475,17 @@ for t in range(8):
 assert len(seen) > 1, seen
 "
 	# more parts than members: every part
-	for i in 1 2 3 4; do
-		spirt-store -s s$i put model/m@8 m0.rec
-		spirt-store -s s$i put agg/8 a${i}_7.rec
-	done
 	"$PYTHON" -c "$PYREC
 for i in (1, 2, 3, 4):
     a = load('a%d_7.rec' % i)['a']
     open('a%d_8.rec' % i, 'wb').write(st.encode(a, name='m:1001', step=8, samples=32))
 "
 	for i in 1 2 3 4; do
+		spirt-store -s s$i put model/m@8 m0.rec
 		spirt-store -s s$i put agg/8 a${i}_8.rec
-		SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 SPIRT_CHECK_PARTS=9 \
-		    spirt-peer exchange -m m -s s$i -t 8 --deadline 20000 \
-		    -P peers --parts >out$i 2>err$i &
-		eval "pid$i=\$!"
 	done
+	SPIRT_CHECK_PARTS=9 round_n 8 4 --parts
 	for i in 1 2 3 4; do
-		wait "$(eval echo \$pid$i)" || { cat err$i >&2; return 1; }
 		run -0 sh -c "spirt-store -s s$i get gagg/8/round | tr -c '[:print:]\n' ' '"
 		assert_line 'checked=0 1 2 3'
 	done
