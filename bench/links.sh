@@ -16,7 +16,13 @@
 #     them (aggregates, digests, handshakes, HTTP), divided by P and by
 #     the rounds (STEPS); and as a multiple of S, the aggregate record's
 #     bytes (all-to-all: (P - 1) S in and as many out; parts: about
-#     2 S (P - 1) / P);
+#     2 S (P - 1) / P); in/S over the whole run, st.in/S and st.out/S
+#     over its steady rounds (from when every peer logged step WARM to
+#     when every peer logged step STEPS - 10: no start nor end in them),
+#     and over those rounds the servers' own counts (GET /metrics of
+#     each peer, from its own host: ans/S, the sealed answers' bytes;
+#     rest/S, the veth bytes less answers and requests: HTTP and what
+#     TCP/IP headers a GSO frame shows; req, requests served);
 #   - step time: the peers' median seconds a step (their logs);
 #   - round time: the step time less that of one peer alone (same
 #     functions and batch, no --peers), run just before: what the
@@ -26,7 +32,9 @@
 # netns_link specs, ";" between, default "rate 100mbit delay 10ms;rate
 # 1gbit delay 0.5ms"), MODES (default "all parts"; parts0: parts without
 # checkers, SPIRT_CHECK=0, so that parts against parts0 is what the check
-# of owners costs, spirt-peer(1) --check).
+# of owners costs, spirt-peer(1) --check; partsall: every part checked
+# each round, SPIRT_CHECK_PARTS=P, --check-parts), WARM (default 3: the
+# steady rounds are those after every peer logged WARM steps).
 set -eu
 cd "$(dirname "$0")/.."
 . bench/cpu.sh
@@ -35,7 +43,8 @@ FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
 PATH="$PWD:$PATH"
 export PATH FMNIST
 unset SPIRT_STORE SPIRT_SYNC SPIRT_THREADS OMP_NUM_THREADS OPENBLAS_NUM_THREADS
-steps=${STEPS:-20}
+steps=${STEPS:-40}
+warm=${WARM:-10}
 peers=${PEERS:-2 4 8}
 links=${LINKS:-rate 100mbit delay 10ms;rate 1gbit delay 0.5ms}
 modes=${MODES:-all parts}
@@ -65,15 +74,55 @@ med() {         # med: median of the numbers on stdin ("-" if none)
 		else print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 # counters: "host rx tx" of every host's link as the hub sees it (rx:
-# what host i sent, tx: what it received)
+# what host i sent, tx: what it received), all read at once
 counters() {
+	ip -n "$(netns_name h)" -s -j link show | "$PY" -c '
+import json, sys
+n = int(sys.argv[1])
+for l in json.load(sys.stdin):
+    if l["ifname"][1:].isdigit() and l["ifname"][0] == "v" and \
+            1 <= int(l["ifname"][1:]) <= n:
+        s = l["stats64"]
+        print(l["ifname"][1:], s["rx"]["bytes"], s["tx"]["bytes"])' "$1" |
+	    sort
+}
+# rows P: the step the slowest of the P peers has logged last (its log
+# has a row every 10 steps)
+rows() {
+	local i n m=
+	for i in $(seq 1 "$1"); do
+		n=$(awk -F'\t' 'NR > 1 { s = $2 } END { print s + 0 }' \
+		    "$tmp/s$i.train-mlp.tsv" 2>/dev/null) || n=0
+		[ -n "$m" ] && [ "$m" -le "$n" ] || m=$n
+	done
+	echo "$m"
+}
+# served P: "requests body-bytes-in answer-bytes-out" summed over the P
+# peers' servers (GET /metrics, from each host to itself)
+served() {
 	local i
 	for i in $(seq 1 "$1"); do
-		ip -n "$(netns_name h)" -s -j link show "v$i" | "$PY" -c '
-import json, sys
-s = json.load(sys.stdin)[0]["stats64"]
-print(sys.argv[1], s["rx"]["bytes"], s["tx"]["bytes"])' "$i"
-	done
+		netns_exec "$i" curl -s --max-time 5 \
+		    "http://$(netns_addr "$i"):7090/metrics" || :
+	done | awk '$1 == "spirt_requests_total" { q += $2 }
+		$1 == "spirt_received_bytes_total" { i += $2 }
+		$1 == "spirt_sent_bytes_total" { o += $2 }
+		END { printf "%d %d %d\n", q, i, o }'
+}
+# steady P: the counters once every peer logged step WARM (cw, the step
+# in rw, the servers' counts in sw), and again at step STEPS - 10 (ce, re,
+# se): the rounds between, with no start (keys, sessions, the model and
+# shards) nor end in them
+steady() {
+	local r
+	while r=$(rows "$1"); [ "$r" -lt "$warm" ]; do sleep 0.02; done
+	counters "$1" >"$tmp/cw"
+	served "$1" >"$tmp/sw"
+	echo "$r" >"$tmp/rw"
+	while r=$(rows "$1"); [ "$r" -lt $((steps - 10)) ]; do sleep 0.02; done
+	counters "$1" >"$tmp/ce"
+	served "$1" >"$tmp/se"
+	echo "$r" >"$tmp/re"
 }
 
 # shard DIR N: the data in N shards (P peers x 1 function), as each
@@ -105,8 +154,9 @@ echo
 echo "The exchange (spirt-train --exchange), the MLP (S = $S bytes an"
 echo "aggregate record), 1 x 64 a peer, $steps steps; one peer alone:"
 echo "$(printf '%.1f' "$solo") ms a step"
-printf '   %-28s %-5s %3s %9s %9s %7s %9s %9s\n' link mode P "MB in" \
-    "MB out" "in/S" "ms/step" "ms/round"
+printf '   %-28s %-8s %3s %8s %8s %7s %7s %7s %7s %7s %6s %4s %9s %9s\n' \
+    link mode P "MB in" "MB out" "in/S" "st.in/S" "st.out/S" "ans/S" \
+    "rest/S" "req" rds "ms/step" "ms/round"
 IFS=';' read -r -a specs <<<"$links"
 for spec in "${specs[@]}"; do
 	for p in $peers; do
@@ -122,34 +172,63 @@ for spec in "${specs[@]}"; do
 				cp -r "$tmp/base$p" "$tmp/s$i"
 			done
 			counters "$p" >"$tmp/c0"
-			pids=
+			rm -f "$tmp"/s[0-9]*.train-mlp.tsv "$tmp/cw" "$tmp/ce" \
+			    "$tmp/sw" "$tmp/se"
+			steady "$p" &
+			spid=$!
+			pids="" ck="" ckp="" xm=parts
+			case $mode in
+			all) xm=all ;;
+			parts0) ck=0 ;;
+			partsall) ckp=$p ;;
+			esac
 			for i in $(seq 1 "$p"); do
 				netns_exec "$i" env SPIRT_KEY="$tmp/p$i.key" \
-				    SPIRT_CHECK="${mode#parts}" \
+				    SPIRT_CHECK="$ck" SPIRT_CHECK_PARTS="$ckp" \
 				    SPIRT_TOKEN="$tmp/p$i.tok" \
 				    SPIRT_GROUP="$tmp/group.pub" \
 				    timeout 1800 spirt-train -q -s "$tmp/s$i" -n 1 -b 64 \
 				    --peers "$tmp/peers" --peer $((i - 1)) \
-				    --steps "$steps" --eval-every 100000 \
-				    --exchange "${mode%0}" \
+				    --steps "$steps" --eval-every 10 \
+				    --exchange "$xm" \
 				    --deadline 120000 >/dev/null 2>"$tmp/e$i" &
 				pids="$pids $!"
 			done
 			# shellcheck disable=SC2086
 			wait $pids || { cat "$tmp"/e* >&2; exit 1; }
 			counters "$p" >"$tmp/c1"
+			kill "$spid" 2>/dev/null || :
+			wait "$spid" 2>/dev/null || :
 			ms=$(for i in $(seq 1 "$p"); do
 				awk -F'\t' 'END { print 1e3 * $1 / $2 }' \
 				    "$tmp/s$i.train-mlp.tsv"
 			done | med)
-			join "$tmp/c0" "$tmp/c1" | awk -v p="$p" -v n="$steps" \
+			# the steady rounds (none if the run ended first)
+			[ -s "$tmp/ce" ] || cp "$tmp/c1" "$tmp/ce"
+			[ -s "$tmp/cw" ] || cp "$tmp/c0" "$tmp/cw"
+			[ -s "$tmp/re" ] || echo "$steps" >"$tmp/re"
+			[ -s "$tmp/rw" ] || echo 0 >"$tmp/rw"
+			[ -s "$tmp/sw" ] || echo 0 0 0 >"$tmp/sw"
+			[ -s "$tmp/se" ] || echo 0 0 0 >"$tmp/se"
+			read -r q0 bi0 bo0 <"$tmp/sw"
+			read -r q1 bi1 bo1 <"$tmp/se"
+			rounds=$(($(cat "$tmp/re") - $(cat "$tmp/rw")))
+			join "$tmp/c0" "$tmp/c1" | join - "$tmp/cw" |
+			    join - "$tmp/ce" | awk -v p="$p" -v n="$steps" \
 			    -v s="$S" -v ms="$ms" -v solo="$solo" -v l="$spec" \
-			    -v m="$mode" '
-				{ out += $4 - $2; in_ += $5 - $3 }
+			    -v m="$mode" -v r="$rounds" -v q=$((q1 - q0)) \
+			    -v bi=$((bi1 - bi0)) -v bo=$((bo1 - bo0)) '
+				{ out += $4 - $2; in_ += $5 - $3
+				  sti += $9 - $7; sto += $8 - $6 }
 				END {
 					i = in_ / p / n; o = out / p / n
-					printf "   %-28s %-5s %3d %9.2f %9.2f %7.2f %9.1f %9.1f\n",
-					    l, m, p, i / 1e6, o / 1e6, i / s, ms, ms - solo }'
+					si = sti / p / r; so = sto / p / r
+					# (the rest: HTTP and TCP/IP)
+					printf "   %-28s %-8s %3d %8.2f %8.2f %7.2f %7.2f %7.2f %7.3f %7.3f %6.1f %4d %9.1f %9.1f\n",
+					    l, m, p, i / 1e6, o / 1e6, i / s, si / s,
+					    so / s, bo / p / r / s,
+					    (sti - bo - bi) / p / r / s, q / p / r, r,
+					    ms, ms - solo }'
 			netns_teardown
 		done
 	done

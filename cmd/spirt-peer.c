@@ -48,7 +48,7 @@ static struct {
 
 enum { CONNTIMEOUT = 256, MAXCONNS, PERIP, RATE, RETRY };
 enum { BYZ = 256, DEADLINE, ITERS, MAD, MINP, SELECT, TAU, TIMEOUT,
-    TRIM, BEATS, PRUNE, KEEPDG, KEEPPL, PARTS, CHECK };
+    TRIM, BEATS, PRUNE, KEEPDG, KEEPPL, PARTS, CHECK, CHECKP };
 enum { PROOF = 256 };
 
 #define USAGE \
@@ -58,9 +58,10 @@ enum { PROOF = 256 };
 "           [--rate r] [--retry ms]\n" \
 "       spirt-peer exchange [-qv] [-a prefix] [-m model] [-P peers] [-r rule]\n" \
 "           [-s store]\n" \
-"           [--beats] [--byzantine f] [--check r] [--deadline ms] [--iters L]\n" \
-"           [--keep-digests] [--keep-pulls] [--min-peers n] [--prune lag]\n" \
-"           [--parts] [--select m] [--tau T] [--timeout ms] [--trim F]\n" \
+"           [--beats] [--byzantine f] [--check r] [--check-parts k]\n" \
+"           [--deadline ms] [--iters L] [--keep-digests] [--keep-pulls]\n" \
+"           [--min-peers n] [--prune lag] [--parts] [--select m] [--tau T]\n" \
+"           [--timeout ms] [--trim F]\n" \
 "           -i | -t step\n" \
 "       spirt-peer verify [-a allowfile] [-g group] [-m model] [-r run]\n" \
 "           [-s store] [--proof file]\n" \
@@ -91,6 +92,8 @@ static const struct opt xopts[] = {
 	{ BYZ, "byzantine", "F", "peers the rule must tolerate" },
 	{ CHECK, "check", "R", "--parts: members checking each part "
 	    "(default 1)" },
+	{ CHECKP, "check-parts", "K", "--parts: parts checked each "
+	    "round (default 1)" },
 	{ DEADLINE, "deadline", "MS", "the round's deadline" },
 	{ ITERS, "iters", "L", "cclip's, scclip's iterations" },
 	{ KEEPDG, "keep-digests", NULL, "--prune keeps digest/" },
@@ -633,6 +636,7 @@ xmain(int argc, char **argv)
 	struct spirt_cred *cred;
 	struct spirt_xnet http;
 	int c, rc, code, trim = 0, havestep = 0, warm = 0, check = 0;
+	int checkp = 0;
 
 	spirt_exchange_init(&x);
 	optind = 1;
@@ -659,6 +663,9 @@ xmain(int argc, char **argv)
 		case CHECK: x.check = (unsigned)eparse_u64("--check", optarg,
 			    0, SPIRT_XPART_MAXPARTS);
 			  check = 1; break;
+		case CHECKP: x.check_parts = (unsigned)eparse_u64(
+			    "--check-parts", optarg, 1, SPIRT_XPART_MAXPARTS);
+			  checkp = 1; break;
 		case PRUNE: x.prune = eparse_u64("--prune", optarg, 1,
 			    SPIRT_NOSTEP - 2); break;
 		case ITERS: x.p.iters = (unsigned)eparse_u64("--iters", optarg,
@@ -696,9 +703,13 @@ xmain(int argc, char **argv)
 	if (!check && x.parts && (lie = getenv("SPIRT_CHECK")) && *lie)
 		x.check = (unsigned)eparse_u64("SPIRT_CHECK", lie, 0,
 		    SPIRT_XPART_MAXPARTS);
-	if (check && !x.parts) {
-		warnx_("--check: only with --parts (it checks the parts' "
-		    "owners)");
+	if (!checkp && x.parts && (lie = getenv("SPIRT_CHECK_PARTS")) &&
+	    *lie)
+		x.check_parts = (unsigned)eparse_u64("SPIRT_CHECK_PARTS", lie,
+		    1, SPIRT_XPART_MAXPARTS);
+	if ((check || checkp) && !x.parts) {
+		warnx_("--check%s: only with --parts (it checks the parts' "
+		    "owners)", check ? "" : "-parts");
 		usage(1);
 	}
 	if (!rule && trim)

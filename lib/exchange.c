@@ -56,6 +56,7 @@ spirt_exchange_init(struct spirt_exchange *x)
 	x->deadline_ms = 30000;
 	x->timeout_ms = 10000;
 	x->check = 1;
+	x->check_parts = 1;
 }
 
 int

@@ -110,6 +110,10 @@ struct spirt_exchange {
 	 * (more: every other member); each pulls the part's P signed
 	 * slices, combines them again and compares (xpart.h) */
 	unsigned check;
+	/* with parts and check: the parts checked each round, 1 to P
+	 * (more: every part), drawn from the same seed as their checkers
+	 * (xpart.h); default 1 */
+	unsigned check_parts;
 	/* optional, for tests: this peer, as a part's owner, signs a wrong
 	 * combination (its first float plus 1): a lying owner */
 	int lie;

@@ -57,6 +57,41 @@ is_checker(const struct xr *r, const unsigned char *seed, size_t k, size_t c)
 	return (d + (r->P - 1) - o) % (r->P - 1) < R;
 }
 
+/* the parts checked this round, into drawn (P): the K = min(check_parts,
+ * P) parts of the smallest draws, part k's draw the first 8 bytes (LE) of
+ * the hash of the seed, k (u32 LE) and the byte 1 (ties: the lower k); a
+ * uniform draw of K parts of P, the same on every member, another each
+ * round */
+static void
+draw_parts(const struct xr *r, const unsigned char *seed, int *drawn)
+{
+	unsigned char b[SPIRT_HASH_BYTES + 5], h[SPIRT_HASH_BYTES];
+	size_t K = r->x->check_parts < r->P ? r->x->check_parts : r->P;
+	uint64_t *v;
+
+	if ((v = malloc(r->P * sizeof *v)) == NULL) {
+		/* (no memory for the draw: every part, never fewer) */
+		for (size_t k = 0; k < r->P; k++)
+			drawn[k] = 1;
+		return;
+	}
+	memcpy(b, seed, SPIRT_HASH_BYTES);
+	b[SPIRT_HASH_BYTES + 4] = 1;
+	for (size_t k = 0; k < r->P; k++) {
+		spirt_le_put32(b + SPIRT_HASH_BYTES, (uint32_t)k);
+		spirt_hash(h, b, sizeof b);
+		v[k] = spirt_le_get64(h);
+	}
+	for (size_t k = 0; k < r->P; k++) {
+		size_t rank = 0;
+
+		for (size_t j = 0; j < r->P; j++)
+			rank += v[j] < v[k] || (v[j] == v[k] && j < k);
+		drawn[k] = rank < K;
+	}
+	free(v);
+}
+
 #define XP_UNDO 0x58504e44      /* recheck_txn's "undo it all" */
 
 /* part k combined again, in a transaction undone: the hash of the
@@ -239,9 +274,10 @@ last_part(struct xr *r, size_t k, uint64_t len, float **out)
  * member's input record, with the round's rule, in a transaction undone:
  * the hash of the result into got (unless NULL), its bytes into *val
  * (unless NULL; the caller frees them).  The slices: this member's from
- * its store, the owner's own one from the owner, or (the owner late)
- * from the member after it, which holds it (this member's r->pred when
- * it is that member), the others' from them */
+ * its store, the others' from them, the owner's own one from the owner;
+ * the owner late, from the owner still (its server may answer where its
+ * round did not), else from the member after it, which pulled it to cover
+ * the part (r->pred, kept, when this member is that one) */
 int
 xp_again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
     unsigned char **val, size_t *vlen)
@@ -254,7 +290,7 @@ xp_again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
 	uint64_t off, len;
 	const void *pl;
 	float *cen = NULL;
-	int *want = NULL, rc = ENOMEM;
+	int *want = NULL, *ol = NULL, rc = ENOMEM;
 
 	memset(&c, 0, sizeof c);
 	c.r = r;
@@ -262,9 +298,11 @@ xp_again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
 	sl = calloc(r->P, sizeof *sl);
 	sllen = calloc(r->P, sizeof *sllen);
 	want = calloc(r->P, sizeof *want);
+	ol = calloc(r->P, sizeof *ol);
 	c.keys = calloc(r->P, sizeof *c.keys);
 	c.vals = calloc(r->P, sizeof *c.vals);
-	if (sl == NULL || sllen == NULL || want == NULL || c.keys == NULL ||
+	if (sl == NULL || sllen == NULL || want == NULL || ol == NULL ||
+	    c.keys == NULL ||
 	    c.vals == NULL || (c.s = malloc(sizeof *c.s)) == NULL)
 		goto out;
 	for (size_t i = 0; i < r->P; i++)
@@ -283,25 +321,41 @@ xp_again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
 		sllen[i] = u[j].len;
 		u[j].val = NULL;
 	}
-	if (r->late[k] && succ == r->me) {
-		rc = ENOMEM;
-		if (r->pred == NULL ||
-		    (sl[k] = malloc(r->predlen ? r->predlen : 1)) == NULL)
-			goto out;
-		memcpy(sl[k], r->pred, r->predlen);
-		sllen[k] = r->predlen;
-	} else if (r->late[k]) {
+	if (r->late[k] && k != r->me) {
+		/* the owner's own slice, only now: from the owner (late
+		 * allowed), else from its cover */
 		memset(want, 0, r->P * sizeof *want);
-		want[succ] = 1;
-		if ((rc = xp_pull_some(r, u, xp_key_coverslice, NULL, "the owner's "
-		    "slice", want, NULL, NULL)))
+		want[k] = 1;
+		if ((rc = xp_pull_some(r, u, xp_key_slice, r->ids[k], "the "
+		    "owner's slice", want, ol, NULL)))
 			goto out;
-		for (size_t j = 0; j < x->n; j++)
-			if (xp_pos_of(r, x->peers[j].id) == succ) {
+		for (size_t j = 0; j < x->n && !ol[k]; j++)
+			if (xp_pos_of(r, x->peers[j].id) == k) {
 				sl[k] = u[j].val;
 				sllen[k] = u[j].len;
 				u[j].val = NULL;
 			}
+		if (sl[k] == NULL && succ == r->me) {
+			rc = say(x, SPIRT_EBUSY, "step %llu: xslice/%llu/%s, "
+			    "the own slice of %s, not there before the "
+			    "deadline (%u ms): part %zu of %zu not covered, "
+			    "nothing combined", ULL(x->step), ULL(x->step),
+			    r->ids[k], r->ids[k], x->deadline_ms, k, r->P);
+			goto out;
+		}
+		if (sl[k] == NULL) {
+			memset(want, 0, r->P * sizeof *want);
+			want[succ] = 1;
+			if ((rc = xp_pull_some(r, u, xp_key_coverslice, NULL,
+			    "the owner's slice", want, NULL, NULL)))
+				goto out;
+			for (size_t j = 0; j < x->n; j++)
+				if (xp_pos_of(r, x->peers[j].id) == succ) {
+					sl[k] = u[j].val;
+					sllen[k] = u[j].len;
+					u[j].val = NULL;
+				}
+		}
 	}
 	spirt_xpart_span(r->n, r->P, k, &off, &len);
 	for (size_t i = 0; i < r->P; i++) {
@@ -313,7 +367,8 @@ xp_again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
 			rc = say(x, SPIRT_EMAC, "step %llu: xslice/%llu/%s "
 			    "from %s is not the slice its signed record names",
 			    ULL(x->step), ULL(x->step), r->ids[k],
-			    i == k && r->late[k] ? r->ids[succ] : r->ids[i]);
+			    i == k && r->late[k] && ol[k] ? r->ids[succ] :
+			    r->ids[i]);
 			goto out;
 		}
 		if ((rc = xp_value_ok(r, sl[i], sllen[i], len, &h))) {
@@ -360,6 +415,15 @@ xp_again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
 		*vlen = c.vlen;
 		c.val = NULL;
 	}
+	/* the owner's slice, for this member's cover of it (cover_own) */
+	if (rc == 0 && k == r->pr && r->late[k] && r->pred == NULL) {
+		if ((r->pred = malloc(sllen[k] ? sllen[k] : 1)) == NULL)
+			rc = ENOMEM;
+		else {
+			memcpy(r->pred, sl[k], sllen[k]);
+			r->predlen = sllen[k];
+		}
+	}
 	if (rc == 0 && r->want_sl) {
 		xp_drop_kept(r);
 		r->ksl = sl;
@@ -376,6 +440,7 @@ out:
 	free(sl);
 	free(sllen);
 	free(want);
+	free(ol);
 	free(c.keys);
 	free(c.vals);
 	free(c.s);
@@ -550,10 +615,11 @@ check_once(struct xr *r, struct spirt_xpull *u, size_t k, int *checked)
 	    r->P);
 }
 
-/* step 4d: the parts this member was drawn to check, its verdict
- * published, then every other member's: a part another checker found
- * wrong is checked here too (so that every member catches a lie that one
- * checker proved, and none combines it), and so are the parts of a
+/* step 4d: the parts drawn this round (draw_parts) that this member
+ * was drawn to check, its verdict published, then the verdicts of the
+ * other checkers of the drawn parts: a part another checker found wrong
+ * is checked here too (so that every member catches a lie that one
+ * checker proved, and none combines it), and so are the drawn parts of a
  * checker whose verdict did not come */
 int
 xp_check(struct xr *r, struct spirt_xpull *u)
@@ -563,7 +629,7 @@ xp_check(struct xr *r, struct spirt_xpull *u)
 	struct verdict v = { r, NULL, 0 };
 	struct spirt_xpull *vu = NULL;
 	struct spirt_xpeer *was = NULL;
-	int *checked = NULL, *late = NULL, rc;
+	int *checked = NULL, *late = NULL, *want = NULL, rc, any = 0;
 	long bad = -1;
 
 	if (x->check == 0 || r->P < 2)
@@ -572,12 +638,16 @@ xp_check(struct xr *r, struct spirt_xpull *u)
 		return rc;
 	checked = calloc(r->P, sizeof *checked);
 	late = calloc(r->P, sizeof *late);
+	want = calloc(r->P, sizeof *want);
 	rc = ENOMEM;
-	if (checked == NULL || late == NULL)
+	if (checked == NULL || late == NULL || want == NULL ||
+	    (r->drawn == NULL &&
+	    (r->drawn = calloc(r->P, sizeof *r->drawn)) == NULL))
 		goto out;
+	draw_parts(r, seed, r->drawn);
 	rc = 0;
 	for (size_t k = 0; k < r->P && rc == 0; k++)
-		if (is_checker(r, seed, k, r->me) &&
+		if (r->drawn[k] && is_checker(r, seed, k, r->me) &&
 		    (rc = check_once(r, u, k, checked)) && x->caught[0])
 			bad = (long)k;
 	if (rc && bad < 0)
@@ -594,6 +664,14 @@ xp_check(struct xr *r, struct spirt_xpull *u)
 		if (rc || (rc = wrc))
 			goto out;
 	}
+	/* whose verdicts: the other checkers of the drawn parts (a member
+	 * drawn for none has checked nothing) */
+	for (size_t c = 0; c < r->P; c++)
+		for (size_t k = 0; k < r->P && c != r->me; k++)
+			if (r->drawn[k] && is_checker(r, seed, k, c))
+				want[c] = any = 1;
+	if (!any)
+		goto out;
 	/* (the verdicts apart: the checks below pull into u; and what the
 	 * round said of each member stands: a verdict is not its data) */
 	rc = ENOMEM;
@@ -602,7 +680,7 @@ xp_check(struct xr *r, struct spirt_xpull *u)
 		goto out;
 	for (size_t j = 0; j < x->n; j++)
 		was[j] = x->peers[j];
-	rc = xp_pull_some(r, vu, key_verdict, NULL, "the verdict", NULL, late,
+	rc = xp_pull_some(r, vu, key_verdict, NULL, "the verdict", want, late,
 	    stale_verdict);
 	for (size_t j = 0; j < x->n; j++) {
 		x->peers[j].state = was[j].state;
@@ -615,10 +693,12 @@ xp_check(struct xr *r, struct spirt_xpull *u)
 		size_t c = xp_pos_of(r, x->peers[j].id);
 		int stale;
 
+		if (!want[c])
+			continue;
 		if (late[c]) {
 			/* its checks, done here */
 			for (size_t k = 0; k < r->P && rc == 0; k++)
-				if (is_checker(r, seed, k, c))
+				if (r->drawn[k] && is_checker(r, seed, k, c))
 					rc = check_once(r, u, k, checked);
 			continue;
 		}
@@ -633,5 +713,6 @@ out:
 	free((void *)v.text);
 	free(checked);
 	free(late);
+	free(want);
 	return rc;
 }

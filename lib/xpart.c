@@ -627,49 +627,6 @@ rec_ok(struct xr *r, size_t i, struct spirt_xpull *u, int kind,
 	return 0;
 }
 
-/* the member before this one in the ring: its own slice of its part,
- * held to its input record, kept in case this member covers its part */
-static int
-pred_slice(struct xr *r, struct spirt_xpull *u)
-{
-	struct spirt_exchange *x = r->x;
-	struct spirt_tensor h;
-	unsigned char hash[SPIRT_HASH_BYTES];
-	uint64_t off, len;
-	int *want, rc;
-
-	if (r->P < 2)
-		return 0;
-	if ((want = calloc(r->P, sizeof *want)) == NULL)
-		return ENOMEM;
-	want[r->pr] = 1;
-	rc = xp_pull_some(r, u, xp_key_slice, NULL, "its own slice", want, NULL, NULL);
-	free(want);
-	if (rc)
-		return rc;
-	for (size_t j = 0; j < x->n; j++) {
-		if (xp_pos_of(r, x->peers[j].id) != r->pr)
-			continue;
-		spirt_hash(hash, u[j].val, u[j].len);
-		if (memcmp(hash, r->in[r->pr].e[r->pr].hash, SPIRT_HASH_BYTES))
-			return say(x, SPIRT_EMAC, "step %llu: xslice/%llu/%s "
-			    "from %s is not the slice its signed record names",
-			    ULL(x->step), ULL(x->step), r->ids[r->pr],
-			    r->ids[r->pr]);
-		spirt_xpart_span(r->n, r->P, r->pr, &off, &len);
-		if ((rc = xp_value_ok(r, u[j].val, u[j].len, len, &h)))
-			return say(x, rc, "step %llu: xslice/%llu/%s from %s: "
-			    "not a slice of %llu values of model \"%s\": %s",
-			    ULL(x->step), ULL(x->step), r->ids[r->pr],
-			    r->ids[r->pr], ULL(len), r->agg.name,
-			    spirt_strerror(rc));
-		r->pred = u[j].val;
-		r->predlen = u[j].len;
-		u[j].val = NULL;
-	}
-	return 0;
-}
-
 /* step 2: every member's input record, and its slice of our part, each
  * held to the record */
 static int
@@ -710,7 +667,7 @@ inputs(struct xr *r, struct spirt_xpull *u)
 		r->slicelen[i] = u[j].len;
 		u[j].val = NULL;
 	}
-	return pred_slice(r, u);
+	return 0;
 }
 
 /* the aggregation of a part, the owner's and its checkers' alike: the P
@@ -933,9 +890,9 @@ cover_txn(struct spirt_txn *t, void *arg)
 
 	if ((rc = key_coverpart(key, sizeof key, step, NULL)) ||
 	    (rc = spirt_store_put(t, key, c->part, c->partlen, 0)) ||
-	    (rc = xp_key_coverslice(key, sizeof key, step, NULL)) ||
-	    (rc = spirt_store_put(t, key, c->slice, c->slicelen, 0)) ||
-	    (rc = key_coverrec(key, sizeof key, step, NULL)))
+	    (c->slice && ((rc = xp_key_coverslice(key, sizeof key, step,
+	    NULL)) || (rc = spirt_store_put(t, key, c->slice, c->slicelen,
+	    0)))) || (rc = key_coverrec(key, sizeof key, step, NULL)))
 		return rc;
 	return spirt_store_put_bytes(t, key, c->rec, c->reclen, step, 0);
 }
@@ -943,8 +900,9 @@ cover_txn(struct spirt_txn *t, void *arg)
 /* step 4b: this member's cover of the member before it in the ring: the
  * owner's result record and part relayed as they came, or, when they
  * did not come before the deadline, the part combined here from the
- * signed slices (the owner's own one pulled in step 2) under a cover
- * record; either way the same bytes, for the members they did not reach */
+ * signed slices (the owner's own one pulled from it now, xp_again) under
+ * a cover record, with that slice; either way the same bytes, for the
+ * members they did not reach */
 static int
 cover_own(struct xr *r, struct spirt_xpull *u)
 {
@@ -959,6 +917,9 @@ cover_own(struct xr *r, struct spirt_xpull *u)
 	if (r->P < 2)
 		return 0;
 	if (!r->late[r->pr]) {
+		/* (a relay: no slice, none pulled; a member late for the
+		 * owner takes its slice from the owner) */
+		c.slice = NULL;
 		c.part = r->part[r->pr];
 		c.partlen = r->partlen[r->pr];
 		if ((rc = spirt_store_get_bytes(r->predrec, r->predreclen,
@@ -969,6 +930,8 @@ cover_own(struct xr *r, struct spirt_xpull *u)
 	}
 	if ((rc = xp_again(r, u, r->pr, NULL, &val, &vlen)))
 		return rc;
+	c.slice = r->pred;
+	c.slicelen = r->predlen;
 	rec_head(r, rec, SPIRT_XPART_COVER);
 	rec->index = (uint32_t)r->pr;
 	spirt_hash(rec->hash, val, vlen);
@@ -1233,7 +1196,7 @@ assemble_txn(struct spirt_txn *t, void *arg)
 		return rc;
 	free(r->round);
 	{
-		char ph[200];
+		char ph[200], *ck;
 		size_t n = 0;
 		struct spirt_xrec rr = {
 			.step = x->step, .rule = spirt_agg_rule_name(x->p.rule),
@@ -1241,6 +1204,16 @@ assemble_txn(struct spirt_txn *t, void *arg)
 			.adopted = x->adopted, .gagghash = x->gagghash,
 			.phases = ph
 		};
+
+		/* the parts drawn for checks: "<k> ...", or none */
+		if ((ck = malloc(r->P * 4 + 8)) == NULL)
+			return ENOMEM;
+		rr.checked = ck;
+		strcpy(ck, "none");
+		for (size_t k = 0, m = 0; r->drawn && k < r->P; k++)
+			if (r->drawn[k])
+				m += (size_t)sprintf(ck + m, "%s%zu", m ? " " :
+				    "", k);
 
 		/* (the ones before this one, the assembly: its own time is
 		 * the round's, less theirs) */
@@ -1250,7 +1223,9 @@ assemble_txn(struct spirt_txn *t, void *arg)
 			n += (size_t)snprintf(ph + n, sizeof ph - n, "%s%s:%.1f",
 			    i ? " " : "", phases[i], r->ms[i]);
 
-		if ((r->round = spirt_xrec_round(&rr, &r->roundlen)) == NULL)
+		r->round = spirt_xrec_round(&rr, &r->roundlen);
+		free(ck);
+		if (r->round == NULL)
 			return ENOMEM;
 	}
 	if ((rc = spirt_key_gagg_round(key, sizeof key, x->step)))
@@ -1382,6 +1357,7 @@ spirt_xpart_round(struct spirt_exchange *x)
 	free(r.partlen);
 	free(r.late);
 	xp_drop_kept(&r);
+	free(r.drawn);
 	free(r.pred);
 	free(r.predrec);
 	free(r.buf);

@@ -40,6 +40,8 @@ struct xr {
 	/* each phase's time, ms (phases[]), and when the one under way
 	 * began */
 	double ms[6], t0;
+	/* the parts drawn for checks this round (P; NULL: no checks) */
+	int *drawn;
 	/* a check's slices, kept for a proof (xp_again() with want_sl) */
 	int want_sl;
 	unsigned char **ksl;

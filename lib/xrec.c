@@ -34,6 +34,8 @@ spirt_xrec_round(const struct spirt_xrec *x, size_t *len)
 	spirt_kvw_putf(&w, "xms", "%.1f", xms);
 	if (x->phases)
 		spirt_kvw_put(&w, "phases", x->phases);
+	if (x->checked)
+		spirt_kvw_put(&w, "checked", x->checked);
 	if (x->beats)
 		spirt_kvw_put(&w, "quorum", x->reused ? "reused" : "changed");
 	if (x->adopted && x->adopted[0])

@@ -16,7 +16,8 @@
  * TYPE=spirt-round, step=, rule=, a peer= line for this member and one
  * for each other ("<id> <state>[: why]"), xms= (the slowest used
  * member's time), phases= (the partitioned exchange's: each phase's
- * "<name>:<ms>"), then with beats quorum=, adopted= (if any) and gagg=
+ * "<name>:<ms>"), checked= (its parts drawn for checks, "<k> ...", or
+ * "none" without checks), then with beats quorum=, adopted= (if any) and gagg=
  * (the decision), and END; the decision adds its state= line before END.
  */
 
@@ -35,6 +36,9 @@ struct spirt_xrec {
 	/* NULL, or the partitioned exchange's phases= line: "<name>:<ms>"
 	 * words, one a phase (lib/xpart.c) */
 	const char *phases;
+	/* NULL, or the partitioned exchange's checked= line: the parts
+	 * drawn for checks, "<k> ..." ("none": no checks) */
+	const char *checked;
 };
 
 /* The record's text, malloc'd (*len bytes, not NUL-terminated), or

@@ -26,6 +26,33 @@ for i in (1, 2, 3):
 	peerstores 3
 }
 
+# (python) import hashlib and struct; vhash(b), the tree hash of a value
+# (docs/protocol.md "Values' hashes")
+PYVHASH="
+import hashlib, struct
+def vhash(b):
+    h = hashlib.sha256(b'SPIRT-TREE-SHA256' + struct.pack('<QI', len(b), 32768))
+    for i in range(0, len(b), 32768):
+        h.update(hashlib.sha256(b[i:i + 32768]).digest())
+    return h.digest()
+"
+
+# round_n T N ARGS...: peers 1..N's round of step T (stores sI, run r1),
+# each must succeed
+round_n() {
+	local t=$1 n=$2 i
+	shift 2
+	for i in $(seq "$n"); do
+		SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 \
+		    spirt-peer exchange -m m -s s$i -t "$t" --deadline 20000 \
+		    -P peers "$@" >out$i 2>err$i &
+		eval "pid$i=\$!"
+	done
+	for i in $(seq "$n"); do
+		wait "$(eval echo \$pid$i)" || { cat err$i >&2; return 1; }
+	done
+}
+
 # round3 ARGS...: the three peers' round of step 0, each must succeed
 round3() {
 	xch 1 "$@"
@@ -163,10 +190,13 @@ for i in range(1, $1 + 1):
 	peersn 4
 	# p3 (part 2 of 4) stops itself once it pulled its inputs, before it
 	# combines its part (SPIRT_XSTOP): p4, next in order, covers it; p1
-	# and p2 take p4's cover; all check every part (--check 3)
-	SPIRT_XSTOP=combine xch 3 -P peers --parts --check 3 --deadline 1500
+	# and p2 take p4's cover; all check every part (--check 3
+	# --check-parts 4)
+	SPIRT_XSTOP=combine xch 3 -P peers --parts --check 3 --check-parts 4 \
+	    --deadline 1500
 	for i in 1 2 4; do
-		xch $i -P peers --parts --check 3 --deadline 1500
+		xch $i -P peers --parts --check 3 --check-parts 4 \
+		    --deadline 1500
 	done
 	for i in 1 2 4; do
 		wait "$(eval echo \$pid$i)" || { cat err$i >&2; kill -9 $pid3; return 1; }
@@ -189,6 +219,9 @@ r = load('cov.rec')['a'].tobytes()
 assert r[:4] == b'SPXP' and r[5] == 3, r[:6]
 assert struct.unpack_from('<I', r, 20)[0] == 2 and r[56:58] == b'p4'
 "
+	# with p3's own slice, which p4 pulled from p3 once p3 was late
+	spirt-store -s s3 get -f xslice/0/p3 >sl3.rec
+	spirt-store -s s4 get -f xpart/0/cover/slice | cmp - sl3.rec
 	# an owner whose part reaches some members and not others: p1 never
 	# gets p3's (SPIRT_XDROP), p4 relays the one it got, the same bytes
 	peersn 4
@@ -206,6 +239,27 @@ assert struct.unpack_from('<I', r, 20)[0] == 2 and r[56:58] == b'p4'
 	done
 	grep -q 'step 0: peer p3: part 2 of 4 relayed by p4' err1
 	! grep -q 'covered' err2
+	# a relay pulls no slice: the owner's own slice is pulled only when
+	# its owner is late for the member after it
+	run -66 spirt-store -s s4 get xpart/0/cover/slice
+	# an owner late whose own slice does not come either (its store's
+	# answer lost): the member after it cannot cover it (75), nor can
+	# the others take a cover
+	peersn 4
+	SPIRT_XSTOP=combine xch 3 -P peers --parts --deadline 1000
+	SPIRT_XDROP="xslice/0/p3@p3" xch 4 -P peers --parts --deadline 1000
+	xch 1 -P peers --parts --deadline 1000
+	xch 2 -P peers --parts --deadline 1000
+	for i in 1 2 4; do
+		rc=0
+		wait "$(eval echo \$pid$i)" || rc=$?
+		[ "$rc" -eq 75 ] || { cat err$i >&2; kill -9 $pid3; return 1; }
+	done
+	kill -9 $pid3
+	{ wait $pid3; } 2>/dev/null || :
+	grep -q 'step 0: xslice/0/p3, the own slice of p3, not there before the deadline (1000 ms): part 2 of 4 not covered, nothing combined' err4 || { cat err4 >&2; false; }
+	grep -q 'step 0: the combined part of p3 not there before the deadline (1000 ms), nor its cover by p4, nothing combined' err1
+	run -66 spirt-store -s s4 get gagg/0
 	# and a member that is late for the owner and its cover fails (75)
 	peersn 4
 	SPIRT_XSTOP=combine xch 3 -P peers --parts --deadline 800
@@ -234,12 +288,7 @@ proof_holds() {
 	done
 	spirt-store -s s2 get -f xpart/0 >lie.rec
 	"$PYTHON" -c "$PYREC
-import hashlib, struct
-def vhash(b):
-    h = hashlib.sha256(b'SPIRT-TREE-SHA256' + struct.pack('<QI', len(b), 32768))
-    for i in range(0, len(b), 32768):
-        h.update(hashlib.sha256(b[i:i + 32768]).digest())
-    return h.digest()
+$PYVHASH
 def entries(r):
     P, tl = struct.unpack_from('<I', r, 16)[0], struct.unpack_from('<H', r, 6)[0]
     o = 192 + tl
@@ -269,10 +318,11 @@ assert abs(got[0] - mean[0] - 1) < 1e-4 and np.allclose(got[1:], mean[1:], atol=
 	peers3
 	allowlist 1 3
 	# p2 signs part 1 plus 1 in its first float; p1 and p3 both check
-	# every part (--check 2: all the other members)
-	xch 1 -P peers --parts --check 2
-	SPIRT_XLIE=1 xch 2 -P peers --parts --check 2
-	xch 3 -P peers --parts --check 2
+	# every part (--check 2: all the other members; --check-parts 3:
+	# every part)
+	xch 1 -P peers --parts --check 2 --check-parts 3
+	SPIRT_XLIE=1 xch 2 -P peers --parts --check 2 --check-parts 3
+	xch 3 -P peers --parts --check 2 --check-parts 3
 	# (the liar sees the verdicts against it: 65, caught)
 	rc=0
 	wait $pid2 || rc=$?
@@ -320,14 +370,15 @@ open('forged2', 'w').write('\n'.join(lines))
 	[[ "$stderr" == *"verify: out1: line 2: p2's record: "* ]]
 	# nothing changed in the store
 	spirt-store -s s1 ls | cmp - ls.after
-	# one checker a part (the default): the one drawn catches it, and
-	# its verdict (xpart/0/verdict) makes the other member check part 1
-	# too: both catch it, each with a proof, and neither combines it
+	# one checker a part (the default), every part checked: the one
+	# drawn catches it, and its verdict (xpart/0/verdict) makes the
+	# other member check part 1 too: both catch it, each with a proof,
+	# and neither combines it
 	rm -rf s1 s2 s3
 	peers3
-	xch 1 -P peers --parts
-	SPIRT_XLIE=1 xch 2 -P peers --parts
-	xch 3 -P peers --parts
+	xch 1 -P peers --parts --check-parts 3
+	SPIRT_XLIE=1 xch 2 -P peers --parts --check-parts 3
+	xch 3 -P peers --parts --check-parts 3
 	wait $pid2 || :
 	for m in 1 3; do
 		rc=0
@@ -348,6 +399,8 @@ open('forged2', 'w').write('\n'.join(lines))
 	xch 3 -P peers --parts --check 0
 	wait $pid1 && wait $pid2 && wait $pid3
 	[ ! -s out1 ] && [ ! -s out3 ]
+	run -0 sh -c 'spirt-store -s s1 get gagg/0/round | tr -c "[:print:]\n" " "'
+	assert_line 'checked=none'
 }
 
 @test "exchange --parts --check: honest owners pass every check under cclip and scclip, two steps (the centre of the last round)" {
@@ -365,17 +418,7 @@ for i in (1, 2, 3):
 			spirt-store -s s$i put agg/0 a$i.rec
 		done
 		for t in 0 1; do
-			for i in 1 2 3; do
-				SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 \
-				    spirt-peer exchange -m m -s s$i -t $t \
-				    --deadline 20000 -P peers -r $rule --parts \
-				    --check 2 >out$i 2>err$i &
-				eval "pid$i=\$!"
-			done
-			for i in 1 2 3; do
-				wait "$(eval echo \$pid$i)" ||
-					{ cat err$i >&2; return 1; }
-			done
+			round_n $t 3 -r $rule --parts --check 2 --check-parts 3
 			[ $t = 1 ] && break
 			# step 1: the model after step 0 (any, the same on all)
 			for i in 1 2 3; do
@@ -391,6 +434,67 @@ for i in (1, 2, 3):
 	done
 }
 
+@test "exchange --parts --check-parts: the parts checked each round are drawn from the input records' signatures, the same on every member, another each round" {
+	peersn 4
+	"$PYTHON" -c "$PYREC
+rng = np.random.default_rng(11)
+for t in range(8):
+    for i in (1, 2, 3, 4):
+        a = rng.standard_normal(1001).astype(np.float32)
+        open('a%d_%d.rec' % (i, t), 'wb').write(st.encode(a, name='m:1001', step=t, samples=32))
+"
+	# eight rounds of four members, one part checked (the default)
+	for t in 0 1 2 3 4 5 6 7; do
+		for i in 1 2 3 4; do
+			[ $t = 0 ] || spirt-store -s s$i put model/m@$t m0.rec
+			spirt-store -s s$i put agg/$t a${i}_$t.rec
+		done
+		round_n $t 4 --parts
+		for i in 1 2 3 4; do
+			spirt-store -s s$i get gagg/$t/round |
+			    tr -c '[:print:]\n' ' ' | grep '^checked=' >ck$i.$t
+			spirt-store -s s$i get -f xslice/$t >in$i.$t
+		done
+	done
+	# the draw as docs/protocol.md states it: the seed the hash of the
+	# four input records' signatures in member order, part k drawn by
+	# the hash of the seed, k and 1; every member wrote that part
+	"$PYTHON" -c "$PYREC
+$PYVHASH
+seen = set()
+for t in range(8):
+    sigs = b''.join(load('in%d.%d' % (i, t))['a'].tobytes()[-64:] for i in (1, 2, 3, 4))
+    seed = vhash(sigs)
+    v = [struct.unpack('<Q', vhash(seed + struct.pack('<I', k) + b'\x01')[:8])[0] for k in range(4)]
+    want = 'checked=%d' % min(range(4), key=lambda k: (v[k], k))
+    for i in (1, 2, 3, 4):
+        got = open('ck%d.%d' % (i, t)).read().strip()
+        assert got == want, (t, i, got, want)
+    seen.add(want)
+# another each round: the eight rounds did not all draw one part
+assert len(seen) > 1, seen
+"
+	# more parts than members: every part
+	"$PYTHON" -c "$PYREC
+for i in (1, 2, 3, 4):
+    a = load('a%d_7.rec' % i)['a']
+    open('a%d_8.rec' % i, 'wb').write(st.encode(a, name='m:1001', step=8, samples=32))
+"
+	for i in 1 2 3 4; do
+		spirt-store -s s$i put model/m@8 m0.rec
+		spirt-store -s s$i put agg/8 a${i}_8.rec
+	done
+	SPIRT_CHECK_PARTS=9 round_n 8 4 --parts
+	for i in 1 2 3 4; do
+		run -0 sh -c "spirt-store -s s$i get gagg/8/round | tr -c '[:print:]\n' ' '"
+		assert_line 'checked=0 1 2 3'
+	done
+	# fewer than one part: refused
+	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -64 --separate-stderr \
+	    spirt-peer exchange -m m -s s1 -t 9 -P peers --check-parts 0 --parts
+	[[ "$stderr" == *"--check-parts"* ]]
+}
+
 @test "exchange --parts: usage" {
 	peers3
 	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -64 --separate-stderr \
@@ -401,6 +505,9 @@ for i in (1, 2, 3):
 	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -64 --separate-stderr \
 	    spirt-peer exchange -m m -s s1 -t 0 -P peers --check 1
 	[[ "$stderr" == *"--check: only with --parts"* ]]
+	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -64 --separate-stderr \
+	    spirt-peer exchange -m m -s s1 -t 0 -P peers --check-parts 2
+	[[ "$stderr" == *"--check-parts: only with --parts"* ]]
 	# verify --proof needs the run, and whom to trust
 	echo x >proof
 	run -64 --separate-stderr env -u SPIRT_RUN spirt-peer verify --proof proof -g p1.key
@@ -419,11 +526,14 @@ for i in (1, 2, 3):
 	smalldata "$BATS_FILE_TMPDIR/data"
 	pathpeers 0 2
 	allowlist 0 2
-	# (epochs of 10 steps: p1 lies mid-epoch 1, SPIRT_XLIE=@13)
+	# (epochs of 10 steps: p1 lies mid-epoch 1, SPIRT_XLIE=@13; every
+	# part checked each round, SPIRT_CHECK_PARTS, so that it is caught
+	# in that round)
 	for i in 0 1 2; do
 		lie=
 		[ $i -ne 1 ] || lie=@13
 		SPIRT_KEY=p$i.key SPIRT_ID=p$i SPIRT_RUN=r1 SPIRT_XLIE=$lie \
+		    SPIRT_CHECK_PARTS=3 \
 		    SPIRT_SAMPLE_LOG=$PWD/log$i timeout 600 \
 		    spirt-train -s s$i -n 2 -b 20 -e $((steps / 10)) \
 		    --data "$BATS_FILE_TMPDIR/data" --peers peers --peer $i \

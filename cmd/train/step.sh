@@ -359,12 +359,15 @@ if [ -n "$srv" ] && [ "$t" -gt 0 ]; then
 		# (69: no server there any more: that peer ended, having
 		# combined the round, or died, and waiting would not help it;
 		# the slowest peer to end would otherwise wait for --deadline
-		# on those that ended before it)
+		# on those that ended before it.  Its record gagg/<t>/round
+		# asked, written with gagg/<t> in one transaction (a few
+		# hundred bytes), not gagg/<t> itself: that moved S bytes from
+		# every other peer, (P - 1) S a peer and run, bench/links.sh)
 		for u in $urls; do
 			while :; do
 				rc=0
 				SPIRT_TIMEOUT=2s spirt-store -q -s "$u" get -f \
-				    "gagg/$lastx" >/dev/null 2>&1 || rc=$?
+				    "gagg/$lastx/round" >/dev/null 2>&1 || rc=$?
 				{ [ "$rc" -ne 0 ] && [ "$rc" -ne 69 ]; } || break
 				pause 100 "$end" || break
 			done
