@@ -69,10 +69,11 @@ for i in range(1, $n + 1):
     open('a%d.rec' % i, 'wb').write(st.encode(rng.standard_normal(n).astype(np.float32), name='m:%d' % n, step=0, samples=32))
 "
 	peerstores $n
-	# p3 lies; its checkers prove it: every member's round fails (65)
-	SPIRT_XLIE=@0 xch 3 -P peers --parts --deadline 5000
+	# p3 lies; its checkers prove it (every part checked): every
+	# member's round fails (65)
+	SPIRT_XLIE=@0 xch 3 -P peers --parts --check-parts 8 --deadline 5000
 	for q in 1 2 4 5 6 7 8; do
-		xch $q -P peers --parts --deadline 5000
+		xch $q -P peers --parts --check-parts 8 --deadline 5000
 	done
 	for q in $(seq $n); do
 		rc=0
@@ -120,7 +121,9 @@ PORT=7081
 	    "$BATS_FILE_TMPDIR/data/t10k-images-idx3-ubyte.gz" \
 	    "$BATS_FILE_TMPDIR/data/t10k-labels-idx1-ubyte.gz"
 	# (1200 samples over 8 workers of batch 15: epochs of 10 steps; p3
-	# lies from step 12, mid-epoch 1)
+	# lies from step 12, mid-epoch 1; every part checked, so it is
+	# caught in the round it lies: with one part drawn a round, as
+	# shipped, in a round of 8 on average)
 	for i in $(seq $n); do
 		cp -r base s$i
 		lie=
@@ -128,6 +131,7 @@ PORT=7081
 		netns_exec $i env SPIRT_KEY="$PWD/p$i.key" \
 		    SPIRT_TOKEN="$PWD/p$i.tok" SPIRT_GROUP="$PWD/group.pub" \
 		    SPIRT_XLIE=$lie SPIRT_SAMPLE_LOG="$PWD/log$i" \
+		    SPIRT_CHECK_PARTS=$n \
 		    timeout 600 spirt-train -q -s "$PWD/s$i" -n 1 -b 15 \
 		    --peers "$PWD/peers" --peer $((i - 1)) --steps $steps \
 		    --eval-every $steps --deadline 60000 --exchange parts \
