@@ -1,6 +1,6 @@
 #!/bin/sh
-# bench/grad.sh - spirt-grad's kernels and cold start against PyTorch, side
-# by side, one thread each, on the OpenBLAS core spirt picks.
+# bench/grad.sh - spirt-grad's kernels, cold start and peak memory against
+# PyTorch, side by side, one thread each, on the OpenBLAS core spirt picks.
 #   sh bench/grad.sh [reps]      (after make all bench/grad_bench)
 #   ROUNDS=n sets the number of interleaved rounds (default 9).
 set -e
@@ -97,3 +97,22 @@ PYEOF
 tp=$(./bench/grad_bench --exec 5 $PY "$tmp/cold.py" | sed 's/exec_ms=//')
 printf 'spirt-grad %.2f ms, python+torch %.1f ms: ratio 1/%.0f\n' "$sp" \
 	"$tp" "$(awk "BEGIN { print $tp / $sp }")"
+
+echo
+echo "peak memory (max RSS) of resnet8:1x28x28-10 at batch 64, one thread, MB"
+# a warm function (spirt-grad -i, 12 gradients of 4 workers' minibatches
+# from the store's shards) against a PyTorch process doing 10
+# forward+backward passes of the same net, and import torch alone
+spirt-init -m r8 resnet8:1x28x28-10
+rss() {
+	./bench/grad_bench --rss "$@" | sed -n 's/^maxrss_kb=//p'
+}
+sr=$(seq 0 11 | awk '{ print 0, $1 % 4 }' |
+	rss spirt-grad -i -q -m r8 -b 64)
+tr=$(rss $PY bench/grad_torch.py 10 resnet8:1x28x28-10 64)
+ti=$(rss $PY -c 'import torch')
+printf 'spirt-grad -i %.0f, torch %.0f (import torch alone %.0f): ratio %.2f\n' \
+	"$(awk "BEGIN { print $sr / 1024 }")" \
+	"$(awk "BEGIN { print $tr / 1024 }")" \
+	"$(awk "BEGIN { print $ti / 1024 }")" \
+	"$(awk "BEGIN { print $sr / $tr }")"

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -141,6 +142,32 @@ exec_bench(int n, char **cmd)
 	return 0;
 }
 
+/*
+ * "--rss cmd ...": cmd run once (stdin and stdout are grad_bench's), then
+ * its peak resident set, the getrusage(RUSAGE_CHILDREN) maximum over the
+ * one child waited for, in KB
+ */
+static int
+rss_bench(char **cmd)
+{
+	struct rusage ru;
+	pid_t pid;
+	int st;
+
+	fflush(stdout);
+	if ((pid = fork()) == 0) {
+		execvp(cmd[0], cmd);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0 || getrusage(RUSAGE_CHILDREN, &ru) != 0) {
+		fprintf(stderr, "grad_bench: %s failed\n", cmd[0]);
+		return 1;
+	}
+	printf("maxrss_kb=%ld\n", ru.ru_maxrss);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -152,6 +179,8 @@ main(int argc, char **argv)
 			n = 1;
 		return exec_bench((int)n, argv + 3);
 	}
+	if (argc > 2 && strcmp(argv[1], "--rss") == 0)
+		return rss_bench(argv + 2);
 	if (argc > 1 && spirt_parse_i64(&n, argv[1], 1, 1000000)) {
 		fprintf(stderr, "grad_bench: bad repetitions \"%s\"\n", argv[1]);
 		return 64;
