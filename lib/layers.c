@@ -754,10 +754,11 @@ bn_sum(const float *x, size_t n, float m, int sq)
 	return lanes_total(p);
 }
 
-void
-spirt_bn_forward(float *out, float *mean, float *rstd, float *run_mean,
+/* spirt_bn_forward, and with relu the ReLU of its output in the same pass */
+static void
+bn_forward(float *out, float *mean, float *rstd, float *run_mean,
     float *run_var, const float *inp, const float *gamma, const float *beta,
-    size_t C, size_t n, float momentum, float eps)
+    size_t C, size_t n, float momentum, float eps, int relu)
 {
 	size_t c, i;
 
@@ -775,11 +776,35 @@ spirt_bn_forward(float *out, float *mean, float *rstd, float *run_mean,
 		mean[c] = m, rstd[c] = sc;
 		sh = beta[c];
 		sc *= gamma[c];
-		for (i = 0; i < n; i++)
-			y[i] = (x[i] - m) * sc + sh;
+		if (relu)       // spirt_relu_forward's select, in this pass
+			for (i = 0; i < n; i++) {
+				float e = (x[i] - m) * sc + sh;
+				y[i] = e > 0.0f ? e : 0.0f;
+			}
+		else
+			for (i = 0; i < n; i++)
+				y[i] = (x[i] - m) * sc + sh;
 		if (run_mean != NULL)
 			bn_running(run_mean, run_var, c, s, v, n, momentum);
 	}
+}
+
+void
+spirt_bn_forward(float *out, float *mean, float *rstd, float *run_mean,
+    float *run_var, const float *inp, const float *gamma, const float *beta,
+    size_t C, size_t n, float momentum, float eps)
+{
+	bn_forward(out, mean, rstd, run_mean, run_var, inp, gamma, beta, C, n,
+	    momentum, eps, 0);
+}
+
+void
+spirt_bn_relu_forward(float *out, float *mean, float *rstd, float *run_mean,
+    float *run_var, const float *inp, const float *gamma, const float *beta,
+    size_t C, size_t n, float momentum, float eps)
+{
+	bn_forward(out, mean, rstd, run_mean, run_var, inp, gamma, beta, C, n,
+	    momentum, eps, 1);
 }
 
 void
@@ -807,10 +832,30 @@ spirt_bn_forward_naive(float *out, float *mean, float *rstd, float *run_mean,
 	}
 }
 
-void
-spirt_bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
-    const float *inp, const float *mean, const float *rstd,
-    const float *gamma, size_t C, size_t n)
+/*
+ * dy (n) where the forward's ReLU output o is > 0, else 0, written back
+ * to dy: spirt_relu_backward in place, a block at a time, before bn's
+ * sums read it from the cache
+ */
+static void
+relu_mask(float *dy, const float *o, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		float d = dy[i], v = o[i];
+		dy[i] = v > 0.0f ? d : 0.0f;
+	}
+}
+
+/*
+ * spirt_bn_backward; with relu (not NULL: the forward's output after its
+ * ReLU) the ReLU's gradient first, into dmask (dout, in place)
+ */
+static void
+bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
+    float *dmask, const float *relu, const float *inp, const float *mean,
+    const float *rstd, const float *gamma, size_t C, size_t n)
 {
 	size_t c, i;
 
@@ -826,6 +871,9 @@ spirt_bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
 			end = n - n % BN_LANES;
 			if (end > i + BN_BLOCK)
 				end = i + BN_BLOCK;
+			if (relu != NULL)
+				relu_mask(dmask + c * n + i, relu + c * n + i,
+				    end - i);
 			memset(qy, 0, sizeof qy);
 			memset(qx, 0, sizeof qx);
 			for (; i < end; i += BN_LANES)
@@ -837,6 +885,8 @@ spirt_bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
 			for (j = 0; j < BN_LANES; j++)
 				py[j] += qy[j], px[j] += qx[j];
 		}
+		if (relu != NULL && i < n)
+			relu_mask(dmask + c * n + i, relu + c * n + i, n - i);
 		for (; i < n; i++) {
 			py[0] += dy[i];
 			px[0] += (double)dy[i] * ((x[i] - m) * r);
@@ -853,6 +903,24 @@ spirt_bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
 		for (i = 0; i < n; i++)
 			dinp[c * n + i] = k * (dy[i] - a - (x[i] - m) * r * b);
 	}
+}
+
+void
+spirt_bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
+    const float *inp, const float *mean, const float *rstd,
+    const float *gamma, size_t C, size_t n)
+{
+	bn_backward(dinp, dgamma, dbeta, dout, NULL, NULL, inp, mean, rstd,
+	    gamma, C, n);
+}
+
+void
+spirt_bn_relu_backward(float *dinp, float *dgamma, float *dbeta, float *dout,
+    const float *out, const float *inp, const float *mean, const float *rstd,
+    const float *gamma, size_t C, size_t n)
+{
+	bn_backward(dinp, dgamma, dbeta, dout, dout, out, inp, mean, rstd,
+	    gamma, C, n);
 }
 
 void
@@ -879,6 +947,26 @@ spirt_bn_backward_naive(float *dinp, float *dgamma, float *dbeta,
 			    xh * sdx));
 		}
 	}
+}
+
+void
+spirt_bn_relu_forward_naive(float *out, float *mean, float *rstd,
+    float *run_mean, float *run_var, const float *inp, const float *gamma,
+    const float *beta, size_t C, size_t n, float momentum, float eps)
+{
+	spirt_bn_forward_naive(out, mean, rstd, run_mean, run_var, inp, gamma,
+	    beta, C, n, momentum, eps);
+	spirt_relu_forward(out, out, C * n);
+}
+
+void
+spirt_bn_relu_backward_naive(float *dinp, float *dgamma, float *dbeta,
+    float *dout, const float *out, const float *inp, const float *mean,
+    const float *rstd, const float *gamma, size_t C, size_t n)
+{
+	spirt_relu_backward(dout, dout, out, C * n);
+	spirt_bn_backward_naive(dinp, dgamma, dbeta, dout, inp, mean, rstd,
+	    gamma, C, n);
 }
 
 void
@@ -1205,6 +1293,40 @@ spirt_residual_backward(float *da, float *db, const float *dout, size_t n)
 		memcpy(da, dout, n * sizeof *da);
 	if (db != NULL && db != dout)
 		memcpy(db, dout, n * sizeof *db);
+}
+
+void
+spirt_residual_relu_forward(float *out, const float *a, const float *b,
+    size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		float v = a[i] + b[i];
+		out[i] = v > 0.0f ? v : 0.0f;
+	}
+}
+
+void
+spirt_residual_relu_backward(float *da, float *db, const float *dout,
+    const float *out, size_t n)
+{
+	size_t i;
+
+	if (da == NULL && db == NULL)
+		return;
+	if (da == NULL || db == NULL) {
+		float *d = da != NULL ? da : db;
+		for (i = 0; i < n; i++) {
+			float g = dout[i], v = out[i];
+			d[i] = v > 0.0f ? g : 0.0f;
+		}
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		float g = dout[i], v = out[i];
+		da[i] = db[i] = v > 0.0f ? g : 0.0f;
+	}
 }
 
 /* ---- dropout ---- */
