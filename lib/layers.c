@@ -1,6 +1,7 @@
 /* layers.c - conv-net layer kernels beyond blas.c, each with a naive twin */
 /* ISC licence, see LICENSE */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,11 +75,26 @@ chunk(const struct spirt_conv2d *g)
 	return nb < 1 ? 1 : nb > g->B ? g->B : nb;
 }
 
+/* of a stride s > 1: the width of a phase plane, ceil(W / s) */
+static size_t
+phw(const struct spirt_conv2d *g)
+{
+	return (g->W + g->s - 1) / g->s;
+}
+
+/* the phase planes (sim2col) pay where the taps read every phase */
+static int
+phased(const struct spirt_conv2d *g)
+{
+	return g->s > 1 && g->k >= g->s;
+}
+
 /*
  * The workspace of a chunk of nb samples, in floats: im2col (K, nb*Q),
  * the wide path's padded input (C, nb, Hp, Wp) and k floats of slack (the
  * junk columns of the last row read past it) and its product on the wide
- * grid (OC, nb*Q), then backward's transposed weight gradient (K, OC).
+ * grid (OC, nb*Q), or a stride's phase planes (C, nb, s, H, ceil(W/s)),
+ * then backward's transposed weight gradient (K, OC).
  */
 struct convws {
 	size_t nb, Q, K, Hp, Wp;
@@ -98,6 +114,9 @@ convws(struct convws *w, float *col, const struct spirt_conv2d *g)
 	if (wide(g)) {
 		y = xp + g->C * w->nb * w->Hp * w->Wp + g->k;
 		dwt = y + g->OC * w->nb * w->Q;
+	} else if (phased(g)) {
+		dwt = xp + g->C * w->nb * g->s * g->s * ((g->H + g->s - 1) /
+		    g->s) * phw(g);
 	}
 	if (col != NULL) {
 		w->col = col, w->xp = col + xp;
@@ -251,6 +270,172 @@ spirt_col2im_sp(float *dinp, const float *dcol, const struct spirt_conv2d *g,
 	}
 }
 
+/*
+ * A stride s > 1 (and k >= s, so that the taps read every phase): each
+ * plane dealt into s*s phase planes first, pixel (y,x) to plane (y % s,
+ * x % s) at (y/s, x/s), of Hh = ceil(H/s) rows of Wh = ceil(W/s).  Tap
+ * (ky,kx) of output pixel (oy,ox) then reads one phase plane at (oy +
+ * shy, ox + shx), a shift of the whole plane, not a gather of stride s:
+ * where OW == Wh (resnet8's stride-2 layers) a tap's rows in a sample are
+ * one copy, the columns that wrapped onto the neighbouring rows zeroed
+ * after, as block() does for stride 1.  The same values as
+ * spirt_im2col_sp; the adjoint adds into the phase planes in
+ * spirt_col2im_sp's order (c, ky, kx, b, oy) before they are dealt back,
+ * so that each pixel gets the same sum, bit for bit.
+ */
+static size_t
+phh(const struct spirt_conv2d *g)
+{
+	return (g->H + g->s - 1) / g->s;
+}
+
+static float *
+phase(const struct convws *w, const struct spirt_conv2d *g, size_t c,
+    size_t b, size_t py, size_t px)
+{
+	return w->xp + (((c * w->nb + b) * g->s + py) * g->s + px) * phh(g) *
+	    phw(g);
+}
+
+/* tap t: its phase, and the shift of o in that phase (floor) */
+static void
+phtap(size_t *ph, ptrdiff_t *sh, const struct spirt_conv2d *g, size_t t)
+{
+	ptrdiff_t d = (ptrdiff_t)t - (ptrdiff_t)g->p, s = (ptrdiff_t)g->s;
+
+	*ph = (size_t)(((d % s) + s) % s);
+	*sh = (d - (ptrdiff_t)*ph) / s;
+}
+
+/*
+ * deal the planes of samples b0 .. b0+nb-1 of inp into the phase planes,
+ * or (inp NULL) gather the phase planes back into those of out
+ */
+static void
+deal(float *out, const float *inp, const struct convws *w,
+    const struct spirt_conv2d *g, size_t b0, size_t nb)
+{
+	size_t s = g->s, H = g->H, W = g->W, Wh = phw(g), c, b, py, px, y, i;
+
+	if (inp != NULL && (H % s != 0 || W % s != 0))  // the edges read
+		memset(w->xp, 0, g->C * w->nb * s * s * phh(g) * Wh *
+		    sizeof *w->xp);                     // (zeroed after)
+	for (c = 0; c < g->C; c++)
+	for (b = 0; b < nb; b++) {
+		size_t o = (c * g->B + b0 + b) * H * W;
+		for (py = 0; py < s && py < H; py++)
+		for (px = 0; px < s && px < W; px++) {
+			float *q = phase(w, g, c, b, py, px);
+			size_t nx = (W - px + s - 1) / s;
+			for (y = py; y < H; y += s, q += Wh) {
+				size_t r = o + y * W + px;
+				if (inp != NULL)
+					for (i = 0; i < nx; i++)
+						q[i] = inp[r + i * s];
+				else
+					for (i = 0; i < nx; i++)
+						out[r + i * s] = q[i];
+			}
+		}
+	}
+}
+
+static void
+sim2col(float *col, const struct convws *w, const float *inp,
+    const struct spirt_conv2d *g, size_t b0, size_t nb)
+{
+	size_t k = g->k, s = g->s, p = g->p, Wh = phw(g);
+	size_t OH = g->OH, OW = g->OW, N = nb * OH * OW;
+	size_t c, ky, kx, b, oy, ox, py, px, ylo, yhi, xlo, xhi;
+	ptrdiff_t shy, shx;
+
+	deal(NULL, inp, w, g, b0, nb);
+	for (c = 0; c < g->C; c++)
+	for (ky = 0; ky < k; ky++) {
+		span(&ylo, &yhi, OH, ky, s, p, g->H);
+		phtap(&py, &shy, g, ky);
+		for (kx = 0; kx < k; kx++) {
+			float *d = col + ((c * k + ky) * k + kx) * N;
+			span(&xlo, &xhi, OW, kx, s, p, g->W);
+			phtap(&px, &shx, g, kx);
+			for (b = 0; b < nb; b++, d += OH * OW) {
+				const float *pl = phase(w, g, c, b, py, px);
+				size_t a = ylo * OW + xlo, e;
+				if (ylo >= yhi || xlo >= xhi) {
+					memset(d, 0, OH * OW * sizeof *d);
+					continue;
+				}
+				if (OW == Wh) {         // one run, as block()
+					e = (yhi - 1) * OW + xhi;
+					memset(d, 0, a * sizeof *d);
+					memcpy(d + a, pl + (ptrdiff_t)a + shy *
+					    (ptrdiff_t)Wh + shx, (e - a) *
+					    sizeof *d);
+					memset(d + e, 0, (OH * OW - e) *
+					    sizeof *d);
+					for (oy = ylo; oy < yhi; oy++) {
+						for (ox = 0; ox < xlo; ox++)
+							d[oy * OW + ox] = 0.0f;
+						for (ox = xhi; ox < OW; ox++)
+							d[oy * OW + ox] = 0.0f;
+					}
+					continue;
+				}
+				for (oy = 0; oy < OH; oy++) {
+					float *q = d + oy * OW;
+					const float *r;
+					if (oy < ylo || oy >= yhi) {
+						for (ox = 0; ox < OW; ox++)
+							q[ox] = 0.0f;
+						continue;
+					}
+					r = pl + (ptrdiff_t)((oy * Wh)) + shy *
+					    (ptrdiff_t)Wh + shx;
+					for (ox = 0; ox < xlo; ox++)
+						q[ox] = 0.0f;
+					for (ox = xlo; ox < xhi; ox++)
+						q[ox] = r[ox];
+					for (ox = xhi; ox < OW; ox++)
+						q[ox] = 0.0f;
+				}
+			}
+		}
+	}
+}
+
+static void
+scol2im(float *dinp, const struct convws *w, const float *dcol,
+    const struct spirt_conv2d *g, size_t b0, size_t nb)
+{
+	size_t k = g->k, s = g->s, p = g->p, Wh = phw(g);
+	size_t OH = g->OH, OW = g->OW, N = nb * OH * OW;
+	size_t c, ky, kx, b, oy, ox, py, px, ylo, yhi, xlo, xhi;
+	ptrdiff_t shy, shx;
+
+	memset(w->xp, 0, g->C * w->nb * s * s * phh(g) * Wh * sizeof *w->xp);
+	for (c = 0; c < g->C; c++)
+	for (ky = 0; ky < k; ky++) {
+		span(&ylo, &yhi, OH, ky, s, p, g->H);
+		phtap(&py, &shy, g, ky);
+		for (kx = 0; kx < k; kx++) {
+			const float *d = dcol + ((c * k + ky) * k + kx) * N;
+			span(&xlo, &xhi, OW, kx, s, p, g->W);
+			phtap(&px, &shx, g, kx);
+			for (b = 0; b < nb; b++) {
+				float *pl = phase(w, g, c, b, py, px);
+				for (oy = ylo; oy < yhi; oy++) {
+					const float *q = d + (b * OH + oy) * OW;
+					float *r = pl + (ptrdiff_t)(oy * Wh) +
+					    shy * (ptrdiff_t)Wh + shx;
+					for (ox = xlo; ox < xhi; ox++)
+						r[ox] += q[ox];
+				}
+			}
+		}
+	}
+	deal(dinp, NULL, w, g, b0, nb);
+}
+
 /* the wide path: xp gets the padded planes of samples b0 .. b0+nb-1 */
 static void
 wpack(const struct convws *w, const float *inp, const struct spirt_conv2d *g,
@@ -367,7 +552,10 @@ spirt_conv2d_forward(float *out, float *col, const float *inp,
 			continue;
 		}
 		if (!pointwise(g)) {
-			spirt_im2col_sp(col, inp, g, b0, n);
+			if (phased(g))
+				sim2col(col, &w, inp, g, b0, n);
+			else
+				spirt_im2col_sp(col, inp, g, b0, n);
 			c = col, ld = n * P;
 		}
 		// out[:, chunk] (OC,n*P) += weight (OC,K) . col (K,n*P)
@@ -428,6 +616,9 @@ spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
 					q[j] = 0.0f;
 			}
 			c = w.col, lc = n * w.Q, dc = w.y, ld = n * w.Q;
+		} else if (phased(g)) {
+			sim2col(col, &w, inp, g, b0, n);
+			c = col, lc = n * P;
 		} else if (!pointwise(g)) {
 			spirt_im2col_sp(col, inp, g, b0, n);
 			c = col, lc = n * P;
@@ -448,6 +639,8 @@ spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
 		if (wide(g)) {
 			wcol2im(&w, g, n);
 			wunpack(dinp, &w, g, b0, n);
+		} else if (phased(g)) {
+			scol2im(dinp, &w, col, g, b0, n);
 		} else {
 			spirt_col2im_sp(dinp, col, g, b0, n);
 		}
