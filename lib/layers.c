@@ -34,9 +34,19 @@ spirt_conv2d_shape(struct spirt_conv2d *g, size_t B, size_t C, size_t H,
  * MB for a batch of 64; built, multiplied and scattered a chunk of
  * samples at a time it stays in the L2 cache (bench/layers_bench: the
  * 3x3 16x28x28 convolution at batch 64, 23 ms with the whole matrix).
- * A chunk holds COLCHUNK floats at most, one sample at least.
+ * A chunk holds COLCHUNK floats at most, one sample at least; but the
+ * narrow maps' chunks (14x14, 7x7: 2 and 4 samples of 512 KB) made
+ * products too short for OpenBLAS, whose packing and the beta pass over
+ * the weight gradient came with each chunk: those take MINCOLS output
+ * pixels a chunk at least (32 samples of 7x7, 8 of 14x14; resnet8's
+ * workspace 0.6 -> 3.8 MB).  bench/layers_bench --net, 3 rounds at load
+ * 14-21: the 64x7x7 layer's forward 3.5-4.0 -> 3.3-3.4 ms, the 32x14x14
+ * stride-2 layer's backward 4.0-4.5 -> 3.5-3.7, the others within their
+ * noise.  The weight gradient's sum over the chunks is in another order:
+ * other bits than before.
  */
 #define COLCHUNK (128 * 1024)
+#define MINCOLS 1568
 
 /*
  * Of stride 1, and when the padded width Wp = W + 2p exceeds OW by 10% at
@@ -72,6 +82,8 @@ chunk(const struct spirt_conv2d *g)
 	size_t per = g->C * g->k * g->k * cols(g), nb;
 
 	nb = COLCHUNK / per;
+	if (!wide(g) && nb * cols(g) < MINCOLS)
+		nb = (MINCOLS + cols(g) - 1) / cols(g);
 	return nb < 1 ? 1 : nb > g->B ? g->B : nb;
 }
 

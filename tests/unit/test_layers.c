@@ -466,8 +466,9 @@ random_case(struct lcase *c, int k, int tiny)
 
 /*
  * The fast convolution works a chunk of samples at a time (the col that
- * fits 512 KB): its last two shapes take several, one sample a chunk (3
- * chunks), then two (2, 2 and 1); the depthwise one gets larger planes.
+ * fits 512 KB, or 1568 output pixels on narrow maps): its last two shapes
+ * take several, one sample a chunk (3 chunks), then four (4 and 1); the
+ * depthwise one gets larger planes.
  */
 static const size_t chunky[][2][9] = {
 	{ { 3, 16, 24, 23, 4, 3, 1, 1, 1 }, { 5, 16, 40, 41, 3, 3, 2, 1, 0 } },
