@@ -68,6 +68,21 @@ grep '^spirt ' "$tmp/spirt" | sort -u -k2,3 | while read -r _ spec b _; do
 done
 
 echo
+echo "the same, each side's thread CPU time (the machine's other load not"
+echo "counted, but its cache misses are), ms"
+printf '%-22s %5s %8s %-15s %8s %-15s %6s\n' model batch spirt range \
+	torch range ratio
+grep '^spirt ' "$tmp/spirt" | sort -u -k2,3 | while read -r _ spec b _; do
+	b=${b#batch=}
+	ms=$(med spirt "$spec" "$b" cpu_ms)
+	tm=$(med torch "$spec" "$b" cpu_ms)
+	printf '%-22s %5s %8.3f %-15s %8.3f %-15s %6.2f\n' "$spec" "$b" \
+		"$ms" "$(spread spirt "$spec" "$b" cpu_ms)" "$tm" \
+		"$(spread torch "$spec" "$b" cpu_ms)" \
+		"$(awk "BEGIN { print $ms / $tm }")"
+done
+
+echo
 echo "MLP step GFLOP/s vs the same sgemm calls alone, medians (target >= 60%)"
 grep '^spirt mlp' "$tmp/spirt" | sort -u -k2,3 | while read -r _ spec b _; do
 	b=${b#batch=}

@@ -13,6 +13,16 @@
 #include "tool.h"
 #include "bench.h"
 
+/* this thread's CPU time: other processes' load not counted */
+static double
+cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static double
 median(double *t, int n)
 {
@@ -47,7 +57,7 @@ bench(const char *spec, size_t B, int reps)
 	struct spirt_sm64 r;
 	float *p, *g, *x, *A, *Bm, *C;
 	int32_t *y;
-	double *t, *tg, flops, ms, gms;
+	double *t, *tg, *tc, flops, ms, gms, cms;
 	size_t i, big = 0;
 	int k;
 
@@ -60,6 +70,7 @@ bench(const char *spec, size_t B, int reps)
 	g = malloc(m.nparams * 4);
 	t = malloc((size_t)reps * sizeof *t);
 	tg = malloc((size_t)reps * sizeof *tg);
+	tc = malloc((size_t)reps * sizeof *tc);
 	spirt_model_init(&m, p, 1);
 	spirt_sm64_seed(&r, 2);
 	x = spirt_ws_input(ws);
@@ -73,12 +84,14 @@ bench(const char *spec, size_t B, int reps)
 		spirt_model_backward(ws, &m, p, g, B);
 	}
 	for (k = 0; k < reps; k++) {
-		double t0 = now();
+		double t0 = now(), c0 = cpu();
 		spirt_model_forward(ws, &m, p, B);
 		spirt_model_backward(ws, &m, p, g, B);
 		t[k] = now() - t0;
+		tc[k] = cpu() - c0;
 	}
 	ms = 1e3 * median(t, reps);
+	cms = 1e3 * median(tc, reps);
 	// forward + dweight + dinput (not for the first layer) ~ 3x forward
 	flops = 0;
 	for (k = 0; k < m.nlayers; k++) {
@@ -90,8 +103,8 @@ bench(const char *spec, size_t B, int reps)
 	}
 	if (m.kind == SPIRT_NET)        // layer lists: ~3x the forward's
 		flops = 3.0 * (double)m.flops * (double)B;
-	printf("spirt %s batch=%zu fwdbwd_ms=%.4f gflops=%.2f", spec, B, ms,
-	    flops / (ms * 1e6));
+	printf("spirt %s batch=%zu fwdbwd_ms=%.4f cpu_ms=%.4f gflops=%.2f",
+	    spec, B, ms, cms, flops / (ms * 1e6));
 	if (m.kind == SPIRT_MLP || m.kind == SPIRT_SOFTMAX) {
 		for (k = 0; k < m.nlayers; k++) {
 			size_t s = (m.layer[k].in + B) * m.layer[k].out +
@@ -113,7 +126,7 @@ bench(const char *spec, size_t B, int reps)
 	}
 	printf("\n");
 	spirt_ws_free(ws);
-	free(p), free(g), free(t), free(tg);
+	free(p), free(g), free(t), free(tg), free(tc);
 }
 
 /* "--exec N cmd ...": median wall time of N whole runs of cmd */
