@@ -52,35 +52,29 @@ spread() {      # smallest and largest over the rounds
 		sort -n | sed -n '1p;$p' | paste -sd- -
 }
 
+table() {       # the medians of KEY: each model's line and the ratio
+	printf '%-22s %5s %8s %-15s %8s %-15s %6s\n' model batch spirt \
+		range torch range ratio
+	grep '^spirt ' "$tmp/spirt" | sort -u -k2,3 |
+	while read -r _ spec b _; do
+		b=${b#batch=}
+		ms=$(med spirt "$spec" "$b" "$1")
+		tm=$(med torch "$spec" "$b" "$1")
+		printf '%-22s %5s %8.3f %-15s %8.3f %-15s %6.2f\n' "$spec" \
+			"$b" "$ms" "$(spread spirt "$spec" "$b" "$1")" "$tm" \
+			"$(spread torch "$spec" "$b" "$1")" \
+			"$(awk "BEGIN { print $ms / $tm }")"
+	done
+}
+
 echo
 echo "forward+backward per minibatch, ms: median of $rounds interleaved rounds"
 echo "(range over rounds); ratio of medians, target <= 0.70"
-printf '%-22s %5s %8s %-15s %8s %-15s %6s\n' model batch spirt range \
-	torch range ratio
-grep '^spirt ' "$tmp/spirt" | sort -u -k2,3 | while read -r _ spec b _; do
-	b=${b#batch=}
-	ms=$(med spirt "$spec" "$b" fwdbwd_ms)
-	tm=$(med torch "$spec" "$b" fwdbwd_ms)
-	printf '%-22s %5s %8.3f %-15s %8.3f %-15s %6.2f\n' "$spec" "$b" \
-		"$ms" "$(spread spirt "$spec" "$b" fwdbwd_ms)" "$tm" \
-		"$(spread torch "$spec" "$b" fwdbwd_ms)" \
-		"$(awk "BEGIN { print $ms / $tm }")"
-done
-
+table fwdbwd_ms
 echo
 echo "the same, each side's thread CPU time (the machine's other load not"
 echo "counted, but its cache misses are), ms"
-printf '%-22s %5s %8s %-15s %8s %-15s %6s\n' model batch spirt range \
-	torch range ratio
-grep '^spirt ' "$tmp/spirt" | sort -u -k2,3 | while read -r _ spec b _; do
-	b=${b#batch=}
-	ms=$(med spirt "$spec" "$b" cpu_ms)
-	tm=$(med torch "$spec" "$b" cpu_ms)
-	printf '%-22s %5s %8.3f %-15s %8.3f %-15s %6.2f\n' "$spec" "$b" \
-		"$ms" "$(spread spirt "$spec" "$b" cpu_ms)" "$tm" \
-		"$(spread torch "$spec" "$b" cpu_ms)" \
-		"$(awk "BEGIN { print $ms / $tm }")"
-done
+table cpu_ms
 
 echo
 echo "MLP step GFLOP/s vs the same sgemm calls alone, medians (target >= 60%)"

@@ -13,16 +13,6 @@
 #include "tool.h"
 #include "bench.h"
 
-/* this thread's CPU time: other processes' load not counted */
-static double
-cpu(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static double
 median(double *t, int n)
 {

@@ -94,16 +94,6 @@ bench(int dw, size_t B, size_t C, size_t H, size_t k, int reps)
 
 /* ---- --net SPEC [batch]: each node's kernels, and the step ---- */
 
-/* thread CPU time: other processes' load on the machine not counted */
-static double
-cpu(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* node i a ReLU in place on node i-1's output, a bn or an add (model.c) */
 static int
 fusedrelu(const struct spirt_model *m, int i)
