@@ -380,8 +380,8 @@ sim2col(float *col, const struct convws *w, const float *inp,
 				if (OW == Wh) {         // one run, as block()
 					e = (yhi - 1) * OW + xhi;
 					memset(d, 0, a * sizeof *d);
-					memcpy(d + a, pl + (ptrdiff_t)a + shy *
-					    (ptrdiff_t)Wh + shx, (e - a) *
+					memcpy(d + a, pl + ((ptrdiff_t)a + shy *
+					    (ptrdiff_t)Wh + shx), (e - a) *
 					    sizeof *d);
 					memset(d + e, 0, (OH * OW - e) *
 					    sizeof *d);
@@ -401,12 +401,13 @@ sim2col(float *col, const struct convws *w, const float *inp,
 							q[ox] = 0.0f;
 						continue;
 					}
-					r = pl + (ptrdiff_t)((oy * Wh)) + shy *
-					    (ptrdiff_t)Wh + shx;
+					// (oy + shy, xlo + shx), inside pl
+					r = pl + ((ptrdiff_t)(oy * Wh + xlo) +
+					    shy * (ptrdiff_t)Wh + shx);
 					for (ox = 0; ox < xlo; ox++)
 						q[ox] = 0.0f;
 					for (ox = xlo; ox < xhi; ox++)
-						q[ox] = r[ox];
+						q[ox] = r[ox - xlo];
 					for (ox = xhi; ox < OW; ox++)
 						q[ox] = 0.0f;
 				}
@@ -437,10 +438,10 @@ scol2im(float *dinp, const struct convws *w, const float *dcol,
 				float *pl = phase(w, g, c, b, py, px);
 				for (oy = ylo; oy < yhi; oy++) {
 					const float *q = d + (b * OH + oy) * OW;
-					float *r = pl + (ptrdiff_t)(oy * Wh) +
-					    shy * (ptrdiff_t)Wh + shx;
+					float *r = pl + ((ptrdiff_t)(oy * Wh +
+					    xlo) + shy * (ptrdiff_t)Wh + shx);
 					for (ox = xlo; ox < xhi; ox++)
-						r[ox] += q[ox];
+						r[ox - xlo] += q[ox];
 				}
 			}
 		}

@@ -496,6 +496,17 @@ static const size_t widecases[][9] = {
 	{ 2, 3, 44, 41, 5, 5, 1, 2, 0 }, { 2, 3, 30, 30, 4, 3, 1, 2, 1 },
 };
 
+/*
+ * Strided convolutions through the phase planes (k >= s > 1): a tap's
+ * rows as one run (OW = ceil(W/s)), row by row (9x9, stride 2, no
+ * padding: OW 4, the planes 5 wide), sizes not a multiple of the
+ * stride, stride 3 with a 5x5 kernel
+ */
+static const size_t stridecases[][9] = {
+	{ 3, 4, 9, 9, 5, 3, 2, 0, 1 }, { 2, 3, 28, 28, 8, 3, 2, 1, 0 },
+	{ 2, 2, 11, 10, 3, 5, 3, 2, 1 },
+};
+
 static void
 test_random(void)
 {
@@ -504,12 +515,13 @@ test_random(void)
 	int k, r, i;
 
 	for (k = 0; k < NKIND; k++) {
-		for (r = 0; r < (k == CONV ? 34 : 27); r++) {
+		for (r = 0; r < (k == CONV ? 37 : 27); r++) {
 			random_case(&f, k, 0);
 			if ((k == CONV || k == DWCONV) && r >= 25) {
 				memcpy(f.sz, r < 27 ? chunky[k][r - 25] :
 				    r < 30 ? onebyone[r - 27] :
-				    widecases[r - 30], sizeof f.sz);
+				    r < 34 ? widecases[r - 30] :
+				    stridecases[r - 34], sizeof f.sz);
 				free_case(&f, 0);
 				CHECK(sizes(&f) == 0);
 				inputs(&f);
