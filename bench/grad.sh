@@ -1,6 +1,6 @@
 #!/bin/sh
-# bench/grad.sh - spirt-grad's kernels and cold start against PyTorch, side
-# by side, one thread each, on the OpenBLAS core spirt picks.
+# bench/grad.sh - spirt-grad's kernels, cold start and peak memory against
+# PyTorch, side by side, one thread each, on the OpenBLAS core spirt picks.
 #   sh bench/grad.sh [reps]      (after make all bench/grad_bench)
 #   ROUNDS=n sets the number of interleaved rounds (default 9).
 set -e
@@ -52,20 +52,29 @@ spread() {      # smallest and largest over the rounds
 		sort -n | sed -n '1p;$p' | paste -sd- -
 }
 
+table() {       # the medians of KEY: each model's line and the ratio
+	printf '%-22s %5s %8s %-15s %8s %-15s %6s\n' model batch spirt \
+		range torch range ratio
+	grep '^spirt ' "$tmp/spirt" | sort -u -k2,3 |
+	while read -r _ spec b _; do
+		b=${b#batch=}
+		ms=$(med spirt "$spec" "$b" "$1")
+		tm=$(med torch "$spec" "$b" "$1")
+		printf '%-22s %5s %8.3f %-15s %8.3f %-15s %6.2f\n' "$spec" \
+			"$b" "$ms" "$(spread spirt "$spec" "$b" "$1")" "$tm" \
+			"$(spread torch "$spec" "$b" "$1")" \
+			"$(awk "BEGIN { print $ms / $tm }")"
+	done
+}
+
 echo
 echo "forward+backward per minibatch, ms: median of $rounds interleaved rounds"
 echo "(range over rounds); ratio of medians, target <= 0.70"
-printf '%-22s %5s %8s %-15s %8s %-15s %6s\n' model batch spirt range \
-	torch range ratio
-grep '^spirt ' "$tmp/spirt" | sort -u -k2,3 | while read -r _ spec b _; do
-	b=${b#batch=}
-	ms=$(med spirt "$spec" "$b" fwdbwd_ms)
-	tm=$(med torch "$spec" "$b" fwdbwd_ms)
-	printf '%-22s %5s %8.3f %-15s %8.3f %-15s %6.2f\n' "$spec" "$b" \
-		"$ms" "$(spread spirt "$spec" "$b" fwdbwd_ms)" "$tm" \
-		"$(spread torch "$spec" "$b" fwdbwd_ms)" \
-		"$(awk "BEGIN { print $ms / $tm }")"
-done
+table fwdbwd_ms
+echo
+echo "the same, each side's thread CPU time (the machine's other load not"
+echo "counted, but its cache misses are), ms"
+table cpu_ms
 
 echo
 echo "MLP step GFLOP/s vs the same sgemm calls alone, medians (target >= 60%)"
@@ -97,3 +106,22 @@ PYEOF
 tp=$(./bench/grad_bench --exec 5 $PY "$tmp/cold.py" | sed 's/exec_ms=//')
 printf 'spirt-grad %.2f ms, python+torch %.1f ms: ratio 1/%.0f\n' "$sp" \
 	"$tp" "$(awk "BEGIN { print $tp / $sp }")"
+
+echo
+echo "peak memory (max RSS) of resnet8:1x28x28-10 at batch 64, one thread, MB"
+# a warm function (spirt-grad -i, 12 gradients of 4 workers' minibatches
+# from the store's shards) against a PyTorch process doing 10
+# forward+backward passes of the same net, and import torch alone
+spirt-init -m r8 resnet8:1x28x28-10
+rss() {
+	./bench/grad_bench --rss "$@" | sed -n 's/^maxrss_kb=//p'
+}
+sr=$(seq 0 11 | awk '{ print 0, $1 % 4 }' |
+	rss spirt-grad -i -q -m r8 -b 64)
+tr=$(rss $PY bench/grad_torch.py 10 resnet8:1x28x28-10 64)
+ti=$(rss $PY -c 'import torch')
+printf 'spirt-grad -i %.0f, torch %.0f (import torch alone %.0f): ratio %.2f\n' \
+	"$(awk "BEGIN { print $sr / 1024 }")" \
+	"$(awk "BEGIN { print $tr / 1024 }")" \
+	"$(awk "BEGIN { print $ti / 1024 }")" \
+	"$(awk "BEGIN { print $sr / $tr }")"

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,7 +47,7 @@ bench(const char *spec, size_t B, int reps)
 	struct spirt_sm64 r;
 	float *p, *g, *x, *A, *Bm, *C;
 	int32_t *y;
-	double *t, *tg, flops, ms, gms;
+	double *t, *tg, *tc, flops, ms, gms, cms;
 	size_t i, big = 0;
 	int k;
 
@@ -59,6 +60,7 @@ bench(const char *spec, size_t B, int reps)
 	g = malloc(m.nparams * 4);
 	t = malloc((size_t)reps * sizeof *t);
 	tg = malloc((size_t)reps * sizeof *tg);
+	tc = malloc((size_t)reps * sizeof *tc);
 	spirt_model_init(&m, p, 1);
 	spirt_sm64_seed(&r, 2);
 	x = spirt_ws_input(ws);
@@ -72,12 +74,14 @@ bench(const char *spec, size_t B, int reps)
 		spirt_model_backward(ws, &m, p, g, B);
 	}
 	for (k = 0; k < reps; k++) {
-		double t0 = now();
+		double t0 = now(), c0 = cpu();
 		spirt_model_forward(ws, &m, p, B);
 		spirt_model_backward(ws, &m, p, g, B);
 		t[k] = now() - t0;
+		tc[k] = cpu() - c0;
 	}
 	ms = 1e3 * median(t, reps);
+	cms = 1e3 * median(tc, reps);
 	// forward + dweight + dinput (not for the first layer) ~ 3x forward
 	flops = 0;
 	for (k = 0; k < m.nlayers; k++) {
@@ -89,8 +93,8 @@ bench(const char *spec, size_t B, int reps)
 	}
 	if (m.kind == SPIRT_NET)        // layer lists: ~3x the forward's
 		flops = 3.0 * (double)m.flops * (double)B;
-	printf("spirt %s batch=%zu fwdbwd_ms=%.4f gflops=%.2f", spec, B, ms,
-	    flops / (ms * 1e6));
+	printf("spirt %s batch=%zu fwdbwd_ms=%.4f cpu_ms=%.4f gflops=%.2f",
+	    spec, B, ms, cms, flops / (ms * 1e6));
 	if (m.kind == SPIRT_MLP || m.kind == SPIRT_SOFTMAX) {
 		for (k = 0; k < m.nlayers; k++) {
 			size_t s = (m.layer[k].in + B) * m.layer[k].out +
@@ -112,7 +116,7 @@ bench(const char *spec, size_t B, int reps)
 	}
 	printf("\n");
 	spirt_ws_free(ws);
-	free(p), free(g), free(t), free(tg);
+	free(p), free(g), free(t), free(tg), free(tc);
 }
 
 /* "--exec N cmd ...": median wall time of N whole runs of cmd */
@@ -141,6 +145,32 @@ exec_bench(int n, char **cmd)
 	return 0;
 }
 
+/*
+ * "--rss cmd ...": cmd run once (stdin and stdout are grad_bench's), then
+ * its peak resident set, the getrusage(RUSAGE_CHILDREN) maximum over the
+ * one child waited for, in KB
+ */
+static int
+rss_bench(char **cmd)
+{
+	struct rusage ru;
+	pid_t pid;
+	int st;
+
+	fflush(stdout);
+	if ((pid = fork()) == 0) {
+		execvp(cmd[0], cmd);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0 || getrusage(RUSAGE_CHILDREN, &ru) != 0) {
+		fprintf(stderr, "grad_bench: %s failed\n", cmd[0]);
+		return 1;
+	}
+	printf("maxrss_kb=%ld\n", ru.ru_maxrss);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -152,6 +182,8 @@ main(int argc, char **argv)
 			n = 1;
 		return exec_bench((int)n, argv + 3);
 	}
+	if (argc > 2 && strcmp(argv[1], "--rss") == 0)
+		return rss_bench(argv + 2);
 	if (argc > 1 && spirt_parse_i64(&n, argv[1], 1, 1000000)) {
 		fprintf(stderr, "grad_bench: bad repetitions \"%s\"\n", argv[1]);
 		return 64;

@@ -67,16 +67,19 @@ class MobileNet(nn.Module):
 def bench(name, net, batch, n):
     x = torch.rand(batch, 784)
     y = torch.randint(0, 10, (batch,))
-    t = []
+    t, c = [], []
     for i in range(n + 5):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         net.zero_grad(set_to_none=True)
         F.cross_entropy(net(x), y).backward()
         if i >= 5:
             t.append(time.perf_counter() - t0)
+            c.append(time.thread_time() - c0)
     t.sort()
-    print("torch %s batch=%d fwdbwd_ms=%.4f" % (name, batch,
-                                               1e3 * t[len(t) // 2]))
+    c.sort()
+    # cpu_ms: this thread's CPU time, other processes' load not counted
+    print("torch %s batch=%d fwdbwd_ms=%.4f cpu_ms=%.4f" % (
+        name, batch, 1e3 * t[len(t) // 2], 1e3 * c[len(c) // 2]))
 
 
 if len(sys.argv) > 2:    # one model: grad_torch.py reps spec [batch]

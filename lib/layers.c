@@ -1,6 +1,7 @@
 /* layers.c - conv-net layer kernels beyond blas.c, each with a naive twin */
 /* ISC licence, see LICENSE */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,9 +34,19 @@ spirt_conv2d_shape(struct spirt_conv2d *g, size_t B, size_t C, size_t H,
  * MB for a batch of 64; built, multiplied and scattered a chunk of
  * samples at a time it stays in the L2 cache (bench/layers_bench: the
  * 3x3 16x28x28 convolution at batch 64, 23 ms with the whole matrix).
- * A chunk holds COLCHUNK floats at most, one sample at least.
+ * A chunk holds COLCHUNK floats at most, one sample at least; but the
+ * narrow maps' chunks (14x14, 7x7: 2 and 4 samples of 512 KB) made
+ * products too short for OpenBLAS, whose packing and the beta pass over
+ * the weight gradient came with each chunk: those take MINCOLS output
+ * pixels a chunk at least (32 samples of 7x7, 8 of 14x14; resnet8's
+ * workspace 0.6 -> 3.8 MB).  bench/layers_bench --net, 3 rounds at load
+ * 14-21: the 64x7x7 layer's forward 3.5-4.0 -> 3.3-3.4 ms, the 32x14x14
+ * stride-2 layer's backward 4.0-4.5 -> 3.5-3.7, the others within their
+ * noise.  The weight gradient's sum over the chunks is in another order:
+ * other bits than before.
  */
 #define COLCHUNK (128 * 1024)
+#define MINCOLS 1568
 
 /*
  * Of stride 1, and when the padded width Wp = W + 2p exceeds OW by 10% at
@@ -71,14 +82,31 @@ chunk(const struct spirt_conv2d *g)
 	size_t per = g->C * g->k * g->k * cols(g), nb;
 
 	nb = COLCHUNK / per;
+	if (!wide(g) && nb * cols(g) < MINCOLS)
+		nb = (MINCOLS + cols(g) - 1) / cols(g);
 	return nb < 1 ? 1 : nb > g->B ? g->B : nb;
+}
+
+/* of a stride s > 1: the width of a phase plane, ceil(W / s) */
+static size_t
+phw(const struct spirt_conv2d *g)
+{
+	return (g->W + g->s - 1) / g->s;
+}
+
+/* the phase planes (sim2col) pay where the taps read every phase */
+static int
+phased(const struct spirt_conv2d *g)
+{
+	return g->s > 1 && g->k >= g->s;
 }
 
 /*
  * The workspace of a chunk of nb samples, in floats: im2col (K, nb*Q),
  * the wide path's padded input (C, nb, Hp, Wp) and k floats of slack (the
  * junk columns of the last row read past it) and its product on the wide
- * grid (OC, nb*Q), then backward's transposed weight gradient (K, OC).
+ * grid (OC, nb*Q), or a stride's phase planes (C, nb, s, H, ceil(W/s)),
+ * then backward's transposed weight gradient (K, OC).
  */
 struct convws {
 	size_t nb, Q, K, Hp, Wp;
@@ -98,6 +126,9 @@ convws(struct convws *w, float *col, const struct spirt_conv2d *g)
 	if (wide(g)) {
 		y = xp + g->C * w->nb * w->Hp * w->Wp + g->k;
 		dwt = y + g->OC * w->nb * w->Q;
+	} else if (phased(g)) {
+		dwt = xp + g->C * w->nb * g->s * g->s * ((g->H + g->s - 1) /
+		    g->s) * phw(g);
 	}
 	if (col != NULL) {
 		w->col = col, w->xp = col + xp;
@@ -251,6 +282,173 @@ spirt_col2im_sp(float *dinp, const float *dcol, const struct spirt_conv2d *g,
 	}
 }
 
+/*
+ * A stride s > 1 (and k >= s, so that the taps read every phase): each
+ * plane dealt into s*s phase planes first, pixel (y,x) to plane (y % s,
+ * x % s) at (y/s, x/s), of Hh = ceil(H/s) rows of Wh = ceil(W/s).  Tap
+ * (ky,kx) of output pixel (oy,ox) then reads one phase plane at (oy +
+ * shy, ox + shx), a shift of the whole plane, not a gather of stride s:
+ * where OW == Wh (resnet8's stride-2 layers) a tap's rows in a sample are
+ * one copy, the columns that wrapped onto the neighbouring rows zeroed
+ * after, as block() does for stride 1.  The same values as
+ * spirt_im2col_sp; the adjoint adds into the phase planes in
+ * spirt_col2im_sp's order (c, ky, kx, b, oy) before they are dealt back,
+ * so that each pixel gets the same sum, bit for bit.
+ */
+static size_t
+phh(const struct spirt_conv2d *g)
+{
+	return (g->H + g->s - 1) / g->s;
+}
+
+static float *
+phase(const struct convws *w, const struct spirt_conv2d *g, size_t c,
+    size_t b, size_t py, size_t px)
+{
+	return w->xp + (((c * w->nb + b) * g->s + py) * g->s + px) * phh(g) *
+	    phw(g);
+}
+
+/* tap t: its phase, and the shift of o in that phase (floor) */
+static void
+phtap(size_t *ph, ptrdiff_t *sh, const struct spirt_conv2d *g, size_t t)
+{
+	ptrdiff_t d = (ptrdiff_t)t - (ptrdiff_t)g->p, s = (ptrdiff_t)g->s;
+
+	*ph = (size_t)(((d % s) + s) % s);
+	*sh = (d - (ptrdiff_t)*ph) / s;
+}
+
+/*
+ * deal the planes of samples b0 .. b0+nb-1 of inp into the phase planes,
+ * or (inp NULL) gather the phase planes back into those of out
+ */
+static void
+deal(float *out, const float *inp, const struct convws *w,
+    const struct spirt_conv2d *g, size_t b0, size_t nb)
+{
+	size_t s = g->s, H = g->H, W = g->W, Wh = phw(g), c, b, py, px, y, i;
+
+	if (inp != NULL && (H % s != 0 || W % s != 0))  // the edges read
+		memset(w->xp, 0, g->C * w->nb * s * s * phh(g) * Wh *
+		    sizeof *w->xp);                     // (zeroed after)
+	for (c = 0; c < g->C; c++)
+	for (b = 0; b < nb; b++) {
+		size_t o = (c * g->B + b0 + b) * H * W;
+		for (py = 0; py < s && py < H; py++)
+		for (px = 0; px < s && px < W; px++) {
+			float *q = phase(w, g, c, b, py, px);
+			size_t nx = (W - px + s - 1) / s;
+			for (y = py; y < H; y += s, q += Wh) {
+				size_t r = o + y * W + px;
+				if (inp != NULL)
+					for (i = 0; i < nx; i++)
+						q[i] = inp[r + i * s];
+				else
+					for (i = 0; i < nx; i++)
+						out[r + i * s] = q[i];
+			}
+		}
+	}
+}
+
+static void
+sim2col(float *col, const struct convws *w, const float *inp,
+    const struct spirt_conv2d *g, size_t b0, size_t nb)
+{
+	size_t k = g->k, s = g->s, p = g->p, Wh = phw(g);
+	size_t OH = g->OH, OW = g->OW, N = nb * OH * OW;
+	size_t c, ky, kx, b, oy, ox, py, px, ylo, yhi, xlo, xhi;
+	ptrdiff_t shy, shx;
+
+	deal(NULL, inp, w, g, b0, nb);
+	for (c = 0; c < g->C; c++)
+	for (ky = 0; ky < k; ky++) {
+		span(&ylo, &yhi, OH, ky, s, p, g->H);
+		phtap(&py, &shy, g, ky);
+		for (kx = 0; kx < k; kx++) {
+			float *d = col + ((c * k + ky) * k + kx) * N;
+			span(&xlo, &xhi, OW, kx, s, p, g->W);
+			phtap(&px, &shx, g, kx);
+			for (b = 0; b < nb; b++, d += OH * OW) {
+				const float *pl = phase(w, g, c, b, py, px);
+				size_t a = ylo * OW + xlo, e;
+				if (ylo >= yhi || xlo >= xhi) {
+					memset(d, 0, OH * OW * sizeof *d);
+					continue;
+				}
+				if (OW == Wh) {         // one run, as block()
+					e = (yhi - 1) * OW + xhi;
+					memset(d, 0, a * sizeof *d);
+					memcpy(d + a, pl + ((ptrdiff_t)a + shy *
+					    (ptrdiff_t)Wh + shx), (e - a) *
+					    sizeof *d);
+					memset(d + e, 0, (OH * OW - e) *
+					    sizeof *d);
+					for (oy = ylo; oy < yhi; oy++) {
+						for (ox = 0; ox < xlo; ox++)
+							d[oy * OW + ox] = 0.0f;
+						for (ox = xhi; ox < OW; ox++)
+							d[oy * OW + ox] = 0.0f;
+					}
+					continue;
+				}
+				for (oy = 0; oy < OH; oy++) {
+					float *q = d + oy * OW;
+					const float *r;
+					if (oy < ylo || oy >= yhi) {
+						for (ox = 0; ox < OW; ox++)
+							q[ox] = 0.0f;
+						continue;
+					}
+					// (oy + shy, xlo + shx), inside pl
+					r = pl + ((ptrdiff_t)(oy * Wh + xlo) +
+					    shy * (ptrdiff_t)Wh + shx);
+					for (ox = 0; ox < xlo; ox++)
+						q[ox] = 0.0f;
+					for (ox = xlo; ox < xhi; ox++)
+						q[ox] = r[ox - xlo];
+					for (ox = xhi; ox < OW; ox++)
+						q[ox] = 0.0f;
+				}
+			}
+		}
+	}
+}
+
+static void
+scol2im(float *dinp, const struct convws *w, const float *dcol,
+    const struct spirt_conv2d *g, size_t b0, size_t nb)
+{
+	size_t k = g->k, s = g->s, p = g->p, Wh = phw(g);
+	size_t OH = g->OH, OW = g->OW, N = nb * OH * OW;
+	size_t c, ky, kx, b, oy, ox, py, px, ylo, yhi, xlo, xhi;
+	ptrdiff_t shy, shx;
+
+	memset(w->xp, 0, g->C * w->nb * s * s * phh(g) * Wh * sizeof *w->xp);
+	for (c = 0; c < g->C; c++)
+	for (ky = 0; ky < k; ky++) {
+		span(&ylo, &yhi, OH, ky, s, p, g->H);
+		phtap(&py, &shy, g, ky);
+		for (kx = 0; kx < k; kx++) {
+			const float *d = dcol + ((c * k + ky) * k + kx) * N;
+			span(&xlo, &xhi, OW, kx, s, p, g->W);
+			phtap(&px, &shx, g, kx);
+			for (b = 0; b < nb; b++) {
+				float *pl = phase(w, g, c, b, py, px);
+				for (oy = ylo; oy < yhi; oy++) {
+					const float *q = d + (b * OH + oy) * OW;
+					float *r = pl + ((ptrdiff_t)(oy * Wh +
+					    xlo) + shy * (ptrdiff_t)Wh + shx);
+					for (ox = xlo; ox < xhi; ox++)
+						r[ox - xlo] += q[ox];
+				}
+			}
+		}
+	}
+	deal(dinp, NULL, w, g, b0, nb);
+}
+
 /* the wide path: xp gets the padded planes of samples b0 .. b0+nb-1 */
 static void
 wpack(const struct convws *w, const float *inp, const struct spirt_conv2d *g,
@@ -367,7 +565,10 @@ spirt_conv2d_forward(float *out, float *col, const float *inp,
 			continue;
 		}
 		if (!pointwise(g)) {
-			spirt_im2col_sp(col, inp, g, b0, n);
+			if (phased(g))
+				sim2col(col, &w, inp, g, b0, n);
+			else
+				spirt_im2col_sp(col, inp, g, b0, n);
 			c = col, ld = n * P;
 		}
 		// out[:, chunk] (OC,n*P) += weight (OC,K) . col (K,n*P)
@@ -428,6 +629,9 @@ spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
 					q[j] = 0.0f;
 			}
 			c = w.col, lc = n * w.Q, dc = w.y, ld = n * w.Q;
+		} else if (phased(g)) {
+			sim2col(col, &w, inp, g, b0, n);
+			c = col, lc = n * P;
 		} else if (!pointwise(g)) {
 			spirt_im2col_sp(col, inp, g, b0, n);
 			c = col, lc = n * P;
@@ -448,6 +652,8 @@ spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
 		if (wide(g)) {
 			wcol2im(&w, g, n);
 			wunpack(dinp, &w, g, b0, n);
+		} else if (phased(g)) {
+			scol2im(dinp, &w, col, g, b0, n);
 		} else {
 			spirt_col2im_sp(dinp, col, g, b0, n);
 		}
@@ -754,10 +960,11 @@ bn_sum(const float *x, size_t n, float m, int sq)
 	return lanes_total(p);
 }
 
-void
-spirt_bn_forward(float *out, float *mean, float *rstd, float *run_mean,
+/* spirt_bn_forward, and with relu the ReLU of its output in the same pass */
+static void
+bn_forward(float *out, float *mean, float *rstd, float *run_mean,
     float *run_var, const float *inp, const float *gamma, const float *beta,
-    size_t C, size_t n, float momentum, float eps)
+    size_t C, size_t n, float momentum, float eps, int relu)
 {
 	size_t c, i;
 
@@ -775,11 +982,35 @@ spirt_bn_forward(float *out, float *mean, float *rstd, float *run_mean,
 		mean[c] = m, rstd[c] = sc;
 		sh = beta[c];
 		sc *= gamma[c];
-		for (i = 0; i < n; i++)
-			y[i] = (x[i] - m) * sc + sh;
+		if (relu)       // spirt_relu_forward's select, in this pass
+			for (i = 0; i < n; i++) {
+				float e = (x[i] - m) * sc + sh;
+				y[i] = e > 0.0f ? e : 0.0f;
+			}
+		else
+			for (i = 0; i < n; i++)
+				y[i] = (x[i] - m) * sc + sh;
 		if (run_mean != NULL)
 			bn_running(run_mean, run_var, c, s, v, n, momentum);
 	}
+}
+
+void
+spirt_bn_forward(float *out, float *mean, float *rstd, float *run_mean,
+    float *run_var, const float *inp, const float *gamma, const float *beta,
+    size_t C, size_t n, float momentum, float eps)
+{
+	bn_forward(out, mean, rstd, run_mean, run_var, inp, gamma, beta, C, n,
+	    momentum, eps, 0);
+}
+
+void
+spirt_bn_relu_forward(float *out, float *mean, float *rstd, float *run_mean,
+    float *run_var, const float *inp, const float *gamma, const float *beta,
+    size_t C, size_t n, float momentum, float eps)
+{
+	bn_forward(out, mean, rstd, run_mean, run_var, inp, gamma, beta, C, n,
+	    momentum, eps, 1);
 }
 
 void
@@ -807,10 +1038,30 @@ spirt_bn_forward_naive(float *out, float *mean, float *rstd, float *run_mean,
 	}
 }
 
-void
-spirt_bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
-    const float *inp, const float *mean, const float *rstd,
-    const float *gamma, size_t C, size_t n)
+/*
+ * dy (n) where the forward's ReLU output o is > 0, else 0, written back
+ * to dy: spirt_relu_backward in place, a block at a time, before bn's
+ * sums read it from the cache
+ */
+static void
+relu_mask(float *dy, const float *o, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		float d = dy[i], v = o[i];
+		dy[i] = v > 0.0f ? d : 0.0f;
+	}
+}
+
+/*
+ * spirt_bn_backward; with relu (not NULL: the forward's output after its
+ * ReLU) the ReLU's gradient first, into dmask (dout, in place)
+ */
+static void
+bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
+    float *dmask, const float *relu, const float *inp, const float *mean,
+    const float *rstd, const float *gamma, size_t C, size_t n)
 {
 	size_t c, i;
 
@@ -826,6 +1077,9 @@ spirt_bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
 			end = n - n % BN_LANES;
 			if (end > i + BN_BLOCK)
 				end = i + BN_BLOCK;
+			if (relu != NULL)
+				relu_mask(dmask + c * n + i, relu + c * n + i,
+				    end - i);
 			memset(qy, 0, sizeof qy);
 			memset(qx, 0, sizeof qx);
 			for (; i < end; i += BN_LANES)
@@ -837,6 +1091,8 @@ spirt_bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
 			for (j = 0; j < BN_LANES; j++)
 				py[j] += qy[j], px[j] += qx[j];
 		}
+		if (relu != NULL && i < n)
+			relu_mask(dmask + c * n + i, relu + c * n + i, n - i);
 		for (; i < n; i++) {
 			py[0] += dy[i];
 			px[0] += (double)dy[i] * ((x[i] - m) * r);
@@ -853,6 +1109,24 @@ spirt_bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
 		for (i = 0; i < n; i++)
 			dinp[c * n + i] = k * (dy[i] - a - (x[i] - m) * r * b);
 	}
+}
+
+void
+spirt_bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
+    const float *inp, const float *mean, const float *rstd,
+    const float *gamma, size_t C, size_t n)
+{
+	bn_backward(dinp, dgamma, dbeta, dout, NULL, NULL, inp, mean, rstd,
+	    gamma, C, n);
+}
+
+void
+spirt_bn_relu_backward(float *dinp, float *dgamma, float *dbeta, float *dout,
+    const float *out, const float *inp, const float *mean, const float *rstd,
+    const float *gamma, size_t C, size_t n)
+{
+	bn_backward(dinp, dgamma, dbeta, dout, dout, out, inp, mean, rstd,
+	    gamma, C, n);
 }
 
 void
@@ -879,6 +1153,26 @@ spirt_bn_backward_naive(float *dinp, float *dgamma, float *dbeta,
 			    xh * sdx));
 		}
 	}
+}
+
+void
+spirt_bn_relu_forward_naive(float *out, float *mean, float *rstd,
+    float *run_mean, float *run_var, const float *inp, const float *gamma,
+    const float *beta, size_t C, size_t n, float momentum, float eps)
+{
+	spirt_bn_forward_naive(out, mean, rstd, run_mean, run_var, inp, gamma,
+	    beta, C, n, momentum, eps);
+	spirt_relu_forward(out, out, C * n);
+}
+
+void
+spirt_bn_relu_backward_naive(float *dinp, float *dgamma, float *dbeta,
+    float *dout, const float *out, const float *inp, const float *mean,
+    const float *rstd, const float *gamma, size_t C, size_t n)
+{
+	spirt_relu_backward(dout, dout, out, C * n);
+	spirt_bn_backward_naive(dinp, dgamma, dbeta, dout, inp, mean, rstd,
+	    gamma, C, n);
 }
 
 void
@@ -1205,6 +1499,40 @@ spirt_residual_backward(float *da, float *db, const float *dout, size_t n)
 		memcpy(da, dout, n * sizeof *da);
 	if (db != NULL && db != dout)
 		memcpy(db, dout, n * sizeof *db);
+}
+
+void
+spirt_residual_relu_forward(float *out, const float *a, const float *b,
+    size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		float v = a[i] + b[i];
+		out[i] = v > 0.0f ? v : 0.0f;
+	}
+}
+
+void
+spirt_residual_relu_backward(float *da, float *db, const float *dout,
+    const float *out, size_t n)
+{
+	size_t i;
+
+	if (da == NULL && db == NULL)
+		return;
+	if (da == NULL || db == NULL) {
+		float *d = da != NULL ? da : db;
+		for (i = 0; i < n; i++) {
+			float g = dout[i], v = out[i];
+			d[i] = v > 0.0f ? g : 0.0f;
+		}
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		float g = dout[i], v = out[i];
+		da[i] = db[i] = v > 0.0f ? g : 0.0f;
+	}
 }
 
 /* ---- dropout ---- */

@@ -126,6 +126,29 @@ void spirt_bn_backward_naive(float *dinp, float *dgamma, float *dbeta,
     const float *gamma, size_t C, size_t n);
 
 /*
+ * Batch normalisation (training mode) followed by a ReLU, fused: out =
+ * max(0, bn(inp)), the same bits as spirt_bn_forward then
+ * spirt_relu_forward in place, in one pass over out.  Its backward takes
+ * the forward's out (after the ReLU) and writes the ReLU's gradient into
+ * dout (dout where out > 0, else 0: spirt_relu_backward in place), a
+ * block at a time as its sums read it, then bn's gradient as
+ * spirt_bn_backward: the same bits as the two kernels one after the
+ * other.  The naive twins are those two naive passes.
+ */
+void spirt_bn_relu_forward(float *out, float *mean, float *rstd,
+    float *run_mean, float *run_var, const float *inp, const float *gamma,
+    const float *beta, size_t C, size_t n, float momentum, float eps);
+void spirt_bn_relu_forward_naive(float *out, float *mean, float *rstd,
+    float *run_mean, float *run_var, const float *inp, const float *gamma,
+    const float *beta, size_t C, size_t n, float momentum, float eps);
+void spirt_bn_relu_backward(float *dinp, float *dgamma, float *dbeta,
+    float *dout, const float *out, const float *inp, const float *mean,
+    const float *rstd, const float *gamma, size_t C, size_t n);
+void spirt_bn_relu_backward_naive(float *dinp, float *dgamma, float *dbeta,
+    float *dout, const float *out, const float *inp, const float *mean,
+    const float *rstd, const float *gamma, size_t C, size_t n);
+
+/*
  * Evaluation mode: the running statistics normalise, nothing is updated.
  * Its backward treats them as constants: dinp = dout * gamma * rstd.
  */
@@ -196,6 +219,16 @@ void spirt_residual_forward(float *out, const float *a, const float *b,
     size_t n);
 void spirt_residual_backward(float *da, float *db, const float *dout,
     size_t n);
+/*
+ * The add followed by a ReLU (resnet's block end): out = max(0, a + b),
+ * and its backward da = db = dout where out > 0, else 0 (either may be
+ * NULL; neither may be dout, which is not changed).  The same bits as
+ * the add, then spirt_relu_forward and spirt_relu_backward.
+ */
+void spirt_residual_relu_forward(float *out, const float *a, const float *b,
+    size_t n);
+void spirt_residual_relu_backward(float *da, float *db, const float *dout,
+    const float *out, size_t n);
 
 /* ---- dropout (training mode; evaluation passes values through) ---- */
 

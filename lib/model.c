@@ -1018,6 +1018,25 @@ to_cbhw(float *out, const float *x, size_t B, size_t C, size_t HW)
 	unflatten(out, x, B, C, HW);
 }
 
+/*
+ * Node i is a ReLU in place on the output of node i - 1, a batch
+ * normalisation (bn: training mode) or a residual add (add): the fast
+ * kernels run the two as one (spirt_bn_relu_forward and _backward,
+ * spirt_residual_relu_*, the same bits), node i itself then does
+ * nothing.
+ */
+static int
+fused(const struct spirt_model *m, int i, int bn)
+{
+	const struct spirt_node *d, *p;
+
+	if (i <= 0 || i >= m->nnodes)
+		return 0;
+	d = &m->node[i], p = &m->node[i - 1];
+	return d->kind == SPIRT_N_RELU && d->in == d->out && !d->accum &&
+	    p->out == d->in && p->kind == (bn ? SPIRT_N_BN : SPIRT_N_ADD);
+}
+
 static double
 net_forward(struct spirt_ws *ws, const struct spirt_model *m,
     const float *params, size_t B)
@@ -1055,7 +1074,8 @@ net_forward(struct spirt_ws *ws, const struct spirt_model *m,
 			break;
 		case SPIRT_N_BN:
 			if (train)
-				(naive ? spirt_bn_forward_naive :
+				(naive ? spirt_bn_forward_naive : fused(m,
+				    i + 1, 1) ? spirt_bn_relu_forward :
 				    spirt_bn_forward)(out, ws->mean[i],
 				    ws->rstd[i], ws->state + d->soff,
 				    ws->state + d->soff + d->C, in, w, bias,
@@ -1069,7 +1089,9 @@ net_forward(struct spirt_ws *ws, const struct spirt_model *m,
 				    B * d->H * d->W, SPIRT_BN_EPS);
 			break;
 		case SPIRT_N_RELU:
-			spirt_relu_forward(out, in, n);
+			if (naive || !(fused(m, i, 0) || (train &&
+			    fused(m, i, 1))))
+				spirt_relu_forward(out, in, n);
 			break;
 		case SPIRT_N_MAXPOOL:
 			if (naive)
@@ -1098,7 +1120,9 @@ net_forward(struct spirt_ws *ws, const struct spirt_model *m,
 			    d->OC);
 			break;
 		case SPIRT_N_ADD:
-			spirt_residual_forward(out, in, ws->act[d->in2], n);
+			(naive || !fused(m, i + 1, 0) ? spirt_residual_forward :
+			    spirt_residual_relu_forward)(out, in,
+			    ws->act[d->in2], n);
 			break;
 		case SPIRT_N_DROPOUT:
 			if (train)
@@ -1156,13 +1180,22 @@ net_backward(struct spirt_ws *ws, const struct spirt_model *m,
 				    dout, in, w, &g);
 			break;
 		case SPIRT_N_BN:
-			(naive ? spirt_bn_backward_naive : spirt_bn_backward)(
-			    dinp, gw, gb, dout, in, ws->mean[i], ws->rstd[i],
-			    w, d->C, B * d->H * d->W);
+			if (!naive && fused(m, i + 1, 1))
+				spirt_bn_relu_backward(dinp, gw, gb,
+				    ws->dact[d->out], ws->act[d->out], in,
+				    ws->mean[i], ws->rstd[i], w, d->C,
+				    B * d->H * d->W);
+			else
+				(naive ? spirt_bn_backward_naive :
+				    spirt_bn_backward)(dinp, gw, gb, dout, in,
+				    ws->mean[i], ws->rstd[i], w, d->C,
+				    B * d->H * d->W);
 			break;
 		case SPIRT_N_RELU:
-			// in place: out is in, and dinp may be dout
-			if (dinp != NULL)
+			// in place: out is in, and dinp may be dout; fused,
+			// the node before it does its work
+			if (dinp != NULL && (naive || !(fused(m, i, 0) ||
+			    fused(m, i, 1))))
 				spirt_relu_backward(dinp, dout,
 				    ws->act[d->out], n);
 			break;
@@ -1200,8 +1233,13 @@ net_backward(struct spirt_ws *ws, const struct spirt_model *m,
 			    d->C, d->OC);
 			break;
 		case SPIRT_N_ADD:
-			spirt_residual_backward(dinp, d->in2 == 0 ? NULL :
-			    ws->dact[d->in2], dout, n);
+			if (!naive && fused(m, i + 1, 0))
+				spirt_residual_relu_backward(dinp, d->in2 ==
+				    0 ? NULL : ws->dact[d->in2], dout,
+				    ws->act[d->out], n);
+			else
+				spirt_residual_backward(dinp, d->in2 == 0 ?
+				    NULL : ws->dact[d->in2], dout, n);
 			break;
 		case SPIRT_N_DROPOUT:
 			if (dinp != NULL)

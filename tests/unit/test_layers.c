@@ -466,8 +466,9 @@ random_case(struct lcase *c, int k, int tiny)
 
 /*
  * The fast convolution works a chunk of samples at a time (the col that
- * fits 512 KB): its last two shapes take several, one sample a chunk (3
- * chunks), then two (2, 2 and 1); the depthwise one gets larger planes.
+ * fits 512 KB, or 1568 output pixels on narrow maps): its last two shapes
+ * take several, one sample a chunk (3 chunks), then four (4 and 1); the
+ * depthwise one gets larger planes.
  */
 static const size_t chunky[][2][9] = {
 	{ { 3, 16, 24, 23, 4, 3, 1, 1, 1 }, { 5, 16, 40, 41, 3, 3, 2, 1, 0 } },
@@ -495,6 +496,17 @@ static const size_t widecases[][9] = {
 	{ 2, 3, 44, 41, 5, 5, 1, 2, 0 }, { 2, 3, 30, 30, 4, 3, 1, 2, 1 },
 };
 
+/*
+ * Strided convolutions through the phase planes (k >= s > 1): a tap's
+ * rows as one run (OW = ceil(W/s)), row by row (9x9, stride 2, no
+ * padding: OW 4, the planes 5 wide), sizes not a multiple of the
+ * stride, stride 3 with a 5x5 kernel
+ */
+static const size_t stridecases[][9] = {
+	{ 3, 4, 9, 9, 5, 3, 2, 0, 1 }, { 2, 3, 28, 28, 8, 3, 2, 1, 0 },
+	{ 2, 2, 11, 10, 3, 5, 3, 2, 1 },
+};
+
 static void
 test_random(void)
 {
@@ -503,12 +515,13 @@ test_random(void)
 	int k, r, i;
 
 	for (k = 0; k < NKIND; k++) {
-		for (r = 0; r < (k == CONV ? 34 : 27); r++) {
+		for (r = 0; r < (k == CONV ? 37 : 27); r++) {
 			random_case(&f, k, 0);
 			if ((k == CONV || k == DWCONV) && r >= 25) {
 				memcpy(f.sz, r < 27 ? chunky[k][r - 25] :
 				    r < 30 ? onebyone[r - 27] :
-				    widecases[r - 30], sizeof f.sz);
+				    r < 34 ? widecases[r - 30] :
+				    stridecases[r - 34], sizeof f.sz);
 				free_case(&f, 0);
 				CHECK(sizes(&f) == 0);
 				inputs(&f);
@@ -621,6 +634,90 @@ test_fd(void)
 	}
 }
 
+/*
+ * The fused kernels (bn + relu, add + relu) against the two kernels they
+ * replace, run one after the other: the same bits, outputs and
+ * gradients, the masked gradient left in dout included; and the fused
+ * bn against its naive twin.  n not a multiple of the lanes or a block,
+ * some channels all negative (the ReLU passes nothing).
+ */
+static void
+test_fused(void)
+{
+	static const size_t shapes[][2] = { { 3, 1 }, { 5, 777 },
+		{ 2, 4099 } };
+	size_t t, i;
+
+	for (t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+		size_t C = shapes[t][0], n = shapes[t][1], N = C * n;
+		float *x = alloc(N), *x2 = alloc(N), *dy = alloc(N);
+		float *g = alloc(C), *b = alloc(C), *rm[3], *rv[3];
+		float *o[3], *dx[3], *dg[3], *db[3], *d[3], *mu[3], *rs[3];
+		float *x2b = alloc(N);
+		int v;
+
+		fill(x, N, 2.0f, 0.5f), fill(x2, N, 1.0f, 0.0f);
+		fill(dy, N, 1.0f, 0.0f), fill(g, C, 1.0f, 0.0f);
+		fill(b, C, 1.0f, 0.0f);
+		b[0] = -100.0f;         // channel 0 all cut by the ReLU
+		for (v = 0; v < 3; v++) {
+			o[v] = alloc(N), dx[v] = alloc(N), d[v] = alloc(N);
+			dg[v] = alloc(C), db[v] = alloc(C), mu[v] = alloc(C);
+			rs[v] = alloc(C), rm[v] = alloc(C), rv[v] = alloc(C);
+			memcpy(d[v], dy, N * sizeof *dy);
+			for (i = 0; i < C; i++)
+				rm[v][i] = 0.25f, rv[v][i] = 2.0f;
+		}
+		// 0: bn then relu, 1: fused, 2: fused naive
+		spirt_bn_forward(o[0], mu[0], rs[0], rm[0], rv[0], x, g, b, C,
+		    n, MOMENTUM, EPS);
+		spirt_relu_forward(o[0], o[0], N);
+		spirt_relu_backward(d[0], d[0], o[0], N);
+		spirt_bn_backward(dx[0], dg[0], db[0], d[0], x, mu[0], rs[0],
+		    g, C, n);
+		spirt_bn_relu_forward(o[1], mu[1], rs[1], rm[1], rv[1], x, g,
+		    b, C, n, MOMENTUM, EPS);
+		spirt_bn_relu_backward(dx[1], dg[1], db[1], d[1], o[1], x,
+		    mu[1], rs[1], g, C, n);
+		spirt_bn_relu_forward_naive(o[2], mu[2], rs[2], rm[2], rv[2],
+		    x, g, b, C, n, MOMENTUM, EPS);
+		spirt_bn_relu_backward_naive(dx[2], dg[2], db[2], d[2], o[2],
+		    x, mu[2], rs[2], g, C, n);
+		CHECK(memcmp(o[0], o[1], N * sizeof *o[0]) == 0);
+		CHECK(memcmp(d[0], d[1], N * sizeof *d[0]) == 0);
+		CHECK(memcmp(dx[0], dx[1], N * sizeof *dx[0]) == 0);
+		CHECK(memcmp(dg[0], dg[1], C * sizeof *dg[0]) == 0);
+		CHECK(memcmp(db[0], db[1], C * sizeof *db[0]) == 0);
+		CHECK(memcmp(rv[0], rv[1], C * sizeof *rv[0]) == 0);
+		CHECK(dg[1][0] == 0.0f && db[1][0] == 0.0f);
+		CHECK(maxdiff(o[1], o[2], N) <= 1e-4);
+		CHECK(maxdiff(d[1], d[2], N) == 0);
+		CHECK(maxdiff(dx[1], dx[2], N) <= 1e-4);
+		CHECK(maxdiff(dg[1], dg[2], C) <= 1e-3);
+		CHECK(maxdiff(db[1], db[2], C) <= 1e-3);
+		CHECK(maxdiff(rm[1], rm[2], C) <= 1e-6);
+		// add then relu, and fused
+		spirt_residual_forward(o[0], x, x2, N);
+		spirt_relu_forward(o[0], o[0], N);
+		memcpy(d[0], dy, N * sizeof *dy);
+		spirt_relu_backward(d[0], d[0], o[0], N);
+		spirt_residual_backward(dx[0], x2b, d[0], N);
+		spirt_residual_relu_forward(o[1], x, x2, N);
+		spirt_residual_relu_backward(dx[1], d[1], dy, o[1], N);
+		spirt_residual_relu_backward(NULL, d[2], dy, o[1], N);
+		CHECK(memcmp(o[0], o[1], N * sizeof *o[0]) == 0);
+		CHECK(memcmp(dx[0], dx[1], N * sizeof *dx[0]) == 0);
+		CHECK(memcmp(x2b, d[1], N * sizeof *d[1]) == 0);
+		CHECK(memcmp(d[0], d[2], N * sizeof *d[2]) == 0);
+		for (v = 0; v < 3; v++) {
+			free(o[v]), free(dx[v]), free(d[v]), free(dg[v]);
+			free(db[v]), free(mu[v]), free(rs[v]), free(rm[v]);
+			free(rv[v]);
+		}
+		free(x), free(x2), free(x2b), free(dy), free(g), free(b);
+	}
+}
+
 static void
 test_shape(void)
 {
@@ -650,5 +747,6 @@ main(void)
 	test_fixtures();
 	test_random();
 	test_fd();
+	test_fused();
 	CHECK_DONE();
 }
