@@ -195,6 +195,34 @@ fan_end(void)
 	fan.on = 0;
 }
 
+/* the fan ended by something else than its answers: what it holds told,
+ * the answers as they came (gathering), or its line (the chained one's
+ * awaited, whose lines follow as a send's) */
+static int
+fan_break(void)
+{
+	int ex = 0;
+
+	if (fan.on == 2)
+		ex = out("fanned %zu\n", fan.n);
+	for (size_t k = 0; fan.on == 1 && k < fan.got && ex == 0; k++)
+		ex = out("answer %s %s\n", fan.name[fan.order[k]],
+		    fan.held[fan.order[k]]);
+	fan_end();
+	return ex;
+}
+
+/* whether name is a child of the fan, or its chained one once sent */
+static int
+fan_has(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < fan.n && strcmp(name, fan.name[i]) != 0; i++)
+		;
+	return i < fan.n || (fan.on == 2 && strcmp(name, fan.tname) == 0);
+}
+
 /* the refusal of a send of rc; 0 when there is none */
 static int
 refuse_send(const char *verb, const char *name, int rc)
@@ -314,6 +342,10 @@ request(struct spirt_sup *s, char *line, uint64_t ms)
 		rc = verb[0] == 'g' ? spirt_sup_guard(s, name) :
 		    verb[0] == 'k' ? spirt_sup_kill(s, name) :
 		    spirt_sup_term(s, name);
+		/* (a child of a fan killed: its request dropped, the fan
+		 * with it) */
+		if (rc == 0 && verb[0] == 'k' && fan.on && fan_has(name))
+			return fan_break();
 		return rc == 0 ? 0 : out("refused 69 %s %s: not running\n",
 		    verb, name);
 	}
@@ -380,8 +412,7 @@ fan_event(struct spirt_sup *s, const struct spirt_sup_event *ev,
 			return out("stepped %s %s\n", ev->name, ev->line);
 		}
 		/* else the fan's news first, then this as it is */
-		fan_end();
-		return (ex = out("fanned %zu\n", fan.n)) ? ex : tell(ev, ms);
+		return (ex = fan_break()) ? ex : tell(ev, ms);
 	}
 	for (i = 0; i < fan.n && strcmp(ev->name, fan.name[i]) != 0; i++)
 		;
@@ -407,11 +438,7 @@ fan_event(struct spirt_sup *s, const struct spirt_sup_event *ev,
 		    refuse_send("send", fan.tname, rc);
 	}
 	/* not well: the answers held, as they came, then this */
-	for (size_t k = 0; k < fan.got && ex == 0; k++)
-		ex = out("answer %s %s\n", fan.name[fan.order[k]],
-		    fan.held[fan.order[k]]);
-	fan_end();
-	return ex ? ex : tell(ev, ms);
+	return (ex = fan_break()) ? ex : tell(ev, ms);
 }
 
 /* -D: one entry of the directory's tree removed, the deepest first */

@@ -133,7 +133,7 @@ fns() {
 		esac
 	fi
 	sleep "0.${4:-0}"
-	echo "step=$t worker=$1 $rest"
+	echo "step=$t worker=$1${rest:+ $rest}"
 done'
 	# (the chained tool: what it was sent, in a file)
 	script upd 'while read -r t rest; do echo "$t $rest" >>got
@@ -175,8 +175,8 @@ answer u step=7 error=65' ]
 		[ ! -e got ] || fail "$how: the chained request was sent"
 		[ "${#lines[@]}" -eq 3 ] || fail "$how: $output"
 		# (the one answer held till then first, the slow one's after)
-		[ "${lines[0]}" = 'answer g0 step=5 worker=0 ' ]
-		[ "${lines[2]}" = 'answer g2 step=5 worker=2 ' ] ||
+		[ "${lines[0]}" = 'answer g0 step=5 worker=0' ]
+		[ "${lines[2]}" = 'answer g2 step=5 worker=2' ] ||
 		    [ "$how" = hang ]
 		case $how in
 		die) [[ "${lines[1]}" =~ ^died\ g1\ pid=[0-9]+\ status=3$ ]] ;;
@@ -185,11 +185,20 @@ answer u step=7 error=65' ]
 		odd) [ "${lines[1]}" = 'answer g1 ok' ] ;;
 		esac || fail "$how: $output"
 	done
+	# one killed (kill NAME): its request dropped, the fan with it
+	run -0 --separate-stderr spirt-run -d 5000 < <(feed 1.5 \
+	    "start g0 $PWD/fn 0" "start g1 $PWD/fn 1 5 hang" \
+	    "start g2 $PWD/fn 2" "start u $PWD/upd" \
+	    'fan g0,g1,g2 5 then u 5' 'kill g1')
+	[ "$output" = 'answer g0 step=5 worker=0
+answer g2 step=5 worker=2' ] || [ "$output" = 'answer g2 step=5 worker=2
+answer g0 step=5 worker=0' ]
+	[ ! -e got ]
 	# a child of the fan not running: its refusal, the others' answers
 	run -0 --separate-stderr spirt-run -d 5000 < <(feed 1 \
 	    "start g0 $PWD/fn 0" "start u $PWD/upd" 'fan g0,g9 3 then u 3')
 	assert_line 'refused 69 send g9: not running'
-	assert_line 'answer g0 step=3 worker=0 '
+	assert_line 'answer g0 step=3 worker=0'
 	[ "${#lines[@]}" -eq 2 ]
 	[ ! -e got ]
 }
