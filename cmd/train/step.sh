@@ -204,8 +204,7 @@ step() {
 		fi
 		_mean=$_mean$fwords
 	fi
-	# the aggregation, or the fused update, chained after the gradients
-	# (one request to spirt-run), but when an attack comes between
+	# the aggregation or the fused update chained, but after an attack
 	set -- "$1" agg "$1" spirt-agg
 	[ -z "$_mean" ] || set -- "$1" upd "$1 mean=$_mean" spirt-update
 	[ "$verbose" -eq 0 ] || [ -z "$_mean" ] ||

@@ -139,8 +139,7 @@ bury() {
 	_n=${1%%:*}
 	declare_dead "${_n#g}" "$how"
 }
-# busy T: $busy the live functions with samples at step T, $n of them,
-# $gl their names in spirt-run, g0,g1,...
+# busy T: $busy the live functions with samples at T, $n of them, $gl g0,..
 busy() {
 	busy= n=0 gl=
 	holders "$1"
@@ -158,14 +157,12 @@ again() {
 	tell "step $1: revision $as_rev: functions$(printf ' %s' $busy) compute it again"
 }
 # grads T [NAME TEXT]: the gradients of step T, the live functions' with
-# samples (into grad/<T>/<w>, or their slots with $gword): one request to
-# spirt-run (fan), and NAME TEXT chained after them, sent once all
-# answered well: then $ack is "stepped NAME ANSWER", or "fanned N" with
-# NAME's answer to read.  When one dies meanwhile, or does not answer
-# within --deadline (spirt-run has ended it: nothing it writes later
-# counts as work), their answers come as sends' and nothing is chained:
-# it is declared dead and the survivors compute the step again under the
-# new revision
+# samples (into grad/<T>/<w>, or their slots with $gword), one fan of
+# spirt-run's, NAME TEXT chained ($ack: "stepped NAME ANSWER", or "fanned
+# N" and NAME's answer still to read); when one dies meanwhile, or does
+# not answer within --deadline (spirt-run has ended it: nothing it writes
+# later counts as work), nothing is chained, it is declared dead and the
+# survivors compute the step again under the new revision
 grads() {
 	if [ -n "$later" ]; then
 		for _d in $later; do bury "$_d"; done
