@@ -49,12 +49,12 @@ static const struct optset cli = {
 	"  guard NAME                its end also sends SIGUSR1 to the parent\n"
 	"  stop NAME                 SIGTERM to NAME, its end told, unguarded\n"
 	"  kill NAME                 killed at once, its end not told\n"
-	"  fan NAME,... TEXT [then NAME TEXT2]\n"
-	"                            send TEXT to each, gather their answers,\n"
-	"                            then send TEXT2 to the last NAME\n"
+	"  fan NAME,... TEXT [then NAME2 TEXT2]\n"
+	"                            TEXT to each NAME, each within -d; once\n"
+	"                            all answered well, TEXT2 to NAME2\n"
 	"on stdout: answer NAME LINE, died NAME pid=P status=S|signal=N,\n"
 	"  late NAME pid=P ms=M (killed), refused CODE REQUEST: WHY,\n"
-	"  fanned N (a fan's N answers well), stepped NAME LINE (and then's)\n",
+	"  fanned N, stepped NAME2 LINE (a fan's answers all well)\n",
 	21, 0, opts, NULL
 };
 
