@@ -17,6 +17,8 @@
 # - spirt-train itself, the sh driver over spirt-run and its FIFOs, with a
 #   shim named spirt-run first in its PATH that relays the supervisor's
 #   input and output through bench/run_stamp.py, which stamps each line.
+#   A warm step is one request to spirt-run (fan ... then upd ...): the
+#   relay sees its whole time, in the grad phase's row, not its parts.
 #   The relay is one hop more each way: a plain spirt-train run beside it
 #   (its log's clock every 50 steps, ms resolution, the first block
 #   dropped: a mean, so it is compared with the stamped run's mean) says

@@ -17,7 +17,10 @@ answer (agg 0 when spirt-update took the mean itself, mean=grad);
 driver the rest of the step, until the next step's first "send
 g" (the driver's own work between the tools, and the relay's hops to and
 from it).  Steps that are not a plain warm step (a function restarted,
-the last step) are left out.
+the last step) are left out.  A step that is one request, "fan g0,...
+T ... then upd ..." answered "stepped upd ...", hides its parts from
+the relay: grad is then the fan's whole time, from the request to that
+line (its update's included), agg, update and first_grad 0.
 """
 import os
 import select
@@ -79,7 +82,17 @@ def report(path):
     for line in open(path):
         t, w, x = line.rstrip("\n").split("\t", 2)
         t, v = float(t), x.split()
-        if w == "q" and len(v) >= 3 and v[0] == "send":
+        if w == "q" and len(v) >= 3 and v[0] == "fan":
+            s = steps.setdefault(v[2], {"g": 1, "a": [], "fan": 1})
+            if v[2] not in order:
+                order.append(v[2])
+            s.setdefault("s0", t)
+            pend["fan"] = v[2]
+        elif w == "a" and v[:1] == ["stepped"] and "fan" in pend:
+            s = steps[pend.pop("fan")]
+            s["a"].append(t)
+            s["qupd"] = s["aupd"] = t
+        elif w == "q" and len(v) >= 3 and v[0] == "send":
             s = steps.setdefault(v[2], {"g": 0, "a": []})
             if v[2] not in order:
                 order.append(v[2])
@@ -109,10 +122,11 @@ def report(path):
         grad = max(s["a"]) - s["s0"]
         agg = s["aagg"] - s["qagg"] if "aagg" in s else 0
         upd = s["aupd"] - s["qupd"]
+        first = 0 if "fan" in s else min(s["a"]) - s["s0"]
         print("%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f" % (
             n, whole * 1e3, grad * 1e3, agg * 1e3, upd * 1e3,
             (whole - grad - agg - upd) * 1e3,
-            (min(s["a"]) - s["s0"]) * 1e3))
+            first * 1e3))
 
 
 def main():

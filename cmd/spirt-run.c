@@ -19,7 +19,7 @@
 
 /* a child still there this long after SIGTERM gets SIGKILL */
 #define GRACE_MS 1000
-/* at most this many words in a start request */
+/* at most this many words in a start request, names in a fan */
 #define MAXARGS 256
 
 static const struct opt opts[] = {
@@ -49,8 +49,12 @@ static const struct optset cli = {
 	"  guard NAME                its end also sends SIGUSR1 to the parent\n"
 	"  stop NAME                 SIGTERM to NAME, its end told, unguarded\n"
 	"  kill NAME                 killed at once, its end not told\n"
+	"  fan NAME,... TEXT [then NAME2 TEXT2]\n"
+	"                            TEXT to each NAME, each within -d; once\n"
+	"                            all answered well, TEXT2 to NAME2\n"
 	"on stdout: answer NAME LINE, died NAME pid=P status=S|signal=N,\n"
-	"  late NAME pid=P ms=M (killed), refused CODE REQUEST: WHY\n",
+	"  late NAME pid=P ms=M (killed), refused CODE REQUEST: WHY,\n"
+	"  fanned N, stepped NAME2 LINE (a fan's answers all well)\n",
 	21, 0, opts, NULL
 };
 
@@ -146,6 +150,166 @@ word(char **p)
 	return w;
 }
 
+/*
+ * A fan under way (spirt-run(1), fan): its children, the answers they
+ * gave while all is well (held, in the order they came), and the request
+ * chained after them.  An answer is well when its first word is step=W,
+ * W the request's first word, and it holds no error=.  Anything else of
+ * a child of the fan (an answer not well, its end, late) ends the fan:
+ * the answers held are told as they came, then that event, as if each
+ * had been a send; the chained request is not sent.
+ */
+static struct {
+	int on;                 /* 0 none, 1 gathering, 2 the chained one's */
+	size_t n, got;          /* children, answers held */
+	char name[MAXARGS][SPIRT_SUP_NAME + 1];
+	char *held[MAXARGS];    /* child i's answer, NULL none yet */
+	size_t order[MAXARGS];  /* the children of the held answers */
+	char *text, *then;      /* the request; the chained one's, NULL none */
+	char tname[SPIRT_SUP_NAME + 1];
+} fan;
+
+/* whether line answers a request whose first word is that of rq */
+static int
+well(const char *line, const char *rq)
+{
+	size_t n = strcspn(rq, " \t");
+
+	return strncmp(line, "step=", 5) == 0 &&
+	    strncmp(line + 5, rq, n) == 0 &&
+	    (line[5 + n] == ' ' || line[5 + n] == '\0') &&
+	    strstr(line, "error=") == NULL;
+}
+
+/* the fan over: nothing held, nothing chained */
+static void
+fan_end(void)
+{
+	for (size_t i = 0; i < fan.n; i++) {
+		free(fan.held[i]);
+		fan.held[i] = NULL;
+	}
+	free(fan.text);
+	free(fan.then);
+	fan.text = fan.then = NULL;
+	fan.on = 0;
+}
+
+/* the fan ended by something else than its answers: what it holds told,
+ * the answers as they came (gathering), or its line (the chained one's
+ * awaited, whose lines follow as a send's) */
+static int
+fan_break(void)
+{
+	int ex = 0;
+
+	if (fan.on == 2)
+		ex = out("fanned %zu\n", fan.n);
+	for (size_t k = 0; fan.on == 1 && k < fan.got && ex == 0; k++)
+		ex = out("answer %s %s\n", fan.name[fan.order[k]],
+		    fan.held[fan.order[k]]);
+	fan_end();
+	return ex;
+}
+
+/* whether name is a child of the fan, or its chained one once sent */
+static int
+fan_has(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < fan.n && strcmp(name, fan.name[i]) != 0; i++)
+		;
+	return i < fan.n || (fan.on == 2 && strcmp(name, fan.tname) == 0);
+}
+
+/* the refusal of a send of rc; 0 when there is none */
+static int
+refuse_send(const char *verb, const char *name, int rc)
+{
+	if (rc == ESRCH)
+		return out("refused 69 %s %s: not running\n", verb, name);
+	if (rc == EAGAIN)
+		return out("refused 75 %s %s: its input is full\n", verb, name);
+	if (rc != 0)
+		return out("refused 71 %s %s: %s\n", verb, name, strerror(rc));
+	return 0;
+}
+
+/* fan NAME,... TEXT [then NAME TEXT2]: TEXT sent to each, within ms */
+static int
+fan_start(struct spirt_sup *s, const char *what, char *list, char *p,
+    uint64_t ms)
+{
+	char *t = p, *nm, *then = NULL;
+	size_t i, j, n = 0;
+	int rc, ex = 0;
+
+	if (fan.on)
+		return out("refused 64 %s: a fan under way\n", what);
+	/* the word then, if any, ends TEXT */
+	while ((t = strstr(t, "then")) != NULL) {
+		if ((t == p || t[-1] == ' ' || t[-1] == '\t') &&
+		    strchr(" \t", t[4]) != NULL) {
+			then = t + 4;
+			while (t > p && (t[-1] == ' ' || t[-1] == '\t'))
+				t--;
+			*t = '\0';
+			break;
+		}
+		t += 4;
+	}
+	for (nm = list; nm != NULL && n < MAXARGS; n++) {
+		fan.name[n][0] = '\0';
+		t = strchr(nm, ',');
+		if (t != NULL)
+			*t++ = '\0';
+		if (spirt_key_id_check(nm) != 0)
+			break;
+		memcpy(fan.name[n], nm, strlen(nm) + 1);
+		nm = t;
+	}
+	if (list == NULL || nm != NULL)
+		return out("refused 64 %s: %s\n", what, nm != NULL &&
+		    n == MAXARGS ? "more than 256 names" :
+		    "not a name (1-32 letters, digits, '.', '_', '-')");
+	if (then != NULL && ((nm = word(&then)) == NULL ||
+	    spirt_key_id_check(nm) != 0))
+		return out("refused 64 %s: then: not a name\n", what);
+	if (then != NULL && *then == '\0')
+		return out("refused 64 %s: then: no text\n", what);
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j <= n; j++)
+			if (strcmp(fan.name[i], j < n ? fan.name[j] :
+			    then != NULL ? nm : "") == 0)
+				return out("refused 64 %s: %s twice\n", what,
+				    fan.name[i]);
+	if (*p == '\0')
+		return out("refused 64 %s: no text\n", what);
+	if ((fan.text = strdup(p)) == NULL || (then != NULL &&
+	    (fan.then = strdup(then)) == NULL)) {
+		fan_end();
+		return out("refused 71 %s: %s\n", what, strerror(ENOMEM));
+	}
+	if (then != NULL)
+		memcpy(fan.tname, nm, strlen(nm) + 1);
+	fan.n = n;
+	fan.got = 0;
+	fan.on = 1;
+	/* a child that cannot take it: the fan is sends, each told */
+	for (i = 0; i < n; i++) {
+		rc = spirt_sup_send(s, fan.name[i], p, ms);
+		if (rc != 0) {
+			fan.on = 0;
+			if ((ex = refuse_send("send", fan.name[i], rc)) != 0)
+				break;
+		}
+	}
+	if (!fan.on)
+		fan_end();
+	return ex;
+}
+
 /* one request line; its refusal, if any, on stdout */
 static int
 request(struct spirt_sup *s, char *line, uint64_t ms)
@@ -161,6 +325,8 @@ request(struct spirt_sup *s, char *line, uint64_t ms)
 	if (verb == NULL)
 		return out("refused 64 (empty): no request\n");
 	name = word(&p);
+	if (strcmp(verb, "fan") == 0)
+		return fan_start(s, what, name, p, ms);
 	if (strcmp(verb, "start") != 0 && strcmp(verb, "run") != 0 &&
 	    strcmp(verb, "send") != 0 && strcmp(verb, "post") != 0 &&
 	    strcmp(verb, "guard") != 0 && strcmp(verb, "stop") != 0 &&
@@ -176,22 +342,17 @@ request(struct spirt_sup *s, char *line, uint64_t ms)
 		rc = verb[0] == 'g' ? spirt_sup_guard(s, name) :
 		    verb[0] == 'k' ? spirt_sup_kill(s, name) :
 		    spirt_sup_term(s, name);
+		/* (a child of a fan killed: its request dropped, the fan
+		 * with it) */
+		if (rc == 0 && verb[0] == 'k' && fan.on && fan_has(name))
+			return fan_break();
 		return rc == 0 ? 0 : out("refused 69 %s %s: not running\n",
 		    verb, name);
 	}
 	if (strcmp(verb, "send") == 0 || strcmp(verb, "post") == 0) {
 		/* the rest of the line as it came, after one blank */
 		rc = spirt_sup_send(s, name, p, verb[1] == 'e' ? ms : 0);
-		if (rc == ESRCH)
-			return out("refused 69 %s %s: not running\n", verb,
-			    name);
-		if (rc == EAGAIN)
-			return out("refused 75 %s %s: its input is full\n",
-			    verb, name);
-		if (rc != 0)
-			return out("refused 71 %s %s: %s\n", verb, name,
-			    strerror(rc));
-		return 0;
+		return refuse_send(verb, name, rc);
 	}
 	while ((a = word(&p)) != NULL && n < MAXARGS)
 		argv[n++] = a;
@@ -208,6 +369,76 @@ request(struct spirt_sup *s, char *line, uint64_t ms)
 		    rc == EACCES || rc == ENOEXEC ? SPIRT_EX_UNAVAILABLE :
 		    SPIRT_EX_OSERR, verb, name, argv[0], strerror(rc));
 	return 0;
+}
+
+/* the parent a guarded child's end is told to (SIGUSR1) */
+static pid_t pp;
+
+/* a child's answer, end or lateness on stdout */
+static int
+tell(const struct spirt_sup_event *ev, uint64_t ms)
+{
+	int ex;
+
+	if (ev->kind == SPIRT_SUP_ANSWER)
+		return out("answer %s %s\n", ev->name, ev->line);
+	if (ev->kind == SPIRT_SUP_LATE)
+		return out("late %s pid=%ld ms=%llu\n", ev->name,
+		    (long)ev->pid, (unsigned long long)ms);
+	ex = out("died %s pid=%ld %s=%d\n", ev->name, (long)ev->pid,
+	    ev->status < 0 ? "signal" : "status",
+	    ev->status < 0 ? -ev->status : ev->status);
+	/* (its line first: the parent reads why; a parent gone, init or a
+	 * reaper now, is told nothing) */
+	if (ev->guarded && ex == 0 && pp > 1 && getppid() == pp)
+		kill(pp, SIGUSR1);
+	return ex;
+}
+
+/* an event while a fan is under way: held, or told (and the fan over) */
+static int
+fan_event(struct spirt_sup *s, const struct spirt_sup_event *ev,
+    uint64_t ms)
+{
+	size_t i;
+	int ex = 0, rc;
+
+	if (fan.on == 2) {
+		/* the chained request's answer, well: the one line */
+		if (ev->kind == SPIRT_SUP_ANSWER &&
+		    strcmp(ev->name, fan.tname) == 0 &&
+		    well(ev->line, fan.then)) {
+			fan_end();
+			return out("stepped %s %s\n", ev->name, ev->line);
+		}
+		/* else the fan's news first, then this as it is */
+		return (ex = fan_break()) ? ex : tell(ev, ms);
+	}
+	for (i = 0; i < fan.n && strcmp(ev->name, fan.name[i]) != 0; i++)
+		;
+	/* another child's, or an answer more of one that answered */
+	if (i == fan.n || (ev->kind == SPIRT_SUP_ANSWER && fan.held[i]))
+		return tell(ev, ms);
+	if (ev->kind == SPIRT_SUP_ANSWER && well(ev->line, fan.text) &&
+	    (fan.held[i] = strdup(ev->line)) != NULL) {
+		fan.order[fan.got++] = i;
+		if (fan.got < fan.n)
+			return 0;
+		/* all well: the chained request, or the fan's line */
+		if (fan.then == NULL) {
+			fan_end();
+			return out("fanned %zu\n", fan.n);
+		}
+		if ((rc = spirt_sup_send(s, fan.tname, fan.then, ms)) == 0) {
+			fan.on = 2;
+			return 0;
+		}
+		fan_end();
+		return (ex = out("fanned %zu\n", fan.n)) ? ex :
+		    refuse_send("send", fan.tname, rc);
+	}
+	/* not well: the answers held, as they came, then this */
+	return (ex = fan_break()) ? ex : tell(ev, ms);
 }
 
 /* -D: one entry of the directory's tree removed, the deepest first */
@@ -230,10 +461,9 @@ main(int argc, char **argv)
 	uint64_t ms = 30000, wms = 0, end = 0;
 	const char *act, *dir = NULL;
 	int c, rc = 0, ex = 0, sfd, dflag = 0, clk = 0, rd = 0;
-	/* the parent a guarded child's end is told to (SIGUSR1) */
-	pid_t pp = getppid();
 
 	progname = "spirt-run";
+	pp = getppid();
 	checkfds();
 	parent_watch();
 
@@ -286,20 +516,9 @@ main(int argc, char **argv)
 			    ev.line, SPIRT_SUP_LINE);
 			break;
 		case SPIRT_SUP_ANSWER:
-			ex = out("answer %s %s\n", ev.name, ev.line);
-			break;
 		case SPIRT_SUP_DIED:
-			ex = out("died %s pid=%ld %s=%d\n", ev.name,
-			    (long)ev.pid, ev.status < 0 ? "signal" : "status",
-			    ev.status < 0 ? -ev.status : ev.status);
-			/* (its line first: the parent reads why; a parent
-			 * gone, init or a reaper now, is told nothing) */
-			if (ev.guarded && ex == 0 && pp > 1 && getppid() == pp)
-				kill(pp, SIGUSR1);
-			break;
 		case SPIRT_SUP_LATE:
-			ex = out("late %s pid=%ld ms=%llu\n", ev.name,
-			    (long)ev.pid, (unsigned long long)ms);
+			ex = fan.on ? fan_event(s, &ev, ms) : tell(&ev, ms);
 			break;
 		case SPIRT_SUP_EOF:
 			break;
@@ -317,6 +536,7 @@ main(int argc, char **argv)
 		}
 	}
 
+	fan_end();
 	spirt_sup_stop(s, GRACE_MS);
 	spirt_sup_close(s);
 	if (dir != NULL)

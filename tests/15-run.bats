@@ -118,6 +118,114 @@ $(grep '^died t ' <<<"$output")" ]
 	assert_line --regexp "^died l pid=[0-9]+ status=0$"
 }
 
+# fn: a warm function's answers; fn W STEP HOW [S]: at step STEP it
+# after 0.3 s exits 3 (HOW die), says nothing (hang), answers error=65
+# (err) or a line out of turn (odd); it sleeps S tenths before others
+fns() {
+	script fn 'while read -r t rest; do
+	if [ "$t" = "$2" ]; then
+		sleep 0.3
+		case $3 in
+		die) exit 3 ;;
+		hang) sleep 60 ;;
+		err) echo "step=$t worker=$1 error=65"; continue ;;
+		odd) echo ok; continue ;;
+		esac
+	fi
+	sleep "0.${4:-0}"
+	echo "step=$t worker=$1${rest:+ $rest}"
+done'
+	# (the chained tool: what it was sent, in a file)
+	script upd 'while read -r t rest; do echo "$t $rest" >>got
+	case $rest in *bad*) echo "step=$t error=65" ;;
+	*) echo "step=$t loss=0.5" ;; esac; done'
+}
+
+@test "spirt-run: fan: one line once every child answered well; then NAME TEXT sent after, its answer in that line" {
+	fns
+	run -0 --separate-stderr spirt-run -d 5000 < <(feed 1.5 \
+	    "start g0 $PWD/fn 0 - - 2" "start g1 $PWD/fn 1" "start u $PWD/upd" \
+	    'fan g0,g1 5 to=slot then u 5 mean=slots' 'start x true')
+	[ -z "$stderr" ]
+	assert_line 'stepped u step=5 loss=0.5'
+	assert_line --regexp '^died x pid=[0-9]+ status=0$'
+	[ "${#lines[@]}" -eq 2 ]
+	[ "$(cat got)" = '5 mean=slots' ]
+	# no then: fanned N; then's answer not well: fanned N, then it as
+	# a send's (an error, another step's)
+	run -0 --separate-stderr spirt-run -d 5000 < <(feed 1 \
+	    "start g0 $PWD/fn 0" "start g1 $PWD/fn 1" "start u $PWD/upd" \
+	    'fan g0,g1 6')
+	[ "$output" = 'fanned 2' ]
+	run -0 --separate-stderr spirt-run -d 5000 < <(feed 1 \
+	    "start g0 $PWD/fn 0" "start g1 $PWD/fn 1" "start u $PWD/upd" \
+	    'fan g0,g1 7 then u 7 bad')
+	[ "$output" = 'fanned 2
+answer u step=7 error=65' ]
+}
+
+@test "spirt-run: fan: a child that dies, is late, answers error= or out of turn: every answer told as sends would, the chained request never sent" {
+	fns
+	for how in die hang err odd; do
+		rm -f got
+		run -0 --separate-stderr spirt-run -d 1500 < <(feed 2.5 \
+		    "start g0 $PWD/fn 0" "start g1 $PWD/fn 1 5 $how" \
+		    "start g2 $PWD/fn 2 - - 9" "start u $PWD/upd" \
+		    'fan g0,g1,g2 5 then u 5')
+		[ ! -e got ] || fail "$how: the chained request was sent"
+		[ "${#lines[@]}" -eq 3 ] || fail "$how: $output"
+		# (the one answer held till then first, the slow one's after)
+		[ "${lines[0]}" = 'answer g0 step=5 worker=0' ]
+		[ "${lines[2]}" = 'answer g2 step=5 worker=2' ] ||
+		    [ "$how" = hang ]
+		case $how in
+		die) [[ "${lines[1]}" =~ ^died\ g1\ pid=[0-9]+\ status=3$ ]] ;;
+		hang) [[ "${lines[2]}" =~ ^late\ g1\ pid=[0-9]+\ ms=1500$ ]] ;;
+		err) [ "${lines[1]}" = 'answer g1 step=5 worker=1 error=65' ] ;;
+		odd) [ "${lines[1]}" = 'answer g1 ok' ] ;;
+		esac || fail "$how: $output"
+	done
+	# one killed (kill NAME): its request dropped, the fan with it
+	run -0 --separate-stderr spirt-run -d 5000 < <(feed 1.5 \
+	    "start g0 $PWD/fn 0" "start g1 $PWD/fn 1 5 hang" \
+	    "start g2 $PWD/fn 2" "start u $PWD/upd" \
+	    'fan g0,g1,g2 5 then u 5' 'kill g1')
+	[ "$output" = 'answer g0 step=5 worker=0
+answer g2 step=5 worker=2' ] || [ "$output" = 'answer g2 step=5 worker=2
+answer g0 step=5 worker=0' ]
+	[ ! -e got ]
+	# a child of the fan not running: its refusal, the others' answers
+	run -0 --separate-stderr spirt-run -d 5000 < <(feed 1 \
+	    "start g0 $PWD/fn 0" "start u $PWD/upd" 'fan g0,g9 3 then u 3')
+	assert_line 'refused 69 send g9: not running'
+	assert_line 'answer g0 step=3 worker=0'
+	[ "${#lines[@]}" -eq 2 ]
+	[ ! -e got ]
+}
+
+@test "spirt-run: fan: a malformed one is refused (64), nothing sent" {
+	fns
+	run -0 --separate-stderr spirt-run -d 5000 < <(feed 1 \
+	    "start g0 $PWD/fn 0" "start u $PWD/upd" 'fan' 'fan g0' \
+	    'fan g0,,u 1' 'fan g0,g0 1' 'fan g0 1 then' 'fan g0 1 then u' \
+	    'fan g0 1 then g0 1' 'fan g0 then u 1' "fan $(seq -s, -f g%g 257) 1" \
+	    'fan g0 2 then u 2' 'fan g0 3')
+	assert_line 'refused 64 fan: not a name (1-32 letters, digits, '"'.', '_', '-')"
+	assert_line 'refused 64 fan g0: no text'
+	assert_line --regexp '^refused 64 fan g0,,u 1: not a name'
+	assert_line 'refused 64 fan g0,g0 1: g0 twice'
+	assert_line 'refused 64 fan g0 1 then: then: not a name'
+	assert_line 'refused 64 fan g0 1 then u: then: no text'
+	assert_line 'refused 64 fan g0 1 then g0 1: g0 twice'
+	assert_line 'refused 64 fan g0 then u 1: no text'
+	assert_line --regexp '^refused 64 fan g1,g2,.*: more than 256 names$'
+	# one fan at a time
+	assert_line 'refused 64 fan g0 3: a fan under way'
+	assert_line 'stepped u step=2 loss=0.5'
+	[ "${#lines[@]}" -eq 11 ]
+	[ "$(cat got)" = '2 ' ]
+}
+
 @test "spirt-run: many requests, no answer lost" {
 	n=2000
 	run -0 --separate-stderr spirt-run -d 60000 < <(

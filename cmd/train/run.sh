@@ -152,17 +152,15 @@ aside() {
 	esac
 }
 
-# wait_done N TOOL: read N answers of spirt-agg or spirt-update; fail on
-# an error= line
+# wait_done TOOL: read the answer of spirt-agg or spirt-update (TOOL);
+# fail on an error= line
 wait_done() {
-	i=0
-	while [ "$i" -lt "$1" ]; do
-		read -r ack <&9 || die 70 "spirt-run went away"
+	while read -r ack <&9 || die 70 "spirt-run went away"; do
 		case $ack in
 		"late agg "*|"late upd "*)
-			die 75 "step $t: no answer from $2 within --deadline $deadline ms; rerun to resume" ;;
+			die 75 "step $t: no answer from $1 within --deadline $deadline ms; rerun to resume" ;;
 		"answer "*error=*) _a=${ack#answer }; die 75 "step $t: ${_a#* }" ;;
-		"answer agg "*|"answer upd "*) i=$((i + 1)) ;;
+		"answer agg "*|"answer upd "*) return 0 ;;
 		*) aside "step $t" ;;
 		esac
 	done

@@ -147,7 +147,7 @@ rstep() {
 	fi
 	[ "$verbose" -eq 0 ] || printf '+ %s -i <<< %s\n' "$upd" "$_rq" >&2
 	echo "send upd $_rq" >&3
-	wait_done 1 spirt-update
+	wait_done spirt-update
 }
 
 # fused, fwords: whether the warm update aggregates the step itself
@@ -204,26 +204,29 @@ step() {
 		fi
 		_mean=$_mean$fwords
 	fi
-	grads "$1"
-	attack "$1"
-	if [ -n "$_mean" ]; then
-		[ "$verbose" -eq 0 ] ||
-		    printf '+ %s -i <<< %s mean=%s\n' "$upd" "$1" "$_mean" >&2
-		echo "send upd $1 mean=$_mean" >&3
-		wait_done 1 spirt-update
-		aggloss=-
-		case $ack in *loss=*) aggloss=${ack##*loss=} ;; esac
-		return 0
+	# the aggregation or the fused update chained, but after an attack
+	set -- "$1" agg "$1" spirt-agg
+	[ -z "$_mean" ] || set -- "$1" upd "$1 mean=$_mean" spirt-update
+	[ "$verbose" -eq 0 ] || [ -z "$_mean" ] ||
+	    printf '+ %s -i <<< %s\n' "$upd" "$3" >&2
+	if [ -z "$attack" ] || [ "$attack" = labelflip ]; then
+		grads "$1" "$2 $3"
+	else
+		grads "$1"
+		attack "$1"
+		echo "send $2 $3" >&3
+		ack=
 	fi
-	echo "send agg $1" >&3
-	wait_done 1 spirt-agg
-	aggloss=${ack##*loss=}
+	case $ack in "stepped "*) ;; *) wait_done "$4" ;; esac
+	aggloss=-
+	case $ack in *loss=*) aggloss=${ack##*loss=} ;; esac
+	[ -z "$_mean" ] || return 0
 	[ "$xh" -eq 0 ] || ! round "$1" || return 0
 	exchange "$1"
 	[ "$stepped" -eq 1 ] || return 0
 	join_check "$1"
 	echo "send upd $1" >&3
-	wait_done 1 spirt-update
+	wait_done spirt-update
 }
 
 # evaluate T: test loss and accuracy of model@T, logged.  The evaluation

@@ -139,13 +139,13 @@ bury() {
 	_n=${1%%:*}
 	declare_dead "${_n#g}" "$how"
 }
-# busy T: $busy the live functions with samples at step T, $n of them
+# busy T: $busy the live functions with samples at T, $n of them, $gl g0,..
 busy() {
-	busy= n=0
+	busy= n=0 gl=
 	holders "$1"
 	for _x in $_h; do
 		has "$live" "$_x" || continue
-		busy="$busy$_x " n=$((n + 1))
+		busy="$busy$_x " n=$((n + 1)) gl="$gl${gl:+,}g$_x"
 	done
 	[ "$n" -gt 0 ] || die 75 "step $1: no live function has samples (functions$(printf ' %s' $dead) dead); rerun to resume"
 	rulefor "$n"
@@ -156,12 +156,13 @@ again() {
 	busy "$1"
 	tell "step $1: revision $as_rev: functions$(printf ' %s' $busy) compute it again"
 }
-# grads T: the gradients of step T, the live functions' with samples
-# (into grad/<T>/<w>, or their slots with $gword);
-# when one dies meanwhile, or does not answer within --deadline (then
-# spirt-run has ended it: nothing it writes later counts as work), it is
-# declared dead and the survivors compute the step again under the new
-# revision
+# grads T [NAME TEXT]: the gradients of step T, the live functions' with
+# samples (into grad/<T>/<w>, or their slots with $gword), one fan of
+# spirt-run's, NAME TEXT chained ($ack: "stepped NAME ANSWER", or "fanned
+# N" and NAME's answer still to read); when one dies meanwhile, or does
+# not answer within --deadline (spirt-run has ended it: nothing it writes
+# later counts as work), nothing is chained, it is declared dead and the
+# survivors compute the step again under the new revision
 grads() {
 	if [ -n "$later" ]; then
 		for _d in $later; do bury "$_d"; done
@@ -170,12 +171,12 @@ grads() {
 	fi
 	while :; do
 		busy "$1"
-		# ($gword: " to=slot" when step's update takes the slots)
-		for _x in $busy; do echo "send g$_x $1$gword" >&3; done
+		echo "fan $gl $1$gword${2:+ then $2}" >&3
 		_pend=$busy _gone=0
 		while [ -n "$_pend" ]; do
 			read -r ack <&9 || die 70 "spirt-run went away"
 			case $ack in
+			"stepped "*|"fanned "*) _pend= ;;
 			"died g"*|"late g"*)
 				ended
 				bury "$_e"
