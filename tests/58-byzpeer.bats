@@ -229,8 +229,14 @@ assert np.abs(b - (-5 * a)).max() <= 1e-5 * np.abs(a).max() * 5"
 		spirt-grad -s s3 -m mlp -t 5 -w $w -b 32 -S 1 --label-flip -o - |
 			cmp - <(spirt-store -s s3 get grad/5/$w)
 	done
-	spirt-grad -s s0 -m mlp -t 5 -w 0 -b 32 -S 1 -o - |
-		cmp - <(spirt-store -s s0 get grad/5/0)
+	# an honest peer's functions wrote their slots (spirt-agg --slots):
+	# worker 0's holds the unflipped gradient of the last step
+	spirt-grad -s s0 -m mlp -t 5 -w 0 -b 32 -S 1 -o g0.rec
+	"$PYTHON" -c "$PYREC
+g = load('g0.rec')['a'].tobytes()
+b = open('s0/scratch/slot.0', 'rb').read()
+assert b[4096:] == g, (len(b), len(g))
+"
 }
 
 @test "spirt-train: a Byzantine peer is its evaluation part's, read only when asked for" {

@@ -113,6 +113,16 @@ aggkey=agg
 if [ -n "$peers" ] && [ "$xh" -eq 0 ] && [ -z "$bpeer" ]; then
 	agg="$agg --publish $self" aggkey=xagg
 fi
+# slots: warm spirt-grad functions and no attack on the stored gradients:
+# each writes its gradient into its slot (to=slot), not grad/<t>/<w>, and
+# the step's aggregate takes it from there, the fused update's
+# (mean=slots) or spirt-agg's (--slots): no commit a gradient, in every
+# warm mode (docs/contracts.md, "Gradient slots")
+slots=0
+if [ "$cold" -eq 0 ] && [ "$fncmd" = spirt-grad ] && [ -z "$bpeer" ] &&
+    { [ -z "$attack" ] || [ "$attack" = labelflip ]; }; then
+	slots=1 agg="$agg --slots $model"
+fi
 # the log and plot are the model's: models trained in one store keep theirs
 log=$store.train-$model.tsv plot=$store.train-$model.png
 # with peers, two columns more: the last round's time and members in of

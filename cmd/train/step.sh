@@ -190,18 +190,14 @@ step() {
 	# aggregates the gradients itself, in its step's transaction
 	# (mean=grad and the rule's words): no agg/<t>, one commit and one
 	# request fewer (cclip's centre, the exchange and --every read
-	# agg/<t>: they keep spirt-agg).  With spirt-grad's own functions and
-	# no attack on the stored gradients, each writes its gradient into
-	# its slot (to=slot), not grad/<t>/<w>, and the update takes them
-	# from the slots (mean=slots): no commit a gradient
-	# (docs/contracts.md, "Gradient slots")
+	# agg/<t>: they keep spirt-agg).  With $slots the functions write
+	# their slots (to=slot), which the update (mean=slots) or spirt-agg
+	# (--slots) takes: no commit a gradient
 	_mean= gword=
+	[ "$slots" -eq 0 ] || gword=" to=slot"
 	if [ -z "$xch" ] && [ "$xh" -eq 0 ] && [ "$fused" -eq 1 ]; then
 		_mean=grad
-		if [ "$fncmd" = spirt-grad ] && { [ -z "$attack" ] ||
-		    [ "$attack" = labelflip ]; }; then
-			_mean=slots gword=" to=slot"
-		fi
+		[ "$slots" -eq 0 ] || _mean=slots
 		_mean=$_mean$fwords
 	fi
 	# the aggregation or the fused update chained, but after an attack
