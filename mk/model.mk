@@ -3,7 +3,7 @@
 # tools link libdl (config.mk's DL_LIBS, in BASE_LIBS), not BLAS_LIBS.
 MODEL_LIBHDR = lib/blas.h lib/layers.h lib/model.h lib/grad.h lib/gradctx.h \
 	lib/eval.h
-MODEL_LIBOBJ = lib/blas.o lib/layers.o lib/model.o lib/grad.o lib/eval.o
+MODEL_LIBOBJ = lib/blas.o lib/conv.o lib/layers.o lib/model.o lib/grad.o lib/eval.o
 MODEL_BIN = spirt-init spirt-grad spirt-eval
 MODEL_MAN1 = man/spirt-init.1 man/spirt-grad.1 man/spirt-eval.1
 MODEL_MAN5 = man/spirt-model.5

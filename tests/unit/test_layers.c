@@ -487,7 +487,7 @@ static const size_t onebyone[][9] = {
 
 /*
  * 3x3 and 5x5 convolutions of stride 1 on maps wide enough for the wide
- * im2col (lib/layers.c: padded width within 10% of the output's):
+ * im2col (lib/conv.c: padded width within 10% of the output's):
  * several samples a chunk and a last short one, no padding, a padding
  * wider than the kernel's half (taps that read only zeros), 5x5
  */
