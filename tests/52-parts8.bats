@@ -15,16 +15,22 @@ teardown() {
 	return 0
 }
 
-@test "exchange --parts, 8 peers: an owner stopped mid-round is covered by the next member; all combine what all-to-all combines" {
-	local n=8 i
+# stores8 SEED: m0.rec and a1.rec..a8.rec (4003 values, samples 32, from
+# SEED) in stores s1..s8, keys p1..p8, a peers file naming them by path
+stores8() {
 	"$PYTHON" -c "$PYREC
-rng = np.random.default_rng(11)
+rng = np.random.default_rng($1)
 n = 4003
 open('m0.rec', 'wb').write(st.encode(rng.standard_normal(n).astype(np.float32), name='m:%d' % n, step=0))
-for i in range(1, $n + 1):
+for i in range(1, 9):
     open('a%d.rec' % i, 'wb').write(st.encode(rng.standard_normal(n).astype(np.float32), name='m:%d' % n, step=0, samples=32))
 "
-	peerstores $n
+	peerstores 8
+}
+
+@test "exchange --parts, 8 peers: an owner stopped mid-round is covered by the next member; all combine what all-to-all combines" {
+	local n=8 i
+	stores8 11
 	for i in $(seq $n); do
 		xch $i -P peers --min-peers $n
 	done
@@ -61,14 +67,7 @@ for i in range(1, $n + 1):
 
 @test "exchange --parts, 8 peers: the round again without a proven liar, the first records pulled stale: all seven combine one gagg/t" {
 	local n=8 q
-	"$PYTHON" -c "$PYREC
-rng = np.random.default_rng(13)
-n = 4003
-open('m0.rec', 'wb').write(st.encode(rng.standard_normal(n).astype(np.float32), name='m:%d' % n, step=0))
-for i in range(1, $n + 1):
-    open('a%d.rec' % i, 'wb').write(st.encode(rng.standard_normal(n).astype(np.float32), name='m:%d' % n, step=0, samples=32))
-"
-	peerstores $n
+	stores8 13
 	# p3 lies; its checkers prove it (every part checked): every
 	# member's round fails (65)
 	SPIRT_XLIE=@0 xch 3 -P peers --parts --check-parts 8 --deadline 5000
