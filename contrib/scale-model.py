@@ -6,6 +6,7 @@
     python3 contrib/scale-model.py --every 10      exchanges every 10 steps
     python3 contrib/scale-model.py --help          every assumption, settable
     python3 contrib/scale-model.py --csv           one row per peer count
+    python3 contrib/scale-model.py --exchange parts  the partitioned exchange
 
 The model (docs/scale.md says why each term is there and where each
 default comes from):
@@ -16,12 +17,22 @@ default comes from):
                       each; cpu_slow = max(1, 1769 MB / memory) (Lambda
                       gives one vCPU per 1769 MB)
     peer      t_agg + t_upd (aggregate M gradients, update in the store)
-    exchange  (x0 + t_digest * (P - 1)
-               + max(2 (P - 1) S / (cores * r_x), (P - 1) S / nic)) / H
-              every H steps: a fixed round cost, a signed digest checked
-              per other peer, and the pull of every other peer's aggregate
-              (S bytes) while serving ours to each, bound by the peer's
-              cores (r_x bytes/s each, crypto and copies) or its network
+    exchange  (x0 + t_digest * signed + phases * rtt
+               + max(2 moved / (cores * r_x), moved / nic)) / H
+              every H steps: a fixed round cost, a signature checked per
+              signed record pulled, a round trip per phase, and the bytes
+              pulled while serving as many, bound by the peer's cores
+              (r_x bytes/s each, crypto and copies) or its network.
+              all to all (--exchange all): every other peer's aggregate,
+                moved = (P - 1) S, signed = P - 1, phases 2;
+              partitioned (--exchange parts, lib/xpart.c): a part of
+                each other's and the combined parts back, the checked
+                parts, the records and the requests,
+                moved = 2 S (P - 1) / P + K r S (P - 1) / P^2
+                        + records(P) + (4 (P - 1) + 2) * req,
+                signed = 2 (P - 1), phases 5, its own fixed cost x0_parts;
+                records(P) = 2 (P - 1) (472 + 64 P) as version 1 of the
+                records has it (--records), the term that grows as P^2
   T(P) = t_fn + t_agg + t_upd + exchange;  samples per step = P * M * B
 
   cost of a step:
@@ -49,15 +60,35 @@ MEASURED = {
     # spirt-update 3.75 ms for 4 gradients of the MLP
     "t_agg": 1.97e-3,
     "t_upd": 3.75e-3,
-    # bench/peer part 2: the spirt-peer exchange process of a step alone
-    # (1 peer with --peers: 104 ms/step against 11.5 without) ~ 60 ms
-    # (91.5 ms less the 30 ms of waiting between asks, rounded)
-    "x0": 60e-3,
-    # bench/peer part 1: a 40 MB aggregate pulled over veth, handshake and
-    # XChaCha20-Poly1305 included: 66 MB/s (curl from a static server:
-    # 349 MB/s, what the fixes listed there aim at)
-    "r_x": 66e6,
+    # bench/links (docs/scale.md, "Measured here: the partitioned
+    # exchange", 1 Gbit/s, 2 peers in namespaces over HTTP, load 4-12):
+    # a round all to all 26 ms, partitioned 64 ms; less the payload's
+    # wire time at 1 Gbit/s (S: 7.5 ms; parts also 0.25 S of checks),
+    # the fixed cost of a round of each: 18 and 54 ms (upper figures:
+    # 2 shared CPUs at that load)
+    "x0": 18e-3,
+    "x0_parts": 54e-3,
+    # bench/peer part 1 (docs/performance.md, 2026-12-05, quiet): a 40 MB
+    # aggregate pulled over veth, handshake and AEAD included, 23.9 ms
+    # warm: 1.67 GB/s, a core each end (curl from a static server: 21.0)
+    "r_x": 1.67e9,
 }
+
+# the partitioned exchange's records (docs/protocol.md "The partitioned
+# exchange"): bytes a member pulls a round, the input and result records
+# of the P - 1 others.  v1: 192 + 216 (token) + 64 (signature) bytes of
+# head and 64 bytes an entry, P entries each.  On paper (docs/scale.md,
+# "Where it stops being flat"): hash, a result record naming one hash of
+# its P inputs (32 bytes) where v1 has the P entries; merkle, besides,
+# input records signing the root of their P slice hashes, each slice and
+# each result pulled with its log2 P path (32 bytes a level)
+RECORDS = {
+    "v1": lambda P: 2 * (P - 1) * (472 + 64 * P),
+    "hash": lambda P: (P - 1) * (472 + 64 * P) + (P - 1) * (472 + 32),
+    "merkle": lambda P: (2 * (P - 1) * (472 + 32)
+                         + 2 * (P - 1) * 32 * np.ceil(np.log2(P))),
+}
+REQ = 500       # bytes of a sealed request and its answer's head, HTTP
 
 
 def fit_fetch():
@@ -90,10 +121,25 @@ def args():
       help="a function's fetch rate, bytes/s (default %.3g, fitted)" % r)
     a("--t-agg", type=float, default=MEASURED["t_agg"])
     a("--t-upd", type=float, default=MEASURED["t_upd"])
+    a("--exchange", choices=("all", "parts"), default="all",
+      help="all: every peer pulls every other's aggregate (default); "
+      "parts: the partitioned exchange (spirt-train --exchange parts)")
     a("--x0", type=float, default=MEASURED["x0"],
-      help="an exchange round's fixed time, s (default 0.06)")
+      help="an all-to-all round's fixed time, s (default 0.018)")
+    a("--x0-parts", type=float, default=MEASURED["x0_parts"],
+      help="a partitioned round's fixed time, s (default 0.054)")
+    a("--records", choices=sorted(RECORDS), default="v1",
+      help="--exchange parts: the records' layout (default v1: P "
+      "entries a record)")
+    a("--check-parts", type=int, default=1,
+      help="--exchange parts: K, parts checked a round (default 1)")
+    a("--check", type=int, default=1,
+      help="--exchange parts: r, checkers a part (default 1)")
+    a("--rtt", type=float, default=0.5e-3,
+      help="a round trip between peers, s (default 0.5e-3, assumed: "
+      "one zone); one a phase of the round")
     a("--r-x", type=float, default=MEASURED["r_x"],
-      help="exchange bytes/s per peer core (default 66e6)")
+      help="exchange bytes/s per peer core (default 1.67e9)")
     a("--t-digest", type=float, default=60e-6,
       help="checking one peer's signed digest, s (default 60e-6; "
       "assumed: an Ed25519 verification and a SHA-256 hash)")
@@ -135,11 +181,19 @@ def model(o):
     if o.ring:                  # bytes a peer sends (and receives)
         moved = 2 * others / P * S
         lat = 2 * others * o.hop
+        x0, signed = o.x0, others
+    elif o.exchange == "parts":
+        moved = (2 * S * others / P
+                 + o.check_parts * o.check * S * others / P ** 2
+                 + RECORDS[o.records](P) + (4 * others + 2) * REQ)
+        lat = 5 * o.rtt
+        x0, signed = o.x0_parts, 2 * others
     else:                       # every other's in, ours out to each
         moved = others * S
-        lat = 0
+        lat = 2 * o.rtt
+        x0, signed = o.x0, others
     wire = np.maximum(2 * moved / (o.cores * o.r_x), moved / o.nic)
-    t_x = (o.x0 * (P > 1) + o.t_digest * others + lat + wire) / o.every
+    t_x = ((x0 + lat) * (P > 1) + o.t_digest * signed + wire) / o.every
     T = t_fn + o.t_agg + o.t_upd + t_x
     n_fn = P * o.functions
     billed = math.ceil(t_fn * 1000) / 1000          # Lambda bills per ms
@@ -170,7 +224,8 @@ def main():
           "exchange every %d step%s%s; %g MB functions" %
           (o.functions, o.batch, o.params, o.every,
            "" if o.every == 1 else "s", " (ring, on paper)" if o.ring
-           else "", o.memory))
+           else " (partitioned)" if o.exchange == "parts" else "",
+           o.memory))
     print("%6s %8s %8s %9s %10s %8s %9s %8s %9s %9s %9s" %
           ("peers", "step s", "fn s", "exch s", "samples/s", "GB/step",
            "$ fns", "$ peers", "$ xfer", "$/step", "$/1M smp"))

@@ -18,7 +18,11 @@ SCALE="$SPIRT_ROOT/contrib/scale-model.py"
 		P = 10; M = 4; B = 64; S = 4 * 235146 + 104
 		r = (16.7e6 - 1.7e6) / (76.4e-3 - 26.9e-3); t0 = 26.9e-3 - 1.7e6 / r
 		tfn = t0 + (S + 1000 * 788) / r
-		tx = 60e-3 + 60e-6 * (P - 1) + 2 * (P - 1) * S / (2 * 66e6)
+		# the pull bound by the 2 cores (1.67 GB/s each, in and out)
+		# or the 10 Gbit/s network, whichever is slower
+		w = 2 * (P - 1) * S / (2 * 1.67e9)
+		if ((P - 1) * S / 1.25e9 > w) w = (P - 1) * S / 1.25e9
+		tx = 18e-3 + 2 * 0.5e-3 + 60e-6 * (P - 1) + w
 		T = tfn + 1.97e-3 + 3.75e-3 + tx
 		ms = tfn * 1000; billed = (ms == int(ms) ? ms : int(ms) + 1) / 1000
 		fns = P * M * (0.2e-6 + 0.0000166667 * 1769 / 1024 * billed)
@@ -54,4 +58,35 @@ SCALE="$SPIRT_ROOT/contrib/scale-model.py"
 	run -0 "$PYTHON" "$SCALE" --help
 	assert_output --partial '--usd-gb-s'
 	run -2 "$PYTHON" "$SCALE" --peers
+	run -2 "$PYTHON" "$SCALE" --exchange ring
+}
+
+@test "scale model: the partitioned exchange's row is its formula's: 2 S (P-1)/P, the checks, the records, the requests" {
+	for r in v1 hash merkle; do
+		run -0 "$PYTHON" "$SCALE" --csv --peers 16 --exchange parts --records $r
+		row=${lines[1]}
+		run -0 awk -v row="$row" -v rec=$r 'BEGIN {
+			split(row, g, ",")
+			P = 16; S = 4 * 235146 + 104; o = P - 1
+			if (rec == "v1") R = 2 * o * (472 + 64 * P)
+			else if (rec == "hash") R = o * (472 + 64 * P) + o * 504
+			else R = 2 * o * 504 + 2 * o * 32 * 4    # log2 16 = 4
+			moved = 2 * S * o / P + S * o / (P * P) + R + (4 * o + 2) * 500
+			wire = 2 * moved / (2 * 1.67e9)
+			if (moved / 1.25e9 > wire) wire = moved / 1.25e9
+			tx = 54e-3 + 5 * 0.5e-3 + 60e-6 * 2 * o + wire
+			d = g[4] - tx; if (d < 0) d = -d
+			if (d > 1e-5 * tx) { print "exchange_s " g[4] " != " tx; exit 1 }
+			gb = P * moved / 1e9; d = g[6] - gb; if (d < 0) d = -d
+			if (d > 1e-5 * gb) { print "exchange_gb " g[6] " != " gb; exit 1 }
+		}'
+		assert_output ''
+	done
+	# flat in P where S is much more than the records: about 2 S a peer
+	# at 16 peers (v1), and the records' P^2 term past that
+	run -0 "$PYTHON" "$SCALE" --csv --peers 16,1000 --exchange parts
+	a=(${lines[1]//,/ }) b=(${lines[2]//,/ })
+	awk -v a="${a[5]}" -v b="${b[5]}" 'BEGIN { S = 4 * 235146 + 104
+		x = a * 1e9 / 16 / S; y = b * 1e9 / 1000 / S
+		exit !(x > 1.9 && x < 2.2 && y > 100) }'
 }
