@@ -22,9 +22,10 @@ struct spirt_agg_params;
  * (kind 1) naming the hash of each; the owner of part k pulls slice k
  * of every other member, checks it against its signer's record,
  * combines the P slices with the round's rule and signs a result record
- * (kind 2) naming the hash of each input it combined and of the result;
- * every member then pulls every other owner's combined part, checks it
- * against the owner's record and the inputs' records; the members drawn
+ * (kind 2) naming one hash of the inputs it combined and the hash of the
+ * result; every member then pulls every other owner's combined part,
+ * checks it against the owner's record, and the record's inputs' hash
+ * against the one it computes from the inputs' records; the members drawn
  * to check a part (x->check of them, from the hash of the P input
  * records' signatures) pull its P slices, combine them again and compare
  * with the owner's signed result; then every member assembles gagg/<t>.
