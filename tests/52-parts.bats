@@ -129,6 +129,35 @@ open('bad.rec', 'wb').write(st.encode(a, name='m:1001', step=0, samples=96))
 	run -66 spirt-store -s s1 get gagg/0
 }
 
+@test "exchange --parts: a result record whose inputs' hash is not that of the slices the members signed is refused (65), naming the owner; nothing written" {
+	peers3
+	# round A: p2 signs its part of these inputs
+	round3 -P peers --parts
+	spirt-store -s s2 get -f xpart/0/signed >resA.rec
+	spirt-store -s s2 get -f xpart/0 >partA.rec
+	# round B, the same step, members and model, p1's aggregate another
+	for i in 1 2 3; do
+		rm -rf s$i
+	done
+	"$PYTHON" -c "$PYREC
+a = load('a1.rec')
+open('a1.rec', 'wb').write(st.encode(a['a'] * 2, name=a['name'], step=0, samples=32))
+"
+	peerstores 3
+	cp -r s1 s1.before
+	round3 -P peers --parts
+	# p2 serves round A's record and part: signed by p2, of this round
+	# but for its inputs' hash (p1's slice of part 1 was another)
+	spirt-store -s s2 put xpart/0/signed resA.rec
+	spirt-store -s s2 put xpart/0 partA.rec
+	rm -rf s1
+	mv s1.before s1
+	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -65 --separate-stderr \
+	    spirt-peer exchange -m m -s s1 -t 0 -P peers --parts --deadline 5000
+	[[ "$stderr" == *"step 0: p2, the owner of part 1, signed it combined inputs other than the slices the members' input records name (its inputs' hash)"* ]] || { echo "$stderr" >&2; false; }
+	run -66 spirt-store -s s1 get gagg/0
+}
+
 @test "exchange --parts: a record of version 1 (an older spirt's) is refused (65), naming the member and both versions; nothing written" {
 	peers3
 	cp -r s1 s1.before
