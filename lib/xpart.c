@@ -683,8 +683,9 @@ rec_ok(struct xr *r, size_t i, struct spirt_xpull *u, int kind,
 		return say(x, rc, "step %llu: %s's %s: record version %u, "
 		    "this peer reads version %d (a peer of another spirt: "
 		    "docs/protocol.md, \"The partitioned exchange\"): %s",
-		    ULL(x->step), id, what, ((const unsigned char *)b)[4],
-		    XP_VERSION, spirt_strerror(rc));
+		    ULL(x->step), id, what,
+		    (unsigned)((const unsigned char *)b)[4], XP_VERSION,
+		    spirt_strerror(rc));
 	if (rc)
 		return say(x, rc, "step %llu: %s's %s: %s", ULL(x->step), id,
 		    what, spirt_strerror(rc));

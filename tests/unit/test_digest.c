@@ -258,7 +258,8 @@ xpart_every_byte(const unsigned char *buf, size_t len)
 		rc = spirt_xpart_rec_open(&e, bad, len);
 		CHECK(rc != 0);
 		if (rc == 0)
-			fprintf(stderr, "xpart: byte %zu flipped: accepted\n", i);
+			fprintf(stderr, "xpart: byte %zu flipped: "
+			    "accepted\n", i);
 	}
 	CHECK_EQ_RC(spirt_xpart_rec_open(&e, buf, len - 1), SPIRT_ETRUNC);
 	memcpy(bad, buf, len);
