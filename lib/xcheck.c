@@ -149,7 +149,8 @@ static int
 proof_rec(char **p, size_t *n, const struct spirt_xpart_rec *rec,
     const char *what)
 {
-	size_t len = spirt_xpart_rec_size(rec->parts, rec->has_token), off;
+	size_t len = spirt_xpart_rec_size(rec->kind, rec->parts,
+	    rec->has_token), off;
 	unsigned char *b;
 	int rc;
 

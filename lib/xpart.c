@@ -17,18 +17,10 @@
 #include "xrec.h"
 
 #define XP_MAGIC "SPXP"
-#define XP_VERSION 1
+#define XP_VERSION SPIRT_XPART_VERSION
 
 
 /* ---- the record ---- */
-
-/* the entry that names the signer: the index, or for a cover the member
- * after it (kind 3: index is the part covered, its owner's position) */
-static size_t
-signer_at(int kind, size_t index, size_t parts)
-{
-	return kind == SPIRT_XPART_COVER ? (index + 1) % parts : index;
-}
 
 static int
 kind_ok(int kind, size_t parts)
@@ -50,10 +42,41 @@ spirt_xpart_span(uint64_t n, size_t parts, size_t k, uint64_t *off,
 }
 
 size_t
-spirt_xpart_rec_size(size_t parts, int has_token)
+spirt_xpart_rec_size(int kind, size_t parts, int has_token)
 {
-	return SPIRT_XPART_HEAD + (has_token ? SPIRT_TOKEN_BYTES : 0) +
-	    parts * SPIRT_XPART_ENTRY + SPIRT_SIG_BYTES;
+	return (kind == SPIRT_XPART_INPUTS ? SPIRT_XPART_HEAD +
+	    parts * SPIRT_XPART_ENTRY : SPIRT_XPART_RESHEAD) +
+	    (has_token ? SPIRT_TOKEN_BYTES : 0) + SPIRT_SIG_BYTES;
+}
+
+int
+spirt_xpart_members(unsigned char out[SPIRT_HASH_BYTES],
+    const char *const *ids, size_t parts)
+{
+	unsigned char *b;
+
+	/* (32 bytes a member, up to 257 of them: not on the stack) */
+	if ((b = malloc(parts * 32 + 1)) == NULL)
+		return ENOMEM;
+	for (size_t i = 0; i < parts; i++)
+		spirt_wire_id_put(b + 32 * i, ids[i]);
+	spirt_hash(out, b, parts * 32);
+	free(b);
+	return 0;
+}
+
+int
+spirt_xpart_inputs(unsigned char out[SPIRT_HASH_BYTES],
+    const struct spirt_digest_entry *e, size_t parts)
+{
+	unsigned char *b;
+
+	if ((b = malloc(parts * SPIRT_XPART_ENTRY + 1)) == NULL)
+		return ENOMEM;
+	(void)spirt_sigrec_put_tail(b, NULL, e, parts);
+	spirt_hash(out, b, parts * SPIRT_XPART_ENTRY);
+	free(b);
+	return 0;
 }
 
 /* r's bytes before the signature into out (cap checked by the caller);
@@ -78,8 +101,15 @@ xp_rec_pack(unsigned char *out, const struct spirt_xpart_rec *r)
 	memcpy(out + 128, r->model, SPIRT_HASH_BYTES);
 	memcpy(out + 160, r->hash, SPIRT_HASH_BYTES);
 	off = SPIRT_XPART_HEAD;
+	if (r->kind != SPIRT_XPART_INPUTS) {
+		/* a result or cover: one hash of its inputs, not P entries */
+		memcpy(out + off, r->members, SPIRT_HASH_BYTES);
+		memcpy(out + off + SPIRT_HASH_BYTES, r->inputs,
+		    SPIRT_HASH_BYTES);
+		off = SPIRT_XPART_RESHEAD;
+	}
 	return off + spirt_sigrec_put_tail(out + off, r->has_token ? r->token :
-	    NULL, r->e, r->parts);
+	    NULL, r->e, r->kind == SPIRT_XPART_INPUTS ? r->parts : 0);
 }
 
 int
@@ -91,15 +121,17 @@ spirt_xpart_rec_sign(unsigned char *out, size_t cap, size_t *len,
 	*len = 0;
 	if (!spirt_id_valid(r->run) || !spirt_id_valid(r->id) ||
 	    r->parts == 0 || r->parts > SPIRT_XPART_MAXPARTS ||
-	    !kind_ok(r->kind, r->parts) || r->index >= r->parts ||
-	    strcmp(r->e[signer_at(r->kind, r->index, r->parts)].id,
-	    r->id) != 0)
+	    !kind_ok(r->kind, r->parts) || r->index >= r->parts)
 		return SPIRT_EINVAL;
-	for (size_t i = 0; i < r->parts; i++)
+	for (size_t i = 0; r->kind == SPIRT_XPART_INPUTS && i < r->parts; i++)
 		if (!spirt_id_valid(r->e[i].id) ||
 		    (i && strcmp(r->e[i - 1].id, r->e[i].id) >= 0))
 			return SPIRT_EINVAL;
-	if (cap < (need = spirt_xpart_rec_size(r->parts, r->has_token)))
+	if (r->kind == SPIRT_XPART_INPUTS && strcmp(r->e[r->index].id,
+	    r->id) != 0)
+		return SPIRT_EINVAL;
+	if (cap < (need = spirt_xpart_rec_size(r->kind, r->parts,
+	    r->has_token)))
 		return SPIRT_EINVAL;
 	spirt_key_public(r->pk, k);
 	off = xp_rec_pack(out, r);
@@ -113,8 +145,8 @@ int
 spirt_xpart_rec_open(struct spirt_xpart_rec *r, const unsigned char *b,
     size_t len)
 {
-	size_t tl, parts, need, got;
-	int rc;
+	size_t tl, parts, need, got, off;
+	int rc, kind;
 
 	if (len < SPIRT_XPART_HEAD)
 		return SPIRT_ETRUNC;
@@ -124,11 +156,12 @@ spirt_xpart_rec_open(struct spirt_xpart_rec *r, const unsigned char *b,
 		return SPIRT_EVERSION;
 	tl = spirt_le_get16(b + 6);
 	parts = spirt_le_get32(b + 16);
+	kind = b[5];
 	if ((tl != 0 && tl != SPIRT_TOKEN_BYTES) || parts == 0 ||
-	    parts > SPIRT_XPART_MAXPARTS || !kind_ok(b[5], parts) ||
+	    parts > SPIRT_XPART_MAXPARTS || !kind_ok(kind, parts) ||
 	    spirt_le_get32(b + 20) >= parts)
 		return SPIRT_EDATA;
-	need = spirt_xpart_rec_size(parts, tl != 0);
+	need = spirt_xpart_rec_size(kind, parts, tl != 0);
 	if (len < need)
 		return SPIRT_ETRUNC;
 	if (len > need)
@@ -138,7 +171,7 @@ spirt_xpart_rec_open(struct spirt_xpart_rec *r, const unsigned char *b,
 	    need - SPIRT_SIG_BYTES)))
 		return rc;
 	memset(r, 0, offsetof(struct spirt_xpart_rec, e));
-	r->kind = b[5];
+	r->kind = kind;
 	r->step = spirt_le_get64(b + 8);
 	r->parts = (uint32_t)parts;
 	r->index = spirt_le_get32(b + 20);
@@ -149,10 +182,21 @@ spirt_xpart_rec_open(struct spirt_xpart_rec *r, const unsigned char *b,
 	r->n = spirt_le_get64(b + 120);
 	memcpy(r->model, b + 128, SPIRT_HASH_BYTES);
 	memcpy(r->hash, b + 160, SPIRT_HASH_BYTES);
-	if ((rc = spirt_sigrec_get_tail(b + SPIRT_XPART_HEAD,
-	    (r->has_token = tl != 0), r->token, r->e, parts, NULL, &got)))
+	off = SPIRT_XPART_HEAD;
+	if (kind != SPIRT_XPART_INPUTS) {
+		memcpy(r->members, b + off, SPIRT_HASH_BYTES);
+		memcpy(r->inputs, b + off + SPIRT_HASH_BYTES,
+		    SPIRT_HASH_BYTES);
+		off = SPIRT_XPART_RESHEAD;
+	}
+	if ((rc = spirt_sigrec_get_tail(b + off, (r->has_token = tl != 0),
+	    r->token, r->e, kind == SPIRT_XPART_INPUTS ? parts : 0, NULL,
+	    &got)))
 		return rc;
-	if (strcmp(r->e[signer_at(r->kind, r->index, parts)].id, r->id) != 0)
+	/* (a result's or cover's signer is checked against the round's
+	 * members: it names only their hash) */
+	if (kind == SPIRT_XPART_INPUTS && strcmp(r->e[r->index].id,
+	    r->id) != 0)
 		return SPIRT_EDATA;
 	memcpy(r->sig, b + need - SPIRT_SIG_BYTES, SPIRT_SIG_BYTES);
 	return 0;
@@ -323,18 +367,51 @@ rec_head(struct xr *r, struct spirt_xpart_rec *rec, int kind)
 		memcpy(rec->token, x->token, SPIRT_TOKEN_BYTES);
 	for (size_t i = 0; i < r->P; i++)
 		snprintf(rec->e[i].id, sizeof rec->e[i].id, "%s", r->ids[i]);
+	memcpy(rec->members, r->members, SPIRT_HASH_BYTES);
+}
+
+/* rec is of this round's members, in their order (an input record names
+ * them, a result or cover record their hash) */
+static int
+of_members(const struct xr *r, const struct spirt_xpart_rec *rec)
+{
+	if (rec->parts != r->P)
+		return 0;
+	if (rec->kind != SPIRT_XPART_INPUTS)
+		return memcmp(rec->members, r->members,
+		    SPIRT_HASH_BYTES) == 0;
+	for (size_t k = 0; k < r->P; k++)
+		if (strcmp(rec->e[k].id, r->ids[k]) != 0)
+			return 0;
+	return 1;
 }
 
 /* rec names this round's members, in their order, this one at its index */
 static int
 same_members(const struct xr *r, const struct spirt_xpart_rec *rec)
 {
-	if (rec->parts != r->P || rec->index != r->me)
-		return 0;
-	for (size_t k = 0; k < r->P; k++)
-		if (strcmp(rec->e[k].id, r->ids[k]) != 0)
-			return 0;
-	return 1;
+	return rec->index == r->me && of_members(r, rec);
+}
+
+/* the inputs' hash a result or cover record of part k must name: of the
+ * P entries (member i's id, the hash of its slice k as its input record
+ * names it), spirt_xpart_inputs(); every member holds the P input
+ * records after step 2, so it computes it for every part */
+static int
+inputs_of(const struct xr *r, size_t k, unsigned char out[SPIRT_HASH_BYTES])
+{
+	struct spirt_digest_entry *e;
+	int rc;
+
+	if ((e = malloc(r->P * sizeof *e)) == NULL)
+		return ENOMEM;
+	for (size_t i = 0; i < r->P; i++) {
+		snprintf(e[i].id, sizeof e[i].id, "%s", r->ids[i]);
+		memcpy(e[i].hash, r->in[i].e[k].hash, SPIRT_HASH_BYTES);
+	}
+	rc = spirt_xpart_inputs(out, e, r->P);
+	free(e);
+	return rc;
 }
 
 /* sign rec into the u8 record at key */
@@ -342,7 +419,8 @@ static int
 put_rec(struct xr *r, struct spirt_txn *t, const char *key,
     struct spirt_xpart_rec *rec)
 {
-	size_t cap = spirt_xpart_rec_size(r->P, rec->has_token), len;
+	size_t cap = spirt_xpart_rec_size(rec->kind, r->P, rec->has_token);
+	size_t len;
 	unsigned char *b;
 	int rc;
 
@@ -562,11 +640,8 @@ stale_rec(struct xr *r, size_t i, const struct spirt_xpull *u)
 		return ENOMEM;
 	if (spirt_xpart_rec_open(rec, b, n) == 0) {
 		parts = rec->parts;
-		if (rec->parts != r->P)
+		if (!of_members(r, rec))
 			rc = SPIRT_EDATA;
-		for (size_t k = 0; rc == 0 && k < r->P; k++)
-			if (strcmp(rec->e[k].id, r->ids[k]) != 0)
-				rc = SPIRT_EDATA;
 	}
 	free(rec);
 	return rc ? say(r->x, rc, "step %llu: %s's record names other "
@@ -602,9 +677,16 @@ rec_ok(struct xr *r, size_t i, struct spirt_xpull *u, int kind,
 	size_t n;
 	int rc;
 
-	if ((rc = spirt_store_get_bytes(u->val, u->len, &b, &n)) ||
+	if ((rc = spirt_store_get_bytes(u->val, u->len, &b, &n)) == 0 &&
 	    (rc = spirt_xpart_rec_verify(rec, b, n, x->run, id, x->step,
-	    x->trust, spirt_crypto_now())))
+	    x->trust, spirt_crypto_now())) == SPIRT_EVERSION)
+		return say(x, rc, "step %llu: %s's %s: record version %u, "
+		    "this peer reads version %d (a peer of another spirt: "
+		    "docs/protocol.md, \"The partitioned exchange\"): %s",
+		    ULL(x->step), id, what,
+		    (unsigned)((const unsigned char *)b)[4], XP_VERSION,
+		    spirt_strerror(rc));
+	if (rc)
 		return say(x, rc, "step %llu: %s's %s: %s", ULL(x->step), id,
 		    what, spirt_strerror(rc));
 	if (rec->kind != kind || rec->parts != r->P || rec->n != r->n ||
@@ -615,11 +697,15 @@ rec_ok(struct xr *r, size_t i, struct spirt_xpull *u, int kind,
 		    "here part %zu of %zu, %llu values)", ULL(x->step), id,
 		    what, rec->kind, rec->index, rec->parts, ULL(rec->n), i,
 		    r->P, ULL(r->n));
-	for (size_t k = 0; k < r->P; k++)
+	for (size_t k = 0; kind == SPIRT_XPART_INPUTS && k < r->P; k++)
 		if (strcmp(rec->e[k].id, r->ids[k]) != 0)
 			return say(x, SPIRT_EDATA, "step %llu: %s's %s names "
 			    "member %s where this round has %s", ULL(x->step),
 			    id, what, rec->e[k].id, r->ids[k]);
+	if (kind != SPIRT_XPART_INPUTS && !of_members(r, rec))
+		return say(x, SPIRT_EDATA, "step %llu: %s's %s names other "
+		    "members than this round's (its members' hash)",
+		    ULL(x->step), id, what);
 	if (memcmp(rec->model, x->modelhash, SPIRT_HASH_BYTES))
 		return say(x, SPIRT_EMODEL, "step %llu: %s's model/%s@%llu "
 		    "differs from this peer's", ULL(x->step), id, x->model,
@@ -747,10 +833,8 @@ combine_txn(struct spirt_txn *t, void *arg)
 		return rc;
 	rec_head(r, rec, SPIRT_XPART_RESULT);
 	spirt_hash(rec->hash, v, len);
-	for (size_t i = 0; i < r->P; i++)
-		memcpy(rec->e[i].hash, r->in[i].e[r->me].hash,
-		    SPIRT_HASH_BYTES);
-	if ((rc = key_resrec(key, sizeof key, x->step, NULL)))
+	if ((rc = inputs_of(r, r->me, rec->inputs)) ||
+	    (rc = key_resrec(key, sizeof key, x->step, NULL)))
 		return rc;
 	return put_rec(r, t, key, rec);
 }
@@ -805,22 +889,24 @@ out:
 	return rc;
 }
 
-/* the entries of rec, the result (or cover) record of part k: each the
- * hash member i signed it sent for part k (the combination takes what
- * each member signed it sent, nothing else) */
+/* the inputs' hash of rec, the result (or cover) record of part k: of
+ * the slices each member signed it sent for part k (the combination
+ * takes what each member signed it sent, nothing else) */
 static int
 entries_ok(struct xr *r, size_t k, const struct spirt_xpart_rec *rec)
 {
 	struct spirt_exchange *x = r->x;
+	unsigned char want[SPIRT_HASH_BYTES];
+	int rc;
 
-	for (size_t i = 0; i < r->P; i++)
-		if (memcmp(rec->e[i].hash, r->in[i].e[k].hash,
-		    SPIRT_HASH_BYTES))
-			return say(x, SPIRT_EMAC, "step %llu: %s, %s part "
-			    "%zu, signed it combined an input of %s that %s "
-			    "did not sign it sent", ULL(x->step), rec->id,
-			    strcmp(rec->id, r->ids[k]) ? "covering" :
-			    "the owner of", k, r->ids[i], r->ids[i]);
+	if ((rc = inputs_of(r, k, want)))
+		return rc;
+	if (memcmp(rec->inputs, want, SPIRT_HASH_BYTES))
+		return say(x, SPIRT_EMAC, "step %llu: %s, %s part %zu, "
+		    "signed it combined inputs other than the slices the "
+		    "members' input records name (its inputs' hash)",
+		    ULL(x->step), rec->id, strcmp(rec->id, r->ids[k]) ?
+		    "covering" : "the owner of", k);
 	return 0;
 }
 
@@ -935,13 +1021,11 @@ cover_own(struct xr *r, struct spirt_xpull *u)
 	rec_head(r, rec, SPIRT_XPART_COVER);
 	rec->index = (uint32_t)r->pr;
 	spirt_hash(rec->hash, val, vlen);
-	for (size_t i = 0; i < r->P; i++)
-		memcpy(rec->e[i].hash, r->in[i].e[r->pr].hash,
-		    SPIRT_HASH_BYTES);
-	cap = spirt_xpart_rec_size(r->P, rec->has_token);
-	if ((b = malloc(cap)) == NULL) {
+	cap = spirt_xpart_rec_size(rec->kind, r->P, rec->has_token);
+	if ((rc = inputs_of(r, r->pr, rec->inputs)) ||
+	    (b = malloc(cap)) == NULL) {
 		free(val);
-		return ENOMEM;
+		return rc ? rc : ENOMEM;
 	}
 	if ((rc = spirt_xpart_rec_sign(b, cap, &blen, rec, x->key)) == 0) {
 		c.part = val;
@@ -1339,7 +1423,8 @@ spirt_xpart_round(struct spirt_exchange *x)
 		qsort(r.ids, r.P, sizeof *r.ids, byname);
 		r.me = xp_pos_of(&r, x->self);
 		r.pr = (r.me + r.P - 1) % r.P;
-		rc = round_run(&r, u);
+		if ((rc = spirt_xpart_members(r.members, r.ids, r.P)) == 0)
+			rc = round_run(&r, u);
 	}
 	for (size_t i = 0; u && i < x->n; i++)
 		free(u[i].val);

@@ -22,42 +22,51 @@ struct spirt_agg_params;
  * (kind 1) naming the hash of each; the owner of part k pulls slice k
  * of every other member, checks it against its signer's record,
  * combines the P slices with the round's rule and signs a result record
- * (kind 2) naming the hash of each input it combined and of the result;
- * every member then pulls every other owner's combined part, checks it
- * against the owner's record and the inputs' records; the members drawn
+ * (kind 2) naming one hash of the inputs it combined and the hash of the
+ * result; every member then pulls every other owner's combined part,
+ * checks it against the owner's record, and the record's inputs' hash
+ * against the one it computes from the inputs' records; the members drawn
  * to check a part (x->check of them, from the hash of the P input
  * records' signatures) pull its P slices, combine them again and compare
  * with the owner's signed result; then every member assembles gagg/<t>.
  *
  * Record layout (little-endian), a u8 record in the store:
- *   0 magic "SPXP", 4 version 1, 5 kind (1 inputs, 2 result, 3 cover),
+ *   0 magic "SPXP", 4 version 2, 5 kind (1 inputs, 2 result, 3 cover),
  *   6 u16 token length (0 or 216), 8 u64 step, 16 u32 parts P,
  *   20 u32 index (the signer's position among the P members; a
  *   cover: the part covered, the signer at index + 1 mod P), 24 run[32],
  *   56 id[32], 88 pk[32], 120 u64 n (floats of the whole vector),
  *   128 model hash[32], 160 hash[32] (kind 1: of the whole aggregate
- *   xagg/<t>/<id>; kind 2: of the combined part xpart/<t>), 192 token,
- *   then P entries id[32] hash[32] in strictly ascending id order, the
- *   signer's at index (kind 3: at index + 1 mod P) (kind 1: the hash of
- *   slice i, xslice/<t>/<id i>; kinds 2 and 3: the hash of the input
- *   slice of member i), then the Ed25519
- *   signature of every byte before it.
+ *   xagg/<t>/<id>; kinds 2 and 3: of the combined part), then
+ *   kind 1: 192 token, then P entries id[32] hash[32] in strictly
+ *   ascending id order, the signer's at index, entry i the hash of
+ *   slice i, xslice/<t>/<id i>;
+ *   kinds 2 and 3: 192 members[32] (spirt_xpart_members()), 224
+ *   inputs[32] (spirt_xpart_inputs(): one hash of the P (id, slice
+ *   hash) it combined, not the P entries: every member holds the P
+ *   input records, so it recomputes it), 256 token;
+ *   then the Ed25519 signature of every byte before it.  Version 1
+ *   (kinds 2 and 3 with P entries too) is refused: SPIRT_EVERSION.
  */
 
+#define SPIRT_XPART_VERSION 2
 #define SPIRT_XPART_HEAD 192
+/* a result's or cover's header: the members' and inputs' hashes after
+ * the common 192 bytes */
+#define SPIRT_XPART_RESHEAD (SPIRT_XPART_HEAD + 2 * SPIRT_HASH_BYTES)
 #define SPIRT_XPART_ENTRY 64
 #define SPIRT_XPART_MAXPARTS (SPIRT_DIGEST_MAXPEERS + 1)
 
 /* kind 3, a cover: the member after the owner of part index (in the
  * ring of members) combined it for the owner, which did not publish its
- * result before the deadline; the signer is entry (index + 1) mod P,
- * the entries and hash are those of a result record */
+ * result before the deadline; the signer is member (index + 1) mod P,
+ * its members', inputs' and part's hashes those of a result record */
 enum {
 	SPIRT_XPART_INPUTS = 1, SPIRT_XPART_RESULT = 2, SPIRT_XPART_COVER = 3
 };
 
 struct spirt_xpart_rec {
-	int kind;                       /* SPIRT_XPART_INPUTS or _RESULT */
+	int kind;                       /* SPIRT_XPART_INPUTS, ... */
 	uint64_t step;
 	uint32_t parts, index;
 	uint64_t n;
@@ -68,7 +77,12 @@ struct spirt_xpart_rec {
 	unsigned char hash[SPIRT_HASH_BYTES];
 	int has_token;
 	unsigned char token[SPIRT_TOKEN_BYTES];
-	struct spirt_digest_entry e[SPIRT_XPART_MAXPARTS];     /* parts */
+	/* kinds 2 and 3: the hash of the P members' ids and of the P
+	 * inputs combined (spirt_xpart_members(), spirt_xpart_inputs()) */
+	unsigned char members[SPIRT_HASH_BYTES];
+	unsigned char inputs[SPIRT_HASH_BYTES];
+	/* kind 1: the P entries (member id, hash of its slice i) */
+	struct spirt_digest_entry e[SPIRT_XPART_MAXPARTS];
 	unsigned char sig[SPIRT_SIG_BYTES];
 };
 
@@ -77,15 +91,32 @@ struct spirt_xpart_rec {
 void spirt_xpart_span(uint64_t n, size_t parts, size_t k, uint64_t *off,
     uint64_t *len) SPIRT_NONNULL(4, 5);
 
-/* Bytes of a record of parts entries, with a token or not. */
-size_t spirt_xpart_rec_size(size_t parts, int has_token);
+/* Bytes of a record of kind over parts members, with a token or not
+ * (kind 1: 256 + 64 parts, and 216 with a token; kinds 2 and 3: 320,
+ * whatever parts). */
+size_t spirt_xpart_rec_size(int kind, size_t parts, int has_token);
+
+/*
+ * The members' hash a result or cover record names: the hash (spirt_hash)
+ * of the parts ids in order, 32 bytes each as on the wire (NUL-padded).
+ * The inputs' hash: of the parts entries (id[32] hash[32], 64 bytes
+ * each, in member order) as a kind 1 record lays them out, entry i the
+ * hash of the slice of the part that member i's input record names.
+ * ids (e's) must be valid ids (spirt_id_valid).  Both return 0 or
+ * ENOMEM.
+ */
+SPIRT_MUST_CHECK int spirt_xpart_members(unsigned char out[SPIRT_HASH_BYTES],
+    const char *const *ids, size_t parts) SPIRT_NONNULL(1, 2);
+SPIRT_MUST_CHECK int spirt_xpart_inputs(unsigned char out[SPIRT_HASH_BYTES],
+    const struct spirt_digest_entry *e, size_t parts) SPIRT_NONNULL(1, 2);
 
 /*
  * Sign r with k into out (cap >= spirt_xpart_rec_size()): sets r->pk,
  * fills r->sig.  Returns 0, or SPIRT_EINVAL for a bad kind, run or id,
- * parts 0 or above SPIRT_XPART_MAXPARTS, index not below parts, entries
- * not valid ids in strictly ascending order, the entry at index not the
- * signer, or cap too small.
+ * parts 0 or above SPIRT_XPART_MAXPARTS, index not below parts, (kind 1)
+ * entries not valid ids in strictly ascending order or the entry at
+ * index not the signer, or cap too small.  Kinds 2 and 3 sign the
+ * r->members and r->inputs given (r->e unused).
  */
 SPIRT_MUST_CHECK int spirt_xpart_rec_sign(unsigned char *out, size_t cap,
     size_t *len, struct spirt_xpart_rec *r, const struct spirt_key *k)
@@ -95,7 +126,10 @@ SPIRT_MUST_CHECK int spirt_xpart_rec_sign(unsigned char *out, size_t cap,
  * Parse a record and check its signature under the key it carries.
  * Refusals: SPIRT_ETRUNC, SPIRT_EDATA (longer than it declares, a bad
  * field, entries not ascending or not naming the signer at index),
- * SPIRT_EMAGIC, SPIRT_EVERSION, SPIRT_EMAC.
+ * SPIRT_EMAGIC, SPIRT_EVERSION (a version other than 2: of an older
+ * spirt), SPIRT_EMAC.  A result or cover record names no member ids:
+ * that its signer is the member at its index (at index + 1 for a cover)
+ * is checked against the round, with its members' hash.
  */
 SPIRT_MUST_CHECK int spirt_xpart_rec_open(struct spirt_xpart_rec *r,
     const unsigned char *buf, size_t len) SPIRT_NONNULL(1, 2);

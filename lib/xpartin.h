@@ -23,6 +23,9 @@ struct xr {
 	const char **ids;               /* P, ascending */
 	struct spirt_xpart_rec *in;     /* P: input records */
 	struct spirt_xpart_rec *res;    /* P: result records */
+	/* the hash of the P ids in order, as a result record names them
+	 * (spirt_xpart_members) */
+	unsigned char members[SPIRT_HASH_BYTES];
 	struct spirt_tensor agg;        /* this peer's aggregate, header */
 	uint64_t n;
 	unsigned char **slice;          /* P: slice me of member i (owned) */

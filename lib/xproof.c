@@ -89,7 +89,9 @@ params_parse(struct spirt_agg_params *p, const struct pline *l, size_t P)
 
 struct proof {
 	struct spirt_xpart_rec res, *in;
+	struct spirt_digest_entry *ids;         /* P: the members, in order */
 	size_t P, k;
+	char why[200];
 	unsigned char **sl;
 	size_t *sllen;
 	float *cen;
@@ -97,6 +99,56 @@ struct proof {
 	struct spirt_agg_params p;
 	unsigned char got[SPIRT_HASH_BYTES];
 };
+
+/* the result record f->res against the P input records f->in: its
+ * members' hash theirs, its signer the member at its index (a cover's,
+ * the one after), its inputs' hash of the P slices of part k they name;
+ * 0, or SPIRT_EDATA or ENOMEM with f->why */
+static int
+inputs_check(struct proof *f)
+{
+	struct spirt_digest_entry *e;
+	const char **ids;
+	unsigned char h[SPIRT_HASH_BYTES];
+	size_t at = f->res.kind == SPIRT_XPART_COVER ? (f->k + 1) % f->P :
+	    f->k;
+	int rc = ENOMEM;
+
+	e = malloc(f->P * sizeof *e);
+	ids = malloc(f->P * sizeof *ids);
+	if (e == NULL || ids == NULL)
+		goto out;
+	for (size_t i = 0; i < f->P; i++) {
+		ids[i] = f->ids[i].id;
+		e[i] = f->ids[i];
+		memcpy(e[i].hash, f->in[i].e[f->k].hash, SPIRT_HASH_BYTES);
+	}
+	rc = SPIRT_EDATA;
+	if (spirt_xpart_members(h, ids, f->P) != 0)
+		rc = ENOMEM;
+	else if (memcmp(h, f->res.members, SPIRT_HASH_BYTES))
+		snprintf(f->why, sizeof f->why, "line 2: %s's result record "
+		    "names other members than the input records",
+		    f->res.id);
+	else if (strcmp(f->res.id, ids[at]))
+		snprintf(f->why, sizeof f->why, "line 2: the result record "
+		    "of part %zu signed by %s, not by %s", f->k, f->res.id,
+		    ids[at]);
+	else if (spirt_xpart_inputs(h, e, f->P) != 0)
+		rc = ENOMEM;
+	else if (memcmp(h, f->res.inputs, SPIRT_HASH_BYTES))
+		snprintf(f->why, sizeof f->why, "%s's result record names "
+		    "other slices than the members signed they sent",
+		    f->res.id);
+	else
+		rc = 0;
+out:
+	if (rc == ENOMEM)
+		snprintf(f->why, sizeof f->why, "%s", strerror(ENOMEM));
+	free(e);
+	free(ids);
+	return rc;
+}
 
 /* combined again, in s, in a transaction undone */
 static int
@@ -120,7 +172,7 @@ proof_txn(struct spirt_txn *t, void *arg)
 		if ((keys[i] = malloc(SPIRT_KEY_MAX + 1)) == NULL)
 			goto out;
 		snprintf(keys[i], SPIRT_KEY_MAX + 1, "xslice/%llu/%s from %s",
-		    ULL(f->res.step), f->res.e[f->k].id, f->res.e[i].id);
+		    ULL(f->res.step), f->ids[f->k].id, f->ids[i].id);
 		vals[i].v = f->sl[i];
 		vals[i].len = f->sllen[i];
 	}
@@ -217,6 +269,21 @@ spirt_xpart_proof_check(struct spirt_store *st, const char *text,
 	if (f.in == NULL || f.sl == NULL || f.sllen == NULL)
 		goto out;
 	spirt_xpart_span(f.res.n, P, f.k, &off, &plen);
+	/* the members: those the first input record names (a result record
+	 * names only their hash), each record then signed by its member */
+	if ((rc = unhex(&l[3], &b, &bl)) ||
+	    (rc = spirt_xpart_rec_open(&f.in[0], b, bl)))
+		BAD(rc, "line 4: not an input record: %s", spirt_strerror(rc));
+	free(b);
+	b = NULL;
+	if (f.in[0].kind != SPIRT_XPART_INPUTS || f.in[0].parts != P)
+		BAD(SPIRT_EDATA, "line 4: not an input record of the result's "
+		    "round");
+	if ((f.ids = malloc(P * sizeof *f.ids)) == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	memcpy(f.ids, f.in[0].e, P * sizeof *f.ids);
 	for (size_t i = 0; i < P; i++) {
 		struct spirt_xpart_rec *in = &f.in[i];
 		struct spirt_tensor th;
@@ -224,9 +291,9 @@ spirt_xpart_proof_check(struct spirt_store *st, const char *text,
 
 		if ((rc = unhex(&l[3 + 2 * i], &b, &bl)) ||
 		    (rc = spirt_xpart_rec_verify(in, b, bl, f.res.run,
-		    f.res.e[i].id, f.res.step, tr, now)))
+		    f.ids[i].id, f.res.step, tr, now)))
 			BAD(rc, "line %zu: %s's input record: %s", 4 + 2 * i,
-			    f.res.e[i].id, spirt_strerror(rc));
+			    f.ids[i].id, spirt_strerror(rc));
 		free(b);
 		b = NULL;
 		if (in->kind != SPIRT_XPART_INPUTS || in->parts != P ||
@@ -235,13 +302,9 @@ spirt_xpart_proof_check(struct spirt_store *st, const char *text,
 			BAD(SPIRT_EDATA, "line %zu: %s's input record is not "
 			    "of the result's round", 4 + 2 * i, in->id);
 		for (size_t j = 0; j < P; j++)
-			if (strcmp(in->e[j].id, f.res.e[j].id))
+			if (strcmp(in->e[j].id, f.ids[j].id))
 				BAD(SPIRT_EDATA, "line %zu: %s's input record "
 				    "names other members", 4 + 2 * i, in->id);
-		if (memcmp(in->e[f.k].hash, f.res.e[i].hash, SPIRT_HASH_BYTES))
-			BAD(SPIRT_EDATA, "%s's result record names another "
-			    "slice of %s than %s signed it sent", f.res.id,
-			    in->id, in->id);
 		/* its slice */
 		if ((rc = unhex(&l[2 + 2 * P + 4 + 2 * i + 1], &f.sl[i],
 		    &f.sllen[i])))
@@ -259,6 +322,11 @@ spirt_xpart_proof_check(struct spirt_store *st, const char *text,
 			    2 + 2 * P + 4 + 2 * i + 2, in->id, ULL(plen),
 			    ULL(f.res.step));
 	}
+	/* the result record: of these members, signed by the one at its
+	 * index (a cover's: the one after it), and naming the inputs'
+	 * hash of the slices of part k each member signed it sent */
+	if ((rc = inputs_check(&f)))
+		BAD(rc, "%s", f.why);
 	if ((rc = params_parse(&f.p, &l[2 + 2 * P + 1], P)))
 		BAD(rc, "line %zu: not the rule's parameters", 2 + 2 * P + 2);
 	f.p.step = f.res.step;
@@ -302,6 +370,7 @@ out:
 	free(f.sl);
 	free(f.sllen);
 	free(f.in);
+	free(f.ids);
 	free(f.cen);
 	free(l);
 	return rc;

@@ -129,6 +129,57 @@ open('bad.rec', 'wb').write(st.encode(a, name='m:1001', step=0, samples=96))
 	run -66 spirt-store -s s1 get gagg/0
 }
 
+@test "exchange --parts: a result record whose inputs' hash is not that of the slices the members signed is refused (65), naming the owner; nothing written" {
+	peers3
+	# round A: p2 signs its part of these inputs
+	round3 -P peers --parts
+	spirt-store -s s2 get -f xpart/0/signed >resA.rec
+	spirt-store -s s2 get -f xpart/0 >partA.rec
+	# round B, the same step, members and model, p1's aggregate another
+	for i in 1 2 3; do
+		rm -rf s$i
+	done
+	"$PYTHON" -c "$PYREC
+a = load('a1.rec')
+open('a1.rec', 'wb').write(st.encode(a['a'] * 2, name=a['name'], step=0, samples=32))
+"
+	peerstores 3
+	cp -r s1 s1.before
+	round3 -P peers --parts
+	# p2 serves round A's record and part: signed by p2, of this round
+	# but for its inputs' hash (p1's slice of part 1 was another)
+	spirt-store -s s2 put xpart/0/signed resA.rec
+	spirt-store -s s2 put xpart/0 partA.rec
+	rm -rf s1
+	mv s1.before s1
+	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -65 --separate-stderr \
+	    spirt-peer exchange -m m -s s1 -t 0 -P peers --parts --deadline 5000
+	[[ "$stderr" == *"step 0: p2, the owner of part 1, signed it combined inputs other than the slices the members' input records name (its inputs' hash)"* ]] || { echo "$stderr" >&2; false; }
+	run -66 spirt-store -s s1 get gagg/0
+}
+
+@test "exchange --parts: a record of version 1 (an older spirt's) is refused (65), naming the member and both versions; nothing written" {
+	peers3
+	cp -r s1 s1.before
+	round3 -P peers --parts
+	# p2's input record as version 1 wrote it (the layout of an input
+	# record is the same; its version byte 1)
+	spirt-store -s s2 get -f xslice/0 >in2.rec
+	"$PYTHON" -c "$PYREC
+r = bytearray(load('in2.rec')['a'].tobytes())
+assert r[:5] == b'SPXP\x02' and r[5] == 1, r[:6]
+r[4] = 1
+open('v1.rec', 'wb').write(st.encode(np.frombuffer(bytes(r), np.uint8), step=0))
+"
+	spirt-store -s s2 put xslice/0 v1.rec
+	rm -rf s1
+	mv s1.before s1
+	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -65 --separate-stderr \
+	    spirt-peer exchange -m m -s s1 -t 0 -P peers --parts --deadline 5000
+	[[ "$stderr" == *"step 0: p2's input record xslice/<t>: record version 1, this peer reads version 2 (a peer of another spirt: docs/protocol.md, \"The partitioned exchange\"): unsupported format version"* ]] || { echo "$stderr" >&2; false; }
+	run -66 spirt-store -s s1 get gagg/0
+}
+
 @test "exchange --parts: an owner whose part does not come, nor its cover, fails the round (75), naming it; no gagg/t" {
 	peers3
 	# p2 never gets p3's part, nor p1's cover of it (the link loses
@@ -297,14 +348,21 @@ lines = open('$1').read().split('\n')
 assert lines[0].startswith('# step 0: part 1 of 3 combined wrongly by p2'), lines[0]
 res = bytes.fromhex(lines[1])
 ins = [bytes.fromhex(lines[3 + 2 * i]) for i in range(3)]
-assert res[:4] == b'SPXP' and res[5] == 2 and struct.unpack_from('<I', res, 20)[0] == 1
-assert res[56:58] == b'p2'
+# version 2; a result record names one hash of the members and one of
+# its inputs, not their entries: 320 bytes and a token
+assert res[:4] == b'SPXP' and res[4] == 2 and res[5] == 2 and struct.unpack_from('<I', res, 20)[0] == 1
+assert res[56:58] == b'p2' and len(res) == 320 + struct.unpack_from('<H', res, 6)[0]
 sl = [open('sl%d.rec' % i, 'rb').read() for i in (1, 2, 3)]
+ids = [b'p%d' % (i + 1) for i in range(3)]
 for i in range(3):
-    assert ins[i][5] == 1 and ins[i][56:58] == b'p%d' % (i + 1)
-    # member i signed it sent this slice of part 1, and p2 signed it
-    # combined that one
-    assert entries(ins[i])[1][1] == vhash(sl[i]) == entries(res)[i][1]
+    assert ins[i][4] == 2 and ins[i][5] == 1 and ins[i][56:58] == ids[i]
+    assert [e[0].encode() for e in entries(ins[i])] == ids
+    # member i signed it sent this slice of part 1
+    assert entries(ins[i])[1][1] == vhash(sl[i])
+# and p2 signed it combined those: the hash of the members' ids (32
+# bytes each, NUL-padded), and of the (id, slice hash) of each, 64 bytes
+assert res[192:224] == vhash(b''.join(m.ljust(32, b'\0') for m in ids))
+assert res[224:256] == vhash(b''.join(ids[i].ljust(32, b'\0') + vhash(sl[i]) for i in range(3)))
 # p2 signed the part it serves, and it is not the slices' mean
 part = open('lie.rec', 'rb').read()
 assert res[160:192] == vhash(part)

@@ -11,10 +11,12 @@
  * token made for that key by the group), so the fields behind the
  * signature are fuzzed; the next 8 bytes are the n and the part count
  * (byte 9, plus one) spirt_xpart_span cuts.  Beyond "no crash": a record
- * opened signs again to the same bytes, its entries are ascending with
- * the signer's at its index (a cover's: the one after it), one verified is for our run, by a member
- * in role peer; the spans of any n and count tile [0, n) in order, each
- * floor(n / count) or one more.  First byte 0x10: the rest after the
+ * opened is of version 2 and signs again to the same bytes; an input
+ * record's entries are ascending with the signer's at its index; a
+ * result's or cover's size is the same for any P (two hashes, no
+ * entries); one verified is for our run, by a member in role peer; the
+ * spans of any n and count tile [0, n) in order, each floor(n / count)
+ * or one more.  First byte 0x10: the rest after the
  * 8 bytes is a member's verdict instead (verdict() below); 0x20: a proof
  * (proof() below).
  */
@@ -126,13 +128,18 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	FUZZ_ASSERT((b = malloc(len ? len : 1)) != NULL);
 	memcpy(b, in.p, len);
 	if ((mode & 1) && len >= SPIRT_XPART_HEAD + SPIRT_SIG_BYTES) {
+		/* (the token after the header: 192 in an input record, 256
+		 * after a result's or cover's two hashes) */
+		size_t at = b[5] == SPIRT_XPART_INPUTS ? SPIRT_XPART_HEAD :
+		    SPIRT_XPART_RESHEAD;
+
 		memcpy(b + 88, fz.pk[who], SPIRT_PK_BYTES);
 		if ((mode & 8) && b[6] == 216 && b[7] == 0 &&
-		    len >= SPIRT_XPART_HEAD + 216 + SPIRT_SIG_BYTES) {
+		    len >= at + 216 + SPIRT_SIG_BYTES) {
 			/* its token: for that key, by the group */
-			memcpy(b + 192 + 88, fz.pk[who], SPIRT_PK_BYTES);
-			memcpy(b + 192 + 120, fz.pk[FZ_G], SPIRT_PK_BYTES);
-			crypto_sign_detached(b + 192 + 152, NULL, b + 192, 152,
+			memcpy(b + at + 88, fz.pk[who], SPIRT_PK_BYTES);
+			memcpy(b + at + 120, fz.pk[FZ_G], SPIRT_PK_BYTES);
+			crypto_sign_detached(b + at + 152, NULL, b + at, 152,
 			    fz.sk[FZ_G]);
 		}
 		crypto_sign_detached(b + len - 64, NULL, b, len - 64,
@@ -140,20 +147,32 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	}
 	rc = spirt_xpart_rec_open(&r, b, len);
 	if (rc == 0) {
-		FUZZ_ASSERT(len == spirt_xpart_rec_size(r.parts, r.has_token));
+		FUZZ_ASSERT(b[4] == SPIRT_XPART_VERSION);
+		FUZZ_ASSERT(len == spirt_xpart_rec_size(r.kind, r.parts,
+		    r.has_token));
 		FUZZ_ASSERT(r.kind == SPIRT_XPART_INPUTS ||
 		    r.kind == SPIRT_XPART_RESULT ||
 		    (r.kind == SPIRT_XPART_COVER && r.parts >= 2));
 		FUZZ_ASSERT(r.index < r.parts);
-		/* (a cover's signer follows the owner of the part it covers) */
-		FUZZ_ASSERT(strcmp(r.e[r.kind == SPIRT_XPART_COVER ?
-		    (r.index + 1) % r.parts : r.index].id, r.id) == 0);
-		for (size_t i = 1; i < r.parts; i++)
-			FUZZ_ASSERT(strcmp(r.e[i - 1].id, r.e[i].id) < 0);
+		if (r.kind == SPIRT_XPART_INPUTS) {
+			/* P entries, ascending, the signer's at its index */
+			FUZZ_ASSERT(strcmp(r.e[r.index].id, r.id) == 0);
+			for (size_t i = 1; i < r.parts; i++)
+				FUZZ_ASSERT(strcmp(r.e[i - 1].id,
+				    r.e[i].id) < 0);
+		} else {
+			/* a result or cover names two hashes, not entries:
+			 * its size does not grow with P */
+			FUZZ_ASSERT(len == spirt_xpart_rec_size(r.kind, 1,
+			    r.has_token));
+			FUZZ_ASSERT(memcmp(r.members, b + 192, 32) == 0 &&
+			    memcmp(r.inputs, b + 224, 32) == 0);
+		}
 		/* the signer's own key signs the same bytes again */
 		if (memcmp(r.pk, fz.pk[who], SPIRT_PK_BYTES) == 0) {
 			r2 = r;
-			need = spirt_xpart_rec_size(r.parts, r.has_token);
+			need = spirt_xpart_rec_size(r.kind, r.parts,
+			    r.has_token);
 			FUZZ_ASSERT((b2 = malloc(need)) != NULL);
 			FUZZ_ASSERT(spirt_xpart_rec_sign(b2, need, &len2, &r2,
 			    fz.k[who]) == 0 && len2 == len);

@@ -242,8 +242,39 @@ test_conflict(void)
 	spirt_key_free(o);
 }
 
+/* a record of len bytes at buf: every byte flipped is refused; one
+ * byte more, one less, no such kind, an index not below the parts */
+static void
+xpart_every_byte(const unsigned char *buf, size_t len)
+{
+	static struct spirt_xpart_rec e;
+	unsigned char bad[2048];
+
+	for (size_t i = 0; i < len; i++) {
+		int rc;
+
+		memcpy(bad, buf, len);
+		bad[i] ^= 0x20;
+		rc = spirt_xpart_rec_open(&e, bad, len);
+		CHECK(rc != 0);
+		if (rc == 0)
+			fprintf(stderr, "xpart: byte %zu flipped: "
+			    "accepted\n", i);
+	}
+	CHECK_EQ_RC(spirt_xpart_rec_open(&e, buf, len - 1), SPIRT_ETRUNC);
+	memcpy(bad, buf, len);
+	bad[len] = 0;
+	CHECK_EQ_RC(spirt_xpart_rec_open(&e, bad, len + 1), SPIRT_EDATA);
+	bad[5] = 4;             /* no such kind */
+	CHECK_EQ_RC(spirt_xpart_rec_open(&e, bad, len), SPIRT_EDATA);
+	memcpy(bad, buf, len);
+	bad[20] = 3;            /* index not below the parts */
+	CHECK_EQ_RC(spirt_xpart_rec_open(&e, bad, len), SPIRT_EDATA);
+}
+
 /* the partitioned exchange: parts tile the vector as documented; a
- * record's layout, every byte signed, its refusals */
+ * record's layout (version 2: a result names one hash of its inputs),
+ * every byte signed, its refusals */
 static void
 test_xpart(void)
 {
@@ -270,8 +301,9 @@ test_xpart(void)
 	}
 	CHECK(at == (1ull << 63) + 5);
 
+	/* an input record (kind 1): its P entries, the signer's at index */
 	memset(&r, 0, sizeof r);
-	r.kind = SPIRT_XPART_RESULT;
+	r.kind = SPIRT_XPART_INPUTS;
 	r.step = 7;
 	r.parts = 3;
 	r.index = 1;
@@ -279,24 +311,27 @@ test_xpart(void)
 	snprintf(r.run, sizeof r.run, "run1");
 	snprintf(r.id, sizeof r.id, "p2");
 	spirt_hash(r.model, "model@7", 7);
-	spirt_hash(r.hash, "part 1", 6);
+	spirt_hash(r.hash, "agg of p2", 9);
 	for (size_t i = 0; i < 3; i++) {
 		snprintf(r.e[i].id, sizeof r.e[i].id, "%s", ids[i]);
 		spirt_hash(r.e[i].hash, ids[i], 2);
 	}
 	CHECK_RC(spirt_xpart_rec_sign(buf, sizeof buf, &len, &r, k));
-	CHECK(len == 192 + 3 * 64 + 64 && len == spirt_xpart_rec_size(3, 0));
-	CHECK(memcmp(buf, "SPXP\1\2\0\0", 8) == 0);
+	CHECK(len == 192 + 3 * 64 + 64 &&
+	    len == spirt_xpart_rec_size(SPIRT_XPART_INPUTS, 3, 0));
+	CHECK(spirt_xpart_rec_size(SPIRT_XPART_INPUTS, 3, 1) == len + 216);
+	CHECK(memcmp(buf, "SPXP\2\1\0\0", 8) == 0);
 	CHECK(buf[8] == 7 && buf[16] == 3 && buf[20] == 1);
 	CHECK(buf[120] == 0xe9 && buf[121] == 3);       /* 1001 */
 	CHECK(memcmp(buf + 56, "p2\0", 3) == 0);
 	CHECK(memcmp(buf + 192 + 64, "p2\0", 3) == 0);
+	CHECK(memcmp(buf + 192 + 64 + 32, r.e[1].hash, 32) == 0);
 	spirt_key_public(pk, k);
 	CHECK(crypto_sign_verify_detached(buf + len - 64, buf, len - 64, pk)
 	    == 0);
 	CHECK_RC(spirt_xpart_rec_verify(&e, buf, len, "run1", "p2", 7, NULL,
 	    T0));
-	CHECK(e.kind == 2 && e.parts == 3 && e.index == 1 && e.n == 1001 &&
+	CHECK(e.kind == 1 && e.parts == 3 && e.index == 1 && e.n == 1001 &&
 	    memcmp(e.hash, r.hash, 32) == 0 &&
 	    memcmp(e.e[2].hash, r.e[2].hash, 32) == 0);
 	CHECK_EQ_RC(spirt_xpart_rec_verify(&e, buf, len, "run2", "p2", 7,
@@ -305,45 +340,84 @@ test_xpart(void)
 	    NULL, T0), SPIRT_EADDR);
 	CHECK_EQ_RC(spirt_xpart_rec_verify(&e, buf, len, "run1", "p2", 8,
 	    NULL, T0), SPIRT_ESTEP);
-	/* every byte matters */
-	for (size_t i = 0; i < len; i++) {
-		int rc;
-
-		memcpy(bad, buf, len);
-		bad[i] ^= 0x20;
-		rc = spirt_xpart_rec_open(&e, bad, len);
-		CHECK(rc != 0);
-		if (rc == 0)
-			fprintf(stderr, "xpart: byte %zu flipped: accepted\n", i);
-	}
-	CHECK_EQ_RC(spirt_xpart_rec_open(&e, buf, len - 1), SPIRT_ETRUNC);
+	xpart_every_byte(buf, len);
 	memcpy(bad, buf, len);
-	bad[len] = 0;
-	CHECK_EQ_RC(spirt_xpart_rec_open(&e, bad, len + 1), SPIRT_EDATA);
-	bad[5] = 4;             /* no such kind */
-	CHECK_EQ_RC(spirt_xpart_rec_open(&e, bad, len), SPIRT_EDATA);
-	memcpy(bad, buf, len);
-	bad[20] = 3;            /* index not below the parts */
-	CHECK_EQ_RC(spirt_xpart_rec_open(&e, bad, len), SPIRT_EDATA);
-	memcpy(bad, buf, len);
-	bad[4] = 2;
+	bad[4] = 1;             /* version 1, before the inputs' hash */
+	CHECK_EQ_RC(spirt_xpart_rec_open(&e, bad, len), SPIRT_EVERSION);
+	bad[4] = 3;
 	CHECK_EQ_RC(spirt_xpart_rec_open(&e, bad, len), SPIRT_EVERSION);
 	/* the signer at its index, the ids ascending */
 	r.index = 0;
 	CHECK_EQ_RC(spirt_xpart_rec_sign(buf, sizeof buf, &dummy, &r, k),
 	    SPIRT_EINVAL);
-	/* a cover: p2 covers part 0 (p1's), its signer at index + 1 */
-	r.kind = SPIRT_XPART_COVER;
+	r.index = 1;
+	snprintf(r.e[2].id, sizeof r.e[2].id, "p0");
+	CHECK_EQ_RC(spirt_xpart_rec_sign(buf, sizeof buf, &dummy, &r, k),
+	    SPIRT_EINVAL);
+	snprintf(r.e[2].id, sizeof r.e[2].id, "p3");
+
+	/* a result record (kind 2): one hash of the members and one of the
+	 * inputs, not their P entries: 320 bytes whatever P */
+	{
+		unsigned char ent[3 * 64], mem[3 * 32], h[32];
+
+		memset(ent, 0, sizeof ent);
+		memset(mem, 0, sizeof mem);
+		for (size_t i = 0; i < 3; i++) {
+			memcpy(mem + 32 * i, ids[i], 2);
+			memcpy(ent + 64 * i, ids[i], 2);
+			memcpy(ent + 64 * i + 32, r.e[i].hash, 32);
+		}
+		CHECK_RC(spirt_xpart_members(r.members, ids, 3));
+		spirt_hash(h, mem, sizeof mem);
+		CHECK(memcmp(h, r.members, 32) == 0);
+		CHECK_RC(spirt_xpart_inputs(r.inputs, r.e, 3));
+		spirt_hash(h, ent, sizeof ent);
+		CHECK(memcmp(h, r.inputs, 32) == 0);
+		/* one slice's hash changed: another inputs' hash */
+		r.e[0].hash[0] ^= 1;
+		CHECK_RC(spirt_xpart_inputs(h, r.e, 3));
+		CHECK(memcmp(h, r.inputs, 32) != 0);
+		r.e[0].hash[0] ^= 1;
+	}
+	r.kind = SPIRT_XPART_RESULT;
+	spirt_hash(r.hash, "part 1", 6);
+	memset(r.e, 0, sizeof r.e);     /* (unused in kinds 2 and 3) */
 	CHECK_RC(spirt_xpart_rec_sign(buf, sizeof buf, &len, &r, k));
-	CHECK(buf[5] == 3 && buf[20] == 0);
+	CHECK(len == 320 && len == spirt_xpart_rec_size(SPIRT_XPART_RESULT,
+	    3, 0) && len == spirt_xpart_rec_size(SPIRT_XPART_COVER, 257, 0));
+	CHECK(spirt_xpart_rec_size(SPIRT_XPART_RESULT, 3, 1) == 320 + 216);
+	CHECK(memcmp(buf, "SPXP\2\2\0\0", 8) == 0);
+	CHECK(memcmp(buf + 160, r.hash, 32) == 0 &&
+	    memcmp(buf + 192, r.members, 32) == 0 &&
+	    memcmp(buf + 224, r.inputs, 32) == 0);
+	CHECK(crypto_sign_verify_detached(buf + len - 64, buf, len - 64, pk)
+	    == 0);
+	CHECK_RC(spirt_xpart_rec_verify(&e, buf, len, "run1", "p2", 7, NULL,
+	    T0));
+	CHECK(e.kind == 2 && e.index == 1 && memcmp(e.members, r.members,
+	    32) == 0 && memcmp(e.inputs, r.inputs, 32) == 0);
+	xpart_every_byte(buf, len);
+	/* a version-1 result, P entries of 64 bytes: refused by version */
+	memset(bad, 0, sizeof bad);
+	memcpy(bad, buf, 192);
+	bad[4] = 1;
+	CHECK_EQ_RC(spirt_xpart_rec_open(&e, bad, 192 + 3 * 64 + 64),
+	    SPIRT_EVERSION);
+	/* a cover: p2 covers part 0 (p1's); the signer's place in the ring
+	 * is the round's to check (the record names the members' hash) */
+	r.kind = SPIRT_XPART_COVER;
+	r.index = 0;
+	CHECK_RC(spirt_xpart_rec_sign(buf, sizeof buf, &len, &r, k));
+	CHECK(buf[5] == 3 && buf[20] == 0 && len == 320);
 	CHECK_RC(spirt_xpart_rec_verify(&e, buf, len, "run1", "p2", 7, NULL,
 	    T0));
 	CHECK(e.kind == SPIRT_XPART_COVER && e.index == 0);
-	r.index = 1;            /* p2 does not cover its own part */
+	r.parts = 1;            /* no cover with one member */
 	CHECK_EQ_RC(spirt_xpart_rec_sign(buf, sizeof buf, &dummy, &r, k),
 	    SPIRT_EINVAL);
-	r.parts = 1;            /* nor with one member */
-	r.index = 0;
+	r.parts = 3;
+	r.index = 3;            /* index not below the parts */
 	CHECK_EQ_RC(spirt_xpart_rec_sign(buf, sizeof buf, &dummy, &r, k),
 	    SPIRT_EINVAL);
 	/* a verdict: the round's members line, then its bad part or none */
@@ -367,12 +441,6 @@ test_xpart(void)
 		    19, VM, 16, &v, 3), SPIRT_ERUN);
 #undef VM
 	}
-	r.parts = 3;
-	r.kind = SPIRT_XPART_RESULT;
-	r.index = 1;
-	snprintf(r.e[2].id, sizeof r.e[2].id, "p0");
-	CHECK_EQ_RC(spirt_xpart_rec_sign(buf, sizeof buf, &dummy, &r, k),
-	    SPIRT_EINVAL);
 	spirt_key_free(k);
 }
 
