@@ -62,15 +62,15 @@ SCALE="$SPIRT_ROOT/contrib/scale-model.py"
 }
 
 @test "scale model: the partitioned exchange's row is its formula's: 2 S (P-1)/P, the checks, the records, the requests" {
-	for r in v1 hash merkle; do
+	for r in v1 v2 merkle; do
 		run -0 "$PYTHON" "$SCALE" --csv --peers 16 --exchange parts --records $r
 		row=${lines[1]}
 		run -0 awk -v row="$row" -v rec=$r 'BEGIN {
 			split(row, g, ",")
 			P = 16; S = 4 * 235146 + 104; o = P - 1
 			if (rec == "v1") R = 2 * o * (472 + 64 * P)
-			else if (rec == "hash") R = o * (472 + 64 * P) + o * 504
-			else R = 2 * o * 504 + 2 * o * 32 * 4    # log2 16 = 4
+			else if (rec == "v2") R = o * (472 + 64 * P + 536)
+			else R = o * (504 + 536 + 32 * 4)       # log2 16 = 4
 			moved = 2 * S * o / P + S * o / (P * P) + R + (4 * o + 2) * 500
 			wire = 2 * moved / (2 * 1.67e9)
 			if (moved / 1.25e9 > wire) wire = moved / 1.25e9
@@ -83,10 +83,14 @@ SCALE="$SPIRT_ROOT/contrib/scale-model.py"
 		assert_output ''
 	done
 	# flat in P where S is much more than the records: about 2 S a peer
-	# at 16 peers (v1), and the records' P^2 term past that
+	# at 16 peers, and the records' P^2 term past that (69 S at 1,000)
 	run -0 "$PYTHON" "$SCALE" --csv --peers 16,1000 --exchange parts
 	a=(${lines[1]//,/ }) b=(${lines[2]//,/ })
 	awk -v a="${a[5]}" -v b="${b[5]}" 'BEGIN { S = 4 * 235146 + 104
 		x = a * 1e9 / 16 / S; y = b * 1e9 / 1000 / S
-		exit !(x > 1.9 && x < 2.2 && y > 100) }'
+		exit !(x > 1.9 && x < 2.2 && y > 60) }'
+	run -0 "$PYTHON" "$SCALE" --csv --peers 1000 --exchange parts --records merkle
+	m=(${lines[1]//,/ })
+	awk -v m="${m[5]}" 'BEGIN { y = m * 1e9 / 1000 / (4 * 235146 + 104)
+		exit !(y > 4 && y < 7) }'
 }
