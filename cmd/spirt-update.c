@@ -444,6 +444,12 @@ options(int argc, char **argv)
 	if ((v = getenv("SPIRT_NESTEROV")) && *v && strcmp(v, "0"))
 		nesterov = 1;
 	o.u.op.nesterov = nesterov;
+	/* the optimiser pass on two cores when there are two: same bits */
+	if ((v = getenv("SPIRT_UPDATE_THREADS")) && *v)
+		o.u.threads = (unsigned)eparse_u64("SPIRT_UPDATE_THREADS", v,
+		    1, 2);
+	else
+		o.u.threads = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
 	if (o.u.op.nesterov && o.u.op.kind == SPIRT_OPT_SGD)
 		o.u.op.kind = SPIRT_OPT_MOMENTUM;
 	if (spirt_optim_check(&o.u.op)) {
