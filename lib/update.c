@@ -497,8 +497,11 @@ half_main(void *arg)
  * first part; this one then checksums the rest, in order.  The pass is
  * coordinate-wise and XXH3's stream does not depend on how its input is
  * cut, so the records are the same bits either way.  It is the warm
- * update's largest pass, and it runs while the functions are idle: the
- * other core has nothing else to do (docs/performance.md, "2 x 128").
+ * update's largest pass, and it runs while the functions are idle: on a
+ * quiet machine the other core has nothing else to do; on a loaded one
+ * the join waits for the second thread to get a CPU, several ms
+ * (docs/performance.md, "2 x 128"), so spirt-update asks for it only
+ * when told (SPIRT_UPDATE_THREADS=2).
  */
 static int
 step_compute(struct spirt_update *u, struct spirt_txn *txn,
