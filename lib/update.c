@@ -16,9 +16,10 @@
 /* coordinates per tile of the update pass: Adam's 7 streams of 64 KiB
  * stay in L2 until their checksums have read them */
 #define UPDATE_TILE 16384
-/* the pass is split over two threads from this many coordinates on: a
- * thread's start and join cost about 20-50 us, the pass over 2^17
- * coordinates of momentum about 30-60 us a half */
+/* the pass is split over two threads from this many coordinates on
+ * (SPIRT_UPDATE_THREADS=2): momentum's pass over the MLP's 235,146 took
+ * 0.28 ms inside a warm step, so half of 2^17 is about 0.08 ms, worth a
+ * thread's start and join (tens of us; not measured apart) */
 #define UPDATE_SPLIT (1u << 17)
 
 
