@@ -444,12 +444,6 @@ options(int argc, char **argv)
 	if ((v = getenv("SPIRT_NESTEROV")) && *v && strcmp(v, "0"))
 		nesterov = 1;
 	o.u.op.nesterov = nesterov;
-	/* the optimiser pass on two threads when asked: same bits.  Not by
-	 * default: on a loaded machine the second thread waits for a CPU
-	 * and the step waits for it (docs/performance.md, "2 x 128") */
-	if ((v = getenv("SPIRT_UPDATE_THREADS")) && *v)
-		o.u.threads = (unsigned)eparse_u64("SPIRT_UPDATE_THREADS", v,
-		    1, 2);
 	if (o.u.op.nesterov && o.u.op.kind == SPIRT_OPT_SGD)
 		o.u.op.kind = SPIRT_OPT_MOMENTUM;
 	if (spirt_optim_check(&o.u.op)) {

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +15,6 @@
 /* coordinates per tile of the update pass: Adam's 7 streams of 64 KiB
  * stay in L2 until their checksums have read them */
 #define UPDATE_TILE 16384
-/* the pass is split over two threads from this many coordinates on
- * (SPIRT_UPDATE_THREADS=2): momentum's pass over the MLP's 235,146 took
- * 0.28 ms inside a warm step, so half of 2^17 is about 0.08 ms, worth a
- * thread's start and join (tens of us; not measured apart) */
-#define UPDATE_SPLIT (1u << 17)
 
 
 /* the message of a failure; with spirt_strerror(rc) appended */
@@ -34,7 +28,6 @@ spirt_update_init(struct spirt_update *u)
 {
 	memset(u, 0, sizeof *u);
 	spirt_optim_defaults(&u->op);
-	u->threads = 1;
 	u->step = SPIRT_NOSTEP;
 	u->delta = SPIRT_NOSTEP;
 }
@@ -464,45 +457,12 @@ delta(struct spirt_update *u, struct spirt_txn *txn, struct stepio *io,
 	return 0;
 }
 
-/* The second half of a split optimiser pass, on its own thread. */
-struct half {
-	float *theta, *state;
-	const struct stepio *io;
-	const struct spirt_update *u;
-	size_t j0;
-	int rc;
-};
-
-static void *
-half_main(void *arg)
-{
-	struct half *h = arg;
-	const struct stepio *io = h->io;
-	size_t n = io->mt.nelem;
-
-	h->rc = spirt_optim_step_range(h->theta, h->state, io->mpl, io->spl,
-	    io->apl, n, h->j0, n - h->j0, &h->u->op, h->u->step, h->u->k);
-	return NULL;
-}
-
 /*
  * The optimiser pass, tile by tile, each tile of theta' and of the
  * state's first row checksummed right after it is made, while it is in
  * cache (Adam's second row follows the first in its record, so it is
  * checksummed after the pass).  Adam at N = 1e7: 20.8 -> 17.3 ms.  Then
  * the records are finished, model@t+1 put when it was not reserved.
- *
- * With u->threads 2 and a large vector, a second thread makes the
- * coordinates from split on (a multiple of the tile, so every tile is
- * the one the single pass makes) while this one makes and checksums the
- * first part; this one then checksums the rest, in order.  The pass is
- * coordinate-wise and XXH3's stream does not depend on how its input is
- * cut, so the records are the same bits either way.  It is the warm
- * update's largest pass, and it runs while the functions are idle: on a
- * quiet machine the other core has nothing else to do; on a loaded one
- * the join waits for the second thread to get a CPU, several ms
- * (docs/performance.md, "2 x 128"), so spirt-update asks for it only
- * when told (SPIRT_UPDATE_THREADS=2).
  */
 static int
 step_compute(struct spirt_update *u, struct spirt_txn *txn,
@@ -511,30 +471,15 @@ step_compute(struct spirt_update *u, struct spirt_txn *txn,
 	const struct spirt_tensor *mt = &io->mt;
 	struct spirt_tensor_sum osum, nsum;
 	float *theta = io->theta, *state = io->state;
-	size_t j0, split = mt->nelem;
-	struct half h;
-	pthread_t th;
-	int rc = 0, split_on = 0;
+	size_t j0;
+	int rc = 0;
 
 	if (io->ns)
 		spirt_tensor_sum_init(&osum, &io->ot);
 	if (io->both)
 		spirt_tensor_sum_init(&nsum, &io->nt);
-	if (u->threads > 1 && mt->nelem >= UPDATE_SPLIT) {
-		h.theta = theta;
-		h.state = state;
-		h.io = io;
-		h.u = u;
-		h.j0 = mt->nelem / 2 / UPDATE_TILE * UPDATE_TILE;
-		h.rc = 0;
-		/* no thread (EAGAIN): the whole pass here, as with 1 */
-		if (pthread_create(&th, NULL, half_main, &h) == 0) {
-			split = h.j0;
-			split_on = 1;
-		}
-	}
-	for (j0 = 0; j0 < split; j0 += UPDATE_TILE) {
-		size_t tl = split - j0 < UPDATE_TILE ? split - j0 :
+	for (j0 = 0; j0 < mt->nelem; j0 += UPDATE_TILE) {
+		size_t tl = mt->nelem - j0 < UPDATE_TILE ? mt->nelem - j0 :
 		    UPDATE_TILE;
 
 		if ((rc = spirt_optim_step_range(theta, state, io->mpl,
@@ -545,17 +490,6 @@ step_compute(struct spirt_update *u, struct spirt_txn *txn,
 			spirt_tensor_sum_add(&osum, state + j0, tl * 4);
 		if (io->both)
 			spirt_tensor_sum_add(&nsum, theta + j0, tl * 4);
-	}
-	if (split_on) {
-		(void)pthread_join(th, NULL);
-		if (rc == 0)
-			rc = h.rc;
-		if (rc == 0 && io->ns)
-			spirt_tensor_sum_add(&osum, state + split,
-			    (mt->nelem - split) * 4);
-		if (rc == 0 && io->both)
-			spirt_tensor_sum_add(&nsum, theta + split,
-			    (mt->nelem - split) * 4);
 	}
 	if (rc == SPIRT_ENAN) {
 		tellx(u, "%s: NaN or Inf in the gradient or the new model",

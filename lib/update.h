@@ -52,10 +52,6 @@ struct spirt_update {
 	 * t), and stored nowhere; not with delta or outer.  Its hdr is the
 	 * aggregate's header after the step (loss, count) */
 	struct spirt_aggset *grads;
-	/* threads of the optimiser pass: 1, or 2 to split it in two halves
-	 * of the vector (the same bits: the pass is coordinate-wise and the
-	 * checksums are taken in order; spirt_update_init(): 1) */
-	unsigned threads;
 	/* out */
 	uint64_t k;             /* steps the optimiser state had seen */
 	int done;               /* store: step t was applied before */

@@ -232,69 +232,6 @@ reboot() {
 	[ "$(store_digest spirt.db)" = "$before" ]
 }
 
-@test "the optimiser pass split over two threads (SPIRT_UPDATE_THREADS=2) makes the single pass's bits; an overflow in either half: 65, nothing written" {
-	# (2^17 coordinates and more are split at a multiple of 16384; 300007
-	# is not a multiple of 16, so the last tile has a tail; two steps, so
-	# the second reads a state)
-	py "
-r = np.random.default_rng(5)
-out(rec(r.standard_normal(300007)))" >big0.rec
-	for t in 0 1; do
-		py "
-r = np.random.default_rng(6 + $t)
-out(rec(r.standard_normal(300007), step=$t))" >bigg$t.rec
-	done
-	for o in sgd momentum adam; do
-		for j in 1 2; do
-			s=s-$o-$j
-			spirt-store -s "$s" put model/m@0 big0.rec
-			SPIRT_UPDATE_THREADS=$j spirt-update -s "$s" -m m \
-			    -r 0.1 --opt $o bigg0.rec
-			SPIRT_UPDATE_THREADS=$j spirt-update -s "$s" -m m \
-			    -r 0.1 --opt $o bigg1.rec
-		done
-		for k in model/m@2 opt/m@2; do
-			[ "$o:$k" != sgd:opt/m@2 ] || continue
-			spirt-store -s "s-$o-1" get "$k" >one.rec
-			spirt-store -s "s-$o-2" get "$k" >two.rec
-			cmp one.rec two.rec
-		done
-	done
-	# the split ran: the step with 2 starts a thread more than with 1
-	# (strace, where there is one; the sanitizers may start their own,
-	# and LeakSanitizer does not run under ptrace)
-	if command -v strace >/dev/null; then
-		for j in 1 2; do
-			rm -rf s-tr
-			spirt-store -s s-tr put model/m@0 big0.rec
-			ASAN_OPTIONS=detect_leaks=0 SPIRT_UPDATE_THREADS=$j \
-			    strace -f -qq -e trace=clone,clone3 -o tr$j.txt \
-			    spirt-update -s s-tr -m m -r 0.1 bigg0.rec
-		done
-		[ "$(grep -c clone tr2.txt)" -gt "$(grep -c clone tr1.txt)" ]
-	fi
-	# and the values are the step's (numpy, both halves)
-	SPIRT_STORE=s-sgd-2 check model/m@2 "t - 0.1 * g0 - 0.1 * g1" "
-t = get('big0.rec')['a']; g0 = get('bigg0.rec')['a']
-g1 = get('bigg1.rec')['a']"
-	# an overflow in the first half, then in the second: the step fails
-	# whichever thread found it
-	for at in 5 300000; do
-		py "
-g = np.zeros(300007); g[$at] = 3e38
-out(rec(g, step=2))" >over.rec
-		before=$(store_digest s-momentum-2)
-		run -65 --separate-stderr env SPIRT_UPDATE_THREADS=2 spirt-update \
-		    -s s-momentum-2 -m m -t 2 -r 10 --opt momentum over.rec
-		[[ "$stderr" == *"NaN or Inf in the gradient or the new model"* ]]
-		[ "$(store_digest s-momentum-2)" = "$before" ]
-	done
-	# SPIRT_UPDATE_THREADS is 1 or 2
-	run -64 --separate-stderr env SPIRT_UPDATE_THREADS=3 spirt-update \
-	    -s s-sgd-2 -m m -r 0.1 bigg1.rec
-	[[ "$stderr" == *SPIRT_UPDATE_THREADS* ]]
-}
-
 @test "bad aggregates: shape, step, model, NaN, truncated -> 65, nothing written" {
 	seed
 	before=$(store_digest spirt.db)
