@@ -34,6 +34,8 @@
 #   TSTEPS=n    steps of each plain spirt-train run (default 300, 6 blocks
 #               of 50)
 #   BATCHES=".."  batches per function (default "1 64")
+#   FNS=n       functions a step (default 4; 2 is the race's swept 2 x 128:
+#               FNS=2 BATCHES=128)
 set -eu
 cd "$(dirname "$0")/.."
 . bench/cpu.sh
@@ -42,7 +44,7 @@ FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
 PATH="$PWD:$PATH"
 export PATH FMNIST
 runs=${RUNS:-3} steps=${STEPS:-40} warm=${WARM:-5} tsteps=${TSTEPS:-300}
-batches=${BATCHES:-1 64}
+batches=${BATCHES:-1 64} fns=${FNS:-4}
 unset SPIRT_STORE SPIRT_SYNC SPIRT_THREADS OMP_NUM_THREADS OMP_WAIT_POLICY \
     OPENBLAS_NUM_THREADS
 # (the core spirt picks for this CPU, as bench/train runs it)
@@ -51,7 +53,7 @@ core=$(env -u OPENBLAS_CORETYPE spirt-grad -V |
 OPENBLAS_CORETYPE=$core
 export OPENBLAS_CORETYPE
 bench_header bench/floor
-echo "MLP 784-256-128-10, 4 functions x batch B, momentum 0.9, the mean,"
+echo "MLP 784-256-128-10, $fns functions x batch B, momentum 0.9, the mean,"
 echo "--sync meta; $runs rounds x $steps stamped steps (after $warm dropped)"
 echo "and x $tsteps plain spirt-train steps, interleaved; OpenBLAS $core"
 
@@ -69,7 +71,7 @@ range() {       # range: "min-max" of the numbers on stdin
 }
 
 base=$tmp/base.db
-SPIRT_STORE=$base spirt-shard -q -n 4 --seed 1 \
+SPIRT_STORE=$base spirt-shard -q -n "$fns" --seed 1 \
     "$FMNIST/train-images-idx3-ubyte.gz" "$FMNIST/train-labels-idx1-ubyte.gz"
 SPIRT_STORE=$base spirt-init -q -m mlp -S 1 mlp:784-256-128-10
 
@@ -85,11 +87,11 @@ exec "$PWD/spirt-run" "\$@"
 EOF
 chmod +x "$tmp/shim/spirt-run"
 
-# train B LR STEPS: spirt-train on a fresh store, 4 x batch B
+# train B LR STEPS: spirt-train on a fresh store, FNS x batch B
 train() {
 	rm -rf "$tmp/tr.db"*
 	spirt-train -q -s "$tmp/tr.db" --data "$FMNIST" -m mlp \
-	    --spec mlp:784-256-128-10 -n 4 -b "$1" -S 1 -o momentum -l "$2" \
+	    --spec mlp:784-256-128-10 -n "$fns" -b "$1" -S 1 -o momentum -l "$2" \
 	    --schedule constant --steps "$3" --eval-every 100000 \
 	    >/dev/null 2>&1 ||
 		{ echo "bench/floor: spirt-train -b $1 failed" >&2; exit 70; }
@@ -104,7 +106,7 @@ while [ "$r" -le "$runs" ]; do
 		lr=0.05; [ "$b" -gt 1 ] || lr=0.01
 		rm -rf "$tmp/run.db"
 		cp -a "$base" "$tmp/run.db"
-		SPIRT_SYNC=meta $PY bench/warm_step.py -sp "$tmp/run.db" mlp 4 \
+		SPIRT_SYNC=meta $PY bench/warm_step.py -sp "$tmp/run.db" mlp "$fns" \
 		    "$b" 1 "$lr" $((steps + warm)) | keep "$r" >>"$tmp/ws.$b"
 		rm -rf "$tmp/run.db" "$tmp/stamp".*
 		PATH="$tmp/shim:$PATH" train "$b" "$lr" $((steps + warm + 1))
@@ -140,14 +142,14 @@ prange() {
 }
 echo
 for b in $batches; do
-	echo "batch $b per function (4 x $b a step), ms, medians of" \
+	echo "batch $b per function ($fns x $b a step), ms, medians of" \
 	    "$(wc -l <"$tmp/ws.$b") and $(wc -l <"$tmp/st.$b") steps" \
 	    "[rounds' medians]:"
 	printf '  %-42s %-20s %s\n' "" "warm_step.py" "spirt-train"
 	for k in 8:"grad phase, to the first answer" \
 	    4:"grad phase, to the last answer" \
 	    5:"spirt-agg (0: the update takes the mean)" \
-	    6:"spirt-update (the mean of 4, momentum)" \
+	    6:"spirt-update (the mean of $fns, momentum)" \
 	    7:"driver between them" \
 	    3:"whole step"; do
 		c=${k%%:*}
