@@ -597,7 +597,7 @@ main(int argc, char **argv)
 	    *evcmd = opt_env(NULL, "SPIRT_EVALUATE", "spirt-eval"),
 	    *fnopt = "SPIRT_FUNCTION", *evopt = "SPIRT_EVALUATE";
 	int c, cold = 0, quiet = 0, verbose = 0, keepdg = 0, keeppl = 0,
-	    dsopt = 0, datagiven = 0, xauto = 0, leave = 0, lflip;
+	    dsopt = 0, datagiven = 0, xauto = 0, leave = 0, lflip, bpeer;
 	const struct spirt_preset *pre;
 	struct train_peers pp;
 	struct train_data td;
@@ -862,6 +862,28 @@ main(int argc, char **argv)
 	free(pp.others);
 	free(pp.urls);
 	free(pp.oids);
+
+	/* what the loop's parts set once from the options: xu, the steps of
+	 * a rejoiner's source's rounds (--every's, else 1); keep, the model
+	 * versions spirt-update keeps (--every H: H + 1, model@s0 of the
+	 * round stays until its outer step); spent, what --every's rounds
+	 * prune besides (digests unless kept); aggkey, where a step's
+	 * aggregate goes (peers a round a step: xagg/<t>/<self>, published
+	 * as it is, unless this peer lies: it crafts agg/<t>); slots, warm
+	 * spirt-grad functions with no attack on the stored gradients
+	 * writing their gradients into slots (docs/contracts.md, "Gradient
+	 * slots"); the log and plot, the model's */
+	bpeer = strncmp(byz, "peer:", 5) == 0;
+	set("xu", "%s", strcmp(xh, "0") ? xh : "1");
+	set("keep", "%lld", atoll(xh) < 2 ? 2 : atoll(xh) + 1);
+	set("spent", "%s", keepdg ? "" : "digest/");
+	set("aggkey", "%s", *peers && strcmp(xh, "0") == 0 && !bpeer ?
+	    "xagg" : "agg");
+	set("slots", "%d", !cold && strcmp(fncmd, "spirt-grad") == 0 &&
+	    !bpeer && (*byz == '\0' ||
+	    strcmp(strchr(byz, ':') + 1, "labelflip") == 0));
+	set("log", "%s.train-%s.tsv", store, model);
+	set("plot", "%s.train-%s.png", store, model);
 
 	set("rule", "%s", rule);
 	set("batch", "%s", batch);

@@ -7,6 +7,7 @@
  * as the loop said it.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,31 @@
 #include "store.h"
 #include "tensor.h"
 #include "tool.h"
+
+/*
+ * die with code and "pre: " then the tool's message fmt: its first line
+ * only, as the loop said a tool's message ("tool ended, saying nothing"
+ * when that line is empty)
+ */
+static _Noreturn void
+die_first(int code, const char *pre, const char *tool, const char *fmt,
+    ...) __attribute__((format(printf, 4, 5)));
+
+static _Noreturn void
+die_first(int code, const char *pre, const char *tool, const char *fmt,
+    ...)
+{
+	char m[16384];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof m, fmt, ap);
+	va_end(ap);
+	m[strcspn(m, "\n")] = '\0';
+	if (m[0] == '\0')
+		die(code, "%s%s ended, saying nothing", pre, tool);
+	die(code, "%s%s", pre, m);
+}
 
 /* ---- the peers ---- */
 
@@ -67,14 +93,19 @@ void
 train_peers(struct train_peers *p, const char *path, long long peer)
 {
 	struct peerline *pl;
+	char m[16384];
 	size_t n;
+	int code;
 
-	peers_read("--peers", path, &pl, &n);
+	// (spirt-peer peers' words, their first line)
+	if ((code = peers_load("--peers", path, &pl, &n, m, sizeof m)) != 0)
+		die_first(code, "", "spirt-peer", "%s", m);
 	if (n == 0)
-		die(SPIRT_EX_DATAERR, "--peers %s: no peer in it", path);
+		die_first(SPIRT_EX_DATAERR, "", "spirt-peer", "--peers %s: no "
+		    "peer in it", path);
 	if ((size_t)peer >= n)
-		die(SPIRT_EX_USAGE, "--peer %lld: %s has %zu peers (0 to %zu)",
-		    peer, path, n, n - 1);
+		die_first(SPIRT_EX_USAGE, "", "spirt-peer", "--peer %lld: %s "
+		    "has %zu peers (0 to %zu)", peer, path, n, n - 1);
 	p->np = (long long)n;
 	p->self = copy(pl[peer].id);
 	p->selfurl = copy(pl[peer].loc);
@@ -93,7 +124,10 @@ train_peers(struct train_peers *p, const char *path, long long peer)
 static _Noreturn void
 badval(const char *what, const char *opt, const char *s, int rc)
 {
-	die(SPIRT_EX_USAGE, "%s: %s: %s \"%s\"", what, opt,
+	char pre[512];
+
+	snprintf(pre, sizeof pre, "%s: ", what);
+	die_first(SPIRT_EX_USAGE, pre, "spirt-agg", "%s: %s \"%s\"", opt,
 	    rc == ERANGE ? "value out of range" : "invalid value", s);
 }
 
@@ -138,7 +172,7 @@ void
 train_rule(const char *what, const char *args, unsigned long long w)
 {
 	static struct spirt_aggset a;   /* (a quarter megabyte) */
-	char o[32], v[64], rule[64] = "mean";
+	char o[32], v[64], rule[64] = "mean", pre[512];
 	const char *p = args;
 
 	spirt_aggset_init(&a);
@@ -175,10 +209,12 @@ train_rule(const char *what, const char *args, unsigned long long w)
 	// (spirt-agg reads its batch's variable in any case)
 	u64(what, "SPIRT_BATCH", opt_env(NULL, "SPIRT_BATCH", "64"), 1,
 	    1 << 20);
+	snprintf(pre, sizeof pre, "%s: ", what);
 	if (!(a.p.rule = spirt_agg_rule_parse(rule)))
-		die(SPIRT_EX_USAGE, "%s: -r: unknown rule \"%s\"", what, rule);
+		die_first(SPIRT_EX_USAGE, pre, "spirt-agg", "-r: unknown rule "
+		    "\"%s\"", rule);
 	if (spirt_aggset_rule_check(&a, (size_t)w))
-		die(SPIRT_EX_USAGE, "%s: %s", what, a.msg);
+		die_first(SPIRT_EX_USAGE, pre, "spirt-agg", "%s", a.msg);
 }
 
 void
@@ -280,17 +316,24 @@ train_spec(const char **spec, const char *store, const char *model)
 		return;
 	}
 	// spirt-init -m MODEL SPEC's checks, writing nothing
+	// (spirt-init's words, their first line)
 	if ((rc = spirt_model_parse(&m, *spec)) != 0)
-		die(SPIRT_EX_USAGE, "%s: %s (see spirt-model(5))", *spec,
-		    spirt_strerror(rc));
-	echeck_model("-m", model);
+		die_first(SPIRT_EX_USAGE, "", "spirt-init", "%s: %s (see "
+		    "spirt-model(5))", *spec, spirt_strerror(rc));
+	if (spirt_name_check(model))
+		die_first(SPIRT_EX_USAGE, "", "spirt-init", "-m: invalid model "
+		    "name \"%.40s%s\" (1 to %d of A-Z a-z 0-9 . _ -, not "
+		    "starting with .)", model, strlen(model) > 40 ? "..." : "",
+		    SPIRT_NAME_PART_MAX);
 	if ((rc = spirt_key_model(k, sizeof k, model, 0)) != 0 ||
 	    (rc = spirt_key_mstate(sk, sizeof sk, model, 0)) != 0)
-		dierc(rc, "model/%s@0", model);
+		die_first(spirt_exit(rc), "", "spirt-init", "model/%s@0: %s",
+		    model, errcause(rc));
 	dims[0] = m.nparams;
 	if ((rc = spirt_tensor_init(&hdr, SPIRT_F32, 1, dims)) != 0 ||
 	    (rc = spirt_tensor_set_name(&hdr, m.spec)) != 0)
-		dierc(rc, "%s", m.spec);
+		die_first(spirt_exit(rc), "", "spirt-init", "%s: %s", m.spec,
+		    errcause(rc));
 }
 
 /* ---- the data ---- */
