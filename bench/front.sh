@@ -71,5 +71,5 @@ END {
 	printf "old: %d runs, wall median %.3f s, cpu %.3f s\n", no, mow, moc
 	printf "new: %d runs, wall median %.3f s, cpu %.3f s\n", nn, mnw, mnc
 	printf "old/new: wall %.2fx, cpu %.2fx\n", mow / mnw,
-	    mnc > 0 ? moc / mnc : 0
+	    (mnc > 0 ? moc / mnc : 0)
 }' times
