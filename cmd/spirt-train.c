@@ -602,7 +602,7 @@ main(int argc, char **argv)
 	struct train_peers pp;
 	struct train_data td;
 	long long xq;
-	char *here, *aggargs, *xargs_, *agg, *x, **av, what[320];
+	char *here, *aggargs, *xargs_, *agg, *x, *what, **av;
 
 	progname = "spirt-train";
 	checkfds();
@@ -772,7 +772,6 @@ main(int argc, char **argv)
 		die(SPIRT_EX_USAGE, "sync %s: expected full, meta or none",
 		    sync);
 
-
 	/* the peers: this one's share, the others; the data set is sharded
 	 * over all P x M functions, this peer's are w0 .. w0+M-1.  Spare
 	 * slots join the running group later, as a rejoiner does, out of
@@ -804,21 +803,20 @@ main(int argc, char **argv)
 	set("w0", "%lld", atoll(peer) * atoll(fns));
 	set("nw", "%lld", td.nw);
 	set("xargs_", "%s", x);
-	/* --byzantine peer:ATTACK (evaluation only): checked here, played
-	 * by the loop's evaluation part, cmd/train-byz/peer.sh; a peer
-	 * that flips labels is every function of it flipping */
 
 	/* the attack, the rules for M inputs (and the exchange's for the
 	 * quorum), the model's spec: each as its tool would take it, before
 	 * any work */
 	if (*byz && strncmp(byz, "peer:", 5) != 0)
 		train_attack(byz, strchr(byz, ':') + 1);
-	snprintf(what, sizeof what, "-a %s", rule);
+	what = emalloc(strlen(rule) + strlen(prule) + 16);
+	sprintf(what, "-a %s", rule);
 	train_rule(what, agg, (unsigned long long)atoll(fns));
 	if (*peers) {
-		snprintf(what, sizeof what, "--peer-rule %s", prule);
+		sprintf(what, "--peer-rule %s", prule);
 		train_rule(what, x, (unsigned long long)xq);
 	}
+	free(what);
 	free(agg);
 	free(x);
 	train_spec(&spec, store, model);

@@ -124,9 +124,9 @@ train_peers(struct train_peers *p, const char *path, long long peer)
 static _Noreturn void
 badval(const char *what, const char *opt, const char *s, int rc)
 {
-	char pre[512];
+	char *pre = emalloc(strlen(what) + 3);
 
-	snprintf(pre, sizeof pre, "%s: ", what);
+	sprintf(pre, "%s: ", what);
 	die_first(SPIRT_EX_USAGE, pre, "spirt-agg", "%s: %s \"%s\"", opt,
 	    rc == ERANGE ? "value out of range" : "invalid value", s);
 }
@@ -172,17 +172,19 @@ void
 train_rule(const char *what, const char *args, unsigned long long w)
 {
 	static struct spirt_aggset a;   /* (a quarter megabyte) */
-	char o[32], v[64], rule[64] = "mean", pre[512];
+	size_t n = strlen(args) + 1;
+	char *o = emalloc(n), *v = emalloc(n), *rule = emalloc(n), *pre;
 	const char *p = args;
 
+	strcpy(rule, "mean");
 	spirt_aggset_init(&a);
 	// the options in their order, each value parsed as spirt-agg
 	// parses it; the rule's name after them, as there
-	while (word(o, sizeof o, &p)) {
-		if (!word(v, sizeof v, &p))
+	while (word(o, n, &p)) {
+		if (!word(v, n, &p))
 			die(SPIRT_EX_SOFTWARE, "%s: %s: no value", what, o);
 		if (strcmp(o, "-r") == 0)
-			snprintf(rule, sizeof rule, "%s", v);
+			strcpy(rule, v);
 		else if (strcmp(o, "--trim") == 0)
 			a.p.trim = dbl(what, o, v, 0, 0.49999);
 		else if (strcmp(o, "--byzantine") == 0)
@@ -209,12 +211,17 @@ train_rule(const char *what, const char *args, unsigned long long w)
 	// (spirt-agg reads its batch's variable in any case)
 	u64(what, "SPIRT_BATCH", opt_env(NULL, "SPIRT_BATCH", "64"), 1,
 	    1 << 20);
-	snprintf(pre, sizeof pre, "%s: ", what);
+	pre = emalloc(strlen(what) + 3);
+	sprintf(pre, "%s: ", what);
 	if (!(a.p.rule = spirt_agg_rule_parse(rule)))
 		die_first(SPIRT_EX_USAGE, pre, "spirt-agg", "-r: unknown rule "
 		    "\"%s\"", rule);
 	if (spirt_aggset_rule_check(&a, (size_t)w))
 		die_first(SPIRT_EX_USAGE, pre, "spirt-agg", "%s", a.msg);
+	free(pre);
+	free(o);
+	free(v);
+	free(rule);
 }
 
 void
