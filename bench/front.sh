@@ -10,8 +10,8 @@
 #    "refused" (-b past a worker's samples: the checks alone);
 # 2. ROUNDS (default 15) interleaved runs, old then new, of --steps 1 on
 #    a store whose model@1 is there: every check and the loop's set-up,
-#    no step ("already trained"); /usr/bin/time's wall and CPU (user +
-#    sys, the children's too), medians and ratios.
+#    no step ("already trained"); wall and CPU (user + sys of the
+#    whole tree of processes, getrusage's children), medians and ratios.
 # Needs FMNIST (default /usr/share/datasets/fashion-mnist), strace for 1.
 set -eu
 [ $# -ge 2 ] || { echo "usage: sh bench/front.sh old_dir new_dir [rounds]" >&2; exit 64; }
@@ -46,30 +46,28 @@ rm -rf t.db t.db.*
 cp -R base.db t.db
 "$new/spirt-train" -q -s t.db --steps 1
 : >times
-i=0
-while [ "$i" -lt "$rounds" ]; do
-	for w in old new; do
-		eval "b=\$$w"
-		/usr/bin/time -f "$w %e %U %S" -a -o times \
-		    "$b/spirt-train" -q -s t.db --steps 1
-	done
-	i=$((i + 1))
-done
-awk '
-function median(a, n,   i, j, t) {
-	for (i = 2; i <= n; i++)
-		for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
-			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
-		}
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
-$1 == "old" { ow[++no] = $2; oc[no] = $3 + $4 }
-$1 == "new" { nw[++nn] = $2; nc[nn] = $3 + $4 }
-END {
-	mow = median(ow, no); moc = median(oc, no)
-	mnw = median(nw, nn); mnc = median(nc, nn)
-	printf "old: %d runs, wall median %.3f s, cpu %.3f s\n", no, mow, moc
-	printf "new: %d runs, wall median %.3f s, cpu %.3f s\n", nn, mnw, mnc
-	printf "old/new: wall %.2fx, cpu %.2fx\n", mow / mnw,
-	    (mnc > 0 ? moc / mnc : 0)
-}' times
+# (python for the clock: /usr/bin/time counts in 10 ms, the start is tens)
+"${PYTHON:-/usr/bin/python3}" - "$old/spirt-train" "$new/spirt-train" \
+    "$rounds" <<'PY'
+import resource, statistics as st, subprocess, sys, time
+bins = {"old": sys.argv[1], "new": sys.argv[2]}
+wall = {"old": [], "new": []}
+cpu = {"old": [], "new": []}
+def children():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+for i in range(int(sys.argv[3])):
+    for w in ("old", "new"):
+        c0, t0 = children(), time.perf_counter()
+        subprocess.run([bins[w], "-q", "-s", "t.db", "--steps", "1"],
+                       check=True)
+        wall[w].append(time.perf_counter() - t0)
+        cpu[w].append(children() - c0)
+for w in ("old", "new"):
+    print("%s: %d runs, wall median %.1f ms (%.1f-%.1f), cpu median %.1f ms"
+          % (w, len(wall[w]), 1e3 * st.median(wall[w]), 1e3 * min(wall[w]),
+             1e3 * max(wall[w]), 1e3 * st.median(cpu[w])))
+print("old/new: wall %.2fx, cpu %.2fx"
+      % (st.median(wall["old"]) / st.median(wall["new"]),
+         st.median(cpu["old"]) / st.median(cpu["new"])))
+PY
