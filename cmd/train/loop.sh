@@ -41,8 +41,9 @@ first() {
 # self, selfurl; the others' locations: others, those over HTTP: urls,
 # ID:LINE: oids), checked the rules, the attack and the model's spec,
 # exported the store, its sync and the data sets (SPIRT_STORE,
-# SPIRT_SYNC, SPIRT_DATASET, SPIRT_DATASET_TEST, SPIRT_THREADS), sharded
-# --data's demo sets when missing and counted the steps: this peer's
+# SPIRT_SYNC, SPIRT_DATASET, SPIRT_DATASET_TEST, SPIRT_THREADS), checked
+# the data sets (--data's demo sets, when missing, from their files:
+# shtrain, shtest, sharded below) and counted the steps: this peer's
 # functions are workers w0 .. w0+M-1 of nw; a worker's samples per, the
 # steps per epoch spe, the schedule's total, the run's stop, the
 # evaluations' period every, the newest model step last (spirt-train(1))
