@@ -4,7 +4,8 @@
 # --byzantine peer:ATTACK (evaluation only): this whole peer lies.  Its
 # code is not the driver's: the evaluation part spirt-train-byzpeer.sh
 # (cmd/train-byz/peer.sh), beside this script (a build tree) or in
-# ../libexec/spirt (installed), read only now
+# ../libexec/spirt (installed), read only now: its check (byzpeer_check)
+# follows the front's, so with another bad option that one is named first
 bpeer=
 case $byz in
 peer:*)
