@@ -174,7 +174,7 @@ uninstall:
 		{ rmdir $$d 2>/dev/null || :; }
 
 clean:
-	rm -f $(BIN) $(LIBEXEC) $(LIBEXEC_RUN) lib/libspirt.a $(LIBOBJ) $(TOOLLIB) cmd/*.o cmd/key/*.o cmd/peer/*.o tests/unit/*.o $(UNIT) \
+	rm -f $(BIN) $(LIBEXEC) $(LIBEXEC_RUN) lib/libspirt.a $(LIBOBJ) $(TOOLLIB) cmd/*.o cmd/key/*.o cmd/peer/*.o cmd/train/*.o tests/unit/*.o $(UNIT) \
 		bench/*.o $(BENCH) $(FUZZ_LIBOBJ) tests/fuzz/libspirt.a \
 		$(FUZZ_BIN)
 

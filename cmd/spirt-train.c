@@ -15,6 +15,7 @@
 #include "model.h"
 #include "opt.h"
 #include "tool.h"
+#include "train/checks.h"
 
 /* the long options without a letter (past 255: no letter's value) */
 enum {
@@ -171,7 +172,7 @@ static const char *const tools[] = {
 };
 
 /* the configuration, as the loop's variables: NAME=VALUE arguments */
-#define NVARS 64
+#define NVARS 96
 static char *vars[NVARS];
 static int nvars;
 
@@ -591,14 +592,17 @@ main(int argc, char **argv)
 	    *target = "0", *ckpt = "100", *peers = "", *peer = "0",
 	    *deadline = "30000", *bucket = "1", *byz = "", *xh = "0",
 	    *beat = "0", *xmode = "all", *prule = "mean", *wmom = "",
-	    *train = "train", *test = "test", *optargs, *fanout,
+	    *train = "train", *test = "test", *optargs, *fanout, *th,
 	    *fncmd = opt_env(NULL, "SPIRT_FUNCTION", "spirt-grad"),
 	    *evcmd = opt_env(NULL, "SPIRT_EVALUATE", "spirt-eval"),
 	    *fnopt = "SPIRT_FUNCTION", *evopt = "SPIRT_EVALUATE";
 	int c, cold = 0, quiet = 0, verbose = 0, keepdg = 0, keeppl = 0,
-	    dsopt = 0, datagiven = 0, xauto = 0, leave = 0, lflip;
+	    dsopt = 0, datagiven = 0, xauto = 0, leave = 0, lflip, bpeer;
 	const struct spirt_preset *pre;
-	char *here, *aggargs, *xargs_, **av;
+	struct train_peers pp;
+	struct train_data td;
+	long long xq;
+	char *here, *aggargs, *xargs_, *agg, *x, *what, **av;
 
 	progname = "spirt-train";
 	checkfds();
@@ -718,12 +722,15 @@ main(int argc, char **argv)
 		    "trim:F, norm, krum:f, mkrum:f:m or cclip:T[:L]", rule);
 	if (*wmom)
 		real("--worker-momentum", wmom, "0", "0.999999");
-	set("aggargs", "%s%s%s%s%s%s%s", aggargs,
+	agg = emalloc(strlen(aggargs) + strlen(bucket) + strlen(seed) +
+	    strlen(wmom) + 64);
+	sprintf(agg, "%s%s%s%s%s%s%s", aggargs,
 	    strcmp(bucket, "1") ? " --bucket " : "",
 	    strcmp(bucket, "1") ? bucket : "",
 	    strcmp(bucket, "1") ? " --seed " : "",
 	    strcmp(bucket, "1") ? seed : "",
 	    *wmom ? " --worker-momentum " : "", wmom);
+	set("aggargs", "%s", agg);
 	free(aggargs);
 	/* the exchange's rule across the peers */
 	if (strcmp(prule, "mean") != 0 && *peers == '\0')
@@ -732,8 +739,6 @@ main(int argc, char **argv)
 		die(SPIRT_EX_USAGE, "--peer-rule %s: expected mean, median, "
 		    "trim:F, norm, cclip:T[:L] or scclip:T[:L] (T a radius "
 		    "or auto)", prule);
-	set("xargs_", "%s", xargs_);
-	free(xargs_);
 
 	fnword(evopt, evcmd, here, 1);
 	fanout = getenv("SPIRT_FANOUT");
@@ -767,6 +772,117 @@ main(int argc, char **argv)
 		die(SPIRT_EX_USAGE, "sync %s: expected full, meta or none",
 		    sync);
 
+	/* the peers: this one's share, the others; the data set is sharded
+	 * over all P x M functions, this peer's are w0 .. w0+M-1.  Spare
+	 * slots join the running group later, as a rejoiner does, out of
+	 * the map until then: the others learn of one from its beats */
+	memset(&pp, 0, sizeof pp);
+	pp.np = 1;
+	if (*peers) {
+		train_peers(&pp, peers, atoll(peer));
+		if (pp.spare && strcmp(beat, "0") == 0)
+			die(SPIRT_EX_USAGE, "--peers %s: spare slots (the lines "
+			    "that say spare) join a running group by their "
+			    "beats: give --beat", peers);
+	}
+	td.nw = pp.np * atoll(fns);
+	/* the exchange's quorum, more than half of the P peers; a radius
+	 * "auto" is the (f+1)-th largest distance, f = (Q-1)/2 the most a
+	 * round of Q tolerates (1 of 4 peers) */
+	xq = pp.np / 2 + 1;
+	x = emalloc(strlen(xargs_) + 48);
+	sprintf(x, "%s", xargs_);
+	if (xauto)
+		sprintf(x + strlen(x), " --byzantine %lld", (xq - 1) / 2);
+	free(xargs_);
+	set("self", "%s", pp.self ? pp.self : "");
+	set("selfurl", "%s", pp.selfurl ? pp.selfurl : "");
+	set("others", "%s", pp.others ? pp.others : "");
+	set("urls", "%s", pp.urls ? pp.urls : "");
+	set("oids", "%s", pp.oids ? pp.oids : "");
+	set("w0", "%lld", atoll(peer) * atoll(fns));
+	set("nw", "%lld", td.nw);
+	set("xargs_", "%s", x);
+
+	/* the attack, the rules for M inputs (and the exchange's for the
+	 * quorum), the model's spec: each as its tool would take it, before
+	 * any work */
+	if (*byz && strncmp(byz, "peer:", 5) != 0)
+		train_attack(byz, strchr(byz, ':') + 1);
+	what = emalloc(strlen(rule) + strlen(prule) + 16);
+	sprintf(what, "-a %s", rule);
+	train_rule(what, agg, (unsigned long long)atoll(fns));
+	if (*peers) {
+		sprintf(what, "--peer-rule %s", prule);
+		train_rule(what, x, (unsigned long long)xq);
+	}
+	free(what);
+	free(agg);
+	free(x);
+	train_spec(&spec, store, model);
+
+	/* the tools' environment: the store, its sync, the data sets by
+	 * name (spirt-grad, spirt-agg, spirt-store batch, spirt-eval;
+	 * spirt-function(7)); many functions share two cores: one BLAS
+	 * thread each */
+	if (setenv("SPIRT_SYNC", sync, 1) || setenv("SPIRT_STORE", store, 1) ||
+	    setenv("SPIRT_DATASET", train, 1) ||
+	    setenv("SPIRT_DATASET_TEST", test, 1) ||
+	    (!(th = getenv("SPIRT_THREADS")) || *th == '\0' ?
+	    setenv("SPIRT_THREADS", "1", 1) : 0))
+		die(SPIRT_EX_OSERR, "setenv:");
+	store_env();
+
+	/* the data sets and the steps: per, a worker's samples; spe, the
+	 * steps per epoch; total, the schedule's; stop, where the run ends;
+	 * every, the evaluations' period; last, the newest model step */
+	td.store = store;
+	td.data = data;
+	td.train = train;
+	td.test = test;
+	td.model = model;
+	td.dsopt = dsopt;
+	td.np = pp.np;
+	td.batch = atoll(batch);
+	td.epochs = atoll(epochs);
+	td.steps = atoll(steps);
+	td.every = atoll(every);
+	train_data(&td);
+	set("shtrain", "%d", td.shtrain);
+	set("shtest", "%d", td.shtest);
+	set("per", "%lld", td.per);
+	set("spe", "%lld", td.spe);
+	set("total", "%lld", td.total);
+	set("stop", "%lld", td.stop);
+	set("last", "%s", td.last);
+	free(pp.self);
+	free(pp.selfurl);
+	free(pp.others);
+	free(pp.urls);
+	free(pp.oids);
+
+	/* what the loop's parts set once from the options: xu, the steps of
+	 * a rejoiner's source's rounds (--every's, else 1); keep, the model
+	 * versions spirt-update keeps (--every H: H + 1, model@s0 of the
+	 * round stays until its outer step); spent, what --every's rounds
+	 * prune besides (digests unless kept); aggkey, where a step's
+	 * aggregate goes (peers a round a step: xagg/<t>/<self>, published
+	 * as it is, unless this peer lies: it crafts agg/<t>); slots, warm
+	 * spirt-grad functions with no attack on the stored gradients
+	 * writing their gradients into slots (docs/contracts.md, "Gradient
+	 * slots"); the log and plot, the model's */
+	bpeer = strncmp(byz, "peer:", 5) == 0;
+	set("xu", "%s", strcmp(xh, "0") ? xh : "1");
+	set("keep", "%lld", atoll(xh) < 2 ? 2 : atoll(xh) + 1);
+	set("spent", "%s", keepdg ? "" : "digest/");
+	set("aggkey", "%s", *peers && strcmp(xh, "0") == 0 && !bpeer ?
+	    "xagg" : "agg");
+	set("slots", "%d", !cold && strcmp(fncmd, "spirt-grad") == 0 &&
+	    !bpeer && (*byz == '\0' ||
+	    strcmp(strchr(byz, ':') + 1, "labelflip") == 0));
+	set("log", "%s.train-%s.tsv", store, model);
+	set("plot", "%s.train-%s.png", store, model);
+
 	set("rule", "%s", rule);
 	set("batch", "%s", batch);
 	set("epochs", "%s", epochs);
@@ -779,7 +895,7 @@ main(int argc, char **argv)
 	set("store", "%s", store);
 	set("cold", "%d", cold);
 	set("data", "%s", data);
-	set("every", "%s", every);
+	set("every", "%lld", td.every);
 	set("sched", "%s", sched);
 	set("spec", "%s", spec);
 	set("steps", "%s", steps);
@@ -799,7 +915,6 @@ main(int argc, char **argv)
 	set("beat", "%s", beat);
 	set("xmode", "%s", xmode);
 	set("prule", "%s", prule);
-	set("xauto", "%d", xauto);
 	set("wmom", "%s", wmom);
 	set("fncmd", "%s", fncmd);
 	set("fnopt", "%s", fnopt);
@@ -808,7 +923,6 @@ main(int argc, char **argv)
 	set("fanout", "%s", fanout ? fanout : "");
 	set("train", "%s", train);
 	set("test", "%s", test);
-	set("dsopt", "%d", dsopt);
 	set("here", "%s", here);
 
 	/* the loop: its argv, the front's mark then NAME=VALUE each (sh

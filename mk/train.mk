@@ -20,9 +20,11 @@ TRAIN_SH = cmd/train/loop.sh cmd/train/setup.sh \
 	cmd/train/run.sh cmd/train/http.sh \
 	cmd/train/workers.sh cmd/train/step.sh
 
-cmd/spirt-train.o: $(TOOLHDR) $(LIBHDR) config.mk
-spirt-train: cmd/spirt-train.o $(TOOLLIB) lib/libspirt.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-train.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
+# (its checks before the first step, cmd/train/checks.o, read the peers
+# file as spirt-peer peers does: cmd/peer/peers.o)
+cmd/spirt-train.o cmd/train/checks.o: $(TOOLHDR) $(LIBHDR) cmd/train/checks.h cmd/peer/peers.h config.mk
+spirt-train: cmd/spirt-train.o cmd/train/checks.o cmd/peer/peers.o $(TOOLLIB) lib/libspirt.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ cmd/spirt-train.o cmd/train/checks.o cmd/peer/peers.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS) $(ZLIB_LIBS)
 
 # (made beside, then renamed: sh reads a script as it runs it, and a
 # spirt-train running while it is made again would read the new one)

@@ -682,6 +682,33 @@ np.savez("t5.npz", x=np.zeros((9, 5), np.float32), y=np.arange(9) % 3)'
 	[ ! -e n.db.train-soft.tsv ]
 }
 
+@test "--train DS: the front's checks of the data, the model and the peers: a batch past a worker's samples 64, shards that do not read 65, a model record naming no spec 65, a bad peers line 65; nothing written" {
+	numpy_set
+	spirt-shard -q -s n.db -d mine -n 2 --seed 1 x.npy y.npy
+	spirt-shard -q -s n.db -d mine-test t.npz
+	# (a data set whose info is there, its shards not)
+	spirt-store -s n.db get data/mine/info >info.rec
+	spirt-store -s n.db put data/bad/info info.rec
+	# (a model of one's own whose record names no spec)
+	"$PYTHON" -c 'import numpy as np; np.save("w.npy", np.zeros(15, np.float32))'
+	spirt-store -s n.db import -t 0 model/own@0 w.npy
+	spirt-store -s n.db ls | cut -f1 >before
+	# 240 samples in 2 shards: 120 a worker
+	run -64 --separate-stderr soft n.db --train mine --test mine-test -b 121
+	[ "$stderr" = "spirt-train: batch 121 is larger than a worker's 120 samples" ]
+	run -65 --separate-stderr soft n.db --train bad --test mine-test
+	[ "${stderr##*$'\n'}" = "spirt-train: --train bad: spirt-shard -d bad --stats: no shards in store n.db" ]
+	run -65 --separate-stderr spirt-train -q -s n.db -m own -n 2 \
+	    --train mine --test mine-test
+	[ "$stderr" = "spirt-train: model/own@0: no name in its record" ]
+	printf 'p0 %s/n.db\nbad\n' "$PWD" >peers
+	run -65 --separate-stderr soft n.db --train mine --test mine-test \
+	    --peers peers
+	[ "$stderr" = 'spirt-train: --peers peers: line 2: "bad": expected "id location"' ]
+	spirt-store -s n.db ls | cut -f1 | diff before -
+	[ ! -e n.db.train-soft.tsv ] && [ ! -e n.db.train-own.tsv ]
+}
+
 @test "--train DS sharded for another number of functions: 65 naming the spirt-shard command that fits, with --peers P x M; sharded again, it trains" {
 	numpy_set
 	spirt-shard -q -s n.db -d mine -n 2 --seed 1 x.npy y.npy

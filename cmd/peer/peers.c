@@ -26,24 +26,26 @@ const struct opt peers_opts[] = {
 	{ 0 }
 };
 
-void
-peers_read(const char *what, const char *path, struct peerline **pl,
-    size_t *n)
+int
+peers_load(const char *what, const char *path, struct peerline **pl,
+    size_t *n, char *msg, size_t cap)
 {
 	char *buf, *line, *next, fmt[32];
-	size_t len, cap = 0, no = 0;
+	size_t len, lcap = 0, no = 0;
 	int rc;
 
-	if ((rc = spirt_readfile(path, (void **)&buf, &len)) != 0)
-		die(spirt_exit(rc), "%s %s: cannot read it: %s", what, path,
-		    errcause(rc));
-	snprintf(fmt, sizeof fmt, "%%%zus %%%zus %%7s %%1s",
-	    sizeof (*pl)->id - 1, sizeof (*pl)->loc - 1);
 	*pl = NULL;
 	*n = 0;
+	if ((rc = spirt_readfile(path, (void **)&buf, &len)) != 0) {
+		snprintf(msg, cap, "%s %s: cannot read it: %s", what, path,
+		    errcause(rc));
+		return spirt_exit(rc);
+	}
+	snprintf(fmt, sizeof fmt, "%%%zus %%%zus %%7s %%1s",
+	    sizeof (*pl)->id - 1, sizeof (*pl)->loc - 1);
 	for (line = buf; line < buf + len; line = next) {
 		size_t ll = strcspn(line, "\n");
-		struct peerline p;
+		struct peerline p, *npl;
 		char extra[8], more[2];
 		int f;
 
@@ -57,18 +59,43 @@ peers_read(const char *what, const char *path, struct peerline **pl,
 		 * group) */
 		f = sscanf(line, fmt, p.id, p.loc, extra, more);
 		if ((f != 2 && (f != 3 || strcmp(extra, "spare") != 0)) ||
-		    spirt_key_id_check(p.id) != 0)
-			die(SPIRT_EX_DATAERR, "%s %s: line %zu: \"%s\": "
-			    "expected \"id location\"", what, path, no, line);
+		    spirt_key_id_check(p.id) != 0) {
+			snprintf(msg, cap, "%s %s: line %zu: \"%s\": expected "
+			    "\"id location\"", what, path, no, line);
+			rc = SPIRT_EX_DATAERR;
+			break;
+		}
 		p.spare = f == 3;
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 8;
-			if (!(*pl = realloc(*pl, cap * sizeof **pl)))
-				dierc(ENOMEM, "%s", path);
+		if (*n == lcap) {
+			lcap = lcap ? 2 * lcap : 8;
+			if (!(npl = realloc(*pl, lcap * sizeof **pl))) {
+				snprintf(msg, cap, "%s: %s", path,
+				    errcause(ENOMEM));
+				rc = spirt_exit(ENOMEM);
+				break;
+			}
+			*pl = npl;
 		}
 		(*pl)[(*n)++] = p;
 	}
 	free(buf);
+	if (rc != 0) {
+		free(*pl);
+		*pl = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+void
+peers_read(const char *what, const char *path, struct peerline **pl,
+    size_t *n)
+{
+	char msg[16384];
+	int code;
+
+	if ((code = peers_load(what, path, pl, n, msg, sizeof msg)) != 0)
+		die(code, "%s", msg);
 }
 
 /* NAME='S', S quoted for sh */

@@ -25,6 +25,10 @@ struct peerline {
  */
 void peers_read(const char *what, const char *path, struct peerline **pl,
     size_t *n);
+/* peers_read's reading, its failure not fatal: 0, or the exit code
+ * (65, 66, 71) with the message (no program name) in msg */
+int peers_load(const char *what, const char *path, struct peerline **pl,
+    size_t *n, char *msg, size_t cap);
 
 /* peers' option table, for spirt-peer's -h and parsing */
 extern const struct opt peers_opts[];

@@ -25,7 +25,7 @@ shift
 bad=" " list= attack=
 for a; do
 	case ${a%%=*} in
-	''|*[!a-z_]*|"$a") die 70 "spirt-train.sh: not a NAME=VALUE: $a" ;;
+	''|[0-9]*|*[!a-z0-9_]*|"$a") die 70 "spirt-train.sh: not a NAME=VALUE: $a" ;;
 	esac
 	eval "${a%%=*}=\${a#*=}"
 done
@@ -37,27 +37,13 @@ first() {
 	printf '%s\n' "$1" | sed -n "1{s/^$2: //;p;}" | grep . ||
 		echo "$2 ended, saying nothing"
 }
-# peers: P members (the id location lines of --peers), this one's share
-# --peer: np, this one's id and location (self, selfurl), the others'
-# locations (others; urls: those over HTTP) and ID:LINE (oids), read by
-# spirt-peer peers once; the data set is sharded over all P x M
-# functions, this peer's are w0 .. w0+M-1.  Spare slots (lines
-# "id location spare": spares, selfspare) join the running group later,
-# as a rejoiner does, out of the map until then: the others learn of one
-# from its beats, which takes --beat
-np=1 self= selfurl= others= urls= oids= spares= selfspare=0
-if [ -n "$peers" ]; then
-	rc=0
-	e=$(spirt-peer peers -P "$peers" --peer "$peer" 2>&1) || rc=$?
-	[ "$rc" -lt 126 ] || rc=70
-	[ "$rc" -eq 0 ] || die "$rc" "$(first "$e" spirt-peer)"
-	eval "$e"
-	[ -z "$spares" ] && [ "$selfspare" -eq 0 ] || [ "$beat" -gt 0 ] ||
-		die 64 "--peers $peers: spare slots (the lines that say spare) join a running group by their beats: give --beat"
-fi
-w0=$((peer * fns)) nw=$((np * fns))
-# the exchange's quorum, more than half of the P peers; a radius "auto"
-# is the (f+1)-th largest distance, f = (Q-1)/2 the most a round of Q
-# tolerates (1 of 4 peers)
-xq=$((np / 2 + 1))
-[ "$xauto" -eq 0 ] || xargs_="$xargs_ --byzantine $(((xq - 1) / 2))"
+# The front read the peers file (this one's id and location:
+# self, selfurl; the others' locations: others, those over HTTP: urls,
+# ID:LINE: oids), checked the rules, the attack and the model's spec,
+# exported the store, its sync and the data sets (SPIRT_STORE,
+# SPIRT_SYNC, SPIRT_DATASET, SPIRT_DATASET_TEST, SPIRT_THREADS), checked
+# the data sets (--data's demo sets, when missing, from their files:
+# shtrain, shtest, sharded below) and counted the steps: this peer's
+# functions are workers w0 .. w0+M-1 of nw; a worker's samples per, the
+# steps per epoch spe, the schedule's total, the run's stop, the
+# evaluations' period every, the newest model step last (spirt-train(1))

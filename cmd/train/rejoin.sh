@@ -11,9 +11,7 @@
 # further ahead, the margin doubled, up to the run's end (then it fetches
 # the last model) ----
 joining=0 jmargin=0 jlast=-1 jseen= best= src= srcid= lastx= leaving=0
-# (xu: the steps of the source's rounds, --every's)
-xu=1
-[ "$xh" -eq 0 ] || xu=$xh
+# (xu, the front's: the steps of the source's rounds, --every's, else 1)
 # peers_newest [OPTIONS...]: $_n, spirt-peer catch-up -P's line: the
 # other peer with the newest model (a restarted peer asks until one
 # answers, at most --deadline: a link just back may take a moment)
@@ -69,9 +67,8 @@ persist() {
 # model versions between checkpoints are volatile (spirt-store(5)): a power
 # loss costs at most the last $ckpt steps, never the store; the last
 # version of the run is made durable below
-# (--every H: model@s0 of the round stays until its outer step, H later)
-keep=2
-[ "$xh" -lt 2 ] || keep=$((xh + 1))
+# (keep, the front's: 2; with --every H, H + 1: model@s0 of the round
+# stays until its outer step, H later)
 upd="spirt-update -q -m $model -r $lr $optargs --schedule $sched --lr-total $total --keep $keep --checkpoint $ckpt"
 # peers: each step's update applies the global aggregate of the exchange;
 # with --every H, local steps apply agg and each round's last step the
@@ -94,9 +91,8 @@ if [ -n "$peers" ]; then
 		[ "$keepdg" -eq 0 ] || xch="$xch --keep-digests"
 	fi
 fi
-# --every: the spent rounds' digests go too, unless kept (--keep-digests)
-spent=digest/
-[ "$keepdg" -eq 0 ] || spent=
+# (spent, the front's: --every's spent rounds' digests go too, digest/,
+# unless kept, --keep-digests)
 # -R: a rerun after a crash between aggregate and update redoes the (identical)
 # aggregate; -P: each step removes the spent gradients of steps before t-1;
 # --batch: no gradient counts more samples than the assignment in force
@@ -107,24 +103,17 @@ agg="spirt-agg -q -R -P --batch $batch $aggargs"
 # exchange publishes as it is instead of copying agg/<t> there (3% of a
 # step); never replaced, -R or not.  A Byzantine peer (evaluation only)
 # crafts its agg/<t> before the round, so it keeps agg/<t>.
-# (self: this peer's id, that line's first word, as spirt-peer peers
-# checked it; the beats use it too)
-aggkey=agg
-if [ -n "$peers" ] && [ "$xh" -eq 0 ] && [ -z "$bpeer" ]; then
-	agg="$agg --publish $self" aggkey=xagg
-fi
+# (aggkey, the front's: xagg then, else agg; self: this peer's id, that
+# line's first word, as the front checked it; the beats use it too)
+[ "$aggkey" = agg ] || agg="$agg --publish $self"
 # slots: warm spirt-grad functions and no attack on the stored gradients:
 # each writes its gradient into its slot (to=slot), not grad/<t>/<w>, and
 # the step's aggregate takes it from there, the fused update's
 # (mean=slots) or spirt-agg's (--slots): no commit a gradient, in every
-# warm mode (docs/contracts.md, "Gradient slots")
-slots=0
-if [ "$cold" -eq 0 ] && [ "$fncmd" = spirt-grad ] && [ -z "$bpeer" ] &&
-    { [ -z "$attack" ] || [ "$attack" = labelflip ]; }; then
-	slots=1 agg="$agg --slots $model"
-fi
-# the log and plot are the model's: models trained in one store keep theirs
-log=$store.train-$model.tsv plot=$store.train-$model.png
+# warm mode (docs/contracts.md, "Gradient slots"); slots is the front's
+[ "$slots" -eq 0 ] || agg="$agg --slots $model"
+# (log and plot, the front's, are the model's: STORE.train-MODEL.tsv and
+# .png, so models trained in one store keep theirs)
 # with peers, two columns more: the last round's time and members in of
 # all (the warm exchange's answer; "-" with --cold), as /metrics says
 xrow=
