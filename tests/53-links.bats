@@ -71,11 +71,15 @@ serve_blob() {
 		skip "$why"
 	fi
 	serve_blob 100000
-	read -r c0 t0 < <(fetch 2 "$url")
+	# (the quickest of 5: a loaded machine delays some, on the wire,
+	# a process, most; never below the delays asked)
+	c0=$(for k in 1 2 3 4 5; do fetch 2 "$url"; done | cut -d' ' -f1 |
+	    sort -g | head -n 1)
 	# 10 ms at each receiver: a TCP connect (one round trip) 20 ms
 	run -0 netns_link 1 "delay 10ms"
 	run -0 netns_link 2 "delay 10ms"
-	read -r c3 t3 < <(fetch 2 "$url")
+	c3=$(for k in 1 2 3 4 5; do fetch 2 "$url"; done | cut -d' ' -f1 |
+	    sort -g | head -n 1)
 	awk -v a="$c0" -v b="$c3" 'BEGIN { exit !(b >= 0.019 && b - a >= 0.015) }' ||
 		fail "connect: ${c0} s unshaped, ${c3} s over 20 ms RTT"
 }

@@ -268,8 +268,11 @@ netns_wire_start() {
 	done
 	# (no fd of the caller's held: bats waits for its pipes to close;
 	# disowned: a `wait` for the test's own jobs does not wait for it)
+	# (nice -10: on a loaded machine the frames wait for the wire's
+	# turn on a CPU, a delay no link asked for; nice execs the wire, so
+	# its parent is still this shell)
 	# shellcheck disable=SC2086
-	ip netns exec "${NETNS_PREFIX}h" "$NETNS_WIREBIN" \
+	ip netns exec "${NETNS_PREFIX}h" nice -n -10 "$NETNS_WIREBIN" \
 	    -s "${NETNS_WIRE_SEED:-1}" "$w" $taps </dev/null >/dev/null \
 	    2>"$w/log" 3>&- &
 	k=$!
@@ -310,9 +313,10 @@ netns_wire() {
 }
 
 # netns_shape I: host I's link as shaped now: the wire's line for it
-# ("I rate R delay D loss P% limit N in F out F lost F dropped F", frames
-# from the host, to it, lost by the loss, dropped by a full queue), or
-# the qdiscs tc shows on both its ends
+# ("I rate R delay D loss P% limit N in F out F lost F dropped F bytes
+# IN OUT": frames from the host, to it, lost by the loss, dropped by a
+# full queue, and the bytes from and to the host), or the qdiscs tc
+# shows on both its ends
 netns_shape() {
 	if netns_wired; then
 		netns_wire stat &&

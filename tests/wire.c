@@ -39,7 +39,9 @@
  * and dir/state's first line names the last tokens done, TOKEN:ok or
  * TOKEN:bad (a bad command changes nothing; why is on stderr), then one
  * line a port: its shaping, in tc's words, and its counters (frames in
- * from the host, out to it, lost by the loss, dropped by a full queue).
+ * from the host, out to it, lost by the loss, dropped by a full queue,
+ * and the bytes in and out: "bytes IN OUT", Ethernet frames, as a
+ * veth's counters count them).
  *
  * Memory is bounded: a pool of -n frames (default 8192) of at most
  * FRAME_MAX bytes (the TAP's MTU of 1500 and a header); while it is
@@ -102,6 +104,7 @@ struct port {
 	struct shape sh;
 	struct queue in, out;   /* from the host; to the host */
 	uint64_t nin, nout, lost, dropped;
+	uint64_t bin, bout;     /* bytes of the frames in and out */
 };
 
 static struct port ports[PORTS_MAX];
@@ -314,9 +317,10 @@ due(uint64_t now)
 			// a TAP takes a whole frame or none (EAGAIN, EIO
 			// while the host's eth0 is down): none is a drop
 			if (o->fd >= 0 && write(o->fd, f->data, f->len) ==
-			    (ssize_t)f->len)
+			    (ssize_t)f->len) {
 				o->nout++;
-			else
+				o->bout += f->len;
+			} else
 				o->dropped++;
 			frame_put(f);
 		}
@@ -366,6 +370,7 @@ readtap(size_t i, uint64_t now)
 		}
 		f->len = (size_t)r;
 		p->nin++;
+		p->bin += f->len;
 		if (enqueue(&p->in, &p->sh, f, now, 0) != 0) {
 			p->dropped++;
 			frame_put(f);
@@ -478,8 +483,9 @@ state(const char *dir)
 		fprintf(f, " delay %gms loss %g%% limit %zu", (double)s->delay / 1e6,
 		    s->loss * 100, s->limit);
 		fprintf(f, " in %" PRIu64 " out %" PRIu64 " lost %" PRIu64
-		    " dropped %" PRIu64 "%s\n", p->nin, p->nout, p->lost,
-		    p->dropped, p->fd < 0 ? " gone" : "");
+		    " dropped %" PRIu64 " bytes %" PRIu64 " %" PRIu64 "%s\n",
+		    p->nin, p->nout, p->lost, p->dropped, p->bin, p->bout,
+		    p->fd < 0 ? " gone" : "");
 	}
 	if (fclose(f) != 0 || rename(tmp, path) != 0)
 		return -1;
