@@ -117,7 +117,7 @@ spirt_run() {
 ddp_run() {
 	local r pids=
 	for r in $(seq 0 $((p - 1))); do
-		netns_exec $((r + 1)) env DDP_RANK=$r DDP_SEED="$1" \
+		netns_exec $((r + 1)) env DDP_RANK="$r" DDP_SEED="$1" \
 		    DDP_INIT="$tmp/start.spt" DDP_LOCAL="$2" \
 		    MASTER_ADDR="$(netns_addr 1)" MASTER_PORT=29613 \
 		    GLOO_SOCKET_IFNAME=eth0 timeout 3600 $PY bench/ddp_train.py \
