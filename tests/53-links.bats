@@ -302,3 +302,25 @@ CHILD
 	[ ! -e "/run/spirt-netns/${prefix}w" ]
 	! kill -0 $wire 2>/dev/null
 }
+
+@test "the wire: a cut link carries nothing and its host's eth0 has no carrier; healed, it carries again" {
+	netns_require
+	NETNS_WIRE=1 netns_setup 2
+	udp_echo 1
+	udp 2 "$(netns_addr 1)" 3 0.05 >/dev/null
+	run -0 netns_cut 1
+	run -0 netns_exec 1 ip -o link show eth0
+	assert_output --partial NO-CARRIER
+	udp 2 "$(netns_addr 1)" 3 0 0.3 >cut
+	[ "$(grep -c lost cut)" = 3 ]
+	run -0 netns_shape 1
+	assert_output --regexp ' down$'
+	run -0 netns_heal 1
+	for k in $(seq 1 50); do
+		netns_exec 1 ip -o link show eth0 | grep -q NO-CARRIER || break
+		sleep 0.1
+	done
+	udp 2 "$(netns_addr 1)" 3 0.05 >healed
+	run ! grep lost healed
+	run -1 netns_wire 1 sideways
+}

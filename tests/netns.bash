@@ -314,6 +314,24 @@ netns_wire() {
 	return 1
 }
 
+# netns_cut I, netns_heal I: host I's link down (nothing in or out; its
+# eth0 without carrier) and up again: the hub's end of its veth set down
+# and up, or on the wire the same by the wire
+netns_cut() {
+	if netns_wired; then
+		netns_wire "$1" down
+	else
+		ip -n "${NETNS_PREFIX}h" link set "v$1" down
+	fi
+}
+netns_heal() {
+	if netns_wired; then
+		netns_wire "$1" up
+	else
+		ip -n "${NETNS_PREFIX}h" link set "v$1" up
+	fi
+}
+
 # netns_shape I: host I's link as shaped now: the wire's line for it
 # ("I rate R delay D loss P% limit N in F out F lost F dropped F bytes
 # IN OUT": frames from the host, to it, lost by the loss, dropped by a

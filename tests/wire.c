@@ -34,6 +34,11 @@
  *                       "loss P%" and "limit N" (frames a queue, netem's
  *                       default 1000), in any order; what is not named
  *                       goes back to its default (unshaped)
+ *   TOKEN PORT down     the link is cut: every frame from and to the
+ *                       host dropped (counted), and the TAP without
+ *                       carrier, so the host sees its eth0 down, as a
+ *                       veth whose other end is set down
+ *   TOKEN PORT up       the link is back, shaped as before
  *   TOKEN stat          only write the state (its counters) again
  *
  * and dir/state's first line names the last tokens done, TOKEN:ok or
@@ -100,6 +105,7 @@ struct shape {
 
 struct port {
 	int fd;                 /* -1: gone */
+	int down;               /* cut: nothing in or out */
 	char name[IFNAMSIZ];
 	struct shape sh;
 	struct queue in, out;   /* from the host; to the host */
@@ -252,6 +258,9 @@ toward(size_t j, struct frame *f, uint64_t t)
 
 	if (o->fd < 0) {
 		frame_put(f);
+	} else if (o->down) {
+		o->dropped++;
+		frame_put(f);
 	} else if (o->sh.loss > 0 && uniform() < o->sh.loss) {
 		o->lost++;
 		frame_put(f);
@@ -371,7 +380,7 @@ readtap(size_t i, uint64_t now)
 		f->len = (size_t)r;
 		p->nin++;
 		p->bin += f->len;
-		if (enqueue(&p->in, &p->sh, f, now, 0) != 0) {
+		if (p->down || enqueue(&p->in, &p->sh, f, now, 0) != 0) {
 			p->dropped++;
 			frame_put(f);
 		}
@@ -485,11 +494,42 @@ state(const char *dir)
 		fprintf(f, " in %" PRIu64 " out %" PRIu64 " lost %" PRIu64
 		    " dropped %" PRIu64 " bytes %" PRIu64 " %" PRIu64 "%s\n",
 		    p->nin, p->nout, p->lost, p->dropped, p->bin, p->bout,
-		    p->fd < 0 ? " gone" : "");
+		    p->fd < 0 ? " gone" : p->down ? " down" : "");
 	}
 	if (fclose(f) != 0 || rename(tmp, path) != 0)
 		return -1;
 	return 0;
+}
+
+/*
+ * updown: rest is "down" or "up" (and nothing after): the port cut or
+ * back, its TAP's carrier with it; 1 done, 0 failed (errno), -1 not such
+ * a command (rest is left as it was)
+ */
+static int
+updown(struct port *p, const char *rest)
+{
+	char w[8];
+	int on, n = 0;
+
+	if (sscanf(rest, " %7s %n", w, &n) != 1 || rest[n] != '\0')
+		return -1;
+	if (strcmp(w, "down") == 0)
+		on = 0;
+	else if (strcmp(w, "up") == 0)
+		on = 1;
+	else
+		return -1;
+	p->down = !on;
+	if (p->fd < 0)
+		return 1;
+	if (on == 0) {
+		while (p->in.head != NULL)
+			frame_put(queue_pop(&p->in));
+		while (p->out.head != NULL)
+			frame_put(queue_pop(&p->out));
+	}
+	return ioctl(p->fd, TUNSETCARRIER, &on) == 0;
 }
 
 /* command: one line of dir/ctl, done, and acknowledged in the state */
@@ -499,7 +539,7 @@ command(const char *dir, char *line)
 	char *save, *tok, *w, *end;
 	struct shape sh;
 	unsigned long p;
-	int ok = 0;
+	int ok = 0, r;
 
 	if ((tok = strtok_r(line, " \t", &save)) == NULL)
 		return;
@@ -513,7 +553,14 @@ command(const char *dir, char *line)
 		if (*end != '\0' || p < 1 || p > nports)
 			fprintf(stderr, "%s: ctl: %s: no port %s\n", PROG,
 			    tok, w);
-		else if (parse(&save, &sh) != 0)
+		else if ((r = updown(&ports[p - 1], save != NULL ? save :
+		    "")) >= 0) {
+			ok = r;
+			if (r == 0)
+				fprintf(stderr, "%s: ctl: %s: port %lu: "
+				    "carrier: %s\n", PROG, tok, p,
+				    strerror(errno));
+		} else if (parse(&save, &sh) != 0)
 			fprintf(stderr, "%s: ctl: %s: port %lu: a bad shape "
 			    "(none, or rate R, delay D, loss P%%, limit N)\n",
 			    PROG, tok, p);
