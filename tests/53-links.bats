@@ -7,8 +7,9 @@
 # test, and three peers still train to one model over 20 ms RTT with
 # 0.1% loss.  The wire's own properties: a round trip is never shorter
 # than the delays asked, a transfer never faster than the rate, a loss
-# of 100% loses everything and 0% nothing, and a killed test leaves
-# neither its process nor its namespaces.  Root only; bounded; the
+# of 100% loses everything and 0% nothing, a cut link carries nothing
+# until healed, and a killed test leaves neither its process nor its
+# namespaces.  Root only; bounded; the
 # namespaces go in teardown (or by the harness's reaper).
 
 load helper

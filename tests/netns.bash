@@ -12,6 +12,7 @@
 #   netns_setup 3            # hosts 1..3 at 10.77.0.1..3
 #   netns_exec 2 curl http://$(netns_addr 1):8000/
 #   netns_link 1 "rate 100mbit delay 10ms loss 0.1%"   # a slow link
+#   netns_cut 3; netns_heal 3   # host 3's link down, and up again
 #   netns_teardown           # in teardown(): processes, namespaces, links
 #
 # Names: "spt<pid>x<i>" and "spt<pid>xh" (hub), with the pid of the shell
