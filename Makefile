@@ -67,7 +67,11 @@ BASE_LIBS = $(WRAP_LDFLAGS) $(LMDB_LIBS) $(XXHASH_LIBS) $(SODIUM_LIBS) \
 LIBEXEC = $(TRAIN_LIBEXEC)
 LIBEXEC_RUN = $(TRAIN_LIBEXEC_RUN)
 
-all: $(BIN) $(LIBEXEC) $(LIBEXEC_RUN)
+# test infrastructure, built with the tools, never installed: the link
+# emulator of tests/netns.bash where the kernel has no netem
+TESTBIN = tests/wire
+
+all: $(BIN) $(LIBEXEC) $(LIBEXEC_RUN) $(TESTBIN)
 
 .c.o:
 	$(CC) $(ALLCFLAGS) -c -o $@ $<
@@ -117,6 +121,9 @@ tests/unit/test_opt.o tests/unit/test_kv.o: \
 bench/store_bench: bench/store_bench.o $(TOOLLIB) lib/libspirt.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ bench/store_bench.o $(TOOLLIB) lib/libspirt.a $(BASE_LIBS)
 bench/store_bench.o: $(TOOLHDR) $(LIBHDR)
+
+tests/wire: tests/wire.o
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/wire.o
 
 # the Debian packages (deps/debian); `sh ./bootstrap check` installs them and
 # then runs `make check`, so check itself does not run bootstrap again
@@ -176,7 +183,7 @@ uninstall:
 clean:
 	rm -f $(BIN) $(LIBEXEC) $(LIBEXEC_RUN) lib/libspirt.a $(LIBOBJ) $(TOOLLIB) cmd/*.o cmd/key/*.o cmd/peer/*.o cmd/train/*.o tests/unit/*.o $(UNIT) \
 		bench/*.o $(BENCH) $(FUZZ_LIBOBJ) tests/fuzz/libspirt.a \
-		$(FUZZ_BIN)
+		$(FUZZ_BIN) $(TESTBIN) tests/wire.o
 
 dist: clean
 	mkdir -p spirt-$(VERSION)

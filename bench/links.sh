@@ -3,8 +3,9 @@
 # links: P = 2, 4 and 8 peers, each in a network namespace of its own
 # (tests/netns.bash), every host's link to the hub shaped by netns_link:
 # 100 Mbit/s with a 20 ms round trip, and 1 Gbit/s with 1 ms (netem;
-# where the kernel has no netem the rate alone, by tbf, and the header
-# says so).  Each exchange (spirt-train --exchange all, parts) on the
+# where the kernel has no netem tests/wire, the harness's switch in user
+# space, and the header says so; with NETNS_WIRE=0 there the rate alone,
+# by tbf).  Each exchange (spirt-train --exchange all, parts) on the
 # same links, one after the other.
 #   bash bench/links.sh   (after make all; root, for the namespaces)
 #
@@ -12,7 +13,8 @@
 # over HTTP with tokens of one group, 1 function x batch 64 a peer, the
 # exchange each step) for STEPS steps.  Reported, per run:
 #   - bytes per peer per round, in and out: the hub's veth counters (ip -s
-#     link: what went to and came from each host) over the run, all of
+#     link: what went to and came from each host; on the wire its own
+#     counts of the same, Ethernet frames) over the run, all of
 #     them (aggregates, digests, handshakes, HTTP), divided by P and by
 #     the rounds (STEPS); and as a multiple of S, the aggregate record's
 #     bytes (all-to-all: (P - 1) S in and as many out; parts: about
@@ -63,9 +65,12 @@ tmp=$(mktemp -d)
 NETNS_NET=10.78.0
 . tests/netns.bash
 trap 'netns_teardown; rm -rf "$tmp"' EXIT
-if ! why=$(netns_netem); then
+if [ "${NETNS_WIRE:-}" = 0 ] && ! why=$(netns_netem); then
 	echo "   no netem here: the rate alone (tbf), no delay ($why)"
 	links=$(printf '%s\n' "$links" | sed 's/ delay [^ ;]*//g; s/ loss [^ ;]*//g')
+elif [ "${NETNS_WIRE:-}" = 1 ] || ! netns_netem >/dev/null; then
+	echo "   no netem here (or NETNS_WIRE=1): the links are tests/wire's, a switch"
+	echo "   in user space (rate, delay and loss); NETNS_WIRE=0: tbf, no delay"
 fi
 
 med() {         # med: median of the numbers on stdin ("-" if none)
@@ -74,8 +79,17 @@ med() {         # med: median of the numbers on stdin ("-" if none)
 		else print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 # counters: "host rx tx" of every host's link as the hub sees it (rx:
-# what host i sent, tx: what it received), all read at once
+# what host i sent, tx: what it received), all read at once: the hub's
+# veths, or on the wire (tests/wire) its bytes from and to each host
 counters() {
+	if netns_wired; then
+		netns_wire stat &&
+		    awk -v n="$1" '$1 ~ /^[0-9]+$/ && $1 <= n {
+			for (i = 2; i < NF; i++)
+				if ($i == "bytes") print $1, $(i + 1), $(i + 2)
+		    }' "/run/spirt-netns/${NETNS_PREFIX}w/state" | sort
+		return
+	fi
 	ip -n "$(netns_name h)" -s -j link show | "$PY" -c '
 import json, sys
 n = int(sys.argv[1])

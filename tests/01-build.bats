@@ -148,13 +148,13 @@ fakeroot_apt() {
 # ---- other builds, in a copy of the tree (some 30-90 s each) ----
 
 # srccopy [DIR]: the sources in DIR (default ./src), without the products
-# of the build under test
+# of the build under test (make all builds tests/wire too)
 srccopy() {
 	local d
 	d=$(pwd)/${1:-src}
 	mkdir -p "$d/tests" || return 1
 	(cd "$SPIRT_ROOT" && cp -R Makefile config.mk mk cmd lib bench "$d/" &&
-	    cp -R tests/unit "$d/tests/") || return 1
+	    cp -R tests/unit tests/wire.c "$d/tests/") || return 1
 	make -s -C "$d" clean
 }
 

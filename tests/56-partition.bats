@@ -64,8 +64,9 @@ train() {
 		eval "pid$i=\$!"
 	done
 	until_ 1200 model_at s3 10
-	# host 3's link goes down (the hub's end of its veth pair)
-	ip -n "$(netns_name h)" link set v3 down
+	# host 3's link goes down (the hub's end of its veth pair, or the
+	# wire's port: tests/netns.bash)
+	netns_cut 3
 	# p3 alone is no majority of {p1, p2, p3}: it stops and says why
 	rc=0
 	wait $pid3 || rc=$?
@@ -82,7 +83,7 @@ train() {
 	kill -0 $pid1
 	kill -0 $pid2
 	# the link heals; the same command brings p3 back
-	ip -n "$(netns_name h)" link set v3 up
+	netns_heal 3
 	train 3 >o3b 2>e3b &
 	pid3=$!
 	wait $pid1 || { cat e1 >&2; false; }

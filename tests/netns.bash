@@ -12,6 +12,7 @@
 #   netns_setup 3            # hosts 1..3 at 10.77.0.1..3
 #   netns_exec 2 curl http://$(netns_addr 1):8000/
 #   netns_link 1 "rate 100mbit delay 10ms loss 0.1%"   # a slow link
+#   netns_cut 3; netns_heal 3   # host 3's link down, and up again
 #   netns_teardown           # in teardown(): processes, namespaces, links
 #
 # Names: "spt<pid>x<i>" and "spt<pid>xh" (hub), with the pid of the shell
@@ -25,6 +26,27 @@
 #
 # Where namespaces are used by a process that is not the test shell (a
 # script started by the test), NETNS_OWNER names that process instead.
+#
+# The wire: where the kernel has no netem (CONFIG_NET_SCH_NETEM unset:
+# nothing in it delays or loses packets on purpose), the hosts are not
+# joined by a bridge but by tests/wire (tests/wire.c), a learning switch
+# in user space run in the hub namespace: one TAP device a host, moved
+# into the host's namespace as its eth0, every frame between hosts
+# through it, shaped per link as netns_link asks (rate, delay, loss), so
+# that netns_link means the same with or without netem.  NETNS_WIRE=1
+# takes the wire even where netem is, NETNS_WIRE=0 never (the bridge,
+# and netns_link refuses a delay or a loss as before); unset, the wire
+# where netem is missing.  NETNS_WIRE_SEED seeds its losses (default 1).
+# Its control FIFO and state are in /run/spirt-netns/<prefix>w/
+# (netns_wire, netns_shape); it runs in the hub, so the teardown, the
+# trap and the reaper kill it with everything else there, and it also
+# ends when the shell that ran netns_setup dies (PR_SET_PDEATHSIG): so
+# call netns_setup in the shell that lives as long as the hosts, not in
+# a $(...) or a pipeline.  Every frame crosses a process: at 1500 bytes
+# a frame it is CPU (about 2 syscalls a frame), which a loaded machine
+# shares with the peers: tests/53-netns-train took 26 s on the wire
+# against 20 on the bridge (one run each, load 6 to 10), and 8 peers all
+# to all kept the wire at a third of a CPU (docs/scale.md, the race).
 #
 # The test range is a blackhole in the namespace the harness runs in:
 # the root namespace of a machine may route $NETNS_NET.0/24 to a real
@@ -44,6 +66,9 @@
 # netns_setup fails; the harness never takes it over.
 
 NETNS_NET=${NETNS_NET:-10.77.0}
+# the link emulator (tests/wire.c, built by make all) beside this file
+NETNS_WIREBIN=${NETNS_WIREBIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")" &&
+	pwd)/wire}
 NETNS_PREFIX=
 NETNS_N=0
 NETNS_REAPER=
@@ -164,6 +189,7 @@ netns_clean() {
 		done
 		ip netns del "$ns" 2>/dev/null || :
 	done
+	rm -rf "/run/spirt-netns/${p}w"
 	netns_unroute "$p"
 }
 
@@ -184,16 +210,32 @@ netns_setup() {
 	NETNS_REAPER=$!
 	netns_route "$NETNS_PREFIX" "$NETNS_NET" || return 1
 	ip netns add "$hub" || { echo "netns: cannot add $hub" >&2; return 1; }
-	ip -n "$hub" link add br0 type bridge &&
-	    ip -n "$hub" link set br0 up &&
-	    ip -n "$hub" link set lo up || return 1
+	ip -n "$hub" link set lo up || return 1
+	local wire=0 why
+	case ${NETNS_WIRE:-} in
+	1) wire=1 ;;
+	0) ;;
+	*) why=$(netns_netem) || wire=1 ;;
+	esac
+	if [ "$wire" = 1 ]; then
+		netns_wire_start "$n" || return 1
+	else
+		ip -n "$hub" link add br0 type bridge &&
+		    ip -n "$hub" link set br0 up || return 1
+	fi
 	for i in $(seq 1 "$n"); do
 		ns=$NETNS_PREFIX$i
 		ip netns add "$ns" || return 1
-		ip -n "$hub" link add "v$i" type veth peer name eth0 \
-		    netns "$ns" &&
-		    ip -n "$hub" link set "v$i" master br0 &&
-		    ip -n "$hub" link set "v$i" up &&
+		if [ "$wire" = 1 ]; then
+			# the TAP the wire holds becomes the host's eth0
+			ip -n "$hub" link set "t$i" netns "$ns" &&
+			    ip -n "$ns" link set "t$i" name eth0
+		else
+			ip -n "$hub" link add "v$i" type veth peer name eth0 \
+			    netns "$ns" &&
+			    ip -n "$hub" link set "v$i" master br0 &&
+			    ip -n "$hub" link set "v$i" up
+		fi &&
 		    ip -n "$ns" link set lo up &&
 		    ip -n "$ns" addr add "$(netns_addr "$i")/24" dev eth0 &&
 		    ip -n "$ns" link set eth0 up || {
@@ -202,16 +244,109 @@ netns_setup() {
 		}
 	done
 	# bounded: every host's eth0 is up (no STP on br0: ports forward
-	# at once)
+	# at once; a TAP is up while the wire holds it)
 	for i in $(seq 1 "$n"); do
 		for k in $(seq 1 100); do
 			ip -n "$NETNS_PREFIX$i" -o link show eth0 2>/dev/null |
-			    grep -q 'state UP' && break
+			    grep -Eq 'state UP|[<,]LOWER_UP[,>]' && break
 			sleep 0.1
 		done
-		ip -n "$NETNS_PREFIX$i" -o link show eth0 | grep -q 'state UP' ||
+		ip -n "$NETNS_PREFIX$i" -o link show eth0 |
+		    grep -Eq 'state UP|[<,]LOWER_UP[,>]' ||
 			{ echo "netns: eth0 of host $i is not up" >&2; return 1; }
 	done
+}
+
+# netns_wire_start N: the wire in the hub with TAPs t1..tN, ready for
+# commands; 0, or 1 with a message (its stderr is in its directory's log)
+netns_wire_start() {
+	local n=$1 w=/run/spirt-netns/${NETNS_PREFIX}w i k taps=
+	[ -x "$NETNS_WIREBIN" ] || {
+		echo "netns: no $NETNS_WIREBIN (make all builds it)" >&2
+		return 1
+	}
+	rm -rf "$w" && mkdir -p "$w" || return 1
+	for i in $(seq 1 "$n"); do
+		taps="$taps t$i"
+	done
+	# (no fd of the caller's held: bats waits for its pipes to close;
+	# disowned: a `wait` for the test's own jobs does not wait for it)
+	# (nice -10: on a loaded machine the frames wait for the wire's
+	# turn on a CPU, a delay no link asked for; nice execs the wire, so
+	# its parent is still this shell)
+	# shellcheck disable=SC2086
+	ip netns exec "${NETNS_PREFIX}h" nice -n -10 "$NETNS_WIREBIN" \
+	    -s "${NETNS_WIRE_SEED:-1}" "$w" $taps </dev/null >/dev/null \
+	    2>"$w/log" 3>&- &
+	k=$!
+	disown "$k" 2>/dev/null || :
+	for i in $(seq 1 200); do
+		[ -e "$w/state" ] && return 0
+		kill -0 "$k" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "netns: the wire did not start: $(tail -n 1 "$w/log" 2>/dev/null)" >&2
+	return 1
+}
+
+# netns_wired: whether the hosts are joined by the wire (0) or a bridge
+netns_wired() {
+	[ -n "$NETNS_PREFIX" ] && [ -p "/run/spirt-netns/${NETNS_PREFIX}w/ctl" ]
+}
+
+# netns_wire CMD...: a command to the wire (tests/wire.c: "I SPEC" or
+# "stat"); 0 once it is done, 1 with a message if it is refused or not
+# done within 5 s
+netns_wire() {
+	local w=/run/spirt-netns/${NETNS_PREFIX}w tok k
+	tok=$BASHPID.$RANDOM$RANDOM
+	# (<>: opening the FIFO so never blocks, the wire gone or not)
+	printf '%s %s\n' "$tok" "$*" 1<>"$w/ctl" || return 1
+	for k in $(seq 1 500); do
+		case " $(head -n 1 "$w/state" 2>/dev/null) " in
+		*" $tok:ok "*) return 0 ;;
+		*" $tok:bad "*)
+			echo "netns: the wire: $(tail -n 1 "$w/log")" >&2
+			return 1 ;;
+		esac
+		sleep 0.01
+	done
+	echo "netns: the wire does not answer ($w)" >&2
+	return 1
+}
+
+# netns_cut I, netns_heal I: host I's link down (nothing in or out; its
+# eth0 without carrier) and up again: the hub's end of its veth set down
+# and up, or on the wire the same by the wire
+netns_cut() {
+	if netns_wired; then
+		netns_wire "$1" down
+	else
+		ip -n "${NETNS_PREFIX}h" link set "v$1" down
+	fi
+}
+netns_heal() {
+	if netns_wired; then
+		netns_wire "$1" up
+	else
+		ip -n "${NETNS_PREFIX}h" link set "v$1" up
+	fi
+}
+
+# netns_shape I: host I's link as shaped now: the wire's line for it
+# ("I rate R delay D loss P% limit N in F out F lost F dropped F bytes
+# IN OUT": frames from the host, to it, lost by the loss, dropped by a
+# full queue, and the bytes from and to the host), or the qdiscs tc
+# shows on both its ends
+netns_shape() {
+	if netns_wired; then
+		netns_wire stat &&
+		    awk -v i="$1" '$1 == i' \
+		    "/run/spirt-netns/${NETNS_PREFIX}w/state"
+		return
+	fi
+	tc -n "${NETNS_PREFIX}h" qdisc show dev "v$1" &&
+	    tc -n "$NETNS_PREFIX$1" qdisc show dev eth0
 }
 
 # netns_teardown: kill, delete, forget; safe to call twice or before setup
@@ -273,8 +408,12 @@ netns_netem() {
 # every packet waits D once (at its receiver's link), a round trip 2 D:
 # "delay 10ms" is a 20 ms RTT; "loss P%" loses P% a direction; each host
 # sends and receives at most R.  Without delay or loss, the rate alone
-# is a tbf(8) where the kernel has no netem; delay or loss there: 1 with
-# the reason (netns_netem).  "none" removes the shaping.  Rates as tc
+# is a tbf(8) where the kernel has no netem and the hosts are on a
+# bridge (NETNS_WIRE=0); delay or loss there: 1 with the reason
+# (netns_netem).  On the wire (tests/wire.c) the same, by the wire: the
+# delay and the loss on what goes to host I, the rate both ways, and a
+# queue of at most 1000 frames each way (netem's default limit).  "none"
+# removes the shaping.  Rates as tc
 # writes them (kbit, mbit, gbit).
 netns_link() {
 	local i=$1 hub="${NETNS_PREFIX}h" host="$NETNS_PREFIX$1" rate= rest=
@@ -282,6 +421,10 @@ netns_link() {
 	# shellcheck disable=SC2086
 	set -- $2
 	if [ "$1" = none ]; then
+		if netns_wired; then
+			netns_wire "$i" none
+			return
+		fi
 		tc -n "$hub" qdisc del dev "v$i" root 2>/dev/null || :
 		tc -n "$host" qdisc del dev eth0 root 2>/dev/null || :
 		return 0
@@ -295,6 +438,10 @@ netns_link() {
 		[ $# -ge 2 ] || { echo "netns_link: $1: no value" >&2; return 1; }
 		shift 2
 	done
+	if netns_wired; then
+		netns_wire "$i" ${rate:+rate $rate}$rest
+		return
+	fi
 	if why=$(netns_netem); then
 		# shellcheck disable=SC2086
 		tc -n "$hub" qdisc replace dev "v$i" root netem \
