@@ -63,6 +63,8 @@ fi
 }
 tmp=$(mktemp -d)
 NETNS_NET=10.78.0
+# (the wire where the kernel has no netem: these benches shape delays)
+NETNS_WIRE=${NETNS_WIRE:-auto}
 . tests/netns.bash
 trap 'netns_teardown; rm -rf "$tmp"' EXIT
 if [ "${NETNS_WIRE:-}" = 0 ] && ! why=$(netns_netem); then

@@ -72,6 +72,8 @@ $PY -c 'import torch' 2>/dev/null || {
 }
 tmp=$(mktemp -d)
 NETNS_NET=10.80.0
+# (the wire where the kernel has no netem: these benches shape delays)
+NETNS_WIRE=${NETNS_WIRE:-auto}
 . tests/netns.bash
 trap 'netns_teardown; rm -rf "$tmp"' EXIT
 

@@ -62,7 +62,7 @@ serve_blob() {
 
 @test "netns_link: a delay is on the link (netem or the wire): a connect takes the round trip asked" {
 	netns_require
-	netns_setup 2
+	NETNS_WIRE=${NETNS_WIRE:-auto} netns_setup 2
 	if ! netns_wired && ! why=$(netns_netem); then
 		# refused, and said why, where the kernel has no netem
 		run -1 netns_link 1 "rate 100mbit delay 10ms"
@@ -93,7 +93,7 @@ serve_blob() {
 	# kernel has no netem: "rate 100mbit")
 	link=${SPIRT_TEST_LINK:-rate 100mbit delay 10ms loss 0.1%}
 	steps=12
-	netns_setup 3
+	NETNS_WIRE=${NETNS_WIRE:-auto} netns_setup 3
 	if [ -z "${SPIRT_TEST_LINK:-}" ] && ! netns_wired &&
 	    ! why=$(netns_netem); then
 		skip "$why"

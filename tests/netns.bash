@@ -33,10 +33,13 @@
 # in user space run in the hub namespace: one TAP device a host, moved
 # into the host's namespace as its eth0, every frame between hosts
 # through it, shaped per link as netns_link asks (rate, delay, loss), so
-# that netns_link means the same with or without netem.  NETNS_WIRE=1
-# takes the wire even where netem is, NETNS_WIRE=0 never (the bridge,
-# and netns_link refuses a delay or a loss as before); unset, the wire
-# where netem is missing.  NETNS_WIRE_SEED seeds its losses (default 1).
+# that netns_link means the same with or without netem.  It is asked
+# for: NETNS_WIRE=auto takes the wire where netem is missing (the tests
+# and benches that shape delays or losses), NETNS_WIRE=1 even where
+# netem is; unset or 0, the bridge (netns_link refuses a delay or a
+# loss without netem): every frame through a process costs CPU that the
+# many namespace tests that shape nothing, or only the rate (a tbf),
+# need not pay.  NETNS_WIRE_SEED seeds its losses (default 1).
 # Its control FIFO and state are in /run/spirt-netns/<prefix>w/
 # (netns_wire, netns_shape); it runs in the hub, so the teardown, the
 # trap and the reaper kill it with everything else there, and it also
@@ -212,10 +215,9 @@ netns_setup() {
 	ip netns add "$hub" || { echo "netns: cannot add $hub" >&2; return 1; }
 	ip -n "$hub" link set lo up || return 1
 	local wire=0 why
-	case ${NETNS_WIRE:-} in
+	case ${NETNS_WIRE:-0} in
 	1) wire=1 ;;
-	0) ;;
-	*) why=$(netns_netem) || wire=1 ;;
+	auto) why=$(netns_netem) || wire=1 ;;
 	esac
 	if [ "$wire" = 1 ]; then
 		netns_wire_start "$n" || return 1
@@ -409,7 +411,7 @@ netns_netem() {
 # "delay 10ms" is a 20 ms RTT; "loss P%" loses P% a direction; each host
 # sends and receives at most R.  Without delay or loss, the rate alone
 # is a tbf(8) where the kernel has no netem and the hosts are on a
-# bridge (NETNS_WIRE=0); delay or loss there: 1 with the reason
+# bridge (NETNS_WIRE unset or 0); delay or loss there: 1 with the reason
 # (netns_netem).  On the wire (tests/wire.c) the same, by the wire: the
 # delay and the loss on what goes to host I, the rate both ways, and a
 # queue of at most 1000 frames each way (netem's default limit).  "none"
