@@ -1,6 +1,7 @@
 /* spirt-run.c - supervise warm tools: start, feed, time and reap them */
 #define _XOPEN_SOURCE 700      /* nftw, FTW_DEPTH, FTW_PHYS */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
 #include <poll.h>
@@ -54,7 +55,8 @@ static const struct optset cli = {
 	"                            all answered well, TEXT2 to NAME2\n"
 	"on stdout: answer NAME LINE, died NAME pid=P status=S|signal=N,\n"
 	"  late NAME pid=P ms=M (killed), refused CODE REQUEST: WHY,\n"
-	"  fanned N, stepped NAME2 LINE (a fan's answers all well)\n",
+	"  fanned N, stepped NAME2 LINE (a fan's answers all well)\n"
+	"SPIRT_RUN_LOG=FILE: each request line appended to FILE\n",
 	21, 0, opts, NULL
 };
 
@@ -441,6 +443,31 @@ fan_event(struct spirt_sup *s, const struct spirt_sup_event *ev,
 	return (ex = fan_break()) ? ex : tell(ev, ms);
 }
 
+/* SPIRT_RUN_LOG: the requests, each line as it came, appended to a file
+ * (one write each, O_APPEND): a trace a user or a test reads to see what
+ * a driver asked, e.g. that a warm step of spirt-train is one fan; -1
+ * none */
+static int logfd = -1;
+
+static void
+log_request(const char *line)
+{
+	size_t n = strlen(line);
+	char buf[SPIRT_SUP_LINE + 2];
+
+	if (logfd < 0)
+		return;
+	memcpy(buf, line, n);
+	buf[n] = '\n';
+	/* (a trace that cannot be written is dropped, said once: the run
+	 * it watches goes on) */
+	if (write(logfd, buf, n + 1) != (ssize_t)(n + 1)) {
+		warnx_("SPIRT_RUN_LOG: cannot write:");
+		close(logfd);
+		logfd = -1;
+	}
+}
+
 /* -D: one entry of the directory's tree removed, the deepest first */
 static int
 rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
@@ -495,6 +522,11 @@ main(int argc, char **argv)
 	if (rd)
 		return read_line(end);
 
+	if ((act = getenv("SPIRT_RUN_LOG")) != NULL && *act != '\0' &&
+	    (logfd = open(act, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+	    0666)) < 0)
+		die(SPIRT_EX_CANTCREAT, "SPIRT_RUN_LOG: %s: %s", act,
+		    strerror(errno));
 	if ((rc = sigpipe_open(&sfd)) != 0 ||
 	    (rc = spirt_sup_open(&s, 0, sfd)) != 0)
 		die(SPIRT_EX_OSERR, "cannot supervise: %s", strerror(rc));
@@ -509,6 +541,7 @@ main(int argc, char **argv)
 		act = "write stdout";
 		switch (ev.kind) {
 		case SPIRT_SUP_INPUT:
+			log_request(ev.line);
 			ex = request(s, (char *)ev.line, ms);
 			break;
 		case SPIRT_SUP_LONG:

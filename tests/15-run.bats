@@ -444,3 +444,23 @@ print(p.wait(), len(p.stderr.read()))'
 	run -65 --separate-stderr spirt-run -r -u "$end" < <(head -c 5000 /dev/zero | tr '\0' x)
 	[[ "$stderr" == "spirt-run: stdin: a line longer than 4096 bytes" ]]
 }
+
+@test "spirt-run: SPIRT_RUN_LOG: each request line appended to the file as it came, refused ones too; a file it cannot open is 73" {
+	printf 'before\n' >trace
+	SPIRT_RUN_LOG=$PWD/trace run -0 --separate-stderr spirt-run -d 5000 \
+	    < <(feed 0.5 'start up sed -u s/^/up:/' 'send up  two  blanks' \
+	    'bogus x' 'guard up')
+	[ -z "$stderr" ]
+	assert_line 'answer up up: two  blanks'
+	assert_line 'refused 64 bogus x: unknown request'
+	[ "$(cat trace)" = 'before
+start up sed -u s/^/up:/
+send up  two  blanks
+bogus x
+guard up' ]
+	# (empty: no trace)
+	SPIRT_RUN_LOG= run -0 spirt-run </dev/null
+	SPIRT_RUN_LOG=$PWD/no/such run -73 --separate-stderr spirt-run \
+	    </dev/null
+	[ "$stderr" = "spirt-run: SPIRT_RUN_LOG: $PWD/no/such: No such file or directory" ]
+}

@@ -292,3 +292,21 @@ rolled_back() {
 	[ -z "$(pgrep -f "$BATS_TEST_TMPDIR")" ]
 	! pgrep -f -x "sleep 3600.000" >/dev/null
 }
+
+@test "a warm step through spirt-train is one request to spirt-run: one fan a step, the update chained (SPIRT_RUN_LOG)" {
+	# (the supervisor's trace, spirt-run(1), which spirt-train(1)
+	# passes on: each request the driver wrote, one a line)
+	SPIRT_RUN_LOG=$PWD/trace train -b 20 -e 2 --eval-every 15
+	rc=0
+	wait "$TP" || rc=$?
+	[ "$rc" -eq 0 ] || fail "exit $rc: $(cat err)"
+	# 30 steps: the four functions' gradients and the update that takes
+	# their mean, one request each, in step order; no other request to
+	# a function or the update (a driver that sent the M + 1 requests
+	# apart, or a second one a step, fails here)
+	run -0 awk '$1 != "start" && $1 != "run" { print $1, $2, $3, $(NF - 3), $(NF - 2), $(NF - 1) }' trace
+	assert_output "$(seq 0 29 | awk '{ print "fan g0,g1,g2,g3", $1, "then upd", $1 }')"
+	# (the tools started once; the two evaluations, each a run)
+	[ "$(grep -c '^start g[0-3] ' trace)" -eq 4 ]
+	[ "$(grep -c '^run ev ' trace)" -eq 2 ]
+}
