@@ -10,6 +10,7 @@
 #include "blas.h"
 #include "layers.h"
 #include "rng.h"
+#include "vec.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize ("tree-vectorize", "vect-cost-model=dynamic")
@@ -139,12 +140,17 @@ convws(struct convws *w, float *col, const struct spirt_conv2d *g)
 	return dwt + w->K * g->OC;
 }
 
+static size_t dsize(const struct spirt_conv2d *);
+static int direct(const struct spirt_conv2d *);
+
+/* the direct 3x3 path's workspace follows the im2col one (the weight
+ * gradient's) */
 size_t
 spirt_conv2d_colsize(const struct spirt_conv2d *g)
 {
 	struct convws w;
 
-	return convws(&w, NULL, g);
+	return convws(&w, NULL, g) + (direct(g) ? dsize(g) : 0);
 }
 
 /*
@@ -518,6 +524,208 @@ wcol2im(const struct convws *w, const struct spirt_conv2d *g, size_t nb)
 }
 
 /*
+ * A direct 3x3 convolution of stride 1 and padding 1, without im2col or
+ * sgemm: OpenBLAS runs resnet8's products (M = OC = 16 .. 64 rows,
+ * K = 9C) at 43-87 GFLOP/s, packing the long im2col matrix each call,
+ * where a direct kernel keeps 4 output channels x 64 pixels in registers
+ * (AVX-512; 16 accumulators) and reads each input vector once for 4
+ * products (tiles of 8 x 32, 5 x 48, 3 x 80 and 2 x 128 measured slower
+ * here).  A sample's planes are
+ * padded into rows of Wp = W + 1 (the one zero column is the right pad of
+ * a row and the left pad of the next) between a zero row above and below
+ * and one zero float before: over the output grid OH x Wp (its last
+ * column junk, dropped), tap (ky,kx) of pixel j = oy*Wp + ox reads the
+ * padded plane at j + ky*Wp + kx, a run of floats, so a tile of pixels is
+ * a plain vector load a tap.  Each output is 0 + the products in (c, ky,
+ * kx) order, bias added last, lane by lane, without FMA (config.mk): the
+ * same bits whatever the tile or the x86-64 level.  The input's gradient
+ * is the same convolution of dout with the weights flipped and their
+ * channels swapped.  (A previous try with the im2col rows' padding, tiles
+ * of 48 pixels and the chunked workspace lost on 7x7 maps;
+ * docs/performance.md.)
+ */
+#define DTILE 64        // pixels of a tile, a multiple of 16
+
+static int
+direct(const struct spirt_conv2d *g)
+{
+#ifdef SPIRT_VEC
+	return g->k == 3 && g->s == 1 && g->p == 1;
+#else
+	return 0;
+#endif
+}
+
+/* the direct path's padded plane: Wp, and its output grid rounded up */
+static size_t
+dwp(const struct spirt_conv2d *g)
+{
+	return g->W + 1;
+}
+
+static size_t
+dgrid(const struct spirt_conv2d *g)
+{
+	return (g->OH * dwp(g) + DTILE - 1) / DTILE * DTILE;
+}
+
+/* floats of a padded plane: the grid's last tile reads 2 rows + 2 past */
+static size_t
+dplane(const struct spirt_conv2d *g)
+{
+	size_t a = 1 + (g->H + 2) * dwp(g), b = dgrid(g) + 2 * dwp(g) + 2;
+
+	return ((a > b ? a : b) + 15) / 16 * 16;
+}
+
+/* its workspace: the reordered weights, a sample's planes, its grid */
+static size_t
+dsize(const struct spirt_conv2d *g)
+{
+	size_t ch = g->C > g->OC ? g->C : g->OC;
+
+	return 9 * g->C * g->OC + ch * (dplane(g) + dgrid(g));
+}
+
+#ifdef SPIRT_VEC
+typedef float vf16 __attribute__((vector_size(64)));
+
+/*
+ * Output channels [o0, o0 + OB) of the pixels [j, j + PX) of y (OC, Q),
+ * from the padded planes xp (C, ps) and the weights wt (C, 9, OC).
+ */
+#define DLD(v, p) memcpy(&(v), (p), sizeof(v))
+#define UNROLL _Pragma("GCC unroll 9")
+SPIRT_KERNEL void
+dtile(float *y, size_t Q, const float *xp, size_t ps, const float *wt,
+    size_t C, size_t OC, size_t Wp, size_t o0, size_t j, size_t OB,
+    size_t PX)
+{
+	static const unsigned char ky[9] = { 0, 0, 0, 1, 1, 1, 2, 2, 2 };
+	vf16 a[4][4], x[4];
+	size_t c, t, q, v, nv = PX / 16;
+
+	// unrolled whole, so that the accumulators live in registers
+	UNROLL
+	for (q = 0; q < OB; q++)
+		UNROLL
+		for (v = 0; v < nv; v++)
+			a[q][v] = (vf16){ 0 };
+	for (c = 0; c < C; c++) {
+		const float *xc = xp + c * ps + j, *wc = wt + c * 9 * OC + o0;
+		for (t = 0; t < 9; t++) {
+			const float *xt = xc + ky[t] * Wp + t % 3;
+			const float *w = wc + t * OC;
+			UNROLL
+			for (v = 0; v < nv; v++)
+				DLD(x[v], xt + 16 * v);
+			UNROLL
+			for (q = 0; q < OB; q++)
+				UNROLL
+				for (v = 0; v < nv; v++)
+					a[q][v] += w[q] * x[v];
+		}
+	}
+	UNROLL
+	for (q = 0; q < OB; q++)
+		UNROLL
+		for (v = 0; v < nv; v++)
+			memcpy(y + (o0 + q) * Q + j + 16 * v, &a[q][v],
+			    sizeof a[q][v]);
+}
+
+/*
+ * y (OC, Q) of one sample's padded planes; tiles of OB channels x PX
+ * pixels, the channels that do not fill a tile one at a time
+ */
+SPIRT_KERNEL void
+dconv_k(float *y, size_t Q, const float *xp, size_t ps, const float *wt,
+    size_t C, size_t OC, size_t Wp, size_t OB, size_t PX)
+{
+	size_t o, j;
+
+	for (o = 0; o + OB <= OC; o += OB)
+		for (j = 0; j < Q; j += PX)
+			dtile(y, Q, xp, ps, wt, C, OC, Wp, o, j, OB, PX);
+	for (; o < OC; o++)
+		for (j = 0; j < Q; j += PX)
+			dtile(y, Q, xp, ps, wt, C, OC, Wp, o, j, 1, PX);
+}
+
+/* the tile's size by level: its accumulators fill the registers */
+static void
+dconv_base(float *y, size_t Q, const float *xp, size_t ps, const float *wt,
+    size_t C, size_t OC, size_t Wp)
+{
+	dconv_k(y, Q, xp, ps, wt, C, OC, Wp, 2, 16);
+}
+
+SPIRT_AVX2 static void
+dconv_avx2(float *y, size_t Q, const float *xp, size_t ps, const float *wt,
+    size_t C, size_t OC, size_t Wp)
+{
+	dconv_k(y, Q, xp, ps, wt, C, OC, Wp, 4, 16);
+}
+
+SPIRT_AVX512 static void
+dconv_avx512(float *y, size_t Q, const float *xp, size_t ps,
+    const float *wt, size_t C, size_t OC, size_t Wp)
+{
+	dconv_k(y, Q, xp, ps, wt, C, OC, Wp, 4, 64);
+}
+
+static void
+dconv(float *y, size_t Q, const float *xp, size_t ps, const float *wt,
+    size_t C, size_t OC, size_t Wp)
+{
+	switch (spirt_isa()) {
+	case SPIRT_ISA_AVX512: dconv_avx512(y, Q, xp, ps, wt, C, OC, Wp); break;
+	case SPIRT_ISA_AVX2: dconv_avx2(y, Q, xp, ps, wt, C, OC, Wp); break;
+	default: dconv_base(y, Q, xp, ps, wt, C, OC, Wp); break;
+	}
+}
+#endif
+
+/*
+ * out (OC, B, H, W) = the direct convolution of inp (C, B, H, W) with wt
+ * (C, 9, OC), bias added if not NULL; ws holds dsize(g) floats.
+ */
+static void
+dforward(float *out, float *ws, const float *inp, const float *wt,
+    const float *bias, const struct spirt_conv2d *g, size_t C, size_t OC)
+{
+#ifdef SPIRT_VEC
+	size_t H = g->H, W = g->W, Wp = dwp(g), ps = dplane(g), Q = dgrid(g);
+	size_t P = H * W, N = g->B * P, b, c, o, y, x;
+	float *xp = ws, *yq = ws + (C > OC ? C : OC) * ps;
+
+	memset(xp, 0, C * ps * sizeof *xp);
+	for (b = 0; b < g->B; b++) {
+		for (c = 0; c < C; c++) {
+			const float *in = inp + c * N + b * P;
+			float *d = xp + c * ps + 1 + Wp;
+			for (y = 0; y < H; y++)
+				memcpy(d + y * Wp, in + y * W, W * sizeof *d);
+		}
+		dconv(yq, Q, xp, ps, wt, C, OC, Wp);
+		for (o = 0; o < OC; o++)
+			for (y = 0; y < H; y++) {
+				const float *q = yq + o * Q + y * Wp;
+				float *d = out + o * N + b * P + y * W;
+				if (bias == NULL)
+					memcpy(d, q, W * sizeof *d);
+				else
+					for (x = 0; x < W; x++)
+						d[x] = bias[o] + q[x];
+			}
+	}
+#else
+	(void)out, (void)ws, (void)inp, (void)wt, (void)bias, (void)g;
+	(void)C, (void)OC;
+#endif
+}
+
+/*
  * A 1x1 convolution of stride 1 without padding: a chunk's im2col is the
  * chunk of inp itself, rows N apart; no copy.
  */
@@ -535,7 +743,15 @@ spirt_conv2d_forward(float *out, float *col, const float *inp,
 	size_t b0, n, o, j, b, oy;
 	struct convws w;
 
-	(void)convws(&w, col, g);
+	size_t dw = convws(&w, col, g);
+	if (direct(g)) {        // wt (C, 9, OC) first
+		float *wt = col + dw;
+		for (o = 0; o < g->OC; o++)
+			for (j = 0; j < K; j++)
+				wt[j * g->OC + o] = weight[o * K + j];
+		dforward(out, wt + K * g->OC, inp, wt, bias, g, g->C, g->OC);
+		return;
+	}
 	if (bias != NULL && !wide(g))
 		for (o = 0; o < g->OC; o++)
 			for (j = 0; j < N; j++)
@@ -595,10 +811,22 @@ spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
     const struct spirt_conv2d *g)
 {
 	size_t P = g->OH * g->OW, N = g->B * P, K = g->C * g->k * g->k;
-	size_t OC = g->OC, b0, n, o, j, b, oy;
+	size_t OC = g->OC, b0, n, o, j, b, oy, ci, t;
 	struct convws w;
+	size_t dw = convws(&w, col, g);
 
-	(void)convws(&w, col, g);
+	if (direct(g) && dinp != NULL) {
+		// dinp = dout (OC channels) convolved with wt (OC, 9, C):
+		// the weights' taps flipped and their channels swapped
+		float *wt = col + dw;
+		for (o = 0; o < OC; o++)
+			for (ci = 0; ci < g->C; ci++)
+				for (t = 0; t < 9; t++)
+					wt[(o * 9 + 8 - t) * g->C + ci] =
+					    weight[(o * g->C + ci) * 9 + t];
+		dforward(dinp, wt + K * OC, dout, wt, NULL, g, OC, g->C);
+		dinp = NULL;            // the loop below: dweight alone
+	}
 	if (dbias != NULL) {
 		for (o = 0; o < OC; o++) {
 			const float *d = dout + o * N;

@@ -8,6 +8,7 @@
 #include "check.h"
 #include "blas.h"
 #include "io.h"
+#include "isa.h"
 #include "layers.h"
 #include "npy.h"
 #include "rng.h"
@@ -492,9 +493,23 @@ static const size_t onebyone[][9] = {
  * wider than the kernel's half (taps that read only zeros), 5x5
  */
 static const size_t widecases[][9] = {
-	{ 10, 2, 28, 28, 5, 3, 1, 1, 0 }, { 3, 4, 22, 24, 6, 3, 1, 0, 1 },
+	{ 10, 2, 28, 28, 5, 3, 1, 0, 0 }, { 3, 4, 22, 24, 6, 3, 1, 0, 1 },
 	{ 2, 3, 44, 41, 5, 5, 1, 2, 0 }, { 2, 3, 30, 30, 4, 3, 1, 2, 1 },
 };
+
+/*
+ * The direct 3x3 convolution (stride 1, padding 1; lib/conv.c): resnet8's
+ * stem at batch 1; output channels that do not fill a tile of 4 (7: one
+ * tile and 3 alone) with a bias; a 1x1 map; odd widths whose grid H x
+ * (W+1) is no multiple of the tile's 64 pixels; a tall narrow map; a
+ * 16 -> 32 layer on 14x14 (the input gradient's tiles of 16 channels)
+ */
+static const size_t directcases[][9] = {
+	{ 1, 1, 28, 28, 16, 3, 1, 1, 0 }, { 3, 5, 7, 7, 7, 3, 1, 1, 1 },
+	{ 2, 3, 1, 1, 2, 3, 1, 1, 1 }, { 2, 6, 9, 31, 5, 3, 1, 1, 0 },
+	{ 1, 2, 40, 3, 9, 3, 1, 1, 1 }, { 2, 16, 14, 14, 32, 3, 1, 1, 0 },
+};
+#define NDIRECT (sizeof directcases / sizeof *directcases)
 
 /*
  * Strided convolutions through the phase planes (k >= s > 1): a tap's
@@ -515,13 +530,14 @@ test_random(void)
 	int k, r, i;
 
 	for (k = 0; k < NKIND; k++) {
-		for (r = 0; r < (k == CONV ? 37 : 27); r++) {
+		for (r = 0; r < (k == CONV ? 37 + (int)NDIRECT : 27); r++) {
 			random_case(&f, k, 0);
 			if ((k == CONV || k == DWCONV) && r >= 25) {
 				memcpy(f.sz, r < 27 ? chunky[k][r - 25] :
 				    r < 30 ? onebyone[r - 27] :
 				    r < 34 ? widecases[r - 30] :
-				    stridecases[r - 34], sizeof f.sz);
+				    r < 37 ? stridecases[r - 34] :
+				    directcases[r - 37], sizeof f.sz);
 				free_case(&f, 0);
 				CHECK(sizes(&f) == 0);
 				inputs(&f);
@@ -566,6 +582,51 @@ test_random(void)
 			free_case(&f, 0);
 		}
 	}
+}
+
+/*
+ * The direct convolution is compiled per x86-64 level (tiles of other
+ * sizes): every level the CPU has gives the baseline's bytes, forward and
+ * backward, so that peers on different CPUs train the same model.
+ */
+static void
+test_levels(void)
+{
+	int best = spirt_isa_best(), l, i;
+	struct lcase f, nv;
+	size_t r;
+
+	for (l = best + 1; l < SPIRT_ISA_NLEVELS; l++)
+		fprintf(stderr, "test_layers: this CPU lacks %s: that level "
+		    "is not compared\n", spirt_isa_name(l));
+	for (r = 0; r < NDIRECT; r++) {
+		random_case(&f, CONV, 0);
+		memcpy(f.sz, directcases[r], sizeof f.sz);
+		free_case(&f, 0);
+		CHECK(sizes(&f) == 0);
+		inputs(&f);
+		alloc_outputs(&f);
+		CHECK_RC(spirt_isa_set(SPIRT_ISA_BASE));
+		run(&f, 0, 0);
+		for (l = SPIRT_ISA_BASE + 1; l <= best; l++) {
+			nv = f;
+			alloc_outputs(&nv);
+			CHECK_RC(spirt_isa_set(l));
+			run(&nv, 0, 0);
+			for (i = OUT; i < NARR; i++)
+				if (f.n[i] && memcmp(f.a[i], nv.a[i], f.n[i] *
+				    sizeof *f.a[i]) != 0) {
+					fprintf(stderr, "test_layers: direct "
+					    "conv case %zu: %s at %s differs "
+					    "from base\n", r, arrname[i],
+					    spirt_isa_name(l));
+					check_failed = 1;
+				}
+			free_case(&nv, OUT);
+		}
+		free_case(&f, 0);
+	}
+	CHECK_RC(spirt_isa_set(best));
 }
 
 /* ---- finite differences of each backward, on tiny shapes ---- */
@@ -746,6 +807,7 @@ main(void)
 	test_shape();
 	test_fixtures();
 	test_random();
+	test_levels();
 	test_fd();
 	test_fused();
 	CHECK_DONE();
