@@ -143,14 +143,18 @@ convws(struct convws *w, float *col, const struct spirt_conv2d *g)
 static size_t dsize(const struct spirt_conv2d *);
 static int direct(const struct spirt_conv2d *);
 
-/* the direct 3x3 path's workspace follows the im2col one (the weight
- * gradient's) */
+/* the direct 3x3 path's (its reordered weights (K, OC), then dsize())
+ * or im2col's for the weight gradient, whichever is larger */
 size_t
 spirt_conv2d_colsize(const struct spirt_conv2d *g)
 {
 	struct convws w;
 
-	return convws(&w, NULL, g) + (direct(g) ? dsize(g) : 0);
+	size_t n = convws(&w, NULL, g);
+
+	if (direct(g) && 9 * g->C * g->OC + dsize(g) > n)
+		return 9 * g->C * g->OC + dsize(g);
+	return n;
 }
 
 /*
@@ -544,7 +548,7 @@ wcol2im(const struct convws *w, const struct spirt_conv2d *g, size_t nb)
  * of 48 pixels and the chunked workspace lost on 7x7 maps;
  * docs/performance.md.)
  */
-#define DTILE 64        // pixels of a tile, a multiple of 16
+#define DTILE 16        // the grid's pixels a multiple of this
 
 static int
 direct(const struct spirt_conv2d *g)
@@ -554,6 +558,20 @@ direct(const struct spirt_conv2d *g)
 #else
 	return 0;
 #endif
+}
+
+/*
+ * Its weight gradient only for a small C (resnet8's stem: 0.37 against
+ * im2col + sgemm's 0.65 ms at batch 64): from 16 channels on, 16x28x28
+ * 5.0-5.4 against 4.2-5.0, 32x14x14 6.7 against 3.7-4.3, 64x7x7 13.0
+ * against 3.4-3.6 (bench/layers_bench --net, 3 rounds, load 17-19),
+ * sgemm's blocking beats the kernel's 18 accumulators and the lanes
+ * summed per sample.
+ */
+static int
+dsmall(const struct spirt_conv2d *g)
+{
+	return direct(g) && g->C <= 3;
 }
 
 /* the direct path's padded plane: Wp, and its output grid rounded up */
@@ -642,14 +660,26 @@ SPIRT_KERNEL void
 dconv_k(float *y, size_t Q, const float *xp, size_t ps, const float *wt,
     size_t C, size_t OC, size_t Wp, size_t OB, size_t PX)
 {
-	size_t o, j;
+	size_t o, j, ob;
 
-	for (o = 0; o + OB <= OC; o += OB)
-		for (j = 0; j < Q; j += PX)
-			dtile(y, Q, xp, ps, wt, C, OC, Wp, o, j, OB, PX);
-	for (; o < OC; o++)
-		for (j = 0; j < Q; j += PX)
-			dtile(y, Q, xp, ps, wt, C, OC, Wp, o, j, 1, PX);
+	for (o = 0; o < OC; o += ob) {
+		ob = o + OB <= OC ? OB : 1;
+		for (j = 0; j + PX <= Q; j += PX)
+			if (ob == OB)
+				dtile(y, Q, xp, ps, wt, C, OC, Wp, o, j, OB,
+				    PX);
+			else
+				dtile(y, Q, xp, ps, wt, C, OC, Wp, o, j, 1,
+				    PX);
+		// the grid's last 16 .. PX - 16 pixels (Q a multiple of 16)
+		for (; j < Q; j += 16)
+			if (ob == OB)
+				dtile(y, Q, xp, ps, wt, C, OC, Wp, o, j, OB,
+				    16);
+			else
+				dtile(y, Q, xp, ps, wt, C, OC, Wp, o, j, 1,
+				    16);
+	}
 }
 
 /* the tile's size by level: its accumulators fill the registers */
@@ -684,7 +714,149 @@ dconv(float *y, size_t Q, const float *xp, size_t ps, const float *wt,
 	default: dconv_base(y, Q, xp, ps, wt, C, OC, Wp); break;
 	}
 }
+
+/*
+ * The weight gradient of one sample, added to dweight (OC, C, 9) (set if
+ * first): dweight[o][c][t] += the sum over the grid's pixels j of dy[o][j]
+ * * xp[c][j + tap t's shift], dy (OC, Q) dout on the grid with 0 in the
+ * junk column and past it.  A tile: OB output channels x the 9 taps of
+ * one input channel, 16 pixels a step, so that a step loads OB + 9
+ * vectors for 9 OB products; each lane sums its pixels in order, then
+ * the 16 lanes are added in order, then the samples in order: the same
+ * bits at every level.
+ */
+SPIRT_KERNEL void
+dwtile(float *dweight, const float *dy, size_t Q, const float *xp,
+    size_t ps, size_t C, size_t Wp, size_t o0, size_t c, size_t OB,
+    int first)
+{
+	static const unsigned char ky[9] = { 0, 0, 0, 1, 1, 1, 2, 2, 2 };
+	vf16 a[2][9], d[2], x;
+	size_t q, t, j, l;
+
+	UNROLL
+	for (q = 0; q < OB; q++)
+		UNROLL
+		for (t = 0; t < 9; t++)
+			a[q][t] = (vf16){ 0 };
+	for (j = 0; j < Q; j += 16) {
+		const float *xc = xp + c * ps + j;
+		UNROLL
+		for (q = 0; q < OB; q++)
+			DLD(d[q], dy + (o0 + q) * Q + j);
+		UNROLL
+		for (t = 0; t < 9; t++) {
+			DLD(x, xc + ky[t] * Wp + t % 3);
+			UNROLL
+			for (q = 0; q < OB; q++)
+				a[q][t] += d[q] * x;
+		}
+	}
+	for (q = 0; q < OB; q++)
+		for (t = 0; t < 9; t++) {
+			float *w = dweight + ((o0 + q) * C + c) * 9 + t, h = 0;
+			for (l = 0; l < 16; l++)
+				h += a[q][t][l];
+			*w = first ? h : *w + h;
+		}
+}
+
+SPIRT_KERNEL void
+dwgrad_k(float *dweight, const float *dy, size_t Q, const float *xp,
+    size_t ps, size_t C, size_t OC, size_t Wp, int first, size_t OB)
+{
+	size_t o, c;
+
+	for (o = 0; o + OB <= OC; o += OB)
+		for (c = 0; c < C; c++)
+			dwtile(dweight, dy, Q, xp, ps, C, Wp, o, c, OB, first);
+	for (; o < OC; o++)
+		for (c = 0; c < C; c++)
+			dwtile(dweight, dy, Q, xp, ps, C, Wp, o, c, 1, first);
+}
+
+static void
+dwgrad_base(float *dweight, const float *dy, size_t Q, const float *xp,
+    size_t ps, size_t C, size_t OC, size_t Wp, int first)
+{
+	dwgrad_k(dweight, dy, Q, xp, ps, C, OC, Wp, first, 1);
+}
+
+SPIRT_AVX2 static void
+dwgrad_avx2(float *dweight, const float *dy, size_t Q, const float *xp,
+    size_t ps, size_t C, size_t OC, size_t Wp, int first)
+{
+	dwgrad_k(dweight, dy, Q, xp, ps, C, OC, Wp, first, 1);
+}
+
+SPIRT_AVX512 static void
+dwgrad_avx512(float *dweight, const float *dy, size_t Q, const float *xp,
+    size_t ps, size_t C, size_t OC, size_t Wp, int first)
+{
+	dwgrad_k(dweight, dy, Q, xp, ps, C, OC, Wp, first, 2);
+}
+
+static void
+dwgrad(float *dweight, const float *dy, size_t Q, const float *xp,
+    size_t ps, size_t C, size_t OC, size_t Wp, int first)
+{
+	switch (spirt_isa()) {
+	case SPIRT_ISA_AVX512:
+		dwgrad_avx512(dweight, dy, Q, xp, ps, C, OC, Wp, first);
+		break;
+	case SPIRT_ISA_AVX2:
+		dwgrad_avx2(dweight, dy, Q, xp, ps, C, OC, Wp, first);
+		break;
+	default:
+		dwgrad_base(dweight, dy, Q, xp, ps, C, OC, Wp, first);
+		break;
+	}
+}
 #endif
+
+/* xp (C, ps) gets sample b's planes of inp (C, B, H, W), padded */
+static void
+dpack(float *xp, const float *inp, const struct spirt_conv2d *g, size_t C,
+    size_t b)
+{
+	size_t H = g->H, W = g->W, Wp = dwp(g), ps = dplane(g), c, y, x;
+
+	for (c = 0; c < C; c++) {
+		const float *in = inp + (c * g->B + b) * H * W;
+		float *d = xp + c * ps + 1 + Wp;
+		for (y = 0; y < H; y++)         // no memcpy call a row
+			for (x = 0; x < W; x++)
+				d[y * Wp + x] = in[y * W + x];
+	}
+}
+
+/*
+ * dweight (OC, C, 3, 3) of the direct convolution, from dout (OC, B, H,
+ * W) and inp; ws holds dsize(g) floats
+ */
+static void
+dweights(float *dweight, float *ws, const float *dout, const float *inp,
+    const struct spirt_conv2d *g)
+{
+#ifdef SPIRT_VEC
+	size_t H = g->H, W = g->W, Wp = dwp(g), ps = dplane(g), Q = dgrid(g);
+	size_t C = g->C, OC = g->OC, P = H * W, b, o, y;
+	float *xp = ws, *dy = ws + C * ps;
+
+	memset(xp, 0, C * ps * sizeof *xp);
+	memset(dy, 0, OC * Q * sizeof *dy);
+	for (b = 0; b < g->B; b++) {
+		dpack(xp, inp, g, C, b);
+		for (o = 0; o < OC; o++)
+			for (y = 0; y < H; y++)
+				memcpy(dy + o * Q + y * Wp, dout + (o * g->B +
+				    b) * P + y * W, W * sizeof *dy);
+		dwgrad(dweight, dy, Q, xp, ps, C, OC, Wp, b == 0);
+	}
+#else
+	(void)dweight, (void)ws, (void)dout, (void)inp, (void)g;
+#endif
+}
 
 /*
  * out (OC, B, H, W) = the direct convolution of inp (C, B, H, W) with wt
@@ -696,24 +868,20 @@ dforward(float *out, float *ws, const float *inp, const float *wt,
 {
 #ifdef SPIRT_VEC
 	size_t H = g->H, W = g->W, Wp = dwp(g), ps = dplane(g), Q = dgrid(g);
-	size_t P = H * W, N = g->B * P, b, c, o, y, x;
+	size_t P = H * W, N = g->B * P, b, o, y, x;
 	float *xp = ws, *yq = ws + (C > OC ? C : OC) * ps;
 
 	memset(xp, 0, C * ps * sizeof *xp);
 	for (b = 0; b < g->B; b++) {
-		for (c = 0; c < C; c++) {
-			const float *in = inp + c * N + b * P;
-			float *d = xp + c * ps + 1 + Wp;
-			for (y = 0; y < H; y++)
-				memcpy(d + y * Wp, in + y * W, W * sizeof *d);
-		}
+		dpack(xp, inp, g, C, b);
 		dconv(yq, Q, xp, ps, wt, C, OC, Wp);
 		for (o = 0; o < OC; o++)
 			for (y = 0; y < H; y++) {
 				const float *q = yq + o * Q + y * Wp;
 				float *d = out + o * N + b * P + y * W;
 				if (bias == NULL)
-					memcpy(d, q, W * sizeof *d);
+					for (x = 0; x < W; x++)
+						d[x] = q[x];
 				else
 					for (x = 0; x < W; x++)
 						d[x] = bias[o] + q[x];
@@ -743,15 +911,15 @@ spirt_conv2d_forward(float *out, float *col, const float *inp,
 	size_t b0, n, o, j, b, oy;
 	struct convws w;
 
-	size_t dw = convws(&w, col, g);
 	if (direct(g)) {        // wt (C, 9, OC) first
-		float *wt = col + dw;
+		float *wt = col;
 		for (o = 0; o < g->OC; o++)
 			for (j = 0; j < K; j++)
 				wt[j * g->OC + o] = weight[o * K + j];
 		dforward(out, wt + K * g->OC, inp, wt, bias, g, g->C, g->OC);
 		return;
 	}
+	(void)convws(&w, col, g);
 	if (bias != NULL && !wide(g))
 		for (o = 0; o < g->OC; o++)
 			for (j = 0; j < N; j++)
@@ -813,19 +981,18 @@ spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
 	size_t P = g->OH * g->OW, N = g->B * P, K = g->C * g->k * g->k;
 	size_t OC = g->OC, b0, n, o, j, b, oy, ci, t;
 	struct convws w;
-	size_t dw = convws(&w, col, g);
 
 	if (direct(g) && dinp != NULL) {
 		// dinp = dout (OC channels) convolved with wt (OC, 9, C):
 		// the weights' taps flipped and their channels swapped
-		float *wt = col + dw;
+		float *wt = col;
 		for (o = 0; o < OC; o++)
 			for (ci = 0; ci < g->C; ci++)
 				for (t = 0; t < 9; t++)
 					wt[(o * 9 + 8 - t) * g->C + ci] =
 					    weight[(o * g->C + ci) * 9 + t];
 		dforward(dinp, wt + K * OC, dout, wt, NULL, g, OC, g->C);
-		dinp = NULL;            // the loop below: dweight alone
+		dinp = NULL;            // below: the weight gradient alone
 	}
 	if (dbias != NULL) {
 		for (o = 0; o < OC; o++) {
@@ -836,6 +1003,11 @@ spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
 			dbias[o] = a;
 		}
 	}
+	if (dsmall(g)) {
+		dweights(dweight, col + K * OC, dout, inp, g);
+		return;
+	}
+	(void)convws(&w, col, g);
 	// dweight^T (K,OC) summed over the chunks, col (K,n*Q) . dout^T,
 	// then transposed (the shape OpenBLAS runs faster, blas.c's
 	// spirt_conv_backward), in the workspace's tail: nothing allocated
