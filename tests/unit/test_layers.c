@@ -502,12 +502,17 @@ static const size_t widecases[][9] = {
  * stem at batch 1; output channels that do not fill a tile of 4 (7: one
  * tile and 3 alone) with a bias; a 1x1 map; odd widths whose grid H x
  * (W+1) is no multiple of the tile's 64 pixels; a tall narrow map; a
- * 16 -> 32 layer on 14x14 (the input gradient's tiles of 16 channels)
+ * 16 -> 32 layer on 14x14 (the input gradient's tiles of 16 channels);
+ * then tiles across channels (small maps): 32 -> 64 on 7x7, and 16 -> 48
+ * on 2x9 (a tile of 32 channels and one of 16; rows of 7 pixels and 2
+ * alone).  test_levels() runs them after the random cases, so that
+ * these see the generator as before.
  */
 static const size_t directcases[][9] = {
 	{ 1, 1, 28, 28, 16, 3, 1, 1, 0 }, { 3, 5, 7, 7, 7, 3, 1, 1, 1 },
 	{ 2, 3, 1, 1, 2, 3, 1, 1, 1 }, { 2, 6, 9, 31, 5, 3, 1, 1, 0 },
 	{ 1, 2, 40, 3, 9, 3, 1, 1, 1 }, { 2, 16, 14, 14, 32, 3, 1, 1, 0 },
+	{ 1, 32, 7, 7, 64, 3, 1, 1, 0 }, { 2, 16, 2, 9, 48, 3, 1, 1, 1 },
 };
 #define NDIRECT (sizeof directcases / sizeof *directcases)
 
@@ -530,14 +535,13 @@ test_random(void)
 	int k, r, i;
 
 	for (k = 0; k < NKIND; k++) {
-		for (r = 0; r < (k == CONV ? 37 + (int)NDIRECT : 27); r++) {
+		for (r = 0; r < (k == CONV ? 37 : 27); r++) {
 			random_case(&f, k, 0);
 			if ((k == CONV || k == DWCONV) && r >= 25) {
 				memcpy(f.sz, r < 27 ? chunky[k][r - 25] :
 				    r < 30 ? onebyone[r - 27] :
 				    r < 34 ? widecases[r - 30] :
-				    r < 37 ? stridecases[r - 34] :
-				    directcases[r - 37], sizeof f.sz);
+				    stridecases[r - 34], sizeof f.sz);
 				free_case(&f, 0);
 				CHECK(sizes(&f) == 0);
 				inputs(&f);
@@ -585,16 +589,17 @@ test_random(void)
 }
 
 /*
- * The direct convolution is compiled per x86-64 level (tiles of other
- * sizes): every level the CPU has gives the baseline's bytes, forward and
- * backward, so that peers on different CPUs train the same model.
+ * The direct convolution's cases (directcases) against the naive twin;
+ * it is compiled per x86-64 level (tiles of other sizes): every level the
+ * CPU has gives the baseline's bytes, forward and backward, so that peers
+ * on different CPUs train the same model.
  */
 static void
 test_levels(void)
 {
 	int best = spirt_isa_best(), l, i;
 	struct lcase f, nv;
-	size_t r;
+	size_t r, j;
 
 	for (l = best + 1; l < SPIRT_ISA_NLEVELS; l++)
 		fprintf(stderr, "test_layers: this CPU lacks %s: that level "
@@ -606,6 +611,26 @@ test_levels(void)
 		CHECK(sizes(&f) == 0);
 		inputs(&f);
 		alloc_outputs(&f);
+		// at the best level against the naive twin first
+		nv = f;
+		alloc_outputs(&nv);
+		run(&f, 0, 0);
+		run(&nv, 1, 0);
+		for (i = OUT; i < NARR; i++) {
+			double m = 1;
+			if (f.n[i] == 0)
+				continue;
+			for (j = 0; j < f.n[i]; j++)
+				m = fmax(m, fabs(nv.a[i][j]));
+			if (!(maxdiff(f.a[i], nv.a[i], f.n[i]) <= 1e-5 * m)) {
+				fprintf(stderr, "test_layers: direct conv "
+				    "case %zu: %s fast vs naive: maxdiff "
+				    "%g of %g\n", r, arrname[i],
+				    maxdiff(f.a[i], nv.a[i], f.n[i]), m);
+				check_failed = 1;
+			}
+		}
+		free_case(&nv, OUT);
 		CHECK_RC(spirt_isa_set(SPIRT_ISA_BASE));
 		run(&f, 0, 0);
 		for (l = SPIRT_ISA_BASE + 1; l <= best; l++) {
@@ -807,8 +832,8 @@ main(void)
 	test_shape();
 	test_fixtures();
 	test_random();
-	test_levels();
 	test_fd();
 	test_fused();
+	test_levels();
 	CHECK_DONE();
 }
