@@ -1,6 +1,6 @@
-/* conv.c - the convolutions: conv2d (im2col or phase planes + sgemm) and
- * depthwise, each with its naive twin (layers.h); the other layers are
- * layers.c's */
+/* conv.c - the convolutions: conv2d (im2col or phase planes + sgemm, or
+ * a direct 3x3 kernel) and depthwise, each with its naive twin
+ * (layers.h); the other layers are layers.c's */
 /* ISC licence, see LICENSE */
 #include <math.h>
 #include <stddef.h>
@@ -529,24 +529,30 @@ wcol2im(const struct convws *w, const struct spirt_conv2d *g, size_t nb)
 
 /*
  * A direct 3x3 convolution of stride 1 and padding 1, without im2col or
- * sgemm: OpenBLAS runs resnet8's products (M = OC = 16 .. 64 rows,
- * K = 9C) at 43-87 GFLOP/s, packing the long im2col matrix each call,
- * where a direct kernel keeps 4 output channels x 64 pixels in registers
- * (AVX-512; 16 accumulators) and reads each input vector once for 4
- * products (tiles of 8 x 32, 5 x 48, 3 x 80 and 2 x 128 measured slower
- * here).  A sample's planes are
- * padded into rows of Wp = W + 1 (the one zero column is the right pad of
- * a row and the left pad of the next) between a zero row above and below
- * and one zero float before: over the output grid OH x Wp (its last
- * column junk, dropped), tap (ky,kx) of pixel j = oy*Wp + ox reads the
- * padded plane at j + ky*Wp + kx, a run of floats, so a tile of pixels is
- * a plain vector load a tap.  Each output is 0 + the products in (c, ky,
- * kx) order, bias added last, lane by lane, without FMA (config.mk): the
- * same bits whatever the tile or the x86-64 level.  The input's gradient
- * is the same convolution of dout with the weights flipped and their
- * channels swapped.  (A previous try with the im2col rows' padding, tiles
- * of 48 pixels and the chunked workspace lost on 7x7 maps;
- * docs/performance.md.)
+ * sgemm, for the forward pass and the input's gradient: OpenBLAS runs
+ * resnet8's products (M = OC = 16 .. 64 rows, K = 9C) at 43-87 GFLOP/s,
+ * packing the long im2col matrix each call, where this kernel keeps 4
+ * output channels x 64 pixels in registers (AVX-512: 16 accumulators)
+ * and reads each input vector once for 4 products (tiles of 8 x 32,
+ * 5 x 48, 3 x 80 and 2 x 128 measured slower here).  A sample's planes
+ * are padded into rows of Wp = W + 1 (the one zero column is the right
+ * pad of a row and the left pad of the next) between a zero row above
+ * and below, one zero float before: over the output grid OH x Wp (its
+ * last column junk, dropped), tap (ky,kx) of pixel j = oy*Wp + ox reads
+ * the padded plane at j + ky*Wp + kx, a run of floats, so that a tile of
+ * pixels is a plain vector load a tap.  Each output is 0 + the products
+ * in (c, ky, kx) order, the bias added last, lane by lane, without FMA
+ * (config.mk): the same bits whatever the tile or the x86-64 level
+ * (test_layers compares the levels' bytes).  The input's gradient is the
+ * same convolution of dout, the weights' taps flipped and their channels
+ * swapped.  The weight gradient stays im2col + sgemm but for a small C
+ * (dsmall()).  bench/layers_bench --net resnet8:1x28x28-10 (thread CPU
+ * time, the least of 3 x 15 runs, load 19-27): the 16x28x28 layers'
+ * forward 4.07 -> 3.21 ms, input gradient 4.4 -> 3.4; 32x14x14 forward
+ * 3.69 -> 3.36; the stem (1 -> 16) forward 0.43 -> 0.33, backward 0.63
+ * -> 0.42; 64x7x7 within the noise (docs/performance.md).  An earlier
+ * try with im2col's padded rows, tiles of 48 pixels and the chunked
+ * workspace had lost on 7x7 maps.
  */
 #define DTILE 16        // the grid's pixels a multiple of this
 
