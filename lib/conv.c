@@ -938,6 +938,7 @@ dwgrad(float *dweight, const float *dy, size_t Q, const float *xp,
 }
 #endif
 
+#ifdef SPIRT_VEC
 /* xp (C, ps) gets sample b's planes of inp (C, B, H, W), padded */
 static void
 dpack(float *xp, const float *inp, const struct spirt_conv2d *g, size_t C,
@@ -953,6 +954,7 @@ dpack(float *xp, const float *inp, const struct spirt_conv2d *g, size_t C,
 				d[y * Wp + x] = in[y * W + x];
 	}
 }
+#endif
 
 /*
  * dweight (OC, C, 3, 3) of the direct convolution, from dout (OC, B, H,
