@@ -1,6 +1,6 @@
-/* conv.c - the convolutions: conv2d (im2col or phase planes + sgemm) and
- * depthwise, each with its naive twin (layers.h); the other layers are
- * layers.c's */
+/* conv.c - the convolutions: conv2d (im2col or phase planes + sgemm, or
+ * a direct 3x3 kernel) and depthwise, each with its naive twin
+ * (layers.h); the other layers are layers.c's */
 /* ISC licence, see LICENSE */
 #include <math.h>
 #include <stddef.h>
@@ -10,6 +10,7 @@
 #include "blas.h"
 #include "layers.h"
 #include "rng.h"
+#include "vec.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize ("tree-vectorize", "vect-cost-model=dynamic")
@@ -139,12 +140,21 @@ convws(struct convws *w, float *col, const struct spirt_conv2d *g)
 	return dwt + w->K * g->OC;
 }
 
+static size_t dsize(const struct spirt_conv2d *);
+static int direct(const struct spirt_conv2d *);
+
+/* the direct 3x3 path's (its reordered weights (K, OC), then dsize())
+ * or im2col's for the weight gradient, whichever is larger */
 size_t
 spirt_conv2d_colsize(const struct spirt_conv2d *g)
 {
 	struct convws w;
 
-	return convws(&w, NULL, g);
+	size_t n = convws(&w, NULL, g);
+
+	if (direct(g) && 9 * g->C * g->OC + dsize(g) > n)
+		return 9 * g->C * g->OC + dsize(g);
+	return n;
 }
 
 /*
@@ -518,6 +528,498 @@ wcol2im(const struct convws *w, const struct spirt_conv2d *g, size_t nb)
 }
 
 /*
+ * A direct 3x3 convolution of stride 1 and padding 1, without im2col or
+ * sgemm, for the forward pass and the input's gradient: OpenBLAS runs
+ * resnet8's products (M = OC = 16 .. 64 rows, K = 9C) at 43-87 GFLOP/s,
+ * packing the long im2col matrix each call, where this kernel keeps 4
+ * output channels x 64 pixels in registers (AVX-512: 16 accumulators)
+ * and reads each input vector once for 4 products (tiles of 8 x 32,
+ * 5 x 48, 3 x 80 and 2 x 128 measured slower here).  A sample's planes
+ * are padded into rows of Wp = W + 1 (the one zero column is the right
+ * pad of a row and the left pad of the next) between a zero row above
+ * and below, one zero float before: over the output grid OH x Wp (its
+ * last column junk, dropped), tap (ky,kx) of pixel j = oy*Wp + ox reads
+ * the padded plane at j + ky*Wp + kx, a run of floats, so that a tile of
+ * pixels is a plain vector load a tap.  Each output is 0 + the products
+ * in (c, ky, kx) order, the bias added last, lane by lane, without FMA
+ * (config.mk): the same bits whatever the tile or the x86-64 level
+ * (test_layers compares the levels' bytes).  The input's gradient is the
+ * same convolution of dout, the weights' taps flipped and their channels
+ * swapped.  The weight gradient stays im2col + sgemm but for a small C
+ * (dsmall()).  bench/layers_bench --net resnet8:1x28x28-10 (thread CPU
+ * time, the least of 3 x 15 runs, load 19-27): the 16x28x28 layers'
+ * forward 4.07 -> 3.21 ms, input gradient 4.4 -> 3.4; 32x14x14 forward
+ * 3.69 -> 3.36; the stem (1 -> 16) forward 0.43 -> 0.33, backward 0.63
+ * -> 0.42; 64x7x7 within the noise (docs/performance.md).  An earlier
+ * try with im2col's padded rows, tiles of 48 pixels and the chunked
+ * workspace had lost on 7x7 maps.
+ */
+#define DTILE 16        // the grid's pixels a multiple of this
+
+static int
+direct(const struct spirt_conv2d *g)
+{
+#ifdef SPIRT_VEC
+	return g->k == 3 && g->s == 1 && g->p == 1;
+#else
+	return 0;
+#endif
+}
+
+/*
+ * Its weight gradient only for a small C (resnet8's stem: 0.37 against
+ * im2col + sgemm's 0.65 ms at batch 64): from 16 channels on, 16x28x28
+ * 5.0-5.4 against 4.2-5.0, 32x14x14 6.7 against 3.7-4.3, 64x7x7 13.0
+ * against 3.4-3.6 (bench/layers_bench --net, 3 rounds, load 17-19),
+ * sgemm's blocking beats the kernel's 18 accumulators and the lanes
+ * summed per sample.
+ */
+static int
+dsmall(const struct spirt_conv2d *g)
+{
+	return direct(g) && g->C <= 3;
+}
+
+/* the direct path's padded plane: Wp, and its output grid rounded up */
+static size_t
+dwp(const struct spirt_conv2d *g)
+{
+	return g->W + 1;
+}
+
+static size_t
+dgrid(const struct spirt_conv2d *g)
+{
+	return (g->OH * dwp(g) + DTILE - 1) / DTILE * DTILE;
+}
+
+/* floats of a padded plane: the grid's last tile reads 2 rows + 2 past */
+static size_t
+dplane(const struct spirt_conv2d *g)
+{
+	size_t a = 1 + (g->H + 2) * dwp(g), b = dgrid(g) + 2 * dwp(g) + 2;
+
+	return ((a > b ? a : b) + 15) / 16 * 16;
+}
+
+/* its workspace: the reordered weights, a sample's planes, its grid */
+static size_t
+dsize(const struct spirt_conv2d *g)
+{
+	size_t ch = g->C > g->OC ? g->C : g->OC;
+
+	return 9 * g->C * g->OC + ch * (dplane(g) + dgrid(g));
+}
+
+#ifdef SPIRT_VEC
+typedef float vf16 __attribute__((vector_size(64)));
+
+/*
+ * Output channels [o0, o0 + OB) of the pixels [j, j + PX) of y (OC, Q),
+ * from the padded planes xp (C, ps) and the weights wt (C, 9, OC).
+ */
+#define DLD(v, p) memcpy(&(v), (p), sizeof(v))
+#define UNROLL _Pragma("GCC unroll 9")
+SPIRT_KERNEL void
+dtile(float *y, size_t Q, const float *xp, size_t ps, const float *wt,
+    size_t C, size_t OC, size_t Wp, size_t o0, size_t j, size_t OB,
+    size_t PX)
+{
+	static const unsigned char ky[9] = { 0, 0, 0, 1, 1, 1, 2, 2, 2 };
+	vf16 a[4][4], x[4];
+	size_t c, t, q, v, nv = PX / 16;
+
+	// unrolled whole, so that the accumulators live in registers
+	UNROLL
+	for (q = 0; q < OB; q++)
+		UNROLL
+		for (v = 0; v < nv; v++)
+			a[q][v] = (vf16){ 0 };
+	for (c = 0; c < C; c++) {
+		const float *xc = xp + c * ps + j, *wc = wt + c * 9 * OC + o0;
+		for (t = 0; t < 9; t++) {
+			const float *xt = xc + ky[t] * Wp + t % 3;
+			const float *w = wc + t * OC;
+			UNROLL
+			for (v = 0; v < nv; v++)
+				DLD(x[v], xt + 16 * v);
+			UNROLL
+			for (q = 0; q < OB; q++)
+				UNROLL
+				for (v = 0; v < nv; v++)
+					a[q][v] += w[q] * x[v];
+		}
+	}
+	UNROLL
+	for (q = 0; q < OB; q++)
+		UNROLL
+		for (v = 0; v < nv; v++)
+			memcpy(y + (o0 + q) * Q + j + 16 * v, &a[q][v],
+			    sizeof a[q][v]);
+}
+
+/*
+ * y (OC, Q) of one sample's padded planes; tiles of OB channels x PX
+ * pixels, the channels that do not fill a tile one at a time
+ */
+SPIRT_KERNEL void
+dconv_k(float *y, size_t Q, const float *xp, size_t ps, const float *wt,
+    size_t C, size_t OC, size_t Wp, size_t OB, size_t PX)
+{
+	size_t o, j, ob;
+
+	for (o = 0; o < OC; o += ob) {
+		ob = o + OB <= OC ? OB : 1;
+		for (j = 0; j + PX <= Q; j += PX)
+			if (ob == OB)
+				dtile(y, Q, xp, ps, wt, C, OC, Wp, o, j, OB,
+				    PX);
+			else
+				dtile(y, Q, xp, ps, wt, C, OC, Wp, o, j, 1,
+				    PX);
+		// the grid's last 16 .. PX - 16 pixels (Q a multiple of 16)
+		for (; j < Q; j += 16)
+			if (ob == OB)
+				dtile(y, Q, xp, ps, wt, C, OC, Wp, o, j, OB,
+				    16);
+			else
+				dtile(y, Q, xp, ps, wt, C, OC, Wp, o, j, 1,
+				    16);
+	}
+}
+
+/* the tile's size by level: its accumulators fill the registers */
+static void
+dconv_base(float *y, size_t Q, const float *xp, size_t ps, const float *wt,
+    size_t C, size_t OC, size_t Wp)
+{
+	dconv_k(y, Q, xp, ps, wt, C, OC, Wp, 2, 16);
+}
+
+SPIRT_AVX2 static void
+dconv_avx2(float *y, size_t Q, const float *xp, size_t ps, const float *wt,
+    size_t C, size_t OC, size_t Wp)
+{
+	dconv_k(y, Q, xp, ps, wt, C, OC, Wp, 4, 16);
+}
+
+SPIRT_AVX512 static void
+dconv_avx512(float *y, size_t Q, const float *xp, size_t ps,
+    const float *wt, size_t C, size_t OC, size_t Wp)
+{
+	dconv_k(y, Q, xp, ps, wt, C, OC, Wp, 4, 64);
+}
+
+/*
+ * The same sums with the vectors across output channels instead: a tile
+ * is PT pixels of an output row x OV vectors of 16 channels, a tap a
+ * vector load of the weights (wt's rows are channels-last) and a
+ * broadcast of each pixel; no lane computes a junk pixel, which on 7x7
+ * maps are 15 of the pixel tiles' 64 (OC a multiple of 16).  The
+ * products and their order are those of dtile(): the same bits.
+ */
+SPIRT_KERNEL void
+ctile(float *y, size_t Q, const float *xp, size_t ps, const float *wt,
+    size_t C, size_t OC, size_t Wp, size_t o0, size_t j, size_t OV,
+    size_t PT)
+{
+	static const unsigned char ky[9] = { 0, 0, 0, 1, 1, 1, 2, 2, 2 };
+	vf16 a[2][7], w[2];
+	float f[16];
+	size_t c, t, p, v, l;
+
+	UNROLL
+	for (v = 0; v < OV; v++)
+		UNROLL
+		for (p = 0; p < PT; p++)
+			a[v][p] = (vf16){ 0 };
+	for (c = 0; c < C; c++) {
+		const float *xc = xp + c * ps + j, *wc = wt + c * 9 * OC + o0;
+		for (t = 0; t < 9; t++) {
+			const float *xt = xc + ky[t] * Wp + t % 3;
+			UNROLL
+			for (v = 0; v < OV; v++)
+				DLD(w[v], wc + t * OC + 16 * v);
+			UNROLL
+			for (p = 0; p < PT; p++)
+				UNROLL
+				for (v = 0; v < OV; v++)
+					a[v][p] += w[v] * xt[p];
+		}
+	}
+	for (v = 0; v < OV; v++)
+		for (p = 0; p < PT; p++) {
+			memcpy(f, &a[v][p], sizeof f);
+			for (l = 0; l < 16; l++)
+				y[(o0 + 16 * v + l) * Q + j + p] = f[l];
+		}
+}
+
+/* y (OC, Q) of one sample, OC a multiple of 16, OH rows of W pixels */
+SPIRT_KERNEL void
+cconv_k(float *y, size_t Q, const float *xp, size_t ps, const float *wt,
+    size_t C, size_t OC, size_t Wp, size_t OH, size_t OV, size_t PT)
+{
+	size_t o, oy, x, ov;
+
+	for (o = 0; o < OC; o += 16 * ov) {
+		ov = o + 16 * OV <= OC ? OV : 1;
+		for (oy = 0; oy < OH; oy++) {
+			size_t j = oy * Wp;
+			for (x = 0; x + PT <= Wp - 1; x += PT)
+				if (ov == OV)
+					ctile(y, Q, xp, ps, wt, C, OC, Wp, o,
+					    j + x, OV, PT);
+				else
+					ctile(y, Q, xp, ps, wt, C, OC, Wp, o,
+					    j + x, 1, PT);
+			for (; x < Wp - 1; x++)         // the row's rest
+				if (ov == OV)
+					ctile(y, Q, xp, ps, wt, C, OC, Wp, o,
+					    j + x, OV, 1);
+				else
+					ctile(y, Q, xp, ps, wt, C, OC, Wp, o,
+					    j + x, 1, 1);
+		}
+	}
+}
+
+static void
+cconv_base(float *y, size_t Q, const float *xp, size_t ps, const float *wt,
+    size_t C, size_t OC, size_t Wp, size_t OH)
+{
+	cconv_k(y, Q, xp, ps, wt, C, OC, Wp, OH, 1, 2);
+}
+
+SPIRT_AVX2 static void
+cconv_avx2(float *y, size_t Q, const float *xp, size_t ps, const float *wt,
+    size_t C, size_t OC, size_t Wp, size_t OH)
+{
+	cconv_k(y, Q, xp, ps, wt, C, OC, Wp, OH, 1, 4);
+}
+
+SPIRT_AVX512 static void
+cconv_avx512(float *y, size_t Q, const float *xp, size_t ps,
+    const float *wt, size_t C, size_t OC, size_t Wp, size_t OH)
+{
+	cconv_k(y, Q, xp, ps, wt, C, OC, Wp, OH, 2, 7);
+}
+
+/*
+ * By pixels, or by channels where the pixel tiles would waste more than
+ * a fifth of their lanes (OC a multiple of 16): bench/layers_bench --net
+ * resnet8 (3 interleaved rounds, load 22-26), 64x7x7 (15 of 64 lanes
+ * junk) forward 3.33-3.78 ms by channels against 3.71-3.91 by pixels,
+ * its input's gradient 3.27-3.35 against 3.99-5.1; 32x14x14 (28 of 224)
+ * 3.6-3.7 against 3.3-3.5 the other way; 16x28x28 even; the stem (16
+ * output channels from 1) 0.59-0.73 against 0.28.
+ */
+static void
+dconv(float *y, size_t Q, const float *xp, size_t ps, const float *wt,
+    size_t C, size_t OC, size_t Wp, size_t OH)
+{
+	if (OC % 16 == 0 && 5 * (Q - OH * (Wp - 1)) > Q) {
+		switch (spirt_isa()) {
+		case SPIRT_ISA_AVX512:
+			cconv_avx512(y, Q, xp, ps, wt, C, OC, Wp, OH);
+			break;
+		case SPIRT_ISA_AVX2:
+			cconv_avx2(y, Q, xp, ps, wt, C, OC, Wp, OH);
+			break;
+		default:
+			cconv_base(y, Q, xp, ps, wt, C, OC, Wp, OH);
+			break;
+		}
+		return;
+	}
+	switch (spirt_isa()) {
+	case SPIRT_ISA_AVX512: dconv_avx512(y, Q, xp, ps, wt, C, OC, Wp); break;
+	case SPIRT_ISA_AVX2: dconv_avx2(y, Q, xp, ps, wt, C, OC, Wp); break;
+	default: dconv_base(y, Q, xp, ps, wt, C, OC, Wp); break;
+	}
+}
+
+/*
+ * The weight gradient of one sample, added to dweight (OC, C, 9) (set if
+ * first): dweight[o][c][t] += the sum over the grid's pixels j of dy[o][j]
+ * * xp[c][j + tap t's shift], dy (OC, Q) dout on the grid with 0 in the
+ * junk column and past it.  A tile: OB output channels x the 9 taps of
+ * one input channel, 16 pixels a step, so that a step loads OB + 9
+ * vectors for 9 OB products; each lane sums its pixels in order, then
+ * the 16 lanes are added in order, then the samples in order: the same
+ * bits at every level.
+ */
+SPIRT_KERNEL void
+dwtile(float *dweight, const float *dy, size_t Q, const float *xp,
+    size_t ps, size_t C, size_t Wp, size_t o0, size_t c, size_t OB,
+    int first)
+{
+	static const unsigned char ky[9] = { 0, 0, 0, 1, 1, 1, 2, 2, 2 };
+	vf16 a[2][9], d[2], x;
+	size_t q, t, j, l;
+
+	UNROLL
+	for (q = 0; q < OB; q++)
+		UNROLL
+		for (t = 0; t < 9; t++)
+			a[q][t] = (vf16){ 0 };
+	for (j = 0; j < Q; j += 16) {
+		const float *xc = xp + c * ps + j;
+		UNROLL
+		for (q = 0; q < OB; q++)
+			DLD(d[q], dy + (o0 + q) * Q + j);
+		UNROLL
+		for (t = 0; t < 9; t++) {
+			DLD(x, xc + ky[t] * Wp + t % 3);
+			UNROLL
+			for (q = 0; q < OB; q++)
+				a[q][t] += d[q] * x;
+		}
+	}
+	for (q = 0; q < OB; q++)
+		for (t = 0; t < 9; t++) {
+			float *w = dweight + ((o0 + q) * C + c) * 9 + t, h = 0;
+			for (l = 0; l < 16; l++)
+				h += a[q][t][l];
+			*w = first ? h : *w + h;
+		}
+}
+
+SPIRT_KERNEL void
+dwgrad_k(float *dweight, const float *dy, size_t Q, const float *xp,
+    size_t ps, size_t C, size_t OC, size_t Wp, int first, size_t OB)
+{
+	size_t o, c;
+
+	for (o = 0; o + OB <= OC; o += OB)
+		for (c = 0; c < C; c++)
+			dwtile(dweight, dy, Q, xp, ps, C, Wp, o, c, OB, first);
+	for (; o < OC; o++)
+		for (c = 0; c < C; c++)
+			dwtile(dweight, dy, Q, xp, ps, C, Wp, o, c, 1, first);
+}
+
+static void
+dwgrad_base(float *dweight, const float *dy, size_t Q, const float *xp,
+    size_t ps, size_t C, size_t OC, size_t Wp, int first)
+{
+	dwgrad_k(dweight, dy, Q, xp, ps, C, OC, Wp, first, 1);
+}
+
+SPIRT_AVX2 static void
+dwgrad_avx2(float *dweight, const float *dy, size_t Q, const float *xp,
+    size_t ps, size_t C, size_t OC, size_t Wp, int first)
+{
+	dwgrad_k(dweight, dy, Q, xp, ps, C, OC, Wp, first, 1);
+}
+
+SPIRT_AVX512 static void
+dwgrad_avx512(float *dweight, const float *dy, size_t Q, const float *xp,
+    size_t ps, size_t C, size_t OC, size_t Wp, int first)
+{
+	dwgrad_k(dweight, dy, Q, xp, ps, C, OC, Wp, first, 2);
+}
+
+static void
+dwgrad(float *dweight, const float *dy, size_t Q, const float *xp,
+    size_t ps, size_t C, size_t OC, size_t Wp, int first)
+{
+	switch (spirt_isa()) {
+	case SPIRT_ISA_AVX512:
+		dwgrad_avx512(dweight, dy, Q, xp, ps, C, OC, Wp, first);
+		break;
+	case SPIRT_ISA_AVX2:
+		dwgrad_avx2(dweight, dy, Q, xp, ps, C, OC, Wp, first);
+		break;
+	default:
+		dwgrad_base(dweight, dy, Q, xp, ps, C, OC, Wp, first);
+		break;
+	}
+}
+#endif
+
+#ifdef SPIRT_VEC
+/* xp (C, ps) gets sample b's planes of inp (C, B, H, W), padded */
+static void
+dpack(float *xp, const float *inp, const struct spirt_conv2d *g, size_t C,
+    size_t b)
+{
+	size_t H = g->H, W = g->W, Wp = dwp(g), ps = dplane(g), c, y, x;
+
+	for (c = 0; c < C; c++) {
+		const float *in = inp + (c * g->B + b) * H * W;
+		float *d = xp + c * ps + 1 + Wp;
+		for (y = 0; y < H; y++)         // no memcpy call a row
+			for (x = 0; x < W; x++)
+				d[y * Wp + x] = in[y * W + x];
+	}
+}
+#endif
+
+/*
+ * dweight (OC, C, 3, 3) of the direct convolution, from dout (OC, B, H,
+ * W) and inp; ws holds dsize(g) floats
+ */
+static void
+dweights(float *dweight, float *ws, const float *dout, const float *inp,
+    const struct spirt_conv2d *g)
+{
+#ifdef SPIRT_VEC
+	size_t H = g->H, W = g->W, Wp = dwp(g), ps = dplane(g), Q = dgrid(g);
+	size_t C = g->C, OC = g->OC, P = H * W, b, o, y;
+	float *xp = ws, *dy = ws + C * ps;
+
+	memset(xp, 0, C * ps * sizeof *xp);
+	memset(dy, 0, OC * Q * sizeof *dy);
+	for (b = 0; b < g->B; b++) {
+		dpack(xp, inp, g, C, b);
+		for (o = 0; o < OC; o++)
+			for (y = 0; y < H; y++)
+				memcpy(dy + o * Q + y * Wp, dout + (o * g->B +
+				    b) * P + y * W, W * sizeof *dy);
+		dwgrad(dweight, dy, Q, xp, ps, C, OC, Wp, b == 0);
+	}
+#else
+	(void)dweight, (void)ws, (void)dout, (void)inp, (void)g;
+#endif
+}
+
+/*
+ * out (OC, B, H, W) = the direct convolution of inp (C, B, H, W) with wt
+ * (C, 9, OC), bias added if not NULL; ws holds dsize(g) floats.
+ */
+static void
+dforward(float *out, float *ws, const float *inp, const float *wt,
+    const float *bias, const struct spirt_conv2d *g, size_t C, size_t OC)
+{
+#ifdef SPIRT_VEC
+	size_t H = g->H, W = g->W, Wp = dwp(g), ps = dplane(g), Q = dgrid(g);
+	size_t P = H * W, N = g->B * P, b, o, y, x;
+	float *xp = ws, *yq = ws + (C > OC ? C : OC) * ps;
+
+	memset(xp, 0, C * ps * sizeof *xp);
+	for (b = 0; b < g->B; b++) {
+		dpack(xp, inp, g, C, b);
+		dconv(yq, Q, xp, ps, wt, C, OC, Wp, H);
+		for (o = 0; o < OC; o++)
+			for (y = 0; y < H; y++) {
+				const float *q = yq + o * Q + y * Wp;
+				float *d = out + o * N + b * P + y * W;
+				if (bias == NULL)
+					for (x = 0; x < W; x++)
+						d[x] = q[x];
+				else
+					for (x = 0; x < W; x++)
+						d[x] = bias[o] + q[x];
+			}
+	}
+#else
+	(void)out, (void)ws, (void)inp, (void)wt, (void)bias, (void)g;
+	(void)C, (void)OC;
+#endif
+}
+
+/*
  * A 1x1 convolution of stride 1 without padding: a chunk's im2col is the
  * chunk of inp itself, rows N apart; no copy.
  */
@@ -535,6 +1037,14 @@ spirt_conv2d_forward(float *out, float *col, const float *inp,
 	size_t b0, n, o, j, b, oy;
 	struct convws w;
 
+	if (direct(g)) {        // wt (C, 9, OC) first
+		float *wt = col;
+		for (o = 0; o < g->OC; o++)
+			for (j = 0; j < K; j++)
+				wt[j * g->OC + o] = weight[o * K + j];
+		dforward(out, wt + K * g->OC, inp, wt, bias, g, g->C, g->OC);
+		return;
+	}
 	(void)convws(&w, col, g);
 	if (bias != NULL && !wide(g))
 		for (o = 0; o < g->OC; o++)
@@ -595,10 +1105,21 @@ spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
     const struct spirt_conv2d *g)
 {
 	size_t P = g->OH * g->OW, N = g->B * P, K = g->C * g->k * g->k;
-	size_t OC = g->OC, b0, n, o, j, b, oy;
+	size_t OC = g->OC, b0, n, o, j, b, oy, ci, t;
 	struct convws w;
 
-	(void)convws(&w, col, g);
+	if (direct(g) && dinp != NULL) {
+		// dinp = dout (OC channels) convolved with wt (OC, 9, C):
+		// the weights' taps flipped and their channels swapped
+		float *wt = col;
+		for (o = 0; o < OC; o++)
+			for (ci = 0; ci < g->C; ci++)
+				for (t = 0; t < 9; t++)
+					wt[(o * 9 + 8 - t) * g->C + ci] =
+					    weight[(o * g->C + ci) * 9 + t];
+		dforward(dinp, wt + K * OC, dout, wt, NULL, g, OC, g->C);
+		dinp = NULL;            // below: the weight gradient alone
+	}
 	if (dbias != NULL) {
 		for (o = 0; o < OC; o++) {
 			const float *d = dout + o * N;
@@ -608,6 +1129,11 @@ spirt_conv2d_backward(float *dinp, float *dweight, float *dbias, float *col,
 			dbias[o] = a;
 		}
 	}
+	if (dsmall(g)) {
+		dweights(dweight, col + K * OC, dout, inp, g);
+		return;
+	}
+	(void)convws(&w, col, g);
 	// dweight^T (K,OC) summed over the chunks, col (K,n*Q) . dout^T,
 	// then transposed (the shape OpenBLAS runs faster, blas.c's
 	// spirt_conv_backward), in the workspace's tail: nothing allocated
