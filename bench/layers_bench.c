@@ -118,8 +118,7 @@ struct kind {
 /*
  * The kernels of node i (the fast ones, as lib/model.c's layer list
  * calls them, a fused ReLU with its bn or add) forward (bwd 0) or
- * backward (bwd 1; a convolution's weight gradient alone, bwd 2), on
- * buffers of the right sizes
+ * backward, on buffers of the right sizes
  */
 static void
 node_run(const struct spirt_model *m, int i, size_t B, int bwd, float **a,
@@ -132,8 +131,6 @@ node_run(const struct spirt_model *m, int i, size_t B, int bwd, float **a,
 	int relu = fusedrelu(m, i + 1);
 	struct spirt_conv2d g;
 
-	if (d->in == 0 || bwd == 2)     // the input needs no gradient
-		dx = NULL;
 	switch (d->kind) {
 	case SPIRT_N_CONV:
 	case SPIRT_N_DW:
@@ -257,9 +254,8 @@ net_bench(const char *spec, size_t B, int reps)
 	    B, reps);
 	for (j = 0; j < m.nnodes; j++) {
 		char name[24];
-		double t[3];
-		for (bwd = 0; bwd < (m.node[j].kind == SPIRT_N_CONV ? 3 : 2);
-		    bwd++) {
+		double t[2];
+		for (bwd = 0; bwd < 2; bwd++) {
 			t[bwd] = 1e9;
 			for (rep = 0; rep < reps + 1; rep++) {
 				t0 = cpu();
@@ -278,13 +274,9 @@ net_bench(const char *spec, size_t B, int reps)
 			k[q].fwd += t[0], k[q].bwd += t[1], k[q].n++;
 		sum += t[0] + t[1];
 		printf("node %2d %-14s %3zux%2zux%-2zu -> %3zux%2zux%-2zu "
-		    "fwd %7.3f bwd %7.3f", j, name, m.node[j].C,
+		    "fwd %7.3f bwd %7.3f\n", j, name, m.node[j].C,
 		    m.node[j].H, m.node[j].W, m.node[j].OC, m.node[j].OH,
 		    m.node[j].OW, 1e3 * t[0], 1e3 * t[1]);
-		if (m.node[j].kind == SPIRT_N_CONV)     // weight, data apart
-			printf(" (weight %7.3f, data %7.3f)", 1e3 * t[2],
-			    1e3 * (t[1] - t[2]));
-		printf("\n");
 	}
 	printf("\n%-16s %5s %8s %8s %8s %6s\n", "kind", "nodes", "fwd", "bwd",
 	    "total", "share");

@@ -8,7 +8,6 @@
 #include "check.h"
 #include "blas.h"
 #include "io.h"
-#include "isa.h"
 #include "layers.h"
 #include "npy.h"
 #include "rng.h"
@@ -489,35 +488,13 @@ static const size_t onebyone[][9] = {
 /*
  * 3x3 and 5x5 convolutions of stride 1 on maps wide enough for the wide
  * im2col (lib/conv.c: padded width within 10% of the output's):
- * several samples a chunk and a last short one (10 and 2), no padding, a
- * padding wider than the kernel's half (taps that read only zeros), 5x5.
- * A 3x3 of padding 1 is the direct kernel's (directcases), but for its
- * weight gradient from 4 channels on, which is the wide im2col's on wide
- * maps (directcases' 9x31, resnet8's 28x28).
+ * several samples a chunk and a last short one, no padding, a padding
+ * wider than the kernel's half (taps that read only zeros), 5x5
  */
 static const size_t widecases[][9] = {
-	{ 12, 2, 28, 28, 5, 3, 1, 0, 0 }, { 3, 4, 22, 24, 6, 3, 1, 0, 1 },
+	{ 10, 2, 28, 28, 5, 3, 1, 1, 0 }, { 3, 4, 22, 24, 6, 3, 1, 0, 1 },
 	{ 2, 3, 44, 41, 5, 5, 1, 2, 0 }, { 2, 3, 30, 30, 4, 3, 1, 2, 1 },
 };
-
-/*
- * The direct 3x3 convolution (stride 1, padding 1; lib/conv.c): resnet8's
- * stem at batch 1; output channels that do not fill a tile of 4 (7: one
- * tile and 3 alone) with a bias; a 1x1 map; odd widths whose grid H x
- * (W+1) is no multiple of the tile's 64 pixels; a tall narrow map; a
- * 16 -> 32 layer on 14x14 (the input gradient's tiles of 16 channels);
- * then tiles across channels (small maps): 32 -> 64 on 7x7, and 16 -> 48
- * on 2x9 (a tile of 32 channels and one of 16; rows of 7 pixels and 2
- * alone).  test_levels() runs them after the random cases, so that
- * these see the generator as before.
- */
-static const size_t directcases[][9] = {
-	{ 1, 1, 28, 28, 16, 3, 1, 1, 0 }, { 3, 5, 7, 7, 7, 3, 1, 1, 1 },
-	{ 2, 3, 1, 1, 2, 3, 1, 1, 1 }, { 2, 6, 9, 31, 5, 3, 1, 1, 0 },
-	{ 1, 2, 40, 3, 9, 3, 1, 1, 1 }, { 2, 16, 14, 14, 32, 3, 1, 1, 0 },
-	{ 1, 32, 7, 7, 64, 3, 1, 1, 0 }, { 2, 16, 2, 9, 48, 3, 1, 1, 1 },
-};
-#define NDIRECT (sizeof directcases / sizeof *directcases)
 
 /*
  * Strided convolutions through the phase planes (k >= s > 1): a tap's
@@ -589,72 +566,6 @@ test_random(void)
 			free_case(&f, 0);
 		}
 	}
-}
-
-/*
- * The direct convolution's cases (directcases) against the naive twin;
- * it is compiled per x86-64 level (tiles of other sizes): every level the
- * CPU has gives the baseline's bytes, forward and backward, so that peers
- * on different CPUs train the same model.
- */
-static void
-test_levels(void)
-{
-	int best = spirt_isa_best(), l, i;
-	struct lcase f, nv;
-	size_t r, j;
-
-	for (l = best + 1; l < SPIRT_ISA_NLEVELS; l++)
-		fprintf(stderr, "test_layers: this CPU lacks %s: that level "
-		    "is not compared\n", spirt_isa_name(l));
-	for (r = 0; r < NDIRECT; r++) {
-		random_case(&f, CONV, 0);
-		memcpy(f.sz, directcases[r], sizeof f.sz);
-		free_case(&f, 0);
-		CHECK(sizes(&f) == 0);
-		inputs(&f);
-		alloc_outputs(&f);
-		// at the best level against the naive twin first
-		nv = f;
-		alloc_outputs(&nv);
-		run(&f, 0, 0);
-		run(&nv, 1, 0);
-		for (i = OUT; i < NARR; i++) {
-			double m = 1;
-			if (f.n[i] == 0)
-				continue;
-			for (j = 0; j < f.n[i]; j++)
-				m = fmax(m, fabs(nv.a[i][j]));
-			if (!(maxdiff(f.a[i], nv.a[i], f.n[i]) <= 1e-5 * m)) {
-				fprintf(stderr, "test_layers: direct conv "
-				    "case %zu: %s fast vs naive: maxdiff "
-				    "%g of %g\n", r, arrname[i],
-				    maxdiff(f.a[i], nv.a[i], f.n[i]), m);
-				check_failed = 1;
-			}
-		}
-		free_case(&nv, OUT);
-		CHECK_RC(spirt_isa_set(SPIRT_ISA_BASE));
-		run(&f, 0, 0);
-		for (l = SPIRT_ISA_BASE + 1; l <= best; l++) {
-			nv = f;
-			alloc_outputs(&nv);
-			CHECK_RC(spirt_isa_set(l));
-			run(&nv, 0, 0);
-			for (i = OUT; i < NARR; i++)
-				if (f.n[i] && memcmp(f.a[i], nv.a[i], f.n[i] *
-				    sizeof *f.a[i]) != 0) {
-					fprintf(stderr, "test_layers: direct "
-					    "conv case %zu: %s at %s differs "
-					    "from base\n", r, arrname[i],
-					    spirt_isa_name(l));
-					check_failed = 1;
-				}
-			free_case(&nv, OUT);
-		}
-		free_case(&f, 0);
-	}
-	CHECK_RC(spirt_isa_set(best));
 }
 
 /* ---- finite differences of each backward, on tiny shapes ---- */
@@ -837,6 +748,5 @@ main(void)
 	test_random();
 	test_fd();
 	test_fused();
-	test_levels();
 	CHECK_DONE();
 }
