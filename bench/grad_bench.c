@@ -177,6 +177,8 @@ main(int argc, char **argv)
 	int64_t n = 200;
 	int reps;
 
+	isa_setup();     /* SPIRT_ISA, as the tools honour it */
+
 	if (argc > 3 && strcmp(argv[1], "--exec") == 0) {
 		if (spirt_parse_i64(&n, argv[2], 1, 1000000))
 			n = 1;
