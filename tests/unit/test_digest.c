@@ -542,7 +542,8 @@ served(unsigned char *out, size_t cap, const unsigned char *path, size_t plen,
 	CHECK_RC(spirt_tensor_init(&t, SPIRT_F32, 1, &len));
 	*reclen = spirt_tensor_reclen(&t);
 	CHECK_RC(spirt_tensor_encode(rec, *reclen, &t, f));
-	memcpy(body, path, plen);
+	if (plen)
+		memcpy(body, path, plen);
 	memcpy(body + plen, rec, *reclen);
 	dims[0] = plen + *reclen;
 	CHECK_RC(spirt_tensor_init(&u, SPIRT_U8, 1, dims));
