@@ -487,6 +487,30 @@ open('forged2', 'w').write('\n'.join(lines))
 "
 	run -65 --separate-stderr spirt-peer verify --proof forged2 -a allow -r r1 -s s1
 	[[ "$stderr" == *"verify: forged2: not a proof: the slices p3's record names combine to the part it signed"* ]]
+	# forged: p1's and p3's slices swapped, or a hash of p1's path
+	# changed: neither climbs to its member's root
+	"$PYTHON" -c "
+lines = open('out1').read().split('\n')
+P = 3
+a, c = 2 + 2 * P + 4 + 1, 2 + 2 * P + 4 + 2 * 2 + 1
+sw = list(lines)
+sw[a], sw[c] = lines[c], lines[a]
+open('forged3', 'w').write('\n'.join(sw))
+b = bytes.fromhex(lines[a])
+# a byte of the path's first hash, the u8 record made again around it
+import sys
+sys.path.insert(0, '$SPIRT_ROOT/contrib/python')
+import spirt_tensor as st, io, numpy as np
+r = st.read_record(io.BytesIO(b))
+p = bytearray(r.array.tobytes())
+p[3] ^= 1
+lines[a] = st.encode(np.frombuffer(bytes(p), np.uint8), step=r.step).hex()
+open('forged4', 'w').write('\n'.join(lines))
+"
+	for f in forged3 forged4; do
+		run -65 --separate-stderr spirt-peer verify --proof $f -a allow -r r1 -s s1
+		[[ "$stderr" == *"verify: $f: line $((2 + 2 * 3 + 4 + 2)): the slice of p1 is not the one its record names (its path does not reach its root)"* ]] || { echo "$f: $stderr" >&2; false; }
+	done
 	# and under a key the allowlist does not know
 	printf 'VERSION=1\nTYPE=spirt-allowlist\n%s\nEND\n' "$(grep ' p1$' allow)" >allow1
 	run -65 --separate-stderr spirt-peer verify --proof out1 -a allow1 -r r1 -s s1
