@@ -136,6 +136,13 @@ size_t spirt_xpart_path_len(size_t k, size_t n);
 void spirt_xpart_path(unsigned char *out,
     const unsigned char (*leaves)[SPIRT_HASH_BYTES], size_t n, size_t k)
     SPIRT_NONNULL(1, 2);
+/* The root of n leaves and every leaf's path at once (n hashes, not
+ * about n^2 as n calls of spirt_xpart_path): leaf k's at paths + k
+ * stride, stride at least 32 ceil(log2 n) bytes. */
+void spirt_xpart_paths(unsigned char root[SPIRT_HASH_BYTES],
+    unsigned char *paths, size_t stride,
+    const unsigned char (*leaves)[SPIRT_HASH_BYTES], size_t n)
+    SPIRT_NONNULL(1, 2, 4);
 SPIRT_MUST_CHECK int spirt_xpart_climb(unsigned char out[SPIRT_HASH_BYTES],
     const unsigned char leaf[SPIRT_HASH_BYTES], size_t k, size_t n,
     const unsigned char *path, size_t plen) SPIRT_NONNULL(1, 2);

@@ -560,6 +560,7 @@ static void
 test_merkle(void)
 {
 	static unsigned char leaves[257][32], path[9 * 32], root[32], ref[32];
+	static unsigned char all[257 * 9 * 32];
 	static const size_t more[] = { 128, 129, 256, 257 };
 	unsigned char b[65], h[32], l[32];
 	const char *ids[3] = { "p1", "p2", "p3" };
@@ -610,6 +611,18 @@ test_merkle(void)
 		spirt_xpart_root(root, (const unsigned char (*)[32])leaves, N);
 		ref_root(ref, (const unsigned char (*)[32])leaves, N);
 		CHECK(memcmp(root, ref, 32) == 0);
+		/* all the paths at once: the same root, the same paths */
+		memset(all, 0xee, sizeof all);
+		spirt_xpart_paths(h, all, 9 * 32, (const unsigned char (*)[32])
+		    leaves, N);
+		CHECK(memcmp(h, root, 32) == 0);
+		for (size_t k = 0; k < N; k++) {
+			size_t d = spirt_xpart_path_len(k, N);
+
+			spirt_xpart_path(path, (const unsigned char (*)[32])
+			    leaves, N, k);
+			CHECK(memcmp(all + k * 9 * 32, path, 32 * d) == 0);
+		}
 		for (size_t k = 0; k < N; k++) {
 			size_t d = spirt_xpart_path_len(k, N);
 
