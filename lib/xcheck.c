@@ -554,7 +554,8 @@ spirt_xpart_verdict_parse(const void *buf, size_t n, const char *members,
 	num[rest - 5] = '\0';
 	errno = 0;
 	k = strtoul(num, &end, 10);
-	if (errno || *end != '\0' || k >= parts)
+	/* (the digits to the newline: a NUL among them ends strtoul's) */
+	if (errno || end != num + rest - 5 || k >= parts)
 		return SPIRT_EDATA;
 	*bad = (long)k;
 	return 0;

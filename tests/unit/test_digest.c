@@ -457,6 +457,10 @@ test_xpart(void)
 		    16, &v, 3), SPIRT_EDATA);
 		CHECK_EQ_RC(spirt_xpart_verdict_parse(VM "\nbad=2", 22, VM, 16,
 		    &v, 3), SPIRT_EDATA);
+		/* a NUL after the digits, then anything (found by
+		 * fuzz_xpart) */
+		CHECK_EQ_RC(spirt_xpart_verdict_parse(VM "\nbad=1\0p2 p3\nb\n",
+		    32, VM, 16, &v, 3), SPIRT_EDATA);
 		CHECK_EQ_RC(spirt_xpart_verdict_parse("members=p1 p3\nbad=\n",
 		    19, VM, 16, &v, 3), SPIRT_ERUN);
 #undef VM
