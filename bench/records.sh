@@ -7,8 +7,12 @@
 # xslice/0 and the result record xpart/0/signed each member signed (u8
 # payload bytes, as spirt-store ls says), summed over the P - 1 members
 # other than p1: the records' bytes p1 pulls in a round (docs/scale.md,
-# "What goes beyond the payload"; docs/protocol.md "Bytes").  Sizes, not
-# times: the load does not change them.
+# "What goes beyond the payload"; docs/protocol.md "Bytes"); and, since
+# the records' version 3, what the slices p1 pulls (xslice/0/p1 of each
+# other member) carry beyond their tensor record: the path and the u8
+# record's head and checksum ("paths").  Sizes, not times: the load does
+# not change them.  (Run with the binaries of version 2, whose slices
+# are tensor records, paths= says 0.)
 #   bash bench/records.sh   (after make all)
 set -eu
 cd "$(dirname "$0")/.."
@@ -57,13 +61,44 @@ for i in range(1, $P + 1):
 	size() {        # size I KEY: the u8 payload bytes of KEY in sI
 		spirt-store -s s$1 ls "$2" | awk -v k="$2" '$1 == k { print $3 }'
 	}
-	ins=0 res=0
+	# over: the bytes of slice xslice/0/p1 of sI beyond its tensor
+	# record (the value whole, less the record inside: 0 when it is
+	# the tensor record itself)
+	over() {
+		spirt-store -s s$1 get -f xslice/0/p1 >sl.rec
+		/usr/bin/python3 -c "
+import io, sys
+sys.path.insert(0, '$root/contrib/python')
+import spirt_tensor as st
+b = open('sl.rec', 'rb').read()
+r = st.read_record(io.BytesIO(b))
+if r.array.dtype.name != 'uint8':
+    print(0)
+else:
+    p = r.array.tobytes()
+    # the path's 32-byte hashes before the f32 record inside
+    for d in range(0, 10):
+        f = io.BytesIO(p[32 * d:])
+        try:
+            t = st.read_record(f)
+        except Exception:
+            continue
+        if t.array.dtype.name == 'float32' and f.tell() == len(p) - 32 * d:
+            print(len(b) - (len(p) - 32 * d))
+            break
+    else:
+        sys.exit('no record inside ' + 'sl.rec')
+"
+	}
+	ins=0 res=0 paths=0
 	for i in $(seq 2 "$P"); do
 		ins=$((ins + $(size $i xslice/0)))
 		res=$((res + $(size $i xpart/0/signed)))
+		paths=$((paths + $(over $i)))
 	done
 	echo "bench/records: P=$P input=$(size 2 xslice/0)" \
 	    "result=$(size 2 xpart/0/signed) pulled: inputs=$ins" \
-	    "results=$res records=$((ins + res))"
+	    "results=$res records=$((ins + res)) paths=$paths" \
+	    "all=$((ins + res + paths))"
 	)
 done

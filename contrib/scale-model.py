@@ -31,8 +31,11 @@ default comes from):
                 moved = 2 S (P - 1) / P + K r S (P - 1) / P^2
                         + records(P) + (4 (P - 1) + 2) * req,
                 signed = 2 (P - 1), phases 5, its own fixed cost x0_parts;
-                records(P) = (P - 1) (472 + 64 P + 536) as version 2 of
-                the records has it (--records), the term that grows as P^2
+                records(P) = (P - 1) (1160 + 32 ceil(log2 P)) as version 3
+                of the records has it (--records merkle: the input and
+                result records, 536 bytes each, and each slice's path
+                in its u8 record, 32 ceil(log2 P) + 88); v2's input
+                records grew with P, (P - 1) (472 + 64 P + 536)
   T(P) = t_fn + t_agg + t_upd + exchange;  samples per step = P * M * B
 
   cost of a step:
@@ -77,16 +80,19 @@ MEASURED = {
 # the partitioned exchange's records (docs/protocol.md "The partitioned
 # exchange"): bytes a member pulls a round, the input and result records
 # of the P - 1 others (bench/records.sh measures them).  An input record
-# is 192 + 216 (token) + 64 (signature) bytes of head and 64 bytes an
-# entry, P entries; a result record, v1: the same; v2 (since December 7,
-# 2026): 536 bytes whatever P (one hash of its inputs); merkle (on paper,
-# docs/protocol.md "Not yet: input records as a Merkle root"): input
-# records signing the root of their P slice hashes (504 bytes), each
-# slice pulled with its log2 P path of 32 bytes a level
+# was (v1, v2) 192 + 216 (token) + 64 (signature) bytes of head and 64
+# bytes an entry, P entries; a result record, v1: the same; v2 (December
+# 7, 2026): 536 bytes whatever P (one hash of its inputs); merkle (the
+# records' version 3, as spirt does): input records signing the root of
+# their P slices (536 bytes), each slice pulled as a u8 record of its
+# path, at most ceil(log2 P) hashes of 32 bytes (that many when P is a
+# power of two), and its tensor record: 88 bytes of u8 head and checksum
+# more a slice
 RECORDS = {
     "v1": lambda P: 2 * (P - 1) * (472 + 64 * P),
     "v2": lambda P: (P - 1) * (472 + 64 * P + 536),
-    "merkle": lambda P: (P - 1) * (504 + 536 + 32 * np.ceil(np.log2(P))),
+    "merkle": lambda P: (P - 1) * (536 + 536 + 88
+                                   + 32 * np.ceil(np.log2(P))),
 }
 REQ = 500       # bytes of a sealed request and its answer's head, HTTP
 
@@ -128,10 +134,11 @@ def args():
       help="an all-to-all round's fixed time, s (default 0.018)")
     a("--x0-parts", type=float, default=MEASURED["x0_parts"],
       help="a partitioned round's fixed time, s (default 0.054)")
-    a("--records", choices=sorted(RECORDS), default="v2",
+    a("--records", choices=sorted(RECORDS), default="merkle",
       help="--exchange parts: the records' layout: v1 (P entries a "
-      "record), v2 (the result's one hash; the default, as spirt "
-      "does), merkle (on paper)")
+      "record), v2 (the result's one hash, the input's P entries), "
+      "merkle (the input's root, each slice with its path; the "
+      "default, as spirt does)")
     a("--check-parts", type=int, default=1,
       help="--exchange parts: K, parts checked a round (default 1)")
     a("--check", type=int, default=1,

@@ -194,7 +194,7 @@ accuse(struct xr *r, size_t k, const unsigned char *got)
 		goto out;
 	for (size_t i = 0; i < r->P && rc == 0; i++) {
 		snprintf(line, sizeof line, "# xslice/%llu of %s (its slice "
-		    "xslice/%llu/%s: entry %zu)", ULL(x->step), r->ids[i],
+		    "xslice/%llu/%s: leaf %zu)", ULL(x->step), r->ids[i],
 		    ULL(x->step), r->ids[k], k);
 		rc = proof_rec(&proof, &n, &r->in[i], line);
 	}
@@ -222,8 +222,9 @@ accuse(struct xr *r, size_t k, const unsigned char *got)
 			goto out;
 	}
 	for (size_t i = 0; i < r->P && rc == 0; i++) {
-		snprintf(line, sizeof line, "# xslice/%llu/%s from %s",
-		    ULL(x->step), r->ids[k], r->ids[i]);
+		snprintf(line, sizeof line, "# xslice/%llu/%s from %s (its "
+		    "path, then its record)", ULL(x->step), r->ids[k],
+		    r->ids[i]);
 		rc = r->ksl ? proof_line(&proof, &n, line, r->ksl[i],
 		    r->ksllen[i], 1) : SPIRT_EBUG;
 	}
@@ -286,8 +287,9 @@ xp_again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
 	struct spirt_exchange *x = r->x;
 	struct combine c;
 	struct spirt_tensor h;
-	unsigned char **sl = NULL, hash[SPIRT_HASH_BYTES];
-	size_t *sllen = NULL, succ = (k + 1) % r->P;
+	unsigned char **sl = NULL;
+	const void **tv = NULL;
+	size_t *sllen = NULL, *tl = NULL, succ = (k + 1) % r->P;
 	uint64_t off, len;
 	const void *pl;
 	float *cen = NULL;
@@ -300,10 +302,12 @@ xp_again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
 	sllen = calloc(r->P, sizeof *sllen);
 	want = calloc(r->P, sizeof *want);
 	ol = calloc(r->P, sizeof *ol);
+	tv = calloc(r->P, sizeof *tv);
+	tl = calloc(r->P, sizeof *tl);
 	c.keys = calloc(r->P, sizeof *c.keys);
 	c.vals = calloc(r->P, sizeof *c.vals);
 	if (sl == NULL || sllen == NULL || want == NULL || ol == NULL ||
-	    c.keys == NULL ||
+	    tv == NULL || tl == NULL || c.keys == NULL ||
 	    c.vals == NULL || (c.s = malloc(sizeof *c.s)) == NULL)
 		goto out;
 	for (size_t i = 0; i < r->P; i++)
@@ -363,16 +367,13 @@ xp_again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
 		rc = SPIRT_EMAC;
 		if (sl[i] == NULL)
 			goto out;
-		spirt_hash(hash, sl[i], sllen[i]);
-		if (memcmp(hash, r->in[i].e[k].hash, SPIRT_HASH_BYTES)) {
-			rc = say(x, SPIRT_EMAC, "step %llu: xslice/%llu/%s "
-			    "from %s is not the slice its signed record names",
-			    ULL(x->step), ULL(x->step), r->ids[k],
-			    i == k && r->late[k] && ol[k] ? r->ids[succ] :
-			    r->ids[i]);
+		/* climbed to member i's root (sl[i] kept whole, its path
+		 * with it: a proof's and a cover's) */
+		if ((rc = xp_slice_take(r, i, k, i == k && r->late[k] &&
+		    ol[k] ? r->ids[succ] : r->ids[i], sl[i], sllen[i], &tv[i],
+		    &tl[i])))
 			goto out;
-		}
-		if ((rc = xp_value_ok(r, sl[i], sllen[i], len, &h))) {
+		if ((rc = xp_value_ok(r, tv[i], tl[i], len, &h))) {
 			say(x, rc, "step %llu: xslice/%llu/%s from %s: not a "
 			    "slice of %llu values of model \"%s\": %s",
 			    ULL(x->step), ULL(x->step), r->ids[k], r->ids[i],
@@ -384,15 +385,15 @@ xp_again(struct xr *r, struct spirt_xpull *u, size_t k, unsigned char *got,
 			goto out;
 		snprintf(c.keys[i], SPIRT_KEY_MAX + 1, "xslice/%llu/%s from %s",
 		    ULL(x->step), r->ids[k], r->ids[i]);
-		c.vals[i].v = sl[i];
-		c.vals[i].len = sllen[i];
+		c.vals[i].v = tv[i];
+		c.vals[i].len = tl[i];
 	}
 	xp_part_aggset(c.s, x, c.vals);
 	/* scclip: the owner's own slice is the centre, as it combined;
 	 * cclip: the owner's part of the last round (its xpart/<t-1>, the
 	 * centre it read), as this peer assembled it in gagg/<t-1> */
 	if (x->p.rule == SPIRT_AGG_SCCLIP) {
-		if ((rc = spirt_tensor_decode(&h, &pl, sl[k], sllen[k], 0)))
+		if ((rc = spirt_tensor_decode(&h, &pl, tv[k], tl[k], 0)))
 			goto out;
 		c.s->center = pl;
 		c.s->ncenter = h.nelem;
@@ -440,6 +441,8 @@ out:
 	free(c.val);
 	free(sl);
 	free(sllen);
+	free(tv);
+	free(tl);
 	free(want);
 	free(ol);
 	free(c.keys);
@@ -551,7 +554,8 @@ spirt_xpart_verdict_parse(const void *buf, size_t n, const char *members,
 	num[rest - 5] = '\0';
 	errno = 0;
 	k = strtoul(num, &end, 10);
-	if (errno || *end != '\0' || k >= parts)
+	/* (the digits to the newline: a NUL among them ends strtoul's) */
+	if (errno || end != num + rest - 5 || k >= parts)
 		return SPIRT_EDATA;
 	*bad = (long)k;
 	return 0;

@@ -18,6 +18,8 @@
 
 #define XP_MAGIC "SPXP"
 #define XP_VERSION SPIRT_XPART_VERSION
+/* the most bytes of a path: ceil(log2 SPIRT_XPART_MAXPARTS) hashes */
+#define XP_PATHMAX (9 * SPIRT_HASH_BYTES)
 
 
 /* ---- the record ---- */
@@ -44,9 +46,10 @@ spirt_xpart_span(uint64_t n, size_t parts, size_t k, uint64_t *off,
 size_t
 spirt_xpart_rec_size(int kind, size_t parts, int has_token)
 {
-	return (kind == SPIRT_XPART_INPUTS ? SPIRT_XPART_HEAD +
-	    parts * SPIRT_XPART_ENTRY : SPIRT_XPART_RESHEAD) +
-	    (has_token ? SPIRT_TOKEN_BYTES : 0) + SPIRT_SIG_BYTES;
+	(void)kind;
+	(void)parts;
+	return SPIRT_XPART_RESHEAD + (has_token ? SPIRT_TOKEN_BYTES : 0) +
+	    SPIRT_SIG_BYTES;
 }
 
 int
@@ -67,16 +70,206 @@ spirt_xpart_members(unsigned char out[SPIRT_HASH_BYTES],
 
 int
 spirt_xpart_inputs(unsigned char out[SPIRT_HASH_BYTES],
-    const struct spirt_digest_entry *e, size_t parts)
+    const struct spirt_xpart_rec *in, size_t parts)
 {
 	unsigned char *b;
 
-	if ((b = malloc(parts * SPIRT_XPART_ENTRY + 1)) == NULL)
+	if ((b = malloc(parts * SPIRT_SIG_BYTES + 1)) == NULL)
 		return ENOMEM;
-	(void)spirt_sigrec_put_tail(b, NULL, e, parts);
-	spirt_hash(out, b, parts * SPIRT_XPART_ENTRY);
+	for (size_t i = 0; i < parts; i++)
+		memcpy(b + i * SPIRT_SIG_BYTES, in[i].sig, SPIRT_SIG_BYTES);
+	spirt_hash(out, b, parts * SPIRT_SIG_BYTES);
 	free(b);
 	return 0;
+}
+
+/* ---- the Merkle tree of an input record (RFC 6962's shape) ---- */
+
+/* the largest power of two below n (n >= 2): the left subtree's leaves */
+static size_t
+split(size_t n)
+{
+	size_t m = 1;
+
+	while (m * 2 < n)
+		m *= 2;
+	return m;
+}
+
+/* H(0x01 || l || r) */
+static void
+node(unsigned char out[SPIRT_HASH_BYTES], const unsigned char *l,
+    const unsigned char *r)
+{
+	unsigned char b[1 + 2 * SPIRT_HASH_BYTES];
+
+	b[0] = 1;
+	memcpy(b + 1, l, SPIRT_HASH_BYTES);
+	memcpy(b + 1 + SPIRT_HASH_BYTES, r, SPIRT_HASH_BYTES);
+	spirt_hash(out, b, sizeof b);
+}
+
+void
+spirt_xpart_leaf(unsigned char out[SPIRT_HASH_BYTES], const char *id,
+    const unsigned char hash[SPIRT_HASH_BYTES])
+{
+	unsigned char b[1 + 32 + SPIRT_HASH_BYTES];
+
+	b[0] = 0;
+	spirt_wire_id_put(b + 1, id);
+	memcpy(b + 33, hash, SPIRT_HASH_BYTES);
+	spirt_hash(out, b, sizeof b);
+}
+
+/* (recursion depth ceil(log2 n), at most 9) */
+void
+spirt_xpart_root(unsigned char out[SPIRT_HASH_BYTES],
+    const unsigned char (*leaves)[SPIRT_HASH_BYTES], size_t n)
+{
+	unsigned char l[SPIRT_HASH_BYTES], r[SPIRT_HASH_BYTES];
+	size_t m;
+
+	if (n <= 1) {
+		memcpy(out, leaves[0], SPIRT_HASH_BYTES);
+		return;
+	}
+	m = split(n);
+	spirt_xpart_root(l, leaves, m);
+	spirt_xpart_root(r, leaves + m, n - m);
+	node(out, l, r);
+}
+
+size_t
+spirt_xpart_path_len(size_t k, size_t n)
+{
+	size_t d = 0, m;
+
+	while (n > 1) {
+		m = split(n);
+		if (k < m) {
+			n = m;
+		} else {
+			k -= m;
+			n -= m;
+		}
+		d++;
+	}
+	return d;
+}
+
+/* the path leaf to root is the subtree's path, then the sibling
+ * subtree's root (RFC 6962 2.1.1) */
+void
+spirt_xpart_path(unsigned char *out,
+    const unsigned char (*leaves)[SPIRT_HASH_BYTES], size_t n, size_t k)
+{
+	size_t m, d;
+
+	if (n <= 1)
+		return;
+	m = split(n);
+	if (k < m) {
+		spirt_xpart_path(out, leaves, m, k);
+		d = spirt_xpart_path_len(k, m);
+		spirt_xpart_root(out + d * SPIRT_HASH_BYTES, leaves + m, n - m);
+	} else {
+		spirt_xpart_path(out, leaves + m, n - m, k - m);
+		d = spirt_xpart_path_len(k - m, n - m);
+		spirt_xpart_root(out + d * SPIRT_HASH_BYTES, leaves, m);
+	}
+}
+
+/* every leaf's path in one pass: each subtree's root hashed once and
+ * copied into the paths of the leaves of its sibling (P log P copies, P
+ * hashes, where P calls of spirt_xpart_path hash about P^2 nodes: 40 to
+ * 60 ms of CPU at 257 members) */
+static void
+all_paths(unsigned char out[SPIRT_HASH_BYTES], unsigned char *paths,
+    size_t stride, const unsigned char (*leaves)[SPIRT_HASH_BYTES], size_t n)
+{
+	unsigned char l[SPIRT_HASH_BYTES], r[SPIRT_HASH_BYTES];
+	size_t m;
+
+	if (n <= 1) {
+		memcpy(out, leaves[0], SPIRT_HASH_BYTES);
+		return;
+	}
+	m = split(n);
+	all_paths(l, paths, stride, leaves, m);
+	all_paths(r, paths + m * stride, stride, leaves + m, n - m);
+	for (size_t k = 0; k < n; k++)
+		memcpy(paths + k * stride + (k < m ? spirt_xpart_path_len(k, m) :
+		    spirt_xpart_path_len(k - m, n - m)) * SPIRT_HASH_BYTES,
+		    k < m ? r : l, SPIRT_HASH_BYTES);
+	node(out, l, r);
+}
+
+void
+spirt_xpart_paths(unsigned char root[SPIRT_HASH_BYTES], unsigned char *paths,
+    size_t stride, const unsigned char (*leaves)[SPIRT_HASH_BYTES], size_t n)
+{
+	all_paths(root, paths, stride, leaves, n);
+}
+
+static void
+climb(unsigned char out[SPIRT_HASH_BYTES], const unsigned char *leaf,
+    size_t k, size_t n, const unsigned char *path)
+{
+	unsigned char sub[SPIRT_HASH_BYTES];
+	size_t m, d;
+
+	if (n <= 1) {
+		memcpy(out, leaf, SPIRT_HASH_BYTES);
+		return;
+	}
+	m = split(n);
+	if (k < m) {
+		climb(sub, leaf, k, m, path);
+		d = spirt_xpart_path_len(k, m);
+		node(out, sub, path + d * SPIRT_HASH_BYTES);
+	} else {
+		climb(sub, leaf, k - m, n - m, path);
+		d = spirt_xpart_path_len(k - m, n - m);
+		node(out, path + d * SPIRT_HASH_BYTES, sub);
+	}
+}
+
+int
+spirt_xpart_climb(unsigned char out[SPIRT_HASH_BYTES],
+    const unsigned char leaf[SPIRT_HASH_BYTES], size_t k, size_t n,
+    const unsigned char *path, size_t plen)
+{
+	if (k >= n || n > SPIRT_XPART_MAXPARTS ||
+	    plen != spirt_xpart_path_len(k, n))
+		return SPIRT_EDATA;
+	climb(out, leaf, k, n, path);
+	return 0;
+}
+
+int
+spirt_xpart_slice_open(const unsigned char root[SPIRT_HASH_BYTES],
+    const char *id, size_t k, size_t parts, const void *val, size_t len,
+    const void **rec, size_t *reclen)
+{
+	const void *b;
+	size_t n, plen = spirt_xpart_path_len(k, parts) * SPIRT_HASH_BYTES;
+	unsigned char h[SPIRT_HASH_BYTES], leaf[SPIRT_HASH_BYTES];
+	int rc;
+
+	if (k >= parts || parts > SPIRT_XPART_MAXPARTS)
+		return SPIRT_EDATA;
+	if ((rc = spirt_store_get_bytes(val, len, &b, &n)))
+		return rc == SPIRT_EDTYPE ? SPIRT_EDATA : rc;
+	if (n < plen)
+		return SPIRT_EDATA;
+	*rec = (const unsigned char *)b + plen;
+	*reclen = n - plen;
+	spirt_hash(h, *rec, *reclen);
+	spirt_xpart_leaf(leaf, id, h);
+	if ((rc = spirt_xpart_climb(h, leaf, k, parts, b, plen /
+	    SPIRT_HASH_BYTES)))
+		return rc;
+	return memcmp(h, root, SPIRT_HASH_BYTES) ? SPIRT_EMAC : 0;
 }
 
 /* r's bytes before the signature into out (cap checked by the caller);
@@ -101,15 +294,14 @@ xp_rec_pack(unsigned char *out, const struct spirt_xpart_rec *r)
 	memcpy(out + 128, r->model, SPIRT_HASH_BYTES);
 	memcpy(out + 160, r->hash, SPIRT_HASH_BYTES);
 	off = SPIRT_XPART_HEAD;
-	if (r->kind != SPIRT_XPART_INPUTS) {
-		/* a result or cover: one hash of its inputs, not P entries */
-		memcpy(out + off, r->members, SPIRT_HASH_BYTES);
-		memcpy(out + off + SPIRT_HASH_BYTES, r->inputs,
-		    SPIRT_HASH_BYTES);
-		off = SPIRT_XPART_RESHEAD;
-	}
+	/* the members' hash, then an input record's root or a result's
+	 * (or cover's) inputs' hash: not P entries */
+	memcpy(out + off, r->members, SPIRT_HASH_BYTES);
+	memcpy(out + off + SPIRT_HASH_BYTES, r->kind == SPIRT_XPART_INPUTS ?
+	    r->root : r->inputs, SPIRT_HASH_BYTES);
+	off = SPIRT_XPART_RESHEAD;
 	return off + spirt_sigrec_put_tail(out + off, r->has_token ? r->token :
-	    NULL, r->e, r->kind == SPIRT_XPART_INPUTS ? r->parts : 0);
+	    NULL, NULL, 0);
 }
 
 int
@@ -122,13 +314,6 @@ spirt_xpart_rec_sign(unsigned char *out, size_t cap, size_t *len,
 	if (!spirt_id_valid(r->run) || !spirt_id_valid(r->id) ||
 	    r->parts == 0 || r->parts > SPIRT_XPART_MAXPARTS ||
 	    !kind_ok(r->kind, r->parts) || r->index >= r->parts)
-		return SPIRT_EINVAL;
-	for (size_t i = 0; r->kind == SPIRT_XPART_INPUTS && i < r->parts; i++)
-		if (!spirt_id_valid(r->e[i].id) ||
-		    (i && strcmp(r->e[i - 1].id, r->e[i].id) >= 0))
-			return SPIRT_EINVAL;
-	if (r->kind == SPIRT_XPART_INPUTS && strcmp(r->e[r->index].id,
-	    r->id) != 0)
 		return SPIRT_EINVAL;
 	if (cap < (need = spirt_xpart_rec_size(r->kind, r->parts,
 	    r->has_token)))
@@ -170,7 +355,7 @@ spirt_xpart_rec_open(struct spirt_xpart_rec *r, const unsigned char *b,
 	if ((rc = spirt_sig_verify(b + need - SPIRT_SIG_BYTES, b + 88, b,
 	    need - SPIRT_SIG_BYTES)))
 		return rc;
-	memset(r, 0, offsetof(struct spirt_xpart_rec, e));
+	memset(r, 0, sizeof *r);
 	r->kind = kind;
 	r->step = spirt_le_get64(b + 8);
 	r->parts = (uint32_t)parts;
@@ -183,21 +368,15 @@ spirt_xpart_rec_open(struct spirt_xpart_rec *r, const unsigned char *b,
 	memcpy(r->model, b + 128, SPIRT_HASH_BYTES);
 	memcpy(r->hash, b + 160, SPIRT_HASH_BYTES);
 	off = SPIRT_XPART_HEAD;
-	if (kind != SPIRT_XPART_INPUTS) {
-		memcpy(r->members, b + off, SPIRT_HASH_BYTES);
-		memcpy(r->inputs, b + off + SPIRT_HASH_BYTES,
-		    SPIRT_HASH_BYTES);
-		off = SPIRT_XPART_RESHEAD;
-	}
+	memcpy(r->members, b + off, SPIRT_HASH_BYTES);
+	memcpy(kind == SPIRT_XPART_INPUTS ? r->root : r->inputs,
+	    b + off + SPIRT_HASH_BYTES, SPIRT_HASH_BYTES);
+	off = SPIRT_XPART_RESHEAD;
+	/* (the signer is checked against the round's members: a record
+	 * names only their hash) */
 	if ((rc = spirt_sigrec_get_tail(b + off, (r->has_token = tl != 0),
-	    r->token, r->e, kind == SPIRT_XPART_INPUTS ? parts : 0, NULL,
-	    &got)))
+	    r->token, NULL, 0, NULL, &got)))
 		return rc;
-	/* (a result's or cover's signer is checked against the round's
-	 * members: it names only their hash) */
-	if (kind == SPIRT_XPART_INPUTS && strcmp(r->e[r->index].id,
-	    r->id) != 0)
-		return SPIRT_EDATA;
 	memcpy(r->sig, b + need - SPIRT_SIG_BYTES, SPIRT_SIG_BYTES);
 	return 0;
 }
@@ -323,9 +502,10 @@ xp_value_ok(const struct xr *r, const void *v, size_t len, uint64_t want,
 }
 
 /* slice k of the aggregate (header r->agg, payload pl) as a record in
- * r->buf (r->buflen bytes): the aggregate's header, its shape one dim */
+ * r->buf after pre bytes (r->buflen bytes in all, its path's room): the
+ * aggregate's header, its shape one dim */
 static int
-cut(struct xr *r, const void *pl, size_t k)
+cut(struct xr *r, const void *pl, size_t k, size_t pre)
 {
 	struct spirt_tensor t;
 	uint64_t off, len;
@@ -342,10 +522,10 @@ cut(struct xr *r, const void *pl, size_t k)
 	t.count = r->agg.count;
 	spirt_tensor_set_revision(&t, r->agg.revision);
 	free(r->buf);
-	r->buflen = spirt_tensor_reclen(&t);
+	r->buflen = pre + spirt_tensor_reclen(&t);
 	if ((r->buf = malloc(r->buflen)) == NULL)
 		return ENOMEM;
-	return spirt_tensor_encode(r->buf, r->buflen, &t,
+	return spirt_tensor_encode(r->buf + pre, r->buflen - pre, &t,
 	    (const float *)pl + off);
 }
 
@@ -354,7 +534,7 @@ rec_head(struct xr *r, struct spirt_xpart_rec *rec, int kind)
 {
 	struct spirt_exchange *x = r->x;
 
-	memset(rec, 0, offsetof(struct spirt_xpart_rec, e));
+	memset(rec, 0, sizeof *rec);
 	rec->kind = kind;
 	rec->step = x->step;
 	rec->parts = (uint32_t)r->P;
@@ -365,25 +545,16 @@ rec_head(struct xr *r, struct spirt_xpart_rec *rec, int kind)
 	memcpy(rec->model, x->modelhash, SPIRT_HASH_BYTES);
 	if ((rec->has_token = x->token != NULL))
 		memcpy(rec->token, x->token, SPIRT_TOKEN_BYTES);
-	for (size_t i = 0; i < r->P; i++)
-		snprintf(rec->e[i].id, sizeof rec->e[i].id, "%s", r->ids[i]);
 	memcpy(rec->members, r->members, SPIRT_HASH_BYTES);
 }
 
-/* rec is of this round's members, in their order (an input record names
- * them, a result or cover record their hash) */
+/* rec is of this round's members, in their order (every record names
+ * their hash) */
 static int
 of_members(const struct xr *r, const struct spirt_xpart_rec *rec)
 {
-	if (rec->parts != r->P)
-		return 0;
-	if (rec->kind != SPIRT_XPART_INPUTS)
-		return memcmp(rec->members, r->members,
-		    SPIRT_HASH_BYTES) == 0;
-	for (size_t k = 0; k < r->P; k++)
-		if (strcmp(rec->e[k].id, r->ids[k]) != 0)
-			return 0;
-	return 1;
+	return rec->parts == r->P && memcmp(rec->members, r->members,
+	    SPIRT_HASH_BYTES) == 0;
 }
 
 /* rec names this round's members, in their order, this one at its index */
@@ -393,25 +564,39 @@ same_members(const struct xr *r, const struct spirt_xpart_rec *rec)
 	return rec->index == r->me && of_members(r, rec);
 }
 
-/* the inputs' hash a result or cover record of part k must name: of the
- * P entries (member i's id, the hash of its slice k as its input record
- * names it), spirt_xpart_inputs(); every member holds the P input
- * records after step 2, so it computes it for every part */
+/* the inputs' hash a result or cover record must name: of the P input
+ * records' signatures in member order (spirt_xpart_inputs(), the draw's
+ * seed): it binds each member's root, and with part k's position each
+ * slice of it; every member holds the P input records after step 2 */
 static int
 inputs_of(const struct xr *r, size_t k, unsigned char out[SPIRT_HASH_BYTES])
 {
-	struct spirt_digest_entry *e;
+	(void)k;
+	return spirt_xpart_inputs(out, r->in, r->P);
+}
+
+/* the slice of part k that member i served (v, len bytes: the u8 record
+ * of its path and its tensor record), climbed to member i's signed root:
+ * its tensor record at *sl, *sllen (into v); from names who served it.
+ * SPIRT_EMAC: not the slice member i's root binds at position k */
+int
+xp_slice_take(struct xr *r, size_t i, size_t k, const char *from,
+    const void *v, size_t len, const void **sl, size_t *sllen)
+{
+	struct spirt_exchange *x = r->x;
 	int rc;
 
-	if ((e = malloc(r->P * sizeof *e)) == NULL)
-		return ENOMEM;
-	for (size_t i = 0; i < r->P; i++) {
-		snprintf(e[i].id, sizeof e[i].id, "%s", r->ids[i]);
-		memcpy(e[i].hash, r->in[i].e[k].hash, SPIRT_HASH_BYTES);
-	}
-	rc = spirt_xpart_inputs(out, e, r->P);
-	free(e);
-	return rc;
+	if ((rc = spirt_xpart_slice_open(r->in[i].root, r->ids[k], k, r->P,
+	    v, len, sl, sllen)) == SPIRT_EMAC)
+		return say(x, rc, "step %llu: xslice/%llu/%s from %s is not "
+		    "the slice its signed record names (its path does not "
+		    "reach %s's root)", ULL(x->step), ULL(x->step), r->ids[k],
+		    from, r->ids[i]);
+	if (rc)
+		return say(x, rc, "step %llu: xslice/%llu/%s from %s: not a "
+		    "slice with its path: %s", ULL(x->step), ULL(x->step),
+		    r->ids[k], from, spirt_strerror(rc));
+	return 0;
 }
 
 /* sign rec into the u8 record at key */
@@ -458,6 +643,7 @@ cut_txn(struct spirt_txn *t, void *arg)
 	struct spirt_exchange *x = r->x;
 	struct spirt_xpart_rec *rec = &r->in[r->me];
 	char key[SPIRT_KEY_MAX + 1], mk[SPIRT_KEY_MAX + 1];
+	unsigned char (*leaves)[SPIRT_HASH_BYTES], *paths = NULL;
 	const void *v, *pl;
 	size_t len;
 	int rc;
@@ -493,16 +679,43 @@ cut_txn(struct spirt_txn *t, void *arg)
 	}
 	rec_head(r, rec, SPIRT_XPART_INPUTS);
 	memcpy(rec->hash, x->agghash, SPIRT_HASH_BYTES);
+	/* the leaves first (each slice's hash), then each slice with its
+	 * path, which needs them all: the slices are cut twice, rather
+	 * than S more bytes held */
+	if ((leaves = malloc(r->P * sizeof *leaves)) == NULL)
+		return ENOMEM;
 	for (size_t k = 0; k < r->P; k++) {
-		if ((rc = cut(r, pl, k)) ||
-		    (rc = xp_key_slice(key, sizeof key, x->step, r->ids[k])) ||
-		    (rc = spirt_store_put(t, key, r->buf, r->buflen, 0)))
-			return rc;
-		spirt_hash(rec->e[k].hash, r->buf, r->buflen);
+		unsigned char h[SPIRT_HASH_BYTES];
+
+		if ((rc = cut(r, pl, k, 0)))
+			goto out;
+		spirt_hash(h, r->buf, r->buflen);
+		spirt_xpart_leaf(leaves[k], r->ids[k], h);
 	}
-	if ((rc = key_inrec(key, sizeof key, x->step, NULL)))
-		return rc;
-	return put_rec(r, t, key, rec);
+	/* (a path is at most ceil(log2 257) = 9 hashes) */
+	if ((paths = malloc(r->P * XP_PATHMAX)) == NULL) {
+		rc = ENOMEM;
+		goto out;
+	}
+	spirt_xpart_paths(rec->root, paths, XP_PATHMAX, (const unsigned char
+	    (*)[SPIRT_HASH_BYTES])leaves, r->P);
+	for (size_t k = 0; k < r->P; k++) {
+		size_t pre = spirt_xpart_path_len(k, r->P) * SPIRT_HASH_BYTES;
+
+		if ((rc = cut(r, pl, k, pre)))
+			goto out;
+		memcpy(r->buf, paths + k * XP_PATHMAX, pre);
+		if ((rc = xp_key_slice(key, sizeof key, x->step, r->ids[k])) ||
+		    (rc = spirt_store_put_bytes(t, key, r->buf, r->buflen,
+		    x->step, 0)))
+			goto out;
+	}
+	if ((rc = key_inrec(key, sizeof key, x->step, NULL)) == 0)
+		rc = put_rec(r, t, key, rec);
+out:
+	free(leaves);
+	free(paths);
+	return rc;
 }
 
 /* pull key from the other members whose position is in want (NULL:
@@ -697,12 +910,7 @@ rec_ok(struct xr *r, size_t i, struct spirt_xpull *u, int kind,
 		    "here part %zu of %zu, %llu values)", ULL(x->step), id,
 		    what, rec->kind, rec->index, rec->parts, ULL(rec->n), i,
 		    r->P, ULL(r->n));
-	for (size_t k = 0; kind == SPIRT_XPART_INPUTS && k < r->P; k++)
-		if (strcmp(rec->e[k].id, r->ids[k]) != 0)
-			return say(x, SPIRT_EDATA, "step %llu: %s's %s names "
-			    "member %s where this round has %s", ULL(x->step),
-			    id, what, rec->e[k].id, r->ids[k]);
-	if (kind != SPIRT_XPART_INPUTS && !of_members(r, rec))
+	if (!of_members(r, rec))
 		return say(x, SPIRT_EDATA, "step %llu: %s's %s names other "
 		    "members than this round's (its members' hash)",
 		    ULL(x->step), id, what);
@@ -720,7 +928,6 @@ inputs(struct xr *r, struct spirt_xpull *u)
 {
 	struct spirt_exchange *x = r->x;
 	struct spirt_tensor h;
-	unsigned char hash[SPIRT_HASH_BYTES];
 	int rc;
 
 	if ((rc = pull_recs(r, u, key_inrec, "the input record", NULL, NULL)))
@@ -735,14 +942,17 @@ inputs(struct xr *r, struct spirt_xpull *u)
 	if ((rc = pull(r, u, xp_key_slice, x->self, "the slice")))
 		return rc;
 	for (size_t j = 0; j < x->n; j++) {
-		size_t i = xp_pos_of(r, x->peers[j].id);
+		size_t i = xp_pos_of(r, x->peers[j].id), tl;
 		uint64_t off, len;
+		const void *tv;
 
-		spirt_hash(hash, u[j].val, u[j].len);
-		if (memcmp(hash, r->in[i].e[r->me].hash, SPIRT_HASH_BYTES))
-			return say(x, SPIRT_EMAC, "step %llu: xslice/%llu/%s "
-			    "from %s is not the slice its signed record names",
-			    ULL(x->step), ULL(x->step), x->self, r->ids[i]);
+		/* climbed to i's root, then the tensor record alone kept
+		 * (the combination's input) */
+		if ((rc = xp_slice_take(r, i, r->me, r->ids[i], u[j].val,
+		    u[j].len, &tv, &tl)))
+			return rc;
+		memmove(u[j].val, tv, tl);
+		u[j].len = tl;
 		spirt_xpart_span(r->n, r->P, r->me, &off, &len);
 		if ((rc = xp_value_ok(r, u[j].val, u[j].len, len, &h)))
 			return say(x, rc, "step %llu: xslice/%llu/%s from %s: "
@@ -844,7 +1054,6 @@ combine(struct xr *r)
 {
 	struct spirt_exchange *x = r->x;
 	struct combine c = { r, NULL, NULL, NULL, { 0 }, NULL, 0, 0 };
-	char own[SPIRT_KEY_MAX + 1];
 	int rc = ENOMEM;
 
 	c.keys = calloc(r->P, sizeof *c.keys);
@@ -859,21 +1068,26 @@ combine(struct xr *r)
 		if ((rc = xp_key_slice(c.keys[i], SPIRT_KEY_MAX + 1, x->step,
 		    i == r->me ? x->self : r->ids[i])))
 			goto out;
-		if (i != r->me) {
+		if (i != r->me)
 			snprintf(c.keys[i], SPIRT_KEY_MAX + 1, "xslice/%llu/"
 			    "%s from %s", ULL(x->step), x->self, r->ids[i]);
-			c.vals[i].v = r->slice[i];
-			c.vals[i].len = r->slicelen[i];
-		}
+		/* (ours too: the store's value is its path and record) */
+		c.vals[i].v = r->slice[i];
+		c.vals[i].len = r->slicelen[i];
 	}
 	xp_part_aggset(c.s, x, c.vals);
 	/* self-centred clipping: the owner's own slice is the centre (so
 	 * every member assembles the same vector; it is not the
 	 * all-to-all's, where each peer centres on its own aggregate) */
 	if (x->p.rule == SPIRT_AGG_SCCLIP) {
-		if ((rc = xp_key_slice(own, sizeof own, x->step, x->self)))
+		struct spirt_tensor h;
+		const void *pl;
+
+		if ((rc = spirt_tensor_decode(&h, &pl, r->slice[r->me],
+		    r->slicelen[r->me], 0)))
 			goto out;
-		c.s->center_key = own;
+		c.s->center = pl;
+		c.s->ncenter = h.nelem;
 	}
 	if ((rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE, combine_txn,
 	    &c)) && c.s->msg[0])
@@ -1370,10 +1584,21 @@ round_run(struct xr *r, struct spirt_xpull *u)
 	if ((rc = spirt_store_writef(x->store, SPIRT_TXN_VOLATILE, cut_txn,
 	    r)))
 		return rc;
-	/* our own slice of our part, as the others' */
+	/* our own slice of our part, as the others', climbed to our root
+	 * too (the path written is the one the others climb) */
 	if ((rc = copy_own(r, xp_key_slice, &r->slice[r->me],
 	    &r->slicelen[r->me])))
 		return rc;
+	{
+		const void *tv;
+		size_t tl;
+
+		if ((rc = xp_slice_take(r, r->me, r->me, x->self,
+		    r->slice[r->me], r->slicelen[r->me], &tv, &tl)))
+			return rc;
+		memmove(r->slice[r->me], tv, tl);
+		r->slicelen[r->me] = tl;
+	}
 	phase(r, 1);
 	if ((rc = inputs(r, u)))
 		return rc;

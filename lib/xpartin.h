@@ -28,7 +28,9 @@ struct xr {
 	unsigned char members[SPIRT_HASH_BYTES];
 	struct spirt_tensor agg;        /* this peer's aggregate, header */
 	uint64_t n;
-	unsigned char **slice;          /* P: slice me of member i (owned) */
+	/* P: slice me of member i (owned), its tensor record (its path
+	 * climbed and dropped) */
+	unsigned char **slice;
 	size_t *slicelen;
 	unsigned char **part;           /* P: part i (owned) */
 	size_t *partlen;
@@ -98,6 +100,9 @@ xp_part_aggset(struct spirt_aggset *s, const struct spirt_exchange *x,
     const struct spirt_aggval *vals);
 void
 xp_drop_kept(struct xr *r);
+int
+xp_slice_take(struct xr *r, size_t i, size_t k, const char *from,
+    const void *v, size_t len, const void **sl, size_t *sllen);
 int
 xp_copy_id(struct xr *r, spirt_xpull_key fn, const char *id, unsigned char **out,
     size_t *len);

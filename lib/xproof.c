@@ -92,8 +92,10 @@ struct proof {
 	struct spirt_digest_entry *ids;         /* P: the members, in order */
 	size_t P, k;
 	char why[200];
-	unsigned char **sl;
+	unsigned char **sl;             /* P: as they came, path and record */
 	size_t *sllen;
+	const void **tv;                /* P: their records (into sl) */
+	size_t *tl;
 	float *cen;
 	uint64_t ncen;
 	struct spirt_agg_params p;
@@ -101,28 +103,32 @@ struct proof {
 };
 
 /* the result record f->res against the P input records f->in: its
- * members' hash theirs, its signer the member at its index (a cover's,
- * the one after), its inputs' hash of the P slices of part k they name;
- * 0, or SPIRT_EDATA or ENOMEM with f->why */
+ * members' hash theirs (and each input record's), its signer the member
+ * at its index (a cover's, the one after), its inputs' hash that of the
+ * P input records' signatures; 0, or SPIRT_EDATA or ENOMEM with f->why */
+static int
+same_members(const struct proof *f, const unsigned char *h)
+{
+	for (size_t i = 0; i < f->P; i++)
+		if (memcmp(f->in[i].members, h, SPIRT_HASH_BYTES))
+			return 0;
+	return 1;
+}
+
 static int
 inputs_check(struct proof *f)
 {
-	struct spirt_digest_entry *e;
 	const char **ids;
 	unsigned char h[SPIRT_HASH_BYTES];
 	size_t at = f->res.kind == SPIRT_XPART_COVER ? (f->k + 1) % f->P :
 	    f->k;
 	int rc = ENOMEM;
 
-	e = malloc(f->P * sizeof *e);
 	ids = malloc(f->P * sizeof *ids);
-	if (e == NULL || ids == NULL)
+	if (ids == NULL)
 		goto out;
-	for (size_t i = 0; i < f->P; i++) {
+	for (size_t i = 0; i < f->P; i++)
 		ids[i] = f->ids[i].id;
-		e[i] = f->ids[i];
-		memcpy(e[i].hash, f->in[i].e[f->k].hash, SPIRT_HASH_BYTES);
-	}
 	rc = SPIRT_EDATA;
 	if (spirt_xpart_members(h, ids, f->P) != 0)
 		rc = ENOMEM;
@@ -130,11 +136,14 @@ inputs_check(struct proof *f)
 		snprintf(f->why, sizeof f->why, "line 2: %s's result record "
 		    "names other members than the input records",
 		    f->res.id);
+	else if (!same_members(f, h))
+		snprintf(f->why, sizeof f->why, "an input record names other "
+		    "members than its signers");
 	else if (strcmp(f->res.id, ids[at]))
 		snprintf(f->why, sizeof f->why, "line 2: the result record "
 		    "of part %zu signed by %s, not by %s", f->k, f->res.id,
 		    ids[at]);
-	else if (spirt_xpart_inputs(h, e, f->P) != 0)
+	else if (spirt_xpart_inputs(h, f->in, f->P) != 0)
 		rc = ENOMEM;
 	else if (memcmp(h, f->res.inputs, SPIRT_HASH_BYTES))
 		snprintf(f->why, sizeof f->why, "%s's result record names "
@@ -145,7 +154,6 @@ inputs_check(struct proof *f)
 out:
 	if (rc == ENOMEM)
 		snprintf(f->why, sizeof f->why, "%s", strerror(ENOMEM));
-	free(e);
 	free(ids);
 	return rc;
 }
@@ -173,8 +181,8 @@ proof_txn(struct spirt_txn *t, void *arg)
 			goto out;
 		snprintf(keys[i], SPIRT_KEY_MAX + 1, "xslice/%llu/%s from %s",
 		    ULL(f->res.step), f->ids[f->k].id, f->ids[i].id);
-		vals[i].v = f->sl[i];
-		vals[i].len = f->sllen[i];
+		vals[i].v = f->tv[i];
+		vals[i].len = f->tl[i];
 	}
 	spirt_aggset_init(s);
 	s->vals = vals;
@@ -186,8 +194,8 @@ proof_txn(struct spirt_txn *t, void *arg)
 	s->out = "xpart";
 	s->seq_origin = 1;
 	if (f->p.rule == SPIRT_AGG_SCCLIP) {
-		if ((rc = spirt_tensor_decode(&h, &pl, f->sl[f->k],
-		    f->sllen[f->k], 0)))
+		if ((rc = spirt_tensor_decode(&h, &pl, f->tv[f->k],
+		    f->tl[f->k], 0)))
 			goto out;
 		s->center = pl;
 		s->ncenter = h.nelem;
@@ -218,7 +226,7 @@ spirt_xpart_proof_check(struct spirt_store *st, const char *text,
 {
 	struct pline *l = NULL;
 	struct proof f;
-	unsigned char *b = NULL, h[SPIRT_HASH_BYTES];
+	unsigned char *b = NULL;
 	size_t nl = 0, bl = 0, P = 0;
 	uint64_t off, plen;
 	int rc = SPIRT_EDATA;
@@ -265,62 +273,60 @@ spirt_xpart_proof_check(struct spirt_store *st, const char *text,
 	f.in = calloc(P, sizeof *f.in);
 	f.sl = calloc(P, sizeof *f.sl);
 	f.sllen = calloc(P, sizeof *f.sllen);
+	f.tv = calloc(P, sizeof *f.tv);
+	f.tl = calloc(P, sizeof *f.tl);
+	f.ids = calloc(P, sizeof *f.ids);
 	rc = ENOMEM;
-	if (f.in == NULL || f.sl == NULL || f.sllen == NULL)
+	if (f.in == NULL || f.sl == NULL || f.sllen == NULL || f.tv == NULL ||
+	    f.tl == NULL || f.ids == NULL)
 		goto out;
 	spirt_xpart_span(f.res.n, P, f.k, &off, &plen);
-	/* the members: those the first input record names (a result record
-	 * names only their hash), each record then signed by its member */
-	if ((rc = unhex(&l[3], &b, &bl)) ||
-	    (rc = spirt_xpart_rec_open(&f.in[0], b, bl)))
-		BAD(rc, "line 4: not an input record: %s", spirt_strerror(rc));
-	free(b);
-	b = NULL;
-	if (f.in[0].kind != SPIRT_XPART_INPUTS || f.in[0].parts != P)
-		BAD(SPIRT_EDATA, "line 4: not an input record of the result's "
-		    "round");
-	if ((f.ids = malloc(P * sizeof *f.ids)) == NULL) {
-		rc = ENOMEM;
-		goto out;
-	}
-	memcpy(f.ids, f.in[0].e, P * sizeof *f.ids);
+	/* the members: the input records' signers, in order (a record
+	 * names only their hash, which inputs_check holds each to) */
 	for (size_t i = 0; i < P; i++) {
 		struct spirt_xpart_rec *in = &f.in[i];
-		struct spirt_tensor th;
-		const void *pl;
 
 		if ((rc = unhex(&l[3 + 2 * i], &b, &bl)) ||
-		    (rc = spirt_xpart_rec_verify(in, b, bl, f.res.run,
-		    f.ids[i].id, f.res.step, tr, now)))
+		    (rc = spirt_xpart_rec_open(in, b, bl)))
+			BAD(rc, "line %zu: not an input record: %s", 4 + 2 * i,
+			    spirt_strerror(rc));
+		if ((rc = spirt_xpart_rec_verify(in, b, bl, f.res.run, in->id,
+		    f.res.step, tr, now)))
 			BAD(rc, "line %zu: %s's input record: %s", 4 + 2 * i,
-			    f.ids[i].id, spirt_strerror(rc));
+			    in->id, spirt_strerror(rc));
 		free(b);
 		b = NULL;
 		if (in->kind != SPIRT_XPART_INPUTS || in->parts != P ||
 		    in->index != i || in->n != f.res.n ||
-		    memcmp(in->model, f.res.model, SPIRT_HASH_BYTES))
+		    memcmp(in->model, f.res.model, SPIRT_HASH_BYTES) ||
+		    (i && strcmp(f.ids[i - 1].id, in->id) >= 0))
 			BAD(SPIRT_EDATA, "line %zu: %s's input record is not "
 			    "of the result's round", 4 + 2 * i, in->id);
-		for (size_t j = 0; j < P; j++)
-			if (strcmp(in->e[j].id, f.ids[j].id))
-				BAD(SPIRT_EDATA, "line %zu: %s's input record "
-				    "names other members", 4 + 2 * i, in->id);
-		/* its slice */
-		if ((rc = unhex(&l[2 + 2 * P + 4 + 2 * i + 1], &f.sl[i],
-		    &f.sllen[i])))
-			BAD(rc, "line %zu: not hex", 2 + 2 * P + 4 + 2 * i + 2);
-		spirt_hash(h, f.sl[i], f.sllen[i]);
-		if (memcmp(h, in->e[f.k].hash, SPIRT_HASH_BYTES))
+		snprintf(f.ids[i].id, sizeof f.ids[i].id, "%s", in->id);
+	}
+	for (size_t i = 0; i < P; i++) {
+		struct spirt_xpart_rec *in = &f.in[i];
+		struct spirt_tensor th;
+		const void *pl;
+		size_t at = 2 + 2 * P + 4 + 2 * i + 2;
+
+		/* its slice, with its path to the member's root */
+		if ((rc = unhex(&l[at - 1], &f.sl[i], &f.sllen[i])))
+			BAD(rc, "line %zu: not hex", at);
+		if ((rc = spirt_xpart_slice_open(in->root, f.ids[f.k].id, f.k,
+		    P, f.sl[i], f.sllen[i], &f.tv[i], &f.tl[i])) == SPIRT_EMAC)
 			BAD(SPIRT_EMAC, "line %zu: the slice of %s is not the "
-			    "one its record names", 2 + 2 * P + 4 + 2 * i + 2,
-			    in->id);
-		if ((rc = spirt_tensor_decode(&th, &pl, f.sl[i], f.sllen[i],
+			    "one its record names (its path does not reach its "
+			    "root)", at, in->id);
+		if (rc)
+			BAD(rc, "line %zu: the slice of %s: not a slice with "
+			    "its path: %s", at, in->id, spirt_strerror(rc));
+		if ((rc = spirt_tensor_decode(&th, &pl, f.tv[i], f.tl[i],
 		    1)) || th.dtype != SPIRT_F32 || th.rank != 1 ||
 		    th.dims[0] != plen || th.step != f.res.step)
 			BAD(rc ? rc : SPIRT_EDATA, "line %zu: the slice of %s: "
-			    "not %llu values of step %llu",
-			    2 + 2 * P + 4 + 2 * i + 2, in->id, ULL(plen),
-			    ULL(f.res.step));
+			    "not %llu values of step %llu", at, in->id,
+			    ULL(plen), ULL(f.res.step));
 	}
 	/* the result record: of these members, signed by the one at its
 	 * index (a cover's: the one after it), and naming the inputs'
@@ -369,6 +375,8 @@ out:
 		free(f.sl[i]);
 	free(f.sl);
 	free(f.sllen);
+	free(f.tv);
+	free(f.tl);
 	free(f.in);
 	free(f.ids);
 	free(f.cen);

@@ -94,11 +94,15 @@ round3() {
 		assert_output --partial 'peer=p3 used'
 	done
 	# the parts are cut as documented: 1001 values in 3 parts of 333,
-	# 334 and 334 (floor(k n / P))
-	for k in 1:333 2:334 3:334; do
-		spirt-store -s s1 get -f xslice/0/p${k%:*} >sl.rec
+	# 334 and 334 (floor(k n / P)); each slice served with its path (2,
+	# 2 and 1 hashes of 32 bytes: RFC 6962's tree of 3 leaves)
+	for k in 1:333:2 2:334:2 3:334:1; do
+		spirt-store -s s1 get -f xslice/0/p${k%%:*} >sl.rec
 		"$PYTHON" -c "$PYREC
-assert load('sl.rec')['a'].shape == (${k#*:},), load('sl.rec')['a'].shape
+import io
+b = load('sl.rec')['a'].tobytes()
+a = st.read_record(io.BytesIO(b[32 * ${k##*:}:])).array
+assert a.shape == ($(echo "$k" | cut -d: -f2),), a.shape
 "
 	done
 	# a second run of a finished round does nothing
@@ -158,17 +162,51 @@ open('a1.rec', 'wb').write(st.encode(a['a'] * 2, name=a['name'], step=0, samples
 	run -66 spirt-store -s s1 get gagg/0
 }
 
-@test "exchange --parts: a record of version 1 (an older spirt's) is refused (65), naming the member and both versions; nothing written" {
+@test "exchange --parts: a slice its member's root does not bind (another slice swapped in, a hash of its path changed) is refused (65), naming the member; nothing written" {
 	peers3
 	cp -r s1 s1.before
 	round3 -P peers --parts
-	# p2's input record as version 1 wrote it (the layout of an input
-	# record is the same; its version byte 1)
+	spirt-store -s s2 get -f xslice/0/p1 >own.rec
+	spirt-store -s s2 get -f xslice/0/p2 >other.rec
+	# p2 serves p1 its slice of part 1 (leaf 1, with its own path: both
+	# 2 hashes long) as the slice of part 0
+	spirt-store -s s2 put xslice/0/p1 other.rec
+	for what in swapped path; do
+		rm -rf s1
+		cp -r s1.before s1
+		SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -65 \
+		    --separate-stderr spirt-peer exchange -m m -s s1 -t 0 \
+		    -P peers --parts --deadline 5000
+		[[ "$stderr" == *"step 0: xslice/0/p1 from p2 is not the slice its signed record names (its path does not reach p2's root)"* ]] || { echo "$what: $stderr" >&2; false; }
+		run -66 spirt-store -s s1 get gagg/0
+		# the slice of part 0, a byte of its path's first hash changed
+		"$PYTHON" -c "$PYREC
+b = bytearray(load('own.rec')['a'].tobytes())
+b[5] ^= 1
+open('path.rec', 'wb').write(st.encode(np.frombuffer(bytes(b), np.uint8), step=0))
+"
+		spirt-store -s s2 put xslice/0/p1 path.rec
+	done
+	# as it was: p1's round goes
+	spirt-store -s s2 put xslice/0/p1 own.rec
+	rm -rf s1
+	mv s1.before s1
+	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -0 spirt-peer exchange \
+	    -m m -s s1 -t 0 -P peers --parts --deadline 5000
+	spirt-store -s s1 get gagg/0 | cmp - <(spirt-store -s s2 get gagg/0)
+}
+
+@test "exchange --parts: a record of version 2 (an older spirt's) is refused (65), naming the member and both versions; nothing written" {
+	peers3
+	cp -r s1 s1.before
+	round3 -P peers --parts
+	# p2's input record under version 2's version byte (its layout was
+	# P entries; the byte is read first)
 	spirt-store -s s2 get -f xslice/0 >in2.rec
 	"$PYTHON" -c "$PYREC
 r = bytearray(load('in2.rec')['a'].tobytes())
-assert r[:5] == b'SPXP\x02' and r[5] == 1, r[:6]
-r[4] = 1
+assert r[:5] == b'SPXP\x03' and r[5] == 1, r[:6]
+r[4] = 2
 open('v1.rec', 'wb').write(st.encode(np.frombuffer(bytes(r), np.uint8), step=0))
 "
 	spirt-store -s s2 put xslice/0 v1.rec
@@ -176,7 +214,7 @@ open('v1.rec', 'wb').write(st.encode(np.frombuffer(bytes(r), np.uint8), step=0))
 	mv s1.before s1
 	SPIRT_KEY=p1.key SPIRT_ID=p1 SPIRT_RUN=r1 run -65 --separate-stderr \
 	    spirt-peer exchange -m m -s s1 -t 0 -P peers --parts --deadline 5000
-	[[ "$stderr" == *"step 0: p2's input record xslice/<t>: record version 1, this peer reads version 2 (a peer of another spirt: docs/protocol.md, \"The partitioned exchange\"): unsupported format version"* ]] || { echo "$stderr" >&2; false; }
+	[[ "$stderr" == *"step 0: p2's input record xslice/<t>: record version 2, this peer reads version 3 (a peer of another spirt: docs/protocol.md, \"The partitioned exchange\"): unsupported format version"* ]] || { echo "$stderr" >&2; false; }
 	run -66 spirt-store -s s1 get gagg/0
 }
 
@@ -331,42 +369,69 @@ assert struct.unpack_from('<I', r, 20)[0] == 2 and r[56:58] == b'p4'
 # the proof on outI (spirt-peer exchange's stdout) that p2 lied about
 # part 1: its signed result record and the three input records, in hex;
 # checked against the stores' slices and p2's part (signatures are
-# checked by every exchange that pulled the records, not here)
+# checked by every exchange that pulled the records, not here): each
+# member's root recomputed from its three slices (RFC 6962's tree, the
+# domain bytes of docs/protocol.md), each slice's path
 proof_holds() {
-	local i
+	local i k
 	for i in 1 2 3; do
-		spirt-store -s s$i get -f xslice/0/p2 >sl$i.rec
+		for k in 1 2 3; do
+			spirt-store -s s$i get -f xslice/0/p$k >sl$i.$k.rec
+		done
+		cp sl$i.2.rec sl$i.rec
 	done
 	spirt-store -s s2 get -f xpart/0 >lie.rec
 	"$PYTHON" -c "$PYREC
 $PYVHASH
-def entries(r):
-    P, tl = struct.unpack_from('<I', r, 16)[0], struct.unpack_from('<H', r, 6)[0]
-    o = 192 + tl
-    return [(r[o + 64 * i:o + 64 * i + 32].rstrip(b'\0').decode(), r[o + 64 * i + 32:o + 64 * i + 64]) for i in range(P)]
+import io
+def node(l, r):
+    return vhash(b'\x01' + l + r)
+def leaf(m, h):
+    return vhash(b'\x00' + m.ljust(32, b'\0') + h)
+def mth(ls):
+    if len(ls) == 1:
+        return ls[0]
+    m = 1
+    while m * 2 < len(ls):
+        m *= 2
+    return node(mth(ls[:m]), mth(ls[m:]))
+def u8(path):
+    return load(path)['a'].tobytes()
+# leaf k of 3: paths 2, 2 and 1 hashes long
+plen = [2, 2, 1]
 lines = open('$1').read().split('\n')
 assert lines[0].startswith('# step 0: part 1 of 3 combined wrongly by p2'), lines[0]
 res = bytes.fromhex(lines[1])
 ins = [bytes.fromhex(lines[3 + 2 * i]) for i in range(3)]
-# version 2; a result record names one hash of the members and one of
-# its inputs, not their entries: 320 bytes and a token
-assert res[:4] == b'SPXP' and res[4] == 2 and res[5] == 2 and struct.unpack_from('<I', res, 20)[0] == 1
-assert res[56:58] == b'p2' and len(res) == 320 + struct.unpack_from('<H', res, 6)[0]
-sl = [open('sl%d.rec' % i, 'rb').read() for i in (1, 2, 3)]
 ids = [b'p%d' % (i + 1) for i in range(3)]
+members = vhash(b''.join(m.ljust(32, b'\0') for m in ids))
+# version 3: every record names the members' hash; a result record the
+# hash of the input records' signatures: 320 bytes and a token
+assert res[:4] == b'SPXP' and res[4] == 3 and res[5] == 2 and struct.unpack_from('<I', res, 20)[0] == 1
+assert res[56:58] == b'p2' and len(res) == 320 + struct.unpack_from('<H', res, 6)[0]
+sl = [u8('sl%d.rec' % i) for i in (1, 2, 3)]
 for i in range(3):
-    assert ins[i][4] == 2 and ins[i][5] == 1 and ins[i][56:58] == ids[i]
-    assert [e[0].encode() for e in entries(ins[i])] == ids
-    # member i signed it sent this slice of part 1
-    assert entries(ins[i])[1][1] == vhash(sl[i])
-# and p2 signed it combined those: the hash of the members' ids (32
-# bytes each, NUL-padded), and of the (id, slice hash) of each, 64 bytes
-assert res[192:224] == vhash(b''.join(m.ljust(32, b'\0') for m in ids))
-assert res[224:256] == vhash(b''.join(ids[i].ljust(32, b'\0') + vhash(sl[i]) for i in range(3)))
+    r = ins[i]
+    assert r[4] == 3 and r[5] == 1 and r[56:58] == ids[i] and struct.unpack_from('<I', r, 20)[0] == i
+    assert len(r) == 320 + struct.unpack_from('<H', r, 6)[0]
+    assert r[192:224] == members
+    # member i's root: of the leaves (id k, hash of its slice k's record)
+    recs = [u8('sl%d.%d.rec' % (i + 1, k + 1))[32 * plen[k]:] for k in range(3)]
+    lv = [leaf(ids[k], vhash(recs[k])) for k in range(3)]
+    assert r[224:256] == mth(lv)
+    # the slice of part 1 it served: leaf 0 and leaf 2 its path, then
+    # its record; the proof carries it as served (the u8 record whole)
+    assert sl[i][:64] == lv[0] + lv[2] and sl[i][64:] == recs[1]
+    assert node(node(lv[0], leaf(ids[1], vhash(sl[i][64:]))), lv[2]) == r[224:256]
+    assert bytes.fromhex(lines[2 + 2 * 3 + 4 + 2 * i + 1]) == open('sl%d.rec' % (i + 1), 'rb').read()
+# and p2 signed it combined those: the members' hash, and the hash of the
+# three input records' signatures in member order
+assert res[192:224] == members
+assert res[224:256] == vhash(b''.join(r[-64:] for r in ins))
 # p2 signed the part it serves, and it is not the slices' mean
 part = open('lie.rec', 'rb').read()
 assert res[160:192] == vhash(part)
-mean = np.mean([load('sl%d.rec' % i)['a'].astype(np.float64) for i in (1, 2, 3)], axis=0)
+mean = np.mean([st.read_record(io.BytesIO(x[64:])).array.astype(np.float64) for x in sl], axis=0)
 got = load('lie.rec')['a']
 assert abs(got[0] - mean[0] - 1) < 1e-4 and np.allclose(got[1:], mean[1:], atol=1e-5)
 "
@@ -422,6 +487,30 @@ open('forged2', 'w').write('\n'.join(lines))
 "
 	run -65 --separate-stderr spirt-peer verify --proof forged2 -a allow -r r1 -s s1
 	[[ "$stderr" == *"verify: forged2: not a proof: the slices p3's record names combine to the part it signed"* ]]
+	# forged: p1's and p3's slices swapped, or a hash of p1's path
+	# changed: neither climbs to its member's root
+	"$PYTHON" -c "
+lines = open('out1').read().split('\n')
+P = 3
+a, c = 2 + 2 * P + 4 + 1, 2 + 2 * P + 4 + 2 * 2 + 1
+sw = list(lines)
+sw[a], sw[c] = lines[c], lines[a]
+open('forged3', 'w').write('\n'.join(sw))
+b = bytes.fromhex(lines[a])
+# a byte of the path's first hash, the u8 record made again around it
+import sys
+sys.path.insert(0, '$SPIRT_ROOT/contrib/python')
+import spirt_tensor as st, io, numpy as np
+r = st.read_record(io.BytesIO(b))
+p = bytearray(r.array.tobytes())
+p[3] ^= 1
+lines[a] = st.encode(np.frombuffer(bytes(p), np.uint8), step=r.step).hex()
+open('forged4', 'w').write('\n'.join(lines))
+"
+	for f in forged3 forged4; do
+		run -65 --separate-stderr spirt-peer verify --proof $f -a allow -r r1 -s s1
+		[[ "$stderr" == *"verify: $f: line $((2 + 2 * 3 + 4 + 2)): the slice of p1 is not the one its record names (its path does not reach its root)"* ]] || { echo "$f: $stderr" >&2; false; }
+	done
 	# and under a key the allowlist does not know
 	printf 'VERSION=1\nTYPE=spirt-allowlist\n%s\nEND\n' "$(grep ' p1$' allow)" >allow1
 	run -65 --separate-stderr spirt-peer verify --proof out1 -a allow1 -r r1 -s s1

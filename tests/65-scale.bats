@@ -70,7 +70,7 @@ SCALE="$SPIRT_ROOT/contrib/scale-model.py"
 			P = 16; S = 4 * 235146 + 104; o = P - 1
 			if (rec == "v1") R = 2 * o * (472 + 64 * P)
 			else if (rec == "v2") R = o * (472 + 64 * P + 536)
-			else R = o * (504 + 536 + 32 * 4)       # log2 16 = 4
+			else R = o * (536 + 536 + 88 + 32 * 4)  # log2 16 = 4
 			moved = 2 * S * o / P + S * o / (P * P) + R + (4 * o + 2) * 500
 			wire = 2 * moved / (2 * 1.67e9)
 			if (moved / 1.25e9 > wire) wire = moved / 1.25e9
@@ -83,14 +83,18 @@ SCALE="$SPIRT_ROOT/contrib/scale-model.py"
 		assert_output ''
 	done
 	# flat in P where S is much more than the records: about 2 S a peer
-	# at 16 peers, and the records' P^2 term past that (69 S at 1,000)
-	run -0 "$PYTHON" "$SCALE" --csv --peers 16,1000 --exchange parts
+	# at 16 peers; with version 2's input records their P^2 term past
+	# that (69 S at 1,000)
+	run -0 "$PYTHON" "$SCALE" --csv --peers 16,1000 --exchange parts --records v2
 	a=(${lines[1]//,/ }) b=(${lines[2]//,/ })
 	awk -v a="${a[5]}" -v b="${b[5]}" 'BEGIN { S = 4 * 235146 + 104
 		x = a * 1e9 / 16 / S; y = b * 1e9 / 1000 / S
 		exit !(x > 1.9 && x < 2.2 && y > 60) }'
-	run -0 "$PYTHON" "$SCALE" --csv --peers 1000 --exchange parts --records merkle
+	# the default, version 3's (merkle): P log P, within 7 S at 1,000
+	run -0 "$PYTHON" "$SCALE" --csv --peers 1000 --exchange parts
 	m=(${lines[1]//,/ })
+	run -0 "$PYTHON" "$SCALE" --csv --peers 1000 --exchange parts --records merkle
+	[ "${lines[1]}" = "$(IFS=,; echo "${m[*]}")" ]
 	awk -v m="${m[5]}" 'BEGIN { y = m * 1e9 / 1000 / (4 * 235146 + 104)
 		exit !(y > 4 && y < 7) }'
 }

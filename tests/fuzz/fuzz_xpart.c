@@ -11,14 +11,13 @@
  * token made for that key by the group), so the fields behind the
  * signature are fuzzed; the next 8 bytes are the n and the part count
  * (byte 9, plus one) spirt_xpart_span cuts.  Beyond "no crash": a record
- * opened is of version 2 and signs again to the same bytes; an input
- * record's entries are ascending with the signer's at its index; a
- * result's or cover's size is the same for any P (two hashes, no
- * entries); one verified is for our run, by a member in role peer; the
- * spans of any n and count tile [0, n) in order, each floor(n / count)
- * or one more.  First byte 0x10: the rest after the
- * 8 bytes is a member's verdict instead (verdict() below); 0x20: a proof
- * (proof() below).
+ * opened is of version 3 and signs again to the same bytes; its size is
+ * the same for any P and kind (two hashes, no entries); one verified is
+ * for our run, by a member in role peer; the spans of any n and count
+ * tile [0, n) in order, each floor(n / count) or one more.  First byte
+ * 0x10: the rest after the 8 bytes is a member's verdict instead
+ * (verdict() below); 0x20: a proof (proof() below); 0x30: a slice as
+ * served, with its path (slice() below).
  */
 static struct spirt_trust *trust;
 static struct spirt_store *store;       /* empty: a proof's check undoes */
@@ -64,6 +63,43 @@ proof(const uint8_t *d, size_t n)
 	FUZZ_ASSERT(spirt_txn_begin(&t, store, SPIRT_TXN_RDONLY) == 0);
 	FUZZ_ASSERT(spirt_store_list(t, "", anykey, NULL) == 0);
 	spirt_txn_abort(t);
+}
+
+/* mode 0x30: a root (32 bytes), the part k and parts - 1 (a byte each),
+ * then a slice as served (spirt_xpart_slice_open): one taken is a record
+ * inside the value, whose leaf (of member "p<k + 1>") climbs its path, the
+ * bytes before the record, to the root */
+static void
+slice(const uint8_t *d, size_t n)
+{
+	unsigned char root[SPIRT_HASH_BYTES], h[SPIRT_HASH_BYTES];
+	unsigned char leaf[SPIRT_HASH_BYTES];
+	const unsigned char *path;
+	const void *rec, *b;
+	size_t k, parts, reclen, bn, plen;
+	char id[16];
+
+	if (n < SPIRT_HASH_BYTES + 2)
+		return;
+	memcpy(root, d, SPIRT_HASH_BYTES);
+	k = d[SPIRT_HASH_BYTES];
+	parts = (size_t)d[SPIRT_HASH_BYTES + 1] + 1;
+	snprintf(id, sizeof id, "p%zu", k + 1);
+	d += SPIRT_HASH_BYTES + 2;
+	n -= SPIRT_HASH_BYTES + 2;
+	if (spirt_xpart_slice_open(root, id, k, parts, d, n, &rec,
+	    &reclen) != 0)
+		return;
+	FUZZ_ASSERT(k < parts);
+	FUZZ_ASSERT(spirt_store_get_bytes(d, n, &b, &bn) == 0);
+	path = b;
+	plen = spirt_xpart_path_len(k, parts);
+	FUZZ_ASSERT((const unsigned char *)rec == path + plen *
+	    SPIRT_HASH_BYTES && reclen == bn - plen * SPIRT_HASH_BYTES);
+	spirt_hash(h, rec, reclen);
+	spirt_xpart_leaf(leaf, id, h);
+	FUZZ_ASSERT(spirt_xpart_climb(h, leaf, k, parts, path, plen) == 0 &&
+	    memcmp(h, root, SPIRT_HASH_BYTES) == 0);
 }
 
 static const int signers[4] = { FZ_P1, FZ_P2, FZ_P3, FZ_F1 };
@@ -124,14 +160,17 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		proof(in.p, in.n);
 		return 0;
 	}
+	if (mode == 0x30) {
+		slice(in.p, in.n);
+		return 0;
+	}
 	len = in.n;
 	FUZZ_ASSERT((b = malloc(len ? len : 1)) != NULL);
 	memcpy(b, in.p, len);
 	if ((mode & 1) && len >= SPIRT_XPART_HEAD + SPIRT_SIG_BYTES) {
-		/* (the token after the header: 192 in an input record, 256
-		 * after a result's or cover's two hashes) */
-		size_t at = b[5] == SPIRT_XPART_INPUTS ? SPIRT_XPART_HEAD :
-		    SPIRT_XPART_RESHEAD;
+		/* (the token after the header's two hashes, at 256 in any
+		 * kind) */
+		size_t at = SPIRT_XPART_RESHEAD;
 
 		memcpy(b + 88, fz.pk[who], SPIRT_PK_BYTES);
 		if ((mode & 8) && b[6] == 216 && b[7] == 0 &&
@@ -154,20 +193,14 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		    r.kind == SPIRT_XPART_RESULT ||
 		    (r.kind == SPIRT_XPART_COVER && r.parts >= 2));
 		FUZZ_ASSERT(r.index < r.parts);
-		if (r.kind == SPIRT_XPART_INPUTS) {
-			/* P entries, ascending, the signer's at its index */
-			FUZZ_ASSERT(strcmp(r.e[r.index].id, r.id) == 0);
-			for (size_t i = 1; i < r.parts; i++)
-				FUZZ_ASSERT(strcmp(r.e[i - 1].id,
-				    r.e[i].id) < 0);
-		} else {
-			/* a result or cover names two hashes, not entries:
-			 * its size does not grow with P */
-			FUZZ_ASSERT(len == spirt_xpart_rec_size(r.kind, 1,
-			    r.has_token));
-			FUZZ_ASSERT(memcmp(r.members, b + 192, 32) == 0 &&
-			    memcmp(r.inputs, b + 224, 32) == 0);
-		}
+		/* two hashes, not entries: its size does not grow with P;
+		 * an input record's second is its root, a result's or
+		 * cover's its inputs' hash */
+		FUZZ_ASSERT(len == spirt_xpart_rec_size(r.kind, 1,
+		    r.has_token));
+		FUZZ_ASSERT(memcmp(r.members, b + 192, 32) == 0 &&
+		    memcmp(r.kind == SPIRT_XPART_INPUTS ? r.root : r.inputs,
+		    b + 224, 32) == 0);
 		/* the signer's own key signs the same bytes again */
 		if (memcmp(r.pk, fz.pk[who], SPIRT_PK_BYTES) == 0) {
 			r2 = r;

@@ -389,6 +389,20 @@ sys.stdout.buffer.write(r[h:h + n])' xr.rec >xr
 		{ bytes 9 0 0 0 0 0 0 25 0; cat xr; } |
 		    seed xpart "$p-${k#*:}-resigned"
 	done
+	# its slices as served (mode 0x30: the root of its input record,
+	# the part, parts - 1, the value with its path)
+	SPIRT_STORE="$tmp/x$p/spirt.db" spirt-store get -f xslice/0 >xr.rec \
+	    2>/dev/null || continue
+	for k in 0 1; do
+		SPIRT_STORE="$tmp/x$p/spirt.db" spirt-store get -f \
+		    "xslice/0/p$((k + 1))" >xs.rec 2>/dev/null || continue
+		{ bytes 48 0 0 0 0 0 0 0 0
+		  "$PYTHON" -c 'import struct, sys
+r = open(sys.argv[1], "rb").read()
+h, = struct.unpack_from("<I", r, 8)
+sys.stdout.buffer.write(r[h + 224:h + 256])' xr.rec
+		  bytes "$k" 1; cat xs.rec; } | seed xpart "$p-slice$k"
+	done
 done
 
 # ---- the client of a peer: programs of fuzz_remote.c (pin byte, then
