@@ -13,7 +13,7 @@ PEER_LIBHDR = lib/prim.h lib/vhash.h lib/crypto.h lib/keyfile.h lib/token.h \
 	lib/xrec.h lib/xquorum.h lib/xdecide.h lib/exchange.h lib/curldl.h \
 	lib/lineage.h lib/metrics.h
 PEER_LIBOBJ = lib/prim_$(CRYPTO).o lib/vhash.o $(CRYPTO_LIBOBJ) lib/remote.o \
-	lib/xpart.o lib/xcheck.o lib/xproof.o \
+	lib/xprec.o lib/xpart.o lib/xcheck.o lib/xproof.o \
 	lib/store_http.o lib/peersrv.o lib/peerwait.o lib/peerauth.o lib/digest.o lib/xnet.o \
 	lib/xpeer.o lib/xpull.o lib/xrec.o lib/xquorum.o lib/xdecide.o lib/exchange.o \
 	lib/lineage.o lib/metrics.o \
